@@ -1,0 +1,32 @@
+//! The explain pages (`magus explain MGS2001`), embedded from `docs/` so the
+//! binary needs no files at run time.
+
+use super::Code;
+
+/// The Markdown page for `code`.
+pub fn explain_page(code: Code) -> &'static str {
+    match code {
+        Code::Mgs2001 => include_str!("../../docs/MGS2001.md"),
+        Code::Mgs2002 => include_str!("../../docs/MGS2002.md"),
+        Code::Mgs2003 => include_str!("../../docs/MGS2003.md"),
+        Code::Mgs2004 => include_str!("../../docs/MGS2004.md"),
+        Code::Mgs2005 => include_str!("../../docs/MGS2005.md"),
+        Code::Mgs2006 => include_str!("../../docs/MGS2006.md"),
+        Code::Mgs2007 => include_str!("../../docs/MGS2007.md"),
+        Code::Mgs2008 => include_str!("../../docs/MGS2008.md"),
+        Code::Mgs2010 => include_str!("../../docs/MGS2010.md"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_a_page_that_names_it() {
+        for code in Code::ALL {
+            let page = explain_page(code);
+            assert!(page.starts_with(&format!("# {code}")), "{code}");
+        }
+    }
+}

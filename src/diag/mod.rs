@@ -1,0 +1,137 @@
+//! Everything the sandbox says to the user.
+//!
+//! Other layers build [`Diagnostic`] values and never format them; this
+//! module renders them, rustc-style for people ([`render_human`]) or as one
+//! JSON object per line for tools ([`render_json`]). It also owns the
+//! diagnostic codes and the explain pages.
+
+mod code;
+mod explain;
+mod render;
+
+pub use code::{Code, UnknownCode};
+pub use explain::explain_page;
+pub use render::{render, render_human, render_json, MessageFormat, Renderer};
+
+use std::path::PathBuf;
+
+/// How serious a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Something the user should know; nothing went wrong.
+    Note,
+    /// The run goes on, but probably not as the user meant.
+    Warning,
+    /// The operation (or the run) did not happen.
+    Error,
+}
+
+impl Severity {
+    /// The lowercase word rustc uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// Which kind of file a [`Location`] points into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A Buzz spell.
+    Spell,
+    /// `magus.yaml` or `magus.lock`.
+    Config,
+}
+
+/// A 1-based line and column in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub kind: SourceKind,
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: u32,
+}
+
+/// One message for the user: a code (when the event has one), what
+/// happened, where, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Option<Code>,
+    pub severity: Severity,
+    pub message: String,
+    /// The path the event is about, as the user spelled it.
+    pub path: Option<String>,
+    pub location: Option<Location>,
+    /// A short text printed under the caret.
+    pub label: Option<String>,
+    /// Facts that explain the event (`= note: ...`).
+    pub notes: Vec<String>,
+    /// How to fix it; may span several lines (e.g. `magus.yaml` lines).
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with only a severity and a message.
+    pub fn new(severity: Severity, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code: None,
+            severity,
+            message: message.into(),
+            path: None,
+            location: None,
+            label: None,
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn error(message: impl Into<String>) -> Self {
+        Self::new(Severity::Error, message)
+    }
+
+    pub fn warning(message: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, message)
+    }
+
+    pub fn note(message: impl Into<String>) -> Self {
+        Self::new(Severity::Note, message)
+    }
+
+    pub fn with_code(mut self, code: Code) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    pub fn with_location(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// True for [`Severity::Error`].
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}

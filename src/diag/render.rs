@@ -1,0 +1,272 @@
+//! Rendering of diagnostics: rustc-style text for people, JSON lines for
+//! tools. The source snippet is read from the file at render time, so the
+//! layers that build diagnostics never carry file contents around.
+
+use super::{Diagnostic, Severity, SourceKind};
+use serde_json::{json, Map, Value};
+use std::io::{self, IsTerminal, Write};
+
+/// How diagnostics are printed (`--message-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum MessageFormat {
+    /// rustc-style text.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Whether to colour human output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Color {
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Colour when stderr is a terminal and `NO_COLOR` is unset or empty.
+    pub fn for_stderr() -> Color {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        if !no_color && io::stderr().is_terminal() {
+            Color::Always
+        } else {
+            Color::Never
+        }
+    }
+}
+
+/// Prints diagnostics to stderr in one format.
+#[derive(Debug, Clone, Copy)]
+pub struct Renderer {
+    pub format: MessageFormat,
+    pub color: Color,
+}
+
+impl Renderer {
+    pub fn new(format: MessageFormat) -> Self {
+        Renderer {
+            format,
+            color: Color::for_stderr(),
+        }
+    }
+
+    /// Writes one diagnostic to stderr; a failed write to stderr is ignored
+    /// because there is nowhere left to report it.
+    pub fn emit(&self, diagnostic: &Diagnostic) {
+        let text = match self.format {
+            MessageFormat::Human => render_human(diagnostic, self.color),
+            MessageFormat::Json => render_json(diagnostic),
+        };
+        let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+/// Renders one diagnostic in `format`, without colour.
+pub fn render(diagnostic: &Diagnostic, format: MessageFormat) -> String {
+    match format {
+        MessageFormat::Human => render_human(diagnostic, Color::Never),
+        MessageFormat::Json => render_json(diagnostic),
+    }
+}
+
+/// rustc-style text, ending with a blank line.
+pub fn render_human(d: &Diagnostic, color: Color) -> String {
+    let paint = Paint(color);
+    let mut out = String::new();
+    let head = match d.code {
+        Some(code) => format!("{}[{}]", d.severity.as_str(), code),
+        None => d.severity.as_str().to_string(),
+    };
+    out.push_str(&paint.severity(d.severity, &head));
+    out.push_str(&paint.bold(&format!(": {}", d.message)));
+    out.push('\n');
+    let gutter = snippet(d, &paint, &mut out);
+    for note in &d.notes {
+        push_field(&mut out, &gutter, "note", note);
+    }
+    if let Some(help) = &d.help {
+        push_field(&mut out, &gutter, "help", help);
+    }
+    if let Some(code) = d.code {
+        let pointer = format!("for more information, run `magus explain {code}`");
+        push_field(&mut out, &gutter, "note", &pointer);
+    }
+    out.push('\n');
+    out
+}
+
+/// Writes the `--> file:line:col` header and the source line with a caret.
+/// Returns the gutter padding used, so the fields below line up with it.
+fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
+    let Some(loc) = &d.location else {
+        return " ".to_string();
+    };
+    let number = loc.line.to_string();
+    let pad = " ".repeat(number.len());
+    let arrow = paint.blue("-->");
+    out.push_str(&format!(
+        "{pad}{arrow} {}:{}:{}\n",
+        loc.file.display(),
+        loc.line,
+        loc.column
+    ));
+    let Some(source) = source_line(&loc.file, loc.line) else {
+        return pad;
+    };
+    let bar = paint.blue("|");
+    let caret_col = (loc.column.max(1) - 1) as usize;
+    let lead: String = source
+        .chars()
+        .take(caret_col)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let label = d
+        .label
+        .as_deref()
+        .map(|l| format!(" {l}"))
+        .unwrap_or_default();
+    out.push_str(&format!("{pad} {bar}\n"));
+    out.push_str(&format!("{} {bar} {source}\n", paint.blue(&number)));
+    let caret = paint.severity(d.severity, &format!("^{label}"));
+    out.push_str(&format!("{pad} {bar} {lead}{caret}\n"));
+    out.push_str(&format!("{pad} {bar}\n"));
+    pad
+}
+
+fn push_field(out: &mut String, gutter: &str, name: &str, text: &str) {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    out.push_str(&format!("{gutter} = {name}: {first}\n"));
+    let indent = " ".repeat(gutter.len() + 3 + name.len() + 2);
+    for line in lines {
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+}
+
+/// The 1-based `line` of `file`, if it can be read. Rendering never fails
+/// for want of a snippet: without it the header alone is printed.
+fn source_line(file: &std::path::Path, line: u32) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let raw = text.lines().nth(line.checked_sub(1)? as usize)?;
+    Some(raw.trim_end().to_string())
+}
+
+/// One JSON object and a newline. Fields: `code`, `severity`, `message`,
+/// `path`, `spell` (or `config`) location, `notes`, `help`.
+pub fn render_json(d: &Diagnostic) -> String {
+    let mut obj = Map::new();
+    obj.insert("code".into(), json!(d.code.map(|c| c.as_str())));
+    obj.insert("severity".into(), json!(d.severity.as_str()));
+    obj.insert("message".into(), json!(d.message));
+    if let Some(path) = &d.path {
+        obj.insert("path".into(), json!(path));
+    }
+    if let Some(loc) = &d.location {
+        let key = match loc.kind {
+            SourceKind::Spell => "spell",
+            SourceKind::Config => "config",
+        };
+        let value = json!({
+            "file": loc.file.display().to_string(),
+            "line": loc.line,
+            "column": loc.column,
+        });
+        obj.insert(key.into(), value);
+    }
+    obj.insert("notes".into(), json!(d.notes));
+    obj.insert("help".into(), json!(d.help));
+    let mut line = Value::Object(obj).to_string();
+    line.push('\n');
+    line
+}
+
+/// ANSI colouring that is a no-op under [`Color::Never`].
+struct Paint(Color);
+
+impl Paint {
+    fn wrap(&self, sgr: &str, text: &str) -> String {
+        match self.0 {
+            Color::Always => format!("\x1b[{sgr}m{text}\x1b[0m"),
+            Color::Never => text.to_string(),
+        }
+    }
+
+    fn severity(&self, severity: Severity, text: &str) -> String {
+        let sgr = match severity {
+            Severity::Error => "1;31",
+            Severity::Warning => "1;33",
+            Severity::Note => "1;36",
+        };
+        self.wrap(sgr, text)
+    }
+
+    fn bold(&self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+
+    fn blue(&self, text: &str) -> String {
+        self.wrap("1;34", text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::{Code, Location};
+
+    fn located(dir: &std::path::Path) -> Diagnostic {
+        let file = dir.join("steal.buzz");
+        std::fs::write(
+            &file,
+            "fun main() > void {\n    fs.read(\"/etc/shadow\");\n}\n",
+        )
+        .unwrap();
+        Diagnostic::error("read of `/etc/shadow` denied by the sandbox")
+            .with_code(Code::Mgs2001)
+            .with_path("/etc/shadow")
+            .with_location(Location {
+                kind: SourceKind::Spell,
+                file,
+                line: 2,
+                column: 5,
+            })
+            .with_label("this read")
+            .with_help("grant it in magus.yaml:\n  allow:\n    - path: /etc/shadow")
+    }
+
+    #[test]
+    fn human_output_points_at_the_spell_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = render_human(&located(dir.path()), Color::Never);
+        assert!(text.starts_with("error[MGS2001]: read of `/etc/shadow`"));
+        assert!(text.contains("steal.buzz:2:5\n"), "{text}");
+        assert!(
+            text.contains("2 |     fs.read(\"/etc/shadow\");\n"),
+            "{text}"
+        );
+        assert!(text.contains("  |     ^ this read\n"), "{text}");
+        assert!(text.contains("= help: grant it in magus.yaml:\n"), "{text}");
+        assert!(text.contains("run `magus explain MGS2001`"), "{text}");
+    }
+
+    #[test]
+    fn json_output_is_one_line_with_the_documented_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = render_json(&located(dir.path()));
+        assert_eq!(line.matches('\n').count(), 1);
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["code"], "MGS2001");
+        assert_eq!(v["severity"], "error");
+        assert_eq!(v["path"], "/etc/shadow");
+        assert_eq!(v["spell"]["line"], 2);
+        assert_eq!(v["spell"]["column"], 5);
+        assert!(v["help"].as_str().unwrap().contains("allow:"));
+    }
+
+    #[test]
+    fn colour_is_off_under_never() {
+        let d = Diagnostic::warning("x").with_code(Code::Mgs2004);
+        assert!(!render_human(&d, Color::Never).contains('\x1b'));
+        assert!(render_human(&d, Color::Always).contains("\x1b[1;33m"));
+    }
+}

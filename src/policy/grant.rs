@@ -1,0 +1,122 @@
+//! The vocabulary of a resolved policy: what a grant is, what it allows and
+//! where it came from. Both enforcement layers are built from these types,
+//! so they are the contract between `policy`, `enforce` and `diag`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The rights of one grant, as `magus.yaml` spells them.
+///
+/// `Ro` is read + execute; `Rw` is every filesystem right. `Rw` includes
+/// `Ro`, so the rights of a path are the greatest mode over all granted
+/// ancestors, which is exactly what Landlock enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// Read files, list directories, execute programs.
+    Ro,
+    /// Everything: also create, write, truncate, rename, remove.
+    Rw,
+}
+
+impl Mode {
+    /// Whether this mode permits `access`.
+    pub fn permits(self, access: Access) -> bool {
+        match access {
+            Access::Read | Access::Execute => true,
+            Access::Write => self == Mode::Rw,
+        }
+    }
+
+    /// The spelling used in `magus.yaml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Ro => "ro",
+            Mode::Rw => "rw",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One kind of operation a gate asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Read a file, list a directory, test existence, stat.
+    Read,
+    /// Create, write, truncate, rename, remove, make a directory.
+    Write,
+    /// Execute a program.
+    Execute,
+}
+
+impl Access {
+    /// The mode a grant needs for this access.
+    pub fn needed_mode(self) -> Mode {
+        match self {
+            Access::Read | Access::Execute => Mode::Ro,
+            Access::Write => Mode::Rw,
+        }
+    }
+}
+
+/// Where a grant came from, so every decision can be explained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantSource {
+    /// Part of the default allowlist (DESIGN §4); the text says why.
+    Builtin(&'static str),
+    /// The workspace root.
+    Workspace,
+    /// A `sandbox.allow` entry of `magus.yaml`.
+    Config {
+        /// The path as written in `magus.yaml`.
+        spelled: String,
+        /// 1-based line of the entry's `path:` value.
+        line: u32,
+        /// 1-based column of the entry's `path:` value.
+        column: u32,
+    },
+}
+
+impl fmt::Display for GrantSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GrantSource::Builtin(why) => write!(f, "built-in ({why})"),
+            GrantSource::Workspace => f.write_str("workspace root"),
+            GrantSource::Config { line, .. } => write!(f, "magus.yaml line {line}"),
+        }
+    }
+}
+
+/// One granted path: real (symlink-free, absolute), with its mode and source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub mode: Mode,
+    pub source: GrantSource,
+}
+
+/// The `network` setting (DESIGN §3), enforced by Landlock ABI ≥ 4.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Network {
+    /// No network restriction (the default).
+    #[default]
+    Allow,
+    /// No TCP connect or bind at all.
+    Deny,
+    /// Only these TCP ports may be connected to or bound.
+    Ports {
+        connect_tcp: Vec<u16>,
+        bind_tcp: Vec<u16>,
+    },
+}
+
+/// Whether the sandbox is on for this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxState {
+    On,
+    Off,
+}
