@@ -1,0 +1,264 @@
+//! Opening a path *beneath* a granted root, so that no symlink, `..` or
+//! magic link can carry an operation out of the root it was checked against.
+//!
+//! The check is made on a lexical path, but the kernel resolves the real one;
+//! opening relative to the root's directory handle with `openat2(2)` and
+//! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` closes the gap without a
+//! check-then-use race. On kernels without `openat2` (before 5.6) we fall
+//! back to resolving the deepest existing ancestor ourselves (racy, and said
+//! so in the README); a cached flag remembers that `openat2` is missing.
+
+use nix::errno::Errno;
+use nix::fcntl::{self, OFlag, OpenHow, ResolveFlag};
+use nix::sys::stat::Mode;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once `openat2` answered `ENOSYS`; every later open uses the fallback.
+static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// Whether symlinks beneath the root may be followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Follow symlinks that stay beneath the root (reads).
+    BeneathOnly,
+    /// Follow no symlink at all (writes: the real target must be re-checked,
+    /// because a protected file may sit beneath a writable root).
+    Never,
+}
+
+/// Why an open beneath a root failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BeneathError {
+    /// Resolution left the root, or met a symlink that [`Follow`] forbids, or
+    /// a magic link: the caller must resolve the real path and check again.
+    #[error("the path leads outside the root it was checked against")]
+    Escapes,
+    /// Any other failure of the system call.
+    #[error(transparent)]
+    Os(#[from] io::Error),
+}
+
+/// A granted root, held open as a directory handle.
+#[derive(Debug)]
+pub struct Root {
+    path: PathBuf,
+    dir: OwnedFd,
+}
+
+impl Root {
+    /// Opens `path` (a real, absolute directory path) as a root.
+    pub fn open(path: &Path) -> io::Result<Root> {
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let dir = fcntl::open(path, flags, Mode::empty()).map_err(io::Error::from)?;
+        Ok(Root {
+            path: path.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// The root's real path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The root's directory handle.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+
+    /// Opens `rel` (relative, lexically normal; empty means the root itself)
+    /// beneath this root.
+    pub fn open_beneath(
+        &self,
+        rel: &Path,
+        flags: OFlag,
+        follow: Follow,
+    ) -> Result<OwnedFd, BeneathError> {
+        let rel = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        if !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
+            match openat2_beneath(self.dir.as_fd(), rel, flags, follow) {
+                Err(BeneathError::Os(e)) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+        self.open_by_resolving(rel, flags, follow)
+    }
+
+    /// The fallback: resolve the deepest existing ancestor, make sure it is
+    /// still beneath the root, then open the real path without following a
+    /// final symlink.
+    fn open_by_resolving(
+        &self,
+        rel: &Path,
+        flags: OFlag,
+        follow: Follow,
+    ) -> Result<OwnedFd, BeneathError> {
+        let spelled = self.path.join(rel);
+        let real = resolve_existing_prefix(&spelled)?;
+        if !real.starts_with(&self.path) || (follow == Follow::Never && real != spelled) {
+            return Err(BeneathError::Escapes);
+        }
+        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        fcntl::open(&real, flags, Mode::from_bits_truncate(0o666))
+            .map_err(|e| classify(io::Error::from(e)))
+    }
+}
+
+fn openat2_beneath(
+    dir: BorrowedFd<'_>,
+    rel: &Path,
+    flags: OFlag,
+    follow: Follow,
+) -> Result<OwnedFd, BeneathError> {
+    let mut resolve = ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS;
+    if follow == Follow::Never {
+        resolve |= ResolveFlag::RESOLVE_NO_SYMLINKS;
+    }
+    let mut how = OpenHow::new()
+        .flags(flags | OFlag::O_CLOEXEC)
+        .resolve(resolve);
+    if flags.contains(OFlag::O_CREAT) {
+        how = how.mode(Mode::from_bits_truncate(0o666));
+    }
+    loop {
+        match fcntl::openat2(dir, rel, how) {
+            Ok(fd) => return Ok(fd),
+            // `openat2` may ask to retry when a rename raced the lookup.
+            Err(Errno::EAGAIN) | Err(Errno::EINTR) => continue,
+            Err(e) => return Err(classify(io::Error::from(e))),
+        }
+    }
+}
+
+/// `EXDEV` means resolution left the root; `ELOOP` means a forbidden
+/// (magic) symlink was met. Both call for a re-check of the real path.
+fn classify(e: io::Error) -> BeneathError {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) | Some(libc::ELOOP) => BeneathError::Escapes,
+        _ => BeneathError::Os(e),
+    }
+}
+
+/// The real path of `path`: its deepest existing ancestor canonicalised,
+/// followed by the components that do not exist yet.
+///
+/// This follows every symlink (including `/proc/self/root` and other magic
+/// links), so it tells where a spelled path *leads*; it is used to explain
+/// and re-check, never to open without a further check.
+pub fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
+    let mut missing: Vec<OsString> = Vec::new();
+    let mut probe = path.to_path_buf();
+    loop {
+        match std::fs::canonicalize(&probe) {
+            Ok(mut real) => {
+                real.extend(missing.iter().rev());
+                return Ok(real);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let Some(name) = probe.file_name() else {
+                    return Err(e);
+                };
+                missing.push(name.to_os_string());
+                if !probe.pop() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Splits a relative path into its parent and final name, for operations
+/// that act on a name inside a directory (`unlinkat`, `mkdirat`, `renameat`).
+pub fn split_last(rel: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
+    match rel.components().next_back()? {
+        Component::Normal(name) => Some((rel.parent().unwrap_or(Path::new("")), name)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn fixture() -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(base.join("root")).unwrap();
+        std::fs::write(base.join("root/inside.txt"), "in").unwrap();
+        std::fs::write(base.join("secret"), "s3cr3t").unwrap();
+        symlink("../secret", base.join("root/rel-out")).unwrap();
+        symlink(base.join("secret"), base.join("root/abs-out")).unwrap();
+        symlink("inside.txt", base.join("root/rel-in")).unwrap();
+        let root = Root::open(&base.join("root")).unwrap();
+        (dir, root)
+    }
+
+    fn open(root: &Root, rel: &str, follow: Follow) -> Result<OwnedFd, BeneathError> {
+        root.open_beneath(Path::new(rel), OFlag::O_RDONLY, follow)
+    }
+
+    #[test]
+    fn opens_what_stays_beneath_and_refuses_what_leaves() {
+        let (_dir, root) = fixture();
+        let cases = [
+            ("inside.txt", Follow::BeneathOnly, true),
+            ("rel-in", Follow::BeneathOnly, true),
+            ("rel-out", Follow::BeneathOnly, false),
+            ("abs-out", Follow::BeneathOnly, false),
+            ("../secret", Follow::BeneathOnly, false),
+            ("rel-in", Follow::Never, false),
+            ("", Follow::BeneathOnly, true),
+        ];
+        for (rel, follow, ok) in cases {
+            let got = open(&root, rel, follow);
+            assert_eq!(got.is_ok(), ok, "{rel} {follow:?}: {got:?}");
+            if !ok {
+                assert!(matches!(got, Err(BeneathError::Escapes)), "{rel}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn magic_links_are_escapes() {
+        let root = Root::open(Path::new("/proc")).unwrap();
+        let got = open(&root, "self/root/etc/hostname", Follow::BeneathOnly);
+        assert!(matches!(got, Err(BeneathError::Escapes)), "{got:?}");
+    }
+
+    #[test]
+    fn the_fallback_agrees_on_the_fixture() {
+        let (_dir, root) = fixture();
+        for rel in ["inside.txt", "rel-in"] {
+            assert!(root
+                .open_by_resolving(Path::new(rel), OFlag::O_RDONLY, Follow::BeneathOnly)
+                .is_ok());
+        }
+        for rel in ["rel-out", "abs-out", "../secret"] {
+            let got = root.open_by_resolving(Path::new(rel), OFlag::O_RDONLY, Follow::BeneathOnly);
+            assert!(matches!(got, Err(BeneathError::Escapes)), "{rel}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn resolving_names_where_a_link_leads_even_for_missing_tails() {
+        let (dir, root) = fixture();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let real = resolve_existing_prefix(&root.path().join("abs-out")).unwrap();
+        assert_eq!(real, base.join("secret"));
+        let real = resolve_existing_prefix(&root.path().join("new/dir/file")).unwrap();
+        assert_eq!(real, base.join("root/new/dir/file"));
+    }
+}
