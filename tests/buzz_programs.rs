@@ -52,7 +52,9 @@ fn run(file: PathBuf, args: Vec<String>) -> Outcome {
 }
 
 fn programs(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buzz").join(kind);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/buzz")
+        .join(kind);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -73,9 +75,14 @@ fn check_pass(file: &Path) -> Result<(), String> {
     let want_out = sibling(file, "out").ok_or("missing .out file")?;
     let want_status: i32 = sibling(file, "status").map_or(0, |s| s.trim().parse().unwrap());
     let outcome = run(file.to_path_buf(), args);
-    let status = outcome.result.map_err(|e| format!("failed: {e}\nstdout so far:\n{}", outcome.stdout))?;
+    let status = outcome
+        .result
+        .map_err(|e| format!("failed: {e}\nstdout so far:\n{}", outcome.stdout))?;
     if outcome.stdout != want_out {
-        return Err(format!("stdout differs\n--- want\n{want_out}--- got\n{}", outcome.stdout));
+        return Err(format!(
+            "stdout differs\n--- want\n{want_out}--- got\n{}",
+            outcome.stdout
+        ));
     }
     if status != want_status {
         return Err(format!("exit status {status}, want {want_status}"));
@@ -97,23 +104,40 @@ fn check_fail(file: &Path) -> Result<(), String> {
     }
     let got = format!("{}:{}: {}", loc.line, loc.column, d.message);
     if got != want.trim() {
-        return Err(format!("error differs\n want: {}\n  got: {got}", want.trim()));
+        return Err(format!(
+            "error differs\n want: {}\n  got: {got}",
+            want.trim()
+        ));
     }
     let rendered = render(&d, MessageFormat::Human);
-    if !rendered.contains(&format!("{}:{}:{}\n", file.display(), loc.line, loc.column)) || !rendered.contains('^') {
-        return Err(format!("rendering lacks the location and caret:\n{rendered}"));
+    if !rendered.contains(&format!("{}:{}:{}\n", file.display(), loc.line, loc.column))
+        || !rendered.contains('^')
+    {
+        return Err(format!(
+            "rendering lacks the location and caret:\n{rendered}"
+        ));
     }
     Ok(())
 }
 
 fn check_all(kind: &str, minimum: usize, check: fn(&Path) -> Result<(), String>) {
     let files = programs(kind);
-    assert!(files.len() >= minimum, "only {} {kind} programs", files.len());
+    assert!(
+        files.len() >= minimum,
+        "only {} {kind} programs",
+        files.len()
+    );
     let failures: Vec<String> = files
         .iter()
         .filter_map(|f| check(f).err().map(|e| format!("{}: {e}", f.display())))
         .collect();
-    assert!(failures.is_empty(), "{} of {} failed:\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]

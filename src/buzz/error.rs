@@ -47,7 +47,9 @@ impl BuzzError {
     /// The message without the position prefix.
     pub fn message(&self) -> String {
         match self {
-            BuzzError::Syntax { message, .. } | BuzzError::Runtime { message, .. } => message.clone(),
+            BuzzError::Syntax { message, .. } | BuzzError::Runtime { message, .. } => {
+                message.clone()
+            }
             BuzzError::Uncaught { value, .. } => format!("uncaught error: {value}"),
             BuzzError::SourceTooLarge { size, limit, .. } => {
                 format!("spell is {size} bytes, more than the {limit}-byte limit")

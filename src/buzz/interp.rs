@@ -19,13 +19,20 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-/// Deepest Buzz call stack. Measured in a debug build: see
-/// `tests::stack_use_per_level_fits_in_8_mib`.
-pub const MAX_CALL_DEPTH: usize = 400;
+/// Deepest Buzz call stack. In a debug build one Buzz call costs about
+/// 7 KiB of Rust stack (400 calls ran in 3 MiB), so 256 calls stay under
+/// 2 MiB.
+pub const MAX_CALL_DEPTH: usize = 256;
 
 /// Deepest nesting of evaluation steps (expressions, statements and calls
-/// together), which bounds the Rust stack used whatever the program.
-pub const MAX_EVAL_DEPTH: usize = 3_000;
+/// together). The costliest step measured in a debug build (a binary
+/// operator, three frames) takes about 1.9 KiB: 3,000 levels needed 5.5 MiB,
+/// so 1,500 levels need about 2.9 MiB, under half of an 8 MiB main thread.
+pub const MAX_EVAL_DEPTH: usize = 1_500;
+
+/// Backstop for paths the counted limits misjudge: evaluation stops once it
+/// has used this much stack below the frame that called [`Interpreter::run`].
+pub const STACK_BUDGET: usize = 4 << 20;
 
 /// Longest string and list a spell may build (bytes, items).
 pub const MAX_STR_LEN: usize = 256 << 20;
@@ -61,6 +68,14 @@ pub struct Interpreter {
     args: Vec<String>,
     depth: usize,
     calls: usize,
+    stack_base: usize,
+}
+
+/// The address of a local in a fresh frame: how deep the stack is now.
+#[inline(never)]
+fn stack_address() -> usize {
+    let probe = 0u8;
+    std::hint::black_box(&probe) as *const u8 as usize
 }
 
 impl Interpreter {
@@ -78,6 +93,7 @@ impl Interpreter {
             args: Vec::new(),
             depth: 0,
             calls: 0,
+            stack_base: 0,
         }
     }
 
@@ -91,6 +107,7 @@ impl Interpreter {
     /// status: the `int` main returns, `0` for `void`, or what `std.exit` gave.
     pub fn run(&mut self, program: &Program, args: Vec<String>) -> Result<i32, BuzzError> {
         self.args = args;
+        self.stack_base = stack_address();
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
         let _ = self.out.flush();
@@ -99,7 +116,9 @@ impl Interpreter {
             Err(Flow::Error(e)) => Err(*e),
             Err(Flow::Throw(t)) => Err(self.uncaught(*t)),
             Err(Flow::Return(_)) => Ok(0),
-            Err(Flow::Break | Flow::Continue) => Err(self.runtime(Pos::default(), "`break` or `continue` outside a loop")),
+            Err(Flow::Break | Flow::Continue) => {
+                Err(self.runtime(Pos::default(), "`break` or `continue` outside a loop"))
+            }
         }
     }
 
@@ -108,12 +127,18 @@ impl Interpreter {
             self.declare(stmt, globals)?;
         }
         for stmt in &program.statements {
-            if !matches!(stmt.kind, StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_)) {
+            if !matches!(
+                stmt.kind,
+                StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_)
+            ) {
                 self.exec(stmt, globals)?;
             }
         }
         let Some(main) = lookup(globals, "main") else {
-            return Err(self.fail(Pos { line: 1, column: 1 }, "the spell has no `fun main(args: [str]) > void` to run"));
+            return Err(self.fail(
+                Pos { line: 1, column: 1 },
+                "the spell has no `fun main(args: [str]) > void` to run",
+            ));
         };
         let args = self.main_args(&main);
         let result = self.call_value(&main, args, Pos { line: 1, column: 1 })?;
@@ -170,7 +195,15 @@ impl Interpreter {
 
     fn enter(&mut self, pos: Pos) -> Eval<()> {
         if self.depth >= MAX_EVAL_DEPTH {
-            return Err(self.fail(pos, format!("evaluation nested too deeply (more than {MAX_EVAL_DEPTH} levels)")));
+            return Err(self.fail(pos, format!(
+                "evaluation nested too deeply (more than {MAX_EVAL_DEPTH} levels of expressions, blocks and calls; runaway recursion?)"
+            )));
+        }
+        if self.stack_base.abs_diff(stack_address()) > STACK_BUDGET {
+            return Err(self.fail(
+                pos,
+                "evaluation used its whole stack budget (runaway recursion?)",
+            ));
         }
         self.depth += 1;
         Ok(())
@@ -204,54 +237,92 @@ impl Interpreter {
             StmtKind::Import { module, alias } => self.import(module, alias.as_ref(), scope, pos),
             StmtKind::Var(decl) => self.var(decl, scope, pos),
             StmtKind::Fun(decl) => {
-                let closure = Closure {
-                    decl: decl.clone(),
-                    scope: scope.clone(),
-                };
-                scope.define(decl.name.clone(), Value::Function(Rc::new(closure)), Mutability::Final);
+                scope.define(
+                    decl.name.clone(),
+                    self.lambda(decl, scope),
+                    Mutability::Final,
+                );
                 Ok(())
             }
-            StmtKind::Object(decl) => {
-                let class = Class {
-                    name: decl.name.clone(),
-                    decl: Some(decl.clone()),
-                    scope: Some(scope.clone()),
-                };
-                scope.define(decl.name.clone(), Value::Class(Rc::new(class)), Mutability::Final);
-                Ok(())
-            }
+            StmtKind::Object(decl) => self.object(decl, scope),
             StmtKind::Enum(decl) => self.enumeration(decl, scope),
             StmtKind::Expr(e) => self.eval(e, scope).map(drop),
             StmtKind::Block(body) => self.exec_block(body, scope),
-            StmtKind::If { cond, then, otherwise } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
             StmtKind::While { cond, body } => self.while_loop(cond, body, scope),
             StmtKind::DoUntil { body, cond } => self.do_until(body, cond, scope),
-            StmtKind::For { init, cond, step, body } => self.for_loop(init, cond.as_ref(), step, body, scope),
-            StmtKind::ForEach { key, value, iterable, body } => {
-                self.foreach(key.as_ref(), value, iterable, body, scope)
-            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => self.for_loop(init, cond.as_ref(), step, body, scope),
+            StmtKind::ForEach {
+                key,
+                value,
+                iterable,
+                body,
+            } => self.foreach(key.as_ref(), value, iterable, body, scope),
             StmtKind::Break => Err(Flow::Break),
             StmtKind::Continue => Err(Flow::Continue),
-            StmtKind::Return(value) => {
-                let v = match value {
-                    Some(e) => self.eval(e, scope)?,
-                    None => Value::Null,
-                };
-                Err(Flow::Return(v))
-            }
-            StmtKind::Throw(e) => {
-                let value = self.eval(e, scope)?;
-                Err(Flow::Throw(Box::new(Thrown { value, pos, diagnostic: None })))
-            }
+            StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
+            StmtKind::Throw(e) => self.throw(e, scope, pos),
             StmtKind::Try { body, clauses } => self.try_stmt(body, clauses, scope),
         }
     }
 
-    fn import(&mut self, module: &str, alias: Option<&Rc<str>>, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+    fn object(&mut self, decl: &Rc<ObjectDecl>, scope: &Rc<Scope>) -> Eval<()> {
+        let class = Class {
+            name: decl.name.clone(),
+            decl: Some(decl.clone()),
+            scope: Some(scope.clone()),
+        };
+        scope.define(
+            decl.name.clone(),
+            Value::Class(Rc::new(class)),
+            Mutability::Final,
+        );
+        Ok(())
+    }
+
+    fn return_stmt(&mut self, value: Option<&Expr>, scope: &Rc<Scope>) -> Eval<()> {
+        let v = match value {
+            Some(e) => self.eval(e, scope)?,
+            None => Value::Null,
+        };
+        Err(Flow::Return(v))
+    }
+
+    fn throw(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+        let value = self.eval(e, scope)?;
+        Err(Flow::Throw(Box::new(Thrown {
+            value,
+            pos,
+            diagnostic: None,
+        })))
+    }
+
+    fn import(
+        &mut self,
+        module: &str,
+        alias: Option<&Rc<str>>,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<()> {
         let Some(found) = self.modules.get(module).cloned() else {
             let mut known: Vec<&str> = self.modules.keys().map(String::as_str).collect();
             known.sort_unstable();
-            return Err(self.fail(pos, format!("unknown module `{module}` (available: {})", known.join(", "))));
+            return Err(self.fail(
+                pos,
+                format!(
+                    "unknown module `{module}` (available: {})",
+                    known.join(", ")
+                ),
+            ));
         };
         let name = alias.cloned().unwrap_or_else(|| Rc::from(module));
         scope.define(name, Value::Module(found), Mutability::Final);
@@ -280,7 +351,14 @@ impl Interpreter {
         if type_matches(ty, &value) {
             return Ok(value);
         }
-        Err(self.fail(pos, format!("{what} expects {}, got {}", type_label(ty), value.type_name())))
+        Err(self.fail(
+            pos,
+            format!(
+                "{what} expects {}, got {}",
+                type_label(ty),
+                value.type_name()
+            ),
+        ))
     }
 
     fn enumeration(&mut self, decl: &EnumDecl, scope: &Rc<Scope>) -> Eval<()> {
@@ -296,17 +374,31 @@ impl Interpreter {
             name: decl.name.clone(),
             cases,
         };
-        scope.define(decl.name.clone(), Value::Enum(Rc::new(ty)), Mutability::Final);
+        scope.define(
+            decl.name.clone(),
+            Value::Enum(Rc::new(ty)),
+            Mutability::Final,
+        );
         Ok(())
     }
 
     fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
         let v = self.eval(cond, scope)?;
-        v.truthy()
-            .ok_or_else(|| self.fail(cond.pos, format!("condition must be a bool, got {}", v.type_name())))
+        v.truthy().ok_or_else(|| {
+            self.fail(
+                cond.pos,
+                format!("condition must be a bool, got {}", v.type_name()),
+            )
+        })
     }
 
-    fn if_stmt(&mut self, cond: &Expr, then: &[Stmt], otherwise: Option<&Stmt>, scope: &Rc<Scope>) -> Eval<()> {
+    fn if_stmt(
+        &mut self,
+        cond: &Expr,
+        then: &[Stmt],
+        otherwise: Option<&Stmt>,
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
         if self.condition(cond, scope)? {
             self.exec_block(then, scope)
         } else if let Some(other) = otherwise {
@@ -343,7 +435,14 @@ impl Interpreter {
         }
     }
 
-    fn for_loop(&mut self, init: &[Stmt], cond: Option<&Expr>, step: &[Expr], body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
+    fn for_loop(
+        &mut self,
+        init: &[Stmt],
+        cond: Option<&Expr>,
+        step: &[Expr],
+        body: &[Stmt],
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
         let outer = Scope::new(Some(scope.clone()));
         self.exec_all(init, &outer)?;
         loop {
@@ -361,7 +460,14 @@ impl Interpreter {
         }
     }
 
-    fn foreach(&mut self, key: Option<&Rc<str>>, value: &Rc<str>, iterable: &Expr, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
+    fn foreach(
+        &mut self,
+        key: Option<&Rc<str>>,
+        value: &Rc<str>,
+        iterable: &Expr,
+        body: &[Stmt],
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
         let subject = self.eval(iterable, scope)?;
         let mut index = 0usize;
         loop {
@@ -385,12 +491,26 @@ impl Interpreter {
     fn nth_item(&self, subject: &Value, index: usize, pos: Pos) -> Eval<Option<(Value, Value)>> {
         let i = index as i64;
         Ok(match subject {
-            Value::List(list) => list.items.borrow().get(index).map(|v| (Value::Int(i), v.clone())),
+            Value::List(list) => list
+                .items
+                .borrow()
+                .get(index)
+                .map(|v| (Value::Int(i), v.clone())),
             Value::Map(map) => map.data.borrow().entries.get(index).cloned(),
-            Value::Str(s) => s.chars().nth(index).map(|c| (Value::Int(i), Value::str(c.to_string()))),
-            Value::Range(low, high) => methods::range_nth(*low, *high, i).map(|n| (Value::Int(i), Value::Int(n))),
-            Value::Enum(e) => e.cases.get(index).map(|_| (Value::Int(i), Value::EnumCase(e.clone(), index))),
-            other => return Err(self.fail(pos, format!("cannot iterate over {}", other.type_name()))),
+            Value::Str(s) => s
+                .chars()
+                .nth(index)
+                .map(|c| (Value::Int(i), Value::str(c.to_string()))),
+            Value::Range(low, high) => {
+                methods::range_nth(*low, *high, i).map(|n| (Value::Int(i), Value::Int(n)))
+            }
+            Value::Enum(e) => e
+                .cases
+                .get(index)
+                .map(|_| (Value::Int(i), Value::EnumCase(e.clone(), index))),
+            other => {
+                return Err(self.fail(pos, format!("cannot iterate over {}", other.type_name())))
+            }
         })
     }
 
@@ -404,7 +524,9 @@ impl Interpreter {
             match &clause.binding {
                 None => {}
                 Some((_, ty)) if !type_matches(ty, &thrown.value) => continue,
-                Some((name, _)) => inner.define(name.clone(), thrown.value.clone(), Mutability::Final),
+                Some((name, _)) => {
+                    inner.define(name.clone(), thrown.value.clone(), Mutability::Final)
+                }
             }
             return self.exec_all(&clause.body, &inner);
         }
@@ -432,55 +554,129 @@ impl Interpreter {
             ExprKind::List(items) => self.list(items, scope),
             ExprKind::Map(entries) => self.map(entries, scope),
             ExprKind::Var(name) => self.variable(name, scope, pos),
-            ExprKind::Unary(op, e) => {
-                let v = self.eval(e, scope)?;
-                self.unary(*op, v, pos)
-            }
-            ExprKind::Binary(op, l, r) => {
-                let a = self.eval(l, scope)?;
-                let b = self.eval(r, scope)?;
-                self.binary(*op, a, b, pos)
-            }
+            ExprKind::Unary(op, e) => self.eval_unary(*op, e, scope, pos),
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, pos),
             ExprKind::And(l, r) => self.logic(l, r, false, scope),
             ExprKind::Or(l, r) => self.logic(l, r, true, scope),
-            ExprKind::Coalesce(l, r) => match self.eval(l, scope)? {
-                Value::Null => self.eval(r, scope),
-                v => Ok(v),
-            },
+            ExprKind::Coalesce(l, r) => self.coalesce(l, r, scope),
             ExprKind::Range(l, r) => self.range(l, r, scope),
-            ExprKind::Is(e, ty) => Ok(Value::Bool(type_matches(ty, &self.eval(e, scope)?))),
+            ExprKind::Is(e, ty) => self.is(e, ty, scope),
             ExprKind::Assign { target, op, value } => self.assign(target, *op, value, scope, pos),
             ExprKind::Call { callee, args } => self.call(callee, args, scope, pos),
-            ExprKind::Field { object, name, optional } => {
-                let v = self.eval(object, scope)?;
-                if *optional && v.is_null() {
-                    return Ok(Value::Null);
-                }
-                self.field(&v, name, pos)
-            }
-            ExprKind::Index { object, index, checked } => {
-                let v = self.eval(object, scope)?;
-                let i = self.eval(index, scope)?;
-                self.index(&v, &i, *checked, pos)
-            }
-            ExprKind::Force(e) => match self.eval(e, scope)? {
-                Value::Null => Err(self.fail(pos, "force unwrap (`!`) of a null value")),
-                v => Ok(v),
-            },
-            ExprKind::If { cond, then, otherwise } => {
-                let branch = if self.condition(cond, scope)? { then } else { otherwise };
-                self.eval(branch, scope)
-            }
-            ExprKind::Catch { body, default } => match self.eval(body, scope) {
-                Err(Flow::Throw(_)) => self.eval(default, scope),
-                other => other,
-            },
-            ExprKind::Lambda(decl) => Ok(Value::Function(Rc::new(Closure {
-                decl: decl.clone(),
-                scope: scope.clone(),
-            }))),
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+            } => self.eval_field(object, name, *optional, scope, pos),
+            ExprKind::Index {
+                object,
+                index,
+                checked,
+            } => self.eval_index(object, index, *checked, scope, pos),
+            ExprKind::Force(e) => self.force(e, scope, pos),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.inline_if(cond, then, otherwise, scope),
+            ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
+            ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
             ExprKind::Instance { object, fields } => self.instance(object, fields, scope, pos),
         }
+    }
+
+    fn eval_unary(&mut self, op: UnOp, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        let v = self.eval(e, scope)?;
+        self.unary(op, v, pos)
+    }
+
+    fn eval_binary(
+        &mut self,
+        op: BinOp,
+        l: &Expr,
+        r: &Expr,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let a = self.eval(l, scope)?;
+        let b = self.eval(r, scope)?;
+        self.binary(op, a, b, pos)
+    }
+
+    fn coalesce(&mut self, l: &Expr, r: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match self.eval(l, scope)? {
+            Value::Null => self.eval(r, scope),
+            v => Ok(v),
+        }
+    }
+
+    fn is(&mut self, e: &Expr, ty: &Type, scope: &Rc<Scope>) -> Eval<Value> {
+        let v = self.eval(e, scope)?;
+        Ok(Value::Bool(type_matches(ty, &v)))
+    }
+
+    fn eval_field(
+        &mut self,
+        object: &Expr,
+        name: &str,
+        optional: bool,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let v = self.eval(object, scope)?;
+        if optional && v.is_null() {
+            return Ok(Value::Null);
+        }
+        self.field(&v, name, pos)
+    }
+
+    fn eval_index(
+        &mut self,
+        object: &Expr,
+        index: &Expr,
+        checked: bool,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let v = self.eval(object, scope)?;
+        let i = self.eval(index, scope)?;
+        self.index(&v, &i, checked, pos)
+    }
+
+    fn force(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        match self.eval(e, scope)? {
+            Value::Null => Err(self.fail(pos, "force unwrap (`!`) of a null value")),
+            v => Ok(v),
+        }
+    }
+
+    fn inline_if(
+        &mut self,
+        cond: &Expr,
+        then: &Expr,
+        otherwise: &Expr,
+        scope: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let branch = if self.condition(cond, scope)? {
+            then
+        } else {
+            otherwise
+        };
+        self.eval(branch, scope)
+    }
+
+    fn inline_catch(&mut self, body: &Expr, default: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match self.eval(body, scope) {
+            Err(Flow::Throw(_)) => self.eval(default, scope),
+            other => other,
+        }
+    }
+
+    fn lambda(&self, decl: &Rc<FunDecl>, scope: &Rc<Scope>) -> Value {
+        Value::Function(Rc::new(Closure {
+            decl: decl.clone(),
+            scope: scope.clone(),
+        }))
     }
 
     fn template(&mut self, parts: &[TemplatePart], scope: &Rc<Scope>) -> Eval<Value> {
@@ -541,7 +737,14 @@ impl Interpreter {
         let high = self.eval(r, scope)?;
         match (&low, &high) {
             (Value::Int(a), Value::Int(b)) => Ok(Value::Range(*a, *b)),
-            _ => Err(self.fail(l.pos, format!("range bounds must be int, got {} and {}", low.type_name(), high.type_name()))),
+            _ => Err(self.fail(
+                l.pos,
+                format!(
+                    "range bounds must be int, got {} and {}",
+                    low.type_name(),
+                    high.type_name()
+                ),
+            )),
         }
     }
 
@@ -571,13 +774,22 @@ impl Interpreter {
 
     // ----- assignment -----
 
-    fn assign(&mut self, target: &Expr, op: Option<BinOp>, value: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+    fn assign(
+        &mut self,
+        target: &Expr,
+        op: Option<BinOp>,
+        value: &Expr,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
         match &target.kind {
             ExprKind::Var(name) if &**name == "_" && op.is_none() => self.eval(value, scope),
             ExprKind::Var(name) => {
                 let new = self.eval(value, scope)?;
                 let new = match op {
-                    Some(op) => self.binary(op, self.variable(name, scope, target.pos)?, new, pos)?,
+                    Some(op) => {
+                        self.binary(op, self.variable(name, scope, target.pos)?, new, pos)?
+                    }
                     None => new,
                 };
                 self.set_var(name, new.clone(), scope, target.pos)?;
@@ -598,7 +810,9 @@ impl Interpreter {
                 let i = self.eval(index, scope)?;
                 let new = self.eval(value, scope)?;
                 let new = match op {
-                    Some(op) => self.binary(op, self.index(&obj, &i, false, target.pos)?, new, pos)?,
+                    Some(op) => {
+                        self.binary(op, self.index(&obj, &i, false, target.pos)?, new, pos)?
+                    }
                     None => new,
                 };
                 self.set_index(&obj, i, new.clone(), target.pos)?;
@@ -627,8 +841,13 @@ impl Interpreter {
     fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
         match obj {
             Value::Object(o) if o.set(name, value) => Ok(()),
-            Value::Object(o) => Err(self.fail(pos, format!("`{}` has no field `{name}`", o.class.name))),
-            other => Err(self.fail(pos, format!("cannot set field `{name}` on {}", other.type_name()))),
+            Value::Object(o) => {
+                Err(self.fail(pos, format!("`{}` has no field `{name}`", o.class.name)))
+            }
+            other => Err(self.fail(
+                pos,
+                format!("cannot set field `{name}` on {}", other.type_name()),
+            )),
         }
     }
 
@@ -642,14 +861,24 @@ impl Interpreter {
                         *slot = value;
                         Ok(())
                     }
-                    None => Err(self.fail(pos, format!("index {i} out of range for a list of length {len}"))),
+                    None => Err(self.fail(
+                        pos,
+                        format!("index {i} out of range for a list of length {len}"),
+                    )),
                 }
             }
             (Value::Map(map), _) => {
                 map.insert(index, value);
                 Ok(())
             }
-            _ => Err(self.fail(pos, format!("cannot assign to a subscript of {} with {}", obj.type_name(), index.type_name()))),
+            _ => Err(self.fail(
+                pos,
+                format!(
+                    "cannot assign to a subscript of {} with {}",
+                    obj.type_name(),
+                    index.type_name()
+                ),
+            )),
         }
     }
 
@@ -666,7 +895,9 @@ impl Interpreter {
                 Some(i) => Ok(Value::EnumCase(e.clone(), i)),
                 None => Err(self.fail(pos, format!("enum `{}` has no case `{name}`", e.name))),
             },
-            Value::EnumCase(e, i) if name == "value" => Ok(e.cases.get(*i).map(|(_, v)| v.clone()).unwrap_or_default()),
+            Value::EnumCase(e, i) if name == "value" => {
+                Ok(e.cases.get(*i).map(|(_, v)| v.clone()).unwrap_or_default())
+            }
             other => Err(self.fail(pos, format!("{} has no field `{name}`", other.type_name()))),
         }
     }
@@ -675,25 +906,41 @@ impl Interpreter {
         if let Some(v) = obj.get(name) {
             return Ok(v);
         }
-        let method = obj.class.decl.as_ref().and_then(|d| d.methods.iter().find(|m| &*m.name == name && !m.is_static));
+        let method = obj
+            .class
+            .decl
+            .as_ref()
+            .and_then(|d| d.methods.iter().find(|m| &*m.name == name && !m.is_static));
         match (method, &obj.class.scope) {
             (Some(decl), Some(class_scope)) => {
                 let scope = Scope::new(Some(class_scope.clone()));
                 scope.define(Rc::from("this"), this.clone(), Mutability::Final);
-                Ok(Value::Function(Rc::new(Closure { decl: decl.clone(), scope })))
+                Ok(Value::Function(Rc::new(Closure {
+                    decl: decl.clone(),
+                    scope,
+                })))
             }
-            _ => Err(self.fail(pos, format!("`{}` has no field or method `{name}`", obj.class.name))),
+            _ => Err(self.fail(
+                pos,
+                format!("`{}` has no field or method `{name}`", obj.class.name),
+            )),
         }
     }
 
     fn static_method(&self, class: &Class, name: &str, pos: Pos) -> Eval<Value> {
-        let method = class.decl.as_ref().and_then(|d| d.methods.iter().find(|m| &*m.name == name && m.is_static));
+        let method = class
+            .decl
+            .as_ref()
+            .and_then(|d| d.methods.iter().find(|m| &*m.name == name && m.is_static));
         match (method, &class.scope) {
             (Some(decl), Some(scope)) => Ok(Value::Function(Rc::new(Closure {
                 decl: decl.clone(),
                 scope: scope.clone(),
             }))),
-            _ => Err(self.fail(pos, format!("object `{}` has no static method `{name}`", class.name))),
+            _ => Err(self.fail(
+                pos,
+                format!("object `{}` has no static method `{name}`", class.name),
+            )),
         }
     }
 
@@ -706,10 +953,21 @@ impl Interpreter {
         }
     }
 
-    fn instance(&mut self, name: &str, given: &[(Rc<str>, Expr)], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+    fn instance(
+        &mut self,
+        name: &str,
+        given: &[(Rc<str>, Expr)],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
         let class = match self.variable(name, scope, pos)? {
             Value::Class(c) => c,
-            other => return Err(self.fail(pos, format!("`{name}` is {}, not an object type", other.type_name()))),
+            other => {
+                return Err(self.fail(
+                    pos,
+                    format!("`{name}` is {}, not an object type", other.type_name()),
+                ))
+            }
         };
         let Some(decl) = class.decl.clone() else {
             return Err(self.fail(pos, format!("`{name}` cannot be built in Buzz")));
@@ -735,18 +993,32 @@ impl Interpreter {
         })))
     }
 
-    fn field_default(&mut self, f: &FieldDecl, scope: &Rc<Scope>, object: &str, pos: Pos) -> Eval<Value> {
+    fn field_default(
+        &mut self,
+        f: &FieldDecl,
+        scope: &Rc<Scope>,
+        object: &str,
+        pos: Pos,
+    ) -> Eval<Value> {
         match (&f.default, &f.ty) {
             (Some(e), _) => self.eval(e, scope),
             (None, Type::Optional(_)) => Ok(Value::Null),
-            (None, _) => Err(self.fail(pos, format!("missing field `{}` in `{object}{{…}}`", f.name))),
+            (None, _) => Err(self.fail(
+                pos,
+                format!("missing field `{}` in `{object}{{…}}`", f.name),
+            )),
         }
     }
 
     // ----- calls -----
 
     fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        if let ExprKind::Field { object, name, optional } = &callee.kind {
+        if let ExprKind::Field {
+            object,
+            name,
+            optional,
+        } = &callee.kind
+        {
             let receiver = self.eval(object, scope)?;
             if *optional && receiver.is_null() {
                 return Ok(Value::Null);
@@ -772,7 +1044,13 @@ impl Interpreter {
         Ok(out)
     }
 
-    fn builtin_method(&mut self, receiver: &Value, name: &str, args: Args, pos: Pos) -> Eval<Value> {
+    fn builtin_method(
+        &mut self,
+        receiver: &Value,
+        name: &str,
+        args: Args,
+        pos: Pos,
+    ) -> Eval<Value> {
         let values: Vec<Value> = args.into_iter().map(|(_, v)| v).collect();
         methods::call_method(self, receiver, name, values, pos)
     }
@@ -785,9 +1063,14 @@ impl Interpreter {
             Value::Enum(e) => {
                 let wanted = args.first().map(|(_, v)| v.clone()).unwrap_or_default();
                 let found = e.cases.iter().position(|(_, v)| v.equals(&wanted, 0));
-                Ok(found.map(|i| Value::EnumCase(e.clone(), i)).unwrap_or_default())
+                Ok(found
+                    .map(|i| Value::EnumCase(e.clone(), i))
+                    .unwrap_or_default())
             }
-            other => Err(self.fail(pos, format!("cannot call a value of type {}", other.type_name()))),
+            other => Err(self.fail(
+                pos,
+                format!("cannot call a value of type {}", other.type_name()),
+            )),
         }
     }
 
@@ -813,7 +1096,9 @@ impl Interpreter {
         match self.exec_all(&decl.body, &scope) {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
-            Err(Flow::Break | Flow::Continue) => Err(self.fail(pos, "`break` or `continue` outside a loop")),
+            Err(Flow::Break | Flow::Continue) => {
+                Err(self.fail(pos, "`break` or `continue` outside a loop"))
+            }
             Err(other) => Err(other),
         }
     }
@@ -823,13 +1108,24 @@ impl Interpreter {
         let mut next = 0;
         for (name, value) in args {
             let i = match &name {
-                Some(n) => decl.params.iter().position(|p| p.name == *n).ok_or_else(|| {
-                    self.fail(pos, format!("`{}` has no parameter `{n}`", decl.name))
-                })?,
+                Some(n) => decl
+                    .params
+                    .iter()
+                    .position(|p| p.name == *n)
+                    .ok_or_else(|| {
+                        self.fail(pos, format!("`{}` has no parameter `{n}`", decl.name))
+                    })?,
                 None => next,
             };
             let Some(slot) = slots.get_mut(i) else {
-                return Err(self.fail(pos, format!("`{}` takes {} argument(s), got more", decl.name, decl.params.len())));
+                return Err(self.fail(
+                    pos,
+                    format!(
+                        "`{}` takes {} argument(s), got more",
+                        decl.name,
+                        decl.params.len()
+                    ),
+                ));
             };
             *slot = Some(value);
             next = i + 1;
@@ -840,10 +1136,21 @@ impl Interpreter {
                 (None, Some(e), _) => self.eval(e, scope)?,
                 (None, None, Type::Optional(_)) => Value::Null,
                 (None, None, _) => {
-                    return Err(self.fail(pos, format!("missing argument `{}` in call to `{}`", param.name, decl.name)))
+                    return Err(self.fail(
+                        pos,
+                        format!(
+                            "missing argument `{}` in call to `{}`",
+                            param.name, decl.name
+                        ),
+                    ))
                 }
             };
-            let value = self.conform(&param.ty, value, &format!("parameter `{}` of `{}`", param.name, decl.name), pos)?;
+            let value = self.conform(
+                &param.ty,
+                value,
+                &format!("parameter `{}` of `{}`", param.name, decl.name),
+                pos,
+            )?;
             scope.define(param.name.clone(), value, Mutability::Final);
         }
         Ok(())

@@ -61,16 +61,45 @@ pub struct LexError {
 }
 
 const KEYWORDS: &[&str] = &[
-    "and", "as", "break", "catch", "continue", "do", "else", "enum", "export", "false", "final",
-    "for", "foreach", "fun", "if", "import", "in", "is", "mut", "namespace", "null", "object",
-    "or", "return", "static", "throw", "true", "try", "until", "var", "void", "while",
+    "and",
+    "as",
+    "break",
+    "catch",
+    "continue",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "false",
+    "final",
+    "for",
+    "foreach",
+    "fun",
+    "if",
+    "import",
+    "in",
+    "is",
+    "mut",
+    "namespace",
+    "null",
+    "object",
+    "or",
+    "return",
+    "static",
+    "throw",
+    "true",
+    "try",
+    "until",
+    "var",
+    "void",
+    "while",
 ];
 
 /// Longest first, so `..` wins over `.` and `??` over `?`.
 const SYMBOLS: &[&str] = &[
-    "<<=", ">>=", "..", "??", "?.", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=",
-    "%=", "&=", "|=", "^=", "<<", ">>", "!>", "=>", "(", ")", "{", "}", "[", "]", ",", ";", ":",
-    ".", "\\", "+", "-", "*", "/", "%", "!", "=", "<", ">", "?", "&", "|", "^", "~",
+    "<<=", ">>=", "..", "??", "?.", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
+    "|=", "^=", "<<", ">>", "!>", "=>", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "\\",
+    "+", "-", "*", "/", "%", "!", "=", "<", ">", "?", "&", "|", "^", "~",
 ];
 
 /// Deepest nesting of string interpolations (`"{"{"…"}"}"`).
@@ -251,7 +280,8 @@ impl Lexer {
             }
         }
         let mut text = self.digits(|c| c.is_ascii_digit());
-        let fraction = self.peek() == Some('.') && self.peek_at(1).is_some_and(|c| c.is_ascii_digit());
+        let fraction =
+            self.peek() == Some('.') && self.peek_at(1).is_some_and(|c| c.is_ascii_digit());
         if !fraction {
             return parse_int(&text, 10, pos);
         }
@@ -302,7 +332,10 @@ impl Lexer {
             match self.bump() {
                 None => return self.error(start, "unterminated string literal"),
                 Some('\n') if quote == '"' => {
-                    return self.error(start, "unterminated string literal (use `` ` `` for multiline strings)")
+                    return self.error(
+                        start,
+                        "unterminated string literal (use `` ` `` for multiline strings)",
+                    )
                 }
                 Some(c) if c == quote => break,
                 Some('\\') => text.push(self.escape(here)?),
@@ -344,7 +377,12 @@ impl Lexer {
             Some('{') => '{',
             Some('}') => '}',
             Some('u') => return self.unicode_escape(pos),
-            Some(c) => return self.error(pos, format!("unknown escape sequence `\\{}`", c.escape_debug())),
+            Some(c) => {
+                return self.error(
+                    pos,
+                    format!("unknown escape sequence `\\{}`", c.escape_debug()),
+                )
+            }
             None => return self.error(pos, "unterminated escape sequence"),
         };
         Ok(c)
@@ -377,7 +415,10 @@ fn parse_int(digits: &str, radix: u32, pos: Pos) -> Result<Tok, LexError> {
         .map(Tok::Int)
         .map_err(|_| LexError {
             pos,
-            message: format!("integer literal out of range (the largest int is {})", i64::MAX),
+            message: format!(
+                "integer literal out of range (the largest int is {})",
+                i64::MAX
+            ),
         })
 }
 
@@ -402,13 +443,33 @@ mod tests {
             ("hex", "0xff", vec![Tok::Int(255)]),
             ("binary", "0b101", vec![Tok::Int(5)]),
             ("double", "1.5", vec![Tok::Double(1.5)]),
-            ("range not double", "0..3", vec![Tok::Int(0), Tok::Sym(".."), Tok::Int(3)]),
+            (
+                "range not double",
+                "0..3",
+                vec![Tok::Int(0), Tok::Sym(".."), Tok::Int(3)],
+            ),
             ("keyword", "final x", vec![Tok::Kw("final"), ident("x")]),
-            ("coalesce", "a ?? b", vec![ident("a"), Tok::Sym("??"), ident("b")]),
-            ("backslash", "std\\print", vec![ident("std"), Tok::Sym("\\"), ident("print")]),
-            ("error type", "> int !> str", vec![Tok::Sym(">"), ident("int"), Tok::Sym("!>"), ident("str")]),
+            (
+                "coalesce",
+                "a ?? b",
+                vec![ident("a"), Tok::Sym("??"), ident("b")],
+            ),
+            (
+                "backslash",
+                "std\\print",
+                vec![ident("std"), Tok::Sym("\\"), ident("print")],
+            ),
+            (
+                "error type",
+                "> int !> str",
+                vec![Tok::Sym(">"), ident("int"), Tok::Sym("!>"), ident("str")],
+            ),
             ("comment", "1 // two\n3", vec![Tok::Int(1), Tok::Int(3)]),
-            ("block comment", "1 /* two */ 3", vec![Tok::Int(1), Tok::Int(3)]),
+            (
+                "block comment",
+                "1 /* two */ 3",
+                vec![Tok::Int(1), Tok::Int(3)],
+            ),
             ("escapes", r#""a\n\"\{""#, vec![text("a\n\"{")]),
             ("empty string", r#""""#, vec![text("")]),
             ("char", "'A'", vec![Tok::Int(65)]),
@@ -439,15 +500,31 @@ mod tests {
     #[test]
     fn reports_errors_with_positions() {
         let cases = [
-            ("unterminated", "x = \"abc", 1, 5, "unterminated string literal"),
-            ("big int", "\n  99999999999999999999", 2, 3, "integer literal out of range"),
+            (
+                "unterminated",
+                "x = \"abc",
+                1,
+                5,
+                "unterminated string literal",
+            ),
+            (
+                "big int",
+                "\n  99999999999999999999",
+                2,
+                3,
+                "integer literal out of range",
+            ),
             ("bad char", "a # b", 1, 3, "unexpected character `#`"),
             ("bad escape", r#""\q""#, 1, 2, "unknown escape sequence"),
             ("open interpolation", r#""{1"#, 1, 4, "unterminated"),
         ];
         for (name, src, line, column, msg) in cases {
             let err = lex(src).unwrap_err();
-            assert_eq!((err.pos.line, err.pos.column), (line, column), "case {name}: {err:?}");
+            assert_eq!(
+                (err.pos.line, err.pos.column),
+                (line, column),
+                "case {name}: {err:?}"
+            );
             assert!(err.message.contains(msg), "case {name}: {}", err.message);
         }
     }

@@ -13,7 +13,10 @@ type Plain = Result<Value, String>;
 
 /// Values whose methods are built in rather than looked up as fields.
 pub(crate) fn is_builtin_receiver(v: &Value) -> bool {
-    matches!(v, Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..))
+    matches!(
+        v,
+        Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..)
+    )
 }
 
 // ----- operators -----
@@ -27,9 +30,11 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Plain {
     }
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => int_op(op, *x, *y),
-        (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => {
-            double_op(op, a.as_double().unwrap_or_default(), b.as_double().unwrap_or_default())
-        }
+        (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => double_op(
+            op,
+            a.as_double().unwrap_or_default(),
+            b.as_double().unwrap_or_default(),
+        ),
         (Value::Str(x), Value::Str(y)) if op == BinOp::Add => concat_str(x, y),
         (Value::List(x), Value::List(y)) if op == BinOp::Add => concat_list(x, y),
         (Value::Map(x), Value::Map(y)) if op == BinOp::Add => Ok(merge_maps(x, y)),
@@ -92,7 +97,13 @@ fn concat_list(x: &ListObj, y: &ListObj) -> Plain {
 
 fn merge_maps(x: &MapObj, y: &MapObj) -> Value {
     let merged = MapObj::default();
-    for (k, v) in x.data.borrow().entries.iter().chain(y.data.borrow().entries.iter()) {
+    for (k, v) in x
+        .data
+        .borrow()
+        .entries
+        .iter()
+        .chain(y.data.borrow().entries.iter())
+    {
         merged.insert(k.clone(), v.clone());
     }
     Value::Map(Rc::new(merged))
@@ -102,9 +113,10 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Plain {
     let ordering = match (a, b) {
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
         (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
-        (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => {
-            a.as_double().unwrap_or_default().partial_cmp(&b.as_double().unwrap_or_default())
-        }
+        (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => a
+            .as_double()
+            .unwrap_or_default()
+            .partial_cmp(&b.as_double().unwrap_or_default()),
         _ => {
             return Err(format!(
                 "cannot compare {} and {} with `{}`",
@@ -130,14 +142,19 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Plain {
 /// `v[i]`: `Ok(None)` when the index is out of range or the key absent.
 pub(crate) fn index(v: &Value, i: &Value) -> Result<Option<Value>, String> {
     match (v, i) {
-        (Value::List(list), Value::Int(n)) => {
-            Ok(usize::try_from(*n).ok().and_then(|n| list.items.borrow().get(n).cloned()))
-        }
-        (Value::Str(s), Value::Int(n)) => {
-            Ok(usize::try_from(*n).ok().and_then(|n| s.chars().nth(n)).map(|c| Value::str(c.to_string())))
-        }
+        (Value::List(list), Value::Int(n)) => Ok(usize::try_from(*n)
+            .ok()
+            .and_then(|n| list.items.borrow().get(n).cloned())),
+        (Value::Str(s), Value::Int(n)) => Ok(usize::try_from(*n)
+            .ok()
+            .and_then(|n| s.chars().nth(n))
+            .map(|c| Value::str(c.to_string()))),
         (Value::Map(map), key) => Ok(Some(map.get(key).unwrap_or_default())),
-        _ => Err(format!("cannot subscript {} with {}", v.type_name(), i.type_name())),
+        _ => Err(format!(
+            "cannot subscript {} with {}",
+            v.type_name(),
+            i.type_name()
+        )),
     }
 }
 
@@ -147,7 +164,10 @@ pub(crate) fn out_of_range(v: &Value, i: &Value) -> String {
         Value::Str(s) => s.chars().count(),
         _ => 0,
     };
-    format!("index {i} out of range for a {} of length {len} (use `[?{i}]` to get null instead)", v.type_name())
+    format!(
+        "index {i} out of range for a {} of length {len} (use `[?{i}]` to get null instead)",
+        v.type_name()
+    )
 }
 
 /// The `n`-th element of the range `low..high`.
@@ -160,7 +180,9 @@ pub(crate) fn range_nth(low: i64, high: i64, n: i64) -> Option<i64> {
 }
 
 fn range_len(low: i64, high: i64) -> i64 {
-    (i128::from(high) - i128::from(low)).unsigned_abs().min(i64::MAX as u128) as i64
+    (i128::from(high) - i128::from(low))
+        .unsigned_abs()
+        .min(i64::MAX as u128) as i64
 }
 
 // ----- methods -----
@@ -186,19 +208,30 @@ pub(crate) fn call_method(
 }
 
 fn arg<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a Value, String> {
-    args.get(i).ok_or_else(|| format!("`{method}` needs argument {}", i + 1))
+    args.get(i)
+        .ok_or_else(|| format!("`{method}` needs argument {}", i + 1))
 }
 
 fn arg_str<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a str, String> {
     let v = arg(args, i, method)?;
-    v.as_str()
-        .ok_or_else(|| format!("`{method}` argument {} expected str, got {}", i + 1, v.type_name()))
+    v.as_str().ok_or_else(|| {
+        format!(
+            "`{method}` argument {} expected str, got {}",
+            i + 1,
+            v.type_name()
+        )
+    })
 }
 
 fn arg_int(args: &[Value], i: usize, method: &str) -> Result<i64, String> {
     let v = arg(args, i, method)?;
-    v.as_int()
-        .ok_or_else(|| format!("`{method}` argument {} expected int, got {}", i + 1, v.type_name()))
+    v.as_int().ok_or_else(|| {
+        format!(
+            "`{method}` argument {} expected int, got {}",
+            i + 1,
+            v.type_name()
+        )
+    })
 }
 
 /// `(start, len?)` checked against `total`, as a char or item range.
@@ -208,9 +241,15 @@ fn sub_range(args: &[Value], total: usize, method: &str) -> Result<(usize, usize
         Some(_) => arg_int(args, 1, method)?,
         None => (total as i64).saturating_sub(start),
     };
-    let ok = start >= 0 && len >= 0 && start.checked_add(len).is_some_and(|end| end <= total as i64);
+    let ok = start >= 0
+        && len >= 0
+        && start
+            .checked_add(len)
+            .is_some_and(|end| end <= total as i64);
     if !ok {
-        return Err(format!("`{method}({start}, len: {len})` out of range for length {total}"));
+        return Err(format!(
+            "`{method}({start}, len: {len})` out of range for length {total}"
+        ));
     }
     Ok((start as usize, len as usize))
 }
@@ -228,7 +267,9 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
         "sub" => {
             let (start, len) = sub_range(args, s.chars().count(), name)?;
-            Ok(Value::str(s.chars().skip(start).take(len).collect::<String>()))
+            Ok(Value::str(
+                s.chars().skip(start).take(len).collect::<String>(),
+            ))
         }
         "repeat" => str_repeat(s, arg_int(args, 0, name)?),
         _ => Err(format!("str has no method `{name}`")),
@@ -297,12 +338,17 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
         "remove" => {
             let i = arg_int(args, 0, name)?;
             let mut items = list.items.borrow_mut();
-            let removed = usize::try_from(i).ok().filter(|i| *i < items.len()).map(|i| items.remove(i));
+            let removed = usize::try_from(i)
+                .ok()
+                .filter(|i| *i < items.len())
+                .map(|i| items.remove(i));
             Ok(Value::optional(removed))
         }
         "pop" => Ok(Value::optional(list.items.borrow_mut().pop())),
         "insert" => list_insert(list, arg_int(args, 0, name)?, arg(args, 1, name)?.clone()),
-        "reverse" => Ok(Value::list(list.items.borrow().iter().rev().cloned().collect())),
+        "reverse" => Ok(Value::list(
+            list.items.borrow().iter().rev().cloned().collect(),
+        )),
         _ => Err(format!("list has no method `{name}`")),
     }
 }
@@ -329,7 +375,10 @@ fn list_insert(list: &ListObj, i: i64, v: Value) -> Plain {
             Ok(Value::Null)
         }
         Some(_) => Err(format!("list too long (more than {MAX_LIST_LEN} items)")),
-        None => Err(format!("`insert` index {i} out of range for length {}", items.len())),
+        None => Err(format!(
+            "`insert` index {i} out of range for length {}",
+            items.len()
+        )),
     }
 }
 
@@ -353,14 +402,32 @@ fn list_with_callback(
             _ => {}
         }
     }
-    Ok(if name == "forEach" { Value::Null } else { Value::list(out) })
+    Ok(if name == "forEach" {
+        Value::Null
+    } else {
+        Value::list(out)
+    })
 }
 
 fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
     match name {
         "size" | "len" => Ok(Value::Int(map.len() as i64)),
-        "keys" => Ok(Value::list(map.data.borrow().entries.iter().map(|(k, _)| k.clone()).collect())),
-        "values" => Ok(Value::list(map.data.borrow().entries.iter().map(|(_, v)| v.clone()).collect())),
+        "keys" => Ok(Value::list(
+            map.data
+                .borrow()
+                .entries
+                .iter()
+                .map(|(k, _)| k.clone())
+                .collect(),
+        )),
+        "values" => Ok(Value::list(
+            map.data
+                .borrow()
+                .entries
+                .iter()
+                .map(|(_, v)| v.clone())
+                .collect(),
+        )),
         "remove" => Ok(Value::optional(map.remove(arg(args, 0, name)?))),
         _ => Err(format!("map has no method `{name}`")),
     }
@@ -377,7 +444,12 @@ fn range_method(low: i64, high: i64, name: &str) -> Plain {
             if len > MAX_LIST_LEN as i64 {
                 return Err(format!("list too long (more than {MAX_LIST_LEN} items)"));
             }
-            Ok(Value::list((0..len).filter_map(|n| range_nth(low, high, n)).map(Value::Int).collect()))
+            Ok(Value::list(
+                (0..len)
+                    .filter_map(|n| range_nth(low, high, n))
+                    .map(Value::Int)
+                    .collect(),
+            ))
         }
         _ => Err(format!("range has no method `{name}`")),
     }

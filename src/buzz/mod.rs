@@ -17,12 +17,16 @@ mod value;
 
 pub use ast::Program;
 pub use error::BuzzError;
-pub use interp::{Interpreter, MAX_CALL_DEPTH, MAX_EVAL_DEPTH, MAX_LIST_LEN, MAX_STR_LEN};
+pub use interp::{
+    Interpreter, MAX_CALL_DEPTH, MAX_EVAL_DEPTH, MAX_LIST_LEN, MAX_STR_LEN, STACK_BUDGET,
+};
 pub use lexer::MAX_INTERPOLATION_DEPTH;
 pub use native::{CallSite, NativeCall, NativeFn, NativeModule, Raise};
 pub use parser::MAX_NESTING;
 pub use std_module::std_module;
-pub use value::{Class, Closure, EnumType, Instance, ListObj, MapObj, ModuleObj, NativeFunction, Scope, Value};
+pub use value::{
+    Class, Closure, EnumType, Instance, ListObj, MapObj, ModuleObj, NativeFunction, Scope, Value,
+};
 
 use std::path::Path;
 
@@ -51,7 +55,12 @@ pub fn parse(file: &Path, source: &str) -> Result<Program, BuzzError> {
 /// Parses `source` and runs `main(args)` with `std` and `modules`, printing
 /// to stdout. Returns the exit status: the `int` main returns, `0` for
 /// `void`, or the status given to `std.exit`.
-pub fn run_spell(file: &Path, source: &str, args: Vec<String>, modules: Vec<NativeModule>) -> Result<i32, BuzzError> {
+pub fn run_spell(
+    file: &Path,
+    source: &str,
+    args: Vec<String>,
+    modules: Vec<NativeModule>,
+) -> Result<i32, BuzzError> {
     let program = parse(file, source)?;
     Interpreter::new(file, modules).run(&program, args)
 }

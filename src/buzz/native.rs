@@ -79,9 +79,9 @@ pub struct NativeCall<'a> {
 impl<'a> NativeCall<'a> {
     /// Argument `i` (0-based), or a type error naming the function.
     pub fn arg(&self, i: usize) -> Result<&'a Value, Raise> {
-        self.args
-            .get(i)
-            .ok_or_else(|| Raise::type_error(format!("{}: missing argument {}", self.function, i + 1)))
+        self.args.get(i).ok_or_else(|| {
+            Raise::type_error(format!("{}: missing argument {}", self.function, i + 1))
+        })
     }
 
     /// Argument `i`, or `None` when it is absent or `null`.

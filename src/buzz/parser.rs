@@ -56,7 +56,10 @@ const LEVELS: &[&[(&str, BinKind)]] = &[
     &[("??", BinKind::Coalesce)],
     &[("or", BinKind::Or)],
     &[("and", BinKind::And)],
-    &[("==", BinKind::Op(BinOp::Eq)), ("!=", BinKind::Op(BinOp::Ne))],
+    &[
+        ("==", BinKind::Op(BinOp::Eq)),
+        ("!=", BinKind::Op(BinOp::Ne)),
+    ],
     &[
         ("<", BinKind::Op(BinOp::Lt)),
         ("<=", BinKind::Op(BinOp::Le)),
@@ -67,9 +70,15 @@ const LEVELS: &[&[(&str, BinKind)]] = &[
     &[("|", BinKind::Op(BinOp::BitOr))],
     &[("^", BinKind::Op(BinOp::BitXor))],
     &[("&", BinKind::Op(BinOp::BitAnd))],
-    &[("<<", BinKind::Op(BinOp::Shl)), (">>", BinKind::Op(BinOp::Shr))],
+    &[
+        ("<<", BinKind::Op(BinOp::Shl)),
+        (">>", BinKind::Op(BinOp::Shr)),
+    ],
     &[("..", BinKind::Range)],
-    &[("+", BinKind::Op(BinOp::Add)), ("-", BinKind::Op(BinOp::Sub))],
+    &[
+        ("+", BinKind::Op(BinOp::Add)),
+        ("-", BinKind::Op(BinOp::Sub)),
+    ],
     &[
         ("*", BinKind::Op(BinOp::Mul)),
         ("/", BinKind::Op(BinOp::Div)),
@@ -285,7 +294,11 @@ impl<'t> Parser<'t> {
             Mutability::Var
         };
         let name = self.ident("in variable declaration")?;
-        let ty = if self.eat(":") { Some(self.ty()?) } else { None };
+        let ty = if self.eat(":") {
+            Some(self.ty()?)
+        } else {
+            None
+        };
         let init = if self.eat("=") {
             Some(self.expression()?)
         } else {
@@ -309,7 +322,11 @@ impl<'t> Parser<'t> {
     fn function_rest(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
         self.expect("(", "to open the parameter list")?;
         let params = self.params()?;
-        let ret = if self.eat(">") { self.ty()? } else { Type::Void };
+        let ret = if self.eat(">") {
+            self.ty()?
+        } else {
+            Type::Void
+        };
         if self.eat("!>") {
             self.ty()?;
             while self.eat(",") {
@@ -499,7 +516,11 @@ impl<'t> Parser<'t> {
                 Mutability::Var
             };
             let name = self.ident("in `for` initializer")?;
-            let ty = if self.eat(":") { Some(self.ty()?) } else { None };
+            let ty = if self.eat(":") {
+                Some(self.ty()?)
+            } else {
+                None
+            };
             self.expect("=", "in `for` initializer")?;
             let value = self.expression()?;
             let decl = VarDecl {
@@ -517,7 +538,11 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect(";", "after the `for` initializer")?;
-        let cond = if self.is(";") { None } else { Some(self.expression()?) };
+        let cond = if self.is(";") {
+            None
+        } else {
+            Some(self.expression()?)
+        };
         self.expect(";", "after the `for` condition")?;
         let mut step = Vec::new();
         while !self.is(")") {
@@ -559,7 +584,11 @@ impl<'t> Parser<'t> {
 
     fn return_stmt(&mut self) -> PResult<StmtKind> {
         self.advance();
-        let value = if self.is(";") { None } else { Some(self.expression()?) };
+        let value = if self.is(";") {
+            None
+        } else {
+            Some(self.expression()?)
+        };
         self.expect(";", "after `return`")?;
         Ok(StmtKind::Return(value))
     }
@@ -713,7 +742,8 @@ impl<'t> Parser<'t> {
         if !assignable {
             return Err(ParseError {
                 pos: target.pos,
-                message: "invalid assignment target: expected a variable, field or subscript".into(),
+                message: "invalid assignment target: expected a variable, field or subscript"
+                    .into(),
             });
         }
         let value = self.expression()?;
@@ -725,14 +755,14 @@ impl<'t> Parser<'t> {
         Ok(Expr { kind, pos })
     }
 
-    fn binary(&mut self, level: usize) -> PResult<Expr> {
-        let Some(ops) = LEVELS.get(level) else {
-            return self.unary();
-        };
-        let mut left = self.binary(level + 1)?;
+    /// Precedence climbing: one frame per nesting level, not per precedence
+    /// level, which keeps deep input cheap on the stack.
+    fn binary(&mut self, min_level: usize) -> PResult<Expr> {
+        let mut left = self.unary()?;
         let mut chain = 0;
         let result = loop {
-            let Some(&(_, kind)) = ops.iter().find(|(s, _)| self.is(s)) else {
+            let Some((level, kind)) = self.binary_operator().filter(|(l, _)| *l >= min_level)
+            else {
                 break Ok(left);
             };
             if let Err(e) = self.enter() {
@@ -747,6 +777,14 @@ impl<'t> Parser<'t> {
         };
         self.depth -= chain;
         result
+    }
+
+    fn binary_operator(&self) -> Option<(usize, BinKind)> {
+        LEVELS.iter().enumerate().find_map(|(level, ops)| {
+            ops.iter()
+                .find(|(s, _)| self.is(s))
+                .map(|&(_, kind)| (level, kind))
+        })
     }
 
     fn binary_rhs(&mut self, kind: BinKind, left: Expr, level: usize, pos: Pos) -> PResult<Expr> {
@@ -782,7 +820,13 @@ impl<'t> Parser<'t> {
         let mut expr = self.primary()?;
         let mut chain = 0;
         let result = loop {
-            if !(self.is("(") || self.is(".") || self.is("\\") || self.is("?.") || self.is("[") || self.is("!")) {
+            if !(self.is("(")
+                || self.is(".")
+                || self.is("\\")
+                || self.is("?.")
+                || self.is("[")
+                || self.is("!"))
+            {
                 break Ok(expr);
             }
             if let Err(e) = self.enter() {
@@ -812,12 +856,20 @@ impl<'t> Parser<'t> {
                 let optional = sep == "?.";
                 let pos = self.pos();
                 let name = self.ident(&format!("after `{sep}`"))?;
-                let kind = ExprKind::Field { object, name, optional };
+                let kind = ExprKind::Field {
+                    object,
+                    name,
+                    optional,
+                };
                 return Ok(Expr { kind, pos });
             }
             None => return self.error("expected a postfix operator"),
         };
-        let pos = if matches!(kind, ExprKind::Call { .. }) { start } else { token.pos };
+        let pos = if matches!(kind, ExprKind::Call { .. }) {
+            start
+        } else {
+            token.pos
+        };
         Ok(Expr { kind, pos })
     }
 
@@ -909,7 +961,8 @@ impl<'t> Parser<'t> {
         self.advance();
         let instance = self.is("{")
             && (matches!(self.peek_at(1), Tok::Sym("}"))
-                || (matches!(self.peek_at(1), Tok::Ident(_)) && matches!(self.peek_at(2), Tok::Sym("="))));
+                || (matches!(self.peek_at(1), Tok::Ident(_))
+                    && matches!(self.peek_at(2), Tok::Sym("="))));
         if instance {
             return self.instance(name);
         }
@@ -1053,18 +1106,70 @@ mod tests {
     #[test]
     fn reports_expected_and_found() {
         let cases = [
-            ("args", "fun main() > void { f(1;\n}", 1, 24, "expected `)` after arguments, found `;`"),
-            ("semi", "fun main() > void {\n  final x = 1\n}", 3, 1, "expected `;` after variable declaration, found `}`"),
-            ("block", "fun main() > void {", 1, 20, "expected `}` to close the block, found end of input"),
-            ("expr", "fun main() > void { final x = ; }", 1, 31, "expected an expression here, found `;`"),
-            ("assign", "fun main() > void { 1 = 2; }", 1, 21, "invalid assignment target"),
-            ("try", "fun main() > void { try {} }", 1, 28, "expected `catch` after the `try` block"),
-            ("inline if", "fun main() > void { final x = if (true) 1; }", 1, 42, "needs an `else`"),
-            ("import", "import std;", 1, 8, "expected a module name string"),
+            (
+                "args",
+                "fun main() > void { f(1;\n}",
+                1,
+                24,
+                "expected `)` after arguments, found `;`",
+            ),
+            (
+                "semi",
+                "fun main() > void {\n  final x = 1\n}",
+                3,
+                1,
+                "expected `;` after variable declaration, found `}`",
+            ),
+            (
+                "block",
+                "fun main() > void {",
+                1,
+                20,
+                "expected `}` to close the block, found end of input",
+            ),
+            (
+                "expr",
+                "fun main() > void { final x = ; }",
+                1,
+                31,
+                "expected an expression here, found `;`",
+            ),
+            (
+                "assign",
+                "fun main() > void { 1 = 2; }",
+                1,
+                21,
+                "invalid assignment target",
+            ),
+            (
+                "try",
+                "fun main() > void { try {} }",
+                1,
+                28,
+                "expected `catch` after the `try` block",
+            ),
+            (
+                "inline if",
+                "fun main() > void { final x = if (true) 1; }",
+                1,
+                42,
+                "needs an `else`",
+            ),
+            (
+                "import",
+                "import std;",
+                1,
+                8,
+                "expected a module name string",
+            ),
         ];
         for (name, src, line, column, msg) in cases {
             let err = parse(src).unwrap_err();
-            assert_eq!((err.pos.line, err.pos.column), (line, column), "case {name}: {err:?}");
+            assert_eq!(
+                (err.pos.line, err.pos.column),
+                (line, column),
+                "case {name}: {err:?}"
+            );
             assert!(err.message.contains(msg), "case {name}: {}", err.message);
         }
     }
@@ -1072,17 +1177,54 @@ mod tests {
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
         let cases = [
-            ("parens", format!("fun main() > void {{ final x = {}1; }}", "(".repeat(100_000))),
-            ("lists", format!("fun main() > void {{ final x = {}; }}", "[".repeat(100_000))),
-            ("blocks", format!("fun main() > void {}", "{".repeat(100_000))),
-            ("unary", format!("fun main() > void {{ final x = {}1; }}", "!".repeat(100_000))),
-            ("chain", format!("fun main() > void {{ final x = 1{}; }}", "+1".repeat(100_000))),
-            ("postfix", format!("fun main() > void {{ final x = a{}; }}", ".b".repeat(100_000))),
-            ("types", format!("fun f(x: {}) > void {{}}", "[".repeat(100_000))),
+            (
+                "parens",
+                format!(
+                    "fun main() > void {{ final x = {}1; }}",
+                    "(".repeat(100_000)
+                ),
+            ),
+            (
+                "lists",
+                format!("fun main() > void {{ final x = {}; }}", "[".repeat(100_000)),
+            ),
+            (
+                "blocks",
+                format!("fun main() > void {}", "{".repeat(100_000)),
+            ),
+            (
+                "unary",
+                format!(
+                    "fun main() > void {{ final x = {}1; }}",
+                    "!".repeat(100_000)
+                ),
+            ),
+            (
+                "chain",
+                format!(
+                    "fun main() > void {{ final x = 1{}; }}",
+                    "+1".repeat(100_000)
+                ),
+            ),
+            (
+                "postfix",
+                format!(
+                    "fun main() > void {{ final x = a{}; }}",
+                    ".b".repeat(100_000)
+                ),
+            ),
+            (
+                "types",
+                format!("fun f(x: {}) > void {{}}", "[".repeat(100_000)),
+            ),
         ];
         for (name, src) in cases {
             let err = parse(&src).unwrap_err();
-            assert!(err.message.contains("nesting too deep"), "case {name}: {}", err.message);
+            assert!(
+                err.message.contains("nesting too deep"),
+                "case {name}: {}",
+                err.message
+            );
         }
     }
 }

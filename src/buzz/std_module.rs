@@ -10,11 +10,20 @@ pub fn std_module() -> NativeModule {
     NativeModule::new("std")
         .function("print", print)
         .function("assert", assert)
-        .function("parseInt", |c| Ok(Value::optional(c.arg_str(0)?.trim().parse().ok().map(Value::Int))))
+        .function("parseInt", |c| {
+            Ok(Value::optional(
+                c.arg_str(0)?.trim().parse().ok().map(Value::Int),
+            ))
+        })
         .function("parseDouble", parse_double)
         .function("toString", |c| Ok(Value::str(c.arg(0)?.to_string())))
         .function("args", |c| {
-            Ok(Value::list(c.script_args().iter().map(|a| Value::str(a.as_str())).collect()))
+            Ok(Value::list(
+                c.script_args()
+                    .iter()
+                    .map(|a| Value::str(a.as_str()))
+                    .collect(),
+            ))
         })
         .function("exit", exit)
 }
@@ -45,7 +54,12 @@ fn assert(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
 }
 
 fn parse_double(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
-    let parsed = call.arg_str(0)?.trim().parse::<f64>().ok().filter(|d| d.is_finite());
+    let parsed = call
+        .arg_str(0)?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|d| d.is_finite());
     Ok(Value::optional(parsed.map(Value::Double)))
 }
 

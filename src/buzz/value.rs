@@ -199,7 +199,9 @@ impl Value {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Double(a), Value::Double(b)) => a == b,
-            (Value::Int(a), Value::Double(b)) | (Value::Double(b), Value::Int(a)) => (*a as f64) == *b,
+            (Value::Int(a), Value::Double(b)) | (Value::Double(b), Value::Int(a)) => {
+                (*a as f64) == *b
+            }
             (Value::Str(a), Value::Str(b)) => a == b,
             (Value::Range(a, b), Value::Range(c, d)) => a == c && b == d,
             (Value::EnumCase(a, i), Value::EnumCase(b, j)) => Rc::ptr_eq(a, b) && i == j,
@@ -441,7 +443,10 @@ pub struct Instance {
 impl Instance {
     pub(crate) fn get(&self, name: &str) -> Option<Value> {
         let fields = self.fields.borrow();
-        fields.iter().find(|(n, _)| &**n == name).map(|(_, v)| v.clone())
+        fields
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v.clone())
     }
 
     /// Sets an existing field; false when there is no such field.
@@ -653,9 +658,18 @@ mod tests {
         for (k, v) in [("b", 1), ("a", 2), ("c", 3)] {
             map.insert(Value::str(k), Value::Int(v));
         }
-        assert_eq!(map.remove(&Value::str("a")).and_then(|v| v.as_int()), Some(2));
+        assert_eq!(
+            map.remove(&Value::str("a")).and_then(|v| v.as_int()),
+            Some(2)
+        );
         assert_eq!(map.get(&Value::str("c")).and_then(|v| v.as_int()), Some(3));
-        let keys: Vec<String> = map.data.borrow().entries.iter().map(|(k, _)| k.to_string()).collect();
+        let keys: Vec<String> = map
+            .data
+            .borrow()
+            .entries
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
         assert_eq!(keys, ["b", "c"]);
     }
 
@@ -663,6 +677,9 @@ mod tests {
     fn records_have_a_type_name_and_fields() {
         let r = Value::record("SandboxError", vec![("code", Value::str("MGS2001"))]);
         assert_eq!(r.type_name(), "SandboxError");
-        assert_eq!(r.field("code").and_then(|v| v.as_str().map(String::from)), Some("MGS2001".into()));
+        assert_eq!(
+            r.field("code").and_then(|v| v.as_str().map(String::from)),
+            Some("MGS2001".into())
+        );
     }
 }
