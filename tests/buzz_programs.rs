@@ -157,3 +157,72 @@ fn hello_spell_runs() {
     assert_eq!(outcome.result.unwrap(), 0);
     assert!(outcome.stdout.contains("wizard"), "{}", outcome.stdout);
 }
+
+/// A stand-in for the sandbox's `fs` module: `read` raises a `SandboxError`
+/// record with an attached diagnostic.
+fn fake_fs() -> buzz::NativeModule {
+    use buzz::{Raise, Value};
+    use magus_sandbox::diag::{Code, Diagnostic};
+    buzz::NativeModule::new("fs").function("read", |call| {
+        let path = call.arg_str(0)?.to_string();
+        if path == "ok.txt" {
+            return Ok(Value::str("contents"));
+        }
+        let record = Value::record(
+            "SandboxError",
+            vec![
+                ("code", Value::str("MGS2001")),
+                ("path", Value::str(path.as_str())),
+            ],
+        );
+        let d = Diagnostic::error(format!("read of `{path}` denied")).with_code(Code::Mgs2001);
+        Err(Raise::with_diagnostic(record, d))
+    })
+}
+
+fn run_with_fs(source: &str) -> (String, Result<i32, BuzzError>) {
+    let source = source.to_string();
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(move || {
+            let file = Path::new("native.buzz");
+            let out = Captured::default();
+            let result = buzz::parse(file, &source).and_then(|p| {
+                Interpreter::new(file, vec![fake_fs()])
+                    .with_output(Box::new(out.clone()))
+                    .run(&p, Vec::new())
+            });
+            let stdout = String::from_utf8_lossy(&out.0.borrow()).into_owned();
+            (stdout, result)
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+#[test]
+fn native_errors_are_catchable_by_record_type() {
+    let (out, result) = run_with_fs(
+        "import \"std\";\nimport \"fs\";\nfun main() > void {\n    std.print(fs\\read(\"ok.txt\"));\n    try { fs.read(\"/etc/shadow\"); } catch (e: SandboxError) { std.print(\"{e.code}: {e.path}\"); }\n}\n",
+    );
+    assert_eq!(result.unwrap(), 0);
+    assert_eq!(out, "contents\nMGS2001: /etc/shadow\n");
+}
+
+#[test]
+fn uncaught_native_errors_keep_their_diagnostic_at_the_call_site() {
+    let (_, result) =
+        run_with_fs("import \"fs\" as f;\nfun main() > void {\n    f.read(\"/root/x\");\n}\n");
+    let d = result.unwrap_err().to_diagnostic();
+    assert_eq!(d.message, "read of `/root/x` denied");
+    assert_eq!(d.code, Some(magus_sandbox::diag::Code::Mgs2001));
+    let loc = d.location.unwrap();
+    assert_eq!((loc.line, loc.column), (3, 5));
+}
+
+#[test]
+fn native_argument_type_errors_are_clean() {
+    let (_, result) = run_with_fs("import \"fs\";\nfun main() > void {\n    fs.read(42);\n}\n");
+    let d = result.unwrap_err().to_diagnostic();
+    assert_eq!(d.message, "fs.read: argument 1 expected str, got int");
+}
