@@ -1,0 +1,273 @@
+//! The syntax tree of the Buzz subset, as produced by the parser.
+//!
+//! Every node that can fail at run time carries the [`Pos`] it starts at, so
+//! runtime errors point at the spell. The tree's depth is bounded by the
+//! parser, which keeps evaluation and `Drop` of the tree off the stack edge.
+
+use super::lexer::Pos;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// A parsed spell.
+#[derive(Debug)]
+pub struct Program {
+    pub file: PathBuf,
+    pub statements: Vec<Stmt>,
+}
+
+/// A type annotation. Types are parsed and checked loosely at run time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Type {
+    Any,
+    Void,
+    Named(Rc<str>),
+    List(Box<Type>),
+    Map(Box<Type>, Box<Type>),
+    Optional(Box<Type>),
+    Function,
+}
+
+#[derive(Debug)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub pos: Pos,
+}
+
+#[derive(Debug)]
+pub enum StmtKind {
+    Namespace,
+    Import {
+        module: Rc<str>,
+        alias: Option<Rc<str>>,
+    },
+    Var(VarDecl),
+    Fun(Rc<FunDecl>),
+    Object(Rc<ObjectDecl>),
+    Enum(Rc<EnumDecl>),
+    Expr(Expr),
+    Block(Vec<Stmt>),
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        otherwise: Option<Box<Stmt>>,
+    },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
+    DoUntil {
+        body: Vec<Stmt>,
+        cond: Expr,
+    },
+    For {
+        init: Vec<Stmt>,
+        cond: Option<Expr>,
+        step: Vec<Expr>,
+        body: Vec<Stmt>,
+    },
+    ForEach {
+        key: Option<Rc<str>>,
+        value: Rc<str>,
+        iterable: Expr,
+        body: Vec<Stmt>,
+    },
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Throw(Expr),
+    Try {
+        body: Vec<Stmt>,
+        clauses: Vec<CatchClause>,
+    },
+}
+
+/// Whether a binding may be reassigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutability {
+    Final,
+    Var,
+}
+
+#[derive(Debug)]
+pub struct VarDecl {
+    pub name: Rc<str>,
+    pub mutability: Mutability,
+    pub ty: Option<Type>,
+    pub init: Option<Expr>,
+}
+
+#[derive(Debug)]
+pub struct CatchClause {
+    /// `catch (name: Type)`; `None` for a bare `catch`.
+    pub binding: Option<(Rc<str>, Type)>,
+    pub body: Vec<Stmt>,
+    pub pos: Pos,
+}
+
+#[derive(Debug)]
+pub struct Param {
+    pub name: Rc<str>,
+    pub ty: Type,
+    pub default: Option<Expr>,
+}
+
+#[derive(Debug)]
+pub struct FunDecl {
+    pub name: Rc<str>,
+    pub params: Vec<Param>,
+    pub ret: Type,
+    pub body: Vec<Stmt>,
+    pub pos: Pos,
+    pub is_static: bool,
+}
+
+#[derive(Debug)]
+pub struct FieldDecl {
+    pub name: Rc<str>,
+    pub ty: Type,
+    pub default: Option<Expr>,
+    pub pos: Pos,
+}
+
+#[derive(Debug)]
+pub struct ObjectDecl {
+    pub name: Rc<str>,
+    pub fields: Vec<FieldDecl>,
+    pub methods: Vec<Rc<FunDecl>>,
+    pub pos: Pos,
+}
+
+#[derive(Debug)]
+pub struct EnumDecl {
+    pub name: Rc<str>,
+    pub cases: Vec<(Rc<str>, Option<Expr>)>,
+    pub pos: Pos,
+}
+
+#[derive(Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Not,
+    Neg,
+    BitNot,
+}
+
+/// One piece of an interpolated string.
+#[derive(Debug)]
+pub enum TemplatePart {
+    Text(Rc<str>),
+    Expr(Expr),
+}
+
+#[derive(Debug)]
+pub struct Arg {
+    pub name: Option<Rc<str>>,
+    pub value: Expr,
+}
+
+#[derive(Debug)]
+pub enum ExprKind {
+    Null,
+    Void,
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Str(Rc<str>),
+    Template(Vec<TemplatePart>),
+    List(Vec<Expr>),
+    Map(Vec<(Expr, Expr)>),
+    Var(Rc<str>),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Coalesce(Box<Expr>, Box<Expr>),
+    Range(Box<Expr>, Box<Expr>),
+    Is(Box<Expr>, Type),
+    /// `target = value` or `target op= value`.
+    Assign {
+        target: Box<Expr>,
+        op: Option<BinOp>,
+        value: Box<Expr>,
+    },
+    Call {
+        callee: Box<Expr>,
+        args: Vec<Arg>,
+    },
+    /// `obj.name`, `module\name`, or `obj?.name` when `optional`.
+    Field {
+        object: Box<Expr>,
+        name: Rc<str>,
+        optional: bool,
+    },
+    /// `obj[index]`, or `obj[?index]` when `checked`.
+    Index {
+        object: Box<Expr>,
+        index: Box<Expr>,
+        checked: bool,
+    },
+    Force(Box<Expr>),
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
+    },
+    Catch {
+        body: Box<Expr>,
+        default: Box<Expr>,
+    },
+    Lambda(Rc<FunDecl>),
+    /// `Name{ field = value, … }`.
+    Instance {
+        object: Rc<str>,
+        fields: Vec<(Rc<str>, Expr)>,
+    },
+}

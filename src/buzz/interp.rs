@@ -1,0 +1,1270 @@
+//! The tree-walking evaluator: statements, expressions, calls, `throw` and
+//! `catch`, objects and enums.
+//!
+//! It reaches the outside world only through the native modules it is given.
+//! Recursion (Buzz calls and nested evaluation) is counted and bounded by
+//! [`MAX_CALL_DEPTH`] and [`MAX_EVAL_DEPTH`], so runaway spells end in an
+//! error instead of overflowing the stack.
+
+use super::ast::*;
+use super::error::BuzzError;
+use super::lexer::Pos;
+use super::methods;
+use super::native::{CallSite, ExitRequest, NativeCall, NativeModule};
+use super::std_module::std_module;
+use super::value::*;
+use crate::diag::Diagnostic;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// Deepest Buzz call stack. In a debug build one Buzz call costs about
+/// 7 KiB of Rust stack (400 calls ran in 3 MiB), so 256 calls stay under
+/// 2 MiB.
+pub const MAX_CALL_DEPTH: usize = 256;
+
+/// Deepest nesting of evaluation steps (expressions, statements and calls
+/// together). The costliest step measured in a debug build (a binary
+/// operator, three frames) takes about 1.9 KiB: 3,000 levels needed 5.5 MiB,
+/// so 1,500 levels need about 2.9 MiB, under half of an 8 MiB main thread.
+pub const MAX_EVAL_DEPTH: usize = 1_500;
+
+/// Backstop for paths the counted limits misjudge: evaluation stops once it
+/// has used this much stack below the frame that called [`Interpreter::run`].
+pub const STACK_BUDGET: usize = 4 << 20;
+
+/// Longest string and list a spell may build (bytes, items).
+pub const MAX_STR_LEN: usize = 256 << 20;
+pub const MAX_LIST_LEN: usize = 32 << 20;
+
+/// A thrown Buzz error travelling up to a `catch`.
+pub(crate) struct Thrown {
+    pub(crate) value: Value,
+    pub(crate) pos: Pos,
+    pub(crate) diagnostic: Option<Box<Diagnostic>>,
+}
+
+/// Why evaluation stopped going forward.
+pub(crate) enum Flow {
+    Break,
+    Continue,
+    Return(Value),
+    Throw(Box<Thrown>),
+    Exit(i32),
+    Error(Box<BuzzError>),
+}
+
+pub(crate) type Eval<T> = Result<T, Flow>;
+
+/// Arguments as written at a call: optional name, value.
+pub(crate) type Args = Vec<(Option<Rc<str>>, Value)>;
+
+/// Runs one parsed spell.
+pub struct Interpreter {
+    file: PathBuf,
+    out: Box<dyn Write>,
+    modules: HashMap<String, Rc<ModuleObj>>,
+    args: Vec<String>,
+    depth: usize,
+    calls: usize,
+    stack_base: usize,
+}
+
+/// The address of a local in a fresh frame: how deep the stack is now.
+#[inline(never)]
+fn stack_address() -> usize {
+    let probe = 0u8;
+    std::hint::black_box(&probe) as *const u8 as usize
+}
+
+impl Interpreter {
+    /// An interpreter for `file` with `std` and the given modules; output
+    /// goes to the process stdout.
+    pub fn new(file: impl Into<PathBuf>, modules: Vec<NativeModule>) -> Interpreter {
+        let mut table = HashMap::new();
+        for module in std::iter::once(std_module()).chain(modules) {
+            table.insert(module.name.clone(), Rc::new(module_object(module)));
+        }
+        Interpreter {
+            file: file.into(),
+            out: Box::new(std::io::stdout()),
+            modules: table,
+            args: Vec::new(),
+            depth: 0,
+            calls: 0,
+            stack_base: 0,
+        }
+    }
+
+    /// Sends `std.print` output to `out` instead of stdout.
+    pub fn with_output(mut self, out: Box<dyn Write>) -> Interpreter {
+        self.out = out;
+        self
+    }
+
+    /// Runs the program's top level, then `main(args)`. Returns the exit
+    /// status: the `int` main returns, `0` for `void`, or what `std.exit` gave.
+    pub fn run(&mut self, program: &Program, args: Vec<String>) -> Result<i32, BuzzError> {
+        self.args = args;
+        self.stack_base = stack_address();
+        let globals = Scope::new(None);
+        let outcome = self.run_top(program, &globals);
+        let _ = self.out.flush();
+        match outcome {
+            Ok(status) | Err(Flow::Exit(status)) => Ok(status),
+            Err(Flow::Error(e)) => Err(*e),
+            Err(Flow::Throw(t)) => Err(self.uncaught(*t)),
+            Err(Flow::Return(_)) => Ok(0),
+            Err(Flow::Break | Flow::Continue) => {
+                Err(self.runtime(Pos::default(), "`break` or `continue` outside a loop"))
+            }
+        }
+    }
+
+    fn run_top(&mut self, program: &Program, globals: &Rc<Scope>) -> Eval<i32> {
+        for stmt in &program.statements {
+            self.declare(stmt, globals)?;
+        }
+        for stmt in &program.statements {
+            if !matches!(
+                stmt.kind,
+                StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_)
+            ) {
+                self.exec(stmt, globals)?;
+            }
+        }
+        let Some(main) = lookup(globals, "main") else {
+            return Err(self.fail(
+                Pos { line: 1, column: 1 },
+                "the spell has no `fun main(args: [str]) > void` to run",
+            ));
+        };
+        let args = self.main_args(&main);
+        let result = self.call_value(&main, args, Pos { line: 1, column: 1 })?;
+        Ok(exit_status(&result))
+    }
+
+    fn main_args(&self, main: &Value) -> Args {
+        let takes_args = matches!(main, Value::Function(f) if !f.decl.params.is_empty());
+        if !takes_args {
+            return Vec::new();
+        }
+        let list = self.args.iter().map(|a| Value::str(a.as_str())).collect();
+        vec![(None, Value::list(list))]
+    }
+
+    /// Hoists functions, objects and enums so they may be used before their
+    /// declaration, as in Buzz.
+    fn declare(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+        match &stmt.kind {
+            StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_) => self.exec(stmt, scope),
+            _ => Ok(()),
+        }
+    }
+
+    // ----- errors -----
+
+    fn site(&self, pos: Pos) -> CallSite {
+        CallSite {
+            file: self.file.clone(),
+            line: pos.line,
+            column: pos.column,
+        }
+    }
+
+    fn runtime(&self, pos: Pos, message: impl Into<String>) -> BuzzError {
+        BuzzError::Runtime {
+            site: self.site(pos),
+            message: message.into(),
+        }
+    }
+
+    #[cold]
+    pub(crate) fn fail(&self, pos: Pos, message: impl Into<String>) -> Flow {
+        Flow::Error(Box::new(self.runtime(pos, message)))
+    }
+
+    fn uncaught(&self, t: Thrown) -> BuzzError {
+        BuzzError::Uncaught {
+            value: t.value.to_string(),
+            site: self.site(t.pos),
+            diagnostic: t.diagnostic,
+        }
+    }
+
+    fn enter(&mut self, pos: Pos) -> Eval<()> {
+        if self.depth >= MAX_EVAL_DEPTH {
+            return Err(self.fail(pos, format!(
+                "evaluation nested too deeply (more than {MAX_EVAL_DEPTH} levels of expressions, blocks and calls; runaway recursion?)"
+            )));
+        }
+        if self.stack_base.abs_diff(stack_address()) > STACK_BUDGET {
+            return Err(self.fail(
+                pos,
+                "evaluation used its whole stack budget (runaway recursion?)",
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    // ----- statements -----
+
+    fn exec_block(&mut self, body: &[Stmt], parent: &Rc<Scope>) -> Eval<()> {
+        let scope = Scope::new(Some(parent.clone()));
+        self.exec_all(body, &scope)
+    }
+
+    fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
+        for stmt in body {
+            self.exec(stmt, scope)?;
+        }
+        Ok(())
+    }
+
+    fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+        self.enter(stmt.pos)?;
+        let result = self.exec_inner(stmt, scope);
+        self.depth -= 1;
+        result
+    }
+
+    fn exec_inner(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+        let pos = stmt.pos;
+        match &stmt.kind {
+            StmtKind::Namespace => Ok(()),
+            StmtKind::Import { module, alias } => self.import(module, alias.as_ref(), scope, pos),
+            StmtKind::Var(decl) => self.var(decl, scope, pos),
+            StmtKind::Fun(decl) => {
+                scope.define(
+                    decl.name.clone(),
+                    self.lambda(decl, scope),
+                    Mutability::Final,
+                );
+                Ok(())
+            }
+            StmtKind::Object(decl) => self.object(decl, scope),
+            StmtKind::Enum(decl) => self.enumeration(decl, scope),
+            StmtKind::Expr(e) => self.eval(e, scope).map(drop),
+            StmtKind::Block(body) => self.exec_block(body, scope),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
+            StmtKind::While { cond, body } => self.while_loop(cond, body, scope),
+            StmtKind::DoUntil { body, cond } => self.do_until(body, cond, scope),
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => self.for_loop(init, cond.as_ref(), step, body, scope),
+            StmtKind::ForEach {
+                key,
+                value,
+                iterable,
+                body,
+            } => self.foreach(key.as_ref(), value, iterable, body, scope),
+            StmtKind::Break => Err(Flow::Break),
+            StmtKind::Continue => Err(Flow::Continue),
+            StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
+            StmtKind::Throw(e) => self.throw(e, scope, pos),
+            StmtKind::Try { body, clauses } => self.try_stmt(body, clauses, scope),
+        }
+    }
+
+    fn object(&mut self, decl: &Rc<ObjectDecl>, scope: &Rc<Scope>) -> Eval<()> {
+        let class = Class {
+            name: decl.name.clone(),
+            decl: Some(decl.clone()),
+            scope: Some(scope.clone()),
+        };
+        scope.define(
+            decl.name.clone(),
+            Value::Class(Rc::new(class)),
+            Mutability::Final,
+        );
+        Ok(())
+    }
+
+    fn return_stmt(&mut self, value: Option<&Expr>, scope: &Rc<Scope>) -> Eval<()> {
+        let v = match value {
+            Some(e) => self.eval(e, scope)?,
+            None => Value::Null,
+        };
+        Err(Flow::Return(v))
+    }
+
+    fn throw(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+        let value = self.eval(e, scope)?;
+        Err(Flow::Throw(Box::new(Thrown {
+            value,
+            pos,
+            diagnostic: None,
+        })))
+    }
+
+    fn import(
+        &mut self,
+        module: &str,
+        alias: Option<&Rc<str>>,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<()> {
+        let Some(found) = self.modules.get(module).cloned() else {
+            let mut known: Vec<&str> = self.modules.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(self.fail(
+                pos,
+                format!(
+                    "unknown module `{module}` (available: {})",
+                    known.join(", ")
+                ),
+            ));
+        };
+        let name = alias.cloned().unwrap_or_else(|| Rc::from(module));
+        scope.define(name, Value::Module(found), Mutability::Final);
+        Ok(())
+    }
+
+    fn var(&mut self, decl: &VarDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+        let value = match &decl.init {
+            Some(e) => self.eval(e, scope)?,
+            None => Value::Null,
+        };
+        let value = match &decl.ty {
+            Some(ty) => self.conform(ty, value, &format!("`{}`", decl.name), pos)?,
+            None => value,
+        };
+        scope.define(decl.name.clone(), value, decl.mutability);
+        Ok(())
+    }
+
+    /// Checks `value` against a declared type (loosely), widening an `int`
+    /// given for a `double`.
+    fn conform(&self, ty: &Type, value: Value, what: &str, pos: Pos) -> Eval<Value> {
+        if let (Value::Int(i), true) = (&value, is_double(ty)) {
+            return Ok(Value::Double(*i as f64));
+        }
+        if type_matches(ty, &value) {
+            return Ok(value);
+        }
+        Err(self.fail(
+            pos,
+            format!(
+                "{what} expects {}, got {}",
+                type_label(ty),
+                value.type_name()
+            ),
+        ))
+    }
+
+    fn enumeration(&mut self, decl: &EnumDecl, scope: &Rc<Scope>) -> Eval<()> {
+        let mut cases = Vec::new();
+        for (i, (name, value)) in decl.cases.iter().enumerate() {
+            let v = match value {
+                Some(e) => self.eval(e, scope)?,
+                None => Value::Int(i as i64),
+            };
+            cases.push((name.clone(), v));
+        }
+        let ty = EnumType {
+            name: decl.name.clone(),
+            cases,
+        };
+        scope.define(
+            decl.name.clone(),
+            Value::Enum(Rc::new(ty)),
+            Mutability::Final,
+        );
+        Ok(())
+    }
+
+    fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
+        let v = self.eval(cond, scope)?;
+        v.truthy().ok_or_else(|| {
+            self.fail(
+                cond.pos,
+                format!("condition must be a bool, got {}", v.type_name()),
+            )
+        })
+    }
+
+    fn if_stmt(
+        &mut self,
+        cond: &Expr,
+        then: &[Stmt],
+        otherwise: Option<&Stmt>,
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
+        if self.condition(cond, scope)? {
+            self.exec_block(then, scope)
+        } else if let Some(other) = otherwise {
+            self.exec(other, scope)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs a loop body; `Ok(false)` means `break`.
+    fn body(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<bool> {
+        match self.exec_all(body, scope) {
+            Ok(()) | Err(Flow::Continue) => Ok(true),
+            Err(Flow::Break) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    fn while_loop(&mut self, cond: &Expr, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
+        while self.condition(cond, scope)? {
+            if !self.body(body, &Scope::new(Some(scope.clone())))? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn do_until(&mut self, body: &[Stmt], cond: &Expr, scope: &Rc<Scope>) -> Eval<()> {
+        loop {
+            let inner = Scope::new(Some(scope.clone()));
+            if !self.body(body, &inner)? || self.condition(cond, &inner)? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn for_loop(
+        &mut self,
+        init: &[Stmt],
+        cond: Option<&Expr>,
+        step: &[Expr],
+        body: &[Stmt],
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
+        let outer = Scope::new(Some(scope.clone()));
+        self.exec_all(init, &outer)?;
+        loop {
+            if let Some(c) = cond {
+                if !self.condition(c, &outer)? {
+                    return Ok(());
+                }
+            }
+            if !self.body(body, &Scope::new(Some(outer.clone())))? {
+                return Ok(());
+            }
+            for e in step {
+                self.eval(e, &outer)?;
+            }
+        }
+    }
+
+    fn foreach(
+        &mut self,
+        key: Option<&Rc<str>>,
+        value: &Rc<str>,
+        iterable: &Expr,
+        body: &[Stmt],
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
+        let subject = self.eval(iterable, scope)?;
+        let mut index = 0usize;
+        loop {
+            let Some((k, v)) = self.nth_item(&subject, index, iterable.pos)? else {
+                return Ok(());
+            };
+            index += 1;
+            let inner = Scope::new(Some(scope.clone()));
+            if let Some(key) = key {
+                inner.define(key.clone(), k, Mutability::Final);
+            }
+            inner.define(value.clone(), v, Mutability::Final);
+            if !self.body(body, &inner)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The `index`-th (key, value) of a `foreach` subject, read afresh each
+    /// step so the body may change the collection.
+    fn nth_item(&self, subject: &Value, index: usize, pos: Pos) -> Eval<Option<(Value, Value)>> {
+        let i = index as i64;
+        Ok(match subject {
+            Value::List(list) => list
+                .items
+                .borrow()
+                .get(index)
+                .map(|v| (Value::Int(i), v.clone())),
+            Value::Map(map) => map.data.borrow().entries.get(index).cloned(),
+            Value::Str(s) => s
+                .chars()
+                .nth(index)
+                .map(|c| (Value::Int(i), Value::str(c.to_string()))),
+            Value::Range(low, high) => {
+                methods::range_nth(*low, *high, i).map(|n| (Value::Int(i), Value::Int(n)))
+            }
+            Value::Enum(e) => e
+                .cases
+                .get(index)
+                .map(|_| (Value::Int(i), Value::EnumCase(e.clone(), index))),
+            other => {
+                return Err(self.fail(pos, format!("cannot iterate over {}", other.type_name())))
+            }
+        })
+    }
+
+    fn try_stmt(&mut self, body: &[Stmt], clauses: &[CatchClause], scope: &Rc<Scope>) -> Eval<()> {
+        let thrown = match self.exec_block(body, scope) {
+            Err(Flow::Throw(t)) => t,
+            other => return other,
+        };
+        for clause in clauses {
+            let inner = Scope::new(Some(scope.clone()));
+            match &clause.binding {
+                None => {}
+                Some((_, ty)) if !type_matches(ty, &thrown.value) => continue,
+                Some((name, _)) => {
+                    inner.define(name.clone(), thrown.value.clone(), Mutability::Final)
+                }
+            }
+            return self.exec_all(&clause.body, &inner);
+        }
+        Err(Flow::Throw(thrown))
+    }
+
+    // ----- expressions -----
+
+    pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        self.enter(expr.pos)?;
+        let result = self.eval_inner(expr, scope);
+        self.depth -= 1;
+        result
+    }
+
+    fn eval_inner(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        let pos = expr.pos;
+        match &expr.kind {
+            ExprKind::Null | ExprKind::Void => Ok(Value::Null),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Double(d) => Ok(Value::Double(*d)),
+            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+            ExprKind::Template(parts) => self.template(parts, scope),
+            ExprKind::List(items) => self.list(items, scope),
+            ExprKind::Map(entries) => self.map(entries, scope),
+            ExprKind::Var(name) => self.variable(name, scope, pos),
+            ExprKind::Unary(op, e) => self.eval_unary(*op, e, scope, pos),
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, pos),
+            ExprKind::And(l, r) => self.logic(l, r, false, scope),
+            ExprKind::Or(l, r) => self.logic(l, r, true, scope),
+            ExprKind::Coalesce(l, r) => self.coalesce(l, r, scope),
+            ExprKind::Range(l, r) => self.range(l, r, scope),
+            ExprKind::Is(e, ty) => self.is(e, ty, scope),
+            ExprKind::Assign { target, op, value } => self.assign(target, *op, value, scope, pos),
+            ExprKind::Call { callee, args } => self.call(callee, args, scope, pos),
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+            } => self.eval_field(object, name, *optional, scope, pos),
+            ExprKind::Index {
+                object,
+                index,
+                checked,
+            } => self.eval_index(object, index, *checked, scope, pos),
+            ExprKind::Force(e) => self.force(e, scope, pos),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.inline_if(cond, then, otherwise, scope),
+            ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
+            ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
+            ExprKind::Instance { object, fields } => self.instance(object, fields, scope, pos),
+        }
+    }
+
+    fn eval_unary(&mut self, op: UnOp, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        let v = self.eval(e, scope)?;
+        self.unary(op, v, pos)
+    }
+
+    fn eval_binary(
+        &mut self,
+        op: BinOp,
+        l: &Expr,
+        r: &Expr,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let a = self.eval(l, scope)?;
+        let b = self.eval(r, scope)?;
+        self.binary(op, a, b, pos)
+    }
+
+    fn coalesce(&mut self, l: &Expr, r: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match self.eval(l, scope)? {
+            Value::Null => self.eval(r, scope),
+            v => Ok(v),
+        }
+    }
+
+    fn is(&mut self, e: &Expr, ty: &Type, scope: &Rc<Scope>) -> Eval<Value> {
+        let v = self.eval(e, scope)?;
+        Ok(Value::Bool(type_matches(ty, &v)))
+    }
+
+    fn eval_field(
+        &mut self,
+        object: &Expr,
+        name: &str,
+        optional: bool,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let v = self.eval(object, scope)?;
+        if optional && v.is_null() {
+            return Ok(Value::Null);
+        }
+        self.field(&v, name, pos)
+    }
+
+    fn eval_index(
+        &mut self,
+        object: &Expr,
+        index: &Expr,
+        checked: bool,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let v = self.eval(object, scope)?;
+        let i = self.eval(index, scope)?;
+        self.index(&v, &i, checked, pos)
+    }
+
+    fn force(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        match self.eval(e, scope)? {
+            Value::Null => Err(self.fail(pos, "force unwrap (`!`) of a null value")),
+            v => Ok(v),
+        }
+    }
+
+    fn inline_if(
+        &mut self,
+        cond: &Expr,
+        then: &Expr,
+        otherwise: &Expr,
+        scope: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let branch = if self.condition(cond, scope)? {
+            then
+        } else {
+            otherwise
+        };
+        self.eval(branch, scope)
+    }
+
+    fn inline_catch(&mut self, body: &Expr, default: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match self.eval(body, scope) {
+            Err(Flow::Throw(_)) => self.eval(default, scope),
+            other => other,
+        }
+    }
+
+    fn lambda(&self, decl: &Rc<FunDecl>, scope: &Rc<Scope>) -> Value {
+        Value::Function(Rc::new(Closure {
+            decl: decl.clone(),
+            scope: scope.clone(),
+        }))
+    }
+
+    fn template(&mut self, parts: &[TemplatePart], scope: &Rc<Scope>) -> Eval<Value> {
+        let mut out = String::new();
+        for part in parts {
+            match part {
+                TemplatePart::Text(t) => out.push_str(t),
+                TemplatePart::Expr(e) => {
+                    let v = self.eval(e, scope)?;
+                    out.push_str(&v.to_string());
+                    if out.len() > MAX_STR_LEN {
+                        return Err(self.fail(e.pos, "string too long"));
+                    }
+                }
+            }
+        }
+        Ok(Value::str(out))
+    }
+
+    fn list(&mut self, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            out.push(self.eval(item, scope)?);
+        }
+        Ok(Value::list(out))
+    }
+
+    fn map(&mut self, entries: &[(Expr, Expr)], scope: &Rc<Scope>) -> Eval<Value> {
+        let map = MapObj::default();
+        for (k, v) in entries {
+            let key = self.eval(k, scope)?;
+            let value = self.eval(v, scope)?;
+            map.insert(key, value);
+        }
+        Ok(Value::Map(Rc::new(map)))
+    }
+
+    fn variable(&self, name: &str, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let Some(v) = lookup(scope, name) {
+            return Ok(v);
+        }
+        if self.modules.contains_key(name) {
+            return Err(self.fail(pos, format!("module `{name}` is not imported: add `import \"{name}\";` at the top of the spell")));
+        }
+        Err(self.fail(pos, format!("unknown name `{name}`")))
+    }
+
+    fn logic(&mut self, l: &Expr, r: &Expr, is_or: bool, scope: &Rc<Scope>) -> Eval<Value> {
+        let left = self.condition(l, scope)?;
+        if left == is_or {
+            return Ok(Value::Bool(left));
+        }
+        Ok(Value::Bool(self.condition(r, scope)?))
+    }
+
+    fn range(&mut self, l: &Expr, r: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        let low = self.eval(l, scope)?;
+        let high = self.eval(r, scope)?;
+        match (&low, &high) {
+            (Value::Int(a), Value::Int(b)) => Ok(Value::Range(*a, *b)),
+            _ => Err(self.fail(
+                l.pos,
+                format!(
+                    "range bounds must be int, got {} and {}",
+                    low.type_name(),
+                    high.type_name()
+                ),
+            )),
+        }
+    }
+
+    fn unary(&self, op: UnOp, v: Value, pos: Pos) -> Eval<Value> {
+        match (op, &v) {
+            (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+            (UnOp::Neg, Value::Int(i)) => i
+                .checked_neg()
+                .map(Value::Int)
+                .ok_or_else(|| self.fail(pos, "integer overflow in negation")),
+            (UnOp::Neg, Value::Double(d)) => Ok(Value::Double(-d)),
+            (UnOp::BitNot, Value::Int(i)) => Ok(Value::Int(!i)),
+            _ => {
+                let sym = match op {
+                    UnOp::Not => "!",
+                    UnOp::Neg => "-",
+                    UnOp::BitNot => "~",
+                };
+                Err(self.fail(pos, format!("cannot apply `{sym}` to {}", v.type_name())))
+            }
+        }
+    }
+
+    pub(crate) fn binary(&self, op: BinOp, a: Value, b: Value, pos: Pos) -> Eval<Value> {
+        methods::binary(op, &a, &b).map_err(|message| self.fail(pos, message))
+    }
+
+    // ----- assignment -----
+
+    fn assign(
+        &mut self,
+        target: &Expr,
+        op: Option<BinOp>,
+        value: &Expr,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        match &target.kind {
+            ExprKind::Var(name) if &**name == "_" && op.is_none() => self.eval(value, scope),
+            ExprKind::Var(name) => {
+                let new = self.eval(value, scope)?;
+                let new = match op {
+                    Some(op) => {
+                        self.binary(op, self.variable(name, scope, target.pos)?, new, pos)?
+                    }
+                    None => new,
+                };
+                self.set_var(name, new.clone(), scope, target.pos)?;
+                Ok(new)
+            }
+            ExprKind::Field { object, name, .. } => {
+                let obj = self.eval(object, scope)?;
+                let new = self.eval(value, scope)?;
+                let new = match op {
+                    Some(op) => self.binary(op, self.field(&obj, name, target.pos)?, new, pos)?,
+                    None => new,
+                };
+                self.set_field(&obj, name, new.clone(), target.pos)?;
+                Ok(new)
+            }
+            ExprKind::Index { object, index, .. } => {
+                let obj = self.eval(object, scope)?;
+                let i = self.eval(index, scope)?;
+                let new = self.eval(value, scope)?;
+                let new = match op {
+                    Some(op) => {
+                        self.binary(op, self.index(&obj, &i, false, target.pos)?, new, pos)?
+                    }
+                    None => new,
+                };
+                self.set_index(&obj, i, new.clone(), target.pos)?;
+                Ok(new)
+            }
+            _ => Err(self.fail(target.pos, "invalid assignment target")),
+        }
+    }
+
+    fn set_var(&self, name: &str, value: Value, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+        let mut current = Some(scope);
+        while let Some(s) = current {
+            let mut vars = s.vars.borrow_mut();
+            if let Some(slot) = vars.iter_mut().find(|slot| &*slot.name == name) {
+                if slot.mutability == Mutability::Final {
+                    return Err(self.fail(pos, format!("cannot assign to `{name}`: it is `final`")));
+                }
+                slot.value = value;
+                return Ok(());
+            }
+            current = s.parent.as_ref();
+        }
+        Err(self.fail(pos, format!("unknown name `{name}`")))
+    }
+
+    fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
+        match obj {
+            Value::Object(o) if o.set(name, value) => Ok(()),
+            Value::Object(o) => {
+                Err(self.fail(pos, format!("`{}` has no field `{name}`", o.class.name)))
+            }
+            other => Err(self.fail(
+                pos,
+                format!("cannot set field `{name}` on {}", other.type_name()),
+            )),
+        }
+    }
+
+    fn set_index(&self, obj: &Value, index: Value, value: Value, pos: Pos) -> Eval<()> {
+        match (obj, &index) {
+            (Value::List(list), Value::Int(i)) => {
+                let mut items = list.items.borrow_mut();
+                let len = items.len();
+                match usize::try_from(*i).ok().and_then(|i| items.get_mut(i)) {
+                    Some(slot) => {
+                        *slot = value;
+                        Ok(())
+                    }
+                    None => Err(self.fail(
+                        pos,
+                        format!("index {i} out of range for a list of length {len}"),
+                    )),
+                }
+            }
+            (Value::Map(map), _) => {
+                map.insert(index, value);
+                Ok(())
+            }
+            _ => Err(self.fail(
+                pos,
+                format!(
+                    "cannot assign to a subscript of {} with {}",
+                    obj.type_name(),
+                    index.type_name()
+                ),
+            )),
+        }
+    }
+
+    // ----- access -----
+
+    pub(crate) fn field(&self, v: &Value, name: &str, pos: Pos) -> Eval<Value> {
+        match v {
+            Value::Object(obj) => self.object_field(obj, v, name, pos),
+            Value::Module(m) => m.functions.get(name).cloned().ok_or_else(|| {
+                self.fail(pos, format!("module `{}` has no function `{name}`", m.name))
+            }),
+            Value::Class(class) => self.static_method(class, name, pos),
+            Value::Enum(e) => match e.cases.iter().position(|(n, _)| &**n == name) {
+                Some(i) => Ok(Value::EnumCase(e.clone(), i)),
+                None => Err(self.fail(pos, format!("enum `{}` has no case `{name}`", e.name))),
+            },
+            Value::EnumCase(e, i) if name == "value" => {
+                Ok(e.cases.get(*i).map(|(_, v)| v.clone()).unwrap_or_default())
+            }
+            other => Err(self.fail(pos, format!("{} has no field `{name}`", other.type_name()))),
+        }
+    }
+
+    fn object_field(&self, obj: &Rc<Instance>, this: &Value, name: &str, pos: Pos) -> Eval<Value> {
+        if let Some(v) = obj.get(name) {
+            return Ok(v);
+        }
+        let method = obj
+            .class
+            .decl
+            .as_ref()
+            .and_then(|d| d.methods.iter().find(|m| &*m.name == name && !m.is_static));
+        match (method, &obj.class.scope) {
+            (Some(decl), Some(class_scope)) => {
+                let scope = Scope::new(Some(class_scope.clone()));
+                scope.define(Rc::from("this"), this.clone(), Mutability::Final);
+                Ok(Value::Function(Rc::new(Closure {
+                    decl: decl.clone(),
+                    scope,
+                })))
+            }
+            _ => Err(self.fail(
+                pos,
+                format!("`{}` has no field or method `{name}`", obj.class.name),
+            )),
+        }
+    }
+
+    fn static_method(&self, class: &Class, name: &str, pos: Pos) -> Eval<Value> {
+        let method = class
+            .decl
+            .as_ref()
+            .and_then(|d| d.methods.iter().find(|m| &*m.name == name && m.is_static));
+        match (method, &class.scope) {
+            (Some(decl), Some(scope)) => Ok(Value::Function(Rc::new(Closure {
+                decl: decl.clone(),
+                scope: scope.clone(),
+            }))),
+            _ => Err(self.fail(
+                pos,
+                format!("object `{}` has no static method `{name}`", class.name),
+            )),
+        }
+    }
+
+    fn index(&self, v: &Value, i: &Value, checked: bool, pos: Pos) -> Eval<Value> {
+        match methods::index(v, i) {
+            Ok(Some(found)) => Ok(found),
+            Ok(None) if checked => Ok(Value::Null),
+            Ok(None) => Err(self.fail(pos, methods::out_of_range(v, i))),
+            Err(message) => Err(self.fail(pos, message)),
+        }
+    }
+
+    fn instance(
+        &mut self,
+        name: &str,
+        given: &[(Rc<str>, Expr)],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let class = match self.variable(name, scope, pos)? {
+            Value::Class(c) => c,
+            other => {
+                return Err(self.fail(
+                    pos,
+                    format!("`{name}` is {}, not an object type", other.type_name()),
+                ))
+            }
+        };
+        let Some(decl) = class.decl.clone() else {
+            return Err(self.fail(pos, format!("`{name}` cannot be built in Buzz")));
+        };
+        let class_scope = class.scope.clone().unwrap_or_else(|| scope.clone());
+        for (field, expr) in given {
+            if !decl.fields.iter().any(|f| f.name == *field) {
+                return Err(self.fail(expr.pos, format!("object `{name}` has no field `{field}`")));
+            }
+        }
+        let mut fields = Vec::with_capacity(decl.fields.len());
+        for f in &decl.fields {
+            let value = match given.iter().find(|(n, _)| *n == f.name) {
+                Some((_, e)) => self.eval(e, scope)?,
+                None => self.field_default(f, &class_scope, name, pos)?,
+            };
+            let value = self.conform(&f.ty, value, &format!("field `{}`", f.name), pos)?;
+            fields.push((f.name.clone(), value));
+        }
+        Ok(Value::Object(Rc::new(Instance {
+            class,
+            fields: std::cell::RefCell::new(fields),
+        })))
+    }
+
+    fn field_default(
+        &mut self,
+        f: &FieldDecl,
+        scope: &Rc<Scope>,
+        object: &str,
+        pos: Pos,
+    ) -> Eval<Value> {
+        match (&f.default, &f.ty) {
+            (Some(e), _) => self.eval(e, scope),
+            (None, Type::Optional(_)) => Ok(Value::Null),
+            (None, _) => Err(self.fail(
+                pos,
+                format!("missing field `{}` in `{object}{{…}}`", f.name),
+            )),
+        }
+    }
+
+    // ----- calls -----
+
+    fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let ExprKind::Field {
+            object,
+            name,
+            optional,
+        } = &callee.kind
+        {
+            let receiver = self.eval(object, scope)?;
+            if *optional && receiver.is_null() {
+                return Ok(Value::Null);
+            }
+            if methods::is_builtin_receiver(&receiver) {
+                let values = self.arguments(args, scope)?;
+                return self.builtin_method(&receiver, name, values, callee.pos);
+            }
+            let f = self.field(&receiver, name, callee.pos)?;
+            let values = self.arguments(args, scope)?;
+            return self.call_value(&f, values, pos);
+        }
+        let f = self.eval(callee, scope)?;
+        let values = self.arguments(args, scope)?;
+        self.call_value(&f, values, pos)
+    }
+
+    fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
+        let mut out = Vec::with_capacity(args.len());
+        for arg in args {
+            out.push((arg.name.clone(), self.eval(&arg.value, scope)?));
+        }
+        Ok(out)
+    }
+
+    fn builtin_method(
+        &mut self,
+        receiver: &Value,
+        name: &str,
+        args: Args,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let values: Vec<Value> = args.into_iter().map(|(_, v)| v).collect();
+        methods::call_method(self, receiver, name, values, pos)
+    }
+
+    /// Calls a Buzz function, a native function, or an enum (by value).
+    pub(crate) fn call_value(&mut self, f: &Value, args: Args, pos: Pos) -> Eval<Value> {
+        match f {
+            Value::Function(closure) => self.call_closure(closure, args, pos),
+            Value::Native(native) => self.call_native(native, args, pos),
+            Value::Enum(e) => {
+                let wanted = args.first().map(|(_, v)| v.clone()).unwrap_or_default();
+                let found = e.cases.iter().position(|(_, v)| v.equals(&wanted, 0));
+                Ok(found
+                    .map(|i| Value::EnumCase(e.clone(), i))
+                    .unwrap_or_default())
+            }
+            other => Err(self.fail(
+                pos,
+                format!("cannot call a value of type {}", other.type_name()),
+            )),
+        }
+    }
+
+    fn call_closure(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
+        if self.calls >= MAX_CALL_DEPTH {
+            return Err(self.fail(pos, format!(
+                "call stack overflow: more than {MAX_CALL_DEPTH} nested calls (runaway recursion in `{}`?)",
+                closure.decl.name
+            )));
+        }
+        self.enter(pos)?;
+        self.calls += 1;
+        let result = self.call_closure_inner(closure, args, pos);
+        self.calls -= 1;
+        self.depth -= 1;
+        result
+    }
+
+    fn call_closure_inner(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
+        let decl = &closure.decl;
+        let scope = Scope::new(Some(closure.scope.clone()));
+        self.bind_params(decl, args, &scope, pos)?;
+        match self.exec_all(&decl.body, &scope) {
+            Ok(()) => Ok(Value::Null),
+            Err(Flow::Return(v)) => Ok(v),
+            Err(Flow::Break | Flow::Continue) => {
+                Err(self.fail(pos, "`break` or `continue` outside a loop"))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn bind_params(&mut self, decl: &FunDecl, args: Args, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+        let mut slots: Vec<Option<Value>> = vec![None; decl.params.len()];
+        let mut next = 0;
+        for (name, value) in args {
+            let i = match &name {
+                Some(n) => decl
+                    .params
+                    .iter()
+                    .position(|p| p.name == *n)
+                    .ok_or_else(|| {
+                        self.fail(pos, format!("`{}` has no parameter `{n}`", decl.name))
+                    })?,
+                None => next,
+            };
+            let Some(slot) = slots.get_mut(i) else {
+                return Err(self.fail(
+                    pos,
+                    format!(
+                        "`{}` takes {} argument(s), got more",
+                        decl.name,
+                        decl.params.len()
+                    ),
+                ));
+            };
+            *slot = Some(value);
+            next = i + 1;
+        }
+        for (param, slot) in decl.params.iter().zip(slots) {
+            let value = match (slot, &param.default, &param.ty) {
+                (Some(v), _, _) => v,
+                (None, Some(e), _) => self.eval(e, scope)?,
+                (None, None, Type::Optional(_)) => Value::Null,
+                (None, None, _) => {
+                    return Err(self.fail(
+                        pos,
+                        format!(
+                            "missing argument `{}` in call to `{}`",
+                            param.name, decl.name
+                        ),
+                    ))
+                }
+            };
+            let value = self.conform(
+                &param.ty,
+                value,
+                &format!("parameter `{}` of `{}`", param.name, decl.name),
+                pos,
+            )?;
+            scope.define(param.name.clone(), value, Mutability::Final);
+        }
+        Ok(())
+    }
+
+    fn call_native(&mut self, native: &NativeFunction, args: Args, pos: Pos) -> Eval<Value> {
+        let values: Vec<Value> = args.into_iter().map(|(_, v)| v).collect();
+        let site = self.site(pos);
+        let function = format!("{}.{}", native.module, native.name);
+        let mut call = NativeCall {
+            args: &values,
+            site: &site,
+            function: &function,
+            out: &mut *self.out,
+            script_args: &self.args,
+            exit: ExitRequest::Continue,
+        };
+        let result = (native.f)(&mut call);
+        if let ExitRequest::Exit(status) = call.exit {
+            return Err(Flow::Exit(status));
+        }
+        result.map_err(|raise| {
+            Flow::Throw(Box::new(Thrown {
+                value: raise.value,
+                pos,
+                diagnostic: raise.diagnostic,
+            }))
+        })
+    }
+}
+
+fn module_object(module: NativeModule) -> ModuleObj {
+    let name: Rc<str> = Rc::from(module.name.as_str());
+    let functions = module
+        .functions
+        .into_iter()
+        .map(|(fname, f)| {
+            let native = NativeFunction {
+                module: name.clone(),
+                name: Rc::from(fname.as_str()),
+                f,
+            };
+            (fname, Value::Native(Rc::new(native)))
+        })
+        .collect();
+    ModuleObj { name, functions }
+}
+
+fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
+    let mut current = Some(scope);
+    while let Some(s) = current {
+        let vars = s.vars.borrow();
+        if let Some(slot) = vars.iter().rev().find(|slot| &*slot.name == name) {
+            return Some(slot.value.clone());
+        }
+        current = s.parent.as_ref();
+    }
+    None
+}
+
+fn exit_status(v: &Value) -> i32 {
+    match v {
+        Value::Int(i) => i32::try_from(*i).unwrap_or(1),
+        _ => 0,
+    }
+}
+
+fn is_double(ty: &Type) -> bool {
+    match ty {
+        Type::Named(n) => &**n == "double",
+        Type::Optional(inner) => is_double(inner),
+        _ => false,
+    }
+}
+
+/// Loose type test used by `is`, `catch (e: T)` and declarations: the outer
+/// shape is checked, element types are not.
+pub(crate) fn type_matches(ty: &Type, v: &Value) -> bool {
+    match ty {
+        Type::Any => true,
+        Type::Void => v.is_null(),
+        Type::Optional(inner) => v.is_null() || type_matches(inner, v),
+        Type::List(_) => matches!(v, Value::List(_)),
+        Type::Map(..) => matches!(v, Value::Map(_)),
+        Type::Function => matches!(v, Value::Function(_) | Value::Native(_)),
+        Type::Named(name) => named_matches(name, v),
+    }
+}
+
+fn named_matches(name: &str, v: &Value) -> bool {
+    match name {
+        "int" => matches!(v, Value::Int(_)),
+        "double" => matches!(v, Value::Double(_)),
+        "str" => matches!(v, Value::Str(_)),
+        "bool" => matches!(v, Value::Bool(_)),
+        "rg" => matches!(v, Value::Range(..)),
+        "obj" => matches!(v, Value::Object(_)),
+        "type" => matches!(v, Value::Class(_) | Value::Enum(_)),
+        _ => match v {
+            Value::Object(o) => &*o.class.name == name,
+            Value::EnumCase(e, _) => &*e.name == name,
+            _ => false,
+        },
+    }
+}
+
+fn type_label(ty: &Type) -> String {
+    match ty {
+        Type::Any => "any".into(),
+        Type::Void => "void".into(),
+        Type::Named(n) => n.to_string(),
+        Type::List(t) => format!("[{}]", type_label(t)),
+        Type::Map(k, v) => format!("{{{}: {}}}", type_label(k), type_label(v)),
+        Type::Optional(t) => format!("{}?", type_label(t)),
+        Type::Function => "function".into(),
+    }
+}

@@ -1,0 +1,491 @@
+//! Built-in behaviour of values: arithmetic and comparison with checked
+//! integer maths, subscripts, and the methods of `str`, lists, maps and
+//! ranges. Errors are plain messages; the evaluator adds the position.
+
+use super::ast::BinOp;
+use super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
+use super::lexer::Pos;
+use super::value::{ListObj, MapObj, Value};
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+type Plain = Result<Value, String>;
+
+/// Values whose methods are built in rather than looked up as fields.
+pub(crate) fn is_builtin_receiver(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..)
+    )
+}
+
+// ----- operators -----
+
+pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Plain {
+    match op {
+        BinOp::Eq => return Ok(Value::Bool(a.equals(b, 0))),
+        BinOp::Ne => return Ok(Value::Bool(!a.equals(b, 0))),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => return compare(op, a, b),
+        _ => {}
+    }
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => int_op(op, *x, *y),
+        (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => double_op(
+            op,
+            a.as_double().unwrap_or_default(),
+            b.as_double().unwrap_or_default(),
+        ),
+        (Value::Str(x), Value::Str(y)) if op == BinOp::Add => concat_str(x, y),
+        (Value::List(x), Value::List(y)) if op == BinOp::Add => concat_list(x, y),
+        (Value::Map(x), Value::Map(y)) if op == BinOp::Add => Ok(merge_maps(x, y)),
+        _ => Err(format!(
+            "cannot apply `{}` to {} and {}",
+            op.symbol(),
+            a.type_name(),
+            b.type_name()
+        )),
+    }
+}
+
+fn int_op(op: BinOp, x: i64, y: i64) -> Plain {
+    let overflow = || format!("integer overflow in `{x} {} {y}`", op.symbol());
+    let result = match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div | BinOp::Rem if y == 0 => return Err("division by zero".into()),
+        BinOp::Div => x.checked_div(y),
+        BinOp::Rem => x.checked_rem(y),
+        BinOp::BitAnd => Some(x & y),
+        BinOp::BitOr => Some(x | y),
+        BinOp::BitXor => Some(x ^ y),
+        BinOp::Shl => u32::try_from(y).ok().filter(|s| *s < 64).map(|s| x << s),
+        BinOp::Shr => u32::try_from(y).ok().filter(|s| *s < 64).map(|s| x >> s),
+        _ => None,
+    };
+    result.map(Value::Int).ok_or_else(overflow)
+}
+
+fn double_op(op: BinOp, x: f64, y: f64) -> Plain {
+    Ok(Value::Double(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Rem => x % y,
+        _ => return Err(format!("cannot apply `{}` to double", op.symbol())),
+    }))
+}
+
+fn concat_str(x: &str, y: &str) -> Plain {
+    if x.len() + y.len() > MAX_STR_LEN {
+        return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
+    }
+    let mut s = String::with_capacity(x.len() + y.len());
+    s.push_str(x);
+    s.push_str(y);
+    Ok(Value::str(s))
+}
+
+fn concat_list(x: &ListObj, y: &ListObj) -> Plain {
+    let (a, b) = (x.items.borrow(), y.items.borrow());
+    if a.len() + b.len() > MAX_LIST_LEN {
+        return Err(format!("list too long (more than {MAX_LIST_LEN} items)"));
+    }
+    Ok(Value::list(a.iter().chain(b.iter()).cloned().collect()))
+}
+
+fn merge_maps(x: &MapObj, y: &MapObj) -> Value {
+    let merged = MapObj::default();
+    for (k, v) in x
+        .data
+        .borrow()
+        .entries
+        .iter()
+        .chain(y.data.borrow().entries.iter())
+    {
+        merged.insert(k.clone(), v.clone());
+    }
+    Value::Map(Rc::new(merged))
+}
+
+fn compare(op: BinOp, a: &Value, b: &Value) -> Plain {
+    let ordering = match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
+        (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => a
+            .as_double()
+            .unwrap_or_default()
+            .partial_cmp(&b.as_double().unwrap_or_default()),
+        _ => {
+            return Err(format!(
+                "cannot compare {} and {} with `{}`",
+                a.type_name(),
+                b.type_name(),
+                op.symbol()
+            ))
+        }
+    };
+    let Some(o) = ordering else {
+        return Ok(Value::Bool(false));
+    };
+    Ok(Value::Bool(match op {
+        BinOp::Lt => o == Ordering::Less,
+        BinOp::Le => o != Ordering::Greater,
+        BinOp::Gt => o == Ordering::Greater,
+        _ => o != Ordering::Less,
+    }))
+}
+
+// ----- subscripts -----
+
+/// `v[i]`: `Ok(None)` when the index is out of range or the key absent.
+pub(crate) fn index(v: &Value, i: &Value) -> Result<Option<Value>, String> {
+    match (v, i) {
+        (Value::List(list), Value::Int(n)) => Ok(usize::try_from(*n)
+            .ok()
+            .and_then(|n| list.items.borrow().get(n).cloned())),
+        (Value::Str(s), Value::Int(n)) => Ok(usize::try_from(*n)
+            .ok()
+            .and_then(|n| s.chars().nth(n))
+            .map(|c| Value::str(c.to_string()))),
+        (Value::Map(map), key) => Ok(Some(map.get(key).unwrap_or_default())),
+        _ => Err(format!(
+            "cannot subscript {} with {}",
+            v.type_name(),
+            i.type_name()
+        )),
+    }
+}
+
+pub(crate) fn out_of_range(v: &Value, i: &Value) -> String {
+    let len = match v {
+        Value::List(list) => list.items.borrow().len(),
+        Value::Str(s) => s.chars().count(),
+        _ => 0,
+    };
+    format!(
+        "index {i} out of range for a {} of length {len} (use `[?{i}]` to get null instead)",
+        v.type_name()
+    )
+}
+
+/// The `n`-th element of the range `low..high`.
+pub(crate) fn range_nth(low: i64, high: i64, n: i64) -> Option<i64> {
+    if low <= high {
+        low.checked_add(n).filter(|v| *v < high)
+    } else {
+        low.checked_sub(n).filter(|v| *v > high)
+    }
+}
+
+fn range_len(low: i64, high: i64) -> i64 {
+    (i128::from(high) - i128::from(low))
+        .unsigned_abs()
+        .min(i64::MAX as u128) as i64
+}
+
+// ----- methods -----
+
+pub(crate) fn call_method(
+    interp: &mut Interpreter,
+    receiver: &Value,
+    name: &str,
+    args: Vec<Value>,
+    pos: Pos,
+) -> Eval<Value> {
+    let result = match receiver {
+        Value::Str(s) => str_method(s, name, &args),
+        Value::List(list) if matches!(name, "forEach" | "map" | "filter") => {
+            return list_with_callback(interp, list, name, &args, pos)
+        }
+        Value::List(list) => list_method(list, name, &args),
+        Value::Map(map) => map_method(map, name, &args),
+        Value::Range(low, high) => range_method(*low, *high, name),
+        other => Err(format!("{} has no methods", other.type_name())),
+    };
+    result.map_err(|message| interp.fail(pos, message))
+}
+
+fn arg<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a Value, String> {
+    args.get(i)
+        .ok_or_else(|| format!("`{method}` needs argument {}", i + 1))
+}
+
+fn arg_str<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a str, String> {
+    let v = arg(args, i, method)?;
+    v.as_str().ok_or_else(|| {
+        format!(
+            "`{method}` argument {} expected str, got {}",
+            i + 1,
+            v.type_name()
+        )
+    })
+}
+
+fn arg_int(args: &[Value], i: usize, method: &str) -> Result<i64, String> {
+    let v = arg(args, i, method)?;
+    v.as_int().ok_or_else(|| {
+        format!(
+            "`{method}` argument {} expected int, got {}",
+            i + 1,
+            v.type_name()
+        )
+    })
+}
+
+/// `(start, len?)` checked against `total`, as a char or item range.
+fn sub_range(args: &[Value], total: usize, method: &str) -> Result<(usize, usize), String> {
+    let start = arg_int(args, 0, method)?;
+    let len = match args.get(1).filter(|v| !v.is_null()) {
+        Some(_) => arg_int(args, 1, method)?,
+        None => (total as i64).saturating_sub(start),
+    };
+    let ok = start >= 0
+        && len >= 0
+        && start
+            .checked_add(len)
+            .is_some_and(|end| end <= total as i64);
+    if !ok {
+        return Err(format!(
+            "`{method}({start}, len: {len})` out of range for length {total}"
+        ));
+    }
+    Ok((start as usize, len as usize))
+}
+
+fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
+    match name {
+        "len" => Ok(Value::Int(s.chars().count() as i64)),
+        "trim" => Ok(Value::str(s.trim())),
+        "upper" => Ok(Value::str(s.to_uppercase())),
+        "lower" => Ok(Value::str(s.to_lowercase())),
+        "startsWith" => Ok(Value::Bool(s.starts_with(arg_str(args, 0, name)?))),
+        "endsWith" => Ok(Value::Bool(s.ends_with(arg_str(args, 0, name)?))),
+        "split" => str_split(s, arg_str(args, 0, name)?),
+        "replace" => str_replace(s, arg_str(args, 0, name)?, arg_str(args, 1, name)?),
+        "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
+        "sub" => {
+            let (start, len) = sub_range(args, s.chars().count(), name)?;
+            Ok(Value::str(
+                s.chars().skip(start).take(len).collect::<String>(),
+            ))
+        }
+        "repeat" => str_repeat(s, arg_int(args, 0, name)?),
+        _ => Err(format!("str has no method `{name}`")),
+    }
+}
+
+fn str_split(s: &str, sep: &str) -> Plain {
+    let parts: Vec<Value> = if sep.is_empty() {
+        s.chars().map(|c| Value::str(c.to_string())).collect()
+    } else {
+        s.split(sep).map(Value::str).collect()
+    };
+    Ok(Value::list(parts))
+}
+
+fn str_replace(s: &str, needle: &str, with: &str) -> Plain {
+    if needle.is_empty() {
+        return Ok(Value::str(s));
+    }
+    let count = s.matches(needle).count();
+    let grown = count.saturating_mul(with.len()).saturating_add(s.len());
+    if grown > MAX_STR_LEN {
+        return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
+    }
+    Ok(Value::str(s.replace(needle, with)))
+}
+
+fn str_index_of(s: &str, needle: &str) -> Value {
+    match s.find(needle) {
+        Some(byte) => Value::Int(s[..byte].chars().count() as i64),
+        None => Value::Null,
+    }
+}
+
+fn str_repeat(s: &str, n: i64) -> Plain {
+    let n = usize::try_from(n).map_err(|_| "`repeat` count must not be negative".to_string())?;
+    if s.len().saturating_mul(n) > MAX_STR_LEN {
+        return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
+    }
+    Ok(Value::str(s.repeat(n)))
+}
+
+fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
+    match name {
+        "len" => Ok(Value::Int(list.items.borrow().len() as i64)),
+        "append" => {
+            let v = arg(args, 0, name)?.clone();
+            let mut items = list.items.borrow_mut();
+            if items.len() >= MAX_LIST_LEN {
+                return Err(format!("list too long (more than {MAX_LIST_LEN} items)"));
+            }
+            items.push(v);
+            Ok(Value::Null)
+        }
+        "join" => list_join(&list.items.borrow(), arg_str(args, 0, name)?),
+        "indexOf" => {
+            let needle = arg(args, 0, name)?;
+            let found = list.items.borrow().iter().position(|v| v.equals(needle, 0));
+            Ok(found.map_or(Value::Null, |i| Value::Int(i as i64)))
+        }
+        "sub" => {
+            let items = list.items.borrow();
+            let (start, len) = sub_range(args, items.len(), name)?;
+            Ok(Value::list(items[start..start + len].to_vec()))
+        }
+        "remove" => {
+            let i = arg_int(args, 0, name)?;
+            let mut items = list.items.borrow_mut();
+            let removed = usize::try_from(i)
+                .ok()
+                .filter(|i| *i < items.len())
+                .map(|i| items.remove(i));
+            Ok(Value::optional(removed))
+        }
+        "pop" => Ok(Value::optional(list.items.borrow_mut().pop())),
+        "insert" => list_insert(list, arg_int(args, 0, name)?, arg(args, 1, name)?.clone()),
+        "reverse" => Ok(Value::list(
+            list.items.borrow().iter().rev().cloned().collect(),
+        )),
+        _ => Err(format!("list has no method `{name}`")),
+    }
+}
+
+fn list_join(items: &[Value], sep: &str) -> Plain {
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        out.push_str(&item.to_string());
+        if out.len() > MAX_STR_LEN {
+            return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
+        }
+    }
+    Ok(Value::str(out))
+}
+
+fn list_insert(list: &ListObj, i: i64, v: Value) -> Plain {
+    let mut items = list.items.borrow_mut();
+    match usize::try_from(i).ok().filter(|i| *i <= items.len()) {
+        Some(i) if items.len() < MAX_LIST_LEN => {
+            items.insert(i, v);
+            Ok(Value::Null)
+        }
+        Some(_) => Err(format!("list too long (more than {MAX_LIST_LEN} items)")),
+        None => Err(format!(
+            "`insert` index {i} out of range for length {}",
+            items.len()
+        )),
+    }
+}
+
+/// `forEach`, `map` and `filter`, which call back into Buzz with `(index, item)`.
+fn list_with_callback(
+    interp: &mut Interpreter,
+    list: &ListObj,
+    name: &str,
+    args: &[Value],
+    pos: Pos,
+) -> Eval<Value> {
+    let f = arg(args, 0, name).map_err(|m| interp.fail(pos, m))?.clone();
+    let items = list.items.borrow().clone();
+    let mut out = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let call_args = vec![(None, Value::Int(i as i64)), (None, item.clone())];
+        let result = interp.call_value(&f, call_args, pos)?;
+        match name {
+            "map" => out.push(result),
+            "filter" if result.as_bool() == Some(true) => out.push(item),
+            _ => {}
+        }
+    }
+    Ok(if name == "forEach" {
+        Value::Null
+    } else {
+        Value::list(out)
+    })
+}
+
+fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
+    match name {
+        "size" | "len" => Ok(Value::Int(map.len() as i64)),
+        "keys" => Ok(Value::list(
+            map.data
+                .borrow()
+                .entries
+                .iter()
+                .map(|(k, _)| k.clone())
+                .collect(),
+        )),
+        "values" => Ok(Value::list(
+            map.data
+                .borrow()
+                .entries
+                .iter()
+                .map(|(_, v)| v.clone())
+                .collect(),
+        )),
+        "remove" => Ok(Value::optional(map.remove(arg(args, 0, name)?))),
+        _ => Err(format!("map has no method `{name}`")),
+    }
+}
+
+fn range_method(low: i64, high: i64, name: &str) -> Plain {
+    match name {
+        "len" => Ok(Value::Int(range_len(low, high))),
+        "low" => Ok(Value::Int(low)),
+        "high" => Ok(Value::Int(high)),
+        "invert" => Ok(Value::Range(high, low)),
+        "toList" => {
+            let len = range_len(low, high);
+            if len > MAX_LIST_LEN as i64 {
+                return Err(format!("list too long (more than {MAX_LIST_LEN} items)"));
+            }
+            Ok(Value::list(
+                (0..len)
+                    .filter_map(|n| range_nth(low, high, n))
+                    .map(Value::Int)
+                    .collect(),
+            ))
+        }
+        _ => Err(format!("range has no method `{name}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_maths_is_checked() {
+        let cases = [
+            (BinOp::Add, i64::MAX, 1, Err("integer overflow")),
+            (BinOp::Div, 1, 0, Err("division by zero")),
+            (BinOp::Rem, 1, 0, Err("division by zero")),
+            (BinOp::Div, i64::MIN, -1, Err("integer overflow")),
+            (BinOp::Shl, 1, 64, Err("integer overflow")),
+            (BinOp::Mul, 6, 7, Ok(42)),
+            (BinOp::Rem, -7, 3, Ok(-1)),
+        ];
+        for (op, a, b, want) in cases {
+            let got = binary(op, &Value::Int(a), &Value::Int(b));
+            match (want, got) {
+                (Ok(w), Ok(v)) => assert_eq!(v.as_int(), Some(w)),
+                (Err(w), Err(m)) => assert!(m.contains(w), "{m}"),
+                (w, g) => panic!("{a} {op:?} {b}: want {w:?}, got {g:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn ranges_count_up_and_down() {
+        let up: Vec<i64> = (0..5).filter_map(|n| range_nth(0, 3, n)).collect();
+        assert_eq!(up, [0, 1, 2]);
+        let down: Vec<i64> = (0..5).filter_map(|n| range_nth(3, 0, n)).collect();
+        assert_eq!(down, [3, 2, 1]);
+        assert_eq!(range_len(i64::MIN, i64::MAX), i64::MAX);
+    }
+}

@@ -1,0 +1,196 @@
+//! The interface between the interpreter and native modules (`std`, and the
+//! sandbox's `fs`, `sh`, `env`): how a native function is registered, what
+//! it receives, and how it raises a Buzz error.
+//!
+//! Native modules are the only way a spell reaches the outside world.
+
+use super::value::Value;
+use crate::diag::Diagnostic;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// Where in the spell a native function was called (the start of the call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallSite {
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: u32,
+}
+
+/// A Buzz error raised by a native function. `value` is what a `catch`
+/// clause receives; `diagnostic`, if any, is what the user sees when the
+/// error is not caught (its location is filled in with the raise site when
+/// it has none).
+#[derive(Debug, Clone)]
+pub struct Raise {
+    pub value: Value,
+    pub diagnostic: Option<Box<Diagnostic>>,
+}
+
+impl Raise {
+    /// Raises `value` with no diagnostic of its own.
+    pub fn new(value: impl Into<Value>) -> Raise {
+        Raise {
+            value: value.into(),
+            diagnostic: None,
+        }
+    }
+
+    /// Raises `value`, shown as `diagnostic` if uncaught.
+    pub fn with_diagnostic(value: impl Into<Value>, diagnostic: Diagnostic) -> Raise {
+        Raise {
+            value: value.into(),
+            diagnostic: Some(Box::new(diagnostic)),
+        }
+    }
+
+    /// A wrong-argument error: a `str` message, shown as an error if uncaught.
+    #[cold]
+    pub fn type_error(message: impl Into<String>) -> Raise {
+        let message = message.into();
+        Raise::with_diagnostic(Value::str(message.as_str()), Diagnostic::error(message))
+    }
+}
+
+/// A native function. It receives the call and returns a value or raises.
+pub type NativeFn = Rc<dyn Fn(&mut NativeCall<'_>) -> Result<Value, Raise>>;
+
+/// Whether a native asked the run to end (see [`NativeCall::exit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExitRequest {
+    Continue,
+    Exit(i32),
+}
+
+/// One call of a native function: its arguments, where it was called from,
+/// and the interpreter services a native may use.
+pub struct NativeCall<'a> {
+    pub args: &'a [Value],
+    pub site: &'a CallSite,
+    /// `module.function`, for messages.
+    pub function: &'a str,
+    pub(crate) out: &'a mut dyn Write,
+    pub(crate) script_args: &'a [String],
+    pub(crate) exit: ExitRequest,
+}
+
+impl<'a> NativeCall<'a> {
+    /// Argument `i` (0-based), or a type error naming the function.
+    pub fn arg(&self, i: usize) -> Result<&'a Value, Raise> {
+        self.args.get(i).ok_or_else(|| {
+            Raise::type_error(format!("{}: missing argument {}", self.function, i + 1))
+        })
+    }
+
+    /// Argument `i`, or `None` when it is absent or `null`.
+    pub fn opt_arg(&self, i: usize) -> Option<&'a Value> {
+        self.args.get(i).filter(|v| !v.is_null())
+    }
+
+    fn wrong(&self, i: usize, expected: &str, got: &Value) -> Raise {
+        Raise::type_error(format!(
+            "{}: argument {} expected {expected}, got {}",
+            self.function,
+            i + 1,
+            got.type_name()
+        ))
+    }
+
+    pub fn arg_str(&self, i: usize) -> Result<&'a str, Raise> {
+        let v = self.arg(i)?;
+        v.as_str().ok_or_else(|| self.wrong(i, "str", v))
+    }
+
+    pub fn arg_int(&self, i: usize) -> Result<i64, Raise> {
+        let v = self.arg(i)?;
+        v.as_int().ok_or_else(|| self.wrong(i, "int", v))
+    }
+
+    pub fn arg_double(&self, i: usize) -> Result<f64, Raise> {
+        let v = self.arg(i)?;
+        v.as_double().ok_or_else(|| self.wrong(i, "double", v))
+    }
+
+    pub fn arg_bool(&self, i: usize) -> Result<bool, Raise> {
+        let v = self.arg(i)?;
+        v.as_bool().ok_or_else(|| self.wrong(i, "bool", v))
+    }
+
+    pub fn arg_list(&self, i: usize) -> Result<Vec<Value>, Raise> {
+        let v = self.arg(i)?;
+        v.as_list().ok_or_else(|| self.wrong(i, "list", v))
+    }
+
+    /// A `[str]` argument.
+    pub fn arg_str_list(&self, i: usize) -> Result<Vec<String>, Raise> {
+        let v = self.arg(i)?;
+        let items = v.as_list().ok_or_else(|| self.wrong(i, "[str]", v))?;
+        items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map(String::from)
+                    .ok_or_else(|| self.wrong(i, "[str]", v))
+            })
+            .collect()
+    }
+
+    /// The spell's output (process stdout unless the interpreter was given another).
+    pub fn out(&mut self) -> &mut dyn Write {
+        self.out
+    }
+
+    /// The arguments the spell was run with.
+    pub fn script_args(&self) -> &[String] {
+        self.script_args
+    }
+
+    /// Ends the run with `status` once this native returns (what `std.exit` does).
+    pub fn exit(&mut self, status: i32) {
+        self.exit = ExitRequest::Exit(status);
+    }
+}
+
+/// A named set of native functions a spell can `import`.
+#[derive(Clone)]
+pub struct NativeModule {
+    pub name: String,
+    pub(crate) functions: HashMap<String, NativeFn>,
+}
+
+impl NativeModule {
+    pub fn new(name: impl Into<String>) -> NativeModule {
+        NativeModule {
+            name: name.into(),
+            functions: HashMap::new(),
+        }
+    }
+
+    /// Adds (or replaces) the function `name`.
+    pub fn function(
+        mut self,
+        name: impl Into<String>,
+        f: impl Fn(&mut NativeCall<'_>) -> Result<Value, Raise> + 'static,
+    ) -> NativeModule {
+        self.functions.insert(name.into(), Rc::new(f));
+        self
+    }
+
+    /// The names of its functions, sorted.
+    pub fn function_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.functions.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+impl std::fmt::Debug for NativeModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeModule")
+            .field("name", &self.name)
+            .field("functions", &self.function_names())
+            .finish()
+    }
+}

@@ -1,0 +1,1230 @@
+//! The Buzz parser: tokens to a [`Program`], recursive descent with
+//! precedence climbing for binary operators.
+//!
+//! Nesting (blocks, parentheses, operator chains, postfix chains, types) is
+//! bounded by [`MAX_NESTING`], so the tree it builds can be evaluated and
+//! dropped without exhausting the stack, whatever the input.
+
+use super::ast::*;
+use super::lexer::{lex, Pos, StrPart, Tok, Token};
+use std::path::Path;
+use std::rc::Rc;
+
+/// Deepest syntactic nesting accepted (see the module doc). Real spells nest
+/// a few dozen levels; the evaluator's own limits are sized so a tree this
+/// deep is safe on an 8 MiB stack in a debug build.
+pub const MAX_NESTING: usize = 200;
+
+/// A syntax error with its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+/// Parses `source` into statements; `file` is recorded in the program.
+pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
+    let tokens = lex(source).map_err(|e| ParseError {
+        pos: e.pos,
+        message: e.message,
+    })?;
+    let mut parser = Parser {
+        tokens: &tokens,
+        at: 0,
+        depth: 0,
+    };
+    let mut statements = Vec::new();
+    while !parser.check(&Tok::Eof) {
+        statements.push(parser.statement()?);
+    }
+    Ok(Program {
+        file: file.to_path_buf(),
+        statements,
+    })
+}
+
+struct Parser<'t> {
+    tokens: &'t [Token],
+    at: usize,
+    depth: usize,
+}
+
+/// Binary operators by precedence level, lowest first.
+const LEVELS: &[&[(&str, BinKind)]] = &[
+    &[("??", BinKind::Coalesce)],
+    &[("or", BinKind::Or)],
+    &[("and", BinKind::And)],
+    &[
+        ("==", BinKind::Op(BinOp::Eq)),
+        ("!=", BinKind::Op(BinOp::Ne)),
+    ],
+    &[
+        ("<", BinKind::Op(BinOp::Lt)),
+        ("<=", BinKind::Op(BinOp::Le)),
+        (">", BinKind::Op(BinOp::Gt)),
+        (">=", BinKind::Op(BinOp::Ge)),
+        ("is", BinKind::Is),
+    ],
+    &[("|", BinKind::Op(BinOp::BitOr))],
+    &[("^", BinKind::Op(BinOp::BitXor))],
+    &[("&", BinKind::Op(BinOp::BitAnd))],
+    &[
+        ("<<", BinKind::Op(BinOp::Shl)),
+        (">>", BinKind::Op(BinOp::Shr)),
+    ],
+    &[("..", BinKind::Range)],
+    &[
+        ("+", BinKind::Op(BinOp::Add)),
+        ("-", BinKind::Op(BinOp::Sub)),
+    ],
+    &[
+        ("*", BinKind::Op(BinOp::Mul)),
+        ("/", BinKind::Op(BinOp::Div)),
+        ("%", BinKind::Op(BinOp::Rem)),
+    ],
+];
+
+#[derive(Clone, Copy)]
+enum BinKind {
+    Op(BinOp),
+    And,
+    Or,
+    Coalesce,
+    Range,
+    Is,
+}
+
+const COMPOUND: &[(&str, BinOp)] = &[
+    ("+=", BinOp::Add),
+    ("-=", BinOp::Sub),
+    ("*=", BinOp::Mul),
+    ("/=", BinOp::Div),
+    ("%=", BinOp::Rem),
+    ("&=", BinOp::BitAnd),
+    ("|=", BinOp::BitOr),
+    ("^=", BinOp::BitXor),
+    ("<<=", BinOp::Shl),
+    (">>=", BinOp::Shr),
+];
+
+fn spelled(tok: &Tok) -> Option<&'static str> {
+    match tok {
+        Tok::Kw(k) => Some(k),
+        Tok::Sym(s) => Some(s),
+        _ => None,
+    }
+}
+
+impl<'t> Parser<'t> {
+    // ----- token helpers -----
+
+    fn peek(&self) -> &'t Token {
+        let last = self.tokens.len().saturating_sub(1);
+        &self.tokens[self.at.min(last)]
+    }
+
+    fn peek_at(&self, n: usize) -> &'t Tok {
+        let last = self.tokens.len().saturating_sub(1);
+        &self.tokens[(self.at + n).min(last)].tok
+    }
+
+    fn pos(&self) -> Pos {
+        self.peek().pos
+    }
+
+    fn advance(&mut self) -> &'t Token {
+        let t = self.peek();
+        if self.at < self.tokens.len() {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn check(&self, tok: &Tok) -> bool {
+        &self.peek().tok == tok
+    }
+
+    fn is(&self, word: &str) -> bool {
+        spelled(&self.peek().tok) == Some(word)
+    }
+
+    fn eat(&mut self, word: &str) -> bool {
+        let hit = self.is(word);
+        if hit {
+            self.advance();
+        }
+        hit
+    }
+
+    fn error<T>(&self, message: impl Into<String>) -> PResult<T> {
+        Err(ParseError {
+            pos: self.pos(),
+            message: message.into(),
+        })
+    }
+
+    fn expected<T>(&self, what: &str, context: &str) -> PResult<T> {
+        let found = self.peek().tok.describe();
+        self.error(format!("expected {what} {context}, found {found}"))
+    }
+
+    fn expect(&mut self, word: &str, context: &str) -> PResult<Pos> {
+        let pos = self.pos();
+        if self.eat(word) {
+            Ok(pos)
+        } else {
+            self.expected(&format!("`{word}`"), context)
+        }
+    }
+
+    fn ident(&mut self, context: &str) -> PResult<Rc<str>> {
+        match &self.peek().tok {
+            Tok::Ident(name) => {
+                self.advance();
+                Ok(name.clone())
+            }
+            _ => self.expected("a name", context),
+        }
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        if self.depth >= MAX_NESTING {
+            return self.error(format!(
+                "nesting too deep: more than {MAX_NESTING} levels of blocks or expressions"
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        self.enter()?;
+        let result = f(self);
+        self.depth -= 1;
+        result
+    }
+
+    // ----- statements -----
+
+    fn statement(&mut self) -> PResult<Stmt> {
+        self.nested(Self::statement_inner)
+    }
+
+    fn statement_inner(&mut self) -> PResult<Stmt> {
+        let pos = self.pos();
+        let kind = match spelled(&self.peek().tok) {
+            Some("export") => {
+                self.advance();
+                return self.statement_inner();
+            }
+            Some("namespace") => self.namespace()?,
+            Some("import") => self.import()?,
+            Some("final") | Some("var") => StmtKind::Var(self.var_decl()?),
+            Some("fun") if matches!(self.peek_at(1), Tok::Ident(_)) => {
+                self.advance();
+                let decl = self.function(pos, false)?;
+                self.eat(";");
+                StmtKind::Fun(decl)
+            }
+            Some("static") => return self.error("`static` is only allowed inside an object"),
+            Some("object") => StmtKind::Object(self.object()?),
+            Some("enum") => StmtKind::Enum(self.enumeration()?),
+            Some("if") => self.if_stmt()?,
+            Some("while") => self.while_stmt()?,
+            Some("do") => self.do_until()?,
+            Some("for") => self.for_stmt()?,
+            Some("foreach") => self.foreach()?,
+            Some("break") => self.simple(StmtKind::Break, "after `break`")?,
+            Some("continue") => self.simple(StmtKind::Continue, "after `continue`")?,
+            Some("return") => self.return_stmt()?,
+            Some("throw") => self.throw_stmt()?,
+            Some("try") => self.try_stmt()?,
+            Some("{") => StmtKind::Block(self.block("to open a block")?),
+            _ => {
+                let expr = self.expression()?;
+                self.expect(";", "after expression")?;
+                StmtKind::Expr(expr)
+            }
+        };
+        Ok(Stmt { kind, pos })
+    }
+
+    fn simple(&mut self, kind: StmtKind, context: &str) -> PResult<StmtKind> {
+        self.advance();
+        self.expect(";", context)?;
+        Ok(kind)
+    }
+
+    fn namespace(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        self.ident("after `namespace`")?;
+        while self.eat("\\") {
+            self.ident("in namespace path")?;
+        }
+        self.expect(";", "after namespace")?;
+        Ok(StmtKind::Namespace)
+    }
+
+    fn import(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let module = match &self.peek().tok {
+            Tok::Str(parts) => match parts.as_slice() {
+                [StrPart::Text(name)] => Rc::from(name.as_str()),
+                _ => return self.error("the module name of an import must be a plain string"),
+            },
+            _ => return self.expected("a module name string", "after `import`"),
+        };
+        self.advance();
+        let alias = if self.eat("as") {
+            Some(self.ident("after `as`")?)
+        } else {
+            None
+        };
+        self.expect(";", "after import")?;
+        Ok(StmtKind::Import { module, alias })
+    }
+
+    fn var_decl(&mut self) -> PResult<VarDecl> {
+        let mutability = if self.eat("final") {
+            Mutability::Final
+        } else {
+            self.advance();
+            Mutability::Var
+        };
+        let name = self.ident("in variable declaration")?;
+        let ty = if self.eat(":") {
+            Some(self.ty()?)
+        } else {
+            None
+        };
+        let init = if self.eat("=") {
+            Some(self.expression()?)
+        } else {
+            None
+        };
+        self.expect(";", "after variable declaration")?;
+        Ok(VarDecl {
+            name,
+            mutability,
+            ty,
+            init,
+        })
+    }
+
+    /// After `fun`: `name(params) > R !> E { body }` or `=> expr`.
+    fn function(&mut self, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
+        let name = self.ident("after `fun`")?;
+        self.function_rest(name, pos, is_static)
+    }
+
+    fn function_rest(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
+        self.expect("(", "to open the parameter list")?;
+        let params = self.params()?;
+        let ret = if self.eat(">") {
+            self.ty()?
+        } else {
+            Type::Void
+        };
+        if self.eat("!>") {
+            self.ty()?;
+            while self.eat(",") {
+                self.ty()?;
+            }
+        }
+        let body = if self.is("=>") {
+            let arrow = self.advance().pos;
+            let value = self.expression()?;
+            vec![Stmt {
+                kind: StmtKind::Return(Some(value)),
+                pos: arrow,
+            }]
+        } else {
+            self.block("to open the function body")?
+        };
+        Ok(Rc::new(FunDecl {
+            name,
+            params,
+            ret,
+            body,
+            pos,
+            is_static,
+        }))
+    }
+
+    fn params(&mut self) -> PResult<Vec<Param>> {
+        let mut params = Vec::new();
+        while !self.is(")") {
+            let name = self.ident("for a parameter")?;
+            self.expect(":", "after the parameter name")?;
+            let ty = self.ty()?;
+            let default = if self.eat("=") {
+                Some(self.expression()?)
+            } else {
+                None
+            };
+            params.push(Param { name, ty, default });
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(")", "after parameters")?;
+        Ok(params)
+    }
+
+    fn object(&mut self) -> PResult<Rc<ObjectDecl>> {
+        let pos = self.advance().pos;
+        let name = self.ident("after `object`")?;
+        self.expect("{", "to open the object body")?;
+        let mut fields = Vec::new();
+        let mut methods = Vec::new();
+        while !self.is("}") && !self.check(&Tok::Eof) {
+            let member = self.pos();
+            let is_static = self.eat("static");
+            if self.eat("fun") {
+                methods.push(self.nested(|p| p.function(member, is_static))?);
+                self.eat(";");
+            } else {
+                fields.push(self.field(member)?);
+            }
+            self.eat(",");
+        }
+        self.expect("}", "to close the object body")?;
+        Ok(Rc::new(ObjectDecl {
+            name,
+            fields,
+            methods,
+            pos,
+        }))
+    }
+
+    fn field(&mut self, pos: Pos) -> PResult<FieldDecl> {
+        let name = self.ident("for an object field or method")?;
+        self.expect(":", "after the field name")?;
+        let ty = self.ty()?;
+        let default = if self.eat("=") {
+            Some(self.expression()?)
+        } else {
+            None
+        };
+        Ok(FieldDecl {
+            name,
+            ty,
+            default,
+            pos,
+        })
+    }
+
+    fn enumeration(&mut self) -> PResult<Rc<EnumDecl>> {
+        let pos = self.advance().pos;
+        if self.eat("<") {
+            self.ty()?;
+            self.expect(">", "after the enum value type")?;
+        }
+        let name = self.ident("after `enum`")?;
+        self.expect("{", "to open the enum body")?;
+        let mut cases = Vec::new();
+        while !self.is("}") {
+            let case = self.ident("for an enum case")?;
+            let value = if self.eat("=") {
+                Some(self.expression()?)
+            } else {
+                None
+            };
+            cases.push((case, value));
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}", "to close the enum body")?;
+        Ok(Rc::new(EnumDecl { name, cases, pos }))
+    }
+
+    fn block(&mut self, context: &str) -> PResult<Vec<Stmt>> {
+        self.expect("{", context)?;
+        let mut stmts = Vec::new();
+        while !self.is("}") {
+            if self.check(&Tok::Eof) {
+                return self.expected("`}`", "to close the block");
+            }
+            stmts.push(self.statement()?);
+        }
+        self.advance();
+        Ok(stmts)
+    }
+
+    fn condition(&mut self, keyword: &str) -> PResult<Expr> {
+        self.expect("(", &format!("after `{keyword}`"))?;
+        let cond = self.expression()?;
+        self.expect(")", &format!("after the `{keyword}` condition"))?;
+        Ok(cond)
+    }
+
+    fn if_stmt(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let cond = self.condition("if")?;
+        let then = self.block("after the `if` condition")?;
+        let otherwise = if self.eat("else") {
+            let pos = self.pos();
+            let stmt = if self.is("if") {
+                self.statement()?
+            } else {
+                let body = self.block("after `else`")?;
+                Stmt {
+                    kind: StmtKind::Block(body),
+                    pos,
+                }
+            };
+            Some(Box::new(stmt))
+        } else {
+            None
+        };
+        Ok(StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        })
+    }
+
+    fn while_stmt(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let cond = self.condition("while")?;
+        let body = self.block("after the `while` condition")?;
+        Ok(StmtKind::While { cond, body })
+    }
+
+    fn do_until(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let body = self.block("after `do`")?;
+        self.expect("until", "after the `do` block")?;
+        let cond = self.condition("until")?;
+        self.eat(";");
+        Ok(StmtKind::DoUntil { body, cond })
+    }
+
+    fn for_stmt(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        self.expect("(", "after `for`")?;
+        let mut init = Vec::new();
+        while self.is("var") || self.is("final") {
+            let pos = self.pos();
+            let mutability = if self.eat("final") {
+                Mutability::Final
+            } else {
+                self.advance();
+                Mutability::Var
+            };
+            let name = self.ident("in `for` initializer")?;
+            let ty = if self.eat(":") {
+                Some(self.ty()?)
+            } else {
+                None
+            };
+            self.expect("=", "in `for` initializer")?;
+            let value = self.expression()?;
+            let decl = VarDecl {
+                name,
+                mutability,
+                ty,
+                init: Some(value),
+            };
+            init.push(Stmt {
+                kind: StmtKind::Var(decl),
+                pos,
+            });
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(";", "after the `for` initializer")?;
+        let cond = if self.is(";") {
+            None
+        } else {
+            Some(self.expression()?)
+        };
+        self.expect(";", "after the `for` condition")?;
+        let mut step = Vec::new();
+        while !self.is(")") {
+            step.push(self.expression()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(")", "after the `for` clauses")?;
+        let body = self.block("after `for (…)`")?;
+        Ok(StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        })
+    }
+
+    fn foreach(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        self.expect("(", "after `foreach`")?;
+        let first = self.ident("in `foreach`")?;
+        let (key, value) = if self.eat(",") {
+            (Some(first), self.ident("after `,` in `foreach`")?)
+        } else {
+            (None, first)
+        };
+        self.expect("in", "in `foreach`")?;
+        let iterable = self.expression()?;
+        self.expect(")", "after the `foreach` clause")?;
+        let body = self.block("after `foreach (…)`")?;
+        Ok(StmtKind::ForEach {
+            key,
+            value,
+            iterable,
+            body,
+        })
+    }
+
+    fn return_stmt(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let value = if self.is(";") {
+            None
+        } else {
+            Some(self.expression()?)
+        };
+        self.expect(";", "after `return`")?;
+        Ok(StmtKind::Return(value))
+    }
+
+    fn throw_stmt(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let value = self.expression()?;
+        self.expect(";", "after `throw`")?;
+        Ok(StmtKind::Throw(value))
+    }
+
+    fn try_stmt(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let body = self.block("after `try`")?;
+        let mut clauses = Vec::new();
+        while self.is("catch") {
+            let pos = self.advance().pos;
+            let binding = if self.eat("(") {
+                let name = self.ident("in `catch`")?;
+                self.expect(":", "after the `catch` binding")?;
+                let ty = self.ty()?;
+                self.expect(")", "after the `catch` type")?;
+                Some((name, ty))
+            } else {
+                None
+            };
+            let body = self.block("after `catch`")?;
+            clauses.push(CatchClause { binding, body, pos });
+        }
+        if clauses.is_empty() {
+            return self.expected("`catch`", "after the `try` block");
+        }
+        Ok(StmtKind::Try { body, clauses })
+    }
+
+    // ----- types -----
+
+    fn ty(&mut self) -> PResult<Type> {
+        self.nested(Self::ty_inner)
+    }
+
+    fn ty_inner(&mut self) -> PResult<Type> {
+        self.eat("mut");
+        let base = match &self.peek().tok {
+            Tok::Sym("[") => {
+                self.advance();
+                let item = self.ty()?;
+                self.expect("]", "to close the list type")?;
+                Type::List(Box::new(item))
+            }
+            Tok::Sym("{") => self.map_type()?,
+            Tok::Kw("fun") => self.fun_type()?,
+            Tok::Kw("void") => {
+                self.advance();
+                Type::Void
+            }
+            Tok::Ident(_) => self.named_type()?,
+            _ => return self.expected("a type", "here"),
+        };
+        if self.eat("?") {
+            return Ok(Type::Optional(Box::new(base)));
+        }
+        Ok(base)
+    }
+
+    fn map_type(&mut self) -> PResult<Type> {
+        self.advance();
+        let key = self.ty()?;
+        self.expect(":", "in the map type")?;
+        let value = self.ty()?;
+        self.expect("}", "to close the map type")?;
+        Ok(Type::Map(Box::new(key), Box::new(value)))
+    }
+
+    fn fun_type(&mut self) -> PResult<Type> {
+        self.advance();
+        self.expect("(", "in the function type")?;
+        while !self.is(")") {
+            if matches!(self.peek_at(1), Tok::Sym(":")) {
+                self.advance();
+                self.advance();
+            }
+            self.ty()?;
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(")", "in the function type")?;
+        if self.eat(">") {
+            self.ty()?;
+        }
+        if self.eat("!>") {
+            self.ty()?;
+        }
+        Ok(Type::Function)
+    }
+
+    fn named_type(&mut self) -> PResult<Type> {
+        let mut name = self.ident("for a type")?;
+        while self.eat("\\") {
+            name = self.ident("in a qualified type name")?;
+        }
+        if self.is("<") && !matches!(self.peek_at(1), Tok::Sym("=")) {
+            self.advance();
+            self.ty()?;
+            while self.eat(",") {
+                self.ty()?;
+            }
+            self.expect(">", "to close the generic arguments")?;
+        }
+        Ok(match &*name {
+            "any" => Type::Any,
+            _ => Type::Named(name),
+        })
+    }
+
+    // ----- expressions -----
+
+    /// An expression, including assignment and inline `catch`.
+    fn expression(&mut self) -> PResult<Expr> {
+        self.nested(Self::expression_inner)
+    }
+
+    fn expression_inner(&mut self) -> PResult<Expr> {
+        let target = self.binary(0)?;
+        if self.is("=") {
+            let pos = self.advance().pos;
+            return self.assignment(target, None, pos);
+        }
+        if let Some(&(_, op)) = COMPOUND.iter().find(|(s, _)| self.is(s)) {
+            let pos = self.advance().pos;
+            return self.assignment(target, Some(op), pos);
+        }
+        if self.is("catch") {
+            let pos = self.advance().pos;
+            let default = self.expression()?;
+            let kind = ExprKind::Catch {
+                body: Box::new(target),
+                default: Box::new(default),
+            };
+            return Ok(Expr { kind, pos });
+        }
+        Ok(target)
+    }
+
+    fn assignment(&mut self, target: Expr, op: Option<BinOp>, pos: Pos) -> PResult<Expr> {
+        let assignable = matches!(
+            target.kind,
+            ExprKind::Var(_) | ExprKind::Field { .. } | ExprKind::Index { .. }
+        );
+        if !assignable {
+            return Err(ParseError {
+                pos: target.pos,
+                message: "invalid assignment target: expected a variable, field or subscript"
+                    .into(),
+            });
+        }
+        let value = self.expression()?;
+        let kind = ExprKind::Assign {
+            target: Box::new(target),
+            op,
+            value: Box::new(value),
+        };
+        Ok(Expr { kind, pos })
+    }
+
+    /// Precedence climbing: one frame per nesting level, not per precedence
+    /// level, which keeps deep input cheap on the stack.
+    fn binary(&mut self, min_level: usize) -> PResult<Expr> {
+        let mut left = self.unary()?;
+        let mut chain = 0;
+        let result = loop {
+            let Some((level, kind)) = self.binary_operator().filter(|(l, _)| *l >= min_level)
+            else {
+                break Ok(left);
+            };
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            chain += 1;
+            let pos = self.advance().pos;
+            left = match self.binary_rhs(kind, left, level, pos) {
+                Ok(e) => e,
+                Err(e) => break Err(e),
+            };
+        };
+        self.depth -= chain;
+        result
+    }
+
+    fn binary_operator(&self) -> Option<(usize, BinKind)> {
+        LEVELS.iter().enumerate().find_map(|(level, ops)| {
+            ops.iter()
+                .find(|(s, _)| self.is(s))
+                .map(|&(_, kind)| (level, kind))
+        })
+    }
+
+    fn binary_rhs(&mut self, kind: BinKind, left: Expr, level: usize, pos: Pos) -> PResult<Expr> {
+        let l = Box::new(left);
+        let kind = match kind {
+            BinKind::Is => ExprKind::Is(l, self.ty()?),
+            BinKind::Op(op) => ExprKind::Binary(op, l, Box::new(self.binary(level + 1)?)),
+            BinKind::And => ExprKind::And(l, Box::new(self.binary(level + 1)?)),
+            BinKind::Or => ExprKind::Or(l, Box::new(self.binary(level + 1)?)),
+            BinKind::Coalesce => ExprKind::Coalesce(l, Box::new(self.binary(level + 1)?)),
+            BinKind::Range => ExprKind::Range(l, Box::new(self.binary(level + 1)?)),
+        };
+        Ok(Expr { kind, pos })
+    }
+
+    fn unary(&mut self) -> PResult<Expr> {
+        let op = match spelled(&self.peek().tok) {
+            Some("!") => UnOp::Not,
+            Some("-") => UnOp::Neg,
+            Some("~") => UnOp::BitNot,
+            _ => return self.postfix(),
+        };
+        let pos = self.advance().pos;
+        let operand = self.nested(Self::unary)?;
+        Ok(Expr {
+            kind: ExprKind::Unary(op, Box::new(operand)),
+            pos,
+        })
+    }
+
+    fn postfix(&mut self) -> PResult<Expr> {
+        let start = self.pos();
+        let mut expr = self.primary()?;
+        let mut chain = 0;
+        let result = loop {
+            if !(self.is("(")
+                || self.is(".")
+                || self.is("\\")
+                || self.is("?.")
+                || self.is("[")
+                || self.is("!"))
+            {
+                break Ok(expr);
+            }
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            chain += 1;
+            expr = match self.postfix_one(expr, start) {
+                Ok(e) => e,
+                Err(e) => break Err(e),
+            };
+        };
+        self.depth -= chain;
+        result
+    }
+
+    fn postfix_one(&mut self, expr: Expr, start: Pos) -> PResult<Expr> {
+        let object = Box::new(expr);
+        let token = self.advance();
+        let kind = match spelled(&token.tok) {
+            Some("(") => ExprKind::Call {
+                callee: object,
+                args: self.arguments()?,
+            },
+            Some("[") => self.subscript(object)?,
+            Some("!") => ExprKind::Force(object),
+            Some(sep) => {
+                let optional = sep == "?.";
+                let pos = self.pos();
+                let name = self.ident(&format!("after `{sep}`"))?;
+                let kind = ExprKind::Field {
+                    object,
+                    name,
+                    optional,
+                };
+                return Ok(Expr { kind, pos });
+            }
+            None => return self.error("expected a postfix operator"),
+        };
+        let pos = if matches!(kind, ExprKind::Call { .. }) {
+            start
+        } else {
+            token.pos
+        };
+        Ok(Expr { kind, pos })
+    }
+
+    fn subscript(&mut self, object: Box<Expr>) -> PResult<ExprKind> {
+        let checked = self.eat("?");
+        let index = self.expression()?;
+        self.expect("]", "after the subscript")?;
+        Ok(ExprKind::Index {
+            object,
+            index: Box::new(index),
+            checked,
+        })
+    }
+
+    fn arguments(&mut self) -> PResult<Vec<Arg>> {
+        let mut args = Vec::new();
+        while !self.is(")") {
+            let name = match (&self.peek().tok, self.peek_at(1)) {
+                (Tok::Ident(name), Tok::Sym(":")) => {
+                    let name = name.clone();
+                    self.advance();
+                    self.advance();
+                    Some(name)
+                }
+                _ => None,
+            };
+            let value = self.expression()?;
+            args.push(Arg { name, value });
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(")", "after arguments")?;
+        Ok(args)
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let token = self.peek();
+        let pos = token.pos;
+        let kind = match &token.tok {
+            Tok::Int(v) => self.literal(ExprKind::Int(*v)),
+            Tok::Double(v) => self.literal(ExprKind::Double(*v)),
+            Tok::Str(parts) => {
+                self.advance();
+                self.string(parts)?
+            }
+            Tok::Ident(name) => self.name(name.clone())?,
+            Tok::Kw("true") => self.literal(ExprKind::Bool(true)),
+            Tok::Kw("false") => self.literal(ExprKind::Bool(false)),
+            Tok::Kw("null") => self.literal(ExprKind::Null),
+            Tok::Kw("void") => self.literal(ExprKind::Void),
+            Tok::Kw("mut") => {
+                self.advance();
+                return self.mut_literal();
+            }
+            Tok::Sym("(") => return self.parenthesized(),
+            Tok::Sym("[") => self.list()?,
+            Tok::Sym("{") => self.map()?,
+            Tok::Kw("if") => self.inline_if()?,
+            Tok::Kw("fun") => {
+                self.advance();
+                ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
+            }
+            _ => return self.expected("an expression", "here"),
+        };
+        Ok(Expr { kind, pos })
+    }
+
+    fn literal(&mut self, kind: ExprKind) -> ExprKind {
+        self.advance();
+        kind
+    }
+
+    fn mut_literal(&mut self) -> PResult<Expr> {
+        if self.is("[") || self.is("{") {
+            return self.primary();
+        }
+        self.expected("a list or map literal", "after `mut`")
+    }
+
+    fn parenthesized(&mut self) -> PResult<Expr> {
+        self.advance();
+        let expr = self.expression()?;
+        self.expect(")", "to close the parenthesis")?;
+        Ok(expr)
+    }
+
+    fn name(&mut self, name: Rc<str>) -> PResult<ExprKind> {
+        self.advance();
+        let instance = self.is("{")
+            && (matches!(self.peek_at(1), Tok::Sym("}"))
+                || (matches!(self.peek_at(1), Tok::Ident(_))
+                    && matches!(self.peek_at(2), Tok::Sym("="))));
+        if instance {
+            return self.instance(name);
+        }
+        Ok(ExprKind::Var(name))
+    }
+
+    fn instance(&mut self, object: Rc<str>) -> PResult<ExprKind> {
+        self.advance();
+        let mut fields = Vec::new();
+        while !self.is("}") {
+            let name = self.ident("for a field in the object literal")?;
+            self.expect("=", "after the field name")?;
+            fields.push((name, self.expression()?));
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}", "to close the object literal")?;
+        Ok(ExprKind::Instance { object, fields })
+    }
+
+    fn string(&mut self, parts: &'t [StrPart]) -> PResult<ExprKind> {
+        if let [StrPart::Text(text)] = parts {
+            return Ok(ExprKind::Str(Rc::from(text.as_str())));
+        }
+        let mut out = Vec::with_capacity(parts.len());
+        for part in parts {
+            out.push(match part {
+                StrPart::Text(text) => TemplatePart::Text(Rc::from(text.as_str())),
+                StrPart::Expr(tokens) => TemplatePart::Expr(self.interpolated(tokens)?),
+            });
+        }
+        Ok(ExprKind::Template(out))
+    }
+
+    fn interpolated(&mut self, tokens: &'t [Token]) -> PResult<Expr> {
+        let mut inner = Parser {
+            tokens,
+            at: 0,
+            depth: self.depth,
+        };
+        let expr = inner.expression()?;
+        if !inner.check(&Tok::Eof) {
+            return inner.expected("`}`", "to close the interpolation");
+        }
+        Ok(expr)
+    }
+
+    fn list(&mut self) -> PResult<ExprKind> {
+        self.advance();
+        if self.eat("<") {
+            self.ty()?;
+            self.expect(">", "after the list item type")?;
+        }
+        let mut items = Vec::new();
+        while !self.is("]") {
+            items.push(self.expression()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("]", "to close the list")?;
+        Ok(ExprKind::List(items))
+    }
+
+    fn map(&mut self) -> PResult<ExprKind> {
+        self.advance();
+        if self.eat("<") {
+            self.ty()?;
+            self.expect(":", "in the map type")?;
+            self.ty()?;
+            self.expect(">", "after the map type")?;
+            self.eat(",");
+        }
+        let mut entries = Vec::new();
+        while !self.is("}") {
+            let key = self.expression()?;
+            self.expect(":", "after the map key")?;
+            entries.push((key, self.expression()?));
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}", "to close the map")?;
+        Ok(ExprKind::Map(entries))
+    }
+
+    fn inline_if(&mut self) -> PResult<ExprKind> {
+        self.advance();
+        let cond = self.condition("if")?;
+        let then = self.expression()?;
+        self.expect("else", "in inline `if` (it needs an `else` branch)")?;
+        let otherwise = self.expression()?;
+        Ok(ExprKind::If {
+            cond: Box::new(cond),
+            then: Box::new(then),
+            otherwise: Box::new(otherwise),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> PResult<Program> {
+        parse_program(Path::new("t.buzz"), src)
+    }
+
+    #[test]
+    fn accepts_the_subset() {
+        let cases = [
+            ("import", "import \"std\"; import \"fs\" as f;"),
+            ("namespace", "namespace my\\spell;"),
+            ("fun", "fun f(a: int, b: str = \"x\") > [str] !> str { return [b]; }"),
+            ("arrow fun", "fun twice(x: int) > int => x * 2;"),
+            ("vars", "fun main() > void { final a: int? = null; var b = a ?? 2; b += 1; }"),
+            ("object", "object P { name: str, age: int = 1, fun hi() > str { return this.name; } }"),
+            ("instance", "fun main() > void { final p = P{ name = \"x\", age = 2 }; }"),
+            ("enum", "enum<str> E { a, b = \"bee\" }"),
+            ("loops", "fun main() > void { for (var i = 0; i < 3; i = i + 1) { continue; } while (true) { break; } do { } until (true) }"),
+            ("foreach", "fun main() > void { foreach (i, x in [1]) {} foreach (x in 0..3) {} }"),
+            ("try", "fun main() > void { try { throw \"x\"; } catch (e: str) {} catch {} }"),
+            ("inline", "fun main() > void { final x = if (true) 1 else 2; final y = f() catch 0; }"),
+            ("optional", "fun main() > void { final z = a?.b!.c[?0]; }"),
+            ("mut literals", "fun main() > void { final l = mut [1, 2]; final m = mut {\"a\": 1}; }"),
+            ("typed empty", "fun main() > void { final l = [<str>]; final m = {<str: int>}; }"),
+            ("named args", "fun main() > void { std\\assert(true, message: \"m\"); }"),
+            ("lambda", "fun main() > void { final f = fun (x: int) > int => x + 1; }"),
+            ("interpolation", "fun main() > void { std.print(\"a {\"b\"} {1 + 2}\"); }"),
+            ("is", "fun main() > void { final b = 1 is int; }"),
+            ("fun type", "fun g(f: fun (x: int) > int) > void {}"),
+        ];
+        for (name, src) in cases {
+            if let Err(e) = parse(src) {
+                panic!("case {name}: {e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn reports_expected_and_found() {
+        let cases = [
+            (
+                "args",
+                "fun main() > void { f(1;\n}",
+                1,
+                24,
+                "expected `)` after arguments, found `;`",
+            ),
+            (
+                "semi",
+                "fun main() > void {\n  final x = 1\n}",
+                3,
+                1,
+                "expected `;` after variable declaration, found `}`",
+            ),
+            (
+                "block",
+                "fun main() > void {",
+                1,
+                20,
+                "expected `}` to close the block, found end of input",
+            ),
+            (
+                "expr",
+                "fun main() > void { final x = ; }",
+                1,
+                31,
+                "expected an expression here, found `;`",
+            ),
+            (
+                "assign",
+                "fun main() > void { 1 = 2; }",
+                1,
+                21,
+                "invalid assignment target",
+            ),
+            (
+                "try",
+                "fun main() > void { try {} }",
+                1,
+                28,
+                "expected `catch` after the `try` block",
+            ),
+            (
+                "inline if",
+                "fun main() > void { final x = if (true) 1; }",
+                1,
+                42,
+                "needs an `else`",
+            ),
+            (
+                "import",
+                "import std;",
+                1,
+                8,
+                "expected a module name string",
+            ),
+        ];
+        for (name, src, line, column, msg) in cases {
+            let err = parse(src).unwrap_err();
+            assert_eq!(
+                (err.pos.line, err.pos.column),
+                (line, column),
+                "case {name}: {err:?}"
+            );
+            assert!(err.message.contains(msg), "case {name}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let cases = [
+            (
+                "parens",
+                format!(
+                    "fun main() > void {{ final x = {}1; }}",
+                    "(".repeat(100_000)
+                ),
+            ),
+            (
+                "lists",
+                format!("fun main() > void {{ final x = {}; }}", "[".repeat(100_000)),
+            ),
+            (
+                "blocks",
+                format!("fun main() > void {}", "{".repeat(100_000)),
+            ),
+            (
+                "unary",
+                format!(
+                    "fun main() > void {{ final x = {}1; }}",
+                    "!".repeat(100_000)
+                ),
+            ),
+            (
+                "chain",
+                format!(
+                    "fun main() > void {{ final x = 1{}; }}",
+                    "+1".repeat(100_000)
+                ),
+            ),
+            (
+                "postfix",
+                format!(
+                    "fun main() > void {{ final x = a{}; }}",
+                    ".b".repeat(100_000)
+                ),
+            ),
+            (
+                "types",
+                format!("fun f(x: {}) > void {{}}", "[".repeat(100_000)),
+            ),
+        ];
+        for (name, src) in cases {
+            let err = parse(&src).unwrap_err();
+            assert!(
+                err.message.contains("nesting too deep"),
+                "case {name}: {}",
+                err.message
+            );
+        }
+    }
+}

@@ -1,0 +1,685 @@
+//! Runtime values of the Buzz interpreter and the heap objects behind them.
+//!
+//! Lists, maps and objects are shared by reference (`Rc` + `RefCell`), as in
+//! Buzz. Dropping, printing and comparing values never recurse without
+//! bound: nested containers are dropped with an explicit work list, and
+//! printing and equality stop at [`MAX_VALUE_DEPTH`].
+
+use super::ast::{FunDecl, Mutability, ObjectDecl};
+use super::native::NativeFn;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::rc::Rc;
+
+/// How deep printing and `==` look into nested containers.
+pub const MAX_VALUE_DEPTH: usize = 64;
+
+/// A Buzz value. Cloning is cheap: containers and objects are shared.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum Value {
+    #[default]
+    Null,
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Str(Rc<str>),
+    List(Rc<ListObj>),
+    Map(Rc<MapObj>),
+    /// An instance of a Buzz `object`, or a native record (see [`Value::record`]).
+    Object(Rc<Instance>),
+    /// A case of a Buzz `enum`: the enum and the case's index.
+    EnumCase(Rc<EnumType>, usize),
+    /// `low..high`, `high` excluded; counts down when `high < low`.
+    Range(i64, i64),
+    Function(Rc<Closure>),
+    Native(Rc<NativeFunction>),
+    Module(Rc<ModuleObj>),
+    Class(Rc<Class>),
+    Enum(Rc<EnumType>),
+}
+
+impl Value {
+    /// A `str` value.
+    pub fn str(s: impl Into<Rc<str>>) -> Value {
+        Value::Str(s.into())
+    }
+
+    /// A `[T]` value.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(ListObj::new(items)))
+    }
+
+    /// A `{K: V}` value; later duplicates of a key win.
+    pub fn map(entries: Vec<(Value, Value)>) -> Value {
+        let map = MapObj::default();
+        for (k, v) in entries {
+            map.insert(k, v);
+        }
+        Value::Map(Rc::new(map))
+    }
+
+    /// `Some(v)` as `v`, `None` as `null`: for natives returning `T?`.
+    pub fn optional(value: Option<Value>) -> Value {
+        value.unwrap_or(Value::Null)
+    }
+
+    /// An instance of a native object type (e.g. `SandboxError`) with the
+    /// given fields, readable as `e.code` and matched by `catch (e: SandboxError)`.
+    pub fn record(type_name: &str, fields: Vec<(&str, Value)>) -> Value {
+        let class = Rc::new(Class {
+            name: Rc::from(type_name),
+            decl: None,
+            scope: None,
+        });
+        let fields = fields
+            .into_iter()
+            .map(|(name, value)| (Rc::from(name), value))
+            .collect();
+        Value::Object(Rc::new(Instance {
+            class,
+            fields: RefCell::new(fields),
+        }))
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_double(&self) -> Option<f64> {
+        match self {
+            Value::Double(d) => Some(*d),
+            Value::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// A copy of a list's items.
+    pub fn as_list(&self) -> Option<Vec<Value>> {
+        match self {
+            Value::List(list) => Some(list.items.borrow().clone()),
+            _ => None,
+        }
+    }
+
+    /// A copy of a map's entries, in insertion order.
+    pub fn as_map(&self) -> Option<Vec<(Value, Value)>> {
+        match self {
+            Value::Map(map) => Some(map.data.borrow().entries.clone()),
+            _ => None,
+        }
+    }
+
+    /// A field of an object or record, if it has one.
+    pub fn field(&self, name: &str) -> Option<Value> {
+        match self {
+            Value::Object(obj) => obj.get(name),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The Buzz type name, for messages like "expected str, got int".
+    pub fn type_name(&self) -> String {
+        match self {
+            Value::Null => "null".into(),
+            Value::Bool(_) => "bool".into(),
+            Value::Int(_) => "int".into(),
+            Value::Double(_) => "double".into(),
+            Value::Str(_) => "str".into(),
+            Value::List(_) => "list".into(),
+            Value::Map(_) => "map".into(),
+            Value::Object(obj) => obj.class.name.to_string(),
+            Value::EnumCase(e, _) => e.name.to_string(),
+            Value::Range(..) => "range".into(),
+            Value::Function(_) | Value::Native(_) => "function".into(),
+            Value::Module(_) => "module".into(),
+            Value::Class(_) => "object type".into(),
+            Value::Enum(_) => "enum type".into(),
+        }
+    }
+
+    /// Buzz truthiness is strict: only `bool` is a condition.
+    pub(crate) fn truthy(&self) -> Option<bool> {
+        self.as_bool()
+    }
+
+    fn fmt_depth(&self, out: &mut String, depth: usize) {
+        if depth > MAX_VALUE_DEPTH {
+            out.push('…');
+            return;
+        }
+        match self {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => out.push_str(&i.to_string()),
+            Value::Double(d) => out.push_str(&d.to_string()),
+            Value::Str(s) => out.push_str(s),
+            Value::List(list) => fmt_list(&list.items.borrow(), out, depth),
+            Value::Map(map) => fmt_map(&map.data.borrow().entries, out, depth),
+            Value::Object(obj) => fmt_object(obj, out, depth),
+            Value::EnumCase(e, i) => {
+                let case = e.cases.get(*i).map_or("?", |(n, _)| n);
+                out.push_str(&format!("{}.{}", e.name, case));
+            }
+            Value::Range(a, b) => out.push_str(&format!("{a}..{b}")),
+            Value::Function(f) => out.push_str(&format!("fun {}", f.decl.name)),
+            Value::Native(f) => out.push_str(&format!("fun {}.{}", f.module, f.name)),
+            Value::Module(m) => out.push_str(&format!("module {}", m.name)),
+            Value::Class(c) => out.push_str(&format!("object {}", c.name)),
+            Value::Enum(e) => out.push_str(&format!("enum {}", e.name)),
+        }
+    }
+
+    /// Structural equality for data, identity for functions and types.
+    pub(crate) fn equals(&self, other: &Value, depth: usize) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Double(a), Value::Double(b)) => a == b,
+            (Value::Int(a), Value::Double(b)) | (Value::Double(b), Value::Int(a)) => {
+                (*a as f64) == *b
+            }
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Range(a, b), Value::Range(c, d)) => a == c && b == d,
+            (Value::EnumCase(a, i), Value::EnumCase(b, j)) => Rc::ptr_eq(a, b) && i == j,
+            (Value::List(a), Value::List(b)) => {
+                Rc::ptr_eq(a, b) || (depth < MAX_VALUE_DEPTH && list_eq(a, b, depth))
+            }
+            (Value::Map(a), Value::Map(b)) => {
+                Rc::ptr_eq(a, b) || (depth < MAX_VALUE_DEPTH && map_eq(a, b, depth))
+            }
+            (Value::Object(a), Value::Object(b)) => Rc::ptr_eq(a, b),
+            (Value::Function(a), Value::Function(b)) => Rc::ptr_eq(a, b),
+            (Value::Native(a), Value::Native(b)) => Rc::ptr_eq(a, b),
+            (Value::Module(a), Value::Module(b)) => Rc::ptr_eq(a, b),
+            (Value::Class(a), Value::Class(b)) => Rc::ptr_eq(a, b),
+            (Value::Enum(a), Value::Enum(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+fn list_eq(a: &ListObj, b: &ListObj, depth: usize) -> bool {
+    let (a, b) = (a.items.borrow(), b.items.borrow());
+    a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y, depth + 1))
+}
+
+fn map_eq(a: &MapObj, b: &MapObj, depth: usize) -> bool {
+    let a = a.data.borrow();
+    let len_b = b.len();
+    a.entries.len() == len_b
+        && a.entries
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| v.equals(&w, depth + 1)))
+}
+
+fn fmt_list(items: &[Value], out: &mut String, depth: usize) {
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        item.fmt_depth(out, depth + 1);
+    }
+    out.push(']');
+}
+
+fn fmt_map(entries: &[(Value, Value)], out: &mut String, depth: usize) {
+    out.push('{');
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        k.fmt_depth(out, depth + 1);
+        out.push_str(": ");
+        v.fmt_depth(out, depth + 1);
+    }
+    out.push('}');
+}
+
+fn fmt_object(obj: &Instance, out: &mut String, depth: usize) {
+    out.push_str(&obj.class.name);
+    out.push('{');
+    for (i, (k, v)) in obj.fields.borrow().iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(k);
+        out.push_str(" = ");
+        v.fmt_depth(out, depth + 1);
+    }
+    out.push('}');
+}
+
+/// Buzz's `toString`: strings as they are, containers in brackets.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        self.fmt_depth(&mut out, 0);
+        f.write_str(&out)
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(s) => write!(f, "{s:?}"),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::Double(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::str(v)
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::str(v)
+    }
+}
+
+impl From<Vec<Value>> for Value {
+    fn from(v: Vec<Value>) -> Self {
+        Value::list(v)
+    }
+}
+
+/// The storage of a list.
+pub struct ListObj {
+    pub(crate) items: RefCell<Vec<Value>>,
+}
+
+impl ListObj {
+    pub(crate) fn new(items: Vec<Value>) -> Self {
+        ListObj {
+            items: RefCell::new(items),
+        }
+    }
+}
+
+/// A map key: value identity for containers, contents for scalars.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum MapKey {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Double(u64),
+    Str(Rc<str>),
+    Ptr(usize),
+    Case(usize, usize),
+    Range(i64, i64),
+}
+
+impl MapKey {
+    fn of(v: &Value) -> MapKey {
+        match v {
+            Value::Null => MapKey::Null,
+            Value::Bool(b) => MapKey::Bool(*b),
+            Value::Int(i) => MapKey::Int(*i),
+            Value::Double(d) => MapKey::Double(d.to_bits()),
+            Value::Str(s) => MapKey::Str(s.clone()),
+            Value::Range(a, b) => MapKey::Range(*a, *b),
+            Value::EnumCase(e, i) => MapKey::Case(Rc::as_ptr(e) as usize, *i),
+            Value::List(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Map(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Object(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Function(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Native(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Module(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Class(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Enum(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct MapData {
+    pub(crate) entries: Vec<(Value, Value)>,
+    index: HashMap<MapKey, usize>,
+}
+
+/// The storage of a map: insertion-ordered, hashed by key.
+#[derive(Default)]
+pub struct MapObj {
+    pub(crate) data: RefCell<MapData>,
+}
+
+impl MapObj {
+    pub(crate) fn get(&self, key: &Value) -> Option<Value> {
+        let data = self.data.borrow();
+        let i = *data.index.get(&MapKey::of(key))?;
+        data.entries.get(i).map(|(_, v)| v.clone())
+    }
+
+    pub(crate) fn insert(&self, key: Value, value: Value) {
+        let mut data = self.data.borrow_mut();
+        let k = MapKey::of(&key);
+        if let Some(&i) = data.index.get(&k) {
+            if let Some(slot) = data.entries.get_mut(i) {
+                slot.1 = value;
+            }
+            return;
+        }
+        let i = data.entries.len();
+        data.entries.push((key, value));
+        data.index.insert(k, i);
+    }
+
+    pub(crate) fn remove(&self, key: &Value) -> Option<Value> {
+        let mut data = self.data.borrow_mut();
+        let i = data.index.remove(&MapKey::of(key))?;
+        let (_, value) = data.entries.remove(i);
+        for slot in data.index.values_mut() {
+            if *slot > i {
+                *slot -= 1;
+            }
+        }
+        Some(value)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.data.borrow().entries.len()
+    }
+}
+
+/// A Buzz `object` type, or the type of a native record.
+pub struct Class {
+    pub(crate) name: Rc<str>,
+    pub(crate) decl: Option<Rc<ObjectDecl>>,
+    /// The scope methods close over.
+    pub(crate) scope: Option<Rc<Scope>>,
+}
+
+/// An instance of a [`Class`].
+pub struct Instance {
+    pub(crate) class: Rc<Class>,
+    pub(crate) fields: RefCell<Vec<(Rc<str>, Value)>>,
+}
+
+impl Instance {
+    pub(crate) fn get(&self, name: &str) -> Option<Value> {
+        let fields = self.fields.borrow();
+        fields
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Sets an existing field; false when there is no such field.
+    pub(crate) fn set(&self, name: &str, value: Value) -> bool {
+        let mut fields = self.fields.borrow_mut();
+        match fields.iter_mut().find(|(n, _)| &**n == name) {
+            Some(slot) => {
+                slot.1 = value;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A Buzz `enum` and the values of its cases.
+pub struct EnumType {
+    pub(crate) name: Rc<str>,
+    pub(crate) cases: Vec<(Rc<str>, Value)>,
+}
+
+/// A Buzz function with the scope it closes over.
+pub struct Closure {
+    pub(crate) decl: Rc<FunDecl>,
+    pub(crate) scope: Rc<Scope>,
+}
+
+/// A function of a native module, as seen by Buzz code.
+pub struct NativeFunction {
+    pub(crate) module: Rc<str>,
+    pub(crate) name: Rc<str>,
+    pub(crate) f: NativeFn,
+}
+
+/// An imported native module.
+pub struct ModuleObj {
+    pub(crate) name: Rc<str>,
+    pub(crate) functions: HashMap<String, Value>,
+}
+
+/// One variable binding.
+pub(crate) struct Slot {
+    pub(crate) name: Rc<str>,
+    pub(crate) value: Value,
+    pub(crate) mutability: Mutability,
+}
+
+/// A lexical scope: its bindings and the enclosing scope.
+pub struct Scope {
+    pub(crate) vars: RefCell<Vec<Slot>>,
+    pub(crate) parent: Option<Rc<Scope>>,
+}
+
+impl Scope {
+    pub(crate) fn new(parent: Option<Rc<Scope>>) -> Rc<Scope> {
+        Rc::new(Scope {
+            vars: RefCell::new(Vec::new()),
+            parent,
+        })
+    }
+
+    pub(crate) fn define(&self, name: Rc<str>, value: Value, mutability: Mutability) {
+        let mut vars = self.vars.borrow_mut();
+        match vars.iter_mut().find(|s| s.name == name) {
+            Some(slot) => {
+                slot.value = value;
+                slot.mutability = mutability;
+            }
+            None => vars.push(Slot {
+                name,
+                value,
+                mutability,
+            }),
+        }
+    }
+}
+
+// ----- iterative drop -----
+
+/// Something whose last owner is going away.
+enum Doomed {
+    Value(Value),
+    Scope(Rc<Scope>),
+}
+
+/// Takes apart whatever in `work` is uniquely owned, pushing its children,
+/// so a chain of a million nested lists is dropped in a loop.
+fn drain(mut work: Vec<Doomed>) {
+    while let Some(item) = work.pop() {
+        match item {
+            Doomed::Value(v) => take_value(v, &mut work),
+            Doomed::Scope(s) => {
+                if let Ok(mut scope) = Rc::try_unwrap(s) {
+                    take_scope(&mut scope, &mut work);
+                }
+            }
+        }
+    }
+}
+
+fn take_value(v: Value, work: &mut Vec<Doomed>) {
+    match v {
+        Value::List(rc) => {
+            if let Ok(list) = Rc::try_unwrap(rc) {
+                let items = list.items.take();
+                work.extend(items.into_iter().map(Doomed::Value));
+            }
+        }
+        Value::Map(rc) => {
+            if let Ok(map) = Rc::try_unwrap(rc) {
+                let data = map.data.take();
+                for (k, v) in data.entries {
+                    work.push(Doomed::Value(k));
+                    work.push(Doomed::Value(v));
+                }
+            }
+        }
+        Value::Object(rc) => {
+            if let Ok(obj) = Rc::try_unwrap(rc) {
+                let fields = obj.fields.take();
+                work.extend(fields.into_iter().map(|(_, v)| Doomed::Value(v)));
+            }
+        }
+        Value::Function(rc) => {
+            if let Ok(closure) = Rc::try_unwrap(rc) {
+                work.push(Doomed::Scope(closure.scope.clone()));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn take_scope(scope: &mut Scope, work: &mut Vec<Doomed>) {
+    let vars = scope.vars.take();
+    work.extend(vars.into_iter().map(|s| Doomed::Value(s.value)));
+    if let Some(parent) = scope.parent.take() {
+        work.push(Doomed::Scope(parent));
+    }
+}
+
+impl Drop for ListObj {
+    fn drop(&mut self) {
+        let items = self.items.take();
+        if !items.is_empty() {
+            drain(items.into_iter().map(Doomed::Value).collect());
+        }
+    }
+}
+
+impl Drop for MapObj {
+    fn drop(&mut self) {
+        let data = self.data.take();
+        let work: Vec<Doomed> = data
+            .entries
+            .into_iter()
+            .flat_map(|(k, v)| [Doomed::Value(k), Doomed::Value(v)])
+            .collect();
+        if !work.is_empty() {
+            drain(work);
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let fields = self.fields.take();
+        if !fields.is_empty() {
+            drain(fields.into_iter().map(|(_, v)| Doomed::Value(v)).collect());
+        }
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        let mut work = Vec::new();
+        take_scope(self, &mut work);
+        if !work.is_empty() {
+            drain(work);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deeply_nested_values_drop_print_and_compare_without_overflow() {
+        let mut a = Value::list(vec![]);
+        let mut b = Value::list(vec![]);
+        for _ in 0..1_000_000 {
+            a = Value::list(vec![a]);
+            b = Value::list(vec![b]);
+        }
+        assert!(a.to_string().contains('…'));
+        assert!(a.equals(&a, 0), "identity");
+        assert!(!a.equals(&b, 0), "equality gives up past MAX_VALUE_DEPTH");
+        drop(a);
+        let mut m = Value::map(vec![]);
+        for i in 0..1_000_000 {
+            m = Value::map(vec![(Value::Int(i), m)]);
+        }
+        drop(m);
+    }
+
+    #[test]
+    fn maps_keep_insertion_order_and_reindex_on_remove() {
+        let map = MapObj::default();
+        for (k, v) in [("b", 1), ("a", 2), ("c", 3)] {
+            map.insert(Value::str(k), Value::Int(v));
+        }
+        assert_eq!(
+            map.remove(&Value::str("a")).and_then(|v| v.as_int()),
+            Some(2)
+        );
+        assert_eq!(map.get(&Value::str("c")).and_then(|v| v.as_int()), Some(3));
+        let keys: Vec<String> = map
+            .data
+            .borrow()
+            .entries
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
+        assert_eq!(keys, ["b", "c"]);
+    }
+
+    #[test]
+    fn records_have_a_type_name_and_fields() {
+        let r = Value::record("SandboxError", vec![("code", Value::str("MGS2001"))]);
+        assert_eq!(r.type_name(), "SandboxError");
+        assert_eq!(
+            r.field("code").and_then(|v| v.as_str().map(String::from)),
+            Some("MGS2001".into())
+        );
+    }
+}
