@@ -10,9 +10,8 @@ use std::io;
 use std::os::fd::AsFd;
 
 use ::landlock::{
-    Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, PathFdError,
-    RestrictSelf, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
-    ABI,
+    Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, PathFdError, RestrictSelf,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
 use super::error::EnforceError;
@@ -299,7 +298,9 @@ fn port_rules(network: &Network) -> Vec<NetPort> {
     let connect = connect_tcp
         .iter()
         .map(|p| NetPort::new(*p, AccessNet::ConnectTcp));
-    let bind = bind_tcp.iter().map(|p| NetPort::new(*p, AccessNet::BindTcp));
+    let bind = bind_tcp
+        .iter()
+        .map(|p| NetPort::new(*p, AccessNet::BindTcp));
     connect.chain(bind).collect()
 }
 
@@ -449,10 +450,7 @@ mod tests {
                 "signal scoping (ABI 6)",
             ]
         );
-        assert_eq!(
-            names(ABI::V7, &Network::Allow),
-            ["resolve_unix (ABI 9)"]
-        );
+        assert_eq!(names(ABI::V7, &Network::Allow), ["resolve_unix (ABI 9)"]);
         assert!(names(ABI::V10, &Network::Deny).is_empty());
     }
 

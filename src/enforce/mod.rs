@@ -16,6 +16,8 @@ pub use landlock::{
     install_on_self, ChildRestriction, Domain, Enforcement, LandlockRequest, LandlockStatus,
     Unavailable, Unenforced,
 };
-pub use pidns::{enter_private_pid_namespace, pid_isolation, PidIsolation, PidIsolationUnavailable};
+pub use pidns::{
+    enter_private_pid_namespace, pid_isolation, PidIsolation, PidIsolationUnavailable,
+};
 pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
 pub use seccomp::{TerminalGuard, TerminalGuardStatus};

@@ -104,8 +104,7 @@ fn try_enter() -> Result<UserNamespace, PidIsolationUnavailable> {
         return Err(PidIsolationUnavailable::ThreadsRunning);
     }
     let user_namespace = unshare_namespaces()?;
-    let (report_rx, report_tx) =
-        pipe2(OFlag::O_CLOEXEC).map_err(PidIsolationUnavailable::Fork)?;
+    let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(PidIsolationUnavailable::Fork)?;
     // SAFETY: the process is single-threaded (checked above), so the child
     // may run arbitrary code after fork.
     match unsafe { fork() }.map_err(PidIsolationUnavailable::Fork)? {
@@ -244,7 +243,12 @@ fn install_forwarding(target: Pid) {
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
-    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGQUIT] {
+    for sig in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
         // SAFETY: the handler only loads an atomic and calls kill.
         let _ = unsafe { sigaction(sig, &action) };
     }

@@ -1,0 +1,4 @@
+mod kernel_support;
+fn main() {
+    kernel_support::main_with("kernel_tty", &[]);
+}
