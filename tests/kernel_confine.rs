@@ -108,7 +108,7 @@ fn secrets_stay_unreadable() -> CaseResult {
         format!("/usr/bin/python3 -c 'print(open(\"{home}/.vault-token\").read())'"),
         format!("cat {home}/.npmrc {home}/.kube/config"),
         format!("ls -la {home} {home}/.ssh"),
-        format!("cat ../home/.aws/credentials"),
+        "cat ../home/.aws/credentials".to_owned(),
         "cat /proc/self/root/$HOME/.ssh/id_rsa".to_owned(),
     ];
     for attempt in attempts {
