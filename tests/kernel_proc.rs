@@ -7,7 +7,8 @@
 
 mod kernel_support;
 
-use std::process::{Child, Command};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 
 use kernel_support::*;
 
@@ -17,6 +18,8 @@ fn main() {
         &[
             ("root_full_startup_leaks_nothing", root_full),
             ("nobody_full_startup_leaks_nothing", nobody_full),
+            ("exit_status_crosses_the_namespace", exit_status),
+            ("sigterm_to_the_original_reaches_magus", sigterm_forwarded),
             (
                 "control_without_reexec_parent_environ_leaks",
                 control_reexec,
@@ -222,5 +225,48 @@ fn control_pidns() -> CaseResult {
     check(all.contains(UNRELATED_SECRET), || {
         format!("control: expected the unrelated environ leak:\n{all}")
     })?;
+    Ok(Outcome::Pass)
+}
+
+fn shell_spec(script: &str) -> Spec {
+    Spec {
+        pidns: true,
+        landlock: true,
+        nested: true,
+        grants: system_grants(),
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        ..Spec::default()
+    }
+}
+
+/// The original process exits with the status of magus, which here is the
+/// child's, through PID 1 of the namespace.
+fn exit_status() -> CaseResult {
+    let out = Launch::new(&shell_spec("exit 7")).run()?;
+    check(out.status.code() == Some(7), || text(&out))?;
+    Ok(Outcome::Pass)
+}
+
+/// A `kill -TERM` of the original process travels to PID 1 and on to magus,
+/// which dies of it; the original then exits with 128 + 15.
+fn sigterm_forwarded() -> CaseResult {
+    let spec = shell_spec("echo started; exec sleep 60");
+    let mut child = Launch::new(&spec)
+        .command()?
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .map_err(|e| e.to_string())?;
+    check(first.trim() == "started", || format!("got {first:?}"))?;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| e.to_string())?;
+    check(status.code() == Some(143), || format!("status {status:?}"))?;
     Ok(Outcome::Pass)
 }

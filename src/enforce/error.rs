@@ -10,6 +10,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EnforceError {
+    /// Another thread already runs: a restriction of this thread alone
+    /// would leave it unconfined.
+    #[error("{count} threads are running; confine the process before starting any")]
+    ThreadsRunning { count: usize },
     /// A granted path could not be opened to become a Landlock rule.
     #[error("cannot open granted path {path} for Landlock: {source}")]
     OpenGrant { path: PathBuf, source: io::Error },

@@ -15,6 +15,7 @@ use ::landlock::{
 };
 
 use super::error::EnforceError;
+use super::process::thread_count;
 use crate::policy::{Grant, Mode, Network};
 
 /// The newest ABI this build knows. Every right up to it is requested; the
@@ -374,6 +375,9 @@ pub fn install_on_self(
     let status = probe(network, request);
     if let LandlockStatus::Unavailable { reason } = status {
         return Ok(Domain::unconfined(reason));
+    }
+    if let Some(count) = thread_count().filter(|n| *n > 1) {
+        return Err(EnforceError::ThreadsRunning { count });
     }
     let created = build_ruleset(grants, network)?;
     let for_children = created

@@ -340,6 +340,18 @@ impl<'a> Launch<'a> {
     }
 
     pub fn run(self) -> Result<Output, String> {
+        let out = self
+            .command()?
+            .output()
+            .map_err(|e| format!("cannot run the role: {e}"))?;
+        if std::env::var_os("KTEST_VERBOSE").is_some() {
+            eprintln!("{}", text(&out));
+        }
+        Ok(out)
+    }
+
+    /// The command that starts the role, for callers that drive it.
+    pub fn command(self) -> Result<Command, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = if self.as_nobody {
             let mut c = Command::new("setpriv");
@@ -354,13 +366,7 @@ impl<'a> Launch<'a> {
             .env(SPEC_VAR, spec)
             .envs(self.extra_env)
             .stdin(self.stdin.unwrap_or_else(Stdio::null));
-        let out = cmd
-            .output()
-            .map_err(|e| format!("cannot run the role: {e}"))?;
-        if std::env::var_os("KTEST_VERBOSE").is_some() {
-            eprintln!("{}", text(&out));
-        }
-        Ok(out)
+        Ok(cmd)
     }
 }
 
