@@ -13,6 +13,7 @@
 //! Run: `cargo bench --bench spawn -- --warm-up-time 1 --measurement-time 3`
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -97,6 +98,15 @@ fn main() {
     let mut group = c.benchmark_group("spawn /bin/true");
     group.bench_function("plain std Command", |b| {
         b.iter(|| Command::new("/bin/true").status().expect("spawn"))
+    });
+    // Breakdown: the fork path `pre_exec` forces, with nothing in it.
+    group.bench_function("std Command + empty pre_exec", |b| {
+        b.iter(|| {
+            let mut cmd = Command::new("/bin/true");
+            // SAFETY: the closure does nothing.
+            unsafe { cmd.pre_exec(|| Ok(())) };
+            cmd.status().expect("spawn")
+        })
     });
     group.bench_function("confined: env scrub + nested domain", |b| {
         b.iter(|| {
