@@ -3,3 +3,22 @@
 //! and the launch of confined child processes.
 
 pub mod beneath;
+pub mod child;
+mod error;
+pub mod landlock;
+pub mod pidns;
+pub mod process;
+pub mod reexec;
+pub mod seccomp;
+
+pub use child::{ChildStdio, ConfinedCommand};
+pub use error::EnforceError;
+pub use landlock::{
+    install_on_self, ChildRestriction, Domain, Enforcement, LandlockRequest, LandlockStatus,
+    Unavailable, Unenforced,
+};
+pub use pidns::{
+    enter_private_pid_namespace, pid_isolation, PidIsolation, PidIsolationUnavailable,
+};
+pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
+pub use seccomp::{TerminalGuard, TerminalGuardStatus};

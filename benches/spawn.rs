@@ -1,0 +1,128 @@
+//! Child spawn cost (DESIGN §11, target ≤ 1.15×): `/bin/true` started with
+//! an env scrub and a nested Landlock domain (`ConfinedCommand`) against a
+//! plain `std::process::Command`, both from the same process.
+//!
+//! A nested domain needs a domain to nest in, so the bench process first
+//! restricts itself, as magus does at startup, with a policy shaped like the
+//! default one (system ro, the package dir and /tmp rw) and the terminal
+//! guard. Criterion runs this bench as a process of its own, so no test
+//! runner is affected; both variants run under the same restriction, so
+//! the ratio isolates the per-spawn work (one `dup`, the fork-path spawn
+//! that `pre_exec` forces, and `landlock_restrict_self` in the child).
+//!
+//! Run: `cargo bench --bench spawn -- --warm-up-time 1 --measurement-time 3`
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use criterion::Criterion;
+use magus_sandbox::enforce::{
+    install_on_self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, TerminalGuard,
+};
+use magus_sandbox::policy::{Grant, GrantSource, Mode, Network};
+
+fn grant(path: &Path, mode: Mode) -> Grant {
+    Grant {
+        path: path.to_path_buf(),
+        mode,
+        source: GrantSource::Builtin("bench"),
+    }
+}
+
+fn bench_policy() -> Vec<Grant> {
+    const RO: [&str; 13] = [
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/opt",
+        "/etc",
+        "/proc",
+        "/sys",
+        "/dev/zero",
+        "/dev/random",
+        "/dev/urandom",
+    ];
+    const RW: [&str; 5] = ["/tmp", "/dev/null", "/dev/tty", "/dev/pts", "/dev/shm"];
+    let package = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let present = |paths: &'static [&'static str], mode| {
+        paths
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.exists())
+            .map(move |p| grant(p, mode))
+    };
+    present(&RO, Mode::Ro)
+        .chain(present(&RW, Mode::Rw))
+        .chain([grant(&package, Mode::Rw)])
+        .collect()
+}
+
+/// A stand-in for the policy's env allowlist (DESIGN §7).
+fn scrubbed_env() -> Vec<(OsString, OsString)> {
+    const KEEP: [&str; 9] = [
+        "HOME",
+        "PATH",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+    ];
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            KEEP.contains(&k.as_ref()) || k.starts_with("LC_") || k.starts_with("MAGUS_")
+        })
+        .collect()
+}
+
+fn confine_self() -> Domain {
+    let guard = TerminalGuard::build().expect("seccomp filter builds");
+    guard.install_on_self().expect("seccomp filter installs");
+    let domain = install_on_self(&bench_policy(), &Network::Allow, LandlockRequest::Enforce)
+        .expect("landlock installs");
+    eprintln!("bench process: {:?}", domain.status());
+    domain
+}
+
+fn main() {
+    let domain = confine_self();
+    let mut c = Criterion::default().configure_from_args();
+    let mut group = c.benchmark_group("spawn /bin/true");
+    group.bench_function("plain std Command", |b| {
+        b.iter(|| Command::new("/bin/true").status().expect("spawn"))
+    });
+    // Breakdown: the fork path `pre_exec` forces, with nothing in it.
+    group.bench_function("std Command + empty pre_exec", |b| {
+        b.iter(|| {
+            let mut cmd = Command::new("/bin/true");
+            // SAFETY: the closure does nothing.
+            unsafe { cmd.pre_exec(|| Ok(())) };
+            cmd.status().expect("spawn")
+        })
+    });
+    group.bench_function("confined: env scrub + nested domain", |b| {
+        b.iter(|| {
+            ConfinedCommand::new("/bin/true")
+                .env(scrubbed_env())
+                .stdio(
+                    ChildStdio::Inherit,
+                    ChildStdio::Inherit,
+                    ChildStdio::Inherit,
+                )
+                .spawn(&domain)
+                .expect("spawn")
+                .wait()
+                .expect("wait")
+        })
+    });
+    group.finish();
+    c.final_summary();
+}

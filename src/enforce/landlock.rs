@@ -1,0 +1,488 @@
+//! The Landlock domain compiled from the resolved policy (DESIGN §6): the
+//! ruleset built from `[Grant]` + [`Network`] with the official `landlock`
+//! crate, its installation on magus itself, a descriptor kept for nesting
+//! every child one level deeper, and the typed report of what the running
+//! kernel could not enforce. Nothing here decides policy or prints.
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::io;
+use std::os::fd::AsFd;
+
+use ::landlock::{
+    Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, PathFdError, RestrictSelf,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+
+use super::error::EnforceError;
+use super::process::thread_count;
+use crate::policy::{Grant, Mode, Network};
+
+/// The newest ABI this build knows. Every right up to it is requested; the
+/// crate's best-effort mode drops what the running kernel lacks, and
+/// [`LandlockStatus`] names each dropped right.
+const TARGET_ABI: ABI = ABI::V10;
+
+/// Every ABI the crate defines, oldest first, to find when a right appeared.
+const KNOWN_ABIS: [ABI; 10] = [
+    ABI::V1,
+    ABI::V2,
+    ABI::V3,
+    ABI::V4,
+    ABI::V5,
+    ABI::V6,
+    ABI::V7,
+    ABI::V8,
+    ABI::V9,
+    ABI::V10,
+];
+
+/// Whether the caller wants Landlock at all. `MAGUS_SANDBOX_LANDLOCK=0`
+/// maps to [`LandlockRequest::ForcedOff`] (interpreter-only mode, MGS2005).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandlockRequest {
+    /// Install Landlock where the kernel has it.
+    Enforce,
+    /// Do not install Landlock, as if the kernel lacked it.
+    ForcedOff,
+}
+
+impl LandlockRequest {
+    /// Reads the value of `MAGUS_SANDBOX_LANDLOCK` (the caller fetches it):
+    /// exactly `0` forces Landlock off, anything else (or unset) enforces.
+    pub fn from_env_value(value: Option<&OsStr>) -> Self {
+        match value {
+            Some(v) if v == "0" => LandlockRequest::ForcedOff,
+            _ => LandlockRequest::Enforce,
+        }
+    }
+}
+
+/// Why no Landlock domain is in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unavailable {
+    /// `MAGUS_SANDBOX_LANDLOCK=0`.
+    ForcedOff,
+    /// The kernel is built without Landlock (`ENOSYS`).
+    NotImplemented,
+    /// Landlock is built in but not enabled at boot (`EOPNOTSUPP`).
+    NotEnabled,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unavailable::ForcedOff => "disabled by MAGUS_SANDBOX_LANDLOCK=0",
+            Unavailable::NotImplemented => "the kernel is built without Landlock",
+            Unavailable::NotEnabled => "Landlock is not enabled at boot (see the `lsm=` parameter)",
+        })
+    }
+}
+
+/// One restriction the policy asked for that the running kernel cannot
+/// enforce, with the Landlock ABI that introduced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unenforced {
+    /// A filesystem right, named as the kernel names it (e.g. `refer`).
+    FsRight { name: &'static str, since_abi: u8 },
+    /// TCP bind/connect restrictions (`network:` in `magus.yaml`).
+    Network { since_abi: u8 },
+    /// A scope: abstract unix sockets or signals.
+    Scope { name: &'static str, since_abi: u8 },
+}
+
+impl fmt::Display for Unenforced {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unenforced::FsRight { name, since_abi } => write!(f, "{name} (ABI {since_abi})"),
+            Unenforced::Network { since_abi } => write!(f, "network (ABI {since_abi})"),
+            Unenforced::Scope { name, since_abi } => write!(f, "{name} scoping (ABI {since_abi})"),
+        }
+    }
+}
+
+/// How much of the requested restriction is in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    Full,
+    Partial,
+    None,
+}
+
+/// What the kernel enforces for this policy: for `magus sandbox check`
+/// and for MGS2005.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LandlockStatus {
+    /// A domain is (or would be) in force. `unenforced` lists every right
+    /// or scope the kernel's ABI lacks; empty means fully enforced.
+    Enforced {
+        abi: u8,
+        unenforced: Vec<Unenforced>,
+    },
+    /// No domain at all: interpreter-level protection only.
+    Unavailable { reason: Unavailable },
+}
+
+impl LandlockStatus {
+    /// Full, partial, or none.
+    pub fn enforcement(&self) -> Enforcement {
+        match self {
+            LandlockStatus::Enforced { unenforced, .. } if unenforced.is_empty() => {
+                Enforcement::Full
+            }
+            LandlockStatus::Enforced { .. } => Enforcement::Partial,
+            LandlockStatus::Unavailable { .. } => Enforcement::None,
+        }
+    }
+
+    /// The kernel's Landlock ABI, when it has one and it was asked for.
+    pub fn abi(&self) -> Option<u8> {
+        match self {
+            LandlockStatus::Enforced { abi, .. } => Some(*abi),
+            LandlockStatus::Unavailable { .. } => None,
+        }
+    }
+}
+
+/// What the running kernel supports, and what of this policy it could not
+/// enforce, without restricting anything (for `magus sandbox check`).
+pub fn probe(network: &Network, request: LandlockRequest) -> LandlockStatus {
+    if request == LandlockRequest::ForcedOff {
+        return LandlockStatus::Unavailable {
+            reason: Unavailable::ForcedOff,
+        };
+    }
+    // A domain-less RestrictSelf with no flags and no_new_privs off makes no
+    // syscall but the version query: the crate's public way to read the ABI.
+    let kernel = RestrictSelf::default().no_new_privs(false).apply();
+    match kernel {
+        Ok(status) => status_for(status.landlock, network),
+        Err(_) => LandlockStatus::Unavailable {
+            reason: Unavailable::NotImplemented,
+        },
+    }
+}
+
+fn status_for(kernel: ::landlock::LandlockStatus, network: &Network) -> LandlockStatus {
+    match kernel {
+        ::landlock::LandlockStatus::NotEnabled => LandlockStatus::Unavailable {
+            reason: Unavailable::NotEnabled,
+        },
+        ::landlock::LandlockStatus::NotImplemented => LandlockStatus::Unavailable {
+            reason: Unavailable::NotImplemented,
+        },
+        ::landlock::LandlockStatus::Available {
+            effective_abi,
+            kernel_abi,
+        } => LandlockStatus::Enforced {
+            abi: abi_number(kernel_abi.unwrap_or(effective_abi as i32)),
+            unenforced: unenforced(effective_abi, network),
+        },
+    }
+}
+
+fn abi_number(raw: i32) -> u8 {
+    u8::try_from(raw).unwrap_or(u8::MAX)
+}
+
+/// Everything requested from `TARGET_ABI` that `abi` lacks.
+fn unenforced(abi: ABI, network: &Network) -> Vec<Unenforced> {
+    let mut out = Vec::new();
+    for right in AccessFs::from_all(TARGET_ABI) & !AccessFs::from_all(abi) {
+        out.push(Unenforced::FsRight {
+            name: fs_right_name(right),
+            since_abi: since_abi(|a| AccessFs::from_all(a).contains(right)),
+        });
+    }
+    if let Some(net) = handled_net(network) {
+        if !AccessNet::from_all(abi).contains(net) {
+            out.push(Unenforced::Network {
+                since_abi: since_abi(|a| AccessNet::from_all(a).contains(net)),
+            });
+        }
+    }
+    for scope in Scope::from_all(TARGET_ABI) & !Scope::from_all(abi) {
+        out.push(Unenforced::Scope {
+            name: scope_name(scope),
+            since_abi: since_abi(|a| Scope::from_all(a).contains(scope)),
+        });
+    }
+    out
+}
+
+fn since_abi(has: impl Fn(ABI) -> bool) -> u8 {
+    KNOWN_ABIS
+        .iter()
+        .position(|abi| has(*abi))
+        .map_or(u8::MAX, |i| abi_number(i as i32 + 1))
+}
+
+fn fs_right_name(right: AccessFs) -> &'static str {
+    match right {
+        AccessFs::Execute => "execute",
+        AccessFs::WriteFile => "write_file",
+        AccessFs::ReadFile => "read_file",
+        AccessFs::ReadDir => "read_dir",
+        AccessFs::RemoveDir => "remove_dir",
+        AccessFs::RemoveFile => "remove_file",
+        AccessFs::MakeChar => "make_char",
+        AccessFs::MakeDir => "make_dir",
+        AccessFs::MakeReg => "make_reg",
+        AccessFs::MakeSock => "make_sock",
+        AccessFs::MakeFifo => "make_fifo",
+        AccessFs::MakeBlock => "make_block",
+        AccessFs::MakeSym => "make_sym",
+        AccessFs::Refer => "refer",
+        AccessFs::Truncate => "truncate",
+        AccessFs::IoctlDev => "ioctl_dev",
+        AccessFs::ResolveUnix => "resolve_unix",
+        _ => "unknown filesystem right",
+    }
+}
+
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::AbstractUnixSocket => "abstract unix socket",
+        Scope::Signal => "signal",
+        _ => "unknown",
+    }
+}
+
+/// The TCP rights a [`Network`] setting restricts; `None` for `Allow`.
+/// UDP is not part of the policy vocabulary, so it is never handled.
+fn handled_net(network: &Network) -> Option<BitFlags<AccessNet>> {
+    match network {
+        Network::Allow => None,
+        Network::Deny | Network::Ports { .. } => Some(AccessNet::BindTcp | AccessNet::ConnectTcp),
+    }
+}
+
+/// The rights a grant of `mode` gives, trimmed to what a non-directory
+/// accepts when the grant is a file (the kernel rejects directory rights
+/// on files; the crate would trim them too, but report "partial").
+fn rights(mode: Mode, is_dir: bool) -> BitFlags<AccessFs> {
+    let all = match mode {
+        Mode::Ro => AccessFs::from_read(TARGET_ABI),
+        Mode::Rw => AccessFs::from_all(TARGET_ABI),
+    };
+    if is_dir {
+        all
+    } else {
+        all & AccessFs::from_file(TARGET_ABI)
+    }
+}
+
+fn path_rule(grant: &Grant) -> Result<PathBeneath<PathFd>, EnforceError> {
+    let fd = PathFd::new(&grant.path).map_err(|e| match e {
+        PathFdError::OpenCall { source, path, .. } => EnforceError::OpenGrant { path, source },
+        other => EnforceError::OpenGrant {
+            path: grant.path.clone(),
+            source: io::Error::other(other.to_string()),
+        },
+    })?;
+    let stat = nix::sys::stat::fstat(fd.as_fd()).map_err(|errno| EnforceError::OpenGrant {
+        path: grant.path.clone(),
+        source: io::Error::from(errno),
+    })?;
+    let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
+    Ok(PathBeneath::new(fd, rights(grant.mode, is_dir)))
+}
+
+fn port_rules(network: &Network) -> Vec<NetPort> {
+    let Network::Ports {
+        connect_tcp,
+        bind_tcp,
+    } = network
+    else {
+        return Vec::new();
+    };
+    let connect = connect_tcp
+        .iter()
+        .map(|p| NetPort::new(*p, AccessNet::ConnectTcp));
+    let bind = bind_tcp
+        .iter()
+        .map(|p| NetPort::new(*p, AccessNet::BindTcp));
+    connect.chain(bind).collect()
+}
+
+/// Builds (but does not install) the ruleset of a policy: every
+/// filesystem right handled, `ro` = read + execute, `rw` = everything,
+/// TCP handled unless the network is allowed, both scopes handled.
+pub fn build_ruleset(grants: &[Grant], network: &Network) -> Result<RulesetCreated, EnforceError> {
+    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(TARGET_ABI))?;
+    if let Some(net) = handled_net(network) {
+        ruleset = ruleset.handle_access(net)?;
+    }
+    let mut created = ruleset.scope(Scope::from_all(TARGET_ABI))?.create()?;
+    for grant in grants {
+        created = created.add_rule(path_rule(grant)?)?;
+    }
+    for port in port_rules(network) {
+        created = created.add_rule(port)?;
+    }
+    Ok(created)
+}
+
+/// The Landlock domain magus runs in, and the means to nest each child
+/// one level deeper.
+#[derive(Debug)]
+pub struct Domain {
+    status: LandlockStatus,
+    /// The same ruleset, kept open so each child can restrict itself again
+    /// between fork and exec. `None` when no domain is in force.
+    for_children: Option<RulesetCreated>,
+}
+
+impl Domain {
+    /// A domain that confines nothing (Landlock unavailable or forced off).
+    pub fn unconfined(reason: Unavailable) -> Self {
+        Domain {
+            status: LandlockStatus::Unavailable { reason },
+            for_children: None,
+        }
+    }
+
+    /// What the kernel enforces.
+    pub fn status(&self) -> &LandlockStatus {
+        &self.status
+    }
+
+    /// A restriction for one child, prepared in the parent (one `dup`), to
+    /// be applied with [`ChildRestriction::restrict_self`] after `fork`.
+    pub fn child_restriction(&self) -> Result<ChildRestriction, EnforceError> {
+        let ruleset = match &self.for_children {
+            Some(r) => Some(
+                r.try_clone()
+                    .map_err(|source| EnforceError::DupRuleset { source })?,
+            ),
+            None => None,
+        };
+        Ok(ChildRestriction { ruleset })
+    }
+}
+
+/// Installs the policy's Landlock domain on the calling process.
+///
+/// Call it on the main thread before any other thread exists (Landlock
+/// restricts only the calling thread and what it later creates) and after
+/// [`super::pidns::enter_private_pid_namespace`], because a restricted
+/// process can no longer mount the private `/proc`.
+pub fn install_on_self(
+    grants: &[Grant],
+    network: &Network,
+    request: LandlockRequest,
+) -> Result<Domain, EnforceError> {
+    let status = probe(network, request);
+    if let LandlockStatus::Unavailable { reason } = status {
+        return Ok(Domain::unconfined(reason));
+    }
+    if let Some(count) = thread_count().filter(|n| *n > 1) {
+        return Err(EnforceError::ThreadsRunning { count });
+    }
+    let created = build_ruleset(grants, network)?;
+    let for_children = created
+        .try_clone()
+        .map_err(|source| EnforceError::DupRuleset { source })?;
+    let restriction = created.restrict_self()?;
+    if restriction.ruleset == RulesetStatus::NotEnforced {
+        return Ok(Domain::unconfined(Unavailable::NotImplemented));
+    }
+    Ok(Domain {
+        status,
+        for_children: Some(for_children),
+    })
+}
+
+/// A prepared, not yet applied, nested restriction for one child.
+#[derive(Debug)]
+pub struct ChildRestriction {
+    ruleset: Option<RulesetCreated>,
+}
+
+impl ChildRestriction {
+    /// Enters the nested domain. Meant for the child between `fork` and
+    /// `exec`: it makes two syscalls (`prctl(PR_SET_NO_NEW_PRIVS)` and
+    /// `landlock_restrict_self`), closes the descriptor, and allocates
+    /// nothing, so it is async-signal-safe. A second call does nothing.
+    pub fn restrict_self(&mut self) -> io::Result<()> {
+        let Some(ruleset) = self.ruleset.take() else {
+            return Ok(());
+        };
+        match ruleset.restrict_self() {
+            Ok(_) => Ok(()),
+            // errno is still that of the failed call; reading it allocates nothing.
+            Err(_) => Err(io::Error::last_os_error()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_value_zero_forces_off() {
+        let cases: [(Option<&str>, LandlockRequest); 4] = [
+            (Some("0"), LandlockRequest::ForcedOff),
+            (Some("1"), LandlockRequest::Enforce),
+            (Some(""), LandlockRequest::Enforce),
+            (None, LandlockRequest::Enforce),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(
+                LandlockRequest::from_env_value(value.map(OsStr::new)),
+                expected,
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn older_abis_report_what_they_lack() {
+        let names = |abi, net: &Network| -> Vec<String> {
+            unenforced(abi, net).iter().map(|u| u.to_string()).collect()
+        };
+        assert_eq!(
+            names(ABI::V1, &Network::Deny),
+            [
+                "refer (ABI 2)",
+                "truncate (ABI 3)",
+                "ioctl_dev (ABI 5)",
+                "resolve_unix (ABI 9)",
+                "network (ABI 4)",
+                "abstract unix socket scoping (ABI 6)",
+                "signal scoping (ABI 6)",
+            ]
+        );
+        assert_eq!(names(ABI::V7, &Network::Allow), ["resolve_unix (ABI 9)"]);
+        assert!(names(ABI::V10, &Network::Deny).is_empty());
+    }
+
+    #[test]
+    fn file_grants_get_only_file_rights() {
+        let file_rw = rights(Mode::Rw, false);
+        assert!(file_rw.contains(AccessFs::WriteFile | AccessFs::Truncate));
+        assert!(!file_rw.contains(AccessFs::ReadDir));
+        assert!(!file_rw.contains(AccessFs::MakeReg));
+        assert_eq!(rights(Mode::Ro, true), AccessFs::from_read(TARGET_ABI));
+        assert_eq!(rights(Mode::Rw, true), AccessFs::from_all(TARGET_ABI));
+    }
+
+    #[test]
+    fn forced_off_is_unavailable_without_probing() {
+        let status = probe(&Network::Allow, LandlockRequest::ForcedOff);
+        assert_eq!(status.enforcement(), Enforcement::None);
+        assert_eq!(status.abi(), None);
+    }
+
+    #[test]
+    fn ports_become_rules_for_their_direction() {
+        let net = Network::Ports {
+            connect_tcp: vec![443, 80],
+            bind_tcp: vec![8080],
+        };
+        assert_eq!(port_rules(&net).len(), 3);
+        assert!(port_rules(&Network::Deny).is_empty());
+        assert_eq!(handled_net(&Network::Allow), None);
+    }
+}
