@@ -71,9 +71,27 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
         diagnostics.extend(passthrough_warnings(inputs, sandbox));
     }
     Resolution {
-        grants: dedupe(grants),
+        grants: prune_builtins(dedupe(grants)),
         diagnostics,
     }
+}
+
+/// Drops built-ins another grant already covers (`/bin` is `/usr/bin` on a
+/// merged-/usr system): they change no decision, only lengthen the list.
+fn prune_builtins(grants: Vec<Grant>) -> Vec<Grant> {
+    let keep: Vec<bool> = grants
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            !matches!(g.source, GrantSource::Builtin(_))
+                || !grants.iter().enumerate().any(|(j, other)| covers(j, other, i, g))
+        })
+        .collect();
+    grants
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(g, keep)| keep.then_some(g))
+        .collect()
 }
 
 fn builtin_grant(b: &Builtin) -> Option<Grant> {
