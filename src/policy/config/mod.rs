@@ -197,19 +197,22 @@ fn classify(err: &serde_saphyr::Error) -> ConfigErrorKind {
             unexpected,
             expected,
             ..
-        } => wrong_type(expected, unexpected),
-        E::InvalidBooleanStrict { .. } => wrong_type("`true` or `false`", "another word"),
-        E::InvalidScalar { ty, .. } => wrong_type(&scalar_name(ty), "another value"),
-        E::NullIntoString { .. } => wrong_type("a string", "nothing (null)"),
-        E::Unexpected { expected, .. } => wrong_type(&schema::plain(expected), "something else"),
+        } => wrong_type(expected, Some(unexpected)),
+        E::InvalidBooleanStrict { .. } => wrong_type("`true` or `false`", None),
+        E::InvalidScalar { ty, .. } => wrong_type(&scalar_name(ty), None),
+        E::NullIntoString { .. } => wrong_type("a string", Some("nothing (null)")),
+        E::Unexpected { expected, .. } => wrong_type(expected, None),
         E::InvalidUtf8Input => ConfigErrorKind::NotUtf8,
         other => ConfigErrorKind::Syntax(user_message(other)),
     }
 }
 
-fn wrong_type(expected: &str, found: &str) -> ConfigErrorKind {
+fn wrong_type(expected: &str, found: Option<&str>) -> ConfigErrorKind {
     let expected = schema::plain(expected);
-    ConfigErrorKind::WrongType(format!("expected {expected}, found {found}"))
+    ConfigErrorKind::WrongType(match found {
+        Some(found) => format!("expected {expected}, found {found}"),
+        None => format!("expected {expected}"),
+    })
 }
 
 fn scalar_name(ty: &str) -> String {
