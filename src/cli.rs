@@ -117,7 +117,7 @@ fn state_text(policy: &Policy) -> String {
     let why = match policy.state_source {
         StateSource::Default => "default".to_string(),
         StateSource::Config(at) => format!("magus.yaml line {}", at.line),
-        StateSource::Environment => format!("{}", policy::ENABLED_VAR),
+        StateSource::Environment => policy::ENABLED_VAR.to_string(),
     };
     format!("{state} ({why})")
 }
@@ -175,7 +175,10 @@ fn human_report(policy: &Policy) -> String {
         false => passthrough.join(", "),
     };
     out.push_str(&format!("\nenv passthrough  {passthrough}\n"));
-    out.push_str(&format!("network          {}\n", network_text(&policy.network)));
+    out.push_str(&format!(
+        "network          {}\n",
+        network_text(&policy.network)
+    ));
     out
 }
 

@@ -49,8 +49,16 @@ fn every_malformed_config_is_rejected_where_it_is_wrong() {
         let position = lines.next().unwrap();
         let fragment = lines.next().unwrap();
         let name = file.file_name().unwrap().to_string_lossy();
-        assert_eq!(format!("{}:{}", err.line, err.column), position, "{name}: {err}");
-        assert!(message(&err).contains(fragment), "{name}: `{}` lacks `{fragment}`", message(&err));
+        assert_eq!(
+            format!("{}:{}", err.line, err.column),
+            position,
+            "{name}: {err}"
+        );
+        assert!(
+            message(&err).contains(fragment),
+            "{name}: `{}` lacks `{fragment}`",
+            message(&err)
+        );
         assert!(!err.hint().is_empty(), "{name}: no hint");
         assert_eq!(err.file, file, "{name}: wrong file");
     }
@@ -61,7 +69,10 @@ fn config_errors_render_with_file_line_column_and_hint() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/config_corpus/bad_mode.yaml");
     let err = load_config(&file).unwrap_err();
     let text = render(&err.to_diagnostic(), MessageFormat::Human);
-    assert!(text.starts_with("error: invalid magus.yaml: invalid mode `rx`"), "{text}");
+    assert!(
+        text.starts_with("error: invalid magus.yaml: invalid mode `rx`"),
+        "{text}"
+    );
     assert!(text.contains("bad_mode.yaml:4:13\n"), "{text}");
     assert!(text.contains("4 |       mode: rx\n"), "{text}");
     assert!(text.contains("= help: `mode` is `ro`"), "{text}");

@@ -62,9 +62,23 @@ fn child_gets_exactly_the_allowlist() {
         .map(|(n, _)| n.to_string_lossy().into_owned())
         .collect();
     let want = [
-        "HOME", "PATH", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_TIME", "TERM",
-        "COLORTERM", "NO_COLOR", "COLUMNS", "LINES", "MAGUS_SANDBOX_FINGERPRINT", "GOPATH",
-        "MISE_DATA_DIR", "MISE_SHIMS",
+        "HOME",
+        "PATH",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "LC_ALL",
+        "LC_TIME",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "COLUMNS",
+        "LINES",
+        "MAGUS_SANDBOX_FINGERPRINT",
+        "GOPATH",
+        "MISE_DATA_DIR",
+        "MISE_SHIMS",
     ];
     assert_eq!(names, want);
     let path = child.vars.iter().find(|(n, _)| n == "PATH").unwrap();
@@ -93,8 +107,14 @@ fn stripped_holds_sorted_names_and_no_values() {
     assert_eq!(child.stripped, want);
     let vars = format!("{:?}", child.vars);
     let reported = format!("{:?}{:?}", child.stripped, child.diagnostics());
-    assert!(!vars.contains(SECRET), "a secret value reached the child: {vars}");
-    assert!(!reported.contains(SECRET), "a secret value was reported: {reported}");
+    assert!(
+        !vars.contains(SECRET),
+        "a secret value reached the child: {vars}"
+    );
+    assert!(
+        !reported.contains(SECRET),
+        "a secret value was reported: {reported}"
+    );
 }
 
 #[test]

@@ -48,16 +48,19 @@ fn grant() -> impl Strategy<Value = Grant> {
 /// A spelled path: absolute or relative, any components, maybe a
 /// trailing `/`.
 fn spelled() -> impl Strategy<Value = Vec<u8>> {
-    (any::<bool>(), prop::collection::vec(spelled_component(), 0..7), any::<bool>()).prop_map(
-        |(absolute, parts, trailing)| {
+    (
+        any::<bool>(),
+        prop::collection::vec(spelled_component(), 0..7),
+        any::<bool>(),
+    )
+        .prop_map(|(absolute, parts, trailing)| {
             let mut bytes = if absolute { b"/".to_vec() } else { Vec::new() };
             bytes.extend(parts.join(&b'/'));
             if trailing {
                 bytes.push(b'/');
             }
             bytes
-        },
-    )
+        })
 }
 
 fn base() -> impl Strategy<Value = Vec<u8>> {
@@ -73,7 +76,10 @@ fn assert_agree(policy: &Policy, path: &Path) -> Result<(), TestCaseError> {
         let fast = policy.check(path, access);
         let slow = reference::check(&policy.grants, path, access);
         prop_assert_eq!(fast, slow, "{:?} {:?}", path, access);
-        prop_assert_eq!(fast.is_allowed(), fast.mode.is_some_and(|m| m.permits(access)));
+        prop_assert_eq!(
+            fast.is_allowed(),
+            fast.mode.is_some_and(|m| m.permits(access))
+        );
     }
     Ok(())
 }
@@ -109,11 +115,23 @@ fn look_alike_prefixes_never_match() {
         mode: Mode::Rw,
         source: GrantSource::Builtin("test"),
     }];
-    let policy = Policy::new(SandboxState::On, "/".into(), grants, Network::Allow, Vec::new());
+    let policy = Policy::new(
+        SandboxState::On,
+        "/".into(),
+        grants,
+        Network::Allow,
+        Vec::new(),
+    );
     for path in ["/a/bc", "/a/b.", "/a", "/ab", "/a/bb/c"] {
-        assert!(!policy.check(Path::new(path), Access::Read).is_allowed(), "{path}");
+        assert!(
+            !policy.check(Path::new(path), Access::Read).is_allowed(),
+            "{path}"
+        );
     }
     for path in ["/a/b", "/a/b/c", "/a/b/"] {
-        assert!(policy.check(Path::new(path), Access::Write).is_allowed(), "{path}");
+        assert!(
+            policy.check(Path::new(path), Access::Write).is_allowed(),
+            "{path}"
+        );
     }
 }

@@ -130,7 +130,12 @@ mod tests {
     #[test]
     fn normalisation_table() {
         let long_name = "n".repeat(NAME_MAX);
-        type Case = (&'static str, &'static str, Vec<u8>, Result<Vec<u8>, PathError>);
+        type Case = (
+            &'static str,
+            &'static str,
+            Vec<u8>,
+            Result<Vec<u8>, PathError>,
+        );
         let cases: Vec<Case> = vec![
             ("relative", "/w", b"a/b".to_vec(), Ok(b"/w/a/b".to_vec())),
             (

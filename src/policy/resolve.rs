@@ -84,7 +84,10 @@ fn prune_builtins(grants: Vec<Grant>) -> Vec<Grant> {
         .enumerate()
         .map(|(i, g)| {
             !matches!(g.source, GrantSource::Builtin(_))
-                || !grants.iter().enumerate().any(|(j, other)| covers(j, other, i, g))
+                || !grants
+                    .iter()
+                    .enumerate()
+                    .any(|(j, other)| covers(j, other, i, g))
         })
         .collect();
     grants
