@@ -2,20 +2,122 @@
 //! machine (home, workspace, real paths) into one [`Policy`], and compiled
 //! into the structures both enforcement layers consult. Nothing here
 //! enforces anything or prints anything.
+//!
+//! Start with [`startup`]: (start dir or `--workspace`, environment) →
+//! [`Policy`] + diagnostics. The gate then calls [`normalize`] and
+//! [`Policy::check`]; child launches use [`Policy::child_env`].
 
+mod builtin;
+pub mod config;
+mod env;
+mod fingerprint;
 mod grant;
+mod load;
+pub mod path;
+pub mod reference;
+mod resolve;
+mod trie;
+mod workspace;
 
+pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW};
+pub use config::{ConfigError, ConfigErrorKind, Position};
+pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
+pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
 pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
+pub use load::{startup, Startup, StartupError, StartupInput};
+pub use path::{is_normalized, normalize, PathError};
+pub use trie::{Decision, PathTrie, Verdict};
+pub use workspace::{
+    enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
+    ENABLED_VAR,
+};
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// What decided whether the sandbox is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateSource {
+    /// Nothing said: the sandbox is off by default.
+    Default,
+    /// `sandbox.enabled` in `magus.yaml`, at this position.
+    Config(Position),
+    /// `MAGUS_SANDBOX_ENABLED`.
+    Environment,
+}
 
 /// One resolved policy: what the sandbox allows on this machine.
+///
+/// `grants` and the trie are built together by [`Policy::new`]; do not
+/// edit `grants` afterwards (build a new policy instead), or `check` and
+/// the Landlock layer would disagree.
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub state: SandboxState,
+    pub state_source: StateSource,
     /// The workspace root (real path).
     pub workspace: PathBuf,
-    /// Every granted path, real and absolute, in declaration order.
+    /// `magus.yaml`, when the workspace has one.
+    pub config_file: Option<PathBuf>,
+    /// Every granted path, real and absolute, one grant per path: the
+    /// workspace, the built-ins, then `sandbox.allow` entries.
     pub grants: Vec<Grant>,
     pub network: Network,
+    /// `sandbox.env.passthrough`, sorted and unique.
+    pub passthrough: Vec<EnvPattern>,
+    /// The declared `sandbox:` section in canonical form; `None` when the
+    /// config has none.
+    pub declared: Option<CanonicalPolicy>,
+    trie: PathTrie,
+}
+
+impl Policy {
+    /// A policy from already-resolved grants (for tests, benches, and
+    /// callers that resolve elsewhere). Nothing is declared.
+    pub fn new(
+        state: SandboxState,
+        workspace: PathBuf,
+        grants: Vec<Grant>,
+        network: Network,
+        passthrough: Vec<EnvPattern>,
+    ) -> Policy {
+        let trie = PathTrie::new(&grants);
+        Policy {
+            state,
+            state_source: StateSource::Default,
+            workspace,
+            config_file: None,
+            grants,
+            network,
+            passthrough,
+            declared: None,
+            trie,
+        }
+    }
+
+    /// May `access` happen at `path` (normalised, absolute)? Pure trie
+    /// lookup: no allocation, no system call. This answers for the sandbox
+    /// as configured; callers check [`Policy::state`] for whether to ask.
+    pub fn check(&self, path: &Path, access: Access) -> Decision {
+        self.trie.check(path, access)
+    }
+
+    /// The grant a decision names.
+    pub fn grant_of(&self, decision: &Decision) -> Option<&Grant> {
+        decision.grant.and_then(|i| self.grants.get(i))
+    }
+
+    pub fn trie(&self) -> &PathTrie {
+        &self.trie
+    }
+
+    /// The fingerprint of the declared policy, when one is declared.
+    pub fn fingerprint(&self) -> Option<Fingerprint> {
+        self.declared.as_ref().map(CanonicalPolicy::fingerprint)
+    }
+
+    /// The environment a sandboxed child gets from `env`.
+    pub fn child_env(&self, env: &[(OsString, OsString)]) -> ChildEnv {
+        ChildEnv::build(env, &self.passthrough)
+    }
 }

@@ -1,0 +1,135 @@
+//! The default allowlist of DESIGN §4: what every sandboxed run may touch
+//! besides the workspace. Each entry says why it is there; `sandbox check`
+//! prints that reason. Paths that do not exist on this machine are skipped
+//! by resolution, quietly.
+//!
+//! From `/etc` only what ordinary programs read is granted. Left out on
+//! purpose: `shadow`, `gshadow`, `sudoers`, `ssh` (secrets or their policy);
+//! `ssl/private` and `pki/tls/private` (server keys: hence `ssl/certs`, not
+//! `ssl`); `environment` and `default` (service settings that may hold
+//! credentials, and programs do not read them); `ld.so.preload`.
+
+use super::grant::Mode;
+
+/// One fixed default grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Builtin {
+    pub path: &'static str,
+    pub mode: Mode,
+    pub why: &'static str,
+}
+
+const fn rw(path: &'static str, why: &'static str) -> Builtin {
+    Builtin {
+        path,
+        mode: Mode::Rw,
+        why,
+    }
+}
+
+const fn ro(path: &'static str, why: &'static str) -> Builtin {
+    Builtin {
+        path,
+        mode: Mode::Ro,
+        why,
+    }
+}
+
+/// Why `$TMPDIR` is granted.
+pub const TMPDIR_WHY: &str = "$TMPDIR";
+/// Why magus's cache directory is granted.
+pub const CACHE_WHY: &str = "magus cache";
+
+/// Fixed `rw` defaults (the workspace, `$TMPDIR` and the cache are added by
+/// resolution because they depend on the machine).
+pub const BUILTIN_RW: [Builtin; 5] = [
+    rw("/tmp", "temporary files"),
+    rw("/dev/null", "null device"),
+    rw("/dev/tty", "controlling terminal"),
+    rw("/dev/pts", "pseudo-terminals"),
+    rw("/dev/shm", "shared memory"),
+];
+
+const SYSTEM: &str = "system code";
+const LOADER: &str = "dynamic loader";
+const USERS: &str = "user and group names";
+const NAMES: &str = "name resolution";
+const TIME: &str = "time zone";
+const TLS: &str = "TLS certificates";
+const LOCALE: &str = "locale";
+const OS: &str = "OS identification";
+const TERMINAL: &str = "terminal settings";
+
+/// Fixed `ro` (read + execute) defaults.
+pub const BUILTIN_RO: [Builtin; 44] = [
+    ro("/usr", SYSTEM),
+    ro("/bin", SYSTEM),
+    ro("/sbin", SYSTEM),
+    ro("/lib", SYSTEM),
+    ro("/lib32", SYSTEM),
+    ro("/lib64", SYSTEM),
+    ro("/opt", "optional software"),
+    ro("/nix/store", "Nix store"),
+    ro("/proc", "process information"),
+    ro("/sys", "kernel information"),
+    ro("/dev/zero", "zero device"),
+    ro("/dev/random", "random numbers"),
+    ro("/dev/urandom", "random numbers"),
+    ro("/etc/ld.so.cache", LOADER),
+    ro("/etc/ld.so.conf", LOADER),
+    ro("/etc/ld.so.conf.d", LOADER),
+    ro("/etc/passwd", USERS),
+    ro("/etc/group", USERS),
+    ro("/etc/nsswitch.conf", NAMES),
+    ro("/etc/hosts", NAMES),
+    ro("/etc/host.conf", NAMES),
+    ro("/etc/resolv.conf", NAMES),
+    ro("/etc/gai.conf", NAMES),
+    ro("/etc/services", NAMES),
+    ro("/etc/protocols", NAMES),
+    ro("/etc/localtime", TIME),
+    ro("/etc/timezone", TIME),
+    ro("/etc/ssl/certs", TLS),
+    ro("/etc/ssl/cert.pem", TLS),
+    ro("/etc/ssl/openssl.cnf", TLS),
+    ro("/etc/ca-certificates", TLS),
+    ro("/etc/ca-certificates.conf", TLS),
+    ro("/etc/pki/ca-trust", TLS),
+    ro("/etc/pki/tls/certs", TLS),
+    ro("/etc/alternatives", "alternative programs"),
+    ro("/etc/mime.types", "MIME types"),
+    ro("/etc/locale.alias", LOCALE),
+    ro("/etc/locale.conf", LOCALE),
+    ro("/etc/os-release", OS),
+    ro("/etc/lsb-release", OS),
+    ro("/etc/debian_version", OS),
+    ro("/etc/gitconfig", "system git settings"),
+    ro("/etc/inputrc", TERMINAL),
+    ro("/etc/terminfo", TERMINAL),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_never_builtin() {
+        let forbidden = [
+            "/etc/shadow",
+            "/etc/gshadow",
+            "/etc/sudoers",
+            "/etc/ssh",
+            "/etc/ssl/private",
+            "/etc",
+            "/",
+            "/root",
+            "/home",
+        ];
+        for b in BUILTIN_RW.iter().chain(BUILTIN_RO.iter()) {
+            for f in forbidden {
+                let p = std::path::Path::new(f);
+                assert!(!p.starts_with(b.path), "{} covers {f}", b.path);
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Errors of the `magus.yaml` loader: each one carries the file, a 1-based
+//! line and column, what is wrong and a hint, and turns into a
+//! [`Diagnostic`]. The loader never panics and never ignores a key under
+//! `sandbox:`; every failure ends up here.
+
+use super::MAX_CONFIG_BYTES;
+use crate::diag::{Diagnostic, Location, SourceKind};
+use crate::policy::env::PatternError;
+use std::path::PathBuf;
+
+/// A malformed (or unreadable) `magus.yaml`, with where and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{}:{line}:{column}: {kind}", file.display())]
+pub struct ConfigError {
+    pub file: PathBuf,
+    /// 1-based; whole-file problems (unreadable, too large) point at 1:1.
+    pub line: u32,
+    pub column: u32,
+    pub kind: ConfigErrorKind,
+}
+
+/// What is wrong with the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    #[error("cannot read the file: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("the file is {size} bytes; magus.yaml may be at most {MAX_CONFIG_BYTES} bytes")]
+    TooLarge { size: u64 },
+    #[error("the file is not valid UTF-8")]
+    NotUtf8,
+    #[error("YAML syntax error: {0}")]
+    Syntax(String),
+    #[error("unknown key `{key}` in `{section}`")]
+    UnknownKey {
+        key: String,
+        section: &'static str,
+        allowed: Vec<&'static str>,
+    },
+    #[error("duplicate key `{0}`")]
+    DuplicateKey(String),
+    #[error("missing key `{key}` in `{section}`")]
+    MissingKey { key: String, section: &'static str },
+    #[error("wrong type: {0}")]
+    WrongType(String),
+    #[error("invalid mode `{0}`")]
+    BadMode(String),
+    #[error("invalid path `{spelled}`: {why}")]
+    BadPath { spelled: String, why: &'static str },
+    #[error("invalid passthrough entry `{pattern}`: {problem}")]
+    BadGlob {
+        pattern: String,
+        problem: PatternError,
+    },
+    #[error("invalid network setting `{0}`")]
+    BadNetwork(String),
+    #[error("invalid port {0}: a port is a number from 1 to 65535")]
+    BadPort(i64),
+}
+
+impl ConfigErrorKind {
+    /// How to fix it, in one or two lines.
+    pub fn hint(&self) -> String {
+        match self {
+            ConfigErrorKind::Read(_) => "check that magus.yaml exists and is readable".into(),
+            ConfigErrorKind::TooLarge { .. } => {
+                "magus.yaml is a small settings file; is this the right file?".into()
+            }
+            ConfigErrorKind::NotUtf8 => "save magus.yaml as UTF-8".into(),
+            ConfigErrorKind::Syntax(_) => "fix the YAML syntax at this position".into(),
+            ConfigErrorKind::UnknownKey { allowed, .. } => unknown_key_hint(allowed),
+            ConfigErrorKind::DuplicateKey(key) => {
+                format!("`{key}` appears twice in the same mapping; keep one of them")
+            }
+            ConfigErrorKind::MissingKey { key, .. } => missing_key_hint(key),
+            ConfigErrorKind::WrongType(_) => SCHEMA_HINT.into(),
+            ConfigErrorKind::BadMode(_) => {
+                "`mode` is `ro` (read + execute) or `rw` (read + write)".into()
+            }
+            ConfigErrorKind::BadPath { .. } => {
+                "write an absolute path, `~/...`, or a path relative to the workspace".into()
+            }
+            ConfigErrorKind::BadGlob { .. } => {
+                "write a variable name (`GOPATH`) or a suffix glob (`MISE_*`)".into()
+            }
+            ConfigErrorKind::BadNetwork(_) => {
+                "`network` is `allow`, `deny`, or `{connect_tcp: [443], bind_tcp: []}`".into()
+            }
+            ConfigErrorKind::BadPort(_) => "list TCP ports as numbers, e.g. `[443, 8080]`".into(),
+        }
+    }
+}
+
+const SCHEMA_HINT: &str = "the `sandbox` section is: `enabled: true|false`, \
+`allow: [{path: ..., mode: ro|rw}]`, `env: {passthrough: [NAME, NAME_*]}`, \
+`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}`";
+
+fn unknown_key_hint(allowed: &[&'static str]) -> String {
+    let keys: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
+    format!("the allowed keys here are {}", keys.join(", "))
+}
+
+fn missing_key_hint(key: &str) -> String {
+    match key {
+        "mode" => "add `mode: ro` (read + execute) or `mode: rw` (read + write)".into(),
+        "path" => "add `path: ~/some/dir` to the entry".into(),
+        _ => format!("add `{key}`"),
+    }
+}
+
+impl ConfigError {
+    /// The error as a diagnostic pointing into `magus.yaml`.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(format!("invalid magus.yaml: {}", self.kind))
+            .with_location(Location {
+                kind: SourceKind::Config,
+                file: self.file.clone(),
+                line: self.line,
+                column: self.column,
+            })
+            .with_help(self.kind.hint())
+    }
+
+    pub fn hint(&self) -> String {
+        self.kind.hint()
+    }
+}

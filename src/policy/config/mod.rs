@@ -1,0 +1,406 @@
+//! The `magus.yaml` loader: the schema of DESIGN §3, parsed with
+//! `serde-saphyr` (line and column on every error, duplicate keys rejected)
+//! and validated into a [`SandboxConfig`] as declared, before anything is
+//! resolved against the machine.
+//!
+//! `magus.yaml` belongs to the whole task runner, so top-level keys other
+//! than `sandbox` are ignored; everything under `sandbox:` is strict.
+
+mod error;
+mod schema;
+
+pub use error::{ConfigError, ConfigErrorKind};
+
+use super::env::EnvPattern;
+use super::grant::{Mode, Network};
+use schema::{RawAllow, RawFile, RawNetwork, RawPorts, RawSandbox};
+use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The name of the workspace's configuration file.
+pub const CONFIG_FILE_NAME: &str = "magus.yaml";
+
+/// The largest `magus.yaml` the loader reads.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A 1-based line and column in `magus.yaml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Position {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// One `sandbox.allow` entry as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowEntry {
+    /// The path exactly as written (`~/.cargo`, `tools`, `/opt/x`).
+    pub path: String,
+    pub mode: Mode,
+    /// Where the `path:` value is.
+    pub at: Position,
+}
+
+/// One `sandbox.env.passthrough` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassthroughEntry {
+    pub pattern: EnvPattern,
+    pub at: Position,
+}
+
+/// The `sandbox:` section as declared, validated but not resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxConfig {
+    pub enabled: bool,
+    /// Where `enabled:` is, when it is written.
+    pub enabled_at: Option<Position>,
+    pub allow: Vec<AllowEntry>,
+    pub passthrough: Vec<PassthroughEntry>,
+    pub network: Network,
+}
+
+/// A loaded `magus.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFile {
+    pub file: PathBuf,
+    /// `None` when the file has no `sandbox:` section (or it is empty).
+    pub sandbox: Option<SandboxConfig>,
+}
+
+/// Reads and validates `file`.
+pub fn load_config(file: &Path) -> Result<ConfigFile, ConfigError> {
+    let bytes = read_bounded(file).map_err(|kind| whole_file(file, kind))?;
+    parse_config(file, &bytes)
+}
+
+/// Validates the contents of a `magus.yaml`; `file` is only used in errors.
+pub fn parse_config(file: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let (line, column) = line_column(bytes, e.valid_up_to());
+        at(file, Position { line, column }, ConfigErrorKind::NotUtf8)
+    })?;
+    let options = serde_saphyr::options! { with_snippet: false, strict_booleans: true };
+    let raw: RawFile =
+        serde_saphyr::from_str_with_options(text, options).map_err(|e| from_yaml(file, &e))?;
+    let sandbox = raw
+        .sandbox
+        .map(|s| validate(s).map_err(|(pos, kind)| at(file, pos, kind)))
+        .transpose()?;
+    Ok(ConfigFile {
+        file: file.to_path_buf(),
+        sandbox,
+    })
+}
+
+fn read_bounded(file: &Path) -> Result<Vec<u8>, ConfigErrorKind> {
+    let handle = std::fs::File::open(file).map_err(ConfigErrorKind::Read)?;
+    let mut bytes = Vec::new();
+    handle
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ConfigErrorKind::Read)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        let size = std::fs::metadata(file).map_or(bytes.len() as u64, |m| m.len());
+        return Err(ConfigErrorKind::TooLarge { size });
+    }
+    Ok(bytes)
+}
+
+fn at(file: &Path, pos: Position, kind: ConfigErrorKind) -> ConfigError {
+    ConfigError {
+        file: file.to_path_buf(),
+        line: pos.line,
+        column: pos.column,
+        kind,
+    }
+}
+
+fn whole_file(file: &Path, kind: ConfigErrorKind) -> ConfigError {
+    at(file, Position { line: 1, column: 1 }, kind)
+}
+
+/// 1-based line and column (in characters) of byte `offset`.
+fn line_column(bytes: &[u8], offset: usize) -> (u32, u32) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (to_u32(line), to_u32(column))
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn position<T>(spanned: &Spanned<T>) -> Position {
+    Position {
+        line: clamp(spanned.referenced.line()),
+        column: clamp(spanned.referenced.column()),
+    }
+}
+
+/// Maps a parser error to our kinds, keeping its position.
+fn from_yaml(file: &Path, err: &serde_saphyr::Error) -> ConfigError {
+    let pos =
+        err.location()
+            .filter(|l| l.line() > 0)
+            .map_or(Position { line: 1, column: 1 }, |l| Position {
+                line: clamp(l.line()),
+                column: clamp(l.column()),
+            });
+    at(file, pos, classify(innermost(err)))
+}
+
+fn innermost(mut err: &serde_saphyr::Error) -> &serde_saphyr::Error {
+    loop {
+        match err {
+            serde_saphyr::Error::WithSnippet { error, .. }
+            | serde_saphyr::Error::AliasError { error, .. } => err = error,
+            other => return other,
+        }
+    }
+}
+
+fn classify(err: &serde_saphyr::Error) -> ConfigErrorKind {
+    use serde_saphyr::Error as E;
+    match err {
+        E::SerdeUnknownField {
+            field, expected, ..
+        } => ConfigErrorKind::UnknownKey {
+            key: field.clone(),
+            section: schema::section_of(expected),
+            allowed: expected.clone(),
+        },
+        E::DuplicateMappingKey { key, .. } => {
+            ConfigErrorKind::DuplicateKey(key.clone().unwrap_or_else(|| "(complex key)".into()))
+        }
+        E::SerdeMissingField { field, .. } => ConfigErrorKind::MissingKey {
+            key: field.to_string(),
+            section: schema::section_of_missing(field),
+        },
+        E::SerdeInvalidType {
+            unexpected,
+            expected,
+            ..
+        }
+        | E::SerdeInvalidValue {
+            unexpected,
+            expected,
+            ..
+        } => wrong_type(expected, Some(unexpected)),
+        E::InvalidBooleanStrict { .. } => wrong_type("`true` or `false`", None),
+        E::InvalidScalar { ty, .. } => wrong_type(&scalar_name(ty), None),
+        E::NullIntoString { .. } => wrong_type("a string", Some("nothing (null)")),
+        E::Unexpected { expected, .. } => wrong_type(expected, None),
+        E::InvalidUtf8Input => ConfigErrorKind::NotUtf8,
+        other => ConfigErrorKind::Syntax(user_message(other)),
+    }
+}
+
+fn wrong_type(expected: &str, found: Option<&str>) -> ConfigErrorKind {
+    let expected = schema::plain(expected);
+    ConfigErrorKind::WrongType(match found {
+        Some(found) => format!("expected {expected}, found {found}"),
+        None => format!("expected {expected}"),
+    })
+}
+
+fn scalar_name(ty: &str) -> String {
+    match ty {
+        "bool" => "`true` or `false`".into(),
+        t if t.starts_with('i') || t.starts_with('u') => "a whole number".into(),
+        t => format!("a value of type {t}"),
+    }
+}
+
+/// The parser's own wording without the "at line, column" suffix, with
+/// control characters made visible.
+fn user_message(err: &serde_saphyr::Error) -> String {
+    UserMessageFormatter
+        .format_message(err)
+        .chars()
+        .flat_map(char::escape_debug)
+        .collect::<String>()
+        .replace("\\'", "'")
+        .replace("\\\"", "\"")
+}
+
+type Invalid = (Position, ConfigErrorKind);
+
+fn validate(raw: RawSandbox) -> Result<SandboxConfig, Invalid> {
+    let allow = raw.allow.unwrap_or_default();
+    let passthrough = raw.env.and_then(|e| e.passthrough).unwrap_or_default();
+    Ok(SandboxConfig {
+        enabled: raw.enabled.as_ref().is_some_and(|e| e.value),
+        enabled_at: raw.enabled.as_ref().map(position),
+        allow: allow
+            .into_iter()
+            .map(validate_allow)
+            .collect::<Result<_, _>>()?,
+        passthrough: passthrough
+            .into_iter()
+            .map(validate_passthrough)
+            .collect::<Result<_, _>>()?,
+        network: raw.network.map_or(Ok(Network::Allow), validate_network)?,
+    })
+}
+
+fn validate_allow(raw: RawAllow) -> Result<AllowEntry, Invalid> {
+    let path_at = position(&raw.path);
+    let why = if raw.path.value.is_empty() {
+        Some("the path is empty")
+    } else if raw.path.value.contains('\0') {
+        Some("the path contains a NUL byte")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        let spelled = raw.path.value.escape_debug().to_string();
+        return Err((path_at, ConfigErrorKind::BadPath { spelled, why }));
+    }
+    let mode = match raw.mode.value.as_str() {
+        "ro" => Mode::Ro,
+        "rw" => Mode::Rw,
+        other => {
+            let shown = other.escape_debug().to_string();
+            return Err((position(&raw.mode), ConfigErrorKind::BadMode(shown)));
+        }
+    };
+    Ok(AllowEntry {
+        path: raw.path.value,
+        mode,
+        at: path_at,
+    })
+}
+
+fn validate_passthrough(raw: Spanned<String>) -> Result<PassthroughEntry, Invalid> {
+    let at = position(&raw);
+    match EnvPattern::parse(&raw.value) {
+        Ok(pattern) => Ok(PassthroughEntry { pattern, at }),
+        Err(problem) => {
+            let pattern = raw.value.escape_debug().to_string();
+            Err((at, ConfigErrorKind::BadGlob { pattern, problem }))
+        }
+    }
+}
+
+fn validate_network(raw: Spanned<RawNetwork>) -> Result<Network, Invalid> {
+    let at = position(&raw);
+    match raw.value {
+        RawNetwork::Word(word) => match word.as_str() {
+            "allow" => Ok(Network::Allow),
+            "deny" => Ok(Network::Deny),
+            other => Err((
+                at,
+                ConfigErrorKind::BadNetwork(other.escape_debug().to_string()),
+            )),
+        },
+        RawNetwork::Ports(ports) => validate_ports(ports),
+    }
+}
+
+fn validate_ports(raw: RawPorts) -> Result<Network, Invalid> {
+    let list = |ports: Vec<Spanned<i64>>| -> Result<Vec<u16>, Invalid> {
+        let mut out = ports
+            .iter()
+            .map(|p| match u16::try_from(p.value) {
+                Ok(port) if port > 0 => Ok(port),
+                _ => Err((position(p), ConfigErrorKind::BadPort(p.value))),
+            })
+            .collect::<Result<Vec<u16>, Invalid>>()?;
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    };
+    Ok(Network::Ports {
+        connect_tcp: list(raw.connect_tcp)?,
+        bind_tcp: list(raw.bind_tcp)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        parse_config(Path::new("magus.yaml"), text.as_bytes())
+    }
+
+    #[test]
+    fn a_full_config_is_read_as_declared() {
+        let text = "name: ignored\nsandbox:\n  enabled: true\n  allow:\n    - path: ~/.cargo\n      mode: rw\n  env:\n    passthrough: [GOPATH, \"MISE_*\"]\n  network: {connect_tcp: [443, 80, 443]}\n";
+        let sandbox = parse(text).unwrap().sandbox.unwrap();
+        assert!(sandbox.enabled);
+        assert_eq!(
+            sandbox.enabled_at,
+            Some(Position {
+                line: 3,
+                column: 12
+            })
+        );
+        assert_eq!(
+            sandbox.allow,
+            vec![AllowEntry {
+                path: "~/.cargo".into(),
+                mode: Mode::Rw,
+                at: Position {
+                    line: 5,
+                    column: 13
+                },
+            }]
+        );
+        let patterns: Vec<String> = sandbox
+            .passthrough
+            .iter()
+            .map(|p| p.pattern.to_string())
+            .collect();
+        assert_eq!(patterns, ["GOPATH", "MISE_*"]);
+        assert_eq!(
+            sandbox.network,
+            Network::Ports {
+                connect_tcp: vec![80, 443],
+                bind_tcp: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn no_sandbox_section_is_none() {
+        assert_eq!(parse("").unwrap().sandbox, None);
+        assert_eq!(parse("tasks: {a: 1}\n").unwrap().sandbox, None);
+        let empty = parse("sandbox: {}\n").unwrap().sandbox.unwrap();
+        assert_eq!(empty, SandboxConfig::default());
+    }
+
+    #[test]
+    fn non_utf8_points_at_the_bad_byte() {
+        let err =
+            parse_config(Path::new("m.yaml"), b"sandbox:\n  en\xffabled: true\n").unwrap_err();
+        assert!(matches!(err.kind, ConfigErrorKind::NotUtf8));
+        assert_eq!((err.line, err.column), (2, 5));
+    }
+
+    #[test]
+    fn an_oversized_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("magus.yaml");
+        let mut text = String::from("# padding\n");
+        text.push_str(&"#".repeat(MAX_CONFIG_BYTES as usize));
+        std::fs::write(&file, text).unwrap();
+        let err = load_config(&file).unwrap_err();
+        assert!(
+            matches!(err.kind, ConfigErrorKind::TooLarge { .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! The raw serde shape of `magus.yaml`: every value the user may get wrong
+//! keeps its position (`Spanned`) so validation can point at it. Nothing
+//! here decides what a value means; `config::validate` does.
+
+use serde::de::{self, value::MapAccessDeserializer, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+use std::fmt;
+
+/// The whole file: only `sandbox` is ours, other top-level keys belong to
+/// the rest of the task runner and are ignored.
+#[derive(Debug, Deserialize)]
+pub(super) struct RawFile {
+    #[serde(default)]
+    pub sandbox: Option<RawSandbox>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    #[serde(default)]
+    pub enabled: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub allow: Option<Vec<RawAllow>>,
+    #[serde(default)]
+    pub env: Option<RawEnv>,
+    #[serde(default)]
+    pub network: Option<Spanned<RawNetwork>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAllow {
+    pub path: Spanned<String>,
+    pub mode: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEnv {
+    #[serde(default)]
+    pub passthrough: Option<Vec<Spanned<String>>>,
+}
+
+/// `network:` is a word (`allow`, `deny`) or a mapping of port lists.
+#[derive(Debug)]
+pub(super) enum RawNetwork {
+    Word(String),
+    Ports(RawPorts),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPorts {
+    #[serde(default)]
+    pub connect_tcp: Vec<Spanned<i64>>,
+    #[serde(default)]
+    pub bind_tcp: Vec<Spanned<i64>>,
+}
+
+impl<'de> Deserialize<'de> for RawNetwork {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NetworkVisitor)
+    }
+}
+
+struct NetworkVisitor;
+
+impl<'de> Visitor<'de> for NetworkVisitor {
+    type Value = RawNetwork;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("`allow`, `deny` or a mapping with `connect_tcp` and `bind_tcp`")
+    }
+
+    fn visit_str<E: de::Error>(self, word: &str) -> Result<RawNetwork, E> {
+        Ok(RawNetwork::Word(word.to_string()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawNetwork, A::Error> {
+        RawPorts::deserialize(MapAccessDeserializer::new(map)).map(RawNetwork::Ports)
+    }
+}
+
+/// Which section a list of allowed keys belongs to, for messages.
+pub(super) fn section_of(allowed: &[&'static str]) -> &'static str {
+    let has = |k: &str| allowed.contains(&k);
+    if has("enabled") {
+        "sandbox"
+    } else if has("mode") {
+        "sandbox.allow entry"
+    } else if has("passthrough") {
+        "sandbox.env"
+    } else if has("connect_tcp") {
+        "sandbox.network"
+    } else {
+        "magus.yaml"
+    }
+}
+
+/// The section a required key lives in.
+pub(super) fn section_of_missing(key: &str) -> &'static str {
+    match key {
+        "path" | "mode" => "sandbox.allow entry",
+        _ => "sandbox",
+    }
+}
+
+/// serde's description of an expected type, in the user's words.
+pub(super) fn plain(expected: &str) -> String {
+    if expected.starts_with("struct ") || expected.contains("mapping start") {
+        return "a mapping (`key: value` lines)".into();
+    }
+    match expected {
+        "a sequence" | "sequence start" => "a list (`- item` lines or `[a, b]`)".into(),
+        "a string" | "string scalar" => "a string".into(),
+        "a boolean" => "`true` or `false`".into(),
+        "i64" => "a whole number".into(),
+        other => other.to_string(),
+    }
+}

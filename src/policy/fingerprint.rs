@@ -1,0 +1,184 @@
+//! The canonical form of the policy *as declared* and its SHA-256
+//! fingerprint (DESIGN §8). Only what `magus.yaml` says goes in (entries as
+//! written, never resolved paths), so the fingerprint is the same on every
+//! machine. `magus.lock` stores both; this module does not read or write it.
+
+use super::config::SandboxConfig;
+use super::grant::{Mode, Network};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// The first line of the canonical text; bump it if the format changes.
+pub const CANONICAL_HEADER: &str = "magus-sandbox-policy v1";
+
+/// The declared policy in a canonical order: allow entries sorted by path
+/// then mode (exact repeats collapse), passthrough sorted and unique, ports
+/// sorted and unique.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalPolicy {
+    /// `sandbox.enabled` as written (not the environment override).
+    pub enabled: bool,
+    /// `(path as written, mode)`.
+    pub allow: Vec<(String, Mode)>,
+    /// Passthrough patterns as written (`GOPATH`, `MISE_*`).
+    pub passthrough: Vec<String>,
+    pub network: Network,
+}
+
+/// A hex SHA-256 of a [`CanonicalPolicy`]'s text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fingerprint(String);
+
+impl Fingerprint {
+    /// 64 lowercase hex digits.
+    pub fn as_hex(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.0)
+    }
+}
+
+impl CanonicalPolicy {
+    /// The canonical form of a declared `sandbox:` section.
+    pub fn from_declared(config: &SandboxConfig) -> CanonicalPolicy {
+        let mut allow: Vec<(String, Mode)> = config
+            .allow
+            .iter()
+            .map(|e| (e.path.clone(), e.mode))
+            .collect();
+        allow.sort();
+        allow.dedup();
+        let mut passthrough: Vec<String> = config
+            .passthrough
+            .iter()
+            .map(|p| p.pattern.to_string())
+            .collect();
+        passthrough.sort();
+        passthrough.dedup();
+        CanonicalPolicy {
+            enabled: config.enabled,
+            allow,
+            passthrough,
+            network: canonical_network(&config.network),
+        }
+    }
+
+    /// SHA-256 over [`CanonicalPolicy`]'s `Display` text.
+    pub fn fingerprint(&self) -> Fingerprint {
+        let digest = Sha256::digest(self.to_string().as_bytes());
+        let hex = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Fingerprint(hex)
+    }
+}
+
+fn canonical_network(network: &Network) -> Network {
+    match network {
+        Network::Ports {
+            connect_tcp,
+            bind_tcp,
+        } => {
+            let sorted = |ports: &[u16]| {
+                let mut v = ports.to_vec();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            Network::Ports {
+                connect_tcp: sorted(connect_tcp),
+                bind_tcp: sorted(bind_tcp),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+/// A JSON string literal: unambiguous for any path or name, on one line.
+fn quoted(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+fn ports(list: &[u16]) -> String {
+    let items: Vec<String> = list.iter().map(u16::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+impl fmt::Display for CanonicalPolicy {
+    /// One fact per line, e.g. `allow rw "~/.cargo"`, ending with a newline.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{CANONICAL_HEADER}")?;
+        writeln!(f, "enabled {}", self.enabled)?;
+        for (path, mode) in &self.allow {
+            writeln!(f, "allow {mode} {}", quoted(path))?;
+        }
+        for name in &self.passthrough {
+            writeln!(f, "passthrough {}", quoted(name))?;
+        }
+        match &self.network {
+            Network::Allow => writeln!(f, "network allow"),
+            Network::Deny => writeln!(f, "network deny"),
+            Network::Ports {
+                connect_tcp,
+                bind_tcp,
+            } => writeln!(
+                f,
+                "network connect_tcp {} bind_tcp {}",
+                ports(connect_tcp),
+                ports(bind_tcp)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::config::parse_config;
+    use std::path::Path;
+
+    fn canonical(text: &str) -> CanonicalPolicy {
+        let file = parse_config(Path::new("magus.yaml"), text.as_bytes()).unwrap();
+        CanonicalPolicy::from_declared(&file.sandbox.unwrap())
+    }
+
+    #[test]
+    fn order_and_repeats_do_not_change_the_fingerprint() {
+        let a = canonical(
+            "sandbox:\n  enabled: true\n  allow:\n    - {path: ~/b, mode: ro}\n    - {path: ~/a, mode: rw}\n  env: {passthrough: [B, A_*, B]}\n  network: {connect_tcp: [443, 80]}\n",
+        );
+        let b = canonical(
+            "other: 1\nsandbox:\n  network: {bind_tcp: [], connect_tcp: [80, 443, 80]}\n  env: {passthrough: [A_*, B]}\n  allow:\n    - {path: ~/a, mode: rw}\n    - {path: ~/b, mode: ro}\n    - {path: ~/a, mode: rw}\n  enabled: true\n",
+        );
+        assert_eq!(a, b);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint().as_hex().len(), 64);
+    }
+
+    #[test]
+    fn every_declared_fact_changes_the_fingerprint() {
+        let base = "sandbox:\n  enabled: true\n  allow: [{path: ~/a, mode: ro}]\n  env: {passthrough: [A]}\n  network: deny\n";
+        let variants = [
+            base.replace("enabled: true", "enabled: false"),
+            base.replace("mode: ro", "mode: rw"),
+            base.replace("~/a", "~/b"),
+            base.replace("[A]", "[A_*]"),
+            base.replace("deny", "allow"),
+        ];
+        let fp = canonical(base).fingerprint();
+        for v in variants {
+            assert_ne!(canonical(&v).fingerprint(), fp, "{v}");
+        }
+    }
+
+    #[test]
+    fn canonical_text_is_stable() {
+        let c = canonical(
+            "sandbox:\n  enabled: true\n  allow: [{path: \"~/.cargo\", mode: rw}]\n  env: {passthrough: [\"MISE_*\"]}\n  network: {connect_tcp: [443]}\n",
+        );
+        let want = "magus-sandbox-policy v1\nenabled true\nallow rw \"~/.cargo\"\npassthrough \"MISE_*\"\nnetwork connect_tcp [443] bind_tcp []\n";
+        assert_eq!(c.to_string(), want);
+    }
+}

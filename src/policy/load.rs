@@ -1,0 +1,111 @@
+//! Startup: from a start directory (or `--workspace`) and an environment to
+//! one [`Policy`] plus every startup diagnostic. This is the only entry
+//! point the CLI needs; it reads the file system but never the process
+//! environment (that is passed in).
+
+use super::config::{load_config, ConfigError, ConfigFile};
+use super::fingerprint::CanonicalPolicy;
+use super::resolve::{resolve, Inputs};
+use super::workspace::{
+    enabled_override, find_workspace, BadOverride, WorkspaceArg, WorkspaceError, ENABLED_VAR,
+};
+use super::{Policy, SandboxState, StateSource};
+use crate::diag::Diagnostic;
+use std::ffi::OsString;
+
+/// What [`startup`] needs.
+#[derive(Debug, Clone, Copy)]
+pub struct StartupInput<'a> {
+    pub workspace: WorkspaceArg<'a>,
+    /// The environment magus was started with.
+    pub env: &'a [(OsString, OsString)],
+}
+
+/// A resolved policy and the diagnostics resolution produced (warnings and
+/// notes only: errors are [`StartupError`]s).
+#[derive(Debug, Clone)]
+pub struct Startup {
+    pub policy: Policy,
+    /// The loaded `magus.yaml`, when the workspace has one.
+    pub config: Option<ConfigFile>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Why no policy could be built; no spell may run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartupError {
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Override(#[from] BadOverride),
+}
+
+impl StartupError {
+    /// The error as a diagnostic (with `magus.yaml` line and column for
+    /// config errors).
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        match self {
+            StartupError::Config(e) => e.to_diagnostic(),
+            StartupError::Workspace(e @ WorkspaceError::NotFound { .. }) => {
+                Diagnostic::error(e.to_string()).with_help(
+                    "run magus inside a workspace (a directory with magus.yaml), or pass `--workspace DIR`",
+                )
+            }
+            StartupError::Workspace(e) => Diagnostic::error(e.to_string()),
+            StartupError::Override(e) => Diagnostic::error(e.to_string())
+                .with_help(format!("unset {ENABLED_VAR}, or set it to 1 or 0")),
+        }
+    }
+}
+
+/// Finds the workspace, loads `magus.yaml`, applies
+/// `MAGUS_SANDBOX_ENABLED`, and resolves the policy.
+pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
+    let workspace = find_workspace(input.workspace)?;
+    let config = workspace.config.as_deref().map(load_config).transpose()?;
+    let sandbox = config.as_ref().and_then(|c| c.sandbox.as_ref());
+    let (state, state_source) = match enabled_override(input.env)? {
+        Some(on) => (state_of(on), StateSource::Environment),
+        None => match sandbox.and_then(|s| s.enabled_at.map(|at| (s.enabled, at))) {
+            Some((on, at)) => (state_of(on), StateSource::Config(at)),
+            None => (SandboxState::Off, StateSource::Default),
+        },
+    };
+    let resolution = resolve(&Inputs {
+        workspace: &workspace.root,
+        config_file: workspace.config.as_deref(),
+        sandbox,
+        env: input.env,
+    });
+    let mut passthrough: Vec<_> = sandbox
+        .map(|s| s.passthrough.iter().map(|p| p.pattern.clone()).collect())
+        .unwrap_or_default();
+    passthrough.sort();
+    passthrough.dedup();
+    let mut policy = Policy::new(
+        state,
+        workspace.root,
+        resolution.grants,
+        sandbox.map(|s| s.network.clone()).unwrap_or_default(),
+        passthrough,
+    );
+    policy.state_source = state_source;
+    policy.config_file = workspace.config;
+    policy.declared = sandbox.map(CanonicalPolicy::from_declared);
+    Ok(Startup {
+        policy,
+        config,
+        diagnostics: resolution.diagnostics,
+    })
+}
+
+fn state_of(on: bool) -> SandboxState {
+    if on {
+        SandboxState::On
+    } else {
+        SandboxState::Off
+    }
+}

@@ -1,0 +1,262 @@
+//! Lexical path normalisation: a spelled path is made absolute against a base
+//! directory and `.`, `..`, repeated and trailing `/` are resolved, on bytes
+//! (non-UTF-8 names are legal on Linux). Nothing here touches the file
+//! system: symlinks are the gate's business, not this module's.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// The kernel's `PATH_MAX`, which counts the terminating NUL: the longest
+/// path a system call accepts is one byte shorter.
+pub const PATH_MAX: usize = 4096;
+
+/// The kernel's `NAME_MAX`: the longest single component, in bytes.
+pub const NAME_MAX: usize = 255;
+
+/// Why a spelled path cannot be normalised.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    #[error("the path is empty")]
+    Empty,
+    #[error("the path contains a NUL byte at offset {offset}")]
+    Nul { offset: usize },
+    #[error("the path is {len} bytes long; the limit is {} bytes", PATH_MAX - 1)]
+    TooLong { len: usize },
+    #[error("a path component is {len} bytes long; the limit is {NAME_MAX} bytes")]
+    ComponentTooLong { len: usize },
+    #[error("the base directory `{}` is not absolute", .0.display())]
+    RelativeBase(PathBuf),
+}
+
+/// Makes `spelled` absolute against `base` and resolves it lexically.
+///
+/// `..` never climbs above `/` (as the kernel does for `/..`). The result is
+/// absolute, has no `.` or `..` component, no repeated `/`, and no trailing
+/// `/` except for the root itself.
+///
+/// # Example
+///
+/// ```
+/// use magus_sandbox::policy::normalize;
+/// use std::path::Path;
+/// let p = normalize(Path::new("/work/ws"), "src/../target//out/").unwrap();
+/// assert_eq!(p, Path::new("/work/ws/target/out"));
+/// ```
+pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<PathBuf, PathError> {
+    let spelled = spelled.as_ref().as_bytes();
+    check_spelled(spelled)?;
+    let mut out: Vec<u8> = Vec::with_capacity(base.as_os_str().len() + spelled.len() + 1);
+    if spelled.first() != Some(&b'/') {
+        let base_bytes = base.as_os_str().as_bytes();
+        if base_bytes.first() != Some(&b'/') {
+            return Err(PathError::RelativeBase(base.to_path_buf()));
+        }
+        check_spelled(base_bytes)?;
+        push_components(&mut out, base_bytes)?;
+    }
+    push_components(&mut out, spelled)?;
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    if out.len() >= PATH_MAX {
+        return Err(PathError::TooLong { len: out.len() });
+    }
+    Ok(PathBuf::from(OsString::from_vec(out)))
+}
+
+fn check_spelled(bytes: &[u8]) -> Result<(), PathError> {
+    if bytes.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+        return Err(PathError::Nul { offset });
+    }
+    if bytes.len() >= PATH_MAX {
+        return Err(PathError::TooLong { len: bytes.len() });
+    }
+    Ok(())
+}
+
+/// Appends the components of `bytes` to `out` (an absolute path without a
+/// trailing `/`, or empty for the root), resolving `.` and `..`.
+fn push_components(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), PathError> {
+    for component in bytes.split(|&b| b == b'/') {
+        match component {
+            b"" | b"." => {}
+            b".." => pop_component(out),
+            name if name.len() > NAME_MAX => {
+                return Err(PathError::ComponentTooLong { len: name.len() })
+            }
+            name => {
+                out.push(b'/');
+                out.extend_from_slice(name);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pop_component(out: &mut Vec<u8>) {
+    let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+    out.truncate(cut);
+}
+
+/// Whether `path` is already in the form [`normalize`] produces: absolute,
+/// no empty, `.` or `..` component, no trailing `/` (except `/` itself).
+pub fn is_normalized(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes == b"/" {
+        return true;
+    }
+    match bytes.strip_prefix(b"/") {
+        Some(rest) => rest
+            .split(|&b| b == b'/')
+            .all(|c| !matches!(c, b"" | b"." | b"..")),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(base: &str, spelled: &[u8]) -> Result<Vec<u8>, PathError> {
+        normalize(Path::new(base), OsStr::from_bytes(spelled))
+            .map(|p| p.into_os_string().into_vec())
+    }
+
+    #[test]
+    fn normalisation_table() {
+        let long_name = "n".repeat(NAME_MAX);
+        type Case = (
+            &'static str,
+            &'static str,
+            Vec<u8>,
+            Result<Vec<u8>, PathError>,
+        );
+        let cases: Vec<Case> = vec![
+            ("relative", "/w", b"a/b".to_vec(), Ok(b"/w/a/b".to_vec())),
+            (
+                "absolute ignores base",
+                "/w",
+                b"/x/y".to_vec(),
+                Ok(b"/x/y".to_vec()),
+            ),
+            ("dot", "/w", b"./a/./b/.".to_vec(), Ok(b"/w/a/b".to_vec())),
+            ("dotdot", "/w/x", b"../y".to_vec(), Ok(b"/w/y".to_vec())),
+            (
+                "dotdot above root",
+                "/w",
+                b"../../../..".to_vec(),
+                Ok(b"/".to_vec()),
+            ),
+            (
+                "absolute dotdot above root",
+                "/w",
+                b"/../etc".to_vec(),
+                Ok(b"/etc".to_vec()),
+            ),
+            (
+                "repeated slashes",
+                "/w",
+                b"//a///b".to_vec(),
+                Ok(b"/a/b".to_vec()),
+            ),
+            (
+                "trailing slash",
+                "/w",
+                b"a/b/".to_vec(),
+                Ok(b"/w/a/b".to_vec()),
+            ),
+            ("root", "/w", b"/".to_vec(), Ok(b"/".to_vec())),
+            ("dot is base", "/w/", b".".to_vec(), Ok(b"/w".to_vec())),
+            ("foo stays foo", "/", b"/foo".to_vec(), Ok(b"/foo".to_vec())),
+            (
+                "foobar stays foobar",
+                "/",
+                b"/foobar/".to_vec(),
+                Ok(b"/foobar".to_vec()),
+            ),
+            (
+                "foo/../foobar",
+                "/",
+                b"/foo/../foobar".to_vec(),
+                Ok(b"/foobar".to_vec()),
+            ),
+            (
+                "dotdot-like names",
+                "/w",
+                b"...//..a/.b".to_vec(),
+                Ok(b"/w/.../..a/.b".to_vec()),
+            ),
+            (
+                "non-utf8",
+                "/w",
+                b"\xff\xfe/x".to_vec(),
+                Ok(b"/w/\xff\xfe/x".to_vec()),
+            ),
+            ("empty", "/w", b"".to_vec(), Err(PathError::Empty)),
+            (
+                "nul",
+                "/w",
+                b"a\0b".to_vec(),
+                Err(PathError::Nul { offset: 1 }),
+            ),
+            (
+                "5000 bytes",
+                "/w",
+                vec![b'a'; 5000],
+                Err(PathError::TooLong { len: 5000 }),
+            ),
+            (
+                "long component",
+                "/w",
+                format!("{long_name}x").into_bytes(),
+                Err(PathError::ComponentTooLong { len: NAME_MAX + 1 }),
+            ),
+            (
+                "longest component",
+                "/",
+                long_name.clone().into_bytes(),
+                Ok(format!("/{long_name}").into_bytes()),
+            ),
+            (
+                "relative base",
+                "w",
+                b"a".to_vec(),
+                Err(PathError::RelativeBase("w".into())),
+            ),
+        ];
+        for (name, base, spelled, want) in cases {
+            assert_eq!(norm(base, &spelled), want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn result_over_path_max_is_rejected() {
+        let base = format!("/{}", "b/".repeat(1500));
+        let spelled = "s/".repeat(1500);
+        assert!(matches!(
+            norm(&base, spelled.as_bytes()),
+            Err(PathError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn normalised_form_is_recognised() {
+        for (path, want) in [
+            ("/", true),
+            ("/a/b", true),
+            ("/a/", false),
+            ("/a//b", false),
+            ("/a/./b", false),
+            ("/a/../b", false),
+            ("a/b", false),
+            ("", false),
+        ] {
+            assert_eq!(is_normalized(Path::new(path)), want, "{path}");
+        }
+    }
+}

@@ -1,0 +1,533 @@
+//! Resolution: the declared config plus the machine (HOME, TMPDIR, real
+//! paths) become the list of grants, with a diagnostic for every entry that
+//! was skipped (MGS2004) or adds nothing. Every granted path is canonical;
+//! an exact path granted twice collapses into one grant with the greater
+//! mode.
+
+use super::builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
+use super::config::{AllowEntry, SandboxConfig};
+use super::env::DAEMON_SOCKET_VAR;
+use super::grant::{Grant, GrantSource, Mode};
+use super::workspace::lookup;
+use super::EnvPattern;
+use crate::diag::{Code, Diagnostic, Location, SourceKind};
+use std::ffi::OsString;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// What resolution produced: the grants (deduplicated) and its diagnostics.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolution {
+    pub grants: Vec<Grant>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The inputs of resolution.
+pub(crate) struct Inputs<'a> {
+    /// The real workspace root.
+    pub workspace: &'a Path,
+    /// `magus.yaml`, for diagnostic locations.
+    pub config_file: Option<&'a Path>,
+    pub sandbox: Option<&'a SandboxConfig>,
+    pub env: &'a [(OsString, OsString)],
+}
+
+/// Why one `sandbox.allow` entry was skipped.
+struct Skipped {
+    why: String,
+    expanded: Option<PathBuf>,
+}
+
+pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
+    let home = home_dir(inputs.env);
+    let real_home = home.as_ref().ok().and_then(|h| h.canonicalize().ok());
+    let mut grants = vec![Grant {
+        path: inputs.workspace.to_path_buf(),
+        mode: Mode::Rw,
+        source: GrantSource::Workspace,
+    }];
+    let mut diagnostics = Vec::new();
+    grants.extend(BUILTIN_RW.iter().filter_map(builtin_grant));
+    for (dir, why) in machine_dirs(inputs.env, home.as_deref().ok()) {
+        push_machine_dir(
+            &mut grants,
+            &mut diagnostics,
+            &dir,
+            why,
+            real_home.as_deref(),
+        );
+    }
+    grants.extend(BUILTIN_RO.iter().filter_map(builtin_grant));
+    let entries = inputs.sandbox.map_or(&[][..], |s| &s.allow[..]);
+    for entry in entries {
+        match resolve_entry(entry, inputs.workspace, &home) {
+            Ok(path) => grants.push(config_grant(entry, path)),
+            Err(skipped) => diagnostics.push(mgs2004(inputs, entry, skipped)),
+        }
+    }
+    diagnostics.extend(covered_warnings(inputs, &grants));
+    diagnostics.extend(home_warnings(inputs, &grants, real_home.as_deref()));
+    if let Some(sandbox) = inputs.sandbox {
+        diagnostics.extend(passthrough_warnings(inputs, sandbox));
+    }
+    Resolution {
+        grants: prune_builtins(dedupe(grants)),
+        diagnostics,
+    }
+}
+
+/// Drops built-ins another grant already covers (`/bin` is `/usr/bin` on a
+/// merged-/usr system): they change no decision, only lengthen the list.
+fn prune_builtins(grants: Vec<Grant>) -> Vec<Grant> {
+    let keep: Vec<bool> = grants
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            !matches!(g.source, GrantSource::Builtin(_))
+                || !grants
+                    .iter()
+                    .enumerate()
+                    .any(|(j, other)| covers(j, other, i, g))
+        })
+        .collect();
+    grants
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(g, keep)| keep.then_some(g))
+        .collect()
+}
+
+fn builtin_grant(b: &Builtin) -> Option<Grant> {
+    let path = Path::new(b.path).canonicalize().ok()?;
+    Some(Grant {
+        path,
+        mode: b.mode,
+        source: GrantSource::Builtin(b.why),
+    })
+}
+
+/// `$TMPDIR` and magus's cache (`$XDG_CACHE_HOME/magus`, else
+/// `~/.cache/magus`); relative values are ignored, as XDG says.
+fn machine_dirs(env: &[(OsString, OsString)], home: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
+    let absolute = |name: &str| {
+        lookup(env, name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let mut dirs = Vec::new();
+    if let Some(tmp) = absolute("TMPDIR") {
+        dirs.push((tmp, TMPDIR_WHY));
+    }
+    let cache = absolute("XDG_CACHE_HOME").or_else(|| home.map(|h| h.join(".cache")));
+    if let Some(cache) = cache {
+        dirs.push((cache.join("magus"), CACHE_WHY));
+    }
+    dirs
+}
+
+/// Grants a machine-dependent `rw` default, unless it is missing (quietly
+/// skipped) or would expose the whole home directory (skipped, warned).
+fn push_machine_dir(
+    grants: &mut Vec<Grant>,
+    diagnostics: &mut Vec<Diagnostic>,
+    dir: &Path,
+    why: &'static str,
+    real_home: Option<&Path>,
+) {
+    let Ok(path) = dir.canonicalize() else {
+        return;
+    };
+    if real_home.is_some_and(|h| h.starts_with(&path)) {
+        let message = format!(
+            "{why} (`{}`) is not granted: it would expose your whole home directory",
+            path.display()
+        );
+        diagnostics.push(Diagnostic::warning(message).with_path(path.display().to_string()));
+        return;
+    }
+    grants.push(Grant {
+        path,
+        mode: Mode::Rw,
+        source: GrantSource::Builtin(why),
+    });
+}
+
+fn config_grant(entry: &AllowEntry, path: PathBuf) -> Grant {
+    Grant {
+        path,
+        mode: entry.mode,
+        source: GrantSource::Config {
+            spelled: entry.path.clone(),
+            line: entry.at.line,
+            column: entry.at.column,
+        },
+    }
+}
+
+/// `$HOME`, or why it cannot be used.
+fn home_dir(env: &[(OsString, OsString)]) -> Result<PathBuf, &'static str> {
+    let home = lookup(env, "HOME").ok_or("HOME is not set")?;
+    if home.is_empty() {
+        return Err("HOME is empty");
+    }
+    let home = PathBuf::from(home);
+    if !home.is_absolute() {
+        return Err("HOME is not an absolute path");
+    }
+    Ok(home)
+}
+
+fn resolve_entry(
+    entry: &AllowEntry,
+    workspace: &Path,
+    home: &Result<PathBuf, &'static str>,
+) -> Result<PathBuf, Skipped> {
+    let expanded = expand(&entry.path, workspace, home).map_err(|why| Skipped {
+        why,
+        expanded: None,
+    })?;
+    expanded.canonicalize().map_err(|e| Skipped {
+        why: io_reason(&e),
+        expanded: Some(expanded),
+    })
+}
+
+/// `~` and `~/x` become `$HOME`-relative; relative paths are relative to
+/// the workspace root.
+fn expand(
+    spelled: &str,
+    workspace: &Path,
+    home: &Result<PathBuf, &'static str>,
+) -> Result<PathBuf, String> {
+    let Some(after_tilde) = spelled.strip_prefix('~') else {
+        return Ok(workspace.join(spelled));
+    };
+    let rest = match after_tilde {
+        "" => "",
+        r if r.starts_with('/') => r.trim_start_matches('/'),
+        _ => {
+            return Err(
+                "`~name` (another user's home) is not supported; write the full path".into(),
+            )
+        }
+    };
+    let home = home
+        .as_ref()
+        .map_err(|why| format!("{why}, so `~` cannot be expanded"))?;
+    Ok(if rest.is_empty() {
+        home.clone()
+    } else {
+        home.join(rest)
+    })
+}
+
+fn io_reason(err: &std::io::Error) -> String {
+    match err.kind() {
+        ErrorKind::NotFound => "it does not exist".into(),
+        ErrorKind::PermissionDenied => "it cannot be read (permission denied)".into(),
+        _ => format!("it cannot be resolved: {err}"),
+    }
+}
+
+fn entry_location(inputs: &Inputs<'_>, line: u32, column: u32) -> Option<Location> {
+    inputs.config_file.map(|file| Location {
+        kind: SourceKind::Config,
+        file: file.to_path_buf(),
+        line,
+        column,
+    })
+}
+
+fn with_location(d: Diagnostic, location: Option<Location>) -> Diagnostic {
+    match location {
+        Some(l) => d.with_location(l),
+        None => d,
+    }
+}
+
+/// MGS2004: the entry, its line, and why it was skipped.
+fn mgs2004(inputs: &Inputs<'_>, entry: &AllowEntry, skipped: Skipped) -> Diagnostic {
+    let message = format!(
+        "sandbox.allow entry `{}` was skipped: {}",
+        entry.path, skipped.why
+    );
+    let mut d = Diagnostic::warning(message)
+        .with_code(Code::Mgs2004)
+        .with_path(entry.path.clone())
+        .with_label("this entry")
+        .with_help("create the path, correct the entry, or remove it; the run goes on without it");
+    if let Some(expanded) = skipped.expanded {
+        d = d.with_note(format!("it resolves to `{}`", expanded.display()));
+    }
+    with_location(d, entry_location(inputs, entry.at.line, entry.at.column))
+}
+
+/// A warning (no code) for each `sandbox.allow` entry that another grant
+/// already covers with at least its mode: it changes nothing, because the
+/// rights of a path are the union over its granted ancestors (as Landlock
+/// enforces). The typical case is an `ro` entry under an `rw` one.
+fn covered_warnings(inputs: &Inputs<'_>, grants: &[Grant]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, grant) in grants.iter().enumerate() {
+        let GrantSource::Config {
+            spelled,
+            line,
+            column,
+        } = &grant.source
+        else {
+            continue;
+        };
+        let Some(cover) = grants
+            .iter()
+            .enumerate()
+            .find(|&(j, other)| covers(j, other, i, grant))
+        else {
+            continue;
+        };
+        let cover = cover.1;
+        let message = format!(
+            "sandbox.allow entry `{spelled}` ({}) adds nothing: `{}` is already granted {} by {}",
+            grant.mode,
+            cover.path.display(),
+            cover.mode,
+            cover.source
+        );
+        let d = Diagnostic::warning(message)
+            .with_path(spelled.clone())
+            .with_label("covered by another grant")
+            .with_note("the rights of a path are the union over all its granted ancestors, as Landlock enforces")
+            .with_help("remove this entry");
+        out.push(with_location(d, entry_location(inputs, *line, *column)));
+    }
+    out
+}
+
+/// Whether grant `j` makes grant `i` redundant. Of two identical grants
+/// the later one is the redundant one.
+fn covers(j: usize, other: &Grant, i: usize, grant: &Grant) -> bool {
+    if j == i || !grant.path.starts_with(&other.path) {
+        return false;
+    }
+    other.mode > grant.mode || (other.mode == grant.mode && (other.path != grant.path || j < i))
+}
+
+/// A warning for an allow entry (or workspace) that grants `$HOME` itself
+/// or one of its ancestors: every secret under it becomes reachable.
+fn home_warnings(
+    inputs: &Inputs<'_>,
+    grants: &[Grant],
+    real_home: Option<&Path>,
+) -> Vec<Diagnostic> {
+    let Some(home) = real_home else {
+        return Vec::new();
+    };
+    let exposing = grants
+        .iter()
+        .filter(|g| home.starts_with(&g.path) && !matches!(g.source, GrantSource::Builtin(_)));
+    exposing
+        .map(|g| {
+            let message = format!(
+                "{} grants `{}`, which holds your whole home directory (~/.ssh, ~/.aws, ...)",
+                g.source,
+                g.path.display()
+            );
+            let d = Diagnostic::warning(message)
+                .with_path(g.path.display().to_string())
+                .with_help("grant only the directories a spell needs, e.g. `~/.cargo`");
+            let location = match &g.source {
+                GrantSource::Config { line, column, .. } => entry_location(inputs, *line, *column),
+                _ => None,
+            };
+            with_location(d, location)
+        })
+        .collect()
+}
+
+/// Passthrough cannot re-admit the daemon socket; say so where it is tried.
+fn passthrough_warnings(inputs: &Inputs<'_>, sandbox: &SandboxConfig) -> Vec<Diagnostic> {
+    let daemon = EnvPattern::Exact(DAEMON_SOCKET_VAR.to_string());
+    sandbox
+        .passthrough
+        .iter()
+        .filter(|p| p.pattern == daemon)
+        .map(|p| {
+            let d = Diagnostic::warning(format!(
+                "passthrough `{DAEMON_SOCKET_VAR}` has no effect: the daemon socket is always withheld from sandboxed children"
+            ))
+            .with_code(Code::Mgs2008)
+            .with_help("remove this entry");
+            with_location(d, entry_location(inputs, p.at.line, p.at.column))
+        })
+        .collect()
+}
+
+/// One grant per path; the greater mode wins, and among equal modes the
+/// first declared (built-ins come before `magus.yaml` entries).
+fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
+    let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
+    for grant in grants {
+        match out.iter_mut().find(|o| o.path == grant.path) {
+            Some(existing) if grant.mode > existing.mode => *existing = grant,
+            Some(_) => {}
+            None => out.push(grant),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::config::Position;
+
+    fn entry(path: &str, mode: Mode, line: u32) -> AllowEntry {
+        AllowEntry {
+            path: path.into(),
+            mode,
+            at: Position { line, column: 13 },
+        }
+    }
+
+    fn run(
+        home: &Path,
+        ws: &Path,
+        allow: Vec<AllowEntry>,
+        env_extra: &[(&str, &Path)],
+    ) -> Resolution {
+        let sandbox = SandboxConfig {
+            allow,
+            ..SandboxConfig::default()
+        };
+        let mut env: Vec<(OsString, OsString)> = vec![("HOME".into(), home.into())];
+        env.extend(
+            env_extra
+                .iter()
+                .map(|(n, v)| (OsString::from(n), v.as_os_str().to_owned())),
+        );
+        let file = ws.join("magus.yaml");
+        resolve(&Inputs {
+            workspace: ws,
+            config_file: Some(&file),
+            sandbox: Some(&sandbox),
+            env: &env,
+        })
+    }
+
+    /// A scratch directory outside `/tmp`, which is itself granted `rw`.
+    fn scratch() -> tempfile::TempDir {
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        std::fs::create_dir_all(&target).unwrap();
+        tempfile::tempdir_in(target).unwrap()
+    }
+
+    fn mode_of(r: &Resolution, path: &Path) -> Option<Mode> {
+        r.grants.iter().find(|g| g.path == path).map(|g| g.mode)
+    }
+
+    #[test]
+    fn entries_resolve_skip_and_collapse() {
+        let dir = scratch();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, ws) = (root.join("home"), root.join("ws"));
+        std::fs::create_dir_all(home.join(".cargo")).unwrap();
+        std::fs::create_dir_all(ws.join("tools/sub")).unwrap();
+        std::os::unix::fs::symlink(home.join(".cargo"), ws.join("link")).unwrap();
+        let r = run(
+            &home,
+            &ws,
+            vec![
+                entry("~/.cargo", Mode::Rw, 5),
+                entry("~/missing", Mode::Ro, 7),
+                entry("tools/sub", Mode::Ro, 9),
+                entry("link", Mode::Ro, 11),
+                entry("~bob/x", Mode::Ro, 13),
+            ],
+            &[],
+        );
+        assert_eq!(mode_of(&r, &home.join(".cargo")), Some(Mode::Rw));
+        assert_eq!(mode_of(&r, &ws), Some(Mode::Rw));
+        assert_eq!(
+            mode_of(&r, &Path::new("/tmp").canonicalize().unwrap()),
+            Some(Mode::Rw)
+        );
+        let skipped: Vec<_> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Some(Code::Mgs2004))
+            .collect();
+        assert_eq!(skipped.len(), 2, "{:?}", r.diagnostics);
+        assert!(
+            skipped[0].message.contains("`~/missing`")
+                && skipped[0].message.contains("does not exist")
+        );
+        assert_eq!(skipped[0].location.as_ref().unwrap().line, 7);
+        assert!(skipped[1].message.contains("another user's home"));
+        let covered: Vec<_> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.contains("adds nothing"))
+            .collect();
+        assert_eq!(covered.len(), 2, "{:?}", r.diagnostics);
+        assert!(covered[0].message.contains("`tools/sub` (ro)"));
+        assert!(
+            covered[1].message.contains("`link` (ro)"),
+            "{}",
+            covered[1].message
+        );
+        assert_eq!(
+            r.grants
+                .iter()
+                .filter(|g| g.path == home.join(".cargo"))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn unset_home_skips_tilde_entries() {
+        let dir = scratch();
+        let ws = dir.path().canonicalize().unwrap();
+        let sandbox = SandboxConfig {
+            allow: vec![entry("~/.cargo", Mode::Rw, 4)],
+            ..SandboxConfig::default()
+        };
+        let r = resolve(&Inputs {
+            workspace: &ws,
+            config_file: None,
+            sandbox: Some(&sandbox),
+            env: &[],
+        });
+        assert_eq!(r.diagnostics.len(), 1);
+        assert!(r.diagnostics[0].message.contains("HOME is not set"));
+    }
+
+    #[test]
+    fn tmpdir_equal_to_home_is_not_granted() {
+        let dir = scratch();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, ws) = (root.join("home"), root.join("ws"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        let r = run(&home, &ws, vec![], &[("TMPDIR", &home)]);
+        assert_eq!(mode_of(&r, &home), None);
+        assert!(r
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("whole home")));
+    }
+
+    #[test]
+    fn granting_home_is_warned() {
+        let dir = scratch();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, ws) = (root.join("home"), root.join("ws"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        let r = run(&home, &ws, vec![entry("~", Mode::Ro, 3)], &[]);
+        assert_eq!(mode_of(&r, &home), Some(Mode::Ro));
+        assert!(r
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("whole home directory")));
+    }
+}

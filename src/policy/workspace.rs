@@ -1,0 +1,168 @@
+//! Workspace discovery and the per-invocation override of `enabled`.
+//!
+//! The environment is always an explicit input (a slice of name/value
+//! pairs), never read from the process here, so every rule is testable.
+
+use super::config::CONFIG_FILE_NAME;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The variable that overrides `sandbox.enabled` for one invocation.
+pub const ENABLED_VAR: &str = "MAGUS_SANDBOX_ENABLED";
+
+/// How the workspace root is chosen.
+#[derive(Debug, Clone, Copy)]
+pub enum WorkspaceArg<'a> {
+    /// The nearest ancestor of this directory (itself included) that holds
+    /// `magus.yaml`.
+    Discover { start: &'a Path },
+    /// This directory (`--workspace DIR`), with or without a `magus.yaml`.
+    Explicit(&'a Path),
+}
+
+/// A workspace root and its configuration file, if it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    /// The real (canonical) root.
+    pub root: PathBuf,
+    pub config: Option<PathBuf>,
+}
+
+/// Why no workspace could be found or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkspaceError {
+    #[error("no {CONFIG_FILE_NAME} in `{}` or any parent directory", start.display())]
+    NotFound { start: PathBuf },
+    #[error("cannot use `{}` as the workspace: {source}", path.display())]
+    Unusable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{}` is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+}
+
+/// Finds the workspace root as `arg` says.
+pub fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError> {
+    match arg {
+        WorkspaceArg::Discover { start } => discover(start),
+        WorkspaceArg::Explicit(dir) => {
+            let root = real_dir(dir)?;
+            let file = root.join(CONFIG_FILE_NAME);
+            let config = file.is_file().then_some(file);
+            Ok(Workspace { root, config })
+        }
+    }
+}
+
+fn discover(start: &Path) -> Result<Workspace, WorkspaceError> {
+    let real = real_dir(start)?;
+    for dir in real.ancestors() {
+        let file = dir.join(CONFIG_FILE_NAME);
+        if file.is_file() {
+            return Ok(Workspace {
+                root: dir.to_path_buf(),
+                config: Some(file),
+            });
+        }
+    }
+    Err(WorkspaceError::NotFound { start: real })
+}
+
+fn real_dir(dir: &Path) -> Result<PathBuf, WorkspaceError> {
+    let real = std::fs::canonicalize(dir).map_err(|source| WorkspaceError::Unusable {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if !real.is_dir() {
+        return Err(WorkspaceError::NotADirectory(real));
+    }
+    Ok(real)
+}
+
+/// The value of `name` in `env` (the first occurrence, as `getenv` does).
+pub fn lookup<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsStr> {
+    env.iter()
+        .find(|(n, _)| n.as_bytes() == name.as_bytes())
+        .map(|(_, v)| v.as_os_str())
+}
+
+/// `MAGUS_SANDBOX_ENABLED` was set to something other than `1` or `0`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{ENABLED_VAR} is `{value}`; it must be `1` (on) or `0` (off)")]
+pub struct BadOverride {
+    /// The value, lossily decoded and escaped for display.
+    pub value: String,
+}
+
+/// What `MAGUS_SANDBOX_ENABLED` says: `Some(true)` for `1`, `Some(false)`
+/// for `0`, `None` when unset; any other value is an error.
+pub fn enabled_override(env: &[(OsString, OsString)]) -> Result<Option<bool>, BadOverride> {
+    match lookup(env, ENABLED_VAR).map(OsStr::as_bytes) {
+        None => Ok(None),
+        Some(b"1") => Ok(Some(true)),
+        Some(b"0") => Ok(Some(false)),
+        Some(other) => Err(BadOverride {
+            value: String::from_utf8_lossy(other).escape_debug().to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs.iter().map(|(n, v)| (n.into(), v.into())).collect()
+    }
+
+    #[test]
+    fn override_table() {
+        let cases = [
+            (vec![], Ok(None)),
+            (vec![(ENABLED_VAR, "1")], Ok(Some(true))),
+            (vec![(ENABLED_VAR, "0")], Ok(Some(false))),
+            (
+                vec![(ENABLED_VAR, "yes")],
+                Err(BadOverride {
+                    value: "yes".into(),
+                }),
+            ),
+            (
+                vec![(ENABLED_VAR, "")],
+                Err(BadOverride { value: "".into() }),
+            ),
+            (vec![("OTHER", "1")], Ok(None)),
+        ];
+        for (pairs, want) in cases {
+            assert_eq!(enabled_override(&env(&pairs)), want, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn discovery_finds_the_nearest_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path().join("outer");
+        let inner = outer.join("inner/deep");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::write(outer.join(CONFIG_FILE_NAME), "").unwrap();
+        let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
+        assert_eq!(ws.root, outer.canonicalize().unwrap());
+        std::fs::write(inner.join(CONFIG_FILE_NAME), "").unwrap();
+        let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
+        assert_eq!(ws.root, inner.canonicalize().unwrap());
+    }
+
+    #[test]
+    fn explicit_workspace_needs_no_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = find_workspace(WorkspaceArg::Explicit(dir.path())).unwrap();
+        assert_eq!(ws.config, None);
+        let missing = dir.path().join("missing");
+        let err = find_workspace(WorkspaceArg::Explicit(&missing)).unwrap_err();
+        assert!(matches!(err, WorkspaceError::Unusable { .. }));
+    }
+}
