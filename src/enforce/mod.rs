@@ -3,3 +3,4 @@
 //! and the launch of confined child processes.
 
 pub mod beneath;
+pub mod gate;
