@@ -22,3 +22,4 @@ pub use pidns::{
 };
 pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
 pub use seccomp::{TerminalGuard, TerminalGuardStatus};
+pub mod gate;

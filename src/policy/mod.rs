@@ -16,6 +16,7 @@ mod load;
 pub mod path;
 pub mod reference;
 mod resolve;
+pub mod shims;
 mod trie;
 mod workspace;
 

@@ -1,0 +1,74 @@
+//! The `fs` module: thin adapters from Buzz arguments to [`Gate`] calls.
+//!
+//! [`Gate`]: crate::enforce::gate::Gate
+
+use super::errors::raise_gate;
+use super::Session;
+use crate::buzz::{NativeCall, NativeModule, Raise, Value};
+use crate::enforce::gate::{GateError, WriteMode};
+use std::rc::Rc;
+
+/// The `fs` module bound to `session`.
+pub fn module(session: &Rc<Session>) -> NativeModule {
+    let m = NativeModule::new("fs");
+    let m = bind(m, session, "read", |s, call| {
+        let bytes = s.gate().read(call.arg_str(0)?);
+        let bytes = s.check(bytes)?;
+        Ok(Value::str(String::from_utf8_lossy(&bytes).as_ref()))
+    });
+    let m = bind(m, session, "write", |s, call| {
+        let (path, text) = (call.arg_str(0)?, call.arg_str(1)?);
+        s.check(s.gate().write(path, text.as_bytes(), WriteMode::Truncate))?;
+        Ok(Value::Null)
+    });
+    let m = bind(m, session, "append", |s, call| {
+        let (path, text) = (call.arg_str(0)?, call.arg_str(1)?);
+        s.check(s.gate().write(path, text.as_bytes(), WriteMode::Append))?;
+        Ok(Value::Null)
+    });
+    let m = bind(m, session, "exists", |s, call| {
+        Ok(Value::Bool(s.check(s.gate().exists(call.arg_str(0)?))?))
+    });
+    let m = bind(m, session, "list", |s, call| {
+        let names = s.check(s.gate().list(call.arg_str(0)?))?;
+        Ok(Value::list(names.into_iter().map(Value::str).collect()))
+    });
+    let m = bind(m, session, "makeDirectory", |s, call| {
+        s.check(s.gate().make_directory(call.arg_str(0)?))?;
+        Ok(Value::Null)
+    });
+    let m = bind(m, session, "copy", |s, call| {
+        s.check(s.gate().copy(call.arg_str(0)?, call.arg_str(1)?))?;
+        Ok(Value::Null)
+    });
+    let m = bind(m, session, "move", |s, call| {
+        s.check(s.gate().rename(call.arg_str(0)?, call.arg_str(1)?))?;
+        Ok(Value::Null)
+    });
+    let m = bind(m, session, "delete", |s, call| {
+        s.check(s.gate().delete(call.arg_str(0)?))?;
+        Ok(Value::Null)
+    });
+    bind(m, session, "currentDirectory", |s, _| {
+        let cwd = s.gate().current_directory().to_string_lossy().into_owned();
+        Ok(Value::str(cwd))
+    })
+}
+
+/// Registers `name` as a native that sees the session.
+pub(super) fn bind(
+    module: NativeModule,
+    session: &Rc<Session>,
+    name: &str,
+    f: impl Fn(&Session, &mut NativeCall<'_>) -> Result<Value, Raise> + 'static,
+) -> NativeModule {
+    let session = Rc::clone(session);
+    module.function(name, move |call| f(&session, call))
+}
+
+impl Session {
+    /// Turns a gate result into a Buzz result.
+    pub(super) fn check<T>(&self, result: Result<T, GateError>) -> Result<T, Raise> {
+        result.map_err(|e| raise_gate(e, self.home()))
+    }
+}

@@ -1,0 +1,100 @@
+//! Attributing a child's failure to the sandbox: a child denied by the
+//! kernel only says "Permission denied"; if the path it names is one the
+//! policy does not grant, magus says which rule refused it and how to fix
+//! it, so a kernel denial is not a mystery.
+
+use crate::diag::{Code, Diagnostic};
+use crate::enforce::gate::{allow_entry, Gate};
+use crate::policy::{normalize, Access};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Phrases with which programs report an `EACCES` / `EPERM`.
+const DENIAL_PHRASES: [&str; 2] = ["Permission denied", "Operation not permitted"];
+
+/// At most this many notes per failing child.
+const MAX_NOTES: usize = 3;
+
+/// Notes for the ungranted paths named on denial lines of `stderr`.
+pub fn denials_in(gate: &Gate, stderr: &[u8], home: Option<&Path>) -> Vec<Diagnostic> {
+    let text = String::from_utf8_lossy(stderr);
+    let mut seen = BTreeSet::new();
+    text.lines()
+        .filter(|line| DENIAL_PHRASES.iter().any(|p| line.contains(p)))
+        .flat_map(candidate_paths)
+        .filter_map(|p| normalize(gate.current_directory(), Path::new(&p)).ok())
+        .filter(|p| seen.insert(p.clone()))
+        .filter_map(|p| note_for(gate, p, home))
+        .take(MAX_NOTES)
+        .collect()
+}
+
+/// Tokens of a line that look like paths: quoted or bare, absolute or
+/// relative with a `/`, with trailing punctuation removed.
+fn candidate_paths(line: &str) -> Vec<String> {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '‘' | '’'))
+        .map(|t| {
+            t.trim_end_matches([':', ',', ';', ')'])
+                .trim_start_matches('(')
+        })
+        .filter(|t| {
+            t.starts_with('/') || t.starts_with("~/") || t.starts_with("./") || t.contains('/')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn note_for(gate: &Gate, path: PathBuf, home: Option<&Path>) -> Option<Diagnostic> {
+    let policy = gate.policy();
+    let (code, access) = if !policy.check(&path, Access::Read).is_allowed() {
+        (Code::Mgs2001, Access::Read)
+    } else if !policy.check(&path, Access::Write).is_allowed() {
+        (Code::Mgs2002, Access::Write)
+    } else {
+        return None;
+    };
+    let shown = path.display();
+    let message = match access {
+        Access::Write => {
+            format!("the child's failure on `{shown}` is the sandbox: writes there are not granted")
+        }
+        _ => format!("the child's failure on `{shown}` is the sandbox: it is not granted"),
+    };
+    Some(
+        Diagnostic::note(message)
+            .with_code(code)
+            .with_path(shown.to_string())
+            .with_help(allow_entry(&path, access.needed_mode(), home)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::candidate_paths;
+
+    #[test]
+    fn finds_paths_in_common_denial_lines() {
+        let cases = [
+            (
+                "cat: /root/.ssh/id_rsa: Permission denied",
+                vec!["/root/.ssh/id_rsa"],
+            ),
+            (
+                "touch: cannot touch '/etc/x': Permission denied",
+                vec!["/etc/x"],
+            ),
+            (
+                "sh: 1: cannot create out/log: Permission denied",
+                vec!["out/log"],
+            ),
+            (
+                "PermissionError: [Errno 13] Permission denied: '/home/u/.aws/credentials'",
+                vec!["/home/u/.aws/credentials"],
+            ),
+            ("Permission denied", vec![]),
+        ];
+        for (line, want) in cases {
+            assert_eq!(candidate_paths(line), want, "{line}");
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The file operations of the spell API, each checked and then performed
+//! through handles opened beneath the granted root. With the sandbox off
+//! they go straight to `std::fs`, so the same bindings run ungated.
+
+use super::{FsOp, Gate, GateError, Located};
+use crate::enforce::beneath::Follow;
+use crate::policy::Access;
+use nix::dir::Dir;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{fstatat, mkdirat, Mode, SFlag};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+/// How `write` treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Truncate,
+    Append,
+}
+
+impl Gate {
+    /// The whole content of a file.
+    pub fn read(&self, spelled: &str) -> Result<Vec<u8>, GateError> {
+        let op = FsOp::Read;
+        if !self.is_on() {
+            return std::fs::read(spelled).map_err(|e| GateError::io(op, spelled, e));
+        }
+        let (fd, _) = self.open(spelled, Access::Read, op, OFlag::O_RDONLY)?;
+        let mut bytes = Vec::new();
+        File::from(fd)
+            .read_to_end(&mut bytes)
+            .map_err(|e| GateError::io(op, spelled, e))?;
+        Ok(bytes)
+    }
+
+    /// Creates or truncates (or appends to) a file and writes `data`.
+    pub fn write(&self, spelled: &str, data: &[u8], mode: WriteMode) -> Result<(), GateError> {
+        let op = match mode {
+            WriteMode::Truncate => FsOp::Write,
+            WriteMode::Append => FsOp::Append,
+        };
+        let mut file = self.open_for_write(spelled, op, mode)?;
+        file.write_all(data)
+            .map_err(|e| GateError::io(op, spelled, e))
+    }
+
+    fn open_for_write(&self, spelled: &str, op: FsOp, mode: WriteMode) -> Result<File, GateError> {
+        let extra = match mode {
+            WriteMode::Truncate => OFlag::O_TRUNC,
+            WriteMode::Append => OFlag::O_APPEND,
+        };
+        if !self.is_on() {
+            let mut options = std::fs::OpenOptions::new();
+            options.create(true).write(true);
+            match mode {
+                WriteMode::Truncate => options.truncate(true),
+                WriteMode::Append => options.append(true),
+            };
+            return options
+                .open(spelled)
+                .map_err(|e| GateError::io(op, spelled, e));
+        }
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | extra;
+        let (fd, _) = self.open(spelled, Access::Write, op, flags)?;
+        Ok(File::from(fd))
+    }
+
+    /// Whether the path exists. Asking is a read: an ungranted path is
+    /// denied rather than reported missing, so a spell cannot probe for
+    /// secrets.
+    pub fn exists(&self, spelled: &str) -> Result<bool, GateError> {
+        let op = FsOp::Exists;
+        if !self.is_on() {
+            return Ok(Path::new(spelled).exists());
+        }
+        match self.open(spelled, Access::Read, op, OFlag::O_PATH) {
+            Ok(_) => Ok(true),
+            Err(GateError::Io { source, .. }) if is_missing(&source) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The names in a directory, sorted.
+    pub fn list(&self, spelled: &str) -> Result<Vec<String>, GateError> {
+        let op = FsOp::List;
+        let mut names = if self.is_on() {
+            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
+            let (fd, _) = self.open(spelled, Access::Read, op, flags)?;
+            read_names(fd).map_err(|e| GateError::io(op, spelled, e))?
+        } else {
+            std::fs::read_dir(spelled)
+                .and_then(|entries| {
+                    entries
+                        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                        .collect()
+                })
+                .map_err(|e| GateError::io(op, spelled, e))?
+        };
+        names.sort();
+        Ok(names)
+    }
+
+    /// Creates a directory and its missing parents, like `mkdir -p`.
+    pub fn make_directory(&self, spelled: &str) -> Result<(), GateError> {
+        let op = FsOp::MakeDirectory;
+        if !self.is_on() {
+            return std::fs::create_dir_all(spelled).map_err(|e| GateError::io(op, spelled, e));
+        }
+        let located = self.locate(spelled, Access::Write, op)?;
+        let located = match self.make_beneath(&located) {
+            Err(e) if is_escape(&e) => self.relocate(spelled, &located.abs, Access::Write, op)?,
+            other => return other.map_err(|e| GateError::io(op, spelled, e)),
+        };
+        self.make_beneath(&located)
+            .map_err(|e| GateError::io(op, spelled, e))
+    }
+
+    /// Creates each missing component in turn, each parent opened beneath
+    /// the root without following symlinks.
+    fn make_beneath(&self, located: &Located) -> io::Result<()> {
+        let mut parent = std::path::PathBuf::new();
+        for component in located.rel.components() {
+            let dir = located
+                .root
+                .open_beneath(&parent, OFlag::O_PATH | OFlag::O_DIRECTORY, Follow::Never)
+                .map_err(beneath_to_io)?;
+            match mkdirat(
+                dir.as_fd(),
+                component.as_os_str(),
+                Mode::from_bits_truncate(0o777),
+            ) {
+                Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            parent.push(component);
+        }
+        Ok(())
+    }
+
+    /// Removes a file, a symlink or an empty directory.
+    pub fn delete(&self, spelled: &str) -> Result<(), GateError> {
+        let op = FsOp::Delete;
+        if !self.is_on() {
+            return delete_ambient(Path::new(spelled)).map_err(|e| GateError::io(op, spelled, e));
+        }
+        let (parent, name) = self.open_parent(spelled, op)?;
+        let is_dir = fstatat(
+            parent.as_fd(),
+            name.as_os_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR)
+        .map_err(|e| GateError::io(op, spelled, e.into()))?;
+        let flag = if is_dir {
+            UnlinkatFlags::RemoveDir
+        } else {
+            UnlinkatFlags::NoRemoveDir
+        };
+        unlinkat(parent.as_fd(), name.as_os_str(), flag)
+            .map_err(|e| GateError::io(op, spelled, e.into()))
+    }
+
+    /// The directory holding `spelled` (opened beneath its root for a
+    /// write) and the final name.
+    fn open_parent(
+        &self,
+        spelled: &str,
+        op: FsOp,
+    ) -> Result<(OwnedFd, std::ffi::OsString), GateError> {
+        let abs = self.absolute(spelled, op)?;
+        let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+            let e = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the root directory has no parent",
+            );
+            return Err(GateError::io(op, spelled, e));
+        };
+        // The parent must be writable, and so must the entry itself (a
+        // protected name inside a writable directory stays protected).
+        self.locate(spelled, Access::Write, op)?;
+        let parent_spelled = parent.to_string_lossy();
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
+        let (fd, _) = self
+            .open(&parent_spelled, Access::Write, op, flags)
+            .map_err(|e| respell(e, spelled))?;
+        Ok((fd, name.to_os_string()))
+    }
+
+    /// Renames `from` to `to`. Both ends are checked before anything
+    /// happens, so a denied move leaves the source as it was. Across
+    /// filesystems a file is copied, then the source removed.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), GateError> {
+        let op = FsOp::Move;
+        if !self.is_on() {
+            return std::fs::rename(from, to).map_err(|e| GateError::io(op, from, e));
+        }
+        let (from_dir, from_name) = self.open_parent(from, op)?;
+        let (to_dir, to_name) = self.open_parent(to, op)?;
+        let renamed = nix::fcntl::renameat(
+            from_dir.as_fd(),
+            from_name.as_os_str(),
+            to_dir.as_fd(),
+            to_name.as_os_str(),
+        );
+        match renamed {
+            Ok(()) => Ok(()),
+            Err(nix::errno::Errno::EXDEV) => {
+                self.copy(from, to)?;
+                self.delete(from)
+            }
+            Err(e) => Err(GateError::io(op, from, e.into())),
+        }
+    }
+
+    /// Copies the content of file `from` to `to` (created or truncated).
+    pub fn copy(&self, from: &str, to: &str) -> Result<(), GateError> {
+        let op = FsOp::Copy;
+        if !self.is_on() {
+            return std::fs::copy(from, to)
+                .map(|_| ())
+                .map_err(|e| GateError::io(op, from, e));
+        }
+        let (source, _) = self.open(from, Access::Read, op, OFlag::O_RDONLY)?;
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC;
+        let (target, _) = self.open(to, Access::Write, op, flags)?;
+        io::copy(&mut File::from(source), &mut File::from(target))
+            .map(|_| ())
+            .map_err(|e| GateError::io(op, to, e))
+    }
+}
+
+fn read_names(fd: OwnedFd) -> io::Result<Vec<String>> {
+    let mut dir = Dir::from_fd(fd)?;
+    let mut names = Vec::new();
+    for entry in dir.iter() {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            names.push(String::from_utf8_lossy(&name).into_owned());
+        }
+    }
+    Ok(names)
+}
+
+fn delete_ambient(path: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        std::fs::remove_dir(path)
+    } else {
+        std::fs::remove_file(path)
+    }
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR))
+}
+
+fn is_escape(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP))
+}
+
+fn beneath_to_io(e: crate::enforce::beneath::BeneathError) -> io::Error {
+    match e {
+        crate::enforce::beneath::BeneathError::Escapes => io::Error::from_raw_os_error(libc::EXDEV),
+        crate::enforce::beneath::BeneathError::Os(e) => e,
+        #[allow(unreachable_patterns)]
+        _ => io::Error::other("open beneath failed"),
+    }
+}
+
+/// Reports an error about a parent directory under the path the spell
+/// actually named.
+fn respell(e: GateError, spelled: &str) -> GateError {
+    match e {
+        GateError::Denied(mut d) => {
+            d.spelled = spelled.to_string();
+            GateError::Denied(d)
+        }
+        other => other,
+    }
+}

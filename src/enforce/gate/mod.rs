@@ -1,0 +1,240 @@
+//! The interpreter-level gate: every path a spell names is made absolute,
+//! normalised, checked on the policy's trie and then opened *beneath* the
+//! granted root that allowed it ([`super::beneath`]), so what the check saw
+//! is what the operation touches.
+//!
+//! The gate also refuses what Landlock cannot express: writes to the
+//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/hooks/**`)
+//! and reads of other processes' `/proc/<pid>` entries. It never prints;
+//! denials are [`Denial`] values that the bindings turn into `SandboxError`.
+
+mod denial;
+mod fs_ops;
+mod program;
+
+pub use denial::{allow_entry, Denial, DenialReason, FsOp, GateError};
+pub use fs_ops::WriteMode;
+pub use program::ProgramLookup;
+
+use super::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
+use crate::policy::{normalize, Access, Policy, SandboxState};
+use nix::fcntl::OFlag;
+use std::cell::RefCell;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// The gate of one run. It is single-threaded, like the interpreter.
+#[derive(Debug)]
+pub struct Gate {
+    policy: Rc<Policy>,
+    cwd: PathBuf,
+    /// Directory handles of granted roots, opened on first use.
+    roots: RefCell<Vec<Option<Rc<Root>>>>,
+    own_pid: u32,
+}
+
+/// A path that passed the check: the root that allows it and the rest.
+#[derive(Debug)]
+struct Located {
+    root: Rc<Root>,
+    rel: PathBuf,
+    abs: PathBuf,
+}
+
+impl Gate {
+    /// A gate over `policy`, resolving relative paths against `cwd`.
+    pub fn new(policy: Rc<Policy>, cwd: PathBuf) -> Gate {
+        let roots = RefCell::new(vec![None; policy.grants.len()]);
+        Gate {
+            policy,
+            cwd,
+            roots,
+            own_pid: std::process::id(),
+        }
+    }
+
+    /// The policy this gate enforces.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The directory relative paths are resolved against.
+    pub fn current_directory(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Whether the gate checks anything at all.
+    pub fn is_on(&self) -> bool {
+        self.policy.state == SandboxState::On
+    }
+
+    /// The absolute, lexically normal form of `spelled`.
+    fn absolute(&self, spelled: &str, op: FsOp) -> Result<PathBuf, GateError> {
+        normalize(&self.cwd, Path::new(spelled)).map_err(|source| GateError::InvalidPath {
+            op,
+            spelled: spelled.to_string(),
+            source,
+        })
+    }
+
+    /// Checks `spelled` for `access` and finds the root to open it beneath.
+    fn locate(&self, spelled: &str, access: Access, op: FsOp) -> Result<Located, GateError> {
+        let abs = self.absolute(spelled, op)?;
+        self.refuse_special(spelled, &abs, None, access, op)?;
+        match self.policy.check(&abs, access).grant {
+            Some(index) => self.located(index, abs, spelled, op),
+            // A symlinked ancestor may lead into a granted root (`/bin` is
+            // `/usr/bin` on merged-usr systems): resolve, then check again.
+            None => self.relocate(spelled, &abs, access, op),
+        }
+    }
+
+    /// Resolves where `abs` really leads and checks that path instead.
+    fn relocate(
+        &self,
+        spelled: &str,
+        abs: &Path,
+        access: Access,
+        op: FsOp,
+    ) -> Result<Located, GateError> {
+        let real = resolve_existing_prefix(abs).map_err(|e| GateError::io(op, spelled, e))?;
+        let leads_to = (real != abs).then(|| real.clone());
+        self.refuse_special(spelled, abs, leads_to.as_deref(), access, op)?;
+        self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
+        match self.policy.check(&real, access).grant {
+            Some(index) if leads_to.is_some() => self.located(index, real, spelled, op),
+            _ => Err(
+                Denial::new(op, access, spelled, abs, leads_to, DenialReason::NotGranted).into(),
+            ),
+        }
+    }
+
+    fn located(
+        &self,
+        index: usize,
+        abs: PathBuf,
+        spelled: &str,
+        op: FsOp,
+    ) -> Result<Located, GateError> {
+        let root = self
+            .root(index)
+            .map_err(|e| GateError::io(op, spelled, e))?;
+        let rel = abs
+            .strip_prefix(root.path())
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        Ok(Located { root, rel, abs })
+    }
+
+    fn root(&self, index: usize) -> std::io::Result<Rc<Root>> {
+        let mut roots = self.roots.borrow_mut();
+        if let Some(Some(root)) = roots.get(index) {
+            return Ok(Rc::clone(root));
+        }
+        let root = Rc::new(Root::open(&self.policy.grants[index].path)?);
+        if let Some(slot) = roots.get_mut(index) {
+            *slot = Some(Rc::clone(&root));
+        }
+        Ok(root)
+    }
+
+    /// Opens `spelled` beneath the root that allows `access`. When the
+    /// kernel reports that resolution left the root (a symlink or magic
+    /// link), the real target is checked and opened beneath *its* root, once.
+    fn open(
+        &self,
+        spelled: &str,
+        access: Access,
+        op: FsOp,
+        flags: OFlag,
+    ) -> Result<(OwnedFd, Located), GateError> {
+        let follow = follow_for(access);
+        let located = self.locate(spelled, access, op)?;
+        match located.root.open_beneath(&located.rel, flags, follow) {
+            Ok(fd) => Ok((fd, located)),
+            Err(BeneathError::Escapes) => self.open_real(spelled, &located.abs, access, op, flags),
+            Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
+        }
+    }
+
+    fn open_real(
+        &self,
+        spelled: &str,
+        abs: &Path,
+        access: Access,
+        op: FsOp,
+        flags: OFlag,
+    ) -> Result<(OwnedFd, Located), GateError> {
+        let located = self.relocate(spelled, abs, access, op)?;
+        match located
+            .root
+            .open_beneath(&located.rel, flags, follow_for(access))
+        {
+            Ok(fd) => Ok((fd, located)),
+            Err(BeneathError::Escapes) => Err(GateError::Raced {
+                op,
+                spelled: spelled.to_string(),
+            }),
+            Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
+        }
+    }
+
+    /// What the trie cannot say: protected workspace files and other
+    /// processes' `/proc` entries.
+    fn refuse_special(
+        &self,
+        spelled: &str,
+        path: &Path,
+        leads_to: Option<&Path>,
+        access: Access,
+        op: FsOp,
+    ) -> Result<(), GateError> {
+        if !self.is_on() {
+            return Ok(());
+        }
+        let reason = if access == Access::Write && self.is_protected(path) {
+            DenialReason::Protected
+        } else if is_foreign_proc(path, self.own_pid) {
+            DenialReason::ForeignProcess
+        } else {
+            return Ok(());
+        };
+        let leads_to = leads_to.map(Path::to_path_buf);
+        Err(Denial::new(op, access, spelled, path, leads_to, reason).into())
+    }
+
+    fn is_protected(&self, path: &Path) -> bool {
+        let Ok(rest) = path.strip_prefix(&self.policy.workspace) else {
+            return false;
+        };
+        rest == Path::new("magus.yaml")
+            || rest == Path::new("magus.lock")
+            || rest.starts_with(".git/hooks")
+    }
+}
+
+fn follow_for(access: Access) -> Follow {
+    match access {
+        // A write must not follow a symlink unchecked: the link may lead to a
+        // protected file beneath the same writable root.
+        Access::Write => Follow::Never,
+        Access::Read | Access::Execute => Follow::BeneathOnly,
+    }
+}
+
+/// `/proc/<pid>/...` of any process but our own. Children get their own
+/// PID namespace; this keeps `fs.*` from reading magus's parents.
+fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
+    let Ok(rest) = path.strip_prefix("/proc") else {
+        return false;
+    };
+    let Some(first) = rest.components().next() else {
+        return false;
+    };
+    let name = first.as_os_str().to_string_lossy();
+    match name.parse::<u32>() {
+        Ok(pid) => pid != own_pid,
+        Err(_) => false,
+    }
+}
