@@ -18,7 +18,8 @@ pub use landlock::{
     Unavailable, Unenforced,
 };
 pub use pidns::{
-    enter_private_pid_namespace, pid_isolation, PidIsolation, PidIsolationUnavailable,
+    enter_private_pid_namespace, pid_isolation, probe_private_pid_namespace, PidIsolation,
+    PidIsolationUnavailable,
 };
 pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
 pub use seccomp::{TerminalGuard, TerminalGuardStatus};

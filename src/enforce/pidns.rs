@@ -281,3 +281,45 @@ fn exit_now(code: i32) -> ! {
     // to magus proper, not to its waiters.
     unsafe { libc::_exit(code) }
 }
+
+/// Whether [`enter_private_pid_namespace`] would succeed here, asked in a
+/// throw-away child so this process changes nothing (for `magus sandbox
+/// check`). The child unshares the namespaces and exits; `/proc` is not
+/// mounted, so a `Mount` failure can only show at `magus run`.
+pub fn probe_private_pid_namespace() -> PidIsolation {
+    if !is_single_threaded() {
+        let reason = PidIsolationUnavailable::ThreadsRunning;
+        return PidIsolation::Unavailable { reason };
+    }
+    // SAFETY: single-threaded (checked above); the child only makes
+    // syscalls and `_exit`s.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let code = match unshare_namespaces() {
+                Ok(UserNamespace::NotNeeded) => 0,
+                Ok(UserNamespace::Created) => 1,
+                Err(_) => 2,
+            };
+            // SAFETY: _exit is always safe.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => probe_verdict(waitpid(child, None)),
+        Err(errno) => PidIsolation::Unavailable {
+            reason: PidIsolationUnavailable::Fork(errno),
+        },
+    }
+}
+
+fn probe_verdict(status: nix::Result<WaitStatus>) -> PidIsolation {
+    match status {
+        Ok(WaitStatus::Exited(_, 0)) => PidIsolation::PrivateNamespace {
+            user_namespace: UserNamespace::NotNeeded,
+        },
+        Ok(WaitStatus::Exited(_, 1)) => PidIsolation::PrivateNamespace {
+            user_namespace: UserNamespace::Created,
+        },
+        _ => PidIsolation::Unavailable {
+            reason: PidIsolationUnavailable::Unshare(Errno::EPERM),
+        },
+    }
+}

@@ -1,104 +1,30 @@
-//! The `magus` command line: argument parsing, workspace discovery and the
-//! wiring of policy, enforcement, interpreter and diagnostics.
-//!
-//! This is the one place that reads the process environment and current
-//! directory; everything below it takes them as inputs.
+//! `magus sandbox check`: the resolved policy on stdout (each path, its
+//! rights and where it came from), then every startup diagnostic.
 
+use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer};
-use crate::policy::{
-    self, Grant, GrantSource, Network, Policy, SandboxState, StartupInput, StateSource,
-    WorkspaceArg,
-};
-use clap::{Parser, Subcommand};
+use crate::enforce::pidns::UserNamespace;
+use crate::enforce::{LandlockStatus, PidIsolation};
+use crate::policy::{self, Grant, GrantSource, Network, Policy, SandboxState, StateSource};
 use serde_json::json;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
-
-/// Exit status for an invalid configuration or command line.
-const EXIT_CONFIG: i32 = 2;
-
-#[derive(Debug, Parser)]
-#[command(name = "magus", version, about = "Run spells in a sandbox")]
-struct Cli {
-    #[command(flatten)]
-    global: GlobalArgs,
-    #[command(subcommand)]
-    command: Command,
-}
-
-/// Flags accepted before or after any subcommand.
-#[derive(Debug, clap::Args)]
-struct GlobalArgs {
-    /// The workspace root (default: the nearest ancestor holding magus.yaml).
-    #[arg(long, global = true, value_name = "DIR")]
-    workspace: Option<PathBuf>,
-    /// How diagnostics are printed.
-    #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
-    message_format: MessageFormat,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Inspect the sandbox.
-    #[command(subcommand)]
-    Sandbox(SandboxCommand),
-}
-
-#[derive(Debug, Subcommand)]
-enum SandboxCommand {
-    /// Validate magus.yaml, print the resolved policy and every startup
-    /// diagnostic; exit 2 on errors.
-    Check,
-}
-
-/// Runs the CLI and returns the process exit status.
-pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return err.exit_code();
-        }
-    };
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    match cli.command {
-        Command::Sandbox(SandboxCommand::Check) => sandbox_check(&cli.global, &env),
-    }
-}
 
 /// `magus sandbox check`: the policy to stdout, diagnostics to stderr.
-fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
+pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let cwd = match std::env::current_dir() {
-        Ok(dir) => dir,
-        Err(e) => {
-            renderer.emit(&Diagnostic::error(format!(
-                "cannot read the current directory: {e}"
-            )));
-            return EXIT_CONFIG;
-        }
-    };
-    let workspace = match &global.workspace {
-        Some(dir) => WorkspaceArg::Explicit(dir),
-        None => WorkspaceArg::Discover { start: &cwd },
-    };
-    let startup = match policy::startup(StartupInput { workspace, env }) {
+    let startup = match load(global, env) {
         Ok(startup) => startup,
-        Err(err) => {
-            renderer.emit(&err.to_diagnostic());
-            return EXIT_CONFIG;
-        }
+        Err(status) => return status,
     };
+    let policy = &startup.policy;
+    let kernel = KernelReport::probe(policy, env);
     let report = match global.message_format {
-        MessageFormat::Human => human_report(&startup.policy),
-        MessageFormat::Json => json_report(&startup.policy),
+        MessageFormat::Human => human_report(policy, &kernel),
+        MessageFormat::Json => json_report(policy, &kernel),
     };
     let _ = std::io::stdout().lock().write_all(report.as_bytes());
-    let mut diagnostics = startup.diagnostics;
-    if startup.policy.state == SandboxState::On {
-        diagnostics.extend(startup.policy.child_env(env).diagnostics());
-    }
+    let diagnostics = startup_diagnostics(startup.diagnostics, policy, env, &kernel);
     for d in &diagnostics {
         renderer.emit(d);
     }
@@ -106,6 +32,75 @@ fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         EXIT_CONFIG
     } else {
         0
+    }
+}
+
+/// Every diagnostic `magus run` would give at startup, in the same words.
+fn startup_diagnostics(
+    mut diagnostics: Vec<Diagnostic>,
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    kernel: &KernelReport,
+) -> Vec<Diagnostic> {
+    if policy.state == SandboxState::Off {
+        return diagnostics;
+    }
+    let child_env = policy.child_env(env);
+    if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
+        diagnostics.push(super::run::landlock_unavailable(*reason));
+    }
+    diagnostics.extend(super::run::shim_warnings(policy, env, &child_env.stripped));
+    diagnostics.extend(child_env.diagnostics());
+    diagnostics
+}
+
+/// The kernel protections `magus run` would put in force, found without
+/// restricting this process.
+struct KernelReport {
+    landlock: LandlockStatus,
+    pid: PidIsolation,
+}
+
+impl KernelReport {
+    fn probe(policy: &Policy, env: &[(OsString, OsString)]) -> KernelReport {
+        let request = super::run::landlock_request(env);
+        KernelReport {
+            landlock: crate::enforce::landlock::probe(&policy.network, request),
+            pid: crate::enforce::probe_private_pid_namespace(),
+        }
+    }
+
+    fn landlock_text(&self) -> String {
+        match &self.landlock {
+            LandlockStatus::Enforced { abi, unenforced } if unenforced.is_empty() => {
+                format!("enforced (ABI {abi}), every requested right")
+            }
+            LandlockStatus::Enforced { abi, unenforced } => {
+                let missing: Vec<String> = unenforced.iter().map(|u| u.to_string()).collect();
+                format!(
+                    "enforced (ABI {abi}); not enforced by this kernel: {}",
+                    missing.join(", ")
+                )
+            }
+            LandlockStatus::Unavailable { reason } => {
+                format!("unavailable ({reason}): interpreter-level gate only")
+            }
+        }
+    }
+
+    fn pid_text(&self) -> String {
+        match self.pid {
+            PidIsolation::PrivateNamespace { user_namespace } => {
+                let via = match user_namespace {
+                    UserNamespace::NotNeeded => "as root",
+                    UserNamespace::Created => "in a user namespace",
+                };
+                format!("private PID namespace and /proc for magus and its children ({via})")
+            }
+            PidIsolation::Unavailable { reason } => format!(
+                "shared with the machine ({reason}); children rely on Landlock ptrace scoping"
+            ),
+        }
     }
 }
 
@@ -142,7 +137,7 @@ fn network_text(network: &Network) -> String {
     }
 }
 
-fn human_report(policy: &Policy) -> String {
+fn human_report(policy: &Policy, kernel: &KernelReport) -> String {
     let mut out = String::new();
     let config = policy
         .config_file
@@ -179,6 +174,10 @@ fn human_report(policy: &Policy) -> String {
         "network          {}\n",
         network_text(&policy.network)
     ));
+    out.push_str("\nkernel\n");
+    out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
+    out.push_str(&format!("  /proc     {}\n", kernel.pid_text()));
+    out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
     out
 }
 
@@ -199,7 +198,7 @@ fn json_grant(grant: &Grant) -> serde_json::Value {
     })
 }
 
-fn json_report(policy: &Policy) -> String {
+fn json_report(policy: &Policy, kernel: &KernelReport) -> String {
     let network = match &policy.network {
         Network::Allow => json!("allow"),
         Network::Deny => json!("deny"),
@@ -216,31 +215,11 @@ fn json_report(policy: &Policy) -> String {
         "grants": policy.grants.iter().map(json_grant).collect::<Vec<_>>(),
         "passthrough": policy.passthrough.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
+        "kernel": {
+            "landlock": kernel.landlock_text(),
+            "landlock_abi": kernel.landlock.abi(),
+            "proc": kernel.pid_text(),
+        },
     });
     format!("{value}\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_command_line_is_well_formed() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn global_flags_go_before_or_after_the_subcommand() {
-        for args in [
-            vec!["magus", "--message-format", "json", "sandbox", "check"],
-            vec!["magus", "sandbox", "check", "--message-format", "json"],
-            vec!["magus", "sandbox", "--message-format=json", "check"],
-        ] {
-            let cli = Cli::try_parse_from(&args).unwrap();
-            assert_eq!(cli.global.message_format, MessageFormat::Json, "{args:?}");
-        }
-        let cli = Cli::try_parse_from(["magus", "sandbox", "check", "--workspace", "/w"]).unwrap();
-        assert_eq!(cli.global.workspace, Some(PathBuf::from("/w")));
-    }
 }

@@ -1,0 +1,251 @@
+//! `magus run`: the startup sequence that puts a spell in the sandbox, in
+//! the only order that works.
+//!
+//! 1. Resolve the policy (before anything is restricted, so `magus.yaml`
+//!    and `$HOME` can still be read).
+//! 2. Re-execute with the scrubbed environment, so `/proc/<magus>/environ`
+//!    holds no secret (DESIGN §6).
+//! 3. Enter a private PID namespace (mounting `/proc` is impossible once
+//!    Landlock is on), install the terminal guard, then Landlock — all on
+//!    the lone main thread.
+//! 4. Run the spell with the gated bindings.
+
+use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
+use crate::bindings::{self, Session};
+use crate::buzz::{BuzzError, Interpreter};
+use crate::diag::{Code, Diagnostic, Renderer};
+use crate::enforce::gate::Gate;
+use crate::enforce::landlock::Unavailable;
+use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, TerminalGuard};
+use crate::policy::shims::find_shims;
+use crate::policy::{Access, ChildEnv, Policy, SandboxState, DAEMON_SOCKET_VAR};
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// Variables magus itself needs to resolve the same policy after the
+/// re-exec; they are no secret, and children still do not get them.
+const KEPT_FOR_MAGUS: [&str; 2] = ["TMPDIR", "XDG_CACHE_HOME"];
+
+/// Runs the spell `spell` with `args`; returns the exit status.
+pub(super) fn run(
+    global: &GlobalArgs,
+    env: &[(OsString, OsString)],
+    reexec: Option<ReexecState>,
+    spell: &str,
+    args: Vec<String>,
+) -> i32 {
+    let renderer = Renderer::new(global.message_format);
+    let startup = match load(global, env) {
+        Ok(startup) => startup,
+        Err(status) => return status,
+    };
+    let policy = startup.policy;
+    let (file, source) = match read_spell(&policy.workspace, spell) {
+        Ok(found) => found,
+        Err(d) => {
+            renderer.emit(&d);
+            return EXIT_CONFIG;
+        }
+    };
+    let mut child_env = match policy.state {
+        SandboxState::On => policy.child_env(env),
+        SandboxState::Off => unsandboxed_env(env),
+    };
+    if policy.state == SandboxState::On {
+        match reexec {
+            None if needs_reexec(&child_env) => return reexec_scrubbed(env, &child_env, &renderer),
+            None => {}
+            Some(state) => restore_stripped(&mut child_env, state),
+        }
+    }
+    let mut diagnostics = startup.diagnostics;
+    let domain = match confine(&policy, env, &mut diagnostics) {
+        Ok(domain) => domain,
+        Err(d) => {
+            renderer.emit(&d);
+            return EXIT_CONFIG;
+        }
+    };
+    if policy.state == SandboxState::On {
+        diagnostics.extend(shim_warnings(&policy, env, &child_env.stripped));
+    }
+    for d in &diagnostics {
+        renderer.emit(d);
+    }
+    execute(policy, domain, child_env, &file, &source, args, renderer)
+}
+
+/// The spell's path and source: `spells/NAME.buzz`, or a path to a file.
+fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Diagnostic> {
+    let path = if spell.ends_with(".buzz") || spell.contains('/') {
+        PathBuf::from(spell)
+    } else {
+        workspace.join("spells").join(format!("{spell}.buzz"))
+    };
+    let source = std::fs::read(&path).map_err(|e| {
+        Diagnostic::error(format!(
+            "cannot read spell `{spell}` at {}: {e}",
+            path.display()
+        ))
+        .with_help("`magus list` shows the spells of this workspace")
+    })?;
+    let source = String::from_utf8(source).map_err(|e| {
+        Diagnostic::error(format!(
+            "spell {} is not valid UTF-8 (first bad byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok((path, source))
+}
+
+/// With the sandbox off, children get magus's whole environment.
+fn unsandboxed_env(env: &[(OsString, OsString)]) -> ChildEnv {
+    ChildEnv::build(env, &[crate::policy::EnvPattern::Prefix(String::new())])
+}
+
+fn needs_reexec(child_env: &ChildEnv) -> bool {
+    !child_env.stripped.is_empty() || child_env.daemon_socket_withheld()
+}
+
+/// Replaces this process with one that holds only the scrubbed environment.
+fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv, renderer: &Renderer) -> i32 {
+    let mut kept = child_env.vars.clone();
+    kept.extend(
+        env.iter()
+            .filter(|(k, _)| KEPT_FOR_MAGUS.iter().any(|name| k == OsStr::new(name)))
+            .cloned(),
+    );
+    let mut stripped: Vec<OsString> = child_env.stripped.iter().map(OsString::from).collect();
+    if child_env.daemon_socket_withheld() {
+        stripped.push(DAEMON_SOCKET_VAR.into());
+    }
+    let Err(e) = enforce::reexec_scrubbed(&kept, &stripped);
+    renderer.emit(&Diagnostic::error(format!(
+        "cannot re-execute magus with a scrubbed environment: {e}"
+    )));
+    EXIT_CONFIG
+}
+
+/// After the re-exec the environment is already clean: take the names the
+/// first process stripped, so MGS2003 and MGS2008 still say them.
+fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
+    for name in state.stripped {
+        let name = name.to_string_lossy().into_owned();
+        if name == DAEMON_SOCKET_VAR {
+            child_env.daemon_socket = crate::policy::DaemonSocket::Withheld;
+        } else if !KEPT_FOR_MAGUS.contains(&name.as_str()) {
+            child_env.stripped.push(name);
+        }
+    }
+    child_env.stripped.sort();
+    child_env.stripped.dedup();
+}
+
+/// Steps 3 of the module doc: PID namespace, terminal guard, Landlock.
+fn confine(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Domain, Diagnostic> {
+    if policy.state == SandboxState::Off {
+        return Ok(Domain::unconfined(Unavailable::ForcedOff));
+    }
+    enforce::enter_private_pid_namespace();
+    let guard = TerminalGuard::build().and_then(|g| g.install_on_self());
+    guard.map_err(|e| Diagnostic::error(format!("cannot install the terminal guard: {e}")))?;
+    let request = landlock_request(env);
+    let domain = enforce::install_on_self(&policy.grants, &policy.network, request)
+        .map_err(|e| Diagnostic::error(format!("cannot install the Landlock sandbox: {e}")))?;
+    if let LandlockStatus::Unavailable { reason } = domain.status() {
+        diagnostics.push(landlock_unavailable(*reason));
+    }
+    Ok(domain)
+}
+
+/// `MAGUS_SANDBOX_LANDLOCK=0` forces interpreter-only mode.
+pub(super) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest {
+    let value = env.iter().find(|(k, _)| k == "MAGUS_SANDBOX_LANDLOCK");
+    LandlockRequest::from_env_value(value.map(|(_, v)| v.as_os_str()))
+}
+
+/// MGS2005: said once, at startup, whenever no kernel domain is in force.
+pub(super) fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
+    Diagnostic::warning(format!(
+        "Landlock is unavailable ({reason}): only the interpreter-level gate is in force"
+    ))
+    .with_code(Code::Mgs2005)
+    .with_note("spells' fs.*, sh.* and env.* are still checked, but programs they start are not confined by the kernel")
+    .with_help("run on Linux 5.13 or newer with Landlock enabled (`magus sandbox check` shows the kernel's state)")
+}
+
+/// MGS2006 warnings for version-manager shims on the child `PATH`.
+pub(super) fn shim_warnings(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    stripped: &[String],
+) -> Vec<Diagnostic> {
+    let Some((_, path_var)) = env.iter().find(|(k, _)| k == "PATH") else {
+        return Vec::new();
+    };
+    let home = env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    let granted = |dir: &Path| {
+        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        policy.check(&real, Access::Execute).is_allowed()
+    };
+    find_shims(path_var, stripped, granted)
+        .iter()
+        .map(|finding| finding.to_diagnostic(home.as_deref()))
+        .collect()
+}
+
+/// Step 4: the spell runs with the gated bindings, from the workspace root.
+fn execute(
+    policy: Policy,
+    domain: Domain,
+    child_env: ChildEnv,
+    file: &Path,
+    source: &str,
+    args: Vec<String>,
+    renderer: Renderer,
+) -> i32 {
+    let workspace = policy.workspace.clone();
+    if let Err(e) = std::env::set_current_dir(&workspace) {
+        let message = format!("cannot enter the workspace {}: {e}", workspace.display());
+        renderer.emit(&Diagnostic::error(message));
+        return EXIT_CONFIG;
+    }
+    let launch_notes = child_env.diagnostics();
+    let gate = Gate::new(Rc::new(policy), workspace);
+    let sink: bindings::DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
+    let session = Rc::new(Session::new(
+        gate,
+        domain,
+        child_env.vars,
+        launch_notes,
+        sink.clone(),
+    ));
+    let program = match crate::buzz::parse(file, source) {
+        Ok(program) => program,
+        Err(e) => return failed(&e, &sink),
+    };
+    let mut interpreter = Interpreter::new(file, bindings::modules(&session));
+    match interpreter.run(&program, args) {
+        Ok(status) => status,
+        Err(e) => failed(&e, &sink),
+    }
+}
+
+/// Reports why the spell stopped and picks the exit status.
+fn failed(error: &BuzzError, sink: &bindings::DiagnosticSink) -> i32 {
+    let diagnostic = error.to_diagnostic();
+    sink(&diagnostic);
+    match diagnostic.code {
+        Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007) => EXIT_DENIED,
+        _ => EXIT_SPELL_FAILED,
+    }
+}
