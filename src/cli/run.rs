@@ -77,7 +77,7 @@ pub(super) fn run(
 }
 
 /// The spell's path and source: `spells/NAME.buzz`, or a path to a file.
-fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Diagnostic> {
+fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Box<Diagnostic>> {
     let path = if spell.ends_with(".buzz") || spell.contains('/') {
         PathBuf::from(spell)
     } else {
@@ -91,11 +91,11 @@ fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Diagno
         .with_help("`magus list` shows the spells of this workspace")
     })?;
     let source = String::from_utf8(source).map_err(|e| {
-        Diagnostic::error(format!(
+        Box::new(Diagnostic::error(format!(
             "spell {} is not valid UTF-8 (first bad byte at offset {})",
             path.display(),
             e.utf8_error().valid_up_to()
-        ))
+        )))
     })?;
     Ok((path, source))
 }
@@ -148,16 +148,24 @@ fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Domain, Diagnostic> {
+) -> Result<Domain, Box<Diagnostic>> {
     if policy.state == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
     enforce::enter_private_pid_namespace();
     let guard = TerminalGuard::build().and_then(|g| g.install_on_self());
-    guard.map_err(|e| Diagnostic::error(format!("cannot install the terminal guard: {e}")))?;
+    guard.map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot install the terminal guard: {e}"
+        )))
+    })?;
     let request = landlock_request(env);
-    let domain = enforce::install_on_self(&policy.grants, &policy.network, request)
-        .map_err(|e| Diagnostic::error(format!("cannot install the Landlock sandbox: {e}")))?;
+    let domain =
+        enforce::install_on_self(&policy.grants, &policy.network, request).map_err(|e| {
+            Box::new(Diagnostic::error(format!(
+                "cannot install the Landlock sandbox: {e}"
+            )))
+        })?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
