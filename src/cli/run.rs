@@ -7,8 +7,8 @@
 //! 2. Re-execute with the scrubbed environment, so `/proc/<magus>/environ`
 //!    holds no secret (DESIGN §6).
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
-//!    Landlock is on), install the terminal guard, then Landlock — all on
-//!    the lone main thread.
+//!    Landlock is on, so a nested magus keeps the enclosing run's), install
+//!    the terminal guard, then Landlock — all on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
@@ -173,7 +173,9 @@ fn confine(
     if policy.state == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
-    enforce::enter_private_pid_namespace();
+    if nesting(env) == Nesting::Outermost {
+        enforce::enter_private_pid_namespace();
+    }
     let guard = TerminalGuard::build().and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
@@ -191,6 +193,26 @@ fn confine(
         diagnostics.push(landlock_unavailable(*reason));
     }
     Ok(domain)
+}
+
+/// Whether this magus was started from a sandboxed spell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nesting {
+    Outermost,
+    /// `MAGUS_SANDBOX_FINGERPRINT` is set (and matched, see `lock`).
+    InsideMagus,
+}
+
+/// A nested magus skips the PID namespace step: it already lives in the
+/// enclosing run's namespace, and inside its Landlock domain `mount(2)` of
+/// a new `/proc` is refused after the namespace is unshared, which would
+/// leave a namespace whose init has died (every later `fork` fails with
+/// `ENOMEM`).
+fn nesting(env: &[(OsString, OsString)]) -> Nesting {
+    match crate::policy::lookup(env, FINGERPRINT_VAR) {
+        Some(_) => Nesting::InsideMagus,
+        None => Nesting::Outermost,
+    }
 }
 
 /// `MAGUS_SANDBOX_LANDLOCK=0` forces interpreter-only mode.
