@@ -58,7 +58,10 @@ fn list_shows_each_spell_with_its_first_comment() {
     assert_eq!(code, 0);
     assert!(out.starts_with("no spells in "), "{out}");
     fx.spell("zeta", "// Last one.\nfun main(args: [str]) > void {}\n");
-    fx.spell("build", "// Builds the thing.\n// More words.\nfun main(args: [str]) > void {}\n");
+    fx.spell(
+        "build",
+        "// Builds the thing.\n// More words.\nfun main(args: [str]) > void {}\n",
+    );
     fx.spell("bare", "fun main(args: [str]) > void {}\n");
     std::fs::write(fx.root.join("ws/spells/notes.txt"), "not a spell").unwrap();
     let (code, out, err) = fx.run(&["list"]);
@@ -103,7 +106,11 @@ const SUBCOMMANDS: [&[&str]; 6] = [
 ];
 
 fn help(args: &[&str]) -> String {
-    let out = Command::new(MAGUS).args(args).arg("--help").output().unwrap();
+    let out = Command::new(MAGUS)
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{args:?}");
     String::from_utf8(out.stdout).unwrap()
 }
@@ -150,8 +157,13 @@ fn every_subcommand_help_has_the_global_flags_and_exit_codes() {
     }
     let sandbox = help(&["sandbox"]);
     for command in ["check", "lock"] {
-        let listed = sandbox.lines().any(|l| l.trim_start().starts_with(&format!("{command} ")));
-        assert!(listed, "sandbox --help does not list `{command}`:\n{sandbox}");
+        let listed = sandbox
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{command} ")));
+        assert!(
+            listed,
+            "sandbox --help does not list `{command}`:\n{sandbox}"
+        );
     }
     assert!(help(&["sandbox", "lock"]).contains("magus.lock"));
     assert!(help(&["run"]).contains("<SPELL>"));
@@ -163,7 +175,10 @@ fn exit_statuses_follow_the_documented_table() {
     let fx = Fixture::new();
     fx.spell("ok", "fun main(args: [str]) > int { return 0; }\n");
     fx.spell("seven", "fun main(args: [str]) > int { return 7; }\n");
-    fx.spell("fails", "fun main(args: [str]) > int { throw \"broken\"; }\n");
+    fx.spell(
+        "fails",
+        "fun main(args: [str]) > int { throw \"broken\"; }\n",
+    );
     fx.spell(
         "steals",
         "import \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    fs.read(\"{env.get(\"HOME\")!}/.ssh/id_rsa\");\n    return 0;\n}\n",
@@ -236,6 +251,9 @@ fn a_terminal_gets_colour_unless_no_color_is_set() {
     let coloured = stderr_on_a_terminal(None);
     assert!(coloured.contains("\x1b[1;31merror"), "{coloured:?}");
     let plain = stderr_on_a_terminal(Some("1"));
-    assert!(plain.contains("error: unknown diagnostic code"), "{plain:?}");
+    assert!(
+        plain.contains("error: unknown diagnostic code"),
+        "{plain:?}"
+    );
     assert!(!plain.contains('\x1b'), "{plain:?}");
 }
