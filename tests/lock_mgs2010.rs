@@ -297,6 +297,10 @@ fn a_malformed_lock_is_an_error_with_its_line() {
     let (code, _, err) = fx.run(&["run", "mark"]);
     assert_eq!(code, 2);
     assert!(err.contains("edited by hand"), "{err}");
+    let (code, out, _) = fx.run(&["sandbox", "lock"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("replaced an unreadable lock:"), "{out}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
 /// A spell that starts `magus run ARGS...` and passes on its status. It

@@ -43,6 +43,9 @@ pub(super) fn sandbox_lock(global: &GlobalArgs, env: &[(OsString, OsString)]) ->
         renderer.emit(&e.to_diagnostic());
         return EXIT_CONFIG;
     }
+    if let Err(e) = &previous {
+        say(&format!("replaced an unreadable lock: {e}\n"));
+    }
     say(&report(&file, &lock, previous.ok().flatten().as_ref()));
     0
 }
