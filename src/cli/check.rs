@@ -1,6 +1,7 @@
 //! `magus sandbox check`: the resolved policy on stdout (each path, its
 //! rights and where it came from), then every startup diagnostic.
 
+use super::lock::LockReport;
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer};
 use crate::enforce::pidns::UserNamespace;
@@ -19,12 +20,14 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
     };
     let policy = &startup.policy;
     let kernel = KernelReport::probe(policy, env);
+    let lock = LockReport::of(policy);
     let report = match global.message_format {
-        MessageFormat::Human => human_report(policy, &kernel),
-        MessageFormat::Json => json_report(policy, &kernel),
+        MessageFormat::Human => human_report(policy, &kernel, &lock),
+        MessageFormat::Json => json_report(policy, &kernel, &lock),
     };
     let _ = std::io::stdout().lock().write_all(report.as_bytes());
-    let diagnostics = startup_diagnostics(startup.diagnostics, policy, env, &kernel);
+    let mut diagnostics = startup_diagnostics(startup.diagnostics, policy, env, &kernel);
+    diagnostics.extend(lock.diagnostic);
     for d in &diagnostics {
         renderer.emit(d);
     }
@@ -137,7 +140,7 @@ fn network_text(network: &Network) -> String {
     }
 }
 
-fn human_report(policy: &Policy, kernel: &KernelReport) -> String {
+fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
     let mut out = String::new();
     let config = policy
         .config_file
@@ -149,7 +152,8 @@ fn human_report(policy: &Policy, kernel: &KernelReport) -> String {
     out.push_str(&format!("workspace    {}\n", policy.workspace.display()));
     out.push_str(&format!("config       {config}\n"));
     out.push_str(&format!("sandbox      {}\n", state_text(policy)));
-    out.push_str(&format!("fingerprint  {fingerprint}\n\npaths\n"));
+    out.push_str(&format!("fingerprint  {fingerprint}\n"));
+    out.push_str(&format!("lock         {}\n\npaths\n", lock.text));
     let width = policy
         .grants
         .iter()
@@ -198,7 +202,7 @@ fn json_grant(grant: &Grant) -> serde_json::Value {
     })
 }
 
-fn json_report(policy: &Policy, kernel: &KernelReport) -> String {
+fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
     let network = match &policy.network {
         Network::Allow => json!("allow"),
         Network::Deny => json!("deny"),
@@ -212,6 +216,7 @@ fn json_report(policy: &Policy, kernel: &KernelReport) -> String {
         "config": policy.config_file.as_ref().map(|f| f.display().to_string()),
         "sandbox": state_text(policy),
         "fingerprint": policy.fingerprint().map(|f| f.to_string()),
+        "lock": lock.tag,
         "grants": policy.grants.iter().map(json_grant).collect::<Vec<_>>(),
         "passthrough": policy.passthrough.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,

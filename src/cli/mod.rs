@@ -5,7 +5,10 @@
 //! directory; everything below it takes them as inputs.
 
 mod check;
+mod lock;
 mod run;
+
+pub use run::landlock_unavailable;
 
 use crate::diag::{Code, Diagnostic, MessageFormat, Renderer};
 use crate::policy::{self, Startup, StartupInput, WorkspaceArg};
@@ -22,14 +25,17 @@ pub const EXIT_CONFIG: i32 = 2;
 /// Exit status of a spell stopped by an uncaught sandbox denial.
 pub const EXIT_DENIED: i32 = 3;
 
+/// The exit statuses, at the end of every `--help`.
+const EXIT_HELP: &str = "Exit status: 0 success; 1 the spell failed; 2 configuration, usage or \
+                         policy-lock error; 3 the spell was stopped by a sandbox denial. A spell's \
+                         `main` returning an int exits with that int.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "magus",
     version,
     about = "Run spells (Buzz task scripts) in a sandbox that keeps your secrets out of reach",
-    after_help = "Exit status: 0 success; 1 the spell failed; 2 configuration, usage or \
-                  policy-lock error; 3 the spell was stopped by a sandbox denial. A spell's \
-                  `main` returning an int exits with that int."
+    after_help = EXIT_HELP
 )]
 struct Cli {
     #[command(flatten)]
@@ -54,6 +60,7 @@ struct GlobalArgs {
 enum Command {
     /// Run a spell: `spells/NAME.buzz` of the workspace, or a path to a
     /// `.buzz` file. The remaining arguments go to its `main(args)`.
+    #[command(after_help = EXIT_HELP)]
     Run {
         /// The spell's name (`build`) or path (`path/to/x.buzz`).
         spell: String,
@@ -62,22 +69,31 @@ enum Command {
         args: Vec<String>,
     },
     /// List the workspace's spells with the first comment line of each.
+    #[command(after_help = EXIT_HELP)]
     List,
     /// Print the page of a diagnostic code, e.g. `magus explain MGS2001`.
+    #[command(after_help = EXIT_HELP)]
     Explain {
         /// The code, e.g. MGS2001.
         code: String,
     },
     /// Inspect and lock the sandbox policy.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = EXIT_HELP)]
     Sandbox(SandboxCommand),
 }
 
 #[derive(Debug, Subcommand)]
 enum SandboxCommand {
-    /// Validate magus.yaml, print the resolved policy, the kernel
-    /// protections in force and every startup diagnostic; exit 2 on errors.
+    /// Validate magus.yaml, print the resolved policy, the lock state, the
+    /// kernel protections in force and every startup diagnostic; exit 2 on
+    /// errors or when magus.lock does not match.
+    #[command(after_help = EXIT_HELP)]
     Check,
+    /// Write magus.lock: the fingerprint and canonical text of the declared
+    /// sandbox policy. Every `magus run` then refuses a policy that differs
+    /// (MGS2010). Review and commit it with magus.yaml.
+    #[command(after_help = EXIT_HELP)]
+    Lock,
 }
 
 /// Runs the CLI and returns the process exit status.
@@ -98,6 +114,7 @@ pub fn main() -> i32 {
         Command::List => list(&cli.global, &env),
         Command::Explain { code } => explain(&cli.global, &code),
         Command::Sandbox(SandboxCommand::Check) => check::sandbox_check(&cli.global, &env),
+        Command::Sandbox(SandboxCommand::Lock) => lock::sandbox_lock(&cli.global, &env),
     }
 }
 
@@ -128,7 +145,13 @@ fn explain(global: &GlobalArgs, code: &str) -> i32 {
             0
         }
         Err(e) => {
-            Renderer::new(global.message_format).emit(&Diagnostic::error(e.to_string()));
+            let codes: Vec<String> = Code::ALL
+                .iter()
+                .map(|c| format!("{c}  {}", c.summary()))
+                .collect();
+            let d = Diagnostic::error(e.to_string())
+                .with_help(format!("the codes are:\n{}", codes.join("\n")));
+            Renderer::new(global.message_format).emit(&d);
             EXIT_CONFIG
         }
     }

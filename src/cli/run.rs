@@ -2,12 +2,13 @@
 //! the only order that works.
 //!
 //! 1. Resolve the policy (before anything is restricted, so `magus.yaml`
-//!    and `$HOME` can still be read).
+//!    and `$HOME` can still be read) and verify it against `magus.lock` and
+//!    an enclosing run's `MAGUS_SANDBOX_FINGERPRINT` (MGS2010).
 //! 2. Re-execute with the scrubbed environment, so `/proc/<magus>/environ`
 //!    holds no secret (DESIGN §6).
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
-//!    Landlock is on), install the terminal guard, then Landlock — all on
-//!    the lone main thread.
+//!    Landlock is on, so a nested magus keeps the enclosing run's), install
+//!    the terminal guard, then Landlock — all on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
@@ -18,7 +19,10 @@ use crate::enforce::gate::Gate;
 use crate::enforce::landlock::Unavailable;
 use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, TerminalGuard};
 use crate::policy::shims::find_shims;
-use crate::policy::{Access, ChildEnv, Policy, SandboxState, DAEMON_SOCKET_VAR};
+use crate::policy::{
+    effective_fingerprint, Access, ChildEnv, Policy, SandboxState, DAEMON_SOCKET_VAR,
+    FINGERPRINT_VAR,
+};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -41,6 +45,10 @@ pub(super) fn run(
         Err(status) => return status,
     };
     let policy = startup.policy;
+    if let Err(d) = super::lock::verify_for_run(&policy, env) {
+        renderer.emit(&d);
+        return EXIT_CONFIG;
+    }
     let (file, source) = match read_spell(&policy.workspace, spell) {
         Ok(found) => found,
         Err(d) => {
@@ -59,6 +67,7 @@ pub(super) fn run(
             Some(state) => restore_stripped(&mut child_env, state),
         }
     }
+    export_fingerprint(&policy, &mut child_env);
     let mut diagnostics = startup.diagnostics;
     let domain = match confine(&policy, env, &mut diagnostics) {
         Ok(domain) => domain,
@@ -98,6 +107,18 @@ fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Box<Di
         )))
     })?;
     Ok((path, source))
+}
+
+/// `MAGUS_SANDBOX_FINGERPRINT` for the spell and its children, replacing
+/// an inherited one (a nested run has just checked that they are equal).
+fn export_fingerprint(policy: &Policy, child_env: &mut ChildEnv) {
+    let Some(fingerprint) = effective_fingerprint(policy) else {
+        return;
+    };
+    child_env.vars.retain(|(k, _)| k != FINGERPRINT_VAR);
+    child_env
+        .vars
+        .push((FINGERPRINT_VAR.into(), fingerprint.to_string().into()));
 }
 
 /// With the sandbox off, children get magus's whole environment.
@@ -152,7 +173,9 @@ fn confine(
     if policy.state == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
-    enforce::enter_private_pid_namespace();
+    if nesting(env) == Nesting::Outermost {
+        enforce::enter_private_pid_namespace();
+    }
     let guard = TerminalGuard::build().and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
@@ -172,6 +195,26 @@ fn confine(
     Ok(domain)
 }
 
+/// Whether this magus was started from a sandboxed spell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nesting {
+    Outermost,
+    /// `MAGUS_SANDBOX_FINGERPRINT` is set (and matched, see `lock`).
+    InsideMagus,
+}
+
+/// A nested magus skips the PID namespace step: it already lives in the
+/// enclosing run's namespace, and inside its Landlock domain `mount(2)` of
+/// a new `/proc` is refused after the namespace is unshared, which would
+/// leave a namespace whose init has died (every later `fork` fails with
+/// `ENOMEM`).
+fn nesting(env: &[(OsString, OsString)]) -> Nesting {
+    match crate::policy::lookup(env, FINGERPRINT_VAR) {
+        Some(_) => Nesting::InsideMagus,
+        None => Nesting::Outermost,
+    }
+}
+
 /// `MAGUS_SANDBOX_LANDLOCK=0` forces interpreter-only mode.
 pub(super) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest {
     let value = env.iter().find(|(k, _)| k == "MAGUS_SANDBOX_LANDLOCK");
@@ -179,7 +222,7 @@ pub(super) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest 
 }
 
 /// MGS2005: said once, at startup, whenever no kernel domain is in force.
-pub(super) fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
+pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     Diagnostic::warning(format!(
         "Landlock is unavailable ({reason}): only the interpreter-level gate is in force"
     ))

@@ -152,7 +152,8 @@ fn source_line(file: &std::path::Path, line: u32) -> Option<String> {
 }
 
 /// One JSON object and a newline. Fields: `code`, `severity`, `message`,
-/// `path`, `spell` (or `config`) location, `notes`, `help`.
+/// `path`, `spell` (or `config`) location, `notes`, `help`, and `explain`
+/// (the `magus explain CODE` command, the human form's last note).
 pub fn render_json(d: &Diagnostic) -> String {
     let mut obj = Map::new();
     obj.insert("code".into(), json!(d.code.map(|c| c.as_str())));
@@ -175,6 +176,9 @@ pub fn render_json(d: &Diagnostic) -> String {
     }
     obj.insert("notes".into(), json!(d.notes));
     obj.insert("help".into(), json!(d.help));
+    if let Some(code) = d.code {
+        obj.insert("explain".into(), json!(format!("magus explain {code}")));
+    }
     let mut line = Value::Object(obj).to_string();
     line.push('\n');
     line
@@ -261,6 +265,7 @@ mod tests {
         assert_eq!(v["spell"]["line"], 2);
         assert_eq!(v["spell"]["column"], 5);
         assert!(v["help"].as_str().unwrap().contains("allow:"));
+        assert_eq!(v["explain"], "magus explain MGS2001");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod env;
 mod fingerprint;
 mod grant;
 mod load;
+pub mod lock;
 pub mod path;
 pub mod reference;
 mod resolve;
@@ -26,6 +27,10 @@ pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VA
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
 pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
 pub use load::{startup, Startup, StartupError, StartupInput};
+pub use lock::{
+    check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
+    FINGERPRINT_VAR, LOCK_FILE_NAME,
+};
 pub use path::{is_normalized, normalize, PathError};
 pub use trie::{Decision, PathTrie, Verdict};
 pub use workspace::{

@@ -1,0 +1,257 @@
+//! The README walkthrough (`docs/walkthrough.md`) as a test: in a copy of
+//! this workspace (its `magus.yaml` and `spells/`) with a fake HOME holding
+//! planted secrets, every `$ magus ...` command of the page runs in order,
+//! every `magus.yaml` shown is applied, every output line shown must appear
+//! (`...` skips lines, `…` skips part of a line), and the `magus.lock` shown
+//! must be the one written.
+
+use std::path::{Path, PathBuf};
+
+const MAGUS: &str = env!("CARGO_BIN_EXE_magus");
+const PAGE: &str = include_str!("../docs/walkthrough.md");
+
+/// The commands the page must show, in order, with their exit status.
+const COMMANDS: [(&str, i32); 8] = [
+    ("magus run hello", 0),
+    ("magus run steal", 3),
+    ("magus run steal", 3),
+    ("magus sandbox lock", 0),
+    ("magus run hello", 2),
+    ("magus sandbox check", 2),
+    ("magus list", 0),
+    ("magus explain MGS2001", 0),
+];
+
+const SECRETS: [(&str, &str); 4] = [
+    (
+        ".aws/credentials",
+        "[default]\naws_secret_access_key = AKIA_PLANTED_AWS\n",
+    ),
+    (".ssh/id_rsa", "-----BEGIN PLANTED SSH KEY-----\n"),
+    (
+        ".docker/config.json",
+        "{\"auths\": {\"ghcr.io\": {\"auth\": \"PLANTED_DOCKER\"}}}\n",
+    ),
+    (".npmrc", "//registry.npmjs.org/:_authToken=PLANTED_NPM\n"),
+];
+const TOKEN: &str = "ghp_PLANTED_GITHUB_TOKEN";
+
+/// One step of the page.
+#[derive(Debug)]
+enum Step {
+    /// A `yaml` block: the new `magus.yaml`.
+    Config(String),
+    /// `$ magus ...` and the output lines shown under it.
+    Command { line: String, expect: Vec<String> },
+    /// A `text` block: the `magus.lock` just written.
+    LockFile(String),
+}
+
+fn steps(page: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut block: Option<(String, Vec<&str>)> = None;
+    for line in page.lines() {
+        match (&mut block, line.strip_prefix("```")) {
+            (None, Some(kind)) => block = Some((kind.to_string(), Vec::new())),
+            (Some(_), Some(_)) => {
+                let (kind, lines) = block.take().unwrap();
+                steps.extend(block_steps(&kind, &lines));
+            }
+            (Some((_, lines)), None) => lines.push(line),
+            (None, None) => {}
+        }
+    }
+    steps
+}
+
+fn block_steps(kind: &str, lines: &[&str]) -> Vec<Step> {
+    let text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    match kind {
+        "yaml" => vec![Step::Config(text)],
+        "text" => vec![Step::LockFile(text)],
+        "console" => {
+            let mut out: Vec<Step> = Vec::new();
+            for line in lines {
+                match line.strip_prefix("$ ") {
+                    Some(command) => out.push(Step::Command {
+                        line: command.to_string(),
+                        expect: Vec::new(),
+                    }),
+                    None => match out.last_mut() {
+                        Some(Step::Command { expect, .. }) => expect.push(line.to_string()),
+                        _ => panic!("output before any command: {line}"),
+                    },
+                }
+            }
+            out
+        }
+        other => panic!("unexpected block kind `{other}` in the walkthrough"),
+    }
+}
+
+/// Whether `shown` (with `…` standing for any text) matches `actual`,
+/// ignoring indentation.
+fn matches(shown: &str, actual: &str) -> bool {
+    let mut rest = actual.trim();
+    let pieces: Vec<&str> = shown.trim().split('…').collect();
+    let last = pieces.len() - 1;
+    for (i, piece) in pieces.iter().enumerate() {
+        let found = match i {
+            0 => rest.starts_with(piece).then_some(0),
+            _ if i == last => rest.ends_with(piece).then(|| rest.len() - piece.len()),
+            _ => rest.find(piece),
+        };
+        let Some(at) = found else { return false };
+        rest = &rest[at + piece.len()..];
+    }
+    last > 0 || rest.is_empty()
+}
+
+struct Workspace {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+impl Workspace {
+    /// A copy of this repository's workspace and a home with secrets.
+    fn fresh() -> Workspace {
+        let dir = tempfile::Builder::new()
+            .prefix("walkthrough-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, ws) = (root.join("home"), root.join("project"));
+        for sub in [".cargo", ".rustup", ".aws", ".ssh", ".docker"] {
+            std::fs::create_dir_all(home.join(sub)).unwrap();
+        }
+        for (path, text) in SECRETS {
+            std::fs::write(home.join(path), text).unwrap();
+        }
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::create_dir_all(ws.join("spells")).unwrap();
+        std::fs::copy(repo.join("magus.yaml"), ws.join("magus.yaml")).unwrap();
+        for entry in std::fs::read_dir(repo.join("spells")).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, ws.join("spells").join(path.file_name().unwrap())).unwrap();
+        }
+        Workspace {
+            _dir: dir,
+            home,
+            ws,
+        }
+    }
+
+    /// Runs one command of the page; returns its status and its stdout and
+    /// stderr together, with the temporary paths as the page writes them.
+    fn run(&self, line: &str) -> (i32, String) {
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        let out = std::process::Command::new(MAGUS)
+            .args(&args)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("GITHUB_TOKEN", TOKEN)
+            .env("AWS_SECRET_ACCESS_KEY", "AKIA_PLANTED_ENV")
+            .current_dir(&self.ws)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = text
+            .replace(&self.ws.display().to_string(), "/home/you/project")
+            .replace(&self.home.display().to_string(), "/home/you");
+        (out.status.code().unwrap_or(-1), text)
+    }
+}
+
+fn assert_shown(command: &str, expect: &[String], output: &str) {
+    let lines: Vec<&str> = output.lines().collect();
+    for shown in expect.iter().filter(|l| l.trim() != "...") {
+        assert!(
+            lines.iter().any(|actual| matches(shown, actual)),
+            "`{command}`: the page shows `{shown}`, which is not in the output:\n{output}"
+        );
+    }
+}
+
+fn assert_no_secret(command: &str, output: &str) {
+    let planted = [
+        "AKIA_PLANTED",
+        "PLANTED SSH",
+        "PLANTED_DOCKER",
+        "PLANTED_NPM",
+        TOKEN,
+    ];
+    for secret in planted {
+        assert!(
+            !output.contains(secret),
+            "`{command}` printed {secret}:\n{output}"
+        );
+    }
+}
+
+#[test]
+fn the_page_shows_exactly_the_tested_commands() {
+    let shown: Vec<String> = steps(PAGE)
+        .into_iter()
+        .filter_map(|s| match s {
+            Step::Command { line, .. } => Some(line),
+            _ => None,
+        })
+        .collect();
+    let wanted: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();
+    assert_eq!(shown, wanted);
+}
+
+#[test]
+fn the_walkthrough_runs_as_written() {
+    let workspace = Workspace::fresh();
+    let mut statuses = COMMANDS.iter();
+    for step in steps(PAGE) {
+        match step {
+            Step::Config(text) => std::fs::write(workspace.ws.join("magus.yaml"), text).unwrap(),
+            Step::LockFile(text) => {
+                let written = std::fs::read_to_string(workspace.ws.join("magus.lock")).unwrap();
+                assert_eq!(
+                    written, text,
+                    "the page's magus.lock is not the one written"
+                );
+            }
+            Step::Command { line, expect } => {
+                let (command, status) = statuses.next().unwrap();
+                assert_eq!(line, *command);
+                let (code, output) = workspace.run(&line);
+                assert_eq!(code, *status, "`{line}` exited with {code}:\n{output}");
+                assert_shown(&line, &expect, &output);
+                assert_no_secret(&line, &output);
+            }
+        }
+    }
+}
+
+#[test]
+fn ellipsis_matching_is_strict_enough() {
+    let cases = [
+        ("wrote /x (sha256:…)", "wrote /x (sha256:abc)", true),
+        ("wrote /x (sha256:…)", "wrote /y (sha256:abc)", false),
+        (
+            "  ro  /a…line 10 (~/.aws)",
+            "ro  /a      magus.yaml line 10 (~/.aws)",
+            true,
+        ),
+        ("ro  /a…line 10", "ro  /a      magus.yaml line 11", false),
+        ("exact", "exact line", false),
+        (
+            "hello  Your first spell.…",
+            "hello  Your first spell. Run it",
+            true,
+        ),
+    ];
+    for (shown, actual, want) in cases {
+        assert_eq!(matches(shown, actual), want, "{shown:?} vs {actual:?}");
+    }
+}
