@@ -43,21 +43,35 @@ pub enum BeneathError {
     Os(#[from] io::Error),
 }
 
-/// A granted root, held open as a directory handle.
+/// What a granted root is: a grant may name a single file (`~/.npmrc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RootKind {
+    Directory,
+    File,
+}
+
+/// A granted root, held open as a handle.
 #[derive(Debug)]
 pub struct Root {
     path: PathBuf,
     dir: OwnedFd,
+    kind: RootKind,
 }
 
 impl Root {
-    /// Opens `path` (a real, absolute directory path) as a root.
+    /// Opens `path` (a real, absolute path: a directory, or a granted file)
+    /// as a root.
     pub fn open(path: &Path) -> io::Result<Root> {
-        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let flags = OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
         let dir = fcntl::open(path, flags, Mode::empty()).map_err(io::Error::from)?;
+        let kind = match std::fs::File::from(dir.try_clone()?).metadata()?.is_dir() {
+            true => RootKind::Directory,
+            false => RootKind::File,
+        };
         Ok(Root {
             path: path.to_path_buf(),
             dir,
+            kind,
         })
     }
 
@@ -79,6 +93,9 @@ impl Root {
         flags: OFlag,
         follow: Follow,
     ) -> Result<OwnedFd, BeneathError> {
+        if self.kind == RootKind::File {
+            return self.open_file_root(rel, flags);
+        }
         let rel = if rel.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -93,6 +110,33 @@ impl Root {
             }
         }
         self.open_by_resolving(rel, flags, follow)
+    }
+
+    /// A granted file is opened by its own real path, following no symlink
+    /// anywhere (it was canonical when granted; a swap since is refused).
+    fn open_file_root(&self, rel: &Path, flags: OFlag) -> Result<OwnedFd, BeneathError> {
+        if !rel.as_os_str().is_empty() {
+            return Err(BeneathError::Os(io::Error::from_raw_os_error(
+                libc::ENOTDIR,
+            )));
+        }
+        if !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
+            let how = OpenHow::new()
+                .flags(flags | OFlag::O_CLOEXEC)
+                .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+            match fcntl::openat2(fcntl::AT_FDCWD, &self.path, how) {
+                Err(Errno::ENOSYS) => OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed),
+                other => return other.map_err(|e| classify(io::Error::from(e))),
+            }
+        }
+        // Without openat2: refuse a final symlink, and check the rest after.
+        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let opened = fcntl::open(&self.path, flags, Mode::empty());
+        let fd = opened.map_err(|e| classify(io::Error::from(e)))?;
+        if resolve_existing_prefix(&self.path)? != self.path {
+            return Err(BeneathError::Escapes);
+        }
+        Ok(fd)
     }
 
     /// The fallback: resolve the deepest existing ancestor, make sure it is
@@ -229,6 +273,19 @@ mod tests {
                 assert!(matches!(got, Err(BeneathError::Escapes)), "{rel}: {got:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_granted_file_is_its_own_root() {
+        let (dir, _) = fixture();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = Root::open(&base.join("secret")).unwrap();
+        let fd = root.open_beneath(Path::new(""), OFlag::O_RDONLY, Follow::BeneathOnly);
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(fd.unwrap()), &mut text).unwrap();
+        assert_eq!(text, "s3cr3t");
+        let below = root.open_beneath(Path::new("x"), OFlag::O_RDONLY, Follow::BeneathOnly);
+        assert!(matches!(below, Err(BeneathError::Os(_))), "{below:?}");
     }
 
     #[test]

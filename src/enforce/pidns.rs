@@ -121,15 +121,30 @@ fn try_enter() -> Result<UserNamespace, PidIsolationUnavailable> {
     }
 }
 
-/// Unshares PID and mount namespaces; as root without a user namespace
-/// (keeping real root), otherwise (or when root may not) inside one.
+/// Unshares the mount namespace (inside a user namespace when not root),
+/// makes its mounts private, and only then the PID namespace.
+///
+/// The order matters: a process already inside a Landlock domain (a magus
+/// started by a spell, or under another sandbox) may not mount at all, and
+/// once the PID namespace is unshared every later fork depends on its first
+/// process, which must mount `/proc`. Trying the mount first makes that
+/// refusal a clean `Mount` error instead of a namespace whose forks fail.
 fn unshare_namespaces() -> Result<UserNamespace, PidIsolationUnavailable> {
-    let base = CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS;
-    if geteuid().is_root() && unshare(base).is_ok() {
+    let user_namespace = unshare_mount_namespace()?;
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(PidIsolationUnavailable::Mount)?;
+    unshare(CloneFlags::CLONE_NEWPID).map_err(PidIsolationUnavailable::Unshare)?;
+    Ok(user_namespace)
+}
+
+fn unshare_mount_namespace() -> Result<UserNamespace, PidIsolationUnavailable> {
+    if geteuid().is_root() && unshare(CloneFlags::CLONE_NEWNS).is_ok() {
         return Ok(UserNamespace::NotNeeded);
     }
     let (uid, gid) = (geteuid(), getegid());
-    unshare(base | CloneFlags::CLONE_NEWUSER).map_err(PidIsolationUnavailable::Unshare)?;
+    let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUSER;
+    unshare(flags).map_err(PidIsolationUnavailable::Unshare)?;
     map_ids(uid.as_raw(), gid.as_raw()).map_err(PidIsolationUnavailable::IdMap)?;
     Ok(UserNamespace::Created)
 }
@@ -215,7 +230,6 @@ fn send_report(fd: &OwnedFd, stage: u8, errno: Errno) {
 /// host namespace), then a `/proc` of this PID namespace.
 fn private_proc() -> Result<(), Errno> {
     let none: Option<&str> = None;
-    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)?;
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     mount(Some("proc"), "/proc", Some("proc"), flags, none)
 }
