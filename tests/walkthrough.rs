@@ -1,4 +1,5 @@
-//! The README walkthrough (`docs/walkthrough.md`) as a test: in a copy of
+//! The README walkthrough (between the `walkthrough:start` and
+//! `walkthrough:end` markers of `README.md`) as a test: in a copy of
 //! this workspace (its `magus.yaml` and `spells/`) with a fake HOME holding
 //! planted secrets, every `$ magus ...` command of the page runs in order,
 //! every `magus.yaml` shown is applied, every output line shown must appear
@@ -8,7 +9,18 @@
 use std::path::{Path, PathBuf};
 
 const MAGUS: &str = env!("CARGO_BIN_EXE_magus");
-const PAGE: &str = include_str!("../docs/walkthrough.md");
+const README: &str = include_str!("../README.md");
+
+/// The walkthrough section of the README.
+fn page() -> &'static str {
+    let start = README
+        .find("<!-- walkthrough:start -->")
+        .expect("README has a walkthrough:start marker");
+    let end = README
+        .find("<!-- walkthrough:end -->")
+        .expect("README has a walkthrough:end marker");
+    &README[start..end]
+}
 
 /// The commands the page must show, in order, with their exit status.
 const COMMANDS: [(&str, i32); 8] = [
@@ -196,7 +208,7 @@ fn assert_no_secret(command: &str, output: &str) {
 
 #[test]
 fn the_page_shows_exactly_the_tested_commands() {
-    let shown: Vec<String> = steps(PAGE)
+    let shown: Vec<String> = steps(page())
         .into_iter()
         .filter_map(|s| match s {
             Step::Command { line, .. } => Some(line),
@@ -211,7 +223,7 @@ fn the_page_shows_exactly_the_tested_commands() {
 fn the_walkthrough_runs_as_written() {
     let workspace = Workspace::fresh();
     let mut statuses = COMMANDS.iter();
-    for step in steps(PAGE) {
+    for step in steps(page()) {
         match step {
             Step::Config(text) => std::fs::write(workspace.ws.join("magus.yaml"), text).unwrap(),
             Step::LockFile(text) => {
