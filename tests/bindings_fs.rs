@@ -290,7 +290,9 @@ fn protected_workspace_files_are_refused_even_through_symlinks() {
         std::fs::read_to_string(h.ws_path(".git/hooks/pre-commit")).unwrap(),
         "#!/bin/sh\n"
     );
-    let hooks: Vec<_> = std::fs::read_dir(h.ws_path(".git/hooks")).unwrap().collect();
+    let hooks: Vec<_> = std::fs::read_dir(h.ws_path(".git/hooks"))
+        .unwrap()
+        .collect();
     assert_eq!(hooks.len(), 1, "a hook was planted");
     assert!(h.ws_path("payload.txt").exists());
 }
@@ -320,7 +322,11 @@ fn a_workspace_symlink_to_a_secret_is_refused_naming_both_paths() {
         "MESSAGE read of `key` (which leads to `{}`) denied by the sandbox",
         key.display()
     );
-    assert!(out.stdout.contains(&message), "no `{message}`\n{}", out.dump());
+    assert!(
+        out.stdout.contains(&message),
+        "no `{message}`\n{}",
+        out.dump()
+    );
     assert!(!h.ws_path("stolen.txt").exists());
     h.assert_no_leak(&out);
 
@@ -334,7 +340,11 @@ fn a_workspace_symlink_to_a_secret_is_refused_naming_both_paths() {
         "{}",
         out.dump()
     );
-    assert!(out.stderr.contains("- path: ~/.ssh/id_rsa"), "{}", out.dump());
+    assert!(
+        out.stderr.contains("- path: ~/.ssh/id_rsa"),
+        "{}",
+        out.dump()
+    );
     h.assert_no_leak(&out);
 }
 
@@ -350,9 +360,9 @@ fn dotdot_and_magic_link_spellings_are_refused() {
         format!("{to_root}{}", home.trim_start_matches('/')) + "/.ssh/id_rsa",
         format!("{}/../home/.aws/credentials", h.ws.display()),
         format!("/proc/self/root{home}/.ssh/id_rsa"),
-        format!("/proc/self/cwd/../home/.ssh/id_rsa"),
+        "/proc/self/cwd/../home/.ssh/id_rsa".to_string(),
         format!("/proc/thread-self/root{home}/.vault-token"),
-        format!("/proc/self/root/etc/shadow"),
+        "/proc/self/root/etc/shadow".to_string(),
         "/etc/../etc/shadow".to_string(),
     ];
     let mut probes = Vec::new();
@@ -368,7 +378,8 @@ fn dotdot_and_magic_link_spellings_are_refused() {
         // `/proc/self/cwd/..` is normalised lexically to `/proc/self/home`,
         // which does not exist: a refusal or a missing file, never content.
         assert!(
-            got.starts_with("MGS2001 ") || target.starts_with("/proc/self/cwd") && got.starts_with("FS "),
+            got.starts_with("MGS2001 ")
+                || target.starts_with("/proc/self/cwd") && got.starts_with("FS "),
             "{op} {target}: {got}\n{}",
             out.dump()
         );
@@ -394,6 +405,9 @@ fun main(args: [str]) > int {{
     probe("read", "/proc/{{args[0]}}/environ", "");
     probe("read", "/proc/{{ppid}}/cmdline", "");
     probe("copy", "/proc/{{ppid}}/environ", "stolen.txt");
+    // Its own environment is readable, and was scrubbed by the re-exec.
+    std.print("SELF {{fs.read("/proc/self/environ").len()}}");
+    fs.copy("/proc/self/environ", "self-environ.txt");
     std.print("DONE");
     return 0;
 }}
@@ -426,13 +440,19 @@ fun main(args: [str]) > int {{
     let direct = out
         .stdout
         .lines()
-        .find(|l| l.starts_with("RESULT read /proc/") && !l.contains(&format!("/proc/{ppid}/")) && !l.contains("/proc/1/"))
+        .find(|l| {
+            l.starts_with("RESULT read /proc/")
+                && !l.contains(&format!("/proc/{ppid}/"))
+                && !l.contains("/proc/1/")
+        })
         .unwrap_or_else(|| panic!("{}", out.dump()));
     assert!(
         direct.contains(" MGS2001 ") || direct.contains(" FS "),
         "{direct}"
     );
     assert!(!h.ws_path("stolen.txt").exists());
+    let own = std::fs::read(h.ws_path("self-environ.txt")).unwrap();
+    assert!(own.starts_with(b"HOME=") || own.windows(5).any(|w| w == b"HOME="));
     h.assert_no_leak(&out);
 }
 
@@ -443,7 +463,11 @@ fn ro_grants_are_readable_not_writable_and_rw_grants_are_writable() {
     let h = Harness::with_config(GRANTS);
     for dir in ["shared-ro", "shared-rw"] {
         std::fs::create_dir_all(h.home_path(dir)).unwrap();
-        std::fs::write(h.home_path(&format!("{dir}/data.txt")), format!("{dir} data\n")).unwrap();
+        std::fs::write(
+            h.home_path(&format!("{dir}/data.txt")),
+            format!("{dir} data\n"),
+        )
+        .unwrap();
     }
     let ro = h.home_path("shared-ro").display().to_string();
     let rw = h.home_path("shared-rw").display().to_string();
@@ -475,7 +499,11 @@ fun main(args: [str]) > int {{
     h.write_spell("grants", &spell);
     let out = h.run("grants", &[]);
     assert_completed(&out);
-    assert!(out.stdout.contains("READ shared-ro data\n"), "{}", out.dump());
+    assert!(
+        out.stdout.contains("READ shared-ro data\n"),
+        "{}",
+        out.dump()
+    );
     assert!(out.stdout.contains("LIST [data.txt]"), "{}", out.dump());
     assert!(out.stdout.contains("EXISTS true"), "{}", out.dump());
     assert!(out.stdout.contains("RW written\n"), "{}", out.dump());
@@ -488,7 +516,9 @@ fun main(args: [str]) > int {{
     ] {
         assert_code(&out, op, &target, "MGS2002");
     }
-    let ro_files: Vec<_> = std::fs::read_dir(h.home_path("shared-ro")).unwrap().collect();
+    let ro_files: Vec<_> = std::fs::read_dir(h.home_path("shared-ro"))
+        .unwrap()
+        .collect();
     assert_eq!(ro_files.len(), 1);
     assert_eq!(
         std::fs::read_to_string(h.home_path("shared-ro/data.txt")).unwrap(),
@@ -550,7 +580,11 @@ fun main(args: [str]) > int {{
     return 0;
 }}
 "#,
-        buzz_list(SECRET_FILES.iter().map(|rel| h.home_path(rel).display().to_string()))
+        buzz_list(
+            SECRET_FILES
+                .iter()
+                .map(|rel| h.home_path(rel).display().to_string())
+        )
     )
 }
 
@@ -560,7 +594,10 @@ fn with_the_sandbox_off_the_same_spell_leaks_proving_the_harness_sees_it() {
     h.write_spell("dump", &dump_spell(&h));
     let on = h.run("dump", &[]);
     assert_eq!(on.status, Some(0), "{}", on.dump());
-    assert_eq!(on.lines_starting("DENIED MGS2001").len(), SECRET_FILES.len());
+    assert_eq!(
+        on.lines_starting("DENIED MGS2001").len(),
+        SECRET_FILES.len()
+    );
     h.assert_no_leak(&on);
 
     h.write_config("sandbox:\n  enabled: false\n");
