@@ -21,11 +21,28 @@ pub fn denials_in(gate: &Gate, stderr: &[u8], home: Option<&Path>) -> Vec<Diagno
     let mut seen = BTreeSet::new();
     text.lines()
         .filter(|line| DENIAL_PHRASES.iter().any(|p| line.contains(p)))
-        .flat_map(candidate_paths)
-        .filter_map(|p| normalize(gate.current_directory(), Path::new(&p)).ok())
+        .flat_map(|line| reported_paths(gate, line))
         .filter(|p| seen.insert(p.clone()))
         .filter_map(|p| note_for(gate, p, home))
         .take(MAX_NOTES)
+        .collect()
+}
+
+/// The paths a denial line names. A leading `program:` token is the name
+/// of the program reporting (`/usr/bin/cat: /x: Permission denied`): when
+/// the policy lets it execute, it ran and is not what was refused.
+fn reported_paths(gate: &Gate, line: &str) -> Vec<PathBuf> {
+    let cwd = gate.current_directory();
+    let reporter = line
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.strip_suffix(':'))
+        .and_then(|t| normalize(cwd, Path::new(t)).ok())
+        .filter(|p| gate.policy().check(p, Access::Execute).is_allowed());
+    candidate_paths(line)
+        .into_iter()
+        .filter_map(|p| normalize(cwd, Path::new(&p)).ok())
+        .filter(|p| Some(p) != reporter.as_ref())
         .collect()
 }
 

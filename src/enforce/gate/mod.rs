@@ -20,7 +20,9 @@ use super::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
 use crate::policy::{normalize, Access, Policy, SandboxState};
 use nix::fcntl::OFlag;
 use std::cell::RefCell;
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -38,8 +40,19 @@ pub struct Gate {
 #[derive(Debug)]
 struct Located {
     root: Rc<Root>,
-    rel: PathBuf,
     abs: PathBuf,
+    /// Where the part of `abs` below the root starts, in bytes.
+    rel_start: usize,
+}
+
+impl Located {
+    /// `abs` relative to the root (empty for the root itself).
+    fn rel(&self) -> &Path {
+        let bytes = self.abs.as_os_str().as_bytes();
+        Path::new(OsStr::from_bytes(
+            bytes.get(self.rel_start..).unwrap_or_default(),
+        ))
+    }
 }
 
 impl Gate {
@@ -120,11 +133,15 @@ impl Gate {
         let root = self
             .root(index)
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let rel = abs
-            .strip_prefix(root.path())
-            .unwrap_or(Path::new(""))
-            .to_path_buf();
-        Ok(Located { root, rel, abs })
+        let Some(rel_start) = rel_offset(&abs, root.path()) else {
+            let e = std::io::Error::other("the granted root does not contain the path");
+            return Err(GateError::io(op, spelled, e));
+        };
+        Ok(Located {
+            root,
+            abs,
+            rel_start,
+        })
     }
 
     fn root(&self, index: usize) -> std::io::Result<Rc<Root>> {
@@ -151,7 +168,7 @@ impl Gate {
     ) -> Result<(OwnedFd, Located), GateError> {
         let follow = follow_for(access);
         let located = self.locate(spelled, access, op)?;
-        match located.root.open_beneath(&located.rel, flags, follow) {
+        match located.root.open_beneath(located.rel(), flags, follow) {
             Ok(fd) => Ok((fd, located)),
             Err(BeneathError::Escapes) => self.open_real(spelled, &located.abs, access, op, flags),
             Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
@@ -169,7 +186,7 @@ impl Gate {
         let located = self.relocate(spelled, abs, access, op)?;
         match located
             .root
-            .open_beneath(&located.rel, flags, follow_for(access))
+            .open_beneath(located.rel(), flags, follow_for(access))
         {
             Ok(fd) => Ok((fd, located)),
             Err(BeneathError::Escapes) => Err(GateError::Raced {
@@ -223,9 +240,26 @@ fn follow_for(access: Access) -> Follow {
     }
 }
 
+/// Where `path` continues below `root` (both absolute and lexically
+/// normal), in bytes. On this hot path a byte comparison replaces
+/// `Path::strip_prefix`, whose component walk cost more than the check.
+fn rel_offset(path: &Path, root: &Path) -> Option<usize> {
+    let (path, root) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    let rest = path.strip_prefix(root)?;
+    match rest.first() {
+        None => Some(root.len()),
+        Some(b'/') => Some(root.len() + 1),
+        Some(_) if root == b"/" => Some(root.len()),
+        Some(_) => None,
+    }
+}
+
 /// `/proc/<pid>/...` of any process but our own. Children get their own
 /// PID namespace; this keeps `fs.*` from reading magus's parents.
 fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
+    if !path.as_os_str().as_bytes().starts_with(b"/proc/") {
+        return false;
+    }
     let Ok(rest) = path.strip_prefix("/proc") else {
         return false;
     };
@@ -236,5 +270,43 @@ fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
     match name.parse::<u32>() {
         Ok(pid) => pid != own_pid,
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_foreign_proc, rel_offset};
+    use std::path::Path;
+
+    #[test]
+    fn rel_offset_splits_only_at_a_component_boundary() {
+        let cases = [
+            ("/w/ws/data/f", "/w/ws", Some("data/f")),
+            ("/w/ws", "/w/ws", Some("")),
+            ("/w/wsx/f", "/w/ws", None),
+            ("/w/w", "/w/ws", None),
+            ("/usr/bin/sh", "/", Some("usr/bin/sh")),
+            ("/", "/", Some("")),
+        ];
+        for (path, root, want) in cases {
+            let got = rel_offset(Path::new(path), Path::new(root)).map(|at| &path[at..]);
+            assert_eq!(got, want, "{path} under {root}");
+        }
+    }
+
+    #[test]
+    fn only_numeric_proc_entries_of_others_are_foreign() {
+        let cases = [
+            ("/proc/1/environ", true),
+            ("/proc/77/mem", false),
+            ("/proc/self/environ", false),
+            ("/proc/sys/kernel", false),
+            ("/proc", false),
+            ("/procx/1", false),
+            ("/home/1", false),
+        ];
+        for (path, foreign) in cases {
+            assert_eq!(is_foreign_proc(Path::new(path), 77), foreign, "{path}");
+        }
     }
 }
