@@ -7,7 +7,7 @@
 mod support;
 
 use std::os::unix::fs::symlink;
-use support::{buzz_list, buzz_str, Harness, RunOutput, SECRET_FILES};
+use support::{buzz_list, buzz_str, capture, Harness, RunOutput, SECRET_FILES};
 
 /// Spell helpers: each `probe` prints one `RESULT <op> <target> <outcome>`
 /// line, where the outcome is the caught code, `FS <message>`, or `LEAK`.
@@ -242,7 +242,10 @@ fn writes_outside_the_workspace_are_refused() {
 fn protected_workspace_files_are_refused_even_through_symlinks() {
     let h = Harness::new();
     let config = std::fs::read_to_string(h.ws_path("magus.yaml")).unwrap();
-    std::fs::write(h.ws_path("magus.lock"), "lock\n").unwrap();
+    let ws = h.ws_path("").display().to_string();
+    let locked = capture(h.command().args(["--workspace", &ws, "sandbox", "lock"]));
+    assert_eq!(locked.status, Some(0), "{}", locked.dump());
+    let lock = std::fs::read_to_string(h.ws_path("magus.lock")).unwrap();
     std::fs::create_dir_all(h.ws_path(".git/hooks")).unwrap();
     std::fs::write(h.ws_path(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
     std::fs::write(h.ws_path("payload.txt"), "payload\n").unwrap();
@@ -284,7 +287,7 @@ fn protected_workspace_files_are_refused_even_through_symlinks() {
     );
     assert_eq!(
         std::fs::read_to_string(h.ws_path("magus.lock")).unwrap(),
-        "lock\n"
+        lock
     );
     assert_eq!(
         std::fs::read_to_string(h.ws_path(".git/hooks/pre-commit")).unwrap(),
