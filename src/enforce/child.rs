@@ -1,20 +1,25 @@
 //! Launch of a confined child (DESIGN §6, §7): a program, its arguments,
 //! exactly the environment the caller computed, a working directory and a
-//! stdio choice become a running [`std::process::Child`] that, between
-//! fork and exec, enters a further nested Landlock domain, so it cannot
-//! trace or read the memory of magus (Landlock's ptrace scoping).
+//! stdio choice become a running [`ConfinedChild`] that, between clone and
+//! exec, enters a further nested Landlock domain, so it cannot trace or
+//! read the memory of magus (Landlock's ptrace scoping). The launch is a
+//! vfork-style clone ([`vfork`]) prepared entirely in the parent ([`prepare`]).
 //!
 //! The other protections are process-wide and inherited, not per child:
 //! the terminal guard ([`super::seccomp`]) is installed on magus at startup
-//! and survives every fork and exec, and the private PID namespace
+//! and survives every clone and exec, and the private PID namespace
 //! ([`super::pidns`]) is entered before Landlock because a landlocked
 //! process may not mount a `/proc`.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod handle;
+mod prepare;
+mod vfork;
 
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+pub use self::handle::ConfinedChild;
+use self::prepare::Prepared;
 use super::error::EnforceError;
 use super::landlock::Domain;
 
@@ -28,16 +33,6 @@ pub enum ChildStdio {
     Piped,
     /// `/dev/null`.
     Null,
-}
-
-impl ChildStdio {
-    fn to_std(self) -> Stdio {
-        match self {
-            ChildStdio::Inherit => Stdio::inherit(),
-            ChildStdio::Piped => Stdio::piped(),
-            ChildStdio::Null => Stdio::null(),
-        }
-    }
 }
 
 /// A child process to start inside a nested Landlock domain.
@@ -97,33 +92,20 @@ impl ConfinedCommand {
     }
 
     /// Starts the child in a domain nested in `domain` (or unconfined by
-    /// Landlock when `domain` confines nothing).
-    pub fn spawn(&self, domain: &Domain) -> Result<Child, EnforceError> {
-        let mut restriction = domain.child_restriction()?;
-        let mut command = self.std_command();
-        // SAFETY: the closure runs between fork and exec; restrict_self
-        // makes two syscalls and closes a descriptor, allocating nothing.
-        unsafe {
-            command.pre_exec(move || restriction.restrict_self());
-        }
-        command.spawn().map_err(|source| EnforceError::Spawn {
-            program: self.program.clone(),
-            source,
-        })
-    }
-
-    fn std_command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(self.stdio[0].to_std())
-            .stdout(self.stdio[1].to_std())
-            .stderr(self.stdio[2].to_std());
-        if let Some(dir) = &self.cwd {
-            command.current_dir(dir);
-        }
-        command
+    /// Landlock when `domain` confines nothing) and returns once it has
+    /// exec'd. A failure before the exec (no such program, not executable,
+    /// bad working directory, a refused restriction) is
+    /// [`EnforceError::Spawn`] carrying the child's errno.
+    pub fn spawn(&self, domain: &Domain) -> Result<ConfinedChild, EnforceError> {
+        let restriction = domain.child_restriction()?;
+        let prepared = Prepared::new(self)?;
+        let pid = vfork::clone_and_exec(&prepared, &restriction).map_err(|source| {
+            EnforceError::Spawn {
+                program: self.program.clone(),
+                source,
+            }
+        })?;
+        // The child's ends of the streams close in `new`: magus keeps its own.
+        Ok(ConfinedChild::new(pid, prepared.stdio))
     }
 }
