@@ -3,7 +3,7 @@
 //! stdio choice become a running [`ConfinedChild`] that, between clone and
 //! exec, enters a further nested Landlock domain, so it cannot trace or
 //! read the memory of magus (Landlock's ptrace scoping). The launch is a
-//! vfork-style clone ([`vfork`]) prepared entirely in the parent ([`prepare`]).
+//! vfork-style clone (`vfork`) prepared entirely in the parent (`prepare`).
 //!
 //! The other protections are process-wide and inherited, not per child:
 //! the terminal guard ([`super::seccomp`]) is installed on magus at startup
