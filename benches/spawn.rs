@@ -10,8 +10,9 @@
 //! runner is affected; every variant runs under the same restriction, so
 //! the ratio isolates the per-spawn work (env scrub, one `dup`, the stack
 //! mapping, the signal reset and `landlock_restrict_self` in the child).
-//! A third variant, std with an empty `pre_exec`, shows what the fork path
-//! that `pre_exec` forces would cost.
+//! Two more variants for reading the figures: std with the same scrubbed
+//! environment (the launch alone), and std with an empty `pre_exec`, which
+//! shows what the fork path that `pre_exec` forces would cost.
 //!
 //! Run: `cargo bench --bench spawn -- --warm-up-time 2 --measurement-time 8`
 
@@ -101,6 +102,17 @@ fn main() {
     let mut group = c.benchmark_group("spawn /bin/true");
     group.bench_function("plain std Command", |b| {
         b.iter(|| Command::new("/bin/true").status().expect("spawn"))
+    });
+    // The same environment as the confined variant, to separate the cost
+    // of the launch from that of the environment's size.
+    group.bench_function("plain std Command, scrubbed env", |b| {
+        b.iter(|| {
+            Command::new("/bin/true")
+                .env_clear()
+                .envs(scrubbed_env())
+                .status()
+                .expect("spawn")
+        })
     });
     group.bench_function("confined: env scrub + nested domain", |b| {
         b.iter(|| {
