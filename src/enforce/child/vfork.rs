@@ -62,8 +62,9 @@ pub(super) fn clone_and_exec(
     let pid = with_signals_blocked(|| {
         let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
         let arg = ptr::from_ref(&args).cast_mut().cast::<c_void>();
-        // SAFETY: `child_main` only reads `args` (alive on this frame, and
-        // this thread is suspended until the child execs or exits) and makes
+        // SAFETY: `child_main` reads `args` and stores only into its atomic
+        // `failure` (`args` is alive on this frame, and CLONE_VFORK suspends
+        // this thread until the child execs or exits); it makes only
         // async-signal-safe calls; `stack.top()` is the high end of a
         // private read-write mapping that outlives the call.
         let pid = unsafe { libc::clone(child_main, stack.top(), flags, arg) };
