@@ -1,16 +1,20 @@
 //! Child spawn cost (DESIGN §11, target ≤ 1.15×): `/bin/true` started with
-//! an env scrub and a nested Landlock domain (`ConfinedCommand`) against a
-//! plain `std::process::Command`, both from the same process.
+//! an env scrub and a nested Landlock domain (`ConfinedCommand`, a
+//! vfork-style clone) against a plain `std::process::Command` (std's
+//! `posix_spawn` path), both from the same process in the same run.
 //!
 //! A nested domain needs a domain to nest in, so the bench process first
 //! restricts itself, as magus does at startup, with a policy shaped like the
 //! default one (system ro, the package dir and /tmp rw) and the terminal
 //! guard. Criterion runs this bench as a process of its own, so no test
-//! runner is affected; both variants run under the same restriction, so
-//! the ratio isolates the per-spawn work (one `dup`, the fork-path spawn
-//! that `pre_exec` forces, and `landlock_restrict_self` in the child).
+//! runner is affected; every variant runs under the same restriction, so
+//! the ratio isolates the per-spawn work (env scrub, one `dup`, the stack
+//! mapping, the signal reset and `landlock_restrict_self` in the child).
+//! Two more variants for reading the figures: std with the same scrubbed
+//! environment (the launch alone), and std with an empty `pre_exec`, which
+//! shows what the fork path that `pre_exec` forces would cost.
 //!
-//! Run: `cargo bench --bench spawn -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench --bench spawn -- --warm-up-time 2 --measurement-time 8`
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -99,13 +103,15 @@ fn main() {
     group.bench_function("plain std Command", |b| {
         b.iter(|| Command::new("/bin/true").status().expect("spawn"))
     });
-    // Breakdown: the fork path `pre_exec` forces, with nothing in it.
-    group.bench_function("std Command + empty pre_exec", |b| {
+    // The same environment as the confined variant, to separate the cost
+    // of the launch from that of the environment's size.
+    group.bench_function("plain std Command, scrubbed env", |b| {
         b.iter(|| {
-            let mut cmd = Command::new("/bin/true");
-            // SAFETY: the closure does nothing.
-            unsafe { cmd.pre_exec(|| Ok(())) };
-            cmd.status().expect("spawn")
+            Command::new("/bin/true")
+                .env_clear()
+                .envs(scrubbed_env())
+                .status()
+                .expect("spawn")
         })
     });
     group.bench_function("confined: env scrub + nested domain", |b| {
@@ -121,6 +127,15 @@ fn main() {
                 .expect("spawn")
                 .wait()
                 .expect("wait")
+        })
+    });
+    // Breakdown: the fork path `pre_exec` forces, with nothing in it.
+    group.bench_function("std Command + empty pre_exec", |b| {
+        b.iter(|| {
+            let mut cmd = Command::new("/bin/true");
+            // SAFETY: the closure does nothing.
+            unsafe { cmd.pre_exec(|| Ok(())) };
+            cmd.status().expect("spawn")
         })
     });
     group.finish();

@@ -22,6 +22,8 @@ fn main() {
                 exec_from_ungranted_dir_fails,
             ),
             ("hard_link_of_secret_fails", hard_link_of_secret_fails),
+            ("spawn_failures_are_typed", spawn_failures_are_typed),
+            ("no_descriptor_leaks", no_descriptor_leaks),
             ("ordinary_work_works", ordinary_work_works),
             ("network_deny_blocks_loopback_connect", network_deny),
             ("network_allow_permits_loopback_connect", network_allow),
@@ -165,6 +167,77 @@ fn exec_from_ungranted_dir_fails() -> CaseResult {
         format!("exec from ungranted dir:\n{all}")
     })?;
     Ok(Outcome::Pass)
+}
+
+/// A failed exec in the nested domain comes back to the role as
+/// `EnforceError::Spawn` with the child's errno: ENOENT for a missing
+/// program, EACCES for one Landlock refuses to execute.
+fn spawn_failures_are_typed() -> CaseResult {
+    let fx = Fixture::new();
+    let bin = fx.home.join("bin");
+    fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    fs::copy("/bin/true", bin.join("true")).map_err(|e| e.to_string())?;
+    let ungranted = bin.join("true").display().to_string();
+    let cases = [
+        ("/nonexistent/prog".to_owned(), "(os error 2)"),
+        (ungranted, "(os error 13)"),
+    ];
+    for (program, errno) in cases {
+        let mut spec = fx.spec("");
+        spec.argv = vec![program.clone()];
+        let out = Launch::new(&spec).run()?;
+        let all = text(&out);
+        let want = format!("KTEST role error: cannot start {program}: ");
+        check(all.contains(&want) && all.contains(errno), || {
+            format!("expected `{want}... {errno}`:\n{all}")
+        })?;
+    }
+    Ok(Outcome::Pass)
+}
+
+/// The confined child holds only its stdio, what the test driver itself
+/// lets every child inherit, and ls's own directory handle; the spawn
+/// leaves magus with as many descriptors as before.
+fn no_descriptor_leaks() -> CaseResult {
+    let fx = Fixture::new();
+    let mut spec = fx.spec("");
+    spec.argv = vec!["/bin/ls".into(), "/proc/self/fd".into()];
+    let mut expected = inheritable_fds();
+    let (ok, all) = fx.run(&spec)?;
+    expected.extend([0, 1, 2]);
+    expected.sort_unstable();
+    expected.dedup();
+    let extra: Vec<i32> = all
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .filter(|fd| !expected.contains(fd))
+        .collect();
+    check(ok && extra.len() == 1, || {
+        format!("child descriptors beyond {expected:?} and ls's own: {extra:?}\n{all}")
+    })?;
+    let counts = all
+        .lines()
+        .find_map(|l| l.strip_prefix("KTEST parent_fds_before="))
+        .and_then(|rest| rest.split_once(" after="));
+    check(matches!(counts, Some((a, b)) if a == b), || {
+        format!("the spawn changed magus's descriptors:\n{all}")
+    })?;
+    Ok(Outcome::Pass)
+}
+
+/// This process's descriptors without FD_CLOEXEC: every child inherits them.
+fn inheritable_fds() -> Vec<i32> {
+    let listed: Vec<i32> = fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    listed
+        .into_iter()
+        // SAFETY: F_GETFD only reads the flags; a closed number gives -1.
+        .filter(|fd| unsafe { libc::fcntl(*fd, libc::F_GETFD) } == 0)
+        .collect()
 }
 
 fn hard_link_of_secret_fails() -> CaseResult {

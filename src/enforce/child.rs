@@ -1,20 +1,25 @@
 //! Launch of a confined child (DESIGN §6, §7): a program, its arguments,
 //! exactly the environment the caller computed, a working directory and a
-//! stdio choice become a running [`std::process::Child`] that, between
-//! fork and exec, enters a further nested Landlock domain, so it cannot
-//! trace or read the memory of magus (Landlock's ptrace scoping).
+//! stdio choice become a running [`ConfinedChild`] that, between clone and
+//! exec, enters a further nested Landlock domain, so it cannot trace or
+//! read the memory of magus (Landlock's ptrace scoping). The launch is a
+//! vfork-style clone (`vfork`) prepared entirely in the parent (`prepare`).
 //!
 //! The other protections are process-wide and inherited, not per child:
 //! the terminal guard ([`super::seccomp`]) is installed on magus at startup
-//! and survives every fork and exec, and the private PID namespace
+//! and survives every clone and exec, and the private PID namespace
 //! ([`super::pidns`]) is entered before Landlock because a landlocked
 //! process may not mount a `/proc`.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod handle;
+mod prepare;
+mod vfork;
 
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+pub use self::handle::ConfinedChild;
+use self::prepare::Prepared;
 use super::error::EnforceError;
 use super::landlock::Domain;
 
@@ -28,16 +33,6 @@ pub enum ChildStdio {
     Piped,
     /// `/dev/null`.
     Null,
-}
-
-impl ChildStdio {
-    fn to_std(self) -> Stdio {
-        match self {
-            ChildStdio::Inherit => Stdio::inherit(),
-            ChildStdio::Piped => Stdio::piped(),
-            ChildStdio::Null => Stdio::null(),
-        }
-    }
 }
 
 /// A child process to start inside a nested Landlock domain.
@@ -97,33 +92,189 @@ impl ConfinedCommand {
     }
 
     /// Starts the child in a domain nested in `domain` (or unconfined by
-    /// Landlock when `domain` confines nothing).
-    pub fn spawn(&self, domain: &Domain) -> Result<Child, EnforceError> {
-        let mut restriction = domain.child_restriction()?;
-        let mut command = self.std_command();
-        // SAFETY: the closure runs between fork and exec; restrict_self
-        // makes two syscalls and closes a descriptor, allocating nothing.
-        unsafe {
-            command.pre_exec(move || restriction.restrict_self());
-        }
-        command.spawn().map_err(|source| EnforceError::Spawn {
-            program: self.program.clone(),
-            source,
-        })
+    /// Landlock when `domain` confines nothing) and returns once it has
+    /// exec'd. A failure before the exec (no such program, not executable,
+    /// bad working directory, a refused restriction) is
+    /// [`EnforceError::Spawn`] carrying the child's errno.
+    pub fn spawn(&self, domain: &Domain) -> Result<ConfinedChild, EnforceError> {
+        let restriction = domain.child_restriction()?;
+        let prepared = Prepared::new(self)?;
+        let pid = vfork::clone_and_exec(&prepared, &restriction).map_err(|source| {
+            EnforceError::Spawn {
+                program: self.program.clone(),
+                source,
+            }
+        })?;
+        // The child's ends of the streams close in `new`: magus keeps its own.
+        Ok(ConfinedChild::new(pid, prepared.stdio))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Output;
+
+    use super::*;
+    use crate::enforce::landlock::Unavailable;
+
+    // The test runner must stay unrestricted, so these children run in an
+    // unconfined domain; the kernel tests cover the nested domain.
+    fn domain() -> Domain {
+        Domain::unconfined(Unavailable::ForcedOff)
     }
 
-    fn std_command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(self.stdio[0].to_std())
-            .stdout(self.stdio[1].to_std())
-            .stderr(self.stdio[2].to_std());
-        if let Some(dir) = &self.cwd {
-            command.current_dir(dir);
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    fn piped(command: ConfinedCommand) -> ConfinedCommand {
+        command.stdio(ChildStdio::Piped, ChildStdio::Piped, ChildStdio::Piped)
+    }
+
+    fn output(command: ConfinedCommand) -> Output {
+        piped(command)
+            .spawn(&domain())
+            .expect("spawn")
+            .wait_with_output()
+            .expect("output")
+    }
+
+    fn spawn_errno(command: &ConfinedCommand) -> Option<i32> {
+        match command.spawn(&domain()) {
+            Err(EnforceError::Spawn { program, source }) => {
+                assert_eq!(program, command.program);
+                source.raw_os_error()
+            }
+            other => panic!("expected a spawn error, got {other:?}"),
         }
-        command
+    }
+
+    #[test]
+    fn exec_failures_carry_the_errno() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plain = dir.path().join("not-executable");
+        std::fs::write(&plain, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let cases = [
+            (ConfinedCommand::new("/nonexistent/prog"), libc::ENOENT),
+            (ConfinedCommand::new(&plain), libc::EACCES),
+            (ConfinedCommand::new(dir.path()), libc::EACCES),
+            (ConfinedCommand::new("/etc/passwd/x"), libc::ENOTDIR),
+            (
+                ConfinedCommand::new("true").env(env(&[("PATH", "/nonexistent")])),
+                libc::ENOENT,
+            ),
+            (
+                ConfinedCommand::new("/bin/true").current_dir("/nonexistent"),
+                libc::ENOENT,
+            ),
+        ];
+        for (command, errno) in cases {
+            assert_eq!(spawn_errno(&command), Some(errno), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn stdout_and_stderr_are_captured() {
+        let out =
+            output(ConfinedCommand::new("/bin/sh").args(["-c", "echo out; echo err >&2; exit 3"]));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+        assert_eq!(out.status.code(), Some(3));
+    }
+
+    #[test]
+    fn full_pipes_on_both_streams_do_not_deadlock() {
+        let script = "head -c 300000 /dev/zero; head -c 200000 /dev/zero >&2";
+        let out = output(ConfinedCommand::new("/bin/sh").args(["-c", script]));
+        assert_eq!((out.stdout.len(), out.stderr.len()), (300_000, 200_000));
+    }
+
+    #[test]
+    fn stdin_is_fed() {
+        let mut child = piped(ConfinedCommand::new("/bin/cat"))
+            .spawn(&domain())
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(b"fed through stdin").expect("write");
+        drop(stdin);
+        let out = child.wait_with_output().expect("output");
+        assert_eq!(out.stdout, b"fed through stdin");
+    }
+
+    #[test]
+    fn null_stdin_reads_empty() {
+        let out = ConfinedCommand::new("/bin/cat")
+            .stdio(ChildStdio::Null, ChildStdio::Piped, ChildStdio::Null)
+            .spawn(&domain())
+            .expect("spawn")
+            .wait_with_output()
+            .expect("output");
+        assert!(out.status.success());
+        assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    }
+
+    #[test]
+    fn cwd_is_applied() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let want = dir.path().canonicalize().expect("canonical");
+        let out = output(ConfinedCommand::new("/bin/pwd").current_dir(&want));
+        assert_eq!(out.stdout, format!("{}\n", want.display()).into_bytes());
+    }
+
+    #[test]
+    fn env_is_exactly_the_given_one() {
+        let given = env(&[("B_VAR", "two words"), ("A_VAR", "1"), ("EMPTY", "")]);
+        let out = output(ConfinedCommand::new("/usr/bin/env").env(given));
+        assert_eq!(out.stdout, b"B_VAR=two words\nA_VAR=1\nEMPTY=\n");
+        let out = output(ConfinedCommand::new("/usr/bin/env"));
+        assert!(out.stdout.is_empty(), "{:?}", out.stdout);
+    }
+
+    #[test]
+    fn bare_names_are_found_on_the_child_path() {
+        let command = ConfinedCommand::new("echo")
+            .args(["found"])
+            .env(env(&[("PATH", "/nonexistent:/usr/bin:/bin")]));
+        assert_eq!(output(command).stdout, b"found\n");
+    }
+
+    /// std ignores SIGPIPE in the test runner; the child must not inherit
+    /// that, nor a blocked mask from the clone.
+    #[test]
+    fn child_starts_with_default_signals() {
+        let out = output(ConfinedCommand::new("/bin/grep").args([
+            "-E",
+            "^Sig(Blk|Ign)",
+            "/proc/self/status",
+        ]));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mask = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        };
+        assert_eq!(mask("SigBlk:"), Some(0), "{text}");
+        let pipe_bit = 1u64 << (libc::SIGPIPE - 1);
+        assert_eq!(mask("SigIgn:").map(|m| m & pipe_bit), Some(0), "{text}");
+    }
+
+    #[test]
+    fn wait_try_wait_and_kill() {
+        let mut child = ConfinedCommand::new("/bin/sleep")
+            .args(["30"])
+            .spawn(&domain())
+            .expect("spawn");
+        assert!(child.id() > 0);
+        assert_eq!(child.try_wait().expect("try_wait"), None);
+        child.kill().expect("kill");
+        let status = child.wait().expect("wait");
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert_eq!(child.wait().expect("second wait"), status);
+        assert_eq!(child.try_wait().expect("try_wait"), Some(status));
+        child.kill().expect("kill after reaping is a no-op");
     }
 }

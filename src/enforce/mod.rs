@@ -11,7 +11,7 @@ pub mod process;
 pub mod reexec;
 pub mod seccomp;
 
-pub use child::{ChildStdio, ConfinedCommand};
+pub use child::{ChildStdio, ConfinedChild, ConfinedCommand};
 pub use error::EnforceError;
 pub use landlock::{
     install_on_self, ChildRestriction, Domain, Enforcement, LandlockRequest, LandlockStatus,

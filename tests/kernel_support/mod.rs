@@ -214,12 +214,15 @@ fn spawn(spec: &Spec, domain: &Domain) -> i32 {
         if let Some(dir) = &spec.cwd {
             cmd = cmd.current_dir(dir);
         }
-        cmd.spawn(domain).and_then(|mut c| {
+        let before = open_fds();
+        let status = cmd.spawn(domain).and_then(|mut c| {
             c.wait().map_err(|source| enforce::EnforceError::Spawn {
                 program: program.into(),
                 source,
             })
-        })
+        });
+        eprintln!("KTEST parent_fds_before={before} after={}", open_fds());
+        status
     } else {
         let mut cmd = Command::new(program);
         cmd.args(args).env_clear().envs(env);
@@ -235,6 +238,11 @@ fn spawn(spec: &Spec, domain: &Domain) -> i32 {
         Ok(s) => s.code().unwrap_or(128),
         Err(e) => die(&e.to_string()),
     }
+}
+
+/// How many descriptors this process holds, to show a spawn leaks none.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
 fn take_controlling_tty() {
