@@ -12,10 +12,10 @@ use super::errors::{raise_exec, raise_gate};
 use super::fs::bind;
 use super::Session;
 use crate::buzz::{NativeModule, Raise, Value};
-use crate::enforce::{ChildStdio, ConfinedCommand};
+use crate::enforce::{ChildStdio, ConfinedChild, ConfinedCommand};
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::rc::Rc;
 use std::thread::JoinHandle;
 
@@ -58,7 +58,7 @@ impl Session {
         argv: &[String],
         stdout: ChildStdio,
         stderr: ChildStdio,
-    ) -> Result<Child, Raise> {
+    ) -> Result<ConfinedChild, Raise> {
         let Some(program) = argv.first() else {
             return Err(Raise::type_error("sh: the command list is empty"));
         };
