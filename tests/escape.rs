@@ -521,7 +521,9 @@ fn plain_paths() {
             ("list-ssh", "MGS2001"),
             ("list-op", "MGS2001"),
         ]);
-        run.assert_completed().assert_caught(&codes).assert_no_leak();
+        run.assert_completed()
+            .assert_caught(&codes)
+            .assert_no_leak();
 
         let fx = Fixture::new();
         let run = fx.run(mode, "plain", Channel::Child, "-");
@@ -701,9 +703,15 @@ fn renames_across_roots() {
         run.assert_completed();
         match mode {
             Mode::Landlock => {
-                run.assert_children_failed(&["mv-in", "mv-dir-in", "mv-loot", "mv-out", "py-rename"])
-                    .assert_no_leak()
-                    .assert_home_unchanged();
+                run.assert_children_failed(&[
+                    "mv-in",
+                    "mv-dir-in",
+                    "mv-loot",
+                    "mv-out",
+                    "py-rename",
+                ])
+                .assert_no_leak()
+                .assert_home_unchanged();
             }
             _ => {
                 run.assert_leaks_exactly(&["ssh", "aws", "kube", "npmrc"])
@@ -880,8 +888,7 @@ fn ld_preload_set_by_the_spell() {
             .assert_caught(&[("fs-after-preload", "MGS2001")]);
         match mode {
             Mode::Landlock => {
-                run.assert_stdout_has("EVIL cannot open")
-                    .assert_no_leak();
+                run.assert_stdout_has("EVIL cannot open").assert_no_leak();
             }
             // Documented: the preloaded code runs in an unconfined child,
             // so it reads files like any child; the environment stays clean.
@@ -926,7 +933,12 @@ fn tiocsti_in(mode: Mode) {
         .assert_stdout_has(&format!("TIOCSTI errno {}", libc::EPERM))
         .assert_no_leak();
     assert!(!run.stdout.contains("INJECTED"), "{}", run.context());
-    assert_eq!(pending_input(pty.slave.as_raw_fd()), b"", "{}", run.context());
+    assert_eq!(
+        pending_input(pty.slave.as_raw_fd()),
+        b"",
+        "{}",
+        run.context()
+    );
 
     // Control: the same check sees a byte the test injects itself.
     let byte = b'z';
@@ -976,7 +988,9 @@ fn writes_to_bashrc_and_git_hooks() {
             ])
             .assert_no_leak()
             .assert_home_unchanged();
-        let hooks: Vec<_> = std::fs::read_dir(fx.ws.join(".git/hooks")).unwrap().collect();
+        let hooks: Vec<_> = std::fs::read_dir(fx.ws.join(".git/hooks"))
+            .unwrap()
+            .collect();
         assert!(hooks.is_empty(), "fs.* planted a hook: {}", run.context());
         assert_eq!(
             std::fs::read_to_string(fx.ws.join("magus.yaml")).unwrap(),
@@ -988,7 +1002,8 @@ fn writes_to_bashrc_and_git_hooks() {
         run.assert_completed().assert_no_leak();
         match mode {
             Mode::Landlock => {
-                run.assert_children_failed(&["sh-bashrc"]).assert_home_unchanged();
+                run.assert_children_failed(&["sh-bashrc"])
+                    .assert_home_unchanged();
             }
             _ => {
                 run.assert_home_changed();
@@ -1006,12 +1021,29 @@ fn nul_bytes_and_64k_paths_are_clean_errors() {
     for mode in MODES {
         let fx = Fixture::new();
         let run = fx.run(mode, "hostile_paths", Channel::Fs, "-");
-        run.assert_completed().assert_no_leak().assert_home_unchanged();
+        run.assert_completed()
+            .assert_no_leak()
+            .assert_home_unchanged();
         let ops = [
-            "read", "write", "append", "exists", "list", "mkdir", "copy-from", "copy-to", "move",
+            "read",
+            "write",
+            "append",
+            "exists",
+            "list",
+            "mkdir",
+            "copy-from",
+            "copy-to",
+            "move",
             "delete",
         ];
-        let labels = ["nul", "nul-secret", "nul-dotdot", "long", "long-name", "long-secret"];
+        let labels = [
+            "nul",
+            "nul-secret",
+            "nul-dotdot",
+            "long",
+            "long-name",
+            "long-secret",
+        ];
         for label in labels {
             for op in ops {
                 run.assert_refused(&[format!("{label}-{op}").as_str()]);
