@@ -72,8 +72,9 @@ struct Node {
 }
 
 /// An edge to a child. `key` is the name's first 8 bytes, big-endian and
-/// zero-padded, so most comparisons are one integer compare (a path name
-/// never holds a NUL byte, so padding cannot collide with a real byte).
+/// zero-padded, so most comparisons are one integer compare; the length
+/// breaks ties, since a hand-built `Path` may hold NUL bytes that the
+/// padding would otherwise hide.
 #[derive(Debug, Clone)]
 struct Edge {
     key: u64,
@@ -200,8 +201,10 @@ impl PathTrie {
         let found = edges
             .binary_search_by(|edge| {
                 edge.key.cmp(&key).then_with(|| {
+                    // Keys are zero-padded: `a` and `a\0` share one, so
+                    // short names still differ by length (found by fuzzing).
                     if short && edge.name_len <= 8 {
-                        std::cmp::Ordering::Equal
+                        (edge.name_len as usize).cmp(&name.len())
                     } else {
                         self.name(edge).cmp(name)
                     }
@@ -340,6 +343,22 @@ mod tests {
             mode,
             source: GrantSource::Builtin("test"),
         }
+    }
+
+    #[test]
+    fn trailing_nul_bytes_do_not_match_a_shorter_name() {
+        let grants = [grant("/\u{ff}", Mode::Rw), grant("/w", Mode::Rw)];
+        let trie = PathTrie::new(&grants);
+        for path in ["/w\0", "/w\0\0/x", "/\u{ff}\0"] {
+            let path = Path::new(path);
+            let decision = trie.check(path, Access::Read);
+            assert!(!decision.is_allowed(), "{path:?}");
+            assert_eq!(
+                decision,
+                crate::policy::reference::check(&grants, path, Access::Read)
+            );
+        }
+        assert!(trie.check(Path::new("/w/x"), Access::Write).is_allowed());
     }
 
     #[test]
