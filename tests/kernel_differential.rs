@@ -143,7 +143,7 @@ fn kernel_agrees() -> CaseResult {
             let want = expected(&grants, &probe.path, *access);
             if want != got {
                 disagreements.push(format!(
-                    "{grants:?}: {access:?} {} kernel={got} reference={want}",
+                    "{grants:?}: {access:?} {} kernel={got} trie={want}",
                     probe.path.display()
                 ));
             }

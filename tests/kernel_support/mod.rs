@@ -49,6 +49,7 @@ pub fn main_with(file: &str, cases: &[Case]) {
         .collect();
     println!("\nrunning {} tests", selected.len());
     let mut failed = Vec::new();
+    let outcomes = selected.len();
     for (name, case) in selected {
         match case() {
             Ok(Outcome::Pass) => println!("test {file}::{name} ... ok"),
@@ -59,7 +60,9 @@ pub fn main_with(file: &str, cases: &[Case]) {
             }
         }
     }
-    println!("\ntest result: {} failed", failed.len());
+    let (passed, failures) = (outcomes - failed.len(), failed.len());
+    let verdict = if failed.is_empty() { "ok" } else { "FAILED" };
+    println!("\ntest result: {verdict}. {passed} passed; {failures} failed");
     std::process::exit(i32::from(!failed.is_empty()));
 }
 
@@ -316,14 +319,20 @@ fn exec_allowed(path: &Path) -> bool {
     }
 }
 
-/// The reference decision: the rights of a real path are the union of the
-/// modes of every grant that is the path itself or one of its ancestors.
-/// The policy trie can replace this function once it exists.
+/// What the gate decides: the policy's own trie, built from the same
+/// grants the kernel got, so the test compares the two enforcement layers.
 pub fn expected(grants: &[(PathBuf, Mode)], path: &Path, access: Access) -> bool {
-    grants
+    let grants: Vec<magus_sandbox::policy::Grant> = grants
         .iter()
-        .filter(|(granted, _)| path.starts_with(granted))
-        .any(|(_, mode)| mode.permits(access))
+        .map(|(path, mode)| magus_sandbox::policy::Grant {
+            path: path.clone(),
+            mode: *mode,
+            source: magus_sandbox::policy::GrantSource::Builtin("differential test"),
+        })
+        .collect();
+    magus_sandbox::policy::PathTrie::new(&grants)
+        .check(path, access)
+        .is_allowed()
 }
 
 // ----------------------------------------------------------- the driver side
