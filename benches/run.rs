@@ -1,0 +1,54 @@
+//! `magus run` of an empty spell, sandbox on against off (DESIGN §11:
+//! ≤ 15 ms wall, ≤ 5 ms more than off). The on side pays for everything a
+//! real run does: policy resolution, the scrubbing re-exec (a secret is in
+//! the environment), the private PID namespace, the terminal guard and
+//! Landlock.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::path::Path;
+use std::process::Command;
+
+const EMPTY_SPELL: &str = "fun main(args: [str]) > void {}\n";
+
+/// A workspace with an empty spell and the sandbox `enabled` or not.
+fn workspace(root: &Path, enabled: bool) -> std::path::PathBuf {
+    let ws = root.join(if enabled { "on" } else { "off" });
+    std::fs::create_dir_all(ws.join("spells")).expect("workspace");
+    std::fs::write(ws.join("spells/empty.buzz"), EMPTY_SPELL).expect("spell");
+    let config = format!("sandbox:\n  enabled: {enabled}\n");
+    std::fs::write(ws.join("magus.yaml"), config).expect("config");
+    ws
+}
+
+fn run_empty(ws: &Path, home: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_magus"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("GITHUB_TOKEN", "ghp_bench_secret")
+        .args([
+            "--workspace".as_ref(),
+            ws.as_os_str(),
+            "run".as_ref(),
+            "empty".as_ref(),
+        ])
+        .status()
+        .expect("magus runs");
+    assert!(status.success(), "magus run empty failed: {status}");
+}
+
+fn bench_run(c: &mut Criterion) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut group = c.benchmark_group("run_empty_spell");
+    for enabled in [false, true] {
+        let ws = workspace(dir.path(), enabled);
+        let name = if enabled { "sandbox_on" } else { "sandbox_off" };
+        group.bench_function(name, |b| b.iter(|| run_empty(&ws, &home)));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_run);
+criterion_main!(benches);
