@@ -736,19 +736,26 @@ fn symlink_flipped_in_a_loop_never_reads_the_secret() {
 #[test]
 fn proc_self_and_dev_fd() {
     for mode in MODES {
+        // magus's stdin is a secret file: `/dev/fd/0` and friends lead to it.
         let fx = Fixture::new();
-        let run = fx.run(mode, "procself", Channel::Fs, "-");
+        let mut cmd = fx.command(mode, "procself", Channel::Fs, "-");
+        cmd.stdin(std::fs::File::open(fx.home.join(".npmrc")).unwrap());
+        let output = output_within(cmd, RUN_TIMEOUT);
+        let run = Outcome::new(&fx, mode, format!("procself/Fs/{mode:?}"), output);
         run.assert_completed()
             .assert_caught(&[
                 ("self-root", "MGS2001"),
                 ("self-root-shadow", "MGS2001"),
                 ("thread-self", "MGS2001"),
                 ("self-root-list", "MGS2001"),
+                ("dev-fd", "MGS2001"),
+                ("self-fd", "MGS2001"),
+                ("dev-stdin", "MGS2001"),
                 ("pid1-root", "MGS2001"),
                 ("self-root-write", "MGS2002"),
             ])
             // `..` is resolved lexically, so `/proc/self/cwd/..` is `/proc/self`.
-            .assert_refused(&["self-cwd", "dev-fd", "self-fd", "dev-stdin"])
+            .assert_refused(&["self-cwd"])
             .assert_no_leak()
             .assert_home_unchanged();
 
