@@ -3,6 +3,9 @@
 //! of the same diagnostics checked for the documented fields. Temporary
 //! paths are replaced by `[TMP]` so the snapshots are the same everywhere.
 
+#[path = "scratch/mod.rs"]
+mod scratch;
+
 use magus_sandbox::diag::{render, Code, Diagnostic, Location, MessageFormat, SourceKind};
 use magus_sandbox::enforce::gate::{Denial, DenialReason, FsOp};
 use magus_sandbox::enforce::landlock::Unavailable;
@@ -29,7 +32,7 @@ impl Scene {
     fn new() -> Scene {
         let dir = tempfile::Builder::new()
             .prefix("snap-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch::base())
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("home")).unwrap();

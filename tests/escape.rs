@@ -12,6 +12,9 @@
 //! the child-based leaks are asserted as the documented limit
 //! (`docs/escape-results.md`). A control run with the sandbox off must leak.
 
+#[path = "scratch/mod.rs"]
+mod scratch;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -112,7 +115,7 @@ impl Fixture {
     fn new() -> Fixture {
         let base = tempfile::Builder::new()
             .prefix("escape-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch::base())
             .unwrap();
         let root = base.path().canonicalize().unwrap();
         let (home, ws) = (root.join("home"), root.join("ws"));

@@ -2,6 +2,9 @@
 //! explain`, the help texts, the exit codes, and colour (escape codes only
 //! on a terminal without `NO_COLOR`).
 
+#[path = "scratch/mod.rs"]
+mod scratch;
+
 use assert_cmd::Command;
 use magus_sandbox::cli::{EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
 use std::path::PathBuf;
@@ -17,7 +20,7 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::Builder::new()
             .prefix("cli-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch::base())
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         for sub in ["home/.ssh", "ws/spells"] {

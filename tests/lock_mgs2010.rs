@@ -3,6 +3,9 @@
 //! nested inside a sandboxed spell. The fake HOME and the workspace live
 //! under target/ (not /tmp, which the sandbox grants rw by default).
 
+#[path = "scratch/mod.rs"]
+mod scratch;
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -21,7 +24,7 @@ impl Fixture {
     fn new(config: &str) -> Fixture {
         let dir = tempfile::Builder::new()
             .prefix("lock-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch::base())
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         for sub in ["home/.ssh", "home/.cargo", "ws/spells"] {

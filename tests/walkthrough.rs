@@ -6,6 +6,9 @@
 //! (`...` skips lines, `…` skips part of a line), and the `magus.lock` shown
 //! must be the one written.
 
+#[path = "scratch/mod.rs"]
+mod scratch;
+
 use std::path::{Path, PathBuf};
 
 const MAGUS: &str = env!("CARGO_BIN_EXE_magus");
@@ -130,7 +133,7 @@ impl Workspace {
     fn fresh() -> Workspace {
         let dir = tempfile::Builder::new()
             .prefix("walkthrough-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch::base())
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         let (home, ws) = (root.join("home"), root.join("project"));

@@ -6,6 +6,9 @@
 //! our own keeps that process single-threaded, which namespaces require.
 #![allow(dead_code)]
 
+#[path = "../scratch/mod.rs"]
+mod scratch;
+
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
@@ -400,7 +403,7 @@ pub fn text(out: &Output) -> String {
 /// A directory outside `/tmp` (which policies grant by default), readable
 /// by everyone so an unprivileged run can reach it.
 pub fn scratch_dir(tag: &str) -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = scratch::base();
     let dir = tempfile::Builder::new()
         .prefix(&format!("ktest-{tag}-"))
         .tempdir_in(base)

@@ -6,6 +6,9 @@
 //! Use it from a test file with `mod support;` then `let h = Harness::new();`.
 #![allow(dead_code)]
 
+#[path = "../scratch/mod.rs"]
+mod scratch;
+
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -130,7 +133,7 @@ impl Harness {
     pub fn with_config(config: &str) -> Harness {
         let dir = tempfile::Builder::new()
             .prefix("magus-test-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch::base())
             .expect("create the harness directory");
         let root = dir.path().canonicalize().expect("canonical harness root");
         assert!(
