@@ -66,25 +66,10 @@ fn bench_policy() -> Vec<Grant> {
         .collect()
 }
 
-/// A stand-in for the policy's env allowlist (DESIGN §7).
+/// The child environment the policy's allowlist gives (DESIGN §7).
 fn scrubbed_env() -> Vec<(OsString, OsString)> {
-    const KEEP: [&str; 9] = [
-        "HOME",
-        "PATH",
-        "USER",
-        "LOGNAME",
-        "LANG",
-        "LANGUAGE",
-        "TERM",
-        "COLORTERM",
-        "NO_COLOR",
-    ];
-    std::env::vars_os()
-        .filter(|(k, _)| {
-            let k = k.to_string_lossy();
-            KEEP.contains(&k.as_ref()) || k.starts_with("LC_") || k.starts_with("MAGUS_")
-        })
-        .collect()
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    magus_sandbox::policy::ChildEnv::build(&vars, &[]).vars
 }
 
 fn confine_self() -> Domain {
