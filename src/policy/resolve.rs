@@ -413,11 +413,16 @@ mod tests {
         })
     }
 
-    /// A scratch directory outside `/tmp`, which is itself granted `rw`.
+    /// A scratch directory outside `/tmp`, which is itself granted `rw`:
+    /// under `target/`, or `/var/tmp` when the checkout is under `/tmp`.
     fn scratch() -> tempfile::TempDir {
-        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-        std::fs::create_dir_all(&target).unwrap();
-        tempfile::tempdir_in(target).unwrap()
+        let mut base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        std::fs::create_dir_all(&base).unwrap();
+        if base.canonicalize().unwrap().starts_with("/tmp") {
+            base = Path::new("/var/tmp/magus-sandbox-tests").to_path_buf();
+            std::fs::create_dir_all(&base).unwrap();
+        }
+        tempfile::tempdir_in(base).unwrap()
     }
 
     fn mode_of(r: &Resolution, path: &Path) -> Option<Mode> {
