@@ -252,6 +252,7 @@ fn protected_workspace_files_are_refused_even_through_symlinks() {
     symlink(h.ws_path("magus.yaml"), h.ws_path("conf-link")).unwrap();
     symlink("magus.lock", h.ws_path("lock-link")).unwrap();
     symlink(".git/hooks", h.ws_path("hooks-link")).unwrap();
+    symlink(".git", h.ws_path("git-link")).unwrap();
     let ws = |rel: &str| h.ws_path(rel).display().to_string();
     let mut probes = Vec::new();
     for target in [
@@ -274,6 +275,11 @@ fn protected_workspace_files_are_refused_even_through_symlinks() {
     probes.push(("move", "payload.txt".into(), ".git/hooks/pre-push".into()));
     probes.push(("delete", "magus.lock".into(), String::new()));
     probes.push(("mkdir", ".git/hooks/sub".into(), String::new()));
+    // Moving a directory that holds a protected path aside (to write into
+    // it there and move it back), directly or through a symlinked parent.
+    probes.push(("move", ".git".into(), "git-aside".into()));
+    probes.push(("move", "git-link/hooks".into(), "hooks-aside".into()));
+    probes.push(("delete", "git-link/hooks".into(), String::new()));
     h.write_spell("widen", &probe_spell(&probes));
     let out = h.run("widen", &[]);
     assert_completed(&out);
@@ -297,6 +303,7 @@ fn protected_workspace_files_are_refused_even_through_symlinks() {
         .unwrap()
         .collect();
     assert_eq!(hooks.len(), 1, "a hook was planted");
+    assert!(!h.ws_path("git-aside").exists() && !h.ws_path("hooks-aside").exists());
     assert!(h.ws_path("payload.txt").exists());
 }
 

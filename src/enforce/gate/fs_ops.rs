@@ -182,6 +182,10 @@ impl Gate {
         let (fd, _) = self
             .open(&parent_spelled, Access::Write, op, flags)
             .map_err(|e| respell(e, spelled))?;
+        // Renaming or removing the entry acts on what the handle really is,
+        // which a symlinked parent may have moved: check that name too.
+        let real_parent = fd_path(&fd).map_err(|e| GateError::io(op, spelled, e))?;
+        self.refuse_protected_entry(spelled, &abs, &real_parent.join(name), op)?;
         Ok((fd, name.to_os_string()))
     }
 
@@ -239,6 +243,12 @@ fn read_all(file: &File) -> io::Result<Vec<u8>> {
         .map_err(io::Error::other)?;
     file.take(u64::MAX).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// The path a directory handle refers to now, as the kernel knows it.
+fn fd_path(fd: &OwnedFd) -> io::Result<std::path::PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 fn read_names(fd: OwnedFd) -> io::Result<Vec<String>> {

@@ -221,6 +221,35 @@ impl Gate {
         Err(Denial::new(op, access, spelled, path, leads_to, reason).into())
     }
 
+    /// A rename or removal may not take away a protected path, nor any
+    /// directory holding one (moving `.git` aside, writing a hook, and
+    /// moving it back would plant the hook through `fs.*` alone).
+    fn refuse_protected_entry(
+        &self,
+        spelled: &str,
+        abs: &Path,
+        entry: &Path,
+        op: FsOp,
+    ) -> Result<(), GateError> {
+        if !self.is_on() {
+            return Ok(());
+        }
+        let ws = &self.policy.workspace;
+        let holds_protected = [
+            ws.join("magus.yaml"),
+            ws.join("magus.lock"),
+            ws.join(".git/hooks"),
+        ]
+        .iter()
+        .any(|protected| protected.starts_with(entry));
+        if !holds_protected && !self.is_protected(entry) {
+            return Ok(());
+        }
+        let reason = DenialReason::Protected;
+        let leads_to = (entry != abs).then(|| entry.to_path_buf());
+        Err(Denial::new(op, Access::Write, spelled, abs, leads_to, reason).into())
+    }
+
     fn is_protected(&self, path: &Path) -> bool {
         let Ok(rest) = path.strip_prefix(&self.policy.workspace) else {
             return false;
