@@ -12,6 +12,18 @@ use std::path::{Path, PathBuf};
 /// Phrases with which programs report an `EACCES` / `EPERM`.
 const DENIAL_PHRASES: [&str; 2] = ["Permission denied", "Operation not permitted"];
 
+/// Words with which programs say a refused operation was a write.
+const WRITE_WORDS: [&str; 8] = [
+    "cannot create",
+    "cannot touch",
+    "cannot remove",
+    "cannot make directory",
+    "cannot move",
+    "cannot overwrite",
+    "cannot open for writing",
+    "Read-only",
+];
+
 /// At most this many notes per failing child.
 const MAX_NOTES: usize = 3;
 
@@ -21,9 +33,14 @@ pub fn denials_in(gate: &Gate, stderr: &[u8], home: Option<&Path>) -> Vec<Diagno
     let mut seen = BTreeSet::new();
     text.lines()
         .filter(|line| DENIAL_PHRASES.iter().any(|p| line.contains(p)))
-        .flat_map(|line| reported_paths(gate, line))
-        .filter(|p| seen.insert(p.clone()))
-        .filter_map(|p| note_for(gate, p, home))
+        .flat_map(|line| {
+            let wanted = wanted_access(line);
+            reported_paths(gate, line)
+                .into_iter()
+                .map(move |p| (p, wanted))
+        })
+        .filter(|(p, _)| seen.insert(p.clone()))
+        .filter_map(|(p, wanted)| note_for(gate, p, wanted, home))
         .take(MAX_NOTES)
         .collect()
 }
@@ -61,15 +78,29 @@ fn candidate_paths(line: &str) -> Vec<String> {
         .collect()
 }
 
-fn note_for(gate: &Gate, path: PathBuf, home: Option<&Path>) -> Option<Diagnostic> {
-    let policy = gate.policy();
-    let (code, access) = if !policy.check(&path, Access::Read).is_allowed() {
-        (Code::Mgs2001, Access::Read)
-    } else if !policy.check(&path, Access::Write).is_allowed() {
-        (Code::Mgs2002, Access::Write)
+/// Whether a denial line reports a write (then the fix is `rw`) or, as
+/// far as the words tell, a read.
+fn wanted_access(line: &str) -> Access {
+    if WRITE_WORDS.iter().any(|w| line.contains(w)) {
+        Access::Write
     } else {
-        return None;
-    };
+        Access::Read
+    }
+}
+
+fn note_for(gate: &Gate, path: PathBuf, wanted: Access, home: Option<&Path>) -> Option<Diagnostic> {
+    let policy = gate.policy();
+    let readable = policy.check(&path, Access::Read).is_allowed();
+    let (code, access) =
+        if wanted == Access::Write && !policy.check(&path, Access::Write).is_allowed() {
+            (Code::Mgs2002, Access::Write)
+        } else if !readable {
+            (Code::Mgs2001, Access::Read)
+        } else if !policy.check(&path, Access::Write).is_allowed() {
+            (Code::Mgs2002, Access::Write)
+        } else {
+            return None;
+        };
     let shown = path.display();
     let message = match access {
         Access::Write => {
@@ -88,6 +119,30 @@ fn note_for(gate: &Gate, path: PathBuf, home: Option<&Path>) -> Option<Diagnosti
 #[cfg(test)]
 mod tests {
     use super::candidate_paths;
+
+    #[test]
+    fn write_words_ask_for_rw() {
+        use super::wanted_access;
+        use crate::policy::Access;
+        let cases = [
+            (
+                "touch: cannot touch '/h/.bashrc': Permission denied",
+                Access::Write,
+            ),
+            (
+                "sh: 1: cannot create /h/x: Permission denied",
+                Access::Write,
+            ),
+            (
+                "mkdir: cannot make directory '/h/d': Permission denied",
+                Access::Write,
+            ),
+            ("cat: /h/.ssh/id_rsa: Permission denied", Access::Read),
+        ];
+        for (line, want) in cases {
+            assert_eq!(wanted_access(line), want, "{line}");
+        }
+    }
 
     #[test]
     fn finds_paths_in_common_denial_lines() {
