@@ -3,7 +3,7 @@
 //! they go straight to `std::fs`, so the same bindings run ungated.
 
 use super::{FsOp, Gate, GateError, Located};
-use crate::enforce::beneath::Follow;
+use crate::enforce::beneath::{BeneathError, Follow};
 use crate::policy::Access;
 use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag};
@@ -28,7 +28,7 @@ impl Gate {
         if !self.is_on() {
             return std::fs::read(spelled).map_err(|e| GateError::io(op, spelled, e));
         }
-        let (fd, _) = self.open(spelled, Access::Read, op, OFlag::O_RDONLY)?;
+        let fd = self.open(spelled, Access::Read, op, OFlag::O_RDONLY)?;
         read_all(&File::from(fd)).map_err(|e| GateError::io(op, spelled, e))
     }
 
@@ -60,7 +60,7 @@ impl Gate {
                 .map_err(|e| GateError::io(op, spelled, e));
         }
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | extra;
-        let (fd, _) = self.open(spelled, Access::Write, op, flags)?;
+        let fd = self.open(spelled, Access::Write, op, flags)?;
         Ok(File::from(fd))
     }
 
@@ -84,7 +84,7 @@ impl Gate {
         let op = FsOp::List;
         let mut names = if self.is_on() {
             let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
-            let (fd, _) = self.open(spelled, Access::Read, op, flags)?;
+            let fd = self.open(spelled, Access::Read, op, flags)?;
             read_names(fd).map_err(|e| GateError::io(op, spelled, e))?
         } else {
             std::fs::read_dir(spelled)
@@ -107,29 +107,36 @@ impl Gate {
         }
         let located = self.locate(spelled, Access::Write, op)?;
         let located = match self.make_beneath(&located) {
-            Err(e) if is_escape(&e) => self.relocate(spelled, &located.abs, Access::Write, op)?,
-            other => return other.map_err(|e| GateError::io(op, spelled, e)),
+            Err(BeneathError::Escapes) => {
+                self.relocate(spelled, &located.abs, Access::Write, op)?
+            }
+            Err(BeneathError::Os(e)) => return Err(GateError::io(op, spelled, e)),
+            Ok(()) => return Ok(()),
         };
-        self.make_beneath(&located)
-            .map_err(|e| GateError::io(op, spelled, e))
+        match self.make_beneath(&located) {
+            Err(BeneathError::Escapes) => Err(GateError::Raced {
+                op,
+                spelled: spelled.to_string(),
+            }),
+            Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
+            Ok(()) => Ok(()),
+        }
     }
 
     /// Creates each missing component in turn, each parent opened beneath
     /// the root without following symlinks.
-    fn make_beneath(&self, located: &Located) -> io::Result<()> {
+    fn make_beneath(&self, located: &Located) -> Result<(), BeneathError> {
         let mut parent = std::path::PathBuf::new();
         for component in located.rel().components() {
-            let dir = located
-                .root
-                .open_beneath(&parent, OFlag::O_PATH | OFlag::O_DIRECTORY, Follow::Never)
-                .map_err(beneath_to_io)?;
+            let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
+            let dir = located.root.open_beneath(&parent, flags, Follow::Never)?;
             match mkdirat(
                 dir.as_fd(),
                 component.as_os_str(),
                 Mode::from_bits_truncate(0o777),
             ) {
                 Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(BeneathError::Os(e.into())),
             }
             parent.push(component);
         }
@@ -176,10 +183,10 @@ impl Gate {
         };
         // The parent must be writable, and so must the entry itself (a
         // protected name inside a writable directory stays protected).
-        self.locate(spelled, Access::Write, op)?;
+        self.locate_abs(spelled, abs.clone(), Access::Write, op)?;
         let parent_spelled = parent.to_string_lossy();
         let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
-        let (fd, _) = self
+        let fd = self
             .open(&parent_spelled, Access::Write, op, flags)
             .map_err(|e| respell(e, spelled))?;
         // Renaming or removing the entry acts on what the handle really is,
@@ -223,9 +230,9 @@ impl Gate {
                 .map(|_| ())
                 .map_err(|e| GateError::io(op, from, e));
         }
-        let (source, _) = self.open(from, Access::Read, op, OFlag::O_RDONLY)?;
+        let source = self.open(from, Access::Read, op, OFlag::O_RDONLY)?;
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC;
-        let (target, _) = self.open(to, Access::Write, op, flags)?;
+        let target = self.open(to, Access::Write, op, flags)?;
         io::copy(&mut File::from(source), &mut File::from(target))
             .map(|_| ())
             .map_err(|e| GateError::io(op, to, e))
@@ -273,19 +280,6 @@ fn delete_ambient(path: &Path) -> io::Result<()> {
 
 fn is_missing(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR))
-}
-
-fn is_escape(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP))
-}
-
-fn beneath_to_io(e: crate::enforce::beneath::BeneathError) -> io::Error {
-    match e {
-        crate::enforce::beneath::BeneathError::Escapes => io::Error::from_raw_os_error(libc::EXDEV),
-        crate::enforce::beneath::BeneathError::Os(e) => e,
-        #[allow(unreachable_patterns)]
-        _ => io::Error::other("open beneath failed"),
-    }
 }
 
 /// Reports an error about a parent directory under the path the spell

@@ -36,6 +36,10 @@ pub struct Gate {
     own_pid: u32,
 }
 
+/// Workspace paths a spell's `fs.*` may never write: a spell must not widen
+/// its own sandbox or plant code that later runs unconfined.
+const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git/hooks"];
+
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
 struct Located {
@@ -94,6 +98,17 @@ impl Gate {
     /// Checks `spelled` for `access` and finds the root to open it beneath.
     fn locate(&self, spelled: &str, access: Access, op: FsOp) -> Result<Located, GateError> {
         let abs = self.absolute(spelled, op)?;
+        self.locate_abs(spelled, abs, access, op)
+    }
+
+    /// [`Gate::locate`] for a path already made absolute.
+    fn locate_abs(
+        &self,
+        spelled: &str,
+        abs: PathBuf,
+        access: Access,
+        op: FsOp,
+    ) -> Result<Located, GateError> {
         self.refuse_special(spelled, &abs, None, access, op)?;
         match self.policy.check(&abs, access).grant {
             Some(index) => self.located(index, abs, spelled, op),
@@ -103,7 +118,8 @@ impl Gate {
         }
     }
 
-    /// Resolves where `abs` really leads and checks that path instead.
+    /// Resolves where `abs` (already checked by the caller) really leads and
+    /// checks that path instead.
     fn relocate(
         &self,
         spelled: &str,
@@ -113,7 +129,6 @@ impl Gate {
     ) -> Result<Located, GateError> {
         let real = resolve_existing_prefix(abs).map_err(|e| GateError::io(op, spelled, e))?;
         let leads_to = (real != abs).then(|| real.clone());
-        self.refuse_special(spelled, abs, leads_to.as_deref(), access, op)?;
         self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
         match self.policy.check(&real, access).grant {
             Some(index) if leads_to.is_some() => self.located(index, real, spelled, op),
@@ -165,34 +180,34 @@ impl Gate {
         access: Access,
         op: FsOp,
         flags: OFlag,
-    ) -> Result<(OwnedFd, Located), GateError> {
-        let follow = follow_for(access);
+    ) -> Result<OwnedFd, GateError> {
         let located = self.locate(spelled, access, op)?;
-        match located.root.open_beneath(located.rel(), flags, follow) {
-            Ok(fd) => Ok((fd, located)),
-            Err(BeneathError::Escapes) => self.open_real(spelled, &located.abs, access, op, flags),
-            Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
+        if let Some(fd) = self.try_open(&located, spelled, access, op, flags)? {
+            return Ok(fd);
         }
+        let real = self.relocate(spelled, &located.abs, access, op)?;
+        self.try_open(&real, spelled, access, op, flags)?
+            .ok_or_else(|| GateError::Raced {
+                op,
+                spelled: spelled.to_string(),
+            })
     }
 
-    fn open_real(
+    /// The opened handle, or `None` when resolution left the root.
+    fn try_open(
         &self,
+        located: &Located,
         spelled: &str,
-        abs: &Path,
         access: Access,
         op: FsOp,
         flags: OFlag,
-    ) -> Result<(OwnedFd, Located), GateError> {
-        let located = self.relocate(spelled, abs, access, op)?;
+    ) -> Result<Option<OwnedFd>, GateError> {
         match located
             .root
             .open_beneath(located.rel(), flags, follow_for(access))
         {
-            Ok(fd) => Ok((fd, located)),
-            Err(BeneathError::Escapes) => Err(GateError::Raced {
-                op,
-                spelled: spelled.to_string(),
-            }),
+            Ok(fd) => Ok(Some(fd)),
+            Err(BeneathError::Escapes) => Ok(None),
             Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
         }
     }
@@ -234,15 +249,7 @@ impl Gate {
         if !self.is_on() {
             return Ok(());
         }
-        let ws = &self.policy.workspace;
-        let holds_protected = [
-            ws.join("magus.yaml"),
-            ws.join("magus.lock"),
-            ws.join(".git/hooks"),
-        ]
-        .iter()
-        .any(|protected| protected.starts_with(entry));
-        if !holds_protected && !self.is_protected(entry) {
+        if !self.holds_protected(entry) && !self.is_protected(entry) {
             return Ok(());
         }
         let reason = DenialReason::Protected;
@@ -250,13 +257,24 @@ impl Gate {
         Err(Denial::new(op, Access::Write, spelled, abs, leads_to, reason).into())
     }
 
+    /// `path` is a protected path or lies beneath one.
     fn is_protected(&self, path: &Path) -> bool {
         let Ok(rest) = path.strip_prefix(&self.policy.workspace) else {
             return false;
         };
-        rest == Path::new("magus.yaml")
-            || rest == Path::new("magus.lock")
-            || rest.starts_with(".git/hooks")
+        PROTECTED
+            .iter()
+            .any(|protected| rest.starts_with(protected))
+    }
+
+    /// `path` is a protected path or a directory holding one (the
+    /// workspace and its ancestors included).
+    fn holds_protected(&self, path: &Path) -> bool {
+        let workspace = &self.policy.workspace;
+        match path.strip_prefix(workspace) {
+            Ok(rest) => PROTECTED.iter().any(|p| Path::new(p).starts_with(rest)),
+            Err(_) => workspace.starts_with(path),
+        }
     }
 }
 
