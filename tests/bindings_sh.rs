@@ -131,6 +131,24 @@ fn children_get_the_scrubbed_environment_and_notes_name_what_was_withheld() {
 }
 
 #[test]
+fn with_the_sandbox_off_children_get_everything_and_no_sandbox_notes() {
+    let h = Harness::with_config("sandbox:\n  enabled: false\n");
+    h.write_spell(
+        "open",
+        "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    final out = sh.output([\"env\"]);\n    std.print(\"ENV<<{out.stdout}>>\");\n    return out.status;\n}\n",
+    );
+    let out = h.run("open", &[]);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    let env = env_dump(&out, "ENV");
+    for name in ["GITHUB_TOKEN", "MAGUS_DAEMON_SOCKET"] {
+        assert!(env.contains_key(name), "{name} missing: {}", out.dump());
+    }
+    for code in ["MGS2003", "MGS2008"] {
+        assert_eq!(out.stderr_count(code), 0, "{}", out.dump());
+    }
+}
+
+#[test]
 fn a_run_without_children_says_no_launch_notes() {
     let h = Harness::new();
     h.write_spell(

@@ -121,9 +121,14 @@ fn export_fingerprint(policy: &Policy, child_env: &mut ChildEnv) {
         .push((FINGERPRINT_VAR.into(), fingerprint.to_string().into()));
 }
 
-/// With the sandbox off, children get magus's whole environment.
+/// With the sandbox off, children get magus's whole environment, the
+/// daemon socket included, and nothing is said about stripping.
 fn unsandboxed_env(env: &[(OsString, OsString)]) -> ChildEnv {
-    ChildEnv::build(env, &[crate::policy::EnvPattern::Prefix(String::new())])
+    ChildEnv {
+        vars: env.to_vec(),
+        stripped: Vec::new(),
+        daemon_socket: crate::policy::DaemonSocket::Absent,
+    }
 }
 
 fn needs_reexec(child_env: &ChildEnv) -> bool {
