@@ -1,11 +1,12 @@
 //! Per-call cost of the policy check: the trie against the linear-scan
-//! reference, at 16 to 4,096 grants, on depth-4, -8 and -16 paths.
+//! reference, at 16 to 4,096 grants, on depth-4, -8 and -16 paths that all
+//! match the trie 4 components deep.
 //!
 //! Run: `cargo bench --bench policy -- --warm-up-time 1 --measurement-time 2`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use magus_sandbox::policy::{
-    reference, Access, Grant, GrantSource, Mode, Network, Policy, SandboxState,
+    reference, Access, Grant, GrantSource, Mode, Network, NormalPath, Policy, SandboxState,
 };
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -49,19 +50,25 @@ fn grants(n: usize) -> Vec<Grant> {
         .collect()
 }
 
-/// A path of exactly `depth` components beneath the first grant that is
-/// shallow enough, so the walk matches as deep as the policy allows.
-fn query(grants: &[Grant], depth: usize) -> PathBuf {
+/// How deep in the trie every query matches: the same at every size, so
+/// the sizes compare like with like (the cost of a check grows with the
+/// number of components matched, not with the number of grants).
+const MATCH_DEPTH: usize = 4;
+
+/// A path of exactly `depth` components: the first grant `MATCH_DEPTH`
+/// components deep (or the path's own first `depth` of them), then file
+/// names beneath it.
+fn query(grants: &[Grant], depth: usize) -> NormalPath {
     let base = grants
         .iter()
         .map(|g| g.path.clone())
-        .find(|p| p.components().count() - 1 <= depth)
-        .unwrap_or_else(|| PathBuf::from("/"));
+        .find(|p| p.components().count() - 1 == MATCH_DEPTH.min(depth))
+        .expect("every bench policy has a grant that deep");
     let mut path = base;
     while path.components().count() - 1 < depth {
         path.push("some-file.txt");
     }
-    path
+    NormalPath::new(path).expect("bench paths are normal")
 }
 
 fn bench_check(c: &mut Criterion) {

@@ -4,7 +4,7 @@
 //! compares, the code under test is `magus_sandbox::policy`.
 
 use magus_sandbox::policy::{
-    is_normalized, normalize, reference, Access, Grant, GrantSource, Mode, PathTrie,
+    normalize, reference, Access, Grant, GrantSource, Mode, NormalPath, PathTrie,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -90,24 +90,31 @@ pub fn decode(data: &[u8]) -> TrieCase {
     }
 }
 
-/// Checks the trie against the reference for every spelled path, both as
-/// normalised and as spelled; the first disagreement is the error.
+/// Checks the trie against the reference for every spelled path once
+/// normalised, and that the raw spelling is accepted as a [`NormalPath`]
+/// exactly when normalising leaves it unchanged; the first disagreement is
+/// the error.
 pub fn check(case: &TrieCase) -> Result<(), String> {
     let trie = PathTrie::new(&case.grants);
     for spelled in &case.spelled {
         let raw = Path::new(OsStr::from_bytes(spelled));
-        if let Ok(path) = normalize(&case.base, raw) {
-            if !is_normalized(&path) {
+        let normalised = normalize(&case.base, raw);
+        if let Ok(path) = &normalised {
+            if NormalPath::new(path.as_path()).as_ref() != Ok(path) {
                 return Err(format!("normalize({raw:?}) = {path:?} is not normal"));
             }
-            agree(&trie, &case.grants, &path)?;
+            agree(&trie, &case.grants, path)?;
         }
-        agree(&trie, &case.grants, raw)?;
+        let fixed_point =
+            raw.is_absolute() && normalised.is_ok_and(|p| p.as_os_str() == raw.as_os_str());
+        if NormalPath::new(raw).is_ok() != fixed_point {
+            return Err(format!("NormalPath::new({raw:?}) disagrees with normalize"));
+        }
     }
     Ok(())
 }
 
-fn agree(trie: &PathTrie, grants: &[Grant], path: &Path) -> Result<(), String> {
+fn agree(trie: &PathTrie, grants: &[Grant], path: &NormalPath) -> Result<(), String> {
     for access in ACCESSES {
         let fast = trie.check(path, access);
         let slow = reference::check(grants, path, access);

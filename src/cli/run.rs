@@ -20,7 +20,7 @@ use crate::enforce::landlock::Unavailable;
 use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, TerminalGuard};
 use crate::policy::shims::find_shims;
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, Policy, SandboxState, DAEMON_SOCKET_VAR,
+    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
     FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
@@ -251,7 +251,7 @@ pub(super) fn shim_warnings(
         .map(|(_, v)| PathBuf::from(v));
     let granted = |dir: &Path| {
         let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        policy.check(&real, Access::Execute).is_allowed()
+        NormalPath::new(real).is_ok_and(|real| policy.check(&real, Access::Execute).is_allowed())
     };
     find_shims(path_var, stripped, granted)
         .iter()

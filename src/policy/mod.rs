@@ -31,7 +31,7 @@ pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
-pub use path::{is_normalized, normalize, PathError};
+pub use path::{is_normalized, normalize, NormalPath, PathError};
 pub use trie::{Decision, PathTrie, Verdict};
 pub use workspace::{
     enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
@@ -39,7 +39,7 @@ pub use workspace::{
 };
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What decided whether the sandbox is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Policy {
     /// May `access` happen at `path` (normalised, absolute)? Pure trie
     /// lookup: no allocation, no system call. This answers for the sandbox
     /// as configured; callers check [`Policy::state`] for whether to ask.
-    pub fn check(&self, path: &Path, access: Access) -> Decision {
+    pub fn check(&self, path: &NormalPath, access: Access) -> Decision {
         self.trie.check(path, access)
     }
 

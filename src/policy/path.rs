@@ -2,8 +2,12 @@
 //! directory and `.`, `..`, repeated and trailing `/` are resolved, on bytes
 //! (non-UTF-8 names are legal on Linux). Nothing here touches the file
 //! system: symlinks are the gate's business, not this module's.
+//!
+//! The result is a [`NormalPath`], the only form the trie decides on: the
+//! type carries the guarantee, so the hot path need not re-check it.
 
 use std::ffi::{OsStr, OsString};
+use std::ops::Deref;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +32,63 @@ pub enum PathError {
     ComponentTooLong { len: usize },
     #[error("the base directory `{}` is not absolute", .0.display())]
     RelativeBase(PathBuf),
+    #[error("`{}` is not in normal form (absolute, no `.`, `..`, `//` or trailing `/`)", .0.display())]
+    NotNormal(PathBuf),
+}
+
+/// An absolute path with no `.`, `..` or empty component, no trailing `/`
+/// (except `/` itself), no NUL byte, and shorter than [`PATH_MAX`].
+///
+/// Made by [`normalize`], or checked by [`NormalPath::new`] for a path that
+/// is already in that form (one the kernel resolved, say).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NormalPath(PathBuf);
+
+impl NormalPath {
+    /// Accepts `path` only if it is already in normal form; nothing is
+    /// rewritten, so a caller cannot be surprised by what gets checked.
+    pub fn new(path: impl Into<PathBuf>) -> Result<NormalPath, PathError> {
+        let path = path.into();
+        check_spelled(path.as_os_str().as_bytes())?;
+        if !is_normalized(&path) {
+            return Err(PathError::NotNormal(path));
+        }
+        Ok(NormalPath(path))
+    }
+
+    pub fn as_path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn into_path_buf(self) -> PathBuf {
+        self.0
+    }
+}
+
+impl Deref for NormalPath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for NormalPath {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl From<NormalPath> for PathBuf {
+    fn from(path: NormalPath) -> PathBuf {
+        path.0
+    }
+}
+
+impl PartialEq<Path> for NormalPath {
+    fn eq(&self, other: &Path) -> bool {
+        self.0 == other
+    }
 }
 
 /// Makes `spelled` absolute against `base` and resolves it lexically.
@@ -42,9 +103,9 @@ pub enum PathError {
 /// use magus_sandbox::policy::normalize;
 /// use std::path::Path;
 /// let p = normalize(Path::new("/work/ws"), "src/../target//out/").unwrap();
-/// assert_eq!(p, Path::new("/work/ws/target/out"));
+/// assert_eq!(p.as_path(), Path::new("/work/ws/target/out"));
 /// ```
-pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<PathBuf, PathError> {
+pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<NormalPath, PathError> {
     let spelled = spelled.as_ref().as_bytes();
     check_spelled(spelled)?;
     let mut out: Vec<u8> = Vec::with_capacity(base.as_os_str().len() + spelled.len() + 1);
@@ -63,7 +124,7 @@ pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<PathBuf, Pat
     if out.len() >= PATH_MAX {
         return Err(PathError::TooLong { len: out.len() });
     }
-    Ok(PathBuf::from(OsString::from_vec(out)))
+    Ok(NormalPath(PathBuf::from(OsString::from_vec(out))))
 }
 
 fn check_spelled(bytes: &[u8]) -> Result<(), PathError> {
@@ -124,7 +185,7 @@ mod tests {
 
     fn norm(base: &str, spelled: &[u8]) -> Result<Vec<u8>, PathError> {
         normalize(Path::new(base), OsStr::from_bytes(spelled))
-            .map(|p| p.into_os_string().into_vec())
+            .map(|p| p.into_path_buf().into_os_string().into_vec())
     }
 
     #[test]
@@ -257,6 +318,24 @@ mod tests {
             ("", false),
         ] {
             assert_eq!(is_normalized(Path::new(path)), want, "{path}");
+            assert_eq!(NormalPath::new(path).is_ok(), want, "{path}");
         }
+    }
+
+    #[test]
+    fn normal_path_refuses_nul_and_length_before_form() {
+        assert_eq!(
+            NormalPath::new(OsStr::from_bytes(b"/a\0b")),
+            Err(PathError::Nul { offset: 2 })
+        );
+        let long = format!("/{}", "a/".repeat(2100));
+        assert!(matches!(
+            NormalPath::new(long.trim_end_matches('/')),
+            Err(PathError::TooLong { .. })
+        ));
+        assert_eq!(
+            NormalPath::new("/a/../b"),
+            Err(PathError::NotNormal("/a/../b".into()))
+        );
     }
 }

@@ -5,9 +5,9 @@
 
 use crate::diag::{Code, Diagnostic};
 use crate::enforce::gate::{allow_entry, Gate};
-use crate::policy::{normalize, Access};
+use crate::policy::{normalize, Access, NormalPath};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Phrases with which programs report an `EACCES` / `EPERM`.
 const DENIAL_PHRASES: [&str; 2] = ["Permission denied", "Operation not permitted"];
@@ -48,7 +48,7 @@ pub fn denials_in(gate: &Gate, stderr: &[u8], home: Option<&Path>) -> Vec<Diagno
 /// The paths a denial line names. A leading `program:` token is the name
 /// of the program reporting (`/usr/bin/cat: /x: Permission denied`): when
 /// the policy lets it execute, it ran and is not what was refused.
-fn reported_paths(gate: &Gate, line: &str) -> Vec<PathBuf> {
+fn reported_paths(gate: &Gate, line: &str) -> Vec<NormalPath> {
     let cwd = gate.current_directory();
     let reporter = line
         .split_whitespace()
@@ -88,7 +88,12 @@ fn wanted_access(line: &str) -> Access {
     }
 }
 
-fn note_for(gate: &Gate, path: PathBuf, wanted: Access, home: Option<&Path>) -> Option<Diagnostic> {
+fn note_for(
+    gate: &Gate,
+    path: NormalPath,
+    wanted: Access,
+    home: Option<&Path>,
+) -> Option<Diagnostic> {
     let policy = gate.policy();
     let readable = policy.check(&path, Access::Read).is_allowed();
     let (code, access) =

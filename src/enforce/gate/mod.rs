@@ -17,7 +17,7 @@ pub use fs_ops::WriteMode;
 pub use program::ProgramLookup;
 
 use super::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
-use crate::policy::{normalize, Access, Policy, SandboxState};
+use crate::policy::{normalize, Access, NormalPath, Policy, SandboxState};
 use nix::fcntl::OFlag;
 use std::cell::RefCell;
 use std::ffi::OsStr;
@@ -44,7 +44,7 @@ const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git/hooks"];
 #[derive(Debug)]
 struct Located {
     root: Rc<Root>,
-    abs: PathBuf,
+    abs: NormalPath,
     /// Where the part of `abs` below the root starts, in bytes.
     rel_start: usize,
 }
@@ -87,7 +87,7 @@ impl Gate {
     }
 
     /// The absolute, lexically normal form of `spelled`.
-    fn absolute(&self, spelled: &str, op: FsOp) -> Result<PathBuf, GateError> {
+    fn absolute(&self, spelled: &str, op: FsOp) -> Result<NormalPath, GateError> {
         normalize(&self.cwd, Path::new(spelled)).map_err(|source| GateError::InvalidPath {
             op,
             spelled: spelled.to_string(),
@@ -105,7 +105,7 @@ impl Gate {
     fn locate_abs(
         &self,
         spelled: &str,
-        abs: PathBuf,
+        abs: NormalPath,
         access: Access,
         op: FsOp,
     ) -> Result<Located, GateError> {
@@ -123,12 +123,14 @@ impl Gate {
     fn relocate(
         &self,
         spelled: &str,
-        abs: &Path,
+        abs: &NormalPath,
         access: Access,
         op: FsOp,
     ) -> Result<Located, GateError> {
-        let real = resolve_existing_prefix(abs).map_err(|e| GateError::io(op, spelled, e))?;
-        let leads_to = (real != abs).then(|| real.clone());
+        let real = resolve_existing_prefix(abs)
+            .and_then(|real| NormalPath::new(real).map_err(std::io::Error::other))
+            .map_err(|e| GateError::io(op, spelled, e))?;
+        let leads_to = (real != *abs).then(|| real.as_path().to_path_buf());
         self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
         match self.policy.check(&real, access).grant {
             Some(index) if leads_to.is_some() => self.located(index, real, spelled, op),
@@ -141,7 +143,7 @@ impl Gate {
     fn located(
         &self,
         index: usize,
-        abs: PathBuf,
+        abs: NormalPath,
         spelled: &str,
         op: FsOp,
     ) -> Result<Located, GateError> {
