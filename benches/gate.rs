@@ -3,17 +3,22 @@
 //!     `std::fs::read` of the same file, target ≤ 1.10×;
 //! (b) a spell making 10,000 `fs.exists` calls, sandbox on against off,
 //!     run in-process through the interpreter and the real bindings,
-//!     target ≤ 1.10×.
+//!     target ≤ 1.10×;
+//! (c) the floor under (b): the one `statx` that `Path::exists` makes,
+//!     against the `openat2(RESOLVE_BENEATH)` + `close` the gate must make
+//!     (no stat-like system call resolves beneath a root).
 //!
 //! Run: `cargo bench --bench gate -- --warm-up-time 1 --measurement-time 2`
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use magus_sandbox::bindings::{self, Session};
 use magus_sandbox::buzz::{self, Interpreter, Program};
+use magus_sandbox::enforce::beneath::{Follow, Root};
 use magus_sandbox::enforce::gate::Gate;
 use magus_sandbox::enforce::landlock::Unavailable;
 use magus_sandbox::enforce::Domain;
 use magus_sandbox::policy::{self, Policy, SandboxState, StartupInput, WorkspaceArg};
+use nix::fcntl::OFlag;
 use std::ffi::OsString;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -134,5 +139,26 @@ fn bench_exists_spell(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_read, bench_exists_spell);
+fn bench_exists_syscalls(c: &mut Criterion) {
+    let fx = Fixture::new();
+    let file = fx.file();
+    let root = Root::open(&fx.ws).expect("the workspace opens as a root");
+    let rel = Path::new("data/file.bin");
+    let mut group = c.benchmark_group("exists_syscalls");
+    group.bench_function("statx", |b| b.iter(|| black_box(&file).exists()));
+    group.bench_function("openat2_beneath_close", |b| {
+        b.iter(|| {
+            root.open_beneath(black_box(rel), OFlag::O_PATH, Follow::BeneathOnly)
+                .is_ok()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_read,
+    bench_exists_spell,
+    bench_exists_syscalls
+);
 criterion_main!(benches);

@@ -102,5 +102,32 @@ fn bench_check(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_check);
+/// The worst case at depth 8: every component is a trie node, because the
+/// policy also grants the whole 8-deep path (and, below it, nothing).
+fn bench_all_matched(c: &mut Criterion) {
+    let deep = NormalPath::new("/deep/a/b/c/d/e/f/grant").expect("a normal path");
+    let mut group = c.benchmark_group("check/depth8_all_matched");
+    for n in SIZES {
+        let mut grants = grants(n);
+        grants.push(Grant {
+            path: deep.as_path().to_path_buf(),
+            mode: Mode::Rw,
+            source: GrantSource::Builtin("bench"),
+        });
+        let policy = Policy::new(
+            SandboxState::On,
+            "/".into(),
+            grants,
+            Network::Allow,
+            Vec::new(),
+        );
+        assert!(policy.check(&deep, Access::Write).is_allowed());
+        group.bench_with_input(BenchmarkId::new("trie", n), &deep, |b, path| {
+            b.iter(|| policy.check(black_box(path), black_box(Access::Write)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_check, bench_all_matched);
 criterion_main!(benches);

@@ -37,7 +37,8 @@ pub enum PathError {
 }
 
 /// An absolute path with no `.`, `..` or empty component, no trailing `/`
-/// (except `/` itself), no NUL byte, and shorter than [`PATH_MAX`].
+/// (except `/` itself), no NUL byte, no component longer than [`NAME_MAX`],
+/// and shorter than [`PATH_MAX`]: exactly the paths [`normalize`] returns.
 ///
 /// Made by [`normalize`], or checked by [`NormalPath::new`] for a path that
 /// is already in that form (one the kernel resolved, say).
@@ -49,7 +50,15 @@ impl NormalPath {
     /// rewritten, so a caller cannot be surprised by what gets checked.
     pub fn new(path: impl Into<PathBuf>) -> Result<NormalPath, PathError> {
         let path = path.into();
-        check_spelled(path.as_os_str().as_bytes())?;
+        let bytes = path.as_os_str().as_bytes();
+        check_spelled(bytes)?;
+        if let Some(len) = bytes
+            .split(|&b| b == b'/')
+            .map(<[u8]>::len)
+            .find(|&len| len > NAME_MAX)
+        {
+            return Err(PathError::ComponentTooLong { len });
+        }
         if !is_normalized(&path) {
             return Err(PathError::NotNormal(path));
         }
@@ -143,6 +152,13 @@ fn check_spelled(bytes: &[u8]) -> Result<(), PathError> {
 /// Appends the components of `bytes` to `out` (an absolute path without a
 /// trailing `/`, or empty for the root), resolving `.` and `..`.
 fn push_components(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), PathError> {
+    // Most spellings are already plain names: copy them whole.
+    let names = bytes.strip_prefix(b"/").unwrap_or(bytes);
+    if is_plain(names) {
+        out.push(b'/');
+        out.extend_from_slice(names);
+        return Ok(());
+    }
     for component in bytes.split(|&b| b == b'/') {
         match component {
             b"" | b"." => {}
@@ -157,6 +173,15 @@ fn push_components(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), PathError> {
         }
     }
     Ok(())
+}
+
+/// Whether `names` is one or more `/`-separated names, none empty, `.`,
+/// `..` or longer than [`NAME_MAX`].
+fn is_plain(names: &[u8]) -> bool {
+    !names.is_empty()
+        && names
+            .split(|&b| b == b'/')
+            .all(|name| !matches!(name, b"" | b"." | b"..") && name.len() <= NAME_MAX)
 }
 
 fn pop_component(out: &mut Vec<u8>) {
@@ -336,6 +361,12 @@ mod tests {
         assert_eq!(
             NormalPath::new("/a/../b"),
             Err(PathError::NotNormal("/a/../b".into()))
+        );
+        // Found by fuzzing: normalize refuses such a name, so must this.
+        let long_name = format!("/a/{}", "n".repeat(NAME_MAX + 1));
+        assert_eq!(
+            NormalPath::new(long_name),
+            Err(PathError::ComponentTooLong { len: NAME_MAX + 1 })
         );
     }
 }
