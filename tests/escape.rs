@@ -46,6 +46,10 @@ const SECRET_VARS: [&str; 6] = [
     "ANTHROPIC_API_KEY",
     "OP_SESSION_escape",
 ];
+/// The shell that starts magus and stays its parent.
+const WRAPPER: &str = "\"$@\" \"$$\"; exit $?";
+/// The same, holding descriptor 3 open on `$1` (shifted off) as magus starts.
+const WRAPPER_WITH_FD3: &str = "exec 3< \"$1\"; shift; \"$@\" \"$$\"; exit $?";
 const SHADOW: &str = "shadow";
 const FOREIGN: &str = "foreign";
 
@@ -198,12 +202,24 @@ impl Fixture {
     /// secret variable and stays alive as magus's parent, so that parent's
     /// `/proc/<pid>/environ` is a target (its pid is the last spell arg).
     fn command(&self, mode: Mode, spell: &str, channel: Channel, extra: &str) -> Command {
+        self.command_via(WRAPPER, None, mode, spell, channel, extra)
+    }
+
+    /// [`Fixture::command`] through another wrapper script, which gets
+    /// `first` (when given) as `$1` before magus's own arguments.
+    fn command_via(
+        &self,
+        wrapper: &str,
+        first: Option<&Path>,
+        mode: Mode,
+        spell: &str,
+        channel: Channel,
+        extra: &str,
+    ) -> Command {
         self.install(spell);
         let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg("\"$@\" \"$$\"; exit $?")
-            .arg("wrapper")
-            .arg(MAGUS)
+        cmd.arg("-c").arg(wrapper).arg("wrapper").args(first);
+        cmd.arg(MAGUS)
             .arg("run")
             .arg(spell)
             .arg(channel.arg())
@@ -226,6 +242,16 @@ impl Fixture {
             }
         }
         cmd
+    }
+
+    /// Runs `inheritedfd` with magus holding descriptor 3 open on the
+    /// planted secret at `secret` (relative to the fake HOME).
+    fn run_holding_fd3(&self, mode: Mode, channel: Channel, secret: &str) -> Outcome<'_> {
+        let secret = self.home.join(secret);
+        let spell = "inheritedfd";
+        let cmd = self.command_via(WRAPPER_WITH_FD3, Some(&secret), mode, spell, channel, "-");
+        let output = output_within(cmd, RUN_TIMEOUT);
+        Outcome::new(self, mode, format!("{spell}/{channel:?}/{mode:?}"), output)
     }
 
     fn run(&self, mode: Mode, spell: &str, channel: Channel, extra: &str) -> Outcome<'_> {
@@ -788,6 +814,34 @@ fn proc_self_and_dev_fd() {
                 run.assert_leaks_exactly(&["ssh", "aws", "npmrc", "vault"]);
             }
         }
+    }
+}
+
+/// A descriptor magus inherits on a secret reaches no child; with the
+/// sandbox off (the control) it does, which proves the attack is real.
+#[test]
+fn inherited_descriptors_reach_no_child() {
+    for mode in [Mode::Landlock, Mode::InterpreterOnly, Mode::Off] {
+        let fx = Fixture::new();
+        let run = fx.run_holding_fd3(mode, Channel::Child, ".ssh/id_rsa");
+        run.assert_completed();
+        if mode == Mode::Off {
+            run.assert_leaks_exactly(&["ssh"]);
+            continue;
+        }
+        run.assert_no_leak();
+        for label in ["sh-fd3", "cat-dev-fd3", "py-fd3"] {
+            let line = format!("CHILD {label} status=0");
+            assert!(!run.stdout.lines().any(|l| l == line), "{}", run.context());
+        }
+
+        // magus re-executes itself, so descriptor 3 is gone or reused by
+        // then; where it still leads to the secret the gate says MGS2001.
+        let fx = Fixture::new();
+        let run = fx.run_holding_fd3(mode, Channel::Fs, ".ssh/id_rsa");
+        run.assert_completed()
+            .assert_refused(&["dev-fd3", "self-fd3"])
+            .assert_no_leak();
     }
 }
 

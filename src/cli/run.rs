@@ -4,8 +4,9 @@
 //! 1. Resolve the policy (before anything is restricted, so `magus.yaml`
 //!    and `$HOME` can still be read) and verify it against `magus.lock` and
 //!    an enclosing run's `MAGUS_SANDBOX_FINGERPRINT` (MGS2010).
-//! 2. Re-execute with the scrubbed environment, so `/proc/<magus>/environ`
-//!    holds no secret (DESIGN §6).
+//! 2. Mark every inherited descriptor above stderr close-on-exec (a parent
+//!    may have left one open on a secret), then re-execute with the scrubbed
+//!    environment, so `/proc/<magus>/environ` holds no secret (DESIGN §6).
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
 //!    Landlock is on, so a nested magus keeps the enclosing run's), install
 //!    the terminal guard, then Landlock — all on the lone main thread.
@@ -61,6 +62,10 @@ pub(super) fn run(
         SandboxState::Off => unsandboxed_env(env),
     };
     if policy.state == SandboxState::On {
+        if let Err(d) = keep_inherited_descriptors() {
+            renderer.emit(&d);
+            return EXIT_CONFIG;
+        }
         match reexec {
             None if needs_reexec(&child_env) => return reexec_scrubbed(env, &child_env, &renderer),
             None => {}
@@ -83,6 +88,19 @@ pub(super) fn run(
         renderer.emit(d);
     }
     execute(policy, domain, child_env, &file, &source, args, renderer)
+}
+
+/// Step 2, first half: descriptors magus inherited above stderr reach no
+/// child, nor the re-executed magus.
+fn keep_inherited_descriptors() -> Result<(), Box<Diagnostic>> {
+    enforce::process::close_inherited_on_exec().map_err(|e| {
+        Box::new(
+            Diagnostic::error(format!(
+                "cannot mark inherited file descriptors close-on-exec: {e}"
+            ))
+            .with_note("a child could read a file its parent left open for magus"),
+        )
+    })
 }
 
 /// The spell's path and source: `spells/NAME.buzz`, or a path to a file.
