@@ -1,7 +1,7 @@
 //! `magus run` of an empty spell, sandbox on against off (DESIGN §11:
 //! ≤ 15 ms wall, ≤ 5 ms more than off). The on side pays for everything a
 //! real run does: policy resolution, the scrubbing re-exec (a secret is in
-//! the environment), the private PID namespace, the terminal guard and
+//! the environment), the private PID namespace, the syscall guard and
 //! Landlock.
 
 use criterion::{criterion_group, criterion_main, Criterion};

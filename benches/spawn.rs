@@ -23,7 +23,7 @@ use std::process::Command;
 
 use criterion::Criterion;
 use magus_sandbox::enforce::{
-    install_on_self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, TerminalGuard,
+    install_on_self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
 use magus_sandbox::policy::{Grant, GrantSource, Mode, Network};
 
@@ -73,7 +73,7 @@ fn scrubbed_env() -> Vec<(OsString, OsString)> {
 }
 
 fn confine_self() -> Domain {
-    let guard = TerminalGuard::build().expect("seccomp filter builds");
+    let guard = SyscallGuard::build().expect("seccomp filter builds");
     guard.install_on_self().expect("seccomp filter installs");
     let domain = install_on_self(&bench_policy(), &Network::Allow, LandlockRequest::Enforce)
         .expect("landlock installs");

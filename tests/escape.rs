@@ -845,6 +845,54 @@ fn inherited_descriptors_reach_no_child() {
     }
 }
 
+/// What a child's `SYSCALL <name> ret=<r> errno=<e>` line says, by name.
+fn syscall_errnos(stdout: &str) -> BTreeMap<String, i32> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.strip_prefix("SYSCALL ")?.split(' ');
+            let name = words.next()?.to_string();
+            let errno = words.nth(1)?.strip_prefix("errno=")?.parse().ok()?;
+            Some((name, errno))
+        })
+        .collect()
+}
+
+/// Loading a module or a kernel, BPF, perf events, port I/O and device
+/// nodes fail with EPERM for every child, root included; a FIFO is still
+/// fine. As root, the control run with the sandbox off gets past them.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn kernel_reaching_calls_fail_for_every_child() {
+    const REFUSED: [&str; 8] = [
+        "init_module",
+        "finit_module",
+        "kexec_load",
+        "bpf",
+        "perf_event_open",
+        "iopl",
+        "mknod-char",
+        "mknodat-block",
+    ];
+    for mode in [Mode::Landlock, Mode::InterpreterOnly, Mode::Off] {
+        let fx = Fixture::new();
+        let run = fx.run(mode, "kernelreach", Channel::Child, "-");
+        run.assert_completed().assert_no_leak();
+        let errnos = syscall_errnos(&run.stdout);
+        assert_eq!(errnos.get("mknod-fifo"), Some(&0), "{}", run.context());
+        for name in REFUSED {
+            let errno = errnos.get(name).copied();
+            match mode {
+                Mode::Off if nix::unistd::geteuid().is_root() => {
+                    assert_ne!(errno, Some(libc::EPERM), "{name}: {}", run.context())
+                }
+                Mode::Off => {}
+                _ => assert_eq!(errno, Some(libc::EPERM), "{name}: {}", run.context()),
+            }
+        }
+    }
+}
+
 #[test]
 fn parent_environ_and_memory() {
     for mode in MODES {

@@ -9,7 +9,7 @@
 //!    environment, so `/proc/<magus>/environ` holds no secret (DESIGN §6).
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
 //!    Landlock is on, so a nested magus keeps the enclosing run's), install
-//!    the terminal guard, then Landlock — all on the lone main thread.
+//!    the syscall guard (seccomp), then Landlock — all on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
@@ -18,7 +18,7 @@ use crate::buzz::{BuzzError, Interpreter};
 use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::landlock::Unavailable;
-use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, TerminalGuard};
+use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
 use crate::policy::shims::find_shims;
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
@@ -187,7 +187,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
     child_env.stripped.dedup();
 }
 
-/// Steps 3 of the module doc: PID namespace, terminal guard, Landlock.
+/// Steps 3 of the module doc: PID namespace, syscall guard, Landlock.
 fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -199,10 +199,10 @@ fn confine(
     if nesting(env) == Nesting::Outermost {
         enforce::enter_private_pid_namespace();
     }
-    let guard = TerminalGuard::build().and_then(|g| g.install_on_self());
+    let guard = SyscallGuard::build().and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
-            "cannot install the terminal guard: {e}"
+            "cannot install the syscall guard: {e}"
         )))
     })?;
     let request = landlock_request(env);

@@ -6,7 +6,7 @@
 //! vfork-style clone (`vfork`) prepared entirely in the parent (`prepare`).
 //!
 //! The other protections are process-wide and inherited, not per child:
-//! the terminal guard ([`super::seccomp`]) is installed on magus at startup
+//! the syscall guard ([`super::seccomp`]) is installed on magus at startup
 //! and survives every clone and exec, and the private PID namespace
 //! ([`super::pidns`]) is entered before Landlock because a landlocked
 //! process may not mount a `/proc`.

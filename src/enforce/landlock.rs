@@ -260,10 +260,14 @@ fn handled_net(network: &Network) -> Option<BitFlags<AccessNet>> {
 /// The rights a grant of `mode` gives, trimmed to what a non-directory
 /// accepts when the grant is a file (the kernel rejects directory rights
 /// on files; the crate would trim them too, but report "partial").
+///
+/// `rw` is every right but making device nodes, which no grant gives: a
+/// block device node in the workspace would be the whole disk. (The
+/// syscall guard refuses them too, for interpreter-only mode.)
 fn rights(mode: Mode, is_dir: bool) -> BitFlags<AccessFs> {
     let all = match mode {
         Mode::Ro => AccessFs::from_read(TARGET_ABI),
-        Mode::Rw => AccessFs::from_all(TARGET_ABI),
+        Mode::Rw => AccessFs::from_all(TARGET_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock),
     };
     if is_dir {
         all
@@ -465,7 +469,9 @@ mod tests {
         assert!(!file_rw.contains(AccessFs::ReadDir));
         assert!(!file_rw.contains(AccessFs::MakeReg));
         assert_eq!(rights(Mode::Ro, true), AccessFs::from_read(TARGET_ABI));
-        assert_eq!(rights(Mode::Rw, true), AccessFs::from_all(TARGET_ABI));
+        let dir_rw = rights(Mode::Rw, true);
+        assert!(dir_rw.contains(AccessFs::MakeReg | AccessFs::MakeFifo | AccessFs::MakeSock));
+        assert!(!dir_rw.intersects(AccessFs::MakeChar | AccessFs::MakeBlock));
     }
 
     #[test]

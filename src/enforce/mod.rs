@@ -22,5 +22,5 @@ pub use pidns::{
     PidIsolationUnavailable,
 };
 pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
-pub use seccomp::{TerminalGuard, TerminalGuardStatus};
+pub use seccomp::{SyscallGuard, SyscallGuardStatus};
 pub mod gate;

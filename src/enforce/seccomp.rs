@@ -1,9 +1,17 @@
-//! The terminal guard (DESIGN §7): a seccomp filter that makes
-//! `ioctl(fd, TIOCSTI)` and `ioctl(fd, TIOCLINUX)` fail with `EPERM`, so no
-//! sandboxed process can push input into the user's terminal, root
-//! included (a new session alone does not stop root; Flatpak filters the
-//! same way). Built with `seccompiler` before any fork; installing it
-//! allocates nothing. Every other syscall is allowed.
+//! The syscall guard: a seccomp filter that makes a few system calls fail
+//! with `EPERM` for magus and every descendant, root included, because
+//! Landlock cannot see them:
+//!
+//! - `ioctl(fd, TIOCSTI)` and `ioctl(fd, TIOCLINUX)`, which push input into
+//!   the user's terminal (DESIGN §7; Flatpak filters the same way);
+//! - the calls that reach into the kernel itself, where a root child would
+//!   read any file from memory or from the disk: loading a module or a new
+//!   kernel, BPF programs and perf events (which read kernel memory, the
+//!   page cache included), port I/O, and making device nodes (a block
+//!   device node in the workspace is the whole disk).
+//!
+//! Built with `seccompiler` before any fork; installing it allocates
+//! nothing. Every other syscall is allowed.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -20,16 +28,20 @@ use super::error::EnforceError;
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 
+/// The file-type bits of a `mode_t`, and the two types of device node.
+const S_IFMT: u64 = libc::S_IFMT as u64;
+const DEVICE_TYPES: [u64; 2] = [libc::S_IFCHR as u64, libc::S_IFBLK as u64];
+
 /// x32 syscalls share the x86_64 audit arch but set this bit; x32's
 /// `ioctl` is number 514 (and 16 is reachable with the bit too), so both
 /// are filtered lest an x32 binary slip past a rule keyed on 16.
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-/// Whether the terminal guard is in force, for `magus sandbox check`.
+/// Whether the syscall guard is in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TerminalGuardStatus {
-    /// `TIOCSTI`/`TIOCLINUX` fail with `EPERM` for this process and every
+pub enum SyscallGuardStatus {
+    /// The guarded calls fail with `EPERM` for this process and every
     /// descendant.
     Installed,
     /// Not installed (the caller chose not to, or it failed).
@@ -38,30 +50,32 @@ pub enum TerminalGuardStatus {
 
 /// A compiled filter, ready to install.
 #[derive(Debug, Clone)]
-pub struct TerminalGuard {
+pub struct SyscallGuard {
     program: BpfProgram,
 }
 
-impl TerminalGuard {
+impl SyscallGuard {
     /// Compiles the filter for the running architecture.
     pub fn build() -> Result<Self, EnforceError> {
+        let mut rules = ioctl_rules()?;
+        rules.extend(kernel_rules()?);
         let filter = SeccompFilter::new(
-            ioctl_rules()?,
+            rules,
             SeccompAction::Allow,
             SeccompAction::Errno(libc::EPERM as u32),
             target_arch()?,
         )?;
         let program = BpfProgram::try_from(filter)?;
-        Ok(TerminalGuard { program })
+        Ok(SyscallGuard { program })
     }
 
     /// Installs the filter on the calling thread; it is inherited across
     /// `fork`, `clone` and `execve` and cannot be removed. Sets
     /// `no_new_privs` first, as seccomp requires. Allocates nothing, so it
     /// may run between `fork` and `exec`.
-    pub fn install_on_self(&self) -> Result<TerminalGuardStatus, EnforceError> {
+    pub fn install_on_self(&self) -> Result<SyscallGuardStatus, EnforceError> {
         self.install_raw()
-            .map(|()| TerminalGuardStatus::Installed)
+            .map(|()| SyscallGuardStatus::Installed)
             .map_err(|source| EnforceError::SeccompInstall { source })
     }
 
@@ -80,6 +94,81 @@ fn ioctl_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
         rules.insert(nr, vec![request_is(TIOCSTI)?, request_is(TIOCLINUX)?]);
     }
     Ok(rules)
+}
+
+/// The calls refused outright, and `mknod`/`mknodat` of a device node (the
+/// `mode` argument's type bits; FIFOs, sockets and files stay allowed).
+fn kernel_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
+    let mut rules = BTreeMap::new();
+    for nr in with_x32(&refused_outright()) {
+        // An empty rule list matches every call of that number.
+        rules.insert(nr, Vec::new());
+    }
+    for (nr, mode_arg) in mknod_calls() {
+        for nr in with_x32(&[nr]) {
+            let device = DEVICE_TYPES
+                .iter()
+                .map(|&kind| mode_is(mode_arg, kind))
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(nr, device);
+        }
+    }
+    Ok(rules)
+}
+
+fn mode_is(arg: u8, kind: u64) -> Result<SeccompRule, EnforceError> {
+    let op = SeccompCmpOp::MaskedEq(S_IFMT);
+    let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, kind)?;
+    Ok(SeccompRule::new(vec![cond])?)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn refused_outright() -> Vec<i64> {
+    let mut calls = portable_refused();
+    calls.extend([libc::SYS_iopl, libc::SYS_ioperm]);
+    calls
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn refused_outright() -> Vec<i64> {
+    portable_refused()
+}
+
+fn portable_refused() -> Vec<i64> {
+    vec![
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+    ]
+}
+
+/// `(number, index of the mode argument)`.
+#[cfg(target_arch = "x86_64")]
+fn mknod_calls() -> Vec<(i64, u8)> {
+    vec![(libc::SYS_mknod, 1), (libc::SYS_mknodat, 2)]
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn mknod_calls() -> Vec<(i64, u8)> {
+    vec![(libc::SYS_mknodat, 2)]
+}
+
+/// `numbers`, plus their x32 twins where x32 exists.
+#[cfg(target_arch = "x86_64")]
+fn with_x32(numbers: &[i64]) -> Vec<i64> {
+    numbers
+        .iter()
+        .flat_map(|&nr| [nr, X32_SYSCALL_BIT | nr])
+        .collect()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn with_x32(numbers: &[i64]) -> Vec<i64> {
+    numbers.to_vec()
 }
 
 /// A rule matching `ioctl(_, request, ..)`. The kernel's `ioctl` takes
@@ -116,7 +205,7 @@ mod tests {
 
     #[test]
     fn filter_compiles_for_this_arch() {
-        let guard = TerminalGuard::build().expect("filter builds");
+        let guard = SyscallGuard::build().expect("filter builds");
         // Arch check (3) + syscall load (1) + per syscall: jump, two rules of
         // (load, compare, return) and the fall-through return.
         assert!(guard.program.len() > 4 + ioctl_numbers().len());

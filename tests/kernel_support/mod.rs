@@ -2,7 +2,7 @@
 //! `harness = false` binary: its `main` either runs the test cases (never
 //! restricting itself) or, when `KTEST_ROLE` is set, plays a "fake magus"
 //! that goes through the real startup sequence (re-exec, PID namespace,
-//! terminal guard, Landlock) and spawns the child under test. A binary of
+//! syscall guard, Landlock) and spawns the child under test. A binary of
 //! our own keeps that process single-threaded, which namespaces require.
 #![allow(dead_code)]
 
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use magus_sandbox::enforce::{
-    self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, TerminalGuard,
+    self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
 use magus_sandbox::policy::{Access, Grant, GrantSource, Mode, Network};
 use serde::{Deserialize, Serialize};
@@ -178,7 +178,7 @@ fn run_role(spec: &Spec) -> i32 {
         take_controlling_tty();
     }
     if spec.guard {
-        let guard = TerminalGuard::build().unwrap_or_else(|e| die(&e.to_string()));
+        let guard = SyscallGuard::build().unwrap_or_else(|e| die(&e.to_string()));
         guard
             .install_on_self()
             .unwrap_or_else(|e| die(&e.to_string()));
