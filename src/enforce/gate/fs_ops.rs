@@ -242,15 +242,27 @@ impl Gate {
 /// The rest of `file`, sized by one `fstat` as `std::fs::read` does.
 /// (`File::read_to_end` would also `lseek` for its size hint: one more
 /// system call on the hot path of `fs.read`.)
-fn read_all(file: &File) -> io::Result<Vec<u8>> {
+/// Reads a whole file. Most files a spell reads are small: those take one
+/// read into a buffer of [`FIRST_READ`] bytes and one that sees the end,
+/// with no `statx` for a size hint. A file that fills the buffer is sized
+/// then, so a large one is still read into one exact allocation.
+fn read_all(mut file: &File) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(FIRST_READ);
+    file.take(FIRST_READ as u64).read_to_end(&mut bytes)?;
+    if bytes.len() < FIRST_READ {
+        return Ok(bytes);
+    }
     let size = file.metadata().map_or(0, |m| m.len());
-    let mut bytes = Vec::new();
+    let rest = usize::try_from(size).unwrap_or(usize::MAX);
     bytes
-        .try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
+        .try_reserve_exact(rest.saturating_sub(FIRST_READ))
         .map_err(io::Error::other)?;
-    file.take(u64::MAX).read_to_end(&mut bytes)?;
+    file.read_to_end(&mut bytes)?;
     Ok(bytes)
 }
+
+/// The size of the first read of [`read_all`].
+const FIRST_READ: usize = 8 * 1024;
 
 /// The path a directory handle refers to now, as the kernel knows it.
 fn fd_path(fd: &OwnedFd) -> io::Result<std::path::PathBuf> {
@@ -291,5 +303,32 @@ fn respell(e: GateError, spelled: &str) -> GateError {
             GateError::Denied(d)
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Around the first read's size and well past it, every byte comes
+    /// back in order.
+    #[test]
+    fn read_all_returns_every_byte_at_every_size() {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        for len in [
+            0,
+            1,
+            1024,
+            FIRST_READ - 1,
+            FIRST_READ,
+            FIRST_READ + 1,
+            300_001,
+        ] {
+            let content: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let path = dir.path().join(format!("f{len}"));
+            std::fs::write(&path, &content).expect("written");
+            let file = File::open(&path).expect("opened");
+            assert_eq!(read_all(&file).expect("read"), content, "{len} bytes");
+        }
     }
 }
