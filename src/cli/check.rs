@@ -182,6 +182,10 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
     out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
     out.push_str(&format!("  /proc     {}\n", kernel.pid_text()));
     out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
+    out.push_str(
+        "  syscalls  modules, kexec, bpf, perf events, port I/O and device nodes refused to \
+         children (seccomp)\n",
+    );
     out
 }
 
