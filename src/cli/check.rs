@@ -5,7 +5,7 @@ use super::lock::LockReport;
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer};
 use crate::enforce::pidns::UserNamespace;
-use crate::enforce::{LandlockStatus, PidIsolation};
+use crate::enforce::{self, LandlockStatus, PidIsolation};
 use crate::policy::{self, Grant, GrantSource, Network, Policy, SandboxState, StateSource};
 use serde_json::json;
 use std::ffi::OsString;
@@ -186,6 +186,14 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
         "  syscalls  modules, kexec, bpf, perf events, port I/O and device nodes refused to \
          children (seccomp)\n",
     );
+    let dropped: Vec<String> = enforce::capabilities::DROPPED
+        .iter()
+        .map(|(capability, _)| capability.to_string())
+        .collect();
+    out.push_str(&format!(
+        "  caps      {} dropped by magus and its children\n",
+        dropped.join(", ")
+    ));
     out
 }
 

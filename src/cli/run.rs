@@ -8,8 +8,9 @@
 //!    may have left one open on a secret), then re-execute with the scrubbed
 //!    environment, so `/proc/<magus>/environ` holds no secret (DESIGN §6).
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
-//!    Landlock is on, so a nested magus keeps the enclosing run's), install
-//!    the syscall guard (seccomp), then Landlock — all on the lone main thread.
+//!    Landlock is on, so a nested magus keeps the enclosing run's), drop the
+//!    capabilities that reach past Landlock, install the syscall guard
+//!    (seccomp), then Landlock — all on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
@@ -187,7 +188,8 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
     child_env.stripped.dedup();
 }
 
-/// Steps 3 of the module doc: PID namespace, syscall guard, Landlock.
+/// Step 3 of the module doc: PID namespace, capabilities, syscall guard,
+/// Landlock.
 fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -199,6 +201,11 @@ fn confine(
     if nesting(env) == Nesting::Outermost {
         enforce::enter_private_pid_namespace();
     }
+    enforce::capabilities::drop_kernel_capabilities().map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot drop the capabilities that reach past Landlock: {e}"
+        )))
+    })?;
     let guard = SyscallGuard::build().and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(

@@ -35,6 +35,13 @@ pub enum EnforceError {
     /// The seccomp program could not be installed.
     #[error("cannot install the seccomp filter: {source}")]
     SeccompInstall { source: io::Error },
+    /// A capability could not be dropped from one of the process's sets.
+    #[error("cannot drop {capability} from the {set} set: {reason}")]
+    DropCapability {
+        capability: String,
+        set: &'static str,
+        reason: String,
+    },
     /// The running architecture has no seccomp support in this build.
     #[error("seccomp filtering is not supported on {arch}")]
     SeccompArch { arch: &'static str },

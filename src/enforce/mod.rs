@@ -3,6 +3,7 @@
 //! and the launch of confined child processes.
 
 pub mod beneath;
+pub mod capabilities;
 pub mod child;
 mod error;
 pub mod landlock;
