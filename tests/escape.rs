@@ -1145,6 +1145,9 @@ fn writes_to_bashrc_and_git_hooks() {
                 ("yaml-delete", "MGS2002"),
                 ("hook-via-link", "MGS2002"),
                 ("hook-dotdot", "MGS2002"),
+                ("git-config", "MGS2002"),
+                ("git-config-worktree", "MGS2002"),
+                ("git-config-move", "MGS2002"),
             ])
             .assert_no_leak()
             .assert_home_unchanged();

@@ -56,7 +56,8 @@ impl fmt::Display for FsOp {
 pub enum DenialReason {
     /// No grant covers the path with the needed rights.
     NotGranted,
-    /// `magus.yaml`, `magus.lock` or `.git/hooks/**` in the workspace.
+    /// `magus.yaml`, `magus.lock`, `.git/hooks/**` or `.git/config` in the
+    /// workspace.
     Protected,
     /// `/proc/<pid>` of another process.
     ForeignProcess,

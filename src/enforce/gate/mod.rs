@@ -4,7 +4,8 @@
 //! is what the operation touches.
 //!
 //! The gate also refuses what Landlock cannot express: writes to the
-//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/hooks/**`)
+//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/hooks/**`,
+//! `.git/config`)
 //! and reads of other processes' `/proc/<pid>` entries. It never prints;
 //! denials are [`Denial`] values that the bindings turn into `SandboxError`.
 
@@ -37,8 +38,16 @@ pub struct Gate {
 }
 
 /// Workspace paths a spell's `fs.*` may never write: a spell must not widen
-/// its own sandbox or plant code that later runs unconfined.
-const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git/hooks"];
+/// its own sandbox or plant code that later runs unconfined. Git's config
+/// is such code too: `core.hooksPath`, `core.fsmonitor`, filters and
+/// aliases name commands git runs later, outside the sandbox.
+const PROTECTED: [&str; 5] = [
+    "magus.yaml",
+    "magus.lock",
+    ".git/hooks",
+    ".git/config",
+    ".git/config.worktree",
+];
 
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
