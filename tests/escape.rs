@@ -1148,6 +1148,9 @@ fn writes_to_bashrc_and_git_hooks() {
                 ("git-config", "MGS2002"),
                 ("git-config-worktree", "MGS2002"),
                 ("git-config-move", "MGS2002"),
+                ("module-hooks-dir", "MGS2002"),
+                ("module-hook", "MGS2002"),
+                ("module-config", "MGS2002"),
             ])
             .assert_no_leak()
             .assert_home_unchanged();

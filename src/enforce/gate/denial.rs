@@ -56,8 +56,7 @@ impl fmt::Display for FsOp {
 pub enum DenialReason {
     /// No grant covers the path with the needed rights.
     NotGranted,
-    /// `magus.yaml`, `magus.lock`, `.git/hooks/**` or `.git/config` in the
-    /// workspace.
+    /// `magus.yaml`, `magus.lock` or anything under `.git` in the workspace.
     Protected,
     /// `/proc/<pid>` of another process.
     ForeignProcess,

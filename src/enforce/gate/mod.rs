@@ -4,8 +4,7 @@
 //! is what the operation touches.
 //!
 //! The gate also refuses what Landlock cannot express: writes to the
-//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/hooks/**`,
-//! `.git/config`)
+//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/**`)
 //! and reads of other processes' `/proc/<pid>` entries. It never prints;
 //! denials are [`Denial`] values that the bindings turn into `SandboxError`.
 
@@ -38,16 +37,11 @@ pub struct Gate {
 }
 
 /// Workspace paths a spell's `fs.*` may never write: a spell must not widen
-/// its own sandbox or plant code that later runs unconfined. Git's config
-/// is such code too: `core.hooksPath`, `core.fsmonitor`, filters and
-/// aliases name commands git runs later, outside the sandbox.
-const PROTECTED: [&str; 5] = [
-    "magus.yaml",
-    "magus.lock",
-    ".git/hooks",
-    ".git/config",
-    ".git/config.worktree",
-];
+/// its own sandbox or plant code that later runs unconfined. All of `.git`,
+/// not only `.git/hooks`: git's config names commands too (`core.hooksPath`,
+/// `core.fsmonitor`, filters, aliases), and submodules keep their hooks and
+/// config at any depth under `.git/modules`.
+const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git"];
 
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
