@@ -626,3 +626,37 @@ fn with_the_sandbox_off_the_same_spell_leaks_proving_the_harness_sees_it() {
     assert_eq!(overridden.status, Some(0), "{}", overridden.dump());
     assert!(h.find_secret(overridden.stdout.as_bytes()).is_some());
 }
+
+/// A workspace whose own path is not UTF-8 (legal on Linux) still moves,
+/// deletes and makes directories: the parent of a path used to round-trip
+/// through a lossy string and be refused as MGS2002.
+#[test]
+fn a_workspace_whose_path_is_not_utf8_still_moves_and_deletes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let h = Harness::new();
+    let ws = h.ws_path("").join(OsStr::from_bytes(b"inner-\xff-ws"));
+    std::fs::create_dir_all(ws.join("spells")).unwrap();
+    std::fs::write(ws.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
+    let spell = r#"import "std";
+import "fs";
+
+fun main(args: [str]) > int {
+    fs.write("a.txt", "hello");
+    fs.move("a.txt", "b.txt");
+    std.print("moved {fs.read("b.txt")}");
+    fs.makeDirectory("d/e");
+    fs.delete("b.txt");
+    std.print("deleted {fs.exists("b.txt")}");
+    return 0;
+}
+"#;
+    std::fs::write(ws.join("spells/moves.buzz"), spell).unwrap();
+    let mut cmd = h.command();
+    cmd.arg("--workspace").arg(&ws).arg("run").arg("moves");
+    let out = capture(&mut cmd);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(out.stdout.contains("moved hello\n"), "{}", out.dump());
+    assert!(out.stdout.contains("deleted false\n"), "{}", out.dump());
+    assert!(ws.join("d/e").is_dir() && !ws.join("b.txt").exists());
+}

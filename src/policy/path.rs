@@ -72,6 +72,12 @@ impl NormalPath {
     pub fn into_path_buf(self) -> PathBuf {
         self.0
     }
+
+    /// The directory holding this path (`None` for `/`): normal too, since
+    /// dropping the last name of a normal path leaves one.
+    pub fn parent(&self) -> Option<NormalPath> {
+        self.0.parent().map(|p| NormalPath(p.to_path_buf()))
+    }
 }
 
 impl Deref for NormalPath {

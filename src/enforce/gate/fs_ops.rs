@@ -184,11 +184,8 @@ impl Gate {
         // The parent must be writable, and so must the entry itself (a
         // protected name inside a writable directory stays protected).
         self.locate_abs(spelled, abs.clone(), Access::Write, op)?;
-        let parent_spelled = parent.to_string_lossy();
         let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
-        let fd = self
-            .open(&parent_spelled, Access::Write, op, flags)
-            .map_err(|e| respell(e, spelled))?;
+        let fd = self.open_abs(spelled, parent, Access::Write, op, flags)?;
         // Renaming or removing the entry acts on what the handle really is,
         // which a symlinked parent may have moved: check that name too.
         let real_parent = fd_path(&fd).map_err(|e| GateError::io(op, spelled, e))?;
@@ -296,16 +293,6 @@ fn is_missing(e: &io::Error) -> bool {
 
 /// Reports an error about a parent directory under the path the spell
 /// actually named.
-fn respell(e: GateError, spelled: &str) -> GateError {
-    match e {
-        GateError::Denied(mut d) => {
-            d.spelled = spelled.to_string();
-            GateError::Denied(d)
-        }
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

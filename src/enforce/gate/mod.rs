@@ -186,7 +186,21 @@ impl Gate {
         op: FsOp,
         flags: OFlag,
     ) -> Result<OwnedFd, GateError> {
-        let located = self.locate(spelled, access, op)?;
+        let abs = self.absolute(spelled, op)?;
+        self.open_abs(spelled, abs, access, op, flags)
+    }
+
+    /// [`Gate::open`] for a path already made absolute; errors name
+    /// `spelled`.
+    fn open_abs(
+        &self,
+        spelled: &str,
+        abs: NormalPath,
+        access: Access,
+        op: FsOp,
+        flags: OFlag,
+    ) -> Result<OwnedFd, GateError> {
+        let located = self.locate_abs(spelled, abs, access, op)?;
         if let Some(fd) = self.try_open(&located, spelled, access, op, flags)? {
             return Ok(fd);
         }
