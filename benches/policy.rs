@@ -71,19 +71,24 @@ fn query(grants: &[Grant], depth: usize) -> NormalPath {
     NormalPath::new(path).expect("bench paths are normal")
 }
 
+/// A sandbox-on policy of `grants` alone (no workspace, network allowed).
+fn policy(grants: Vec<Grant>) -> Policy {
+    Policy::new(
+        SandboxState::On,
+        "/".into(),
+        grants,
+        Network::Allow,
+        Vec::new(),
+    )
+}
+
 fn bench_check(c: &mut Criterion) {
     for depth in DEPTHS {
         let mut group = c.benchmark_group(format!("check/depth{depth}"));
         for n in SIZES {
             let grants = grants(n);
             let path = query(&grants, depth);
-            let policy = Policy::new(
-                SandboxState::On,
-                "/".into(),
-                grants,
-                Network::Allow,
-                Vec::new(),
-            );
+            let policy = policy(grants);
             assert!(policy.check(&path, Access::Read).is_allowed());
             assert_eq!(
                 policy.check(&path, Access::Write),
@@ -114,13 +119,7 @@ fn bench_all_matched(c: &mut Criterion) {
             mode: Mode::Rw,
             source: GrantSource::Builtin("bench"),
         });
-        let policy = Policy::new(
-            SandboxState::On,
-            "/".into(),
-            grants,
-            Network::Allow,
-            Vec::new(),
-        );
+        let policy = policy(grants);
         assert!(policy.check(&deep, Access::Write).is_allowed());
         group.bench_with_input(BenchmarkId::new("trie", n), &deep, |b, path| {
             b.iter(|| policy.check(black_box(path), black_box(Access::Write)))

@@ -188,7 +188,7 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
     );
     let dropped: Vec<String> = enforce::capabilities::DROPPED
         .iter()
-        .map(|(capability, _)| capability.to_string())
+        .map(|capability| capability.to_string())
         .collect();
     out.push_str(&format!(
         "  caps      {} dropped by magus and its children\n",

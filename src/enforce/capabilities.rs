@@ -10,20 +10,18 @@
 use super::error::EnforceError;
 use caps::{CapSet, Capability};
 
-/// The capabilities dropped, with what each would allow.
-pub const DROPPED: [(Capability, &str); 6] = [
-    (
-        Capability::CAP_SYS_RAWIO,
-        "/proc/kcore, /dev/mem and port I/O",
-    ),
-    (Capability::CAP_SYS_MODULE, "loading kernel modules"),
-    (Capability::CAP_MKNOD, "making device nodes"),
-    (Capability::CAP_BPF, "BPF programs that read kernel memory"),
-    (
-        Capability::CAP_PERFMON,
-        "perf events that read kernel memory",
-    ),
-    (Capability::CAP_SYS_BOOT, "loading a new kernel"),
+/// The capabilities dropped.
+pub const DROPPED: [Capability; 6] = [
+    // /proc/kcore, /dev/mem and port I/O.
+    Capability::CAP_SYS_RAWIO,
+    Capability::CAP_SYS_MODULE,
+    // Device nodes.
+    Capability::CAP_MKNOD,
+    // BPF programs and perf events read kernel memory.
+    Capability::CAP_BPF,
+    Capability::CAP_PERFMON,
+    // kexec: a new kernel.
+    Capability::CAP_SYS_BOOT,
 ];
 
 /// Whether the bounding set could shrink too.
@@ -48,7 +46,7 @@ pub fn drop_kernel_capabilities() -> Result<CapabilityDrop, EnforceError> {
         false => CapabilityDrop::BoundingKept,
     };
     let ambient = caps::runtime::ambient_set_supported().is_ok();
-    for (capability, _) in DROPPED.iter().filter(|(c, _)| supported.contains(c)) {
+    for capability in DROPPED.iter().filter(|c| supported.contains(c)) {
         if ambient {
             drop_from(CapSet::Ambient, *capability)?;
         }

@@ -31,7 +31,7 @@ pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
-pub use path::{is_normalized, normalize, NormalPath, PathError};
+pub use path::{normalize, NormalPath, PathError};
 pub use trie::{Decision, PathTrie, Verdict};
 pub use workspace::{
     enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,

@@ -52,17 +52,18 @@ impl NormalPath {
         let path = path.into();
         let bytes = path.as_os_str().as_bytes();
         check_spelled(bytes)?;
-        if let Some(len) = bytes
+        if bytes == b"/" || bytes.strip_prefix(b"/").is_some_and(is_plain) {
+            return Ok(NormalPath(path));
+        }
+        // Not normal: say why, an over-long name first.
+        match bytes
             .split(|&b| b == b'/')
             .map(<[u8]>::len)
             .find(|&len| len > NAME_MAX)
         {
-            return Err(PathError::ComponentTooLong { len });
+            Some(len) => Err(PathError::ComponentTooLong { len }),
+            None => Err(PathError::NotNormal(path)),
         }
-        if !is_normalized(&path) {
-            return Err(PathError::NotNormal(path));
-        }
-        Ok(NormalPath(path))
     }
 
     pub fn as_path(&self) -> &Path {
@@ -193,21 +194,6 @@ fn is_plain(names: &[u8]) -> bool {
 fn pop_component(out: &mut Vec<u8>) {
     let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
     out.truncate(cut);
-}
-
-/// Whether `path` is already in the form [`normalize`] produces: absolute,
-/// no empty, `.` or `..` component, no trailing `/` (except `/` itself).
-pub fn is_normalized(path: &Path) -> bool {
-    let bytes = path.as_os_str().as_bytes();
-    if bytes == b"/" {
-        return true;
-    }
-    match bytes.strip_prefix(b"/") {
-        Some(rest) => rest
-            .split(|&b| b == b'/')
-            .all(|c| !matches!(c, b"" | b"." | b"..")),
-        None => false,
-    }
 }
 
 #[cfg(test)]
@@ -348,7 +334,6 @@ mod tests {
             ("a/b", false),
             ("", false),
         ] {
-            assert_eq!(is_normalized(Path::new(path)), want, "{path}");
             assert_eq!(NormalPath::new(path).is_ok(), want, "{path}");
         }
     }
