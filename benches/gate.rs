@@ -155,10 +155,63 @@ fn bench_exists_syscalls(c: &mut Criterion) {
     group.finish();
 }
 
+/// The gate's own work per call (DESIGN §11, ≤ 100 ns above the floor):
+/// each gated call beside the system calls it cannot avoid, all in one run,
+/// so `gate_* − floor_*` is what the gate itself spends.
+fn bench_gate_above_floor(c: &mut Criterion) {
+    let fx = Fixture::new();
+    let gate = Gate::new(Rc::new(fx.policy(SandboxState::On)), fx.ws.clone());
+    let root = Root::open(&fx.ws).expect("the workspace opens as a root");
+    let rel = Path::new("data/file.bin");
+    let file = fx.file();
+    let abs = file.to_string_lossy().into_owned();
+    let mut group = c.benchmark_group("above_floor");
+    group.bench_function("floor_exists_openat2_close", |b| {
+        b.iter(|| {
+            root.open_beneath(black_box(rel), OFlag::O_PATH, Follow::BeneathOnly)
+                .is_ok()
+        })
+    });
+    group.bench_function("ungated_exists_statx", |b| {
+        b.iter(|| black_box(&file).exists())
+    });
+    group.bench_function("gate_exists_relative", |b| {
+        b.iter(|| gate.exists(black_box("data/file.bin")).expect("exists"))
+    });
+    group.bench_function("gate_exists_absolute", |b| {
+        b.iter(|| gate.exists(black_box(&abs)).expect("exists"))
+    });
+    group.bench_function("floor_read_openat2_read_close", |b| {
+        b.iter(|| {
+            let fd = root
+                .open_beneath(black_box(rel), OFlag::O_RDONLY, Follow::BeneathOnly)
+                .expect("open beneath");
+            read_small(fd)
+        })
+    });
+    group.bench_function("ungated_read_std_fs_read", |b| {
+        b.iter(|| std::fs::read(black_box(&file)).expect("raw read"))
+    });
+    group.bench_function("gate_read_relative", |b| {
+        b.iter(|| gate.read(black_box("data/file.bin")).expect("gated read"))
+    });
+    group.finish();
+}
+
+/// The read the gate makes for a small file: one read into 8 KiB, one that
+/// sees the end.
+fn read_small(fd: std::os::fd::OwnedFd) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(8192);
+    std::fs::File::from(fd).read_to_end(&mut buf).expect("read");
+    buf
+}
+
 criterion_group!(
     benches,
     bench_read,
     bench_exists_spell,
-    bench_exists_syscalls
+    bench_exists_syscalls,
+    bench_gate_above_floor
 );
 criterion_main!(benches);

@@ -1,8 +1,9 @@
-//! The file operations of the spell API, each checked and then performed
-//! through handles opened beneath the granted root. With the sandbox off
-//! they go straight to `std::fs`, so the same bindings run ungated.
+//! The file operations of the spell API in the confined backend, each
+//! checked and then performed through handles opened beneath the granted
+//! root. (With the sandbox off, [`super::ambient`] serves them.)
 
-use super::{FsOp, Gate, GateError, Located};
+use super::confined::{Confined, Located};
+use super::{FsOp, GateError, WriteMode};
 use crate::enforce::beneath::{BeneathError, Follow};
 use crate::policy::Access;
 use nix::dir::Dir;
@@ -12,28 +13,22 @@ use nix::unistd::{unlinkat, UnlinkatFlags};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
 
-/// How `write` treats an existing file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteMode {
-    Truncate,
-    Append,
-}
-
-impl Gate {
+impl Confined {
     /// The whole content of a file.
-    pub fn read(&self, spelled: &str) -> Result<Vec<u8>, GateError> {
+    pub(super) fn read(&self, spelled: &str) -> Result<Vec<u8>, GateError> {
         let op = FsOp::Read;
-        if !self.is_on() {
-            return std::fs::read(spelled).map_err(|e| GateError::io(op, spelled, e));
-        }
         let fd = self.open(spelled, Access::Read, op, OFlag::O_RDONLY)?;
         read_all(&File::from(fd)).map_err(|e| GateError::io(op, spelled, e))
     }
 
     /// Creates or truncates (or appends to) a file and writes `data`.
-    pub fn write(&self, spelled: &str, data: &[u8], mode: WriteMode) -> Result<(), GateError> {
+    pub(super) fn write(
+        &self,
+        spelled: &str,
+        data: &[u8],
+        mode: WriteMode,
+    ) -> Result<(), GateError> {
         let op = match mode {
             WriteMode::Truncate => FsOp::Write,
             WriteMode::Append => FsOp::Append,
@@ -48,17 +43,6 @@ impl Gate {
             WriteMode::Truncate => OFlag::O_TRUNC,
             WriteMode::Append => OFlag::O_APPEND,
         };
-        if !self.is_on() {
-            let mut options = std::fs::OpenOptions::new();
-            options.create(true).write(true);
-            match mode {
-                WriteMode::Truncate => options.truncate(true),
-                WriteMode::Append => options.append(true),
-            };
-            return options
-                .open(spelled)
-                .map_err(|e| GateError::io(op, spelled, e));
-        }
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | extra;
         let fd = self.open(spelled, Access::Write, op, flags)?;
         Ok(File::from(fd))
@@ -67,11 +51,8 @@ impl Gate {
     /// Whether the path exists. Asking is a read: an ungranted path is
     /// denied rather than reported missing, so a spell cannot probe for
     /// secrets.
-    pub fn exists(&self, spelled: &str) -> Result<bool, GateError> {
+    pub(super) fn exists(&self, spelled: &str) -> Result<bool, GateError> {
         let op = FsOp::Exists;
-        if !self.is_on() {
-            return Ok(Path::new(spelled).exists());
-        }
         match self.open(spelled, Access::Read, op, OFlag::O_PATH) {
             Ok(_) => Ok(true),
             Err(GateError::Io { source, .. }) if is_missing(&source) => Ok(false),
@@ -79,32 +60,17 @@ impl Gate {
         }
     }
 
-    /// The names in a directory, sorted.
-    pub fn list(&self, spelled: &str) -> Result<Vec<String>, GateError> {
+    /// The names in a directory, unsorted.
+    pub(super) fn list(&self, spelled: &str) -> Result<Vec<String>, GateError> {
         let op = FsOp::List;
-        let mut names = if self.is_on() {
-            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
-            let fd = self.open(spelled, Access::Read, op, flags)?;
-            read_names(fd).map_err(|e| GateError::io(op, spelled, e))?
-        } else {
-            std::fs::read_dir(spelled)
-                .and_then(|entries| {
-                    entries
-                        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-                        .collect()
-                })
-                .map_err(|e| GateError::io(op, spelled, e))?
-        };
-        names.sort();
-        Ok(names)
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
+        let fd = self.open(spelled, Access::Read, op, flags)?;
+        read_names(fd).map_err(|e| GateError::io(op, spelled, e))
     }
 
     /// Creates a directory and its missing parents, like `mkdir -p`.
-    pub fn make_directory(&self, spelled: &str) -> Result<(), GateError> {
+    pub(super) fn make_directory(&self, spelled: &str) -> Result<(), GateError> {
         let op = FsOp::MakeDirectory;
-        if !self.is_on() {
-            return std::fs::create_dir_all(spelled).map_err(|e| GateError::io(op, spelled, e));
-        }
         let located = self.locate(spelled, Access::Write, op)?;
         let located = match self.make_beneath(&located) {
             Err(BeneathError::Escapes) => {
@@ -144,11 +110,8 @@ impl Gate {
     }
 
     /// Removes a file, a symlink or an empty directory.
-    pub fn delete(&self, spelled: &str) -> Result<(), GateError> {
+    pub(super) fn delete(&self, spelled: &str) -> Result<(), GateError> {
         let op = FsOp::Delete;
-        if !self.is_on() {
-            return delete_ambient(Path::new(spelled)).map_err(|e| GateError::io(op, spelled, e));
-        }
         let (parent, name) = self.open_parent(spelled, op)?;
         let is_dir = fstatat(
             parent.as_fd(),
@@ -196,11 +159,8 @@ impl Gate {
     /// Renames `from` to `to`. Both ends are checked before anything
     /// happens, so a denied move leaves the source as it was. Across
     /// filesystems a file is copied, then the source removed.
-    pub fn rename(&self, from: &str, to: &str) -> Result<(), GateError> {
+    pub(super) fn rename(&self, from: &str, to: &str) -> Result<(), GateError> {
         let op = FsOp::Move;
-        if !self.is_on() {
-            return std::fs::rename(from, to).map_err(|e| GateError::io(op, from, e));
-        }
         let (from_dir, from_name) = self.open_parent(from, op)?;
         let (to_dir, to_name) = self.open_parent(to, op)?;
         let renamed = nix::fcntl::renameat(
@@ -220,13 +180,8 @@ impl Gate {
     }
 
     /// Copies the content of file `from` to `to` (created or truncated).
-    pub fn copy(&self, from: &str, to: &str) -> Result<(), GateError> {
+    pub(super) fn copy(&self, from: &str, to: &str) -> Result<(), GateError> {
         let op = FsOp::Copy;
-        if !self.is_on() {
-            return std::fs::copy(from, to)
-                .map(|_| ())
-                .map_err(|e| GateError::io(op, from, e));
-        }
         let source = self.open(from, Access::Read, op, OFlag::O_RDONLY)?;
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC;
         let target = self.open(to, Access::Write, op, flags)?;
@@ -236,9 +191,6 @@ impl Gate {
     }
 }
 
-/// The rest of `file`, sized by one `fstat` as `std::fs::read` does.
-/// (`File::read_to_end` would also `lseek` for its size hint: one more
-/// system call on the hot path of `fs.read`.)
 /// Reads a whole file. Most files a spell reads are small: those take one
 /// read into a buffer of [`FIRST_READ`] bytes and one that sees the end,
 /// with no `statx` for a size hint. A file that fills the buffer is sized
@@ -279,20 +231,10 @@ fn read_names(fd: OwnedFd) -> io::Result<Vec<String>> {
     Ok(names)
 }
 
-fn delete_ambient(path: &Path) -> io::Result<()> {
-    if std::fs::symlink_metadata(path)?.is_dir() {
-        std::fs::remove_dir(path)
-    } else {
-        std::fs::remove_file(path)
-    }
-}
-
 fn is_missing(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR))
 }
 
-/// Reports an error about a parent directory under the path the spell
-/// actually named.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,70 +7,65 @@
 //! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/**`)
 //! and reads of other processes' `/proc/<pid>` entries. It never prints;
 //! denials are [`Denial`] values that the bindings turn into `SandboxError`.
+//!
+//! Authority is chosen once, when the gate is made: a sandboxed run gets the
+//! [`confined`] backend, which can only reach the file system through
+//! handles of granted roots; a run with the sandbox off gets [`ambient`],
+//! the one module that calls `std::fs` on spelled paths. No gated call can
+//! fall through to ambient authority, because a `Gate` holds only one.
 
+mod ambient;
+mod confined;
 mod denial;
 mod fs_ops;
 mod program;
 
 pub use denial::{allow_entry, Denial, DenialReason, FsOp, GateError};
-pub use fs_ops::WriteMode;
 pub use program::ProgramLookup;
 
-use super::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
-use crate::policy::{normalize, Access, NormalPath, Policy, SandboxState};
-use nix::fcntl::OFlag;
-use std::cell::RefCell;
-use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
+use crate::policy::Policy;
+use crate::policy::SandboxState;
+use ambient::Ambient;
+use confined::Confined;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+/// How `write` treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Truncate,
+    Append,
+}
 
 /// The gate of one run. It is single-threaded, like the interpreter.
 #[derive(Debug)]
 pub struct Gate {
     policy: Rc<Policy>,
     cwd: PathBuf,
-    /// Directory handles of granted roots, opened on first use.
-    roots: RefCell<Vec<Option<Rc<Root>>>>,
-    own_pid: u32,
+    backend: Backend,
 }
 
-/// Workspace paths a spell's `fs.*` may never write: a spell must not widen
-/// its own sandbox or plant code that later runs unconfined. All of `.git`,
-/// not only `.git/hooks`: git's config names commands too (`core.hooksPath`,
-/// `core.fsmonitor`, filters, aliases), and submodules keep their hooks and
-/// config at any depth under `.git/modules`.
-const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git"];
-
-/// A path that passed the check: the root that allows it and the rest.
+/// The one authority a gate holds for its whole life.
 #[derive(Debug)]
-struct Located {
-    root: Rc<Root>,
-    abs: NormalPath,
-    /// Where the part of `abs` below the root starts, in bytes.
-    rel_start: usize,
-}
-
-impl Located {
-    /// `abs` relative to the root (empty for the root itself).
-    fn rel(&self) -> &Path {
-        let bytes = self.abs.as_os_str().as_bytes();
-        Path::new(OsStr::from_bytes(
-            bytes.get(self.rel_start..).unwrap_or_default(),
-        ))
-    }
+enum Backend {
+    /// Sandbox on: every path checked, every open beneath a granted root.
+    Confined(Confined),
+    /// Sandbox off: spelled paths go straight to the operating system.
+    Ambient(Ambient),
 }
 
 impl Gate {
     /// A gate over `policy`, resolving relative paths against `cwd`.
+    /// Whether it confines is decided here, once, from the policy's state.
     pub fn new(policy: Rc<Policy>, cwd: PathBuf) -> Gate {
-        let roots = RefCell::new(vec![None; policy.grants.len()]);
+        let backend = match policy.state {
+            SandboxState::On => Backend::Confined(Confined::new(Rc::clone(&policy), &cwd)),
+            SandboxState::Off => Backend::Ambient(Ambient),
+        };
         Gate {
             policy,
             cwd,
-            roots,
-            own_pid: std::process::id(),
+            backend,
         }
     }
 
@@ -86,293 +81,75 @@ impl Gate {
 
     /// Whether the gate checks anything at all.
     pub fn is_on(&self) -> bool {
-        self.policy.state == SandboxState::On
+        matches!(self.backend, Backend::Confined(_))
     }
 
-    /// The absolute, lexically normal form of `spelled`.
-    fn absolute(&self, spelled: &str, op: FsOp) -> Result<NormalPath, GateError> {
-        normalize(&self.cwd, Path::new(spelled)).map_err(|source| GateError::InvalidPath {
-            op,
-            spelled: spelled.to_string(),
-            source,
-        })
-    }
-
-    /// Checks `spelled` for `access` and finds the root to open it beneath.
-    fn locate(&self, spelled: &str, access: Access, op: FsOp) -> Result<Located, GateError> {
-        let abs = self.absolute(spelled, op)?;
-        self.locate_abs(spelled, abs, access, op)
-    }
-
-    /// [`Gate::locate`] for a path already made absolute.
-    fn locate_abs(
-        &self,
-        spelled: &str,
-        abs: NormalPath,
-        access: Access,
-        op: FsOp,
-    ) -> Result<Located, GateError> {
-        self.refuse_special(spelled, &abs, None, access, op)?;
-        match self.policy.check(&abs, access).grant {
-            Some(index) => self.located(index, abs, spelled, op),
-            // A symlinked ancestor may lead into a granted root (`/bin` is
-            // `/usr/bin` on merged-usr systems): resolve, then check again.
-            None => self.relocate(spelled, &abs, access, op),
+    /// The whole content of a file.
+    pub fn read(&self, spelled: &str) -> Result<Vec<u8>, GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.read(spelled),
+            Backend::Ambient(a) => a.read(spelled),
         }
     }
 
-    /// Resolves where `abs` (already checked by the caller) really leads and
-    /// checks that path instead.
-    fn relocate(
-        &self,
-        spelled: &str,
-        abs: &NormalPath,
-        access: Access,
-        op: FsOp,
-    ) -> Result<Located, GateError> {
-        let real = resolve_existing_prefix(abs)
-            .and_then(|real| NormalPath::new(real).map_err(std::io::Error::other))
-            .map_err(|e| GateError::io(op, spelled, e))?;
-        let leads_to = (real != *abs).then(|| real.as_path().to_path_buf());
-        self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
-        match self.policy.check(&real, access).grant {
-            Some(index) if leads_to.is_some() => self.located(index, real, spelled, op),
-            _ => Err(
-                Denial::new(op, access, spelled, abs, leads_to, DenialReason::NotGranted).into(),
-            ),
+    /// Creates or truncates (or appends to) a file and writes `data`.
+    pub fn write(&self, spelled: &str, data: &[u8], mode: WriteMode) -> Result<(), GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.write(spelled, data, mode),
+            Backend::Ambient(a) => a.write(spelled, data, mode),
         }
     }
 
-    fn located(
-        &self,
-        index: usize,
-        abs: NormalPath,
-        spelled: &str,
-        op: FsOp,
-    ) -> Result<Located, GateError> {
-        let root = self
-            .root(index)
-            .map_err(|e| GateError::io(op, spelled, e))?;
-        let Some(rel_start) = rel_offset(&abs, root.path()) else {
-            let e = std::io::Error::other("the granted root does not contain the path");
-            return Err(GateError::io(op, spelled, e));
-        };
-        Ok(Located {
-            root,
-            abs,
-            rel_start,
-        })
-    }
-
-    fn root(&self, index: usize) -> std::io::Result<Rc<Root>> {
-        let mut roots = self.roots.borrow_mut();
-        if let Some(Some(root)) = roots.get(index) {
-            return Ok(Rc::clone(root));
-        }
-        let root = Rc::new(Root::open(&self.policy.grants[index].path)?);
-        if let Some(slot) = roots.get_mut(index) {
-            *slot = Some(Rc::clone(&root));
-        }
-        Ok(root)
-    }
-
-    /// Opens `spelled` beneath the root that allows `access`. When the
-    /// kernel reports that resolution left the root (a symlink or magic
-    /// link), the real target is checked and opened beneath *its* root, once.
-    fn open(
-        &self,
-        spelled: &str,
-        access: Access,
-        op: FsOp,
-        flags: OFlag,
-    ) -> Result<OwnedFd, GateError> {
-        let abs = self.absolute(spelled, op)?;
-        self.open_abs(spelled, abs, access, op, flags)
-    }
-
-    /// [`Gate::open`] for a path already made absolute; errors name
-    /// `spelled`.
-    fn open_abs(
-        &self,
-        spelled: &str,
-        abs: NormalPath,
-        access: Access,
-        op: FsOp,
-        flags: OFlag,
-    ) -> Result<OwnedFd, GateError> {
-        let located = self.locate_abs(spelled, abs, access, op)?;
-        if let Some(fd) = self.try_open(&located, spelled, access, op, flags)? {
-            return Ok(fd);
-        }
-        let real = self.relocate(spelled, &located.abs, access, op)?;
-        self.try_open(&real, spelled, access, op, flags)?
-            .ok_or_else(|| GateError::Raced {
-                op,
-                spelled: spelled.to_string(),
-            })
-    }
-
-    /// The opened handle, or `None` when resolution left the root.
-    fn try_open(
-        &self,
-        located: &Located,
-        spelled: &str,
-        access: Access,
-        op: FsOp,
-        flags: OFlag,
-    ) -> Result<Option<OwnedFd>, GateError> {
-        match located
-            .root
-            .open_beneath(located.rel(), flags, follow_for(access))
-        {
-            Ok(fd) => Ok(Some(fd)),
-            Err(BeneathError::Escapes) => Ok(None),
-            Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
+    /// Whether the path exists. Asking is a read: an ungranted path is
+    /// denied rather than reported missing, so a spell cannot probe for
+    /// secrets.
+    pub fn exists(&self, spelled: &str) -> Result<bool, GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.exists(spelled),
+            Backend::Ambient(a) => a.exists(spelled),
         }
     }
 
-    /// What the trie cannot say: protected workspace files and other
-    /// processes' `/proc` entries.
-    fn refuse_special(
-        &self,
-        spelled: &str,
-        path: &Path,
-        leads_to: Option<&Path>,
-        access: Access,
-        op: FsOp,
-    ) -> Result<(), GateError> {
-        if !self.is_on() {
-            return Ok(());
-        }
-        let reason = if access == Access::Write && self.is_protected(path) {
-            DenialReason::Protected
-        } else if is_foreign_proc(path, self.own_pid) {
-            DenialReason::ForeignProcess
-        } else {
-            return Ok(());
-        };
-        let leads_to = leads_to.map(Path::to_path_buf);
-        Err(Denial::new(op, access, spelled, path, leads_to, reason).into())
+    /// The names in a directory, sorted.
+    pub fn list(&self, spelled: &str) -> Result<Vec<String>, GateError> {
+        let mut names = match &self.backend {
+            Backend::Confined(c) => c.list(spelled),
+            Backend::Ambient(a) => a.list(spelled),
+        }?;
+        names.sort();
+        Ok(names)
     }
 
-    /// A rename or removal may not take away a protected path, nor any
-    /// directory holding one (moving `.git` aside, writing a hook, and
-    /// moving it back would plant the hook through `fs.*` alone).
-    fn refuse_protected_entry(
-        &self,
-        spelled: &str,
-        abs: &Path,
-        entry: &Path,
-        op: FsOp,
-    ) -> Result<(), GateError> {
-        if !self.is_on() {
-            return Ok(());
-        }
-        if !self.holds_protected(entry) && !self.is_protected(entry) {
-            return Ok(());
-        }
-        let reason = DenialReason::Protected;
-        let leads_to = (entry != abs).then(|| entry.to_path_buf());
-        Err(Denial::new(op, Access::Write, spelled, abs, leads_to, reason).into())
-    }
-
-    /// `path` is a protected path or lies beneath one.
-    fn is_protected(&self, path: &Path) -> bool {
-        let Ok(rest) = path.strip_prefix(&self.policy.workspace) else {
-            return false;
-        };
-        PROTECTED
-            .iter()
-            .any(|protected| rest.starts_with(protected))
-    }
-
-    /// `path` is a protected path or a directory holding one (the
-    /// workspace and its ancestors included).
-    fn holds_protected(&self, path: &Path) -> bool {
-        let workspace = &self.policy.workspace;
-        match path.strip_prefix(workspace) {
-            Ok(rest) => PROTECTED.iter().any(|p| Path::new(p).starts_with(rest)),
-            Err(_) => workspace.starts_with(path),
-        }
-    }
-}
-
-fn follow_for(access: Access) -> Follow {
-    match access {
-        // A write must not follow a symlink unchecked: the link may lead to a
-        // protected file beneath the same writable root.
-        Access::Write => Follow::Never,
-        Access::Read | Access::Execute => Follow::BeneathOnly,
-    }
-}
-
-/// Where `path` continues below `root` (both absolute and lexically
-/// normal), in bytes. On this hot path a byte comparison replaces
-/// `Path::strip_prefix`, whose component walk cost more than the check.
-fn rel_offset(path: &Path, root: &Path) -> Option<usize> {
-    let (path, root) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
-    let rest = path.strip_prefix(root)?;
-    match rest.first() {
-        None => Some(root.len()),
-        Some(b'/') => Some(root.len() + 1),
-        Some(_) if root == b"/" => Some(root.len()),
-        Some(_) => None,
-    }
-}
-
-/// `/proc/<pid>/...` of any process but our own. Children get their own
-/// PID namespace; this keeps `fs.*` from reading magus's parents.
-fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
-    if !path.as_os_str().as_bytes().starts_with(b"/proc/") {
-        return false;
-    }
-    let Ok(rest) = path.strip_prefix("/proc") else {
-        return false;
-    };
-    let Some(first) = rest.components().next() else {
-        return false;
-    };
-    let name = first.as_os_str().to_string_lossy();
-    match name.parse::<u32>() {
-        Ok(pid) => pid != own_pid,
-        Err(_) => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{is_foreign_proc, rel_offset};
-    use std::path::Path;
-
-    #[test]
-    fn rel_offset_splits_only_at_a_component_boundary() {
-        let cases = [
-            ("/w/ws/data/f", "/w/ws", Some("data/f")),
-            ("/w/ws", "/w/ws", Some("")),
-            ("/w/wsx/f", "/w/ws", None),
-            ("/w/w", "/w/ws", None),
-            ("/usr/bin/sh", "/", Some("usr/bin/sh")),
-            ("/", "/", Some("")),
-        ];
-        for (path, root, want) in cases {
-            let got = rel_offset(Path::new(path), Path::new(root)).map(|at| &path[at..]);
-            assert_eq!(got, want, "{path} under {root}");
+    /// Creates a directory and its missing parents, like `mkdir -p`.
+    pub fn make_directory(&self, spelled: &str) -> Result<(), GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.make_directory(spelled),
+            Backend::Ambient(a) => a.make_directory(spelled),
         }
     }
 
-    #[test]
-    fn only_numeric_proc_entries_of_others_are_foreign() {
-        let cases = [
-            ("/proc/1/environ", true),
-            ("/proc/77/mem", false),
-            ("/proc/self/environ", false),
-            ("/proc/sys/kernel", false),
-            ("/proc", false),
-            ("/procx/1", false),
-            ("/home/1", false),
-        ];
-        for (path, foreign) in cases {
-            assert_eq!(is_foreign_proc(Path::new(path), 77), foreign, "{path}");
+    /// Removes a file, a symlink or an empty directory.
+    pub fn delete(&self, spelled: &str) -> Result<(), GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.delete(spelled),
+            Backend::Ambient(a) => a.delete(spelled),
+        }
+    }
+
+    /// Renames `from` to `to`. Both ends are checked before anything
+    /// happens, so a denied move leaves the source as it was.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.rename(from, to),
+            Backend::Ambient(a) => a.rename(from, to),
+        }
+    }
+
+    /// Copies the content of file `from` to `to` (created or truncated).
+    pub fn copy(&self, from: &str, to: &str) -> Result<(), GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.copy(from, to),
+            Backend::Ambient(a) => a.copy(from, to),
         }
     }
 }

@@ -5,8 +5,8 @@
 //! wins. The match is then resolved to its real file, because that is what
 //! Landlock checks on `execve`, and refused with MGS2007 when ungranted.
 
-use super::{Denial, DenialReason, FsOp, Gate, GateError};
-use crate::policy::{Access, NormalPath};
+use super::{Backend, Denial, DenialReason, FsOp, Gate, GateError};
+use crate::policy::Access;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,11 @@ impl Gate {
             GateError::io(op, program, e)
         })?;
         let real = std::fs::canonicalize(&found).map_err(|e| GateError::io(op, program, e))?;
-        if self.is_on() && !self.may_execute(&real) {
+        let allowed = match &self.backend {
+            Backend::Confined(confined) => confined.may_execute(&real),
+            Backend::Ambient(_) => true,
+        };
+        if !allowed {
             let leads_to = (real != found).then(|| real.clone());
             let denial = Denial::new(
                 op,
@@ -64,15 +68,6 @@ impl Gate {
             return Err(denial.into());
         }
         Ok(ProgramLookup { found, real })
-    }
-}
-
-impl Gate {
-    /// Whether the policy lets the program at `real` (a resolved path)
-    /// run; a path the kernel did not hand back in normal form does not.
-    fn may_execute(&self, real: &Path) -> bool {
-        NormalPath::new(real)
-            .is_ok_and(|real| self.policy.check(&real, Access::Execute).is_allowed())
     }
 }
 
