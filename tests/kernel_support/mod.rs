@@ -25,9 +25,18 @@ pub const ROLE_VAR: &str = "KTEST_ROLE";
 pub const SPEC_VAR: &str = "KTEST_SPEC";
 
 /// The result of one case: passed, or skipped with the reason printed.
+/// A skip is counted as a skip, never as a pass; where the environment
+/// allows every case (CI, which runs as root), a skip is a failure.
 pub enum Outcome {
     Pass,
     Skip(String),
+}
+
+/// Whether a skipped case must fail the run: under CI (`CI=true`) as root,
+/// every case can run, so a skip means something is broken.
+fn skips_fail() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    ci && nix::unistd::geteuid().is_root()
 }
 
 pub type CaseResult = Result<Outcome, String>;
@@ -51,22 +60,31 @@ pub fn main_with(file: &str, cases: &[Case]) {
         })
         .collect();
     println!("\nrunning {} tests", selected.len());
-    let mut failed = Vec::new();
-    let outcomes = selected.len();
+    let strict = skips_fail();
+    let (mut passed, mut skipped, mut failed) = (0, 0, 0);
     for (name, case) in selected {
         match case() {
-            Ok(Outcome::Pass) => println!("test {file}::{name} ... ok"),
-            Ok(Outcome::Skip(why)) => println!("test {file}::{name} ... skipped: {why}"),
+            Ok(Outcome::Pass) => {
+                passed += 1;
+                println!("test {file}::{name} ... ok");
+            }
+            Ok(Outcome::Skip(why)) if strict => {
+                failed += 1;
+                println!("test {file}::{name} ... FAILED\nskipped under CI as root: {why}");
+            }
+            Ok(Outcome::Skip(why)) => {
+                skipped += 1;
+                println!("test {file}::{name} ... skipped: {why}");
+            }
             Err(msg) => {
+                failed += 1;
                 println!("test {file}::{name} ... FAILED\n{msg}");
-                failed.push(*name);
             }
         }
     }
-    let (passed, failures) = (outcomes - failed.len(), failed.len());
-    let verdict = if failed.is_empty() { "ok" } else { "FAILED" };
-    println!("\ntest result: {verdict}. {passed} passed; {failures} failed");
-    std::process::exit(i32::from(!failed.is_empty()));
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!("\ntest result: {verdict}. {passed} passed; {failed} failed; {skipped} ignored");
+    std::process::exit(i32::from(failed > 0));
 }
 
 /// Fails the case with a message when `cond` is false.
