@@ -144,10 +144,12 @@ fn relay_stderr(mut pipe: std::process::ChildStderr) -> JoinHandle<Vec<u8>> {
 }
 
 /// The exit status as a shell reports it: the code, or 128 + the signal.
+/// (A waited-for child has one or the other; were it neither, the raw wait
+/// status is passed on rather than a made-up code.)
 fn status_code(status: ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
-        (None, None) => 1,
+        (None, None) => status.into_raw(),
     }
 }

@@ -111,7 +111,7 @@ fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Box<Di
     } else {
         workspace.join("spells").join(format!("{spell}.buzz"))
     };
-    let source = std::fs::read(&path).map_err(|e| {
+    let source = read_capped(&path).map_err(|e| {
         Diagnostic::error(format!(
             "cannot read spell `{spell}` at {}: {e}",
             path.display()
@@ -126,6 +126,27 @@ fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Box<Di
         )))
     })?;
     Ok((path, source))
+}
+
+/// The largest spell file magus reads: far above any real spell, and a
+/// bound on what `magus run /dev/zero` or a runaway generated file costs.
+pub(super) const SPELL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// A spell file's bytes, refusing one over [`SPELL_SIZE_LIMIT`] (device
+/// files and pipes included) instead of reading without end.
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(SPELL_SIZE_LIMIT + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > SPELL_SIZE_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB, the limit for a spell",
+            SPELL_SIZE_LIMIT / (1024 * 1024)
+        )));
+    }
+    Ok(bytes)
 }
 
 /// `MAGUS_SANDBOX_FINGERPRINT` for the spell and its children, replacing

@@ -67,6 +67,11 @@ pub enum Unavailable {
     NotImplemented,
     /// Landlock is built in but not enabled at boot (`EOPNOTSUPP`).
     NotEnabled,
+    /// The kernel took the ruleset but enforces none of it.
+    NotEnforced,
+    /// Asking the kernel for its Landlock ABI failed, with the OS error
+    /// when the crate reported one (never a guessed cause).
+    ProbeFailed(Option<nix::errno::Errno>),
 }
 
 impl fmt::Display for Unavailable {
@@ -75,6 +80,15 @@ impl fmt::Display for Unavailable {
             Unavailable::ForcedOff => "disabled by MAGUS_SANDBOX_LANDLOCK=0",
             Unavailable::NotImplemented => "the kernel is built without Landlock",
             Unavailable::NotEnabled => "Landlock is not enabled at boot (see the `lsm=` parameter)",
+            Unavailable::NotEnforced => "the kernel accepted the ruleset but enforces none of it",
+            Unavailable::ProbeFailed(Some(errno)) => {
+                return write!(
+                    f,
+                    "asking the kernel for its Landlock ABI failed: {}",
+                    errno.desc()
+                )
+            }
+            Unavailable::ProbeFailed(None) => "asking the kernel for its Landlock ABI failed",
         })
     }
 }
@@ -157,10 +171,25 @@ pub fn probe(network: &Network, request: LandlockRequest) -> LandlockStatus {
     let kernel = RestrictSelf::default().no_new_privs(false).apply();
     match kernel {
         Ok(status) => status_for(status.landlock, network),
-        Err(_) => LandlockStatus::Unavailable {
-            reason: Unavailable::NotImplemented,
+        Err(e) => LandlockStatus::Unavailable {
+            reason: Unavailable::ProbeFailed(os_error_in(&e)),
         },
     }
+}
+
+/// The OS error at the root of `error`, if the chain carries one.
+fn os_error_in(error: &(dyn std::error::Error + 'static)) -> Option<nix::errno::Errno> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(raw) = e
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error)
+        {
+            return Some(nix::errno::Errno::from_raw(raw));
+        }
+        current = e.source();
+    }
+    None
 }
 
 fn status_for(kernel: ::landlock::LandlockStatus, network: &Network) -> LandlockStatus {
@@ -389,7 +418,7 @@ pub fn install_on_self(
         .map_err(|source| EnforceError::DupRuleset { source })?;
     let restriction = created.restrict_self()?;
     if restriction.ruleset == RulesetStatus::NotEnforced {
-        return Ok(Domain::unconfined(Unavailable::NotImplemented));
+        return Ok(Domain::unconfined(Unavailable::NotEnforced));
     }
     Ok(Domain {
         status,
@@ -408,14 +437,14 @@ impl ChildRestriction {
     /// `exec`: it makes two syscalls (`prctl(PR_SET_NO_NEW_PRIVS)` and
     /// `landlock_restrict_self`), closes the descriptor, and allocates
     /// nothing, so it is async-signal-safe. A second call does nothing.
-    pub fn restrict_self(&mut self) -> io::Result<()> {
+    pub fn restrict_self(&mut self) -> Result<(), nix::errno::Errno> {
         let Some(ruleset) = self.ruleset.take() else {
             return Ok(());
         };
         match ruleset.restrict_self() {
             Ok(_) => Ok(()),
             // errno is still that of the failed call; reading it allocates nothing.
-            Err(_) => Err(io::Error::last_os_error()),
+            Err(_) => Err(nix::errno::Errno::last()),
         }
     }
 }

@@ -50,7 +50,10 @@ impl ConfinedChild {
         if let Some(status) = self.status {
             return Ok(status);
         }
-        let status = waitpid(self.pid, 0)?.unwrap_or_else(|| ExitStatus::from_raw(0));
+        // A blocking waitpid reports a status or fails; it never says
+        // "still running".
+        let status = waitpid(self.pid, 0)?
+            .ok_or_else(|| io::Error::other("waitpid returned no status for a blocking wait"))?;
         self.status = Some(status);
         Ok(status)
     }

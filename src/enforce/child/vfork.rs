@@ -255,8 +255,7 @@ fn restrict(restriction: *const ChildRestriction) -> Result<(), c_int> {
     // SAFETY: `restriction` points at the parent's live ChildRestriction;
     // see above for why a second owner of its descriptor is sound here.
     let mut copy = ManuallyDrop::new(unsafe { ptr::read(restriction) });
-    copy.restrict_self()
-        .map_err(|e| e.raw_os_error().unwrap_or(libc::EPERM))
+    copy.restrict_self().map_err(|errno| errno as c_int)
 }
 
 /// Tries each candidate path in turn, like `execvp`: a missing file or a
@@ -282,7 +281,5 @@ fn exec_first(args: &ChildArgs) -> c_int {
 }
 
 fn last_errno() -> c_int {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EINVAL)
+    nix::errno::Errno::last_raw()
 }
