@@ -157,7 +157,9 @@ fn bench_exists_syscalls(c: &mut Criterion) {
 
 /// The gate's own work per call (DESIGN §11, ≤ 100 ns above the floor):
 /// each gated call beside the system calls it cannot avoid, all in one run,
-/// so `gate_* − floor_*` is what the gate itself spends.
+/// so `gate_* − floor_*` is what the gate itself spends. Timed in thread
+/// CPU time (user + system), so other work on a busy machine does not
+/// inflate one side more than the other.
 fn bench_gate_above_floor(c: &mut Criterion) {
     let fx = Fixture::new();
     let gate = Gate::new(Rc::new(fx.policy(SandboxState::On)), fx.ws.clone());
@@ -166,36 +168,55 @@ fn bench_gate_above_floor(c: &mut Criterion) {
     let file = fx.file();
     let abs = file.to_string_lossy().into_owned();
     let mut group = c.benchmark_group("above_floor");
-    group.bench_function("floor_exists_openat2_close", |b| {
-        b.iter(|| {
-            root.open_beneath(black_box(rel), OFlag::O_PATH, Follow::BeneathOnly)
-                .is_ok()
-        })
+    cpu_bench(&mut group, "floor_exists_openat2_close", || {
+        root.open_beneath(black_box(rel), OFlag::O_PATH, Follow::BeneathOnly)
+            .is_ok()
     });
-    group.bench_function("ungated_exists_statx", |b| {
-        b.iter(|| black_box(&file).exists())
+    cpu_bench(&mut group, "ungated_exists_statx", || {
+        black_box(&file).exists()
     });
-    group.bench_function("gate_exists_relative", |b| {
-        b.iter(|| gate.exists(black_box("data/file.bin")).expect("exists"))
+    cpu_bench(&mut group, "gate_exists_relative", || {
+        gate.exists(black_box("data/file.bin")).expect("exists")
     });
-    group.bench_function("gate_exists_absolute", |b| {
-        b.iter(|| gate.exists(black_box(&abs)).expect("exists"))
+    cpu_bench(&mut group, "gate_exists_absolute", || {
+        gate.exists(black_box(&abs)).expect("exists")
     });
-    group.bench_function("floor_read_openat2_read_close", |b| {
-        b.iter(|| {
-            let fd = root
-                .open_beneath(black_box(rel), OFlag::O_RDONLY, Follow::BeneathOnly)
-                .expect("open beneath");
-            read_small(fd)
-        })
+    cpu_bench(&mut group, "floor_read_openat2_read_close", || {
+        let fd = root
+            .open_beneath(black_box(rel), OFlag::O_RDONLY, Follow::BeneathOnly)
+            .expect("open beneath");
+        read_small(fd)
     });
-    group.bench_function("ungated_read_std_fs_read", |b| {
-        b.iter(|| std::fs::read(black_box(&file)).expect("raw read"))
+    cpu_bench(&mut group, "ungated_read_std_fs_read", || {
+        std::fs::read(black_box(&file)).expect("raw read")
     });
-    group.bench_function("gate_read_relative", |b| {
-        b.iter(|| gate.read(black_box("data/file.bin")).expect("gated read"))
+    cpu_bench(&mut group, "gate_read_relative", || {
+        gate.read(black_box("data/file.bin")).expect("gated read")
     });
     group.finish();
+}
+
+/// Benchmarks `f` in this thread's CPU time.
+fn cpu_bench<T>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    mut f: impl FnMut() -> T,
+) {
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let start = thread_cpu_time();
+            for _ in 0..iters {
+                black_box(f());
+            }
+            thread_cpu_time().saturating_sub(start)
+        })
+    });
+}
+
+fn thread_cpu_time() -> std::time::Duration {
+    use nix::time::{clock_gettime, ClockId};
+    let now = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
+    std::time::Duration::new(now.tv_sec() as u64, now.tv_nsec() as u32)
 }
 
 /// The read the gate makes for a small file: one read into 8 KiB, one that

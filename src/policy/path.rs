@@ -66,6 +66,11 @@ impl NormalPath {
         }
     }
 
+    /// `/`, the shortest normal path.
+    pub fn root() -> NormalPath {
+        NormalPath(PathBuf::from("/"))
+    }
+
     pub fn as_path(&self) -> &Path {
         &self.0
     }
@@ -78,15 +83,31 @@ impl NormalPath {
     /// [`normalize`] with a base already known to be normal, so the base is
     /// neither re-checked nor re-split on every call (the gate's hot path).
     pub fn join(&self, spelled: impl AsRef<OsStr>) -> Result<NormalPath, PathError> {
-        let spelled = spelled.as_ref().as_bytes();
-        check_spelled(spelled)?;
-        let base = self.0.as_os_str().as_bytes();
-        let mut out: Vec<u8> = Vec::with_capacity(base.len() + spelled.len() + 1);
-        if spelled.first() != Some(&b'/') && base != b"/" {
-            out.extend_from_slice(base);
+        let mut out = NormalPath(PathBuf::new());
+        self.join_into(spelled, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`NormalPath::join`] into `out`, reusing its allocation. On an error
+    /// `out` is left as `/`, so it is always a normal path.
+    pub fn join_into(
+        &self,
+        spelled: impl AsRef<OsStr>,
+        out: &mut NormalPath,
+    ) -> Result<(), PathError> {
+        let mut bytes = std::mem::take(&mut out.0).into_os_string().into_vec();
+        bytes.clear();
+        let joined = join_bytes(
+            self.0.as_os_str().as_bytes(),
+            spelled.as_ref().as_bytes(),
+            &mut bytes,
+        );
+        if joined.is_err() {
+            bytes.clear();
+            bytes.push(b'/');
         }
-        push_components(&mut out, spelled)?;
-        finish(out)
+        out.0 = PathBuf::from(OsString::from_vec(bytes));
+        joined
     }
 
     /// The directory holding this path (`None` for `/`): normal too, since
@@ -154,13 +175,30 @@ pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<NormalPath, 
 
 /// The root for an empty result; the length limit on the whole.
 fn finish(mut out: Vec<u8>) -> Result<NormalPath, PathError> {
+    finish_in_place(&mut out)?;
+    Ok(NormalPath(PathBuf::from(OsString::from_vec(out))))
+}
+
+fn finish_in_place(out: &mut Vec<u8>) -> Result<(), PathError> {
     if out.is_empty() {
         out.push(b'/');
     }
     if out.len() >= PATH_MAX {
         return Err(PathError::TooLong { len: out.len() });
     }
-    Ok(NormalPath(PathBuf::from(OsString::from_vec(out))))
+    Ok(())
+}
+
+/// `spelled` joined to `base` (a normal path's bytes) and resolved, into
+/// `out` (empty on entry).
+fn join_bytes(base: &[u8], spelled: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
+    check_spelled(spelled)?;
+    out.reserve(base.len() + spelled.len() + 1);
+    if spelled.first() != Some(&b'/') && base != b"/" {
+        out.extend_from_slice(base);
+    }
+    push_components(out, spelled)?;
+    finish_in_place(out)
 }
 
 fn check_spelled(bytes: &[u8]) -> Result<(), PathError> {
@@ -240,15 +278,21 @@ mod tests {
             b".",
             b"a\0b",
         ];
+        let mut reused = NormalPath::new("/some/earlier/longer/path").expect("normal");
         for base in ["/", "/w", "/w/x"] {
             let normal = NormalPath::new(base).expect("a normal base");
             for spelled in spellings {
                 let spelled = OsStr::from_bytes(spelled);
-                assert_eq!(
-                    normal.join(spelled),
-                    normalize(Path::new(base), spelled),
-                    "{base} + {spelled:?}"
-                );
+                let want = normalize(Path::new(base), spelled);
+                assert_eq!(normal.join(spelled), want, "{base} + {spelled:?}");
+                let into = normal.join_into(spelled, &mut reused);
+                match &want {
+                    Ok(path) => assert_eq!(&reused, path, "{base} + {spelled:?} into"),
+                    Err(e) => {
+                        assert_eq!(into.as_ref(), Err(e), "{base} + {spelled:?} into");
+                        assert_eq!(reused.as_path(), Path::new("/"), "left normal");
+                    }
+                }
             }
         }
         let long = "n".repeat(PATH_MAX);

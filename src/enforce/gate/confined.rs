@@ -8,6 +8,7 @@ use super::{Denial, DenialReason, FsOp, GateError};
 use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
 use crate::policy::{normalize, Access, NormalPath, Policy};
 use nix::fcntl::OFlag;
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
@@ -22,6 +23,8 @@ pub(super) struct Confined {
     base: Base,
     /// Directory handles of granted roots, opened on first use.
     roots: RefCell<Vec<Option<Rc<Root>>>>,
+    /// Where [`Confined::open`] builds each absolute path, reused.
+    scratch: RefCell<NormalPath>,
     own_pid: u32,
 }
 
@@ -44,14 +47,16 @@ const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git"];
 
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
-pub(super) struct Located {
+pub(super) struct Located<'p> {
     pub(super) root: Rc<Root>,
-    pub(super) abs: NormalPath,
+    /// Borrowed from the backend's scratch path on the common path, owned
+    /// once a symlink was resolved.
+    pub(super) abs: Cow<'p, NormalPath>,
     /// Where the part of `abs` below the root starts, in bytes.
     rel_start: usize,
 }
 
-impl Located {
+impl Located<'_> {
     /// `abs` relative to the root (empty for the root itself).
     pub(super) fn rel(&self) -> &Path {
         let bytes = self.abs.as_os_str().as_bytes();
@@ -73,6 +78,7 @@ impl Confined {
             policy,
             base,
             roots,
+            scratch: RefCell::new(NormalPath::root()),
             own_pid: std::process::id(),
         }
     }
@@ -97,25 +103,43 @@ impl Confined {
         })
     }
 
+    /// [`Confined::absolute`] into `out`, reusing its allocation.
+    fn absolute_into(
+        &self,
+        spelled: &str,
+        op: FsOp,
+        out: &mut NormalPath,
+    ) -> Result<(), GateError> {
+        let joined = match &self.base {
+            Base::Normal(base) => base.join_into(spelled, out),
+            Base::Spelled(base) => normalize(base, spelled).map(|abs| *out = abs),
+        };
+        joined.map_err(|source| GateError::InvalidPath {
+            op,
+            spelled: spelled.to_string(),
+            source,
+        })
+    }
+
     /// Checks `spelled` for `access` and finds the root to open it beneath.
     pub(super) fn locate(
         &self,
         spelled: &str,
         access: Access,
         op: FsOp,
-    ) -> Result<Located, GateError> {
+    ) -> Result<Located<'static>, GateError> {
         let abs = self.absolute(spelled, op)?;
-        self.locate_abs(spelled, abs, access, op)
+        self.locate_abs(spelled, Cow::Owned(abs), access, op)
     }
 
     /// [`Gate::locate`] for a path already made absolute.
-    pub(super) fn locate_abs(
+    pub(super) fn locate_abs<'p>(
         &self,
         spelled: &str,
-        abs: NormalPath,
+        abs: Cow<'p, NormalPath>,
         access: Access,
         op: FsOp,
-    ) -> Result<Located, GateError> {
+    ) -> Result<Located<'p>, GateError> {
         self.refuse_special(spelled, &abs, None, access, op)?;
         match self.policy.check(&abs, access).grant {
             Some(index) => self.located(index, abs, spelled, op),
@@ -133,27 +157,27 @@ impl Confined {
         abs: &NormalPath,
         access: Access,
         op: FsOp,
-    ) -> Result<Located, GateError> {
+    ) -> Result<Located<'static>, GateError> {
         let real = resolve_existing_prefix(abs)
             .and_then(|real| NormalPath::new(real).map_err(std::io::Error::other))
             .map_err(|e| GateError::io(op, spelled, e))?;
         let leads_to = (real != *abs).then(|| real.as_path().to_path_buf());
         self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
         match self.policy.check(&real, access).grant {
-            Some(index) if leads_to.is_some() => self.located(index, real, spelled, op),
+            Some(index) if leads_to.is_some() => self.located(index, Cow::Owned(real), spelled, op),
             _ => Err(
                 Denial::new(op, access, spelled, abs, leads_to, DenialReason::NotGranted).into(),
             ),
         }
     }
 
-    fn located(
+    fn located<'p>(
         &self,
         index: usize,
-        abs: NormalPath,
+        abs: Cow<'p, NormalPath>,
         spelled: &str,
         op: FsOp,
-    ) -> Result<Located, GateError> {
+    ) -> Result<Located<'p>, GateError> {
         let root = self
             .root(index)
             .map_err(|e| GateError::io(op, spelled, e))?;
@@ -183,6 +207,10 @@ impl Confined {
     /// Opens `spelled` beneath the root that allows `access`. When the
     /// kernel reports that resolution left the root (a symlink or magic
     /// link), the real target is checked and opened beneath *its* root, once.
+    ///
+    /// The absolute path is built in the backend's scratch path, so the
+    /// common call allocates nothing; a nested call (none today) would
+    /// find it borrowed and allocate its own.
     pub(super) fn open(
         &self,
         spelled: &str,
@@ -190,8 +218,12 @@ impl Confined {
         op: FsOp,
         flags: OFlag,
     ) -> Result<OwnedFd, GateError> {
-        let abs = self.absolute(spelled, op)?;
-        self.open_abs(spelled, abs, access, op, flags)
+        let Ok(mut scratch) = self.scratch.try_borrow_mut() else {
+            let abs = self.absolute(spelled, op)?;
+            return self.open_abs(spelled, Cow::Owned(abs), access, op, flags);
+        };
+        self.absolute_into(spelled, op, &mut scratch)?;
+        self.open_abs(spelled, Cow::Borrowed(&*scratch), access, op, flags)
     }
 
     /// [`Gate::open`] for a path already made absolute; errors name
@@ -199,7 +231,7 @@ impl Confined {
     pub(super) fn open_abs(
         &self,
         spelled: &str,
-        abs: NormalPath,
+        abs: Cow<'_, NormalPath>,
         access: Access,
         op: FsOp,
         flags: OFlag,

@@ -10,6 +10,7 @@ use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{fstatat, mkdirat, Mode, SFlag};
 use nix::unistd::{unlinkat, UnlinkatFlags};
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -146,9 +147,9 @@ impl Confined {
         };
         // The parent must be writable, and so must the entry itself (a
         // protected name inside a writable directory stays protected).
-        self.locate_abs(spelled, abs.clone(), Access::Write, op)?;
+        self.locate_abs(spelled, Cow::Borrowed(&abs), Access::Write, op)?;
         let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
-        let fd = self.open_abs(spelled, parent, Access::Write, op, flags)?;
+        let fd = self.open_abs(spelled, Cow::Owned(parent), Access::Write, op, flags)?;
         // Renaming or removing the entry acts on what the handle really is,
         // which a symlinked parent may have moved: check that name too.
         let real_parent = fd_path(&fd).map_err(|e| GateError::io(op, spelled, e))?;
