@@ -33,6 +33,9 @@ pub enum ChildStdio {
     Piped,
     /// `/dev/null`.
     Null,
+    /// A copy of this descriptor of magus (a pseudo-terminal's slave, say).
+    /// It must stay open until `spawn` returns.
+    Fd(std::os::fd::RawFd),
 }
 
 /// A child process to start inside a nested Landlock domain.
