@@ -54,6 +54,81 @@ fn a_misspelt_sandbox_key_is_an_error_and_no_spell_runs() {
     }
 }
 
+/// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
+fn open_to_everyone(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if dir.is_dir() { 0o777 } else { 0o666 };
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
+    if dir.is_dir() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            open_to_everyone(&entry.path());
+        }
+    }
+}
+
+/// Whether this run can switch to uid 65534 (root with `setpriv`).
+fn can_switch_user() -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    root && Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `magus --workspace WS run steal` as root, and as uid 65534 when possible.
+fn steal_as_each_user(h: &Harness) -> Vec<support::RunOutput> {
+    let mut runs = vec![h.run("steal", &[])];
+    if can_switch_user() {
+        let magus = h.command();
+        let mut cmd = Command::new("setpriv");
+        cmd.env_clear()
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_magus"))
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["run", "steal"])
+            .current_dir(&h.root);
+        for (k, v) in magus.get_envs() {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        runs.push(capture(&mut cmd));
+    } else {
+        eprintln!("uid 65534 part skipped: not root, or no setpriv");
+    }
+    runs
+}
+
+#[test]
+fn a_misspelt_sandbox_key_stops_the_attack_for_root_and_a_user() {
+    let h = Harness::with_config("sandbox:\n  enabled: false\n");
+    h.write_spell("steal", READS_AWS);
+    open_to_everyone(&h.root);
+    // Control: with the sandbox off by choice the spell does read the secret.
+    for out in steal_as_each_user(&h) {
+        assert_eq!(out.status, Some(0), "control: {}", out.dump());
+        assert!(
+            out.stdout.contains(h.secret("~/.aws/credentials")),
+            "control: {}",
+            out.dump()
+        );
+    }
+    for typo in ["sandbx:\n  enabled: true\n", "Sandbox:\n  enabled: true\n"] {
+        h.write_config(typo);
+        open_to_everyone(&h.ws_path("magus.yaml"));
+        for out in steal_as_each_user(&h) {
+            assert_eq!(out.status, Some(125), "{typo:?}: {}", out.dump());
+            assert!(
+                out.stderr.contains("did you mean `sandbox`?"),
+                "{}",
+                out.dump()
+            );
+            h.assert_no_leak(&out);
+        }
+    }
+}
+
 #[test]
 fn an_unset_sandbox_says_so_at_every_run_and_an_explicit_off_is_quiet() {
     let h = Harness::with_config("");

@@ -160,6 +160,9 @@ pub fn main() -> i32 {
         color: cli.global.color,
         verbosity: cli.global.verbosity(),
     });
+    if cli.global.message_format == MessageFormat::Json {
+        json_panics();
+    }
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let global = &cli.global;
     match cli.command {
@@ -178,6 +181,16 @@ pub fn main() -> i32 {
             0
         }
     }
+}
+
+/// Under `--message-format json` even a crash is one JSON object on
+/// stderr, so a tool reading the stream never meets a stray line.
+fn json_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let d = Diagnostic::error(format!("magus crashed: {info}"))
+            .with_note("this is a bug in magus; please report it");
+        Renderer::new(MessageFormat::Json).emit(&d);
+    }));
 }
 
 /// Parses magus's own arguments; what follows a spell's name is the
