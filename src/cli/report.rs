@@ -9,8 +9,9 @@
 //!   the names under `-v`), the withheld daemon socket (MGS2008);
 //! - said at the first launch that meets a version manager's shim: MGS2006.
 //!
-//! A new "said at every run" warning (the jail's, for instance) belongs in
-//! [`StartupReport::now`], pushed by [`startup_report`].
+//! A new "said at every run" warning (the jail's, for instance) reaches
+//! [`StartupReport::now`] through [`ReportInput::resolution`]; the filter
+//! for `-q`/`-v` is the renderer's (see `diag::output`).
 
 use crate::bindings::ShimNote;
 use crate::diag::{Code, Diagnostic, Verbosity};
@@ -48,7 +49,9 @@ pub struct ReportInput<'a> {
     pub config: Option<&'a ConfigFile>,
     pub env: &'a [(OsString, OsString)],
     pub child_env: &'a ChildEnv,
-    /// Resolution warnings (MGS2004) and kernel state (MGS2005).
+    /// What resolving and confining found, said before the spell at every
+    /// run: MGS2004, MGS2005, and any other "said at every run" warning of
+    /// the kernel layer (`run::confine` pushes them here).
     pub resolution: Vec<Diagnostic>,
     pub verbosity: Verbosity,
 }

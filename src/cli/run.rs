@@ -6,7 +6,7 @@
 //!    an enclosing run's `MAGUS_SANDBOX_FINGERPRINT` (MGS2010).
 //! 2. Mark every inherited descriptor above stderr close-on-exec (a parent
 //!    may have left one open on a secret), then re-execute with the scrubbed
-//!    environment, so `/proc/<magus>/environ` holds no secret (DESIGN §6).
+//!    environment, so `/proc/<magus>/environ` holds no secret.
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
 //!    Landlock is on, so a nested magus keeps the enclosing run's), drop the
 //!    capabilities that reach past Landlock, install the syscall guard

@@ -1,4 +1,4 @@
-//! The `magus.yaml` loader: the schema of DESIGN §3, parsed with
+//! The `magus.yaml` loader: the schema of the README's "Configuration", parsed with
 //! `serde-saphyr` (line and column on every error, duplicate keys rejected)
 //! and validated into a [`SandboxConfig`] as declared, before anything is
 //! resolved against the machine.
