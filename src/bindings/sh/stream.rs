@@ -24,7 +24,9 @@
 //!
 //! A pseudo-terminal relay stops once the child has exited and its output
 //! is drained; what a background grandchild writes later waits in the
-//! pseudo-terminal until the next launch.
+//! pseudo-terminal until the next launch. The pseudo-terminal takes the
+//! real terminal's size at each launch; a resize while a child runs
+//! reaches the pseudo-terminal at the next launch.
 
 use crate::diag::{output_options, render_child_line_json, MessageFormat};
 use crate::enforce::ChildStdio;
@@ -352,4 +354,30 @@ fn relay_json(read: OwnedFd, program: &str) -> Vec<u8> {
         say(&pending);
     }
     tail.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_bytes() {
+        let mut tail = Tail::default();
+        tail.push(&vec![b'a'; TAIL]);
+        tail.push(b"end");
+        assert_eq!(tail.0.len(), TAIL);
+        assert!(tail.0.ends_with(b"aend"));
+    }
+
+    #[test]
+    fn a_pipe_relay_returns_what_the_child_wrote() {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        nix::unistd::write(&write, b"one\ntwo").unwrap();
+        drop(write);
+        assert_eq!(relay_json(read, "prog"), b"one\ntwo");
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        nix::unistd::write(&write, b"raw").unwrap();
+        drop(write);
+        assert_eq!(relay_raw(read), b"raw");
+    }
 }
