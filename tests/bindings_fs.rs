@@ -157,30 +157,33 @@ fn an_uncaught_denial_stops_the_run_with_location_and_fix() {
         let source = uncaught_spell(&target);
         let spell = h.write_spell(&format!("uncaught{i}"), &source);
         let out = h.run(&format!("uncaught{i}"), &[]);
-        assert_eq!(out.status, Some(3), "{}", out.dump());
+        assert_eq!(out.status, Some(124), "{}", out.dump());
         assert_eq!(out.stdout, "before\n", "{}", out.dump());
         assert!(out.stderr.contains("error[MGS2001]"), "{}", out.dump());
         let (line, col) = position(&source, "fs.read");
         let at = format!("{}:{line}:{col}", spell.display());
         assert!(out.stderr.contains(&at), "no `{at}`\n{}", out.dump());
-        for help in [
-            "add to magus.yaml",
-            "sandbox:",
-            "allow:",
-            &format!("- path: ~/{rel}"),
-            "mode: ro",
-        ] {
-            assert!(out.stderr.contains(help), "no `{help}`\n{}", out.dump());
-        }
+        // Every planted file is a credential store: explained, no grant.
+        assert!(
+            out.stderr
+                .contains("is a credential store: magus offers no grant"),
+            "{}",
+            out.dump()
+        );
+        assert!(!out.stderr.contains("- path:"), "{}", out.dump());
         h.assert_no_leak(&out);
     }
     let out = {
         h.write_spell("shadow", &uncaught_spell("/etc/shadow"));
         h.run("shadow", &[])
     };
-    assert_eq!(out.status, Some(3), "{}", out.dump());
+    assert_eq!(out.status, Some(124), "{}", out.dump());
     assert!(out.stderr.contains("error[MGS2001]"), "{}", out.dump());
-    assert!(out.stderr.contains("- path: /etc/shadow"), "{}", out.dump());
+    assert!(
+        out.stderr.contains("`/etc/shadow` is a credential store"),
+        "{}",
+        out.dump()
+    );
     h.assert_no_leak(&out);
 }
 
@@ -191,7 +194,7 @@ fn json_format_gives_the_uncaught_denial_as_one_line() {
     let source = uncaught_spell(&target);
     let spell = h.write_spell("uncaught", &source);
     let out = h.run_with("uncaught", &[], &["--message-format", "json"]);
-    assert_eq!(out.status, Some(3), "{}", out.dump());
+    assert_eq!(out.status, Some(124), "{}", out.dump());
     let errors: Vec<serde_json::Value> = out
         .stderr
         .lines()
@@ -208,7 +211,7 @@ fn json_format_gives_the_uncaught_denial_as_one_line() {
     assert_eq!(e["spell"]["line"], line);
     assert_eq!(e["spell"]["column"], col);
     let help = e["help"].as_str().unwrap();
-    assert!(help.contains("- path: ~/.ssh/id_rsa") && help.contains("mode: ro"));
+    assert!(help.contains("`~/.ssh` is a credential store") && !help.contains("- path:"));
     h.assert_no_leak(&out);
 }
 
@@ -343,7 +346,7 @@ fn a_workspace_symlink_to_a_secret_is_refused_naming_both_paths() {
     let source = uncaught_spell("key");
     h.write_spell("uncaught", &source);
     let out = h.run("uncaught", &[]);
-    assert_eq!(out.status, Some(3), "{}", out.dump());
+    assert_eq!(out.status, Some(124), "{}", out.dump());
     assert!(out.stderr.contains("`key`"), "{}", out.dump());
     assert!(
         out.stderr.contains(&key.display().to_string()),
@@ -351,7 +354,7 @@ fn a_workspace_symlink_to_a_secret_is_refused_naming_both_paths() {
         out.dump()
     );
     assert!(
-        out.stderr.contains("- path: ~/.ssh/id_rsa"),
+        out.stderr.contains("`~/.ssh` is a credential store"),
         "{}",
         out.dump()
     );

@@ -6,7 +6,9 @@
 mod scratch;
 
 use assert_cmd::Command;
-use magus_sandbox::cli::{EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
+use magus_sandbox::cli::{
+    EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_NO_SPELL, EXIT_SPELL_FAILED,
+};
 use std::path::PathBuf;
 
 const MAGUS: &str = env!("CARGO_BIN_EXE_magus");
@@ -69,7 +71,7 @@ fn list_shows_each_spell_with_its_first_comment() {
     std::fs::write(fx.root.join("ws/spells/notes.txt"), "not a spell").unwrap();
     let (code, out, err) = fx.run(&["list"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out, "bare   \nbuild  Builds the thing.\nzeta   Last one.\n");
+    assert_eq!(out, "bare\nbuild  Builds the thing.\nzeta   Last one.\n");
 }
 
 #[test]
@@ -120,10 +122,12 @@ fn help(args: &[&str]) -> String {
 
 fn assert_exit_codes(text: &str, what: &str) {
     for needle in [
-        "Exit status: 0 success",
+        "Exit status: a spell's own status",
         "1 the spell failed",
-        "2 configuration, usage or policy-lock error",
-        "3 the spell was stopped by a sandbox denial",
+        "124 the spell was stopped by a sandbox denial",
+        "125 magus failed",
+        "126 the spell cannot run",
+        "127 no such spell",
     ] {
         assert!(text.contains(needle), "{what} lacks `{needle}`:\n{text}");
     }
@@ -169,12 +173,21 @@ fn every_subcommand_help_has_the_global_flags_and_exit_codes() {
         );
     }
     assert!(help(&["sandbox", "lock"]).contains("magus.lock"));
-    assert!(help(&["run"]).contains("<SPELL>"));
+    assert!(help(&["run"]).contains("[SPELL]"));
 }
 
 #[test]
 fn exit_statuses_follow_the_documented_table() {
-    assert_eq!((EXIT_SPELL_FAILED, EXIT_CONFIG, EXIT_DENIED), (1, 2, 3));
+    assert_eq!(
+        (
+            EXIT_SPELL_FAILED,
+            EXIT_DENIED,
+            EXIT_CONFIG,
+            EXIT_CANNOT_RUN,
+            EXIT_NO_SPELL
+        ),
+        (1, 124, 125, 126, 127)
+    );
     let fx = Fixture::new();
     fx.spell("ok", "fun main(args: [str]) > int { return 0; }\n");
     fx.spell("seven", "fun main(args: [str]) > int { return 7; }\n");
@@ -186,12 +199,20 @@ fn exit_statuses_follow_the_documented_table() {
         "steals",
         "import \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    fs.read(\"{env.get(\"HOME\")!}/.ssh/id_rsa\");\n    return 0;\n}\n",
     );
-    let cases: [(&[&str], i32); 7] = [
+    fx.spell("big", "fun main(args: [str]) > int { return 256; }\n");
+    fx.spell("negative", "fun main(args: [str]) > int { return -1; }\n");
+    fx.spell("max", "fun main(args: [str]) > int { return 255; }\n");
+    fx.spell("broken", "fun main(args: [str]) > int { return (; }\n");
+    let cases: [(&[&str], i32); 11] = [
         (&["run", "ok"], 0),
         (&["run", "seven"], 7),
+        (&["run", "max"], 255),
+        (&["run", "big"], EXIT_SPELL_FAILED),
+        (&["run", "negative"], EXIT_SPELL_FAILED),
         (&["run", "fails"], EXIT_SPELL_FAILED),
+        (&["run", "broken"], EXIT_CANNOT_RUN),
         (&["run", "steals"], EXIT_DENIED),
-        (&["run", "missing"], EXIT_CONFIG),
+        (&["run", "missing"], EXIT_NO_SPELL),
         (&["--no-such-flag"], EXIT_CONFIG),
         (&["sandbox", "lock", "--message-format", "xml"], EXIT_CONFIG),
     ];

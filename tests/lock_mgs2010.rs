@@ -102,7 +102,7 @@ fn base() -> String {
 /// Runs `mark` under a changed config and checks MGS2010 stopped it.
 fn refused(fx: &Fixture, env: &[(&str, &str)]) -> String {
     let (code, out, err) = fx.run_with(&["run", "mark"], env);
-    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(code, 125, "{out}{err}");
     assert!(err.contains("error[MGS2010]"), "{err}");
     assert!(!out.contains("the spell ran"), "{out}");
     assert!(!fx.marker(), "the spell ran despite MGS2010");
@@ -201,8 +201,8 @@ fn json_form_carries_the_diff() {
     let fx = Fixture::new(&base());
     fx.lock();
     fx.config(&base().replace("~/.cargo", "~/.ssh"));
-    let (code, _, err) = fx.run(&["run", "mark", "--message-format", "json"]);
-    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = fx.run(&["--message-format", "json", "run", "mark"]);
+    assert_eq!(code, 125, "{err}");
     let line = err.lines().find(|l| l.contains("MGS2010")).unwrap();
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(v["severity"], "error");
@@ -236,7 +236,7 @@ fn check_reports_the_lock_state() {
     );
     fx.config(&base().replace("mode: ro", "mode: rw"));
     let (code, out, err) = fx.run(&["sandbox", "check"]);
-    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(code, 125, "{out}{err}");
     assert!(
         out.contains("lock         differs from magus.lock"),
         "{out}"
@@ -246,7 +246,7 @@ fn check_reports_the_lock_state() {
         "{err}"
     );
     let (code, out, _) = fx.run(&["sandbox", "check", "--message-format", "json"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 125);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["lock"], "differs");
 }
@@ -271,14 +271,14 @@ fn relocking_lists_what_it_accepts() {
 fn lock_refuses_without_a_declared_sandbox() {
     let fx = Fixture::new("tasks: {}\n");
     let (code, _, err) = fx.run(&["sandbox", "lock"]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 125, "{err}");
     assert!(
         err.contains("no `sandbox:` section in magus.yaml to lock"),
         "{err}"
     );
     fx.config("sandbox:\n  enabled: false\n");
     let (code, _, err) = fx.run(&["sandbox", "lock"]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 125, "{err}");
     assert!(err.contains("not enabled"), "{err}");
     assert!(!fx.ws().join("magus.lock").exists());
 }
@@ -291,14 +291,14 @@ fn a_malformed_lock_is_an_error_with_its_line() {
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, text.replace("network allow", "network sometimes")).unwrap();
     let (code, out, err) = fx.run(&["run", "mark"]);
-    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(code, 125, "{out}{err}");
     let line = text.lines().position(|l| l == "network allow").unwrap() + 1;
     assert!(err.contains(&format!("magus.lock:{line}:1")), "{err}");
     assert!(err.contains("bad network"), "{err}");
     assert!(!fx.marker());
     std::fs::write(&file, text.replace("allow rw", "allow ro")).unwrap();
     let (code, _, err) = fx.run(&["run", "mark"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 125);
     assert!(err.contains("edited by hand"), "{err}");
     let (code, out, _) = fx.run(&["sandbox", "lock"]);
     assert_eq!(code, 0);
@@ -306,11 +306,16 @@ fn a_malformed_lock_is_an_error_with_its_line() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
-/// A spell that starts `magus run ARGS...` and passes on its status. It
+/// A spell that starts `magus -v run ARGS...` (verbose, so the inner run
+/// names what it withheld) and passes on its status. It
 /// first sets a secret-looking variable, so the nested magus must strip it
 /// and re-execute itself inside the outer sandbox.
 fn nested_spell(args: &[&str]) -> String {
-    let mut list = vec![format!("\"{MAGUS}\""), "\"run\"".to_string()];
+    let mut list = vec![
+        format!("\"{MAGUS}\""),
+        "\"-v\"".to_string(),
+        "\"run\"".to_string(),
+    ];
     list.extend(args.iter().map(|a| format!("\"{a}\"")));
     format!(
         "import \"std\";\nimport \"sh\";\nimport \"env\";\nfun main(args: [str]) > int {{\n    env.set(\"NPM_TOKEN\", \"npm_planted\");\n    final status = sh.run([{}]);\n    std.print(\"nested magus exited with {{status}}\");\n    return status;\n}}\n",
@@ -352,14 +357,14 @@ fn a_nested_magus_with_another_policy_stops() {
     std::fs::write(inner.join("spells/mark.buzz"), MARK).unwrap();
     fx.spell("outer", &nested_spell(&["--workspace", "inner", "mark"]));
     let (code, out, err) = fx.run(&["run", "outer"]);
-    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(code, 125, "{out}{err}");
     assert!(
         err.contains(
             "error[MGS2010]: nested magus with a different policy: it cannot widen what the kernel already confines"
         ),
         "{err}"
     );
-    assert!(out.contains("nested magus exited with 2"), "{out}");
+    assert!(out.contains("nested magus exited with 125"), "{out}");
     assert!(!out.contains("the spell ran"), "{out}");
     assert!(!inner.join("marker.txt").exists());
 }

@@ -122,7 +122,7 @@ fn malformed_config_exits_2_with_file_line_column() {
         .output()
         .unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(
         stderr.contains("error: invalid magus.yaml: invalid mode `write`"),
         "{stderr}"
@@ -173,7 +173,7 @@ fn malformed_config_in_json_mode_is_one_error_object() {
         .args(["sandbox", "check", "--message-format=json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(125));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     let error: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
@@ -207,7 +207,7 @@ fn environment_overrides_and_explicit_workspace() {
         .args(["sandbox", "check"])
         .output()
         .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(bad.status.code(), Some(125));
     assert!(String::from_utf8(bad.stderr)
         .unwrap()
         .contains("MAGUS_SANDBOX_ENABLED is `yes`"));
@@ -216,7 +216,7 @@ fn environment_overrides_and_explicit_workspace() {
         .args(["sandbox", "check"])
         .output()
         .unwrap();
-    assert_eq!(lost.status.code(), Some(2));
+    assert_eq!(lost.status.code(), Some(125));
     assert!(String::from_utf8(lost.stderr)
         .unwrap()
         .contains("no magus.yaml in"));

@@ -4,7 +4,12 @@
 //! planted secrets, every `$ magus ...` command of the page runs in order,
 //! every `magus.yaml` shown is applied, every output line shown must appear
 //! (`...` skips lines, `…` skips part of a line), and the `magus.lock` shown
-//! must be the one written.
+//! must be the one written. It starts from the install step: the page's
+//! `cargo install --path .` is checked, and the binary this build made is
+//! "installed" as `magus` in a directory on the `PATH` every later
+//! command runs with, so each `$ magus ...` line runs exactly as typed. An
+//! elision (`...`) may skip output, but never a diagnostic: every
+//! `error`/`warning`/`note` a command prints must be shown.
 
 #[path = "scratch/mod.rs"]
 mod scratch;
@@ -26,13 +31,14 @@ fn page() -> &'static str {
 }
 
 /// The commands the page must show, in order, with their exit status.
-const COMMANDS: [(&str, i32); 8] = [
+const COMMANDS: [(&str, i32); 9] = [
+    ("cargo install --path .", 0),
     ("magus run hello", 0),
-    ("magus run steal", 3),
-    ("magus run steal", 3),
+    ("magus run steal", 124),
+    ("magus run steal", 124),
     ("magus sandbox lock", 0),
-    ("magus run hello", 2),
-    ("magus sandbox check", 2),
+    ("magus run hello", 125),
+    ("magus sandbox check", 125),
     ("magus list", 0),
     ("magus explain MGS2001", 0),
 ];
@@ -122,10 +128,15 @@ fn matches(shown: &str, actual: &str) -> bool {
     last > 0 || rest.is_empty()
 }
 
+/// The install command the page must show.
+const INSTALL: &str = "cargo install --path .";
+
 struct Workspace {
     _dir: tempfile::TempDir,
     home: PathBuf,
     ws: PathBuf,
+    /// Where `magus` is installed; first on every command's `PATH`.
+    bin: PathBuf,
 }
 
 impl Workspace {
@@ -150,22 +161,39 @@ impl Workspace {
             let path = entry.unwrap().path();
             std::fs::copy(&path, ws.join("spells").join(path.file_name().unwrap())).unwrap();
         }
+        let bin = root.join("cargo-bin");
         Workspace {
             _dir: dir,
             home,
             ws,
+            bin,
         }
     }
 
-    /// Runs one command of the page; returns its status and its stdout and
-    /// stderr together, with the temporary paths as the page writes them.
-    fn run(&self, line: &str) -> (i32, String) {
-        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
-        let out = std::process::Command::new(MAGUS)
-            .args(&args)
+    /// `cargo install --path .` as far as the page depends on it: the
+    /// package's binary is `magus`, and it is put on the `PATH`.
+    fn install(&self) {
+        let manifest = include_str!("../Cargo.toml");
+        assert!(
+            manifest.contains("[[bin]]\nname = \"magus\""),
+            "`{INSTALL}` must install a binary named magus"
+        );
+        std::fs::create_dir_all(&self.bin).unwrap();
+        std::os::unix::fs::symlink(MAGUS, self.bin.join("magus")).unwrap();
+    }
+
+    /// Runs one command of the page; returns its status, its stdout and
+    /// stderr together, and its stderr alone, with the temporary paths as
+    /// the page writes them.
+    fn run(&self, line: &str) -> (i32, String, String) {
+        let mut words = line.split_whitespace();
+        let program = words.next().unwrap();
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display());
+        let out = std::process::Command::new(program)
+            .args(words)
             .env_clear()
             .env("HOME", &self.home)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", path)
             .env("GITHUB_TOKEN", TOKEN)
             .env("AWS_SECRET_ACCESS_KEY", "AKIA_PLANTED_ENV")
             .current_dir(&self.ws)
@@ -176,14 +204,16 @@ impl Workspace {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let text = text
-            .replace(&self.ws.display().to_string(), "/home/you/project")
-            .replace(&self.home.display().to_string(), "/home/you");
-        (out.status.code().unwrap_or(-1), text)
+        let shown = |text: &str| {
+            text.replace(&self.ws.display().to_string(), "/home/you/project")
+                .replace(&self.home.display().to_string(), "/home/you")
+        };
+        let stderr = shown(&String::from_utf8_lossy(&out.stderr));
+        (out.status.code().unwrap_or(-1), shown(&text), stderr)
     }
 }
 
-fn assert_shown(command: &str, expect: &[String], output: &str) {
+fn assert_shown(command: &str, expect: &[String], output: &str, stderr: &str) {
     let lines: Vec<&str> = output.lines().collect();
     for shown in expect.iter().filter(|l| l.trim() != "...") {
         assert!(
@@ -191,6 +221,20 @@ fn assert_shown(command: &str, expect: &[String], output: &str) {
             "`{command}`: the page shows `{shown}`, which is not in the output:\n{output}"
         );
     }
+    for diagnostic in stderr.lines().filter(|l| is_diagnostic(l)) {
+        assert!(
+            expect.iter().any(|shown| matches(shown, diagnostic)),
+            "`{command}`: the page hides the diagnostic `{diagnostic}`:\n{output}"
+        );
+    }
+}
+
+/// The first line of a human diagnostic.
+fn is_diagnostic(line: &str) -> bool {
+    ["error", "warning", "note"].iter().any(|severity| {
+        line.strip_prefix(severity)
+            .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('['))
+    })
 }
 
 fn assert_no_secret(command: &str, output: &str) {
@@ -236,12 +280,17 @@ fn the_walkthrough_runs_as_written() {
                     "the page's magus.lock is not the one written"
                 );
             }
+            Step::Command { line, expect } if line == INSTALL => {
+                assert_eq!(statuses.next().map(|(c, _)| *c), Some(INSTALL));
+                assert!(expect.is_empty(), "the install step shows no output");
+                workspace.install();
+            }
             Step::Command { line, expect } => {
                 let (command, status) = statuses.next().unwrap();
                 assert_eq!(line, *command);
-                let (code, output) = workspace.run(&line);
+                let (code, output, stderr) = workspace.run(&line);
                 assert_eq!(code, *status, "`{line}` exited with {code}:\n{output}");
-                assert_shown(&line, &expect, &output);
+                assert_shown(&line, &expect, &output, &stderr);
                 assert_no_secret(&line, &output);
             }
         }

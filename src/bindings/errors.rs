@@ -30,6 +30,12 @@ pub fn raise_gate(error: GateError, home: Option<&Path>) -> Raise {
 
 #[cold]
 fn raise_denial(denial: &Denial, home: Option<&Path>) -> Raise {
+    raise_denial_as(denial, denial.to_diagnostic(home))
+}
+
+/// The Buzz error for a denial, shown uncaught as `diagnostic`.
+#[cold]
+pub fn raise_denial_as(denial: &Denial, diagnostic: Diagnostic) -> Raise {
     let value = Value::record(
         SANDBOX_ERROR,
         vec![
@@ -39,7 +45,7 @@ fn raise_denial(denial: &Denial, home: Option<&Path>) -> Raise {
             ("message", Value::str(denial.message())),
         ],
     );
-    Raise::with_diagnostic(value, denial.to_diagnostic(home))
+    Raise::with_diagnostic(value, diagnostic)
 }
 
 #[cold]

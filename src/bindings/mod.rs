@@ -11,7 +11,8 @@ mod session;
 mod sh;
 
 pub use errors::{EXEC_ERROR, FILE_SYSTEM_ERROR, SANDBOX_ERROR};
-pub use session::{DiagnosticSink, Session};
+pub use session::{DiagnosticSink, Session, ShimNote};
+pub use sh::prepare_terminal;
 
 use crate::buzz::NativeModule;
 use std::rc::Rc;

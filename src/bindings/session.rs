@@ -13,6 +13,20 @@ use std::path::{Path, PathBuf};
 /// Where diagnostics raised during a run (notes, warnings) go.
 pub type DiagnosticSink = std::rc::Rc<dyn Fn(&Diagnostic)>;
 
+/// A note due when a launched program lies in one of `dirs` (a version
+/// manager's shims or root: MGS2006); said once.
+#[derive(Debug, Clone)]
+pub struct ShimNote {
+    pub dirs: Vec<PathBuf>,
+    pub diagnostic: Diagnostic,
+}
+
+impl ShimNote {
+    fn covers(&self, program: &Path) -> bool {
+        self.dirs.iter().any(|d| program.starts_with(d))
+    }
+}
+
 /// Everything the `fs`, `sh` and `env` bindings of one run share.
 pub struct Session {
     gate: Gate,
@@ -23,6 +37,8 @@ pub struct Session {
     /// Notes due at the first launch (MGS2003, MGS2008), said once.
     launch_notes: RefCell<Vec<Diagnostic>>,
     launched: Cell<bool>,
+    /// MGS2006 notes, each with whether it has been said.
+    shim_notes: RefCell<Vec<(ShimNote, bool)>>,
     sink: DiagnosticSink,
 }
 
@@ -45,8 +61,22 @@ impl Session {
             home,
             launch_notes: RefCell::new(launch_notes),
             launched: Cell::new(false),
+            shim_notes: RefCell::new(Vec::new()),
             sink,
         }
+    }
+
+    /// The MGS2006 notes to say when a launch meets a shim.
+    pub fn with_shim_notes(self, notes: Vec<ShimNote>) -> Session {
+        *self.shim_notes.borrow_mut() = notes.into_iter().map(|n| (n, false)).collect();
+        self
+    }
+
+    /// The fix of the version manager `program` belongs to, if any.
+    pub(super) fn shim_fix(&self, program: &Path) -> Option<String> {
+        let notes = self.shim_notes.borrow();
+        let (note, _) = notes.iter().find(|(n, _)| n.covers(program))?;
+        note.diagnostic.help.clone()
     }
 
     pub fn gate(&self) -> &Gate {
@@ -89,13 +119,27 @@ impl Session {
         self.env.borrow().get(OsStr::new("PATH")).cloned()
     }
 
-    /// Says the once-per-run launch notes, the first time only.
-    pub(super) fn before_launch(&self) {
-        if self.launched.replace(true) {
-            return;
+    /// Says the once-per-run launch notes the first time, and the MGS2006
+    /// note of the version manager `program` belongs to the first time
+    /// one of its programs is launched.
+    pub(super) fn before_launch(&self, program: &Path) {
+        if !self.launched.replace(true) {
+            for note in self.launch_notes.borrow_mut().drain(..) {
+                self.emit(&note);
+            }
         }
-        for note in self.launch_notes.borrow_mut().drain(..) {
-            self.emit(&note);
+        let due: Vec<Diagnostic> = self
+            .shim_notes
+            .borrow_mut()
+            .iter_mut()
+            .filter(|(note, said)| !said && note.covers(program))
+            .map(|(note, said)| {
+                *said = true;
+                note.diagnostic.clone()
+            })
+            .collect();
+        for note in &due {
+            self.emit(note);
         }
     }
 

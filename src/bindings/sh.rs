@@ -3,24 +3,25 @@
 //! spawned; the child then starts in a nested Landlock domain with exactly
 //! the session's environment.
 //!
-//! Child stderr is relayed through magus (and kept, bounded) so that a
-//! kernel denial the child reports can be attributed to the sandbox.
+//! A child's output reaches the user's terminal as a terminal (see
+//! `stream`), while magus keeps its tail so that a kernel denial the child
+//! reports can be attributed to the sandbox.
 
 mod attribute;
+mod stream;
 
-use super::errors::{raise_exec, raise_gate};
+pub use stream::prepare_terminal;
+
+use super::errors::{raise_denial_as, raise_exec, raise_gate};
 use super::fs::bind;
 use super::Session;
 use crate::buzz::{NativeModule, Raise, Value};
+use crate::enforce::gate::GateError;
 use crate::enforce::{ChildStdio, ConfinedChild, ConfinedCommand};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::rc::Rc;
-use std::thread::JoinHandle;
-
-/// How much of a child's stderr is kept for attribution.
-const STDERR_TAIL: usize = 64 * 1024;
 
 /// The `sh` module bound to `session`.
 pub fn module(session: &Rc<Session>) -> NativeModule {
@@ -65,8 +66,8 @@ impl Session {
         let lookup = self
             .gate()
             .resolve_program(program, self.child_path().as_deref());
-        let lookup = lookup.map_err(|e| raise_gate(e, self.home()))?;
-        self.before_launch();
+        let lookup = lookup.map_err(|e| self.launch_denied(e))?;
+        self.before_launch(&lookup.found);
         let _ = std::io::stdout().flush();
         ConfinedCommand::new(&lookup.found)
             .args(&argv[1..])
@@ -77,15 +78,36 @@ impl Session {
             .map_err(|e| raise_exec(program, &e.to_string()))
     }
 
-    /// `sh.run` and `sh.shell`: output streams live; stderr passes through
-    /// magus so a sandbox denial can be explained afterwards.
+    /// A refused launch; the refusal of a program behind a version
+    /// manager's shim points at the manager's fix (MGS2006's), since
+    /// granting the shim alone does not make it work.
+    fn launch_denied(&self, error: GateError) -> Raise {
+        if let GateError::Denied(denial) = &error {
+            if let Some(fix) = self.shim_fix(&denial.checked) {
+                let diagnostic = denial.to_diagnostic(self.home()).with_help(fix);
+                return raise_denial_as(denial, diagnostic);
+            }
+        }
+        raise_gate(error, self.home())
+    }
+
+    /// `sh.run` and `sh.shell`: output streams live, on the user's terminal
+    /// when magus's is one (see `stream`); its tail explains a denial.
     fn run_relayed(&self, argv: &[String]) -> Result<i32, Raise> {
-        let mut child = self.spawn(argv, ChildStdio::Inherit, ChildStdio::Piped)?;
-        let relay = child.stderr.take().map(relay_stderr);
-        let status = child
-            .wait()
-            .map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
-        let tail = relay.and_then(|r| r.join().ok()).unwrap_or_default();
+        let launch = stream::Launch::plan().map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
+        let (stdout, stderr) = launch.stdio();
+        let spawned = self.spawn(argv, stdout, stderr);
+        let relay = launch.relay(&argv[0]);
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(raise) => {
+                relay.finish();
+                return Err(raise);
+            }
+        };
+        let status = child.wait();
+        let tail = relay.finish();
+        let status = status.map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
         self.attribute_failure(status, &tail);
         Ok(status_code(status))
     }
@@ -121,26 +143,6 @@ impl Session {
             self.emit(&note);
         }
     }
-}
-
-/// Copies the child's stderr to ours as it comes, keeping the last
-/// [`STDERR_TAIL`] bytes.
-fn relay_stderr(mut pipe: std::process::ChildStderr) -> JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut tail = Vec::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let _ = std::io::stderr().write_all(&buf[..n]);
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
-            }
-        }
-        tail
-    })
 }
 
 /// The exit status as a shell reports it: the code, or 128 + the signal.

@@ -2,11 +2,14 @@
 //! rights and where it came from), then every startup diagnostic.
 
 use super::lock::LockReport;
+use super::report::{startup_report, ReportInput};
 use super::{load, GlobalArgs, EXIT_CONFIG};
-use crate::diag::{Diagnostic, MessageFormat, Renderer};
+use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
 use crate::enforce::pidns::UserNamespace;
 use crate::enforce::{self, LandlockStatus, PidIsolation};
-use crate::policy::{self, Grant, GrantSource, Network, Policy, SandboxState, StateSource};
+use crate::policy::{
+    self, Grant, GrantSource, Network, Policy, SandboxState, Startup, StateSource,
+};
 use serde_json::json;
 use std::ffi::OsString;
 use std::io::Write;
@@ -26,7 +29,7 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
         MessageFormat::Json => json_report(policy, &kernel, &lock),
     };
     let _ = std::io::stdout().lock().write_all(report.as_bytes());
-    let mut diagnostics = startup_diagnostics(startup.diagnostics, policy, env, &kernel);
+    let mut diagnostics = startup_diagnostics(&startup, env, &kernel);
     diagnostics.extend(lock.diagnostic);
     for d in &diagnostics {
         renderer.emit(d);
@@ -38,23 +41,30 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
     }
 }
 
-/// Every diagnostic `magus run` would give at startup, in the same words.
+/// Every diagnostic `magus run` would give at startup, in the same words,
+/// in full (as under `-v`): the start-up report decides them.
 fn startup_diagnostics(
-    mut diagnostics: Vec<Diagnostic>,
-    policy: &Policy,
+    startup: &Startup,
     env: &[(OsString, OsString)],
     kernel: &KernelReport,
 ) -> Vec<Diagnostic> {
-    if policy.state == SandboxState::Off {
-        return diagnostics;
-    }
+    let policy = &startup.policy;
+    let mut resolution = startup.diagnostics.clone();
     let child_env = policy.child_env(env);
-    if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
-        diagnostics.push(super::run::landlock_unavailable(*reason));
+    if policy.state == SandboxState::On {
+        if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
+            resolution.push(super::run::landlock_unavailable(*reason));
+        }
     }
-    diagnostics.extend(super::run::shim_warnings(policy, env, &child_env.stripped));
-    diagnostics.extend(child_env.diagnostics());
-    diagnostics
+    startup_report(ReportInput {
+        policy,
+        config: startup.config.as_ref(),
+        env,
+        child_env: &child_env,
+        resolution,
+        verbosity: Verbosity::Verbose,
+    })
+    .all()
 }
 
 /// The kernel protections `magus run` would put in force, found without

@@ -4,31 +4,47 @@
 //! This is the one place that reads the process environment and current
 //! directory; everything below it takes them as inputs.
 
+mod args;
 mod check;
 mod lock;
+mod report;
 mod run;
+mod spells;
 
 pub use run::landlock_unavailable;
 
-use crate::diag::{Code, Diagnostic, MessageFormat, Renderer};
+use crate::diag::{
+    set_output_options, Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer,
+    Verbosity,
+};
 use crate::policy::{self, Startup, StartupInput, WorkspaceArg};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Exit status of a spell that failed: a syntax or runtime error, or an
-/// uncaught `throw`.
+/// Exit status of a spell that failed: a runtime error, an uncaught
+/// `throw`, or a `main` returning a status outside 0–255. (A spell's own
+/// status is whatever its `main` returns.)
 pub const EXIT_SPELL_FAILED: i32 = 1;
-/// Exit status for an invalid configuration, command line or policy lock.
-pub const EXIT_CONFIG: i32 = 2;
 /// Exit status of a spell stopped by an uncaught sandbox denial.
-pub const EXIT_DENIED: i32 = 3;
+pub const EXIT_DENIED: i32 = 124;
+/// Exit status of magus itself failing: usage, configuration, policy lock
+/// (MGS2010), or setting up the sandbox.
+pub const EXIT_CONFIG: i32 = 125;
+/// Exit status of a spell that was found but cannot run: unreadable, not
+/// UTF-8, or rejected before its first statement (a syntax error).
+pub const EXIT_CANNOT_RUN: i32 = 126;
+/// Exit status when no spell has the name given.
+pub const EXIT_NO_SPELL: i32 = 127;
 
 /// The exit statuses, at the end of every `--help`.
-const EXIT_HELP: &str = "Exit status: 0 success; 1 the spell failed; 2 configuration, usage or \
-                         policy-lock error; 3 the spell was stopped by a sandbox denial. A spell's \
-                         `main` returning an int exits with that int.";
+const EXIT_HELP: &str = "Exit status: a spell's own status (what its `main` returns, 0-255; \
+0 for `void`), or, chosen like timeout(1) and env(1) so they stand apart: \
+1 the spell failed (runtime error, uncaught throw, or a status outside 0-255); \
+124 the spell was stopped by a sandbox denial; 125 magus failed (usage, \
+magus.yaml, magus.lock or sandbox set-up); 126 the spell cannot run (unreadable, \
+syntax error); 127 no such spell.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,35 +56,61 @@ const EXIT_HELP: &str = "Exit status: 0 success; 1 the spell failed; 2 configura
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
+    /// Without a command, the workspace's spells are listed.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
-/// Flags accepted before or after any subcommand.
+/// Flags accepted before or after any subcommand (before the spell's name
+/// for `run`: what follows the name is the spell's).
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
     /// The workspace root (default: the nearest ancestor holding magus.yaml).
     #[arg(long, global = true, value_name = "DIR")]
     workspace: Option<PathBuf>,
     /// How diagnostics are printed on stderr: rustc-style text, or one JSON
-    /// object per line.
+    /// object per line (a child's stderr lines included).
     #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
+    /// When to colour diagnostics (`auto` honours NO_COLOR, CLICOLOR_FORCE
+    /// and whether stderr is a terminal).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    color: ColorChoice,
+    /// Print only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print every note in full (e.g. the names of withheld variables).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+}
+
+impl GlobalArgs {
+    fn verbosity(&self) -> Verbosity {
+        match (self.quiet, self.verbose) {
+            (true, _) => Verbosity::Quiet,
+            (_, true) => Verbosity::Verbose,
+            _ => Verbosity::Normal,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a spell: `spells/NAME.buzz` of the workspace, or a path to a
-    /// `.buzz` file. The remaining arguments go to its `main(args)`.
+    /// Run a spell: `spells/NAME.buzz` of the workspace (`NAME` or
+    /// `NAME.buzz`), or a path to a `.buzz` file. Every argument after the
+    /// spell goes to its `main(args)` verbatim, `--help` included; without a
+    /// spell, the spells are listed.
     #[command(after_help = EXIT_HELP)]
     Run {
-        /// The spell's name (`build`) or path (`path/to/x.buzz`).
-        spell: String,
-        /// Arguments passed to the spell.
+        /// The spell's name (`build`, `build.buzz`) or path (`path/to/x.buzz`).
+        spell: Option<String>,
+        /// Arguments passed to the spell, verbatim (magus's own options go
+        /// before the spell's name).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// List the workspace's spells with the first comment line of each.
+    /// List the workspace's spells, each with the first sentence of its
+    /// opening comment.
     #[command(after_help = EXIT_HELP)]
     List,
     /// Print the page of a diagnostic code, e.g. `magus explain MGS2001`.
@@ -80,13 +122,20 @@ enum Command {
     /// Inspect and lock the sandbox policy.
     #[command(subcommand, after_help = EXIT_HELP)]
     Sandbox(SandboxCommand),
+    /// Print a shell completion script, e.g.
+    /// `magus completions bash > ~/.local/share/bash-completion/completions/magus`.
+    #[command(after_help = EXIT_HELP)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 enum SandboxCommand {
     /// Validate magus.yaml, print the resolved policy, the lock state, the
-    /// kernel protections in force and every startup diagnostic; exit 2 on
-    /// errors or when magus.lock does not match.
+    /// kernel protections in force and every startup diagnostic in full;
+    /// exit 125 on errors or when magus.lock does not match.
     #[command(after_help = EXIT_HELP)]
     Check,
     /// Write magus.lock: the fingerprint and canonical text of the declared
@@ -101,21 +150,97 @@ pub fn main() -> i32 {
     // Before anything reads the environment: a re-executed magus takes the
     // names of the stripped variables out of it (see `enforce::reexec`).
     let reexec = crate::enforce::take_reexec_state();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return err.exit_code();
-        }
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let (cli, spell_args) = match parse(&argv) {
+        Ok(parsed) => parsed,
+        Err(status) => return status,
     };
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    match cli.command {
-        Command::Run { spell, args } => run::run(&cli.global, &env, reexec, &spell, args),
-        Command::List => list(&cli.global, &env),
-        Command::Explain { code } => explain(&cli.global, &code),
-        Command::Sandbox(SandboxCommand::Check) => check::sandbox_check(&cli.global, &env),
-        Command::Sandbox(SandboxCommand::Lock) => lock::sandbox_lock(&cli.global, &env),
+    set_output_options(OutputOptions {
+        format: cli.global.message_format,
+        color: cli.global.color,
+        verbosity: cli.global.verbosity(),
+    });
+    if cli.global.message_format == MessageFormat::Json {
+        json_panics();
     }
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let global = &cli.global;
+    match cli.command {
+        None | Some(Command::Run { spell: None, .. }) | Some(Command::List) => {
+            spells::list(global, &env)
+        }
+        Some(Command::Run {
+            spell: Some(spell), ..
+        }) => run::run(global, &env, reexec, &spell, spell_args),
+        Some(Command::Explain { code }) => explain(global, &code),
+        Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
+        Some(Command::Completions { shell }) => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "magus", &mut std::io::stdout());
+            0
+        }
+    }
+}
+
+/// Under `--message-format json` even a crash is one JSON object on
+/// stderr, so a tool reading the stream never meets a stray line.
+fn json_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let d = Diagnostic::error(format!("magus crashed: {info}"))
+            .with_note("this is a bug in magus; please report it");
+        Renderer::new(MessageFormat::Json).emit(&d);
+    }));
+}
+
+/// Parses magus's own arguments; what follows a spell's name is the
+/// spell's, verbatim, and clap never sees it.
+fn parse(argv: &[OsString]) -> Result<(Cli, Vec<String>), i32> {
+    let split = args::split_spell_args(argv);
+    let mut command = Cli::command();
+    match args::color_in(&split.magus) {
+        Some(ColorChoice::Always) => command = command.color(clap::ColorChoice::Always),
+        Some(ColorChoice::Never) => command = command.color(clap::ColorChoice::Never),
+        _ => {}
+    }
+    let parsed = command
+        .try_get_matches_from(&split.magus)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = parsed.map_err(|err| usage_error(&err, &split.magus))?;
+    let spell_args = args::spell_args_utf8(split.spell).map_err(|d| {
+        Renderer::new(cli.global.message_format).emit(&d);
+        EXIT_CONFIG
+    })?;
+    Ok((cli, spell_args))
+}
+
+/// Prints a usage error (or the help or version clap was asked for) and
+/// picks the exit status; under `--message-format json` an error is one
+/// JSON object like every other diagnostic.
+fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = err.print();
+        return 0;
+    }
+    if args::format_in(argv) == Some(MessageFormat::Json) {
+        let text = err.render().to_string();
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let first = lines.next().unwrap_or("invalid command line");
+        let message = first.strip_prefix("error: ").unwrap_or(first);
+        let rest: Vec<&str> = lines.collect();
+        let mut d = Diagnostic::error(message.to_string());
+        if !rest.is_empty() {
+            d = d.with_help(rest.join("\n"));
+        }
+        Renderer::new(MessageFormat::Json).emit(&d);
+    } else {
+        let _ = err.print();
+    }
+    EXIT_CONFIG
 }
 
 /// Finds the workspace and resolves its policy, or reports why not.
@@ -157,52 +282,9 @@ fn explain(global: &GlobalArgs, code: &str) -> i32 {
     }
 }
 
-/// `magus list`: each spell and the first comment line of its file.
-fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
-    let startup = match load(global, env) {
-        Ok(startup) => startup,
-        Err(status) => return status,
-    };
-    let dir = startup.policy.workspace.join("spells");
-    let mut spells = spell_files(&dir);
-    spells.sort();
-    let width = spells.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
-    let mut out = String::new();
-    for (name, path) in &spells {
-        let summary = first_comment(path).unwrap_or_default();
-        out.push_str(&format!("{name:<width$}  {summary}\n"));
-    }
-    if spells.is_empty() {
-        out.push_str(&format!("no spells in {}\n", dir.display()));
-    }
-    let _ = std::io::stdout().write_all(out.as_bytes());
-    0
-}
-
-/// `(name, path)` of every `*.buzz` file in `dir`.
-fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "buzz"))
-        .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), p)))
-        .collect()
-}
-
-/// The text of the first `//` line of a spell.
-fn first_comment(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().map(str::trim).find(|l| l.starts_with("//"))?;
-    Some(line.trim_start_matches('/').trim().to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_well_formed() {

@@ -6,21 +6,22 @@
 //!    an enclosing run's `MAGUS_SANDBOX_FINGERPRINT` (MGS2010).
 //! 2. Mark every inherited descriptor above stderr close-on-exec (a parent
 //!    may have left one open on a secret), then re-execute with the scrubbed
-//!    environment, so `/proc/<magus>/environ` holds no secret (DESIGN §6).
+//!    environment, so `/proc/<magus>/environ` holds no secret.
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
 //!    Landlock is on, so a nested magus keeps the enclosing run's), drop the
 //!    capabilities that reach past Landlock, install the syscall guard
 //!    (seccomp), then Landlock — all on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
-use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
+use super::report::{startup_report, ReportInput, StartupReport};
+use super::spells::read_spell;
+use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
 use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
 use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::landlock::Unavailable;
 use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
-use crate::policy::shims::find_shims;
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
     FINGERPRINT_VAR,
@@ -53,9 +54,9 @@ pub(super) fn run(
     }
     let (file, source) = match read_spell(&policy.workspace, spell) {
         Ok(found) => found,
-        Err(d) => {
-            renderer.emit(&d);
-            return EXIT_CONFIG;
+        Err(e) => {
+            renderer.emit(&e.diagnostic);
+            return e.status;
         }
     };
     let mut child_env = match policy.state {
@@ -72,23 +73,56 @@ pub(super) fn run(
             None => {}
             Some(state) => restore_stripped(&mut child_env, state),
         }
+        give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
-    let mut diagnostics = startup.diagnostics;
-    let domain = match confine(&policy, env, &mut diagnostics) {
+    // Before Landlock, which does not grant /dev/ptmx.
+    bindings::prepare_terminal(global.message_format);
+    let mut resolution = startup.diagnostics;
+    let domain = match confine(&policy, env, &mut resolution) {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
             return EXIT_CONFIG;
         }
     };
-    if policy.state == SandboxState::On {
-        diagnostics.extend(shim_warnings(&policy, env, &child_env.stripped));
-    }
-    for d in &diagnostics {
+    let report = startup_report(ReportInput {
+        policy: &policy,
+        config: startup.config.as_ref(),
+        env,
+        child_env: &child_env,
+        resolution,
+        verbosity: global.verbosity(),
+    });
+    for d in &report.now {
         renderer.emit(d);
     }
-    execute(policy, domain, child_env, &file, &source, args, renderer)
+    execute(
+        policy, domain, child_env, report, &file, &source, args, renderer,
+    )
+}
+
+/// Children get a `TMPDIR` they may write to: magus's own when the policy
+/// grants it (it does by default), else `/tmp`.
+fn give_temporary_directory(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    child_env: &mut ChildEnv,
+) {
+    let writable = |dir: &Path| {
+        NormalPath::new(dir.to_path_buf())
+            .is_ok_and(|p| policy.check(&p, Access::Write).is_allowed())
+    };
+    let own = crate::policy::lookup(env, "TMPDIR").map(PathBuf::from);
+    let dir = own
+        .filter(|d| d.is_absolute() && writable(d))
+        .or_else(|| Some(PathBuf::from("/tmp")).filter(|d| writable(d)));
+    let Some(dir) = dir else {
+        return;
+    };
+    child_env.vars.retain(|(k, _)| k != "TMPDIR");
+    child_env.vars.push(("TMPDIR".into(), dir.into_os_string()));
+    child_env.stripped.retain(|name| name != "TMPDIR");
 }
 
 /// Step 2, first half: descriptors magus inherited above stderr reach no
@@ -102,51 +136,6 @@ fn keep_inherited_descriptors() -> Result<(), Box<Diagnostic>> {
             .with_note("a child could read a file its parent left open for magus"),
         )
     })
-}
-
-/// The spell's path and source: `spells/NAME.buzz`, or a path to a file.
-fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), Box<Diagnostic>> {
-    let path = if spell.ends_with(".buzz") || spell.contains('/') {
-        PathBuf::from(spell)
-    } else {
-        workspace.join("spells").join(format!("{spell}.buzz"))
-    };
-    let source = read_capped(&path).map_err(|e| {
-        Diagnostic::error(format!(
-            "cannot read spell `{spell}` at {}: {e}",
-            path.display()
-        ))
-        .with_help("`magus list` shows the spells of this workspace")
-    })?;
-    let source = String::from_utf8(source).map_err(|e| {
-        Box::new(Diagnostic::error(format!(
-            "spell {} is not valid UTF-8 (first bad byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )))
-    })?;
-    Ok((path, source))
-}
-
-/// The largest spell file magus reads: far above any real spell, and a
-/// bound on what `magus run /dev/zero` or a runaway generated file costs.
-pub(super) const SPELL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
-
-/// A spell file's bytes, refusing one over [`SPELL_SIZE_LIMIT`] (device
-/// files and pipes included) instead of reading without end.
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(SPELL_SIZE_LIMIT + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > SPELL_SIZE_LIMIT {
-        return Err(std::io::Error::other(format!(
-            "it is larger than {} MiB, the limit for a spell",
-            SPELL_SIZE_LIMIT / (1024 * 1024)
-        )));
-    }
-    Ok(bytes)
 }
 
 /// `MAGUS_SANDBOX_FINGERPRINT` for the spell and its children, replacing
@@ -282,34 +271,13 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     .with_help("run on Linux 5.13 or newer with Landlock enabled (`magus sandbox check` shows the kernel's state)")
 }
 
-/// MGS2006 warnings for version-manager shims on the child `PATH`.
-pub(super) fn shim_warnings(
-    policy: &Policy,
-    env: &[(OsString, OsString)],
-    stripped: &[String],
-) -> Vec<Diagnostic> {
-    let Some((_, path_var)) = env.iter().find(|(k, _)| k == "PATH") else {
-        return Vec::new();
-    };
-    let home = env
-        .iter()
-        .find(|(k, _)| k == "HOME")
-        .map(|(_, v)| PathBuf::from(v));
-    let granted = |dir: &Path| {
-        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        NormalPath::new(real).is_ok_and(|real| policy.check(&real, Access::Execute).is_allowed())
-    };
-    find_shims(path_var, stripped, granted)
-        .iter()
-        .map(|finding| finding.to_diagnostic(home.as_deref()))
-        .collect()
-}
-
 /// Step 4: the spell runs with the gated bindings, from the workspace root.
+#[allow(clippy::too_many_arguments)]
 fn execute(
     policy: Policy,
     domain: Domain,
     child_env: ChildEnv,
+    report: StartupReport,
     file: &Path,
     source: &str,
     args: Vec<String>,
@@ -321,25 +289,41 @@ fn execute(
         renderer.emit(&Diagnostic::error(message));
         return EXIT_CONFIG;
     }
-    let launch_notes = child_env.diagnostics();
     let gate = Gate::new(Rc::new(policy), workspace);
     let sink: bindings::DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
-    let session = Rc::new(Session::new(
+    let session = Session::new(
         gate,
         domain,
         child_env.vars,
-        launch_notes,
+        report.at_first_launch,
         sink.clone(),
-    ));
+    );
+    let session = Rc::new(session.with_shim_notes(report.at_shim));
     let program = match crate::buzz::parse(file, source) {
         Ok(program) => program,
-        Err(e) => return failed(&e, &sink),
+        Err(e) => {
+            sink(&e.to_diagnostic());
+            return EXIT_CANNOT_RUN;
+        }
     };
     let mut interpreter = Interpreter::new(file, bindings::modules(&session));
     match interpreter.run(&program, args) {
-        Ok(status) => status,
+        Ok(status) => spell_status(status, &sink),
         Err(e) => failed(&e, &sink),
     }
+}
+
+/// The spell's own status, which must fit an exit status.
+fn spell_status(status: i32, sink: &bindings::DiagnosticSink) -> i32 {
+    if (0..=255).contains(&status) {
+        return status;
+    }
+    sink(
+        &Diagnostic::error(format!("the spell's status {status} is not an exit status"))
+            .with_note("`main` (or `std.exit`) gave a status outside 0-255")
+            .with_help("return a status from 0 to 255 (0 for success)"),
+    );
+    EXIT_SPELL_FAILED
 }
 
 /// Reports why the spell stopped and picks the exit status.

@@ -6,12 +6,20 @@
 //! diagnostic codes and the explain pages.
 
 mod code;
+mod credentials;
 mod explain;
+mod output;
 mod render;
 
 pub use code::{Code, UnknownCode};
+pub use credentials::{credential_help, credential_store, HOME_DIRS, HOME_FILES, SYSTEM_FILES};
 pub use explain::explain_page;
-pub use render::{render, render_human, render_json, MessageFormat, Renderer};
+pub use output::{
+    output_options, set_output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity,
+};
+pub use render::{
+    render, render_child_line_json, render_human, render_json, MessageFormat, Renderer,
+};
 
 use std::path::PathBuf;
 

@@ -2,9 +2,10 @@
 //! tools. The source snippet is read from the file at render time, so the
 //! layers that build diagnostics never carry file contents around.
 
+use super::output::{output_options, stderr_colored, Verbosity};
 use super::{Diagnostic, Severity, SourceKind};
 use serde_json::{json, Map, Value};
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 
 /// How diagnostics are printed (`--message-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -24,10 +25,10 @@ pub enum Color {
 }
 
 impl Color {
-    /// Colour when stderr is a terminal and `NO_COLOR` is unset or empty.
+    /// As `--color` says (see [`stderr_colored`]).
     pub fn for_stderr() -> Color {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        if !no_color && io::stderr().is_terminal() {
+        let env = |name: &str| std::env::var(name).ok();
+        if stderr_colored(output_options().color, &env) {
             Color::Always
         } else {
             Color::Never
@@ -50,9 +51,13 @@ impl Renderer {
         }
     }
 
-    /// Writes one diagnostic to stderr; a failed write to stderr is ignored
-    /// because there is nowhere left to report it.
+    /// Writes one diagnostic to stderr, unless `-q` silences it (only
+    /// errors are said then); a failed write to stderr is ignored because
+    /// there is nowhere left to report it.
     pub fn emit(&self, diagnostic: &Diagnostic) {
+        if output_options().verbosity == Verbosity::Quiet && !diagnostic.is_error() {
+            return;
+        }
         let text = match self.format {
             MessageFormat::Human => render_human(diagnostic, self.color),
             MessageFormat::Json => render_json(diagnostic),
@@ -69,7 +74,9 @@ pub fn render(diagnostic: &Diagnostic, format: MessageFormat) -> String {
     }
 }
 
-/// rustc-style text, ending with a blank line.
+/// rustc-style text, ending with a blank line. A diagnostic with nothing
+/// but a message (and maybe a code) is one line, with no blank line after
+/// it: the form of the notes said at every run.
 pub fn render_human(d: &Diagnostic, color: Color) -> String {
     let paint = Paint(color);
     let mut out = String::new();
@@ -80,6 +87,9 @@ pub fn render_human(d: &Diagnostic, color: Color) -> String {
     out.push_str(&paint.severity(d.severity, &head));
     out.push_str(&paint.bold(&format!(": {}", d.message)));
     out.push('\n');
+    if d.location.is_none() && d.notes.is_empty() && d.help.is_none() {
+        return out;
+    }
     let gutter = snippet(d, &paint, &mut out);
     for note in &d.notes {
         push_field(&mut out, &gutter, "note", note);
@@ -114,7 +124,7 @@ fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
         return pad;
     };
     let bar = paint.blue("|");
-    let caret_col = (loc.column.max(1) - 1) as usize;
+    let (source, caret_col) = window(&source, (loc.column.max(1) - 1) as usize);
     let lead: String = source
         .chars()
         .take(caret_col)
@@ -133,6 +143,33 @@ fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
     pad
 }
 
+/// The widest source line echoed whole, in characters.
+const SNIPPET_WIDTH: usize = 100;
+/// How much of a long line is shown before the caret.
+const SNIPPET_LEAD: usize = 40;
+
+/// `line` cut to [`SNIPPET_WIDTH`] characters around `caret` (with `…`
+/// where text was left out), and the caret's column in what is shown.
+fn window(line: &str, caret: usize) -> (String, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= SNIPPET_WIDTH {
+        return (line.to_string(), caret);
+    }
+    let start = caret.saturating_sub(SNIPPET_LEAD).min(chars.len());
+    let end = (start + SNIPPET_WIDTH).min(chars.len());
+    let mut shown = String::new();
+    let mut caret_at = caret - start;
+    if start > 0 {
+        shown.push('…');
+        caret_at += 1;
+    }
+    shown.extend(&chars[start..end]);
+    if end < chars.len() {
+        shown.push('…');
+    }
+    (shown, caret_at)
+}
+
 fn push_field(out: &mut String, gutter: &str, name: &str, text: &str) {
     let mut lines = text.lines();
     let first = lines.next().unwrap_or_default();
@@ -144,12 +181,23 @@ fn push_field(out: &mut String, gutter: &str, name: &str, text: &str) {
 }
 
 /// The 1-based `line` of `file`, if it can be read. Rendering never fails
-/// for want of a snippet: without it the header alone is printed.
+/// for want of a snippet: without it the header alone is printed. Only the
+/// first [`SNIPPET_READ_LIMIT`] bytes are read: a huge file is not echoed.
 fn source_line(file: &std::path::Path, line: u32) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(SNIPPET_READ_LIMIT)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let raw = text.lines().nth(line.checked_sub(1)? as usize)?;
     Some(raw.trim_end().to_string())
 }
+
+/// How much of a file is read to echo one of its lines.
+const SNIPPET_READ_LIMIT: u64 = 4 << 20;
 
 /// One JSON object and a newline. Fields: `code`, `severity`, `message`,
 /// `path`, `spell` (or `config`) location, `notes`, `help`, and `explain`
@@ -182,6 +230,23 @@ pub fn render_json(d: &Diagnostic) -> String {
     let mut line = Value::Object(obj).to_string();
     line.push('\n');
     line
+}
+
+/// One line a child wrote on its stderr, as one JSON object and a newline
+/// (`--message-format json` keeps magus's stderr one object per line):
+/// `{"severity": "child", "stream": "stderr", "program": ..., "message": ...}`,
+/// the line without its newline, decoded lossily.
+pub fn render_child_line_json(program: &str, line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let value = json!({
+        "severity": "child",
+        "stream": "stderr",
+        "program": program,
+        "message": text,
+    });
+    format!("{value}\n")
 }
 
 /// ANSI colouring that is a no-op under [`Color::Never`].
@@ -266,6 +331,25 @@ mod tests {
         assert_eq!(v["spell"]["column"], 5);
         assert!(v["help"].as_str().unwrap().contains("allow:"));
         assert_eq!(v["explain"], "magus explain MGS2001");
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_caret() {
+        let line = format!("{}X{}", "a".repeat(500), "b".repeat(500));
+        let (shown, caret) = window(&line, 500);
+        assert_eq!(shown.chars().count(), SNIPPET_WIDTH + 2);
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert_eq!(shown.chars().nth(caret), Some('X'));
+        assert_eq!(window("short", 2), ("short".to_string(), 2));
+    }
+
+    #[test]
+    fn a_bare_message_is_one_line() {
+        let d = Diagnostic::note("the sandbox is off").with_code(Code::Mgs2003);
+        assert_eq!(
+            render_human(&d, Color::Never),
+            "note[MGS2003]: the sandbox is off\n"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Launch of a confined child (DESIGN §6, §7): a program, its arguments,
+//! Launch of a confined child: a program, its arguments,
 //! exactly the environment the caller computed, a working directory and a
 //! stdio choice become a running [`ConfinedChild`] that, between clone and
 //! exec, enters a further nested Landlock domain, so it cannot trace or
@@ -33,6 +33,9 @@ pub enum ChildStdio {
     Piped,
     /// `/dev/null`.
     Null,
+    /// A copy of this descriptor of magus (a pseudo-terminal's slave, say).
+    /// It must stay open until `spawn` returns.
+    Fd(std::os::fd::RawFd),
 }
 
 /// A child process to start inside a nested Landlock domain.

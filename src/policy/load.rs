@@ -54,6 +54,10 @@ impl StartupError {
                     "run magus inside a workspace (a directory with magus.yaml), or pass `--workspace DIR`",
                 )
             }
+            StartupError::Workspace(e @ WorkspaceError::ConfigNotAFile(_)) => {
+                Diagnostic::error(e.to_string())
+                    .with_help("magus.yaml must be a file; rename or remove what is there")
+            }
             StartupError::Workspace(e) => Diagnostic::error(e.to_string()),
             StartupError::Override(e) => Diagnostic::error(e.to_string())
                 .with_help(format!("unset {ENABLED_VAR}, or set it to 1 or 0")),

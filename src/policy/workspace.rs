@@ -43,6 +43,8 @@ pub enum WorkspaceError {
     },
     #[error("`{}` is not a directory", .0.display())]
     NotADirectory(PathBuf),
+    #[error("`{}` is not a regular file", .0.display())]
+    ConfigNotAFile(PathBuf),
 }
 
 /// Finds the workspace root as `arg` says.
@@ -52,7 +54,7 @@ pub fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError
         WorkspaceArg::Explicit(dir) => {
             let root = real_dir(dir)?;
             let file = root.join(CONFIG_FILE_NAME);
-            let config = file.is_file().then_some(file);
+            let config = config_file(file)?;
             Ok(Workspace { root, config })
         }
     }
@@ -61,8 +63,7 @@ pub fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError
 fn discover(start: &Path) -> Result<Workspace, WorkspaceError> {
     let real = real_dir(start)?;
     for dir in real.ancestors() {
-        let file = dir.join(CONFIG_FILE_NAME);
-        if file.is_file() {
+        if let Some(file) = config_file(dir.join(CONFIG_FILE_NAME))? {
             return Ok(Workspace {
                 root: dir.to_path_buf(),
                 config: Some(file),
@@ -70,6 +71,20 @@ fn discover(start: &Path) -> Result<Workspace, WorkspaceError> {
         }
     }
     Err(WorkspaceError::NotFound { start: real })
+}
+
+/// `file` when it is a regular file (or a link to one), `None` when there
+/// is nothing there; anything else named `magus.yaml` (a directory, a
+/// socket) is an error rather than a workspace without configuration.
+fn config_file(file: PathBuf) -> Result<Option<PathBuf>, WorkspaceError> {
+    match std::fs::metadata(&file) {
+        Ok(meta) if meta.is_file() => Ok(Some(file)),
+        Ok(_) => Err(WorkspaceError::ConfigNotAFile(file)),
+        Err(_) if std::fs::symlink_metadata(&file).is_ok() => {
+            Err(WorkspaceError::ConfigNotAFile(file))
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 fn real_dir(dir: &Path) -> Result<PathBuf, WorkspaceError> {

@@ -177,6 +177,12 @@ fn plan(stdio: ChildStdio, direction: Direction) -> io::Result<StreamPlan> {
     let (for_child, for_parent) = match stdio {
         ChildStdio::Inherit => return Ok(StreamPlan::default()),
         ChildStdio::Null => (dev_null(direction)?, None),
+        ChildStdio::Fd(fd) => {
+            // SAFETY: the caller keeps `fd` open until the spawn returns
+            // (`ChildStdio::Fd`'s contract); it is only duplicated here.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            (borrowed.try_clone_to_owned()?, None)
+        }
         ChildStdio::Piped => {
             let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
             match direction {

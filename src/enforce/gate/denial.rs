@@ -160,8 +160,12 @@ impl Denial {
     }
 }
 
-/// The `magus.yaml` lines that would grant `path` with `mode`.
+/// The `magus.yaml` lines that would grant `path` with `mode`; for a
+/// credential store, why no such lines are offered instead.
 pub fn allow_entry(path: &Path, mode: Mode, home: Option<&Path>) -> String {
+    if let Some(store) = crate::diag::credential_store(path, home) {
+        return crate::diag::credential_help(&store);
+    }
     let shown = match home.and_then(|h| path.strip_prefix(h).ok()) {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),

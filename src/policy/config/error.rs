@@ -39,6 +39,8 @@ pub enum ConfigErrorKind {
     },
     #[error("duplicate key `{0}`")]
     DuplicateKey(String),
+    #[error("unknown top-level key `{0}`, which would leave the sandbox off")]
+    NearSandbox(String),
     #[error("missing key `{key}` in `{section}`")]
     MissingKey { key: String, section: &'static str },
     #[error("wrong type: {0}")]
@@ -73,6 +75,9 @@ impl ConfigErrorKind {
                 format!("`{key}` appears twice in the same mapping; keep one of them")
             }
             ConfigErrorKind::MissingKey { key, .. } => missing_key_hint(key),
+            ConfigErrorKind::NearSandbox(_) => {
+                "did you mean `sandbox`? (the key is lowercase: `sandbox:`)".into()
+            }
             ConfigErrorKind::WrongType(_) => SCHEMA_HINT.into(),
             ConfigErrorKind::BadMode(_) => {
                 "`mode` is `ro` (read + execute) or `rw` (read + write)".into()

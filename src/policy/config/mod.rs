@@ -1,4 +1,4 @@
-//! The `magus.yaml` loader: the schema of DESIGN §3, parsed with
+//! The `magus.yaml` loader: the schema of the README's "Configuration", parsed with
 //! `serde-saphyr` (line and column on every error, duplicate keys rejected)
 //! and validated into a [`SandboxConfig`] as declared, before anything is
 //! resolved against the machine.
@@ -82,6 +82,10 @@ pub fn parse_config(file: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError
     let options = serde_saphyr::options! { with_snippet: false, strict_booleans: true };
     let raw: RawFile =
         serde_saphyr::from_str_with_options(text, options).map_err(|e| from_yaml(file, &e))?;
+    if let Some(near) = raw.other_keys.iter().find(|k| near_sandbox(&k.value)) {
+        let kind = ConfigErrorKind::NearSandbox(near.value.escape_debug().to_string());
+        return Err(at(file, position(near), kind));
+    }
     let sandbox = raw
         .sandbox
         .map(|s| validate(s).map_err(|(pos, kind)| at(file, pos, kind)))
@@ -90,6 +94,40 @@ pub fn parse_config(file: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError
         file: file.to_path_buf(),
         sandbox,
     })
+}
+
+/// Whether a top-level key other than `sandbox` is so close to it that it
+/// is surely a typo: another spelling of it, or at most two edits away,
+/// case aside. Such a key would leave the sandbox off without a word.
+fn near_sandbox(key: &str) -> bool {
+    let lower = key.to_lowercase();
+    let lower = lower.trim();
+    lower == "sandbox" || (lower.len() >= 5 && distance(lower, "sandbox") <= 2)
+}
+
+/// Edit distance by characters, a swap of neighbours counting as one.
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 fn read_bounded(file: &Path) -> Result<Vec<u8>, ConfigErrorKind> {
@@ -380,6 +418,38 @@ mod tests {
         assert_eq!(parse("tasks: {a: 1}\n").unwrap().sandbox, None);
         let empty = parse("sandbox: {}\n").unwrap().sandbox.unwrap();
         assert_eq!(empty, SandboxConfig::default());
+    }
+
+    #[test]
+    fn a_key_near_sandbox_is_an_error() {
+        for (text, key, line) in [
+            ("sandbx:\n  enabled: true\n", "sandbx", 1),
+            ("tasks: {}\nSandbox:\n  enabled: true\n", "Sandbox", 2),
+            ("sandboxes: {}\n", "sandboxes", 1),
+            ("snadbox: {}\n", "snadbox", 1),
+            ("sandbox: {enabled: true}\nSANDBOX: {}\n", "SANDBOX", 2),
+        ] {
+            let err = parse(text).unwrap_err();
+            match &err.kind {
+                ConfigErrorKind::NearSandbox(k) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+            assert_eq!((err.line, err.column), (line, 1), "{text}");
+            assert!(
+                err.hint().contains("did you mean `sandbox`?"),
+                "{}",
+                err.hint()
+            );
+        }
+        for text in [
+            "tasks: {}\n",
+            "band: 1\n",
+            "sand: 1\n",
+            "1: x\n",
+            "[a]: b\n",
+        ] {
+            assert!(parse(text).is_ok(), "{text}");
+        }
     }
 
     #[test]

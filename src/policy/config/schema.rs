@@ -8,11 +8,113 @@ use serde_saphyr::Spanned;
 use std::fmt;
 
 /// The whole file: only `sandbox` is ours, other top-level keys belong to
-/// the rest of the task runner and are ignored.
-#[derive(Debug, Deserialize)]
+/// the rest of the task runner and are ignored, but their names and
+/// positions are kept so that a misspelt `sandbox` can be caught.
+#[derive(Debug, Default)]
 pub(super) struct RawFile {
-    #[serde(default)]
     pub sandbox: Option<RawSandbox>,
+    pub other_keys: Vec<Spanned<String>>,
+}
+
+impl<'de> Deserialize<'de> for RawFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(FileVisitor)
+    }
+}
+
+struct FileVisitor;
+
+impl<'de> Visitor<'de> for FileVisitor {
+    type Value = RawFile;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct RawFile")
+    }
+
+    /// An empty file.
+    fn visit_unit<E: de::Error>(self) -> Result<RawFile, E> {
+        Ok(RawFile::default())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<RawFile, E> {
+        Ok(RawFile::default())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile, A::Error> {
+        let mut file = RawFile::default();
+        while let Some(key) = map.next_key::<Spanned<TopKey>>()? {
+            match key.value {
+                TopKey::Name(name) if name == "sandbox" => {
+                    if file.sandbox.is_some() {
+                        return Err(de::Error::custom("duplicate key `sandbox`"));
+                    }
+                    file.sandbox = map.next_value::<Option<RawSandbox>>()?;
+                }
+                TopKey::Name(name) => {
+                    map.next_value::<de::IgnoredAny>()?;
+                    file.other_keys.push(Spanned {
+                        value: name,
+                        referenced: key.referenced,
+                        defined: key.defined,
+                    });
+                }
+                TopKey::Other => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(file)
+    }
+}
+
+/// A top-level key: a name, or anything else (a number, a list), which
+/// cannot be a misspelt `sandbox`.
+#[derive(Debug)]
+enum TopKey {
+    Name(String),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for TopKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = TopKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<TopKey, E> {
+                Ok(TopKey::Name(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<TopKey, E> {
+                Ok(TopKey::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<TopKey, E> {
+                Ok(TopKey::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<TopKey, E> {
+                Ok(TopKey::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<TopKey, E> {
+                Ok(TopKey::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<TopKey, E> {
+                Ok(TopKey::Other)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<TopKey, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(TopKey::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopKey, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(TopKey::Other)
+            }
+        }
+        deserializer.deserialize_any(KeyVisitor)
+    }
 }
 
 #[derive(Debug, Deserialize)]

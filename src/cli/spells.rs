@@ -1,0 +1,216 @@
+//! The workspace's spells: finding one by name (`build`, `build.buzz`, or
+//! a path), "did you mean" for a near name, and the listing that `magus`,
+//! `magus run` and `magus list` print, each spell with the first sentence
+//! of its opening comment.
+
+use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_NO_SPELL};
+use crate::diag::Diagnostic;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Why a spell could not be read, with the exit status that says so.
+pub(super) struct SpellError {
+    pub diagnostic: Box<Diagnostic>,
+    pub status: i32,
+}
+
+/// The spell's path and source: `spells/NAME.buzz` (`NAME` or
+/// `NAME.buzz`), or a path to a file (anything with a `/`).
+pub(super) fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), SpellError> {
+    let dir = workspace.join("spells");
+    let path = if spell.contains('/') {
+        PathBuf::from(spell)
+    } else {
+        let name = spell.strip_suffix(".buzz").unwrap_or(spell);
+        dir.join(format!("{name}.buzz"))
+    };
+    let bytes = read_capped(&path).map_err(|e| {
+        let missing = e.kind() == std::io::ErrorKind::NotFound;
+        let mut d = Diagnostic::error(format!(
+            "cannot read spell `{spell}` at {}: {e}",
+            path.display()
+        ));
+        d = match near_name(spell, &spell_files(&dir)) {
+            Some(near) if missing => d.with_help(format!("did you mean `{near}`?")),
+            _ => d.with_help("`magus list` shows the spells of this workspace"),
+        };
+        let status = if missing {
+            EXIT_NO_SPELL
+        } else {
+            EXIT_CANNOT_RUN
+        };
+        SpellError {
+            diagnostic: Box::new(d),
+            status,
+        }
+    })?;
+    let source = String::from_utf8(bytes).map_err(|e| SpellError {
+        diagnostic: Box::new(Diagnostic::error(format!(
+            "spell {} is not valid UTF-8 (first bad byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))),
+        status: EXIT_CANNOT_RUN,
+    })?;
+    Ok((path, source))
+}
+
+/// The spell name nearest to `wanted`, if one is near enough to be a typo.
+fn near_name(wanted: &str, spells: &[(String, PathBuf)]) -> Option<String> {
+    let wanted = wanted.strip_suffix(".buzz").unwrap_or(wanted);
+    spells
+        .iter()
+        .map(|(name, _)| (edit_distance(wanted, name), name))
+        .filter(|(d, name)| *d > 0 && *d <= (name.chars().count() / 3).max(1))
+        .min()
+        .map(|(_, name)| name.clone())
+}
+
+/// Edit distance by characters, a swap of neighbours counting as one
+/// edit (optimal string alignment), the usual measure of a typo.
+pub(super) fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// `magus`, `magus run` and `magus list`: each spell with its description.
+pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
+    let startup = match load(global, env) {
+        Ok(startup) => startup,
+        Err(status) => return status,
+    };
+    let dir = startup.policy.workspace.join("spells");
+    let mut spells = spell_files(&dir);
+    spells.sort();
+    let width = spells
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (name, path) in &spells {
+        let summary = description(path).unwrap_or_default();
+        out.push_str(format!("{name:<width$}  {summary}").trim_end());
+        out.push('\n');
+    }
+    if spells.is_empty() {
+        out.push_str(&format!("no spells in {}\n", dir.display()));
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    0
+}
+
+/// `(name, path)` of every `*.buzz` file in `dir`.
+fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "buzz") && p.is_file())
+        .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), p)))
+        .collect()
+}
+
+/// The largest spell file magus reads: far above any real spell, and a
+/// bound on what `magus run /dev/zero` or a runaway generated file costs.
+const SPELL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// A spell file's bytes, refusing one over [`SPELL_SIZE_LIMIT`] (device
+/// files and pipes included) instead of reading without end.
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(SPELL_SIZE_LIMIT + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > SPELL_SIZE_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB, the limit for a spell",
+            SPELL_SIZE_LIMIT / (1024 * 1024)
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The first sentence of a spell's opening comment, whole.
+fn description(path: &Path) -> Option<String> {
+    let text = String::from_utf8(read_capped(path).ok()?).ok()?;
+    Some(first_sentence(&opening_comment(&text)))
+}
+
+/// The `//` lines at the top of a spell (blank lines before them skipped),
+/// joined with spaces.
+fn opening_comment(text: &str) -> String {
+    let lines = text.lines().map(str::trim).skip_while(|l| l.is_empty());
+    let words: Vec<&str> = lines
+        .map_while(|l| l.strip_prefix("//"))
+        .map(|l| l.trim_start_matches('/').trim())
+        .collect();
+    words.join(" ").trim().to_string()
+}
+
+/// Up to and including the first `.`, `!` or `?` that ends a sentence
+/// (followed by a space or the end); all of it when there is none.
+fn first_sentence(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        let ends = matches!(c, '.' | '!' | '?');
+        if ends && chars.get(i + 1).is_none_or(|n| n.is_whitespace()) {
+            return chars[..=i].iter().collect();
+        }
+    }
+    text.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_is_the_first_sentence_whole() {
+        let text = "// Your first spell. Run it with `magus run hello` (add words after it to\n// see them arrive).\nimport \"std\";\n";
+        assert_eq!(first_sentence(&opening_comment(text)), "Your first spell.");
+        let text = "\n// Builds the docs with `cargo doc` for every crate in\n// the workspace, then opens them\nfun main() > void {}\n";
+        assert_eq!(
+            first_sentence(&opening_comment(text)),
+            "Builds the docs with `cargo doc` for every crate in the workspace, then opens them"
+        );
+        assert_eq!(first_sentence("Uses v1.2 of x. Then y."), "Uses v1.2 of x.");
+        assert_eq!(opening_comment("import \"std\";\n// late\n"), "");
+    }
+
+    #[test]
+    fn near_names_are_suggested() {
+        let spells: Vec<(String, PathBuf)> = ["hello", "build", "steal"]
+            .iter()
+            .map(|n| (n.to_string(), PathBuf::new()))
+            .collect();
+        assert_eq!(near_name("hellp", &spells).as_deref(), Some("hello"));
+        assert_eq!(near_name("biuld.buzz", &spells).as_deref(), Some("build"));
+        assert_eq!(near_name("deploy", &spells), None);
+        assert_eq!(edit_distance("sandbx", "sandbox"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+}

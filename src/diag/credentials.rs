@@ -1,0 +1,70 @@
+//! Credential stores: the files the overview names as the targets of
+//! supply-chain malware. A denial of one of them explains itself and never
+//! offers a paste-ready grant, because the fix for "a spell wants my SSH
+//! key" is almost never "give every spell my SSH key" (`magus explain
+//! MGS2001` says the same).
+
+use std::path::Path;
+
+/// Directories under `$HOME` whose whole contents are credentials.
+pub const HOME_DIRS: [&str; 6] = [".ssh", ".aws", ".gnupg", ".config/op", ".kube", ".docker"];
+
+/// Single files under `$HOME` that hold credentials.
+pub const HOME_FILES: [&str; 4] = [".vault-token", ".npmrc", ".netrc", ".git-credentials"];
+
+/// System files that hold credentials.
+pub const SYSTEM_FILES: [&str; 2] = ["/etc/shadow", "/etc/gshadow"];
+
+/// The credential store `path` is or lies in (as the user would write it,
+/// e.g. `~/.ssh`), if it is one.
+pub fn credential_store(path: &Path, home: Option<&Path>) -> Option<String> {
+    if let Some(system) = SYSTEM_FILES.iter().find(|f| path == Path::new(f)) {
+        return Some((*system).to_string());
+    }
+    let rest = path.strip_prefix(home?).ok()?;
+    if let Some(dir) = HOME_DIRS.iter().find(|d| rest.starts_with(d)) {
+        return Some(format!("~/{dir}"));
+    }
+    let file = HOME_FILES.iter().find(|f| rest == Path::new(f))?;
+    Some(format!("~/{file}"))
+}
+
+/// The help of a denial of a credential store: why no grant is offered,
+/// and what to do instead.
+pub fn credential_help(store: &str) -> String {
+    format!(
+        "`{store}` is a credential store: magus offers no grant for it, because a grant\n\
+         reaches every spell and every program spells start, a compromised one included;\n\
+         if a task needs a credential, pass that task a narrowly scoped token (a variable\n\
+         in `sandbox.env.passthrough`), or run that one command outside magus"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_are_recognised_under_home_only() {
+        let home = Some(Path::new("/home/u"));
+        let store = |p: &str| credential_store(Path::new(p), home);
+        assert_eq!(store("/home/u/.ssh/id_rsa").as_deref(), Some("~/.ssh"));
+        assert_eq!(store("/home/u/.ssh").as_deref(), Some("~/.ssh"));
+        assert_eq!(store("/home/u/.aws/credentials").as_deref(), Some("~/.aws"));
+        assert_eq!(
+            store("/home/u/.config/op/x").as_deref(),
+            Some("~/.config/op")
+        );
+        assert_eq!(store("/home/u/.gnupg/a/b").as_deref(), Some("~/.gnupg"));
+        assert_eq!(
+            store("/home/u/.docker/config.json").as_deref(),
+            Some("~/.docker")
+        );
+        assert_eq!(store("/home/u/.npmrc").as_deref(), Some("~/.npmrc"));
+        assert_eq!(store("/etc/shadow").as_deref(), Some("/etc/shadow"));
+        assert_eq!(store("/home/u/.sshx"), None);
+        assert_eq!(store("/home/u/.npmrc.bak"), None);
+        assert_eq!(store("/srv/.ssh/id_rsa"), None);
+        assert_eq!(credential_store(Path::new("/home/u/.ssh"), None), None);
+    }
+}

@@ -1,0 +1,176 @@
+//! For every diagnostic code, the help a real run prints agrees with the
+//! code's `magus explain` page: every `magus.yaml` key, mode, variable glob
+//! and `magus` command the help offers is one the page teaches, a
+//! credential store gets no grant in either, and a code whose page says
+//! there is nothing to fix prints no fix.
+
+mod support;
+
+use magus_sandbox::diag::{explain_page, Code};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use support::{capture, Harness};
+
+/// (code, help) of every diagnostic of a JSON-mode run.
+fn helps(stderr: &str) -> Vec<(String, Option<String>)> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|o| {
+            let code = o["code"].as_str()?.to_string();
+            Some((code, o["help"].as_str().map(str::to_string)))
+        })
+        .collect()
+}
+
+fn read_spell(path: &std::path::Path) -> String {
+    format!(
+        "import \"fs\";\nfun main(args: [str]) > void {{ fs.read({}); }}\n",
+        support::buzz_str(path.to_str().unwrap())
+    )
+}
+
+fn run_json(h: &Harness, source: &str) -> Vec<(String, Option<String>)> {
+    h.write_spell("probe", source);
+    let out = h.run_with("probe", &[], &["--message-format", "json", "-v"]);
+    helps(&out.stderr)
+}
+
+/// Runs that, between them, say every code.
+fn every_code() -> BTreeMap<String, Vec<Option<String>>> {
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    let mut h = Harness::with_config(
+        "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.missing\n      mode: ro\n",
+    );
+    let plain = h.home_path(".terraform.d/plugins/x");
+    std::fs::create_dir_all(plain.parent().unwrap()).unwrap();
+    std::fs::write(&plain, "x").unwrap();
+    seen.extend(run_json(&h, &read_spell(&plain)));
+    seen.extend(run_json(&h, &read_spell(&h.home_path(".ssh/id_rsa"))));
+    let write = format!(
+        "import \"fs\";\nfun main(args: [str]) > void {{ fs.write({}, \"x\"); }}\n",
+        support::buzz_str(h.home_path(".profile").to_str().unwrap())
+    );
+    seen.extend(run_json(&h, &write));
+    // A child: MGS2003, MGS2008; a tool outside the allowlist: MGS2007.
+    let tool = h.home_path("bin/tool");
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let launch = format!(
+        "import \"sh\";\nfun main(args: [str]) > void {{ sh.run([\"true\"]); sh.run([{}]); }}\n",
+        support::buzz_str(tool.to_str().unwrap())
+    );
+    seen.extend(run_json(&h, &launch));
+    // A version manager's shim: MGS2006, and MGS2007 for its denied exec.
+    let shims = h.home_path(".pyenv/shims");
+    std::fs::create_dir_all(&shims).unwrap();
+    std::fs::copy(&tool, shims.join("python")).unwrap();
+    h.set_env("PATH", format!("{}:/usr/bin:/bin", shims.display()));
+    h.set_env("PYENV_VERSION", "3.12");
+    let shim = "import \"sh\";\nfun main(args: [str]) > void { sh.run([\"python\"]); }\n";
+    seen.extend(run_json(&h, shim));
+    h.write_config("sandbox:\n  enabled: true\n  allow:\n    - path: ~/.pyenv\n      mode: ro\n");
+    seen.extend(run_json(&h, shim));
+    h.set_env("MAGUS_SANDBOX_LANDLOCK", "0");
+    seen.extend(run_json(&h, "fun main(args: [str]) > void {}\n"));
+    h.remove_env("MAGUS_SANDBOX_LANDLOCK");
+    // MGS2010: lock, then widen.
+    let lock = capture(
+        h.command()
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["sandbox", "lock"]),
+    );
+    assert_eq!(lock.status, Some(0), "{}", lock.dump());
+    h.write_config("sandbox:\n  enabled: true\n  network: allow\n  allow:\n    - path: ~/.pyenv\n      mode: rw\n");
+    seen.extend(run_json(&h, "fun main(args: [str]) > void {}\n"));
+    let mut by_code: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
+    for (code, help) in seen {
+        by_code.entry(code).or_default().push(help);
+    }
+    by_code
+}
+
+/// What a help offers that the page must also teach.
+fn offered(help: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    for line in help.lines().map(str::trim) {
+        let line = line.trim_start_matches("- ");
+        if let Some((key, value)) = line.split_once(':') {
+            if !key.contains(' ') && !key.is_empty() && !key.starts_with('`') {
+                items.push(format!("{key}:"));
+                if key == "mode" {
+                    items.push(format!("mode: {}", value.trim()));
+                }
+            }
+        }
+        if line.starts_with('"') && line.ends_with("*\"") {
+            // The manager's own prefix varies; the page must teach globs.
+            items.push("_*\"".to_string());
+        }
+    }
+    for piece in help.split('`').skip(1).step_by(2) {
+        if piece.starts_with("magus ") {
+            items.push(piece.to_string());
+        }
+    }
+    items
+}
+
+#[test]
+fn every_codes_help_agrees_with_its_explain_page() {
+    let by_code = every_code();
+    for code in Code::ALL {
+        let helps = by_code
+            .get(code.as_str())
+            .unwrap_or_else(|| panic!("no run said {code}: {by_code:?}"));
+        let page = explain_page(code);
+        let fix = page
+            .split("## How to fix it")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{code}'s page has no fix section"));
+        for help in helps {
+            let Some(help) = help else {
+                assert!(
+                    fix.trim_start().starts_with("Nothing")
+                        || fix.trim_start().starts_with("Usually nothing"),
+                    "{code} prints no fix, but its page offers one"
+                );
+                continue;
+            };
+            for item in offered(help) {
+                assert!(
+                    page.contains(&item),
+                    "{code}: the help offers `{item}`, which its page never mentions\nhelp: {help}"
+                );
+            }
+            if help.contains("credential store") {
+                assert!(page.contains("**Never** grant credential stores"), "{code}");
+                assert!(!help.contains("- path:"), "{code}: {help}");
+            }
+            if code == Code::Mgs2007 && help.contains("PYENV_") {
+                assert!(
+                    page.contains("MGS2006"),
+                    "MGS2007's page must send shims to MGS2006"
+                );
+                assert!(explain_page(Code::Mgs2006).contains("passthrough"));
+            }
+        }
+    }
+}
+
+#[test]
+fn credential_stores_in_the_page_are_the_ones_the_code_knows() {
+    let page = explain_page(Code::Mgs2001);
+    for dir in magus_sandbox::diag::HOME_DIRS {
+        assert!(page.contains(&format!("`~/{dir}`")), "{dir}");
+    }
+    for file in magus_sandbox::diag::HOME_FILES {
+        assert!(page.contains(&format!("`~/{file}`")), "{file}");
+    }
+    for file in magus_sandbox::diag::SYSTEM_FILES {
+        assert!(page.contains(&format!("`{file}`")), "{file}");
+    }
+}
