@@ -7,12 +7,15 @@
 
 mod code;
 mod credentials;
+mod denial;
 mod explain;
+mod lock;
 mod output;
 mod render;
 
 pub use code::{Code, UnknownCode};
 pub use credentials::{credential_help, credential_store, HOME_DIRS, HOME_FILES, SYSTEM_FILES};
+pub use denial::allow_entry;
 pub use explain::explain_page;
 pub use output::{
     output_options, set_output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity,

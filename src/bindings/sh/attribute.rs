@@ -3,8 +3,9 @@
 //! policy does not grant, magus says which rule refused it and how to fix
 //! it, so a kernel denial is not a mystery.
 
+use crate::diag::allow_entry;
 use crate::diag::{Code, Diagnostic};
-use crate::enforce::gate::{allow_entry, Gate};
+use crate::enforce::gate::Gate;
 use crate::policy::{normalize, Access, NormalPath};
 use std::collections::BTreeSet;
 use std::path::Path;

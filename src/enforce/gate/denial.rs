@@ -1,12 +1,11 @@
-//! What the gate answers when it says no, and how that reads to a user.
-//!
-//! A [`Denial`] carries everything the diagnostic needs: the operation, the
-//! path as spelled, where it really leads, and why. The suggested fix is the
-//! exact `magus.yaml` entry that would allow it, or the statement that no
-//! entry can (protected paths, other processes).
+//! What the gate answers when it says no: a [`Denial`] carries everything
+//! the diagnostic needs (the operation, the path as spelled, where it
+//! really leads, and why) as facts. How that reads to a user, the sentence
+//! and the `magus.yaml` lines that would allow it, is `diag`'s business
+//! (`src/diag/denial.rs`).
 
-use crate::diag::{Code, Diagnostic};
-use crate::policy::{Access, Mode, PathError};
+use crate::diag::Code;
+use crate::policy::{Access, PathError};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -103,78 +102,6 @@ impl Denial {
             Access::Execute => Code::Mgs2007,
         }
     }
-
-    /// The one-line message, also the `message` field of `SandboxError`.
-    pub fn message(&self) -> String {
-        let verb = match self.access {
-            Access::Read => "read of",
-            Access::Write => "write to",
-            Access::Execute => "launch of",
-        };
-        let why = match self.reason {
-            DenialReason::NotGranted => "denied by the sandbox",
-            DenialReason::Protected => "denied: it is a protected path",
-            DenialReason::ForeignProcess => "denied: it belongs to another process",
-        };
-        match &self.leads_to {
-            Some(real) => format!(
-                "{verb} `{}` (which leads to `{}`) {why}",
-                self.spelled,
-                real.display()
-            ),
-            None => format!("{verb} `{}` {why}", self.spelled),
-        }
-    }
-
-    /// The diagnostic shown when the spell does not catch the error.
-    /// `home` lets the suggested entry use `~`.
-    pub fn to_diagnostic(&self, home: Option<&Path>) -> Diagnostic {
-        let real = self.leads_to.as_deref().unwrap_or(&self.checked);
-        let mut d = Diagnostic::error(self.message())
-            .with_code(self.code())
-            .with_path(self.spelled.clone())
-            .with_label(format!("`{}` denied here", self.op));
-        if let Some(real) = &self.leads_to {
-            d = d.with_note(format!(
-                "`{}` is a symlink into `{}`",
-                self.spelled,
-                real.display()
-            ));
-        }
-        if self.checked.as_os_str() != self.spelled.as_str() && self.leads_to.is_none() {
-            d = d.with_note(format!("checked as `{}`", self.checked.display()));
-        }
-        d.with_help(self.fix(real, home))
-    }
-
-    fn fix(&self, real: &Path, home: Option<&Path>) -> String {
-        match self.reason {
-            DenialReason::Protected => "a spell may not change the sandbox policy or git hooks; \
-                 no magus.yaml entry can allow this"
-                .to_string(),
-            DenialReason::ForeignProcess => "reading another process's /proc entries is never \
-                 allowed; no magus.yaml entry can allow this"
-                .to_string(),
-            DenialReason::NotGranted => allow_entry(real, self.access.needed_mode(), home),
-        }
-    }
-}
-
-/// The `magus.yaml` lines that would grant `path` with `mode`; for a
-/// credential store, why no such lines are offered instead.
-pub fn allow_entry(path: &Path, mode: Mode, home: Option<&Path>) -> String {
-    if let Some(store) = crate::diag::credential_store(path, home) {
-        return crate::diag::credential_help(&store);
-    }
-    let shown = match home.and_then(|h| path.strip_prefix(h).ok()) {
-        Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
-        Some(rest) => format!("~/{}", rest.display()),
-        None => path.display().to_string(),
-    };
-    format!(
-        "to allow it, add to magus.yaml (only if you trust this spell with it):\n\
-         sandbox:\n  allow:\n    - path: {shown}\n      mode: {mode}"
-    )
 }
 
 /// What a gated call can fail with.

@@ -20,7 +20,7 @@ mod denial;
 mod fs_ops;
 mod program;
 
-pub use denial::{allow_entry, Denial, DenialReason, FsOp, GateError};
+pub use denial::{Denial, DenialReason, FsOp, GateError};
 pub use program::ProgramLookup;
 
 use crate::policy::Policy;
