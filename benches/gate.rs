@@ -67,7 +67,7 @@ impl Fixture {
             env: &env,
         })
         .expect("the bench policy resolves");
-        assert_eq!(startup.policy.state, state);
+        assert_eq!(startup.policy.state(), state);
         startup.policy
     }
 

@@ -92,14 +92,14 @@ fn bench_check(c: &mut Criterion) {
             assert!(policy.check(&path, Access::Read).is_allowed());
             assert_eq!(
                 policy.check(&path, Access::Write),
-                reference::check(&policy.grants, &path, Access::Write)
+                reference::check(policy.grants(), &path, Access::Write)
             );
             group.bench_with_input(BenchmarkId::new("trie", n), &path, |b, path| {
                 b.iter(|| policy.check(black_box(path), black_box(Access::Write)))
             });
             group.bench_with_input(BenchmarkId::new("reference", n), &path, |b, path| {
                 b.iter(|| {
-                    reference::check(&policy.grants, black_box(path), black_box(Access::Write))
+                    reference::check(policy.grants(), black_box(path), black_box(Access::Write))
                 })
             });
         }

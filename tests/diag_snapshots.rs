@@ -179,16 +179,14 @@ const LOCKED: &str = "sandbox:\n  enabled: true\n  allow:\n    - {path: ~/.cargo
 const WIDER: &str = "sandbox:\n  enabled: true\n  allow:\n    - {path: ~/.cargo, mode: rw}\n    - {path: ~/.ssh, mode: rw}\n  env: {passthrough: [GOPATH, \"AWS_*\"]}\n  network: {connect_tcp: [443]}\n";
 
 fn policy_declaring(yaml: Option<&str>, state: SandboxState, source: StateSource) -> Policy {
-    let mut policy = Policy::new(
+    Policy::new(
         state,
         PathBuf::from("/w"),
         Vec::new(),
         Network::Allow,
         Vec::new(),
-    );
-    policy.declared = yaml.map(canonical);
-    policy.state_source = source;
-    policy
+    )
+    .declaring(yaml.map(canonical), source)
 }
 
 fn mgs2010_fingerprint() -> Diagnostic {

@@ -51,7 +51,7 @@ fn startup_diagnostics(
     let policy = &startup.policy;
     let mut resolution = startup.diagnostics.clone();
     let child_env = policy.child_env(env);
-    if policy.state == SandboxState::On {
+    if policy.state() == SandboxState::On {
         if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
             resolution.push(super::run::landlock_unavailable(*reason));
         }
@@ -78,7 +78,7 @@ impl KernelReport {
     fn probe(policy: &Policy, env: &[(OsString, OsString)]) -> KernelReport {
         let request = super::run::landlock_request(env);
         KernelReport {
-            landlock: crate::enforce::landlock::probe(&policy.network, request),
+            landlock: crate::enforce::landlock::probe(policy.network(), request),
             pid: crate::enforce::probe_private_pid_namespace(),
         }
     }
@@ -118,11 +118,11 @@ impl KernelReport {
 }
 
 fn state_text(policy: &Policy) -> String {
-    let state = match policy.state {
+    let state = match policy.state() {
         SandboxState::On => "on",
         SandboxState::Off => "off",
     };
-    let why = match policy.state_source {
+    let why = match policy.state_source() {
         StateSource::Default => "default".to_string(),
         StateSource::Config(at) => format!("magus.yaml line {}", at.line),
         StateSource::Environment => policy::ENABLED_VAR.to_string(),
@@ -153,24 +153,24 @@ fn network_text(network: &Network) -> String {
 fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
     let mut out = String::new();
     let config = policy
-        .config_file
+        .config_file()
         .as_ref()
         .map_or("none".into(), |f| f.display().to_string());
     let fingerprint = policy
         .fingerprint()
         .map_or("none (no sandbox section)".into(), |f| f.to_string());
-    out.push_str(&format!("workspace    {}\n", policy.workspace.display()));
+    out.push_str(&format!("workspace    {}\n", policy.workspace().display()));
     out.push_str(&format!("config       {config}\n"));
     out.push_str(&format!("sandbox      {}\n", state_text(policy)));
     out.push_str(&format!("fingerprint  {fingerprint}\n"));
     out.push_str(&format!("lock         {}\n\npaths\n", lock.text));
     let width = policy
-        .grants
+        .grants()
         .iter()
         .map(|g| g.path.display().to_string().chars().count())
         .max()
         .unwrap_or(0);
-    for grant in &policy.grants {
+    for grant in policy.grants() {
         let path = grant.path.display().to_string();
         out.push_str(&format!(
             "  {}  {path:<width$}  {}\n",
@@ -178,7 +178,7 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
             source_text(grant)
         ));
     }
-    let passthrough: Vec<String> = policy.passthrough.iter().map(|p| p.to_string()).collect();
+    let passthrough: Vec<String> = policy.passthrough().iter().map(|p| p.to_string()).collect();
     let passthrough = match passthrough.is_empty() {
         true => "none".to_string(),
         false => passthrough.join(", "),
@@ -186,7 +186,7 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
     out.push_str(&format!("\nenv passthrough  {passthrough}\n"));
     out.push_str(&format!(
         "network          {}\n",
-        network_text(&policy.network)
+        network_text(policy.network())
     ));
     out.push_str("\nkernel\n");
     out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
@@ -225,7 +225,7 @@ fn json_grant(grant: &Grant) -> serde_json::Value {
 }
 
 fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
-    let network = match &policy.network {
+    let network = match &policy.network() {
         Network::Allow => json!("allow"),
         Network::Deny => json!("deny"),
         Network::Ports {
@@ -234,13 +234,13 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
         } => json!({"connect_tcp": connect_tcp, "bind_tcp": bind_tcp}),
     };
     let value = json!({
-        "workspace": policy.workspace.display().to_string(),
-        "config": policy.config_file.as_ref().map(|f| f.display().to_string()),
+        "workspace": policy.workspace().display().to_string(),
+        "config": policy.config_file().as_ref().map(|f| f.display().to_string()),
         "sandbox": state_text(policy),
         "fingerprint": policy.fingerprint().map(|f| f.to_string()),
         "lock": lock.tag,
-        "grants": policy.grants.iter().map(json_grant).collect::<Vec<_>>(),
-        "passthrough": policy.passthrough.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        "grants": policy.grants().iter().map(json_grant).collect::<Vec<_>>(),
+        "passthrough": policy.passthrough().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
         "kernel": {
             "landlock": kernel.landlock_text(),

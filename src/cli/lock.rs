@@ -26,7 +26,7 @@ pub(super) fn sandbox_lock(global: &GlobalArgs, env: &[(OsString, OsString)]) ->
             return EXIT_CONFIG;
         }
     };
-    let file = lock_file(&policy.workspace);
+    let file = lock_file(policy.workspace());
     let previous = Lock::read(&file);
     let lock = Lock::new(declared.clone());
     if let Ok(Some(old)) = &previous {
@@ -52,7 +52,7 @@ pub(super) fn sandbox_lock(global: &GlobalArgs, env: &[(OsString, OsString)]) ->
 
 /// The declared policy, when there is one worth locking.
 fn lockable(policy: &Policy) -> Result<&CanonicalPolicy, Box<Diagnostic>> {
-    let Some(declared) = &policy.declared else {
+    let Some(declared) = &policy.declared() else {
         return Err(Box::new(
             Diagnostic::error("there is no `sandbox:` section in magus.yaml to lock")
                 .with_help("declare the sandbox first:\nsandbox:\n  enabled: true\n  allow: []"),

@@ -61,7 +61,7 @@ pub fn startup_report(input: ReportInput<'_>) -> StartupReport {
     let mut report = StartupReport::default();
     report.now.extend(sandbox_off(input.policy, input.config));
     report.now.extend(input.resolution);
-    if input.policy.state == SandboxState::Off {
+    if input.policy.state() == SandboxState::Off {
         return report;
     }
     report.at_first_launch = launch_notes(input.child_env, input.verbosity);
@@ -73,7 +73,7 @@ pub fn startup_report(input: ReportInput<'_>) -> StartupReport {
 /// nothing turned it on. An explicit `enabled: false` (or
 /// `MAGUS_SANDBOX_ENABLED=0`) is a choice and stays quiet.
 fn sandbox_off(policy: &Policy, config: Option<&ConfigFile>) -> Option<Diagnostic> {
-    if policy.state != SandboxState::Off || policy.state_source != StateSource::Default {
+    if policy.state() != SandboxState::Off || policy.state_source() != StateSource::Default {
         return None;
     }
     let why = match config.map(|c| c.sandbox.is_some()) {

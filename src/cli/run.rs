@@ -52,18 +52,18 @@ pub(super) fn run(
         renderer.emit(&d);
         return EXIT_CONFIG;
     }
-    let (file, source) = match read_spell(&policy.workspace, spell) {
+    let (file, source) = match read_spell(policy.workspace(), spell) {
         Ok(found) => found,
         Err(e) => {
             renderer.emit(&e.diagnostic);
             return e.status;
         }
     };
-    let mut child_env = match policy.state {
+    let mut child_env = match policy.state() {
         SandboxState::On => policy.child_env(env),
         SandboxState::Off => unsandboxed_env(env),
     };
-    if policy.state == SandboxState::On {
+    if policy.state() == SandboxState::On {
         if let Err(d) = keep_inherited_descriptors() {
             renderer.emit(&d);
             return EXIT_CONFIG;
@@ -205,7 +205,7 @@ fn confine(
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Domain, Box<Diagnostic>> {
-    if policy.state == SandboxState::Off {
+    if policy.state() == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
     if nesting(env) == Nesting::Outermost {
@@ -224,7 +224,7 @@ fn confine(
     })?;
     let request = landlock_request(env);
     let domain =
-        enforce::install_on_self(&policy.grants, &policy.network, request).map_err(|e| {
+        enforce::install_on_self(policy.grants(), policy.network(), request).map_err(|e| {
             Box::new(Diagnostic::error(format!(
                 "cannot install the Landlock sandbox: {e}"
             )))
@@ -283,7 +283,7 @@ fn execute(
     args: Vec<String>,
     renderer: Renderer,
 ) -> i32 {
-    let workspace = policy.workspace.clone();
+    let workspace = policy.workspace().to_path_buf();
     if let Err(e) = std::env::set_current_dir(&workspace) {
         let message = format!("cannot enter the workspace {}: {e}", workspace.display());
         renderer.emit(&Diagnostic::error(message));

@@ -99,7 +99,7 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         Ok(startup) => startup,
         Err(status) => return status,
     };
-    let dir = startup.policy.workspace.join("spells");
+    let dir = startup.policy.workspace().join("spells");
     let mut spells = spell_files(&dir);
     spells.sort();
     let width = spells

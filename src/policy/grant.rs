@@ -36,6 +36,24 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = UnknownMode;
+
+    /// `ro` or `rw`, as `magus.yaml` and `magus.lock` both spell them.
+    fn from_str(word: &str) -> Result<Mode, UnknownMode> {
+        match word {
+            "ro" => Ok(Mode::Ro),
+            "rw" => Ok(Mode::Rw),
+            _ => Err(UnknownMode),
+        }
+    }
+}
+
+/// A word that is neither `ro` nor `rw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("expected `ro` or `rw`")]
+pub struct UnknownMode;
+
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -112,6 +130,18 @@ pub enum Network {
         connect_tcp: Vec<u16>,
         bind_tcp: Vec<u16>,
     },
+}
+
+impl Network {
+    /// The setting a single word names (`allow`, `deny`), as `magus.yaml`
+    /// and `magus.lock` both spell it; port lists are not words.
+    pub fn from_word(word: &str) -> Option<Network> {
+        match word {
+            "allow" => Some(Network::Allow),
+            "deny" => Some(Network::Deny),
+            _ => None,
+        }
+    }
 }
 
 /// Whether the sandbox is on for this run.

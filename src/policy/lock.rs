@@ -244,20 +244,17 @@ impl LockParser {
 
     fn allow(&mut self, rest: &str) -> Result<(), LockSyntax> {
         let (mode, path) = rest.split_once(' ').unwrap_or((rest, ""));
-        let mode = match mode {
-            "ro" => Mode::Ro,
-            "rw" => Mode::Rw,
-            _ => return Err(bad("mode (ro or rw)", mode)),
+        let Ok(mode) = mode.parse::<Mode>() else {
+            return Err(bad("mode (ro or rw)", mode));
         };
         self.allow.push((quoted(path.trim(), "allow path")?, mode));
         Ok(())
     }
 
     fn network(&mut self, rest: &str) -> Result<(), LockSyntax> {
-        let network = match rest {
-            "allow" => Network::Allow,
-            "deny" => Network::Deny,
-            _ => port_lists(rest)?,
+        let network = match Network::from_word(rest) {
+            Some(word) => word,
+            None => port_lists(rest)?,
         };
         if self.network.replace(network).is_some() {
             return Err(LockSyntax::Repeated("network"));

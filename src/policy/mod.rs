@@ -25,7 +25,7 @@ pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW};
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
-pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
+pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode};
 pub use load::{startup, Startup, StartupError, StartupInput};
 pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
@@ -39,7 +39,7 @@ pub use workspace::{
 };
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What decided whether the sandbox is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,26 +54,27 @@ pub enum StateSource {
 
 /// One resolved policy: what the sandbox allows on this machine.
 ///
-/// `grants` and the trie are built together by [`Policy::new`]; do not
-/// edit `grants` afterwards (build a new policy instead), or `check` and
-/// the Landlock layer would disagree.
+/// Its fields are private so that the grants, the trie the gate checks and
+/// the Landlock rules built from the grants can never drift apart: a
+/// policy is made by resolution ([`startup`]) or by [`Policy::new`], which
+/// builds the trie from the grants, and is read through accessors.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    pub state: SandboxState,
-    pub state_source: StateSource,
+    state: SandboxState,
+    state_source: StateSource,
     /// The workspace root (real path).
-    pub workspace: PathBuf,
+    workspace: PathBuf,
     /// `magus.yaml`, when the workspace has one.
-    pub config_file: Option<PathBuf>,
+    config_file: Option<PathBuf>,
     /// Every granted path, real and absolute, one grant per path: the
     /// workspace, the built-ins, then `sandbox.allow` entries.
-    pub grants: Vec<Grant>,
-    pub network: Network,
+    grants: Vec<Grant>,
+    network: Network,
     /// `sandbox.env.passthrough`, sorted and unique.
-    pub passthrough: Vec<EnvPattern>,
+    passthrough: Vec<EnvPattern>,
     /// The declared `sandbox:` section in canonical form; `None` when the
     /// config has none.
-    pub declared: Option<CanonicalPolicy>,
+    declared: Option<CanonicalPolicy>,
     trie: PathTrie,
 }
 
@@ -106,6 +107,57 @@ impl Policy {
     /// as configured; callers check [`Policy::state`] for whether to ask.
     pub fn check(&self, path: &NormalPath, access: Access) -> Decision {
         self.trie.check(path, access)
+    }
+
+    /// This policy, recording `declared` as the `sandbox:` section it came
+    /// from and `source` as what decided its state. Neither changes what is
+    /// granted, so the trie and the grants still agree.
+    pub fn declaring(mut self, declared: Option<CanonicalPolicy>, source: StateSource) -> Policy {
+        self.declared = declared;
+        self.state_source = source;
+        self
+    }
+
+    /// Whether the sandbox is on for this run.
+    pub fn state(&self) -> SandboxState {
+        self.state
+    }
+
+    /// What decided [`Policy::state`].
+    pub fn state_source(&self) -> StateSource {
+        self.state_source
+    }
+
+    /// The workspace root (real path).
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// `magus.yaml`, when the workspace has one.
+    pub fn config_file(&self) -> Option<&Path> {
+        self.config_file.as_deref()
+    }
+
+    /// Every granted path, real and absolute, one grant per path: the
+    /// workspace, the built-ins, then `sandbox.allow` entries.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    /// The `network` setting.
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    /// `sandbox.env.passthrough`, sorted and unique.
+    pub fn passthrough(&self) -> &[EnvPattern] {
+        &self.passthrough
+    }
+
+    /// The declared `sandbox:` section in canonical form; `None` when the
+    /// config has none.
+    pub fn declared(&self) -> Option<&CanonicalPolicy> {
+        self.declared.as_ref()
     }
 
     /// The grant a decision names.

@@ -69,7 +69,7 @@ impl Located<'_> {
 impl Confined {
     /// The backend over `policy`, resolving relative paths against `cwd`.
     pub(super) fn new(policy: Rc<Policy>, cwd: &Path) -> Confined {
-        let roots = RefCell::new(vec![None; policy.grants.len()]);
+        let roots = RefCell::new(vec![None; policy.grants().len()]);
         let base = match NormalPath::new(cwd) {
             Ok(normal) => Base::Normal(normal),
             Err(_) => Base::Spelled(cwd.to_path_buf()),
@@ -197,7 +197,7 @@ impl Confined {
         if let Some(Some(root)) = roots.get(index) {
             return Ok(Rc::clone(root));
         }
-        let root = Rc::new(Root::open(&self.policy.grants[index].path)?);
+        let root = Rc::new(Root::open(&self.policy.grants()[index].path)?);
         if let Some(slot) = roots.get_mut(index) {
             *slot = Some(Rc::clone(&root));
         }
@@ -308,7 +308,7 @@ impl Confined {
 
     /// `path` is a protected path or lies beneath one.
     fn is_protected(&self, path: &Path) -> bool {
-        let Ok(rest) = path.strip_prefix(&self.policy.workspace) else {
+        let Ok(rest) = path.strip_prefix(self.policy.workspace()) else {
             return false;
         };
         PROTECTED
@@ -319,7 +319,7 @@ impl Confined {
     /// `path` is a protected path or a directory holding one (the
     /// workspace and its ancestors included).
     fn holds_protected(&self, path: &Path) -> bool {
-        let workspace = &self.policy.workspace;
+        let workspace = &self.policy.workspace();
         match path.strip_prefix(workspace) {
             Ok(rest) => PROTECTED.iter().any(|p| Path::new(p).starts_with(rest)),
             Err(_) => workspace.starts_with(path),

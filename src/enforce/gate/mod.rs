@@ -58,7 +58,7 @@ impl Gate {
     /// A gate over `policy`, resolving relative paths against `cwd`.
     /// Whether it confines is decided here, once, from the policy's state.
     pub fn new(policy: Rc<Policy>, cwd: PathBuf) -> Gate {
-        let backend = match policy.state {
+        let backend = match policy.state() {
             SandboxState::On => Backend::Confined(Confined::new(Rc::clone(&policy), &cwd)),
             SandboxState::Off => Backend::Ambient(Ambient),
         };

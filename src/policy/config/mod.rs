@@ -306,13 +306,9 @@ fn validate_allow(raw: RawAllow) -> Result<AllowEntry, Invalid> {
         let spelled = raw.path.value.escape_debug().to_string();
         return Err((path_at, ConfigErrorKind::BadPath { spelled, why }));
     }
-    let mode = match raw.mode.value.as_str() {
-        "ro" => Mode::Ro,
-        "rw" => Mode::Rw,
-        other => {
-            let shown = other.escape_debug().to_string();
-            return Err((position(&raw.mode), ConfigErrorKind::BadMode(shown)));
-        }
+    let Ok(mode) = raw.mode.value.parse::<Mode>() else {
+        let shown = raw.mode.value.escape_debug().to_string();
+        return Err((position(&raw.mode), ConfigErrorKind::BadMode(shown)));
     };
     Ok(AllowEntry {
         path: raw.path.value,
@@ -335,14 +331,12 @@ fn validate_passthrough(raw: Spanned<String>) -> Result<PassthroughEntry, Invali
 fn validate_network(raw: Spanned<RawNetwork>) -> Result<Network, Invalid> {
     let at = position(&raw);
     match raw.value {
-        RawNetwork::Word(word) => match word.as_str() {
-            "allow" => Ok(Network::Allow),
-            "deny" => Ok(Network::Deny),
-            other => Err((
+        RawNetwork::Word(word) => Network::from_word(&word).ok_or_else(|| {
+            (
                 at,
-                ConfigErrorKind::BadNetwork(other.escape_debug().to_string()),
-            )),
-        },
+                ConfigErrorKind::BadNetwork(word.escape_debug().to_string()),
+            )
+        }),
         RawNetwork::Ports(ports) => validate_ports(ports),
     }
 }
