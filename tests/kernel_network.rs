@@ -36,7 +36,7 @@ fn deny_refuses_a_loopback_connect_and_allow_permits_it() {
     let port = listener.local_addr().unwrap().port();
     let cases = [
         ("allow", "connected"),
-        ("deny", "refused 13"),
+        ("deny", "refused 111"),
         (
             &format!("{{connect_tcp: [{port}], bind_tcp: []}}") as &str,
             "connected",

@@ -8,7 +8,7 @@ mod check;
 mod lock;
 mod run;
 
-pub use run::landlock_unavailable;
+pub use run::{landlock_unavailable, network_fallback};
 
 use crate::diag::{Code, Diagnostic, MessageFormat, Renderer};
 use crate::policy::{self, Startup, StartupInput, WorkspaceArg};
