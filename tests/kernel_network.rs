@@ -470,3 +470,291 @@ fn each_setting_blocks_exactly_its_rows() {
         wrong.join("\n")
     );
 }
+
+// ------------------------------------------------ the host's addresses
+
+/// As root, a child adds an address and a route to loopback. The run
+/// happens in a throw-away network namespace (so the test never changes
+/// the machine); after magus exits, the namespace is inspected from
+/// outside. Only the sandbox-off control changes it: no setting leaves
+/// a child `CAP_NET_ADMIN`.
+#[test]
+fn no_setting_lets_root_change_addresses_or_routes() {
+    if !is_root() {
+        println!("skipped: changing addresses needs root for the control run");
+        return;
+    }
+    let outside = "ip link set lo up; \"$0\" \"$@\"; echo ==after==; ip -o addr show dev lo; ip route show table all";
+    let script = "ip addr add 192.0.2.77/32 dev lo; echo addr=$?; ip route add 198.51.100.0/24 dev lo; echo route=$?\n";
+    let listeners = Listeners::start();
+    for mode in [
+        Mode::Off,
+        Mode::Allow,
+        Mode::Deny,
+        Mode::DenyFallback,
+        Mode::Ports,
+    ] {
+        let h = workspace(User::Root, mode, &listeners);
+        std::fs::write(h.ws_path("rows.sh"), script).unwrap();
+        h.write_spell("net", SPELL);
+        let wrapper = ["unshare", "--net", "--", "sh", "-c", outside];
+        let out = run(&h, &wrapper);
+        let (inside, after) = out
+            .stdout
+            .split_once("==after==")
+            .unwrap_or_else(|| panic!("{}", out.dump()));
+        let changed = after.contains("192.0.2.77") || after.contains("198.51.100.0/24");
+        let succeeded = inside.contains("addr=0") || inside.contains("route=0");
+        let want = mode == Mode::Off;
+        assert_eq!(
+            (changed, succeeded),
+            (want, want),
+            "{mode:?}\n{}",
+            out.dump()
+        );
+    }
+}
+
+// ---------------------------------------------- allow: ordinary tools
+
+/// A static HTTP server on 127.0.0.1 serving `dir` (git's "dumb" HTTP
+/// protocol needs nothing more). Returns its port.
+fn http_server(dir: PathBuf) -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let dir = dir.clone();
+            thread::spawn(move || serve_one(stream, &dir));
+        }
+    });
+    port
+}
+
+fn serve_one(mut stream: TcpStream, dir: &Path) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let path = head.split_whitespace().nth(1).unwrap_or("/");
+    let path = path
+        .split('?')
+        .next()
+        .unwrap_or("/")
+        .trim_start_matches('/');
+    let file = dir.join(path);
+    let reply = match (path.contains(".."), std::fs::read(&file)) {
+        (false, Ok(body)) => {
+            let mut r = format!(
+                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            r.extend(body);
+            r
+        }
+        _ => b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
+    };
+    let _ = stream.write_all(&reply);
+}
+
+/// A DNS stub on 127.0.0.1: answers every query with `203.0.113.7`.
+fn dns_stub() -> u16 {
+    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            if n < 12 {
+                continue;
+            }
+            let mut reply = buf[..n].to_vec();
+            reply[2] = 0x81; // response, recursion desired
+            reply[3] = 0x80; // recursion available, no error
+            reply[6..8].copy_from_slice(&[0, 1]); // one answer
+            reply.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 203, 0, 113, 7]);
+            let _ = socket.send_to(&reply, from);
+        }
+    });
+    port
+}
+
+/// `git init`, one commit, a bare clone ready for dumb HTTP, and a file.
+fn served_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let git = |args: &[&str], cwd: &Path| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    std::fs::create_dir_all(&src).unwrap();
+    git(&["init", "-q"], &src);
+    std::fs::write(src.join("README"), "served-by-the-test\n").unwrap();
+    git(&["add", "README"], &src);
+    git(&["commit", "-qm", "one"], &src);
+    git(&["clone", "-q", "--bare", "src", "repo.git"], dir.path());
+    git(&["update-server-info"], &dir.path().join("repo.git"));
+    std::fs::write(dir.path().join("hello.txt"), "hello-over-http\n").unwrap();
+    dir
+}
+
+const DNS_QUERY: &str = "import socket, struct, sys\nq = struct.pack('>HHHHHH', 0x4d47, 0x0100, 1, 0, 0, 0) + b'\\x07example\\x04test\\x00' + struct.pack('>HH', 1, 1)\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(3)\ns.sendto(q, ('127.0.0.1', int(sys.argv[1])))\nr = s.recv(512)\nprint('dns-answer', '.'.join(str(b) for b in r[-4:]))\n";
+
+/// `network: allow` keeps ordinary tools working over loopback: curl, a
+/// git clone over HTTP, and a UDP DNS query to a resolver stub. Under a
+/// port list naming the HTTP port, curl and git still work and the DNS
+/// query fails: UDP is refused under port lists (the documented choice).
+#[test]
+fn allow_keeps_git_curl_and_dns_working_and_port_lists_refuse_udp_dns() {
+    let served = served_dir();
+    let http = http_server(served.path().to_path_buf());
+    let dns = dns_stub();
+    let script = format!(
+        "curl -sS http://127.0.0.1:{http}/hello.txt\ngit clone -q http://127.0.0.1:{http}/repo.git clone && cat clone/README\npython3 dns.py {dns} || echo dns-failed\n"
+    );
+    for user in users() {
+        for (network, dns_works) in [
+            ("allow".to_string(), true),
+            (format!("{{connect_tcp: [{http}]}}"), false),
+        ] {
+            let mut h = Harness::with_config(&format!(
+                "sandbox:\n  enabled: true\n  network: {network}\n"
+            ));
+            h.set_env("GIT_CONFIG_NOSYSTEM", "1");
+            std::fs::write(h.ws_path("rows.sh"), &script).unwrap();
+            std::fs::write(h.ws_path("dns.py"), DNS_QUERY).unwrap();
+            if user == User::Nobody {
+                for dir in [&h.root, &h.ws, &h.home] {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+                }
+            }
+            h.write_spell("net", SPELL);
+            let out = run(&h, user.wrapper());
+            let what = format!("{user:?} {network}\n{}", out.dump());
+            assert!(out.stdout.contains("hello-over-http"), "curl: {what}");
+            assert!(out.stdout.contains("served-by-the-test"), "git: {what}");
+            assert_eq!(
+                out.stdout.contains("dns-answer 203.0.113.7"),
+                dns_works,
+                "dns: {what}"
+            );
+            assert_eq!(out.stdout.contains("dns-failed"), !dns_works, "dns: {what}");
+        }
+    }
+}
+
+// ------------------------------------------- bind_tcp, check, MGS2012
+
+/// With `bind_tcp` naming a port, a server may bind and listen on it
+/// (so `listen` is no longer refused), and binding any other port fails.
+#[test]
+fn bind_tcp_admits_a_server_on_its_port_only() {
+    let free = |_| {
+        TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (listed, other) = (free(0), free(1));
+    let h = Harness::with_config(&format!(
+        "sandbox:\n  enabled: true\n  network: {{connect_tcp: [], bind_tcp: [{listed}]}}\n"
+    ));
+    let script = format!(
+        "python3 -c \"import socket\nfor p in ({listed}, {other}):\n  s = socket.socket()\n  try:\n    s.bind(('127.0.0.1', p)); s.listen(); print('listening', p)\n  except OSError as e:\n    print('refused', p, e.errno)\"\n"
+    );
+    std::fs::write(h.ws_path("rows.sh"), script).unwrap();
+    h.write_spell("net", SPELL);
+    let out = run(&h, &[]);
+    assert!(
+        out.stdout.contains(&format!("listening {listed}")),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.contains(&format!("refused {other} 13")),
+        "{}",
+        out.dump()
+    );
+}
+
+/// `magus sandbox check` names the mechanism for each setting, and the
+/// seccomp fallback of `deny` is MGS2012 at every run, human and JSON.
+#[test]
+fn check_names_the_mechanism_and_every_run_says_the_fallback() {
+    let cases = [
+        ("allow", None, "host network; no capability to change it"),
+        ("deny", None, "network namespace with loopback only"),
+        (
+            "deny",
+            Some("0"),
+            "seccomp: every socket family but AF_UNIX refused",
+        ),
+        (
+            "{connect_tcp: [443]}",
+            None,
+            "Landlock TCP rights for the listed ports",
+        ),
+    ];
+    for (network, userns, want) in cases {
+        let mut h = Harness::with_config(&format!(
+            "sandbox:\n  enabled: true\n  network: {network}\n"
+        ));
+        if let Some(v) = userns {
+            h.set_env("MAGUS_SANDBOX_USERNS", v);
+        }
+        let mut cmd = h.command();
+        cmd.arg("--workspace").arg(&h.ws).args(["sandbox", "check"]);
+        let out = capture(&mut cmd);
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("  network "))
+            .unwrap_or_default();
+        assert!(line.contains(want), "{network}: {}", out.dump());
+        assert_eq!(
+            out.stderr.contains("warning[MGS2012]"),
+            userns.is_some(),
+            "{}",
+            out.dump()
+        );
+        h.write_spell("net", "fun main(args: [str]) > int { return 0; }\n");
+        let human = h.run("net", &[]);
+        assert_eq!(
+            human.stderr_count("warning[MGS2012]"),
+            usize::from(userns.is_some()),
+            "{}",
+            human.dump()
+        );
+        let json = h.run_with("net", &[], &["--message-format", "json"]);
+        let fallback = json.stderr.lines().any(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+            v["code"] == "MGS2012"
+                && v["severity"] == "warning"
+                && v["explain"] == "magus explain MGS2012"
+        });
+        assert_eq!(fallback, userns.is_some(), "{}", json.dump());
+    }
+}
