@@ -228,9 +228,11 @@ enum Target {
     Icmp,
     Listen,
     Packet,
+    /// The hypervisor's host over vsock (CID 2, port 1).
+    VsockHost,
 }
 
-const ROWS: [(&str, &str, Target); 15] = [
+const ROWS: [(&str, &str, Target); 16] = [
     ("tcp4", "tcp", Target::Tcp4),
     ("tcp6", "tcp", Target::Tcp6),
     ("tcp4-unlisted-port", "tcp", Target::Tcp4Other),
@@ -244,10 +246,33 @@ const ROWS: [(&str, &str, Target); 15] = [
     ("icmp-echo", "icmp", Target::Icmp),
     ("listen-unbound", "listen", Target::Listen),
     ("packet-socket", "packet", Target::Packet),
+    ("vsock-to-host", "vsock", Target::VsockHost),
     ("uring-tcp4-listed-port", "uring-tcp", Target::Tcp4),
     ("uring-tcp4", "uring-tcp", Target::Tcp4Other),
     ("uring-mptcp4", "uring-mptcp", Target::Tcp4Other),
     ("uring-udp4", "uring-udp", Target::Udp4),
+];
+
+/// Every setting, the sandbox-off control first.
+const MODES: [Mode; 5] = [
+    Mode::Off,
+    Mode::Allow,
+    Mode::Deny,
+    Mode::DenyFallback,
+    Mode::Ports,
+];
+
+/// Rows whose control may fail for want of a kernel feature (vsock on a
+/// machine that is no VM, MPTCP or io_uring turned off by sysctl): where
+/// the sandbox-off control fails they are skipped, the reason printed.
+/// Every other row must get through in the control.
+const MACHINE_DEPENDENT: [&str; 6] = [
+    "vsock-to-host",
+    "mptcp4",
+    "uring-mptcp4",
+    "uring-tcp4",
+    "uring-tcp4-listed-port",
+    "uring-udp4",
 ];
 
 /// Whether a row gets through: the documented behaviour of each setting.
@@ -320,6 +345,7 @@ fn target_args(target: Target, l: &Listeners) -> (&'static str, u16) {
         Target::Udp4 => ("127.0.0.1", l.udp4),
         Target::Udp6 => ("::1", l.udp6),
         Target::Icmp | Target::Listen | Target::Packet => ("127.0.0.1", 0),
+        Target::VsockHost => ("host", 1),
     }
 }
 
@@ -377,6 +403,7 @@ fn run_rows(
                 .unwrap_or_else(|| panic!("no line for {name}\n{}", out.dump()));
             let reached = match target {
                 Target::Packet => line.contains("ok sniffed"),
+                Target::VsockHost => line.contains("ok host-answered"),
                 Target::Listen => line.contains("ok accepted"),
                 _ => l.seen.contains(&marker(user, mode, name, nonce)),
             };
@@ -439,18 +466,21 @@ fn each_setting_blocks_exactly_its_rows() {
     let mut report = BTreeMap::new();
     let mut wrong = Vec::new();
     for user in users() {
-        for mode in [
-            Mode::Off,
-            Mode::Allow,
-            Mode::Deny,
-            Mode::DenyFallback,
-            Mode::Ports,
-        ] {
+        let mut unavailable: Vec<String> = Vec::new();
+        for mode in MODES {
             for (row, line, reached) in run_rows(user, mode, &listeners, &packet_marker) {
                 if row == "icmp-echo" && !is_root() {
                     continue; // no listener can see ICMP without root
                 }
                 let want = expected(mode, user, &row);
+                let machine_lacks = mode == Mode::Off && want && !reached;
+                if machine_lacks && MACHINE_DEPENDENT.contains(&row.as_str()) {
+                    println!("skipped {row} for {user:?}: the control fails here: {line}");
+                    unavailable.push(row.clone());
+                }
+                if unavailable.contains(&row) {
+                    continue;
+                }
                 let says_ok = line.contains(" ok ");
                 if reached != want || says_ok != want {
                     wrong.push(format!(

@@ -1,9 +1,10 @@
 //! The `network:` setting made real (DESIGN §6b): which mechanism enforces
 //! it on this machine ([`NetworkPlan`]), the loopback-only network
 //! namespace of `network: deny`, and the seccomp rules that close what
-//! Landlock's TCP rights do not see (MPTCP, TCP Fast Open, UDP, raw and
-//! packet sockets, `listen`, io_uring). It decides nothing about the policy
-//! and prints nothing; `src/cli` says what is in force.
+//! Landlock's TCP rights and the namespace do not see (MPTCP, TCP Fast
+//! Open, UDP, raw, packet and vsock sockets, `listen`, io_uring). It
+//! decides nothing about the policy and prints nothing; `src/cli` says what
+//! is in force.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -101,6 +102,11 @@ pub enum Listen {
 pub enum NetworkSeccomp {
     /// No network rule.
     None,
+    /// Inside the loopback-only namespace: socket families a network
+    /// namespace does not isolate (`AF_VSOCK` reaches the hypervisor's host
+    /// from any namespace, Bluetooth, ...) refused, and io_uring, whose
+    /// `IORING_OP_SOCKET` would make them past the filter.
+    NamespacedOnly,
     /// Every socket family but `AF_UNIX` refused, and io_uring.
     UnixOnly,
     /// TCP over IPv4/IPv6 (plus unix and netlink) only; MPTCP, Fast Open,
@@ -130,7 +136,8 @@ impl NetworkPlan {
     /// What seccomp must add for this plan.
     pub fn seccomp(self) -> NetworkSeccomp {
         match self {
-            NetworkPlan::Host | NetworkPlan::LoopbackNamespace => NetworkSeccomp::None,
+            NetworkPlan::Host => NetworkSeccomp::None,
+            NetworkPlan::LoopbackNamespace => NetworkSeccomp::NamespacedOnly,
             NetworkPlan::UnixSocketsOnly { .. } => NetworkSeccomp::UnixOnly,
             NetworkPlan::TcpPorts { listen } => NetworkSeccomp::TcpOnly { listen },
         }
@@ -142,9 +149,10 @@ impl NetworkPlan {
             NetworkPlan::Host => "host network; no capability to change it \
                 (CAP_NET_ADMIN, CAP_NET_RAW dropped)"
                 .into(),
-            NetworkPlan::LoopbackNamespace => {
-                "network namespace with loopback only (children reach no other host)".into()
-            }
+            NetworkPlan::LoopbackNamespace => "network namespace with loopback only \
+                (children reach no other host); seccomp refuses the socket families no \
+                namespace isolates (vsock, Bluetooth, ...) and io_uring"
+                .into(),
             NetworkPlan::UnixSocketsOnly { why } => format!(
                 "seccomp: every socket family but AF_UNIX refused, io_uring refused \
                  (no network namespace: {why})"
@@ -291,6 +299,9 @@ pub fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
     let mut rules = Rules::new();
     match network {
         NetworkSeccomp::None => return Ok(rules),
+        NetworkSeccomp::NamespacedOnly => {
+            rules.insert(libc::SYS_socket, vec![family_is_not(&NAMESPACED)?]);
+        }
         NetworkSeccomp::UnixOnly => {
             rules.insert(libc::SYS_socket, vec![family_is_not(&[libc::AF_UNIX])?]);
         }
@@ -317,18 +328,22 @@ pub fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
     Ok(with_x32_twins(rules))
 }
 
-/// Under port lists: unix, netlink (reading addresses; changing them needs
-/// the dropped `CAP_NET_ADMIN`), and IPv4/IPv6 stream sockets of protocol
-/// TCP only, which Landlock's TCP rights see. Everything else is refused:
-/// UDP and ICMP datagrams, raw and packet sockets, SCTP, MPTCP.
+/// The families kept inside the loopback-only namespace and under port
+/// lists: unix, IPv4, IPv6, and netlink (reading addresses; changing them
+/// needs the dropped `CAP_NET_ADMIN`). Each is per network namespace.
+const NAMESPACED: [libc::c_int; 4] = [
+    libc::AF_UNIX,
+    libc::AF_NETLINK,
+    libc::AF_INET,
+    libc::AF_INET6,
+];
+
+/// Under port lists: the [`NAMESPACED`] families, and of IPv4/IPv6 only
+/// stream sockets of protocol TCP, which Landlock's TCP rights see.
+/// Everything else is refused: UDP and ICMP datagrams, raw and packet
+/// sockets, SCTP, MPTCP, vsock.
 fn tcp_only_socket_rules() -> Result<Vec<SeccompRule>, EnforceError> {
-    let kept = [
-        libc::AF_UNIX,
-        libc::AF_NETLINK,
-        libc::AF_INET,
-        libc::AF_INET6,
-    ];
-    let mut rules = vec![family_is_not(&kept)?];
+    let mut rules = vec![family_is_not(&NAMESPACED)?];
     for family in [libc::AF_INET, libc::AF_INET6] {
         for kind in (0..=SOCK_TYPE_MASK).filter(|&t| t != libc::SOCK_STREAM as u64) {
             rules.push(SeccompRule::new(vec![
@@ -485,6 +500,10 @@ mod tests {
     fn seccomp_covers_exactly_what_the_plan_needs() {
         let keys = |s| seccomp_rules(s).unwrap().into_keys().collect::<Vec<_>>();
         assert!(keys(NetworkSeccomp::None).is_empty());
+        let namespaced = keys(NetworkSeccomp::NamespacedOnly);
+        assert!(namespaced.contains(&libc::SYS_socket));
+        assert!(namespaced.contains(&libc::SYS_io_uring_setup));
+        assert!(!namespaced.contains(&libc::SYS_listen));
         let unix = keys(NetworkSeccomp::UnixOnly);
         assert!(unix.contains(&libc::SYS_socket) && unix.contains(&libc::SYS_io_uring_setup));
         assert!(!unix.contains(&libc::SYS_listen));

@@ -237,4 +237,43 @@ mod tests {
         // (load, compare, return) and the fall-through return.
         assert!(guard.program.len() > 4 + ioctl_numbers().len());
     }
+
+    #[test]
+    fn every_network_variant_compiles_and_adds_rules() {
+        use super::super::network::Listen;
+        let base = SyscallGuard::build().expect("filter builds").program.len();
+        let variants = [
+            NetworkSeccomp::NamespacedOnly,
+            NetworkSeccomp::UnixOnly,
+            NetworkSeccomp::TcpOnly {
+                listen: Listen::Refused,
+            },
+            NetworkSeccomp::TcpOnly {
+                listen: Listen::Allowed,
+            },
+        ];
+        for network in variants {
+            let guard = SyscallGuard::build_with_network(network).expect("filter builds");
+            assert!(guard.program.len() > base, "{network:?}");
+        }
+    }
+
+    #[test]
+    fn merging_keeps_the_stricter_rule() {
+        let rule = || request_is(TIOCSTI).unwrap();
+        let mut rules = BTreeMap::from([(1, vec![rule()]), (2, Vec::new()), (3, vec![rule()])]);
+        let more = BTreeMap::from([
+            (1, Vec::new()),
+            (2, vec![rule()]),
+            (3, vec![rule()]),
+            (4, vec![]),
+        ]);
+        merge(&mut rules, more);
+        let lens: Vec<usize> = rules.values().map(Vec::len).collect();
+        assert_eq!(
+            lens,
+            [0, 0, 2, 0],
+            "an empty list refuses every call and wins"
+        );
+    }
 }
