@@ -10,8 +10,8 @@
 //!   page cache included), port I/O, and making device nodes (a block
 //!   device node in the workspace is the whole disk).
 //!
-//! - the network rules of `network: deny` without namespaces and of port
-//!   lists, which `super::network` owns.
+//! - the network rules of `network: deny` and of port lists, which
+//!   `super::network` owns.
 //!
 //! Built with `seccompiler` before any fork; installing it allocates
 //! nothing. Every other syscall is allowed.
