@@ -291,17 +291,19 @@ fn expected(mode: Mode, user: User, row: &str) -> bool {
 fn probe_binary() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();
     PROBE.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("magus-netprobe-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("probe");
+        // In target/tmp, replaced atomically, so nothing is left in /tmp.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let building = dir.join(format!("netprobe.{}", std::process::id()));
+        let out = dir.join("netprobe");
         let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/net/probe.c");
         let status = Command::new("cc")
             .args(["-O1", "-o"])
-            .arg(&out)
+            .arg(&building)
             .arg(src)
             .status()
             .expect("run cc");
         assert!(status.success(), "cc failed to build the probe");
+        std::fs::rename(&building, &out).expect("move the probe in place");
         out
     })
 }
@@ -394,6 +396,7 @@ fn run_rows(
     done.store(true, Ordering::Relaxed);
     thread::sleep(Duration::from_millis(200));
     assert_eq!(out.status, Some(0), "{user:?} {mode:?}\n{}", out.dump());
+    h.assert_no_leak(&out);
     ROWS.iter()
         .map(|(name, _, target)| {
             let line = out
