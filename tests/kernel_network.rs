@@ -733,30 +733,54 @@ fn bind_tcp_admits_a_server_on_its_port_only() {
     );
 }
 
-/// `magus sandbox check` names the mechanism for each setting, and the
-/// seccomp fallback of `deny` is MGS2012 at every run, human and JSON.
+/// `(network, a variable set, the check's network line, MGS2012 expected)`.
+type CheckCase = (
+    &'static str,
+    Option<(&'static str, &'static str)>,
+    &'static str,
+    bool,
+);
+
+/// `magus sandbox check` names the mechanism for each setting, and a
+/// fallback is MGS2012 at every run, human and JSON: `deny` without user
+/// namespaces, and port lists without Landlock TCP rights (here Landlock
+/// forced off, as on a kernel without it).
 #[test]
 fn check_names_the_mechanism_and_every_run_says_the_fallback() {
-    let cases = [
-        ("allow", None, "host network; no capability to change it"),
-        ("deny", None, "network namespace with loopback only"),
+    let ports = "{connect_tcp: [443]}";
+    let cases: [CheckCase; 5] = [
+        (
+            "allow",
+            None,
+            "host network; no capability to change it",
+            false,
+        ),
+        ("deny", None, "network namespace with loopback only", false),
         (
             "deny",
-            Some("0"),
+            Some(("MAGUS_SANDBOX_USERNS", "0")),
             "seccomp: every socket family but AF_UNIX refused",
+            true,
         ),
         (
-            "{connect_tcp: [443]}",
+            ports,
             None,
             "Landlock TCP rights for the listed ports",
+            false,
+        ),
+        (
+            ports,
+            Some(("MAGUS_SANDBOX_LANDLOCK", "0")),
+            "Landlock TCP rights for the listed ports",
+            true,
         ),
     ];
-    for (network, userns, want) in cases {
+    for (network, var, want, warned) in cases {
         let mut h = Harness::with_config(&format!(
             "sandbox:\n  enabled: true\n  network: {network}\n"
         ));
-        if let Some(v) = userns {
-            h.set_env("MAGUS_SANDBOX_USERNS", v);
+        if let Some((name, value)) = var {
+            h.set_env(name, value);
         }
         let mut cmd = h.command();
         cmd.arg("--workspace").arg(&h.ws).args(["sandbox", "check"]);
@@ -769,7 +793,7 @@ fn check_names_the_mechanism_and_every_run_says_the_fallback() {
         assert!(line.contains(want), "{network}: {}", out.dump());
         assert_eq!(
             out.stderr.contains("warning[MGS2012]"),
-            userns.is_some(),
+            warned,
             "{}",
             out.dump()
         );
@@ -777,7 +801,7 @@ fn check_names_the_mechanism_and_every_run_says_the_fallback() {
         let human = h.run("net", &[]);
         assert_eq!(
             human.stderr_count("warning[MGS2012]"),
-            usize::from(userns.is_some()),
+            usize::from(warned),
             "{}",
             human.dump()
         );
@@ -788,6 +812,6 @@ fn check_names_the_mechanism_and_every_run_says_the_fallback() {
                 && v["severity"] == "warning"
                 && v["explain"] == "magus explain MGS2012"
         });
-        assert_eq!(fallback, userns.is_some(), "{}", json.dump());
+        assert_eq!(fallback, warned, "{}", json.dump());
     }
 }
