@@ -815,3 +815,53 @@ fn check_names_the_mechanism_and_every_run_says_the_fallback() {
         assert_eq!(fallback, warned, "{}", json.dump());
     }
 }
+
+// ------------------------------------------ rejoining the host's netns
+
+/// As root, a child opens `/proc/1/ns/net` (PID 1 of magus's PID
+/// namespace is its reaper, which stays in the host's network namespace),
+/// joins it with `setns` and connects to the host's listener. Landlock's
+/// ptrace scoping refuses the open; without Landlock
+/// (`MAGUS_SANDBOX_LANDLOCK=0`, or a kernel without it) seccomp refuses
+/// `setns`. The control, sandbox off, joins its own namespace with the same
+/// calls and gets through.
+#[test]
+fn root_cannot_rejoin_the_hosts_network_namespace() {
+    if !is_root() {
+        println!("skipped: joining another network namespace needs root");
+        return;
+    }
+    let listeners = Listeners::start();
+    let cases = [
+        (Mode::Off, None, true),
+        (Mode::Deny, None, false),
+        (Mode::Deny, Some("0"), false),
+        (Mode::DenyFallback, Some("0"), false),
+    ];
+    for (mode, landlock, want) in cases {
+        let mut h = workspace(User::Invoker, mode, &listeners);
+        if let Some(value) = landlock {
+            h.set_env("MAGUS_SANDBOX_LANDLOCK", value);
+        }
+        let mark = marker(User::Invoker, mode, "setns", u64::from(std::process::id()));
+        let mark = format!("{mark}-{}", landlock.unwrap_or("on"));
+        // The control joins its own namespace: outside magus, PID 1 is the
+        // machine's init, which root may not enter from a container.
+        let target = match mode {
+            Mode::Off => "/proc/self/ns/net",
+            _ => "/proc/1/ns/net",
+        };
+        let script = format!(
+            "printf 'setns '; ./probe setns-tcp 127.0.0.1 {} {mark} {target}\n",
+            listeners.tcp4
+        );
+        std::fs::write(h.ws_path("rows.sh"), script).unwrap();
+        h.write_spell("net", SPELL);
+        let out = run(&h, &[]);
+        thread::sleep(Duration::from_millis(200));
+        let reached = listeners.seen.contains(&mark);
+        let said_ok = out.stdout.contains("setns ok ");
+        let what = format!("{mode:?} landlock={landlock:?}\n{}", out.dump());
+        assert_eq!((reached, said_ok), (want, want), "{what}");
+    }
+}

@@ -104,8 +104,9 @@ pub enum NetworkSeccomp {
     None,
     /// Inside the loopback-only namespace: socket families a network
     /// namespace does not isolate (`AF_VSOCK` reaches the hypervisor's host
-    /// from any namespace, Bluetooth, ...) refused, and io_uring, whose
-    /// `IORING_OP_SOCKET` would make them past the filter.
+    /// from any namespace, Bluetooth, ...) refused, `setns` (back into the
+    /// host's namespace), and io_uring, whose `IORING_OP_SOCKET` would
+    /// make them past the filter.
     NamespacedOnly,
     /// Every socket family but `AF_UNIX` refused, and io_uring.
     UnixOnly,
@@ -151,7 +152,7 @@ impl NetworkPlan {
                 .into(),
             NetworkPlan::LoopbackNamespace => "network namespace with loopback only \
                 (children reach no other host); seccomp refuses the socket families no \
-                namespace isolates (vsock, Bluetooth, ...) and io_uring"
+                namespace isolates (vsock, Bluetooth, ...), setns and io_uring"
                 .into(),
             NetworkPlan::UnixSocketsOnly { why } => format!(
                 "seccomp: every socket family but AF_UNIX refused, io_uring refused \
@@ -301,6 +302,10 @@ pub fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
         NetworkSeccomp::None => return Ok(rules),
         NetworkSeccomp::NamespacedOnly => {
             rules.insert(libc::SYS_socket, vec![family_is_not(&NAMESPACED)?]);
+            // PID 1 of magus's PID namespace (its reaper) stays in the
+            // host's network namespace; a root child could join it through
+            // `/proc/1/ns/net` where Landlock's ptrace scoping is missing.
+            rules.insert(libc::SYS_setns, Vec::new());
         }
         NetworkSeccomp::UnixOnly => {
             rules.insert(libc::SYS_socket, vec![family_is_not(&[libc::AF_UNIX])?]);
@@ -504,6 +509,7 @@ mod tests {
         assert!(namespaced.contains(&libc::SYS_socket));
         assert!(namespaced.contains(&libc::SYS_io_uring_setup));
         assert!(!namespaced.contains(&libc::SYS_listen));
+        assert!(namespaced.contains(&libc::SYS_setns));
         let unix = keys(NetworkSeccomp::UnixOnly);
         assert!(unix.contains(&libc::SYS_socket) && unix.contains(&libc::SYS_io_uring_setup));
         assert!(!unix.contains(&libc::SYS_listen));

@@ -1,7 +1,7 @@
 /* The attacker's side of tests/kernel_network.rs: one network trick per
  * invocation, run as a child of a magus spell.
  *
- *   probe ROW HOST PORT MARKER [PORTFILE]
+ *   probe ROW HOST PORT MARKER [PORTFILE | NSPATH]
  *
  * Prints one line: "ok ..." when the trick got through (data sent and, for
  * UDP, the listener's echo received), "fail <step>: <errno>" otherwise.
@@ -22,6 +22,7 @@
 #include <netinet/tcp.h>
 #include <netpacket/packet.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,15 @@ static int vsock(int port) {
     return fail("connect");
 }
 
+/* Joins the network namespace at NSPATH (under magus, /proc/1/ns/net is
+ * its reaper's: the host's), then connects to the host's listener. */
+static int setns_tcp(const char *host, int port, const char *nspath) {
+    int ns = open(nspath, O_RDONLY | O_CLOEXEC);
+    if (ns < 0) return fail("open");
+    if (setns(ns, CLONE_NEWNET) < 0) return fail("setns");
+    return stream(host, port, 0);
+}
+
 /* ---- io_uring, by hand */
 
 struct ring {
@@ -330,6 +340,7 @@ int main(int argc, char **argv) {
     if (!strcmp(row, "listen") && argc > 5) return listen_unbound(host, argv[5]);
     if (!strcmp(row, "packet")) return packet();
     if (!strcmp(row, "vsock")) return vsock(port);
+    if (!strcmp(row, "setns-tcp") && argc > 5) return setns_tcp(host, port, argv[5]);
     if (!strcmp(row, "uring-tcp")) return uring(host, port, SOCK_STREAM, 0);
     if (!strcmp(row, "uring-mptcp")) return uring(host, port, SOCK_STREAM, IPPROTO_MPTCP);
     if (!strcmp(row, "uring-udp")) return uring(host, port, SOCK_DGRAM, 0);
