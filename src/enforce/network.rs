@@ -282,6 +282,12 @@ const SOCK_TYPE_MASK: u64 = 0xf;
 /// `TCP_FASTOPEN` (server side), from `<linux/tcp.h>`.
 const TCP_FASTOPEN: u64 = 23;
 
+/// `TCP_ULP`: attaches an upper-layer protocol to a TCP socket. SMC's
+/// (`"smc"`) turns it into an SMC socket whose connect the kernel makes
+/// itself (`kernel_connect`), out of Landlock's sight; refused under port
+/// lists (kTLS, the other user, goes with it).
+const TCP_ULP: u64 = 31;
+
 /// Syscalls as the x32 ABI numbers them where they differ from x86_64
 /// (`arch/x86/entry/syscalls/syscall_64.tbl`, the `x32` rows).
 #[cfg(target_arch = "x86_64")]
@@ -368,7 +374,8 @@ fn tcp_only_socket_rules() -> Result<Vec<SeccompRule>, EnforceError> {
 
 /// TCP Fast Open sends data with the SYN, past Landlock's connect check
 /// (landlock-lsm/linux#41): `MSG_FASTOPEN` on every send call, and the
-/// `TCP_FASTOPEN_CONNECT` and `TCP_FASTOPEN` socket options.
+/// `TCP_FASTOPEN_CONNECT` and `TCP_FASTOPEN` socket options; and
+/// [`TCP_ULP`].
 fn fast_open_rules() -> Result<Rules, EnforceError> {
     let fast_open = |flags_arg: u8| -> Result<Vec<SeccompRule>, EnforceError> {
         let flag = libc::MSG_FASTOPEN as u64;
@@ -393,6 +400,7 @@ fn fast_open_rules() -> Result<Rules, EnforceError> {
         vec![
             option(libc::TCP_FASTOPEN_CONNECT as u64)?,
             option(TCP_FASTOPEN)?,
+            option(TCP_ULP)?,
         ],
     );
     Ok(rules)
