@@ -2,7 +2,8 @@
 //! ≤ 15 ms wall, ≤ 5 ms more than off). The on side pays for everything a
 //! real run does: policy resolution, the scrubbing re-exec (a secret is in
 //! the environment), the private PID namespace, the syscall guard and
-//! Landlock.
+//! Landlock. `sandbox_on_network_deny` adds the loopback-only network
+//! namespace of `network: deny` (DESIGN §6b).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::Path;
@@ -10,12 +11,13 @@ use std::process::Command;
 
 const EMPTY_SPELL: &str = "fun main(args: [str]) > void {}\n";
 
-/// A workspace with an empty spell and the sandbox `enabled` or not.
-fn workspace(root: &Path, enabled: bool) -> std::path::PathBuf {
-    let ws = root.join(if enabled { "on" } else { "off" });
+/// A workspace named `name` with an empty spell, the sandbox `enabled`
+/// or not, and `network`.
+fn workspace(root: &Path, name: &str, enabled: bool, network: &str) -> std::path::PathBuf {
+    let ws = root.join(name);
     std::fs::create_dir_all(ws.join("spells")).expect("workspace");
     std::fs::write(ws.join("spells/empty.buzz"), EMPTY_SPELL).expect("spell");
-    let config = format!("sandbox:\n  enabled: {enabled}\n");
+    let config = format!("sandbox:\n  enabled: {enabled}\n  network: {network}\n");
     std::fs::write(ws.join("magus.yaml"), config).expect("config");
     ws
 }
@@ -42,9 +44,13 @@ fn bench_run(c: &mut Criterion) {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
     let mut group = c.benchmark_group("run_empty_spell");
-    for enabled in [false, true] {
-        let ws = workspace(dir.path(), enabled);
-        let name = if enabled { "sandbox_on" } else { "sandbox_off" };
+    let cases = [
+        ("sandbox_off", false, "allow"),
+        ("sandbox_on", true, "allow"),
+        ("sandbox_on_network_deny", true, "deny"),
+    ];
+    for (name, enabled, network) in cases {
+        let ws = workspace(dir.path(), name, enabled, network);
         group.bench_function(name, |b| b.iter(|| run_empty(&ws, &home)));
     }
     group.finish();

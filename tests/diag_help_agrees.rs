@@ -76,6 +76,13 @@ fn every_code() -> BTreeMap<String, Vec<Option<String>>> {
     h.set_env("MAGUS_SANDBOX_LANDLOCK", "0");
     seen.extend(run_json(&h, "fun main(args: [str]) > void {}\n"));
     h.remove_env("MAGUS_SANDBOX_LANDLOCK");
+    // MGS2012: `network: deny` enforced by the seccomp fallback.
+    let pyenv_ro = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.pyenv\n      mode: ro\n";
+    h.write_config(&format!("{pyenv_ro}  network: deny\n"));
+    h.set_env("MAGUS_SANDBOX_USERNS", "0");
+    seen.extend(run_json(&h, "fun main(args: [str]) > void {}\n"));
+    h.remove_env("MAGUS_SANDBOX_USERNS");
+    h.write_config(pyenv_ro);
     // MGS2010: lock, then widen.
     let lock = capture(
         h.command()

@@ -8,7 +8,8 @@ mod scratch;
 
 use magus_sandbox::diag::{render, Code, Diagnostic, Location, MessageFormat, SourceKind};
 use magus_sandbox::enforce::gate::{Denial, DenialReason, FsOp};
-use magus_sandbox::enforce::landlock::Unavailable;
+use magus_sandbox::enforce::landlock::{LandlockStatus, Unavailable, Unenforced};
+use magus_sandbox::enforce::network::{Listen, NetnsUnavailable, NetworkPlan};
 use magus_sandbox::policy::config::parse_config;
 use magus_sandbox::policy::lock::{verify, Lock, LockState, Mismatch, Undeclared};
 use magus_sandbox::policy::shims::find_shims;
@@ -208,6 +209,28 @@ fn mgs2010_nested() -> Diagnostic {
     Mismatch::Nested { outer, inner }.to_diagnostic()
 }
 
+fn mgs2012_deny_by_seccomp() -> Diagnostic {
+    let plan = NetworkPlan::UnixSocketsOnly {
+        why: NetnsUnavailable::ForcedOff,
+    };
+    let landlock = LandlockStatus::Enforced {
+        abi: 7,
+        unenforced: Vec::new(),
+    };
+    magus_sandbox::cli::network_fallback(plan, &landlock).expect("a fallback is reported")
+}
+
+fn mgs2012_ports_unenforced() -> Diagnostic {
+    let plan = NetworkPlan::TcpPorts {
+        listen: Listen::Refused,
+    };
+    let landlock = LandlockStatus::Enforced {
+        abi: 3,
+        unenforced: vec![Unenforced::Network { since_abi: 4 }],
+    };
+    magus_sandbox::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
+}
+
 /// Every snapshot: `(name, diagnostic)`.
 fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
     vec![
@@ -229,6 +252,8 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2010_fingerprint", mgs2010_fingerprint()),
         ("mgs2010_undeclared", mgs2010_undeclared()),
         ("mgs2010_nested", mgs2010_nested()),
+        ("mgs2012_deny_seccomp", mgs2012_deny_by_seccomp()),
+        ("mgs2012_ports_unenforced", mgs2012_ports_unenforced()),
     ]
 }
 

@@ -5,6 +5,7 @@ use super::lock::LockReport;
 use super::report::{startup_report, ReportInput};
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
+use crate::enforce::network::NetworkPlan;
 use crate::enforce::pidns::UserNamespace;
 use crate::enforce::{self, LandlockStatus, PidIsolation};
 use crate::policy::{
@@ -55,6 +56,10 @@ fn startup_diagnostics(
         if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
             resolution.push(super::run::landlock_unavailable(*reason));
         }
+        resolution.extend(super::run::network_fallback(
+            kernel.network,
+            &kernel.landlock,
+        ));
     }
     startup_report(ReportInput {
         policy,
@@ -72,6 +77,7 @@ fn startup_diagnostics(
 struct KernelReport {
     landlock: LandlockStatus,
     pid: PidIsolation,
+    network: NetworkPlan,
 }
 
 impl KernelReport {
@@ -80,6 +86,7 @@ impl KernelReport {
         KernelReport {
             landlock: crate::enforce::landlock::probe(policy.network(), request),
             pid: crate::enforce::probe_private_pid_namespace(),
+            network: enforce::network::probe(policy.network(), super::run::namespace_request(env)),
         }
     }
 
@@ -142,11 +149,14 @@ fn source_text(grant: &Grant) -> String {
 fn network_text(network: &Network) -> String {
     match network {
         Network::Allow => "allow".into(),
-        Network::Deny => "deny (no TCP connect or bind)".into(),
+        Network::Deny => "deny (no network: loopback only, or no socket but AF_UNIX)".into(),
         Network::Ports {
             connect_tcp,
             bind_tcp,
-        } => format!("connect_tcp {connect_tcp:?}, bind_tcp {bind_tcp:?}"),
+        } => format!(
+            "connect_tcp {connect_tcp:?}, bind_tcp {bind_tcp:?} (TCP only: no UDP, so no DNS \
+             lookups; /etc/hosts still works)"
+        ),
     }
 }
 
@@ -191,6 +201,7 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
     out.push_str("\nkernel\n");
     out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
     out.push_str(&format!("  /proc     {}\n", kernel.pid_text()));
+    out.push_str(&format!("  network   {}\n", kernel.network.describe()));
     out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
     out.push_str(
         "  syscalls  modules, kexec, bpf, perf events, port I/O and device nodes refused to \
@@ -246,6 +257,7 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
             "landlock": kernel.landlock_text(),
             "landlock_abi": kernel.landlock.abi(),
             "proc": kernel.pid_text(),
+            "network": kernel.network.describe(),
         },
     });
     format!("{value}\n")

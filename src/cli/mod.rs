@@ -11,7 +11,7 @@ mod report;
 mod run;
 mod spells;
 
-pub use run::landlock_unavailable;
+pub use run::{landlock_unavailable, network_fallback};
 
 use crate::diag::{
     set_output_options, Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer,

@@ -8,9 +8,11 @@
 //!    may have left one open on a secret), then re-execute with the scrubbed
 //!    environment, so `/proc/<magus>/environ` holds no secret.
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
-//!    Landlock is on, so a nested magus keeps the enclosing run's), drop the
+//!    Landlock is on, so a nested magus keeps the enclosing run's), for
+//!    `network: deny` a loopback-only network namespace, drop the
 //!    capabilities that reach past Landlock, install the syscall guard
-//!    (seccomp), then Landlock — all on the lone main thread.
+//!    (seccomp, with the network rules), then Landlock — all on the lone
+//!    main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::report::{startup_report, ReportInput, StartupReport};
@@ -21,6 +23,7 @@ use crate::buzz::{BuzzError, Interpreter};
 use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::landlock::Unavailable;
+use crate::enforce::network::{NamespaceRequest, NetnsUnavailable, NetworkPlan};
 use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
@@ -211,12 +214,17 @@ fn confine(
     if nesting(env) == Nesting::Outermost {
         enforce::enter_private_pid_namespace();
     }
+    // network step (issue #12): after the user namespace (the PID step makes
+    // it when not root), before capabilities are dropped (`lo` is brought
+    // up with CAP_NET_ADMIN), seccomp and Landlock; once, never per child.
+    let network = enforce::network::enter(policy.network(), namespace_request(env));
     enforce::capabilities::drop_kernel_capabilities().map_err(|e| {
         Box::new(Diagnostic::error(format!(
             "cannot drop the capabilities that reach past Landlock: {e}"
         )))
     })?;
-    let guard = SyscallGuard::build().and_then(|g| g.install_on_self());
+    let guard =
+        SyscallGuard::build_with_network(network.seccomp()).and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
             "cannot install the syscall guard: {e}"
@@ -232,7 +240,57 @@ fn confine(
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
+    diagnostics.extend(network_fallback(network, domain.status()));
     Ok(domain)
+}
+
+/// `MAGUS_SANDBOX_USERNS=0` acts as a machine refusing user namespaces.
+pub(super) fn namespace_request(env: &[(OsString, OsString)]) -> NamespaceRequest {
+    let value = crate::policy::lookup(env, enforce::network::USERNS_VAR);
+    NamespaceRequest::from_env_value(value)
+}
+
+/// MGS2012, at every run: `deny` enforced by the seccomp fallback, or port
+/// lists on a kernel whose Landlock cannot restrict TCP ports.
+pub fn network_fallback(plan: NetworkPlan, landlock: &LandlockStatus) -> Option<Diagnostic> {
+    match plan {
+        NetworkPlan::UnixSocketsOnly { why } => Some(deny_by_seccomp(why)),
+        NetworkPlan::TcpPorts { .. } if !landlock_restricts_tcp(landlock) => {
+            Some(ports_unenforced(landlock))
+        }
+        _ => None,
+    }
+}
+
+fn landlock_restricts_tcp(landlock: &LandlockStatus) -> bool {
+    match landlock {
+        LandlockStatus::Enforced { unenforced, .. } => !unenforced
+            .iter()
+            .any(|u| matches!(u, enforce::Unenforced::Network { .. })),
+        LandlockStatus::Unavailable { .. } => false,
+    }
+}
+
+fn deny_by_seccomp(why: NetnsUnavailable) -> Diagnostic {
+    Diagnostic::warning(format!(
+        "`network: deny` is enforced by seccomp, not a network namespace ({why})"
+    ))
+    .with_code(Code::Mgs2012)
+    .with_note("children can create no socket but AF_UNIX, loopback included, and cannot use io_uring")
+    .with_help("allow unprivileged user namespaces for magus (`magus explain MGS2012` shows how) to get a loopback-only namespace instead")
+}
+
+fn ports_unenforced(landlock: &LandlockStatus) -> Diagnostic {
+    let why = match landlock.abi() {
+        Some(abi) => format!("Landlock ABI {abi} has no TCP rights; they need ABI 4, Linux 6.7"),
+        None => "Landlock is unavailable".to_string(),
+    };
+    Diagnostic::warning(format!(
+        "the TCP port lists of `network:` are not enforced ({why})"
+    ))
+    .with_code(Code::Mgs2012)
+    .with_note("children may connect to and bind any TCP port; UDP, ICMP, raw, packet and MPTCP sockets, TCP Fast Open and io_uring stay refused (seccomp)")
+    .with_help("run on Linux 6.7 or newer with Landlock enabled, or use `network: deny`")
 }
 
 /// Whether this magus was started from a sandboxed spell.

@@ -5,13 +5,15 @@
 //! spell runs, so no child has them: after `execve` a root process gets
 //! its bounding and inheritable sets, nothing more. The syscall guard
 //! refuses most of the same calls too; this also covers `/proc/kcore`,
-//! which is an `open` the guard cannot tell apart.
+//! which is an `open` the guard cannot tell apart. The network ones
+//! (`CAP_NET_ADMIN`, `CAP_NET_RAW`) go too: no setting lets a child change
+//! the host's addresses and routes, or sniff with packet sockets.
 
 use super::error::EnforceError;
 use caps::{CapSet, Capability};
 
 /// The capabilities dropped.
-pub const DROPPED: [Capability; 6] = [
+pub const DROPPED: [Capability; 8] = [
     // /proc/kcore, /dev/mem and port I/O.
     Capability::CAP_SYS_RAWIO,
     Capability::CAP_SYS_MODULE,
@@ -22,6 +24,9 @@ pub const DROPPED: [Capability; 6] = [
     Capability::CAP_PERFMON,
     // kexec: a new kernel.
     Capability::CAP_SYS_BOOT,
+    // The host network: addresses, routes, firewall, sniffing (DESIGN §6b).
+    Capability::CAP_NET_ADMIN,
+    Capability::CAP_NET_RAW,
 ];
 
 /// Whether the bounding set could shrink too.

@@ -277,12 +277,13 @@ fn scope_name(scope: Scope) -> &'static str {
     }
 }
 
-/// The TCP rights a [`Network`] setting restricts; `None` for `Allow`.
-/// UDP is not part of the policy vocabulary, so it is never handled.
+/// The TCP rights a [`Network`] setting restricts: only port lists.
+/// `deny` is enforced whole by a network namespace or by seccomp
+/// (`super::network`), which leave loopback inside the namespace usable.
 fn handled_net(network: &Network) -> Option<BitFlags<AccessNet>> {
     match network {
-        Network::Allow => None,
-        Network::Deny | Network::Ports { .. } => Some(AccessNet::BindTcp | AccessNet::ConnectTcp),
+        Network::Allow | Network::Deny => None,
+        Network::Ports { .. } => Some(AccessNet::BindTcp | AccessNet::ConnectTcp),
     }
 }
 
@@ -475,8 +476,12 @@ mod tests {
         let names = |abi, net: &Network| -> Vec<String> {
             unenforced(abi, net).iter().map(|u| u.to_string()).collect()
         };
+        let ports = Network::Ports {
+            connect_tcp: vec![443],
+            bind_tcp: vec![],
+        };
         assert_eq!(
-            names(ABI::V1, &Network::Deny),
+            names(ABI::V1, &ports),
             [
                 "refer (ABI 2)",
                 "truncate (ABI 3)",
@@ -488,7 +493,12 @@ mod tests {
             ]
         );
         assert_eq!(names(ABI::V7, &Network::Allow), ["resolve_unix (ABI 9)"]);
-        assert!(names(ABI::V10, &Network::Deny).is_empty());
+        assert!(names(ABI::V10, &ports).is_empty());
+        assert_eq!(
+            names(ABI::V1, &Network::Deny).len(),
+            6,
+            "deny needs no TCP right"
+        );
     }
 
     #[test]
@@ -519,5 +529,6 @@ mod tests {
         assert_eq!(port_rules(&net).len(), 3);
         assert!(port_rules(&Network::Deny).is_empty());
         assert_eq!(handled_net(&Network::Allow), None);
+        assert_eq!(handled_net(&Network::Deny), None);
     }
 }

@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod child;
 mod error;
 pub mod landlock;
+pub mod network;
 pub mod pidns;
 pub mod process;
 pub mod reexec;

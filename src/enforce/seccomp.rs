@@ -10,6 +10,9 @@
 //!   page cache included), port I/O, and making device nodes (a block
 //!   device node in the workspace is the whole disk).
 //!
+//! - the network rules of `network: deny` and of port lists, which
+//!   `super::network` owns.
+//!
 //! Built with `seccompiler` before any fork; installing it allocates
 //! nothing. Every other syscall is allowed.
 
@@ -22,6 +25,7 @@ use seccompiler::{
 };
 
 use super::error::EnforceError;
+use super::network::NetworkSeccomp;
 
 /// `TIOCSTI` and `TIOCLINUX` from `<asm-generic/ioctls.h>`; the same on
 /// x86_64, aarch64 and riscv64.
@@ -36,7 +40,7 @@ const DEVICE_TYPES: [u64; 2] = [libc::S_IFCHR as u64, libc::S_IFBLK as u64];
 /// `ioctl` is number 514 (and 16 is reachable with the bit too), so both
 /// are filtered lest an x32 binary slip past a rule keyed on 16.
 #[cfg(target_arch = "x86_64")]
-const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+pub(super) const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
 /// Whether the syscall guard is in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,10 +59,18 @@ pub struct SyscallGuard {
 }
 
 impl SyscallGuard {
-    /// Compiles the filter for the running architecture.
+    /// Compiles the filter for the running architecture, with no network
+    /// rule.
     pub fn build() -> Result<Self, EnforceError> {
+        Self::build_with_network(NetworkSeccomp::None)
+    }
+
+    /// Compiles the filter plus the rules `network` needs (see
+    /// [`super::network::seccomp_rules`]).
+    pub fn build_with_network(network: NetworkSeccomp) -> Result<Self, EnforceError> {
         let mut rules = ioctl_rules()?;
         rules.extend(kernel_rules()?);
+        merge(&mut rules, super::network::seccomp_rules(network)?);
         let filter = SeccompFilter::new(
             rules,
             SeccompAction::Allow,
@@ -85,6 +97,21 @@ impl SyscallGuard {
             seccompiler::Error::Prctl(source) | seccompiler::Error::Seccomp(source) => source,
             _ => io::Error::from_raw_os_error(libc::EINVAL),
         })
+    }
+}
+
+/// Adds `more` to `rules`; where both hold a syscall, a call is refused
+/// when either refuses it (an empty list already refuses every call).
+fn merge(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, more: BTreeMap<i64, Vec<SeccompRule>>) {
+    for (nr, list) in more {
+        match rules.get_mut(&nr) {
+            Some(existing) if existing.is_empty() => {}
+            Some(existing) if list.is_empty() => existing.clear(),
+            Some(existing) => existing.extend(list),
+            None => {
+                rules.insert(nr, list);
+            }
+        }
     }
 }
 
@@ -209,5 +236,44 @@ mod tests {
         // Arch check (3) + syscall load (1) + per syscall: jump, two rules of
         // (load, compare, return) and the fall-through return.
         assert!(guard.program.len() > 4 + ioctl_numbers().len());
+    }
+
+    #[test]
+    fn every_network_variant_compiles_and_adds_rules() {
+        use super::super::network::Listen;
+        let base = SyscallGuard::build().expect("filter builds").program.len();
+        let variants = [
+            NetworkSeccomp::NamespacedOnly,
+            NetworkSeccomp::UnixOnly,
+            NetworkSeccomp::TcpOnly {
+                listen: Listen::Refused,
+            },
+            NetworkSeccomp::TcpOnly {
+                listen: Listen::Allowed,
+            },
+        ];
+        for network in variants {
+            let guard = SyscallGuard::build_with_network(network).expect("filter builds");
+            assert!(guard.program.len() > base, "{network:?}");
+        }
+    }
+
+    #[test]
+    fn merging_keeps_the_stricter_rule() {
+        let rule = || request_is(TIOCSTI).unwrap();
+        let mut rules = BTreeMap::from([(1, vec![rule()]), (2, Vec::new()), (3, vec![rule()])]);
+        let more = BTreeMap::from([
+            (1, Vec::new()),
+            (2, vec![rule()]),
+            (3, vec![rule()]),
+            (4, vec![]),
+        ]);
+        merge(&mut rules, more);
+        let lens: Vec<usize> = rules.values().map(Vec::len).collect();
+        assert_eq!(
+            lens,
+            [0, 0, 2, 0],
+            "an empty list refuses every call and wins"
+        );
     }
 }

@@ -15,6 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use magus_sandbox::enforce::network::NamespaceRequest;
 use magus_sandbox::enforce::{
     self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
@@ -195,8 +196,14 @@ fn run_role(spec: &Spec) -> i32 {
     if spec.take_tty {
         take_controlling_tty();
     }
+    // The network step of `magus run` (issue #12): the namespace of
+    // `deny`, and the seccomp rules the setting needs.
+    let (_, network) = spec.policy();
+    let plan = enforce::network::enter(&network, NamespaceRequest::Allowed);
+    eprintln!("KTEST network={plan:?}");
     if spec.guard {
-        let guard = SyscallGuard::build().unwrap_or_else(|e| die(&e.to_string()));
+        let guard = SyscallGuard::build_with_network(plan.seccomp())
+            .unwrap_or_else(|e| die(&e.to_string()));
         guard
             .install_on_self()
             .unwrap_or_else(|e| die(&e.to_string()));

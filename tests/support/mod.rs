@@ -257,6 +257,19 @@ impl Harness {
         cmd
     }
 
+    /// [`Harness::command`] started through `wrapper` (e.g. `setpriv
+    /// --reuid=65534 ...` or `unshare --net --`), which gets the same
+    /// environment and passes it on.
+    pub fn wrapped_command(&self, wrapper: &[&str]) -> Command {
+        let Some((program, args)) = wrapper.split_first() else {
+            return self.command();
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args).arg(env!("CARGO_BIN_EXE_magus"));
+        cmd.env_clear().envs(&self.env).current_dir(&self.root);
+        cmd
+    }
+
     /// `magus --workspace WS run NAME ARGS...`.
     pub fn run(&self, name: &str, args: &[&str]) -> RunOutput {
         self.run_with(name, args, &[])
