@@ -7,10 +7,11 @@
 //! 2. Mark every inherited descriptor above stderr close-on-exec (a parent
 //!    may have left one open on a secret), then re-execute with the scrubbed
 //!    environment, so `/proc/<magus>/environ` holds no secret (DESIGN §6).
-//! 3. Enter a private PID namespace (mounting `/proc` is impossible once
-//!    Landlock is on, so a nested magus keeps the enclosing run's), drop the
-//!    capabilities that reach past Landlock, install the syscall guard
-//!    (seccomp), then Landlock — all on the lone main thread.
+//! 3. Enter the jail (user, IPC, PID and mount namespaces and the view
+//!    compiled from the policy; mounting is impossible once Landlock is
+//!    on, so a nested magus keeps the enclosing run's), drop every
+//!    capability, install the syscall guard (seccomp), then Landlock — all
+//!    on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
@@ -18,8 +19,12 @@ use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
 use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
-use crate::enforce::landlock::Unavailable;
-use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
+use crate::enforce::landlock::{Unavailable, Unenforced};
+use crate::enforce::seccomp::GuardMode;
+use crate::enforce::{
+    self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
+    ReexecState, SyscallGuard, UsernsRequest, ViewInputs,
+};
 use crate::policy::shims::find_shims;
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
@@ -188,8 +193,8 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
     child_env.stripped.dedup();
 }
 
-/// Step 3 of the module doc: PID namespace, capabilities, syscall guard,
-/// Landlock.
+/// Step 3 of the module doc: the jail, capabilities, syscall guard,
+/// Landlock. Whatever could not be put in force is said in one warning.
 fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -198,15 +203,20 @@ fn confine(
     if policy.state == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
-    if nesting(env) == Nesting::Outermost {
-        enforce::enter_private_pid_namespace();
-    }
-    enforce::capabilities::drop_kernel_capabilities().map_err(|e| {
-        Box::new(Diagnostic::error(format!(
-            "cannot drop the capabilities that reach past Landlock: {e}"
-        )))
-    })?;
-    let guard = SyscallGuard::build().and_then(|g| g.install_on_self());
+    let jail = match nesting(env) {
+        Nesting::Outermost => enter_jail(policy, env)?,
+        Nesting::InsideMagus => Jail::Inherited,
+    };
+    // network step (issue #12) goes here: magus is in its user namespace
+    // and still holds CAP_SYS_ADMIN there, and the syscall guard does not
+    // yet refuse `unshare(CLONE_NEWNET)`.
+    enforce::capabilities::drop_all_capabilities()
+        .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;
+    let mode = match jail {
+        Jail::Entered | Jail::Inherited => GuardMode::Jailed,
+        Jail::Missing(_) => GuardMode::Unjailed,
+    };
+    let guard = SyscallGuard::build(mode).and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
             "cannot install the syscall guard: {e}"
@@ -222,7 +232,105 @@ fn confine(
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
+    diagnostics.extend(partial_enforcement(domain.status(), &jail));
     Ok(domain)
+}
+
+/// What became of the jail for this run.
+enum Jail {
+    Entered,
+    /// A nested magus lives in the enclosing run's jail already.
+    Inherited,
+    Missing(JailUnavailable),
+}
+
+/// Compiles the view from the policy and enters it. A plan that fails is
+/// not fatal: the run goes on with Landlock, the syscall guard and no
+/// capabilities, and says what is missing.
+fn enter_jail(policy: &Policy, env: &[(OsString, OsString)]) -> Result<Jail, Box<Diagnostic>> {
+    let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
+    match enforce::jail::enter(&plan, userns_request(env)) {
+        JailStatus::Entered { .. } => Ok(Jail::Entered),
+        JailStatus::Unavailable { reason } => Ok(Jail::Missing(reason)),
+    }
+}
+
+/// `MAGUS_SANDBOX_USERNS=0` behaves as a kernel that refuses user
+/// namespaces (for testing the fallback).
+pub(super) fn userns_request(env: &[(OsString, OsString)]) -> UsernsRequest {
+    UsernsRequest::from_env_value(crate::policy::lookup(env, USERNS_VAR))
+}
+
+/// The variable that turns user namespaces off for testing.
+pub const USERNS_VAR: &str = "MAGUS_SANDBOX_USERNS";
+
+/// The warning said at every run when part of the sandbox is not in force:
+/// Landlock rights the kernel lacks, no jail (and so no PID namespace).
+fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
+    let mut missing = Vec::new();
+    let mut help = Vec::new();
+    if let LandlockStatus::Enforced { abi, unenforced } = landlock {
+        let rights: Vec<String> = unenforced
+            .iter()
+            .filter(|u| !covered_by_jail(u, jail))
+            .map(ToString::to_string)
+            .collect();
+        if !rights.is_empty() {
+            missing.push(format!("Landlock ABI {abi} lacks: {}", rights.join(", ")));
+            help.push("a newer kernel enforces the missing Landlock rights".to_string());
+        }
+    }
+    if let Jail::Missing(reason) = jail {
+        missing.push(format!(
+            "no jail ({reason}): children see the host's filesystem outside the grants \
+             (unix sockets in /tmp and /run/user, other terminals in /dev/pts, other \
+             sessions' /tmp and /dev/shm files, metadata of ungranted paths), \
+             every process in /proc, and protected paths inside writable grants; \
+             System V IPC and keyrings are refused instead"
+        ));
+        help.push(jail_help(reason));
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    Some(
+        Diagnostic::warning(format!(
+            "the sandbox is only partly in force: {}",
+            missing.join("; ")
+        ))
+        .with_help(help.join("; ")),
+    )
+}
+
+/// What the jail makes up for: without `resolve_unix` (ABI 9) Landlock
+/// lets a child connect to any pathname socket it can name, but in the
+/// jail only sockets inside the grants exist.
+fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
+    let jailed = matches!(jail, Jail::Entered | Jail::Inherited);
+    jailed
+        && matches!(
+            missing,
+            Unenforced::FsRight {
+                name: "resolve_unix",
+                ..
+            }
+        )
+}
+
+fn jail_help(reason: &JailUnavailable) -> String {
+    match reason {
+        JailUnavailable::UsernsForcedOff => {
+            format!("unset {USERNS_VAR} (it is meant for testing)")
+        }
+        JailUnavailable::Unshare(_) | JailUnavailable::IdMap(_) => {
+            "allow user namespaces for magus: install contrib/apparmor/magus \
+             (README, \"User namespaces\"), or set the sysctl \
+             kernel.apparmor_restrict_unprivileged_userns=0 / \
+             kernel.unprivileged_userns_clone=1"
+                .to_string()
+        }
+        _ => "`magus sandbox check` shows the kernel's state".to_string(),
+    }
 }
 
 /// Whether this magus was started from a sandboxed spell.
@@ -233,11 +341,8 @@ enum Nesting {
     InsideMagus,
 }
 
-/// A nested magus skips the PID namespace step: it already lives in the
-/// enclosing run's namespace, and inside its Landlock domain `mount(2)` of
-/// a new `/proc` is refused after the namespace is unshared, which would
-/// leave a namespace whose init has died (every later `fork` fails with
-/// `ENOMEM`).
+/// A nested magus skips the jail: it already lives in the enclosing run's,
+/// whose syscall guard refuses new namespaces and mounts anyway.
 fn nesting(env: &[(OsString, OsString)]) -> Nesting {
     match crate::policy::lookup(env, FINGERPRINT_VAR) {
         Some(_) => Nesting::InsideMagus,

@@ -85,6 +85,10 @@ pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
 pub struct Spec {
     pub reexec: bool,
     pub pidns: bool,
+    /// Enter the PID namespace as `MAGUS_SANDBOX_USERNS=0` would: not at
+    /// all (root's own capabilities then reach the parent, as before the
+    /// jail put even root in a user namespace).
+    pub userns_off: bool,
     pub guard: bool,
     pub landlock: bool,
     /// Spawn with `ConfinedCommand` (nested domain) or a plain `Command`.
@@ -172,13 +176,20 @@ fn reexec() -> ! {
 
 fn run_role(spec: &Spec) -> i32 {
     if spec.pidns {
-        eprintln!("KTEST pid={:?}", enforce::enter_private_pid_namespace());
+        let plan = enforce::JailPlan::pid_only();
+        let request = match spec.userns_off {
+            true => enforce::UsernsRequest::ForcedOff,
+            false => enforce::UsernsRequest::Allowed,
+        };
+        let status = enforce::jail::enter(&plan, request);
+        eprintln!("KTEST pid={status:?}");
     }
     if spec.take_tty {
         take_controlling_tty();
     }
     if spec.guard {
-        let guard = SyscallGuard::build().unwrap_or_else(|e| die(&e.to_string()));
+        let guard = SyscallGuard::build(enforce::seccomp::GuardMode::Jailed)
+            .unwrap_or_else(|e| die(&e.to_string()));
         guard
             .install_on_self()
             .unwrap_or_else(|e| die(&e.to_string()));

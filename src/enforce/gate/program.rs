@@ -43,6 +43,9 @@ impl Gate {
         path_var: Option<&OsStr>,
     ) -> Result<ProgramLookup, GateError> {
         let op = FsOp::Exec;
+        if self.is_on() {
+            self.refuse_unseen(program, path_var)?;
+        }
         let found = self.which(program, path_var).ok_or_else(|| {
             let e = std::io::Error::new(
                 std::io::ErrorKind::NotFound,
@@ -68,6 +71,44 @@ impl Gate {
 }
 
 impl Gate {
+    /// In the jail an ungranted program does not exist in magus's view
+    /// either, so "not found" would hide the reason: a path spelled with a
+    /// `/` is checked before it is looked for, and a bare name that no
+    /// granted `PATH` directory holds is refused at the first ungranted
+    /// one (where, outside the jail, it would have been found).
+    fn refuse_unseen(&self, program: &str, path_var: Option<&OsStr>) -> Result<(), GateError> {
+        let candidate = if program.contains('/') {
+            Some(self.cwd.join(program))
+        } else if self.which(program, path_var).is_none() {
+            std::env::split_paths(path_var.unwrap_or_default())
+                .filter(|dir| dir.is_absolute() && !dir.exists())
+                .map(|dir| dir.join(program))
+                .find(|candidate| !self.may_execute(candidate))
+        } else {
+            None
+        };
+        let Some(candidate) = candidate else {
+            return Ok(());
+        };
+        let Ok(real) = crate::enforce::beneath::resolve_existing_prefix(&candidate) else {
+            return Ok(());
+        };
+        if self.may_execute(&real) {
+            return Ok(());
+        }
+        let leads_to = (real != candidate).then(|| real.clone());
+        let reason = DenialReason::NotGranted;
+        let denial = Denial::new(
+            FsOp::Exec,
+            Access::Execute,
+            program,
+            &candidate,
+            leads_to,
+            reason,
+        );
+        Err(denial.into())
+    }
+
     /// Whether the policy lets the program at `real` (a resolved path)
     /// run; a path the kernel did not hand back in normal form does not.
     fn may_execute(&self, real: &Path) -> bool {
