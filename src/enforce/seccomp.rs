@@ -142,6 +142,7 @@ fn jail_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     for nr in with_x32(&jail_refused()) {
         rules.insert(nr, Vec::new());
     }
+    rules.extend(set_id_rules()?);
     for (nr, flags_arg) in [(libc::SYS_unshare, 0), (libc::SYS_clone, CLONE_FLAGS_ARG)] {
         let any_flag = NAMESPACE_FLAGS
             .iter()
@@ -152,6 +153,68 @@ fn jail_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
         }
     }
     Ok(rules)
+}
+
+/// The set-uid and set-gid bits: a program a child marks so would run as
+/// its owner for whoever starts it later, outside the sandbox.
+const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+
+/// No set-uid or set-gid file from a child (Flatpak-style): `chmod` with
+/// either bit, and creating a file with one (`open`/`creat`/`mknod`).
+/// `openat2` passes its mode in memory and is not covered (README).
+fn set_id_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
+    let mut rules = BTreeMap::new();
+    for (nr, mode_arg, create_flag_arg) in set_id_calls() {
+        let mut any = Vec::new();
+        for bit in SET_ID_BITS {
+            let mut conds = vec![SeccompCondition::new(
+                mode_arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?];
+            if let Some(arg) = create_flag_arg {
+                let creat = libc::O_CREAT as u64;
+                let op = SeccompCmpOp::MaskedEq(creat);
+                conds.push(SeccompCondition::new(
+                    arg,
+                    SeccompCmpArgLen::Dword,
+                    op,
+                    creat,
+                )?);
+            }
+            any.push(SeccompRule::new(conds)?);
+        }
+        for nr in with_x32(&[nr]) {
+            rules.insert(nr, any.clone());
+        }
+    }
+    Ok(rules)
+}
+
+/// `(number, mode argument, O_CREAT flags argument if the mode needs it)`;
+/// `mknod`s are in [`kernel_rules`], which refuse set-id regular files too.
+#[cfg(target_arch = "x86_64")]
+fn set_id_calls() -> Vec<(i64, u8, Option<u8>)> {
+    vec![
+        (libc::SYS_chmod, 1, None),
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (libc::SYS_fchmodat2, 2, None),
+        (libc::SYS_creat, 1, None),
+        (libc::SYS_open, 2, Some(1)),
+        (libc::SYS_openat, 3, Some(2)),
+    ]
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn set_id_calls() -> Vec<(i64, u8, Option<u8>)> {
+    vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (libc::SYS_fchmodat2, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+    ]
 }
 
 /// `clone`'s flags are its first argument on every architecture we build.
@@ -236,11 +299,16 @@ fn kernel_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     }
     for (nr, mode_arg) in mknod_calls() {
         for nr in with_x32(&[nr]) {
-            let device = DEVICE_TYPES
+            let mut refused = DEVICE_TYPES
                 .iter()
                 .map(|&kind| mode_is(mode_arg, kind))
                 .collect::<Result<Vec<_>, _>>()?;
-            rules.insert(nr, device);
+            for bit in SET_ID_BITS {
+                let op = SeccompCmpOp::MaskedEq(bit);
+                let cond = SeccompCondition::new(mode_arg, SeccompCmpArgLen::Dword, op, bit)?;
+                refused.push(SeccompRule::new(vec![cond])?);
+            }
+            rules.insert(nr, refused);
         }
     }
     Ok(rules)

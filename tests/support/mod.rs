@@ -257,6 +257,16 @@ impl Harness {
         cmd
     }
 
+    /// [`Harness::command`] run as uid/gid 65534 (through `setpriv`, so
+    /// the test must run as root).
+    pub fn command_as_nobody(&self) -> Command {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_magus"));
+        cmd.env_clear().envs(&self.env).current_dir(&self.root);
+        cmd
+    }
+
     /// `magus --workspace WS run NAME ARGS...`.
     pub fn run(&self, name: &str, args: &[&str]) -> RunOutput {
         self.run_with(name, args, &[])
