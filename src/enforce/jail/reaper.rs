@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sched::{unshare, CloneFlags};
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::signal::{
+    sigaction, sigprocmask, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal,
+};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 
@@ -34,27 +36,67 @@ const FORK: u8 = 3;
 /// original process never returns on success, it waits and exits.
 pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
+    // Until the original knows whom to pass them to, the forwarded signals
+    // wait (blocked) instead of killing it while magus runs on.
+    let unblocked = block_forwarded();
     // SAFETY: the caller checked the process is single-threaded, so the
     // child may run arbitrary code after fork.
-    match unsafe { fork() }.map_err(JailUnavailable::Fork)? {
-        ForkResult::Parent { child } => {
+    let forked = unsafe { fork() };
+    match forked {
+        Ok(ForkResult::Parent { child }) => {
             drop(report_tx);
-            outer_wait_or_fail(child, &report_rx, plan)
+            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked);
+            restore_mask(&unblocked);
+            result
         }
-        ForkResult::Child => {
+        Ok(ForkResult::Child) => {
+            restore_mask(&unblocked);
             drop(report_rx);
             become_init(report_tx, plan);
             Ok(())
         }
+        Err(errno) => {
+            restore_mask(&unblocked);
+            Err(JailUnavailable::Fork(errno))
+        }
     }
+}
+
+const FORWARDED: [Signal; 4] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+/// Blocks [`FORWARDED`]; returns the mask to restore.
+fn block_forwarded() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in FORWARDED {
+        set.add(sig);
+    }
+    let mut old = SigSet::empty();
+    let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old));
+    old
+}
+
+fn restore_mask(old: &SigSet) {
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(old), None);
 }
 
 /// In the original process: wait for PID 1's report; on success wait for
 /// the namespace to end and exit with its status (never returns).
-fn outer_wait_or_fail(init: Pid, report: &OwnedFd, plan: &JailPlan) -> Result<(), JailUnavailable> {
+fn outer_wait_or_fail(
+    init: Pid,
+    report: &OwnedFd,
+    plan: &JailPlan,
+    mask: &SigSet,
+) -> Result<(), JailUnavailable> {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
     if n == REPORT_LEN && buf[0] == OK {
+        install_forwarding(init);
+        restore_mask(mask);
         wait_and_exit(init, init);
     }
     let _ = waitpid(init, None);
@@ -108,6 +150,8 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
         }
         Ok(ForkResult::Parent { child }) => {
+            // Before the report: the original forwards here from then on.
+            install_forwarding(child);
             send_report(&report, OK, 0, Errno::UnknownErrno);
             drop(report);
             reap_and_exit(child);
@@ -152,12 +196,7 @@ fn install_forwarding(target: Pid) {
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
-    for sig in [
-        Signal::SIGTERM,
-        Signal::SIGINT,
-        Signal::SIGHUP,
-        Signal::SIGQUIT,
-    ] {
+    for sig in FORWARDED {
         // SAFETY: the handler only loads an atomic and calls kill.
         let _ = unsafe { sigaction(sig, &action) };
     }
