@@ -18,7 +18,7 @@ use std::process::{Command, Output, Stdio};
 use magus_sandbox::enforce::{
     self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
-use magus_sandbox::policy::{Access, Grant, GrantSource, Mode, Network};
+use magus_sandbox::policy::{Access, Grant, GrantSource, Mode, Network, Policy, SandboxState};
 use serde::{Deserialize, Serialize};
 
 pub const ROLE_VAR: &str = "KTEST_ROLE";
@@ -104,6 +104,9 @@ pub struct Spec {
     pub cwd: Option<PathBuf>,
     /// Differential probes, run in-process instead of spawning `argv`.
     pub probes: Vec<Probe>,
+    /// Enter the full jail compiled from `grants` (instead of `pidns`'s
+    /// PID-only plan), so probes also see what exists in the view.
+    pub view: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -175,7 +178,14 @@ fn reexec() -> ! {
 }
 
 fn run_role(spec: &Spec) -> i32 {
-    if spec.pidns {
+    if spec.view {
+        let (grants, network) = spec.policy();
+        let workspace = PathBuf::from("/nonexistent-kernel-test-workspace");
+        let policy = Policy::new(SandboxState::On, workspace, grants, network, Vec::new());
+        let plan = enforce::JailPlan::compile(&policy, &enforce::ViewInputs::default());
+        let status = enforce::jail::enter(&plan, enforce::UsernsRequest::Allowed);
+        eprintln!("KTEST view={status:?}");
+    } else if spec.pidns {
         let plan = enforce::JailPlan::pid_only();
         let request = match spec.userns_off {
             true => enforce::UsernsRequest::ForcedOff,
@@ -279,13 +289,26 @@ fn die(msg: &str) -> ! {
 
 // ------------------------------------------------------------ probes (diff)
 
+/// What the probes found: whether each access was allowed, and whether
+/// its path exists at all (in the jail's view, when there is one).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeAnswers {
+    pub allowed: Vec<bool>,
+    pub exists: Vec<bool>,
+}
+
 fn run_probes(probes: &[Probe]) -> i32 {
-    let results: Vec<bool> = probes.iter().enumerate().map(probe_one).collect();
+    let exists = probes
+        .iter()
+        .map(|p| p.path.symlink_metadata().is_ok())
+        .collect();
+    let allowed = probes.iter().enumerate().map(probe_one).collect();
+    let answers = ProbeAnswers { allowed, exists };
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
         "{}",
-        serde_json::to_string(&results).unwrap_or_default()
+        serde_json::to_string(&answers).unwrap_or_default()
     );
     0
 }

@@ -156,7 +156,11 @@ impl JailPlan {
     /// The full view of `policy`: each grant at its own path and nothing
     /// else, protected paths read-only inside writable grants.
     pub fn compile(policy: &Policy, inputs: &ViewInputs) -> JailPlan {
-        let mut mounts: Vec<Step> = policy.grants.iter().flat_map(grant_steps).collect();
+        let mut mounts: Vec<Step> = policy
+            .grants
+            .iter()
+            .flat_map(|g| grant_steps(policy, g))
+            .collect();
         if let Some(home) = inputs.home.as_deref().and_then(real) {
             mounts.push(Step::Dir { path: home });
         }
@@ -204,7 +208,7 @@ impl JailPlan {
     }
 }
 
-fn grant_steps(grant: &crate::policy::Grant) -> Vec<Step> {
+fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     let path = grant.path.clone();
     let private_tmp = match &grant.source {
         GrantSource::Builtin(why) => PRIVATE_TMP.contains(why) || *why == TMPDIR_WHY,
@@ -221,9 +225,13 @@ fn grant_steps(grant: &crate::policy::Grant) -> Vec<Step> {
         Some("/dev/pts") => return devpts_steps(),
         _ => {}
     }
-    let access = match grant.mode {
-        Mode::Ro => BindAccess::ReadOnly,
-        Mode::Rw => BindAccess::ReadWrite,
+    // The rights of a path are the union over its granted ancestors (what
+    // Landlock enforces): an `ro` grant inside an `rw` one stays writable.
+    let writable = NormalPath::new(grant.path.clone())
+        .is_ok_and(|p| policy.check(&p, Access::Write).is_allowed());
+    let access = match (grant.mode, writable) {
+        (Mode::Rw, _) | (Mode::Ro, true) => BindAccess::ReadWrite,
+        (Mode::Ro, false) => BindAccess::ReadOnly,
     };
     vec![Step::Bind {
         path,
@@ -357,5 +365,203 @@ impl fmt::Display for Step {
             Some(path) => write!(f, "{} {}", self.kind(), path.display()),
             None => f.write_str(self.kind()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Grant, Network, SandboxState};
+
+    fn grant(path: &Path, mode: Mode, source: GrantSource) -> Grant {
+        Grant {
+            path: path.to_path_buf(),
+            mode,
+            source,
+        }
+    }
+
+    /// A workspace with a repository, a nested one and a lock, a home with
+    /// a start-up file and a `PATH` directory, all under `rw` grants.
+    fn fixture() -> (tempfile::TempDir, Policy, ViewInputs) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, home) = (root.join("ws"), root.join("home"));
+        for sub in [
+            "ws/.git/objects",
+            "ws/.git/hooks",
+            "ws/sub/.git/objects",
+            "home/bin",
+        ] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        for file in [
+            "ws/magus.yaml",
+            "ws/.git/HEAD",
+            "ws/.git/config",
+            "ws/sub/.git/HEAD",
+        ] {
+            std::fs::write(root.join(file), "x").unwrap();
+        }
+        std::fs::write(home.join(".bashrc"), "x").unwrap();
+        let config = GrantSource::Config {
+            spelled: "~".into(),
+            line: 1,
+            column: 1,
+        };
+        let grants = vec![
+            grant(&ws, Mode::Rw, GrantSource::Workspace),
+            grant(
+                Path::new("/tmp"),
+                Mode::Rw,
+                GrantSource::Builtin("temporary files"),
+            ),
+            grant(
+                Path::new("/dev/pts"),
+                Mode::Rw,
+                GrantSource::Builtin("pseudo-terminals"),
+            ),
+            grant(
+                Path::new("/proc"),
+                Mode::Ro,
+                GrantSource::Builtin("process information"),
+            ),
+            grant(
+                Path::new("/usr"),
+                Mode::Ro,
+                GrantSource::Builtin("system code"),
+            ),
+            grant(&home, Mode::Rw, config),
+        ];
+        let policy = Policy::new(SandboxState::On, ws, grants, Network::Allow, Vec::new());
+        let inputs = ViewInputs {
+            home: Some(home.clone()),
+            tmpdir: None,
+            path_var: Some(format!("{}:/usr/bin", home.join("bin").display()).into()),
+            exe: None,
+        };
+        (dir, policy, inputs)
+    }
+
+    fn position(plan: &JailPlan, want: impl Fn(&Step) -> bool) -> usize {
+        plan.steps()
+            .iter()
+            .position(want)
+            .unwrap_or_else(|| panic!("no such step in {:#?}", plan.steps()))
+    }
+
+    #[test]
+    fn each_grant_becomes_its_step_between_stage_and_pivot() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let steps = plan.steps();
+        assert_eq!(steps[..2], [Step::PrivatePropagation, Step::Stage]);
+        assert_eq!(steps.last(), Some(&Step::PivotRoot));
+        let at = |p: &str| PathBuf::from(p);
+        for expected in [
+            Step::Tmpfs {
+                path: at("/tmp"),
+                why: "private to this run",
+            },
+            Step::Proc { path: at("/proc") },
+            Step::Devpts {
+                path: at("/dev/pts"),
+            },
+            Step::Symlink {
+                path: at("/dev/ptmx"),
+                target: at("pts/ptmx"),
+            },
+            Step::Bind {
+                path: at("/usr"),
+                access: BindAccess::ReadOnly,
+                why: BindWhy::Grant,
+                if_missing: IfMissing::Fail,
+            },
+            Step::Bind {
+                path: policy.workspace.clone(),
+                access: BindAccess::ReadWrite,
+                why: BindWhy::Grant,
+                if_missing: IfMissing::Fail,
+            },
+        ] {
+            assert!(
+                steps.contains(&expected),
+                "{expected:?} missing: {steps:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn protected_paths_are_rebound_read_only_after_their_grant() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let ws = &policy.workspace;
+        let home = inputs.home.clone().unwrap();
+        let expected = [
+            (ws.join("magus.yaml"), CarveReason::PolicyFile),
+            (ws.join(".git/hooks"), CarveReason::GitCode),
+            (ws.join(".git/config"), CarveReason::GitCode),
+            (ws.join("sub/.git/hooks"), CarveReason::GitCode),
+            (home.join(".bashrc"), CarveReason::StartupFile),
+            (home.join("bin"), CarveReason::PathDirectory),
+        ];
+        let carves: Vec<(PathBuf, CarveReason)> = plan
+            .carve_outs()
+            .map(|(p, r)| (p.to_path_buf(), *r))
+            .collect();
+        for (path, reason) in &expected {
+            assert!(
+                carves.contains(&(path.clone(), *reason)),
+                "{path:?}: {carves:#?}"
+            );
+            let carve = position(&plan, |s| s.path() == Some(path.as_path()));
+            let grant = position(
+                &plan,
+                |s| matches!(s, Step::Bind { why: BindWhy::Grant, path: g, .. } if path.starts_with(g)),
+            );
+            assert!(grant < carve, "{path:?} bound before its grant");
+        }
+        // The nested repository has no hooks yet: created, then bound.
+        let hooks = ws.join("sub/.git/hooks");
+        let step = &plan.steps()[position(&plan, |s| s.path() == Some(hooks.as_path()))];
+        assert!(matches!(
+            step,
+            Step::Bind {
+                if_missing: IfMissing::MakeDir,
+                ..
+            }
+        ));
+        // Only inside the writable binds (not /usr, read-only anyway; not
+        // /usr/bin, on PATH but not writable).
+        assert!(
+            carves
+                .iter()
+                .all(|(p, _)| p.starts_with(ws) || p.starts_with(&home)),
+            "{carves:#?}"
+        );
+    }
+
+    #[test]
+    fn merged_usr_links_are_recreated_when_the_host_has_them() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let Ok(target) = std::fs::read_link("/bin") else {
+            return;
+        };
+        let link = Step::Symlink {
+            path: PathBuf::from("/bin"),
+            target,
+        };
+        assert!(plan.steps().contains(&link), "{:#?}", plan.steps());
+    }
+
+    #[test]
+    fn the_pid_only_plan_mounts_proc_over_the_host_view() {
+        let plan = JailPlan::pid_only();
+        let proc_step = Step::Proc {
+            path: PathBuf::from("/proc"),
+        };
+        assert_eq!(plan.steps(), [Step::PrivatePropagation, proc_step]);
+        assert_eq!(plan.carve_outs().count(), 0);
     }
 }

@@ -130,18 +130,25 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     found
 }
 
-/// Whether `path` (real) would be writable through a bind of the view: a
-/// private tmpfs (`/tmp`) is not the host's, so nothing there is protected.
+/// Whether `path` (real) would be writable through a bind of the view: the
+/// policy allows the write, and what shows `path` in the view (the deepest
+/// grant above it) is not a private tmpfs (`/tmp` is not the host's).
 fn is_writable_bind(policy: &Policy, path: &Path) -> bool {
     let Ok(normal) = NormalPath::new(path.to_path_buf()) else {
         return false;
     };
-    let decision = policy.check(&normal, Access::Write);
-    let private = |g: &crate::policy::Grant| match g.source {
-        GrantSource::Builtin(why) => why != crate::policy::CACHE_WHY,
-        _ => false,
-    };
-    decision.is_allowed() && policy.grant_of(&decision).is_some_and(|g| !private(g))
+    if !policy.check(&normal, Access::Write).is_allowed() {
+        return false;
+    }
+    let shown_by = policy
+        .grants
+        .iter()
+        .filter(|g| path.starts_with(&g.path))
+        .max_by_key(|g| g.path.components().count());
+    shown_by.is_some_and(|g| match g.source {
+        GrantSource::Builtin(why) => why == crate::policy::CACHE_WHY,
+        _ => true,
+    })
 }
 
 fn push_existing(
