@@ -204,7 +204,7 @@ fn confine(
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
     let jail = match nesting(env) {
-        Nesting::Outermost => enter_jail(policy, env)?,
+        Nesting::Outermost => enter_jail(policy, env, diagnostics),
         Nesting::InsideMagus => Jail::Inherited,
     };
     // network step (issue #12) goes here: magus is in its user namespace
@@ -247,12 +247,30 @@ enum Jail {
 /// Compiles the view from the policy and enters it. A plan that fails is
 /// not fatal: the run goes on with Landlock, the syscall guard and no
 /// capabilities, and says what is missing.
-fn enter_jail(policy: &Policy, env: &[(OsString, OsString)]) -> Result<Jail, Box<Diagnostic>> {
+fn enter_jail(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Jail {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
-    match enforce::jail::enter(&plan, userns_request(env)) {
-        JailStatus::Entered { .. } => Ok(Jail::Entered),
-        JailStatus::Unavailable { reason } => Ok(Jail::Missing(reason)),
+    if plan.search_truncated {
+        diagnostics.push(search_truncated());
     }
+    match enforce::jail::enter(&plan, userns_request(env)) {
+        JailStatus::Entered { .. } => Jail::Entered,
+        JailStatus::Unavailable { reason } => Jail::Missing(reason),
+    }
+}
+
+/// The repository search hit its limit: say so, every run, since deeper
+/// hooks and config stay writable for children.
+fn search_truncated() -> Diagnostic {
+    Diagnostic::warning(format!(
+        "the search for git repositories in writable grants stopped after {} directories: \
+         the hooks and config of deeper repositories are not protected from children",
+        enforce::jail::protect::MAX_DIRS
+    ))
+    .with_help("grant narrower `rw` directories in magus.yaml")
 }
 
 /// `MAGUS_SANDBOX_USERNS=0` behaves as a kernel that refuses user
