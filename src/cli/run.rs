@@ -204,7 +204,7 @@ fn confine(
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
     let jail = match nesting(env) {
-        Nesting::Outermost => enter_jail(policy, env, diagnostics),
+        Nesting::Outermost => enter_jail(policy, env, diagnostics)?,
         Nesting::InsideMagus => Jail::Inherited,
     };
     // network step (issue #12) goes here: magus is in its user namespace
@@ -244,21 +244,31 @@ enum Jail {
     Missing(JailUnavailable),
 }
 
-/// Compiles the view from the policy and enters it. A plan that fails is
-/// not fatal: the run goes on with Landlock, the syscall guard and no
-/// capabilities, and says what is missing.
+/// Compiles the view from the policy and enters it. Where namespaces are
+/// refused the run goes on with Landlock, the syscall guard and no
+/// capabilities, and says what is missing; a view that fails once the
+/// namespaces exist ends the run, naming the failing step.
 fn enter_jail(
     policy: &Policy,
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
-) -> Jail {
+) -> Result<Jail, Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
         diagnostics.push(search_truncated());
     }
     match enforce::jail::enter(&plan, userns_request(env)) {
-        JailStatus::Entered { .. } => Jail::Entered,
-        JailStatus::Unavailable { reason } => Jail::Missing(reason),
+        JailStatus::Entered { .. } => Ok(Jail::Entered),
+        JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
+            Ok(Jail::Missing(reason))
+        }
+        JailStatus::Unavailable { reason } => Err(Box::new(
+            Diagnostic::error(format!("cannot build the jail: {reason}"))
+                .with_note("no spell ran")
+                .with_help(format!(
+                    "`{USERNS_VAR}=0` runs without the jail (every run then says what is missing)"
+                )),
+        )),
     }
 }
 

@@ -87,6 +87,19 @@ impl fmt::Display for JailUnavailable {
     }
 }
 
+impl JailUnavailable {
+    /// Whether the process that tried is as it was before, so the run can
+    /// go on without the jail. Once the PID namespace is unshared its first
+    /// process must live: when it fails, no child could ever be forked
+    /// again, so those failures end the run instead.
+    pub fn leaves_process_usable(&self) -> bool {
+        matches!(
+            self,
+            Self::ThreadsRunning | Self::UsernsForcedOff | Self::Unshare(_)
+        )
+    }
+}
+
 static STATUS: OnceLock<JailStatus> = OnceLock::new();
 
 /// What [`enter`] achieved, once it has run.
