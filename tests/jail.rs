@@ -28,6 +28,8 @@ enum Sandbox {
     /// guard only. The control where `MAGUS_SANDBOX_ENABLED=0` cannot run
     /// (a workspace with a `magus.lock` refuses it, MGS2010).
     GateOnly,
+    /// On, with the jail but without Landlock: what the view alone holds.
+    JailOnly,
 }
 
 const NOBODY: u32 = 65534;
@@ -103,6 +105,9 @@ impl Jail {
             Sandbox::GateOnly => {
                 cmd.env("MAGUS_SANDBOX_LANDLOCK", "0");
                 cmd.env("MAGUS_SANDBOX_USERNS", "0");
+            }
+            Sandbox::JailOnly => {
+                cmd.env("MAGUS_SANDBOX_LANDLOCK", "0");
             }
         }
         cmd.arg("--workspace").arg(&self.h.ws).arg("run");
@@ -232,6 +237,36 @@ fn unix_sockets_in_tmp_and_run_user_cannot_be_reached() {
         for path in &paths {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// Without Landlock, the view alone keeps an ungranted file out of reach:
+/// it is not there to open, list or stat, and the view's own root is
+/// read-only.
+#[test]
+fn the_view_alone_hides_what_is_not_granted() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let key = jail.h.home_path(".ssh/id_rsa");
+        let secret = std::fs::read_to_string(&key).unwrap().trim().to_string();
+        let (k, dir) = (key.display(), jail.h.home.display());
+        let script = format!(
+            "cat {k} && echo READ-OK; ls -A {dir} | grep -q . && echo LIST-OK; stat {k} >/dev/null && echo STAT-OK; \
+             touch /planted && echo ROOT-WRITE-OK"
+        );
+        let control = jail.shell(Sandbox::Off, &script);
+        let jailed = jail.shell(Sandbox::JailOnly, &script);
+        let mut markers = vec!["READ-OK", "LIST-OK", "STAT-OK"];
+        if user == User::Root {
+            markers.push("ROOT-WRITE-OK");
+            let _ = std::fs::remove_file("/planted");
+        }
+        assert_attack(user, &control, &jailed, &markers, &secret);
+        assert!(
+            !jailed.stdout.contains("ROOT-WRITE-OK"),
+            "{}",
+            jailed.dump()
+        );
     }
 }
 

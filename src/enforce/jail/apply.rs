@@ -70,6 +70,7 @@ fn apply_step(step: &Step, place: &mut Place) -> Result<(), Errno> {
         Step::Proc { path } => fresh(&at(path), "proc", ""),
         Step::Devpts { path } => fresh(&at(path), "devpts", "newinstance,ptmxmode=0666,mode=620"),
         Step::Symlink { path, target } => symlink(target, &at(path)),
+        Step::ReadOnlyRoot => remount_read_only(Path::new(NEW_ROOT)),
         Step::PivotRoot => final_pivot(),
     }
 }

@@ -40,6 +40,9 @@ pub enum Step {
     Devpts { path: PathBuf },
     /// A symbolic link (merged-`/usr` links, `/dev/ptmx`, `/dev/fd`).
     Symlink { path: PathBuf, target: PathBuf },
+    /// The new root's own tmpfs (the directories made to hold mount
+    /// points, `$HOME`) becomes read-only; the mounts on it keep theirs.
+    ReadOnlyRoot,
     /// The new root replaces the staging root; the host's root is detached.
     PivotRoot,
 }
@@ -79,7 +82,7 @@ impl Step {
             | Step::Proc { path }
             | Step::Devpts { path }
             | Step::Symlink { path, .. } => Some(path),
-            Step::PrivatePropagation | Step::Stage | Step::PivotRoot => None,
+            Step::PrivatePropagation | Step::Stage | Step::ReadOnlyRoot | Step::PivotRoot => None,
         }
     }
 
@@ -94,6 +97,7 @@ impl Step {
             Step::Proc { .. } => "mount /proc",
             Step::Devpts { .. } => "mount devpts",
             Step::Symlink { .. } => "create symlink",
+            Step::ReadOnlyRoot => "make the new root read-only",
             Step::PivotRoot => "pivot to the new root",
         }
     }
@@ -175,7 +179,7 @@ impl JailPlan {
         mounts.dedup();
         let mut steps = vec![Step::PrivatePropagation, Step::Stage];
         steps.extend(mounts);
-        steps.push(Step::PivotRoot);
+        steps.extend([Step::ReadOnlyRoot, Step::PivotRoot]);
         JailPlan {
             steps,
             search_truncated: found.truncated,
