@@ -244,8 +244,11 @@ fn find_repositories(dir: &Path, found: &mut Found, budget: &mut usize) {
                 subdirs.push(entry.path());
             }
         }
+        // A `.git` directory is git's even when incomplete: `git init` keeps
+        // the hooks it finds there.
+        let dot_git = next.file_name().is_some_and(|n| n == ".git");
         let in_worktrees = next.parent().is_some_and(|p| p.ends_with("worktrees"));
-        if has_head && (in_worktrees || subdirs.iter().any(|d| d.ends_with("objects"))) {
+        if dot_git || has_head && (in_worktrees || subdirs.iter().any(|d| d.ends_with("objects"))) {
             protect_gitdir(&next, found);
             subdirs.retain(|d| d.ends_with("modules") || d.ends_with("worktrees"));
         }
