@@ -817,6 +817,7 @@ fn ordinary_work_runs_in_the_jail() {
     let lines = [
         "printf 'all:\\n\\tcc -o hello hello.c\\n' > Makefile && printf '#include <stdio.h>\\nint main(void){puts(\"hi\");return 0;}\\n' > hello.c && make -s && ./hello",
         "git init -q repo && cd repo && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -q -m first && git status --short",
+        "git init -q --bare up.git && cd repo && git push -q ../up.git HEAD:refs/heads/main && git fetch -q ../up.git main",
         "/usr/bin/python3 -m venv --without-pip venv && ./venv/bin/python -c 'print(1)'",
         "mkdir -p d && echo x > d/f && tar czf d.tgz d && rm -r d && tar xzf d.tgz && test -f d/f",
         "seq 200000 | sort -r -S 64K -T /tmp | tail -n 1 | grep -qx 1",
