@@ -311,6 +311,10 @@ fn root_capabilities_read_nothing() {
     let control = jail.shell(Sandbox::Off, &script);
     let jailed = jail.shell(Sandbox::On, &script);
     assert_attack(User::Root, &control, &jailed, &["DAC-OK"], &secret);
+    // Without the jail's user namespace (where the owner is unmapped) and
+    // without Landlock, only the emptied capability sets stand in the way.
+    let caps_only = jail.shell(Sandbox::GateOnly, &script);
+    assert_attack(User::Root, &control, &caps_only, &["DAC-OK"], &secret);
     // A file handle made outside, opened from inside (CAP_DAC_READ_SEARCH).
     let named = Command::new("/usr/bin/python3")
         .arg(jail.h.ws_path("probe.py"))
@@ -322,6 +326,8 @@ fn root_capabilities_read_nothing() {
     let control = jail.probe(Sandbox::Off, &args);
     let jailed = jail.probe(Sandbox::On, &args);
     assert_attack(User::Root, &control, &jailed, &["HANDLE-OK"], &secret);
+    let caps_only = jail.probe(Sandbox::GateOnly, &args);
+    assert_attack(User::Root, &control, &caps_only, &["HANDLE-OK"], &secret);
 }
 
 #[test]
