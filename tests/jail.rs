@@ -900,3 +900,32 @@ fn sandbox_check_lists_each_carve_out_and_why() {
         assert!(out.stdout.contains(&line), "{line}\n{}", out.dump());
     }
 }
+
+#[test]
+fn a_root_child_cannot_make_set_uid_or_file_capability_programs() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let jail = Jail::new(User::Root);
+    let script = "cp /usr/bin/id ./suid-id && chmod u+s ./suid-id && echo SUID-OK; \
+                  cp /usr/bin/id ./sgid-id && chmod g+s ./sgid-id && echo SGID-OK; \
+                  cp /usr/bin/id ./fcap-id && /usr/sbin/setcap cap_dac_override+ep ./fcap-id && echo FCAP-OK";
+    let control = jail.shell(Sandbox::Off, script);
+    for file in ["suid-id", "sgid-id", "fcap-id"] {
+        let _ = std::fs::remove_file(jail.h.ws_path(file));
+    }
+    let jailed = jail.shell(Sandbox::On, script);
+    let mut markers = vec!["SUID-OK", "SGID-OK"];
+    if Path::new("/usr/sbin/setcap").exists() {
+        markers.push("FCAP-OK");
+    }
+    assert_attack(User::Root, &control, &jailed, &markers, "");
+    use std::os::unix::fs::PermissionsExt;
+    for file in ["suid-id", "sgid-id"] {
+        let mode = std::fs::metadata(jail.h.ws_path(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o6000, 0, "{file} is set-id: {}", jailed.dump());
+    }
+}
