@@ -864,6 +864,26 @@ fn without_user_namespaces_every_run_warns_and_ipc_and_keyrings_are_closed() {
             "{}",
             out.dump()
         );
+        let mut check = match user {
+            User::Root => jail.h.command(),
+            User::Nobody => jail.h.command_as_nobody(),
+        };
+        let check = capture(
+            check
+                .arg("--workspace")
+                .arg(&jail.h.ws)
+                .args(["sandbox", "check"]),
+        );
+        assert!(
+            check.stdout.contains("jail      none ("),
+            "{}",
+            check.dump()
+        );
+        assert!(
+            check.stderr.contains("only partly in force"),
+            "{}",
+            check.dump()
+        );
         let key = format!("0x4d4b{:04x}", std::process::id() & 0xffff);
         let secret = unique("nouserns-secret");
         let id = python(SHM_CREATE, &[&key, &secret]);

@@ -53,6 +53,11 @@ fn startup_diagnostics(
     if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
         diagnostics.push(super::run::landlock_unavailable(*reason));
     }
+    let jail = match &kernel.jail {
+        JailStatus::Entered { .. } => super::run::Jail::Entered,
+        JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
+    };
+    diagnostics.extend(super::run::partial_enforcement(&kernel.landlock, &jail));
     diagnostics.extend(super::run::shim_warnings(policy, env, &child_env.stripped));
     diagnostics.extend(child_env.diagnostics());
     diagnostics

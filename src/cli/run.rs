@@ -237,7 +237,7 @@ fn confine(
 }
 
 /// What became of the jail for this run.
-enum Jail {
+pub(super) enum Jail {
     Entered,
     /// A nested magus lives in the enclosing run's jail already.
     Inherited,
@@ -294,7 +294,7 @@ pub const USERNS_VAR: &str = "MAGUS_SANDBOX_USERNS";
 
 /// The warning said at every run when part of the sandbox is not in force:
 /// Landlock rights the kernel lacks, no jail (and so no PID namespace).
-fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
+pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
     let mut missing = Vec::new();
     let mut help = Vec::new();
     if let LandlockStatus::Enforced { abi, unenforced } = landlock {
