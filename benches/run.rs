@@ -1,9 +1,9 @@
 //! `magus run` of an empty spell, sandbox on against off (DESIGN §11:
 //! ≤ 15 ms wall, ≤ 5 ms more than off). The on side pays for everything a
 //! real run does: policy resolution, the scrubbing re-exec (a secret is in
-//! the environment), the private PID namespace, the syscall guard and
-//! Landlock. `sandbox_on_network_deny` adds the loopback-only network
-//! namespace of `network: deny` (DESIGN §6b).
+//! the environment), the jail (namespaces and the view), dropping every
+//! capability, the syscall guard and Landlock. `sandbox_on_network_deny`
+//! adds the loopback-only network namespace of `network: deny`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::Path;

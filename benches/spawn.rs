@@ -73,7 +73,11 @@ fn scrubbed_env() -> Vec<(OsString, OsString)> {
 }
 
 fn confine_self() -> Domain {
-    let guard = SyscallGuard::build().expect("seccomp filter builds");
+    let guard = SyscallGuard::build(
+        magus_sandbox::enforce::seccomp::GuardMode::Jailed,
+        magus_sandbox::enforce::network::NetworkSeccomp::None,
+    )
+    .expect("seccomp filter builds");
     guard.install_on_self().expect("seccomp filter installs");
     let domain = install_on_self(&bench_policy(), &Network::Allow, LandlockRequest::Enforce)
         .expect("landlock installs");

@@ -383,3 +383,44 @@ fun main(args: [str]) > int {{
     );
     h.assert_no_leak(&out);
 }
+
+/// In the jail an ungranted `PATH` directory is not there; the lookup
+/// must still find what the user's `PATH` names first (here `~/bin/cat`,
+/// shadowing `/usr/bin/cat`) and refuse it, not fall through to the
+/// system's `cat`. Control: with the sandbox off, `~/bin/cat` runs.
+#[test]
+fn a_hidden_path_directory_is_not_replaced_by_a_later_one() {
+    let mut h = Harness::new();
+    let evil = plant_program(&h);
+    std::fs::rename(&evil, h.home_path("bin/cat")).unwrap();
+    let bin = h.home_path("bin").display().to_string();
+    h.set_env("PATH", format!("{bin}:/usr/bin:/bin"));
+    let spell = r#"import "std";
+import "sh";
+
+fun main(args: [str]) > int {
+    std.print("WHICH {sh.which("cat") ?? "null"}");
+    try {
+        sh.run(["cat", "/dev/null"]);
+        std.print("RAN");
+    } catch (e: SandboxError) {
+        std.print("REFUSED {e.code}");
+    }
+    return 0;
+}
+"#;
+    h.write_spell("shadow", spell);
+    let out = h.run("shadow", &[]);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(out.stdout.contains("REFUSED MGS2007"), "{}", out.dump());
+    assert!(out.stdout.contains("WHICH null"), "{}", out.dump());
+    assert!(!h.ws_path("marker").exists(), "the shadowing program ran");
+
+    h.write_config("sandbox:\n  enabled: false\n");
+    let out = h.run("shadow", &[]);
+    assert!(out.stdout.contains("RAN"), "control: {}", out.dump());
+    assert!(
+        h.ws_path("marker").exists(),
+        "control: ~/bin/cat did not run"
+    );
+}

@@ -1,8 +1,10 @@
-//! Differential test of the two layers' contract: for random policies over
-//! a real directory tree, what the kernel allows a process confined by our
-//! ruleset equals the reference "union over granted ancestors" decision
-//! (`kernel_support::expected`, to be swapped for the policy trie). One
-//! confined child per policy probes many (path, access) cases in-process.
+//! Differential test of the three things compiled from one policy: for
+//! random policies over a real directory tree, what the kernel allows a
+//! process confined by our ruleset equals the policy trie's decision
+//! (`kernel_support::expected`), and — for every other policy, run inside
+//! the jail — a path exists in the view exactly when it lies under a grant
+//! or on the way to one. One confined child per policy probes many (path,
+//! access) cases in-process.
 
 mod kernel_support;
 
@@ -101,10 +103,16 @@ fn random_probes(nodes: &[Node], rng: &mut Rng) -> Vec<(Probe, Access)> {
         .collect()
 }
 
-/// Runs one confined child over the probes; the kernel's answers.
-fn kernel_answers(grants: &[(PathBuf, Mode)], probes: &[Probe]) -> Result<Vec<bool>, String> {
+/// Runs one confined child over the probes (in the jail's view when
+/// `view`); the kernel's answers.
+fn kernel_answers(
+    grants: &[(PathBuf, Mode)],
+    probes: &[Probe],
+    view: bool,
+) -> Result<ProbeAnswers, String> {
     let spec = Spec {
         landlock: true,
+        view,
         grants: grants
             .iter()
             .map(|(p, m)| (p.clone(), m.as_str().to_owned()))
@@ -115,6 +123,14 @@ fn kernel_answers(grants: &[(PathBuf, Mode)], probes: &[Probe]) -> Result<Vec<bo
     let out = Launch::new(&spec).run()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.trim()).map_err(|e| format!("{e}:\n{}", text(&out)))
+}
+
+/// What the view shows: everything under a grant, and the directories on
+/// the way to one (mount points), nothing else.
+fn in_the_view(grants: &[(PathBuf, Mode)], path: &std::path::Path) -> bool {
+    grants
+        .iter()
+        .any(|(g, _)| path.starts_with(g) || g.starts_with(path))
 }
 
 fn kernel_agrees() -> CaseResult {
@@ -129,26 +145,44 @@ fn kernel_agrees() -> CaseResult {
         fs::create_dir(root.join("t")).map_err(|e| e.to_string())?;
         Rng::new(seed ^ 0xabcdef)
     });
-    let (mut cases, mut allowed) = (0, 0);
+    let (mut cases, mut allowed, mut visible, mut in_view) = (0, 0, 0, 0);
     let mut disagreements = Vec::new();
-    for _ in 0..POLICIES {
+    for index in 0..POLICIES {
+        let view = index % 2 == 1;
         let grants = random_grants(&nodes, &mut rng);
         let probes = random_probes(&nodes, &mut rng);
         let only: Vec<Probe> = probes.iter().map(|(p, _)| p.clone()).collect();
-        let kernel = kernel_answers(&grants, &only)?;
-        check(kernel.len() == probes.len(), || "short answer".into())?;
-        for ((probe, access), got) in probes.iter().zip(kernel) {
+        let kernel = kernel_answers(&grants, &only, view)?;
+        check(kernel.allowed.len() == probes.len(), || {
+            "short answer".into()
+        })?;
+        let answers = kernel.allowed.iter().zip(&kernel.exists);
+        for ((probe, access), (&got, &exists)) in probes.iter().zip(answers) {
             cases += 1;
             allowed += usize::from(got);
             let want = expected(&grants, &probe.path, *access);
             if want != got {
                 disagreements.push(format!(
-                    "{grants:?}: {access:?} {} kernel={got} trie={want}",
+                    "{grants:?}: {access:?} {} kernel={got} trie={want} (view: {view})",
                     probe.path.display()
                 ));
             }
+            if view {
+                in_view += 1;
+                visible += usize::from(exists);
+                let shown = in_the_view(&grants, &probe.path);
+                if shown != exists {
+                    disagreements.push(format!(
+                        "{grants:?}: {} exists in the view: {exists}, expected {shown}",
+                        probe.path.display()
+                    ));
+                }
+            }
         }
     }
+    check(visible > 0 && visible < in_view, || {
+        format!("{visible} of {in_view} paths in the view exist: not a mix")
+    })?;
     check(cases >= 500, || format!("only {cases} cases"))?;
     // A degenerate run (all allowed, or all denied) would prove nothing.
     check(allowed > cases / 10 && allowed < cases * 9 / 10, || {
@@ -161,6 +195,6 @@ fn kernel_agrees() -> CaseResult {
             disagreements.join("\n")
         )
     })?;
-    println!("  {cases} cases ({allowed} allowed) over {POLICIES} policies, seed {seed}: zero disagreements");
+    println!("  {cases} cases ({allowed} allowed, {in_view} in the jail's view of which {visible} exist) over {POLICIES} policies, seed {seed}: zero disagreements");
     Ok(Outcome::Pass)
 }

@@ -25,15 +25,15 @@ fn steps_spell(lines: &[String]) -> String {
 #[test]
 fn compile_commit_and_rename_work_but_home_stays_closed() {
     let h = Harness::new();
-    let tmp = tempfile::tempdir_in("/tmp").unwrap();
-    let tmp = tmp.path().display();
+    // The jail's /tmp is private to the run: the directory is made in it.
+    let tmp = "/tmp/kernel-work";
     let home = h.home_path("").display().to_string();
     let lines = vec![
         "printf '#include <stdio.h>\\nint main(void){puts(\"ok\");return 0;}\\n' > hello.c".to_string(),
         "cc -o hello hello.c && ./hello".to_string(),
         "git init -q repo && cd repo && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m first && git log --oneline | wc -l".to_string(),
         "echo a > a.txt && mv a.txt b.txt && test -f b.txt".to_string(),
-        format!("echo t > {tmp}/x && mv {tmp}/x {tmp}/y && test -f {tmp}/y"),
+        format!("mkdir -p {tmp} && echo t > {tmp}/x && mv {tmp}/x {tmp}/y && test -f {tmp}/y"),
         format!("cat {home}/.ssh/id_rsa"),
         format!("echo evil >> {home}/.bashrc"),
         format!("mv {home}/.aws/credentials ./stolen"),

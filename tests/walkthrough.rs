@@ -148,7 +148,15 @@ impl Workspace {
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         let (home, ws) = (root.join("home"), root.join("project"));
-        for sub in [".cargo", ".rustup", ".aws", ".ssh", ".docker"] {
+        for sub in [
+            ".cargo/bin",
+            ".cargo/registry",
+            ".cargo/git",
+            ".rustup",
+            ".aws",
+            ".ssh",
+            ".docker",
+        ] {
             std::fs::create_dir_all(home.join(sub)).unwrap();
         }
         for (path, text) in SECRETS {

@@ -5,9 +5,9 @@ use super::lock::LockReport;
 use super::report::{startup_report, ReportInput};
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
+use crate::enforce::jail::{protect, UserNamespace};
 use crate::enforce::network::NetworkPlan;
-use crate::enforce::pidns::UserNamespace;
-use crate::enforce::{self, LandlockStatus, PidIsolation};
+use crate::enforce::{self, JailPlan, JailStatus, LandlockStatus, ViewInputs};
 use crate::policy::{
     self, Grant, GrantSource, Network, Policy, SandboxState, Startup, StateSource,
 };
@@ -24,10 +24,11 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
     };
     let policy = &startup.policy;
     let kernel = KernelReport::probe(policy, env);
+    let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     let lock = LockReport::of(policy);
     let report = match global.message_format {
-        MessageFormat::Human => human_report(policy, &kernel, &lock),
-        MessageFormat::Json => json_report(policy, &kernel, &lock),
+        MessageFormat::Human => human_report(policy, &kernel, &lock, &plan),
+        MessageFormat::Json => json_report(policy, &kernel, &lock, &plan),
     };
     let _ = std::io::stdout().lock().write_all(report.as_bytes());
     let mut diagnostics = startup_diagnostics(&startup, env, &kernel);
@@ -61,6 +62,13 @@ fn startup_diagnostics(
             &kernel.landlock,
         ));
     }
+    let jail = match &kernel.jail {
+        JailStatus::Entered { .. } => super::run::Jail::Entered,
+        JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
+    };
+    if policy.state() == SandboxState::On {
+        resolution.extend(super::run::partial_enforcement(&kernel.landlock, &jail));
+    }
     startup_report(ReportInput {
         policy,
         config: startup.config.as_ref(),
@@ -76,7 +84,7 @@ fn startup_diagnostics(
 /// restricting this process.
 struct KernelReport {
     landlock: LandlockStatus,
-    pid: PidIsolation,
+    jail: JailStatus,
     network: NetworkPlan,
 }
 
@@ -85,8 +93,8 @@ impl KernelReport {
         let request = super::run::landlock_request(env);
         KernelReport {
             landlock: crate::enforce::landlock::probe(policy.network(), request),
-            pid: crate::enforce::probe_private_pid_namespace(),
-            network: enforce::network::probe(policy.network(), super::run::namespace_request(env)),
+            jail: crate::enforce::jail::probe(super::run::userns_request(env)),
+            network: enforce::network::probe(policy.network(), super::run::userns_request(env)),
         }
     }
 
@@ -108,17 +116,21 @@ impl KernelReport {
         }
     }
 
-    fn pid_text(&self) -> String {
-        match self.pid {
-            PidIsolation::PrivateNamespace { user_namespace } => {
+    fn jail_text(&self) -> String {
+        match &self.jail {
+            JailStatus::Entered { user_namespace } => {
                 let via = match user_namespace {
-                    UserNamespace::NotNeeded => "as root",
+                    UserNamespace::NotNeeded => "as root, no user namespace: mounts not locked",
                     UserNamespace::Created => "in a user namespace",
                 };
-                format!("private PID namespace and /proc for magus and its children ({via})")
+                format!(
+                    "user, IPC, PID and mount namespaces; a view of the grants only, with its \
+                     own /proc, /tmp, /dev/shm and devpts ({via})"
+                )
             }
-            PidIsolation::Unavailable { reason } => format!(
-                "shared with the machine ({reason}); children rely on Landlock ptrace scoping"
+            JailStatus::Unavailable { reason } => format!(
+                "none ({reason}): children see the host's filesystem and processes; \
+                 Landlock, seccomp and dropped capabilities still hold"
             ),
         }
     }
@@ -160,7 +172,12 @@ fn network_text(network: &Network) -> String {
     }
 }
 
-fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
+fn human_report(
+    policy: &Policy,
+    kernel: &KernelReport,
+    lock: &LockReport,
+    plan: &JailPlan,
+) -> String {
     let mut out = String::new();
     let config = policy
         .config_file()
@@ -198,23 +215,40 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
         "network          {}\n",
         network_text(policy.network())
     ));
+    out.push_str(&carve_out_text(plan));
     out.push_str("\nkernel\n");
     out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
-    out.push_str(&format!("  /proc     {}\n", kernel.pid_text()));
+    out.push_str(&format!("  jail      {}\n", kernel.jail_text()));
     out.push_str(&format!("  network   {}\n", kernel.network.describe()));
     out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
     out.push_str(
-        "  syscalls  modules, kexec, bpf, perf events, port I/O and device nodes refused to \
-         children (seccomp)\n",
+        "  syscalls  modules, kexec, bpf, perf events, port I/O, device nodes, file handles, \
+         mounts, new namespaces, keyrings and fanotify refused to children (seccomp)\n",
     );
-    let dropped: Vec<String> = enforce::capabilities::DROPPED
-        .iter()
-        .map(|capability| capability.to_string())
-        .collect();
-    out.push_str(&format!(
-        "  caps      {} dropped by magus and its children\n",
-        dropped.join(", ")
-    ));
+    out.push_str(
+        "  caps      none: every set cleared (bounding and ambient too) and securebits locked, \
+         root included\n",
+    );
+    out
+}
+
+/// The protected carve-outs of the jail's view, each with why.
+fn carve_out_text(plan: &JailPlan) -> String {
+    let mut out = String::from("\nread-only inside writable grants (for children, in the jail)\n");
+    let mut any = false;
+    for (path, reason) in plan.carve_outs() {
+        out.push_str(&format!("  {}  {reason}\n", path.display()));
+        any = true;
+    }
+    if !any {
+        out.push_str("  none\n");
+    }
+    if plan.search_truncated {
+        out.push_str(&format!(
+            "  (the repository search stopped after {} directories: deeper .git directories are not protected)\n",
+            protect::MAX_DIRS
+        ));
+    }
     out
 }
 
@@ -235,8 +269,19 @@ fn json_grant(grant: &Grant) -> serde_json::Value {
     })
 }
 
-fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
-    let network = match &policy.network() {
+fn json_report(
+    policy: &Policy,
+    kernel: &KernelReport,
+    lock: &LockReport,
+    plan: &JailPlan,
+) -> String {
+    let carve_outs: Vec<serde_json::Value> = plan
+        .carve_outs()
+        .map(
+            |(path, reason)| json!({"path": path.display().to_string(), "why": reason.to_string()}),
+        )
+        .collect();
+    let network = match policy.network() {
         Network::Allow => json!("allow"),
         Network::Deny => json!("deny"),
         Network::Ports {
@@ -253,10 +298,11 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
         "grants": policy.grants().iter().map(json_grant).collect::<Vec<_>>(),
         "passthrough": policy.passthrough().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
+        "carve_outs": carve_outs,
         "kernel": {
             "landlock": kernel.landlock_text(),
             "landlock_abi": kernel.landlock.abi(),
-            "proc": kernel.pid_text(),
+            "jail": kernel.jail_text(),
             "network": kernel.network.describe(),
         },
     });

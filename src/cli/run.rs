@@ -7,12 +7,12 @@
 //! 2. Mark every inherited descriptor above stderr close-on-exec (a parent
 //!    may have left one open on a secret), then re-execute with the scrubbed
 //!    environment, so `/proc/<magus>/environ` holds no secret.
-//! 3. Enter a private PID namespace (mounting `/proc` is impossible once
-//!    Landlock is on, so a nested magus keeps the enclosing run's), for
-//!    `network: deny` a loopback-only network namespace, drop the
-//!    capabilities that reach past Landlock, install the syscall guard
-//!    (seccomp, with the network rules), then Landlock — all on the lone
-//!    main thread.
+//! 3. Enter the jail (user, IPC, PID and mount namespaces and the view
+//!    compiled from the policy; mounting is impossible once Landlock is
+//!    on, so a nested magus keeps the enclosing run's), for `network: deny`
+//!    a loopback-only network namespace, drop every capability, install the
+//!    syscall guard (seccomp, with the network rules), then Landlock — all
+//!    on the lone main thread.
 //! 4. Run the spell with the gated bindings.
 
 use super::report::{startup_report, ReportInput, StartupReport};
@@ -21,10 +21,15 @@ use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_SP
 use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
 use crate::diag::{Code, Diagnostic, Renderer};
-use crate::enforce::gate::Gate;
-use crate::enforce::landlock::Unavailable;
-use crate::enforce::network::{NamespaceRequest, NetnsUnavailable, NetworkPlan};
-use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
+use crate::enforce::gate::{Gate, HiddenPrograms};
+use crate::enforce::jail::USERNS_VAR;
+use crate::enforce::landlock::{Unavailable, Unenforced};
+use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
+use crate::enforce::seccomp::GuardMode;
+use crate::enforce::{
+    self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
+    ReexecState, SyscallGuard, UsernsRequest, ViewInputs,
+};
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
     FINGERPRINT_VAR,
@@ -82,6 +87,11 @@ pub(super) fn run(
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(global.message_format);
     let mut resolution = startup.diagnostics;
+    // Before the jail hides the ungranted PATH directories.
+    let hidden = match policy.state() {
+        SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
+        SandboxState::Off => HiddenPrograms::default(),
+    };
     let domain = match confine(&policy, env, &mut resolution) {
         Ok(domain) => domain,
         Err(d) => {
@@ -101,8 +111,17 @@ pub(super) fn run(
         renderer.emit(d);
     }
     execute(
-        policy, domain, child_env, report, &file, &source, args, renderer,
+        policy, domain, hidden, child_env, report, &file, &source, args, renderer,
     )
+}
+
+/// The `PATH` children get.
+fn child_path(child_env: &ChildEnv) -> Option<&OsStr> {
+    child_env
+        .vars
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str())
 }
 
 /// Children get a `TMPDIR` they may write to: magus's own when the policy
@@ -201,8 +220,8 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
     child_env.stripped.dedup();
 }
 
-/// Step 3 of the module doc: PID namespace, capabilities, syscall guard,
-/// Landlock.
+/// Step 3 of the module doc: the jail, capabilities, syscall guard,
+/// Landlock. Whatever could not be put in force is said in one warning.
 fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -211,20 +230,22 @@ fn confine(
     if policy.state() == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
-    if nesting(env) == Nesting::Outermost {
-        enforce::enter_private_pid_namespace();
-    }
-    // network step (issue #12): after the user namespace (the PID step makes
-    // it when not root), before capabilities are dropped (`lo` is brought
-    // up with CAP_NET_ADMIN), seccomp and Landlock; once, never per child.
-    let network = enforce::network::enter(policy.network(), namespace_request(env));
-    enforce::capabilities::drop_kernel_capabilities().map_err(|e| {
-        Box::new(Diagnostic::error(format!(
-            "cannot drop the capabilities that reach past Landlock: {e}"
-        )))
-    })?;
-    let guard =
-        SyscallGuard::build_with_network(network.seccomp()).and_then(|g| g.install_on_self());
+    let jail = match nesting(env) {
+        Nesting::Outermost => enter_jail(policy, env, diagnostics)?,
+        Nesting::InsideMagus => Jail::Inherited,
+    };
+    // The network step (issue #12): magus is in its user namespace and
+    // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
+    // up), and the syscall guard does not yet refuse `unshare`; once per
+    // run, never per child.
+    let network = enforce::network::enter(policy.network(), userns_request(env));
+    enforce::capabilities::drop_all_capabilities()
+        .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;
+    let mode = match jail {
+        Jail::Entered | Jail::Inherited => GuardMode::Jailed,
+        Jail::Missing(_) => GuardMode::Unjailed,
+    };
+    let guard = SyscallGuard::build(mode, network.seccomp()).and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
             "cannot install the syscall guard: {e}"
@@ -240,14 +261,131 @@ fn confine(
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
+    diagnostics.extend(partial_enforcement(domain.status(), &jail));
     diagnostics.extend(network_fallback(network, domain.status()));
     Ok(domain)
 }
 
-/// `MAGUS_SANDBOX_USERNS=0` acts as a machine refusing user namespaces.
-pub(super) fn namespace_request(env: &[(OsString, OsString)]) -> NamespaceRequest {
-    let value = crate::policy::lookup(env, enforce::network::USERNS_VAR);
-    NamespaceRequest::from_env_value(value)
+/// What became of the jail for this run.
+pub(super) enum Jail {
+    Entered,
+    /// A nested magus lives in the enclosing run's jail already.
+    Inherited,
+    Missing(JailUnavailable),
+}
+
+/// Compiles the view from the policy and enters it. Where namespaces are
+/// refused the run goes on with Landlock, the syscall guard and no
+/// capabilities, and says what is missing; a view that fails once the
+/// namespaces exist ends the run, naming the failing step.
+fn enter_jail(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Jail, Box<Diagnostic>> {
+    let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
+    if plan.search_truncated {
+        diagnostics.push(search_truncated());
+    }
+    match enforce::jail::enter(&plan, userns_request(env)) {
+        JailStatus::Entered { .. } => Ok(Jail::Entered),
+        JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
+            Ok(Jail::Missing(reason))
+        }
+        JailStatus::Unavailable { reason } => Err(Box::new(
+            Diagnostic::error(format!("cannot build the jail: {reason}"))
+                .with_note("no spell ran")
+                .with_help(format!(
+                    "`{USERNS_VAR}=0` runs without the jail (every run then says what is missing)"
+                )),
+        )),
+    }
+}
+
+/// The repository search hit its limit: say so, every run, since deeper
+/// hooks and config stay writable for children.
+fn search_truncated() -> Diagnostic {
+    Diagnostic::warning(format!(
+        "the search for git repositories in writable grants stopped after {} directories: \
+         the hooks and config of deeper repositories are not protected from children",
+        enforce::jail::protect::MAX_DIRS
+    ))
+    .with_help("grant narrower `rw` directories in magus.yaml")
+}
+
+/// `MAGUS_SANDBOX_USERNS=0` behaves as a kernel that refuses user
+/// namespaces (for testing the fallback).
+pub(super) fn userns_request(env: &[(OsString, OsString)]) -> UsernsRequest {
+    UsernsRequest::from_env_value(crate::policy::lookup(env, USERNS_VAR))
+}
+
+/// The warning said at every run when part of the sandbox is not in force:
+/// Landlock rights the kernel lacks, no jail (and so no PID namespace).
+pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
+    let mut missing = Vec::new();
+    let mut help = Vec::new();
+    if let LandlockStatus::Enforced { abi, unenforced } = landlock {
+        let rights: Vec<String> = unenforced
+            .iter()
+            .filter(|u| !covered_by_jail(u, jail))
+            .map(ToString::to_string)
+            .collect();
+        if !rights.is_empty() {
+            missing.push(format!("Landlock ABI {abi} lacks: {}", rights.join(", ")));
+            help.push("a newer kernel enforces the missing Landlock rights".to_string());
+        }
+    }
+    if let Jail::Missing(reason) = jail {
+        missing.push(format!(
+            "no jail ({reason}): children see the host's filesystem outside the grants \
+             (unix sockets in /tmp and /run/user, other terminals in /dev/pts, other \
+             sessions' /tmp and /dev/shm files, metadata of ungranted paths), \
+             every process in /proc, and protected paths inside writable grants; \
+             System V IPC and keyrings are refused instead"
+        ));
+        help.push(jail_help(reason));
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    Some(
+        Diagnostic::warning(format!(
+            "the sandbox is only partly in force: {}",
+            missing.join("; ")
+        ))
+        .with_help(help.join("; ")),
+    )
+}
+
+/// What the jail makes up for: without `resolve_unix` (ABI 9) Landlock
+/// lets a child connect to any pathname socket it can name, but in the
+/// jail only sockets inside the grants exist.
+fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
+    let jailed = matches!(jail, Jail::Entered | Jail::Inherited);
+    jailed
+        && matches!(
+            missing,
+            Unenforced::FsRight {
+                name: "resolve_unix",
+                ..
+            }
+        )
+}
+
+fn jail_help(reason: &JailUnavailable) -> String {
+    match reason {
+        JailUnavailable::UsernsForcedOff => {
+            format!("unset {USERNS_VAR} (it is meant for testing)")
+        }
+        JailUnavailable::Unshare(_) | JailUnavailable::IdMap(_) => {
+            "allow user namespaces for magus: install contrib/apparmor/magus \
+             (README, \"User namespaces\"), or set the sysctl \
+             kernel.apparmor_restrict_unprivileged_userns=0 / \
+             kernel.unprivileged_userns_clone=1"
+                .to_string()
+        }
+        _ => "`magus sandbox check` shows the kernel's state".to_string(),
+    }
 }
 
 /// MGS2012, at every run: `deny` enforced by the seccomp fallback, or port
@@ -266,7 +404,7 @@ fn landlock_restricts_tcp(landlock: &LandlockStatus) -> bool {
     match landlock {
         LandlockStatus::Enforced { unenforced, .. } => !unenforced
             .iter()
-            .any(|u| matches!(u, enforce::Unenforced::Network { .. })),
+            .any(|u| matches!(u, Unenforced::Network { .. })),
         LandlockStatus::Unavailable { .. } => false,
     }
 }
@@ -301,11 +439,8 @@ enum Nesting {
     InsideMagus,
 }
 
-/// A nested magus skips the PID namespace step: it already lives in the
-/// enclosing run's namespace, and inside its Landlock domain `mount(2)` of
-/// a new `/proc` is refused after the namespace is unshared, which would
-/// leave a namespace whose init has died (every later `fork` fails with
-/// `ENOMEM`).
+/// A nested magus skips the jail: it already lives in the enclosing run's,
+/// whose syscall guard refuses new namespaces and mounts anyway.
 fn nesting(env: &[(OsString, OsString)]) -> Nesting {
     match crate::policy::lookup(env, FINGERPRINT_VAR) {
         Some(_) => Nesting::InsideMagus,
@@ -334,6 +469,7 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
 fn execute(
     policy: Policy,
     domain: Domain,
+    hidden: HiddenPrograms,
     child_env: ChildEnv,
     report: StartupReport,
     file: &Path,
@@ -347,7 +483,7 @@ fn execute(
         renderer.emit(&Diagnostic::error(message));
         return EXIT_CONFIG;
     }
-    let gate = Gate::new(Rc::new(policy), workspace);
+    let gate = Gate::new(Rc::new(policy), workspace).with_hidden_programs(hidden);
     let sink: bindings::DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
     let session = Session::new(
         gate,

@@ -199,8 +199,17 @@ fn classify(e: io::Error) -> BeneathError {
 ///
 /// This follows every symlink (including `/proc/self/root` and other magic
 /// links), so it tells where a spelled path *leads*; it is used to explain
-/// and re-check, never to open without a further check.
+/// and re-check, never to open without a further check. A dangling link is
+/// followed by its text: in the jail a link to an ungranted file dangles,
+/// and the denial must still say where it leads.
 pub fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
+    resolve_within(path, MAX_LINKS)
+}
+
+/// As many links as the kernel follows in one lookup (`MAXSYMLINKS`).
+const MAX_LINKS: u32 = 40;
+
+fn resolve_within(path: &Path, links_left: u32) -> io::Result<PathBuf> {
     let mut missing: Vec<OsString> = Vec::new();
     let mut probe = path.to_path_buf();
     loop {
@@ -210,6 +219,9 @@ pub fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
                 return Ok(real);
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Ok(target) = std::fs::read_link(&probe) {
+                    return follow_dangling(&probe, &target, &missing, links_left).ok_or(e);
+                }
                 let Some(name) = probe.file_name() else {
                     return Err(e);
                 };
@@ -221,6 +233,23 @@ pub fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Where the dangling link `link` → `target` leads, with `missing` (in
+/// reverse) appended, resolved again.
+fn follow_dangling(
+    link: &Path,
+    target: &Path,
+    missing: &[OsString],
+    links_left: u32,
+) -> Option<PathBuf> {
+    let next_left = links_left.checked_sub(1)?;
+    let base = link.parent()?;
+    let mut next = crate::policy::normalize(base, target.as_os_str())
+        .ok()?
+        .into_path_buf();
+    next.extend(missing.iter().rev());
+    resolve_within(&next, next_left).ok()
 }
 
 /// Splits a relative path into its parent and final name, for operations

@@ -1,83 +1,96 @@
-//! The capabilities through which a root child would read files past
-//! Landlock, without opening them: kernel memory (`/proc/kcore`, which
-//! holds the page cache), port I/O, modules, BPF, perf events, `kexec` and
-//! device nodes. magus drops them from every set of its own before any
-//! spell runs, so no child has them: after `execve` a root process gets
-//! its bounding and inheritable sets, nothing more. The syscall guard
-//! refuses most of the same calls too; this also covers `/proc/kcore`,
-//! which is an `open` the guard cannot tell apart. The network ones
-//! (`CAP_NET_ADMIN`, `CAP_NET_RAW`) go too: no setting lets a child change
-//! the host's addresses and routes, or sniff with packet sockets.
+//! No capabilities, root included (DESIGN §6a): before any spell runs,
+//! magus locks its securebits (root gains nothing at `execve`, set-uid
+//! gives nothing) and empties every capability set, bounding and ambient
+//! too, so no child ever holds one — not `CAP_DAC_READ_SEARCH` (file
+//! handles), not `CAP_CHOWN`/`CAP_FOWNER` (metadata outside the grants),
+//! not `CAP_SYS_RAWIO` (`/proc/kcore`), not `CAP_SYS_ADMIN` (mounts), not
+//! `CAP_NET_ADMIN`/`CAP_NET_RAW` (the host's addresses, routes, sniffing).
+//! Inside the jail these are the user namespace's capabilities; without
+//! one they are root's own.
 
 use super::error::EnforceError;
-use caps::{CapSet, Capability};
+use caps::{CapSet, Capability, CapsHashSet};
 
-/// The capabilities dropped.
-pub const DROPPED: [Capability; 8] = [
-    // /proc/kcore, /dev/mem and port I/O.
-    Capability::CAP_SYS_RAWIO,
-    Capability::CAP_SYS_MODULE,
-    // Device nodes.
-    Capability::CAP_MKNOD,
-    // BPF programs and perf events read kernel memory.
-    Capability::CAP_BPF,
-    Capability::CAP_PERFMON,
-    // kexec: a new kernel.
-    Capability::CAP_SYS_BOOT,
-    // The host network: addresses, routes, firewall, sniffing (DESIGN §6b).
-    Capability::CAP_NET_ADMIN,
-    Capability::CAP_NET_RAW,
-];
+/// The securebits set and locked: root is not special at `execve`, a
+/// set-uid switch keeps no capability, none can be kept or raised ambient.
+const LOCKED_SECUREBITS: libc::c_int = libc::SECBIT_NOROOT
+    | libc::SECBIT_NOROOT_LOCKED
+    | libc::SECBIT_NO_SETUID_FIXUP
+    | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+    | libc::SECBIT_KEEP_CAPS_LOCKED
+    | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+    | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
 
-/// Whether the bounding set could shrink too.
+/// How far the drop went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CapabilityDrop {
-    /// Dropped from every set, bounding included: no descendant can regain
-    /// them.
+    /// Every set empty, bounding included, securebits locked.
     Complete,
-    /// Without `CAP_SETPCAP` the bounding set stays; the other sets were
-    /// emptied of them. A non-root child cannot gain them anyway
-    /// (`no_new_privs` is set).
+    /// The process held no `CAP_SETPCAP` (an ordinary user outside a user
+    /// namespace): its sets are emptied, but the bounding set and the
+    /// securebits stay as they were. Such a process has no capability to
+    /// regain, and `no_new_privs` (set by the syscall guard) stops set-uid
+    /// and file capabilities from giving any.
     BoundingKept,
 }
 
-/// Drops [`DROPPED`] from the calling thread's ambient, inheritable,
-/// bounding, effective and permitted sets, in the order the kernel allows.
-/// Call it while the process has one thread (capabilities are per thread).
-pub fn drop_kernel_capabilities() -> Result<CapabilityDrop, EnforceError> {
-    let supported = caps::runtime::thread_all_supported();
-    let bounding = match has(CapSet::Effective, Capability::CAP_SETPCAP)? {
+/// Empties every capability set of the calling thread. Call it while the
+/// process has one thread (capabilities are per thread), after the jail is
+/// built and before the syscall guard and Landlock.
+pub fn drop_all_capabilities() -> Result<CapabilityDrop, EnforceError> {
+    let complete = has_setpcap()?;
+    if complete {
+        lock_securebits()?;
+        for capability in caps::runtime::thread_all_supported() {
+            drop_from(CapSet::Bounding, capability)?;
+        }
+    }
+    if caps::runtime::ambient_set_supported().is_ok() {
+        clear(CapSet::Ambient)?;
+    }
+    for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+        clear(set)?;
+    }
+    Ok(match complete {
         true => CapabilityDrop::Complete,
         false => CapabilityDrop::BoundingKept,
-    };
-    let ambient = caps::runtime::ambient_set_supported().is_ok();
-    for capability in DROPPED.iter().filter(|c| supported.contains(c)) {
-        if ambient {
-            drop_from(CapSet::Ambient, *capability)?;
-        }
-        drop_from(CapSet::Inheritable, *capability)?;
-        if bounding == CapabilityDrop::Complete {
-            drop_from(CapSet::Bounding, *capability)?;
-        }
-        drop_from(CapSet::Effective, *capability)?;
-        drop_from(CapSet::Permitted, *capability)?;
-    }
-    Ok(bounding)
+    })
 }
 
-fn has(set: CapSet, capability: Capability) -> Result<bool, EnforceError> {
-    caps::has_cap(None, set, capability).map_err(|e| failure(set, capability, e))
+fn has_setpcap() -> Result<bool, EnforceError> {
+    let set = CapSet::Effective;
+    let capability = Capability::CAP_SETPCAP;
+    caps::has_cap(None, set, capability).map_err(|e| failure(set, Some(capability), e.to_string()))
+}
+
+/// `prctl(PR_SET_SECUREBITS)`: neither `nix` nor `caps` wraps it.
+fn lock_securebits() -> Result<(), EnforceError> {
+    // SAFETY: PR_SET_SECUREBITS takes one integer argument and touches no
+    // memory of ours.
+    let rc = unsafe { libc::prctl(libc::PR_SET_SECUREBITS, LOCKED_SECUREBITS as libc::c_ulong) };
+    if rc == 0 {
+        return Ok(());
+    }
+    Err(EnforceError::DropCapability {
+        capability: "securebits".into(),
+        set: "securebits",
+        reason: std::io::Error::last_os_error().to_string(),
+    })
 }
 
 fn drop_from(set: CapSet, capability: Capability) -> Result<(), EnforceError> {
-    caps::drop(None, set, capability).map_err(|e| failure(set, capability, e))
+    caps::drop(None, set, capability).map_err(|e| failure(set, Some(capability), e.to_string()))
 }
 
-fn failure(set: CapSet, capability: Capability, error: caps::errors::CapsError) -> EnforceError {
+fn clear(set: CapSet) -> Result<(), EnforceError> {
+    caps::set(None, set, &CapsHashSet::new()).map_err(|e| failure(set, None, e.to_string()))
+}
+
+fn failure(set: CapSet, capability: Option<Capability>, reason: String) -> EnforceError {
     EnforceError::DropCapability {
-        capability: capability.to_string(),
+        capability: capability.map_or_else(|| "all".to_string(), |c| c.to_string()),
         set: set_name(set),
-        reason: error.to_string(),
+        reason,
     }
 }
 

@@ -8,7 +8,7 @@
 //! The other protections are process-wide and inherited, not per child:
 //! the syscall guard ([`super::seccomp`]) is installed on magus at startup
 //! and survives every clone and exec, and the private PID namespace
-//! ([`super::pidns`]) is entered before Landlock because a landlocked
+//! ([`super::jail`]) is entered before Landlock because a landlocked
 //! process may not mount a `/proc`.
 
 mod handle;

@@ -399,7 +399,7 @@ impl Domain {
 ///
 /// Call it on the main thread before any other thread exists (Landlock
 /// restricts only the calling thread and what it later creates) and after
-/// [`super::pidns::enter_private_pid_namespace`], because a restricted
+/// [`super::jail::enter`], because a restricted
 /// process can no longer mount the private `/proc`.
 pub fn install_on_self(
     grants: &[Grant],

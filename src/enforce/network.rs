@@ -18,32 +18,9 @@ use nix::unistd::{fork, geteuid, ForkResult};
 use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
 
 use super::error::EnforceError;
+use super::jail::UsernsRequest;
 use super::process::is_single_threaded;
 use crate::policy::Network;
-
-/// The testing override shared with the jail: `MAGUS_SANDBOX_USERNS=0`
-/// behaves as a machine that refuses user namespaces.
-pub const USERNS_VAR: &str = "MAGUS_SANDBOX_USERNS";
-
-/// Whether magus may use namespaces for the network at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NamespaceRequest {
-    /// Use a network namespace where the kernel allows one.
-    Allowed,
-    /// `MAGUS_SANDBOX_USERNS=0`: act as where user namespaces are refused,
-    /// as root too.
-    ForcedOff,
-}
-
-impl NamespaceRequest {
-    /// Reads the value of [`USERNS_VAR`]: exactly `0` forces namespaces off.
-    pub fn from_env_value(value: Option<&std::ffi::OsStr>) -> Self {
-        match value {
-            Some(v) if v == "0" => NamespaceRequest::ForcedOff,
-            _ => NamespaceRequest::Allowed,
-        }
-    }
-}
 
 /// Why `network: deny` could not get its own network namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +40,11 @@ pub enum NetnsUnavailable {
 impl fmt::Display for NetnsUnavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::ForcedOff => write!(f, "user namespaces disabled by {USERNS_VAR}=0"),
+            Self::ForcedOff => write!(
+                f,
+                "user namespaces disabled by {}=0",
+                super::jail::USERNS_VAR
+            ),
             Self::ThreadsRunning => f.write_str("another thread was already running"),
             Self::Unshare(e) => write!(f, "a network namespace was refused: {}", e.desc()),
             Self::Loopback(e) => write!(f, "cannot bring up loopback: {}", e.desc()),
@@ -177,7 +158,7 @@ impl NetworkPlan {
 /// (when not root) and before capabilities are dropped (bringing `lo` up
 /// needs `CAP_NET_ADMIN` in the namespace) and before seccomp and Landlock.
 /// Children inherit the namespace; it is never made per child.
-pub fn enter(network: &Network, request: NamespaceRequest) -> NetworkPlan {
+pub fn enter(network: &Network, request: UsernsRequest) -> NetworkPlan {
     let netns = match network {
         Network::Deny => enter_loopback_namespace(request),
         _ => Ok(()),
@@ -185,8 +166,8 @@ pub fn enter(network: &Network, request: NamespaceRequest) -> NetworkPlan {
     NetworkPlan::for_setting(network, netns)
 }
 
-fn enter_loopback_namespace(request: NamespaceRequest) -> Result<(), NetnsUnavailable> {
-    if request == NamespaceRequest::ForcedOff {
+fn enter_loopback_namespace(request: UsernsRequest) -> Result<(), NetnsUnavailable> {
+    if request == UsernsRequest::ForcedOff {
         return Err(NetnsUnavailable::ForcedOff);
     }
     if !is_single_threaded() {
@@ -227,7 +208,7 @@ fn bring_loopback_up() -> Result<(), Errno> {
 
 /// What [`enter`] would choose here, asked in a throw-away child so this
 /// process changes nothing (for `magus sandbox check`).
-pub fn probe(network: &Network, request: NamespaceRequest) -> NetworkPlan {
+pub fn probe(network: &Network, request: UsernsRequest) -> NetworkPlan {
     let netns = match network {
         Network::Deny => probe_loopback_namespace(request),
         _ => Ok(()),
@@ -235,8 +216,8 @@ pub fn probe(network: &Network, request: NamespaceRequest) -> NetworkPlan {
     NetworkPlan::for_setting(network, netns)
 }
 
-fn probe_loopback_namespace(request: NamespaceRequest) -> Result<(), NetnsUnavailable> {
-    if request == NamespaceRequest::ForcedOff {
+fn probe_loopback_namespace(request: UsernsRequest) -> Result<(), NetnsUnavailable> {
+    if request == UsernsRequest::ForcedOff {
         return Err(NetnsUnavailable::ForcedOff);
     }
     if !is_single_threaded() {
@@ -529,13 +510,5 @@ mod tests {
             listen: Listen::Allowed,
         });
         assert!(!allowed.contains(&libc::SYS_listen));
-    }
-
-    #[test]
-    fn the_override_reads_only_zero() {
-        let read = |v: Option<&str>| NamespaceRequest::from_env_value(v.map(std::ffi::OsStr::new));
-        assert_eq!(read(Some("0")), NamespaceRequest::ForcedOff);
-        assert_eq!(read(Some("1")), NamespaceRequest::Allowed);
-        assert_eq!(read(None), NamespaceRequest::Allowed);
     }
 }

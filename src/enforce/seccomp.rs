@@ -10,6 +10,11 @@
 //!   page cache included), port I/O, and making device nodes (a block
 //!   device node in the workspace is the whole disk).
 //!
+//! - what reaches around the jail's view (DESIGN §6a): file handles, new
+//!   mounts and namespaces, keyrings, fanotify; and `clone3`, whose flags
+//!   seccomp cannot read, fails with `ENOSYS` so libc falls back to
+//!   `clone`, whose flags it can. Without a jail, System V IPC too (the
+//!   IPC namespace is the user's session's). See [`jail_rules`].
 //! - the network rules of `network: deny` and of port lists, which
 //!   `super::network` owns.
 //!
@@ -52,33 +57,39 @@ pub enum SyscallGuardStatus {
     Absent,
 }
 
-/// A compiled filter, ready to install.
+/// Whether the process lives in the jail, which decides what else the
+/// guard must close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardMode {
+    /// In the jail (or no jail wanted): System V IPC is the jail's own.
+    Jailed,
+    /// No jail: System V IPC is refused, for it is the user's session's.
+    Unjailed,
+}
+
+/// A compiled filter, ready to install: the `EPERM` rules and the `ENOSYS`
+/// one for `clone3` (one action per seccomp filter, so two programs).
 #[derive(Debug, Clone)]
 pub struct SyscallGuard {
     program: BpfProgram,
+    enosys: BpfProgram,
 }
 
 impl SyscallGuard {
-    /// Compiles the filter for the running architecture, with no network
-    /// rule.
-    pub fn build() -> Result<Self, EnforceError> {
-        Self::build_with_network(NetworkSeccomp::None)
-    }
-
-    /// Compiles the filter plus the rules `network` needs (see
-    /// [`super::network::seccomp_rules`]).
-    pub fn build_with_network(network: NetworkSeccomp) -> Result<Self, EnforceError> {
+    /// Compiles the filter for the running architecture: the guard's own
+    /// rules, the jail's (System V IPC's too when unjailed), and the rules
+    /// the network setting needs (see [`super::network::seccomp_rules`]).
+    pub fn build(mode: GuardMode, network: NetworkSeccomp) -> Result<Self, EnforceError> {
         let mut rules = ioctl_rules()?;
-        rules.extend(kernel_rules()?);
+        merge(&mut rules, kernel_rules()?);
+        merge(&mut rules, jail_rules()?);
+        if mode == GuardMode::Unjailed {
+            merge(&mut rules, sysv_ipc_rules());
+        }
         merge(&mut rules, super::network::seccomp_rules(network)?);
-        let filter = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::EPERM as u32),
-            target_arch()?,
-        )?;
-        let program = BpfProgram::try_from(filter)?;
-        Ok(SyscallGuard { program })
+        let program = compile(rules, libc::EPERM)?;
+        let enosys = compile(clone3_rules(), libc::ENOSYS)?;
+        Ok(SyscallGuard { program, enosys })
     }
 
     /// Installs the filter on the calling thread; it is inherited across
@@ -93,10 +104,8 @@ impl SyscallGuard {
 
     /// [`Self::install_on_self`] with a plain `io::Error`, for `pre_exec`.
     pub fn install_raw(&self) -> io::Result<()> {
-        seccompiler::apply_filter(&self.program).map_err(|e| match e {
-            seccompiler::Error::Prctl(source) | seccompiler::Error::Seccomp(source) => source,
-            _ => io::Error::from_raw_os_error(libc::EINVAL),
-        })
+        apply(&self.enosys)?;
+        apply(&self.program)
     }
 }
 
@@ -113,6 +122,184 @@ fn merge(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, more: BTreeMap<i64, Vec<Se
             }
         }
     }
+}
+
+fn apply(program: &BpfProgram) -> io::Result<()> {
+    seccompiler::apply_filter(program).map_err(|e| match e {
+        seccompiler::Error::Prctl(source) | seccompiler::Error::Seccomp(source) => source,
+        _ => io::Error::from_raw_os_error(libc::EINVAL),
+    })
+}
+
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, EnforceError> {
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        target_arch()?,
+    )?;
+    Ok(BpfProgram::try_from(filter)?)
+}
+
+/// The namespace flags of `clone` and `unshare`: a child may make none.
+const NAMESPACE_FLAGS: [u64; 8] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWTIME as u64,
+];
+
+/// The jail's rules (DESIGN §6a): no way around the view. File handles
+/// open any inode of a mounted filesystem (`open_by_handle_at`), mounts
+/// and new namespaces rebuild or peel the view, `setns` joins another,
+/// keyrings hold the session's secrets, fanotify watches whole
+/// filesystems; `clone`/`unshare` are refused only with a namespace flag.
+fn jail_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
+    let mut rules = BTreeMap::new();
+    for nr in with_x32(&jail_refused()) {
+        rules.insert(nr, Vec::new());
+    }
+    rules.extend(set_id_rules()?);
+    for (nr, flags_arg) in [(libc::SYS_unshare, 0), (libc::SYS_clone, CLONE_FLAGS_ARG)] {
+        let any_flag = NAMESPACE_FLAGS
+            .iter()
+            .map(|&flag| flag_set(flags_arg, flag))
+            .collect::<Result<Vec<_>, _>>()?;
+        for nr in with_x32(&[nr]) {
+            rules.insert(nr, any_flag.clone());
+        }
+    }
+    Ok(rules)
+}
+
+/// The set-uid and set-gid bits: a program a child marks so would run as
+/// its owner for whoever starts it later, outside the sandbox.
+const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+
+/// No set-uid or set-gid file from a child (Flatpak-style): `chmod` with
+/// either bit, and creating a file with one (`open`/`creat`/`mknod`).
+/// `openat2` passes its mode in memory and is not covered (README).
+fn set_id_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
+    let mut rules = BTreeMap::new();
+    for (nr, mode_arg, create_flag_arg) in set_id_calls() {
+        let mut any = Vec::new();
+        for bit in SET_ID_BITS {
+            let mut conds = vec![SeccompCondition::new(
+                mode_arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?];
+            if let Some(arg) = create_flag_arg {
+                let creat = libc::O_CREAT as u64;
+                let op = SeccompCmpOp::MaskedEq(creat);
+                conds.push(SeccompCondition::new(
+                    arg,
+                    SeccompCmpArgLen::Dword,
+                    op,
+                    creat,
+                )?);
+            }
+            any.push(SeccompRule::new(conds)?);
+        }
+        for nr in with_x32(&[nr]) {
+            rules.insert(nr, any.clone());
+        }
+    }
+    Ok(rules)
+}
+
+/// `(number, mode argument, O_CREAT flags argument if the mode needs it)`;
+/// `mknod`s are in [`kernel_rules`], which refuse set-id regular files too.
+#[cfg(target_arch = "x86_64")]
+fn set_id_calls() -> Vec<(i64, u8, Option<u8>)> {
+    vec![
+        (libc::SYS_chmod, 1, None),
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (libc::SYS_fchmodat2, 2, None),
+        (libc::SYS_creat, 1, None),
+        (libc::SYS_open, 2, Some(1)),
+        (libc::SYS_openat, 3, Some(2)),
+    ]
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn set_id_calls() -> Vec<(i64, u8, Option<u8>)> {
+    vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (libc::SYS_fchmodat2, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+    ]
+}
+
+/// `clone`'s flags are its first argument on every architecture we build.
+const CLONE_FLAGS_ARG: u8 = 0;
+
+fn jail_refused() -> Vec<i64> {
+    vec![
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_open_tree,
+        libc::SYS_mount_setattr,
+        libc::SYS_setns,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_fanotify_init,
+    ]
+}
+
+/// `clone3` passes its flags in memory, out of seccomp's sight: `ENOSYS`
+/// makes glibc and musl fall back to `clone`, which the rules above read.
+fn clone3_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
+    with_x32(&[libc::SYS_clone3])
+        .into_iter()
+        .map(|nr| (nr, Vec::new()))
+        .collect()
+}
+
+/// Without the jail's IPC namespace, System V IPC is the user's session's.
+fn sysv_ipc_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
+    let calls = [
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_shmdt,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semctl,
+        libc::SYS_semtimedop,
+    ];
+    with_x32(&calls)
+        .into_iter()
+        .map(|nr| (nr, Vec::new()))
+        .collect()
+}
+
+/// A rule matching a call whose argument `arg` has `flag` set.
+fn flag_set(arg: u8, flag: u64) -> Result<SeccompRule, EnforceError> {
+    let op = SeccompCmpOp::MaskedEq(flag);
+    let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, flag)?;
+    Ok(SeccompRule::new(vec![cond])?)
 }
 
 fn ioctl_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
@@ -133,11 +320,16 @@ fn kernel_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     }
     for (nr, mode_arg) in mknod_calls() {
         for nr in with_x32(&[nr]) {
-            let device = DEVICE_TYPES
+            let mut refused = DEVICE_TYPES
                 .iter()
                 .map(|&kind| mode_is(mode_arg, kind))
                 .collect::<Result<Vec<_>, _>>()?;
-            rules.insert(nr, device);
+            for bit in SET_ID_BITS {
+                let op = SeccompCmpOp::MaskedEq(bit);
+                let cond = SeccompCondition::new(mode_arg, SeccompCmpArgLen::Dword, op, bit)?;
+                refused.push(SeccompRule::new(vec![cond])?);
+            }
+            rules.insert(nr, refused);
         }
     }
     Ok(rules)
@@ -232,7 +424,8 @@ mod tests {
 
     #[test]
     fn filter_compiles_for_this_arch() {
-        let guard = SyscallGuard::build().expect("filter builds");
+        let guard =
+            SyscallGuard::build(GuardMode::Jailed, NetworkSeccomp::None).expect("filter builds");
         // Arch check (3) + syscall load (1) + per syscall: jump, two rules of
         // (load, compare, return) and the fall-through return.
         assert!(guard.program.len() > 4 + ioctl_numbers().len());
@@ -241,7 +434,10 @@ mod tests {
     #[test]
     fn every_network_variant_compiles_and_adds_rules() {
         use super::super::network::Listen;
-        let base = SyscallGuard::build().expect("filter builds").program.len();
+        let base = SyscallGuard::build(GuardMode::Jailed, NetworkSeccomp::None)
+            .expect("filter builds")
+            .program
+            .len();
         let variants = [
             NetworkSeccomp::NamespacedOnly,
             NetworkSeccomp::UnixOnly,
@@ -253,7 +449,7 @@ mod tests {
             },
         ];
         for network in variants {
-            let guard = SyscallGuard::build_with_network(network).expect("filter builds");
+            let guard = SyscallGuard::build(GuardMode::Jailed, network).expect("filter builds");
             assert!(guard.program.len() > base, "{network:?}");
         }
     }

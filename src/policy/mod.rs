@@ -21,7 +21,7 @@ pub mod shims;
 mod trie;
 mod workspace;
 
-pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW};
+pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};

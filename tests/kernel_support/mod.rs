@@ -15,11 +15,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use magus_sandbox::enforce::network::NamespaceRequest;
 use magus_sandbox::enforce::{
     self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
-use magus_sandbox::policy::{Access, Grant, GrantSource, Mode, Network};
+use magus_sandbox::policy::{Access, Grant, GrantSource, Mode, Network, Policy, SandboxState};
 use serde::{Deserialize, Serialize};
 
 pub const ROLE_VAR: &str = "KTEST_ROLE";
@@ -104,6 +103,10 @@ pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
 pub struct Spec {
     pub reexec: bool,
     pub pidns: bool,
+    /// Enter the PID namespace as `MAGUS_SANDBOX_USERNS=0` would: not at
+    /// all (root's own capabilities then reach the parent, as before the
+    /// jail put even root in a user namespace).
+    pub userns_off: bool,
     pub guard: bool,
     pub landlock: bool,
     /// Spawn with `ConfinedCommand` (nested domain) or a plain `Command`.
@@ -119,6 +122,9 @@ pub struct Spec {
     pub cwd: Option<PathBuf>,
     /// Differential probes, run in-process instead of spawning `argv`.
     pub probes: Vec<Probe>,
+    /// Enter the full jail compiled from `grants` (instead of `pidns`'s
+    /// PID-only plan), so probes also see what exists in the view.
+    pub view: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -190,8 +196,21 @@ fn reexec() -> ! {
 }
 
 fn run_role(spec: &Spec) -> i32 {
-    if spec.pidns {
-        eprintln!("KTEST pid={:?}", enforce::enter_private_pid_namespace());
+    if spec.view {
+        let (grants, network) = spec.policy();
+        let workspace = PathBuf::from("/nonexistent-kernel-test-workspace");
+        let policy = Policy::new(SandboxState::On, workspace, grants, network, Vec::new());
+        let plan = enforce::JailPlan::compile(&policy, &enforce::ViewInputs::default());
+        let status = enforce::jail::enter(&plan, enforce::UsernsRequest::Allowed);
+        eprintln!("KTEST view={status:?}");
+    } else if spec.pidns {
+        let plan = enforce::JailPlan::pid_only();
+        let request = match spec.userns_off {
+            true => enforce::UsernsRequest::ForcedOff,
+            false => enforce::UsernsRequest::Allowed,
+        };
+        let status = enforce::jail::enter(&plan, request);
+        eprintln!("KTEST pid={status:?}");
     }
     if spec.take_tty {
         take_controlling_tty();
@@ -199,10 +218,14 @@ fn run_role(spec: &Spec) -> i32 {
     // The network step of `magus run` (issue #12): the namespace of
     // `deny`, and the seccomp rules the setting needs.
     let (_, network) = spec.policy();
-    let plan = enforce::network::enter(&network, NamespaceRequest::Allowed);
+    let request = match spec.userns_off {
+        true => enforce::UsernsRequest::ForcedOff,
+        false => enforce::UsernsRequest::Allowed,
+    };
+    let plan = enforce::network::enter(&network, request);
     eprintln!("KTEST network={plan:?}");
     if spec.guard {
-        let guard = SyscallGuard::build_with_network(plan.seccomp())
+        let guard = SyscallGuard::build(enforce::seccomp::GuardMode::Jailed, plan.seccomp())
             .unwrap_or_else(|e| die(&e.to_string()));
         guard
             .install_on_self()
@@ -293,13 +316,26 @@ fn die(msg: &str) -> ! {
 
 // ------------------------------------------------------------ probes (diff)
 
+/// What the probes found: whether each access was allowed, and whether
+/// its path exists at all (in the jail's view, when there is one).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeAnswers {
+    pub allowed: Vec<bool>,
+    pub exists: Vec<bool>,
+}
+
 fn run_probes(probes: &[Probe]) -> i32 {
-    let results: Vec<bool> = probes.iter().enumerate().map(probe_one).collect();
+    let exists = probes
+        .iter()
+        .map(|p| p.path.symlink_metadata().is_ok())
+        .collect();
+    let allowed = probes.iter().enumerate().map(probe_one).collect();
+    let answers = ProbeAnswers { allowed, exists };
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
         "{}",
-        serde_json::to_string(&results).unwrap_or_default()
+        serde_json::to_string(&answers).unwrap_or_default()
     );
     0
 }

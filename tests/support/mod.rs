@@ -270,6 +270,17 @@ impl Harness {
         cmd
     }
 
+    /// [`Harness::command`] run as uid/gid 65534 (through `setpriv`, so
+    /// the test must run as root).
+    pub fn command_as_nobody(&self) -> Command {
+        self.wrapped_command(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+    }
+
     /// `magus --workspace WS run NAME ARGS...`.
     pub fn run(&self, name: &str, args: &[&str]) -> RunOutput {
         self.run_with(name, args, &[])

@@ -1,5 +1,6 @@
 //! Attributing a child's failure to the sandbox: a child denied by the
-//! kernel only says "Permission denied"; if the path it names is one the
+//! kernel only says "Permission denied" (or, in the jail, that the path
+//! does not exist); if the path it names is one the
 //! policy does not grant, magus says which rule refused it and how to fix
 //! it, so a kernel denial is not a mystery.
 
@@ -10,8 +11,14 @@ use crate::policy::{normalize, Access, NormalPath};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// Phrases with which programs report an `EACCES` / `EPERM`.
-const DENIAL_PHRASES: [&str; 2] = ["Permission denied", "Operation not permitted"];
+/// Phrases with which programs report an `EACCES` / `EPERM`, and the
+/// `ENOENT` of a path the jail's view does not hold (only an ungranted
+/// path gets a note, so a file missing inside a grant gets none).
+const DENIAL_PHRASES: [&str; 3] = [
+    "Permission denied",
+    "Operation not permitted",
+    "No such file or directory",
+];
 
 /// Words with which programs say a refused operation was a write.
 const WRITE_WORDS: [&str; 8] = [

@@ -42,8 +42,13 @@ enum Base {
 /// its own sandbox or plant code that later runs unconfined. All of `.git`,
 /// not only `.git/hooks`: git's config names commands too (`core.hooksPath`,
 /// `core.fsmonitor`, filters, aliases), and submodules keep their hooks and
-/// config at any depth under `.git/modules`.
+/// config at any depth under `.git/modules`. `.git` is protected at any
+/// depth of the workspace (a nested repository's too, see [`GIT_DIR`]).
 const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git"];
+
+/// A component that makes everything beneath it protected, wherever it
+/// appears in the workspace.
+const GIT_DIR: &str = ".git";
 
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
@@ -314,6 +319,7 @@ impl Confined {
         PROTECTED
             .iter()
             .any(|protected| rest.starts_with(protected))
+            || rest.components().any(|c| c.as_os_str() == GIT_DIR)
     }
 
     /// `path` is a protected path or a directory holding one (the

@@ -21,7 +21,7 @@ mod fs_ops;
 mod program;
 
 pub use denial::{Denial, DenialReason, FsOp, GateError};
-pub use program::ProgramLookup;
+pub use program::{HiddenPrograms, ProgramLookup};
 
 use crate::policy::Policy;
 use crate::policy::SandboxState;
@@ -43,6 +43,8 @@ pub struct Gate {
     policy: Rc<Policy>,
     cwd: PathBuf,
     backend: Backend,
+    /// `PATH` directories the jail hides, as they were at start-up.
+    hidden: HiddenPrograms,
 }
 
 /// The one authority a gate holds for its whole life.
@@ -66,7 +68,15 @@ impl Gate {
             policy,
             cwd,
             backend,
+            hidden: HiddenPrograms::default(),
         }
+    }
+
+    /// This gate, looking programs up as the user's `PATH` named them
+    /// before the jail hid the ungranted directories.
+    pub fn with_hidden_programs(mut self, hidden: HiddenPrograms) -> Gate {
+        self.hidden = hidden;
+        self
     }
 
     /// The policy this gate enforces.

@@ -4,10 +4,19 @@
 //! name is searched on the *scrubbed* `PATH` the child will see, first match
 //! wins. The match is then resolved to its real file, because that is what
 //! Landlock checks on `execve`, and refused with MGS2007 when ungranted.
+//!
+//! In the jail an ungranted `PATH` directory does not exist, so a lookup
+//! there would silently fall through to a later directory: a version
+//! manager's shim would give way to the system's program of the same name.
+//! [`HiddenPrograms`], taken before the jail is entered, keeps what those
+//! directories held, so the lookup finds what the user's `PATH` names and
+//! refuses it as it would outside the jail.
 
+use super::confined::Confined;
 use super::{Backend, Denial, DenialReason, FsOp, Gate, GateError};
 use crate::policy::Access;
-use std::ffi::OsStr;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -20,8 +29,63 @@ pub struct ProgramLookup {
     pub real: PathBuf,
 }
 
+/// What the ungranted directories of the child's `PATH` held when the run
+/// started: each executable's name and real path.
+#[derive(Debug, Clone, Default)]
+pub struct HiddenPrograms {
+    dirs: BTreeMap<PathBuf, BTreeMap<OsString, Option<PathBuf>>>,
+}
+
+/// More entries than any `PATH` directory of programs has; a bound on what
+/// a run reads at start-up.
+const MAX_HIDDEN_ENTRIES: usize = 10_000;
+
+impl HiddenPrograms {
+    /// Reads the directories of `path_var` that `policy` does not let run,
+    /// as they are now (call it before entering the jail).
+    pub fn snapshot(policy: &crate::policy::Policy, path_var: Option<&OsStr>) -> HiddenPrograms {
+        let mut dirs = BTreeMap::new();
+        let Some(path_var) = path_var else {
+            return HiddenPrograms { dirs };
+        };
+        for dir in std::env::split_paths(path_var).filter(|d| d.is_absolute()) {
+            let granted = crate::policy::NormalPath::new(&dir)
+                .is_ok_and(|d| policy.check(&d, Access::Execute).is_allowed());
+            if granted || dirs.contains_key(&dir) {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let programs = entries
+                .filter_map(Result::ok)
+                .take(MAX_HIDDEN_ENTRIES)
+                .filter(|e| is_executable(&e.path()))
+                .map(|e| (e.file_name(), std::fs::canonicalize(e.path()).ok()))
+                .collect();
+            dirs.insert(dir, programs);
+        }
+        HiddenPrograms { dirs }
+    }
+
+    /// The real path `dir/name` had, when `dir` is a hidden directory that
+    /// held `name` (`Some(None)`: it did, but its target is unknown).
+    fn lookup(&self, dir: &Path, name: &str) -> Option<Option<&Path>> {
+        let real = self.dirs.get(dir)?.get(OsStr::new(name))?;
+        Some(real.as_deref())
+    }
+
+    /// [`HiddenPrograms::lookup`] of a whole path.
+    fn lookup_path(&self, path: &Path) -> Option<Option<&Path>> {
+        let (dir, name) = (path.parent()?, path.file_name()?);
+        let real = self.dirs.get(dir)?.get(name)?;
+        Some(real.as_deref())
+    }
+}
+
 impl Gate {
-    /// Finds `program` on `path_var` (the child's `PATH`), without checking.
+    /// Finds `program` on `path_var` (the child's `PATH`), without checking:
+    /// the first directory that holds it, counting a hidden one.
     pub fn which(&self, program: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
         if program.is_empty() {
             return None;
@@ -32,8 +96,19 @@ impl Gate {
         }
         std::env::split_paths(path_var?)
             .filter(|dir| dir.is_absolute())
+            .find(|dir| {
+                self.hidden.lookup(dir, program).is_some() || is_executable(&dir.join(program))
+            })
             .map(|dir| dir.join(program))
-            .find(|candidate| is_executable(candidate))
+    }
+
+    /// The real path of `found`: from the snapshot when the jail hides it.
+    fn real_path(&self, found: &Path) -> std::io::Result<PathBuf> {
+        match self.hidden.lookup_path(found) {
+            Some(Some(real)) => Ok(real.to_path_buf()),
+            Some(None) => Ok(found.to_path_buf()),
+            None => std::fs::canonicalize(found),
+        }
     }
 
     /// Finds `program` and checks that the sandbox lets it run.
@@ -43,6 +118,9 @@ impl Gate {
         path_var: Option<&OsStr>,
     ) -> Result<ProgramLookup, GateError> {
         let op = FsOp::Exec;
+        if let Backend::Confined(confined) = &self.backend {
+            self.refuse_unseen(confined, program, path_var)?;
+        }
         let found = self.which(program, path_var).ok_or_else(|| {
             let e = std::io::Error::new(
                 std::io::ErrorKind::NotFound,
@@ -50,7 +128,9 @@ impl Gate {
             );
             GateError::io(op, program, e)
         })?;
-        let real = std::fs::canonicalize(&found).map_err(|e| GateError::io(op, program, e))?;
+        let real = self
+            .real_path(&found)
+            .map_err(|e| GateError::io(op, program, e))?;
         let allowed = match &self.backend {
             Backend::Confined(confined) => confined.may_execute(&real),
             Backend::Ambient(_) => true,
@@ -67,7 +147,60 @@ impl Gate {
             );
             return Err(denial.into());
         }
+        // A program found in a hidden directory (a link to a granted one)
+        // is started by its real path, the only one that exists in the jail.
+        let found = match self.hidden.lookup_path(&found) {
+            Some(_) => real.clone(),
+            None => found,
+        };
         Ok(ProgramLookup { found, real })
+    }
+}
+
+impl Gate {
+    /// In the jail an ungranted program does not exist in magus's view
+    /// either, so "not found" would hide the reason: a path spelled with a
+    /// `/` is checked before it is looked for, and a bare name that no
+    /// `PATH` directory holds (the hidden ones of [`HiddenPrograms`]
+    /// included) is refused at the first ungranted directory the jail
+    /// hides, a `PATH` the spell set after start-up being one the snapshot
+    /// never saw.
+    fn refuse_unseen(
+        &self,
+        confined: &Confined,
+        program: &str,
+        path_var: Option<&OsStr>,
+    ) -> Result<(), GateError> {
+        let candidate = if program.contains('/') {
+            Some(self.cwd.join(program))
+        } else if self.which(program, path_var).is_none() {
+            std::env::split_paths(path_var.unwrap_or_default())
+                .filter(|dir| dir.is_absolute() && !dir.exists())
+                .map(|dir| dir.join(program))
+                .find(|candidate| !confined.may_execute(candidate))
+        } else {
+            None
+        };
+        let Some(candidate) = candidate else {
+            return Ok(());
+        };
+        let Ok(real) = crate::enforce::beneath::resolve_existing_prefix(&candidate) else {
+            return Ok(());
+        };
+        if confined.may_execute(&real) {
+            return Ok(());
+        }
+        let leads_to = (real != candidate).then(|| real.clone());
+        let reason = DenialReason::NotGranted;
+        let denial = Denial::new(
+            FsOp::Exec,
+            Access::Execute,
+            program,
+            &candidate,
+            leads_to,
+            reason,
+        );
+        Err(denial.into())
     }
 }
 

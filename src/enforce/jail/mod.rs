@@ -1,0 +1,180 @@
+//! The jail (DESIGN §6a): once per run, before Landlock, magus enters new
+//! user, IPC, PID and mount namespaces and a filesystem view compiled from
+//! the policy, so children see only what is granted: no user's sockets in
+//! `/tmp` or `/run/user`, no other terminal, nothing to stat or chmod
+//! outside the grants. Plan ([`plan`]) then apply ([`apply`]), as
+//! bubblewrap does; [`reaper`] holds the processes that wait.
+//!
+//! Why at startup and not per child: Landlock refuses every `mount(2)` to a
+//! restricted process, and one jail for the run keeps spawning cheap.
+
+mod apply;
+pub mod plan;
+pub mod protect;
+mod reaper;
+mod userns;
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use nix::errno::Errno;
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{fork, ForkResult};
+
+pub use plan::{BindAccess, BindWhy, IfMissing, JailPlan, Step, ViewInputs};
+pub use protect::CarveReason;
+pub use userns::{UsernsRequest, USERNS_VAR};
+
+use super::process::is_single_threaded;
+
+/// Whether magus and its children live in the jail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JailStatus {
+    /// In the namespaces, with the plan's view applied.
+    Entered { user_namespace: UserNamespace },
+    /// Not jailed: children see the host's filesystem (Landlock still
+    /// checks opens) and, without a PID namespace, every process.
+    Unavailable { reason: JailUnavailable },
+}
+
+/// Whether a user namespace holds the jail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserNamespace {
+    /// Root on a kernel that refused one: the view is built all the same,
+    /// but its mounts are not locked (children hold no capability to
+    /// change them, and the syscall guard refuses `mount`).
+    NotNeeded,
+    /// Created, the caller's ids mapped to themselves.
+    Created,
+}
+
+/// Why there is no jail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JailUnavailable {
+    /// Another thread already exists; namespaces need a lone thread.
+    ThreadsRunning,
+    /// `MAGUS_SANDBOX_USERNS=0`.
+    UsernsForcedOff,
+    /// `unshare` was refused (user namespaces disabled or restricted).
+    Unshare(Errno),
+    /// Writing the user namespace's id maps failed.
+    IdMap(Errno),
+    /// `fork` failed.
+    Fork(Errno),
+    /// The jail's own mount namespace was refused.
+    MountNamespace(Errno),
+    /// One step of the view failed.
+    Step { step: String, errno: Errno },
+    /// The namespace's first process died before reporting.
+    ReaperLost,
+}
+
+impl fmt::Display for JailUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ThreadsRunning => f.write_str("another thread was already running"),
+            Self::UsernsForcedOff => {
+                f.write_str("user namespaces turned off by MAGUS_SANDBOX_USERNS=0")
+            }
+            Self::Unshare(e) => write!(f, "user namespaces are refused: {}", e.desc()),
+            Self::IdMap(e) => write!(f, "cannot map ids in a user namespace: {}", e.desc()),
+            Self::Fork(e) => write!(f, "fork failed: {}", e.desc()),
+            Self::MountNamespace(e) => write!(f, "mount namespace refused: {}", e.desc()),
+            Self::Step { step, errno } => write!(f, "cannot {step}: {}", errno.desc()),
+            Self::ReaperLost => f.write_str("the namespace's init process died during setup"),
+        }
+    }
+}
+
+impl JailUnavailable {
+    /// Whether the process that tried is as it was before, so the run can
+    /// go on without the jail. Once the PID namespace is unshared its first
+    /// process must live: when it fails, no child could ever be forked
+    /// again, so those failures end the run instead.
+    pub fn leaves_process_usable(&self) -> bool {
+        matches!(
+            self,
+            Self::ThreadsRunning | Self::UsernsForcedOff | Self::Unshare(_)
+        )
+    }
+}
+
+static STATUS: OnceLock<JailStatus> = OnceLock::new();
+
+/// What [`enter`] achieved, once it has run.
+pub fn jail_status() -> Option<&'static JailStatus> {
+    STATUS.get()
+}
+
+/// Moves magus into the jail of `plan`.
+///
+/// Call once, on the lone main thread, after the scrubbing re-exec and
+/// before capabilities are dropped, the syscall guard and Landlock. On
+/// success it returns in magus proper (PID 2 of the new namespace), inside
+/// the view; the original process only waits and exits with magus's
+/// status. When it cannot, it returns `Unavailable` in the original
+/// process, which goes on with the host's view.
+pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
+    let result = match try_enter(plan, request) {
+        Ok(user_namespace) => JailStatus::Entered { user_namespace },
+        Err(reason) => JailStatus::Unavailable { reason },
+    };
+    let _ = STATUS.set(result.clone());
+    result
+}
+
+fn try_enter(plan: &JailPlan, request: UsernsRequest) -> Result<UserNamespace, JailUnavailable> {
+    if !is_single_threaded() {
+        return Err(JailUnavailable::ThreadsRunning);
+    }
+    let user_namespace = userns::unshare_namespaces(request)?;
+    reaper::start(plan)?;
+    Ok(user_namespace)
+}
+
+/// Whether [`enter`] could make the namespaces here, asked in a throw-away
+/// child so this process changes nothing (for `magus sandbox check`). The
+/// view itself is not tried: a failing step shows only at `magus run`.
+pub fn probe(request: UsernsRequest) -> JailStatus {
+    if !is_single_threaded() {
+        let reason = JailUnavailable::ThreadsRunning;
+        return JailStatus::Unavailable { reason };
+    }
+    // SAFETY: single-threaded (checked above); the child only makes
+    // syscalls and `_exit`s.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let code = match userns::unshare_namespaces(request) {
+                Ok(_) if unshare(CloneFlags::CLONE_NEWNS).is_err() => 3,
+                Ok(UserNamespace::NotNeeded) => 0,
+                Ok(UserNamespace::Created) => 1,
+                Err(JailUnavailable::UsernsForcedOff) => 4,
+                Err(_) => 2,
+            };
+            // SAFETY: _exit is always safe.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => probe_verdict(waitpid(child, None)),
+        Err(errno) => JailStatus::Unavailable {
+            reason: JailUnavailable::Fork(errno),
+        },
+    }
+}
+
+fn probe_verdict(status: nix::Result<WaitStatus>) -> JailStatus {
+    let reason = match status {
+        Ok(WaitStatus::Exited(_, 0)) => {
+            let user_namespace = UserNamespace::NotNeeded;
+            return JailStatus::Entered { user_namespace };
+        }
+        Ok(WaitStatus::Exited(_, 1)) => {
+            let user_namespace = UserNamespace::Created;
+            return JailStatus::Entered { user_namespace };
+        }
+        Ok(WaitStatus::Exited(_, 3)) => JailUnavailable::MountNamespace(Errno::EPERM),
+        Ok(WaitStatus::Exited(_, 4)) => JailUnavailable::UsernsForcedOff,
+        _ => JailUnavailable::Unshare(Errno::EPERM),
+    };
+    JailStatus::Unavailable { reason }
+}

@@ -1,0 +1,571 @@
+//! The jail's filesystem view as data: the one `Policy` compiled into an
+//! ordered list of mount steps, bubblewrap-style, that a test can read
+//! without privileges. Nothing here mounts; [`super::apply`] walks the
+//! list and decides nothing.
+//!
+//! Every path in a step is where it appears inside the jail, and for a
+//! bind also where it comes from on the host: grants keep their path.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use super::protect::{carve_outs, Carve, CarveReason};
+use crate::policy::{Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
+
+/// One setup operation, applied in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Mount events no longer cross between the host and the jail.
+    PrivatePropagation,
+    /// A tmpfs becomes the staging root: the host's root stays reachable
+    /// (for bind sources) until [`Step::PivotRoot`], and the new root is
+    /// built on an empty tmpfs.
+    Stage,
+    /// An empty directory, for a path that must exist though nothing in it
+    /// is granted (`$HOME`).
+    Dir { path: PathBuf },
+    /// A fresh tmpfs, private to this run.
+    Tmpfs { path: PathBuf, why: &'static str },
+    /// The host's `path` bound at the same path.
+    Bind {
+        path: PathBuf,
+        access: BindAccess,
+        why: BindWhy,
+        if_missing: IfMissing,
+    },
+    /// A `/proc` of the jail's PID namespace.
+    Proc { path: PathBuf },
+    /// A new `devpts` instance: new terminals, none of the user's.
+    Devpts { path: PathBuf },
+    /// A symbolic link (merged-`/usr` links, `/dev/ptmx`, `/dev/fd`).
+    Symlink { path: PathBuf, target: PathBuf },
+    /// The new root's own tmpfs (the directories made to hold mount
+    /// points, `$HOME`) becomes read-only; the mounts on it keep theirs.
+    ReadOnlyRoot,
+    /// The new root replaces the staging root; the host's root is detached.
+    PivotRoot,
+}
+
+/// Whether a bind may be written through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindAccess {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// Why a path is bound: a grant, or a protected carve-out inside one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindWhy {
+    Grant,
+    Carve(CarveReason),
+}
+
+/// What a bind does when its source does not exist when applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfMissing {
+    /// Fail: the step names the path.
+    Fail,
+    /// Create an empty directory first (a missing `.git/hooks` or `PATH`
+    /// directory under a writable grant, so a child cannot create it and
+    /// plant code there).
+    MakeDir,
+}
+
+impl Step {
+    /// The path inside the jail this step makes, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Step::Dir { path }
+            | Step::Tmpfs { path, .. }
+            | Step::Bind { path, .. }
+            | Step::Proc { path }
+            | Step::Devpts { path }
+            | Step::Symlink { path, .. } => Some(path),
+            Step::PrivatePropagation | Step::Stage | Step::ReadOnlyRoot | Step::PivotRoot => None,
+        }
+    }
+
+    /// What the step does, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::PrivatePropagation => "make mounts private",
+            Step::Stage => "stage the new root",
+            Step::Dir { .. } => "create directory",
+            Step::Tmpfs { .. } => "mount tmpfs",
+            Step::Bind { .. } => "bind-mount",
+            Step::Proc { .. } => "mount /proc",
+            Step::Devpts { .. } => "mount devpts",
+            Step::Symlink { .. } => "create symlink",
+            Step::ReadOnlyRoot => "make the new root read-only",
+            Step::PivotRoot => "pivot to the new root",
+        }
+    }
+}
+
+/// What the view needs from the environment besides the policy.
+#[derive(Debug, Clone, Default)]
+pub struct ViewInputs {
+    /// `$HOME` as spelled.
+    pub home: Option<PathBuf>,
+    /// `$TMPDIR` as spelled.
+    pub tmpdir: Option<PathBuf>,
+    /// The user's `PATH`.
+    pub path_var: Option<OsString>,
+    /// The running magus executable.
+    pub exe: Option<PathBuf>,
+}
+
+impl ViewInputs {
+    /// From magus's environment and `/proc/self/exe`.
+    pub fn from_env(env: &[(OsString, OsString)]) -> ViewInputs {
+        let var = |name: &str| crate::policy::lookup(env, name).map(OsStr::to_os_string);
+        let absolute = |name: &str| var(name).map(PathBuf::from).filter(|p| p.is_absolute());
+        ViewInputs {
+            home: absolute("HOME"),
+            tmpdir: absolute("TMPDIR"),
+            path_var: var("PATH"),
+            exe: std::env::current_exe().ok(),
+        }
+    }
+}
+
+/// The ordered steps of one jail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JailPlan {
+    steps: Vec<Step>,
+    /// The `.git` search stopped at its limit: deeper repositories were
+    /// not found, so their hooks and config are not protected.
+    pub search_truncated: bool,
+}
+
+/// Sources of tmpfs mounts: private per run, never the host's directory.
+const PRIVATE_TMP: [&str; 2] = ["temporary files", "shared memory"];
+
+impl JailPlan {
+    /// Only a PID namespace with its own `/proc` over the host's view (for
+    /// the kernel tests, which build their own Landlock policies).
+    pub fn pid_only() -> JailPlan {
+        JailPlan {
+            steps: vec![
+                Step::PrivatePropagation,
+                Step::Proc {
+                    path: PathBuf::from("/proc"),
+                },
+            ],
+            search_truncated: false,
+        }
+    }
+
+    /// The full view of `policy`: each grant at its own path and nothing
+    /// else, protected paths read-only inside writable grants.
+    pub fn compile(policy: &Policy, inputs: &ViewInputs) -> JailPlan {
+        let mut mounts: Vec<Step> = policy
+            .grants()
+            .iter()
+            .flat_map(|g| grant_steps(policy, g))
+            .collect();
+        if let Some(home) = inputs.home.as_deref().and_then(real) {
+            mounts.push(Step::Dir { path: home });
+        }
+        let found = carve_outs(policy, inputs);
+        mounts.extend(found.carves.into_iter().map(carve_step));
+        let links = symlinks(policy, inputs, &mounts);
+        mounts.extend(links);
+        // Parents before children: a grant inside another is bound over it,
+        // a carve-out over its grant. The sort is stable, so a path's own
+        // steps keep their order (devpts before its ptmx link).
+        mounts.sort_by(|a, b| a.path().cmp(&b.path()));
+        mounts.dedup();
+        let mut steps = vec![Step::PrivatePropagation, Step::Stage];
+        steps.extend(mounts);
+        steps.extend([Step::ReadOnlyRoot, Step::PivotRoot]);
+        JailPlan {
+            steps,
+            search_truncated: found.truncated,
+        }
+    }
+
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The protected carve-outs, with why each is there.
+    pub fn carve_outs(&self) -> impl Iterator<Item = (&Path, &CarveReason)> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Bind {
+                path,
+                why: BindWhy::Carve(reason),
+                ..
+            } => Some((path.as_path(), reason)),
+            _ => None,
+        })
+    }
+
+    /// Whether `path` exists in the view (ignoring what lies inside bound
+    /// grants, which is the host's): the deepest step at or above it.
+    pub fn covering_step(&self, path: &Path) -> Option<&Step> {
+        self.steps
+            .iter()
+            .filter(|s| s.path().is_some_and(|p| path.starts_with(p)))
+            .max_by_key(|s| s.path().map(|p| p.components().count()))
+    }
+}
+
+fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
+    let path = grant.path.clone();
+    let private_tmp = match &grant.source {
+        GrantSource::Builtin(why) => PRIVATE_TMP.contains(why) || *why == TMPDIR_WHY,
+        _ => false,
+    };
+    if private_tmp {
+        return vec![Step::Tmpfs {
+            path,
+            why: "private to this run",
+        }];
+    }
+    match path.to_str() {
+        Some("/proc") => return proc_steps(),
+        Some("/dev/pts") => return devpts_steps(),
+        _ => {}
+    }
+    // The rights of a path are the union over its granted ancestors (what
+    // Landlock enforces): an `ro` grant inside an `rw` one stays writable.
+    let writable = NormalPath::new(grant.path.clone())
+        .is_ok_and(|p| policy.check(&p, Access::Write).is_allowed());
+    let access = match (grant.mode, writable) {
+        (Mode::Rw, _) | (Mode::Ro, true) => BindAccess::ReadWrite,
+        (Mode::Ro, false) => BindAccess::ReadOnly,
+    };
+    vec![Step::Bind {
+        path,
+        access,
+        why: BindWhy::Grant,
+        if_missing: IfMissing::Fail,
+    }]
+}
+
+/// `/proc`, and the `/dev` links into it that shells rely on.
+fn proc_steps() -> Vec<Step> {
+    let link = |name: &str, target: &str| Step::Symlink {
+        path: Path::new("/dev").join(name),
+        target: PathBuf::from(target),
+    };
+    vec![
+        Step::Proc {
+            path: PathBuf::from("/proc"),
+        },
+        link("fd", "/proc/self/fd"),
+        link("stdin", "/proc/self/fd/0"),
+        link("stdout", "/proc/self/fd/1"),
+        link("stderr", "/proc/self/fd/2"),
+    ]
+}
+
+fn devpts_steps() -> Vec<Step> {
+    vec![
+        Step::Devpts {
+            path: PathBuf::from("/dev/pts"),
+        },
+        Step::Symlink {
+            path: PathBuf::from("/dev/ptmx"),
+            target: PathBuf::from("pts/ptmx"),
+        },
+    ]
+}
+
+fn carve_step(carve: Carve) -> Step {
+    Step::Bind {
+        path: carve.path,
+        access: BindAccess::ReadOnly,
+        why: BindWhy::Carve(carve.reason),
+        if_missing: match carve.missing {
+            true => IfMissing::MakeDir,
+            false => IfMissing::Fail,
+        },
+    }
+}
+
+fn real(path: &Path) -> Option<PathBuf> {
+    path.canonicalize().ok()
+}
+
+/// The symlinks on the way to granted paths as the user spells them
+/// (`/bin` → `usr/bin`, `/lib64`, `/etc/resolv.conf`, a `$HOME` under a
+/// linked `/home`), recreated where no bound grant already shows them.
+fn symlinks(policy: &Policy, inputs: &ViewInputs, mounts: &[Step]) -> Vec<Step> {
+    let mut spelled: Vec<PathBuf> = crate::policy::BUILTIN_RO
+        .iter()
+        .chain(crate::policy::BUILTIN_RW.iter())
+        .map(|b| PathBuf::from(b.path))
+        .collect();
+    spelled.extend(inputs.home.iter().cloned());
+    spelled.extend(inputs.tmpdir.iter().cloned());
+    spelled.extend(policy.grants().iter().filter_map(|g| match &g.source {
+        GrantSource::Config { spelled, .. } => expand_home(spelled, inputs.home.as_deref()),
+        _ => None,
+    }));
+    let mut out: Vec<Step> = Vec::new();
+    for path in spelled {
+        let Some(link) = first_symlink(&path) else {
+            continue;
+        };
+        let shown = mounts.iter().any(|m| match (m, m.path()) {
+            (Step::Dir { .. }, _) => false,
+            (_, Some(p)) => link.0.starts_with(p) || p == link.0,
+            _ => false,
+        });
+        if !shown
+            && leads_to_grant(policy, &link.0)
+            && !out.iter().any(|s| s.path() == Some(&link.0))
+        {
+            out.push(Step::Symlink {
+                path: link.0,
+                target: link.1,
+            });
+        }
+    }
+    out
+}
+
+/// `~/x` against `home`; absolute paths as they are; anything else `None`
+/// (workspace-relative entries resolve beneath the real workspace).
+fn expand_home(spelled: &str, home: Option<&Path>) -> Option<PathBuf> {
+    match spelled.strip_prefix("~/") {
+        Some(rest) => home.map(|h| h.join(rest)),
+        None if spelled.starts_with('/') => Some(PathBuf::from(spelled)),
+        None => None,
+    }
+}
+
+/// The first component of `path` that is a symlink, and what it says.
+fn first_symlink(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let mut at = PathBuf::from("/");
+    for component in path.components() {
+        let Component::Normal(name) = component else {
+            continue;
+        };
+        at.push(name);
+        match std::fs::read_link(&at) {
+            Ok(target) => return Some((at, target)),
+            Err(_) if at.exists() => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// A link is worth recreating only when what it leads to is granted.
+fn leads_to_grant(policy: &Policy, link: &Path) -> bool {
+    let Some(target) = real(link) else {
+        return false;
+    };
+    NormalPath::new(target).is_ok_and(|t| policy.check(&t, Access::Read).is_allowed())
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.path() {
+            Some(path) => write!(f, "{} {}", self.kind(), path.display()),
+            None => f.write_str(self.kind()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Grant, Network, SandboxState};
+
+    fn grant(path: &Path, mode: Mode, source: GrantSource) -> Grant {
+        Grant {
+            path: path.to_path_buf(),
+            mode,
+            source,
+        }
+    }
+
+    /// A workspace with a repository, a nested one and a lock, a home with
+    /// a start-up file and a `PATH` directory, all under `rw` grants.
+    fn fixture() -> (tempfile::TempDir, Policy, ViewInputs) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, home) = (root.join("ws"), root.join("home"));
+        for sub in [
+            "ws/.git/objects",
+            "ws/.git/hooks",
+            "ws/sub/.git/objects",
+            "home/bin",
+        ] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        for file in [
+            "ws/magus.yaml",
+            "ws/.git/HEAD",
+            "ws/.git/config",
+            "ws/sub/.git/HEAD",
+        ] {
+            std::fs::write(root.join(file), "x").unwrap();
+        }
+        std::fs::write(home.join(".bashrc"), "x").unwrap();
+        let config = GrantSource::Config {
+            spelled: "~".into(),
+            line: 1,
+            column: 1,
+        };
+        let grants = vec![
+            grant(&ws, Mode::Rw, GrantSource::Workspace),
+            grant(
+                Path::new("/tmp"),
+                Mode::Rw,
+                GrantSource::Builtin("temporary files"),
+            ),
+            grant(
+                Path::new("/dev/pts"),
+                Mode::Rw,
+                GrantSource::Builtin("pseudo-terminals"),
+            ),
+            grant(
+                Path::new("/proc"),
+                Mode::Ro,
+                GrantSource::Builtin("process information"),
+            ),
+            grant(
+                Path::new("/usr"),
+                Mode::Ro,
+                GrantSource::Builtin("system code"),
+            ),
+            grant(&home, Mode::Rw, config),
+        ];
+        let policy = Policy::new(SandboxState::On, ws, grants, Network::Allow, Vec::new());
+        let inputs = ViewInputs {
+            home: Some(home.clone()),
+            tmpdir: None,
+            path_var: Some(format!("{}:/usr/bin", home.join("bin").display()).into()),
+            exe: None,
+        };
+        (dir, policy, inputs)
+    }
+
+    fn position(plan: &JailPlan, want: impl Fn(&Step) -> bool) -> usize {
+        plan.steps()
+            .iter()
+            .position(want)
+            .unwrap_or_else(|| panic!("no such step in {:#?}", plan.steps()))
+    }
+
+    #[test]
+    fn each_grant_becomes_its_step_between_stage_and_pivot() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let steps = plan.steps();
+        assert_eq!(steps[..2], [Step::PrivatePropagation, Step::Stage]);
+        assert_eq!(steps.last(), Some(&Step::PivotRoot));
+        let at = |p: &str| PathBuf::from(p);
+        for expected in [
+            Step::Tmpfs {
+                path: at("/tmp"),
+                why: "private to this run",
+            },
+            Step::Proc { path: at("/proc") },
+            Step::Devpts {
+                path: at("/dev/pts"),
+            },
+            Step::Symlink {
+                path: at("/dev/ptmx"),
+                target: at("pts/ptmx"),
+            },
+            Step::Bind {
+                path: at("/usr"),
+                access: BindAccess::ReadOnly,
+                why: BindWhy::Grant,
+                if_missing: IfMissing::Fail,
+            },
+            Step::Bind {
+                path: policy.workspace().to_path_buf(),
+                access: BindAccess::ReadWrite,
+                why: BindWhy::Grant,
+                if_missing: IfMissing::Fail,
+            },
+        ] {
+            assert!(
+                steps.contains(&expected),
+                "{expected:?} missing: {steps:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn protected_paths_are_rebound_read_only_after_their_grant() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let ws = policy.workspace();
+        let home = inputs.home.clone().unwrap();
+        let expected = [
+            (ws.join("magus.yaml"), CarveReason::PolicyFile),
+            (ws.join(".git/hooks"), CarveReason::GitCode),
+            (ws.join(".git/config"), CarveReason::GitCode),
+            (ws.join("sub/.git/hooks"), CarveReason::GitCode),
+            (home.join(".bashrc"), CarveReason::StartupFile),
+            (home.join("bin"), CarveReason::PathDirectory),
+        ];
+        let carves: Vec<(PathBuf, CarveReason)> = plan
+            .carve_outs()
+            .map(|(p, r)| (p.to_path_buf(), *r))
+            .collect();
+        for (path, reason) in &expected {
+            assert!(
+                carves.contains(&(path.clone(), *reason)),
+                "{path:?}: {carves:#?}"
+            );
+            let carve = position(&plan, |s| s.path() == Some(path.as_path()));
+            let grant = position(
+                &plan,
+                |s| matches!(s, Step::Bind { why: BindWhy::Grant, path: g, .. } if path.starts_with(g)),
+            );
+            assert!(grant < carve, "{path:?} bound before its grant");
+        }
+        // The nested repository has no hooks yet: created, then bound.
+        let hooks = ws.join("sub/.git/hooks");
+        let step = &plan.steps()[position(&plan, |s| s.path() == Some(hooks.as_path()))];
+        assert!(matches!(
+            step,
+            Step::Bind {
+                if_missing: IfMissing::MakeDir,
+                ..
+            }
+        ));
+        // Only inside the writable binds (not /usr, read-only anyway; not
+        // /usr/bin, on PATH but not writable).
+        assert!(
+            carves
+                .iter()
+                .all(|(p, _)| p.starts_with(ws) || p.starts_with(&home)),
+            "{carves:#?}"
+        );
+    }
+
+    #[test]
+    fn merged_usr_links_are_recreated_when_the_host_has_them() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let Ok(target) = std::fs::read_link("/bin") else {
+            return;
+        };
+        let link = Step::Symlink {
+            path: PathBuf::from("/bin"),
+            target,
+        };
+        assert!(plan.steps().contains(&link), "{:#?}", plan.steps());
+    }
+
+    #[test]
+    fn the_pid_only_plan_mounts_proc_over_the_host_view() {
+        let plan = JailPlan::pid_only();
+        let proc_step = Step::Proc {
+            path: PathBuf::from("/proc"),
+        };
+        assert_eq!(plan.steps(), [Step::PrivatePropagation, proc_step]);
+        assert_eq!(plan.carve_outs().count(), 0);
+    }
+}

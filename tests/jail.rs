@@ -1,0 +1,951 @@
+//! The jail (DESIGN §6a) attacked through the real `magus` binary, as root
+//! and as uid 65534: each attack first runs with the sandbox off (the
+//! control, which must succeed, so a pass means something), then on.
+//! Probes live in `tests/jail/probe.py`; each prints `<NAME>-OK` only when
+//! its attack worked.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use support::{capture, Harness, RunOutput};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum User {
+    Root,
+    Nobody,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sandbox {
+    On,
+    Off,
+    /// On, but without Landlock and the jail: the gate and the syscall
+    /// guard only. The control where `MAGUS_SANDBOX_ENABLED=0` cannot run
+    /// (a workspace with a `magus.lock` refuses it, MGS2010).
+    GateOnly,
+    /// On, with the jail but without Landlock: what the view alone holds.
+    JailOnly,
+}
+
+const NOBODY: u32 = 65534;
+
+/// Runs one shell line as a child and prints its status.
+const SHELL_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.shell(args[0])}\");\n    return 0;\n}\n";
+
+/// Runs `args` as a direct child of magus (so its parent is magus).
+const RUN_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.run(args)}\");\n    return 0;\n}\n";
+
+const PROBE: &str = include_str!("jail/probe.py");
+
+/// The users the tests run as on this machine: root, and uid 65534 when
+/// the test runs as root (it switches with `setpriv`).
+fn users() -> Vec<User> {
+    match nix::unistd::geteuid().is_root() {
+        true => vec![User::Root, User::Nobody],
+        false => Vec::new(),
+    }
+}
+
+/// A harness whose workspace holds the probe and the spells, owned by the
+/// user the run is for.
+struct Jail {
+    h: Harness,
+    user: User,
+}
+
+impl Jail {
+    fn new(user: User) -> Jail {
+        Jail::with_config(user, support::SANDBOX_ON)
+    }
+
+    fn with_config(user: User, config: &str) -> Jail {
+        let h = Harness::with_config(config);
+        h.write_spell("t", SHELL_SPELL);
+        h.write_spell("r", RUN_SPELL);
+        std::fs::write(h.ws_path("probe.py"), PROBE).unwrap();
+        let jail = Jail { h, user };
+        jail.hand_over();
+        jail
+    }
+
+    /// Gives the harness to the run's user (again, after planting).
+    fn hand_over(&self) {
+        if self.user == User::Nobody {
+            let status = Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(&self.h.root)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
+
+    fn uid(&self) -> u32 {
+        match self.user {
+            User::Root => 0,
+            User::Nobody => NOBODY,
+        }
+    }
+
+    fn command(&self, sandbox: Sandbox) -> Command {
+        let mut cmd = match self.user {
+            User::Root => self.h.command(),
+            User::Nobody => self.h.command_as_nobody(),
+        };
+        match sandbox {
+            Sandbox::On => {}
+            Sandbox::Off => {
+                cmd.env("MAGUS_SANDBOX_ENABLED", "0");
+            }
+            Sandbox::GateOnly => {
+                cmd.env("MAGUS_SANDBOX_LANDLOCK", "0");
+                cmd.env("MAGUS_SANDBOX_USERNS", "0");
+            }
+            Sandbox::JailOnly => {
+                cmd.env("MAGUS_SANDBOX_LANDLOCK", "0");
+            }
+        }
+        cmd.arg("--workspace").arg(&self.h.ws).arg("run");
+        cmd
+    }
+
+    /// `sh.shell(script)` in a run.
+    fn shell(&self, sandbox: Sandbox, script: &str) -> RunOutput {
+        capture(self.command(sandbox).arg("t").arg(script))
+    }
+
+    /// `probe.py ARGS` as a direct child of magus.
+    fn probe(&self, sandbox: Sandbox, args: &[&str]) -> RunOutput {
+        let probe = self.h.ws_path("probe.py");
+        let mut cmd = self.command(sandbox);
+        cmd.args(["r", "/usr/bin/python3"]).arg(probe).args(args);
+        capture(&mut cmd)
+    }
+}
+
+fn context(user: User, sandbox: Sandbox, out: &RunOutput) -> String {
+    format!("{user:?}, sandbox {sandbox:?}\n{}", out.dump())
+}
+
+/// The control saw every marker; the jailed run saw none and no secret.
+fn assert_attack(
+    user: User,
+    control: &RunOutput,
+    jailed: &RunOutput,
+    markers: &[&str],
+    secret: &str,
+) {
+    for marker in markers {
+        assert!(
+            control.stdout.contains(marker),
+            "control lacks {marker}: {}",
+            context(user, Sandbox::Off, control)
+        );
+        assert!(
+            !jailed.stdout.contains(marker),
+            "the attack worked ({marker}): {}",
+            context(user, Sandbox::On, jailed)
+        );
+    }
+    if !secret.is_empty() {
+        assert!(control.stdout.contains(secret), "{}", control.dump());
+        assert!(
+            !jailed.stdout.contains(secret) && !jailed.stderr.contains(secret),
+            "the secret leaked: {}",
+            context(user, Sandbox::On, jailed)
+        );
+    }
+    assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+}
+
+fn unique(tag: &str) -> String {
+    format!("magus-jail-{tag}-{}-{}", std::process::id(), rand_core())
+}
+
+fn rand_core() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(7);
+    h.finish()
+}
+
+/// A process outside the sandbox serving `secret` on unix sockets.
+struct Listener(Child);
+
+impl Listener {
+    fn serve(paths: &[PathBuf], secret: &str) -> Listener {
+        let script = r#"
+import os, select, socket, sys
+socks = []
+for p in sys.argv[2:]:
+    s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o777); s.listen(8); socks.append(s)
+print("ready", flush=True)
+while True:
+    for s in select.select(socks, [], [])[0]:
+        c, _ = s.accept(); c.sendall(sys.argv[1].encode()); c.close()
+"#;
+        let mut child = Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(script)
+            .arg(secret)
+            .args(paths)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let stdout = child.stdout.take().unwrap();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        Listener(child)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn unix_sockets_in_tmp_and_run_user_cannot_be_reached() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let run_user = PathBuf::from(format!("/run/user/{}", jail.uid()));
+        std::fs::create_dir_all(&run_user).unwrap();
+        let _ = Command::new("chown")
+            .arg(format!("{0}:{0}", jail.uid()))
+            .arg(&run_user)
+            .status();
+        let secret = unique("socket-secret");
+        let paths = [
+            PathBuf::from("/tmp").join(unique("sock")),
+            run_user.join(unique("bus")),
+        ];
+        let _listener = Listener::serve(&paths, &secret);
+        for path in &paths {
+            let path = path.to_str().unwrap();
+            let control = jail.probe(Sandbox::Off, &["sock", path]);
+            let jailed = jail.probe(Sandbox::On, &["sock", path]);
+            assert_attack(user, &control, &jailed, &["SOCK-OK"], &secret);
+        }
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Without Landlock, the view alone keeps an ungranted file out of reach:
+/// it is not there to open, list or stat, and the view's own root is
+/// read-only.
+#[test]
+fn the_view_alone_hides_what_is_not_granted() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let key = jail.h.home_path(".ssh/id_rsa");
+        let secret = std::fs::read_to_string(&key).unwrap().trim().to_string();
+        let (k, dir) = (key.display(), jail.h.home.display());
+        let script = format!(
+            "cat {k} && echo READ-OK; ls -A {dir} | grep -q . && echo LIST-OK; stat {k} >/dev/null && echo STAT-OK; \
+             touch /planted && echo ROOT-WRITE-OK"
+        );
+        let control = jail.shell(Sandbox::Off, &script);
+        let jailed = jail.shell(Sandbox::JailOnly, &script);
+        let mut markers = vec!["READ-OK", "LIST-OK", "STAT-OK"];
+        if user == User::Root {
+            markers.push("ROOT-WRITE-OK");
+            let _ = std::fs::remove_file("/planted");
+        }
+        assert_attack(user, &control, &jailed, &markers, &secret);
+        assert!(
+            !jailed.stdout.contains("ROOT-WRITE-OK"),
+            "{}",
+            jailed.dump()
+        );
+    }
+}
+
+#[test]
+fn another_terminal_cannot_be_opened() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+        let _ = Command::new("chown")
+            .arg(jail.uid().to_string())
+            .arg(&slave)
+            .status();
+        let script = format!("echo injected > {} && echo PTS-OK", slave.display());
+        let control = jail.shell(Sandbox::Off, &script);
+        let jailed = jail.shell(Sandbox::On, &script);
+        assert_attack(user, &control, &jailed, &["PTS-OK"], "");
+    }
+}
+
+/// A file in the fake HOME (not granted) that only a capability reaches.
+fn planted(jail: &Jail, name: &str, secret: &str, owner: u32, mode: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = jail.h.home_path(name);
+    std::fs::write(&path, secret).unwrap();
+    std::os::unix::fs::chown(&path, Some(owner), Some(owner)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path
+}
+
+#[test]
+fn root_capabilities_read_nothing() {
+    let jail = Jail::new(User::Root);
+    let secret = unique("cap-secret");
+    // Owned by someone else, mode 0600: only CAP_DAC_OVERRIDE reads it. A
+    // copy inside the workspace shows the capability, not the view, stops it.
+    let outside = planted(&jail, "other-user-secret", &secret, 4321, 0o600);
+    let inside = jail.h.ws_path("other-user-secret");
+    std::fs::copy(&outside, &inside).unwrap();
+    std::os::unix::fs::chown(&inside, Some(4321), Some(4321)).unwrap();
+    let script = format!("cat {} && echo DAC-OK", inside.display());
+    let control = jail.shell(Sandbox::Off, &script);
+    let jailed = jail.shell(Sandbox::On, &script);
+    assert_attack(User::Root, &control, &jailed, &["DAC-OK"], &secret);
+    // Without the jail's user namespace (where the owner is unmapped) and
+    // without Landlock, only the emptied capability sets stand in the way.
+    let caps_only = jail.shell(Sandbox::GateOnly, &script);
+    assert_attack(User::Root, &control, &caps_only, &["DAC-OK"], &secret);
+    // A file handle made outside, opened from inside (CAP_DAC_READ_SEARCH).
+    let named = Command::new("/usr/bin/python3")
+        .arg(jail.h.ws_path("probe.py"))
+        .args(["handle-name", outside.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let handle = String::from_utf8(named.stdout).unwrap();
+    let args = ["handle-open", jail.h.ws.to_str().unwrap(), handle.trim()];
+    let control = jail.probe(Sandbox::Off, &args);
+    let jailed = jail.probe(Sandbox::On, &args);
+    assert_attack(User::Root, &control, &jailed, &["HANDLE-OK"], &secret);
+    let caps_only = jail.probe(Sandbox::GateOnly, &args);
+    assert_attack(User::Root, &control, &caps_only, &["HANDLE-OK"], &secret);
+}
+
+#[test]
+fn metadata_outside_the_grants_cannot_change() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let target = jail.h.home_path(".ssh/id_rsa");
+        let t = target.display();
+        let uid = jail.uid();
+        let lines = [
+            format!("chmod 777 {t} && echo CHMOD-OK"),
+            format!("chown {uid}:{uid} {t} && echo CHOWN-OK"),
+            format!("/usr/bin/python3 -c \"import os; os.setxattr('{t}', 'user.magus', b'1')\" && echo XATTR-OK"),
+        ];
+        let script = lines.join("; ");
+        let before = std::fs::metadata(&target).unwrap();
+        let jailed = jail.shell(Sandbox::On, &script);
+        let after = std::fs::metadata(&target).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(before.mode(), after.mode(), "{}", jailed.dump());
+        assert!(xattr_absent(&target), "{}", jailed.dump());
+        let control = jail.shell(Sandbox::Off, &script);
+        assert_attack(
+            user,
+            &control,
+            &jailed,
+            &["CHMOD-OK", "CHOWN-OK", "XATTR-OK"],
+            "",
+        );
+    }
+}
+
+fn xattr_absent(path: &Path) -> bool {
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg("import os,sys; print(os.listxattr(sys.argv[1]))")
+        .arg(path)
+        .output()
+        .unwrap();
+    !String::from_utf8_lossy(&out.stdout).contains("user.magus")
+}
+
+/// A program that prints its effective uid and capabilities.
+const WHOAMI_C: &str = r#"#include <stdio.h>
+#include <unistd.h>
+#include <string.h>
+int main(void) {
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    printf("EUID %d\n", (int)geteuid());
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "CapEff:", 7)) printf("%s", line);
+    return 0;
+}
+"#;
+
+#[test]
+fn set_uid_and_file_capabilities_give_nothing() {
+    let Some(jail) = users()
+        .contains(&User::Nobody)
+        .then(|| Jail::new(User::Nobody))
+    else {
+        return;
+    };
+    let src = jail.h.root.join("whoami.c");
+    std::fs::write(&src, WHOAMI_C).unwrap();
+    let suid = jail.h.ws_path("suid-whoami");
+    let fcap = jail.h.ws_path("fcap-whoami");
+    for out in [&suid, &fcap] {
+        let cc = Command::new("cc")
+            .arg("-o")
+            .arg(out)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(cc.success());
+    }
+    Command::new("chmod")
+        .arg("4755")
+        .arg(&suid)
+        .status()
+        .unwrap();
+    let setcap = Command::new("setcap")
+        .args(["cap_dac_read_search+ep"])
+        .arg(&fcap)
+        .status();
+    let has_fcap = setcap.is_ok_and(|s| s.success());
+    let script = format!(
+        "{} ; {} ; cp {} ./mine && chmod u+s ./mine && echo MADE-SUID-OK",
+        suid.display(),
+        fcap.display(),
+        fcap.display()
+    );
+    let control = jail.shell(Sandbox::Off, &script);
+    let jailed = jail.shell(Sandbox::On, &script);
+    assert!(control.stdout.contains("EUID 0\n"), "{}", control.dump());
+    assert!(!jailed.stdout.contains("EUID 0\n"), "{}", jailed.dump());
+    let caps = |out: &RunOutput| -> Vec<String> {
+        let lines = out.stdout.lines().filter(|l| l.starts_with("CapEff"));
+        lines.map(str::to_string).collect()
+    };
+    let given = caps(&control)
+        .iter()
+        .filter(|l| !l.ends_with("0000000000000000"))
+        .count();
+    // The set-uid copy gives root's capabilities, and the file-capability
+    // copy (where `setcap` exists) gives its one.
+    assert_eq!(given, 1 + usize::from(has_fcap), "{}", control.dump());
+    // In the jail the set-uid copy runs with none, and the kernel refuses
+    // to start the file-capability copy at all (its capabilities are
+    // outside the empty bounding set).
+    let jailed_caps = caps(&jailed);
+    assert!(!jailed_caps.is_empty(), "{}", jailed.dump());
+    assert!(
+        jailed_caps.iter().all(|l| l.ends_with("0000000000000000")),
+        "{}",
+        jailed.dump()
+    );
+    assert_attack(User::Nobody, &control, &jailed, &["MADE-SUID-OK"], "");
+}
+
+/// A workspace holding a repository, a nested one, a submodule's git
+/// directory and a lock.
+fn repository_jail(user: User, lock: bool) -> Jail {
+    let jail = Jail::new(User::Root);
+    let ws = &jail.h.ws;
+    let git = |dir: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    git(ws, &["init", "-q", "."]);
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    git(&ws.join("sub"), &["init", "-q", "."]);
+    let module = ws.join(".git/modules/m");
+    for dir in ["hooks", "objects", "refs"] {
+        std::fs::create_dir_all(module.join(dir)).unwrap();
+    }
+    std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(module.join("config"), "[core]\n").unwrap();
+    if lock {
+        let cmd = jail
+            .h
+            .command()
+            .arg("--workspace")
+            .arg(ws)
+            .args(["sandbox", "lock"])
+            .output();
+        assert!(cmd.unwrap().status.success());
+    }
+    let jail = Jail { h: jail.h, user };
+    jail.hand_over();
+    jail
+}
+
+#[test]
+fn policy_files_and_git_code_stay_read_only() {
+    let attacks = [
+        ("echo x >> magus.yaml", "YAML"),
+        ("echo x >> magus.lock", "LOCK"),
+        ("mv magus.lock lock.bak && mv lock.bak magus.lock", "MVLOCK"),
+        ("rm magus.lock", "RMLOCK"),
+        ("echo x > .git/hooks/pre-commit", "HOOK"),
+        ("echo x >> .git/config", "CONFIG"),
+        ("echo x >> sub/.git/config", "NESTED"),
+        ("echo x > sub/.git/hooks/post-checkout", "NESTEDHOOK"),
+        ("echo x > .git/modules/m/hooks/pre-commit", "MODULEHOOK"),
+        ("echo x >> .git/modules/m/config", "MODULECONFIG"),
+    ];
+    let mut script: Vec<String> = attacks
+        .iter()
+        .map(|(line, tag)| format!("{line} && echo {tag}-OK"))
+        .collect();
+    script.push(
+        "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x && git status --short >/dev/null && echo COMMIT-WORKS".into(),
+    );
+    let script = script.join("; ");
+    for user in users() {
+        let control = repository_jail(user, true).shell(Sandbox::GateOnly, &script);
+        let jail = repository_jail(user, true);
+        let yaml = std::fs::read(jail.h.ws_path("magus.yaml")).unwrap();
+        let jailed = jail.shell(Sandbox::On, &script);
+        let markers: Vec<String> = attacks.iter().map(|(_, tag)| format!("{tag}-OK")).collect();
+        let markers: Vec<&str> = markers.iter().map(String::as_str).collect();
+        assert_attack(user, &control, &jailed, &markers, "");
+        assert!(jailed.stdout.contains("COMMIT-WORKS"), "{}", jailed.dump());
+        assert_eq!(std::fs::read(jail.h.ws_path("magus.yaml")).unwrap(), yaml);
+        assert!(jail.h.ws_path("magus.lock").exists());
+    }
+}
+
+#[test]
+fn fs_refuses_git_at_any_depth() {
+    for user in users() {
+        let jail = repository_jail(user, false);
+        let targets = [
+            ".git/config",
+            "sub/.git/config",
+            ".git/modules/m/hooks/x",
+            "sub/.git/hooks/y",
+        ];
+        let body: String = targets
+            .iter()
+            .map(|t| format!("    try {{ fs.write(\"{t}\", \"x\"); std.print(\"WROTE {t}\"); }} catch (e: SandboxError) {{ std.print(\"REFUSED {{e.code}} {t}\"); }}\n"))
+            .collect();
+        let spell = format!("import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {{\n{body}    return 0;\n}}\n");
+        jail.h.write_spell("gitfs", &spell);
+        jail.hand_over();
+        let out = capture(jail.command(Sandbox::On).arg("gitfs"));
+        for t in targets {
+            assert!(
+                out.stdout.contains(&format!("REFUSED MGS2002 {t}")),
+                "{t}: {}",
+                out.dump()
+            );
+        }
+        let control = capture(jail.command(Sandbox::Off).arg("gitfs"));
+        assert_eq!(
+            control.stdout.matches("WROTE").count(),
+            targets.len(),
+            "{}",
+            control.dump()
+        );
+    }
+}
+
+#[test]
+fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: \"~\"\n      mode: rw\n";
+    let script = "echo evil > ~/.local/bin/evil && echo BIN-OK; echo evil >> ~/.bashrc && echo RC-OK; \
+                  echo evil >> ~/.gitconfig && echo GITCONFIG-OK; mkdir -p ~/bin && echo evil > ~/bin/evil && echo NEWBIN-OK; \
+                  echo fine > ~/notes.txt && echo NOTES-WORK";
+    for user in users() {
+        let setup = || {
+            let mut jail = Jail::with_config(user, config);
+            for file in [".local/bin/tool", ".bashrc", ".gitconfig"] {
+                let path = jail.h.home_path(file);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, "#\n").unwrap();
+            }
+            let home = jail.h.home.display().to_string();
+            jail.h.set_env(
+                "PATH",
+                format!("{home}/.local/bin:{home}/bin:/usr/bin:/bin"),
+            );
+            jail.hand_over();
+            jail
+        };
+        let control = setup().shell(Sandbox::Off, script);
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        let markers = ["BIN-OK", "RC-OK", "GITCONFIG-OK", "NEWBIN-OK"];
+        assert_attack(user, &control, &jailed, &markers, "");
+        assert!(jailed.stdout.contains("NOTES-WORK"), "{}", jailed.dump());
+        assert_eq!(
+            std::fs::read_to_string(jail.h.home_path(".bashrc")).unwrap(),
+            "#\n"
+        );
+    }
+}
+
+/// Runs `python3 -c code` outside the sandbox.
+fn python(code: &str, args: &[&str]) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const SHM_CREATE: &str = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+shm = libc.shmget(int(sys.argv[1], 0), 4096, 0o1000 | 0o666)
+addr = libc.shmat(shm, None, 0)
+ctypes.memmove(addr, sys.argv[2].encode(), len(sys.argv[2]))
+print(shm)
+"#;
+
+#[test]
+fn other_sessions_tmp_shm_and_sysv_ipc_are_unreachable() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let secret = unique("session-secret");
+        let tmp = PathBuf::from("/tmp").join(unique("other"));
+        let shm = PathBuf::from("/dev/shm").join(unique("other"));
+        for file in [&tmp, &shm] {
+            std::fs::write(file, &secret).unwrap();
+            std::os::unix::fs::chown(file, Some(jail.uid()), Some(jail.uid())).unwrap();
+        }
+        let key = format!("0x4d4a{:04x}", std::process::id() & 0xffff);
+        let id = python(SHM_CREATE, &[&key, &secret]);
+        let script = format!(
+            "cat {} && echo TMP-OK; cat {} && echo SHM-FILE-OK",
+            tmp.display(),
+            shm.display()
+        );
+        let control = jail.shell(Sandbox::Off, &script);
+        let jailed = jail.shell(Sandbox::On, &script);
+        assert_attack(user, &control, &jailed, &["TMP-OK", "SHM-FILE-OK"], &secret);
+        let control = jail.probe(Sandbox::Off, &["sysv", &key]);
+        let jailed = jail.probe(Sandbox::On, &["sysv", &key]);
+        let _ = Command::new("ipcrm").args(["-m", id.trim()]).status();
+        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(&shm);
+        assert_attack(user, &control, &jailed, &["SHM-OK"], &secret);
+    }
+}
+
+/// Starts magus in a new session keyring holding `secret` as a user key.
+const WITH_KEY: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+assert libc.syscall(250, 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING
+key = libc.syscall(248, b"user", b"magus-jail-secret", sys.argv[1].encode(), len(sys.argv[1]), -3)
+assert key >= 0
+os.execv(sys.argv[2], sys.argv[2:])
+"#;
+
+#[test]
+fn the_session_keyring_is_unreachable() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let jail = Jail::new(User::Root);
+    let secret = unique("key-secret");
+    let run = |sandbox: Sandbox| {
+        let inner = jail.command(sandbox);
+        let mut cmd = Command::new("/usr/bin/python3");
+        cmd.arg("-c")
+            .arg(WITH_KEY)
+            .arg(&secret)
+            .arg(inner.get_program());
+        cmd.args(inner.get_args());
+        cmd.args(["r", "/usr/bin/python3"])
+            .arg(jail.h.ws_path("probe.py"));
+        cmd.args(["keyring", "magus-jail-secret"]);
+        cmd.env_clear();
+        for (k, v) in inner.get_envs() {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        cmd.current_dir(&jail.h.root);
+        capture(&mut cmd)
+    };
+    let (control, jailed) = (run(Sandbox::Off), run(Sandbox::On));
+    assert_attack(User::Root, &control, &jailed, &["KEY-OK"], &secret);
+}
+
+#[test]
+fn protected_mounts_cannot_be_peeled() {
+    let attacks = [
+        ("umount magus.yaml", "UMOUNT"),
+        ("mount -o remount,rw,bind magus.yaml", "REMOUNT"),
+        ("unshare -Urm sh -c 'umount magus.yaml; echo x >> magus.yaml'", "NS-UMOUNT"),
+        ("unshare -Urm sh -c 'mount -o remount,rw,bind magus.yaml && echo x >> magus.yaml'", "NS-REMOUNT"),
+        ("unshare -Urm sh -c 'mount --bind -o ro magus.yaml magus.yaml && mount -o remount,rw,bind magus.yaml && umount magus.yaml'", "TOOLS"),
+    ];
+    let script: Vec<String> = attacks
+        .iter()
+        .map(|(l, t)| format!("{l} && echo {t}-OK"))
+        .collect();
+    let script = script.join("; ");
+    for user in users() {
+        let jail = Jail::new(user);
+        let before = std::fs::read(jail.h.ws_path("magus.yaml")).unwrap();
+        let jailed = jail.shell(Sandbox::On, &script);
+        assert_eq!(
+            std::fs::read(jail.h.ws_path("magus.yaml")).unwrap(),
+            before,
+            "{}",
+            jailed.dump()
+        );
+        let control = jail.shell(Sandbox::Off, &script);
+        // Off, there is no read-only bind to peel: the control shows the
+        // tools work (a user namespace, binds, remounts and umounts).
+        assert!(control.stdout.contains("TOOLS-OK"), "{}", control.dump());
+        for (_, tag) in attacks {
+            let marker = format!("{tag}-OK");
+            assert!(
+                !jailed.stdout.contains(&marker),
+                "{marker}: {}",
+                jailed.dump()
+            );
+        }
+    }
+}
+
+#[test]
+fn another_workspace_leaves_nothing_in_tmp() {
+    for user in users() {
+        let secret = unique("leftover");
+        let (tmp, shm) = (
+            format!("/tmp/{}", unique("left")),
+            format!("/dev/shm/{}", unique("left")),
+        );
+        let write = format!("echo {secret} > {tmp} && echo {secret} > {shm}");
+        let read = format!("cat {tmp} && echo READ-TMP-OK; cat {shm} && echo READ-SHM-OK");
+        let (a, b) = (Jail::new(user), Jail::new(user));
+        a.shell(Sandbox::Off, &write);
+        let control = b.shell(Sandbox::Off, &read);
+        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(&shm);
+        let wrote = a.shell(Sandbox::On, &write);
+        assert!(wrote.stdout.contains("STATUS 0"), "{}", wrote.dump());
+        let jailed = b.shell(Sandbox::On, &read);
+        assert!(!Path::new(&tmp).exists() && !Path::new(&shm).exists());
+        assert_attack(
+            user,
+            &control,
+            &jailed,
+            &["READ-TMP-OK", "READ-SHM-OK"],
+            &secret,
+        );
+    }
+}
+
+#[test]
+fn fanotify_as_root_is_refused() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let jail = Jail::new(User::Root);
+    let home = jail.h.home.display().to_string();
+    let control = jail.probe(Sandbox::Off, &["fanotify", &home]);
+    let jailed = jail.probe(Sandbox::On, &["fanotify", &home]);
+    assert_attack(User::Root, &control, &jailed, &["FANOTIFY-OK"], "");
+}
+
+#[test]
+fn magus_itself_cannot_be_read_or_traced() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let control = jail.probe(Sandbox::Off, &["parent", "x"]);
+        let jailed = jail.probe(Sandbox::On, &["parent", "x"]);
+        let markers = ["MEM-OK", "VMREAD-OK", "GETFD-OK", "PTRACE-OK"];
+        assert_attack(user, &control, &jailed, &markers, "");
+        assert!(jailed.stdout.contains("PARENT-DONE"), "{}", jailed.dump());
+    }
+}
+
+#[test]
+fn inherited_directory_handles_do_not_climb_out() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let secret = std::fs::read_to_string(jail.h.home_path(".ssh/id_rsa")).unwrap();
+        let secret = secret.trim().to_string();
+        let run = |sandbox: Sandbox| {
+            let dir = std::fs::File::open(jail.h.home_path(".ssh")).unwrap();
+            let fd = dir.as_raw_fd();
+            let mut cmd = jail.command(sandbox);
+            cmd.args(["r", "/usr/bin/python3"])
+                .arg(jail.h.ws_path("probe.py"));
+            cmd.args(["listdir-fd", "3", "id_rsa"]);
+            // SAFETY: dup2/fcntl between fork and exec, async-signal-safe.
+            // The handle is left open across exec (no close-on-exec), as
+            // a careless parent would leave it.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let rc = match fd {
+                        3 => libc::fcntl(3, libc::F_SETFD, 0),
+                        _ => libc::dup2(fd, 3),
+                    };
+                    match rc {
+                        -1 => Err(std::io::Error::last_os_error()),
+                        _ => Ok(()),
+                    }
+                });
+            }
+            capture(&mut cmd)
+        };
+        let (control, jailed) = (run(Sandbox::Off), run(Sandbox::On));
+        assert_attack(user, &control, &jailed, &["FD-OK"], &secret);
+    }
+}
+
+#[test]
+fn ordinary_work_runs_in_the_jail() {
+    let lines = [
+        "printf 'all:\\n\\tcc -o hello hello.c\\n' > Makefile && printf '#include <stdio.h>\\nint main(void){puts(\"hi\");return 0;}\\n' > hello.c && make -s && ./hello",
+        "git init -q repo && cd repo && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -q -m first && git status --short",
+        "git init -q --bare up.git && cd repo && git push -q ../up.git HEAD:refs/heads/main && git fetch -q ../up.git main",
+        "/usr/bin/python3 -m venv --without-pip venv && ./venv/bin/python -c 'print(1)'",
+        "mkdir -p d && echo x > d/f && tar czf d.tgz d && rm -r d && tar xzf d.tgz && test -f d/f",
+        "seq 200000 | sort -r -S 64K -T /tmp | tail -n 1 | grep -qx 1",
+        "echo hello > /tmp/x && grep -q hello /tmp/x",
+        "ps ax | grep -q ps",
+        "script -qc 'echo pty' /dev/null | grep -q pty",
+        "/usr/bin/python3 -c 'import pty, os\npid, fd = pty.fork()\nif pid == 0: print(\"child\")\nelse: print(os.read(fd, 100))'",
+    ];
+    for user in users() {
+        let jail = Jail::new(user);
+        for (i, line) in lines.iter().enumerate() {
+            let out = jail.shell(Sandbox::On, line);
+            assert!(
+                out.stdout.contains("STATUS 0"),
+                "{user:?} line {i}: {line}\n{}",
+                out.dump()
+            );
+        }
+    }
+}
+
+#[test]
+fn without_user_namespaces_every_run_warns_and_ipc_and_keyrings_are_closed() {
+    for user in users() {
+        let mut jail = Jail::new(user);
+        jail.h.set_env("MAGUS_SANDBOX_USERNS", "0");
+        let out = jail.shell(Sandbox::On, "echo fine");
+        assert!(out.stdout.contains("STATUS 0"), "{}", out.dump());
+        assert_eq!(
+            out.stderr.matches("only partly in force").count(),
+            1,
+            "{}",
+            out.dump()
+        );
+        assert!(out.stderr.contains("no jail"), "{}", out.dump());
+        assert!(
+            out.stderr.contains("MAGUS_SANDBOX_USERNS"),
+            "{}",
+            out.dump()
+        );
+        let mut check = match user {
+            User::Root => jail.h.command(),
+            User::Nobody => jail.h.command_as_nobody(),
+        };
+        let check = capture(
+            check
+                .arg("--workspace")
+                .arg(&jail.h.ws)
+                .args(["sandbox", "check"]),
+        );
+        assert!(
+            check.stdout.contains("jail      none ("),
+            "{}",
+            check.dump()
+        );
+        assert!(
+            check.stderr.contains("only partly in force"),
+            "{}",
+            check.dump()
+        );
+        let key = format!("0x4d4b{:04x}", std::process::id() & 0xffff);
+        let secret = unique("nouserns-secret");
+        let id = python(SHM_CREATE, &[&key, &secret]);
+        let jailed = jail.probe(Sandbox::On, &["sysv", &key]);
+        let control = jail.probe(Sandbox::Off, &["sysv", &key]);
+        let _ = Command::new("ipcrm").args(["-m", id.trim()]).status();
+        assert_attack(user, &control, &jailed, &["SHM-OK"], &secret);
+    }
+}
+
+#[test]
+fn sandbox_check_lists_each_carve_out_and_why() {
+    let Some(user) = users().first().copied() else {
+        return;
+    };
+    let jail = repository_jail(user, true);
+    let out = capture(
+        jail.h
+            .command()
+            .arg("--workspace")
+            .arg(&jail.h.ws)
+            .args(["sandbox", "check"]),
+    );
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    for (path, why) in [
+        ("magus.yaml", "magus policy file"),
+        ("magus.lock", "magus policy file"),
+        (".git/hooks", "git hooks/config"),
+        (".git/config", "git hooks/config"),
+        ("sub/.git/config", "git hooks/config"),
+        (".git/modules/m/hooks", "git hooks/config"),
+    ] {
+        let line = format!("{}  {why}", jail.h.ws_path(path).display());
+        assert!(out.stdout.contains(&line), "{line}\n{}", out.dump());
+    }
+}
+
+#[test]
+fn a_root_child_cannot_make_set_uid_or_file_capability_programs() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let jail = Jail::new(User::Root);
+    let script = "cp /usr/bin/id ./suid-id && chmod u+s ./suid-id && echo SUID-OK; \
+                  cp /usr/bin/id ./sgid-id && chmod g+s ./sgid-id && echo SGID-OK; \
+                  cp /usr/bin/id ./fcap-id && /usr/sbin/setcap cap_dac_override+ep ./fcap-id && echo FCAP-OK";
+    let control = jail.shell(Sandbox::Off, script);
+    for file in ["suid-id", "sgid-id", "fcap-id"] {
+        let _ = std::fs::remove_file(jail.h.ws_path(file));
+    }
+    let jailed = jail.shell(Sandbox::On, script);
+    let mut markers = vec!["SUID-OK", "SGID-OK"];
+    if Path::new("/usr/sbin/setcap").exists() {
+        markers.push("FCAP-OK");
+    }
+    assert_attack(User::Root, &control, &jailed, &markers, "");
+    use std::os::unix::fs::PermissionsExt;
+    for file in ["suid-id", "sgid-id"] {
+        let mode = std::fs::metadata(jail.h.ws_path(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o6000, 0, "{file} is set-id: {}", jailed.dump());
+    }
+}

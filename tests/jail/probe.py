@@ -1,0 +1,136 @@
+# Attacks on the jail, run by a child of magus (tests/jail.rs). Each
+# prints `<NAME>-OK` only when the attack worked; secrets are printed so
+# the test can see whether they leaked.
+import ctypes
+import os
+import socket
+import sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def sock(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    print("SOCK-OK", s.recv(200).decode())
+
+
+def keyring(desc):
+    libc.syscall.restype = ctypes.c_long
+    KEYCTL_SEARCH, KEYCTL_READ, SESSION = 10, 11, -3
+    key = libc.syscall(250, KEYCTL_SEARCH, SESSION, b"user", desc.encode(), 0)
+    if key < 0:
+        raise OSError(ctypes.get_errno(), "keyctl search")
+    buf = ctypes.create_string_buffer(200)
+    n = libc.syscall(250, KEYCTL_READ, key, buf, 200)
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "keyctl read")
+    print("KEY-OK", buf.raw[:n].decode())
+
+
+def sysv(key):
+    libc.shmat.restype = ctypes.c_void_p
+    shm = libc.shmget(int(key, 0), 0, 0)
+    if shm < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    addr = libc.shmat(shm, None, 0o10000)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "shmat")
+    print("SHM-OK", ctypes.string_at(addr, 64).split(b"\0")[0].decode())
+
+
+class Handle(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("f", ctypes.c_ubyte * 128)]
+
+
+def handle_name(path):
+    h = Handle(128)
+    mount_id = ctypes.c_int()
+    if libc.name_to_handle_at(-100, path.encode(), ctypes.byref(h), ctypes.byref(mount_id), 0) != 0:
+        raise OSError(ctypes.get_errno(), "name_to_handle_at")
+    print("%d:%d:%s" % (h.bytes, h.type, bytes(h.f[: h.bytes]).hex()))
+
+
+def handle_open(mount_dir, text):
+    size, kind, raw = text.split(":")
+    h = Handle(int(size), int(kind))
+    for i, b in enumerate(bytes.fromhex(raw)):
+        h.f[i] = b
+    mfd = os.open(mount_dir, os.O_RDONLY)
+    fd = libc.open_by_handle_at(mfd, ctypes.byref(h), os.O_RDONLY)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "open_by_handle_at")
+    print("HANDLE-OK", os.read(fd, 200).decode())
+
+
+def fanotify(path):
+    fd = libc.fanotify_init(0, os.O_RDONLY)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "fanotify_init")
+    FAN_MARK_ADD, FAN_MARK_FILESYSTEM, FAN_OPEN = 1, 0x100, 0x20
+    if libc.fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, ctypes.c_uint64(FAN_OPEN), -100, path.encode()) != 0:
+        raise OSError(ctypes.get_errno(), "fanotify_mark")
+    print("FANOTIFY-OK")
+
+
+def parent(secret):
+    """Reads the parent (magus) by every route that reaches its memory."""
+    ppid = os.getppid()
+    libc.syscall.restype = ctypes.c_long
+    tried = {}
+    try:
+        maps = open("/proc/%d/maps" % ppid).read().splitlines()
+        mem = open("/proc/%d/mem" % ppid, "rb")
+        span = maps[0].split()[0]
+        mem.seek(int(span.split("-")[0], 16))
+        mem.read(16)
+        print("MEM-OK")
+    except OSError as e:
+        tried["mem"] = e
+    try:
+        buf = ctypes.create_string_buffer(16)
+
+        class IoVec(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+        local = IoVec(ctypes.cast(buf, ctypes.c_void_p), 16)
+        remote = IoVec(ctypes.c_void_p(0x400000), 16)
+        n = libc.process_vm_readv(ppid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if n >= 0 or ctypes.get_errno() not in (1, 13):
+            print("VMREAD-OK")
+        else:
+            tried["vmread"] = ctypes.get_errno()
+    except OSError as e:
+        tried["vmread"] = e
+    pidfd = libc.syscall(434, ppid, 0)
+    if pidfd >= 0:
+        got = [libc.syscall(438, pidfd, fd, 0) for fd in range(3)]
+        if any(g >= 0 for g in got):
+            print("GETFD-OK")
+    if libc.ptrace(0x4206, ppid, None, None) == 0:
+        print("PTRACE-OK")
+    print("PARENT-DONE", tried)
+
+
+def listdir_fd(fd, rel):
+    fd = int(fd)
+    print("LISTED", os.listdir(fd))
+    up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    print("UP", os.listdir(up))
+    with open(os.path.join("/proc/self/fd/%d" % fd, rel)) as f:
+        print("FD-OK", f.read())
+
+
+COMMANDS = {
+    "sock": sock,
+    "keyring": keyring,
+    "sysv": sysv,
+    "handle-name": handle_name,
+    "handle-open": handle_open,
+    "fanotify": fanotify,
+    "parent": parent,
+    "listdir-fd": listdir_fd,
+}
+
+if __name__ == "__main__":
+    COMMANDS[sys.argv[1]](*sys.argv[2:])
