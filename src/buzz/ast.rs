@@ -140,6 +140,8 @@ pub struct ObjectDecl {
 #[derive(Debug)]
 pub struct EnumDecl {
     pub name: Rc<str>,
+    /// `enum<T>`: the type of the cases' values (`int` when absent).
+    pub value_type: Option<Type>,
     pub cases: Vec<(Rc<str>, Option<Expr>)>,
     pub pos: Pos,
 }

@@ -363,9 +363,12 @@ impl Interpreter {
 
     fn enumeration(&mut self, decl: &EnumDecl, scope: &Rc<Scope>) -> Eval<()> {
         let mut cases = Vec::new();
+        let str_values = matches!(&decl.value_type, Some(Type::Named(t)) if &**t == "str");
         for (i, (name, value)) in decl.cases.iter().enumerate() {
             let v = match value {
                 Some(e) => self.eval(e, scope)?,
+                // `enum<str>` cases default to their own name, as upstream.
+                None if str_values => Value::Str(name.clone()),
                 None => Value::Int(i as i64),
             };
             cases.push((name.clone(), v));

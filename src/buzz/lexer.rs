@@ -30,6 +30,10 @@ pub enum Tok {
     Str(Vec<StrPart>),
     Kw(&'static str),
     Sym(&'static str),
+    /// A character-level error. Lexing stops here; the parser reports it
+    /// only when it reaches it, so a syntax error on an earlier line is
+    /// reported first.
+    Error(Rc<str>),
     Eof,
 }
 
@@ -42,6 +46,7 @@ impl Tok {
             Tok::Str(_) => "a string".to_string(),
             Tok::Kw(k) => format!("`{k}`"),
             Tok::Sym(s) => format!("`{s}`"),
+            Tok::Error(message) => message.to_string(),
             Tok::Eof => "end of input".to_string(),
         }
     }
@@ -105,15 +110,23 @@ const SYMBOLS: &[&str] = &[
 /// Deepest nesting of string interpolations (`"{"{"…"}"}"`).
 pub const MAX_INTERPOLATION_DEPTH: usize = 32;
 
-/// Lexes `source` into tokens ending with [`Tok::Eof`].
-pub fn lex(source: &str) -> Result<Vec<Token>, LexError> {
+/// Lexes `source` into tokens ending with [`Tok::Eof`], or with a
+/// [`Tok::Error`] where a character-level error stopped it.
+pub fn lex(source: &str) -> Vec<Token> {
     let mut lexer = Lexer {
         chars: source.chars().collect(),
         at: 0,
         pos: Pos { line: 1, column: 1 },
         depth: 0,
     };
-    lexer.tokens(Stop::Eof)
+    let mut out = Vec::new();
+    if let Err(e) = lexer.tokens_into(Stop::Eof, &mut out) {
+        out.push(Token {
+            tok: Tok::Error(Rc::from(e.message)),
+            pos: e.pos,
+        });
+    }
+    out
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -160,6 +173,10 @@ impl Lexer {
 
     fn tokens(&mut self, stop: Stop) -> Result<Vec<Token>, LexError> {
         let mut out = Vec::new();
+        self.tokens_into(stop, &mut out).map(|()| out)
+    }
+
+    fn tokens_into(&mut self, stop: Stop, out: &mut Vec<Token>) -> Result<(), LexError> {
         let mut braces = 0usize;
         loop {
             self.skip_trivia()?;
@@ -169,12 +186,12 @@ impl Lexer {
                     return self.error(pos, "unterminated interpolation in string, expected `}`");
                 }
                 out.push(Token { tok: Tok::Eof, pos });
-                return Ok(out);
+                return Ok(());
             };
             if stop == Stop::CloseBrace && c == '}' && braces == 0 {
                 self.bump();
                 out.push(Token { tok: Tok::Eof, pos });
-                return Ok(out);
+                return Ok(());
             }
             let tok = self.token(c)?;
             match tok {
@@ -369,7 +386,12 @@ impl Lexer {
             Some('n') => '\n',
             Some('t') => '\t',
             Some('r') => '\r',
-            Some('0') => '\0',
+            Some('a') => '\u{7}',
+            Some('b') => '\u{8}',
+            Some('f') => '\u{c}',
+            Some('v') => '\u{b}',
+            Some('$') => '$',
+            Some(d) if d.is_ascii_digit() => return self.raw_char(d, pos),
             Some('\\') => '\\',
             Some('"') => '"',
             Some('\'') => '\'',
@@ -386,6 +408,25 @@ impl Lexer {
             None => return self.error(pos, "unterminated escape sequence"),
         };
         Ok(c)
+    }
+
+    /// `\ddd`: a byte given in decimal (as upstream Buzz reads it, so
+    /// `"\012"` is form feed, 12). Strings here are UTF-8, so only ASCII
+    /// bytes are accepted; a larger one is an error, never a silent change.
+    fn raw_char(&mut self, first: char, pos: Pos) -> Result<char, LexError> {
+        let mut value = first.to_digit(10).unwrap_or_default();
+        while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
+            self.bump();
+            value = value.saturating_mul(10).saturating_add(d);
+        }
+        match value {
+            0..=127 => Ok(char::from(value as u8)),
+            128..=255 => self.error(
+                pos,
+                format!("raw byte `\\{value}` is not ASCII: magus strings are UTF-8 text (use `\\u{{…}}` for a character)"),
+            ),
+            _ => self.error(pos, "raw char should be between 0 and 255"),
+        }
     }
 
     /// `\u{1F600}`.
@@ -427,7 +468,18 @@ mod tests {
     use super::*;
 
     fn kinds(src: &str) -> Vec<Tok> {
-        lex(src).unwrap().into_iter().map(|t| t.tok).collect()
+        lex(src).into_iter().map(|t| t.tok).collect()
+    }
+
+    fn lex_error(src: &str) -> LexError {
+        let last = lex(src).pop().expect("at least one token");
+        match last.tok {
+            Tok::Error(message) => LexError {
+                pos: last.pos,
+                message: message.to_string(),
+            },
+            other => panic!("{src:?} lexed without error, ending with {other:?}"),
+        }
     }
 
     fn text(s: &str) -> Tok {
@@ -475,6 +527,18 @@ mod tests {
             ("char", "'A'", vec![Tok::Int(65)]),
             ("unicode", r#""\u{41}""#, vec![text("A")]),
             ("multiline", "`a\nb`", vec![text("a\nb")]),
+            ("raw zeros", r#""\000x""#, vec![text("\0x")]),
+            (
+                "raw decimal",
+                r#""\007\008\012\11""#,
+                vec![text("\u{7}\u{8}\u{c}\u{b}")],
+            ),
+            ("raw then digit", r#""\0""#, vec![text("\0")]),
+            (
+                "control escapes",
+                r#""\a\b\f\v""#,
+                vec![text("\u{7}\u{8}\u{c}\u{b}")],
+            ),
         ];
         for (name, src, mut want) in cases {
             want.push(Tok::Eof);
@@ -517,9 +581,10 @@ mod tests {
             ("bad char", "a # b", 1, 3, "unexpected character `#`"),
             ("bad escape", r#""\q""#, 1, 2, "unknown escape sequence"),
             ("open interpolation", r#""{1"#, 1, 4, "unterminated"),
+            ("raw byte", r#""\232""#, 1, 2, "not ASCII"),
         ];
         for (name, src, line, column, msg) in cases {
-            let err = lex(src).unwrap_err();
+            let err = lex_error(src);
             assert_eq!(
                 (err.pos.line, err.pos.column),
                 (line, column),
@@ -532,6 +597,6 @@ mod tests {
     #[test]
     fn deep_interpolation_is_an_error() {
         let src = "\"{".repeat(100);
-        assert!(lex(&src).unwrap_err().message.contains("nested too deeply"));
+        assert!(lex_error(&src).message.contains("nested too deeply"));
     }
 }

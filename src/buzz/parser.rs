@@ -26,10 +26,7 @@ type PResult<T> = Result<T, ParseError>;
 
 /// Parses `source` into statements; `file` is recorded in the program.
 pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
-    let tokens = lex(source).map_err(|e| ParseError {
-        pos: e.pos,
-        message: e.message,
-    })?;
+    let tokens = lex(source);
     let mut parser = Parser {
         tokens: &tokens,
         at: 0,
@@ -158,10 +155,16 @@ impl<'t> Parser<'t> {
         hit
     }
 
+    /// A syntax error here; at a character-level error token, that error
+    /// instead (the parser got this far, so it is the first error).
     fn error<T>(&self, message: impl Into<String>) -> PResult<T> {
+        let message = match &self.peek().tok {
+            Tok::Error(lexical) => lexical.to_string(),
+            _ => message.into(),
+        };
         Err(ParseError {
             pos: self.pos(),
-            message: message.into(),
+            message,
         })
     }
 
@@ -418,8 +421,9 @@ impl<'t> Parser<'t> {
 
     fn enumeration(&mut self) -> PResult<Rc<EnumDecl>> {
         let pos = self.advance().pos;
+        let mut value_type = None;
         if self.eat("<") {
-            self.ty()?;
+            value_type = Some(self.ty()?);
             self.expect(">", "after the enum value type")?;
         }
         let name = self.ident("after `enum`")?;
@@ -438,7 +442,12 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect("}", "to close the enum body")?;
-        Ok(Rc::new(EnumDecl { name, cases, pos }))
+        Ok(Rc::new(EnumDecl {
+            name,
+            value_type,
+            cases,
+            pos,
+        }))
     }
 
     fn block(&mut self, context: &str) -> PResult<Vec<Stmt>> {
