@@ -24,3 +24,19 @@ pub fn modules(session: &Rc<Session>) -> Vec<NativeModule> {
         env::module(session),
     ]
 }
+
+/// How `import "lib/common";` reads the spell's own files: through the
+/// gate, so an import is allowed or denied exactly as `fs.read` would be.
+pub fn source_loader(session: &Rc<Session>) -> crate::buzz::SourceLoader {
+    let session = Rc::clone(session);
+    Rc::new(move |path: &std::path::Path| {
+        let bytes = session.check(session.gate().read(&path.to_string_lossy()))?;
+        String::from_utf8(bytes).map_err(|e| {
+            crate::buzz::Raise::type_error(format!(
+                "{} is not valid UTF-8 (first bad byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ))
+        })
+    })
+}

@@ -28,6 +28,8 @@ pub enum Tok {
     Int(i64),
     Double(f64),
     Str(Vec<StrPart>),
+    /// `$"…"`: a pattern's source, with `\"` turned into `"`.
+    Pattern(Rc<str>),
     Kw(&'static str),
     Sym(&'static str),
     /// A character-level error. Lexing stops here; the parser reports it
@@ -44,6 +46,7 @@ impl Tok {
             Tok::Ident(name) => format!("identifier `{name}`"),
             Tok::Int(_) | Tok::Double(_) => "a number".to_string(),
             Tok::Str(_) => "a string".to_string(),
+            Tok::Pattern(_) => "a pattern".to_string(),
             Tok::Kw(k) => format!("`{k}`"),
             Tok::Sym(s) => format!("`{s}`"),
             Tok::Error(message) => message.to_string(),
@@ -103,8 +106,8 @@ const KEYWORDS: &[&str] = &[
 /// Longest first, so `..` wins over `.` and `??` over `?`.
 const SYMBOLS: &[&str] = &[
     "<<=", ">>=", "..", "??", "?.", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
-    "|=", "^=", "<<", ">>", "!>", "=>", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "\\",
-    "+", "-", "*", "/", "%", "!", "=", "<", ">", "?", "&", "|", "^", "~",
+    "|=", "^=", "<<", ">>", "!>", "*>", "=>", "::", "->", "(", ")", "{", "}", "[", "]", ",", ";",
+    ":", ".", "\\", "+", "-", "*", "/", "%", "!", "=", "<", ">", "?", "&", "|", "^", "~",
 ];
 
 /// Deepest nesting of string interpolations (`"{"{"…"}"}"`).
@@ -243,6 +246,11 @@ impl Lexer {
         if c.is_alphabetic() || c == '_' {
             return Ok(self.word());
         }
+        match (c, self.peek_at(1)) {
+            ('$', Some('"')) => return self.pattern(),
+            ('@', Some('"')) => return self.quoted_identifier(),
+            _ => {}
+        }
         match c {
             '"' => self.string('"'),
             '`' => self.string('`'),
@@ -369,6 +377,40 @@ impl Lexer {
             parts.push(StrPart::Text(text));
         }
         Ok(Tok::Str(parts))
+    }
+
+    /// `$"…"`: kept raw for the regex engine; only `\"` is an escape.
+    fn pattern(&mut self) -> Result<Tok, LexError> {
+        let start = self.pos;
+        self.bump();
+        self.bump();
+        let mut text = String::new();
+        loop {
+            match self.bump() {
+                None | Some('\n') => return self.error(start, "unterminated pattern literal"),
+                Some('"') => return Ok(Tok::Pattern(Rc::from(text))),
+                Some('\\') if self.peek() == Some('"') => {
+                    self.bump();
+                    text.push('"');
+                }
+                Some(c) => text.push(c),
+            }
+        }
+    }
+
+    /// `@"any name"`: an identifier that need not look like one.
+    fn quoted_identifier(&mut self) -> Result<Tok, LexError> {
+        let start = self.pos;
+        self.bump();
+        self.bump();
+        let mut text = String::new();
+        loop {
+            match self.bump() {
+                None | Some('\n') => return self.error(start, "unterminated `@\"…\"` identifier"),
+                Some('"') => return Ok(Tok::Ident(Rc::from(text))),
+                Some(c) => text.push(c),
+            }
+        }
     }
 
     fn interpolation(&mut self, pos: Pos) -> Result<Vec<Token>, LexError> {

@@ -26,6 +26,16 @@ pub fn std_module() -> NativeModule {
             ))
         })
         .function("exit", exit)
+        .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
+        .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
+        .function("char", |c| {
+            let byte = u8::try_from(c.arg_int(0)?).ok().filter(u8::is_ascii);
+            byte.map(|b| Value::str(char::from(b).to_string()))
+                .ok_or_else(|| Raise::type_error("std.char: expected an ASCII byte (0 to 127)"))
+        })
+        .function("panic", |c| {
+            Err(Raise::type_error(format!("panic: {}", c.arg(0)?)))
+        })
 }
 
 /// Writes the value and a newline, then flushes so that output stays in
@@ -67,4 +77,56 @@ fn exit(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     let status = call.arg_int(0)?;
     call.exit(i32::try_from(status).unwrap_or(1));
     Ok(Value::Null)
+}
+
+/// A one-argument `math` function.
+type Unary = fn(f64) -> f64;
+
+/// Upstream's `buzz:math`: pure functions of their arguments.
+pub fn math_module() -> NativeModule {
+    let unary: [(&str, Unary); 9] = [
+        ("abs", f64::abs),
+        ("acos", f64::acos),
+        ("asin", f64::asin),
+        ("atan", f64::atan),
+        ("cos", f64::cos),
+        ("exp", f64::exp),
+        ("sin", f64::sin),
+        ("sqrt", f64::sqrt),
+        ("tan", f64::tan),
+    ];
+    let mut m = NativeModule::new("math").value("pi", Value::Double(std::f64::consts::PI));
+    for (name, f) in unary {
+        m = m.function(name, move |c| Ok(Value::Double(f(c.arg_double(0)?))));
+    }
+    m.function("ceil", |c| Ok(Value::Int(c.arg_double(0)?.ceil() as i64)))
+        .function("floor", |c| Ok(Value::Int(c.arg_double(0)?.floor() as i64)))
+        .function("log", |c| {
+            Ok(Value::Double(c.arg_double(1)?.log(c.arg_double(0)?)))
+        })
+        .function("pow", pow)
+        .function("deg", |c| Ok(Value::Double(c.arg_double(0)?.to_degrees())))
+        .function("rad", |c| Ok(Value::Double(c.arg_double(0)?.to_radians())))
+        .function("maxDouble", |c| {
+            Ok(Value::Double(c.arg_double(0)?.max(c.arg_double(1)?)))
+        })
+        .function("minDouble", |c| {
+            Ok(Value::Double(c.arg_double(0)?.min(c.arg_double(1)?)))
+        })
+        .function("maxInt", |c| {
+            Ok(Value::Int(c.arg_int(0)?.max(c.arg_int(1)?)))
+        })
+        .function("minInt", |c| {
+            Ok(Value::Int(c.arg_int(0)?.min(c.arg_int(1)?)))
+        })
+}
+
+/// `pow(x, y)`: an `int` when both are ints (and it fits), else a double.
+fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
+    if let (Some(x), Some(y)) = (call.arg(0)?.as_int(), call.arg(1)?.as_int()) {
+        if let Some(v) = u32::try_from(y).ok().and_then(|y| x.checked_pow(y)) {
+            return Ok(Value::Int(v));
+        }
+    }
+    Ok(Value::Double(call.arg_double(0)?.powf(call.arg_double(1)?)))
 }

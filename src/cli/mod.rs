@@ -7,6 +7,7 @@
 mod check;
 mod lock;
 mod run;
+mod test;
 
 pub use run::landlock_unavailable;
 
@@ -69,6 +70,13 @@ enum Command {
         args: Vec<String>,
     },
     /// List the workspace's spells with the first comment line of each.
+    /// Run the `test "name" { }` blocks of spells (all spells when none is
+    /// named), in the sandbox, like `buzz --test`.
+    #[command(after_help = EXIT_HELP)]
+    Test {
+        /// Spell names or paths to `.buzz` files.
+        spells: Vec<String>,
+    },
     #[command(after_help = EXIT_HELP)]
     List,
     /// Print the page of a diagnostic code, e.g. `magus explain MGS2001`.
@@ -110,7 +118,10 @@ pub fn main() -> i32 {
     };
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     match cli.command {
-        Command::Run { spell, args } => run::run(&cli.global, &env, reexec, &spell, args),
+        Command::Run { spell, args } => {
+            run::run(&cli.global, &env, reexec, run::Job::Run { spell, args })
+        }
+        Command::Test { spells } => run::run(&cli.global, &env, reexec, run::Job::Test { spells }),
         Command::List => list(&cli.global, &env),
         Command::Explain { code } => explain(&cli.global, &code),
         Command::Sandbox(SandboxCommand::Check) => check::sandbox_check(&cli.global, &env),
@@ -180,7 +191,7 @@ fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
 }
 
 /// `(name, path)` of every `*.buzz` file in `dir`.
-fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
+pub(super) fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

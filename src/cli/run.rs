@@ -33,13 +33,19 @@ use std::rc::Rc;
 /// re-exec; they are no secret, and children still do not get them.
 const KEPT_FOR_MAGUS: [&str; 2] = ["TMPDIR", "XDG_CACHE_HOME"];
 
-/// Runs the spell `spell` with `args`; returns the exit status.
+/// What to do once the sandbox is up: run one spell's `main`, or the
+/// `test` blocks of some spells (all of them when none is named).
+pub(super) enum Job {
+    Run { spell: String, args: Vec<String> },
+    Test { spells: Vec<String> },
+}
+
+/// Does `job` in the sandbox; returns the exit status.
 pub(super) fn run(
     global: &GlobalArgs,
     env: &[(OsString, OsString)],
     reexec: Option<ReexecState>,
-    spell: &str,
-    args: Vec<String>,
+    job: Job,
 ) -> i32 {
     let renderer = Renderer::new(global.message_format);
     let startup = match load(global, env) {
@@ -51,7 +57,7 @@ pub(super) fn run(
         renderer.emit(&d);
         return EXIT_CONFIG;
     }
-    let (file, source) = match read_spell(&policy.workspace, spell) {
+    let spells = match read_spells(&policy.workspace, &job) {
         Ok(found) => found,
         Err(d) => {
             renderer.emit(&d);
@@ -88,7 +94,41 @@ pub(super) fn run(
     for d in &diagnostics {
         renderer.emit(d);
     }
-    execute(policy, domain, child_env, &file, &source, args, renderer)
+    let work = Work {
+        policy,
+        domain,
+        child_env,
+        spells,
+        job,
+        renderer,
+    };
+    match crate::buzz::stack::run_on_interpreter_stack(move || execute(work)) {
+        Ok(status) => status,
+        Err(e) => {
+            renderer.emit(&Diagnostic::error(format!(
+                "cannot start the interpreter thread: {e}"
+            )));
+            EXIT_CONFIG
+        }
+    }
+}
+
+/// The spells `job` names (every spell of the workspace for a bare
+/// `magus test`), read before the sandbox closes.
+fn read_spells(workspace: &Path, job: &Job) -> Result<Vec<(PathBuf, String)>, Box<Diagnostic>> {
+    let names: Vec<String> = match job {
+        Job::Run { spell, .. } => vec![spell.clone()],
+        Job::Test { spells } if spells.is_empty() => {
+            let mut all = super::spell_files(&workspace.join("spells"));
+            all.sort();
+            all.into_iter().map(|(name, _)| name).collect()
+        }
+        Job::Test { spells } => spells.clone(),
+    };
+    names
+        .iter()
+        .map(|name| read_spell(workspace, name))
+        .collect()
 }
 
 /// Step 2, first half: descriptors magus inherited above stderr reach no
@@ -284,16 +324,27 @@ pub(super) fn shim_warnings(
         .collect()
 }
 
-/// Step 4: the spell runs with the gated bindings, from the workspace root.
-fn execute(
+/// Everything step 4 needs, moved onto the interpreter's thread.
+struct Work {
     policy: Policy,
     domain: Domain,
     child_env: ChildEnv,
-    file: &Path,
-    source: &str,
-    args: Vec<String>,
+    spells: Vec<(PathBuf, String)>,
+    job: Job,
     renderer: Renderer,
-) -> i32 {
+}
+
+/// Step 4: the spell runs with the gated bindings, from the workspace root,
+/// on the interpreter's own large stack.
+fn execute(work: Work) -> i32 {
+    let Work {
+        policy,
+        domain,
+        child_env,
+        spells,
+        job,
+        renderer,
+    } = work;
     let workspace = policy.workspace.clone();
     if let Err(e) = std::env::set_current_dir(&workspace) {
         let message = format!("cannot enter the workspace {}: {e}", workspace.display());
@@ -310,14 +361,26 @@ fn execute(
         launch_notes,
         sink.clone(),
     ));
-    let program = match crate::buzz::parse(file, source) {
-        Ok(program) => program,
-        Err(e) => return failed(&e, &sink),
+    let interpreter = |file: &Path| {
+        Interpreter::new(file, bindings::modules(&session))
+            .with_loader(bindings::source_loader(&session))
+            .with_stack_budget(crate::buzz::stack::INTERPRETER_STACK_BUDGET)
     };
-    let mut interpreter = Interpreter::new(file, bindings::modules(&session));
-    match interpreter.run(&program, args) {
-        Ok(status) => status,
-        Err(e) => failed(&e, &sink),
+    match job {
+        Job::Run { args, .. } => {
+            let Some((file, source)) = spells.first() else {
+                return EXIT_CONFIG;
+            };
+            let program = match crate::buzz::parse(file, source) {
+                Ok(program) => program,
+                Err(e) => return failed(&e, &sink),
+            };
+            match interpreter(file).run(&program, args) {
+                Ok(status) => status,
+                Err(e) => failed(&e, &sink),
+            }
+        }
+        Job::Test { .. } => super::test::run_tests(&spells, interpreter, &sink),
     }
 }
 
