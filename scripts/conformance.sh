@@ -25,7 +25,7 @@ for file in "$dir"/*.buzz; do
         echo "PASS $name ($summary)"
     else
         fail=$((fail + 1))
-        why=$(printf '%s\n' "$out" | grep -m 1 -E 'error|FAIL' | cut -c1-160)
+        why=$(printf '%s\n' "$out" | grep -m 1 -E '^(error|FAIL)' | cut -c1-200)
         echo "FAIL $name: ${why:-exit $status}"
     fi
 done

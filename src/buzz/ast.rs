@@ -298,6 +298,11 @@ pub enum ExprKind {
         index: Box<Expr>,
         checked: bool,
     },
+    /// `obj?[index]`: null when `obj` is null.
+    OptionalIndex {
+        object: Box<Expr>,
+        index: Box<Expr>,
+    },
     Force(Box<Expr>),
     If {
         cond: Box<Expr>,

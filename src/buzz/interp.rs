@@ -656,6 +656,14 @@ impl Interpreter {
                 index,
                 checked,
             } => self.eval_index(object, index, *checked, scope, pos),
+            ExprKind::OptionalIndex { object, index } => {
+                let v = self.eval(object, scope)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let i = self.eval(index, scope)?;
+                self.index(&v, &i, false, pos)
+            }
             ExprKind::Force(e) => self.force(e, scope, pos),
             ExprKind::If {
                 cond,

@@ -160,7 +160,9 @@ impl Interpreter {
                 let x = value.as_double().unwrap_or_default();
                 x >= *low as f64 && x < *high as f64
             }
-            (Value::Str(s), Value::Pattern(p)) => p.regex.is_match(s.as_bytes()).unwrap_or(false),
+            (Value::Str(s), Value::Pattern(p)) | (Value::Pattern(p), Value::Str(s)) => {
+                p.regex.is_match(s.as_bytes()).unwrap_or(false)
+            }
             (Value::Type(_), Value::Type(_)) => value.equals(c, 0),
             (Value::Type(t), _) => type_matches(t, c),
             (_, Value::Type(t)) => type_matches(t, value),

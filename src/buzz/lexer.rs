@@ -196,7 +196,15 @@ impl Lexer {
                 out.push(Token { tok: Tok::Eof, pos });
                 return Ok(());
             }
-            let tok = self.token(c)?;
+            let test_name = c == '"'
+                && matches!(out.last(), Some(Token { tok: Tok::Ident(w), .. }) if &**w == "test");
+            let tok = if test_name {
+                // A test's name is its text as written (upstream names tests
+                // like "std\parseInt"), not a string with escapes.
+                Tok::Str(vec![StrPart::Text(self.raw_text(1, "test name")?)])
+            } else {
+                self.token(c)?
+            };
             match tok {
                 Tok::Sym("{") => braces += 1,
                 Tok::Sym("}") => braces = braces.saturating_sub(1),
@@ -381,14 +389,22 @@ impl Lexer {
 
     /// `$"…"`: kept raw for the regex engine; only `\"` is an escape.
     fn pattern(&mut self) -> Result<Tok, LexError> {
+        self.raw_text(2, "pattern literal")
+            .map(|text| Tok::Pattern(Rc::from(text)))
+    }
+
+    /// Text up to the closing `"`, after `skip` opening characters, where
+    /// only `\"` is an escape.
+    fn raw_text(&mut self, skip: usize, what: &str) -> Result<String, LexError> {
         let start = self.pos;
-        self.bump();
-        self.bump();
+        for _ in 0..skip {
+            self.bump();
+        }
         let mut text = String::new();
         loop {
             match self.bump() {
-                None | Some('\n') => return self.error(start, "unterminated pattern literal"),
-                Some('"') => return Ok(Tok::Pattern(Rc::from(text))),
+                None | Some('\n') => return self.error(start, format!("unterminated {what}")),
+                Some('"') => return Ok(text),
                 Some('\\') if self.peek() == Some('"') => {
                     self.bump();
                     text.push('"');

@@ -6,6 +6,7 @@
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].
 
 mod ast;
+mod callbacks;
 mod error;
 mod imports;
 mod interp;

@@ -1101,6 +1101,9 @@ impl<'t> Parser<'t> {
             BinKind::Is => ExprKind::Is(l, self.ty()?),
             BinKind::As => {
                 let optional = self.eat("?");
+                if !optional {
+                    self.eat("!");
+                }
                 ExprKind::As {
                     value: l,
                     ty: self.ty()?,
@@ -1145,6 +1148,30 @@ impl<'t> Parser<'t> {
         let mut chain = 0;
         let result = loop {
             if self.generics()? {
+                continue;
+            }
+            if self.is(".") && matches!(self.peek_at(1), Tok::Sym("{")) {
+                // `callMe .{ … }`: a call whose one argument is an anonymous object.
+                let pos = self.pos();
+                let arg = self.primary()?;
+                expr = Expr {
+                    kind: ExprKind::Call {
+                        callee: Box::new(expr),
+                        args: vec![Arg {
+                            name: None,
+                            value: arg,
+                        }],
+                    },
+                    pos,
+                };
+                continue;
+            }
+            if self.is("?") && matches!(self.peek_at(1), Tok::Sym("[")) {
+                self.advance();
+                let object = Box::new(expr);
+                let pos = self.advance().pos;
+                let kind = self.optional_subscript(object)?;
+                expr = Expr { kind, pos };
                 continue;
             }
             if !(self.is("(")
@@ -1206,6 +1233,16 @@ impl<'t> Parser<'t> {
             token.pos
         };
         Ok(Expr { kind, pos })
+    }
+
+    /// `x?[i]`: null when `x` is null, else `x[i]`.
+    fn optional_subscript(&mut self, object: Box<Expr>) -> PResult<ExprKind> {
+        let index = self.expression()?;
+        self.expect("]", "after the subscript")?;
+        Ok(ExprKind::OptionalIndex {
+            object,
+            index: Box::new(index),
+        })
     }
 
     fn subscript(&mut self, object: Box<Expr>) -> PResult<ExprKind> {
@@ -1400,10 +1437,14 @@ impl<'t> Parser<'t> {
         if generic && !self.is("{") {
             return Ok(ExprKind::Var(name));
         }
+        let capitalised = name.starts_with(|c: char| c.is_ascii_uppercase());
         let instance = self.is("{")
             && (matches!(self.peek_at(1), Tok::Sym("}"))
                 || (matches!(self.peek_at(1), Tok::Ident(_))
-                    && matches!(self.peek_at(2), Tok::Sym("="))));
+                    && matches!(self.peek_at(2), Tok::Sym("=")))
+                || (capitalised
+                    && matches!(self.peek_at(1), Tok::Ident(_))
+                    && matches!(self.peek_at(2), Tok::Sym(",") | Tok::Sym("}"))));
         if instance {
             return self.instance(name);
         }
@@ -1414,7 +1455,20 @@ impl<'t> Parser<'t> {
         self.advance();
         let mut fields = Vec::new();
         while !self.is("}") {
+            let pos = self.pos();
             let name = self.ident("for a field in the object literal")?;
+            if self.is(",") || self.is("}") {
+                // `Person{ name }` is `Person{ name = name }`.
+                let value = Expr {
+                    kind: ExprKind::Var(name.clone()),
+                    pos,
+                };
+                fields.push((name, value));
+                if !self.eat(",") {
+                    break;
+                }
+                continue;
+            }
             self.expect("=", "after the field name")?;
             fields.push((name, self.expression()?));
             if !self.eat(",") {
@@ -1457,11 +1511,19 @@ impl<'t> Parser<'t> {
 
     fn list(&mut self) -> PResult<ExprKind> {
         self.advance();
-        if self.eat("<") {
-            self.ty()?;
-            self.expect(">", "after the list item type")?;
-        }
         let mut items = Vec::new();
+        if self.is("<") {
+            let pos = self.advance().pos;
+            let ty = self.ty()?;
+            self.expect(">", "after the list item type")?;
+            // `[<T>, …]` is a list whose first item is the type `T`.
+            if self.eat(",") {
+                items.push(Expr {
+                    kind: ExprKind::TypeValue(ty),
+                    pos,
+                });
+            }
+        }
         while !self.is("]") {
             items.push(self.expression()?);
             if !self.eat(",") {

@@ -79,6 +79,11 @@ fn exit(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     Ok(Value::Null)
 }
 
+/// Upstream's `math.pi`, as it declares it: `deg` and `rad` use it too, so
+/// results agree with upstream to the last digit.
+#[allow(clippy::approx_constant)] // deliberately upstream's rounding, not `PI`
+const UPSTREAM_PI: f64 = 3.1415926535898;
+
 /// A one-argument `math` function.
 type Unary = fn(f64) -> f64;
 
@@ -95,7 +100,7 @@ pub fn math_module() -> NativeModule {
         ("sqrt", f64::sqrt),
         ("tan", f64::tan),
     ];
-    let mut m = NativeModule::new("math").value("pi", Value::Double(std::f64::consts::PI));
+    let mut m = NativeModule::new("math").value("pi", Value::Double(UPSTREAM_PI));
     for (name, f) in unary {
         m = m.function(name, move |c| Ok(Value::Double(f(c.arg_double(0)?))));
     }
@@ -105,8 +110,12 @@ pub fn math_module() -> NativeModule {
             Ok(Value::Double(c.arg_double(1)?.log(c.arg_double(0)?)))
         })
         .function("pow", pow)
-        .function("deg", |c| Ok(Value::Double(c.arg_double(0)?.to_degrees())))
-        .function("rad", |c| Ok(Value::Double(c.arg_double(0)?.to_radians())))
+        .function("deg", |c| {
+            Ok(Value::Double(c.arg_double(0)? * 180.0 / UPSTREAM_PI))
+        })
+        .function("rad", |c| {
+            Ok(Value::Double(c.arg_double(0)? * UPSTREAM_PI / 180.0))
+        })
         .function("maxDouble", |c| {
             Ok(Value::Double(c.arg_double(0)?.max(c.arg_double(1)?)))
         })
