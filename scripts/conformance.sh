@@ -6,13 +6,20 @@
 #   cargo build --release
 #   scripts/conformance.sh /path/to/buzz/tests/behavior [path/to/magus]
 #
-# Each file runs in a throw-away workspace with the default sandbox policy.
+# Each file runs in a throw-away workspace with the default sandbox policy,
+# holding a copy of upstream's README.md and an empty src/ (the files
+# upstream's tests expect in the directory they run from).
 set -u
 dir=${1:?usage: conformance.sh UPSTREAM_TESTS_BEHAVIOR_DIR [MAGUS]}
 magus=${2:-$(dirname "$0")/../target/release/magus}
 ws=$(mktemp -d "${HOME:-/tmp}/.magus-conformance.XXXXXX")
 trap 'rm -rf "$ws"' EXIT
 : > "$ws/magus.yaml"
+# Upstream runs these from its repository root: give the workspace the
+# files they look for there.
+root="$dir/../.."
+[ -f "$root/README.md" ] && cp "$root/README.md" "$ws/README.md"
+mkdir -p "$ws/src"
 pass=0
 fail=0
 for file in "$dir"/*.buzz; do

@@ -2,13 +2,16 @@
 //! the gate in `enforce` and turn its denials into catchable `SandboxError`s.
 //!
 //! Every binding goes through one [`Session`]; there is no other path from
-//! a spell to the filesystem, the environment or a process.
+//! a spell to the filesystem, the environment or a process. Upstream's
+//! `buzz:fs`, `buzz:os` and `buzz:io` are a second face over the same
+//! session (see `upstream`).
 
 mod env;
 mod errors;
 mod fs;
 mod session;
 mod sh;
+mod upstream;
 
 pub use errors::{EXEC_ERROR, FILE_SYSTEM_ERROR, SANDBOX_ERROR};
 pub use session::{DiagnosticSink, Session};
@@ -22,7 +25,15 @@ pub fn modules(session: &Rc<Session>) -> Vec<NativeModule> {
         fs::module(session),
         sh::module(session),
         env::module(session),
+        upstream::fs_module(session),
+        upstream::os_module(session),
+        upstream::io_natives(session),
     ]
+}
+
+/// The libraries written in Buzz over these modules: `buzz:io`.
+pub fn libraries() -> &'static [(&'static str, &'static str)] {
+    &[("buzz:io", upstream::IO_LIBRARY)]
 }
 
 /// How `import "lib/common";` reads the spell's own files: through the

@@ -79,7 +79,7 @@ impl Session {
 
     /// `sh.run` and `sh.shell`: output streams live; stderr passes through
     /// magus so a sandbox denial can be explained afterwards.
-    fn run_relayed(&self, argv: &[String]) -> Result<i32, Raise> {
+    pub(super) fn run_relayed(&self, argv: &[String]) -> Result<i32, Raise> {
         let mut child = self.spawn(argv, ChildStdio::Inherit, ChildStdio::Piped)?;
         let relay = child.stderr.take().map(relay_stderr);
         let status = child

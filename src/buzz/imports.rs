@@ -59,9 +59,13 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<()> {
-        let module = match library_key(spec) {
-            Some(key) => self.library(spec, key, pos)?,
-            None => self.import_file(spec, pos)?,
+        let module = match (self.libraries.get(spec).copied(), library_key(spec)) {
+            (Some(source), _) => {
+                let path = PathBuf::from(format!("<{spec}>"));
+                self.load_module(path, || Ok(source.to_string()), pos)?
+            }
+            (None, Some(key)) => self.library(spec, key, pos)?,
+            (None, None) => self.import_file(spec, pos)?,
         };
         self.bind_import(&module, spec, alias, names, scope, pos)
     }
@@ -131,6 +135,24 @@ impl Interpreter {
             Some(dir) => dir.join(relative),
             None => relative,
         };
+        let Some(loader) = self.loader.clone() else {
+            return Err(self.fail(
+                pos,
+                format!("cannot import `{spec}`: this interpreter has no file loader"),
+            ));
+        };
+        let read = path.clone();
+        self.load_module(path, move || loader(&read), pos)
+    }
+
+    /// Runs the module at `path` (read by `read` the first time) and
+    /// returns what it exports; a file already being imported is a cycle.
+    fn load_module(
+        &mut self,
+        path: PathBuf,
+        read: impl FnOnce() -> Result<String, Raise>,
+        pos: Pos,
+    ) -> Eval<Rc<ModuleObj>> {
         if let Some(done) = self.loaded.get(&path) {
             return Ok(done.clone());
         }
@@ -142,13 +164,7 @@ impl Interpreter {
                 .collect();
             return Err(self.fail(pos, format!("import cycle: {}", cycle.join(" -> "))));
         }
-        let Some(loader) = self.loader.clone() else {
-            return Err(self.fail(
-                pos,
-                format!("cannot import `{spec}`: this interpreter has no file loader"),
-            ));
-        };
-        let source = loader(&path).map_err(|raise| self.raised(raise, pos))?;
+        let source = read().map_err(|raise| self.raised(raise, pos))?;
         let program =
             super::parse(&path, &source).map_err(|e| super::interp::Flow::Error(Box::new(e)))?;
         self.importing.push(path.clone());

@@ -83,6 +83,8 @@ pub struct Interpreter {
     pub(super) importing: Vec<PathBuf>,
     /// Files already imported, by path.
     pub(super) loaded: HashMap<PathBuf, Rc<ModuleObj>>,
+    /// Libraries written in Buzz (such as `buzz:io`), by import name.
+    pub(super) libraries: HashMap<String, &'static str>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -119,7 +121,16 @@ impl Interpreter {
             loader: None,
             importing: Vec::new(),
             loaded: HashMap::new(),
+            libraries: HashMap::new(),
         }
+    }
+
+    /// Adds libraries written in Buzz, importable by name (`buzz:io`).
+    pub fn with_libraries(mut self, libraries: &[(&str, &'static str)]) -> Interpreter {
+        for (name, source) in libraries {
+            self.libraries.insert((*name).to_string(), source);
+        }
+        self
     }
 
     /// Lets evaluation use `bytes` of stack: for a thread whose stack is

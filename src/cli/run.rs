@@ -364,6 +364,7 @@ fn execute(work: Work) -> i32 {
     let interpreter = |file: &Path| {
         Interpreter::new(file, bindings::modules(&session))
             .with_loader(bindings::source_loader(&session))
+            .with_libraries(bindings::libraries())
             .with_stack_budget(crate::buzz::stack::INTERPRETER_STACK_BUDGET)
     };
     match job {
