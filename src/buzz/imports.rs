@@ -23,11 +23,14 @@ const REFUSED: &[(&str, &str)] = &[
     ("buzz:ffi", "FFI to native code is not available in magus"),
     ("buzz:gc", "the garbage collector is not exposed by magus"),
     ("buzz:debug", "`buzz:debug` is not available in magus"),
-    ("buzz:buffer", "`buzz:buffer` is not available in magus"),
     ("buzz:crypto", "`buzz:crypto` is not available in magus"),
     ("buzz:http", "`buzz:http` is not available in magus: spells have no network library"),
     ("buzz:test", "`buzz:test` (Tester) is not available in magus: use `test \"name\" { }` blocks with std\\assert"),
 ];
+
+/// Native modules that only serve libraries written in Buzz; importable,
+/// but not advertised.
+const INTERNAL: [&str; 2] = ["bufraw", "ioraw"];
 
 /// The registry key of a library import, or `None` for a file path.
 fn library_key(spec: &str) -> Option<&str> {
@@ -77,7 +80,13 @@ impl Interpreter {
         if let Some((_, why)) = REFUSED.iter().find(|(name, _)| *name == spec) {
             return Err(self.fail(pos, format!("cannot import `{spec}`: {why}")));
         }
-        let mut known: Vec<&str> = self.modules.keys().map(String::as_str).collect();
+        let mut known: Vec<&str> = self
+            .modules
+            .keys()
+            .chain(self.libraries.keys())
+            .map(String::as_str)
+            .filter(|name| !INTERNAL.contains(name))
+            .collect();
         known.sort_unstable();
         Err(self.fail(
             pos,

@@ -40,6 +40,13 @@ pub const STACK_BUDGET: usize = 4 << 20;
 pub const MAX_STR_LEN: usize = 256 << 20;
 pub const MAX_LIST_LEN: usize = 32 << 20;
 
+/// Upstream libraries magus writes in Buzz (no FFI) and every interpreter
+/// has.
+const BUILTIN_LIBRARIES: [(&str, &str); 2] = [
+    ("buzz:errors", include_str!("errors.buzz")),
+    ("buzz:buffer", include_str!("buffer.buzz")),
+];
+
 /// A thrown Buzz error travelling up to a `catch`.
 pub(crate) struct Thrown {
     pub(crate) value: Value,
@@ -102,6 +109,7 @@ impl Interpreter {
         let builtin = [
             std_module(),
             super::std_module::math_module(),
+            super::std_module::buffer_natives(),
             super::serialize::module(),
         ];
         for module in builtin.into_iter().chain(modules) {
@@ -121,7 +129,10 @@ impl Interpreter {
             loader: None,
             importing: Vec::new(),
             loaded: HashMap::new(),
-            libraries: HashMap::new(),
+            libraries: BUILTIN_LIBRARIES
+                .iter()
+                .map(|(name, source)| ((*name).to_string(), *source))
+                .collect(),
         }
     }
 

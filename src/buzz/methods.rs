@@ -270,8 +270,13 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "split" => str_split(s, arg_str(args, 0, name)?),
         "replace" => str_replace(s, arg_str(args, 0, name)?, arg_str(args, 1, name)?),
         "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
+        // As upstream: the range is clamped to the string, never an error.
         "sub" => {
-            let (start, len) = sub_range(args, s.chars().count(), name)?;
+            let start = usize::try_from(arg_int(args, 0, name)?.max(0)).unwrap_or(0);
+            let len = match args.get(1).filter(|v| !v.is_null()) {
+                Some(_) => usize::try_from(arg_int(args, 1, name)?.max(0)).unwrap_or(0),
+                None => usize::MAX,
+            };
             Ok(Value::str(
                 s.chars().skip(start).take(len).collect::<String>(),
             ))

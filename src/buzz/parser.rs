@@ -767,8 +767,9 @@ impl<'t> Parser<'t> {
         self.advance();
         self.expect("(", "after `for`")?;
         let mut init = Vec::new();
+        // `i: int = 0` and upstream's bare `i = 0` declare the loop variable.
         let typed = |p: &Self| {
-            matches!(p.peek().tok, Tok::Ident(_)) && matches!(p.peek_at(1), Tok::Sym(":"))
+            matches!(p.peek().tok, Tok::Ident(_)) && matches!(p.peek_at(1), Tok::Sym(":" | "="))
         };
         while self.is("var") || self.is("final") || typed(self) {
             let pos = self.pos();
@@ -794,6 +795,18 @@ impl<'t> Parser<'t> {
             };
             init.push(Stmt {
                 kind: StmtKind::Var(decl),
+                pos,
+            });
+            if !self.eat(",") {
+                break;
+            }
+        }
+        // `for (i = 0; …)`: the initializer may assign an existing variable.
+        while init.is_empty() && !self.is(";") {
+            let pos = self.pos();
+            let expr = self.expression()?;
+            init.push(Stmt {
+                kind: StmtKind::Expr(expr),
                 pos,
             });
             if !self.eat(",") {

@@ -26,6 +26,7 @@ pub fn std_module() -> NativeModule {
             ))
         })
         .function("exit", exit)
+        .function("random", random)
         .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
         .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
         .function("char", |c| {
@@ -138,4 +139,62 @@ fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
         }
     }
     Ok(Value::Double(call.arg_double(0)?.powf(call.arg_double(1)?)))
+}
+
+/// Natives under `buzz:buffer` (see `buffer.buzz`): bytes to and from text.
+pub fn buffer_natives() -> NativeModule {
+    NativeModule::new("bufraw")
+        .function("zeros", |c| {
+            let n = usize::try_from(c.arg_int(0)?).unwrap_or(0);
+            if n > super::interp::MAX_LIST_LEN {
+                return Err(Raise::type_error("Buffer.init: capacity too large"));
+            }
+            Ok(Value::list(vec![Value::Int(0); n]))
+        })
+        .function("bytes", |c| {
+            let text = c.arg_str(0)?;
+            Ok(Value::list(
+                text.bytes().map(|b| Value::Int(i64::from(b))).collect(),
+            ))
+        })
+        .function("text", |c| {
+            let bytes: Vec<u8> = c
+                .arg_list(0)?
+                .iter()
+                .map(|v| {
+                    v.as_int()
+                        .and_then(|i| u8::try_from(i).ok())
+                        .unwrap_or(b'?')
+                })
+                .collect();
+            Ok(Value::str(String::from_utf8_lossy(&bytes).as_ref()))
+        })
+}
+
+/// `std.random(min: 0, max: …)`: not for secrets (a xorshift seeded from
+/// the clock), like upstream's.
+fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(seed());
+    }
+    let min = call.opt_arg(0).and_then(Value::as_int).unwrap_or(0);
+    let max = call.opt_arg(1).and_then(Value::as_int).unwrap_or(i64::MAX);
+    let next = STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x
+    });
+    let span = max.saturating_sub(min).max(1) as u64;
+    Ok(Value::Int(min.saturating_add((next % span) as i64)))
+}
+
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos | 1
 }
