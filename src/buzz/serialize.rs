@@ -1,6 +1,6 @@
 //! `buzz:serialize`: JSON encode and decode with `serde_json`, so build
 //! spells can read `package.json`-like data. Decoded JSON becomes plain
-//! Buzz values (maps keep the document's key order); encoding refuses
+//! Buzz values (an object's keys come sorted); encoding refuses
 //! what JSON cannot hold.
 
 use super::native::{NativeCall, NativeModule, Raise};
