@@ -30,7 +30,7 @@ const REFUSED: &[(&str, &str)] = &[
 
 /// Native modules that only serve libraries written in Buzz; importable,
 /// but not advertised.
-const INTERNAL: [&str; 2] = ["bufraw", "ioraw"];
+const INTERNAL: [&str; 3] = ["bufraw", "ioraw", "jsonraw"];
 
 /// The registry key of a library import, or `None` for a file path.
 fn library_key(spec: &str) -> Option<&str> {
@@ -40,7 +40,6 @@ fn library_key(spec: &str) -> Option<&str> {
     match spec {
         "buzz:std" => Some("std"),
         "buzz:math" => Some("math"),
-        "buzz:serialize" => Some("serialize"),
         _ if spec.starts_with("buzz:") => Some(spec),
         _ if !spec.contains('/') && !spec.contains('.') => Some(spec),
         _ => None,

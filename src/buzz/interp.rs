@@ -42,9 +42,10 @@ pub const MAX_LIST_LEN: usize = 32 << 20;
 
 /// Upstream libraries magus writes in Buzz (no FFI) and every interpreter
 /// has.
-const BUILTIN_LIBRARIES: [(&str, &str); 2] = [
+const BUILTIN_LIBRARIES: [(&str, &str); 3] = [
     ("buzz:errors", include_str!("errors.buzz")),
     ("buzz:buffer", include_str!("buffer.buzz")),
+    ("buzz:serialize", include_str!("serialize.buzz")),
 ];
 
 /// A thrown Buzz error travelling up to a `catch`.

@@ -145,7 +145,7 @@ fn declared_name(kind: &StmtKind) -> Option<Rc<str>> {
 /// Whether `out` followed by `next` is the variable `out` rather than the
 /// `out value;` statement.
 fn ends_out(next: &Tok) -> bool {
-    matches!(next, Tok::Sym(s) if !matches!(*s, "[" | "{" | "-" | "!" | "<" | "$"))
+    matches!(next, Tok::Sym(s) if !matches!(*s, "{" | "-" | "!" | "<" | "$"))
         || matches!(next, Tok::Kw("is" | "as" | "and" | "or"))
         || matches!(next, Tok::Eof)
 }

@@ -1,23 +1,114 @@
-//! `buzz:serialize`: JSON encode and decode with `serde_json`, so build
-//! spells can read `package.json`-like data. Decoded JSON becomes plain
-//! Buzz values (an object's keys come sorted); encoding refuses
-//! what JSON cannot hold.
+//! The natives under `buzz:serialize` (see `serialize.buzz`): JSON decode
+//! with `serde_json`, so build spells can read `package.json`-like data, and
+//! an encoder that keeps a map's insertion order, as upstream's does.
+//! Decoded JSON becomes plain Buzz values (an object's keys come sorted);
+//! encoding refuses what JSON cannot hold.
 
 use super::native::{NativeCall, NativeModule, Raise};
 use super::value::{Value, MAX_VALUE_DEPTH};
 use serde_json::Value as Json;
 
-/// The `serialize` module (`import "buzz:serialize";`).
+/// The `jsonraw` natives.
 pub fn module() -> NativeModule {
-    NativeModule::new("serialize")
-        .function("jsonEncode", encode)
-        .function("jsonDecode", decode)
+    NativeModule::new("jsonraw")
+        .function("encode", encode)
+        .function("decode", decode)
+        .function("check", |c| {
+            let mut out = String::new();
+            write_json(c.arg(0)?, 0, &mut out).map_err(not_serializable)?;
+            Ok(Value::Null)
+        })
+        .function("q", query)
 }
 
 fn encode(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
-    let json = to_json(call.arg(0)?, 0)
-        .map_err(|why| Raise::type_error(format!("serialize.jsonEncode: {why}")))?;
-    Ok(Value::str(json.to_string()))
+    let mut out = String::new();
+    write_json(call.arg(0)?, 0, &mut out).map_err(not_serializable)?;
+    Ok(Value::str(out))
+}
+
+fn not_serializable(why: String) -> Raise {
+    Raise::new(Value::record(
+        "NotSerializable",
+        vec![("message", Value::str(why))],
+    ))
+}
+
+/// `Boxed.q(path)`: follows map keys and list indices; null when absent.
+fn query(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
+    let mut current = call.arg(0)?.clone();
+    for key in call.arg_list(1)? {
+        current = match (&current, &key) {
+            (Value::Map(m), _) => m.get(&key).unwrap_or_default(),
+            (Value::List(l), Value::Int(i)) => usize::try_from(*i)
+                .ok()
+                .and_then(|i| l.items.borrow().get(i).cloned())
+                .unwrap_or_default(),
+            _ => Value::Null,
+        };
+    }
+    Ok(current)
+}
+
+/// JSON text of `v`, map and object entries in their own order.
+fn write_json(v: &Value, depth: usize, out: &mut String) -> Result<(), String> {
+    if depth > MAX_VALUE_DEPTH {
+        return Err("value nested too deeply (or circular)".into());
+    }
+    match v {
+        Value::List(l) => {
+            let items = l.items.borrow().clone();
+            write_seq(out, '[', ']', items.iter(), |x, out| {
+                write_json(x, depth + 1, out)
+            })
+        }
+        Value::Map(m) => {
+            let entries = m.data.borrow().entries.clone();
+            write_seq(out, '{', '}', entries.iter(), |(k, x), out| {
+                let Value::Str(key) = k else {
+                    return Err(format!(
+                        "a JSON object key must be a str, not {}",
+                        k.type_name()
+                    ));
+                };
+                write_entry(key, x, depth, out)
+            })
+        }
+        Value::Object(o) => {
+            let fields = o.fields.borrow().clone();
+            write_seq(out, '{', '}', fields.iter(), |(k, x), out| {
+                write_entry(k, x, depth, out)
+            })
+        }
+        other => {
+            out.push_str(&to_json(other, depth)?.to_string());
+            Ok(())
+        }
+    }
+}
+
+fn write_entry(key: &str, v: &Value, depth: usize, out: &mut String) -> Result<(), String> {
+    out.push_str(&Json::String(key.to_string()).to_string());
+    out.push(':');
+    write_json(v, depth + 1, out)
+}
+
+fn write_seq<T>(
+    out: &mut String,
+    open: char,
+    close: char,
+    items: impl Iterator<Item = T>,
+    mut each: impl FnMut(T, &mut String) -> Result<(), String>,
+) -> Result<(), String> {
+    out.push(open);
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        each(item, out)?;
+    }
+    out.push(close);
+    Ok(())
 }
 
 fn decode(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
