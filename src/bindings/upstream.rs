@@ -193,6 +193,11 @@ pub fn io_natives(session: &Rc<Session>) -> NativeModule {
             }
             Ok(Value::Null)
         })
+        .function("runFile", |_| {
+            Err(Raise::type_error(
+                "io\\runFile is not available in magus: a spell cannot load and run another script",
+            ))
+        })
         .function("isTTY", |call| {
             use std::io::IsTerminal;
             Ok(Value::Bool(match call.arg_int(0)? {

@@ -291,6 +291,11 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "hex" => Ok(Value::str(
             s.bytes().map(|b| format!("{b:02x}")).collect::<String>(),
         )),
+        "encodeBase64" => Ok(Value::str(base64_encode(s.as_bytes()))),
+        "decodeBase64" => base64_decode(s)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .map(Value::str)
+            .ok_or_else(|| "`decodeBase64`: not base64 of UTF-8 text".to_string()),
         "utf8Len" => Ok(Value::Int(s.chars().count() as i64)),
         "utf8Valid" => Ok(Value::Bool(true)),
         "utf8Codepoints" => Ok(Value::list(
@@ -298,6 +303,49 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         )),
         _ => Err(format!("str has no method `{name}`")),
     }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with `=` padding.
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u32> = text
+        .trim_end_matches('=')
+        .bytes()
+        .map(|c| BASE64.iter().position(|d| *d == c).map(|p| p as u32))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        if chunk.len() == 1 {
+            return None;
+        }
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | d << (18 - 6 * i));
+        for i in 0..chunk.len() - 1 {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    Some(out)
 }
 
 fn str_split(s: &str, sep: &str) -> Plain {
@@ -530,6 +578,23 @@ mod tests {
                 (w, g) => panic!("{a} {op:?} {b}: want {w:?}, got {g:?}"),
             }
         }
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("hello world", "aGVsbG8gd29ybGQ="),
+        ];
+        for (plain, coded) in cases {
+            assert_eq!(base64_encode(plain.as_bytes()), coded);
+            assert_eq!(base64_decode(coded).as_deref(), Some(plain.as_bytes()));
+        }
+        assert_eq!(base64_decode("a"), None);
+        assert_eq!(base64_decode("a*"), None);
     }
 
     #[test]
