@@ -3,8 +3,8 @@
 //! `pass/NAME.buzz` must print exactly `NAME.out` and exit with `NAME.status`
 //! (default 0), given the arguments in `NAME.args` (one per line) if present.
 //! `fail/NAME.buzz` must stop with the error in `NAME.err`: `LINE:COLUMN: message`.
-//! Each program runs on a thread with an 8 MiB stack, like the main thread
-//! `magus run` uses, because the interpreter's depth limits are sized for it.
+//! Each program runs on the interpreter's own large-stack thread, as
+//! `magus run` runs spells, so the call-depth limit is the one spells meet.
 
 use magus_sandbox::buzz::{self, BuzzError, Interpreter};
 use magus_sandbox::diag::{render, MessageFormat};
@@ -33,21 +33,19 @@ struct Outcome {
 }
 
 fn run(file: PathBuf, args: Vec<String>) -> Outcome {
-    let worker = std::thread::Builder::new()
-        .stack_size(8 << 20)
-        .spawn(move || {
-            let source = std::fs::read_to_string(&file).unwrap();
-            let out = Captured::default();
-            let result = buzz::parse(&file, &source).and_then(|program| {
-                Interpreter::new(&file, Vec::new())
-                    .with_output(Box::new(out.clone()))
-                    .run(&program, args)
-            });
-            let stdout = String::from_utf8_lossy(&out.0.borrow()).into_owned();
-            (stdout, result)
-        })
-        .unwrap();
-    let (stdout, result) = worker.join().expect("interpreter thread panicked");
+    let (stdout, result) = buzz::stack::run_on_interpreter_stack(move || {
+        let source = std::fs::read_to_string(&file).unwrap();
+        let out = Captured::default();
+        let result = buzz::parse(&file, &source).and_then(|program| {
+            Interpreter::new(&file, Vec::new())
+                .with_output(Box::new(out.clone()))
+                .with_stack_budget(buzz::stack::INTERPRETER_STACK_BUDGET)
+                .run(&program, args)
+        });
+        let stdout = String::from_utf8_lossy(&out.0.borrow()).into_owned();
+        (stdout, result)
+    })
+    .expect("interpreter thread starts");
     Outcome { stdout, result }
 }
 

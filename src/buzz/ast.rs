@@ -5,7 +5,7 @@
 //! parser, which keeps evaluation and `Drop` of the tree off the stack edge.
 
 use super::lexer::Pos;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// A parsed spell.
@@ -13,6 +13,10 @@ use std::rc::Rc;
 pub struct Program {
     pub file: PathBuf,
     pub statements: Vec<Stmt>,
+    /// `namespace a\b;`: the last segment, the name importers see.
+    pub namespace: Option<Rc<str>>,
+    /// Names declared with `export`, visible to an importing spell.
+    pub exports: Vec<Rc<str>>,
 }
 
 /// A type annotation. Types are parsed and checked loosely at run time.
@@ -25,6 +29,8 @@ pub enum Type {
     Map(Box<Type>, Box<Type>),
     Optional(Box<Type>),
     Function,
+    /// `obj{ … }`: an anonymous object type, checked as any object.
+    AnonObject,
 }
 
 #[derive(Debug)]
@@ -36,10 +42,19 @@ pub struct Stmt {
 #[derive(Debug)]
 pub enum StmtKind {
     Namespace,
+    /// `import "m";`, `import "m" as a;`, `import x, y from "m";`.
     Import {
         module: Rc<str>,
         alias: Option<Rc<str>>,
+        names: Vec<Rc<str>>,
     },
+    /// `test "name" { … }`: run by `magus test`, skipped by `magus run`.
+    Test {
+        name: Rc<str>,
+        body: Vec<Stmt>,
+    },
+    /// `protocol P { … }`: method signatures objects promise to have.
+    Protocol(Rc<str>),
     Var(VarDecl),
     Fun(Rc<FunDecl>),
     Object(Rc<ObjectDecl>),
@@ -48,37 +63,59 @@ pub enum StmtKind {
     Block(Vec<Stmt>),
     If {
         cond: Expr,
+        /// `if (x) -> y` or `if (x as y: T)`: binds `y` in `then`.
+        binding: Option<IfBinding>,
         then: Vec<Stmt>,
         otherwise: Option<Box<Stmt>>,
     },
     While {
         cond: Expr,
         body: Vec<Stmt>,
+        label: Option<Rc<str>>,
     },
     DoUntil {
         body: Vec<Stmt>,
         cond: Expr,
+        label: Option<Rc<str>>,
     },
     For {
         init: Vec<Stmt>,
         cond: Option<Expr>,
         step: Vec<Expr>,
         body: Vec<Stmt>,
+        label: Option<Rc<str>>,
     },
     ForEach {
         key: Option<Rc<str>>,
         value: Rc<str>,
         iterable: Expr,
         body: Vec<Stmt>,
+        label: Option<Rc<str>>,
     },
-    Break,
-    Continue,
+    Break(Option<Rc<str>>),
+    Continue(Option<Rc<str>>),
+    /// `out value;`: the value of the enclosing `from { … }` block.
+    Out(Expr),
     Return(Option<Expr>),
     Throw(Expr),
     Try {
         body: Vec<Stmt>,
         clauses: Vec<CatchClause>,
     },
+}
+
+/// The binding of `if (x) -> y` (unwrap) or `if (x as y: T)` (cast).
+#[derive(Debug)]
+pub struct IfBinding {
+    pub name: Rc<str>,
+    pub cast: Option<Type>,
+}
+
+/// One arm of `match`: its conditions (any may match) and its value.
+#[derive(Debug)]
+pub struct MatchArm {
+    pub conditions: Vec<Expr>,
+    pub body: Expr,
 }
 
 /// Whether a binding may be reassigned.
@@ -119,11 +156,14 @@ pub struct FunDecl {
     pub body: Vec<Stmt>,
     pub pos: Pos,
     pub is_static: bool,
+    /// The file the function was written in, for runtime error locations.
+    pub file: Rc<Path>,
 }
 
 #[derive(Debug)]
 pub struct FieldDecl {
     pub name: Rc<str>,
+    pub is_static: bool,
     pub ty: Type,
     pub default: Option<Expr>,
     pub pos: Pos,
@@ -132,6 +172,8 @@ pub struct FieldDecl {
 #[derive(Debug)]
 pub struct ObjectDecl {
     pub name: Rc<str>,
+    /// `object<P, Q> Name`: the protocols it conforms to.
+    pub protocols: Vec<Rc<str>>,
     pub fields: Vec<FieldDecl>,
     pub methods: Vec<Rc<FunDecl>>,
     pub pos: Pos,
@@ -140,6 +182,8 @@ pub struct ObjectDecl {
 #[derive(Debug)]
 pub struct EnumDecl {
     pub name: Rc<str>,
+    /// `enum<T>`: the type of the cases' values (`int` when absent).
+    pub value_type: Option<Type>,
     pub cases: Vec<(Rc<str>, Option<Expr>)>,
     pub pos: Pos,
 }
@@ -254,6 +298,11 @@ pub enum ExprKind {
         index: Box<Expr>,
         checked: bool,
     },
+    /// `obj?[index]`: null when `obj` is null.
+    OptionalIndex {
+        object: Box<Expr>,
+        index: Box<Expr>,
+    },
     Force(Box<Expr>),
     If {
         cond: Box<Expr>,
@@ -270,4 +319,27 @@ pub enum ExprKind {
         object: Rc<str>,
         fields: Vec<(Rc<str>, Expr)>,
     },
+    /// `.{ a = 1, b }` or the tuple `.{ 1, 2 }` (fields `0`, `1`).
+    AnonObject(Vec<(Rc<str>, Expr)>),
+    /// `.case`: an enum case whose enum the expected type gives.
+    InferredCase(Rc<str>),
+    /// `typeof expr`.
+    TypeOf(Box<Expr>),
+    /// `<T>`: a type as a value.
+    TypeValue(Type),
+    /// `expr as T` (throws on mismatch) or `expr as? T` (null on mismatch).
+    As {
+        value: Box<Expr>,
+        ty: Type,
+        optional: bool,
+    },
+    /// `from { …; out value; }`.
+    Block(Vec<Stmt>),
+    Match {
+        subject: Box<Expr>,
+        arms: Vec<MatchArm>,
+        otherwise: Option<Box<Expr>>,
+    },
+    /// `$"regex"`.
+    Pattern(Rc<str>),
 }

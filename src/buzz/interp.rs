@@ -8,6 +8,7 @@
 
 use super::ast::*;
 use super::error::BuzzError;
+use super::lang::type_of;
 use super::lexer::Pos;
 use super::methods;
 use super::native::{CallSite, ExitRequest, NativeCall, NativeModule};
@@ -16,27 +17,36 @@ use super::value::*;
 use crate::diag::Diagnostic;
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// Deepest Buzz call stack. In a debug build one Buzz call costs about
-/// 7 KiB of Rust stack (400 calls ran in 3 MiB), so 256 calls stay under
-/// 2 MiB.
-pub const MAX_CALL_DEPTH: usize = 256;
+/// Deepest Buzz call stack (upstream's `ackermann 3 9` needs about 4,100).
+/// Reached only on the interpreter's own large stack (see
+/// [`super::stack`]); on an ordinary 8 MiB thread the stack budget below
+/// stops a spell first, with the same clean error.
+pub const MAX_CALL_DEPTH: usize = 10_000;
 
 /// Deepest nesting of evaluation steps (expressions, statements and calls
-/// together). The costliest step measured in a debug build (a binary
-/// operator, three frames) takes about 1.9 KiB: 3,000 levels needed 5.5 MiB,
-/// so 1,500 levels need about 2.9 MiB, under half of an 8 MiB main thread.
-pub const MAX_EVAL_DEPTH: usize = 1_500;
+/// together), on the interpreter's own stack. A Buzz call nests about a
+/// dozen steps.
+pub const MAX_EVAL_DEPTH: usize = 200_000;
 
-/// Backstop for paths the counted limits misjudge: evaluation stops once it
-/// has used this much stack below the frame that called [`Interpreter::run`].
+/// Default stack budget: evaluation stops once it has used this much stack
+/// below the frame that called [`Interpreter::run`]. Sized for an 8 MiB
+/// thread; [`super::stack::run_on_interpreter_stack`] raises it.
 pub const STACK_BUDGET: usize = 4 << 20;
 
 /// Longest string and list a spell may build (bytes, items).
 pub const MAX_STR_LEN: usize = 256 << 20;
 pub const MAX_LIST_LEN: usize = 32 << 20;
+
+/// Upstream libraries magus writes in Buzz (no FFI) and every interpreter
+/// has.
+const BUILTIN_LIBRARIES: [(&str, &str); 3] = [
+    ("buzz:errors", include_str!("errors.buzz")),
+    ("buzz:buffer", include_str!("buffer.buzz")),
+    ("buzz:serialize", include_str!("serialize.buzz")),
+];
 
 /// A thrown Buzz error travelling up to a `catch`.
 pub(crate) struct Thrown {
@@ -47,8 +57,10 @@ pub(crate) struct Thrown {
 
 /// Why evaluation stopped going forward.
 pub(crate) enum Flow {
-    Break,
-    Continue,
+    Break(Option<Rc<str>>),
+    Continue(Option<Rc<str>>),
+    /// `out value;` leaving a `from { … }` block.
+    Out(Value),
     Return(Value),
     Throw(Box<Thrown>),
     Exit(i32),
@@ -62,13 +74,25 @@ pub(crate) type Args = Vec<(Option<Rc<str>>, Value)>;
 
 /// Runs one parsed spell.
 pub struct Interpreter {
-    file: PathBuf,
-    out: Box<dyn Write>,
-    modules: HashMap<String, Rc<ModuleObj>>,
-    args: Vec<String>,
+    pub(super) file: Rc<Path>,
+    pub(super) out: Box<dyn Write>,
+    pub(super) modules: HashMap<String, Rc<ModuleObj>>,
+    pub(super) args: Vec<String>,
     depth: usize,
     calls: usize,
     stack_base: usize,
+    stack_budget: usize,
+    /// Object, enum and protocol names, for inferred cases and anonymous
+    /// objects given where a named type is expected.
+    pub(super) types: HashMap<Rc<str>, Value>,
+    /// How `import "path";` reads a spell's own files (through the gate).
+    pub(super) loader: Option<super::imports::SourceLoader>,
+    /// Files being imported, outermost first, to report cycles.
+    pub(super) importing: Vec<PathBuf>,
+    /// Files already imported, by path.
+    pub(super) loaded: HashMap<PathBuf, Rc<ModuleObj>>,
+    /// Libraries written in Buzz (such as `buzz:io`), by import name.
+    pub(super) libraries: HashMap<String, &'static str>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -83,18 +107,55 @@ impl Interpreter {
     /// goes to the process stdout.
     pub fn new(file: impl Into<PathBuf>, modules: Vec<NativeModule>) -> Interpreter {
         let mut table = HashMap::new();
-        for module in std::iter::once(std_module()).chain(modules) {
+        let builtin = [
+            std_module(),
+            super::std_module::math_module(),
+            super::std_module::buffer_natives(),
+            super::serialize::module(),
+        ];
+        for module in builtin.into_iter().chain(modules) {
             table.insert(module.name.clone(), Rc::new(module_object(module)));
         }
+        let file: PathBuf = file.into();
         Interpreter {
-            file: file.into(),
+            file: Rc::from(file.as_path()),
             out: Box::new(std::io::stdout()),
             modules: table,
             args: Vec::new(),
             depth: 0,
             calls: 0,
             stack_base: 0,
+            stack_budget: STACK_BUDGET,
+            types: HashMap::new(),
+            loader: None,
+            importing: Vec::new(),
+            loaded: HashMap::new(),
+            libraries: BUILTIN_LIBRARIES
+                .iter()
+                .map(|(name, source)| ((*name).to_string(), *source))
+                .collect(),
         }
+    }
+
+    /// Adds libraries written in Buzz, importable by name (`buzz:io`).
+    pub fn with_libraries(mut self, libraries: &[(&str, &'static str)]) -> Interpreter {
+        for (name, source) in libraries {
+            self.libraries.insert((*name).to_string(), source);
+        }
+        self
+    }
+
+    /// Lets evaluation use `bytes` of stack: for a thread whose stack is
+    /// that much larger than the budget (see [`super::stack`]).
+    pub fn with_stack_budget(mut self, bytes: usize) -> Interpreter {
+        self.stack_budget = bytes;
+        self
+    }
+
+    /// Lets `import "path";` read the spell's own `.buzz` files with `loader`.
+    pub fn with_loader(mut self, loader: super::imports::SourceLoader) -> Interpreter {
+        self.loader = Some(loader);
+        self
     }
 
     /// Sends `std.print` output to `out` instead of stdout.
@@ -106,34 +167,53 @@ impl Interpreter {
     /// Runs the program's top level, then `main(args)`. Returns the exit
     /// status: the `int` main returns, `0` for `void`, or what `std.exit` gave.
     pub fn run(&mut self, program: &Program, args: Vec<String>) -> Result<i32, BuzzError> {
-        self.args = args;
-        self.stack_base = stack_address();
+        self.prepare(program, args);
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
         let _ = self.out.flush();
+        self.finish(outcome)
+    }
+
+    /// Sets up a run of `program`: its arguments and the stack base.
+    pub(super) fn prepare(&mut self, program: &Program, args: Vec<String>) {
+        self.args = args;
+        self.stack_base = stack_address();
+        self.importing.push(program.file.clone());
+    }
+
+    /// Turns how a run ended into its exit status or error.
+    pub(super) fn finish(&self, outcome: Eval<i32>) -> Result<i32, BuzzError> {
         match outcome {
             Ok(status) | Err(Flow::Exit(status)) => Ok(status),
             Err(Flow::Error(e)) => Err(*e),
             Err(Flow::Throw(t)) => Err(self.uncaught(*t)),
             Err(Flow::Return(_)) => Ok(0),
-            Err(Flow::Break | Flow::Continue) => {
-                Err(self.runtime(Pos::default(), "`break` or `continue` outside a loop"))
-            }
+            Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => Err(self.runtime(
+                Pos::default(),
+                "`break`, `continue` or `out` outside a loop or block",
+            )),
         }
     }
 
-    fn run_top(&mut self, program: &Program, globals: &Rc<Scope>) -> Eval<i32> {
+    /// Hoists the declarations of `program`, then runs its other top-level
+    /// statements (not its tests) in `globals`.
+    pub(super) fn run_declarations(&mut self, program: &Program, globals: &Rc<Scope>) -> Eval<()> {
         for stmt in &program.statements {
             self.declare(stmt, globals)?;
         }
         for stmt in &program.statements {
             if !matches!(
                 stmt.kind,
-                StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_)
+                StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_) | StmtKind::Test { .. }
             ) {
                 self.exec(stmt, globals)?;
             }
         }
+        Ok(())
+    }
+
+    fn run_top(&mut self, program: &Program, globals: &Rc<Scope>) -> Eval<i32> {
+        self.run_declarations(program, globals)?;
         let Some(main) = lookup(globals, "main") else {
             return Err(self.fail(
                 Pos { line: 1, column: 1 },
@@ -165,15 +245,15 @@ impl Interpreter {
 
     // ----- errors -----
 
-    fn site(&self, pos: Pos) -> CallSite {
+    pub(super) fn site(&self, pos: Pos) -> CallSite {
         CallSite {
-            file: self.file.clone(),
+            file: self.file.to_path_buf(),
             line: pos.line,
             column: pos.column,
         }
     }
 
-    fn runtime(&self, pos: Pos, message: impl Into<String>) -> BuzzError {
+    pub(super) fn runtime(&self, pos: Pos, message: impl Into<String>) -> BuzzError {
         BuzzError::Runtime {
             site: self.site(pos),
             message: message.into(),
@@ -185,7 +265,7 @@ impl Interpreter {
         Flow::Error(Box::new(self.runtime(pos, message)))
     }
 
-    fn uncaught(&self, t: Thrown) -> BuzzError {
+    pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
             value: t.value.to_string(),
             site: self.site(t.pos),
@@ -199,7 +279,7 @@ impl Interpreter {
                 "evaluation nested too deeply (more than {MAX_EVAL_DEPTH} levels of expressions, blocks and calls; runaway recursion?)"
             )));
         }
-        if self.stack_base.abs_diff(stack_address()) > STACK_BUDGET {
+        if self.stack_base.abs_diff(stack_address()) > self.stack_budget {
             return Err(self.fail(
                 pos,
                 "evaluation used its whole stack budget (runaway recursion?)",
@@ -211,19 +291,19 @@ impl Interpreter {
 
     // ----- statements -----
 
-    fn exec_block(&mut self, body: &[Stmt], parent: &Rc<Scope>) -> Eval<()> {
+    pub(super) fn exec_block(&mut self, body: &[Stmt], parent: &Rc<Scope>) -> Eval<()> {
         let scope = Scope::new(Some(parent.clone()));
         self.exec_all(body, &scope)
     }
 
-    fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
+    pub(super) fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
         for stmt in body {
             self.exec(stmt, scope)?;
         }
         Ok(())
     }
 
-    fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+    pub(super) fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         self.enter(stmt.pos)?;
         let result = self.exec_inner(stmt, scope);
         self.depth -= 1;
@@ -233,8 +313,19 @@ impl Interpreter {
     fn exec_inner(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         let pos = stmt.pos;
         match &stmt.kind {
-            StmtKind::Namespace => Ok(()),
-            StmtKind::Import { module, alias } => self.import(module, alias.as_ref(), scope, pos),
+            StmtKind::Namespace | StmtKind::Test { .. } => Ok(()),
+            StmtKind::Import {
+                module,
+                alias,
+                names,
+            } => self.import(module, alias.as_ref(), names, scope, pos),
+            StmtKind::Protocol(name) => {
+                let ty = Value::Type(Rc::new(Type::Named(name.clone())));
+                self.types.insert(name.clone(), ty.clone());
+                scope.define(name.clone(), ty, Mutability::Final);
+                Ok(())
+            }
+            StmtKind::Out(e) => Err(Flow::Out(self.eval(e, scope)?)),
             StmtKind::Var(decl) => self.var(decl, scope, pos),
             StmtKind::Fun(decl) => {
                 scope.define(
@@ -250,25 +341,38 @@ impl Interpreter {
             StmtKind::Block(body) => self.exec_block(body, scope),
             StmtKind::If {
                 cond,
+                binding: None,
                 then,
                 otherwise,
             } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
-            StmtKind::While { cond, body } => self.while_loop(cond, body, scope),
-            StmtKind::DoUntil { body, cond } => self.do_until(body, cond, scope),
+            StmtKind::If {
+                cond,
+                binding: Some(binding),
+                then,
+                otherwise,
+            } => self.if_binding(cond, binding, then, otherwise.as_deref(), scope),
+            StmtKind::While { cond, body, label } => {
+                self.while_loop(cond, body, label.as_ref(), scope)
+            }
+            StmtKind::DoUntil { body, cond, label } => {
+                self.do_until(body, cond, label.as_ref(), scope)
+            }
             StmtKind::For {
                 init,
                 cond,
                 step,
                 body,
-            } => self.for_loop(init, cond.as_ref(), step, body, scope),
+                label,
+            } => self.for_loop(init, cond.as_ref(), step, body, label.as_ref(), scope),
             StmtKind::ForEach {
                 key,
                 value,
                 iterable,
                 body,
-            } => self.foreach(key.as_ref(), value, iterable, body, scope),
-            StmtKind::Break => Err(Flow::Break),
-            StmtKind::Continue => Err(Flow::Continue),
+                label,
+            } => self.foreach(key.as_ref(), value, iterable, body, label.as_ref(), scope),
+            StmtKind::Break(label) => Err(Flow::Break(label.clone())),
+            StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
             StmtKind::Throw(e) => self.throw(e, scope, pos),
             StmtKind::Try { body, clauses } => self.try_stmt(body, clauses, scope),
@@ -276,16 +380,22 @@ impl Interpreter {
     }
 
     fn object(&mut self, decl: &Rc<ObjectDecl>, scope: &Rc<Scope>) -> Eval<()> {
-        let class = Class {
+        let class = Rc::new(Class {
             name: decl.name.clone(),
             decl: Some(decl.clone()),
             scope: Some(scope.clone()),
-        };
-        scope.define(
-            decl.name.clone(),
-            Value::Class(Rc::new(class)),
-            Mutability::Final,
-        );
+            statics: std::cell::RefCell::new(Vec::new()),
+        });
+        for field in decl.fields.iter().filter(|f| f.is_static) {
+            let value = match &field.default {
+                Some(e) => self.eval(e, scope)?,
+                None => Value::Null,
+            };
+            class.statics.borrow_mut().push((field.name.clone(), value));
+        }
+        let value = Value::Class(class);
+        self.types.insert(decl.name.clone(), value.clone());
+        scope.define(decl.name.clone(), value, Mutability::Final);
         Ok(())
     }
 
@@ -306,29 +416,6 @@ impl Interpreter {
         })))
     }
 
-    fn import(
-        &mut self,
-        module: &str,
-        alias: Option<&Rc<str>>,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<()> {
-        let Some(found) = self.modules.get(module).cloned() else {
-            let mut known: Vec<&str> = self.modules.keys().map(String::as_str).collect();
-            known.sort_unstable();
-            return Err(self.fail(
-                pos,
-                format!(
-                    "unknown module `{module}` (available: {})",
-                    known.join(", ")
-                ),
-            ));
-        };
-        let name = alias.cloned().unwrap_or_else(|| Rc::from(module));
-        scope.define(name, Value::Module(found), Mutability::Final);
-        Ok(())
-    }
-
     fn var(&mut self, decl: &VarDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
         let value = match &decl.init {
             Some(e) => self.eval(e, scope)?,
@@ -344,11 +431,12 @@ impl Interpreter {
 
     /// Checks `value` against a declared type (loosely), widening an `int`
     /// given for a `double`.
-    fn conform(&self, ty: &Type, value: Value, what: &str, pos: Pos) -> Eval<Value> {
+    pub(super) fn conform(&mut self, ty: &Type, value: Value, what: &str, pos: Pos) -> Eval<Value> {
         if let (Value::Int(i), true) = (&value, is_double(ty)) {
             return Ok(Value::Double(*i as f64));
         }
-        if type_matches(ty, &value) {
+        let value = self.infer(ty, value, pos)?;
+        if type_matches(ty, &value) || self.loosely_matches(ty, &value) {
             return Ok(value);
         }
         Err(self.fail(
@@ -363,9 +451,12 @@ impl Interpreter {
 
     fn enumeration(&mut self, decl: &EnumDecl, scope: &Rc<Scope>) -> Eval<()> {
         let mut cases = Vec::new();
+        let str_values = matches!(&decl.value_type, Some(Type::Named(t)) if &**t == "str");
         for (i, (name, value)) in decl.cases.iter().enumerate() {
             let v = match value {
                 Some(e) => self.eval(e, scope)?,
+                // `enum<str>` cases default to their own name, as upstream.
+                None if str_values => Value::Str(name.clone()),
                 None => Value::Int(i as i64),
             };
             cases.push((name.clone(), v));
@@ -374,15 +465,13 @@ impl Interpreter {
             name: decl.name.clone(),
             cases,
         };
-        scope.define(
-            decl.name.clone(),
-            Value::Enum(Rc::new(ty)),
-            Mutability::Final,
-        );
+        let value = Value::Enum(Rc::new(ty));
+        self.types.insert(decl.name.clone(), value.clone());
+        scope.define(decl.name.clone(), value, Mutability::Final);
         Ok(())
     }
 
-    fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
+    pub(super) fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
         let v = self.eval(cond, scope)?;
         v.truthy().ok_or_else(|| {
             self.fail(
@@ -408,28 +497,43 @@ impl Interpreter {
         }
     }
 
-    /// Runs a loop body; `Ok(false)` means `break`.
-    fn body(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<bool> {
+    /// Runs a loop body; `Ok(false)` means `break`. A labelled `break` or
+    /// `continue` is this loop's when it names `label`, else it goes on out.
+    fn body(&mut self, body: &[Stmt], label: Option<&Rc<str>>, scope: &Rc<Scope>) -> Eval<bool> {
         match self.exec_all(body, scope) {
-            Ok(()) | Err(Flow::Continue) => Ok(true),
-            Err(Flow::Break) => Ok(false),
+            Ok(()) | Err(Flow::Continue(None)) => Ok(true),
+            Err(Flow::Break(None)) => Ok(false),
+            Err(Flow::Continue(Some(l))) if label == Some(&l) => Ok(true),
+            Err(Flow::Break(Some(l))) if label == Some(&l) => Ok(false),
             Err(other) => Err(other),
         }
     }
 
-    fn while_loop(&mut self, cond: &Expr, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
+    fn while_loop(
+        &mut self,
+        cond: &Expr,
+        body: &[Stmt],
+        label: Option<&Rc<str>>,
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
         while self.condition(cond, scope)? {
-            if !self.body(body, &Scope::new(Some(scope.clone())))? {
+            if !self.body(body, label, &Scope::new(Some(scope.clone())))? {
                 break;
             }
         }
         Ok(())
     }
 
-    fn do_until(&mut self, body: &[Stmt], cond: &Expr, scope: &Rc<Scope>) -> Eval<()> {
+    fn do_until(
+        &mut self,
+        body: &[Stmt],
+        cond: &Expr,
+        label: Option<&Rc<str>>,
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
         loop {
             let inner = Scope::new(Some(scope.clone()));
-            if !self.body(body, &inner)? || self.condition(cond, &inner)? {
+            if !self.body(body, label, &inner)? || self.condition(cond, &inner)? {
                 return Ok(());
             }
         }
@@ -441,6 +545,7 @@ impl Interpreter {
         cond: Option<&Expr>,
         step: &[Expr],
         body: &[Stmt],
+        label: Option<&Rc<str>>,
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         let outer = Scope::new(Some(scope.clone()));
@@ -451,7 +556,7 @@ impl Interpreter {
                     return Ok(());
                 }
             }
-            if !self.body(body, &Scope::new(Some(outer.clone())))? {
+            if !self.body(body, label, &Scope::new(Some(outer.clone())))? {
                 return Ok(());
             }
             for e in step {
@@ -466,6 +571,7 @@ impl Interpreter {
         value: &Rc<str>,
         iterable: &Expr,
         body: &[Stmt],
+        label: Option<&Rc<str>>,
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         let subject = self.eval(iterable, scope)?;
@@ -480,7 +586,7 @@ impl Interpreter {
                 inner.define(key.clone(), k, Mutability::Final);
             }
             inner.define(value.clone(), v, Mutability::Final);
-            if !self.body(body, &inner)? {
+            if !self.body(body, label, &inner)? {
                 return Ok(());
             }
         }
@@ -573,6 +679,14 @@ impl Interpreter {
                 index,
                 checked,
             } => self.eval_index(object, index, *checked, scope, pos),
+            ExprKind::OptionalIndex { object, index } => {
+                let v = self.eval(object, scope)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let i = self.eval(index, scope)?;
+                self.index(&v, &i, false, pos)
+            }
             ExprKind::Force(e) => self.force(e, scope, pos),
             ExprKind::If {
                 cond,
@@ -582,6 +696,25 @@ impl Interpreter {
             ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
             ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
             ExprKind::Instance { object, fields } => self.instance(object, fields, scope, pos),
+            ExprKind::AnonObject(fields) => self.anon_object(fields, scope),
+            ExprKind::InferredCase(name) => Ok(Value::InferredCase(name.clone())),
+            ExprKind::TypeOf(e) => {
+                let v = self.eval(e, scope)?;
+                Ok(Value::Type(Rc::new(type_of(&v))))
+            }
+            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(ty.clone()))),
+            ExprKind::As {
+                value,
+                ty,
+                optional,
+            } => self.cast(value, ty, *optional, scope, pos),
+            ExprKind::Block(body) => self.block_value(body, scope),
+            ExprKind::Match {
+                subject,
+                arms,
+                otherwise,
+            } => self.match_value(subject, arms, otherwise.as_deref(), scope, pos),
+            ExprKind::Pattern(source) => self.pattern(source, pos),
         }
     }
 
@@ -714,7 +847,7 @@ impl Interpreter {
         Ok(Value::Map(Rc::new(map)))
     }
 
-    fn variable(&self, name: &str, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+    pub(super) fn variable(&self, name: &str, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         if let Some(v) = lookup(scope, name) {
             return Ok(v);
         }
@@ -840,6 +973,19 @@ impl Interpreter {
 
     fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
         match obj {
+            Value::Class(c) => {
+                let mut statics = c.statics.borrow_mut();
+                match statics.iter_mut().find(|(n, _)| &**n == name) {
+                    Some(slot) => {
+                        slot.1 = value;
+                        Ok(())
+                    }
+                    None => Err(self.fail(
+                        pos,
+                        format!("object `{}` has no static field `{name}`", c.name),
+                    )),
+                }
+            }
             Value::Object(o) if o.set(name, value) => Ok(()),
             Value::Object(o) => {
                 Err(self.fail(pos, format!("`{}` has no field `{name}`", o.class.name)))
@@ -890,7 +1036,12 @@ impl Interpreter {
             Value::Module(m) => m.functions.get(name).cloned().ok_or_else(|| {
                 self.fail(pos, format!("module `{}` has no function `{name}`", m.name))
             }),
-            Value::Class(class) => self.static_method(class, name, pos),
+            Value::Class(class) => {
+                match class.statics.borrow().iter().find(|(n, _)| &**n == name) {
+                    Some((_, v)) => Ok(v.clone()),
+                    None => self.static_method(class, name, pos),
+                }
+            }
             Value::Enum(e) => match e.cases.iter().position(|(n, _)| &**n == name) {
                 Some(i) => Ok(Value::EnumCase(e.clone(), i)),
                 None => Err(self.fail(pos, format!("enum `{}` has no case `{name}`", e.name))),
@@ -898,6 +1049,11 @@ impl Interpreter {
             Value::EnumCase(e, i) if name == "value" => {
                 Ok(e.cases.get(*i).map(|(_, v)| v.clone()).unwrap_or_default())
             }
+            Value::EnumCase(e, i) if name == "name" => Ok(e
+                .cases
+                .get(*i)
+                .map(|(n, _)| Value::Str(n.clone()))
+                .unwrap_or_default()),
             other => Err(self.fail(pos, format!("{} has no field `{name}`", other.type_name()))),
         }
     }
@@ -979,7 +1135,7 @@ impl Interpreter {
             }
         }
         let mut fields = Vec::with_capacity(decl.fields.len());
-        for f in &decl.fields {
+        for f in decl.fields.iter().filter(|f| !f.is_static) {
             let value = match given.iter().find(|(n, _)| *n == f.name) {
                 Some((_, e)) => self.eval(e, scope)?,
                 None => self.field_default(f, &class_scope, name, pos)?,
@@ -993,7 +1149,7 @@ impl Interpreter {
         })))
     }
 
-    fn field_default(
+    pub(super) fn field_default(
         &mut self,
         f: &FieldDecl,
         scope: &Rc<Scope>,
@@ -1083,7 +1239,10 @@ impl Interpreter {
         }
         self.enter(pos)?;
         self.calls += 1;
+        // Positions inside the function are in the file it was written in.
+        let caller = std::mem::replace(&mut self.file, closure.decl.file.clone());
         let result = self.call_closure_inner(closure, args, pos);
+        self.file = caller;
         self.calls -= 1;
         self.depth -= 1;
         result
@@ -1096,8 +1255,8 @@ impl Interpreter {
         match self.exec_all(&decl.body, &scope) {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
-            Err(Flow::Break | Flow::Continue) => {
-                Err(self.fail(pos, "`break` or `continue` outside a loop"))
+            Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
+                Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
             }
             Err(other) => Err(other),
         }
@@ -1172,17 +1331,20 @@ impl Interpreter {
         if let ExitRequest::Exit(status) = call.exit {
             return Err(Flow::Exit(status));
         }
-        result.map_err(|raise| {
-            Flow::Throw(Box::new(Thrown {
-                value: raise.value,
-                pos,
-                diagnostic: raise.diagnostic,
-            }))
-        })
+        result.map_err(|raise| self.raised(raise, pos))
+    }
+
+    /// A native's raise, thrown at `pos`.
+    pub(super) fn raised(&self, raise: super::native::Raise, pos: Pos) -> Flow {
+        Flow::Throw(Box::new(Thrown {
+            value: raise.value,
+            pos,
+            diagnostic: raise.diagnostic,
+        }))
     }
 }
 
-fn module_object(module: NativeModule) -> ModuleObj {
+pub(super) fn module_object(module: NativeModule) -> ModuleObj {
     let name: Rc<str> = Rc::from(module.name.as_str());
     let functions = module
         .functions
@@ -1195,11 +1357,12 @@ fn module_object(module: NativeModule) -> ModuleObj {
             };
             (fname, Value::Native(Rc::new(native)))
         })
+        .chain(module.values)
         .collect();
     ModuleObj { name, functions }
 }
 
-fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
+pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     let mut current = Some(scope);
     while let Some(s) = current {
         let vars = s.vars.borrow();
@@ -1236,6 +1399,7 @@ pub(crate) fn type_matches(ty: &Type, v: &Value) -> bool {
         Type::List(_) => matches!(v, Value::List(_)),
         Type::Map(..) => matches!(v, Value::Map(_)),
         Type::Function => matches!(v, Value::Function(_) | Value::Native(_)),
+        Type::AnonObject => matches!(v, Value::Object(_)),
         Type::Named(name) => named_matches(name, v),
     }
 }
@@ -1248,7 +1412,9 @@ fn named_matches(name: &str, v: &Value) -> bool {
         "bool" => matches!(v, Value::Bool(_)),
         "rg" => matches!(v, Value::Range(..)),
         "obj" => matches!(v, Value::Object(_)),
-        "type" => matches!(v, Value::Class(_) | Value::Enum(_)),
+        "type" => matches!(v, Value::Class(_) | Value::Enum(_) | Value::Type(_)),
+        "pat" => matches!(v, Value::Pattern(_)),
+        "function" => matches!(v, Value::Function(_) | Value::Native(_)),
         _ => match v {
             Value::Object(o) => &*o.class.name == name,
             Value::EnumCase(e, _) => &*e.name == name,
@@ -1257,7 +1423,7 @@ fn named_matches(name: &str, v: &Value) -> bool {
     }
 }
 
-fn type_label(ty: &Type) -> String {
+pub(crate) fn type_label(ty: &Type) -> String {
     match ty {
         Type::Any => "any".into(),
         Type::Void => "void".into(),
@@ -1266,5 +1432,6 @@ fn type_label(ty: &Type) -> String {
         Type::Map(k, v) => format!("{{{}: {}}}", type_label(k), type_label(v)),
         Type::Optional(t) => format!("{}?", type_label(t)),
         Type::Function => "function".into(),
+        Type::AnonObject => "obj".into(),
     }
 }

@@ -28,8 +28,14 @@ pub enum Tok {
     Int(i64),
     Double(f64),
     Str(Vec<StrPart>),
+    /// `$"…"`: a pattern's source, with `\"` turned into `"`.
+    Pattern(Rc<str>),
     Kw(&'static str),
     Sym(&'static str),
+    /// A character-level error. Lexing stops here; the parser reports it
+    /// only when it reaches it, so a syntax error on an earlier line is
+    /// reported first.
+    Error(Rc<str>),
     Eof,
 }
 
@@ -40,8 +46,10 @@ impl Tok {
             Tok::Ident(name) => format!("identifier `{name}`"),
             Tok::Int(_) | Tok::Double(_) => "a number".to_string(),
             Tok::Str(_) => "a string".to_string(),
+            Tok::Pattern(_) => "a pattern".to_string(),
             Tok::Kw(k) => format!("`{k}`"),
             Tok::Sym(s) => format!("`{s}`"),
+            Tok::Error(message) => message.to_string(),
             Tok::Eof => "end of input".to_string(),
         }
     }
@@ -98,22 +106,30 @@ const KEYWORDS: &[&str] = &[
 /// Longest first, so `..` wins over `.` and `??` over `?`.
 const SYMBOLS: &[&str] = &[
     "<<=", ">>=", "..", "??", "?.", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
-    "|=", "^=", "<<", ">>", "!>", "=>", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "\\",
-    "+", "-", "*", "/", "%", "!", "=", "<", ">", "?", "&", "|", "^", "~",
+    "|=", "^=", "<<", ">>", "!>", "*>", "=>", "::", "->", "(", ")", "{", "}", "[", "]", ",", ";",
+    ":", ".", "\\", "+", "-", "*", "/", "%", "!", "=", "<", ">", "?", "&", "|", "^", "~",
 ];
 
 /// Deepest nesting of string interpolations (`"{"{"…"}"}"`).
 pub const MAX_INTERPOLATION_DEPTH: usize = 32;
 
-/// Lexes `source` into tokens ending with [`Tok::Eof`].
-pub fn lex(source: &str) -> Result<Vec<Token>, LexError> {
+/// Lexes `source` into tokens ending with [`Tok::Eof`], or with a
+/// [`Tok::Error`] where a character-level error stopped it.
+pub fn lex(source: &str) -> Vec<Token> {
     let mut lexer = Lexer {
         chars: source.chars().collect(),
         at: 0,
         pos: Pos { line: 1, column: 1 },
         depth: 0,
     };
-    lexer.tokens(Stop::Eof)
+    let mut out = Vec::new();
+    if let Err(e) = lexer.tokens_into(Stop::Eof, &mut out) {
+        out.push(Token {
+            tok: Tok::Error(Rc::from(e.message)),
+            pos: e.pos,
+        });
+    }
+    out
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -160,6 +176,10 @@ impl Lexer {
 
     fn tokens(&mut self, stop: Stop) -> Result<Vec<Token>, LexError> {
         let mut out = Vec::new();
+        self.tokens_into(stop, &mut out).map(|()| out)
+    }
+
+    fn tokens_into(&mut self, stop: Stop, out: &mut Vec<Token>) -> Result<(), LexError> {
         let mut braces = 0usize;
         loop {
             self.skip_trivia()?;
@@ -169,14 +189,22 @@ impl Lexer {
                     return self.error(pos, "unterminated interpolation in string, expected `}`");
                 }
                 out.push(Token { tok: Tok::Eof, pos });
-                return Ok(out);
+                return Ok(());
             };
             if stop == Stop::CloseBrace && c == '}' && braces == 0 {
                 self.bump();
                 out.push(Token { tok: Tok::Eof, pos });
-                return Ok(out);
+                return Ok(());
             }
-            let tok = self.token(c)?;
+            let test_name = c == '"'
+                && matches!(out.last(), Some(Token { tok: Tok::Ident(w), .. }) if &**w == "test");
+            let tok = if test_name {
+                // A test's name is its text as written (upstream names tests
+                // like "std\parseInt"), not a string with escapes.
+                Tok::Str(vec![StrPart::Text(self.raw_text(1, "test name")?)])
+            } else {
+                self.token(c)?
+            };
             match tok {
                 Tok::Sym("{") => braces += 1,
                 Tok::Sym("}") => braces = braces.saturating_sub(1),
@@ -225,6 +253,11 @@ impl Lexer {
         }
         if c.is_alphabetic() || c == '_' {
             return Ok(self.word());
+        }
+        match (c, self.peek_at(1)) {
+            ('$', Some('"')) => return self.pattern(),
+            ('@', Some('"')) => return self.quoted_identifier(),
+            _ => {}
         }
         match c {
             '"' => self.string('"'),
@@ -354,6 +387,48 @@ impl Lexer {
         Ok(Tok::Str(parts))
     }
 
+    /// `$"…"`: kept raw for the regex engine; only `\"` is an escape.
+    fn pattern(&mut self) -> Result<Tok, LexError> {
+        self.raw_text(2, "pattern literal")
+            .map(|text| Tok::Pattern(Rc::from(text)))
+    }
+
+    /// Text up to the closing `"`, after `skip` opening characters, where
+    /// only `\"` is an escape.
+    fn raw_text(&mut self, skip: usize, what: &str) -> Result<String, LexError> {
+        let start = self.pos;
+        for _ in 0..skip {
+            self.bump();
+        }
+        let mut text = String::new();
+        loop {
+            match self.bump() {
+                None | Some('\n') => return self.error(start, format!("unterminated {what}")),
+                Some('"') => return Ok(text),
+                Some('\\') if self.peek() == Some('"') => {
+                    self.bump();
+                    text.push('"');
+                }
+                Some(c) => text.push(c),
+            }
+        }
+    }
+
+    /// `@"any name"`: an identifier that need not look like one.
+    fn quoted_identifier(&mut self) -> Result<Tok, LexError> {
+        let start = self.pos;
+        self.bump();
+        self.bump();
+        let mut text = String::new();
+        loop {
+            match self.bump() {
+                None | Some('\n') => return self.error(start, "unterminated `@\"…\"` identifier"),
+                Some('"') => return Ok(Tok::Ident(Rc::from(text))),
+                Some(c) => text.push(c),
+            }
+        }
+    }
+
     fn interpolation(&mut self, pos: Pos) -> Result<Vec<Token>, LexError> {
         if self.depth >= MAX_INTERPOLATION_DEPTH {
             return self.error(pos, "string interpolations nested too deeply");
@@ -369,7 +444,12 @@ impl Lexer {
             Some('n') => '\n',
             Some('t') => '\t',
             Some('r') => '\r',
-            Some('0') => '\0',
+            Some('a') => '\u{7}',
+            Some('b') => '\u{8}',
+            Some('f') => '\u{c}',
+            Some('v') => '\u{b}',
+            Some('$') => '$',
+            Some(d) if d.is_ascii_digit() => return self.raw_char(d, pos),
             Some('\\') => '\\',
             Some('"') => '"',
             Some('\'') => '\'',
@@ -386,6 +466,25 @@ impl Lexer {
             None => return self.error(pos, "unterminated escape sequence"),
         };
         Ok(c)
+    }
+
+    /// `\ddd`: a byte given in decimal (as upstream Buzz reads it, so
+    /// `"\012"` is form feed, 12). Strings here are UTF-8, so only ASCII
+    /// bytes are accepted; a larger one is an error, never a silent change.
+    fn raw_char(&mut self, first: char, pos: Pos) -> Result<char, LexError> {
+        let mut value = first.to_digit(10).unwrap_or_default();
+        while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
+            self.bump();
+            value = value.saturating_mul(10).saturating_add(d);
+        }
+        match value {
+            0..=127 => Ok(char::from(value as u8)),
+            128..=255 => self.error(
+                pos,
+                format!("raw byte `\\{value}` is not ASCII: magus strings are UTF-8 text (use `\\u{{…}}` for a character)"),
+            ),
+            _ => self.error(pos, "raw char should be between 0 and 255"),
+        }
     }
 
     /// `\u{1F600}`.
@@ -427,7 +526,18 @@ mod tests {
     use super::*;
 
     fn kinds(src: &str) -> Vec<Tok> {
-        lex(src).unwrap().into_iter().map(|t| t.tok).collect()
+        lex(src).into_iter().map(|t| t.tok).collect()
+    }
+
+    fn lex_error(src: &str) -> LexError {
+        let last = lex(src).pop().expect("at least one token");
+        match last.tok {
+            Tok::Error(message) => LexError {
+                pos: last.pos,
+                message: message.to_string(),
+            },
+            other => panic!("{src:?} lexed without error, ending with {other:?}"),
+        }
     }
 
     fn text(s: &str) -> Tok {
@@ -475,6 +585,18 @@ mod tests {
             ("char", "'A'", vec![Tok::Int(65)]),
             ("unicode", r#""\u{41}""#, vec![text("A")]),
             ("multiline", "`a\nb`", vec![text("a\nb")]),
+            ("raw zeros", r#""\000x""#, vec![text("\0x")]),
+            (
+                "raw decimal",
+                r#""\007\008\012\11""#,
+                vec![text("\u{7}\u{8}\u{c}\u{b}")],
+            ),
+            ("raw then digit", r#""\0""#, vec![text("\0")]),
+            (
+                "control escapes",
+                r#""\a\b\f\v""#,
+                vec![text("\u{7}\u{8}\u{c}\u{b}")],
+            ),
         ];
         for (name, src, mut want) in cases {
             want.push(Tok::Eof);
@@ -517,9 +639,10 @@ mod tests {
             ("bad char", "a # b", 1, 3, "unexpected character `#`"),
             ("bad escape", r#""\q""#, 1, 2, "unknown escape sequence"),
             ("open interpolation", r#""{1"#, 1, 4, "unterminated"),
+            ("raw byte", r#""\232""#, 1, 2, "not ASCII"),
         ];
         for (name, src, line, column, msg) in cases {
-            let err = lex(src).unwrap_err();
+            let err = lex_error(src);
             assert_eq!(
                 (err.pos.line, err.pos.column),
                 (line, column),
@@ -532,6 +655,6 @@ mod tests {
     #[test]
     fn deep_interpolation_is_an_error() {
         let src = "\"{".repeat(100);
-        assert!(lex(&src).unwrap_err().message.contains("nested too deeply"));
+        assert!(lex_error(&src).message.contains("nested too deeply"));
     }
 }

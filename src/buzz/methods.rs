@@ -3,6 +3,7 @@
 //! ranges. Errors are plain messages; the evaluator adds the position.
 
 use super::ast::BinOp;
+use super::callbacks;
 use super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
 use super::lexer::Pos;
 use super::value::{ListObj, MapObj, Value};
@@ -15,7 +16,7 @@ type Plain = Result<Value, String>;
 pub(crate) fn is_builtin_receiver(v: &Value) -> bool {
     matches!(
         v,
-        Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..)
+        Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..) | Value::Pattern(_)
     )
 }
 
@@ -196,12 +197,16 @@ pub(crate) fn call_method(
 ) -> Eval<Value> {
     let result = match receiver {
         Value::Str(s) => str_method(s, name, &args),
-        Value::List(list) if matches!(name, "forEach" | "map" | "filter") => {
-            return list_with_callback(interp, list, name, &args, pos)
+        Value::List(list) if callbacks::takes_callback(name) => {
+            return callbacks::list_callback(interp, list, name, &args, pos)
+        }
+        Value::Map(map) if callbacks::takes_callback(name) => {
+            return callbacks::map_callback(interp, map, name, &args, pos)
         }
         Value::List(list) => list_method(list, name, &args),
         Value::Map(map) => map_method(map, name, &args),
-        Value::Range(low, high) => range_method(*low, *high, name),
+        Value::Range(low, high) => range_method(*low, *high, name, &args),
+        Value::Pattern(p) => callbacks::pattern_method(p, name, &args),
         other => Err(format!("{} has no methods", other.type_name())),
     };
     result.map_err(|message| interp.fail(pos, message))
@@ -265,15 +270,82 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "split" => str_split(s, arg_str(args, 0, name)?),
         "replace" => str_replace(s, arg_str(args, 0, name)?, arg_str(args, 1, name)?),
         "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
+        // As upstream: the range is clamped to the string, never an error.
         "sub" => {
-            let (start, len) = sub_range(args, s.chars().count(), name)?;
+            let start = usize::try_from(arg_int(args, 0, name)?.max(0)).unwrap_or(0);
+            let len = match args.get(1).filter(|v| !v.is_null()) {
+                Some(_) => usize::try_from(arg_int(args, 1, name)?.max(0)).unwrap_or(0),
+                None => usize::MAX,
+            };
             Ok(Value::str(
                 s.chars().skip(start).take(len).collect::<String>(),
             ))
         }
         "repeat" => str_repeat(s, arg_int(args, 0, name)?),
+        "byte" => {
+            let i = arg_int(args, 0, name)?;
+            let byte = usize::try_from(i).ok().and_then(|i| s.as_bytes().get(i));
+            byte.map(|b| Value::Int(i64::from(*b)))
+                .ok_or_else(|| format!("`byte({i})` out of range for a str of {} bytes", s.len()))
+        }
+        "hex" => Ok(Value::str(
+            s.bytes().map(|b| format!("{b:02x}")).collect::<String>(),
+        )),
+        "encodeBase64" => Ok(Value::str(base64_encode(s.as_bytes()))),
+        "decodeBase64" => base64_decode(s)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .map(Value::str)
+            .ok_or_else(|| "`decodeBase64`: not base64 of UTF-8 text".to_string()),
+        "utf8Len" => Ok(Value::Int(s.chars().count() as i64)),
+        "utf8Valid" => Ok(Value::Bool(true)),
+        "utf8Codepoints" => Ok(Value::list(
+            s.chars().map(|c| Value::str(c.to_string())).collect(),
+        )),
         _ => Err(format!("str has no method `{name}`")),
     }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with `=` padding.
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u32> = text
+        .trim_end_matches('=')
+        .bytes()
+        .map(|c| BASE64.iter().position(|d| *d == c).map(|p| p as u32))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        if chunk.len() == 1 {
+            return None;
+        }
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | d << (18 - 6 * i));
+        for i in 0..chunk.len() - 1 {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    Some(out)
 }
 
 fn str_split(s: &str, sep: &str) -> Plain {
@@ -349,8 +421,31 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
         "reverse" => Ok(Value::list(
             list.items.borrow().iter().rev().cloned().collect(),
         )),
+        "cloneMutable" | "cloneImmutable" | "copyMutable" | "copyImmutable" => {
+            Ok(Value::list(list.items.borrow().clone()))
+        }
+        "fill" => list_fill(list, args),
         _ => Err(format!("list has no method `{name}`")),
     }
+}
+
+/// `fill(value, start: 0, len: rest)`: overwrites items in place.
+fn list_fill(list: &ListObj, args: &[Value]) -> Plain {
+    let value = arg(args, 0, "fill")?.clone();
+    let total = list.items.borrow().len();
+    let (start, len) = sub_range(&args[1.min(args.len())..], total, "fill").or_else(|e| {
+        if args.len() < 2 {
+            Ok((0, total))
+        } else {
+            Err(e)
+        }
+    })?;
+    for slot in list.items.borrow_mut().iter_mut().skip(start).take(len) {
+        *slot = value.clone();
+    }
+    Ok(Value::List(Rc::new(ListObj::new(
+        list.items.borrow().clone(),
+    ))))
 }
 
 fn list_join(items: &[Value], sep: &str) -> Plain {
@@ -382,33 +477,6 @@ fn list_insert(list: &ListObj, i: i64, v: Value) -> Plain {
     }
 }
 
-/// `forEach`, `map` and `filter`, which call back into Buzz with `(index, item)`.
-fn list_with_callback(
-    interp: &mut Interpreter,
-    list: &ListObj,
-    name: &str,
-    args: &[Value],
-    pos: Pos,
-) -> Eval<Value> {
-    let f = arg(args, 0, name).map_err(|m| interp.fail(pos, m))?.clone();
-    let items = list.items.borrow().clone();
-    let mut out = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
-        let call_args = vec![(None, Value::Int(i as i64)), (None, item.clone())];
-        let result = interp.call_value(&f, call_args, pos)?;
-        match name {
-            "map" => out.push(result),
-            "filter" if result.as_bool() == Some(true) => out.push(item),
-            _ => {}
-        }
-    }
-    Ok(if name == "forEach" {
-        Value::Null
-    } else {
-        Value::list(out)
-    })
-}
-
 fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
     match name {
         "size" | "len" => Ok(Value::Int(map.len() as i64)),
@@ -429,12 +497,44 @@ fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
                 .collect(),
         )),
         "remove" => Ok(Value::optional(map.remove(arg(args, 0, name)?))),
+        "hasKey" => Ok(Value::Bool(map.get(arg(args, 0, name)?).is_some())),
+        "cloneMutable" | "cloneImmutable" | "copyMutable" | "copyImmutable" => {
+            Ok(Value::map(map.data.borrow().entries.clone()))
+        }
+        "diff" | "intersect" => {
+            let Value::Map(other) = arg(args, 0, name)? else {
+                return Err(format!("`{name}` expects a map"));
+            };
+            let keep_common = name == "intersect";
+            let entries = map.data.borrow().entries.clone();
+            Ok(Value::map(
+                entries
+                    .into_iter()
+                    .filter(|(k, _)| other.get(k).is_some() == keep_common)
+                    .collect(),
+            ))
+        }
         _ => Err(format!("map has no method `{name}`")),
     }
 }
 
-fn range_method(low: i64, high: i64, name: &str) -> Plain {
+fn range_method(low: i64, high: i64, name: &str, args: &[Value]) -> Plain {
+    let (lo, hi) = (low.min(high), low.max(high));
     match name {
+        "contains" => {
+            let n = arg_int(args, 0, name)?;
+            Ok(Value::Bool(n >= lo && n < hi))
+        }
+        "subsetOf" | "intersect" => {
+            let Some(Value::Range(a, b)) = args.first() else {
+                return Err(format!("`{name}` expects a range"));
+            };
+            let (olo, ohi) = (*a.min(b), *a.max(b));
+            if name == "subsetOf" {
+                return Ok(Value::Bool(lo >= olo && hi <= ohi));
+            }
+            Ok(Value::Range(lo.max(olo), hi.min(ohi)))
+        }
         "len" => Ok(Value::Int(range_len(low, high))),
         "low" => Ok(Value::Int(low)),
         "high" => Ok(Value::Int(high)),
@@ -478,6 +578,23 @@ mod tests {
                 (w, g) => panic!("{a} {op:?} {b}: want {w:?}, got {g:?}"),
             }
         }
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("hello world", "aGVsbG8gd29ybGQ="),
+        ];
+        for (plain, coded) in cases {
+            assert_eq!(base64_encode(plain.as_bytes()), coded);
+            assert_eq!(base64_decode(coded).as_deref(), Some(plain.as_bytes()));
+        }
+        assert_eq!(base64_decode("a"), None);
+        assert_eq!(base64_decode("a*"), None);
     }
 
     #[test]

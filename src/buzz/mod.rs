@@ -6,24 +6,32 @@
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].
 
 mod ast;
+mod callbacks;
 mod error;
+mod imports;
 mod interp;
+mod lang;
 mod lexer;
 mod methods;
 mod native;
 mod parser;
+mod serialize;
+pub mod stack;
 mod std_module;
+mod testing;
 mod value;
 
 pub use ast::Program;
 pub use error::BuzzError;
+pub use imports::SourceLoader;
 pub use interp::{
     Interpreter, MAX_CALL_DEPTH, MAX_EVAL_DEPTH, MAX_LIST_LEN, MAX_STR_LEN, STACK_BUDGET,
 };
 pub use lexer::MAX_INTERPOLATION_DEPTH;
 pub use native::{CallSite, NativeCall, NativeFn, NativeModule, Raise};
 pub use parser::MAX_NESTING;
-pub use std_module::std_module;
+pub use std_module::{math_module, std_module};
+pub use testing::TestOutcome;
 pub use value::{
     Class, Closure, EnumType, Instance, ListObj, MapObj, ModuleObj, NativeFunction, Scope, Value,
 };

@@ -158,6 +158,8 @@ impl<'a> NativeCall<'a> {
 pub struct NativeModule {
     pub name: String,
     pub(crate) functions: HashMap<String, NativeFn>,
+    /// Constants such as `math.pi`.
+    pub(crate) values: Vec<(String, Value)>,
 }
 
 impl NativeModule {
@@ -165,7 +167,14 @@ impl NativeModule {
         NativeModule {
             name: name.into(),
             functions: HashMap::new(),
+            values: Vec::new(),
         }
+    }
+
+    /// Adds the constant `name`.
+    pub fn value(mut self, name: impl Into<String>, value: Value) -> NativeModule {
+        self.values.push((name.into(), value));
+        self
     }
 
     /// Adds (or replaces) the function `name`.

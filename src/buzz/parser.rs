@@ -26,14 +26,14 @@ type PResult<T> = Result<T, ParseError>;
 
 /// Parses `source` into statements; `file` is recorded in the program.
 pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
-    let tokens = lex(source).map_err(|e| ParseError {
-        pos: e.pos,
-        message: e.message,
-    })?;
+    let tokens = lex(source);
     let mut parser = Parser {
         tokens: &tokens,
         at: 0,
         depth: 0,
+        file: Rc::from(file),
+        namespace: None,
+        exports: Vec::new(),
     };
     let mut statements = Vec::new();
     while !parser.check(&Tok::Eof) {
@@ -42,6 +42,8 @@ pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
     Ok(Program {
         file: file.to_path_buf(),
         statements,
+        namespace: parser.namespace,
+        exports: parser.exports,
     })
 }
 
@@ -49,7 +51,16 @@ struct Parser<'t> {
     tokens: &'t [Token],
     at: usize,
     depth: usize,
+    file: Rc<Path>,
+    namespace: Option<Rc<str>>,
+    exports: Vec<Rc<str>>,
 }
+
+/// What magus deliberately leaves out of Buzz (DESIGN §10), by the
+/// identifier that starts it: spells get this error, located.
+const MISSING: &[(&str, &str)] = &[
+    ("zdef", "`zdef` (FFI to native code) is not available in magus: spells reach the system only through the gated fs/sh/env and buzz:fs/os/io"),
+];
 
 /// Binary operators by precedence level, lowest first.
 const LEVELS: &[&[(&str, BinKind)]] = &[
@@ -66,6 +77,7 @@ const LEVELS: &[&[(&str, BinKind)]] = &[
         (">", BinKind::Op(BinOp::Gt)),
         (">=", BinKind::Op(BinOp::Ge)),
         ("is", BinKind::Is),
+        ("as", BinKind::As),
     ],
     &[("|", BinKind::Op(BinOp::BitOr))],
     &[("^", BinKind::Op(BinOp::BitXor))],
@@ -94,6 +106,7 @@ enum BinKind {
     Coalesce,
     Range,
     Is,
+    As,
 }
 
 const COMPOUND: &[(&str, BinOp)] = &[
@@ -115,6 +128,26 @@ fn spelled(tok: &Tok) -> Option<&'static str> {
         Tok::Sym(s) => Some(s),
         _ => None,
     }
+}
+
+/// The name a declaration introduces, for `export`.
+fn declared_name(kind: &StmtKind) -> Option<Rc<str>> {
+    match kind {
+        StmtKind::Var(d) => Some(d.name.clone()),
+        StmtKind::Fun(d) => Some(d.name.clone()),
+        StmtKind::Object(d) => Some(d.name.clone()),
+        StmtKind::Enum(d) => Some(d.name.clone()),
+        StmtKind::Protocol(name) => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// Whether `out` followed by `next` is the variable `out` rather than the
+/// `out value;` statement.
+fn ends_out(next: &Tok) -> bool {
+    matches!(next, Tok::Sym(s) if !matches!(*s, "{" | "-" | "!" | "<" | "$"))
+        || matches!(next, Tok::Kw("is" | "as" | "and" | "or"))
+        || matches!(next, Tok::Eof)
 }
 
 impl<'t> Parser<'t> {
@@ -150,6 +183,38 @@ impl<'t> Parser<'t> {
         spelled(&self.peek().tok) == Some(word)
     }
 
+    /// Whether the current token is the identifier `word` (a contextual
+    /// keyword such as `match`, `from` or `out`).
+    fn is_word(&self, word: &str) -> bool {
+        matches!(&self.peek().tok, Tok::Ident(name) if &**name == word)
+    }
+
+    /// Skips `::<T, …>` generic arguments or parameters, returning whether
+    /// there were any.
+    fn generics(&mut self) -> PResult<bool> {
+        if !(self.is("::") && matches!(self.peek_at(1), Tok::Sym("<"))) {
+            return Ok(false);
+        }
+        self.advance();
+        self.advance();
+        while !self.is(">") {
+            self.ty()?;
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(">", "to close the generic arguments")?;
+        Ok(true)
+    }
+
+    /// `:label` after a loop header.
+    fn label(&mut self) -> PResult<Option<Rc<str>>> {
+        if self.eat(":") {
+            return Ok(Some(self.ident("for the loop label")?));
+        }
+        Ok(None)
+    }
+
     fn eat(&mut self, word: &str) -> bool {
         let hit = self.is(word);
         if hit {
@@ -158,10 +223,16 @@ impl<'t> Parser<'t> {
         hit
     }
 
+    /// A syntax error here; at a character-level error token, that error
+    /// instead (the parser got this far, so it is the first error).
     fn error<T>(&self, message: impl Into<String>) -> PResult<T> {
+        let message = match &self.peek().tok {
+            Tok::Error(lexical) => lexical.to_string(),
+            _ => message.into(),
+        };
         Err(ParseError {
             pos: self.pos(),
-            message: message.into(),
+            message,
         })
     }
 
@@ -214,14 +285,24 @@ impl<'t> Parser<'t> {
 
     fn statement_inner(&mut self) -> PResult<Stmt> {
         let pos = self.pos();
+        if let Some(kind) = self.contextual_statement()? {
+            return Ok(Stmt { kind, pos });
+        }
         let kind = match spelled(&self.peek().tok) {
             Some("export") => {
                 self.advance();
-                return self.statement_inner();
+                let stmt = self.statement_inner()?;
+                if let Some(name) = declared_name(&stmt.kind) {
+                    self.exports.push(name);
+                }
+                return Ok(stmt);
             }
             Some("namespace") => self.namespace()?,
             Some("import") => self.import()?,
             Some("final") | Some("var") => StmtKind::Var(self.var_decl()?),
+            Some("mut") if matches!(self.peek_at(1), Tok::Kw("fun")) => {
+                return self.error("`mut fun` is only allowed inside an object")
+            }
             Some("fun") if matches!(self.peek_at(1), Tok::Ident(_)) => {
                 self.advance();
                 let decl = self.function(pos, false)?;
@@ -236,8 +317,8 @@ impl<'t> Parser<'t> {
             Some("do") => self.do_until()?,
             Some("for") => self.for_stmt()?,
             Some("foreach") => self.foreach()?,
-            Some("break") => self.simple(StmtKind::Break, "after `break`")?,
-            Some("continue") => self.simple(StmtKind::Continue, "after `continue`")?,
+            Some("break") => StmtKind::Break(self.jump("break")?),
+            Some("continue") => StmtKind::Continue(self.jump("continue")?),
             Some("return") => self.return_stmt()?,
             Some("throw") => self.throw_stmt()?,
             Some("try") => self.try_stmt()?,
@@ -251,24 +332,151 @@ impl<'t> Parser<'t> {
         Ok(Stmt { kind, pos })
     }
 
-    fn simple(&mut self, kind: StmtKind, context: &str) -> PResult<StmtKind> {
+    /// `break;`, `break label;` and the same for `continue`.
+    fn jump(&mut self, keyword: &str) -> PResult<Option<Rc<str>>> {
         self.advance();
-        self.expect(";", context)?;
-        Ok(kind)
+        let label = match &self.peek().tok {
+            Tok::Ident(name) => {
+                let name = name.clone();
+                self.advance();
+                Some(name)
+            }
+            _ => None,
+        };
+        self.expect(";", &format!("after `{keyword}`"))?;
+        Ok(label)
+    }
+
+    /// Statements introduced by a contextual keyword (an identifier that is
+    /// only special here): `test`, `protocol`, `match`, `out`, `x: T = v;`.
+    fn contextual_statement(&mut self) -> PResult<Option<StmtKind>> {
+        let Tok::Ident(word) = &self.peek().tok else {
+            return Ok(None);
+        };
+        let next = self.peek_at(1);
+        if let Some((_, why)) = MISSING.iter().find(|(w, _)| **w == **word) {
+            if matches!(next, Tok::Sym("(")) {
+                return self.error(*why);
+            }
+        }
+        Ok(Some(match (&**word, next) {
+            ("test", Tok::Str(_)) => self.test_block()?,
+            ("protocol", Tok::Ident(_)) => self.protocol()?,
+            ("match", Tok::Sym("(")) => {
+                let expr = self.expression()?;
+                self.eat(";");
+                StmtKind::Expr(expr)
+            }
+            ("out", next) if !ends_out(next) => {
+                self.advance();
+                let value = self.expression()?;
+                self.expect(";", "after `out`")?;
+                StmtKind::Out(value)
+            }
+            (_, Tok::Sym(":")) => StmtKind::Var(self.typed_decl()?),
+            _ => return Ok(None),
+        }))
+    }
+
+    /// `name: T = value;`, a declaration without `var` or `final`.
+    fn typed_decl(&mut self) -> PResult<VarDecl> {
+        let name = self.ident("in declaration")?;
+        self.expect(":", "after the name")?;
+        let ty = Some(self.ty()?);
+        let init = if self.eat("=") {
+            Some(self.expression()?)
+        } else {
+            None
+        };
+        self.expect(";", "after the declaration")?;
+        Ok(VarDecl {
+            name,
+            mutability: Mutability::Final,
+            ty,
+            init,
+        })
+    }
+
+    fn test_block(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let name = match &self.advance().tok {
+            Tok::Str(parts) => match parts.as_slice() {
+                [StrPart::Text(name)] => Rc::from(name.as_str()),
+                _ => return self.error("a test name must be a plain string"),
+            },
+            _ => return self.expected("a test name string", "after `test`"),
+        };
+        let body = self.block("to open the test body")?;
+        Ok(StmtKind::Test { name, body })
+    }
+
+    /// `protocol P { [mut] fun f(…) > T; … }`: signatures only.
+    fn protocol(&mut self) -> PResult<StmtKind> {
+        self.advance();
+        let name = self.ident("after `protocol`")?;
+        self.expect("{", "to open the protocol body")?;
+        while !self.is("}") && !self.check(&Tok::Eof) {
+            self.eat("mut");
+            self.expect("fun", "in a protocol (it holds method signatures)")?;
+            self.ident("for the method name")?;
+            self.expect("(", "to open the parameter list")?;
+            self.params()?;
+            self.signature_rest()?;
+            self.expect(";", "after a protocol method signature")?;
+        }
+        self.expect("}", "to close the protocol body")?;
+        Ok(StmtKind::Protocol(name))
+    }
+
+    /// `> R !> E, …` after a parameter list; the return type.
+    fn signature_rest(&mut self) -> PResult<Type> {
+        let ret = if self.eat(">") {
+            self.ty()?
+        } else {
+            Type::Void
+        };
+        if self.eat("*>") {
+            self.ty()?;
+        }
+        if self.eat("!>") {
+            self.ty()?;
+            while self.eat(",") {
+                self.ty()?;
+            }
+        }
+        Ok(ret)
     }
 
     fn namespace(&mut self) -> PResult<StmtKind> {
         self.advance();
-        self.ident("after `namespace`")?;
+        let mut name = self.ident("after `namespace`")?;
         while self.eat("\\") {
-            self.ident("in namespace path")?;
+            name = self.ident("in namespace path")?;
         }
         self.expect(";", "after namespace")?;
+        self.namespace = Some(name);
         Ok(StmtKind::Namespace)
     }
 
     fn import(&mut self) -> PResult<StmtKind> {
         self.advance();
+        let mut names = Vec::new();
+        let selective = matches!(self.peek_at(1), Tok::Sym(","))
+            || matches!(self.peek_at(1), Tok::Ident(w) if &**w == "from");
+        if matches!(self.peek().tok, Tok::Ident(_)) && !selective {
+            return self.expected("a module name string", "after `import`");
+        }
+        while let Tok::Ident(name) = &self.peek().tok {
+            names.push(name.clone());
+            self.advance();
+            if !self.eat(",") {
+                if !self.is_word("from") {
+                    return self.expected("`,` or `from`", "in a selective import");
+                }
+                self.advance();
+                break;
+            }
+        }
         let module = match &self.peek().tok {
             Tok::Str(parts) => match parts.as_slice() {
                 [StrPart::Text(name)] => Rc::from(name.as_str()),
@@ -283,7 +491,11 @@ impl<'t> Parser<'t> {
             None
         };
         self.expect(";", "after import")?;
-        Ok(StmtKind::Import { module, alias })
+        Ok(StmtKind::Import {
+            module,
+            alias,
+            names,
+        })
     }
 
     fn var_decl(&mut self) -> PResult<VarDecl> {
@@ -316,23 +528,14 @@ impl<'t> Parser<'t> {
     /// After `fun`: `name(params) > R !> E { body }` or `=> expr`.
     fn function(&mut self, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
         let name = self.ident("after `fun`")?;
+        self.generics()?;
         self.function_rest(name, pos, is_static)
     }
 
     fn function_rest(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
         self.expect("(", "to open the parameter list")?;
         let params = self.params()?;
-        let ret = if self.eat(">") {
-            self.ty()?
-        } else {
-            Type::Void
-        };
-        if self.eat("!>") {
-            self.ty()?;
-            while self.eat(",") {
-                self.ty()?;
-            }
-        }
+        let ret = self.signature_rest()?;
         let body = if self.is("=>") {
             let arrow = self.advance().pos;
             let value = self.expression()?;
@@ -350,6 +553,7 @@ impl<'t> Parser<'t> {
             body,
             pos,
             is_static,
+            file: self.file.clone(),
         }))
     }
 
@@ -375,31 +579,47 @@ impl<'t> Parser<'t> {
 
     fn object(&mut self) -> PResult<Rc<ObjectDecl>> {
         let pos = self.advance().pos;
+        let mut protocols = Vec::new();
+        if self.eat("<") {
+            while !self.is(">") {
+                protocols.push(self.ident("for a protocol name")?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            self.expect(">", "after the protocols")?;
+        }
         let name = self.ident("after `object`")?;
+        self.generics()?;
         self.expect("{", "to open the object body")?;
         let mut fields = Vec::new();
         let mut methods = Vec::new();
         while !self.is("}") && !self.check(&Tok::Eof) {
             let member = self.pos();
             let is_static = self.eat("static");
+            self.eat("mut");
             if self.eat("fun") {
                 methods.push(self.nested(|p| p.function(member, is_static))?);
                 self.eat(";");
             } else {
-                fields.push(self.field(member)?);
+                fields.push(self.field(member, is_static)?);
+                if !self.eat(",") {
+                    self.eat(";");
+                }
             }
             self.eat(",");
         }
         self.expect("}", "to close the object body")?;
         Ok(Rc::new(ObjectDecl {
             name,
+            protocols,
             fields,
             methods,
             pos,
         }))
     }
 
-    fn field(&mut self, pos: Pos) -> PResult<FieldDecl> {
+    fn field(&mut self, pos: Pos, is_static: bool) -> PResult<FieldDecl> {
         let name = self.ident("for an object field or method")?;
         self.expect(":", "after the field name")?;
         let ty = self.ty()?;
@@ -410,6 +630,7 @@ impl<'t> Parser<'t> {
         };
         Ok(FieldDecl {
             name,
+            is_static,
             ty,
             default,
             pos,
@@ -418,8 +639,9 @@ impl<'t> Parser<'t> {
 
     fn enumeration(&mut self) -> PResult<Rc<EnumDecl>> {
         let pos = self.advance().pos;
+        let mut value_type = None;
         if self.eat("<") {
-            self.ty()?;
+            value_type = Some(self.ty()?);
             self.expect(">", "after the enum value type")?;
         }
         let name = self.ident("after `enum`")?;
@@ -438,7 +660,12 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect("}", "to close the enum body")?;
-        Ok(Rc::new(EnumDecl { name, cases, pos }))
+        Ok(Rc::new(EnumDecl {
+            name,
+            value_type,
+            cases,
+            pos,
+        }))
     }
 
     fn block(&mut self, context: &str) -> PResult<Vec<Stmt>> {
@@ -463,12 +690,17 @@ impl<'t> Parser<'t> {
 
     fn if_stmt(&mut self) -> PResult<StmtKind> {
         self.advance();
-        let cond = self.condition("if")?;
+        self.expect("(", "after `if`")?;
+        let (cond, binding) = self.if_condition()?;
+        self.expect(")", "after the `if` condition")?;
         let then = self.block("after the `if` condition")?;
         let otherwise = if self.eat("else") {
             let pos = self.pos();
+            // `else if` goes straight to `if_stmt`: a long chain then costs
+            // the fewest stack frames per link.
             let stmt = if self.is("if") {
-                self.statement()?
+                let kind = self.nested(Self::if_stmt)?;
+                Stmt { kind, pos }
             } else {
                 let body = self.block("after `else`")?;
                 Stmt {
@@ -482,37 +714,69 @@ impl<'t> Parser<'t> {
         };
         Ok(StmtKind::If {
             cond,
+            binding,
             then,
             otherwise,
         })
     }
 
+    /// `x`, `x -> y` (unwrap) or `x as y: T` (cast), inside `if (…)`.
+    fn if_condition(&mut self) -> PResult<(Expr, Option<IfBinding>)> {
+        let cond = self.binary(0)?;
+        if self.eat("->") {
+            let name = self.ident("after `->`")?;
+            return Ok((cond, Some(IfBinding { name, cast: None })));
+        }
+        let cast =
+            matches!(self.peek_at(1), Tok::Ident(_)) && matches!(self.peek_at(2), Tok::Sym(":"));
+        if cast && self.eat("as") {
+            let name = self.ident("after `as`")?;
+            self.expect(":", "after the name")?;
+            let ty = self.ty()?;
+            return Ok((
+                cond,
+                Some(IfBinding {
+                    name,
+                    cast: Some(ty),
+                }),
+            ));
+        }
+        let cond = self.finish_expression(cond)?;
+        Ok((cond, None))
+    }
+
     fn while_stmt(&mut self) -> PResult<StmtKind> {
         self.advance();
         let cond = self.condition("while")?;
+        let label = self.label()?;
         let body = self.block("after the `while` condition")?;
-        Ok(StmtKind::While { cond, body })
+        Ok(StmtKind::While { cond, body, label })
     }
 
     fn do_until(&mut self) -> PResult<StmtKind> {
         self.advance();
+        let label = self.label()?;
         let body = self.block("after `do`")?;
         self.expect("until", "after the `do` block")?;
         let cond = self.condition("until")?;
         self.eat(";");
-        Ok(StmtKind::DoUntil { body, cond })
+        Ok(StmtKind::DoUntil { body, cond, label })
     }
 
     fn for_stmt(&mut self) -> PResult<StmtKind> {
         self.advance();
         self.expect("(", "after `for`")?;
         let mut init = Vec::new();
-        while self.is("var") || self.is("final") {
+        // `i: int = 0` and upstream's bare `i = 0` declare the loop variable.
+        let typed = |p: &Self| {
+            matches!(p.peek().tok, Tok::Ident(_)) && matches!(p.peek_at(1), Tok::Sym(":" | "="))
+        };
+        while self.is("var") || self.is("final") || typed(self) {
             let pos = self.pos();
             let mutability = if self.eat("final") {
                 Mutability::Final
             } else {
-                self.advance();
+                self.eat("var");
                 Mutability::Var
             };
             let name = self.ident("in `for` initializer")?;
@@ -537,6 +801,18 @@ impl<'t> Parser<'t> {
                 break;
             }
         }
+        // `for (i = 0; …)`: the initializer may assign an existing variable.
+        while init.is_empty() && !self.is(";") {
+            let pos = self.pos();
+            let expr = self.expression()?;
+            init.push(Stmt {
+                kind: StmtKind::Expr(expr),
+                pos,
+            });
+            if !self.eat(",") {
+                break;
+            }
+        }
         self.expect(";", "after the `for` initializer")?;
         let cond = if self.is(";") {
             None
@@ -552,34 +828,49 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect(")", "after the `for` clauses")?;
+        let label = self.label()?;
         let body = self.block("after `for (…)`")?;
         Ok(StmtKind::For {
             init,
             cond,
             step,
             body,
+            label,
         })
     }
 
     fn foreach(&mut self) -> PResult<StmtKind> {
         self.advance();
         self.expect("(", "after `foreach`")?;
-        let first = self.ident("in `foreach`")?;
+        let first = self.foreach_name()?;
         let (key, value) = if self.eat(",") {
-            (Some(first), self.ident("after `,` in `foreach`")?)
+            (Some(first), self.foreach_name()?)
         } else {
             (None, first)
         };
         self.expect("in", "in `foreach`")?;
         let iterable = self.expression()?;
         self.expect(")", "after the `foreach` clause")?;
+        let label = self.label()?;
         let body = self.block("after `foreach (…)`")?;
         Ok(StmtKind::ForEach {
             key,
             value,
             iterable,
             body,
+            label,
         })
+    }
+
+    /// A `foreach` variable, with an optional (unchecked) type.
+    fn foreach_name(&mut self) -> PResult<Rc<str>> {
+        self.eat("var");
+        self.eat("final");
+        let name = self.ident("in `foreach`")?;
+        if self.eat(":") {
+            self.ty()?;
+        }
+        Ok(name)
     }
 
     fn return_stmt(&mut self) -> PResult<StmtKind> {
@@ -641,6 +932,9 @@ impl<'t> Parser<'t> {
             }
             Tok::Sym("{") => self.map_type()?,
             Tok::Kw("fun") => self.fun_type()?,
+            Tok::Ident(name) if &**name == "obj" && matches!(self.peek_at(1), Tok::Sym("{")) => {
+                self.anon_object_type()?
+            }
             Tok::Kw("void") => {
                 self.advance();
                 Type::Void
@@ -654,6 +948,24 @@ impl<'t> Parser<'t> {
         Ok(base)
     }
 
+    /// `obj{ name: T, … }` or the tuple type `obj{ :T, … }`.
+    fn anon_object_type(&mut self) -> PResult<Type> {
+        self.advance();
+        self.advance();
+        while !self.is("}") {
+            if !self.is(":") {
+                self.ident("for a field of the object type")?;
+            }
+            self.expect(":", "after the field name")?;
+            self.ty()?;
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}", "to close the object type")?;
+        Ok(Type::AnonObject)
+    }
+
     fn map_type(&mut self) -> PResult<Type> {
         self.advance();
         let key = self.ty()?;
@@ -665,6 +977,7 @@ impl<'t> Parser<'t> {
 
     fn fun_type(&mut self) -> PResult<Type> {
         self.advance();
+        self.generics()?;
         self.expect("(", "in the function type")?;
         while !self.is(")") {
             if matches!(self.peek_at(1), Tok::Sym(":")) {
@@ -677,12 +990,7 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect(")", "in the function type")?;
-        if self.eat(">") {
-            self.ty()?;
-        }
-        if self.eat("!>") {
-            self.ty()?;
-        }
+        self.signature_rest()?;
         Ok(Type::Function)
     }
 
@@ -691,6 +999,7 @@ impl<'t> Parser<'t> {
         while self.eat("\\") {
             name = self.ident("in a qualified type name")?;
         }
+        self.generics()?;
         if self.is("<") && !matches!(self.peek_at(1), Tok::Sym("=")) {
             self.advance();
             self.ty()?;
@@ -714,6 +1023,11 @@ impl<'t> Parser<'t> {
 
     fn expression_inner(&mut self) -> PResult<Expr> {
         let target = self.binary(0)?;
+        self.finish_expression(target)
+    }
+
+    /// What may follow an operand chain: assignment or inline `catch`.
+    fn finish_expression(&mut self, target: Expr) -> PResult<Expr> {
         if self.is("=") {
             let pos = self.advance().pos;
             return self.assignment(target, None, pos);
@@ -780,6 +1094,13 @@ impl<'t> Parser<'t> {
     }
 
     fn binary_operator(&self) -> Option<(usize, BinKind)> {
+        // `if (x as y: T)` is a binding, not a cast.
+        if self.is("as")
+            && matches!(self.peek_at(1), Tok::Ident(_))
+            && matches!(self.peek_at(2), Tok::Sym(":"))
+        {
+            return None;
+        }
         LEVELS.iter().enumerate().find_map(|(level, ops)| {
             ops.iter()
                 .find(|(s, _)| self.is(s))
@@ -791,6 +1112,17 @@ impl<'t> Parser<'t> {
         let l = Box::new(left);
         let kind = match kind {
             BinKind::Is => ExprKind::Is(l, self.ty()?),
+            BinKind::As => {
+                let optional = self.eat("?");
+                if !optional {
+                    self.eat("!");
+                }
+                ExprKind::As {
+                    value: l,
+                    ty: self.ty()?,
+                    optional,
+                }
+            }
             BinKind::Op(op) => ExprKind::Binary(op, l, Box::new(self.binary(level + 1)?)),
             BinKind::And => ExprKind::And(l, Box::new(self.binary(level + 1)?)),
             BinKind::Or => ExprKind::Or(l, Box::new(self.binary(level + 1)?)),
@@ -801,6 +1133,14 @@ impl<'t> Parser<'t> {
     }
 
     fn unary(&mut self) -> PResult<Expr> {
+        if self.is_word("typeof") {
+            let pos = self.advance().pos;
+            let operand = self.nested(Self::unary)?;
+            return Ok(Expr {
+                kind: ExprKind::TypeOf(Box::new(operand)),
+                pos,
+            });
+        }
         let op = match spelled(&self.peek().tok) {
             Some("!") => UnOp::Not,
             Some("-") => UnOp::Neg,
@@ -820,6 +1160,33 @@ impl<'t> Parser<'t> {
         let mut expr = self.primary()?;
         let mut chain = 0;
         let result = loop {
+            if self.generics()? {
+                continue;
+            }
+            if self.is(".") && matches!(self.peek_at(1), Tok::Sym("{")) {
+                // `callMe .{ … }`: a call whose one argument is an anonymous object.
+                let pos = self.pos();
+                let arg = self.primary()?;
+                expr = Expr {
+                    kind: ExprKind::Call {
+                        callee: Box::new(expr),
+                        args: vec![Arg {
+                            name: None,
+                            value: arg,
+                        }],
+                    },
+                    pos,
+                };
+                continue;
+            }
+            if self.is("?") && matches!(self.peek_at(1), Tok::Sym("[")) {
+                self.advance();
+                let object = Box::new(expr);
+                let pos = self.advance().pos;
+                let kind = self.optional_subscript(object)?;
+                expr = Expr { kind, pos };
+                continue;
+            }
             if !(self.is("(")
                 || self.is(".")
                 || self.is("\\")
@@ -855,7 +1222,15 @@ impl<'t> Parser<'t> {
             Some(sep) => {
                 let optional = sep == "?.";
                 let pos = self.pos();
-                let name = self.ident(&format!("after `{sep}`"))?;
+                let name = match &self.peek().tok {
+                    // `tuple.0`
+                    Tok::Int(n) if sep == "." => {
+                        let n = *n;
+                        self.advance();
+                        Rc::from(n.to_string())
+                    }
+                    _ => self.ident(&format!("after `{sep}`"))?,
+                };
                 let kind = ExprKind::Field {
                     object,
                     name,
@@ -871,6 +1246,16 @@ impl<'t> Parser<'t> {
             token.pos
         };
         Ok(Expr { kind, pos })
+    }
+
+    /// `x?[i]`: null when `x` is null, else `x[i]`.
+    fn optional_subscript(&mut self, object: Box<Expr>) -> PResult<ExprKind> {
+        let index = self.expression()?;
+        self.expect("]", "after the subscript")?;
+        Ok(ExprKind::OptionalIndex {
+            object,
+            index: Box::new(index),
+        })
     }
 
     fn subscript(&mut self, object: Box<Expr>) -> PResult<ExprKind> {
@@ -909,32 +1294,51 @@ impl<'t> Parser<'t> {
     fn primary(&mut self) -> PResult<Expr> {
         let token = self.peek();
         let pos = token.pos;
-        let kind = match &token.tok {
-            Tok::Int(v) => self.literal(ExprKind::Int(*v)),
-            Tok::Double(v) => self.literal(ExprKind::Double(*v)),
-            Tok::Str(parts) => {
-                self.advance();
-                self.string(parts)?
-            }
-            Tok::Ident(name) => self.name(name.clone())?,
-            Tok::Kw("true") => self.literal(ExprKind::Bool(true)),
-            Tok::Kw("false") => self.literal(ExprKind::Bool(false)),
-            Tok::Kw("null") => self.literal(ExprKind::Null),
-            Tok::Kw("void") => self.literal(ExprKind::Void),
-            Tok::Kw("mut") => {
-                self.advance();
-                return self.mut_literal();
-            }
-            Tok::Sym("(") => return self.parenthesized(),
-            Tok::Sym("[") => self.list()?,
-            Tok::Sym("{") => self.map()?,
-            Tok::Kw("if") => self.inline_if()?,
-            Tok::Kw("fun") => {
-                self.advance();
-                ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
-            }
-            _ => return self.expected("an expression", "here"),
-        };
+        let kind =
+            match &token.tok {
+                Tok::Int(v) => self.literal(ExprKind::Int(*v)),
+                Tok::Double(v) => self.literal(ExprKind::Double(*v)),
+                Tok::Str(parts) => {
+                    self.advance();
+                    self.string(parts)?
+                }
+                Tok::Ident(w) if &**w == "from" && matches!(self.peek_at(1), Tok::Sym("{")) => {
+                    self.advance();
+                    ExprKind::Block(self.block("after `from`")?)
+                }
+                Tok::Ident(w) if &**w == "match" && matches!(self.peek_at(1), Tok::Sym("(")) => {
+                    self.match_expr()?
+                }
+                Tok::Ident(name) => self.name(name.clone())?,
+                Tok::Kw("true") => self.literal(ExprKind::Bool(true)),
+                Tok::Kw("false") => self.literal(ExprKind::Bool(false)),
+                Tok::Kw("null") => self.literal(ExprKind::Null),
+                Tok::Kw("void") => self.literal(ExprKind::Void),
+                Tok::Kw("mut") => {
+                    self.advance();
+                    return self.mut_literal();
+                }
+                Tok::Pattern(source) => self.literal(ExprKind::Pattern(source.clone())),
+                Tok::Sym(".") => self.dotted()?,
+                Tok::Sym("<") => {
+                    self.advance();
+                    let ty = self.ty()?;
+                    self.expect(">", "to close the type value")?;
+                    ExprKind::TypeValue(ty)
+                }
+                Tok::Sym("&") => return self.error(
+                    "fibers (`&call`, `resume`, `resolve`, `yield`) are not supported by magus yet",
+                ),
+                Tok::Sym("(") => return self.parenthesized(),
+                Tok::Sym("[") => self.list()?,
+                Tok::Sym("{") => self.map()?,
+                Tok::Kw("if") => self.inline_if()?,
+                Tok::Kw("fun") => {
+                    self.advance();
+                    ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
+                }
+                _ => return self.expected("an expression", "here"),
+            };
         Ok(Expr { kind, pos })
     }
 
@@ -944,10 +1348,93 @@ impl<'t> Parser<'t> {
     }
 
     fn mut_literal(&mut self) -> PResult<Expr> {
-        if self.is("[") || self.is("{") {
-            return self.primary();
+        if self.is("[") || self.is("{") || self.is(".") || matches!(self.peek().tok, Tok::Ident(_))
+        {
+            return self.postfix();
         }
-        self.expected("a list or map literal", "after `mut`")
+        self.expected("a list, map or object literal", "after `mut`")
+    }
+
+    /// `.case` (an inferred enum case) or `.{ … }` (an anonymous object).
+    fn dotted(&mut self) -> PResult<ExprKind> {
+        self.advance();
+        if !self.eat("{") {
+            return Ok(ExprKind::InferredCase(self.ident("after `.`")?));
+        }
+        let mut fields = Vec::new();
+        while !self.is("}") {
+            let named = matches!(self.peek().tok, Tok::Ident(_))
+                && matches!(self.peek_at(1), Tok::Sym("="));
+            let bare = self.is("(");
+            let (name, value) = if named {
+                let name = self.ident("for a field")?;
+                self.advance();
+                (name, self.expression()?)
+            } else {
+                let value = self.expression()?;
+                let name = match &value.kind {
+                    ExprKind::Var(n) if !bare => n.clone(),
+                    _ => Rc::from(fields.len().to_string()),
+                };
+                (name, value)
+            };
+            fields.push((name, value));
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}", "to close the anonymous object")?;
+        Ok(ExprKind::AnonObject(fields))
+    }
+
+    /// `match (subject) { a, b -> value, else -> value }`.
+    fn match_expr(&mut self) -> PResult<ExprKind> {
+        self.advance();
+        let subject = self.condition("match")?;
+        self.expect("{", "to open the `match` arms")?;
+        let mut arms = Vec::new();
+        let mut otherwise = None;
+        while !self.is("}") && !self.check(&Tok::Eof) {
+            if self.eat("else") {
+                self.expect("->", "after `else` in `match`")?;
+                otherwise = Some(Box::new(self.arm_body()?));
+            } else {
+                let mut conditions = vec![self.expression()?];
+                while self.eat(",") {
+                    conditions.push(self.expression()?);
+                }
+                self.expect("->", "after the `match` condition")?;
+                arms.push(MatchArm {
+                    conditions,
+                    body: self.arm_body()?,
+                });
+            }
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}", "to close the `match` arms")?;
+        Ok(ExprKind::Match {
+            subject: Box::new(subject),
+            arms,
+            otherwise,
+        })
+    }
+
+    /// A `match` arm's value: a block of statements or an expression.
+    fn arm_body(&mut self) -> PResult<Expr> {
+        let pos = self.pos();
+        let map_like = matches!(self.peek_at(1), Tok::Sym("}") | Tok::Sym("<"))
+            || (matches!(self.peek_at(1), Tok::Str(_) | Tok::Int(_))
+                && matches!(self.peek_at(2), Tok::Sym(":")));
+        if self.is("{") && !map_like {
+            let body = self.block("to open the `match` arm")?;
+            return Ok(Expr {
+                kind: ExprKind::Block(body),
+                pos,
+            });
+        }
+        self.expression()
     }
 
     fn parenthesized(&mut self) -> PResult<Expr> {
@@ -959,10 +1446,18 @@ impl<'t> Parser<'t> {
 
     fn name(&mut self, name: Rc<str>) -> PResult<ExprKind> {
         self.advance();
+        let generic = self.generics()?;
+        if generic && !self.is("{") {
+            return Ok(ExprKind::Var(name));
+        }
+        let capitalised = name.starts_with(|c: char| c.is_ascii_uppercase());
         let instance = self.is("{")
             && (matches!(self.peek_at(1), Tok::Sym("}"))
                 || (matches!(self.peek_at(1), Tok::Ident(_))
-                    && matches!(self.peek_at(2), Tok::Sym("="))));
+                    && matches!(self.peek_at(2), Tok::Sym("=")))
+                || (capitalised
+                    && matches!(self.peek_at(1), Tok::Ident(_))
+                    && matches!(self.peek_at(2), Tok::Sym(",") | Tok::Sym("}"))));
         if instance {
             return self.instance(name);
         }
@@ -973,7 +1468,20 @@ impl<'t> Parser<'t> {
         self.advance();
         let mut fields = Vec::new();
         while !self.is("}") {
+            let pos = self.pos();
             let name = self.ident("for a field in the object literal")?;
+            if self.is(",") || self.is("}") {
+                // `Person{ name }` is `Person{ name = name }`.
+                let value = Expr {
+                    kind: ExprKind::Var(name.clone()),
+                    pos,
+                };
+                fields.push((name, value));
+                if !self.eat(",") {
+                    break;
+                }
+                continue;
+            }
             self.expect("=", "after the field name")?;
             fields.push((name, self.expression()?));
             if !self.eat(",") {
@@ -1003,6 +1511,9 @@ impl<'t> Parser<'t> {
             tokens,
             at: 0,
             depth: self.depth,
+            file: self.file.clone(),
+            namespace: None,
+            exports: Vec::new(),
         };
         let expr = inner.expression()?;
         if !inner.check(&Tok::Eof) {
@@ -1013,11 +1524,19 @@ impl<'t> Parser<'t> {
 
     fn list(&mut self) -> PResult<ExprKind> {
         self.advance();
-        if self.eat("<") {
-            self.ty()?;
-            self.expect(">", "after the list item type")?;
-        }
         let mut items = Vec::new();
+        if self.is("<") {
+            let pos = self.advance().pos;
+            let ty = self.ty()?;
+            self.expect(">", "after the list item type")?;
+            // `[<T>, …]` is a list whose first item is the type `T`.
+            if self.eat(",") {
+                items.push(Expr {
+                    kind: ExprKind::TypeValue(ty),
+                    pos,
+                });
+            }
+        }
         while !self.is("]") {
             items.push(self.expression()?);
             if !self.eat(",") {

@@ -26,6 +26,17 @@ pub fn std_module() -> NativeModule {
             ))
         })
         .function("exit", exit)
+        .function("random", random)
+        .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
+        .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
+        .function("char", |c| {
+            let byte = u8::try_from(c.arg_int(0)?).ok().filter(u8::is_ascii);
+            byte.map(|b| Value::str(char::from(b).to_string()))
+                .ok_or_else(|| Raise::type_error("std.char: expected an ASCII byte (0 to 127)"))
+        })
+        .function("panic", |c| {
+            Err(Raise::type_error(format!("panic: {}", c.arg(0)?)))
+        })
 }
 
 /// Writes the value and a newline, then flushes so that output stays in
@@ -67,4 +78,123 @@ fn exit(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     let status = call.arg_int(0)?;
     call.exit(i32::try_from(status).unwrap_or(1));
     Ok(Value::Null)
+}
+
+/// Upstream's `math.pi`, as it declares it: `deg` and `rad` use it too, so
+/// results agree with upstream to the last digit.
+#[allow(clippy::approx_constant)] // deliberately upstream's rounding, not `PI`
+const UPSTREAM_PI: f64 = 3.1415926535898;
+
+/// A one-argument `math` function.
+type Unary = fn(f64) -> f64;
+
+/// Upstream's `buzz:math`: pure functions of their arguments.
+pub fn math_module() -> NativeModule {
+    let unary: [(&str, Unary); 9] = [
+        ("abs", f64::abs),
+        ("acos", f64::acos),
+        ("asin", f64::asin),
+        ("atan", f64::atan),
+        ("cos", f64::cos),
+        ("exp", f64::exp),
+        ("sin", f64::sin),
+        ("sqrt", f64::sqrt),
+        ("tan", f64::tan),
+    ];
+    let mut m = NativeModule::new("math").value("pi", Value::Double(UPSTREAM_PI));
+    for (name, f) in unary {
+        m = m.function(name, move |c| Ok(Value::Double(f(c.arg_double(0)?))));
+    }
+    m.function("ceil", |c| Ok(Value::Int(c.arg_double(0)?.ceil() as i64)))
+        .function("floor", |c| Ok(Value::Int(c.arg_double(0)?.floor() as i64)))
+        .function("log", |c| {
+            Ok(Value::Double(c.arg_double(1)?.log(c.arg_double(0)?)))
+        })
+        .function("pow", pow)
+        .function("deg", |c| {
+            Ok(Value::Double(c.arg_double(0)? * 180.0 / UPSTREAM_PI))
+        })
+        .function("rad", |c| {
+            Ok(Value::Double(c.arg_double(0)? * UPSTREAM_PI / 180.0))
+        })
+        .function("maxDouble", |c| {
+            Ok(Value::Double(c.arg_double(0)?.max(c.arg_double(1)?)))
+        })
+        .function("minDouble", |c| {
+            Ok(Value::Double(c.arg_double(0)?.min(c.arg_double(1)?)))
+        })
+        .function("maxInt", |c| {
+            Ok(Value::Int(c.arg_int(0)?.max(c.arg_int(1)?)))
+        })
+        .function("minInt", |c| {
+            Ok(Value::Int(c.arg_int(0)?.min(c.arg_int(1)?)))
+        })
+}
+
+/// `pow(x, y)`: an `int` when both are ints (and it fits), else a double.
+fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
+    if let (Some(x), Some(y)) = (call.arg(0)?.as_int(), call.arg(1)?.as_int()) {
+        if let Some(v) = u32::try_from(y).ok().and_then(|y| x.checked_pow(y)) {
+            return Ok(Value::Int(v));
+        }
+    }
+    Ok(Value::Double(call.arg_double(0)?.powf(call.arg_double(1)?)))
+}
+
+/// Natives under `buzz:buffer` (see `buffer.buzz`): bytes to and from text.
+pub fn buffer_natives() -> NativeModule {
+    NativeModule::new("bufraw")
+        .function("zeros", |c| {
+            let n = usize::try_from(c.arg_int(0)?).unwrap_or(0);
+            if n > super::interp::MAX_LIST_LEN {
+                return Err(Raise::type_error("Buffer.init: capacity too large"));
+            }
+            Ok(Value::list(vec![Value::Int(0); n]))
+        })
+        .function("bytes", |c| {
+            let text = c.arg_str(0)?;
+            Ok(Value::list(
+                text.bytes().map(|b| Value::Int(i64::from(b))).collect(),
+            ))
+        })
+        .function("text", |c| {
+            let bytes: Vec<u8> = c
+                .arg_list(0)?
+                .iter()
+                .map(|v| {
+                    v.as_int()
+                        .and_then(|i| u8::try_from(i).ok())
+                        .unwrap_or(b'?')
+                })
+                .collect();
+            Ok(Value::str(String::from_utf8_lossy(&bytes).as_ref()))
+        })
+}
+
+/// `std.random(min: 0, max: …)`: not for secrets (a xorshift seeded from
+/// the clock), like upstream's.
+fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(seed());
+    }
+    let min = call.opt_arg(0).and_then(Value::as_int).unwrap_or(0);
+    let max = call.opt_arg(1).and_then(Value::as_int).unwrap_or(i64::MAX);
+    let next = STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x
+    });
+    let span = max.saturating_sub(min).max(1) as u64;
+    Ok(Value::Int(min.saturating_add((next % span) as i64)))
+}
+
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos | 1
 }

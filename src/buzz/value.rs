@@ -5,7 +5,7 @@
 //! bound: nested containers are dropped with an explicit work list, and
 //! printing and equality stop at [`MAX_VALUE_DEPTH`].
 
-use super::ast::{FunDecl, Mutability, ObjectDecl};
+use super::ast::{FunDecl, Mutability, ObjectDecl, Type};
 use super::native::NativeFn;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -38,6 +38,18 @@ pub enum Value {
     Module(Rc<ModuleObj>),
     Class(Rc<Class>),
     Enum(Rc<EnumType>),
+    /// `<T>` or what `typeof` gives.
+    Type(Rc<Type>),
+    /// `$"…"`: a compiled pattern.
+    Pattern(Rc<Pattern>),
+    /// `.case` before the expected type has made it an enum case.
+    InferredCase(Rc<str>),
+}
+
+/// A pattern literal: its source and the compiled regex.
+pub struct Pattern {
+    pub(crate) source: Rc<str>,
+    pub(crate) regex: pcre2::bytes::Regex,
 }
 
 impl Value {
@@ -68,11 +80,7 @@ impl Value {
     /// An instance of a native object type (e.g. `SandboxError`) with the
     /// given fields, readable as `e.code` and matched by `catch (e: SandboxError)`.
     pub fn record(type_name: &str, fields: Vec<(&str, Value)>) -> Value {
-        let class = Rc::new(Class {
-            name: Rc::from(type_name),
-            decl: None,
-            scope: None,
-        });
+        let class = Rc::new(Class::native(type_name));
         let fields = fields
             .into_iter()
             .map(|(name, value)| (Rc::from(name), value))
@@ -157,6 +165,9 @@ impl Value {
             Value::Module(_) => "module".into(),
             Value::Class(_) => "object type".into(),
             Value::Enum(_) => "enum type".into(),
+            Value::Type(_) => "type".into(),
+            Value::Pattern(_) => "pat".into(),
+            Value::InferredCase(_) => "enum case".into(),
         }
     }
 
@@ -189,6 +200,9 @@ impl Value {
             Value::Module(m) => out.push_str(&format!("module {}", m.name)),
             Value::Class(c) => out.push_str(&format!("object {}", c.name)),
             Value::Enum(e) => out.push_str(&format!("enum {}", e.name)),
+            Value::Type(t) => out.push_str(&format!("<{}>", super::interp::type_label(t))),
+            Value::Pattern(p) => out.push_str(&p.source),
+            Value::InferredCase(name) => out.push_str(&format!(".{name}")),
         }
     }
 
@@ -205,6 +219,13 @@ impl Value {
             (Value::Str(a), Value::Str(b)) => a == b,
             (Value::Range(a, b), Value::Range(c, d)) => a == c && b == d,
             (Value::EnumCase(a, i), Value::EnumCase(b, j)) => Rc::ptr_eq(a, b) && i == j,
+            (Value::EnumCase(e, i), Value::InferredCase(n))
+            | (Value::InferredCase(n), Value::EnumCase(e, i)) => {
+                e.cases.get(*i).is_some_and(|(name, _)| name == n)
+            }
+            (Value::InferredCase(a), Value::InferredCase(b)) => a == b,
+            (Value::Type(a), Value::Type(b)) => a == b,
+            (Value::Pattern(a), Value::Pattern(b)) => a.source == b.source,
             (Value::List(a), Value::List(b)) => {
                 Rc::ptr_eq(a, b) || (depth < MAX_VALUE_DEPTH && list_eq(a, b, depth))
             }
@@ -372,6 +393,9 @@ impl MapKey {
             Value::Module(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
             Value::Class(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
             Value::Enum(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Type(t) => MapKey::Str(Rc::from(super::interp::type_label(t))),
+            Value::Pattern(p) => MapKey::Str(p.source.clone()),
+            Value::InferredCase(x) => MapKey::Str(x.clone()),
         }
     }
 }
@@ -432,6 +456,24 @@ pub struct Class {
     pub(crate) decl: Option<Rc<ObjectDecl>>,
     /// The scope methods close over.
     pub(crate) scope: Option<Rc<Scope>>,
+    /// Static fields, by name.
+    pub(crate) statics: RefCell<Vec<(Rc<str>, Value)>>,
+}
+
+impl Class {
+    /// A type with no Buzz declaration: native records and anonymous objects.
+    pub(crate) fn native(name: &str) -> Class {
+        Class {
+            name: Rc::from(name),
+            decl: None,
+            scope: None,
+            statics: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn is_anonymous(&self) -> bool {
+        self.decl.is_none() && &*self.name == "obj"
+    }
 }
 
 /// An instance of a [`Class`].

@@ -10,6 +10,7 @@ mod lock;
 mod report;
 mod run;
 mod spells;
+mod test;
 
 pub use run::{landlock_unavailable, network_fallback};
 
@@ -109,6 +110,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run the `test "name" { }` blocks of spells (all spells when none is
+    /// named), in the sandbox, like `buzz --test`.
+    #[command(after_help = EXIT_HELP)]
+    Test {
+        /// Spell names or paths to `.buzz` files.
+        spells: Vec<String>,
+    },
     /// List the workspace's spells, each with the first sentence of its
     /// opening comment.
     #[command(after_help = EXIT_HELP)]
@@ -171,7 +179,16 @@ pub fn main() -> i32 {
         }
         Some(Command::Run {
             spell: Some(spell), ..
-        }) => run::run(global, &env, reexec, &spell, spell_args),
+        }) => run::run(
+            global,
+            &env,
+            reexec,
+            run::Job::Run {
+                spell,
+                args: spell_args,
+            },
+        ),
+        Some(Command::Test { spells }) => run::run(global, &env, reexec, run::Job::Test { spells }),
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),

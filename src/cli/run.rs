@@ -16,7 +16,7 @@
 //! 4. Run the spell with the gated bindings.
 
 use super::report::{startup_report, ReportInput, StartupReport};
-use super::spells::read_spell;
+use super::spells::{read_spell, SpellError};
 use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
 use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
@@ -42,13 +42,19 @@ use std::rc::Rc;
 /// re-exec; they are no secret, and children still do not get them.
 const KEPT_FOR_MAGUS: [&str; 2] = ["TMPDIR", "XDG_CACHE_HOME"];
 
-/// Runs the spell `spell` with `args`; returns the exit status.
+/// What to do once the sandbox is up: run one spell's `main`, or the
+/// `test` blocks of some spells (all of them when none is named).
+pub(super) enum Job {
+    Run { spell: String, args: Vec<String> },
+    Test { spells: Vec<String> },
+}
+
+/// Does `job` in the sandbox; returns the exit status.
 pub(super) fn run(
     global: &GlobalArgs,
     env: &[(OsString, OsString)],
     reexec: Option<ReexecState>,
-    spell: &str,
-    args: Vec<String>,
+    job: Job,
 ) -> i32 {
     let renderer = Renderer::new(global.message_format);
     let startup = match load(global, env) {
@@ -60,7 +66,7 @@ pub(super) fn run(
         renderer.emit(&d);
         return EXIT_CONFIG;
     }
-    let (file, source) = match read_spell(policy.workspace(), spell) {
+    let spells = match read_spells(policy.workspace(), &job) {
         Ok(found) => found,
         Err(e) => {
             renderer.emit(&e.diagnostic);
@@ -110,9 +116,43 @@ pub(super) fn run(
     for d in &report.now {
         renderer.emit(d);
     }
-    execute(
-        policy, domain, hidden, child_env, report, &file, &source, args, renderer,
-    )
+    let work = Work {
+        policy,
+        domain,
+        hidden,
+        child_env,
+        report,
+        spells,
+        job,
+        renderer,
+    };
+    match crate::buzz::stack::run_on_interpreter_stack(move || execute(work)) {
+        Ok(status) => status,
+        Err(e) => {
+            renderer.emit(&Diagnostic::error(format!(
+                "cannot start the interpreter thread: {e}"
+            )));
+            EXIT_CONFIG
+        }
+    }
+}
+
+/// The spells `job` names (every spell of the workspace for a bare
+/// `magus test`), read before the sandbox closes.
+fn read_spells(workspace: &Path, job: &Job) -> Result<Vec<(PathBuf, String)>, SpellError> {
+    let names: Vec<String> = match job {
+        Job::Run { spell, .. } => vec![spell.clone()],
+        Job::Test { spells } if spells.is_empty() => {
+            let mut all = super::spells::spell_files(&workspace.join("spells"));
+            all.sort();
+            all.into_iter().map(|(name, _)| name).collect()
+        }
+        Job::Test { spells } => spells.clone(),
+    };
+    names
+        .iter()
+        .map(|name| read_spell(workspace, name))
+        .collect()
 }
 
 /// The `PATH` children get.
@@ -464,19 +504,31 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     .with_help("run on Linux 5.13 or newer with Landlock enabled (`magus sandbox check` shows the kernel's state)")
 }
 
-/// Step 4: the spell runs with the gated bindings, from the workspace root.
-#[allow(clippy::too_many_arguments)]
-fn execute(
+/// Everything step 4 needs, moved onto the interpreter's thread.
+struct Work {
     policy: Policy,
     domain: Domain,
     hidden: HiddenPrograms,
     child_env: ChildEnv,
     report: StartupReport,
-    file: &Path,
-    source: &str,
-    args: Vec<String>,
+    spells: Vec<(PathBuf, String)>,
+    job: Job,
     renderer: Renderer,
-) -> i32 {
+}
+
+/// Step 4: the spell runs with the gated bindings, from the workspace root,
+/// on the interpreter's own large stack.
+fn execute(work: Work) -> i32 {
+    let Work {
+        policy,
+        domain,
+        hidden,
+        child_env,
+        report,
+        spells,
+        job,
+        renderer,
+    } = work;
     let workspace = policy.workspace().to_path_buf();
     if let Err(e) = std::env::set_current_dir(&workspace) {
         let message = format!("cannot enter the workspace {}: {e}", workspace.display());
@@ -493,17 +545,30 @@ fn execute(
         sink.clone(),
     );
     let session = Rc::new(session.with_shim_notes(report.at_shim));
-    let program = match crate::buzz::parse(file, source) {
-        Ok(program) => program,
-        Err(e) => {
-            sink(&e.to_diagnostic());
-            return EXIT_CANNOT_RUN;
-        }
+    let interpreter = |file: &Path| {
+        Interpreter::new(file, bindings::modules(&session))
+            .with_loader(bindings::source_loader(&session))
+            .with_libraries(bindings::libraries())
+            .with_stack_budget(crate::buzz::stack::INTERPRETER_STACK_BUDGET)
     };
-    let mut interpreter = Interpreter::new(file, bindings::modules(&session));
-    match interpreter.run(&program, args) {
-        Ok(status) => spell_status(status, &sink),
-        Err(e) => failed(&e, &sink),
+    match job {
+        Job::Run { args, .. } => {
+            let Some((file, source)) = spells.first() else {
+                return EXIT_CONFIG;
+            };
+            let program = match crate::buzz::parse(file, source) {
+                Ok(program) => program,
+                Err(e) => {
+                    sink(&e.to_diagnostic());
+                    return EXIT_CANNOT_RUN;
+                }
+            };
+            match interpreter(file).run(&program, args) {
+                Ok(status) => spell_status(status, &sink),
+                Err(e) => failed(&e, &sink),
+            }
+        }
+        Job::Test { .. } => super::test::run_tests(&spells, interpreter, &sink),
     }
 }
 

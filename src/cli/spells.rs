@@ -121,7 +121,7 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
 }
 
 /// `(name, path)` of every `*.buzz` file in `dir`.
-fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
+pub(super) fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -1,0 +1,221 @@
+//! `import`: upstream's library names (`buzz:std`, `buzz:math`, …), magus's
+//! own modules (`fs`, `magus:fs`, …), and the spell's own `.buzz` files by
+//! relative path, read through the loader the host gives (the gate), with
+//! cycles reported.
+//!
+//! Upstream libraries magus deliberately lacks get an error naming them.
+
+use super::ast::{Mutability, StmtKind};
+use super::interp::{Eval, Interpreter};
+use super::lexer::Pos;
+use super::native::Raise;
+use super::value::{ModuleObj, Scope, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// Reads a spell's own file for `import` (the host routes it through the
+/// gate, so a denial raises the same `SandboxError` as `fs.read`).
+pub type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
+
+/// Upstream libraries magus does not offer, and why.
+const REFUSED: &[(&str, &str)] = &[
+    ("buzz:ffi", "FFI to native code is not available in magus"),
+    ("buzz:gc", "the garbage collector is not exposed by magus"),
+    ("buzz:debug", "`buzz:debug` is not available in magus"),
+    ("buzz:crypto", "`buzz:crypto` is not available in magus"),
+    ("buzz:http", "`buzz:http` is not available in magus: spells have no network library"),
+    ("buzz:test", "`buzz:test` (Tester) is not available in magus: use `test \"name\" { }` blocks with std\\assert"),
+];
+
+/// Native modules that only serve libraries written in Buzz; importable,
+/// but not advertised.
+const INTERNAL: [&str; 3] = ["bufraw", "ioraw", "jsonraw"];
+
+/// The registry key of a library import, or `None` for a file path.
+fn library_key(spec: &str) -> Option<&str> {
+    if let Some(name) = spec.strip_prefix("magus:") {
+        return Some(name);
+    }
+    match spec {
+        "buzz:std" => Some("std"),
+        "buzz:math" => Some("math"),
+        _ if spec.starts_with("buzz:") => Some(spec),
+        _ if !spec.contains('/') && !spec.contains('.') => Some(spec),
+        _ => None,
+    }
+}
+
+/// The name a module is seen as without an alias: `buzz:fs` is `fs`.
+fn default_name(spec: &str) -> &str {
+    let tail = spec.rsplit(['/', ':']).next().unwrap_or(spec);
+    tail.strip_suffix(".buzz").unwrap_or(tail)
+}
+
+impl Interpreter {
+    pub(super) fn import(
+        &mut self,
+        spec: &str,
+        alias: Option<&Rc<str>>,
+        names: &[Rc<str>],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<()> {
+        let module = match (self.libraries.get(spec).copied(), library_key(spec)) {
+            (Some(source), _) => {
+                let path = PathBuf::from(format!("<{spec}>"));
+                self.load_module(path, || Ok(source.to_string()), pos)?
+            }
+            (None, Some(key)) => self.library(spec, key, pos)?,
+            (None, None) => self.import_file(spec, pos)?,
+        };
+        self.bind_import(&module, spec, alias, names, scope, pos)
+    }
+
+    fn library(&self, spec: &str, key: &str, pos: Pos) -> Eval<Rc<ModuleObj>> {
+        if let Some(found) = self.modules.get(key) {
+            return Ok(found.clone());
+        }
+        if let Some((_, why)) = REFUSED.iter().find(|(name, _)| *name == spec) {
+            return Err(self.fail(pos, format!("cannot import `{spec}`: {why}")));
+        }
+        let mut known: Vec<&str> = self
+            .modules
+            .keys()
+            .chain(self.libraries.keys())
+            .map(String::as_str)
+            .filter(|name| !INTERNAL.contains(name))
+            .collect();
+        known.sort_unstable();
+        Err(self.fail(
+            pos,
+            format!("unknown module `{spec}` (available: {})", known.join(", ")),
+        ))
+    }
+
+    fn bind_import(
+        &self,
+        module: &Rc<ModuleObj>,
+        spec: &str,
+        alias: Option<&Rc<str>>,
+        names: &[Rc<str>],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<()> {
+        for name in names {
+            let Some(v) = module.functions.get(&**name) else {
+                return Err(self.fail(pos, format!("module `{spec}` has no `{name}`")));
+            };
+            scope.define(name.clone(), v.clone(), Mutability::Final);
+        }
+        if !names.is_empty() {
+            return Ok(());
+        }
+        match alias.map(|a| &**a) {
+            // `as _`: every exported name, unqualified.
+            Some("_") => {
+                for (name, v) in &module.functions {
+                    scope.define(Rc::from(name.as_str()), v.clone(), Mutability::Final);
+                }
+            }
+            Some(a) => scope.define(
+                Rc::from(a),
+                Value::Module(module.clone()),
+                Mutability::Final,
+            ),
+            None => scope.define(
+                Rc::from(default_name(&module.name)),
+                Value::Module(module.clone()),
+                Mutability::Final,
+            ),
+        }
+        Ok(())
+    }
+
+    /// `import "lib/common";`: `lib/common.buzz` beside the importing file.
+    fn import_file(&mut self, spec: &str, pos: Pos) -> Eval<Rc<ModuleObj>> {
+        let relative = if spec.ends_with(".buzz") {
+            PathBuf::from(spec)
+        } else {
+            PathBuf::from(format!("{spec}.buzz"))
+        };
+        let path = match self.file.parent() {
+            Some(dir) => dir.join(relative),
+            None => relative,
+        };
+        let Some(loader) = self.loader.clone() else {
+            return Err(self.fail(
+                pos,
+                format!("cannot import `{spec}`: this interpreter has no file loader"),
+            ));
+        };
+        let read = path.clone();
+        self.load_module(path, move || loader(&read), pos)
+    }
+
+    /// Runs the module at `path` (read by `read` the first time) and
+    /// returns what it exports; a file already being imported is a cycle.
+    fn load_module(
+        &mut self,
+        path: PathBuf,
+        read: impl FnOnce() -> Result<String, Raise>,
+        pos: Pos,
+    ) -> Eval<Rc<ModuleObj>> {
+        if let Some(done) = self.loaded.get(&path) {
+            return Ok(done.clone());
+        }
+        if let Some(at) = self.importing.iter().position(|p| *p == path) {
+            let cycle: Vec<String> = self.importing[at..]
+                .iter()
+                .chain(std::iter::once(&path))
+                .map(|p| p.display().to_string())
+                .collect();
+            return Err(self.fail(pos, format!("import cycle: {}", cycle.join(" -> "))));
+        }
+        let source = read().map_err(|raise| self.raised(raise, pos))?;
+        let program =
+            super::parse(&path, &source).map_err(|e| super::interp::Flow::Error(Box::new(e)))?;
+        self.importing.push(path.clone());
+        let caller = std::mem::replace(&mut self.file, Rc::from(path.as_path()));
+        let globals = Scope::new(None);
+        let result = self.run_declarations(&program, &globals);
+        self.file = caller;
+        self.importing.pop();
+        result?;
+        let module = Rc::new(exported(&program, &globals, &path));
+        self.loaded.insert(path, module.clone());
+        Ok(module)
+    }
+}
+
+/// What an imported file shows: its `export`ed names, or every top-level
+/// declaration when it exports nothing.
+fn exported(program: &super::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
+    let names: Vec<Rc<str>> = if program.exports.is_empty() {
+        program
+            .statements
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Fun(d) => Some(d.name.clone()),
+                StmtKind::Object(d) => Some(d.name.clone()),
+                StmtKind::Enum(d) => Some(d.name.clone()),
+                StmtKind::Var(d) => Some(d.name.clone()),
+                StmtKind::Protocol(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    } else {
+        program.exports.clone()
+    };
+    let mut functions = HashMap::new();
+    for name in names {
+        if let Some(v) = super::interp::lookup(globals, &name) {
+            functions.insert(name.to_string(), v);
+        }
+    }
+    let name = program
+        .namespace
+        .clone()
+        .unwrap_or_else(|| Rc::from(default_name(&path.to_string_lossy())));
+    ModuleObj { name, functions }
+}

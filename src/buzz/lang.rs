@@ -1,0 +1,244 @@
+//! Evaluation of the Buzz 0.6 constructs that go beyond plain statements and
+//! operators: anonymous objects and tuples, inferred enum cases, casts,
+//! `typeof`, block expressions, `match`, pattern literals and `if` bindings.
+//!
+//! Types are checked loosely at run time, so the expected type of a
+//! declaration, parameter or field is what turns `.case` into an enum case
+//! and `.{ … }` into an instance of a named object.
+
+use super::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
+use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
+use super::lexer::Pos;
+use super::value::{Class, Instance, Pattern, Scope, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Longest pattern source compiled.
+const MAX_PATTERN_LEN: usize = 64 << 10;
+
+impl Interpreter {
+    pub(super) fn anon_object(
+        &mut self,
+        fields: &[(Rc<str>, Expr)],
+        scope: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let mut values = Vec::with_capacity(fields.len());
+        for (name, e) in fields {
+            values.push((name.clone(), self.eval(e, scope)?));
+        }
+        Ok(Value::Object(Rc::new(Instance {
+            class: Rc::new(Class::native("obj")),
+            fields: RefCell::new(values),
+        })))
+    }
+
+    /// Turns `.case` and `.{ … }` into what the declared type `ty` names.
+    pub(super) fn infer(&mut self, ty: &Type, value: Value, pos: Pos) -> Eval<Value> {
+        let name = match ty {
+            Type::Named(name) => name,
+            Type::Optional(inner) => return self.infer(inner, value, pos),
+            _ => return Ok(value),
+        };
+        match (&value, self.types.get(name).cloned()) {
+            (Value::InferredCase(case), Some(Value::Enum(e))) => {
+                match e.cases.iter().position(|(n, _)| n == case) {
+                    Some(i) => Ok(Value::EnumCase(e, i)),
+                    None => Err(self.fail(pos, format!("enum `{}` has no case `{case}`", e.name))),
+                }
+            }
+            (Value::Object(o), Some(Value::Class(class))) if o.class.is_anonymous() => {
+                self.promote(o, class, pos)
+            }
+            _ => Ok(value),
+        }
+    }
+
+    /// An anonymous object given where the object `class` is expected
+    /// becomes an instance of it; absent fields take their defaults.
+    fn promote(&mut self, anon: &Instance, class: Rc<Class>, pos: Pos) -> Eval<Value> {
+        let Some(decl) = class.decl.clone() else {
+            return Ok(Value::Object(Rc::new(Instance {
+                class,
+                fields: RefCell::new(anon.fields.borrow().clone()),
+            })));
+        };
+        let scope = class.scope.clone().unwrap_or_else(|| Scope::new(None));
+        let mut fields = Vec::new();
+        for f in decl.fields.iter().filter(|f| !f.is_static) {
+            let value = match anon.get(&f.name) {
+                Some(v) => v,
+                None => self.field_default(f, &scope, &decl.name, pos)?,
+            };
+            let value = self.conform(&f.ty, value, &format!("field `{}`", f.name), pos)?;
+            fields.push((f.name.clone(), value));
+        }
+        Ok(Value::Object(Rc::new(Instance {
+            class,
+            fields: RefCell::new(fields),
+        })))
+    }
+
+    /// Types this interpreter cannot check: generic parameters, protocols
+    /// and names it does not know pass; known objects and enums do not.
+    pub(super) fn loosely_matches(&self, ty: &Type, value: &Value) -> bool {
+        match ty {
+            Type::Optional(inner) => value.is_null() || self.loosely_matches(inner, value),
+            Type::Named(name) => match self.types.get(name) {
+                None => !is_builtin_type(name),
+                Some(Value::Type(_)) => matches!(value, Value::Object(_)),
+                Some(_) => false,
+            },
+            _ => false,
+        }
+    }
+
+    pub(super) fn cast(
+        &mut self,
+        value: &Expr,
+        ty: &Type,
+        optional: bool,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let v = self.eval(value, scope)?;
+        let v = self.infer(ty, v, pos)?;
+        if type_matches(ty, &v) {
+            return Ok(v);
+        }
+        if optional {
+            return Ok(Value::Null);
+        }
+        let message = format!(
+            "cannot cast {} to {}",
+            v.type_name(),
+            super::interp::type_label(ty)
+        );
+        Err(Flow::Throw(Box::new(Thrown {
+            value: Value::str(message),
+            pos,
+            diagnostic: None,
+        })))
+    }
+
+    /// `from { … }`: the value given by `out`, or null.
+    pub(super) fn block_value(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<Value> {
+        match self.exec_block(body, scope) {
+            Ok(()) => Ok(Value::Null),
+            Err(Flow::Out(v)) => Ok(v),
+            Err(other) => Err(other),
+        }
+    }
+
+    pub(super) fn match_value(
+        &mut self,
+        subject: &Expr,
+        arms: &[MatchArm],
+        otherwise: Option<&Expr>,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let value = self.eval(subject, scope)?;
+        for arm in arms {
+            for condition in &arm.conditions {
+                let c = self.eval(condition, scope)?;
+                if self.matches(&value, &c) {
+                    return self.eval(&arm.body, scope);
+                }
+            }
+        }
+        match otherwise {
+            Some(e) => self.eval(e, scope),
+            None => Err(self.fail(pos, format!("no `match` arm matches {value}"))),
+        }
+    }
+
+    /// Whether `value` meets the `match` condition `c`: ranges hold
+    /// numbers, patterns match strings, types hold values, else equality.
+    fn matches(&self, value: &Value, c: &Value) -> bool {
+        match (value, c) {
+            (Value::Int(_) | Value::Double(_), Value::Range(low, high)) => {
+                let x = value.as_double().unwrap_or_default();
+                x >= *low as f64 && x < *high as f64
+            }
+            (Value::Str(s), Value::Pattern(p)) | (Value::Pattern(p), Value::Str(s)) => {
+                p.regex.is_match(s.as_bytes()).unwrap_or(false)
+            }
+            (Value::Type(_), Value::Type(_)) => value.equals(c, 0),
+            (Value::Type(t), _) => type_matches(t, c),
+            (_, Value::Type(t)) => type_matches(t, value),
+            _ => value.equals(c, 0),
+        }
+    }
+
+    pub(super) fn pattern(&self, source: &Rc<str>, pos: Pos) -> Eval<Value> {
+        if source.len() > MAX_PATTERN_LEN {
+            return Err(self.fail(pos, "pattern too long"));
+        }
+        let regex = pcre2::bytes::RegexBuilder::new()
+            .utf(true)
+            .build(source)
+            .map_err(|e| self.fail(pos, format!("invalid pattern `{source}`: {e}")))?;
+        Ok(Value::Pattern(Rc::new(Pattern {
+            source: source.clone(),
+            regex,
+        })))
+    }
+
+    /// `if (x) -> y { … }` runs when `x` is not null, and `if (x as y: T)`
+    /// when `x` is a `T`; either binds `y` in the `then` block.
+    pub(super) fn if_binding(
+        &mut self,
+        cond: &Expr,
+        binding: &IfBinding,
+        then: &[Stmt],
+        otherwise: Option<&Stmt>,
+        scope: &Rc<Scope>,
+    ) -> Eval<()> {
+        let value = self.eval(cond, scope)?;
+        let taken = match &binding.cast {
+            None => !value.is_null(),
+            Some(ty) => type_matches(ty, &value),
+        };
+        if taken {
+            let inner = Scope::new(Some(scope.clone()));
+            inner.define(binding.name.clone(), value, Mutability::Final);
+            return self.exec_all(then, &inner);
+        }
+        match otherwise {
+            Some(other) => self.exec(other, scope),
+            None => Ok(()),
+        }
+    }
+}
+
+fn is_builtin_type(name: &str) -> bool {
+    matches!(
+        name,
+        "int"
+            | "double"
+            | "str"
+            | "bool"
+            | "rg"
+            | "obj"
+            | "type"
+            | "pat"
+            | "function"
+            | "ud"
+            | "void"
+    )
+}
+
+/// The type of a value, as `typeof` gives it.
+pub(super) fn type_of(v: &Value) -> Type {
+    let name = match v {
+        Value::Null => return Type::Void,
+        Value::List(_) => return Type::List(Box::new(Type::Any)),
+        Value::Map(_) => return Type::Map(Box::new(Type::Any), Box::new(Type::Any)),
+        Value::Function(_) | Value::Native(_) => return Type::Function,
+        Value::Range(..) => "rg".to_string(),
+        Value::Pattern(_) => "pat".to_string(),
+        Value::Class(_) | Value::Enum(_) | Value::Type(_) => "type".to_string(),
+        other => other.type_name(),
+    };
+    Type::Named(Rc::from(name))
+}

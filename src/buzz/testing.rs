@@ -1,0 +1,56 @@
+//! `test "name" { }` blocks, run by `magus test` like `buzz --test`: the
+//! spell's declarations run first, then each test in order, each in its own
+//! scope; a test fails on the first uncaught error, located.
+
+use super::ast::{Program, StmtKind};
+use super::error::BuzzError;
+use super::interp::{Flow, Interpreter};
+use super::value::Scope;
+use std::io::Write;
+
+/// How one test ended.
+#[derive(Debug)]
+pub struct TestOutcome {
+    pub name: String,
+    /// `None` when it passed; else the failure, located.
+    pub failure: Option<BuzzError>,
+}
+
+impl TestOutcome {
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+impl Interpreter {
+    /// Runs `program`'s top level, then each of its tests. An error in the
+    /// top level (before any test) is the `Err`; `std.exit` stops the run.
+    pub fn run_tests(&mut self, program: &Program) -> Result<Vec<TestOutcome>, BuzzError> {
+        self.prepare(program, Vec::new());
+        let globals = Scope::new(None);
+        let top = self.run_declarations(program, &globals);
+        self.finish(top.map(|()| 0))?;
+        let mut outcomes = Vec::new();
+        for stmt in &program.statements {
+            let StmtKind::Test { name, body } = &stmt.kind else {
+                continue;
+            };
+            let result = match self.exec_block(body, &globals) {
+                Ok(()) | Err(Flow::Return(_)) => Ok(0),
+                Err(Flow::Exit(status)) => {
+                    let _ = self.out.flush();
+                    return Err(
+                        self.runtime(stmt.pos, format!("test `{name}` called std.exit({status})"))
+                    );
+                }
+                Err(other) => Err(other),
+            };
+            outcomes.push(TestOutcome {
+                name: name.to_string(),
+                failure: self.finish(result).err(),
+            });
+        }
+        let _ = self.out.flush();
+        Ok(outcomes)
+    }
+}
