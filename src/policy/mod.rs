@@ -12,6 +12,7 @@ pub mod config;
 mod env;
 mod fingerprint;
 mod grant;
+pub mod limits;
 mod load;
 pub mod lock;
 pub mod path;
@@ -26,6 +27,7 @@ pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
 pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
+pub use limits::Limits;
 pub use load::{startup, Startup, StartupError, StartupInput};
 pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
@@ -74,6 +76,8 @@ pub struct Policy {
     /// The declared `sandbox:` section in canonical form; `None` when the
     /// config has none.
     pub declared: Option<CanonicalPolicy>,
+    /// `sandbox.limits` as declared (enforced only with the sandbox on).
+    pub limits: Limits,
     trie: PathTrie,
 }
 
@@ -97,6 +101,7 @@ impl Policy {
             network,
             passthrough,
             declared: None,
+            limits: Limits::default(),
             trie,
         }
     }
