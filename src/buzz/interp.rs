@@ -69,6 +69,8 @@ pub struct Interpreter {
     depth: usize,
     calls: usize,
     stack_base: usize,
+    /// Live heap bytes (`heap::in_use`) past which evaluation stops.
+    heap_budget: usize,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -94,7 +96,15 @@ impl Interpreter {
             depth: 0,
             calls: 0,
             stack_base: 0,
+            heap_budget: super::heap::DEFAULT_HEAP_BUDGET,
         }
+    }
+
+    /// Stops the spell with a "memory limit" error once magus holds more
+    /// than `bytes` of heap (`sandbox.limits.memory`).
+    pub fn with_heap_budget(mut self, bytes: usize) -> Interpreter {
+        self.heap_budget = bytes;
+        self
     }
 
     /// Sends `std.print` output to `out` instead of stdout.
@@ -205,8 +215,19 @@ impl Interpreter {
                 "evaluation used its whole stack budget (runaway recursion?)",
             ));
         }
+        if super::heap::in_use() > self.heap_budget {
+            return Err(self.fail(pos, self.over_budget()));
+        }
         self.depth += 1;
         Ok(())
+    }
+
+    #[cold]
+    fn over_budget(&self) -> String {
+        format!(
+            "memory limit: the spell holds more than {} of memory (raise `sandbox.limits.memory` if it needs more)",
+            crate::policy::limits::Bytes(self.heap_budget as u64)
+        )
     }
 
     // ----- statements -----

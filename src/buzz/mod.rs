@@ -7,6 +7,7 @@
 
 mod ast;
 mod error;
+pub mod heap;
 mod interp;
 mod lexer;
 mod methods;

@@ -16,14 +16,19 @@
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
 use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
-use crate::diag::{Code, Diagnostic, Renderer};
+use crate::diag::{render, Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::landlock::Unavailable;
-use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
+use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+use crate::enforce::pidns::UserNamespace;
+use crate::enforce::{
+    self, Domain, LandlockRequest, LandlockStatus, PidIsolation, ReexecState, SyscallGuard,
+};
+use crate::policy::limits::Seconds;
 use crate::policy::shims::find_shims;
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
-    FINGERPRINT_VAR,
+    effective_fingerprint, Access, ChildEnv, Limits, NormalPath, Policy, SandboxState,
+    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -75,7 +80,7 @@ pub(super) fn run(
     }
     export_fingerprint(&policy, &mut child_env);
     let mut diagnostics = startup.diagnostics;
-    let domain = match confine(&policy, env, &mut diagnostics) {
+    let domain = match confine(&policy, env, &renderer, &mut diagnostics) {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
@@ -193,13 +198,14 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
+    renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Domain, Box<Diagnostic>> {
     if policy.state == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
     if nesting(env) == Nesting::Outermost {
-        enforce::enter_private_pid_namespace();
+        isolate(policy, renderer, diagnostics);
     }
     enforce::capabilities::drop_kernel_capabilities().map_err(|e| {
         Box::new(Diagnostic::error(format!(
@@ -223,6 +229,52 @@ fn confine(
         diagnostics.push(landlock_unavailable(*reason));
     }
     Ok(domain)
+}
+
+/// Step 3, first part: the PID namespace (or, where it is refused, the
+/// subreaper that kills survivors), with `sandbox.limits` hooked in.
+///
+/// `enforce::limits` hooks: `prepare` here; `in_new_pid_namespace` and
+/// `arm_deadline` in `pidns` (the namespace's init); `apply_to_self` here,
+/// in magus proper; `apply_to_child` in `child::vfork`.
+fn isolate(policy: &Policy, renderer: &Renderer, diagnostics: &mut Vec<Diagnostic>) {
+    let over_time = over_time_diagnostic(&policy.limits);
+    enforce::limits::prepare(policy.limits, render(&over_time, renderer.format));
+    let own_user_namespace = match enforce::enter_private_pid_namespace() {
+        PidIsolation::PrivateNamespace {
+            user_namespace: UserNamespace::Created,
+        } => OwnUserNamespace::Yes,
+        PidIsolation::PrivateNamespace { .. } => OwnUserNamespace::No,
+        PidIsolation::Unavailable { .. } => {
+            if let Err(e) = enforce::survivors::supervise_without_pid_namespace() {
+                diagnostics.push(Diagnostic::warning(format!(
+                    "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
+                )));
+            }
+            OwnUserNamespace::No
+        }
+    };
+    enforce::limits::apply_to_self(own_user_namespace);
+    if enforce::limits::process_bound() == ProcessBound::Unenforced {
+        diagnostics.push(unenforced_processes());
+    }
+}
+
+/// Said by the process that waits for magus when the wall time runs out.
+fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
+    let wall = limits.wall_time.map_or(0, |d| d.as_secs());
+    Diagnostic::error(format!(
+        "the run exceeded sandbox.limits.wall_time ({}); magus and every process it started were killed",
+        Seconds(wall)
+    ))
+    .with_help("raise `limits.wall_time` in magus.yaml (and re-lock) if the spell needs longer")
+}
+
+fn unenforced_processes() -> Diagnostic {
+    Diagnostic::warning(
+        "sandbox.limits.processes is not enforced: real root ignores RLIMIT_NPROC and this kernel keeps no per-namespace pid_max",
+    )
+    .with_help("run on Linux 6.14 or newer, or as an ordinary user")
 }
 
 /// Whether this magus was started from a sandboxed spell.
@@ -295,6 +347,10 @@ fn execute(
     renderer: Renderer,
 ) -> i32 {
     let workspace = policy.workspace.clone();
+    let heap_budget = match (policy.state, policy.limits.memory) {
+        (SandboxState::On, Some(bytes)) => usize::try_from(bytes).unwrap_or(usize::MAX),
+        _ => crate::buzz::heap::DEFAULT_HEAP_BUDGET,
+    };
     if let Err(e) = std::env::set_current_dir(&workspace) {
         let message = format!("cannot enter the workspace {}: {e}", workspace.display());
         renderer.emit(&Diagnostic::error(message));
@@ -314,7 +370,8 @@ fn execute(
         Ok(program) => program,
         Err(e) => return failed(&e, &sink),
     };
-    let mut interpreter = Interpreter::new(file, bindings::modules(&session));
+    let mut interpreter =
+        Interpreter::new(file, bindings::modules(&session)).with_heap_budget(heap_budget);
     match interpreter.run(&program, args) {
         Ok(status) => status,
         Err(e) => failed(&e, &sink),

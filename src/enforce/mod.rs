@@ -7,10 +7,12 @@ pub mod capabilities;
 pub mod child;
 mod error;
 pub mod landlock;
+pub mod limits;
 pub mod pidns;
 pub mod process;
 pub mod reexec;
 pub mod seccomp;
+pub mod survivors;
 
 pub use child::{ChildStdio, ConfinedChild, ConfinedCommand};
 pub use error::EnforceError;

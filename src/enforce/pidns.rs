@@ -200,6 +200,9 @@ fn become_init(report: OwnedFd) {
         // SAFETY: _exit is always safe; nothing of this process is needed.
         unsafe { libc::_exit(1) };
     }
+    // `sandbox.limits.processes`: cap this namespace's PIDs before magus
+    // proper is forked (a no-op unless declared).
+    super::limits::in_new_pid_namespace();
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // SAFETY: still single-threaded.
@@ -250,6 +253,12 @@ extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
     }
 }
 
+/// Passes `SIGTERM`, `SIGINT`, `SIGHUP` and `SIGQUIT` sent to this
+/// process with `kill` on to `target` (also for `survivors`' supervisor).
+pub(super) fn forward_signals_to(target: Pid) {
+    install_forwarding(target);
+}
+
 fn install_forwarding(target: Pid) {
     FORWARD_TO.store(target.as_raw(), Ordering::Relaxed);
     let action = SigAction::new(
@@ -272,6 +281,8 @@ fn install_forwarding(target: Pid) {
 /// makes the kernel kill whatever is left in the namespace.
 fn reap_and_exit(magus: Pid) -> ! {
     install_forwarding(magus);
+    // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
+    super::limits::arm_deadline();
     wait_and_exit(Pid::from_raw(-1), magus)
 }
 
@@ -284,6 +295,8 @@ fn wait_and_exit(which: Pid, main: Pid) -> ! {
         match waitpid(which, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => exit_now(code),
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => exit_now(128 + sig as i32),
+            // Only PID 1 arms the alarm; its exit kills the whole namespace.
+            Err(Errno::EINTR) if super::limits::over_time() => super::limits::exit_over_time(),
             Err(Errno::EINTR) | Ok(_) => continue,
             Err(_) => exit_now(1),
         }
