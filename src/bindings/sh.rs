@@ -17,7 +17,6 @@ use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::rc::Rc;
-use std::thread::JoinHandle;
 
 /// How much of a child's stderr is kept for attribution.
 const STDERR_TAIL: usize = 64 * 1024;
@@ -81,11 +80,13 @@ impl Session {
     /// magus so a sandbox denial can be explained afterwards.
     fn run_relayed(&self, argv: &[String]) -> Result<i32, Raise> {
         let mut child = self.spawn(argv, ChildStdio::Inherit, ChildStdio::Piped)?;
-        let relay = child.stderr.take().map(relay_stderr);
+        // Only stderr is piped, so relaying it to its end before waiting
+        // cannot deadlock; no thread, which a run at its
+        // `sandbox.limits.processes` bound could not start.
+        let tail = child.stderr.take().map(relay_stderr).unwrap_or_default();
         let status = child
             .wait()
             .map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
-        let tail = relay.and_then(|r| r.join().ok()).unwrap_or_default();
         self.attribute_failure(status, &tail);
         Ok(status_code(status))
     }
@@ -125,22 +126,20 @@ impl Session {
 
 /// Copies the child's stderr to ours as it comes, keeping the last
 /// [`STDERR_TAIL`] bytes.
-fn relay_stderr(mut pipe: std::process::ChildStderr) -> JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut tail = Vec::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let _ = std::io::stderr().write_all(&buf[..n]);
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
-            }
+fn relay_stderr(mut pipe: std::process::ChildStderr) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut buf) {
+        if n == 0 {
+            break;
         }
-        tail
-    })
+        let _ = std::io::stderr().write_all(&buf[..n]);
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    tail
 }
 
 /// The exit status as a shell reports it: the code, or 128 + the signal.

@@ -4,6 +4,7 @@
 use super::lock::LockReport;
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer};
+use crate::enforce::limits::{self, OwnUserNamespace};
 use crate::enforce::pidns::UserNamespace;
 use crate::enforce::{self, LandlockStatus, PidIsolation};
 use crate::policy::{self, Grant, GrantSource, Network, Policy, SandboxState, StateSource};
@@ -178,6 +179,10 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
         "network          {}\n",
         network_text(&policy.network)
     ));
+    out.push_str(&format!(
+        "limits           {}\n",
+        limits_lines(policy, kernel).join("\n                 ")
+    ));
     out.push_str("\nkernel\n");
     out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
     out.push_str(&format!("  /proc     {}\n", kernel.pid_text()));
@@ -195,6 +200,24 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
         dropped.join(", ")
     ));
     out
+}
+
+/// `sandbox.limits` and how a run would hold each bound; `none` when
+/// nothing is declared.
+fn limits_lines(policy: &Policy, kernel: &KernelReport) -> Vec<String> {
+    let (pid_namespace, own_user_ns) = match kernel.pid {
+        PidIsolation::PrivateNamespace {
+            user_namespace: UserNamespace::Created,
+        } => (true, OwnUserNamespace::Yes),
+        PidIsolation::PrivateNamespace { .. } => (true, OwnUserNamespace::No),
+        PidIsolation::Unavailable { .. } => (false, OwnUserNamespace::No),
+    };
+    let bound = limits::predict_process_bound(&policy.limits, pid_namespace, own_user_ns);
+    let lines = limits::describe(&policy.limits, bound);
+    if lines.is_empty() {
+        return vec!["none".into()];
+    }
+    lines
 }
 
 fn json_grant(grant: &Grant) -> serde_json::Value {
@@ -232,6 +255,7 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
         "grants": policy.grants.iter().map(json_grant).collect::<Vec<_>>(),
         "passthrough": policy.passthrough.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
+        "limits": limits_lines(policy, kernel),
         "kernel": {
             "landlock": kernel.landlock_text(),
             "landlock_abi": kernel.landlock.abi(),

@@ -27,7 +27,8 @@ pub const EXIT_DENIED: i32 = 3;
 
 /// The exit statuses, at the end of every `--help`.
 const EXIT_HELP: &str = "Exit status: 0 success; 1 the spell failed; 2 configuration, usage or \
-                         policy-lock error; 3 the spell was stopped by a sandbox denial. A spell's \
+                         policy-lock error; 3 the spell was stopped by a sandbox denial; 4 the run \
+                         exceeded `sandbox.limits.wall_time`. A spell's \
                          `main` returning an int exits with that int.";
 
 #[derive(Debug, Parser)]

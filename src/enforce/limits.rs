@@ -185,6 +185,25 @@ pub fn apply_to_child() {
     }
 }
 
+/// How `processes` would be enforced by a run, for `magus sandbox check`
+/// (which may not enter namespaces itself).
+pub fn predict_process_bound(
+    limits: &Limits,
+    pid_namespace: bool,
+    own_user_ns: OwnUserNamespace,
+) -> ProcessBound {
+    if limits.processes.is_none() {
+        return ProcessBound::None;
+    }
+    let root = nix::unistd::getuid().is_root();
+    match (root, pid_namespace, own_user_ns) {
+        (true, true, _) if kernel_at_least(PER_NAMESPACE_PID_MAX) => ProcessBound::NamespacePidMax,
+        (true, _, _) => ProcessBound::Unenforced,
+        (false, _, OwnUserNamespace::Yes) => ProcessBound::RlimitInUserNamespace,
+        (false, _, OwnUserNamespace::No) => ProcessBound::RlimitForUser,
+    }
+}
+
 /// How `processes` is enforced, once [`apply_to_self`] has run.
 pub fn process_bound() -> ProcessBound {
     ProcessBound::from_byte(PROCESS_BOUND.load(Ordering::Relaxed))
