@@ -13,6 +13,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use landlock::{
+    Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
+};
 use support::{buzz_str, capture, Harness, RunOutput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,4 +372,70 @@ fn runaway_recursion_ends_in_an_error_not_an_abort() {
     assert_eq!(out.status, Some(1), "{}", out.dump());
     assert!(out.stderr.contains("deep.buzz:"), "{}", out.dump());
     assert!(out.stderr.contains("recursion"), "{}", out.dump());
+}
+
+/// Starts `cmd` inside a Landlock domain that allows every file access:
+/// nothing is refused but `mount(2)`, so magus cannot set up its PID
+/// namespace and must fall back on its subreaper supervisor, as where user
+/// namespaces are refused. Built in the parent; the child only enters it.
+/// False when this kernel has no Landlock.
+fn without_pid_namespace(cmd: &mut Command) -> bool {
+    use std::os::unix::process::CommandExt;
+    let all = AccessFs::from_all(ABI::V5);
+    let Ok(ruleset) = Ruleset::default()
+        .handle_access(all)
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rule(PathBeneath::new(PathFd::new("/").unwrap(), all)))
+    else {
+        return false;
+    };
+    let mut ruleset = Some(ruleset);
+    // SAFETY: the closure only makes the prctl and landlock syscalls.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = ruleset
+                .take()
+                .ok_or_else(|| std::io::Error::other("twice"))?;
+            r.restrict_self().map(|_| ()).map_err(std::io::Error::other)
+        });
+    }
+    true
+}
+
+#[test]
+fn without_a_pid_namespace_the_supervisor_kills_survivors_and_keeps_time() {
+    for user in users() {
+        let h = Harness::with_config("sandbox:\n  enabled: true\n  limits: {wall_time: 3s}\n");
+        let (setsid, double, wait) = (token(), token(), token());
+        let mut lines = escapee_lines(setsid, double);
+        lines.push("readlink /proc/self/ns/pid".into());
+        lines.push(format!("sleep {wait}"));
+        h.write_spell("escape", &steps_spell(&lines));
+        let mut cmd = command_as(&h, user, "escape");
+        if !without_pid_namespace(&mut cmd) {
+            eprintln!("skipped: no Landlock to force the fallback with");
+            return;
+        }
+        let out = capture(&mut cmd);
+        let left = [sleepers(setsid), sleepers(double), sleepers(wait)].concat();
+        for t in [setsid, double, wait] {
+            kill_all(t);
+        }
+        let up = h.ws_path("up-setsid").exists() && h.ws_path("up-double").exists();
+        assert!(up, "{user:?}: {}", out.dump());
+        let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
+        let shared = format!("{}\n", ours.display());
+        assert!(
+            out.stdout.contains(&shared),
+            "not the fallback: {}",
+            out.dump()
+        );
+        assert_eq!(out.status, Some(EXIT_OVER_TIME), "{user:?}: {}", out.dump());
+        assert!(out.stderr.contains("wall_time (3s)"), "{}", out.dump());
+        assert!(
+            left.is_empty(),
+            "{user:?}: survivors {left:?}\n{}",
+            out.dump()
+        );
+    }
 }
