@@ -124,6 +124,7 @@ fn assert_exit_codes(text: &str, what: &str) {
         "1 the spell failed",
         "2 configuration, usage or policy-lock error",
         "3 the spell was stopped by a sandbox denial",
+        "4 the run exceeded `sandbox.limits.wall_time`",
     ] {
         assert!(text.contains(needle), "{what} lacks `{needle}`:\n{text}");
     }
