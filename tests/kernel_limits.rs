@@ -182,35 +182,91 @@ fn setsid_and_double_forked_processes_do_not_outlive_the_run() {
     }
 }
 
+/// Which process of a run the test kills.
+#[derive(Debug, Clone, Copy)]
+enum Victim {
+    /// The process the test started (the one outside the namespace).
+    Outer,
+    /// magus proper, in the namespace under its init.
+    Proper,
+}
+
+/// The processes whose parent is `parent`, from `/proc/*/stat`.
+fn children(parent: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            rest.split_whitespace().nth(1) == Some(&parent.to_string())
+        })
+        .collect()
+}
+
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// magus proper: the magus among the children of the outer's child (its
+/// name is `exe` after the re-exec through `/proc/self/exe`).
+fn magus_proper(outer: i32) -> Option<i32> {
+    let init = *children(outer).first()?;
+    children(init)
+        .into_iter()
+        .find(|&p| matches!(comm(p).as_str(), "exe" | "magus"))
+}
+
 #[test]
 fn killing_magus_kills_what_its_spell_started() {
     for user in users() {
-        let h = Harness::new();
-        let (setsid, double, wait) = (token(), token(), token());
-        let mut lines = escapee_lines(setsid, double);
-        lines.push("touch started".into());
-        lines.push(format!("sleep {wait}"));
-        h.write_spell("hang", &steps_spell(&lines));
-        let mut child = command_as(&h, user, "hang")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = eventually(|| h.ws_path("started").exists() && !sleepers(wait).is_empty());
-        // The outer magus (or setpriv, which exec'd it) dies by SIGKILL:
-        // no handler, no forwarding, only the kernel's death signals.
-        let _ = child.kill();
-        let _ = child.wait();
-        let gone = eventually(|| {
-            [setsid, double, wait]
-                .iter()
-                .all(|t| sleepers(*t).is_empty())
-        });
-        for t in [setsid, double, wait] {
-            kill_all(t);
+        for victim in [Victim::Outer, Victim::Proper] {
+            let h = Harness::new();
+            let (setsid, double, wait) = (token(), token(), token());
+            let mut lines = escapee_lines(setsid, double);
+            lines.push("touch started".into());
+            lines.push(format!("sleep {wait}"));
+            h.write_spell("hang", &steps_spell(&lines));
+            let mut child = command_as(&h, user, "hang")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let started =
+                eventually(|| h.ws_path("started").exists() && !sleepers(wait).is_empty());
+            // SIGKILL: no handler, no forwarding, only the kernel's death
+            // signal (outer) or the init's exit (magus proper) can act.
+            let target = match victim {
+                Victim::Outer => Some(child.id() as i32),
+                Victim::Proper => magus_proper(child.id() as i32),
+            };
+            // Without a target the outer is killed anyway, so the test ends.
+            let pid = target.unwrap_or(child.id() as i32);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let status = child.wait().unwrap();
+            let gone = eventually(|| {
+                [setsid, double, wait]
+                    .iter()
+                    .all(|t| sleepers(*t).is_empty())
+            });
+            for t in [setsid, double, wait] {
+                kill_all(t);
+            }
+            assert!(started, "{user:?}: the spell never started its processes");
+            assert!(target.is_some(), "{user:?} {victim:?}: no process to kill");
+            assert!(!status.success(), "{user:?} {victim:?}: {status}");
+            assert!(
+                gone,
+                "{user:?} {victim:?}: processes outlived a killed magus"
+            );
         }
-        assert!(started, "{user:?}: the spell never started its processes");
-        assert!(gone, "{user:?}: processes outlived a killed magus");
     }
 }
 
@@ -361,6 +417,37 @@ fn a_spell_that_grows_forever_stops_at_the_memory_limit() {
             out.dump()
         );
     }
+}
+
+/// `magus` run by `sh` after `ulimit -d <kib>`, with the harness's env.
+fn under_data_rlimit(h: &Harness, kib: u64, spell: &str) -> Command {
+    let env = h.command();
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!(
+            "ulimit -d {kib} && exec \"$0\" --workspace \"$1\" run {spell}"
+        ))
+        .arg(env!("CARGO_BIN_EXE_magus"))
+        .arg(&h.ws)
+        .env_clear()
+        .current_dir(&h.root);
+    for (k, v) in env.get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    sh
+}
+
+#[test]
+fn under_an_inherited_data_rlimit_the_budget_shrinks_instead_of_aborting() {
+    // A nested magus inherits its parent run's RLIMIT_DATA; `ulimit -d`
+    // does the same here: a quarter of it becomes the budget.
+    let h = Harness::with_config("sandbox:\n  enabled: false\n");
+    h.write_spell("grow", GROW);
+    let out = capture(&mut under_data_rlimit(&h, 400_000, "grow"));
+    assert_eq!(out.status, Some(1), "{}", out.dump());
+    assert!(out.stderr.contains("more than 100000KiB"), "{}", out.dump());
 }
 
 #[test]

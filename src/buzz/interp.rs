@@ -225,7 +225,7 @@ impl Interpreter {
     #[cold]
     fn over_budget(&self) -> String {
         format!(
-            "memory limit: the spell holds more than {} of memory (raise `sandbox.limits.memory` if it needs more)",
+            "memory limit: the spell holds more than {} of memory (raise `sandbox.limits.memory`, or magus's `ulimit -d`, if it needs more)",
             crate::policy::limits::Bytes(self.heap_budget as u64)
         )
     }

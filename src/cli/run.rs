@@ -347,10 +347,7 @@ fn execute(
     renderer: Renderer,
 ) -> i32 {
     let workspace = policy.workspace.clone();
-    let heap_budget = match (policy.state, policy.limits.memory) {
-        (SandboxState::On, Some(bytes)) => usize::try_from(bytes).unwrap_or(usize::MAX),
-        _ => crate::buzz::heap::DEFAULT_HEAP_BUDGET,
-    };
+    let heap_budget = heap_budget(&policy);
     if let Err(e) = std::env::set_current_dir(&workspace) {
         let message = format!("cannot enter the workspace {}: {e}", workspace.display());
         renderer.emit(&Diagnostic::error(message));
@@ -376,6 +373,24 @@ fn execute(
         Ok(status) => status,
         Err(e) => failed(&e, &sink),
     }
+}
+
+/// The interpreter's heap budget: `limits.memory` with the sandbox on,
+/// else the default; never more than a quarter of an `RLIMIT_DATA` magus was
+/// started under (a nested run inherits its parent's `limits.memory`),
+/// since a budget is checked between steps and one step may double a
+/// value (old and new held at once: three times the budget), while the
+/// rlimit would abort the allocation itself.
+fn heap_budget(policy: &Policy) -> usize {
+    let declared = match (policy.state, policy.limits.memory) {
+        (SandboxState::On, Some(bytes)) => usize::try_from(bytes).unwrap_or(usize::MAX),
+        _ => crate::buzz::heap::DEFAULT_HEAP_BUDGET,
+    };
+    let inherited = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
+        .map_or(usize::MAX, |(soft, _)| {
+            usize::try_from(soft / 4).unwrap_or(usize::MAX)
+        });
+    declared.min(inherited)
 }
 
 /// Reports why the spell stopped and picks the exit status.
