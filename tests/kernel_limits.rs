@@ -301,6 +301,15 @@ fn wall_time_kills_the_whole_run_with_a_clear_error() {
     }
 }
 
+#[test]
+fn wall_time_also_stops_a_spell_looping_in_the_interpreter() {
+    let h = Harness::with_config("sandbox:\n  enabled: true\n  limits: {wall_time: 1s}\n");
+    h.write_spell("spin", "fun main(args: [str]) > int {\n    var n = 0;\n    while (true) {\n        n = n + 1;\n    }\n    return n;\n}\n");
+    let out = h.run("spin", &[]);
+    assert_eq!(out.status, Some(EXIT_OVER_TIME), "{}", out.dump());
+    assert!(out.stderr.contains("wall_time (1s)"), "{}", out.dump());
+}
+
 /// Tries to fork 200 sleeping children, counts them, kills them: bounded
 /// by the loop even where nothing else bounds it.
 const FORK_PROBE: &str = "python3 -c '

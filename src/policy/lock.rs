@@ -32,7 +32,8 @@ const LOCK_COMMENT: &str = "\
 # It pins the sandbox policy declared in magus.yaml: `magus run` refuses to
 # start (MGS2010) when magus.yaml declares anything else.
 # Review every change to this file: a new `allow` line, `ro` becoming `rw`,
-# a new `passthrough` name or a looser `network` widens what spells reach.
+# a new `passthrough` name, a looser `network` or a raised or removed
+# `limit` widens what spells reach.
 ";
 
 /// A parsed (or about to be written) `magus.lock`.
