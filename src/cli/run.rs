@@ -10,7 +10,10 @@
 //! 3. Enter a private PID namespace (mounting `/proc` is impossible once
 //!    Landlock is on, so a nested magus keeps the enclosing run's), drop the
 //!    capabilities that reach past Landlock, install the syscall guard
-//!    (seccomp), then Landlock — all on the lone main thread.
+//!    (seccomp), then Landlock — all on the lone main thread. The process
+//!    that waits for magus (the namespace's init, or a subreaper where no
+//!    namespace can be made) kills whatever is left when magus ends, and
+//!    holds `sandbox.limits` (see `isolate`).
 //! 4. Run the spell with the gated bindings.
 
 use super::{load, GlobalArgs, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
