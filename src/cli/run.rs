@@ -241,8 +241,10 @@ fn confine(
 /// `arm_deadline` in `pidns` (the namespace's init); `apply_to_self` here,
 /// in magus proper; `apply_to_child` in `child::vfork`.
 fn isolate(policy: &Policy, renderer: &Renderer, diagnostics: &mut Vec<Diagnostic>) {
-    let over_time = over_time_diagnostic(&policy.limits);
-    enforce::limits::prepare(policy.limits, render(&over_time, renderer.format));
+    if !policy.limits.is_empty() {
+        let over_time = over_time_diagnostic(&policy.limits);
+        enforce::limits::prepare(policy.limits, render(&over_time, renderer.format));
+    }
     let own_user_namespace = match enforce::enter_private_pid_namespace() {
         PidIsolation::PrivateNamespace {
             user_namespace: UserNamespace::Created,
