@@ -556,3 +556,66 @@ fn without_a_pid_namespace_the_supervisor_kills_survivors_and_keeps_time() {
         );
     }
 }
+
+/// `magus ARGS...` in the harness's workspace, as root.
+fn magus(h: &Harness, args: &[&str]) -> RunOutput {
+    let mut cmd = h.command();
+    cmd.arg("--workspace").arg(&h.ws).args(args);
+    capture(&mut cmd)
+}
+
+#[test]
+fn check_lists_each_limit_and_how_it_is_held() {
+    let config =
+        "sandbox:\n  enabled: true\n  limits: {wall_time: 10m, processes: 64, memory: 1GiB}\n";
+    let h = Harness::with_config(config);
+    let out = magus(&h, &["sandbox", "check"]);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    for want in [
+        "limits           wall_time 10m:",
+        "processes 64:",
+        "memory 1GiB: RLIMIT_DATA",
+    ] {
+        assert!(out.stdout.contains(want), "lacks `{want}`: {}", out.dump());
+    }
+    let json = magus(&h, &["--message-format", "json", "sandbox", "check"]);
+    let value: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert_eq!(
+        value["limits"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        json.dump()
+    );
+    h.write_config("sandbox:\n  enabled: true\n");
+    let none = magus(&h, &["sandbox", "check"]);
+    assert!(
+        none.stdout.contains("limits           none\n"),
+        "{}",
+        none.dump()
+    );
+}
+
+#[test]
+fn raising_a_locked_limit_is_a_widening_mgs2010() {
+    let h = Harness::with_config("sandbox:\n  enabled: true\n  limits: {wall_time: 10m}\n");
+    h.write_spell("empty", "fun main(args: [str]) > int {\n    return 0;\n}\n");
+    let lock = magus(&h, &["sandbox", "lock"]);
+    assert_eq!(lock.status, Some(0), "{}", lock.dump());
+    assert_eq!(h.run("empty", &[]).status, Some(0));
+    h.write_config("sandbox:\n  enabled: true\n  limits: {wall_time: 2h}\n");
+    let out = h.run("empty", &[]);
+    assert_eq!(out.status, Some(2), "{}", out.dump());
+    assert!(out.stderr.contains("MGS2010"), "{}", out.dump());
+    assert!(
+        out.stderr.contains("widened: ~ limits.wall_time: 10m → 2h"),
+        "{}",
+        out.dump()
+    );
+    h.write_config("sandbox:\n  enabled: true\n");
+    let removed = h.run("empty", &[]);
+    assert!(
+        removed.stderr.contains("widened: - limits.wall_time 10m"),
+        "{}",
+        removed.dump()
+    );
+}
