@@ -43,8 +43,8 @@ impl Limits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LimitError {
-    #[error("no unit (write e.g. `30s` or `10m`)")]
-    MissingTimeUnit,
+    #[error("no unit (write e.g. `{0}`)")]
+    MissingUnit(&'static str),
     #[error("unknown unit `{0}`")]
     UnknownUnit(String),
     #[error("not a whole number followed by a unit")]
@@ -61,7 +61,7 @@ pub enum LimitError {
 pub fn parse_wall_time(text: &str) -> Result<Duration, LimitError> {
     let (number, unit) = split_number(text.trim())?;
     let scale = match unit {
-        "" => return Err(LimitError::MissingTimeUnit),
+        "" => return Err(LimitError::MissingUnit("30s` or `10m")),
         "s" => 1,
         "m" => 60,
         "h" => 3600,
@@ -83,7 +83,7 @@ pub fn parse_memory(text: &str) -> Result<u64, LimitError> {
         "MiB" => 20,
         "GiB" => 30,
         "TiB" => 40,
-        "" => return Err(LimitError::UnknownUnit(String::new())),
+        "" => return Err(LimitError::MissingUnit("512MiB` or `2GiB")),
         other => return Err(LimitError::UnknownUnit(other.to_string())),
     };
     let bytes = nonzero(number)?
@@ -166,7 +166,7 @@ mod tests {
             ("10m", Ok(600)),
             ("2h", Ok(7200)),
             ("1d", Ok(86_400)),
-            ("30", Err(LimitError::MissingTimeUnit)),
+            ("30", Err(LimitError::MissingUnit("30s` or `10m"))),
             ("0s", Err(LimitError::Zero)),
             ("5 min", Err(LimitError::UnknownUnit(" min".into()))),
             ("m", Err(LimitError::NotANumber)),
@@ -190,7 +190,7 @@ mod tests {
             ("1TiB", Ok(1 << 40)),
             ("16384KiB", Ok(16 << 20)),
             ("2GB", Err(LimitError::UnknownUnit("GB".into()))),
-            ("1024", Err(LimitError::UnknownUnit(String::new()))),
+            ("1024", Err(LimitError::MissingUnit("512MiB` or `2GiB"))),
             ("1MiB", Err(LimitError::TooSmall("16MiB".into()))),
         ];
         for (text, want) in cases {
