@@ -39,7 +39,7 @@ fn run(file: PathBuf, args: Vec<String>) -> Outcome {
         let result = buzz::parse(&file, &source).and_then(|program| {
             Interpreter::new(&file, Vec::new())
                 .with_output(Box::new(out.clone()))
-                .with_stack_budget(buzz::stack::INTERPRETER_STACK_BUDGET)
+                .with_stack_budget(buzz::stack::stack_budget(buzz::stack::interpreter_stack()))
                 .run(&program, args)
         });
         let stdout = String::from_utf8_lossy(&out.0.borrow()).into_owned();

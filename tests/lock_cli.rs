@@ -128,6 +128,7 @@ fn assert_exit_codes(text: &str, what: &str) {
         "125 magus failed",
         "126 the spell cannot run",
         "127 no such spell",
+        "123 the run exceeded `sandbox.limits.wall_time`",
     ] {
         assert!(text.contains(needle), "{what} lacks `{needle}`:\n{text}");
     }

@@ -93,6 +93,8 @@ pub struct Interpreter {
     pub(super) loaded: HashMap<PathBuf, Rc<ModuleObj>>,
     /// Libraries written in Buzz (such as `buzz:io`), by import name.
     pub(super) libraries: HashMap<String, &'static str>,
+    /// Live heap bytes (`heap::in_use`) past which evaluation stops.
+    heap_budget: usize,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -134,7 +136,15 @@ impl Interpreter {
                 .iter()
                 .map(|(name, source)| ((*name).to_string(), *source))
                 .collect(),
+            heap_budget: super::heap::DEFAULT_HEAP_BUDGET,
         }
+    }
+
+    /// Stops the spell with a "memory limit" error once magus holds more
+    /// than `bytes` of heap (`sandbox.limits.memory`).
+    pub fn with_heap_budget(mut self, bytes: usize) -> Interpreter {
+        self.heap_budget = bytes;
+        self
     }
 
     /// Adds libraries written in Buzz, importable by name (`buzz:io`).
@@ -285,8 +295,19 @@ impl Interpreter {
                 "evaluation used its whole stack budget (runaway recursion?)",
             ));
         }
+        if super::heap::in_use() > self.heap_budget {
+            return Err(self.fail(pos, self.over_budget()));
+        }
         self.depth += 1;
         Ok(())
+    }
+
+    #[cold]
+    fn over_budget(&self) -> String {
+        format!(
+            "memory limit: the spell holds more than {} of memory (raise `sandbox.limits.memory`, or magus's `ulimit -d`, if it needs more)",
+            crate::policy::limits::Bytes(self.heap_budget as u64)
+        )
     }
 
     // ----- statements -----

@@ -8,6 +8,7 @@
 mod ast;
 mod callbacks;
 mod error;
+pub mod heap;
 mod imports;
 mod interp;
 mod lang;

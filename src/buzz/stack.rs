@@ -4,24 +4,44 @@
 //! stack budget to match. Deep recursion then ends in a located error at
 //! [`super::MAX_CALL_DEPTH`] calls, never in a stack overflow.
 
-/// Stack reserved for the interpreter thread.
+/// Stack reserved for the interpreter thread, at most.
 pub const INTERPRETER_STACK: usize = 1 << 30;
 
-/// Stack kept free below the budget, for natives and the error path.
-const HEADROOM: usize = 64 << 20;
+/// The least stack the interpreter thread gets, however tight the limits.
+const MIN_STACK: usize = 8 << 20;
 
-/// The stack budget to give an interpreter on the interpreter thread
-/// (see [`super::Interpreter::with_stack_budget`]).
-pub const INTERPRETER_STACK_BUDGET: usize = INTERPRETER_STACK - HEADROOM;
+/// Stack kept free below the budget, for natives and the error path: an
+/// eighth of the stack, at most 64 MiB.
+const MAX_HEADROOM: usize = 64 << 20;
 
-/// Runs `f` on a fresh thread with [`INTERPRETER_STACK`] of stack and
+/// The stack the interpreter thread reserves: [`INTERPRETER_STACK`], or an
+/// eighth of an `RLIMIT_DATA` magus was started under (a thread's stack is
+/// private writable memory, which that limit counts; a nested run inherits
+/// its parent's `limits.memory`), so the thread can always be made. The
+/// heap budget takes a quarter of the same limit, and may briefly hold
+/// three times that (see `cli::run::heap_budget`): 1/8 + 3/4 fits.
+pub fn interpreter_stack() -> usize {
+    let inherited = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
+        .map_or(usize::MAX, |(soft, _)| {
+            usize::try_from(soft / 8).unwrap_or(usize::MAX)
+        });
+    INTERPRETER_STACK.min(inherited).max(MIN_STACK)
+}
+
+/// The stack budget to give an interpreter on a thread with `stack` bytes
+/// of stack (see [`super::Interpreter::with_stack_budget`]).
+pub fn stack_budget(stack: usize) -> usize {
+    stack - (stack / 8).min(MAX_HEADROOM)
+}
+
+/// Runs `f` on a fresh thread with [`interpreter_stack`] of stack and
 /// returns its result. Fails only when the thread cannot be created; a
 /// panic in `f` is resumed on the caller.
 pub fn run_on_interpreter_stack<T: Send>(f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("buzz".into())
-            .stack_size(INTERPRETER_STACK)
+            .stack_size(interpreter_stack())
             .spawn_scoped(scope, f)?;
         match worker.join() {
             Ok(value) => Ok(value),

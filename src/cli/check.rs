@@ -6,6 +6,7 @@ use super::report::{startup_report, ReportInput};
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
 use crate::enforce::jail::{protect, UserNamespace};
+use crate::enforce::limits::{self, OwnUserNamespace};
 use crate::enforce::network::NetworkPlan;
 use crate::enforce::{self, JailPlan, JailStatus, LandlockStatus, ViewInputs};
 use crate::policy::{
@@ -63,7 +64,7 @@ fn startup_diagnostics(
         ));
     }
     let jail = match &kernel.jail {
-        JailStatus::Entered { .. } => super::run::Jail::Entered,
+        JailStatus::Entered { user_namespace } => super::run::Jail::Entered(*user_namespace),
         JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
     };
     if policy.state() == SandboxState::On {
@@ -216,6 +217,10 @@ fn human_report(
         network_text(policy.network())
     ));
     out.push_str(&carve_out_text(plan));
+    out.push_str(&format!(
+        "limits           {}\n",
+        limits_lines(policy, kernel).join("\n                 ")
+    ));
     out.push_str("\nkernel\n");
     out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
     out.push_str(&format!("  jail      {}\n", kernel.jail_text()));
@@ -250,6 +255,24 @@ fn carve_out_text(plan: &JailPlan) -> String {
         ));
     }
     out
+}
+
+/// `sandbox.limits` and how a run would hold each bound; `none` when
+/// nothing is declared.
+fn limits_lines(policy: &Policy, kernel: &KernelReport) -> Vec<String> {
+    let (pid_namespace, own_user_ns) = match &kernel.jail {
+        JailStatus::Entered {
+            user_namespace: UserNamespace::Created,
+        } => (true, OwnUserNamespace::Yes),
+        JailStatus::Entered { .. } => (true, OwnUserNamespace::No),
+        JailStatus::Unavailable { .. } => (false, OwnUserNamespace::No),
+    };
+    let bound = limits::predict_process_bound(policy.limits(), pid_namespace, own_user_ns);
+    let lines = limits::describe(policy.limits(), bound);
+    if lines.is_empty() {
+        return vec!["none".into()];
+    }
+    lines
 }
 
 fn json_grant(grant: &Grant) -> serde_json::Value {
@@ -299,6 +322,7 @@ fn json_report(
         "passthrough": policy.passthrough().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
         "carve_outs": carve_outs,
+        "limits": limits_lines(policy, kernel),
         "kernel": {
             "landlock": kernel.landlock_text(),
             "landlock_abi": kernel.landlock.abi(),

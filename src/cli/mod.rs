@@ -43,6 +43,7 @@ pub const EXIT_NO_SPELL: i32 = 127;
 const EXIT_HELP: &str = "Exit status: a spell's own status (what its `main` returns, 0-255; \
 0 for `void`), or, chosen like timeout(1) and env(1) so they stand apart: \
 1 the spell failed (runtime error, uncaught throw, or a status outside 0-255); \
+123 the run exceeded `sandbox.limits.wall_time` (everything it started was killed); \
 124 the spell was stopped by a sandbox denial; 125 magus failed (usage, \
 magus.yaml, magus.lock or sandbox set-up); 126 the spell cannot run (unreadable, \
 syntax error); 127 no such spell.";

@@ -12,7 +12,10 @@
 //!    on, so a nested magus keeps the enclosing run's), for `network: deny`
 //!    a loopback-only network namespace, drop every capability, install the
 //!    syscall guard (seccomp, with the network rules), then Landlock — all
-//!    on the lone main thread.
+//!    on the lone main thread. The process that waits for magus (the
+//!    namespace's init, or a subreaper where no namespace can be made)
+//!    kills whatever is left when magus ends, and holds `sandbox.limits`
+//!    (see `isolate`).
 //! 4. Run the spell with the gated bindings.
 
 use super::report::{startup_report, ReportInput, StartupReport};
@@ -20,16 +23,20 @@ use super::spells::{read_spell, SpellError};
 use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
 use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
-use crate::diag::{Code, Diagnostic, Renderer};
+use crate::diag::{render, Code, Diagnostic, Renderer};
 use crate::enforce::gate::{Gate, HiddenPrograms};
+use crate::enforce::jail::UserNamespace;
 use crate::enforce::jail::USERNS_VAR;
 use crate::enforce::landlock::{Unavailable, Unenforced};
+use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
 use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::{
     self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
     ReexecState, SyscallGuard, UsernsRequest, ViewInputs,
 };
+use crate::policy::limits::Seconds;
+use crate::policy::Limits;
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
     FINGERPRINT_VAR,
@@ -98,7 +105,7 @@ pub(super) fn run(
         SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
         SandboxState::Off => HiddenPrograms::default(),
     };
-    let domain = match confine(&policy, env, &mut resolution) {
+    let domain = match confine(&policy, env, &renderer, &mut resolution) {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
@@ -265,13 +272,14 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 fn confine(
     policy: &Policy,
     env: &[(OsString, OsString)],
+    renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Domain, Box<Diagnostic>> {
     if policy.state() == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
     let jail = match nesting(env) {
-        Nesting::Outermost => enter_jail(policy, env, diagnostics)?,
+        Nesting::Outermost => isolate(policy, env, renderer, diagnostics)?,
         Nesting::InsideMagus => Jail::Inherited,
     };
     // The network step (issue #12): magus is in its user namespace and
@@ -282,7 +290,7 @@ fn confine(
     enforce::capabilities::drop_all_capabilities()
         .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;
     let mode = match jail {
-        Jail::Entered | Jail::Inherited => GuardMode::Jailed,
+        Jail::Entered(_) | Jail::Inherited => GuardMode::Jailed,
         Jail::Missing(_) => GuardMode::Unjailed,
     };
     let guard = SyscallGuard::build(mode, network.seccomp()).and_then(|g| g.install_on_self());
@@ -306,9 +314,62 @@ fn confine(
     Ok(domain)
 }
 
+/// Step 3, first part: the jail (or, where namespaces are refused, the
+/// subreaper that kills survivors), with `sandbox.limits` hooked in.
+///
+/// `enforce::limits` hooks: `prepare` here; `in_new_pid_namespace` and
+/// `arm_deadline` in the jail's PID 1 (`jail::reaper`); `apply_to_self`
+/// here, in magus proper; `apply_to_child` in `child::vfork`.
+fn isolate(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    renderer: &Renderer,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Jail, Box<Diagnostic>> {
+    if !policy.limits().is_empty() {
+        let over_time = over_time_diagnostic(policy.limits());
+        enforce::limits::prepare(*policy.limits(), render(&over_time, renderer.format));
+    }
+    let jail = enter_jail(policy, env, diagnostics)?;
+    let own_user_namespace = match &jail {
+        Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
+        Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
+        Jail::Missing(_) => {
+            if let Err(e) = enforce::survivors::supervise_without_pid_namespace() {
+                diagnostics.push(Diagnostic::warning(format!(
+                    "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
+                )));
+            }
+            OwnUserNamespace::No
+        }
+    };
+    enforce::limits::apply_to_self(own_user_namespace);
+    if enforce::limits::process_bound() == ProcessBound::Unenforced {
+        diagnostics.push(unenforced_processes());
+    }
+    Ok(jail)
+}
+
+/// Said by the process that waits for magus when the wall time runs out.
+fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
+    let wall = limits.wall_time.map_or(0, |d| d.as_secs());
+    Diagnostic::error(format!(
+        "the run exceeded sandbox.limits.wall_time ({}); magus and every process it started were killed",
+        Seconds(wall)
+    ))
+    .with_help("raise `limits.wall_time` in magus.yaml (and re-lock) if the spell needs longer")
+}
+
+fn unenforced_processes() -> Diagnostic {
+    Diagnostic::warning(
+        "sandbox.limits.processes is not enforced: real root ignores RLIMIT_NPROC and this kernel keeps no per-namespace pid_max",
+    )
+    .with_help("run on Linux 6.14 or newer, or as an ordinary user")
+}
+
 /// What became of the jail for this run.
 pub(super) enum Jail {
-    Entered,
+    Entered(UserNamespace),
     /// A nested magus lives in the enclosing run's jail already.
     Inherited,
     Missing(JailUnavailable),
@@ -328,7 +389,7 @@ fn enter_jail(
         diagnostics.push(search_truncated());
     }
     match enforce::jail::enter(&plan, userns_request(env)) {
-        JailStatus::Entered { .. } => Ok(Jail::Entered),
+        JailStatus::Entered { user_namespace } => Ok(Jail::Entered(user_namespace)),
         JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
             Ok(Jail::Missing(reason))
         }
@@ -401,7 +462,7 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
 /// lets a child connect to any pathname socket it can name, but in the
 /// jail only sockets inside the grants exist.
 fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
-    let jailed = matches!(jail, Jail::Entered | Jail::Inherited);
+    let jailed = matches!(jail, Jail::Entered(_) | Jail::Inherited);
     jailed
         && matches!(
             missing,
@@ -530,6 +591,7 @@ fn execute(work: Work) -> i32 {
         renderer,
     } = work;
     let workspace = policy.workspace().to_path_buf();
+    let heap_budget = heap_budget(&policy);
     if let Err(e) = std::env::set_current_dir(&workspace) {
         let message = format!("cannot enter the workspace {}: {e}", workspace.display());
         renderer.emit(&Diagnostic::error(message));
@@ -549,7 +611,10 @@ fn execute(work: Work) -> i32 {
         Interpreter::new(file, bindings::modules(&session))
             .with_loader(bindings::source_loader(&session))
             .with_libraries(bindings::libraries())
-            .with_stack_budget(crate::buzz::stack::INTERPRETER_STACK_BUDGET)
+            .with_stack_budget(crate::buzz::stack::stack_budget(
+                crate::buzz::stack::interpreter_stack(),
+            ))
+            .with_heap_budget(heap_budget)
     };
     match job {
         Job::Run { args, .. } => {
@@ -583,6 +648,24 @@ fn spell_status(status: i32, sink: &bindings::DiagnosticSink) -> i32 {
             .with_help("return a status from 0 to 255 (0 for success)"),
     );
     EXIT_SPELL_FAILED
+}
+
+/// The interpreter's heap budget: `limits.memory` with the sandbox on,
+/// else the default; never more than a quarter of an `RLIMIT_DATA` magus was
+/// started under (a nested run inherits its parent's `limits.memory`),
+/// since a budget is checked between steps and one step may double a
+/// value (old and new held at once: three times the budget), while the
+/// rlimit would abort the allocation itself.
+fn heap_budget(policy: &Policy) -> usize {
+    let declared = match (policy.state(), policy.limits().memory) {
+        (SandboxState::On, Some(bytes)) => usize::try_from(bytes).unwrap_or(usize::MAX),
+        _ => crate::buzz::heap::DEFAULT_HEAP_BUDGET,
+    };
+    let inherited = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
+        .map_or(usize::MAX, |(soft, _)| {
+            usize::try_from(soft / 4).unwrap_or(usize::MAX)
+        });
+    declared.min(inherited)
 }
 
 /// Reports why the spell stopped and picks the exit status.

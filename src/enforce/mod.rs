@@ -8,10 +8,12 @@ pub mod child;
 mod error;
 pub mod jail;
 pub mod landlock;
+pub mod limits;
 pub mod network;
 pub mod process;
 pub mod reexec;
 pub mod seccomp;
+pub mod survivors;
 
 pub use child::{ChildStdio, ConfinedChild, ConfinedCommand};
 pub use error::EnforceError;

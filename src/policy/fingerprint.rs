@@ -5,6 +5,7 @@
 
 use super::config::SandboxConfig;
 use super::grant::{Mode, Network};
+use super::limits::Limits;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
@@ -23,6 +24,9 @@ pub struct CanonicalPolicy {
     /// Passthrough patterns as written (`GOPATH`, `MISE_*`).
     pub passthrough: Vec<String>,
     pub network: Network,
+    /// `sandbox.limits`, in canonical units (seconds, bytes). Written only
+    /// when a bound is set, so locks made before limits existed still hold.
+    pub limits: Limits,
 }
 
 /// A hex SHA-256 of a [`CanonicalPolicy`]'s text.
@@ -64,6 +68,7 @@ impl CanonicalPolicy {
             allow,
             passthrough,
             network: canonical_network(&config.network),
+            limits: config.limits,
         }
     }
 
@@ -118,8 +123,8 @@ impl fmt::Display for CanonicalPolicy {
             writeln!(f, "passthrough {}", quoted(name))?;
         }
         match &self.network {
-            Network::Allow => writeln!(f, "network allow"),
-            Network::Deny => writeln!(f, "network deny"),
+            Network::Allow => writeln!(f, "network allow")?,
+            Network::Deny => writeln!(f, "network deny")?,
             Network::Ports {
                 connect_tcp,
                 bind_tcp,
@@ -128,9 +133,24 @@ impl fmt::Display for CanonicalPolicy {
                 "network connect_tcp {} bind_tcp {}",
                 ports(connect_tcp),
                 ports(bind_tcp)
-            ),
+            )?,
         }
+        write_limits(f, &self.limits)
     }
+}
+
+/// `limit wall_time 600s`, `limit processes 256`, `limit memory <bytes>`.
+fn write_limits(f: &mut fmt::Formatter<'_>, limits: &Limits) -> fmt::Result {
+    if let Some(wall) = limits.wall_time {
+        writeln!(f, "limit wall_time {}s", wall.as_secs())?;
+    }
+    if let Some(count) = limits.processes {
+        writeln!(f, "limit processes {count}")?;
+    }
+    if let Some(bytes) = limits.memory {
+        writeln!(f, "limit memory {bytes}")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -166,6 +186,9 @@ mod tests {
             base.replace("~/a", "~/b"),
             base.replace("[A]", "[A_*]"),
             base.replace("deny", "allow"),
+            format!("{base}  limits: {{wall_time: 30s}}\n"),
+            format!("{base}  limits: {{processes: 64}}\n"),
+            format!("{base}  limits: {{memory: 1GiB}}\n"),
         ];
         let fp = canonical(base).fingerprint();
         for v in variants {
@@ -180,5 +203,21 @@ mod tests {
         );
         let want = "magus-sandbox-policy v1\nenabled true\nallow rw \"~/.cargo\"\npassthrough \"MISE_*\"\nnetwork connect_tcp [443] bind_tcp []\n";
         assert_eq!(c.to_string(), want);
+    }
+
+    #[test]
+    fn limits_are_canonical_in_seconds_and_bytes() {
+        let a = canonical("sandbox:\n  limits: {wall_time: 10m, processes: 8, memory: 1GiB}\n");
+        let b =
+            canonical("sandbox:\n  limits: {memory: 1048576KiB, wall_time: 600s, processes: 8}\n");
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert!(a.to_string().ends_with(
+            "network allow\nlimit wall_time 600s\nlimit processes 8\nlimit memory 1073741824\n"
+        ));
+        let empty = canonical("sandbox:\n  limits: {}\n");
+        assert_eq!(
+            empty.fingerprint(),
+            canonical("sandbox: {}\n").fingerprint()
+        );
     }
 }

@@ -99,6 +99,7 @@ pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
     policy.state_source = state_source;
     policy.config_file = workspace.config;
     policy.declared = sandbox.map(CanonicalPolicy::from_declared);
+    policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
     Ok(Startup {
         policy,
         config,

@@ -12,6 +12,7 @@ pub mod config;
 mod env;
 mod fingerprint;
 mod grant;
+pub mod limits;
 mod load;
 pub mod lock;
 pub mod path;
@@ -26,6 +27,7 @@ pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
 pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode};
+pub use limits::Limits;
 pub use load::{startup, Startup, StartupError, StartupInput};
 pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
@@ -75,6 +77,8 @@ pub struct Policy {
     /// The declared `sandbox:` section in canonical form; `None` when the
     /// config has none.
     declared: Option<CanonicalPolicy>,
+    /// `sandbox.limits` as declared (enforced only with the sandbox on).
+    limits: Limits,
     trie: PathTrie,
 }
 
@@ -98,6 +102,7 @@ impl Policy {
             network,
             passthrough,
             declared: None,
+            limits: Limits::default(),
             trie,
         }
     }
@@ -158,6 +163,11 @@ impl Policy {
     /// config has none.
     pub fn declared(&self) -> Option<&CanonicalPolicy> {
         self.declared.as_ref()
+    }
+
+    /// `sandbox.limits` as declared (enforced only with the sandbox on).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The grant a decision names.

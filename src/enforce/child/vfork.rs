@@ -196,6 +196,8 @@ fn setup_and_exec(args: &ChildArgs) -> c_int {
     if let Err(errno) = restrict(args.restriction) {
         return errno;
     }
+    // `sandbox.limits.memory` for this child and all it starts.
+    crate::enforce::limits::apply_to_child();
     // std starts children with an empty mask; the inherited one is all-blocked.
     // SAFETY: sets the mask from a set initialized in the parent.
     unsafe { libc::sigprocmask(libc::SIG_SETMASK, &args.empty_mask, ptr::null_mut()) };

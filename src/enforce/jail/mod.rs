@@ -24,6 +24,7 @@ use nix::unistd::{fork, ForkResult};
 
 pub use plan::{BindAccess, BindWhy, IfMissing, JailPlan, Step, ViewInputs};
 pub use protect::CarveReason;
+pub(crate) use reaper::forward_signals_to;
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;

@@ -3,9 +3,10 @@
 //! carries on as PID 2 inside. Both waiters only pass signals on and exit
 //! with magus's status (death by signal `n` becomes `128 + n`).
 //!
-//! Limits (issue #13) hook in here: wall time in [`wait_and_exit`] (PID 1
-//! and the original both wait there), rlimits in PID 1 before it forks
-//! magus (see [`become_init`]).
+//! `sandbox.limits` hook in here (see `enforce::limits`): PID 1 caps the
+//! namespace's PIDs before it forks magus ([`become_init`]), and arms the
+//! wall-time alarm whose ring ends the run ([`reap_and_exit`],
+//! [`wait_and_exit`]).
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -141,6 +142,9 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
     if let Err(StepFailure { index, errno }) = apply(plan) {
         fail(&report, STEP, index, errno);
     }
+    // `sandbox.limits.processes`: cap this namespace's PIDs before magus
+    // proper is forked (a no-op unless declared).
+    crate::enforce::limits::in_new_pid_namespace();
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // SAFETY: still single-threaded.
@@ -189,6 +193,12 @@ extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
     }
 }
 
+/// Passes `SIGTERM`, `SIGINT`, `SIGHUP` and `SIGQUIT` sent to this
+/// process with `kill` on to `target` (also for `survivors`' supervisor).
+pub(crate) fn forward_signals_to(target: Pid) {
+    install_forwarding(target);
+}
+
 fn install_forwarding(target: Pid) {
     FORWARD_TO.store(target.as_raw(), Ordering::Relaxed);
     let action = SigAction::new(
@@ -206,6 +216,8 @@ fn install_forwarding(target: Pid) {
 /// makes the kernel kill whatever is left in the namespace.
 fn reap_and_exit(magus: Pid) -> ! {
     install_forwarding(magus);
+    // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
+    crate::enforce::limits::arm_deadline();
     wait_and_exit(Pid::from_raw(-1), magus)
 }
 
@@ -218,6 +230,10 @@ fn wait_and_exit(which: Pid, main: Pid) -> ! {
         match waitpid(which, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => exit_now(code),
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => exit_now(128 + sig as i32),
+            // Only PID 1 arms the alarm; its exit kills the whole namespace.
+            Err(Errno::EINTR) if crate::enforce::limits::over_time() => {
+                crate::enforce::limits::exit_over_time()
+            }
             Err(Errno::EINTR) | Ok(_) => continue,
             Err(_) => exit_now(1),
         }

@@ -6,6 +6,7 @@
 use super::MAX_CONFIG_BYTES;
 use crate::diag::{Diagnostic, Location, SourceKind};
 use crate::policy::env::PatternError;
+use crate::policy::limits::LimitError;
 use std::path::PathBuf;
 
 /// A malformed (or unreadable) `magus.yaml`, with where and why.
@@ -58,6 +59,12 @@ pub enum ConfigErrorKind {
     BadNetwork(String),
     #[error("invalid port {0}: a port is a number from 1 to 65535")]
     BadPort(i64),
+    #[error("invalid `limits.{key}` value `{spelled}`: {problem}")]
+    BadLimit {
+        key: &'static str,
+        spelled: String,
+        problem: LimitError,
+    },
 }
 
 impl ConfigErrorKind {
@@ -92,13 +99,25 @@ impl ConfigErrorKind {
                 "`network` is `allow`, `deny`, or `{connect_tcp: [443], bind_tcp: []}`".into()
             }
             ConfigErrorKind::BadPort(_) => "list TCP ports as numbers, e.g. `[443, 8080]`".into(),
+            ConfigErrorKind::BadLimit { key, .. } => limit_hint(key).into(),
         }
     }
 }
 
 const SCHEMA_HINT: &str = "the `sandbox` section is: `enabled: true|false`, \
 `allow: [{path: ..., mode: ro|rw}]`, `env: {passthrough: [NAME, NAME_*]}`, \
-`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}`";
+`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}`, \
+`limits: {wall_time: 30m, processes: 256, memory: 2GiB}`";
+
+fn limit_hint(key: &str) -> &'static str {
+    match key {
+        "wall_time" => "`wall_time` is a whole number and a unit: `90s`, `30m`, `2h` or `1d`",
+        "memory" => {
+            "`memory` is a whole number and a binary unit: `512MiB`, `2GiB` (KiB, MiB, GiB, TiB)"
+        }
+        _ => "`processes` is a whole number of processes, e.g. `256`",
+    }
+}
 
 fn unknown_key_hint(allowed: &[&'static str]) -> String {
     let keys: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();

@@ -13,7 +13,8 @@ pub use error::{ConfigError, ConfigErrorKind};
 
 use super::env::EnvPattern;
 use super::grant::{Mode, Network};
-use schema::{RawAllow, RawFile, RawNetwork, RawPorts, RawSandbox};
+use super::limits::{check_processes, parse_memory, parse_wall_time, LimitError, Limits};
+use schema::{RawAllow, RawFile, RawLimits, RawNetwork, RawPorts, RawSandbox};
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,8 @@ pub struct SandboxConfig {
     pub allow: Vec<AllowEntry>,
     pub passthrough: Vec<PassthroughEntry>,
     pub network: Network,
+    /// `sandbox.limits`; every bound `None` when absent.
+    pub limits: Limits,
 }
 
 /// A loaded `magus.yaml`.
@@ -290,7 +293,46 @@ fn validate(raw: RawSandbox) -> Result<SandboxConfig, Invalid> {
             .map(validate_passthrough)
             .collect::<Result<_, _>>()?,
         network: raw.network.map_or(Ok(Network::Allow), validate_network)?,
+        limits: raw.limits.map_or(Ok(Limits::default()), validate_limits)?,
     })
+}
+
+fn validate_limits(raw: RawLimits) -> Result<Limits, Invalid> {
+    let bad = |key, spanned: &Spanned<String>, problem| {
+        let spelled = spanned.value.escape_debug().to_string();
+        let kind = ConfigErrorKind::BadLimit {
+            key,
+            spelled,
+            problem,
+        };
+        (position(spanned), kind)
+    };
+    let wall_time = raw
+        .wall_time
+        .map(|w| parse_wall_time(&w.value).map_err(|e| bad("wall_time", &w, e)))
+        .transpose()?;
+    let memory = raw
+        .memory
+        .map(|m| parse_memory(&m.value).map_err(|e| bad("memory", &m, e)))
+        .transpose()?;
+    let processes = raw
+        .processes
+        .map(|p| check_processes(p.value).map_err(|e| processes_error(&p, e)))
+        .transpose()?;
+    Ok(Limits {
+        wall_time,
+        processes,
+        memory,
+    })
+}
+
+fn processes_error(raw: &Spanned<i64>, problem: LimitError) -> Invalid {
+    let kind = ConfigErrorKind::BadLimit {
+        key: "processes",
+        spelled: raw.value.to_string(),
+        problem,
+    };
+    (position(raw), kind)
 }
 
 fn validate_allow(raw: RawAllow) -> Result<AllowEntry, Invalid> {
@@ -404,6 +446,20 @@ mod tests {
                 bind_tcp: vec![]
             }
         );
+    }
+
+    #[test]
+    fn limits_are_read_in_their_units() {
+        let text = "sandbox:\n  limits: {wall_time: 10m, processes: 256, memory: 2GiB}\n";
+        let limits = parse(text).unwrap().sandbox.unwrap().limits;
+        let want = Limits {
+            wall_time: Some(std::time::Duration::from_secs(600)),
+            processes: Some(256),
+            memory: Some(2 << 30),
+        };
+        assert_eq!(limits, want);
+        let none = parse("sandbox:\n  limits: {}\n").unwrap().sandbox.unwrap();
+        assert!(none.limits.is_empty());
     }
 
     #[test]

@@ -128,6 +128,21 @@ pub(super) struct RawSandbox {
     pub env: Option<RawEnv>,
     #[serde(default)]
     pub network: Option<Spanned<RawNetwork>>,
+    #[serde(default)]
+    pub limits: Option<RawLimits>,
+}
+
+/// `limits:` values stay strings (or a number) here; their units are
+/// checked in `config::validate`, which can point at the value.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    #[serde(default)]
+    pub wall_time: Option<Spanned<String>>,
+    #[serde(default)]
+    pub processes: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub memory: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -195,6 +210,8 @@ pub(super) fn section_of(allowed: &[&'static str]) -> &'static str {
         "sandbox.env"
     } else if has("connect_tcp") {
         "sandbox.network"
+    } else if has("wall_time") {
+        "sandbox.limits"
     } else {
         "magus.yaml"
     }

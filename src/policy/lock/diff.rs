@@ -2,7 +2,8 @@
 //! what widens the sandbox (a reviewer must look) and what narrows it.
 //! Only declared facts are compared, never resolved paths.
 
-use crate::policy::{CanonicalPolicy, Mode, Network};
+use crate::policy::limits::{Bytes, Seconds};
+use crate::policy::{CanonicalPolicy, Limits, Mode, Network};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -47,6 +48,7 @@ pub fn diff(locked: &CanonicalPolicy, declared: &CanonicalPolicy) -> Vec<Change>
     allow_changes(&locked.allow, &declared.allow, &mut changes);
     passthrough_changes(&locked.passthrough, &declared.passthrough, &mut changes);
     network_changes(&locked.network, &declared.network, &mut changes);
+    limit_changes(&locked.limits, &declared.limits, &mut changes);
     changes.sort_by_key(|c| c.direction == Direction::Narrowed);
     changes
 }
@@ -186,6 +188,51 @@ fn port_changes(kind: &str, old: &Ports, new: &Ports, out: &mut Vec<Change>) {
     }
 }
 
+/// A bound removed or raised widens (a runaway spell may take more); one
+/// added or lowered narrows.
+fn limit_changes(locked: &Limits, declared: &Limits, out: &mut Vec<Change>) {
+    let secs = |l: &Limits| l.wall_time.map(|d| d.as_secs());
+    let show_secs = |n: u64| Seconds(n).to_string();
+    let show_bytes = |n: u64| Bytes(n).to_string();
+    let count = |l: &Limits| l.processes.map(u64::from);
+    bound_change("wall_time", secs(locked), secs(declared), show_secs, out);
+    bound_change(
+        "processes",
+        count(locked),
+        count(declared),
+        |n| n.to_string(),
+        out,
+    );
+    bound_change("memory", locked.memory, declared.memory, show_bytes, out);
+}
+
+fn bound_change(
+    key: &str,
+    old: Option<u64>,
+    new: Option<u64>,
+    show: impl Fn(u64) -> String,
+    out: &mut Vec<Change>,
+) {
+    let (direction, text) = match (old, new) {
+        (Some(a), Some(b)) if a == b => return,
+        (None, None) => return,
+        (Some(a), None) => (Direction::Widened, format!("- limits.{key} {}", show(a))),
+        (None, Some(b)) => (Direction::Narrowed, format!("+ limits.{key} {}", show(b))),
+        (Some(a), Some(b)) => {
+            let direction = if b > a {
+                Direction::Widened
+            } else {
+                Direction::Narrowed
+            };
+            (
+                direction,
+                format!("~ limits.{key}: {} → {}", show(a), show(b)),
+            )
+        }
+    };
+    push(out, direction, text);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +243,7 @@ mod tests {
             allow: allow.iter().map(|(p, m)| (p.to_string(), *m)).collect(),
             passthrough: passthrough.iter().map(|s| s.to_string()).collect(),
             network,
+            limits: Limits::default(),
         }
     }
 
@@ -281,6 +329,36 @@ mod tests {
             [
                 "narrowed: ~ allow ~/.cargo: rw → ro",
                 "narrowed: - network connect_tcp 80"
+            ]
+        );
+    }
+
+    #[test]
+    fn raising_or_removing_a_limit_widens() {
+        let mut locked = policy(&[], &[], Network::Allow);
+        locked.limits = Limits {
+            wall_time: Some(std::time::Duration::from_secs(600)),
+            processes: Some(64),
+            memory: Some(1 << 30),
+        };
+        let mut declared = locked.clone();
+        declared.limits.wall_time = Some(std::time::Duration::from_secs(7200));
+        declared.limits.processes = None;
+        declared.limits.memory = Some(512 << 20);
+        assert_eq!(
+            lines(&diff(&locked, &declared)),
+            [
+                "widened: ~ limits.wall_time: 10m → 2h",
+                "widened: - limits.processes 64",
+                "narrowed: ~ limits.memory: 1GiB → 512MiB",
+            ]
+        );
+        assert_eq!(
+            lines(&diff(&declared, &locked)),
+            [
+                "widened: ~ limits.memory: 512MiB → 1GiB",
+                "narrowed: ~ limits.wall_time: 2h → 10m",
+                "narrowed: + limits.processes 64",
             ]
         );
     }

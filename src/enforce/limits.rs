@@ -1,0 +1,319 @@
+//! Enforces `sandbox.limits` (DESIGN §6a "bounded use") once, at start-up,
+//! for magus and everything it starts. It decides nothing: the bounds come
+//! parsed from `policy::limits`, and each is applied where it must be:
+//!
+//! - `processes`: as real root `RLIMIT_NPROC` is ignored by the kernel, so
+//!   the PID namespace's own `pid_max` (per namespace since Linux 6.14) caps
+//!   it; otherwise `RLIMIT_NPROC`, which in magus's user namespace counts
+//!   only this run's processes. See [`in_new_pid_namespace`], [`apply_to_self`].
+//! - `memory`: `RLIMIT_DATA` (private writable memory) of each child, set
+//!   between clone and exec ([`apply_to_child`]). magus's own interpreter
+//!   has its own budget (`buzz::heap`), so magus is never the one aborted.
+//! - `wall_time`: an alarm in the process that waits for magus (the
+//!   namespace's init, or the fallback [`super::survivors`] supervisor);
+//!   when it rings, everything is killed and the run exits [`EXIT_OVER_TIME`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+use nix::sys::resource::{setrlimit, Resource};
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+
+use crate::policy::limits::{Bytes, Seconds};
+use crate::policy::Limits;
+
+/// Exit status of a run stopped by `sandbox.limits.wall_time`.
+pub const EXIT_OVER_TIME: i32 = 123;
+
+/// The kernel never hands out PIDs below this one again after wrapping
+/// (`RESERVED_PIDS` in kernel/pid.c), so the namespace's PIDs are moved
+/// past it before magus proper is forked; `pid_max` then leaves exactly
+/// the declared number of PIDs, `[300, 300 + processes)`.
+const RESERVED_PIDS: u32 = 300;
+
+/// Tasks of magus proper's own that the declared count leaves out: the
+/// interpreter's thread (a large stack for deep recursion) and the thread
+/// relaying a running child's output.
+const MAGUS_OWN_TASKS: u32 = 2;
+
+/// The first kernel where `/proc/sys/kernel/pid_max` belongs to the PID
+/// namespace; before it, writing it would change the whole machine's.
+const PER_NAMESPACE_PID_MAX: (u32, u32) = (6, 14);
+
+/// What was declared, and the message said when the wall time runs out.
+struct Plan {
+    limits: Limits,
+    over_time_message: String,
+}
+
+static PLAN: OnceLock<Plan> = OnceLock::new();
+
+/// How the `processes` bound is held (an [`ProcessBound`] as a byte, so it
+/// survives the fork from the namespace's init to magus proper).
+static PROCESS_BOUND: AtomicU8 = AtomicU8::new(0);
+
+/// `RLIMIT_DATA` for children, in bytes; 0 for none.
+static CHILD_DATA: AtomicU64 = AtomicU64::new(0);
+
+/// Set by the `SIGALRM` handler when the wall time has run out.
+static OVER_TIME: AtomicBool = AtomicBool::new(false);
+
+/// How the `processes` bound is enforced in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessBound {
+    /// Not declared, or not applied (yet).
+    None,
+    /// The private PID namespace's `pid_max`: exact, root included.
+    NamespacePidMax,
+    /// `RLIMIT_NPROC` inside magus's own user namespace: counts this run.
+    RlimitInUserNamespace,
+    /// `RLIMIT_NPROC` without a user namespace: counts every process of
+    /// the user on the machine.
+    RlimitForUser,
+    /// Real root without a per-namespace `pid_max`: nothing caps it.
+    Unenforced,
+}
+
+impl ProcessBound {
+    fn from_byte(b: u8) -> ProcessBound {
+        match b {
+            1 => ProcessBound::NamespacePidMax,
+            2 => ProcessBound::RlimitInUserNamespace,
+            3 => ProcessBound::RlimitForUser,
+            4 => ProcessBound::Unenforced,
+            _ => ProcessBound::None,
+        }
+    }
+
+    fn store(self) {
+        let b = match self {
+            ProcessBound::None => 0,
+            ProcessBound::NamespacePidMax => 1,
+            ProcessBound::RlimitInUserNamespace => 2,
+            ProcessBound::RlimitForUser => 3,
+            ProcessBound::Unenforced => 4,
+        };
+        PROCESS_BOUND.store(b, Ordering::Relaxed);
+    }
+}
+
+/// Hook 1 (`cli::run::confine`, before the PID namespace): remembers the
+/// declared bounds and the wall-time message, rendered by the caller.
+pub fn prepare(limits: Limits, over_time_message: String) {
+    let _ = PLAN.set(Plan {
+        limits,
+        over_time_message,
+    });
+}
+
+fn limits() -> Limits {
+    PLAN.get().map(|p| p.limits).unwrap_or_default()
+}
+
+/// Hook 2 (the PID namespace's init, after `/proc` is mounted, before
+/// magus proper is forked): caps the namespace's PIDs when the kernel
+/// keeps `pid_max` per namespace and this process may write it (root;
+/// an unprivileged user's namespace-`root` is not mapped, so its sysctl
+/// is not writable).
+pub fn in_new_pid_namespace() {
+    let Some(count) = limits().processes else {
+        return;
+    };
+    if !kernel_at_least(PER_NAMESPACE_PID_MAX) {
+        return;
+    }
+    let pid_max = (RESERVED_PIDS + count + MAGUS_OWN_TASKS).to_string();
+    let written = std::fs::write("/proc/sys/kernel/pid_max", pid_max).is_ok()
+        && std::fs::write("/proc/sys/kernel/ns_last_pid", RESERVED_PIDS.to_string()).is_ok();
+    if written {
+        ProcessBound::NamespacePidMax.store();
+    }
+}
+
+/// Whether the running kernel's release is at least `(major, minor)`.
+fn kernel_at_least(want: (u32, u32)) -> bool {
+    let Ok(uts) = nix::sys::utsname::uname() else {
+        return false;
+    };
+    let release = uts.release().to_string_lossy();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    matches!((major, minor), (Some(a), Some(b)) if (a, b) >= want)
+}
+
+/// Whether magus proper lives in a user namespace of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnUserNamespace {
+    Yes,
+    No,
+}
+
+/// Hook 3 (magus proper, after the namespace step, before seccomp and
+/// Landlock): the per-process bounds that children inherit.
+///
+/// In its own user namespace `RLIMIT_NPROC` counts the processes of this
+/// uid in that namespace: magus's waiting parent and the namespace's init
+/// are two of them, so two are added to the declared count (and, either
+/// way, [`MAGUS_OWN_TASKS`]).
+pub fn apply_to_self(user_namespace: OwnUserNamespace) {
+    let limits = limits();
+    if let Some(bytes) = limits.memory {
+        CHILD_DATA.store(bytes, Ordering::Relaxed);
+    }
+    let Some(count) = limits.processes else {
+        return;
+    };
+    if process_bound() == ProcessBound::NamespacePidMax {
+        return;
+    }
+    if nix::unistd::getuid().is_root() {
+        ProcessBound::Unenforced.store();
+        return;
+    }
+    let (extra, bound) = match user_namespace {
+        OwnUserNamespace::Yes => (2, ProcessBound::RlimitInUserNamespace),
+        OwnUserNamespace::No => (0, ProcessBound::RlimitForUser),
+    };
+    let n = u64::from(count) + extra + u64::from(MAGUS_OWN_TASKS);
+    if setrlimit(Resource::RLIMIT_NPROC, n, n).is_ok() {
+        bound.store();
+    }
+}
+
+/// Hook 4 (a child, between clone and exec; must not allocate): the
+/// `memory` bound. `RLIMIT_DATA` counts private writable mappings (heap,
+/// anonymous `mmap`) since Linux 4.7, not address space merely reserved.
+pub fn apply_to_child() {
+    let bytes = CHILD_DATA.load(Ordering::Relaxed);
+    if bytes > 0 {
+        let _ = setrlimit(Resource::RLIMIT_DATA, bytes, bytes);
+    }
+}
+
+/// How `processes` would be enforced by a run, for `magus sandbox check`
+/// (which may not enter namespaces itself).
+pub fn predict_process_bound(
+    limits: &Limits,
+    pid_namespace: bool,
+    own_user_ns: OwnUserNamespace,
+) -> ProcessBound {
+    if limits.processes.is_none() {
+        return ProcessBound::None;
+    }
+    let root = nix::unistd::getuid().is_root();
+    match (root, pid_namespace, own_user_ns) {
+        (true, true, _) if kernel_at_least(PER_NAMESPACE_PID_MAX) => ProcessBound::NamespacePidMax,
+        (true, _, _) => ProcessBound::Unenforced,
+        (false, _, OwnUserNamespace::Yes) => ProcessBound::RlimitInUserNamespace,
+        (false, _, OwnUserNamespace::No) => ProcessBound::RlimitForUser,
+    }
+}
+
+/// How `processes` is enforced, once [`apply_to_self`] has run.
+pub fn process_bound() -> ProcessBound {
+    ProcessBound::from_byte(PROCESS_BOUND.load(Ordering::Relaxed))
+}
+
+extern "C" fn on_alarm(_: libc::c_int) {
+    OVER_TIME.store(true, Ordering::Relaxed);
+}
+
+/// Hook 5 (the process that waits for magus, right before it waits):
+/// starts the wall-time alarm. Without `SA_RESTART`, so the wait returns
+/// `EINTR` when it rings and the waiter asks [`over_time`].
+pub fn arm_deadline() {
+    let Some(wall) = limits().wall_time else {
+        return;
+    };
+    let action = SigAction::new(
+        SigHandler::Handler(on_alarm),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only stores to an atomic.
+    if unsafe { sigaction(Signal::SIGALRM, &action) }.is_ok() {
+        let secs = u32::try_from(wall.as_secs()).unwrap_or(u32::MAX);
+        nix::unistd::alarm::set(secs);
+    }
+}
+
+/// Whether the wall-time alarm has rung.
+pub fn over_time() -> bool {
+    OVER_TIME.load(Ordering::Relaxed)
+}
+
+/// Says why the run is ending, then exits [`EXIT_OVER_TIME`]. The caller
+/// kills what is left first (or, as a namespace's init, by exiting).
+pub fn exit_over_time() -> ! {
+    if let Some(plan) = PLAN.get() {
+        let text = plan.over_time_message.as_bytes();
+        let _ = nix::unistd::write(std::io::stderr(), text);
+    }
+    // SAFETY: _exit skips atexit handlers, which belong to magus proper.
+    unsafe { libc::_exit(EXIT_OVER_TIME) }
+}
+
+/// One line per declared bound and how it is held, for `magus sandbox
+/// check` and the run's warnings.
+pub fn describe(limits: &Limits, bound: ProcessBound) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(wall) = limits.wall_time {
+        lines.push(format!(
+            "wall_time {}: every process of the run is killed when it runs out (exit status {EXIT_OVER_TIME})",
+            Seconds(wall.as_secs())
+        ));
+    }
+    if let Some(count) = limits.processes {
+        lines.push(format!("processes {count}: {}", process_how(bound)));
+    }
+    if let Some(bytes) = limits.memory {
+        lines.push(format!(
+            "memory {}: RLIMIT_DATA of each child process, and the interpreter's own heap",
+            Bytes(bytes)
+        ));
+    }
+    lines
+}
+
+fn process_how(bound: ProcessBound) -> &'static str {
+    match bound {
+        ProcessBound::NamespacePidMax => "pid_max of the run's PID namespace (threads count)",
+        ProcessBound::RlimitInUserNamespace => {
+            "RLIMIT_NPROC in the run's user namespace (threads count)"
+        }
+        ProcessBound::RlimitForUser => {
+            "RLIMIT_NPROC, which counts every process of this user on the machine"
+        }
+        ProcessBound::Unenforced | ProcessBound::None => {
+            "NOT enforced: real root ignores RLIMIT_NPROC and this kernel has no per-namespace pid_max (Linux 6.14+)"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn kernel_versions_compare_by_major_then_minor() {
+        assert!(kernel_at_least((2, 6)));
+        assert!(!kernel_at_least((999, 0)));
+    }
+
+    #[test]
+    fn each_declared_bound_is_described_with_its_mechanism() {
+        let limits = Limits {
+            wall_time: Some(Duration::from_secs(1800)),
+            processes: Some(64),
+            memory: Some(2 << 30),
+        };
+        let lines = describe(&limits, ProcessBound::Unenforced);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("wall_time 30m:"), "{lines:?}");
+        assert!(lines[1].contains("NOT enforced"), "{lines:?}");
+        assert!(lines[2].starts_with("memory 2GiB:"), "{lines:?}");
+        assert!(describe(&Limits::default(), ProcessBound::None).is_empty());
+    }
+}
