@@ -20,8 +20,11 @@ pub enum Step {
     PrivatePropagation,
     /// A tmpfs becomes the staging root: the host's root stays reachable
     /// (for bind sources) until [`Step::PivotRoot`], and the new root is
-    /// built on an empty tmpfs.
-    Stage,
+    /// built on an empty tmpfs. `base` is where that tmpfs is mounted
+    /// before it becomes the root: any existing directory but `/` (once it
+    /// is the root it no longer covers `base`, so sources there stay
+    /// reachable).
+    Stage { base: PathBuf },
     /// An empty directory, for a path that must exist though nothing in it
     /// is granted (`$HOME`).
     Dir { path: PathBuf },
@@ -82,7 +85,10 @@ impl Step {
             | Step::Proc { path }
             | Step::Devpts { path }
             | Step::Symlink { path, .. } => Some(path),
-            Step::PrivatePropagation | Step::Stage | Step::ReadOnlyRoot | Step::PivotRoot => None,
+            Step::PrivatePropagation
+            | Step::Stage { .. }
+            | Step::ReadOnlyRoot
+            | Step::PivotRoot => None,
         }
     }
 
@@ -90,7 +96,7 @@ impl Step {
     pub fn kind(&self) -> &'static str {
         match self {
             Step::PrivatePropagation => "make mounts private",
-            Step::Stage => "stage the new root",
+            Step::Stage { .. } => "stage the new root",
             Step::Dir { .. } => "create directory",
             Step::Tmpfs { .. } => "mount tmpfs",
             Step::Bind { .. } => "bind-mount",
@@ -177,7 +183,7 @@ impl JailPlan {
         // steps keep their order (devpts before its ptmx link).
         mounts.sort_by(|a, b| a.path().cmp(&b.path()));
         mounts.dedup();
-        let mut steps = vec![Step::PrivatePropagation, Step::Stage];
+        let mut steps = vec![Step::PrivatePropagation, Step::Stage { base: stage_base() }];
         steps.extend(mounts);
         steps.extend([Step::ReadOnlyRoot, Step::PivotRoot]);
         JailPlan {
@@ -210,6 +216,16 @@ impl JailPlan {
             .filter(|s| s.path().is_some_and(|p| path.starts_with(p)))
             .max_by_key(|s| s.path().map(|p| p.components().count()))
     }
+}
+
+/// Where to mount the staging tmpfs: the first directory of these that
+/// exists (every Linux system has one).
+fn stage_base() -> PathBuf {
+    ["/tmp", "/mnt", "/run", "/dev"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
@@ -459,7 +475,8 @@ mod tests {
         let (_dir, policy, inputs) = fixture();
         let plan = JailPlan::compile(&policy, &inputs);
         let steps = plan.steps();
-        assert_eq!(steps[..2], [Step::PrivatePropagation, Step::Stage]);
+        assert_eq!(steps[0], Step::PrivatePropagation);
+        assert!(matches!(steps[1], Step::Stage { .. }), "{steps:#?}");
         assert_eq!(steps.last(), Some(&Step::PivotRoot));
         let at = |p: &str| PathBuf::from(p);
         for expected in [
