@@ -420,6 +420,7 @@ mod tests {
             "ws/.git/HEAD",
             "ws/.git/config",
             "ws/sub/.git/HEAD",
+            "ws/magus-bin",
         ] {
             std::fs::write(root.join(file), "x").unwrap();
         }
@@ -458,7 +459,7 @@ mod tests {
             home: Some(home.clone()),
             tmpdir: None,
             path_var: Some(format!("{}:/usr/bin", home.join("bin").display()).into()),
-            exe: None,
+            exe: Some(root.join("ws/magus-bin")),
         };
         (dir, policy, inputs)
     }
@@ -520,6 +521,7 @@ mod tests {
         let home = inputs.home.clone().unwrap();
         let expected = [
             (ws.join("magus.yaml"), CarveReason::PolicyFile),
+            (ws.join("magus-bin"), CarveReason::MagusExecutable),
             (ws.join(".git/hooks"), CarveReason::GitCode),
             (ws.join(".git/config"), CarveReason::GitCode),
             (ws.join("sub/.git/hooks"), CarveReason::GitCode),
