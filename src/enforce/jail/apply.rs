@@ -65,6 +65,12 @@ fn apply_step(step: &Step, place: &mut Place) -> Result<(), Errno> {
             *access,
             *if_missing,
         ),
+        Step::RemountReadOnly { path } => match remount_read_only(&at(path)) {
+            // Not a mount point in the view (an unbindable mount is not
+            // copied by a recursive bind): nothing to make read-only.
+            Err(Errno::EINVAL) => Ok(()),
+            other => other,
+        },
         Step::Proc { path } => fresh(&at(path), "proc", ""),
         Step::Devpts { path } => fresh(&at(path), "devpts", "newinstance,ptmxmode=0666,mode=620"),
         Step::Symlink { path, target } => symlink(target, &at(path)),

@@ -37,6 +37,11 @@ pub enum Step {
         why: BindWhy,
         if_missing: IfMissing,
     },
+    /// A mount the host has inside a read-only grant, made read-only too:
+    /// a recursive bind keeps each submount's own flags (`/sys/fs/cgroup`
+    /// under `/sys`). Skipped where the path is no mount point in the view
+    /// (an unbindable mount is not copied).
+    RemountReadOnly { path: PathBuf },
     /// A `/proc` of the jail's PID namespace.
     Proc { path: PathBuf },
     /// A new `devpts` instance: new terminals, none of the user's.
@@ -82,6 +87,7 @@ impl Step {
             Step::Dir { path }
             | Step::Tmpfs { path, .. }
             | Step::Bind { path, .. }
+            | Step::RemountReadOnly { path }
             | Step::Proc { path }
             | Step::Devpts { path }
             | Step::Symlink { path, .. } => Some(path),
@@ -100,6 +106,7 @@ impl Step {
             Step::Dir { .. } => "create directory",
             Step::Tmpfs { .. } => "mount tmpfs",
             Step::Bind { .. } => "bind-mount",
+            Step::RemountReadOnly { .. } => "remount read-only",
             Step::Proc { .. } => "mount /proc",
             Step::Devpts { .. } => "mount devpts",
             Step::Symlink { .. } => "create symlink",
@@ -171,6 +178,7 @@ impl JailPlan {
             .iter()
             .flat_map(|g| grant_steps(policy, g))
             .collect();
+        mounts.extend(read_only_submounts(policy, &mounts, &host_mount_points()));
         if let Some(home) = inputs.home.as_deref().and_then(real) {
             mounts.push(Step::Dir { path: home });
         }
@@ -216,6 +224,70 @@ impl JailPlan {
             .filter(|s| s.path().is_some_and(|p| path.starts_with(p)))
             .max_by_key(|s| s.path().map(|p| p.components().count()))
     }
+}
+
+/// The host's mount points, from `/proc/self/mountinfo` (field 5, with
+/// its octal escapes undone); empty when it cannot be read.
+fn host_mount_points() -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| PathBuf::from(unescape_mountinfo(field)))
+        .collect()
+}
+
+/// `\040` → space, and the like (the kernel escapes space, tab, newline
+/// and backslash in mountinfo).
+fn unescape_mountinfo(field: &str) -> String {
+    let mut out = Vec::new();
+    let bytes = field.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
+            let text = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(text, 8).ok()
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                i += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A [`Step::RemountReadOnly`] for each host mount point whose nearest
+/// grant above it is bound read-only (and which no grant of its own binds).
+fn read_only_submounts(policy: &Policy, mounts: &[Step], points: &[PathBuf]) -> Vec<Step> {
+    let read_only = |grant: &Path| {
+        mounts.iter().any(|s| {
+            matches!(s, Step::Bind { path, access: BindAccess::ReadOnly, why: BindWhy::Grant, .. }
+                if path == grant)
+        })
+    };
+    let mut out: Vec<Step> = Vec::new();
+    for point in points {
+        let nearest = policy
+            .grants
+            .iter()
+            .filter(|g| point.starts_with(&g.path))
+            .max_by_key(|g| g.path.components().count());
+        let Some(grant) = nearest else {
+            continue;
+        };
+        let step = Step::RemountReadOnly {
+            path: point.clone(),
+        };
+        if grant.path != *point && read_only(&grant.path) && !out.contains(&step) {
+            out.push(step);
+        }
+    }
+    out
 }
 
 /// Where to mount the staging tmpfs: the first directory of these that
@@ -576,6 +648,41 @@ mod tests {
             target,
         };
         assert!(plan.steps().contains(&link), "{:#?}", plan.steps());
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        for (field, want) in [
+            ("/sys/fs/cgroup", "/sys/fs/cgroup"),
+            ("/mnt/with\\040space", "/mnt/with space"),
+            ("/a\\011tab\\134b", "/a\ttab\\b"),
+            ("/trailing\\", "/trailing\\"),
+        ] {
+            assert_eq!(unescape_mountinfo(field), want, "{field}");
+        }
+    }
+
+    #[test]
+    fn submounts_of_read_only_grants_are_remounted_read_only() {
+        let (_dir, policy, _inputs) = fixture();
+        let mounts: Vec<Step> = policy
+            .grants
+            .iter()
+            .flat_map(|g| grant_steps(&policy, g))
+            .collect();
+        let ws = policy.workspace.clone();
+        let points = [
+            PathBuf::from("/usr/share/fonts"),
+            PathBuf::from("/usr"),
+            ws.join("mnt"),
+            PathBuf::from("/opt/other"),
+        ];
+        let steps = read_only_submounts(&policy, &mounts, &points);
+        let remount = Step::RemountReadOnly {
+            path: PathBuf::from("/usr/share/fonts"),
+        };
+        // Not the grant itself, not under an rw grant, not outside grants.
+        assert_eq!(steps, [remount]);
     }
 
     #[test]
