@@ -654,8 +654,9 @@ const WITH_KEY: &str = r#"
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-assert libc.syscall(250, 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING
-key = libc.syscall(248, b"user", b"magus-jail-secret", sys.argv[1].encode(), len(sys.argv[1]), -3)
+add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219), "riscv64": (217, 219)}[os.uname().machine]
+assert libc.syscall(keyctl, 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING
+key = libc.syscall(add_key, b"user", b"magus-jail-secret", sys.argv[1].encode(), len(sys.argv[1]), -3)
 assert key >= 0
 os.execv(sys.argv[2], sys.argv[2:])
 "#;
