@@ -394,8 +394,9 @@ fn symlinks(policy: &Policy, inputs: &ViewInputs, mounts: &[Step]) -> Vec<Step> 
         _ => None,
     }));
     let mut out: Vec<Step> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     for path in spelled {
-        let Some(link) = first_symlink(&path) else {
+        let Some(link) = first_symlink(&path, &mut seen) else {
             continue;
         };
         let shown = mounts.iter().any(|m| match (m, m.path()) {
@@ -426,18 +427,37 @@ fn expand_home(spelled: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// What one path is, for [`first_symlink`]: most spelled paths share their
+/// first components (`/etc`), so each is looked at once.
+#[derive(Clone)]
+enum Seen {
+    Link(PathBuf),
+    Present,
+    Absent,
+}
+
 /// The first component of `path` that is a symlink, and what it says.
-fn first_symlink(path: &Path) -> Option<(PathBuf, PathBuf)> {
+fn first_symlink(
+    path: &Path,
+    seen: &mut std::collections::HashMap<PathBuf, Seen>,
+) -> Option<(PathBuf, PathBuf)> {
     let mut at = PathBuf::from("/");
     for component in path.components() {
         let Component::Normal(name) = component else {
             continue;
         };
         at.push(name);
-        match std::fs::read_link(&at) {
-            Ok(target) => return Some((at, target)),
-            Err(_) if at.exists() => continue,
-            Err(_) => return None,
+        let what = seen.entry(at.clone()).or_insert_with(|| {
+            match (std::fs::read_link(&at), at.symlink_metadata()) {
+                (Ok(target), _) => Seen::Link(target),
+                (Err(_), Ok(_)) => Seen::Present,
+                (Err(_), Err(_)) => Seen::Absent,
+            }
+        });
+        match what.clone() {
+            Seen::Link(target) => return Some((at, target)),
+            Seen::Present => continue,
+            Seen::Absent => return None,
         }
     }
     None
