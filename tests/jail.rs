@@ -654,8 +654,9 @@ const WITH_KEY: &str = r#"
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-assert libc.syscall(250, 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING
-key = libc.syscall(248, b"user", b"magus-jail-secret", sys.argv[1].encode(), len(sys.argv[1]), -3)
+add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219), "riscv64": (217, 219)}[os.uname().machine]
+assert libc.syscall(keyctl, 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING
+key = libc.syscall(add_key, b"user", b"magus-jail-secret", sys.argv[1].encode(), len(sys.argv[1]), -3)
 assert key >= 0
 os.execv(sys.argv[2], sys.argv[2:])
 "#;
@@ -947,5 +948,67 @@ fn a_root_child_cannot_make_set_uid_or_file_capability_programs() {
             .permissions()
             .mode();
         assert_eq!(mode & 0o6000, 0, "{file} is set-id: {}", jailed.dump());
+    }
+}
+
+/// Mount points and options (`ro`/`rw`) from a mountinfo dump in stdout.
+fn mount_options(out: &RunOutput) -> Vec<(String, bool)> {
+    out.stdout
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let options = fields.get(5)?;
+            Some((
+                fields.get(4)?.to_string(),
+                options.split(',').any(|o| o == "rw"),
+            ))
+        })
+        .collect()
+}
+
+/// A recursive bind keeps each submount's flags: the host's `rw` mounts
+/// under a read-only grant (`/sys/fs/cgroup` under `/sys`) are made
+/// read-only in the view too, and so is the view's own root.
+#[test]
+fn read_only_grants_are_read_only_all_the_way_down() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let script = "cat /proc/self/mountinfo";
+        let control = mount_options(&jail.shell(Sandbox::Off, script));
+        let jailed_out = jail.shell(Sandbox::On, script);
+        let jailed = mount_options(&jailed_out);
+        let under_ro = |p: &str| {
+            ["/usr", "/sys", "/etc", "/opt"]
+                .iter()
+                .any(|g| p.starts_with(g))
+        };
+        // The control: on the host some mount below /sys is writable (on
+        // this machine, /sys/fs/cgroup); in the view it must show, ro.
+        let writable_below: Vec<&String> = control
+            .iter()
+            .filter(|(p, rw)| *rw && p.starts_with("/sys/"))
+            .map(|(p, _)| p)
+            .collect();
+        for point in &writable_below {
+            let shown = jailed.iter().any(|(p, rw)| p == *point && !rw);
+            assert!(
+                shown,
+                "{point} not read-only in the view: {}",
+                jailed_out.dump()
+            );
+        }
+        assert!(
+            jailed.iter().any(|(p, _)| p == "/sys"),
+            "{}",
+            jailed_out.dump()
+        );
+        for (point, rw) in &jailed {
+            let must_be_ro = point == "/" || under_ro(point);
+            assert!(
+                !(must_be_ro && *rw),
+                "{point} is rw in the view: {}",
+                jailed_out.dump()
+            );
+        }
     }
 }

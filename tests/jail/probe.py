@@ -7,6 +7,8 @@ import socket
 import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
+# keyctl's number differs by architecture (glibc has no wrapper for it).
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219}[os.uname().machine]
 
 
 def sock(path):
@@ -18,11 +20,11 @@ def sock(path):
 def keyring(desc):
     libc.syscall.restype = ctypes.c_long
     KEYCTL_SEARCH, KEYCTL_READ, SESSION = 10, 11, -3
-    key = libc.syscall(250, KEYCTL_SEARCH, SESSION, b"user", desc.encode(), 0)
+    key = libc.syscall(KEYCTL, KEYCTL_SEARCH, SESSION, b"user", desc.encode(), 0)
     if key < 0:
         raise OSError(ctypes.get_errno(), "keyctl search")
     buf = ctypes.create_string_buffer(200)
-    n = libc.syscall(250, KEYCTL_READ, key, buf, 200)
+    n = libc.syscall(KEYCTL, KEYCTL_READ, key, buf, 200)
     if n < 0:
         raise OSError(ctypes.get_errno(), "keyctl read")
     print("KEY-OK", buf.raw[:n].decode())

@@ -2,7 +2,7 @@
 //! inside the jail's fresh mount namespace and stops at the first failure,
 //! naming its index. It decides nothing; every choice is in the plan.
 //!
-//! Staging follows bubblewrap: a tmpfs on `/tmp` becomes the root with the
+//! Staging follows bubblewrap: a tmpfs (on `/tmp`) becomes the root with the
 //! host's root kept at `/oldroot` (bind sources) and the view built at
 //! `/newroot`; the last step pivots into it and detaches everything else.
 
@@ -17,8 +17,6 @@ use nix::unistd::{chdir, pivot_root};
 
 use super::plan::{BindAccess, IfMissing, JailPlan, Step};
 
-/// Where the staging tmpfs is mounted before it becomes the root.
-const STAGE: &str = "/tmp";
 const NEW_ROOT: &str = "/newroot";
 const OLD_ROOT: &str = "/oldroot";
 
@@ -49,8 +47,8 @@ fn apply_step(step: &Step, place: &mut Place) -> Result<(), Errno> {
     let at = |p: &Path| under(*place, NEW_ROOT, p);
     match step {
         Step::PrivatePropagation => mount_none("/", MsFlags::MS_REC | MsFlags::MS_PRIVATE),
-        Step::Stage => {
-            stage()?;
+        Step::Stage { base } => {
+            stage(base)?;
             *place = Place::Staged;
             Ok(())
         }
@@ -67,6 +65,12 @@ fn apply_step(step: &Step, place: &mut Place) -> Result<(), Errno> {
             *access,
             *if_missing,
         ),
+        Step::RemountReadOnly { path } => match remount_read_only(&at(path)) {
+            // Not a mount point in the view (an unbindable mount is not
+            // copied by a recursive bind): nothing to make read-only.
+            Err(Errno::EINVAL) => Ok(()),
+            other => other,
+        },
         Step::Proc { path } => fresh(&at(path), "proc", ""),
         Step::Devpts { path } => fresh(&at(path), "devpts", "newinstance,ptmxmode=0666,mode=620"),
         Step::Symlink { path, target } => symlink(target, &at(path)),
@@ -88,22 +92,13 @@ fn mount_none(target: &str, flags: MsFlags) -> Result<(), Errno> {
     mount(none, target, none, flags, none)
 }
 
-fn stage() -> Result<(), Errno> {
+fn stage(base: &Path) -> Result<(), Errno> {
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    mount(
-        Some("tmpfs"),
-        STAGE,
-        Some("tmpfs"),
-        flags,
-        Some("mode=0755"),
-    )?;
-    let (new, old) = (
-        Path::new(STAGE).join("newroot"),
-        Path::new(STAGE).join("oldroot"),
-    );
+    mount(Some("tmpfs"), base, Some("tmpfs"), flags, Some("mode=0755"))?;
+    let (new, old) = (base.join("newroot"), base.join("oldroot"));
     make_dirs(&new)?;
     make_dirs(&old)?;
-    pivot_root(STAGE, &old)?;
+    pivot_root(base, &old)?;
     chdir("/")?;
     mount(
         Some("tmpfs"),

@@ -14,7 +14,6 @@ pub mod protect;
 mod reaper;
 mod userns;
 
-use std::fmt;
 use std::sync::OnceLock;
 
 use nix::errno::Errno;
@@ -51,41 +50,33 @@ pub enum UserNamespace {
 }
 
 /// Why there is no jail.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JailUnavailable {
     /// Another thread already exists; namespaces need a lone thread.
+    #[error("another thread was already running")]
     ThreadsRunning,
     /// `MAGUS_SANDBOX_USERNS=0`.
+    #[error("user namespaces turned off by MAGUS_SANDBOX_USERNS=0")]
     UsernsForcedOff,
     /// `unshare` was refused (user namespaces disabled or restricted).
+    #[error("user namespaces are refused: {}", .0.desc())]
     Unshare(Errno),
     /// Writing the user namespace's id maps failed.
+    #[error("cannot map ids in a user namespace: {}", .0.desc())]
     IdMap(Errno),
     /// `fork` failed.
+    #[error("fork failed: {}", .0.desc())]
     Fork(Errno),
     /// The jail's own mount namespace was refused.
+    #[error("mount namespace refused: {}", .0.desc())]
     MountNamespace(Errno),
     /// One step of the view failed.
+    #[error("cannot {step}: {}", .errno.desc())]
     Step { step: String, errno: Errno },
     /// The namespace's first process died before reporting.
+    #[error("the namespace's init process died during setup")]
     ReaperLost,
-}
-
-impl fmt::Display for JailUnavailable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ThreadsRunning => f.write_str("another thread was already running"),
-            Self::UsernsForcedOff => {
-                f.write_str("user namespaces turned off by MAGUS_SANDBOX_USERNS=0")
-            }
-            Self::Unshare(e) => write!(f, "user namespaces are refused: {}", e.desc()),
-            Self::IdMap(e) => write!(f, "cannot map ids in a user namespace: {}", e.desc()),
-            Self::Fork(e) => write!(f, "fork failed: {}", e.desc()),
-            Self::MountNamespace(e) => write!(f, "mount namespace refused: {}", e.desc()),
-            Self::Step { step, errno } => write!(f, "cannot {step}: {}", errno.desc()),
-            Self::ReaperLost => f.write_str("the namespace's init process died during setup"),
-        }
-    }
 }
 
 impl JailUnavailable {

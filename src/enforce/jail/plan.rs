@@ -20,8 +20,11 @@ pub enum Step {
     PrivatePropagation,
     /// A tmpfs becomes the staging root: the host's root stays reachable
     /// (for bind sources) until [`Step::PivotRoot`], and the new root is
-    /// built on an empty tmpfs.
-    Stage,
+    /// built on an empty tmpfs. `base` is where that tmpfs is mounted
+    /// before it becomes the root: any existing directory but `/` (once it
+    /// is the root it no longer covers `base`, so sources there stay
+    /// reachable).
+    Stage { base: PathBuf },
     /// An empty directory, for a path that must exist though nothing in it
     /// is granted (`$HOME`).
     Dir { path: PathBuf },
@@ -34,6 +37,11 @@ pub enum Step {
         why: BindWhy,
         if_missing: IfMissing,
     },
+    /// A mount the host has inside a read-only grant, made read-only too:
+    /// a recursive bind keeps each submount's own flags (`/sys/fs/cgroup`
+    /// under `/sys`). Skipped where the path is no mount point in the view
+    /// (an unbindable mount is not copied).
+    RemountReadOnly { path: PathBuf },
     /// A `/proc` of the jail's PID namespace.
     Proc { path: PathBuf },
     /// A new `devpts` instance: new terminals, none of the user's.
@@ -79,10 +87,14 @@ impl Step {
             Step::Dir { path }
             | Step::Tmpfs { path, .. }
             | Step::Bind { path, .. }
+            | Step::RemountReadOnly { path }
             | Step::Proc { path }
             | Step::Devpts { path }
             | Step::Symlink { path, .. } => Some(path),
-            Step::PrivatePropagation | Step::Stage | Step::ReadOnlyRoot | Step::PivotRoot => None,
+            Step::PrivatePropagation
+            | Step::Stage { .. }
+            | Step::ReadOnlyRoot
+            | Step::PivotRoot => None,
         }
     }
 
@@ -90,10 +102,11 @@ impl Step {
     pub fn kind(&self) -> &'static str {
         match self {
             Step::PrivatePropagation => "make mounts private",
-            Step::Stage => "stage the new root",
+            Step::Stage { .. } => "stage the new root",
             Step::Dir { .. } => "create directory",
             Step::Tmpfs { .. } => "mount tmpfs",
             Step::Bind { .. } => "bind-mount",
+            Step::RemountReadOnly { .. } => "remount read-only",
             Step::Proc { .. } => "mount /proc",
             Step::Devpts { .. } => "mount devpts",
             Step::Symlink { .. } => "create symlink",
@@ -165,6 +178,7 @@ impl JailPlan {
             .iter()
             .flat_map(|g| grant_steps(policy, g))
             .collect();
+        mounts.extend(read_only_submounts(policy, &mounts, &host_mount_points()));
         if let Some(home) = inputs.home.as_deref().and_then(real) {
             mounts.push(Step::Dir { path: home });
         }
@@ -177,7 +191,7 @@ impl JailPlan {
         // steps keep their order (devpts before its ptmx link).
         mounts.sort_by(|a, b| a.path().cmp(&b.path()));
         mounts.dedup();
-        let mut steps = vec![Step::PrivatePropagation, Step::Stage];
+        let mut steps = vec![Step::PrivatePropagation, Step::Stage { base: stage_base() }];
         steps.extend(mounts);
         steps.extend([Step::ReadOnlyRoot, Step::PivotRoot]);
         JailPlan {
@@ -210,6 +224,80 @@ impl JailPlan {
             .filter(|s| s.path().is_some_and(|p| path.starts_with(p)))
             .max_by_key(|s| s.path().map(|p| p.components().count()))
     }
+}
+
+/// The host's mount points, from `/proc/self/mountinfo` (field 5, with
+/// its octal escapes undone); empty when it cannot be read.
+fn host_mount_points() -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| PathBuf::from(unescape_mountinfo(field)))
+        .collect()
+}
+
+/// `\040` → space, and the like (the kernel escapes space, tab, newline
+/// and backslash in mountinfo).
+fn unescape_mountinfo(field: &str) -> String {
+    let mut out = Vec::new();
+    let bytes = field.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
+            let text = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(text, 8).ok()
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                i += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A [`Step::RemountReadOnly`] for each host mount point whose nearest
+/// grant above it is bound read-only (and which no grant of its own binds).
+fn read_only_submounts(policy: &Policy, mounts: &[Step], points: &[PathBuf]) -> Vec<Step> {
+    let read_only = |grant: &Path| {
+        mounts.iter().any(|s| {
+            matches!(s, Step::Bind { path, access: BindAccess::ReadOnly, why: BindWhy::Grant, .. }
+                if path == grant)
+        })
+    };
+    let mut out: Vec<Step> = Vec::new();
+    for point in points {
+        let nearest = policy
+            .grants()
+            .iter()
+            .filter(|g| point.starts_with(&g.path))
+            .max_by_key(|g| g.path.components().count());
+        let Some(grant) = nearest else {
+            continue;
+        };
+        let step = Step::RemountReadOnly {
+            path: point.clone(),
+        };
+        if grant.path != *point && read_only(&grant.path) && !out.contains(&step) {
+            out.push(step);
+        }
+    }
+    out
+}
+
+/// Where to mount the staging tmpfs: the first directory of these that
+/// exists (every Linux system has one).
+fn stage_base() -> PathBuf {
+    ["/tmp", "/mnt", "/run", "/dev"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
@@ -306,8 +394,9 @@ fn symlinks(policy: &Policy, inputs: &ViewInputs, mounts: &[Step]) -> Vec<Step> 
         _ => None,
     }));
     let mut out: Vec<Step> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     for path in spelled {
-        let Some(link) = first_symlink(&path) else {
+        let Some(link) = first_symlink(&path, &mut seen) else {
             continue;
         };
         let shown = mounts.iter().any(|m| match (m, m.path()) {
@@ -338,18 +427,37 @@ fn expand_home(spelled: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// What one path is, for [`first_symlink`]: most spelled paths share their
+/// first components (`/etc`), so each is looked at once.
+#[derive(Clone)]
+enum Seen {
+    Link(PathBuf),
+    Present,
+    Absent,
+}
+
 /// The first component of `path` that is a symlink, and what it says.
-fn first_symlink(path: &Path) -> Option<(PathBuf, PathBuf)> {
+fn first_symlink(
+    path: &Path,
+    seen: &mut std::collections::HashMap<PathBuf, Seen>,
+) -> Option<(PathBuf, PathBuf)> {
     let mut at = PathBuf::from("/");
     for component in path.components() {
         let Component::Normal(name) = component else {
             continue;
         };
         at.push(name);
-        match std::fs::read_link(&at) {
-            Ok(target) => return Some((at, target)),
-            Err(_) if at.exists() => continue,
-            Err(_) => return None,
+        let what = seen.entry(at.clone()).or_insert_with(|| {
+            match (std::fs::read_link(&at), at.symlink_metadata()) {
+                (Ok(target), _) => Seen::Link(target),
+                (Err(_), Ok(_)) => Seen::Present,
+                (Err(_), Err(_)) => Seen::Absent,
+            }
+        });
+        match what.clone() {
+            Seen::Link(target) => return Some((at, target)),
+            Seen::Present => continue,
+            Seen::Absent => return None,
         }
     }
     None
@@ -404,6 +512,7 @@ mod tests {
             "ws/.git/HEAD",
             "ws/.git/config",
             "ws/sub/.git/HEAD",
+            "ws/magus-bin",
         ] {
             std::fs::write(root.join(file), "x").unwrap();
         }
@@ -442,7 +551,7 @@ mod tests {
             home: Some(home.clone()),
             tmpdir: None,
             path_var: Some(format!("{}:/usr/bin", home.join("bin").display()).into()),
-            exe: None,
+            exe: Some(root.join("ws/magus-bin")),
         };
         (dir, policy, inputs)
     }
@@ -459,7 +568,8 @@ mod tests {
         let (_dir, policy, inputs) = fixture();
         let plan = JailPlan::compile(&policy, &inputs);
         let steps = plan.steps();
-        assert_eq!(steps[..2], [Step::PrivatePropagation, Step::Stage]);
+        assert_eq!(steps[0], Step::PrivatePropagation);
+        assert!(matches!(steps[1], Step::Stage { .. }), "{steps:#?}");
         assert_eq!(steps.last(), Some(&Step::PivotRoot));
         let at = |p: &str| PathBuf::from(p);
         for expected in [
@@ -503,6 +613,7 @@ mod tests {
         let home = inputs.home.clone().unwrap();
         let expected = [
             (ws.join("magus.yaml"), CarveReason::PolicyFile),
+            (ws.join("magus-bin"), CarveReason::MagusExecutable),
             (ws.join(".git/hooks"), CarveReason::GitCode),
             (ws.join(".git/config"), CarveReason::GitCode),
             (ws.join("sub/.git/hooks"), CarveReason::GitCode),
@@ -557,6 +668,41 @@ mod tests {
             target,
         };
         assert!(plan.steps().contains(&link), "{:#?}", plan.steps());
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        for (field, want) in [
+            ("/sys/fs/cgroup", "/sys/fs/cgroup"),
+            ("/mnt/with\\040space", "/mnt/with space"),
+            ("/a\\011tab\\134b", "/a\ttab\\b"),
+            ("/trailing\\", "/trailing\\"),
+        ] {
+            assert_eq!(unescape_mountinfo(field), want, "{field}");
+        }
+    }
+
+    #[test]
+    fn submounts_of_read_only_grants_are_remounted_read_only() {
+        let (_dir, policy, _inputs) = fixture();
+        let mounts: Vec<Step> = policy
+            .grants()
+            .iter()
+            .flat_map(|g| grant_steps(&policy, g))
+            .collect();
+        let ws = policy.workspace().to_path_buf();
+        let points = [
+            PathBuf::from("/usr/share/fonts"),
+            PathBuf::from("/usr"),
+            ws.join("mnt"),
+            PathBuf::from("/opt/other"),
+        ];
+        let steps = read_only_submounts(&policy, &mounts, &points);
+        let remount = Step::RemountReadOnly {
+            path: PathBuf::from("/usr/share/fonts"),
+        };
+        // Not the grant itself, not under an rw grant, not outside grants.
+        assert_eq!(steps, [remount]);
     }
 
     #[test]

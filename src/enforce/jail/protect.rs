@@ -123,8 +123,8 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
         }
     }
     let mut budget = MAX_DIRS;
-    for root in repository_roots(policy) {
-        find_repositories(&root, &mut found, &mut budget);
+    for (root, depth) in repository_roots(policy) {
+        find_repositories(&root, depth, &mut found, &mut budget);
     }
     found.truncated = budget == 0;
     found
@@ -201,59 +201,108 @@ fn path_dirs(policy: &Policy, inputs: &ViewInputs, found: &mut Found) {
     }
 }
 
-/// Where repositories are searched: the workspace and every writable
-/// `sandbox.allow` entry.
-fn repository_roots(policy: &Policy) -> Vec<PathBuf> {
+/// Where repositories are searched at any depth: the workspace. Another
+/// writable grant (a tool's cache such as `~/.cargo/registry`, often huge)
+/// is only searched at its top: the grant itself and its direct entries,
+/// so a repository granted `rw` as a whole is still covered.
+fn repository_roots(policy: &Policy) -> Vec<(PathBuf, Depth)> {
     policy
         .grants()
         .iter()
-        .filter(|g| g.mode == Mode::Rw)
-        .filter(|g| {
-            matches!(
-                g.source,
-                GrantSource::Workspace | GrantSource::Config { .. }
-            )
+        .filter(|g| g.mode == Mode::Rw && g.path.is_dir())
+        .filter_map(|g| match g.source {
+            GrantSource::Workspace => Some((g.path.clone(), Depth::Any)),
+            GrantSource::Config { .. } => Some((g.path.clone(), Depth::Top)),
+            GrantSource::Builtin(_) => None,
         })
-        .filter(|g| g.path.is_dir())
-        .map(|g| g.path.clone())
         .collect()
+}
+
+/// How deep the repository search goes below a root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    Any,
+    /// The root and its direct entries.
+    Top,
 }
 
 /// Walks `dir` (directories only, never following a symlink) for git
 /// directories: a `.git` directory, a bare repository, a submodule's or a
 /// worktree's git directory under `.git/modules` or `.git/worktrees`.
-fn find_repositories(dir: &Path, found: &mut Found, budget: &mut usize) {
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(next) = pending.pop() {
+fn find_repositories(dir: &Path, depth: Depth, found: &mut Found, budget: &mut usize) {
+    let mut pending = vec![Visit {
+        path: dir.to_path_buf(),
+        level: 0,
+        in_git: false,
+    }];
+    while let Some(visit) = pending.pop() {
         if *budget == 0 {
             return;
         }
         *budget -= 1;
-        let Ok(entries) = std::fs::read_dir(&next) else {
+        let Some((subdirs, has_head)) = read_subdirs(&visit.path) else {
             continue;
         };
-        let mut subdirs = Vec::new();
-        let mut has_head = false;
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name();
-            has_head |= kind.is_file() && name == "HEAD";
-            if kind.is_dir() {
-                subdirs.push(entry.path());
-            }
+        if is_gitdir(&visit.path, &subdirs, has_head) {
+            protect_gitdir(&visit.path, found);
+            let inner = subdirs
+                .into_iter()
+                .filter(|d| d.ends_with("modules") || d.ends_with("worktrees"));
+            pending.extend(inner.map(|path| visit.child(path, true)));
+        } else if visit.in_git || depth == Depth::Any || visit.level == 0 {
+            let in_git = visit.in_git;
+            pending.extend(subdirs.into_iter().map(|path| visit.child(path, in_git)));
+        } else {
+            // Below the top of a grant searched at its top only: a
+            // repository rooted here still has its `.git` found.
+            let dot_git = subdirs.into_iter().filter(|d| d.ends_with(".git"));
+            pending.extend(dot_git.map(|path| visit.child(path, false)));
         }
-        // A `.git` directory is git's even when incomplete: `git init` keeps
-        // the hooks it finds there.
-        let dot_git = next.file_name().is_some_and(|n| n == ".git");
-        let in_worktrees = next.parent().is_some_and(|p| p.ends_with("worktrees"));
-        if dot_git || has_head && (in_worktrees || subdirs.iter().any(|d| d.ends_with("objects"))) {
-            protect_gitdir(&next, found);
-            subdirs.retain(|d| d.ends_with("modules") || d.ends_with("worktrees"));
-        }
-        pending.extend(subdirs);
     }
+}
+
+/// One directory to read in the repository search.
+struct Visit {
+    path: PathBuf,
+    level: usize,
+    /// Inside a git directory's `modules` or `worktrees`.
+    in_git: bool,
+}
+
+impl Visit {
+    fn child(&self, path: PathBuf, in_git: bool) -> Visit {
+        Visit {
+            path,
+            level: self.level + 1,
+            in_git,
+        }
+    }
+}
+
+/// The subdirectories of `dir` and whether it holds a `HEAD` file.
+fn read_subdirs(dir: &Path) -> Option<(Vec<PathBuf>, bool)> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut subdirs = Vec::new();
+    let mut has_head = false;
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        has_head |= kind.is_file() && entry.file_name() == "HEAD";
+        if kind.is_dir() {
+            subdirs.push(entry.path());
+        }
+    }
+    Some((subdirs, has_head))
+}
+
+/// A `.git` directory is git's even when incomplete (`git init` keeps the
+/// hooks it finds there); otherwise `HEAD` with `objects/` (a bare or
+/// submodule repository), or `HEAD` in a worktree's directory.
+fn is_gitdir(dir: &Path, subdirs: &[PathBuf], has_head: bool) -> bool {
+    let dot_git = dir.file_name().is_some_and(|n| n == ".git");
+    let in_worktrees = dir.parent().is_some_and(|p| p.ends_with("worktrees"));
+    dot_git || has_head && (in_worktrees || subdirs.iter().any(|d| d.ends_with("objects")))
 }
 
 fn protect_gitdir(gitdir: &Path, found: &mut Found) {
@@ -274,5 +323,89 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found) {
             reason: CarveReason::GitCode,
             missing: !exists,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Makes `dirs` (and a `HEAD` where a path ends in `!`) under `root`.
+    fn tree(root: &Path, dirs: &[&str]) {
+        for dir in dirs {
+            let (dir, head) = match dir.strip_suffix('!') {
+                Some(d) => (d, true),
+                None => (*dir, false),
+            };
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            if head {
+                std::fs::write(root.join(dir).join("HEAD"), "x").unwrap();
+            }
+        }
+    }
+
+    fn search(root: &Path, depth: Depth) -> Vec<PathBuf> {
+        let mut found = Found::default();
+        let mut budget = MAX_DIRS;
+        find_repositories(root, depth, &mut found, &mut budget);
+        let mut paths: Vec<PathBuf> = found
+            .carves
+            .into_iter()
+            .map(|c| c.path.strip_prefix(root).unwrap().to_path_buf())
+            .collect();
+        paths.sort();
+        paths
+    }
+
+    #[test]
+    fn repositories_are_found_at_any_depth_or_at_the_top() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        tree(
+            root,
+            &[
+                ".git/hooks",
+                ".git/modules/m/objects",
+                ".git/modules/m/hooks",
+                ".git/modules/m!",
+                "direct/.git",
+                "deep/er/.git",
+                "bare.git/objects",
+                "bare.git!",
+            ],
+        );
+        let hooks = |p: &str| PathBuf::from(p).join("hooks");
+        let any = search(root, Depth::Any);
+        assert_eq!(
+            any,
+            [
+                hooks(".git"),
+                hooks(".git/modules/m"),
+                hooks("bare.git"),
+                hooks("deep/er/.git"),
+                hooks("direct/.git"),
+            ]
+        );
+        let top = search(root, Depth::Top);
+        assert_eq!(
+            top,
+            [
+                hooks(".git"),
+                hooks(".git/modules/m"),
+                hooks("bare.git"),
+                hooks("direct/.git"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_search_stops_at_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), &["a/b/c/.git", "d/e"]);
+        let mut found = Found::default();
+        let mut budget = 2;
+        find_repositories(dir.path(), Depth::Any, &mut found, &mut budget);
+        assert_eq!(budget, 0);
+        assert!(found.carves.is_empty());
     }
 }
