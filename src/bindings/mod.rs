@@ -4,6 +4,7 @@
 //! Every binding goes through one [`Session`]; there is no other path from
 //! a spell to the filesystem, the environment or a process.
 
+pub mod egress;
 mod env;
 mod errors;
 mod fs;

@@ -21,10 +21,11 @@ use crate::buzz::{BuzzError, Interpreter};
 use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::landlock::Unavailable;
+use crate::enforce::proxy::Proxy;
 use crate::enforce::{self, Domain, LandlockRequest, LandlockStatus, ReexecState, SyscallGuard};
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
-    FINGERPRINT_VAR,
+    effective_fingerprint, Access, ChildEnv, Network, NormalPath, Policy, SandboxState,
+    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -76,10 +77,23 @@ pub(super) fn run(
         give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
+    // hosts: netns listener (issue #17 + #12). The proxy's listeners are
+    // created here, on the host's loopback, and its process is forked
+    // before any restriction. Once #12's namespace exists, create them
+    // inside it instead (see the README's "Network by host name").
+    let proxy = match super::hosts::start(&policy, env, &mut child_env) {
+        Ok(proxy) => proxy,
+        Err(d) => {
+            renderer.emit(&d);
+            return EXIT_CONFIG;
+        }
+    };
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(global.message_format);
     let mut resolution = startup.diagnostics;
-    let domain = match confine(&policy, env, &mut resolution) {
+    resolution.extend(super::hosts::partial_mode(&policy));
+    let network = super::hosts::landlock_network(&policy, proxy.as_ref());
+    let domain = match confine(&policy, &network, env, &mut resolution) {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
@@ -98,7 +112,7 @@ pub(super) fn run(
         renderer.emit(d);
     }
     execute(
-        policy, domain, child_env, report, &file, &source, args, renderer,
+        policy, domain, proxy, child_env, report, &file, &source, args, renderer,
     )
 }
 
@@ -202,6 +216,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 /// Landlock.
 fn confine(
     policy: &Policy,
+    network: &Network,
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Domain, Box<Diagnostic>> {
@@ -222,13 +237,13 @@ fn confine(
             "cannot install the syscall guard: {e}"
         )))
     })?;
+    super::hosts::confine_sockets(policy)?;
     let request = landlock_request(env);
-    let domain =
-        enforce::install_on_self(&policy.grants, &policy.network, request).map_err(|e| {
-            Box::new(Diagnostic::error(format!(
-                "cannot install the Landlock sandbox: {e}"
-            )))
-        })?;
+    let domain = enforce::install_on_self(&policy.grants, network, request).map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot install the Landlock sandbox: {e}"
+        )))
+    })?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
@@ -276,6 +291,7 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
 fn execute(
     policy: Policy,
     domain: Domain,
+    proxy: Option<Proxy>,
     child_env: ChildEnv,
     report: StartupReport,
     file: &Path,
@@ -298,7 +314,7 @@ fn execute(
         report.at_first_launch,
         sink.clone(),
     );
-    let session = Rc::new(session.with_shim_notes(report.at_shim));
+    let session = Rc::new(session.with_shim_notes(report.at_shim).with_egress(proxy));
     let program = match crate::buzz::parse(file, source) {
         Ok(program) => program,
         Err(e) => {
@@ -307,10 +323,13 @@ fn execute(
         }
     };
     let mut interpreter = Interpreter::new(file, bindings::modules(&session));
-    match interpreter.run(&program, args) {
+    let status = match interpreter.run(&program, args) {
         Ok(status) => spell_status(status, &sink),
         Err(e) => failed(&e, &sink),
-    }
+    };
+    let options = crate::diag::output_options();
+    super::hosts::finish(&session, options.format, options.verbosity, &*sink);
+    status
 }
 
 /// The spell's own status, which must fit an exit status.

@@ -1,4 +1,4 @@
-//! The stable diagnostic codes of the sandbox (MGS2001–MGS2008, MGS2010).
+//! The stable diagnostic codes of the sandbox (MGS2001–MGS2008, MGS2010, MGS2011).
 //!
 //! A code names one kind of event the user may need to act on; its page in
 //! `docs/` (embedded for `magus explain`) says what it means and how to fix
@@ -29,11 +29,13 @@ pub enum Code {
     Mgs2008,
     /// The declared policy does not match `magus.lock`.
     Mgs2010,
+    /// The host-filtering proxy refused a connection.
+    Mgs2011,
 }
 
 impl Code {
     /// Every code, in numeric order.
-    pub const ALL: [Code; 9] = [
+    pub const ALL: [Code; 10] = [
         Code::Mgs2001,
         Code::Mgs2002,
         Code::Mgs2003,
@@ -43,6 +45,7 @@ impl Code {
         Code::Mgs2007,
         Code::Mgs2008,
         Code::Mgs2010,
+        Code::Mgs2011,
     ];
 
     /// The code as users write it, e.g. `"MGS2001"`.
@@ -57,6 +60,7 @@ impl Code {
             Code::Mgs2007 => "MGS2007",
             Code::Mgs2008 => "MGS2008",
             Code::Mgs2010 => "MGS2010",
+            Code::Mgs2011 => "MGS2011",
         }
     }
 
@@ -72,6 +76,7 @@ impl Code {
             Code::Mgs2007 => "exec denied",
             Code::Mgs2008 => "daemon socket withheld from sandboxed children",
             Code::Mgs2010 => "sandbox policy mismatch (undeclared / fingerprint)",
+            Code::Mgs2011 => "network host refused by the proxy",
         }
     }
 }
@@ -84,7 +89,7 @@ impl fmt::Display for Code {
 
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown diagnostic code `{0}`: codes are MGS2001–MGS2008 and MGS2010")]
+#[error("unknown diagnostic code `{0}`: codes are MGS2001–MGS2008, MGS2010 and MGS2011")]
 pub struct UnknownCode(pub String);
 
 impl FromStr for Code {

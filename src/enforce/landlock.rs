@@ -253,7 +253,9 @@ fn scope_name(scope: Scope) -> &'static str {
 fn handled_net(network: &Network) -> Option<BitFlags<AccessNet>> {
     match network {
         Network::Allow => None,
-        Network::Deny | Network::Ports { .. } => Some(AccessNet::BindTcp | AccessNet::ConnectTcp),
+        Network::Deny | Network::Ports { .. } | Network::Hosts(_) => {
+            Some(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        }
     }
 }
 

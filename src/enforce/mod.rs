@@ -9,6 +9,7 @@ mod error;
 pub mod landlock;
 pub mod pidns;
 pub mod process;
+pub mod proxy;
 pub mod reexec;
 pub mod seccomp;
 

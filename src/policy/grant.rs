@@ -112,6 +112,9 @@ pub enum Network {
         connect_tcp: Vec<u16>,
         bind_tcp: Vec<u16>,
     },
+    /// Only these hosts, by name, through magus's filtering proxy; no
+    /// direct TCP connect or bind (`network: {hosts: [...]}`).
+    Hosts(crate::policy::HostList),
 }
 
 /// Whether the sandbox is on for this run.

@@ -9,7 +9,9 @@ mod diff;
 pub use diff::{diff, Change, Direction};
 
 use super::fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
-use super::{lookup, Mode, Network, Policy, SandboxState, StateSource, ENABLED_VAR};
+use super::{
+    lookup, HostList, HostRule, Mode, Network, Policy, SandboxState, StateSource, ENABLED_VAR,
+};
 use crate::diag::{Code, Diagnostic, Location, SourceKind};
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -282,6 +284,7 @@ impl LockParser {
         let network = match rest {
             "allow" => Network::Allow,
             "deny" => Network::Deny,
+            _ if rest.starts_with("hosts ") => host_list(&rest["hosts ".len()..])?,
             _ => port_lists(rest)?,
         };
         if self.network.replace(network).is_some() {
@@ -358,6 +361,16 @@ fn port_lists(text: &str) -> Result<Network, LockSyntax> {
     })
 }
 
+/// `hosts ["crates.io", "*.crates.io:443"]`.
+fn host_list(text: &str) -> Result<Network, LockSyntax> {
+    let spelled = serde_json::from_str::<Vec<String>>(text).map_err(|_| bad("host list", text))?;
+    let rules = spelled
+        .iter()
+        .map(|s| HostRule::parse(s).map_err(|_| bad("host entry", s)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Network::Hosts(HostList { rules }))
+}
+
 /// The order [`CanonicalPolicy::from_declared`] produces, so a lock whose
 /// lines were merely reordered still verifies.
 fn canonicalise(policy: &mut CanonicalPolicy) {
@@ -374,6 +387,10 @@ fn canonicalise(policy: &mut CanonicalPolicy) {
             ports.sort_unstable();
             ports.dedup();
         }
+    }
+    if let Network::Hosts(list) = &mut policy.network {
+        list.rules.sort();
+        list.rules.dedup();
     }
 }
 

@@ -12,6 +12,7 @@ pub mod config;
 mod env;
 mod fingerprint;
 mod grant;
+pub mod hosts;
 mod load;
 pub mod lock;
 pub mod path;
@@ -26,6 +27,7 @@ pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
 pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
+pub use hosts::{HostError, HostList, HostPattern, HostRule};
 pub use load::{startup, Startup, StartupError, StartupInput};
 pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,

@@ -58,6 +58,15 @@ pub enum ConfigErrorKind {
     BadNetwork(String),
     #[error("invalid port {0}: a port is a number from 1 to 65535")]
     BadPort(i64),
+    #[error("invalid host entry `{spelled}`: {problem}")]
+    BadHost {
+        spelled: String,
+        problem: crate::policy::HostError,
+    },
+    #[error("`hosts` cannot be combined with `connect_tcp` or `bind_tcp`")]
+    HostsWithPorts,
+    #[error("`hosts` is empty")]
+    NoHosts,
 }
 
 impl ConfigErrorKind {
@@ -89,16 +98,25 @@ impl ConfigErrorKind {
                 "write a variable name (`GOPATH`) or a suffix glob (`MISE_*`)".into()
             }
             ConfigErrorKind::BadNetwork(_) => {
-                "`network` is `allow`, `deny`, or `{connect_tcp: [443], bind_tcp: []}`".into()
+                "`network` is `allow`, `deny`, `{connect_tcp: [443], bind_tcp: []}` or `{hosts: [crates.io]}`".into()
             }
             ConfigErrorKind::BadPort(_) => "list TCP ports as numbers, e.g. `[443, 8080]`".into(),
+            ConfigErrorKind::BadHost { .. } => {
+                "write a name (`crates.io`), sub-domains (`*.crates.io`), either with a port (`github.com:443`)".into()
+            }
+            ConfigErrorKind::HostsWithPorts => {
+                "with `hosts`, every connection goes through magus's proxy: keep `hosts` or the port lists, not both".into()
+            }
+            ConfigErrorKind::NoHosts => {
+                "list at least one host, or write `network: deny` for no network".into()
+            }
         }
     }
 }
 
 const SCHEMA_HINT: &str = "the `sandbox` section is: `enabled: true|false`, \
 `allow: [{path: ..., mode: ro|rw}]`, `env: {passthrough: [NAME, NAME_*]}`, \
-`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}`";
+`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}|{hosts: [...]}`";
 
 fn unknown_key_hint(allowed: &[&'static str]) -> String {
     let keys: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
