@@ -628,6 +628,17 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_with_hosts_parses_back_and_rejects_bad_entries() {
+        let yaml = "sandbox:\n  enabled: true\n  network: {hosts: [\"github.com:443\", \"*.crates.io\", \"[::1]\"]}\n";
+        let lock = Lock::new(canonical(yaml));
+        let text = lock.to_text();
+        assert!(text.contains("network hosts ["), "{text}");
+        assert_eq!(Lock::parse(Path::new("magus.lock"), &text).unwrap(), lock);
+        let bad = text.replace("\"github.com:443\"", "\"https://github.com\"");
+        assert!(parse_error(&bad).1.contains("host entry"), "{bad}");
+    }
+
+    #[test]
     fn reordered_lines_still_verify() {
         let lock = Lock::new(canonical(YAML));
         let text = lock.to_text();

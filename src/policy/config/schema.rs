@@ -174,7 +174,7 @@ impl<'de> Visitor<'de> for NetworkVisitor {
     type Value = RawNetwork;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("`allow`, `deny` or a mapping with `connect_tcp` and `bind_tcp`, or `hosts`")
+        f.write_str("`allow`, `deny`, a mapping with `connect_tcp` and `bind_tcp`, or a mapping with `hosts`")
     }
 
     fn visit_str<E: de::Error>(self, word: &str) -> Result<RawNetwork, E> {
