@@ -517,7 +517,7 @@ fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed()
          h, port = os.environ['HTTP_PROXY'].rsplit('/', 1)[1].split(':')\n\
          c = socket.create_connection((h, int(port)))\n\
          c.sendall(b'GET http://127.1:{p}/ HTTP/1.1\\r\\nHost: 127.1\\r\\n\\r\\n')\n\
-         print(c.recv(4096).decode(errors='replace'))\n",
+         print(b''.join(iter(lambda: c.recv(4096), b'')).decode(errors='replace'))\n",
         p = server.port
     );
     let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));

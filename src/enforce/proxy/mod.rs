@@ -11,6 +11,7 @@
 //! socket pair; magus turns them into MGS2011 and the egress summary.
 
 mod address;
+mod confine;
 pub mod events;
 mod serve;
 mod sockets;
@@ -77,7 +78,6 @@ pub fn hosts_text(list: &HostList) -> String {
 /// magus's end of a running proxy.
 #[derive(Debug)]
 pub struct Proxy {
-    pid: Pid,
     pub http_port: u16,
     pub socks_port: u16,
     reports: BufReader<UnixStream>,
@@ -105,10 +105,9 @@ impl Proxy {
                 drop(ours);
                 proxy_main(parent, http, socks, theirs, hosts.clone())
             }
-            ForkResult::Parent { child } => {
+            ForkResult::Parent { .. } => {
                 ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
                 Ok(Proxy {
-                    pid: child,
                     http_port,
                     socks_port,
                     reports: BufReader::new(ours),
@@ -185,8 +184,10 @@ impl Proxy {
                 }
             }
         }
-        let _ = nix::sys::signal::kill(self.pid, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(self.pid, None);
+        // The proxy exits by itself after `End`; a stuck one dies with the
+        // process that forked it (parent-death signal). It is not killed
+        // by pid here: magus may since have entered a PID namespace where
+        // that number names another process.
         (self.summary, refusals)
     }
 
@@ -216,6 +217,7 @@ fn proxy_main(
         exit_now(0);
     }
     silence_stdio();
+    confine::confine_proxy();
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };

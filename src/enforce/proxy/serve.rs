@@ -275,20 +275,28 @@ fn head_of(request: &httparse::Request<'_, '_>, rest: Vec<u8>) -> Result<Head, &
     Ok(Head {
         target,
         tunnel: false,
-        upstream_head: origin_form_head(method, &origin, request),
+        upstream_head: origin_form_head(method, &origin, &after[..end], request),
         rest,
     })
 }
 
-/// The head sent upstream: origin-form target, the client's headers
-/// without the proxy's own and connection management, one request per
-/// upstream connection (so a second request on the same client
-/// connection can never be for an unchecked host).
-fn origin_form_head(method: &str, origin: &str, request: &httparse::Request<'_, '_>) -> Vec<u8> {
-    let mut out = format!("{method} {origin} HTTP/1.1\r\n").into_bytes();
+/// The head sent upstream: origin-form target, `Host` set to the checked
+/// authority (a different `Host` would pick another site on a shared
+/// server), the client's other headers without the proxy's own and
+/// connection management, and one request per upstream connection (so a
+/// second request on the same client connection is never for an
+/// unchecked host).
+fn origin_form_head(
+    method: &str,
+    origin: &str,
+    authority: &str,
+    request: &httparse::Request<'_, '_>,
+) -> Vec<u8> {
+    let mut out = format!("{method} {origin} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
     for header in request.headers.iter() {
         let name = header.name.to_ascii_lowercase();
-        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
+        let dropped = ["host", "connection", "keep-alive"].contains(&name.as_str());
+        if dropped || name.starts_with("proxy-") {
             continue;
         }
         out.extend_from_slice(header.name.as_bytes());
@@ -490,13 +498,13 @@ mod tests {
 
     #[test]
     fn absolute_form_becomes_origin_form_without_proxy_headers() {
-        let h = head("GET http://LocalHost:8080/a?b HTTP/1.1\r\nHost: localhost:8080\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\n\r\nBODY").unwrap();
+        let h = head("GET http://LocalHost:8080/a?b HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\nBODY").unwrap();
         assert!(!h.tunnel);
         assert_eq!((h.target.host.as_str(), h.target.port), ("localhost", 8080));
         let up = String::from_utf8(h.upstream_head).unwrap();
         assert_eq!(
             up,
-            "GET /a?b HTTP/1.1\r\nHost: localhost:8080\r\nConnection: close\r\n\r\n"
+            "GET /a?b HTTP/1.1\r\nHost: LocalHost:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         assert_eq!(h.rest, b"BODY");
         let c = head("CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n").unwrap();
