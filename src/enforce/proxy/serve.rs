@@ -18,8 +18,8 @@ use std::time::Duration;
 const MAX_HEAD: usize = 64 * 1024;
 /// Most headers a request may have.
 const MAX_HEADERS: usize = 100;
-/// The buffer each relay direction copies through.
-const RELAY_BUFFER: usize = 256 * 1024;
+/// The pipe (or buffer) each relay direction moves bytes through.
+const RELAY_BUFFER: usize = 1024 * 1024;
 /// How long a connect to a listed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the proxy waits, when magus finishes, for open connections to
@@ -443,9 +443,59 @@ fn relay(
     Ok(())
 }
 
-/// Copies `from` to `to` through one large buffer until `from` ends, then
-/// half-closes `to`; returns the bytes copied.
-fn pump(mut from: TcpStream, mut to: TcpStream) -> u64 {
+/// Copies `from` to `to` until `from` ends, then half-closes `to`;
+/// returns the bytes copied. `splice` through a pipe moves pages without
+/// copying them into the proxy; a large buffer is the fallback.
+fn pump(from: TcpStream, to: TcpStream) -> u64 {
+    let total = match spliced(&from, &to) {
+        Ok(total) => total,
+        Err(Spliced::Unsupported) => buffered(&from, &to),
+        Err(Spliced::Stopped(total)) => total,
+    };
+    let _ = to.shutdown(Shutdown::Write);
+    let _ = from.shutdown(Shutdown::Read);
+    total
+}
+
+/// Why [`spliced`] stopped early.
+enum Spliced {
+    /// Before any byte: the kernel cannot splice these (fall back).
+    Unsupported,
+    /// After this many bytes: a socket error ended the connection.
+    Stopped(u64),
+}
+
+fn spliced(from: &TcpStream, to: &TcpStream) -> Result<u64, Spliced> {
+    use nix::errno::Errno;
+    use nix::fcntl::{fcntl, splice, FcntlArg, OFlag, SpliceFFlags};
+    let (pipe_r, pipe_w) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|_| Spliced::Unsupported)?;
+    let _ = fcntl(&pipe_w, FcntlArg::F_SETPIPE_SZ(RELAY_BUFFER as i32));
+    let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_MORE;
+    let mut total = 0u64;
+    loop {
+        let n = match splice(from, None, &pipe_w, None, RELAY_BUFFER, flags) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            Err(Errno::EINVAL) if total == 0 => return Err(Spliced::Unsupported),
+            Err(_) => return Err(Spliced::Stopped(total)),
+        };
+        let mut left = n;
+        while left > 0 {
+            match splice(&pipe_r, None, to, None, left, flags) {
+                Ok(0) => return Err(Spliced::Stopped(total)),
+                Ok(m) => left -= m,
+                Err(Errno::EINTR) => {}
+                Err(_) => return Err(Spliced::Stopped(total)),
+            }
+        }
+        total += n as u64;
+    }
+}
+
+/// The fallback: one large buffer.
+fn buffered(mut from: &TcpStream, mut to: &TcpStream) -> u64 {
     let mut buf = vec![0u8; RELAY_BUFFER];
     let mut total = 0u64;
     loop {
@@ -458,8 +508,6 @@ fn pump(mut from: TcpStream, mut to: TcpStream) -> u64 {
         }
         total += n as u64;
     }
-    let _ = to.shutdown(Shutdown::Write);
-    let _ = from.shutdown(Shutdown::Read);
     total
 }
 
