@@ -543,6 +543,74 @@ fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed()
 }
 
 #[test]
+fn without_landlock_the_partial_line_says_tcp_is_open() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let script = format!("{} --noproxy '*' http://127.0.0.1:{}/", curl(), server.port);
+    let h = Harness::with_config(&hosts_config("[localhost]"));
+    h.write_spell("net", SHELL_SPELL);
+    std::fs::write(h.ws_path("net.sh"), &script).unwrap();
+    let mut forced_off = h.command();
+    forced_off
+        .env("MAGUS_SANDBOX_LANDLOCK", "0")
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "net"]);
+    let out = capture(&mut forced_off);
+    assert!(
+        out.stderr.contains("Landlock is off: a child that ignores the proxy variables can connect anywhere over TCP"),
+        "{}",
+        out.dump()
+    );
+    // The warning is true: the direct connect does get through.
+    assert!(
+        out.stdout.contains("hello from the test server"),
+        "{}",
+        out.dump()
+    );
+    let on = run_script(&hosts_config("[localhost]"), &script, User::Caller, &[]);
+    assert!(
+        on.stderr
+            .contains("Landlock limits TCP connect to the proxy's ports"),
+        "{}",
+        on.dump()
+    );
+    assert!(!on.stdout.contains("hello"), "{}", on.dump());
+}
+
+#[test]
+fn socks5_refuses_an_unlisted_name_with_not_allowed_and_mgs2011() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let script = format!(
+        "{} --socks5-hostname 127.0.0.1:${{ALL_PROXY##*:}} http://unlisted.example:{}/",
+        curl(),
+        server.port
+    );
+    for user in users() {
+        let before = server.hits();
+        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        assert_ne!(out.status, Some(0), "{}", out.dump());
+        // curl's words for SOCKS5 reply 2, "connection not allowed by ruleset".
+        assert!(
+            out.stderr.contains("curl: (97)") && out.stderr.contains("(2)"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr
+                .contains("warning[MGS2011]: connection to `unlisted.example:"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains("asked through the SOCKS5 proxy"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.hits(), before, "{}", out.dump());
+    }
+}
+
+#[test]
 fn sandbox_check_lists_the_hosts_and_the_mechanism() {
     let h = Harness::with_config(&hosts_config(
         "[crates.io, \"*.crates.io\", \"github.com:443\"]",

@@ -88,18 +88,27 @@ pub(super) fn confine_sockets(policy: &Policy) -> Result<(), Box<Diagnostic>> {
         })
 }
 
+/// The first Landlock ABI with TCP rights.
+const NET_ABI: u8 = 4;
+
 /// Said at every run with `hosts`: without #12's network namespace this
-/// mode is partial.
-pub(super) fn partial_mode(policy: &Policy) -> Option<Diagnostic> {
+/// mode is partial; `abi` is the Landlock ABI in force (`None`: no
+/// Landlock), which decides whether direct TCP is closed at all.
+pub(super) fn partial_mode(policy: &Policy, abi: Option<u8>) -> Option<Diagnostic> {
     if !hosts_in_force(policy) {
         return None;
     }
+    let tcp = match abi {
+        Some(abi) if abi >= NET_ABI => "Landlock limits TCP connect to the proxy's ports".to_string(),
+        Some(abi) => format!("Landlock ABI {abi} has no TCP rights (4 needed): a child that ignores the proxy variables can connect anywhere over TCP"),
+        None => "Landlock is off: a child that ignores the proxy variables can connect anywhere over TCP".to_string(),
+    };
     Some(
         Diagnostic::warning(
             "network by host name is partial here: children reach the network through magus's proxy, but are not in a network namespace",
         )
         .with_note(PARTIAL_REASON)
-        .with_note("Landlock (ABI 4+) limits TCP connect to the proxy's ports; seccomp refuses UDP, raw and packet sockets, MPTCP, TCP Fast Open and io_uring"),
+        .with_note(format!("{tcp}; seccomp refuses UDP, raw and packet sockets, MPTCP, TCP Fast Open and io_uring")),
     )
 }
 

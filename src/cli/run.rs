@@ -91,7 +91,6 @@ pub(super) fn run(
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(global.message_format);
     let mut resolution = startup.diagnostics;
-    resolution.extend(super::hosts::partial_mode(&policy));
     let network = super::hosts::landlock_network(&policy, proxy.as_ref());
     let domain = match confine(&policy, &network, env, &mut resolution) {
         Ok(domain) => domain,
@@ -100,6 +99,7 @@ pub(super) fn run(
             return EXIT_CONFIG;
         }
     };
+    resolution.extend(super::hosts::partial_mode(&policy, domain.status().abi()));
     let report = startup_report(ReportInput {
         policy: &policy,
         config: startup.config.as_ref(),

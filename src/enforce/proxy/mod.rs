@@ -221,7 +221,10 @@ fn proxy_main(
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };
-    let shared = Arc::new(Shared::new(hosts, report));
+    let Ok((shared, writer)) = Shared::new(hosts, report) else {
+        exit_now(1);
+    };
+    let shared = Arc::new(shared);
     for (listener, protocol) in [(http, Protocol::Http), (socks, Protocol::Socks5)] {
         let shared = Arc::clone(&shared);
         let started =
@@ -233,6 +236,7 @@ fn proxy_main(
     // Any line (`finish`) or the end of the channel (magus gone) ends it.
     let _ = control.take(64).read(&mut [0u8; 64]);
     shared.finish();
+    let _ = writer.join();
     exit_now(0)
 }
 

@@ -10,8 +10,8 @@ use crate::policy::{hosts::normalize_host, HostList};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 /// The largest request head (or SOCKS request) the proxy reads.
@@ -27,32 +27,55 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// What every connection thread shares.
+///
+/// A refusal is written to magus before the client hears it, so that it
+/// is there when magus looks after the child exits (MGS2011 then names the
+/// right call); refusals are rare, so waiting on the channel is fine. The
+/// many `Closed` events go through a queue and a writer thread instead, so
+/// a magus busy in a long call never stalls a relay.
 pub(super) struct Shared {
     pub hosts: HostList,
-    pub report: Mutex<UnixStream>,
+    report: Arc<Mutex<UnixStream>>,
+    queue: Mutex<mpsc::Sender<Event>>,
     active: Mutex<usize>,
     idle: Condvar,
 }
 
 impl Shared {
-    pub fn new(hosts: HostList, report: UnixStream) -> Shared {
-        Shared {
+    /// The shared state and the writer thread that drains the queue; join
+    /// it after [`Shared::finish`] so `End` is written before exiting.
+    pub fn new(hosts: HostList, report: UnixStream) -> io::Result<(Shared, JoinHandle<()>)> {
+        let report = Arc::new(Mutex::new(report));
+        let (queue, events) = mpsc::channel::<Event>();
+        let writer_report = Arc::clone(&report);
+        let writer = thread::Builder::new().spawn(move || {
+            for event in events {
+                let end = event == Event::End;
+                write_event(&writer_report, &event);
+                if end {
+                    break;
+                }
+            }
+        })?;
+        let shared = Shared {
             hosts,
-            report: Mutex::new(report),
+            report,
+            queue: Mutex::new(queue),
             active: Mutex::new(0),
             idle: Condvar::new(),
-        }
+        };
+        Ok((shared, writer))
     }
 
-    /// Sends one event line to magus; a lost magus is noticed by the
-    /// control loop, so a failed write is ignored here.
-    fn tell(&self, event: &Event) {
-        let Ok(mut line) = serde_json::to_vec(event) else {
-            return;
-        };
-        line.push(b'\n');
-        if let Ok(mut stream) = self.report.lock() {
-            let _ = stream.write_all(&line);
+    /// Writes a refusal now (see the type's doc).
+    fn tell_now(&self, event: &Event) {
+        write_event(&self.report, event);
+    }
+
+    /// Queues an event for the writer thread.
+    fn tell_later(&self, event: Event) {
+        if let Ok(queue) = self.queue.lock() {
+            let _ = queue.send(event);
         }
     }
 
@@ -74,7 +97,19 @@ impl Shared {
         if let Ok(n) = self.active.lock() {
             let _ = self.idle.wait_timeout_while(n, DRAIN_TIMEOUT, |n| *n > 0);
         }
-        self.tell(&Event::End);
+        self.tell_later(Event::End);
+    }
+}
+
+/// One JSON line to magus; a lost magus is noticed by the control loop,
+/// so a failed write is ignored here.
+fn write_event(report: &Mutex<UnixStream>, event: &Event) {
+    let Ok(mut line) = serde_json::to_vec(event) else {
+        return;
+    };
+    line.push(b'\n');
+    if let Ok(mut stream) = report.lock() {
+        let _ = stream.write_all(&line);
     }
 }
 
@@ -151,7 +186,7 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
 }
 
 fn refuse(shared: &Shared, target: &Target, reason: RefusalReason, via: &str) {
-    shared.tell(&Event::Refused {
+    shared.tell_now(&Event::Refused {
         host: target.host.clone(),
         port: target.port,
         reason,
@@ -434,7 +469,7 @@ fn relay(
     let up = thread::Builder::new().spawn(move || pump(client_r, upstream_w))?;
     let received = pump(upstream, client);
     let sent = up.join().unwrap_or(0) + already_sent;
-    shared.tell(&Event::Closed {
+    shared.tell_later(Event::Closed {
         host: target.host.clone(),
         port: target.port,
         sent,
