@@ -447,6 +447,37 @@ mod tests {
     }
 
     #[test]
+    fn hosts_parse_and_refuse_port_lists_beside_them() {
+        let text = "sandbox:\n  network:\n    hosts: [GitHub.com:443, \"*.crates.io\", crates.io, crates.io]\n";
+        let Network::Hosts(list) = parse(text).unwrap().sandbox.unwrap().network else {
+            panic!("not hosts");
+        };
+        let spelled: Vec<String> = list.rules.iter().map(|r| r.to_string()).collect();
+        assert_eq!(spelled, ["crates.io", "github.com:443", "*.crates.io"]);
+        for (text, at) in [
+            (
+                "sandbox:\n  network: {hosts: [a.io], bind_tcp: [8080]}\n",
+                (2, 39),
+            ),
+            (
+                "sandbox:\n  network: {bind_tcp: [], hosts: [a.io]}\n",
+                (2, 12),
+            ),
+            (
+                "sandbox:\n  network: {connect_tcp: [443], hosts: [a.io]}\n",
+                (2, 27),
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(
+                matches!(err.kind, ConfigErrorKind::HostsWithPorts),
+                "{text}: {err}"
+            );
+            assert_eq!((err.line, err.column), at, "{text}");
+        }
+    }
+
+    #[test]
     fn no_sandbox_section_is_none() {
         assert_eq!(parse("").unwrap().sandbox, None);
         assert_eq!(parse("tasks: {a: 1}\n").unwrap().sandbox, None);
