@@ -484,7 +484,7 @@ fn a_port_restriction_refuses_other_ports() {
     let config = hosts_config(&format!("[\"localhost:{}\"]", listed.port));
     for user in users() {
         let before = other.hits();
-        let out = run_script(&config, &script, user, &[]);
+        let out = run_script(&config, &script, user, &["-v"]);
         assert_eq!(
             out.stdout.matches("hello from the test server").count(),
             1,
@@ -503,6 +503,19 @@ fn a_port_restriction_refuses_other_ports() {
             "{}",
             out.dump()
         );
+        // `-v` ends the run with the egress summary, per host and port.
+        let summary = [
+            format!("localhost:{}  1 connection(s)", listed.port),
+            format!(
+                "localhost:{}  0 connection(s), 0 B out, 0 B in, 1 refused",
+                other.port
+            ),
+        ];
+        for line in summary {
+            assert!(out.stderr.contains(&line), "{line}\n{}", out.dump());
+        }
+        let quiet = run_script(&config, &script, user, &[]);
+        assert!(!quiet.stderr.contains("network egress"), "{}", quiet.dump());
     }
 }
 
@@ -608,6 +621,43 @@ fn socks5_refuses_an_unlisted_name_with_not_allowed_and_mgs2011() {
         );
         assert_eq!(server.hits(), before, "{}", out.dump());
     }
+}
+
+/// A nested magus (a spell running `magus run`) starts no proxy of its own:
+/// its children use the outer proxy, and the outer run names the refusal.
+#[test]
+fn a_nested_magus_uses_the_outer_proxy() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let magus = Path::new(env!("CARGO_BIN_EXE_magus"));
+    let bin = magus.parent().unwrap().display().to_string();
+    let config = format!(
+        "sandbox:\n  enabled: true\n  allow:\n    - path: {bin}\n      mode: ro\n  network:\n    hosts: [localhost]\n"
+    );
+    let h = Harness::with_config(&config);
+    h.write_spell("net", SHELL_SPELL);
+    let inner = format!(
+        "{c} http://localhost:{p}/; {c} http://127.0.0.1:{p}/; echo inner-refused=$?",
+        c = curl(),
+        p = server.port
+    );
+    std::fs::write(h.ws_path("net.sh"), &inner).unwrap();
+    let outer = format!(
+        "import \"sh\";\nfun main(args: [str]) > int {{\n    return sh.run([{}, \"-q\", \"run\", \"net\"]);\n}}\n",
+        support::buzz_str(magus.to_str().unwrap())
+    );
+    h.write_spell("outer", &outer);
+    let before = server.hits();
+    let out = run_as(&h, User::Caller, "outer", &[]);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stdout.contains("hello from the test server"),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stdout.contains("inner-refused=22"), "{}", out.dump());
+    assert_eq!(server.hits() - before, 1, "{}", out.dump());
+    assert!(out.stderr.contains("outer.buzz:3:12"), "{}", out.dump());
+    assert_eq!(out.stderr_count("warning[MGS2011]"), 1, "{}", out.dump());
 }
 
 #[test]

@@ -33,13 +33,7 @@ pub(super) fn start(
     if !hosts_in_force(policy) {
         return Ok(None);
     }
-    if crate::policy::lookup(env, FINGERPRINT_VAR).is_some() {
-        let inherited: Vec<(OsString, OsString)> = env
-            .iter()
-            .filter(|(k, _)| PROXY_VARS.iter().any(|v| k == v))
-            .cloned()
-            .collect();
-        set_vars(child_env, inherited);
+    if inherit_outer_proxy(policy, env, child_env) {
         return Ok(None);
     }
     let proxy = Proxy::start(hosts).map_err(|e| {
@@ -50,6 +44,27 @@ pub(super) fn start(
     })?;
     set_vars(child_env, proxy.child_vars());
     Ok(Some(proxy))
+}
+
+/// A nested run hands its children the enclosing run's proxy variables.
+/// Called before the scrubbing re-exec too, so that they survive it (they
+/// are then part of the child environment the re-exec keeps). Returns
+/// whether this run is nested.
+pub(super) fn inherit_outer_proxy(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+    child_env: &mut ChildEnv,
+) -> bool {
+    if !hosts_in_force(policy) || crate::policy::lookup(env, FINGERPRINT_VAR).is_none() {
+        return false;
+    }
+    let inherited: Vec<(OsString, OsString)> = env
+        .iter()
+        .filter(|(k, _)| PROXY_VARS.iter().any(|v| k == v))
+        .cloned()
+        .collect();
+    set_vars(child_env, inherited);
+    true
 }
 
 fn set_vars(child_env: &mut ChildEnv, vars: Vec<(OsString, OsString)>) {

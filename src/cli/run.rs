@@ -64,6 +64,7 @@ pub(super) fn run(
         SandboxState::On => policy.child_env(env),
         SandboxState::Off => unsandboxed_env(env),
     };
+    super::hosts::inherit_outer_proxy(&policy, env, &mut child_env);
     if policy.state == SandboxState::On {
         if let Err(d) = keep_inherited_descriptors() {
             renderer.emit(&d);
