@@ -49,7 +49,6 @@ fn fix(host: &str, port: u16, reason: RefusalReason) -> String {
             "if this host really lives on this machine or your network, list its address too \
              (only if you trust this spell with it):\nsandbox:\n  network:\n    hosts:\n      - {entry}\n      - \"<its IP address>:{port}\""
         ),
-        RefusalReason::Malformed => "use a client that speaks HTTP CONNECT or SOCKS5".into(),
         RefusalReason::NotListed | RefusalReason::PortNotListed => format!(
             "to allow it, add to magus.yaml (only if you trust this spell with it):\nsandbox:\n  network:\n    hosts:\n      - {entry}"
         ),

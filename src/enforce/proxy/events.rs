@@ -16,8 +16,6 @@ pub enum RefusalReason {
     /// A listed name resolved only to loopback, private, link-local or
     /// otherwise non-public addresses (the DNS-rebinding rule).
     PrivateAddress,
-    /// The request was not a proxy request magus understands.
-    Malformed,
 }
 
 impl RefusalReason {
@@ -29,7 +27,6 @@ impl RefusalReason {
             RefusalReason::PrivateAddress => {
                 "the name resolves to a loopback or private address (DNS-rebinding rule)"
             }
-            RefusalReason::Malformed => "not a proxy request",
         }
     }
 }
