@@ -93,6 +93,12 @@ fn every_code() -> BTreeMap<String, Vec<Option<String>>> {
     assert_eq!(lock.status, Some(0), "{}", lock.dump());
     h.write_config("sandbox:\n  enabled: true\n  network: allow\n  allow:\n    - path: ~/.pyenv\n      mode: rw\n");
     seen.extend(run_json(&h, "fun main(args: [str]) > void {}\n"));
+    // MGS2011: a host the proxy refuses (nothing listens on port 9; the
+    // proxy refuses before connecting).
+    std::fs::remove_file(h.ws_path("magus.lock")).unwrap();
+    h.write_config("sandbox:\n  enabled: true\n  network:\n    hosts: [localhost]\n");
+    let refused = "import \"sh\";\nfun main(args: [str]) > void { sh.run([\"curl\", \"-fsS\", \"http://127.0.0.1:9/\"]); }\n";
+    seen.extend(run_json(&h, refused));
     let mut by_code: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
     for (code, help) in seen {
         by_code.entry(code).or_default().push(help);
@@ -106,7 +112,9 @@ fn offered(help: &str) -> Vec<String> {
     for line in help.lines().map(str::trim) {
         let line = line.trim_start_matches("- ");
         if let Some((key, value)) = line.split_once(':') {
-            if !key.contains(' ') && !key.is_empty() && !key.starts_with('`') {
+            // A quoted list item (`- "host:443"`) is a value, not a key.
+            let quoted = key.starts_with('`') || key.starts_with('"');
+            if !key.contains(' ') && !key.is_empty() && !quoted {
                 items.push(format!("{key}:"));
                 if key == "mode" {
                     items.push(format!("mode: {}", value.trim()));

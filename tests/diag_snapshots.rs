@@ -127,6 +127,23 @@ fn mgs2007(scene: &Scene) -> Diagnostic {
     d.to_diagnostic(home()).with_location(scene.spell_at(7, 5))
 }
 
+fn mgs2011(scene: &Scene) -> Diagnostic {
+    use magus_sandbox::enforce::proxy::{Event, RefusalReason};
+    let event = Event::Refused {
+        host: "exfil.example".into(),
+        port: 443,
+        reason: RefusalReason::NotListed,
+        via: "http".into(),
+    };
+    let at = scene.spell_at(7, 5);
+    let site = magus_sandbox::buzz::CallSite {
+        file: at.file,
+        line: at.line,
+        column: at.column,
+    };
+    magus_sandbox::bindings::egress::refusal_diagnostic(&event, Some(&site)).unwrap()
+}
+
 fn child_env_notes() -> Vec<Diagnostic> {
     let env: Vec<(OsString, OsString)> = [
         ("PATH", "/usr/bin:/bin"),
@@ -252,6 +269,7 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2010_fingerprint", mgs2010_fingerprint()),
         ("mgs2010_undeclared", mgs2010_undeclared()),
         ("mgs2010_nested", mgs2010_nested()),
+        ("mgs2011_refused", mgs2011(scene)),
         ("mgs2012_deny_seccomp", mgs2012_deny_by_seccomp()),
         ("mgs2012_ports_unenforced", mgs2012_ports_unenforced()),
     ]

@@ -2,8 +2,11 @@
 //! nest in, the environment children will get, and the notes that are
 //! said once per run.
 
+use super::egress;
+use crate::buzz::CallSite;
 use crate::diag::Diagnostic;
 use crate::enforce::gate::Gate;
+use crate::enforce::proxy::{EgressSummary, Proxy};
 use crate::enforce::Domain;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -40,6 +43,8 @@ pub struct Session {
     /// MGS2006 notes, each with whether it has been said.
     shim_notes: RefCell<Vec<(ShimNote, bool)>>,
     sink: DiagnosticSink,
+    /// The host-filtering proxy, when `network.hosts` is in force.
+    egress: RefCell<Option<Proxy>>,
 }
 
 impl Session {
@@ -63,6 +68,7 @@ impl Session {
             launched: Cell::new(false),
             shim_notes: RefCell::new(Vec::new()),
             sink,
+            egress: RefCell::new(None),
         }
     }
 
@@ -70,6 +76,38 @@ impl Session {
     pub fn with_shim_notes(self, notes: Vec<ShimNote>) -> Session {
         *self.shim_notes.borrow_mut() = notes.into_iter().map(|n| (n, false)).collect();
         self
+    }
+
+    /// The proxy whose refusals the `sh.*` calls report (MGS2011).
+    pub fn with_egress(self, proxy: Option<Proxy>) -> Session {
+        *self.egress.borrow_mut() = proxy;
+        self
+    }
+
+    /// After a `sh.*` call: MGS2011 for each host its children were refused.
+    pub(super) fn after_call(&self, site: &CallSite) {
+        let refusals = match self.egress.borrow_mut().as_mut() {
+            Some(proxy) => proxy.take_refusals(),
+            None => return,
+        };
+        for event in &refusals {
+            if let Some(d) = egress::refusal_diagnostic(event, Some(site)) {
+                self.emit(&d);
+            }
+        }
+    }
+
+    /// Stops the proxy at the end of the run: MGS2011 for refusals no call
+    /// has reported yet (a background child's), and the egress summary.
+    pub fn finish_egress(&self) -> Option<EgressSummary> {
+        let proxy = self.egress.borrow_mut().take()?;
+        let (summary, refusals) = proxy.finish();
+        for event in &refusals {
+            if let Some(d) = egress::refusal_diagnostic(event, None) {
+                self.emit(&d);
+            }
+        }
+        Some(summary)
     }
 
     /// The fix of the version manager `program` belongs to, if any.

@@ -15,7 +15,7 @@ pub use stream::prepare_terminal;
 use super::errors::{raise_denial_as, raise_exec, raise_gate};
 use super::fs::bind;
 use super::Session;
-use crate::buzz::{NativeModule, Raise, Value};
+use crate::buzz::{CallSite, NativeModule, Raise, Value};
 use crate::enforce::gate::GateError;
 use crate::enforce::{ChildStdio, ConfinedChild, ConfinedCommand};
 use std::io::Write;
@@ -28,7 +28,7 @@ pub fn module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("sh");
     let m = bind(m, session, "run", |s, call| {
         let argv = call.arg_str_list(0)?;
-        Ok(Value::Int(s.run_relayed(&argv)?.into()))
+        Ok(Value::Int(s.run_relayed(&argv, call.site)?.into()))
     });
     let m = bind(m, session, "shell", |s, call| {
         let argv = [
@@ -36,10 +36,10 @@ pub fn module(session: &Rc<Session>) -> NativeModule {
             "-c".to_string(),
             call.arg_str(0)?.to_string(),
         ];
-        Ok(Value::Int(s.run_relayed(&argv)?.into()))
+        Ok(Value::Int(s.run_relayed(&argv, call.site)?.into()))
     });
     let m = bind(m, session, "output", |s, call| {
-        s.run_captured(&call.arg_str_list(0)?)
+        s.run_captured(&call.arg_str_list(0)?, call.site)
     });
     bind(m, session, "which", |s, call| {
         let found = s
@@ -93,7 +93,7 @@ impl Session {
 
     /// `sh.run` and `sh.shell`: output streams live, on the user's terminal
     /// when magus's is one (see `stream`); its tail explains a denial.
-    pub(super) fn run_relayed(&self, argv: &[String]) -> Result<i32, Raise> {
+    pub(super) fn run_relayed(&self, argv: &[String], site: &CallSite) -> Result<i32, Raise> {
         let launch = stream::Launch::plan().map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
         let (stdout, stderr) = launch.stdio();
         let spawned = self.spawn(argv, stdout, stderr);
@@ -107,17 +107,18 @@ impl Session {
         };
         let status = child.wait();
         let tail = relay.finish();
+        self.after_call(site);
         let status = status.map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
         self.attribute_failure(status, &tail);
         Ok(status_code(status))
     }
 
     /// `sh.output`: captures stdout and stderr.
-    fn run_captured(&self, argv: &[String]) -> Result<Value, Raise> {
+    fn run_captured(&self, argv: &[String], site: &CallSite) -> Result<Value, Raise> {
         let child = self.spawn(argv, ChildStdio::Piped, ChildStdio::Piped)?;
-        let output = child
-            .wait_with_output()
-            .map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
+        let output = child.wait_with_output();
+        self.after_call(site);
+        let output = output.map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
         self.attribute_failure(output.status, &output.stderr);
         Ok(Value::record(
             "ExecResult",

@@ -92,7 +92,9 @@ pub fn os_module(session: &Rc<Session>) -> NativeModule {
         Ok(Value::optional(s.env_get(call.arg_str(0)?).map(Value::str)))
     });
     let m = bind(m, session, "execute", |s, call| {
-        Ok(Value::Int(s.run_relayed(&call.arg_str_list(0)?)?.into()))
+        Ok(Value::Int(
+            s.run_relayed(&call.arg_str_list(0)?, call.site)?.into(),
+        ))
     });
     let m = bind(m, session, "tmpDir", |s, _| {
         Ok(Value::str(

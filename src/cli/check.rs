@@ -170,6 +170,11 @@ fn network_text(network: &Network) -> String {
             "connect_tcp {connect_tcp:?}, bind_tcp {bind_tcp:?} (TCP only: no UDP, so no DNS \
              lookups; /etc/hosts still works)"
         ),
+        Network::Hosts(list) => format!(
+            "hosts {} via magus's proxy ({})",
+            crate::enforce::proxy::hosts_text(list),
+            crate::enforce::proxy::MECHANISM
+        ),
     }
 }
 
@@ -311,6 +316,10 @@ fn json_report(
             connect_tcp,
             bind_tcp,
         } => json!({"connect_tcp": connect_tcp, "bind_tcp": bind_tcp}),
+        Network::Hosts(list) => json!({
+            "hosts": list.rules.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+            "mechanism": crate::enforce::proxy::MECHANISM,
+        }),
     };
     let value = json!({
         "workspace": policy.workspace().display().to_string(),

@@ -6,6 +6,7 @@
 
 mod args;
 mod check;
+mod hosts;
 mod lock;
 mod report;
 mod run;

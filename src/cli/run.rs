@@ -30,6 +30,7 @@ use crate::enforce::jail::USERNS_VAR;
 use crate::enforce::landlock::{Unavailable, Unenforced};
 use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
 use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
+use crate::enforce::proxy::Proxy;
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::{
     self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
@@ -38,8 +39,8 @@ use crate::enforce::{
 use crate::policy::limits::Seconds;
 use crate::policy::Limits;
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
-    FINGERPRINT_VAR,
+    effective_fingerprint, Access, ChildEnv, Network, NormalPath, Policy, SandboxState,
+    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -84,6 +85,7 @@ pub(super) fn run(
         SandboxState::On => policy.child_env(env),
         SandboxState::Off => unsandboxed_env(env),
     };
+    super::hosts::inherit_outer_proxy(&policy, env, &mut child_env);
     if policy.state() == SandboxState::On {
         if let Err(d) = keep_inherited_descriptors() {
             renderer.emit(&d);
@@ -97,6 +99,18 @@ pub(super) fn run(
         give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
+    // hosts: netns listener (issue #17 + #12). The proxy's listeners are
+    // created here, on the host's loopback, and its process is forked
+    // before any restriction (and before the jail's namespaces). Once the
+    // children's network namespace carries `hosts` too, create them inside
+    // it instead (see the README's "Network by host name").
+    let proxy = match super::hosts::start(&policy, env, &mut child_env) {
+        Ok(proxy) => proxy,
+        Err(d) => {
+            renderer.emit(&d);
+            return EXIT_CONFIG;
+        }
+    };
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(global.message_format);
     let mut resolution = startup.diagnostics;
@@ -105,13 +119,15 @@ pub(super) fn run(
         SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
         SandboxState::Off => HiddenPrograms::default(),
     };
-    let domain = match confine(&policy, env, &renderer, &mut resolution) {
+    let network = super::hosts::landlock_network(&policy, proxy.as_ref());
+    let domain = match confine(&policy, &network, env, &renderer, &mut resolution) {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
             return EXIT_CONFIG;
         }
     };
+    resolution.extend(super::hosts::partial_mode(&policy, domain.status().abi()));
     let report = startup_report(ReportInput {
         policy: &policy,
         config: startup.config.as_ref(),
@@ -126,6 +142,7 @@ pub(super) fn run(
     let work = Work {
         policy,
         domain,
+        proxy,
         hidden,
         child_env,
         report,
@@ -271,6 +288,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 /// Landlock. Whatever could not be put in force is said in one warning.
 fn confine(
     policy: &Policy,
+    network: &Network,
     env: &[(OsString, OsString)],
     renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
@@ -286,31 +304,30 @@ fn confine(
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
     // run, never per child.
-    let network = enforce::network::enter(policy.network(), userns_request(env));
+    let network_plan = enforce::network::enter(policy.network(), userns_request(env));
     enforce::capabilities::drop_all_capabilities()
         .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;
     let mode = match jail {
         Jail::Entered(_) | Jail::Inherited => GuardMode::Jailed,
         Jail::Missing(_) => GuardMode::Unjailed,
     };
-    let guard = SyscallGuard::build(mode, network.seccomp()).and_then(|g| g.install_on_self());
+    let guard = SyscallGuard::build(mode, network_plan.seccomp()).and_then(|g| g.install_on_self());
     guard.map_err(|e| {
         Box::new(Diagnostic::error(format!(
             "cannot install the syscall guard: {e}"
         )))
     })?;
     let request = landlock_request(env);
-    let domain =
-        enforce::install_on_self(policy.grants(), policy.network(), request).map_err(|e| {
-            Box::new(Diagnostic::error(format!(
-                "cannot install the Landlock sandbox: {e}"
-            )))
-        })?;
+    let domain = enforce::install_on_self(policy.grants(), network, request).map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot install the Landlock sandbox: {e}"
+        )))
+    })?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
     diagnostics.extend(partial_enforcement(domain.status(), &jail));
-    diagnostics.extend(network_fallback(network, domain.status()));
+    diagnostics.extend(network_fallback(network_plan, domain.status()));
     Ok(domain)
 }
 
@@ -569,6 +586,7 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
 struct Work {
     policy: Policy,
     domain: Domain,
+    proxy: Option<Proxy>,
     hidden: HiddenPrograms,
     child_env: ChildEnv,
     report: StartupReport,
@@ -583,6 +601,7 @@ fn execute(work: Work) -> i32 {
     let Work {
         policy,
         domain,
+        proxy,
         hidden,
         child_env,
         report,
@@ -606,7 +625,7 @@ fn execute(work: Work) -> i32 {
         report.at_first_launch,
         sink.clone(),
     );
-    let session = Rc::new(session.with_shim_notes(report.at_shim));
+    let session = Rc::new(session.with_shim_notes(report.at_shim).with_egress(proxy));
     let interpreter = |file: &Path| {
         Interpreter::new(file, bindings::modules(&session))
             .with_loader(bindings::source_loader(&session))
@@ -616,7 +635,7 @@ fn execute(work: Work) -> i32 {
             ))
             .with_heap_budget(heap_budget)
     };
-    match job {
+    let status = match job {
         Job::Run { args, .. } => {
             let Some((file, source)) = spells.first() else {
                 return EXIT_CONFIG;
@@ -634,7 +653,10 @@ fn execute(work: Work) -> i32 {
             }
         }
         Job::Test { .. } => super::test::run_tests(&spells, interpreter, &sink),
-    }
+    };
+    let options = crate::diag::output_options();
+    super::hosts::finish(&session, options.format, options.verbosity, &*sink);
+    status
 }
 
 /// The spell's own status, which must fit an exit status.

@@ -1,4 +1,4 @@
-//! The stable diagnostic codes of the sandbox (MGS2001–MGS2008, MGS2010, MGS2012).
+//! The stable diagnostic codes of the sandbox (MGS2001–MGS2008, MGS2010–MGS2012).
 //!
 //! A code names one kind of event the user may need to act on; its page in
 //! `docs/` (embedded for `magus explain`) says what it means and how to fix
@@ -29,13 +29,15 @@ pub enum Code {
     Mgs2008,
     /// The declared policy does not match `magus.lock`.
     Mgs2010,
+    /// The host-filtering proxy refused a connection.
+    Mgs2011,
     /// The `network` setting is enforced by a fallback, or only in part.
     Mgs2012,
 }
 
 impl Code {
     /// Every code, in numeric order.
-    pub const ALL: [Code; 10] = [
+    pub const ALL: [Code; 11] = [
         Code::Mgs2001,
         Code::Mgs2002,
         Code::Mgs2003,
@@ -45,6 +47,7 @@ impl Code {
         Code::Mgs2007,
         Code::Mgs2008,
         Code::Mgs2010,
+        Code::Mgs2011,
         Code::Mgs2012,
     ];
 
@@ -60,6 +63,7 @@ impl Code {
             Code::Mgs2007 => "MGS2007",
             Code::Mgs2008 => "MGS2008",
             Code::Mgs2010 => "MGS2010",
+            Code::Mgs2011 => "MGS2011",
             Code::Mgs2012 => "MGS2012",
         }
     }
@@ -76,6 +80,7 @@ impl Code {
             Code::Mgs2007 => "exec denied",
             Code::Mgs2008 => "daemon socket withheld from sandboxed children",
             Code::Mgs2010 => "sandbox policy mismatch (undeclared / fingerprint)",
+            Code::Mgs2011 => "network host refused by the proxy",
             Code::Mgs2012 => "network setting enforced by a fallback, or only in part",
         }
     }
@@ -89,7 +94,7 @@ impl fmt::Display for Code {
 
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown diagnostic code `{0}`: codes are MGS2001–MGS2008, MGS2010 and MGS2012")]
+#[error("unknown diagnostic code `{0}`: codes are MGS2001–MGS2008 and MGS2010–MGS2012")]
 pub struct UnknownCode(pub String);
 
 impl FromStr for Code {

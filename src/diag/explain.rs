@@ -15,6 +15,7 @@ pub fn explain_page(code: Code) -> &'static str {
         Code::Mgs2007 => include_str!("../../docs/MGS2007.md"),
         Code::Mgs2008 => include_str!("../../docs/MGS2008.md"),
         Code::Mgs2010 => include_str!("../../docs/MGS2010.md"),
+        Code::Mgs2011 => include_str!("../../docs/MGS2011.md"),
         Code::Mgs2012 => include_str!("../../docs/MGS2012.md"),
     }
 }

@@ -283,7 +283,9 @@ fn scope_name(scope: Scope) -> &'static str {
 fn handled_net(network: &Network) -> Option<BitFlags<AccessNet>> {
     match network {
         Network::Allow | Network::Deny => None,
-        Network::Ports { .. } => Some(AccessNet::BindTcp | AccessNet::ConnectTcp),
+        Network::Ports { .. } | Network::Hosts(_) => {
+            Some(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod landlock;
 pub mod limits;
 pub mod network;
 pub mod process;
+pub mod proxy;
 pub mod reexec;
 pub mod seccomp;
 pub mod survivors;

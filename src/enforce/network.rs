@@ -112,6 +112,11 @@ impl NetworkPlan {
                     false => Listen::Allowed,
                 },
             },
+            // Children reach only the proxy, by TCP (Landlock keeps them to
+            // its ports); everything else is closed as for port lists.
+            Network::Hosts(_) => NetworkPlan::TcpPorts {
+                listen: Listen::Refused,
+            },
         }
     }
 

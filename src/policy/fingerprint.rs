@@ -5,6 +5,7 @@
 
 use super::config::SandboxConfig;
 use super::grant::{Mode, Network};
+use super::hosts::HostList;
 use super::limits::Limits;
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -97,8 +98,20 @@ fn canonical_network(network: &Network) -> Network {
                 bind_tcp: sorted(bind_tcp),
             }
         }
+        Network::Hosts(list) => {
+            let mut rules = list.rules.clone();
+            rules.sort();
+            rules.dedup();
+            Network::Hosts(HostList { rules })
+        }
         other => other.clone(),
     }
+}
+
+/// `["*.crates.io", "github.com:443"]`: each rule in its canonical spelling.
+pub(crate) fn host_list_text(list: &HostList) -> String {
+    let items: Vec<String> = list.rules.iter().map(|r| quoted(&r.to_string())).collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// A JSON string literal: unambiguous for any path or name, on one line.
@@ -134,6 +147,7 @@ impl fmt::Display for CanonicalPolicy {
                 ports(connect_tcp),
                 ports(bind_tcp)
             )?,
+            Network::Hosts(list) => writeln!(f, "network hosts {}", host_list_text(list))?,
         }
         write_limits(f, &self.limits)
     }
@@ -189,6 +203,7 @@ mod tests {
             format!("{base}  limits: {{wall_time: 30s}}\n"),
             format!("{base}  limits: {{processes: 64}}\n"),
             format!("{base}  limits: {{memory: 1GiB}}\n"),
+            base.replace("deny", "{hosts: [crates.io]}"),
         ];
         let fp = canonical(base).fingerprint();
         for v in variants {
@@ -219,5 +234,23 @@ mod tests {
             empty.fingerprint(),
             canonical("sandbox: {}\n").fingerprint()
         );
+    }
+
+    #[test]
+    fn hosts_are_canonical_and_fingerprinted() {
+        let a = canonical("sandbox:\n  network: {hosts: [GitHub.com:443, \"*.crates.io\", crates.io, crates.io]}\n");
+        let b = canonical(
+            "sandbox:\n  network: {hosts: [crates.io, \"*.crates.io\", \"github.com:443\"]}\n",
+        );
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert!(
+            a.to_string()
+                .ends_with("network hosts [\"crates.io\", \"github.com:443\", \"*.crates.io\"]\n"),
+            "{a}"
+        );
+        let c = canonical(
+            "sandbox:\n  network: {hosts: [crates.io, \"*.crates.io\", \"github.com\"]}\n",
+        );
+        assert_ne!(a.fingerprint(), c.fingerprint());
     }
 }

@@ -130,6 +130,9 @@ pub enum Network {
         connect_tcp: Vec<u16>,
         bind_tcp: Vec<u16>,
     },
+    /// Only these hosts, by name, through magus's filtering proxy; no
+    /// direct TCP connect or bind (`network: {hosts: [...]}`).
+    Hosts(crate::policy::HostList),
 }
 
 impl Network {

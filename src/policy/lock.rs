@@ -10,7 +10,7 @@ mod diff;
 pub use diff::{diff, Change, Direction};
 
 use super::fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
-use super::{lookup, Limits, Mode, Network, Policy, SandboxState, StateSource};
+use super::{lookup, HostList, HostRule, Limits, Mode, Network, Policy, SandboxState, StateSource};
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -263,6 +263,7 @@ impl LockParser {
     fn network(&mut self, rest: &str) -> Result<(), LockSyntax> {
         let network = match Network::from_word(rest) {
             Some(word) => word,
+            None if rest.starts_with("hosts ") => host_list(&rest["hosts ".len()..])?,
             None => port_lists(rest)?,
         };
         if self.network.replace(network).is_some() {
@@ -369,6 +370,16 @@ fn port_lists(text: &str) -> Result<Network, LockSyntax> {
     })
 }
 
+/// `hosts ["crates.io", "*.crates.io:443"]`.
+fn host_list(text: &str) -> Result<Network, LockSyntax> {
+    let spelled = serde_json::from_str::<Vec<String>>(text).map_err(|_| bad("host list", text))?;
+    let rules = spelled
+        .iter()
+        .map(|s| HostRule::parse(s).map_err(|_| bad("host entry", s)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Network::Hosts(HostList { rules }))
+}
+
 /// The order [`CanonicalPolicy::from_declared`] produces, so a lock whose
 /// lines were merely reordered still verifies.
 fn canonicalise(policy: &mut CanonicalPolicy) {
@@ -385,6 +396,10 @@ fn canonicalise(policy: &mut CanonicalPolicy) {
             ports.sort_unstable();
             ports.dedup();
         }
+    }
+    if let Network::Hosts(list) = &mut policy.network {
+        list.rules.sort();
+        list.rules.dedup();
     }
 }
 
@@ -549,6 +564,17 @@ mod tests {
             "limit processes 64\nlimit processes 8",
         );
         assert!(Lock::parse(Path::new("magus.lock"), &twice).is_err());
+    }
+
+    #[test]
+    fn a_lock_with_hosts_parses_back_and_rejects_bad_entries() {
+        let yaml = "sandbox:\n  enabled: true\n  network: {hosts: [\"github.com:443\", \"*.crates.io\", \"[::1]\"]}\n";
+        let lock = Lock::new(canonical(yaml));
+        let text = lock.to_text();
+        assert!(text.contains("network hosts ["), "{text}");
+        assert_eq!(Lock::parse(Path::new("magus.lock"), &text).unwrap(), lock);
+        let bad = text.replace("\"github.com:443\"", "\"https://github.com\"");
+        assert!(parse_error(&bad).1.contains("host entry"), "{bad}");
     }
 
     #[test]

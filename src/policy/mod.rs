@@ -12,6 +12,7 @@ pub mod config;
 mod env;
 mod fingerprint;
 mod grant;
+pub mod hosts;
 pub mod limits;
 mod load;
 pub mod lock;
@@ -27,6 +28,7 @@ pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
 pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode};
+pub use hosts::{HostError, HostList, HostPattern, HostRule};
 pub use limits::Limits;
 pub use load::{startup, Startup, StartupError, StartupInput};
 pub use lock::{

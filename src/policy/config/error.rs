@@ -65,6 +65,15 @@ pub enum ConfigErrorKind {
         spelled: String,
         problem: LimitError,
     },
+    #[error("invalid host entry `{spelled}`: {problem}")]
+    BadHost {
+        spelled: String,
+        problem: crate::policy::HostError,
+    },
+    #[error("`hosts` cannot be combined with `connect_tcp` or `bind_tcp`")]
+    HostsWithPorts,
+    #[error("`hosts` is empty")]
+    NoHosts,
 }
 
 impl ConfigErrorKind {
@@ -96,17 +105,26 @@ impl ConfigErrorKind {
                 "write a variable name (`GOPATH`) or a suffix glob (`MISE_*`)".into()
             }
             ConfigErrorKind::BadNetwork(_) => {
-                "`network` is `allow`, `deny`, or `{connect_tcp: [443], bind_tcp: []}`".into()
+                "`network` is `allow`, `deny`, `{connect_tcp: [443], bind_tcp: []}` or `{hosts: [crates.io]}`".into()
             }
             ConfigErrorKind::BadPort(_) => "list TCP ports as numbers, e.g. `[443, 8080]`".into(),
             ConfigErrorKind::BadLimit { key, .. } => limit_hint(key).into(),
+            ConfigErrorKind::BadHost { .. } => {
+                "write a name (`crates.io`), sub-domains (`*.crates.io`), either with a port (`github.com:443`)".into()
+            }
+            ConfigErrorKind::HostsWithPorts => {
+                "with `hosts`, every connection goes through magus's proxy: keep `hosts` or the port lists, not both".into()
+            }
+            ConfigErrorKind::NoHosts => {
+                "list at least one host, or write `network: deny` for no network".into()
+            }
         }
     }
 }
 
 const SCHEMA_HINT: &str = "the `sandbox` section is: `enabled: true|false`, \
 `allow: [{path: ..., mode: ro|rw}]`, `env: {passthrough: [NAME, NAME_*]}`, \
-`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}`, \
+`network: allow|deny|{connect_tcp: [...], bind_tcp: [...]}|{hosts: [...]}`, \
 `limits: {wall_time: 30m, processes: 256, memory: 2GiB}`";
 
 fn limit_hint(key: &str) -> &'static str {

@@ -13,6 +13,7 @@ pub use error::{ConfigError, ConfigErrorKind};
 
 use super::env::EnvPattern;
 use super::grant::{Mode, Network};
+use super::hosts::{HostList, HostRule};
 use super::limits::{check_processes, parse_memory, parse_wall_time, LimitError, Limits};
 use schema::{RawAllow, RawFile, RawLimits, RawNetwork, RawPorts, RawSandbox};
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
@@ -379,12 +380,45 @@ fn validate_network(raw: Spanned<RawNetwork>) -> Result<Network, Invalid> {
                 ConfigErrorKind::BadNetwork(word.escape_debug().to_string()),
             )
         }),
-        RawNetwork::Ports(ports) => validate_ports(ports),
+        RawNetwork::Ports(mut ports) => match ports.hosts.take() {
+            Some(hosts) => validate_hosts(at, hosts, &ports),
+            None => validate_ports(ports),
+        },
     }
 }
 
+/// `{hosts: [...]}`: with host rules every TCP connection goes through the
+/// proxy, so a port list beside it would be a second, contradictory rule;
+/// the combination is an error at the first port (or at the mapping).
+fn validate_hosts(
+    at: Position,
+    hosts: Vec<Spanned<String>>,
+    raw: &RawPorts,
+) -> Result<Network, Invalid> {
+    if let Some(ports) = raw.connect_tcp.as_ref().or(raw.bind_tcp.as_ref()) {
+        let first = ports.first().map_or(at, position);
+        return Err((first, ConfigErrorKind::HostsWithPorts));
+    }
+    if hosts.is_empty() {
+        return Err((at, ConfigErrorKind::NoHosts));
+    }
+    let mut rules = hosts
+        .iter()
+        .map(|h| {
+            HostRule::parse(&h.value).map_err(|problem| {
+                let spelled = h.value.escape_debug().to_string();
+                (position(h), ConfigErrorKind::BadHost { spelled, problem })
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.sort();
+    rules.dedup();
+    Ok(Network::Hosts(HostList { rules }))
+}
+
 fn validate_ports(raw: RawPorts) -> Result<Network, Invalid> {
-    let list = |ports: Vec<Spanned<i64>>| -> Result<Vec<u16>, Invalid> {
+    let list = |ports: Option<Vec<Spanned<i64>>>| -> Result<Vec<u16>, Invalid> {
+        let ports = ports.unwrap_or_default();
         let mut out = ports
             .iter()
             .map(|p| match u16::try_from(p.value) {
@@ -460,6 +494,37 @@ mod tests {
         assert_eq!(limits, want);
         let none = parse("sandbox:\n  limits: {}\n").unwrap().sandbox.unwrap();
         assert!(none.limits.is_empty());
+    }
+
+    #[test]
+    fn hosts_parse_and_refuse_port_lists_beside_them() {
+        let text = "sandbox:\n  network:\n    hosts: [GitHub.com:443, \"*.crates.io\", crates.io, crates.io]\n";
+        let Network::Hosts(list) = parse(text).unwrap().sandbox.unwrap().network else {
+            panic!("not hosts");
+        };
+        let spelled: Vec<String> = list.rules.iter().map(|r| r.to_string()).collect();
+        assert_eq!(spelled, ["crates.io", "github.com:443", "*.crates.io"]);
+        for (text, at) in [
+            (
+                "sandbox:\n  network: {hosts: [a.io], bind_tcp: [8080]}\n",
+                (2, 39),
+            ),
+            (
+                "sandbox:\n  network: {bind_tcp: [], hosts: [a.io]}\n",
+                (2, 12),
+            ),
+            (
+                "sandbox:\n  network: {connect_tcp: [443], hosts: [a.io]}\n",
+                (2, 27),
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(
+                matches!(err.kind, ConfigErrorKind::HostsWithPorts),
+                "{text}: {err}"
+            );
+            assert_eq!((err.line, err.column), at, "{text}");
+        }
     }
 
     #[test]

@@ -170,9 +170,11 @@ pub(super) enum RawNetwork {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPorts {
     #[serde(default)]
-    pub connect_tcp: Vec<Spanned<i64>>,
+    pub connect_tcp: Option<Vec<Spanned<i64>>>,
     #[serde(default)]
-    pub bind_tcp: Vec<Spanned<i64>>,
+    pub bind_tcp: Option<Vec<Spanned<i64>>>,
+    #[serde(default)]
+    pub hosts: Option<Vec<Spanned<String>>>,
 }
 
 impl<'de> Deserialize<'de> for RawNetwork {
@@ -187,7 +189,7 @@ impl<'de> Visitor<'de> for NetworkVisitor {
     type Value = RawNetwork;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("`allow`, `deny` or a mapping with `connect_tcp` and `bind_tcp`")
+        f.write_str("`allow`, `deny`, a mapping with `connect_tcp` and `bind_tcp`, or a mapping with `hosts`")
     }
 
     fn visit_str<E: de::Error>(self, word: &str) -> Result<RawNetwork, E> {

@@ -146,7 +146,9 @@ impl fmt::Display for Ports {
 fn ports(network: &Network) -> (Ports, Ports) {
     match network {
         Network::Allow => (Ports::Any, Ports::Any),
-        Network::Deny => (Ports::Only(BTreeSet::new()), Ports::Only(BTreeSet::new())),
+        Network::Deny | Network::Hosts(_) => {
+            (Ports::Only(BTreeSet::new()), Ports::Only(BTreeSet::new()))
+        }
         Network::Ports {
             connect_tcp,
             bind_tcp,
@@ -162,6 +164,36 @@ fn network_changes(locked: &Network, declared: &Network, out: &mut Vec<Change>) 
     let (new_connect, new_bind) = ports(declared);
     port_changes("connect_tcp", &old_connect, &new_connect, out);
     port_changes("bind_tcp", &old_bind, &new_bind, out);
+    host_changes(&hosts(locked), &hosts(declared), out);
+}
+
+/// The names a setting lets children reach by name: `None` for any (with
+/// `allow` a child connects anywhere), else the listed rules (`deny` and
+/// port lists name none).
+fn hosts(network: &Network) -> Option<BTreeSet<String>> {
+    match network {
+        Network::Allow => None,
+        Network::Hosts(list) => Some(list.rules.iter().map(|r| r.to_string()).collect()),
+        Network::Deny | Network::Ports { .. } => Some(BTreeSet::new()),
+    }
+}
+
+/// Each added rule widens, each removed one narrows; a changed rule (a
+/// port dropped from `github.com:443`) is both, so it is always reviewed.
+fn host_changes(
+    old: &Option<BTreeSet<String>>,
+    new: &Option<BTreeSet<String>>,
+    out: &mut Vec<Change>,
+) {
+    let (Some(old), Some(new)) = (old, new) else {
+        return;
+    };
+    for rule in new.difference(old) {
+        push(out, Direction::Widened, format!("+ network host {rule}"));
+    }
+    for rule in old.difference(new) {
+        push(out, Direction::Narrowed, format!("- network host {rule}"));
+    }
 }
 
 fn port_changes(kind: &str, old: &Ports, new: &Ports, out: &mut Vec<Change>) {
@@ -304,6 +336,40 @@ mod tests {
         for (name, declared, want) in cases {
             assert_eq!(lines(&diff(&base, &declared)), want, "{name}");
         }
+    }
+
+    #[test]
+    fn adding_a_host_widens_and_removing_one_narrows() {
+        let hosts = |list: &[&str]| {
+            Network::Hosts(crate::policy::HostList {
+                rules: list
+                    .iter()
+                    .map(|h| crate::policy::HostRule::parse(h).unwrap())
+                    .collect(),
+            })
+        };
+        let locked = policy(&[], &[], hosts(&["crates.io"]));
+        let wider = policy(&[], &[], hosts(&["crates.io", "*.github.com:443"]));
+        assert_eq!(
+            lines(&diff(&locked, &wider)),
+            ["widened: + network host *.github.com:443"]
+        );
+        assert_eq!(
+            lines(&diff(&wider, &locked)),
+            ["narrowed: - network host *.github.com:443"]
+        );
+        let deny = policy(&[], &[], Network::Deny);
+        assert_eq!(
+            lines(&diff(&deny, &locked)),
+            ["widened: + network host crates.io"]
+        );
+        let allow = policy(&[], &[], Network::Allow);
+        assert!(diff(&locked, &allow)
+            .iter()
+            .all(|c| c.direction == Direction::Widened));
+        assert!(diff(&allow, &locked)
+            .iter()
+            .all(|c| c.direction == Direction::Narrowed));
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! Network by host name (DESIGN §6c): a 100 MiB transfer through the
+//! proxy's CONNECT tunnel over loopback against the same transfer made
+//! directly (target ≥ 0.9×), and `magus run` of an empty spell with
+//! `network.hosts` against the sandbox off and on without hosts (target
+//! ≤ 15 ms wall, ≤ 5 ms over off).
+
+use criterion::{criterion_group, Criterion, Throughput};
+use magus_sandbox::enforce::proxy::Proxy;
+use magus_sandbox::policy::{HostList, HostRule};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const TRANSFER: usize = 100 << 20;
+const CHUNK: usize = 1 << 20;
+
+/// Started before criterion makes any thread: the proxy is forked.
+static PROXY: OnceLock<Proxy> = OnceLock::new();
+
+/// A server that reads each connection to its end and reports the bytes.
+fn sink() -> (u16, mpsc::Receiver<usize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("sink");
+    let port = listener.local_addr().expect("sink port").port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; CHUNK];
+        for mut stream in listener.incoming().flatten() {
+            let mut total = 0;
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                total += n;
+            }
+            let _ = tx.send(total);
+        }
+    });
+    (port, rx)
+}
+
+fn send_all(mut stream: TcpStream, done: &mpsc::Receiver<usize>) {
+    let chunk = vec![0x5au8; CHUNK];
+    for _ in 0..TRANSFER / CHUNK {
+        stream.write_all(&chunk).expect("send");
+    }
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("shutdown");
+    let got = done
+        .recv_timeout(Duration::from_secs(60))
+        .expect("sink done");
+    assert_eq!(got, TRANSFER);
+}
+
+fn tunnel(proxy_port: u16, target: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", proxy_port)).expect("proxy");
+    write!(
+        s,
+        "CONNECT localhost:{target} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    )
+    .expect("connect");
+    let mut reply = [0u8; 39];
+    s.read_exact(&mut reply).expect("reply");
+    assert!(
+        reply.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&reply)
+    );
+    s
+}
+
+fn bench_transfer(c: &mut Criterion) {
+    let proxy = PROXY.get().expect("proxy started");
+    let (port, done) = sink();
+    let mut group = c.benchmark_group("transfer_100MiB");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(TRANSFER as u64));
+    group.bench_function("direct", |b| {
+        b.iter(|| {
+            send_all(
+                TcpStream::connect(("127.0.0.1", port)).expect("direct"),
+                &done,
+            )
+        })
+    });
+    group.bench_function("through_proxy", |b| {
+        b.iter(|| send_all(tunnel(proxy.http_port, port), &done))
+    });
+    group.finish();
+}
+
+const EMPTY_SPELL: &str = "fun main(args: [str]) > void {}\n";
+
+fn workspace(root: &Path, name: &str, sandbox: &str) -> PathBuf {
+    let ws = root.join(name);
+    std::fs::create_dir_all(ws.join("spells")).expect("workspace");
+    std::fs::write(ws.join("spells/empty.buzz"), EMPTY_SPELL).expect("spell");
+    std::fs::write(ws.join("magus.yaml"), format!("sandbox:\n{sandbox}")).expect("config");
+    ws
+}
+
+fn run_empty(ws: &Path, home: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_magus"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("GITHUB_TOKEN", "ghp_bench_secret")
+        .arg("--workspace")
+        .arg(ws)
+        .args(["-q", "run", "empty"])
+        .status()
+        .expect("magus runs");
+    assert!(status.success(), "magus run empty failed: {status}");
+}
+
+fn bench_startup(c: &mut Criterion) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut group = c.benchmark_group("run_empty_spell_hosts");
+    for (name, sandbox) in [
+        ("sandbox_off", "  enabled: false\n"),
+        ("sandbox_on", "  enabled: true\n"),
+        (
+            "sandbox_on_hosts",
+            "  enabled: true\n  network:\n    hosts: [crates.io, \"*.crates.io\", \"github.com:443\"]\n",
+        ),
+    ] {
+        let ws = workspace(dir.path(), name, sandbox);
+        group.bench_function(name, |b| b.iter(|| run_empty(&ws, &home)));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_transfer, bench_startup);
+
+fn main() {
+    let hosts = HostList {
+        rules: vec![HostRule::parse("localhost").expect("rule")],
+    };
+    let proxy = Proxy::start(&hosts).expect("the proxy starts");
+    let _ = PROXY.set(proxy);
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,145 @@
+//! The DNS-rebinding rule: which resolved addresses a listed name may be
+//! connected to. A name on the list is trusted for its *name*; what it
+//! resolves to is checked again here, so that a listed public name whose
+//! DNS answer is changed to `127.0.0.1` or `10.0.0.5` cannot turn the
+//! proxy (which runs outside the sandbox) against the machine or its LAN.
+//!
+//! The rule: an address that is not globally routable (loopback, private,
+//! link-local, shared CGNAT, unspecified, multicast, documentation...) is
+//! refused, except
+//! - `localhost` and `*.localhost` may reach loopback addresses (RFC 6761
+//!   reserves them for loopback: no DNS answer is involved);
+//! - an address that is itself listed as an IP literal (`hosts: [10.0.0.5]`)
+//!   may be reached under any listed name, on a port that literal allows.
+
+use crate::policy::HostList;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Whether the proxy may connect to `addr:port` for the listed name `host`
+/// (normalised).
+pub fn may_connect(hosts: &HostList, host: &str, addr: IpAddr, port: u16) -> bool {
+    let addr = canonical(addr);
+    if is_public(addr) {
+        return true;
+    }
+    if addr.is_loopback() && is_localhost(host) {
+        return true;
+    }
+    hosts.permits(&addr.to_string(), port)
+}
+
+/// `::ffff:a.b.c.d` is `a.b.c.d` for every purpose here.
+fn canonical(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn is_localhost(host: &str) -> bool {
+    host == "localhost" || host.ends_with(".localhost")
+}
+
+fn is_public(addr: IpAddr) -> bool {
+    match addr {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    let shared_cgnat = a == 100 && (64..128).contains(&b);
+    let protocol_assignments = a == 192 && b == 0 && c == 0;
+    let benchmarking = a == 198 && (b == 18 || b == 19);
+    let reserved = a >= 240;
+    !(ip.is_unspecified()
+        || a == 0
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_multicast()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || shared_cgnat
+        || protocol_assignments
+        || benchmarking
+        || reserved)
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    let unique_local = first & 0xfe00 == 0xfc00;
+    let link_local = first & 0xffc0 == 0xfe80;
+    let documentation = first == 0x2001 && ip.segments()[1] == 0x0db8;
+    // NAT64 and 6to4 embed an IPv4 address that may be private.
+    let embeds_v4 = first == 0x0064 || first == 0x2002;
+    // `::a.b.c.d` (deprecated IPv4-compatible addresses).
+    let compatible_v4 = ip.segments()[..6].iter().all(|s| *s == 0);
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || unique_local
+        || link_local
+        || documentation
+        || embeds_v4
+        || compatible_v4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::HostRule;
+
+    fn list(entries: &[&str]) -> HostList {
+        HostList {
+            rules: entries
+                .iter()
+                .map(|e| HostRule::parse(e).unwrap())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn non_public_addresses_are_refused_for_ordinary_names() {
+        let hosts = list(&["crates.io"]);
+        for addr in [
+            "127.0.0.1",
+            "127.1.2.3",
+            "10.0.0.5",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+        ] {
+            let addr: IpAddr = addr.parse().unwrap();
+            assert!(!may_connect(&hosts, "crates.io", addr, 443), "{addr}");
+        }
+        for addr in ["151.101.1.1", "2a04:4e42::1", "::ffff:151.101.1.1"] {
+            let addr: IpAddr = addr.parse().unwrap();
+            assert!(may_connect(&hosts, "crates.io", addr, 443), "{addr}");
+        }
+    }
+
+    #[test]
+    fn localhost_reaches_loopback_and_listed_literals_are_exceptions() {
+        let hosts = list(&["localhost", "registry.corp", "10.0.0.5:8080"]);
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(may_connect(&hosts, "localhost", loopback, 80));
+        assert!(may_connect(&hosts, "a.localhost", loopback, 80));
+        let private: IpAddr = "10.0.0.5".parse().unwrap();
+        assert!(!may_connect(&hosts, "localhost", private, 80));
+        assert!(may_connect(&hosts, "registry.corp", private, 8080));
+        assert!(!may_connect(&hosts, "registry.corp", private, 80));
+        assert!(!may_connect(&hosts, "registry.corp", loopback, 8080));
+    }
+}

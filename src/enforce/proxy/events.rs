@@ -1,0 +1,167 @@
+//! What the proxy process tells magus, one JSON line per event over their
+//! socket pair: a refusal (for MGS2011, said after the `sh.*` call that
+//! caused it) and a finished connection (for the egress summary).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Why the proxy refused a request; each names its own fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// The name (or IP literal) matches no `hosts:` entry.
+    NotListed,
+    /// The name is listed, but only for other ports.
+    PortNotListed,
+    /// A listed name resolved only to loopback, private, link-local or
+    /// otherwise non-public addresses (the DNS-rebinding rule).
+    PrivateAddress,
+}
+
+impl RefusalReason {
+    /// One line, for the HTTP 403 body and MGS2011's note.
+    pub fn text(self) -> &'static str {
+        match self {
+            RefusalReason::NotListed => "the host is not in network.hosts",
+            RefusalReason::PortNotListed => "the host is listed for other ports only",
+            RefusalReason::PrivateAddress => {
+                "the name resolves to a loopback or private address (DNS-rebinding rule)"
+            }
+        }
+    }
+}
+
+/// One line of the proxy's report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Refused {
+        host: String,
+        port: u16,
+        reason: RefusalReason,
+        /// `http` or `socks5`.
+        via: String,
+    },
+    Closed {
+        host: String,
+        port: u16,
+        /// Bytes from the child to the host, and back.
+        sent: u64,
+        received: u64,
+    },
+    /// The proxy has stopped; nothing follows.
+    End,
+}
+
+/// Per host and port: what went out and came back during one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Egress {
+    pub connections: u64,
+    pub sent: u64,
+    pub received: u64,
+    pub refused: u64,
+}
+
+/// The egress of a whole run, keyed by `(host, port)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EgressSummary {
+    pub by_destination: BTreeMap<(String, u16), Egress>,
+}
+
+impl EgressSummary {
+    /// Counts one event.
+    pub fn record(&mut self, event: &Event) {
+        match event {
+            Event::Refused { host, port, .. } => self.slot(host, *port).refused += 1,
+            Event::Closed {
+                host,
+                port,
+                sent,
+                received,
+            } => {
+                let slot = self.slot(host, *port);
+                slot.connections += 1;
+                slot.sent += sent;
+                slot.received += received;
+            }
+            Event::End => {}
+        }
+    }
+
+    fn slot(&mut self, host: &str, port: u16) -> &mut Egress {
+        self.by_destination
+            .entry((host.to_string(), port))
+            .or_default()
+    }
+
+    /// One line per destination: `localhost:8080  2 connections, 120 B out, 4096 B in, 1 refused`.
+    pub fn lines(&self) -> Vec<String> {
+        self.by_destination
+            .iter()
+            .map(|((host, port), e)| {
+                format!(
+                    "{host}:{port}  {} connection(s), {} B out, {} B in, {} refused",
+                    e.connections, e.sent, e.received, e.refused
+                )
+            })
+            .collect()
+    }
+
+    /// The summary as JSON: a list of `{host, port, connections, sent, received, refused}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let rows = self.by_destination.iter().map(|((host, port), e)| {
+            serde_json::json!({
+                "host": host,
+                "port": port,
+                "connections": e.connections,
+                "sent": e.sent,
+                "received": e.received,
+                "refused": e.refused,
+            })
+        });
+        serde_json::Value::Array(rows.collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_and_add_up() {
+        let events = [
+            Event::Closed {
+                host: "localhost".into(),
+                port: 80,
+                sent: 10,
+                received: 100,
+            },
+            Event::Closed {
+                host: "localhost".into(),
+                port: 80,
+                sent: 1,
+                received: 2,
+            },
+            Event::Refused {
+                host: "127.0.0.1".into(),
+                port: 80,
+                reason: RefusalReason::NotListed,
+                via: "http".into(),
+            },
+        ];
+        let mut summary = EgressSummary::default();
+        for e in &events {
+            let line = serde_json::to_string(e).unwrap();
+            let back: Event = serde_json::from_str(&line).unwrap();
+            assert_eq!(&back, e);
+            summary.record(&back);
+        }
+        assert_eq!(
+            summary.lines(),
+            [
+                "127.0.0.1:80  0 connection(s), 0 B out, 0 B in, 1 refused",
+                "localhost:80  2 connection(s), 11 B out, 102 B in, 0 refused"
+            ]
+        );
+    }
+}

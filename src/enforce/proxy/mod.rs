@@ -1,0 +1,258 @@
+//! Network by host name (`network: {hosts: [...]}`): the filtering proxy
+//! children reach the network through, and magus's handle on it.
+//!
+//! magus creates the two listeners (HTTP and SOCKS5) on `127.0.0.1`, then
+//! forks the proxy as its own process *before* any restriction is
+//! installed: Landlock and seccomp apply to a whole process, so proxy
+//! threads inside magus could not connect out, while children must be
+//! limited to the proxy's ports. The proxy process lives outside the
+//! sandbox (like sandbox-runtime's), holds only the scrubbed environment,
+//! and reports each refusal and finished connection to magus over a
+//! socket pair; magus turns them into MGS2011 and the egress summary.
+
+mod address;
+mod confine;
+pub mod events;
+mod serve;
+
+pub use events::{EgressSummary, Event, RefusalReason};
+
+use crate::policy::{HostList, Network};
+use nix::unistd::{fork, ForkResult, Pid};
+use serve::{accept_loop, Protocol, Shared};
+use std::ffi::OsString;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the host list is enforced on this branch: no network namespace
+/// yet, so the children's direct routes are closed by Landlock and seccomp.
+pub const MECHANISM: &str = "proxy on 127.0.0.1; children's TCP connect limited to the proxy's ports by Landlock (ABI 4+), other socket families, UDP, MPTCP, TCP Fast Open and io_uring refused by seccomp; partial: no network namespace";
+
+/// Why this mode is partial, said at every run that uses it.
+pub const PARTIAL_REASON: &str = "no network namespace: children share the host's network, \
+Landlock limits TCP connect by port only (any address on the proxy's two port numbers stays reachable), \
+and abstract/unix sockets to local services are not filtered by host";
+
+/// How long magus waits at the end of a run for the proxy's last report.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The environment variables that point children at (or around) a proxy;
+/// inherited ones never reach children of a host-filtered run.
+pub const PROXY_VARS: [&str; 8] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+];
+
+/// Why the proxy could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Listen(#[source] io::Error),
+    #[error("cannot create the proxy's report channel: {0}")]
+    Channel(#[source] io::Error),
+    #[error("cannot fork the proxy process: {0}")]
+    Fork(#[source] nix::Error),
+    #[error("cannot build the socket filter: {0}")]
+    Filter(String),
+    #[error("cannot install the socket filter: {0}")]
+    Install(#[source] io::Error),
+}
+
+/// `["crates.io", "*.crates.io"]` as one line for `sandbox check`.
+pub fn hosts_text(list: &HostList) -> String {
+    let items: Vec<String> = list.rules.iter().map(|r| r.to_string()).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// magus's end of a running proxy.
+#[derive(Debug)]
+pub struct Proxy {
+    pub http_port: u16,
+    pub socks_port: u16,
+    reports: BufReader<UnixStream>,
+    summary: EgressSummary,
+}
+
+impl Proxy {
+    /// Listens, forks the proxy process, and returns magus's handle. Must
+    /// be called while magus is single-threaded and before Landlock and
+    /// seccomp are installed.
+    pub fn start(hosts: &HostList) -> Result<Proxy, ProxyError> {
+        let http = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
+        let socks = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
+        let port = |l: &TcpListener| l.local_addr().map(|a| a.port());
+        let (http_port, socks_port) = (
+            port(&http).map_err(ProxyError::Listen)?,
+            port(&socks).map_err(ProxyError::Listen)?,
+        );
+        let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
+        let parent = nix::unistd::getpid();
+        // SAFETY: magus is single-threaded here (the caller's contract), so
+        // the child may allocate and start threads.
+        match unsafe { fork() }.map_err(ProxyError::Fork)? {
+            ForkResult::Child => {
+                drop(ours);
+                proxy_main(parent, http, socks, theirs, hosts.clone())
+            }
+            ForkResult::Parent { .. } => {
+                ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
+                Ok(Proxy {
+                    http_port,
+                    socks_port,
+                    reports: BufReader::new(ours),
+                    summary: EgressSummary::default(),
+                })
+            }
+        }
+    }
+
+    /// What Landlock must let children (and magus) connect to: the two
+    /// proxy ports, and no bind.
+    pub fn landlock_network(&self) -> Network {
+        let mut connect_tcp = vec![self.http_port, self.socks_port];
+        connect_tcp.sort_unstable();
+        Network::Ports {
+            connect_tcp,
+            bind_tcp: Vec::new(),
+        }
+    }
+
+    /// The proxy variables children get. `NO_PROXY` is withheld, not set
+    /// to loopback: without a network namespace a direct connect to
+    /// loopback is refused by Landlock anyway, so loopback goes through the
+    /// proxy too and is judged by the list (a listed `localhost` works, an
+    /// unlisted `127.0.0.1` gets MGS2011 rather than a bare failure).
+    pub fn child_vars(&self) -> Vec<(OsString, OsString)> {
+        let http = format!("http://127.0.0.1:{}", self.http_port);
+        let socks = format!("socks5h://127.0.0.1:{}", self.socks_port);
+        let values = [http.as_str(), http.as_str(), socks.as_str()];
+        let upper = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]
+            .into_iter()
+            .zip(values);
+        let lower = ["http_proxy", "https_proxy", "all_proxy"]
+            .into_iter()
+            .zip(values);
+        upper
+            .chain(lower)
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    /// The refusals reported since the last call (without waiting), each
+    /// also counted in the summary.
+    pub fn take_refusals(&mut self) -> Vec<Event> {
+        let mut refusals = Vec::new();
+        while let Some(event) = self.next_event() {
+            self.summary.record(&event);
+            if matches!(event, Event::Refused { .. }) {
+                refusals.push(event);
+            }
+        }
+        refusals
+    }
+
+    /// Asks the proxy to stop once its connections have ended, and returns
+    /// the run's egress and the refusals not yet taken.
+    pub fn finish(mut self) -> (EgressSummary, Vec<Event>) {
+        let mut refusals = self.take_refusals();
+        let stream = self.reports.get_mut();
+        let waited = stream
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_read_timeout(Some(FINISH_TIMEOUT)))
+            .and_then(|()| stream.write_all(b"finish\n"));
+        if waited.is_ok() {
+            loop {
+                match self.next_event() {
+                    Some(Event::End) | None => break,
+                    Some(event) => {
+                        self.summary.record(&event);
+                        if matches!(event, Event::Refused { .. }) {
+                            refusals.push(event);
+                        }
+                    }
+                }
+            }
+        }
+        // The proxy exits by itself after `End`; a stuck one dies with the
+        // process that forked it (parent-death signal). It is not killed
+        // by pid here: magus may since have entered a PID namespace where
+        // that number names another process.
+        (self.summary, refusals)
+    }
+
+    /// One whole report line, if one is there (or arrives within the
+    /// read timeout when blocking).
+    fn next_event(&mut self) -> Option<Event> {
+        let mut line = String::new();
+        match self.reports.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => serde_json::from_str(line.trim_end()).ok(),
+        }
+    }
+}
+
+/// The proxy process: never returns. Its stdio goes to `/dev/null` so it
+/// holds no pipe a caller waits on; it dies with magus (parent death
+/// signal, and the report channel's end).
+fn proxy_main(
+    parent: Pid,
+    http: TcpListener,
+    socks: TcpListener,
+    control: UnixStream,
+    hosts: HostList,
+) -> ! {
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    if nix::unistd::getppid() != parent {
+        exit_now(0);
+    }
+    silence_stdio();
+    confine::confine_proxy();
+    let Ok(report) = control.try_clone() else {
+        exit_now(1);
+    };
+    let Ok((shared, writer)) = Shared::new(hosts, report) else {
+        exit_now(1);
+    };
+    let shared = Arc::new(shared);
+    for (listener, protocol) in [(http, Protocol::Http), (socks, Protocol::Socks5)] {
+        let shared = Arc::clone(&shared);
+        let started =
+            std::thread::Builder::new().spawn(move || accept_loop(listener, protocol, shared));
+        if started.is_err() {
+            exit_now(1);
+        }
+    }
+    // Any line (`finish`) or the end of the channel (magus gone) ends it.
+    let _ = control.take(64).read(&mut [0u8; 64]);
+    shared.finish();
+    let _ = writer.join();
+    exit_now(0)
+}
+
+fn silence_stdio() {
+    use nix::unistd::{dup2_stderr, dup2_stdin, dup2_stdout};
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        let _ = dup2_stdin(&null);
+        let _ = dup2_stdout(&null);
+        let _ = dup2_stderr(&null);
+    }
+}
+
+fn exit_now(status: i32) -> ! {
+    // SAFETY: ends the process without running magus's atexit handlers or
+    // flushing buffers the parent also holds.
+    unsafe { libc::_exit(status) }
+}

@@ -1,0 +1,722 @@
+//! `network: {hosts: [...]}` through the real `magus` binary, as root and as
+//! uid 65534: children reach a listed host through magus's proxy (HTTP,
+//! CONNECT, SOCKS5, git over dumb HTTP), an unlisted one gets MGS2011, and
+//! every way around the proxy fails without a byte reaching the server.
+//! Every server is started here, on 127.0.0.1; each attack has a control
+//! run with the sandbox off that does reach the server.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{capture, Harness, RunOutput};
+
+/// A static file server on 127.0.0.1 that counts every TCP connection it
+/// accepts, so "nothing reached it" is a number.
+struct FileServer {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl FileServer {
+    fn start(root: PathBuf) -> FileServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let root = root.clone();
+                std::thread::spawn(move || serve_one(stream, &root));
+            }
+        });
+        FileServer { port, hits }
+    }
+
+    fn hits(&self) -> usize {
+        // Let a connection that is on its way be counted.
+        std::thread::sleep(Duration::from_millis(100));
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+fn serve_one(stream: TcpStream, root: &Path) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line == "\r\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let path = first.split_whitespace().nth(1).unwrap_or("/");
+    let path = path.split('?').next().unwrap_or("/");
+    let file = root.join(path.trim_start_matches('/'));
+    let mut stream = stream;
+    let (status, body) = match std::fs::read(&file) {
+        Ok(body) if file.is_file() => ("200 OK", body),
+        _ if path == "/" => ("200 OK", b"hello from the test server\n".to_vec()),
+        _ => ("404 Not Found", b"not found\n".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
+}
+
+/// A python3 HTTPS server with a self-signed certificate for `localhost`.
+struct TlsServer {
+    child: Child,
+    port: u16,
+}
+
+impl TlsServer {
+    fn start(dir: &Path) -> Option<TlsServer> {
+        let (key, cert) = (dir.join("key.pem"), dir.join("cert.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args(["-subj", "/CN=localhost", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()?;
+        assert!(made.success(), "openssl req failed");
+        let script = format!(
+            "import http.server, ssl\n\
+             s = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n\
+             c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+             c.load_cert_chain({:?}, {:?})\n\
+             s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+             print(s.server_address[1], flush=True)\n\
+             s.serve_forever()\n",
+            cert.display().to_string(),
+            key.display().to_string()
+        );
+        let mut child = Command::new("/usr/bin/python3")
+            .args(["-c", &script])
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the TLS server's port");
+        Some(TlsServer { child, port })
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn hosts_config(hosts: &str) -> String {
+    format!("sandbox:\n  enabled: true\n  network:\n    hosts: {hosts}\n")
+}
+
+const SANDBOX_OFF: &str = "sandbox:\n  enabled: false\n";
+
+/// A spell running the workspace's `net.sh` and returning its status; the
+/// `sh.run` call is on line 3, column 12.
+const SHELL_SPELL: &str =
+    "import \"sh\";\nfun main(args: [str]) > int {\n    return sh.run([\"/bin/sh\", \"net.sh\"]);\n}\n";
+
+/// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
+fn open_to_everyone(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if dir.is_dir() { 0o777 } else { 0o666 };
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
+    if dir.is_dir() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            if !entry.path().is_symlink() {
+                open_to_everyone(&entry.path());
+            }
+        }
+    }
+}
+
+fn can_switch_user() -> bool {
+    nix::unistd::geteuid().is_root()
+        && Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// Who runs magus.
+#[derive(Debug, Clone, Copy)]
+enum User {
+    Caller,
+    Nobody,
+}
+
+fn users() -> Vec<User> {
+    if can_switch_user() {
+        vec![User::Caller, User::Nobody]
+    } else {
+        eprintln!("uid 65534 part skipped: not root, or no setpriv");
+        vec![User::Caller]
+    }
+}
+
+/// `magus [extra] run NAME` as `user`.
+fn run_as(h: &Harness, user: User, name: &str, extra: &[&str]) -> RunOutput {
+    open_to_everyone(&h.root);
+    let magus = h.command();
+    let mut cmd = match user {
+        User::Caller => h.command(),
+        User::Nobody => {
+            let mut cmd = Command::new("setpriv");
+            cmd.env_clear()
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_magus"))
+                .current_dir(&h.root);
+            for (k, v) in magus.get_envs() {
+                if let Some(v) = v {
+                    cmd.env(k, v);
+                }
+            }
+            cmd
+        }
+    };
+    cmd.arg("--workspace")
+        .arg(&h.ws)
+        .args(extra)
+        .args(["run", name]);
+    capture(&mut cmd)
+}
+
+/// Runs `script` as `user` under `config` and returns the run.
+fn run_script(config: &str, script: &str, user: User, extra: &[&str]) -> RunOutput {
+    let h = Harness::with_config(config);
+    h.write_spell("net", SHELL_SPELL);
+    std::fs::write(h.ws_path("net.sh"), script).unwrap();
+    let out = run_as(&h, user, "net", extra);
+    h.assert_no_leak(&out);
+    out
+}
+
+fn curl() -> &'static str {
+    "curl -fsS --max-time 10"
+}
+
+#[test]
+fn a_listed_host_is_reached_over_http_connect_and_socks5() {
+    let site = tempfile::tempdir().unwrap();
+    let server = FileServer::start(site.path().to_path_buf());
+    let tls = TlsServer::start(site.path()).expect("openssl and python3 for the TLS server");
+    let p = server.port;
+    let script = format!(
+        "{c} http://localhost:{p}/ && {c} -k https://localhost:{q}/ -o /dev/null -w 'tls %{{http_code}}\\n' \
+         && if [ -n \"$ALL_PROXY\" ]; then {c} --socks5-hostname 127.0.0.1:${{ALL_PROXY##*:}} http://localhost:{p}/; \
+         else {c} http://localhost:{p}/; fi",
+        c = curl(),
+        q = tls.port
+    );
+    for user in users() {
+        let control = run_script(SANDBOX_OFF, &script, user, &[]);
+        assert_eq!(control.status, Some(0), "control: {}", control.dump());
+        let before = server.hits();
+        let out = run_script(
+            &hosts_config("[localhost]"),
+            &script,
+            user,
+            &["--message-format", "json"],
+        );
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert_eq!(
+            out.stdout.matches("hello from the test server").count(),
+            2,
+            "{}",
+            out.dump()
+        );
+        assert!(out.stdout.contains("tls 200"), "{}", out.dump());
+        assert_eq!(server.hits() - before, 2, "{}", out.dump());
+        let egress = egress_rows(&out.stderr);
+        let row = egress
+            .iter()
+            .find(|r| r["host"] == "localhost" && r["port"] == p)
+            .unwrap_or_else(|| panic!("no egress row: {}", out.dump()));
+        assert_eq!(row["connections"], 2, "{}", out.dump());
+        assert!(row["received"].as_u64().unwrap() > 50, "{}", out.dump());
+        assert!(
+            out.stderr.contains("network by host name is partial"),
+            "{}",
+            out.dump()
+        );
+    }
+}
+
+/// The rows of the JSON egress summary.
+fn egress_rows(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["kind"] == "egress")
+        .and_then(|v| v["egress"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn git_clones_a_dumb_http_repository_through_the_proxy() {
+    let site = tempfile::tempdir().unwrap();
+    let repo = site.path().join("repo.git");
+    let work = site.path().join("src");
+    let git = |args: &[&str], dir: &Path| {
+        let ok = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    };
+    std::fs::create_dir_all(&work).unwrap();
+    git(&["init", "-q", "."], &work);
+    std::fs::write(work.join("README"), "cloned through the proxy\n").unwrap();
+    git(&["add", "README"], &work);
+    git(&["commit", "-qm", "one"], &work);
+    git(&["clone", "-q", "--bare", "src", "repo.git"], site.path());
+    git(&["update-server-info"], &repo);
+    let server = FileServer::start(site.path().to_path_buf());
+    let script = format!(
+        "git clone -q http://localhost:{}/repo.git clone && cat clone/README",
+        server.port
+    );
+    for user in users() {
+        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("cloned through the proxy"),
+            "{}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn an_unlisted_literal_is_refused_with_mgs2011_at_the_spell_line() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let script = format!("{} http://127.0.0.1:{}/", curl(), server.port);
+    for user in users() {
+        let control = run_script(SANDBOX_OFF, &script, user, &[]);
+        assert!(
+            control.stdout.contains("hello from the test server"),
+            "control: {}",
+            control.dump()
+        );
+        let before = server.hits();
+        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        assert_ne!(out.status, Some(0), "{}", out.dump());
+        assert!(!out.stdout.contains("hello"), "{}", out.dump());
+        assert_eq!(
+            server.hits(),
+            before,
+            "the server was reached: {}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains(&format!(
+                "warning[MGS2011]: connection to `127.0.0.1:{}`",
+                server.port
+            )),
+            "{}",
+            out.dump()
+        );
+        assert!(out.stderr.contains("net.buzz:3:12"), "{}", out.dump());
+        assert!(
+            out.stderr
+                .contains(&format!("- \"127.0.0.1:{}\"", server.port)),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains("curl: (22)") && out.stderr.contains("403"),
+            "{}",
+            out.dump()
+        );
+        let json = run_script(
+            &hosts_config("[localhost]"),
+            &script,
+            user,
+            &["--message-format", "json"],
+        );
+        let d = json
+            .stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["code"] == "MGS2011")
+            .unwrap_or_else(|| panic!("no JSON MGS2011: {}", json.dump()));
+        assert_eq!(d["spell"]["line"], 3, "{d}");
+        assert!(d["help"].as_str().unwrap().contains("hosts:"), "{d}");
+    }
+}
+
+/// A spell child that connects straight to 127.0.0.1:PORT (TCP), sends a
+/// UDP datagram to it, and asks the proxy for an unlisted name.
+fn around_the_proxy(tcp_port: u16, udp_port: u16) -> String {
+    let py = format!(
+        "import socket, os\n\
+         s = socket.socket(); s.settimeout(3)\n\
+         print('tcp', s.connect_ex(('127.0.0.1', {tcp_port})))\n\
+         try:\n    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b'leak', ('127.0.0.1', {udp_port})); print('udp sent')\n\
+         except OSError as e:\n    print('udp refused', e.errno)\n\
+         p = os.environ.get('HTTP_PROXY', '')\n\
+         if p:\n    h, port = p.rsplit('/', 1)[1].split(':')\n    c = socket.create_connection((h, int(port)))\n    c.sendall(b'CONNECT evil.example:{tcp_port} HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n')\n    print('connect', c.recv(100).split(b'\\r\\n')[0].decode())\n"
+    );
+    format!(
+        "{c} --noproxy '*' http://localhost:{tcp_port}/; echo noproxy=$?; /usr/bin/python3 -c {}",
+        shell_quote(&py),
+        c = curl()
+    )
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[test]
+fn going_around_the_proxy_fails_and_nothing_reaches_the_server() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let script = around_the_proxy(server.port, udp_port);
+    let mut buf = [0u8; 16];
+    for user in users() {
+        let before = server.hits();
+        let control = run_script(SANDBOX_OFF, &script, user, &[]);
+        assert!(
+            control.stdout.contains("noproxy=0"),
+            "control: {}",
+            control.dump()
+        );
+        assert!(
+            control.stdout.contains("tcp 0"),
+            "control: {}",
+            control.dump()
+        );
+        assert!(
+            control.stdout.contains("udp sent"),
+            "control: {}",
+            control.dump()
+        );
+        assert_eq!(
+            udp.recv(&mut buf).ok(),
+            Some(4),
+            "control UDP did not arrive"
+        );
+        assert_eq!(server.hits() - before, 2, "control: {}", control.dump());
+
+        let before = server.hits();
+        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        assert!(!out.stdout.contains("noproxy=0"), "{}", out.dump());
+        assert!(!out.stdout.contains("tcp 0"), "{}", out.dump());
+        assert!(out.stdout.contains("udp refused"), "{}", out.dump());
+        assert!(
+            out.stdout.contains("connect HTTP/1.1 403 Forbidden"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            udp.recv(&mut buf).is_err(),
+            "a datagram got out: {}",
+            out.dump()
+        );
+        assert_eq!(
+            server.hits(),
+            before,
+            "the server was reached: {}",
+            out.dump()
+        );
+        assert!(out.stderr.contains("`evil.example:"), "{}", out.dump());
+        assert!(
+            out.stderr.contains("network by host name is partial"),
+            "{}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn a_port_restriction_refuses_other_ports() {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let (listed, other) = (FileServer::start(dir.clone()), FileServer::start(dir));
+    let script = format!(
+        "{c} http://localhost:{}/; {c} http://localhost:{}/; echo other=$?",
+        listed.port,
+        other.port,
+        c = curl()
+    );
+    let config = hosts_config(&format!("[\"localhost:{}\"]", listed.port));
+    for user in users() {
+        let before = other.hits();
+        let out = run_script(&config, &script, user, &["-v"]);
+        assert_eq!(
+            out.stdout.matches("hello from the test server").count(),
+            1,
+            "{}",
+            out.dump()
+        );
+        assert_eq!(other.hits(), before, "{}", out.dump());
+        assert!(
+            out.stderr.contains("listed for other ports only"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("- \"localhost:{}\"", other.port)),
+            "{}",
+            out.dump()
+        );
+        // `-v` ends the run with the egress summary, per host and port.
+        let summary = [
+            format!("localhost:{}  1 connection(s)", listed.port),
+            format!(
+                "localhost:{}  0 connection(s), 0 B out, 0 B in, 1 refused",
+                other.port
+            ),
+        ];
+        for line in summary {
+            assert!(out.stderr.contains(&line), "{line}\n{}", out.dump());
+        }
+        let quiet = run_script(&config, &script, user, &[]);
+        assert!(!quiet.stderr.contains("network egress"), "{}", quiet.dump());
+    }
+}
+
+/// The DNS-rebinding rule: `127.1` is a *name* (not an IP literal) that
+/// resolves to 127.0.0.1; listed alone it is refused, listed with the
+/// address it resolves to it is reached.
+#[test]
+fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let py = format!(
+        "import os, socket\n\
+         h, port = os.environ['HTTP_PROXY'].rsplit('/', 1)[1].split(':')\n\
+         c = socket.create_connection((h, int(port)))\n\
+         c.sendall(b'GET http://127.1:{p}/ HTTP/1.1\\r\\nHost: 127.1\\r\\n\\r\\n')\n\
+         print(b''.join(iter(lambda: c.recv(4096), b'')).decode(errors='replace'))\n",
+        p = server.port
+    );
+    let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
+    for user in users() {
+        let before = server.hits();
+        let out = run_script(&hosts_config("[\"127.1\"]"), &script, user, &[]);
+        assert!(out.stdout.contains("403 Forbidden"), "{}", out.dump());
+        assert!(out.stdout.contains("DNS-rebinding rule"), "{}", out.dump());
+        assert_eq!(server.hits(), before, "{}", out.dump());
+        assert!(
+            out.stderr
+                .contains("warning[MGS2011]: connection to `127.1:"),
+            "{}",
+            out.dump()
+        );
+        let allowed = run_script(&hosts_config("[\"127.1\", 127.0.0.1]"), &script, user, &[]);
+        assert!(
+            allowed.stdout.contains("hello from the test server"),
+            "{}",
+            allowed.dump()
+        );
+    }
+}
+
+#[test]
+fn without_landlock_the_partial_line_says_tcp_is_open() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let script = format!("{} --noproxy '*' http://127.0.0.1:{}/", curl(), server.port);
+    let h = Harness::with_config(&hosts_config("[localhost]"));
+    h.write_spell("net", SHELL_SPELL);
+    std::fs::write(h.ws_path("net.sh"), &script).unwrap();
+    let mut forced_off = h.command();
+    forced_off
+        .env("MAGUS_SANDBOX_LANDLOCK", "0")
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "net"]);
+    let out = capture(&mut forced_off);
+    assert!(
+        out.stderr.contains("Landlock is off: a child that ignores the proxy variables can connect anywhere over TCP"),
+        "{}",
+        out.dump()
+    );
+    // The warning is true: the direct connect does get through.
+    assert!(
+        out.stdout.contains("hello from the test server"),
+        "{}",
+        out.dump()
+    );
+    let on = run_script(&hosts_config("[localhost]"), &script, User::Caller, &[]);
+    assert!(
+        on.stderr
+            .contains("Landlock limits TCP connect to the proxy's ports"),
+        "{}",
+        on.dump()
+    );
+    assert!(!on.stdout.contains("hello"), "{}", on.dump());
+}
+
+#[test]
+fn socks5_refuses_an_unlisted_name_with_not_allowed_and_mgs2011() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let script = format!(
+        "{} --socks5-hostname 127.0.0.1:${{ALL_PROXY##*:}} http://unlisted.example:{}/",
+        curl(),
+        server.port
+    );
+    for user in users() {
+        let before = server.hits();
+        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        assert_ne!(out.status, Some(0), "{}", out.dump());
+        // curl's words for SOCKS5 reply 2, "connection not allowed by ruleset".
+        assert!(
+            out.stderr.contains("curl: (97)") && out.stderr.contains("(2)"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr
+                .contains("warning[MGS2011]: connection to `unlisted.example:"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains("asked through the SOCKS5 proxy"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.hits(), before, "{}", out.dump());
+    }
+}
+
+/// A nested magus (a spell running `magus run`) starts no proxy of its own:
+/// its children use the outer proxy, and the outer run names the refusal.
+#[test]
+fn a_nested_magus_uses_the_outer_proxy() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let magus = Path::new(env!("CARGO_BIN_EXE_magus"));
+    let bin = magus.parent().unwrap().display().to_string();
+    let config = format!(
+        "sandbox:\n  enabled: true\n  allow:\n    - path: {bin}\n      mode: ro\n  network:\n    hosts: [localhost]\n"
+    );
+    let h = Harness::with_config(&config);
+    h.write_spell("net", SHELL_SPELL);
+    let inner = format!(
+        "{c} http://localhost:{p}/; {c} http://127.0.0.1:{p}/; echo inner-refused=$?",
+        c = curl(),
+        p = server.port
+    );
+    std::fs::write(h.ws_path("net.sh"), &inner).unwrap();
+    let outer = format!(
+        "import \"sh\";\nfun main(args: [str]) > int {{\n    return sh.run([{}, \"-q\", \"run\", \"net\"]);\n}}\n",
+        support::buzz_str(magus.to_str().unwrap())
+    );
+    h.write_spell("outer", &outer);
+    let before = server.hits();
+    let out = run_as(&h, User::Caller, "outer", &[]);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stdout.contains("hello from the test server"),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stdout.contains("inner-refused=22"), "{}", out.dump());
+    assert_eq!(server.hits() - before, 1, "{}", out.dump());
+    assert!(out.stderr.contains("outer.buzz:3:12"), "{}", out.dump());
+    assert_eq!(out.stderr_count("warning[MGS2011]"), 1, "{}", out.dump());
+}
+
+#[test]
+fn sandbox_check_lists_the_hosts_and_the_mechanism() {
+    let h = Harness::with_config(&hosts_config(
+        "[crates.io, \"*.crates.io\", \"github.com:443\"]",
+    ));
+    let out = capture(
+        h.command()
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["sandbox", "check"]),
+    );
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stdout
+            .contains("hosts [crates.io, github.com:443, *.crates.io] via magus's proxy"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.contains("partial: no network namespace"),
+        "{}",
+        out.dump()
+    );
+    let json = capture(h.command().arg("--workspace").arg(&h.ws).args([
+        "--message-format",
+        "json",
+        "sandbox",
+        "check",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(v["network"]["hosts"][1], "github.com:443", "{v}");
+}
+
+#[test]
+fn widening_the_hosts_of_a_locked_workspace_is_mgs2010() {
+    let h = Harness::with_config(&hosts_config("[crates.io]"));
+    let lock = capture(
+        h.command()
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["sandbox", "lock"]),
+    );
+    assert_eq!(lock.status, Some(0), "{}", lock.dump());
+    h.write_spell("noop", "fun main(args: [str]) > void {}\n");
+    assert_eq!(h.run("noop", &[]).status, Some(0));
+    h.write_config(&hosts_config("[crates.io, \"*.evil.example\"]"));
+    let out = h.run("noop", &[]);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(out.stderr.contains("error[MGS2010]"), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("widened: + network host *.evil.example"),
+        "{}",
+        out.dump()
+    );
+    let mut lines = String::new();
+    let _ =
+        std::fs::File::open(h.ws_path("magus.lock")).and_then(|mut f| f.read_to_string(&mut lines));
+    assert!(lines.contains("network hosts [\"crates.io\"]"), "{lines}");
+}
