@@ -93,6 +93,8 @@ pub struct Interpreter {
     pub(super) loaded: HashMap<PathBuf, Rc<ModuleObj>>,
     /// Libraries written in Buzz (such as `buzz:io`), by import name.
     pub(super) libraries: HashMap<String, &'static str>,
+    /// The `namespace` of the file whose top level is running.
+    pub(super) namespace: Vec<Rc<str>>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -134,6 +136,7 @@ impl Interpreter {
                 .iter()
                 .map(|(name, source)| ((*name).to_string(), *source))
                 .collect(),
+            namespace: Vec::new(),
         }
     }
 
@@ -179,6 +182,7 @@ impl Interpreter {
         self.args = args;
         self.stack_base = stack_address();
         self.importing.push(program.file.clone());
+        self.namespace = program.namespace.clone();
     }
 
     /// Turns how a run ended into its exit status or error.
@@ -695,7 +699,18 @@ impl Interpreter {
             } => self.inline_if(cond, then, otherwise, scope),
             ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
             ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
-            ExprKind::Instance { object, fields } => self.instance(object, fields, scope, pos),
+            ExprKind::Instance { object, fields } => {
+                let class = self.variable(object, scope, pos)?;
+                self.instance(object, class, fields, scope, pos)
+            }
+            ExprKind::InstanceOf { class, fields } => {
+                let value = self.eval(class, scope)?;
+                let name = match &value {
+                    Value::Class(c) => c.name.to_string(),
+                    other => other.type_name(),
+                };
+                self.instance(&name, value, fields, scope, pos)
+            }
             ExprKind::AnonObject(fields) => self.anon_object(fields, scope),
             ExprKind::InferredCase(name) => Ok(Value::InferredCase(name.clone())),
             ExprKind::TypeOf(e) => {
@@ -1112,11 +1127,12 @@ impl Interpreter {
     fn instance(
         &mut self,
         name: &str,
+        class: Value,
         given: &[(Rc<str>, Expr)],
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let class = match self.variable(name, scope, pos)? {
+        let class = match class {
             Value::Class(c) => c,
             other => {
                 return Err(self.fail(
@@ -1359,7 +1375,11 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
         })
         .chain(module.values)
         .collect();
-    ModuleObj { name, functions }
+    ModuleObj {
+        name,
+        functions,
+        namespace: Vec::new(),
+    }
 }
 
 pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {

@@ -34,6 +34,16 @@ impl Interpreter {
 
     /// Turns `.case` and `.{ … }` into what the declared type `ty` names.
     pub(super) fn infer(&mut self, ty: &Type, value: Value, pos: Pos) -> Eval<Value> {
+        // Only `.case` and `.{ … }` change; everything else passes untouched
+        // (this runs for every parameter of every call).
+        let inferable = match &value {
+            Value::InferredCase(_) => true,
+            Value::Object(o) => o.class.is_anonymous(),
+            _ => false,
+        };
+        if !inferable {
+            return Ok(value);
+        }
         let name = match ty {
             Type::Named(name) => name,
             Type::Optional(inner) => return self.infer(inner, value, pos),

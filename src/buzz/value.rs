@@ -527,6 +527,8 @@ pub struct NativeFunction {
 pub struct ModuleObj {
     pub(crate) name: Rc<str>,
     pub(crate) functions: HashMap<String, Value>,
+    /// `namespace a\b\c;` of an imported file: reached as `a\b\c\name`.
+    pub(crate) namespace: Vec<Rc<str>>,
 }
 
 /// One variable binding.
