@@ -32,6 +32,8 @@ pub enum Type {
     Function,
     /// `obj{ … }`: an anonymous object type, checked as any object.
     AnonObject,
+    /// `mut [T]`, `mut {K: V}`: checked as the inner type.
+    Mut(Box<Type>),
 }
 
 #[derive(Debug)]
@@ -299,6 +301,8 @@ pub enum ExprKind {
         index: Box<Expr>,
         checked: bool,
     },
+    /// `mut [ … ]` or `mut { … }`: a literal made mutable.
+    Mutable(Box<Expr>),
     /// `obj?[index]`: null when `obj` is null.
     OptionalIndex {
         object: Box<Expr>,

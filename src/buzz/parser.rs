@@ -992,7 +992,7 @@ impl<'t> Parser<'t> {
     }
 
     fn ty_inner(&mut self) -> PResult<Type> {
-        self.eat("mut");
+        let mutable = self.eat("mut");
         let base = match &self.peek().tok {
             Tok::Sym("[") => {
                 self.advance();
@@ -1011,6 +1011,10 @@ impl<'t> Parser<'t> {
             }
             Tok::Ident(_) => self.named_type()?,
             _ => return self.expected("a type", "here"),
+        };
+        let base = match base {
+            Type::List(_) | Type::Map(..) if mutable => Type::Mut(Box::new(base)),
+            other => other,
         };
         if self.eat("?") {
             return Ok(Type::Optional(Box::new(base)));
@@ -1227,7 +1231,12 @@ impl<'t> Parser<'t> {
 
     fn postfix(&mut self) -> PResult<Expr> {
         let start = self.pos();
-        let mut expr = self.primary()?;
+        let expr = self.primary()?;
+        self.postfix_from(expr, start)
+    }
+
+    /// The postfix chain (calls, fields, subscripts…) after `expr`.
+    fn postfix_from(&mut self, mut expr: Expr, start: Pos) -> PResult<Expr> {
         let mut chain = 0;
         let result = loop {
             let more = self.is("(")
@@ -1462,8 +1471,18 @@ impl<'t> Parser<'t> {
     }
 
     fn mut_literal(&mut self) -> PResult<Expr> {
-        if self.is("[") || self.is("{") || self.is(".") || matches!(self.peek().tok, Tok::Ident(_))
-        {
+        if self.is("[") || self.is("{") {
+            // `mut` binds to the literal: `mut [1].cloneImmutable()` clones
+            // a mutable list.
+            let pos = self.pos();
+            let literal = self.primary()?;
+            let mutable = Expr {
+                kind: ExprKind::Mutable(Box::new(literal)),
+                pos,
+            };
+            return self.postfix_from(mutable, pos);
+        }
+        if self.is(".") || matches!(self.peek().tok, Tok::Ident(_)) {
             return self.postfix();
         }
         self.expected("a list, map or object literal", "after `mut`")
