@@ -13,8 +13,9 @@ use std::rc::Rc;
 pub struct Program {
     pub file: PathBuf,
     pub statements: Vec<Stmt>,
-    /// `namespace a\b;`: the last segment, the name importers see.
-    pub namespace: Option<Rc<str>>,
+    /// `namespace a\b;`: the path importers reach its exports by
+    /// (`a\b\name`); empty when the file declares none.
+    pub namespace: Vec<Rc<str>>,
     /// Names declared with `export`, visible to an importing spell.
     pub exports: Vec<Rc<str>>,
 }
@@ -31,6 +32,8 @@ pub enum Type {
     Function,
     /// `obj{ … }`: an anonymous object type, checked as any object.
     AnonObject,
+    /// `mut [T]`, `mut {K: V}`: checked as the inner type.
+    Mut(Box<Type>),
 }
 
 #[derive(Debug)]
@@ -298,6 +301,8 @@ pub enum ExprKind {
         index: Box<Expr>,
         checked: bool,
     },
+    /// `mut [ … ]` or `mut { … }`: a literal made mutable.
+    Mutable(Box<Expr>),
     /// `obj?[index]`: null when `obj` is null.
     OptionalIndex {
         object: Box<Expr>,
@@ -317,6 +322,11 @@ pub enum ExprKind {
     /// `Name{ field = value, … }`.
     Instance {
         object: Rc<str>,
+        fields: Vec<(Rc<str>, Expr)>,
+    },
+    /// `module\Name{ field = value, … }`.
+    InstanceOf {
+        class: Box<Expr>,
         fields: Vec<(Rc<str>, Expr)>,
     },
     /// `.{ a = 1, b }` or the tuple `.{ 1, 2 }` (fields `0`, `1`).

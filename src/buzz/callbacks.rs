@@ -75,7 +75,9 @@ pub(crate) fn map_callback(
     let out = walk(interp, &entries, &f, name, args, pos)?;
     Ok(match out {
         Walked::Items(items) if name == "map" => map_from_pairs(items),
-        Walked::Items(items) if name == "filter" => Value::map(items),
+        Walked::Items(items) if name == "filter" => {
+            super::methods::shaped_map(map, items, map.shape.mutable.get())
+        }
         Walked::Items(_) => Value::Null,
         Walked::Value(v) => v,
     })

@@ -6,7 +6,7 @@
 //! Upstream libraries magus deliberately lacks get an error naming them.
 
 use super::ast::{Mutability, StmtKind};
-use super::interp::{Eval, Interpreter};
+use super::interp::{Eval, Flow, Interpreter};
 use super::lexer::Pos;
 use super::native::Raise;
 use super::value::{ModuleObj, Scope, Value};
@@ -66,10 +66,28 @@ impl Interpreter {
                 let path = PathBuf::from(format!("<{spec}>"));
                 self.load_module(path, || Ok(source.to_string()), pos)?
             }
+            (None, Some(key)) if self.bare_file(spec, key) => {
+                match self.import_file(spec, pos) {
+                    // No such file either: say what modules there are.
+                    Err(Flow::Throw(t)) if is_not_found(&t.value) => {
+                        self.library(spec, key, pos)?
+                    }
+                    other => other?,
+                }
+            }
             (None, Some(key)) => self.library(spec, key, pos)?,
             (None, None) => self.import_file(spec, pos)?,
         };
         self.bind_import(&module, spec, alias, names, scope, pos)
+    }
+
+    /// A bare name (`import "helpers";`) that no module has may be a file
+    /// beside the spell, when files can be read at all.
+    fn bare_file(&self, spec: &str, key: &str) -> bool {
+        self.loader.is_some()
+            && !self.modules.contains_key(key)
+            && !spec.contains(':')
+            && !self.libraries.contains_key(spec)
     }
 
     fn library(&self, spec: &str, key: &str, pos: Pos) -> Eval<Rc<ModuleObj>> {
@@ -123,11 +141,10 @@ impl Interpreter {
                 Value::Module(module.clone()),
                 Mutability::Final,
             ),
-            None => scope.define(
-                Rc::from(default_name(&module.name)),
-                Value::Module(module.clone()),
-                Mutability::Final,
-            ),
+            None => {
+                let (name, value) = namespaced(module, &self.namespace);
+                scope.define(name, value, Mutability::Final);
+            }
         }
         Ok(())
     }
@@ -177,15 +194,53 @@ impl Interpreter {
             super::parse(&path, &source).map_err(|e| super::interp::Flow::Error(Box::new(e)))?;
         self.importing.push(path.clone());
         let caller = std::mem::replace(&mut self.file, Rc::from(path.as_path()));
+        let caller_ns = std::mem::replace(&mut self.namespace, program.namespace.clone());
         let globals = Scope::new(None);
         let result = self.run_declarations(&program, &globals);
         self.file = caller;
+        self.namespace = caller_ns;
         self.importing.pop();
         result?;
         let module = Rc::new(exported(&program, &globals, &path));
         self.loaded.insert(path, module.clone());
         Ok(module)
     }
+}
+
+/// Whether a loader's raise says the file does not exist.
+fn is_not_found(v: &Value) -> bool {
+    v.type_name() == "FileSystemError"
+        && v.field("message")
+            .is_some_and(|m| m.to_string().contains("No such file"))
+}
+
+/// The name an import binds and its value: `namespace a\b\c;` binds `a`
+/// to modules nested down to the file's own, so `a\b\c\name` reaches it.
+/// A prefix the importer's own namespace shares is left out, as upstream
+/// does (`commom\part` importing `commom\part\here` sees `here\…`).
+fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
+    let mut value = Value::Module(module.clone());
+    let shared = module
+        .namespace
+        .iter()
+        .zip(own)
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(module.namespace.len().saturating_sub(1));
+    let Some((first, inner)) = module.namespace[shared..].split_first() else {
+        return (Rc::from(default_name(&module.name)), value);
+    };
+    for (i, segment) in inner.iter().enumerate().rev() {
+        let holder = if i == 0 { first } else { &inner[i - 1] };
+        let mut functions = HashMap::new();
+        functions.insert(segment.to_string(), value);
+        value = Value::Module(Rc::new(ModuleObj {
+            name: holder.clone(),
+            functions,
+            namespace: Vec::new(),
+        }));
+    }
+    (first.clone(), value)
 }
 
 /// What an imported file shows: its `export`ed names, or every top-level
@@ -215,7 +270,12 @@ fn exported(program: &super::ast::Program, globals: &Rc<Scope>, path: &Path) -> 
     }
     let name = program
         .namespace
-        .clone()
+        .last()
+        .cloned()
         .unwrap_or_else(|| Rc::from(default_name(&path.to_string_lossy())));
-    ModuleObj { name, functions }
+    ModuleObj {
+        name,
+        functions,
+        namespace: program.namespace.clone(),
+    }
 }

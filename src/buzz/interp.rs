@@ -95,6 +95,8 @@ pub struct Interpreter {
     pub(super) libraries: HashMap<String, &'static str>,
     /// Live heap bytes (`heap::in_use`) past which evaluation stops.
     heap_budget: usize,
+    /// The `namespace` of the file whose top level is running.
+    pub(super) namespace: Vec<Rc<str>>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -137,6 +139,7 @@ impl Interpreter {
                 .map(|(name, source)| ((*name).to_string(), *source))
                 .collect(),
             heap_budget: super::heap::DEFAULT_HEAP_BUDGET,
+            namespace: Vec::new(),
         }
     }
 
@@ -189,6 +192,7 @@ impl Interpreter {
         self.args = args;
         self.stack_base = stack_address();
         self.importing.push(program.file.clone());
+        self.namespace = program.namespace.clone();
     }
 
     /// Turns how a run ended into its exit status or error.
@@ -458,6 +462,7 @@ impl Interpreter {
         }
         let value = self.infer(ty, value, pos)?;
         if type_matches(ty, &value) || self.loosely_matches(ty, &value) {
+            record_shape(ty, &value);
             return Ok(value);
         }
         Err(self.fail(
@@ -700,6 +705,13 @@ impl Interpreter {
                 index,
                 checked,
             } => self.eval_index(object, index, *checked, scope, pos),
+            ExprKind::Mutable(e) => {
+                let v = self.eval(e, scope)?;
+                if let Some(shape) = shape_of(&v) {
+                    shape.mutable.set(true);
+                }
+                Ok(v)
+            }
             ExprKind::OptionalIndex { object, index } => {
                 let v = self.eval(object, scope)?;
                 if v.is_null() {
@@ -716,7 +728,18 @@ impl Interpreter {
             } => self.inline_if(cond, then, otherwise, scope),
             ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
             ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
-            ExprKind::Instance { object, fields } => self.instance(object, fields, scope, pos),
+            ExprKind::Instance { object, fields } => {
+                let class = self.variable(object, scope, pos)?;
+                self.instance(object, class, fields, scope, pos)
+            }
+            ExprKind::InstanceOf { class, fields } => {
+                let value = self.eval(class, scope)?;
+                let name = match &value {
+                    Value::Class(c) => c.name.to_string(),
+                    other => other.type_name(),
+                };
+                self.instance(&name, value, fields, scope, pos)
+            }
             ExprKind::AnonObject(fields) => self.anon_object(fields, scope),
             ExprKind::InferredCase(name) => Ok(Value::InferredCase(name.clone())),
             ExprKind::TypeOf(e) => {
@@ -855,7 +878,12 @@ impl Interpreter {
         for item in items {
             out.push(self.eval(item, scope)?);
         }
-        Ok(Value::list(out))
+        let elem = common_type(out.iter());
+        let list = ListObj::new(out);
+        if let Some(t) = elem {
+            *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(t)));
+        }
+        Ok(Value::List(Rc::new(list)))
     }
 
     fn map(&mut self, entries: &[(Expr, Expr)], scope: &Rc<Scope>) -> Eval<Value> {
@@ -1133,11 +1161,12 @@ impl Interpreter {
     fn instance(
         &mut self,
         name: &str,
+        class: Value,
         given: &[(Rc<str>, Expr)],
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let class = match self.variable(name, scope, pos)? {
+        let class = match class {
             Value::Class(c) => c,
             other => {
                 return Err(self.fail(
@@ -1380,7 +1409,11 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
         })
         .chain(module.values)
         .collect();
-    ModuleObj { name, functions }
+    ModuleObj {
+        name,
+        functions,
+        namespace: Vec::new(),
+    }
 }
 
 pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
@@ -1421,8 +1454,66 @@ pub(crate) fn type_matches(ty: &Type, v: &Value) -> bool {
         Type::Map(..) => matches!(v, Value::Map(_)),
         Type::Function => matches!(v, Value::Function(_) | Value::Native(_)),
         Type::AnonObject => matches!(v, Value::Object(_)),
+        Type::Mut(inner) => type_matches(inner, v),
         Type::Named(name) => named_matches(name, v),
     }
+}
+
+/// The shape of a list or map value.
+pub(super) fn shape_of(v: &Value) -> Option<&Shape> {
+    match v {
+        Value::List(l) => Some(&l.shape),
+        Value::Map(m) => Some(&m.shape),
+        _ => None,
+    }
+}
+
+/// A declaration's type becomes a container's `typeof` when the container
+/// did not know its own (an empty literal) or knew only `any`.
+fn record_shape(ty: &Type, v: &Value) {
+    let Some(shape) = shape_of(v) else { return };
+    let declared = match ty {
+        Type::Optional(inner) => inner,
+        other => other,
+    };
+    let declared = match declared {
+        Type::Mut(inner) => inner,
+        other => other,
+    };
+    if !matches!(declared, Type::List(_) | Type::Map(..)) || mentions_any_or_unknown(declared) {
+        return;
+    }
+    let mut recorded = shape.ty.borrow_mut();
+    if recorded.as_ref().is_none_or(mentions_any_or_unknown) {
+        *recorded = Some(declared.clone());
+    }
+}
+
+fn mentions_any_or_unknown(t: &Type) -> bool {
+    match t {
+        Type::Any => true,
+        Type::List(e) | Type::Mut(e) | Type::Optional(e) => mentions_any_or_unknown(e),
+        Type::Map(k, v) => mentions_any_or_unknown(k) || mentions_any_or_unknown(v),
+        _ => false,
+    }
+}
+
+/// The one scalar type all `items` share, if any.
+fn common_type<'a>(mut items: impl Iterator<Item = &'a Value>) -> Option<Type> {
+    let first = scalar_type(items.next()?)?;
+    items
+        .all(|v| scalar_type(v) == Some(first))
+        .then(|| Type::Named(Rc::from(first)))
+}
+
+fn scalar_type(v: &Value) -> Option<&'static str> {
+    Some(match v {
+        Value::Int(_) => "int",
+        Value::Double(_) => "double",
+        Value::Str(_) => "str",
+        Value::Bool(_) => "bool",
+        _ => return None,
+    })
 }
 
 fn named_matches(name: &str, v: &Value) -> bool {
@@ -1454,5 +1545,6 @@ pub(crate) fn type_label(ty: &Type) -> String {
         Type::Optional(t) => format!("{}?", type_label(t)),
         Type::Function => "function".into(),
         Type::AnonObject => "obj".into(),
+        Type::Mut(t) => format!("mut {}", type_label(t)),
     }
 }

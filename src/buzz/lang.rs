@@ -34,9 +34,19 @@ impl Interpreter {
 
     /// Turns `.case` and `.{ … }` into what the declared type `ty` names.
     pub(super) fn infer(&mut self, ty: &Type, value: Value, pos: Pos) -> Eval<Value> {
+        // Only `.case` and `.{ … }` change; everything else passes untouched
+        // (this runs for every parameter of every call).
+        let inferable = match &value {
+            Value::InferredCase(_) => true,
+            Value::Object(o) => o.class.is_anonymous(),
+            _ => false,
+        };
+        if !inferable {
+            return Ok(value);
+        }
         let name = match ty {
             Type::Named(name) => name,
-            Type::Optional(inner) => return self.infer(inner, value, pos),
+            Type::Optional(inner) | Type::Mut(inner) => return self.infer(inner, value, pos),
             _ => return Ok(value),
         };
         match (&value, self.types.get(name).cloned()) {
@@ -83,6 +93,7 @@ impl Interpreter {
     pub(super) fn loosely_matches(&self, ty: &Type, value: &Value) -> bool {
         match ty {
             Type::Optional(inner) => value.is_null() || self.loosely_matches(inner, value),
+            Type::Mut(inner) => self.loosely_matches(inner, value),
             Type::Named(name) => match self.types.get(name) {
                 None => !is_builtin_type(name),
                 Some(Value::Type(_)) => matches!(value, Value::Object(_)),
@@ -228,12 +239,24 @@ fn is_builtin_type(name: &str) -> bool {
     )
 }
 
+/// `typeof` of a list or map: its recorded type, `mut` when it is.
+fn shaped(shape: &super::value::Shape, unknown: Type) -> Type {
+    let ty = shape.ty.borrow().clone().unwrap_or(unknown);
+    if shape.mutable.get() {
+        return Type::Mut(Box::new(ty));
+    }
+    ty
+}
+
 /// The type of a value, as `typeof` gives it.
 pub(super) fn type_of(v: &Value) -> Type {
     let name = match v {
         Value::Null => return Type::Void,
-        Value::List(_) => return Type::List(Box::new(Type::Any)),
-        Value::Map(_) => return Type::Map(Box::new(Type::Any), Box::new(Type::Any)),
+        Value::List(l) => return shaped(&l.shape, Type::List(Box::new(Type::Any))),
+        Value::Map(m) => {
+            let any = Type::Map(Box::new(Type::Any), Box::new(Type::Any));
+            return shaped(&m.shape, any);
+        }
         Value::Function(_) | Value::Native(_) => return Type::Function,
         Value::Range(..) => "rg".to_string(),
         Value::Pattern(_) => "pat".to_string(),

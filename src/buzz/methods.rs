@@ -6,7 +6,7 @@ use super::ast::BinOp;
 use super::callbacks;
 use super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
 use super::lexer::Pos;
-use super::value::{ListObj, MapObj, Value};
+use super::value::{ListObj, MapObj, Shape, Value};
 use std::cmp::Ordering;
 use std::rc::Rc;
 
@@ -405,7 +405,12 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
         "sub" => {
             let items = list.items.borrow();
             let (start, len) = sub_range(args, items.len(), name)?;
-            Ok(Value::list(items[start..start + len].to_vec()))
+            let mutable = list.shape.mutable.get();
+            Ok(shaped_list(
+                list,
+                items[start..start + len].to_vec(),
+                mutable,
+            ))
         }
         "remove" => {
             let i = arg_int(args, 0, name)?;
@@ -422,7 +427,8 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
             list.items.borrow().iter().rev().cloned().collect(),
         )),
         "cloneMutable" | "cloneImmutable" | "copyMutable" | "copyImmutable" => {
-            Ok(Value::list(list.items.borrow().clone()))
+            let mutable = name.ends_with("Mutable") && !name.ends_with("Immutable");
+            Ok(shaped_list(list, list.items.borrow().clone(), mutable))
         }
         "fill" => list_fill(list, args),
         _ => Err(format!("list has no method `{name}`")),
@@ -446,6 +452,25 @@ fn list_fill(list: &ListObj, args: &[Value]) -> Plain {
     Ok(Value::List(Rc::new(ListObj::new(
         list.items.borrow().clone(),
     ))))
+}
+
+/// A new list of `items` typed like `like`, with the given mutability.
+pub(crate) fn shaped_list(like: &ListObj, items: Vec<Value>, mutable: bool) -> Value {
+    let mut list = ListObj::new(items);
+    list.shape = Shape::copy_of(&like.shape, mutable);
+    Value::List(Rc::new(list))
+}
+
+/// A new map of `entries` typed like `like`, with the given mutability.
+pub(crate) fn shaped_map(like: &MapObj, entries: Vec<(Value, Value)>, mutable: bool) -> Value {
+    let map = MapObj {
+        data: Default::default(),
+        shape: Shape::copy_of(&like.shape, mutable),
+    };
+    for (k, v) in entries {
+        map.insert(k, v);
+    }
+    Value::Map(Rc::new(map))
 }
 
 fn list_join(items: &[Value], sep: &str) -> Plain {
@@ -499,7 +524,8 @@ fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
         "remove" => Ok(Value::optional(map.remove(arg(args, 0, name)?))),
         "hasKey" => Ok(Value::Bool(map.get(arg(args, 0, name)?).is_some())),
         "cloneMutable" | "cloneImmutable" | "copyMutable" | "copyImmutable" => {
-            Ok(Value::map(map.data.borrow().entries.clone()))
+            let mutable = name.ends_with("Mutable") && !name.ends_with("Immutable");
+            Ok(shaped_map(map, map.data.borrow().entries.clone(), mutable))
         }
         "diff" | "intersect" => {
             let Value::Map(other) = arg(args, 0, name)? else {

@@ -32,7 +32,7 @@ pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
         at: 0,
         depth: 0,
         file: Rc::from(file),
-        namespace: None,
+        namespace: Vec::new(),
         exports: Vec::new(),
     };
     let mut statements = Vec::new();
@@ -52,7 +52,7 @@ struct Parser<'t> {
     at: usize,
     depth: usize,
     file: Rc<Path>,
-    namespace: Option<Rc<str>>,
+    namespace: Vec<Rc<str>>,
     exports: Vec<Rc<str>>,
 }
 
@@ -280,6 +280,18 @@ impl<'t> Parser<'t> {
     // ----- statements -----
 
     fn statement(&mut self) -> PResult<Stmt> {
+        // A nested block skips `statement_inner`, whose frame is large in a
+        // debug build: deep `{{{…` then costs less stack per level.
+        if self.is("{") {
+            return self.nested(|p| {
+                let pos = p.pos();
+                let body = p.block("to open a block")?;
+                Ok(Stmt {
+                    kind: StmtKind::Block(body),
+                    pos,
+                })
+            });
+        }
         self.nested(Self::statement_inner)
     }
 
@@ -289,6 +301,10 @@ impl<'t> Parser<'t> {
             return Ok(Stmt { kind, pos });
         }
         let kind = match spelled(&self.peek().tok) {
+            Some("export") if matches!(self.peek_at(1), Tok::Ident(w) if &**w != "extern") => {
+                self.advance();
+                return self.export_names(pos);
+            }
             Some("export") => {
                 self.advance();
                 let stmt = self.statement_inner()?;
@@ -332,6 +348,48 @@ impl<'t> Parser<'t> {
         Ok(Stmt { kind, pos })
     }
 
+    /// `export name;` or `export a\b as c;`: exports an existing name, or
+    /// re-exports another module's under a new one.
+    fn export_names(&mut self, pos: Pos) -> PResult<Stmt> {
+        let first_pos = self.pos();
+        let first = self.ident("after `export`")?;
+        let mut target = Expr {
+            kind: ExprKind::Var(first.clone()),
+            pos: first_pos,
+        };
+        let mut last = first;
+        while self.eat("\\") {
+            let name = self.ident("in the exported name")?;
+            target = Expr {
+                kind: ExprKind::Field {
+                    object: Box::new(target),
+                    name: name.clone(),
+                    optional: false,
+                },
+                pos: first_pos,
+            };
+            last = name;
+        }
+        let alias = if self.eat("as") {
+            Some(self.ident("after `as`")?)
+        } else {
+            None
+        };
+        self.expect(";", "after the exported name")?;
+        let name = alias.unwrap_or(last);
+        self.exports.push(name.clone());
+        let kind = match target.kind {
+            ExprKind::Var(ref v) if *v == name => StmtKind::Namespace,
+            _ => StmtKind::Var(VarDecl {
+                name,
+                mutability: Mutability::Final,
+                ty: None,
+                init: Some(target),
+            }),
+        };
+        Ok(Stmt { kind, pos })
+    }
+
     /// `break;`, `break label;` and the same for `continue`.
     fn jump(&mut self, keyword: &str) -> PResult<Option<Rc<str>>> {
         self.advance();
@@ -360,6 +418,11 @@ impl<'t> Parser<'t> {
             }
         }
         Ok(Some(match (&**word, next) {
+            ("extern", Tok::Kw("fun")) => {
+                return self.error(
+                    "`extern fun` (a native function through FFI) is not available in magus",
+                )
+            }
             ("test", Tok::Str(_)) => self.test_block()?,
             ("protocol", Tok::Ident(_)) => self.protocol()?,
             ("match", Tok::Sym("(")) => {
@@ -440,7 +503,14 @@ impl<'t> Parser<'t> {
         }
         if self.eat("!>") {
             self.ty()?;
-            while self.eat(",") {
+            // In a function type inside a parameter list, `, name:` is the
+            // next parameter, not another error type.
+            while self.is(",")
+                && !(matches!(self.peek_at(1), Tok::Ident(_))
+                    && matches!(self.peek_at(2), Tok::Sym(":")))
+                && !matches!(self.peek_at(1), Tok::Sym(")"))
+            {
+                self.advance();
                 self.ty()?;
             }
         }
@@ -449,12 +519,12 @@ impl<'t> Parser<'t> {
 
     fn namespace(&mut self) -> PResult<StmtKind> {
         self.advance();
-        let mut name = self.ident("after `namespace`")?;
+        let mut path = vec![self.ident("after `namespace`")?];
         while self.eat("\\") {
-            name = self.ident("in namespace path")?;
+            path.push(self.ident("in namespace path")?);
         }
         self.expect(";", "after namespace")?;
-        self.namespace = Some(name);
+        self.namespace = path;
         Ok(StmtKind::Namespace)
     }
 
@@ -922,7 +992,7 @@ impl<'t> Parser<'t> {
     }
 
     fn ty_inner(&mut self) -> PResult<Type> {
-        self.eat("mut");
+        let mutable = self.eat("mut");
         let base = match &self.peek().tok {
             Tok::Sym("[") => {
                 self.advance();
@@ -941,6 +1011,10 @@ impl<'t> Parser<'t> {
             }
             Tok::Ident(_) => self.named_type()?,
             _ => return self.expected("a type", "here"),
+        };
+        let base = match base {
+            Type::List(_) | Type::Map(..) if mutable => Type::Mut(Box::new(base)),
+            other => other,
         };
         if self.eat("?") {
             return Ok(Type::Optional(Box::new(base)));
@@ -1157,43 +1231,23 @@ impl<'t> Parser<'t> {
 
     fn postfix(&mut self) -> PResult<Expr> {
         let start = self.pos();
-        let mut expr = self.primary()?;
+        let expr = self.primary()?;
+        self.postfix_from(expr, start)
+    }
+
+    /// The postfix chain (calls, fields, subscripts…) after `expr`.
+    fn postfix_from(&mut self, mut expr: Expr, start: Pos) -> PResult<Expr> {
         let mut chain = 0;
         let result = loop {
-            if self.generics()? {
-                continue;
-            }
-            if self.is(".") && matches!(self.peek_at(1), Tok::Sym("{")) {
-                // `callMe .{ … }`: a call whose one argument is an anonymous object.
-                let pos = self.pos();
-                let arg = self.primary()?;
-                expr = Expr {
-                    kind: ExprKind::Call {
-                        callee: Box::new(expr),
-                        args: vec![Arg {
-                            name: None,
-                            value: arg,
-                        }],
-                    },
-                    pos,
-                };
-                continue;
-            }
-            if self.is("?") && matches!(self.peek_at(1), Tok::Sym("[")) {
-                self.advance();
-                let object = Box::new(expr);
-                let pos = self.advance().pos;
-                let kind = self.optional_subscript(object)?;
-                expr = Expr { kind, pos };
-                continue;
-            }
-            if !(self.is("(")
+            let more = self.is("(")
                 || self.is(".")
                 || self.is("\\")
                 || self.is("?.")
                 || self.is("[")
-                || self.is("!"))
-            {
+                || self.is("!")
+                || (self.is("?") && matches!(self.peek_at(1), Tok::Sym("[")))
+                || (self.is("::") && matches!(self.peek_at(1), Tok::Sym("<")));
+            if !more {
                 break Ok(expr);
             }
             if let Err(e) = self.enter() {
@@ -1210,6 +1264,12 @@ impl<'t> Parser<'t> {
     }
 
     fn postfix_one(&mut self, expr: Expr, start: Pos) -> PResult<Expr> {
+        if self.is("::")
+            || self.is("?")
+            || (self.is(".") && matches!(self.peek_at(1), Tok::Sym("{")))
+        {
+            return self.postfix_extra(expr);
+        }
         let object = Box::new(expr);
         let token = self.advance();
         let kind = match spelled(&token.tok) {
@@ -1219,6 +1279,28 @@ impl<'t> Parser<'t> {
             },
             Some("[") => self.subscript(object)?,
             Some("!") => ExprKind::Force(object),
+            Some("\\") if self.qualified_instance() => {
+                let pos = self.pos();
+                let name = self.ident("after `\\`")?;
+                let class = Expr {
+                    kind: ExprKind::Field {
+                        object,
+                        name,
+                        optional: false,
+                    },
+                    pos,
+                };
+                let ExprKind::Instance { fields, .. } = self.instance(Rc::from(""))? else {
+                    return self.error("expected an object literal");
+                };
+                return Ok(Expr {
+                    kind: ExprKind::InstanceOf {
+                        class: Box::new(class),
+                        fields,
+                    },
+                    pos,
+                });
+            }
             Some(sep) => {
                 let optional = sep == "?.";
                 let pos = self.pos();
@@ -1246,6 +1328,34 @@ impl<'t> Parser<'t> {
             token.pos
         };
         Ok(Expr { kind, pos })
+    }
+
+    /// Buzz 0.6's postfix forms: `::<T>` (skipped), `x?[i]`, and
+    /// `callMe .{ … }` (a call with one anonymous object). Kept out of
+    /// `postfix_one` so that deep nesting costs less stack per level.
+    #[inline(never)]
+    fn postfix_extra(&mut self, expr: Expr) -> PResult<Expr> {
+        if self.generics()? {
+            return Ok(expr);
+        }
+        if self.eat("?") {
+            let object = Box::new(expr);
+            let pos = self.advance().pos;
+            let kind = self.optional_subscript(object)?;
+            return Ok(Expr { kind, pos });
+        }
+        let pos = self.pos();
+        let arg = self.primary()?;
+        Ok(Expr {
+            kind: ExprKind::Call {
+                callee: Box::new(expr),
+                args: vec![Arg {
+                    name: None,
+                    value: arg,
+                }],
+            },
+            pos,
+        })
     }
 
     /// `x?[i]`: null when `x` is null, else `x[i]`.
@@ -1294,52 +1404,65 @@ impl<'t> Parser<'t> {
     fn primary(&mut self) -> PResult<Expr> {
         let token = self.peek();
         let pos = token.pos;
-        let kind =
-            match &token.tok {
-                Tok::Int(v) => self.literal(ExprKind::Int(*v)),
-                Tok::Double(v) => self.literal(ExprKind::Double(*v)),
-                Tok::Str(parts) => {
-                    self.advance();
-                    self.string(parts)?
-                }
-                Tok::Ident(w) if &**w == "from" && matches!(self.peek_at(1), Tok::Sym("{")) => {
-                    self.advance();
-                    ExprKind::Block(self.block("after `from`")?)
-                }
-                Tok::Ident(w) if &**w == "match" && matches!(self.peek_at(1), Tok::Sym("(")) => {
-                    self.match_expr()?
-                }
-                Tok::Ident(name) => self.name(name.clone())?,
-                Tok::Kw("true") => self.literal(ExprKind::Bool(true)),
-                Tok::Kw("false") => self.literal(ExprKind::Bool(false)),
-                Tok::Kw("null") => self.literal(ExprKind::Null),
-                Tok::Kw("void") => self.literal(ExprKind::Void),
-                Tok::Kw("mut") => {
-                    self.advance();
-                    return self.mut_literal();
-                }
-                Tok::Pattern(source) => self.literal(ExprKind::Pattern(source.clone())),
-                Tok::Sym(".") => self.dotted()?,
-                Tok::Sym("<") => {
-                    self.advance();
-                    let ty = self.ty()?;
-                    self.expect(">", "to close the type value")?;
-                    ExprKind::TypeValue(ty)
-                }
-                Tok::Sym("&") => return self.error(
-                    "fibers (`&call`, `resume`, `resolve`, `yield`) are not supported by magus yet",
-                ),
-                Tok::Sym("(") => return self.parenthesized(),
-                Tok::Sym("[") => self.list()?,
-                Tok::Sym("{") => self.map()?,
-                Tok::Kw("if") => self.inline_if()?,
-                Tok::Kw("fun") => {
-                    self.advance();
-                    ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
-                }
-                _ => return self.expected("an expression", "here"),
-            };
+        let kind = match &token.tok {
+            Tok::Int(v) => self.literal(ExprKind::Int(*v)),
+            Tok::Double(v) => self.literal(ExprKind::Double(*v)),
+            Tok::Str(parts) => {
+                self.advance();
+                self.string(parts)?
+            }
+            Tok::Ident(w)
+                if (&**w == "from" && matches!(self.peek_at(1), Tok::Sym("{")))
+                    || (&**w == "match" && matches!(self.peek_at(1), Tok::Sym("("))) =>
+            {
+                self.primary_extra()?
+            }
+            Tok::Ident(name) => self.name(name.clone())?,
+            Tok::Kw("true") => self.literal(ExprKind::Bool(true)),
+            Tok::Kw("false") => self.literal(ExprKind::Bool(false)),
+            Tok::Kw("null") => self.literal(ExprKind::Null),
+            Tok::Kw("void") => self.literal(ExprKind::Void),
+            Tok::Kw("mut") => {
+                self.advance();
+                return self.mut_literal();
+            }
+            Tok::Pattern(_) | Tok::Sym("." | "<" | "&") => self.primary_extra()?,
+            Tok::Sym("(") => return self.parenthesized(),
+            Tok::Sym("[") => self.list()?,
+            Tok::Sym("{") => self.map()?,
+            Tok::Kw("if") => self.inline_if()?,
+            Tok::Kw("fun") => {
+                self.advance();
+                ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
+            }
+            _ => return self.expected("an expression", "here"),
+        };
         Ok(Expr { kind, pos })
+    }
+
+    /// Buzz 0.6's primaries: `from { … }`, `match`, `$"…"`, `.case`,
+    /// `.{ … }` and `<T>`. Kept out of `primary` so that deep nesting costs
+    /// less stack per level.
+    #[inline(never)]
+    fn primary_extra(&mut self) -> PResult<ExprKind> {
+        match &self.peek().tok {
+            Tok::Ident(w) if &**w == "from" => {
+                self.advance();
+                Ok(ExprKind::Block(self.block("after `from`")?))
+            }
+            Tok::Ident(_) => self.match_expr(),
+            Tok::Pattern(source) => Ok(self.literal(ExprKind::Pattern(source.clone()))),
+            Tok::Sym(".") => self.dotted(),
+            Tok::Sym("<") => {
+                self.advance();
+                let ty = self.ty()?;
+                self.expect(">", "to close the type value")?;
+                Ok(ExprKind::TypeValue(ty))
+            }
+            _ => self.error(
+                "fibers (`&call`, `resume`, `resolve`, `yield`) are not supported by magus yet",
+            ),
+        }
     }
 
     fn literal(&mut self, kind: ExprKind) -> ExprKind {
@@ -1348,8 +1471,18 @@ impl<'t> Parser<'t> {
     }
 
     fn mut_literal(&mut self) -> PResult<Expr> {
-        if self.is("[") || self.is("{") || self.is(".") || matches!(self.peek().tok, Tok::Ident(_))
-        {
+        if self.is("[") || self.is("{") {
+            // `mut` binds to the literal: `mut [1].cloneImmutable()` clones
+            // a mutable list.
+            let pos = self.pos();
+            let literal = self.primary()?;
+            let mutable = Expr {
+                kind: ExprKind::Mutable(Box::new(literal)),
+                pos,
+            };
+            return self.postfix_from(mutable, pos);
+        }
+        if self.is(".") || matches!(self.peek().tok, Tok::Ident(_)) {
             return self.postfix();
         }
         self.expected("a list, map or object literal", "after `mut`")
@@ -1464,6 +1597,15 @@ impl<'t> Parser<'t> {
         Ok(ExprKind::Var(name))
     }
 
+    /// After `module\`: whether `Name{ … }` follows (a qualified instance).
+    fn qualified_instance(&self) -> bool {
+        matches!(self.peek().tok, Tok::Ident(_))
+            && matches!(self.peek_at(1), Tok::Sym("{"))
+            && (matches!(self.peek_at(2), Tok::Sym("}"))
+                || (matches!(self.peek_at(2), Tok::Ident(_))
+                    && matches!(self.peek_at(3), Tok::Sym("=" | "," | "}"))))
+    }
+
     fn instance(&mut self, object: Rc<str>) -> PResult<ExprKind> {
         self.advance();
         let mut fields = Vec::new();
@@ -1512,7 +1654,7 @@ impl<'t> Parser<'t> {
             at: 0,
             depth: self.depth,
             file: self.file.clone(),
-            namespace: None,
+            namespace: Vec::new(),
             exports: Vec::new(),
         };
         let expr = inner.expression()?;

@@ -352,12 +352,33 @@ impl From<Vec<Value>> for Value {
 /// The storage of a list.
 pub struct ListObj {
     pub(crate) items: RefCell<Vec<Value>>,
+    /// What `typeof` reports: the declared or inferred type, if known.
+    pub(crate) shape: Shape,
 }
 
 impl ListObj {
     pub(crate) fn new(items: Vec<Value>) -> Self {
         ListObj {
             items: RefCell::new(items),
+            shape: Shape::default(),
+        }
+    }
+}
+
+/// The static type a list or map was made with (`[str]`, `{str: int}`)
+/// and whether it is `mut`: only `typeof` reads it.
+#[derive(Default)]
+pub struct Shape {
+    pub(crate) ty: RefCell<Option<Type>>,
+    pub(crate) mutable: std::cell::Cell<bool>,
+}
+
+impl Shape {
+    /// A shape like `other`'s, with the given mutability.
+    pub(crate) fn copy_of(other: &Shape, mutable: bool) -> Shape {
+        Shape {
+            ty: RefCell::new(other.ty.borrow().clone()),
+            mutable: std::cell::Cell::new(mutable),
         }
     }
 }
@@ -410,6 +431,7 @@ pub(crate) struct MapData {
 #[derive(Default)]
 pub struct MapObj {
     pub(crate) data: RefCell<MapData>,
+    pub(crate) shape: Shape,
 }
 
 impl MapObj {
@@ -527,6 +549,8 @@ pub struct NativeFunction {
 pub struct ModuleObj {
     pub(crate) name: Rc<str>,
     pub(crate) functions: HashMap<String, Value>,
+    /// `namespace a\b\c;` of an imported file: reached as `a\b\c\name`.
+    pub(crate) namespace: Vec<Rc<str>>,
 }
 
 /// One variable binding.
