@@ -12,6 +12,7 @@ mod explain;
 mod lock;
 mod output;
 mod render;
+mod suggest;
 
 pub use code::{Code, UnknownCode};
 pub use credentials::{credential_help, credential_store, HOME_DIRS, HOME_FILES, SYSTEM_FILES};
@@ -23,6 +24,7 @@ pub use output::{
 pub use render::{
     render, render_child_line_json, render_human, render_json, MessageFormat, Renderer,
 };
+pub use suggest::edit_distance;
 
 use std::path::PathBuf;
 

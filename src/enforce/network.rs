@@ -164,20 +164,35 @@ impl NetworkPlan {
 /// needs `CAP_NET_ADMIN` in the namespace) and before seccomp and Landlock.
 /// Children inherit the namespace; it is never made per child.
 pub fn enter(network: &Network, request: UsernsRequest) -> NetworkPlan {
+    plan_with(network, request, enter_loopback_namespace)
+}
+
+/// The plan for `network`, where `make` makes (or tries) the namespace of
+/// `deny` once the preconditions hold.
+fn plan_with(
+    network: &Network,
+    request: UsernsRequest,
+    make: fn() -> Result<(), NetnsUnavailable>,
+) -> NetworkPlan {
     let netns = match network {
-        Network::Deny => enter_loopback_namespace(request),
+        Network::Deny => may_make_namespace(request).and_then(|()| make()),
         _ => Ok(()),
     };
     NetworkPlan::for_setting(network, netns)
 }
 
-fn enter_loopback_namespace(request: UsernsRequest) -> Result<(), NetnsUnavailable> {
+/// A namespace may be made only when allowed, and on a lone thread.
+fn may_make_namespace(request: UsernsRequest) -> Result<(), NetnsUnavailable> {
     if request == UsernsRequest::ForcedOff {
         return Err(NetnsUnavailable::ForcedOff);
     }
     if !is_single_threaded() {
         return Err(NetnsUnavailable::ThreadsRunning);
     }
+    Ok(())
+}
+
+fn enter_loopback_namespace() -> Result<(), NetnsUnavailable> {
     unshare(CloneFlags::CLONE_NEWNET).map_err(NetnsUnavailable::Unshare)?;
     // From here a failure leaves magus in an empty namespace, which is
     // still no network: the seccomp fallback is added on top.
@@ -214,20 +229,10 @@ fn bring_loopback_up() -> Result<(), Errno> {
 /// What [`enter`] would choose here, asked in a throw-away child so this
 /// process changes nothing (for `magus sandbox check`).
 pub fn probe(network: &Network, request: UsernsRequest) -> NetworkPlan {
-    let netns = match network {
-        Network::Deny => probe_loopback_namespace(request),
-        _ => Ok(()),
-    };
-    NetworkPlan::for_setting(network, netns)
+    plan_with(network, request, probe_loopback_namespace)
 }
 
-fn probe_loopback_namespace(request: UsernsRequest) -> Result<(), NetnsUnavailable> {
-    if request == UsernsRequest::ForcedOff {
-        return Err(NetnsUnavailable::ForcedOff);
-    }
-    if !is_single_threaded() {
-        return Err(NetnsUnavailable::ThreadsRunning);
-    }
+fn probe_loopback_namespace() -> Result<(), NetnsUnavailable> {
     // SAFETY: single-threaded (checked above); the child only makes
     // syscalls and `_exit`s.
     match unsafe { fork() } {

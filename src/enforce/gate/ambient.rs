@@ -22,10 +22,7 @@ impl Ambient {
         data: &[u8],
         mode: WriteMode,
     ) -> Result<(), GateError> {
-        let op = match mode {
-            WriteMode::Truncate => FsOp::Write,
-            WriteMode::Append => FsOp::Append,
-        };
+        let op = FsOp::of_write(mode);
         let mut options = std::fs::OpenOptions::new();
         options.create(true).write(true);
         match mode {

@@ -27,6 +27,14 @@ pub enum FsOp {
 }
 
 impl FsOp {
+    /// The operation a write in `mode` serves.
+    pub fn of_write(mode: super::WriteMode) -> FsOp {
+        match mode {
+            super::WriteMode::Truncate => FsOp::Write,
+            super::WriteMode::Append => FsOp::Append,
+        }
+    }
+
     /// The name of the binding, as spells call it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -30,10 +30,7 @@ impl Confined {
         data: &[u8],
         mode: WriteMode,
     ) -> Result<(), GateError> {
-        let op = match mode {
-            WriteMode::Truncate => FsOp::Write,
-            WriteMode::Append => FsOp::Append,
-        };
+        let op = FsOp::of_write(mode);
         let mut file = self.open_for_write(spelled, op, mode)?;
         file.write_all(data)
             .map_err(|e| GateError::io(op, spelled, e))
