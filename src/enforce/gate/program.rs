@@ -33,12 +33,34 @@ pub struct ProgramLookup {
 /// started: each executable's name and real path.
 #[derive(Debug, Clone, Default)]
 pub struct HiddenPrograms {
-    dirs: BTreeMap<PathBuf, BTreeMap<OsString, Option<PathBuf>>>,
+    dirs: BTreeMap<PathBuf, BTreeMap<OsString, PathBuf>>,
 }
 
 /// More entries than any `PATH` directory of programs has; a bound on what
 /// a run reads at start-up.
 const MAX_HIDDEN_ENTRIES: usize = 10_000;
+
+/// The entries of `dir` (a real path), each with where it leads: itself,
+/// or for a symlink (shims often are) its target, read with one call and
+/// resolved only when a launch needs it. Nothing else is asked per entry,
+/// so a large directory costs one `getdents` pass.
+fn programs_in(dir: &Path) -> Option<BTreeMap<OsString, PathBuf>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let programs = entries
+        .filter_map(Result::ok)
+        .take(MAX_HIDDEN_ENTRIES)
+        .filter_map(|entry| {
+            let path = entry.path();
+            let leads_to = match entry.file_type().ok()? {
+                kind if kind.is_symlink() => dir.join(std::fs::read_link(&path).ok()?),
+                kind if kind.is_dir() => return None,
+                _ => path,
+            };
+            Some((entry.file_name(), leads_to))
+        })
+        .collect();
+    Some(programs)
+}
 
 impl HiddenPrograms {
     /// Reads the directories of `path_var` that `policy` does not let run,
@@ -49,37 +71,34 @@ impl HiddenPrograms {
             return HiddenPrograms { dirs };
         };
         for dir in std::env::split_paths(path_var).filter(|d| d.is_absolute()) {
-            let granted = crate::policy::NormalPath::new(&dir)
+            // Checked by its real path, as Landlock and the view see it
+            // (`/bin` is `/usr/bin` on merged-usr systems).
+            let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+            let granted = crate::policy::NormalPath::new(&real)
                 .is_ok_and(|d| policy.check(&d, Access::Execute).is_allowed());
             if granted || dirs.contains_key(&dir) {
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            let programs = entries
-                .filter_map(Result::ok)
-                .take(MAX_HIDDEN_ENTRIES)
-                .filter(|e| is_executable(&e.path()))
-                .map(|e| (e.file_name(), std::fs::canonicalize(e.path()).ok()))
-                .collect();
-            dirs.insert(dir, programs);
+            if let Some(programs) = programs_in(&real) {
+                dirs.insert(dir, programs);
+            }
         }
         HiddenPrograms { dirs }
     }
 
-    /// The real path `dir/name` had, when `dir` is a hidden directory that
-    /// held `name` (`Some(None)`: it did, but its target is unknown).
-    fn lookup(&self, dir: &Path, name: &str) -> Option<Option<&Path>> {
-        let real = self.dirs.get(dir)?.get(OsStr::new(name))?;
-        Some(real.as_deref())
+    /// Where `dir/name` led, when `dir` is a hidden directory that held
+    /// `name`: the entry itself, or its symlink's target.
+    fn lookup(&self, dir: &Path, name: &str) -> Option<&Path> {
+        self.dirs
+            .get(dir)?
+            .get(OsStr::new(name))
+            .map(PathBuf::as_path)
     }
 
     /// [`HiddenPrograms::lookup`] of a whole path.
-    fn lookup_path(&self, path: &Path) -> Option<Option<&Path>> {
+    fn lookup_path(&self, path: &Path) -> Option<&Path> {
         let (dir, name) = (path.parent()?, path.file_name()?);
-        let real = self.dirs.get(dir)?.get(name)?;
-        Some(real.as_deref())
+        self.dirs.get(dir)?.get(name).map(PathBuf::as_path)
     }
 }
 
@@ -102,11 +121,16 @@ impl Gate {
             .map(|dir| dir.join(program))
     }
 
-    /// The real path of `found`: from the snapshot when the jail hides it.
+    /// The real path of `found`. One the jail hides is resolved from the
+    /// snapshot: a symlink's target is resolved in the view (where it
+    /// exists when it is granted), else it stands for itself and is
+    /// checked, and refused, as it is.
     fn real_path(&self, found: &Path) -> std::io::Result<PathBuf> {
         match self.hidden.lookup_path(found) {
-            Some(Some(real)) => Ok(real.to_path_buf()),
-            Some(None) => Ok(found.to_path_buf()),
+            Some(leads_to) => Ok(crate::policy::normalize(Path::new("/"), leads_to)
+                .ok()
+                .and_then(|target| std::fs::canonicalize(target).ok())
+                .unwrap_or_else(|| leads_to.to_path_buf())),
             None => std::fs::canonicalize(found),
         }
     }
