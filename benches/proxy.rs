@@ -1,16 +1,12 @@
-//! Network by host name (DESIGN §6c): a 100 MiB transfer through the
-//! proxy's CONNECT tunnel over loopback against the same transfer made
-//! directly (target ≥ 0.9×), and `magus run` of an empty spell with
-//! `network.hosts` against the sandbox off and on without hosts (target
-//! ≤ 15 ms wall, ≤ 5 ms over off).
+//! Network by host name: a 100 MiB transfer through the proxy's CONNECT
+//! tunnel over loopback against the same transfer made directly (target
+//! ≥ 0.9×). Start-up with `network.hosts` is in `benches/run.rs`.
 
 use criterion::{criterion_group, Criterion, Throughput};
 use magus_sandbox::enforce::proxy::Proxy;
 use magus_sandbox::policy::{HostList, HostRule};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -93,50 +89,7 @@ fn bench_transfer(c: &mut Criterion) {
     group.finish();
 }
 
-const EMPTY_SPELL: &str = "fun main(args: [str]) > void {}\n";
-
-fn workspace(root: &Path, name: &str, sandbox: &str) -> PathBuf {
-    let ws = root.join(name);
-    std::fs::create_dir_all(ws.join("spells")).expect("workspace");
-    std::fs::write(ws.join("spells/empty.buzz"), EMPTY_SPELL).expect("spell");
-    std::fs::write(ws.join("magus.yaml"), format!("sandbox:\n{sandbox}")).expect("config");
-    ws
-}
-
-fn run_empty(ws: &Path, home: &Path) {
-    let status = Command::new(env!("CARGO_BIN_EXE_magus"))
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", home)
-        .env("GITHUB_TOKEN", "ghp_bench_secret")
-        .arg("--workspace")
-        .arg(ws)
-        .args(["-q", "run", "empty"])
-        .status()
-        .expect("magus runs");
-    assert!(status.success(), "magus run empty failed: {status}");
-}
-
-fn bench_startup(c: &mut Criterion) {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let mut group = c.benchmark_group("run_empty_spell_hosts");
-    for (name, sandbox) in [
-        ("sandbox_off", "  enabled: false\n"),
-        ("sandbox_on", "  enabled: true\n"),
-        (
-            "sandbox_on_hosts",
-            "  enabled: true\n  network:\n    hosts: [crates.io, \"*.crates.io\", \"github.com:443\"]\n",
-        ),
-    ] {
-        let ws = workspace(dir.path(), name, sandbox);
-        group.bench_function(name, |b| b.iter(|| run_empty(&ws, &home)));
-    }
-    group.finish();
-}
-
-criterion_group!(benches, bench_transfer, bench_startup);
+criterion_group!(benches, bench_transfer);
 
 fn main() {
     let hosts = HostList {

@@ -3,7 +3,8 @@
 //! real run does: policy resolution, the scrubbing re-exec (a secret is in
 //! the environment), the jail (namespaces and the view), dropping every
 //! capability, the syscall guard and Landlock. `sandbox_on_network_deny`
-//! adds the loopback-only network namespace of `network: deny`.
+//! adds the loopback-only network namespace of `network: deny`, and
+//! `sandbox_on_network_hosts` the proxy forked for `network: {hosts}`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::Path;
@@ -48,6 +49,11 @@ fn bench_run(c: &mut Criterion) {
         ("sandbox_off", false, "allow"),
         ("sandbox_on", true, "allow"),
         ("sandbox_on_network_deny", true, "deny"),
+        (
+            "sandbox_on_network_hosts",
+            true,
+            "{hosts: [crates.io, \"*.crates.io\", \"github.com:443\"]}",
+        ),
     ];
     for (name, enabled, network) in cases {
         let ws = workspace(dir.path(), name, enabled, network);
