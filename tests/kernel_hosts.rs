@@ -283,33 +283,7 @@ fn egress_rows(stderr: &str) -> Vec<serde_json::Value> {
 #[test]
 fn git_clones_a_dumb_http_repository_through_the_proxy() {
     let site = tempfile::tempdir().unwrap();
-    let repo = site.path().join("repo.git");
-    let work = site.path().join("src");
-    let git = |args: &[&str], dir: &Path| {
-        let ok = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success(), "git {args:?}");
-    };
-    std::fs::create_dir_all(&work).unwrap();
-    git(&["init", "-q", "."], &work);
-    std::fs::write(work.join("README"), "cloned through the proxy\n").unwrap();
-    git(&["add", "README"], &work);
-    git(&["commit", "-qm", "one"], &work);
-    git(&["clone", "-q", "--bare", "src", "repo.git"], site.path());
-    git(&["update-server-info"], &repo);
+    support::dumb_http_repository(site.path(), "cloned through the proxy\n");
     let server = FileServer::start(site.path().to_path_buf());
     let script = format!(
         "git clone -q http://localhost:{}/repo.git clone && cat clone/README",

@@ -621,34 +621,7 @@ fn dns_stub() -> u16 {
 /// `git init`, one commit, a bare clone ready for dumb HTTP, and a file.
 fn served_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
-    let git = |args: &[&str], cwd: &Path| {
-        let out = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(cwd)
-            .output()
-            .expect("run git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    std::fs::create_dir_all(&src).unwrap();
-    git(&["init", "-q"], &src);
-    std::fs::write(src.join("README"), "served-by-the-test\n").unwrap();
-    git(&["add", "README"], &src);
-    git(&["commit", "-qm", "one"], &src);
-    git(&["clone", "-q", "--bare", "src", "repo.git"], dir.path());
-    git(&["update-server-info"], &dir.path().join("repo.git"));
+    support::dumb_http_repository(dir.path(), "served-by-the-test\n");
     std::fs::write(dir.path().join("hello.txt"), "hello-over-http\n").unwrap();
     dir
 }

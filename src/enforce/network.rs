@@ -413,17 +413,16 @@ fn type_is(kind: u64) -> Result<SeccompCondition, EnforceError> {
 }
 
 fn arg_eq(arg: u8, value: u64) -> Result<SeccompCondition, EnforceError> {
-    let op = SeccompCmpOp::Eq;
-    Ok(SeccompCondition::new(
-        arg,
-        SeccompCmpArgLen::Dword,
-        op,
-        value,
-    )?)
+    arg_is(arg, SeccompCmpOp::Eq, value)
 }
 
 fn arg_ne(arg: u8, value: u64) -> Result<SeccompCondition, EnforceError> {
-    let op = SeccompCmpOp::Ne;
+    arg_is(arg, SeccompCmpOp::Ne, value)
+}
+
+/// A condition on the low 32 bits of argument `arg` (socket families,
+/// types, protocols and option names are all `int`s).
+fn arg_is(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, EnforceError> {
     Ok(SeccompCondition::new(
         arg,
         SeccompCmpArgLen::Dword,

@@ -417,3 +417,31 @@ pub fn buzz_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
     let items: Vec<String> = items.into_iter().map(buzz_str).collect();
     format!("[{}]", items.join(", "))
 }
+
+/// A git repository ready to be cloned over dumb HTTP from `site`:
+/// `site/src` with one commit of a `README` holding `readme`, and its bare
+/// clone `site/repo.git` with `git update-server-info` run.
+pub fn dumb_http_repository(site: &Path, readme: &str) {
+    let git = |args: &[&str], cwd: &Path| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(["-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let src = site.join("src");
+    std::fs::create_dir_all(&src).expect("the repository's directory");
+    git(&["init", "-q"], &src);
+    std::fs::write(src.join("README"), readme).expect("README");
+    git(&["add", "README"], &src);
+    git(&["commit", "-qm", "one"], &src);
+    git(&["clone", "-q", "--bare", "src", "repo.git"], site);
+    git(&["update-server-info"], &site.join("repo.git"));
+}
