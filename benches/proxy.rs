@@ -84,7 +84,7 @@ fn bench_transfer(c: &mut Criterion) {
         })
     });
     group.bench_function("through_proxy", |b| {
-        b.iter(|| send_all(tunnel(proxy.http_port, port), &done))
+        b.iter(|| send_all(tunnel(proxy.http_port(), port), &done))
     });
     group.finish();
 }
@@ -95,7 +95,8 @@ fn main() {
     let hosts = HostList {
         rules: vec![HostRule::parse("localhost").expect("rule")],
     };
-    let proxy = Proxy::start(&hosts).expect("the proxy starts");
+    let mut proxy = Proxy::start(&hosts).expect("the proxy starts");
+    proxy.listen().expect("the proxy listens");
     let _ = PROXY.set(proxy);
     benches();
     Criterion::default().configure_from_args().final_summary();

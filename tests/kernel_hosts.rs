@@ -173,20 +173,74 @@ enum User {
     Nobody,
 }
 
-fn users() -> Vec<User> {
-    if can_switch_user() {
+/// How the children's network is held: in the loopback-only network
+/// namespace (the proxy listens inside it), or, with user namespaces
+/// refused (`MAGUS_SANDBOX_USERNS=0`), the partial mode of Landlock and
+/// seccomp on the host's network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Namespace,
+    Partial,
+}
+
+/// Who runs magus, and in which mode.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    user: User,
+    mode: Mode,
+}
+
+impl Case {
+    const CALLER: Case = Case {
+        user: User::Caller,
+        mode: Mode::Namespace,
+    };
+    const CALLER_PARTIAL: Case = Case {
+        user: User::Caller,
+        mode: Mode::Partial,
+    };
+
+    /// The run said its mode: nothing in the namespace, the partial line
+    /// (and why) without one.
+    fn assert_mode_said(self, out: &RunOutput) {
+        let partial = out.stderr.contains("network by host name is partial");
+        match self.mode {
+            Mode::Namespace => assert!(!partial, "{self:?}: {}", out.dump()),
+            Mode::Partial => assert!(
+                partial
+                    && out
+                        .stderr
+                        .contains("user namespaces disabled by MAGUS_SANDBOX_USERNS=0"),
+                "{self:?}: {}",
+                out.dump()
+            ),
+        }
+    }
+}
+
+/// Every user and mode the tests run in.
+fn cases() -> Vec<Case> {
+    let users = if can_switch_user() {
         vec![User::Caller, User::Nobody]
     } else {
         eprintln!("uid 65534 part skipped: not root, or no setpriv");
         vec![User::Caller]
-    }
+    };
+    users
+        .into_iter()
+        .flat_map(|user| {
+            [Mode::Namespace, Mode::Partial]
+                .into_iter()
+                .map(move |mode| Case { user, mode })
+        })
+        .collect()
 }
 
-/// `magus [extra] run NAME` as `user`.
-fn run_as(h: &Harness, user: User, name: &str, extra: &[&str]) -> RunOutput {
+/// `magus [extra] run NAME` as the case's user, in its mode.
+fn run_as(h: &Harness, case: Case, name: &str, extra: &[&str]) -> RunOutput {
     open_to_everyone(&h.root);
     let magus = h.command();
-    let mut cmd = match user {
+    let mut cmd = match case.user {
         User::Caller => h.command(),
         User::Nobody => {
             let mut cmd = Command::new("setpriv");
@@ -202,6 +256,9 @@ fn run_as(h: &Harness, user: User, name: &str, extra: &[&str]) -> RunOutput {
             cmd
         }
     };
+    if case.mode == Mode::Partial {
+        cmd.env("MAGUS_SANDBOX_USERNS", "0");
+    }
     cmd.arg("--workspace")
         .arg(&h.ws)
         .args(extra)
@@ -209,12 +266,12 @@ fn run_as(h: &Harness, user: User, name: &str, extra: &[&str]) -> RunOutput {
     capture(&mut cmd)
 }
 
-/// Runs `script` as `user` under `config` and returns the run.
-fn run_script(config: &str, script: &str, user: User, extra: &[&str]) -> RunOutput {
+/// Runs `script` in `case` under `config` and returns the run.
+fn run_script(config: &str, script: &str, case: Case, extra: &[&str]) -> RunOutput {
     let h = Harness::with_config(config);
     h.write_spell("net", SHELL_SPELL);
     std::fs::write(h.ws_path("net.sh"), script).unwrap();
-    let out = run_as(&h, user, "net", extra);
+    let out = run_as(&h, case, "net", extra);
     h.assert_no_leak(&out);
     out
 }
@@ -236,17 +293,17 @@ fn a_listed_host_is_reached_over_http_connect_and_socks5() {
         c = curl(),
         q = tls.port
     );
-    for user in users() {
-        let control = run_script(SANDBOX_OFF, &script, user, &[]);
+    for case in cases() {
+        let control = run_script(SANDBOX_OFF, &script, case, &[]);
         assert_eq!(control.status, Some(0), "control: {}", control.dump());
         let before = server.hits();
         let out = run_script(
             &hosts_config("[localhost]"),
             &script,
-            user,
+            case,
             &["--message-format", "json"],
         );
-        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
         assert_eq!(
             out.stdout.matches("hello from the test server").count(),
             2,
@@ -262,11 +319,7 @@ fn a_listed_host_is_reached_over_http_connect_and_socks5() {
             .unwrap_or_else(|| panic!("no egress row: {}", out.dump()));
         assert_eq!(row["connections"], 2, "{}", out.dump());
         assert!(row["received"].as_u64().unwrap() > 50, "{}", out.dump());
-        assert!(
-            out.stderr.contains("network by host name is partial"),
-            "{}",
-            out.dump()
-        );
+        case.assert_mode_said(&out);
     }
 }
 
@@ -289,9 +342,9 @@ fn git_clones_a_dumb_http_repository_through_the_proxy() {
         "git clone -q http://localhost:{}/repo.git clone && cat clone/README",
         server.port
     );
-    for user in users() {
-        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
-        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+    for case in cases() {
+        let out = run_script(&hosts_config("[localhost]"), &script, case, &[]);
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
         assert!(
             out.stdout.contains("cloned through the proxy"),
             "{}",
@@ -304,15 +357,15 @@ fn git_clones_a_dumb_http_repository_through_the_proxy() {
 fn an_unlisted_literal_is_refused_with_mgs2011_at_the_spell_line() {
     let server = FileServer::start(tempfile::tempdir().unwrap().keep());
     let script = format!("{} http://127.0.0.1:{}/", curl(), server.port);
-    for user in users() {
-        let control = run_script(SANDBOX_OFF, &script, user, &[]);
+    for case in cases() {
+        let control = run_script(SANDBOX_OFF, &script, case, &[]);
         assert!(
             control.stdout.contains("hello from the test server"),
             "control: {}",
             control.dump()
         );
         let before = server.hits();
-        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        let out = run_script(&hosts_config("[localhost]"), &script, case, &[]);
         assert_ne!(out.status, Some(0), "{}", out.dump());
         assert!(!out.stdout.contains("hello"), "{}", out.dump());
         assert_eq!(
@@ -344,7 +397,7 @@ fn an_unlisted_literal_is_refused_with_mgs2011_at_the_spell_line() {
         let json = run_script(
             &hosts_config("[localhost]"),
             &script,
-            user,
+            case,
             &["--message-format", "json"],
         );
         let d = json
@@ -390,9 +443,9 @@ fn going_around_the_proxy_fails_and_nothing_reaches_the_server() {
     let udp_port = udp.local_addr().unwrap().port();
     let script = around_the_proxy(server.port, udp_port);
     let mut buf = [0u8; 16];
-    for user in users() {
+    for case in cases() {
         let before = server.hits();
-        let control = run_script(SANDBOX_OFF, &script, user, &[]);
+        let control = run_script(SANDBOX_OFF, &script, case, &[]);
         assert!(
             control.stdout.contains("noproxy=0"),
             "control: {}",
@@ -416,10 +469,14 @@ fn going_around_the_proxy_fails_and_nothing_reaches_the_server() {
         assert_eq!(server.hits() - before, 2, "control: {}", control.dump());
 
         let before = server.hits();
-        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        let out = run_script(&hosts_config("[localhost]"), &script, case, &[]);
         assert!(!out.stdout.contains("noproxy=0"), "{}", out.dump());
         assert!(!out.stdout.contains("tcp 0"), "{}", out.dump());
-        assert!(out.stdout.contains("udp refused"), "{}", out.dump());
+        // In the namespace a datagram may be sent, to the namespace's own
+        // loopback; without one, seccomp refuses the socket.
+        if case.mode == Mode::Partial {
+            assert!(out.stdout.contains("udp refused"), "{}", out.dump());
+        }
         assert!(
             out.stdout.contains("connect HTTP/1.1 403 Forbidden"),
             "{}",
@@ -437,11 +494,7 @@ fn going_around_the_proxy_fails_and_nothing_reaches_the_server() {
             out.dump()
         );
         assert!(out.stderr.contains("`evil.example:"), "{}", out.dump());
-        assert!(
-            out.stderr.contains("network by host name is partial"),
-            "{}",
-            out.dump()
-        );
+        case.assert_mode_said(&out);
     }
 }
 
@@ -456,9 +509,9 @@ fn a_port_restriction_refuses_other_ports() {
         c = curl()
     );
     let config = hosts_config(&format!("[\"localhost:{}\"]", listed.port));
-    for user in users() {
+    for case in cases() {
         let before = other.hits();
-        let out = run_script(&config, &script, user, &["-v"]);
+        let out = run_script(&config, &script, case, &["-v"]);
         assert_eq!(
             out.stdout.matches("hello from the test server").count(),
             1,
@@ -488,7 +541,7 @@ fn a_port_restriction_refuses_other_ports() {
         for line in summary {
             assert!(out.stderr.contains(&line), "{line}\n{}", out.dump());
         }
-        let quiet = run_script(&config, &script, user, &[]);
+        let quiet = run_script(&config, &script, case, &[]);
         assert!(!quiet.stderr.contains("network egress"), "{}", quiet.dump());
     }
 }
@@ -508,9 +561,9 @@ fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed()
         p = server.port
     );
     let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
-    for user in users() {
+    for case in cases() {
         let before = server.hits();
-        let out = run_script(&hosts_config("[\"127.1\"]"), &script, user, &[]);
+        let out = run_script(&hosts_config("[\"127.1\"]"), &script, case, &[]);
         assert!(out.stdout.contains("403 Forbidden"), "{}", out.dump());
         assert!(out.stdout.contains("DNS-rebinding rule"), "{}", out.dump());
         assert_eq!(server.hits(), before, "{}", out.dump());
@@ -520,7 +573,7 @@ fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed()
             "{}",
             out.dump()
         );
-        let allowed = run_script(&hosts_config("[\"127.1\", 127.0.0.1]"), &script, user, &[]);
+        let allowed = run_script(&hosts_config("[\"127.1\", 127.0.0.1]"), &script, case, &[]);
         assert!(
             allowed.stdout.contains("hello from the test server"),
             "{}",
@@ -539,6 +592,7 @@ fn without_landlock_the_partial_line_says_tcp_is_open() {
     let mut forced_off = h.command();
     forced_off
         .env("MAGUS_SANDBOX_LANDLOCK", "0")
+        .env("MAGUS_SANDBOX_USERNS", "0")
         .arg("--workspace")
         .arg(&h.ws)
         .args(["run", "net"]);
@@ -554,7 +608,12 @@ fn without_landlock_the_partial_line_says_tcp_is_open() {
         "{}",
         out.dump()
     );
-    let on = run_script(&hosts_config("[localhost]"), &script, User::Caller, &[]);
+    let on = run_script(
+        &hosts_config("[localhost]"),
+        &script,
+        Case::CALLER_PARTIAL,
+        &[],
+    );
     assert!(
         on.stderr
             .contains("Landlock limits TCP connect to the proxy's ports"),
@@ -562,6 +621,23 @@ fn without_landlock_the_partial_line_says_tcp_is_open() {
         on.dump()
     );
     assert!(!on.stdout.contains("hello"), "{}", on.dump());
+    // With a namespace, Landlock off changes nothing for the network: the
+    // children's namespace has no route to the server.
+    let before = server.hits();
+    let mut namespaced = h.command();
+    namespaced
+        .env("MAGUS_SANDBOX_LANDLOCK", "0")
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "net"]);
+    let out = capture(&mut namespaced);
+    assert!(!out.stdout.contains("hello"), "{}", out.dump());
+    assert!(
+        !out.stderr.contains("network by host name is partial"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(server.hits(), before, "{}", out.dump());
 }
 
 #[test]
@@ -572,9 +648,9 @@ fn socks5_refuses_an_unlisted_name_with_not_allowed_and_mgs2011() {
         curl(),
         server.port
     );
-    for user in users() {
+    for case in cases() {
         let before = server.hits();
-        let out = run_script(&hosts_config("[localhost]"), &script, user, &[]);
+        let out = run_script(&hosts_config("[localhost]"), &script, case, &[]);
         assert_ne!(out.status, Some(0), "{}", out.dump());
         // curl's words for SOCKS5 reply 2, "connection not allowed by ruleset".
         assert!(
@@ -620,18 +696,46 @@ fn a_nested_magus_uses_the_outer_proxy() {
         support::buzz_str(magus.to_str().unwrap())
     );
     h.write_spell("outer", &outer);
-    let before = server.hits();
-    let out = run_as(&h, User::Caller, "outer", &[]);
-    assert_eq!(out.status, Some(0), "{}", out.dump());
-    assert!(
-        out.stdout.contains("hello from the test server"),
-        "{}",
-        out.dump()
+    for case in [Case::CALLER, Case::CALLER_PARTIAL] {
+        let before = server.hits();
+        let out = run_as(&h, case, "outer", &[]);
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("hello from the test server"),
+            "{}",
+            out.dump()
+        );
+        assert!(out.stdout.contains("inner-refused=22"), "{}", out.dump());
+        assert_eq!(server.hits() - before, 1, "{}", out.dump());
+        assert!(out.stderr.contains("outer.buzz:3:12"), "{}", out.dump());
+        assert_eq!(out.stderr_count("warning[MGS2011]"), 1, "{}", out.dump());
+    }
+}
+
+/// In the namespace, loopback is the children's own: a server a build
+/// starts (a test fixture) is reached directly, while the host's loopback
+/// stays out of reach.
+#[test]
+fn children_reach_their_own_servers_on_the_namespace_loopback() {
+    let host_server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let py = format!(
+        "import socket, threading\n\
+         l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen()\n\
+         threading.Thread(target=lambda: l.accept()[0].sendall(b'own server'), daemon=True).start()\n\
+         c = socket.create_connection(l.getsockname()); print(c.recv(100).decode())\n\
+         h = socket.socket(); h.settimeout(3)\n\
+         print('host', h.connect_ex(('127.0.0.1', {})))\n",
+        host_server.port
     );
-    assert!(out.stdout.contains("inner-refused=22"), "{}", out.dump());
-    assert_eq!(server.hits() - before, 1, "{}", out.dump());
-    assert!(out.stderr.contains("outer.buzz:3:12"), "{}", out.dump());
-    assert_eq!(out.stderr_count("warning[MGS2011]"), 1, "{}", out.dump());
+    let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
+    for case in cases().into_iter().filter(|c| c.mode == Mode::Namespace) {
+        let before = host_server.hits();
+        let out = run_script(&hosts_config("[localhost]"), &script, case, &[]);
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
+        assert!(out.stdout.contains("own server"), "{}", out.dump());
+        assert!(!out.stdout.contains("host 0"), "{}", out.dump());
+        assert_eq!(host_server.hits(), before, "{}", out.dump());
+    }
 }
 
 #[test]
@@ -653,9 +757,25 @@ fn sandbox_check_lists_the_hosts_and_the_mechanism() {
         out.dump()
     );
     assert!(
-        out.stdout.contains("partial: no network namespace"),
+        out.stdout
+            .contains("network   proxy outside the children's loopback-only network namespace"),
         "{}",
         out.dump()
+    );
+    let partial = capture(
+        h.command()
+            .env("MAGUS_SANDBOX_USERNS", "0")
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["sandbox", "check"]),
+    );
+    assert!(
+        partial.stdout.contains("partial: no network namespace")
+            && partial.stdout.contains(
+                "(no network namespace: user namespaces disabled by MAGUS_SANDBOX_USERNS=0)"
+            ),
+        "{}",
+        partial.dump()
     );
     let json = capture(h.command().arg("--workspace").arg(&h.ws).args([
         "--message-format",
@@ -665,6 +785,8 @@ fn sandbox_check_lists_the_hosts_and_the_mechanism() {
     ]));
     let v: serde_json::Value = serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
     assert_eq!(v["network"]["hosts"][1], "github.com:443", "{v}");
+    let mechanism = v["network"]["mechanism"].as_str().unwrap_or_default();
+    assert!(mechanism.contains("loopback-only network namespace"), "{v}");
 }
 
 #[test]

@@ -171,9 +171,8 @@ fn network_text(network: &Network) -> String {
              lookups; /etc/hosts still works)"
         ),
         Network::Hosts(list) => format!(
-            "hosts {} via magus's proxy ({})",
-            crate::enforce::proxy::hosts_text(list),
-            crate::enforce::proxy::MECHANISM
+            "hosts {} via magus's proxy (mechanism: kernel, network, below)",
+            crate::enforce::proxy::hosts_text(list)
         ),
     }
 }
@@ -318,7 +317,7 @@ fn json_report(
         } => json!({"connect_tcp": connect_tcp, "bind_tcp": bind_tcp}),
         Network::Hosts(list) => json!({
             "hosts": list.rules.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
-            "mechanism": crate::enforce::proxy::MECHANISM,
+            "mechanism": kernel.network.describe(),
         }),
     };
     let value = json!({

@@ -1,10 +1,13 @@
-//! `magus run`'s part of network by host name: start the proxy before any
-//! restriction, point children at it, close their other routes, say the
-//! mode is partial, and end the run with its egress summary. Kept out of
-//! `run.rs` so the start-up sequence there stays a list of steps.
+//! `magus run`'s part of network by host name: fork the proxy before any
+//! restriction, hand it listeners made inside the children's network
+//! namespace, point children at it, close their other routes (and, with
+//! no namespace, say the mode is partial), and end the run with its
+//! egress summary. Kept out of `run.rs` so the start-up sequence there
+//! stays a list of steps.
 
 use crate::bindings::{egress, Session};
 use crate::diag::{Diagnostic, MessageFormat, Verbosity};
+use crate::enforce::network::NetworkPlan;
 use crate::enforce::proxy::{Proxy, PARTIAL_REASON, PROXY_VARS};
 use crate::policy::{ChildEnv, Network, Policy, SandboxState, FINGERPRINT_VAR};
 use std::ffi::OsString;
@@ -15,13 +18,13 @@ fn hosts_in_force(policy: &Policy) -> bool {
     policy.state() == SandboxState::On && matches!(policy.network(), Network::Hosts(_))
 }
 
-/// Starts the proxy when `network.hosts` is in force and gives children
-/// the proxy variables. Must run while magus is single-threaded, before
-/// the PID namespace, seccomp and Landlock.
+/// Forks the proxy when `network.hosts` is in force; it serves nothing
+/// until [`listen`] hands it its listeners. Must run while magus is
+/// single-threaded, before the jail, seccomp and Landlock.
 ///
 /// A nested magus (inside a sandboxed spell) starts no proxy of its own:
-/// the enclosing run's Landlock domain lets it connect only to the outer
-/// proxy, so it hands its children the outer proxy's variables.
+/// the enclosing run's namespace (or Landlock domain) lets it reach only
+/// the outer proxy, so it hands its children the outer proxy's variables.
 pub(super) fn start(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -36,14 +39,50 @@ pub(super) fn start(
     if inherit_outer_proxy(policy, env, child_env) {
         return Ok(None);
     }
-    let proxy = Proxy::start(hosts).map_err(|e| {
-        Box::new(
-            Diagnostic::error(format!("cannot start the network proxy: {e}"))
-                .with_note("`network.hosts` needs magus's proxy; no spell runs without it"),
-        )
-    })?;
-    set_vars(child_env, proxy.child_vars());
-    Ok(Some(proxy))
+    Proxy::start(hosts).map(Some).map_err(|e| proxy_failed(&e))
+}
+
+fn proxy_failed(e: &crate::enforce::proxy::ProxyError) -> Box<Diagnostic> {
+    Box::new(
+        Diagnostic::error(format!("cannot start the network proxy: {e}"))
+            .with_note("`network.hosts` needs magus's proxy; no spell runs without it"),
+    )
+}
+
+/// The setting the network step enforces: a nested run with `hosts` makes
+/// no namespace and adds no rule (the enclosing run's hold it).
+pub(super) fn network_setting(policy: &Policy, proxy: Option<&Proxy>) -> Network {
+    match (proxy, policy.network()) {
+        (None, Network::Hosts(_)) => Network::Allow,
+        (_, other) => other.clone(),
+    }
+}
+
+/// After the network step, before seccomp and Landlock: makes the proxy's
+/// listeners where magus now is (inside the children's namespace, or on
+/// the host's loopback) and hands them over. Returns the network rule
+/// Landlock enforces: in the namespace none is needed; without one,
+/// connect to the proxy's two ports only.
+pub(super) fn listen(
+    proxy: Option<&mut Proxy>,
+    plan: NetworkPlan,
+    setting: &Network,
+) -> Result<Network, Box<Diagnostic>> {
+    let Some(proxy) = proxy else {
+        return Ok(setting.clone());
+    };
+    proxy.listen().map_err(|e| proxy_failed(&e))?;
+    Ok(match plan {
+        NetworkPlan::ProxyNamespace => Network::Allow,
+        _ => proxy.landlock_network(),
+    })
+}
+
+/// Children get the proxy variables of this run's own proxy.
+pub(super) fn point_children(proxy: Option<&Proxy>, child_env: &mut ChildEnv) {
+    if let Some(proxy) = proxy {
+        set_vars(child_env, proxy.child_vars());
+    }
 }
 
 /// A nested run hands its children the enclosing run's proxy variables.
@@ -77,38 +116,28 @@ fn set_vars(child_env: &mut ChildEnv, vars: Vec<(OsString, OsString)>) {
     child_env.vars.extend(vars);
 }
 
-/// The network rule Landlock enforces: with a proxy, connect to its two
-/// ports only. A nested run adds no rule of its own: the enclosing run's
-/// domain, which it cannot leave, already limits it to the outer proxy.
-pub(super) fn landlock_network(policy: &Policy, proxy: Option<&Proxy>) -> Network {
-    match (proxy, policy.network()) {
-        (Some(proxy), _) => proxy.landlock_network(),
-        (None, Network::Hosts(_)) => Network::Allow,
-        (None, other) => (*other).clone(),
-    }
-}
-
 /// The first Landlock ABI with TCP rights.
 const NET_ABI: u8 = 4;
 
-/// Said at every run with `hosts`: without #12's network namespace this
-/// mode is partial; `abi` is the Landlock ABI in force (`None`: no
-/// Landlock), which decides whether direct TCP is closed at all.
-pub(super) fn partial_mode(policy: &Policy, abi: Option<u8>) -> Option<Diagnostic> {
-    if !hosts_in_force(policy) {
+/// Said at every run with `hosts` where no network namespace could be
+/// made: the mode is partial; `abi` is the Landlock ABI in force (`None`:
+/// no Landlock), which decides whether direct TCP is closed at all.
+pub(super) fn partial_mode(plan: NetworkPlan, abi: Option<u8>) -> Option<Diagnostic> {
+    let NetworkPlan::ProxyPorts { why } = plan else {
         return None;
-    }
+    };
     let tcp = match abi {
         Some(abi) if abi >= NET_ABI => "Landlock limits TCP connect to the proxy's ports".to_string(),
         Some(abi) => format!("Landlock ABI {abi} has no TCP rights (4 needed): a child that ignores the proxy variables can connect anywhere over TCP"),
         None => "Landlock is off: a child that ignores the proxy variables can connect anywhere over TCP".to_string(),
     };
     Some(
-        Diagnostic::warning(
-            "network by host name is partial here: children reach the network through magus's proxy, but are not in a network namespace",
-        )
+        Diagnostic::warning(format!(
+            "network by host name is partial here: children reach the network through magus's proxy, but are not in a network namespace ({why})"
+        ))
         .with_note(PARTIAL_REASON)
-        .with_note(format!("{tcp}; seccomp refuses UDP, raw and packet sockets, MPTCP, TCP Fast Open and io_uring")),
+        .with_note(format!("{tcp}; seccomp refuses UDP, raw and packet sockets, MPTCP, TCP Fast Open and io_uring"))
+        .with_help("allow user namespaces for magus (README, \"User namespaces\") to put children in a loopback-only network namespace"),
     )
 }
 

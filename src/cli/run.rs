@@ -10,7 +10,9 @@
 //! 3. Enter the jail (user, IPC, PID and mount namespaces and the view
 //!    compiled from the policy; mounting is impossible once Landlock is
 //!    on, so a nested magus keeps the enclosing run's), for `network: deny`
-//!    a loopback-only network namespace, drop every capability, install the
+//!    and `hosts` a loopback-only network namespace (for `hosts`, the proxy
+//!    forked before the jail gets its listeners made inside it), drop every
+//!    capability, install the
 //!    syscall guard (seccomp, with the network rules), then Landlock — all
 //!    on the lone main thread. The process that waits for magus (the
 //!    namespace's init, or a subreaper where no namespace can be made)
@@ -39,8 +41,8 @@ use crate::enforce::{
 use crate::policy::limits::Seconds;
 use crate::policy::Limits;
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, Network, NormalPath, Policy, SandboxState,
-    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
+    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
+    FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -99,12 +101,10 @@ pub(super) fn run(
         give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
-    // hosts: netns listener (issue #17 + #12). The proxy's listeners are
-    // created here, on the host's loopback, and its process is forked
-    // before any restriction (and before the jail's namespaces). Once the
-    // children's network namespace carries `hosts` too, create them inside
-    // it instead (see the README's "Network by host name").
-    let proxy = match super::hosts::start(&policy, env, &mut child_env) {
+    // network.hosts: the proxy process is forked here, before the jail's
+    // namespaces and any restriction, so it keeps the host's network; its
+    // listeners are made in `confine`, inside the children's namespace.
+    let mut proxy = match super::hosts::start(&policy, env, &mut child_env) {
         Ok(proxy) => proxy,
         Err(d) => {
             renderer.emit(&d);
@@ -119,15 +119,14 @@ pub(super) fn run(
         SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
         SandboxState::Off => HiddenPrograms::default(),
     };
-    let network = super::hosts::landlock_network(&policy, proxy.as_ref());
-    let domain = match confine(&policy, &network, env, &renderer, &mut resolution) {
+    let domain = match confine(&policy, proxy.as_mut(), env, &renderer, &mut resolution) {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
             return EXIT_CONFIG;
         }
     };
-    resolution.extend(super::hosts::partial_mode(&policy, domain.status().abi()));
+    super::hosts::point_children(proxy.as_ref(), &mut child_env);
     let report = startup_report(ReportInput {
         policy: &policy,
         config: startup.config.as_ref(),
@@ -288,7 +287,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 /// Landlock. Whatever could not be put in force is said in one warning.
 fn confine(
     policy: &Policy,
-    network: &Network,
+    proxy: Option<&mut Proxy>,
     env: &[(OsString, OsString)],
     renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
@@ -303,8 +302,11 @@ fn confine(
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
-    // run, never per child.
-    let network_plan = enforce::network::enter(policy.network(), userns_request(env));
+    // run, never per child. The proxy's listeners are made right after,
+    // inside the new namespace, before seccomp refuses `listen`.
+    let setting = super::hosts::network_setting(policy, proxy.as_deref());
+    let network_plan = enforce::network::enter(&setting, userns_request(env));
+    let network = super::hosts::listen(proxy, network_plan, &setting)?;
     enforce::capabilities::drop_all_capabilities()
         .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;
     let mode = match jail {
@@ -318,7 +320,7 @@ fn confine(
         )))
     })?;
     let request = landlock_request(env);
-    let domain = enforce::install_on_self(policy.grants(), network, request).map_err(|e| {
+    let domain = enforce::install_on_self(policy.grants(), &network, request).map_err(|e| {
         Box::new(Diagnostic::error(format!(
             "cannot install the Landlock sandbox: {e}"
         )))
@@ -328,6 +330,10 @@ fn confine(
     }
     diagnostics.extend(partial_enforcement(domain.status(), &jail));
     diagnostics.extend(network_fallback(network_plan, domain.status()));
+    diagnostics.extend(super::hosts::partial_mode(
+        network_plan,
+        domain.status().abi(),
+    ));
     Ok(domain)
 }
 

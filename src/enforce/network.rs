@@ -66,6 +66,13 @@ pub enum NetworkPlan {
     UnixSocketsOnly { why: NetnsUnavailable },
     /// Port lists: Landlock's TCP rights, plus seccomp closing the rest.
     TcpPorts { listen: Listen },
+    /// `hosts`: children in a loopback-only network namespace, where
+    /// magus's proxy listens; it dials out from the host's namespace.
+    ProxyNamespace,
+    /// `hosts` without namespaces (partial): Landlock keeps children's TCP
+    /// connect to the proxy's ports, seccomp closes everything else, as
+    /// for port lists without `bind_tcp`.
+    ProxyPorts { why: NetnsUnavailable },
 }
 
 /// Whether `listen(2)` stays allowed under port lists.
@@ -112,10 +119,9 @@ impl NetworkPlan {
                     false => Listen::Allowed,
                 },
             },
-            // Children reach only the proxy, by TCP (Landlock keeps them to
-            // its ports); everything else is closed as for port lists.
-            Network::Hosts(_) => NetworkPlan::TcpPorts {
-                listen: Listen::Refused,
+            Network::Hosts(_) => match netns {
+                Ok(()) => NetworkPlan::ProxyNamespace,
+                Err(why) => NetworkPlan::ProxyPorts { why },
             },
         }
     }
@@ -124,9 +130,16 @@ impl NetworkPlan {
     pub fn seccomp(self) -> NetworkSeccomp {
         match self {
             NetworkPlan::Host => NetworkSeccomp::None,
-            NetworkPlan::LoopbackNamespace => NetworkSeccomp::NamespacedOnly,
+            NetworkPlan::LoopbackNamespace | NetworkPlan::ProxyNamespace => {
+                NetworkSeccomp::NamespacedOnly
+            }
             NetworkPlan::UnixSocketsOnly { .. } => NetworkSeccomp::UnixOnly,
             NetworkPlan::TcpPorts { listen } => NetworkSeccomp::TcpOnly { listen },
+            // Children reach only the proxy, by TCP (Landlock keeps them to
+            // its ports); everything else is closed as for port lists.
+            NetworkPlan::ProxyPorts { .. } => NetworkSeccomp::TcpOnly {
+                listen: Listen::Refused,
+            },
         }
     }
 
@@ -152,12 +165,18 @@ impl NetworkPlan {
                     Listen::Allowed => "",
                 }
             ),
+            NetworkPlan::ProxyNamespace => super::proxy::MECHANISM.into(),
+            NetworkPlan::ProxyPorts { why } => format!(
+                "{} (no network namespace: {why})",
+                super::proxy::MECHANISM_PARTIAL
+            ),
         }
     }
 }
 
-/// The `network:` step of start-up: for `deny`, moves magus into a new
-/// network namespace holding only an up loopback, or says why it cannot.
+/// The `network:` step of start-up: for `deny` and `hosts`, moves magus
+/// into a new network namespace holding only an up loopback, or says why
+/// it cannot.
 ///
 /// Call once, on the lone main thread, after the user namespace exists
 /// (when not root) and before capabilities are dropped (bringing `lo` up
@@ -175,7 +194,7 @@ fn plan_with(
     make: fn() -> Result<(), NetnsUnavailable>,
 ) -> NetworkPlan {
     let netns = match network {
-        Network::Deny => may_make_namespace(request).and_then(|()| make()),
+        Network::Deny | Network::Hosts(_) => may_make_namespace(request).and_then(|()| make()),
         _ => Ok(()),
     };
     NetworkPlan::for_setting(network, netns)
@@ -462,6 +481,11 @@ mod tests {
         }
     }
 
+    fn hosts() -> Network {
+        let rule = crate::policy::HostRule::parse("crates.io").unwrap();
+        Network::Hosts(crate::policy::HostList { rules: vec![rule] })
+    }
+
     #[test]
     fn each_setting_gets_its_mechanism() {
         let refused = Err(NetnsUnavailable::ForcedOff);
@@ -487,6 +511,14 @@ mod tests {
                 refused,
                 NetworkPlan::TcpPorts {
                     listen: Listen::Allowed,
+                },
+            ),
+            (hosts(), Ok(()), NetworkPlan::ProxyNamespace),
+            (
+                hosts(),
+                refused,
+                NetworkPlan::ProxyPorts {
+                    why: NetnsUnavailable::ForcedOff,
                 },
             ),
         ];
@@ -519,5 +551,18 @@ mod tests {
             listen: Listen::Allowed,
         });
         assert!(!allowed.contains(&libc::SYS_listen));
+        let partial = NetworkPlan::ProxyPorts {
+            why: NetnsUnavailable::ForcedOff,
+        };
+        assert_eq!(
+            partial.seccomp(),
+            NetworkSeccomp::TcpOnly {
+                listen: Listen::Refused
+            }
+        );
+        assert_eq!(
+            NetworkPlan::ProxyNamespace.seccomp(),
+            NetworkSeccomp::NamespacedOnly
+        );
     }
 }

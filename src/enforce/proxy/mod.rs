@@ -1,14 +1,17 @@
 //! Network by host name (`network: {hosts: [...]}`): the filtering proxy
 //! children reach the network through, and magus's handle on it.
 //!
-//! magus creates the two listeners (HTTP and SOCKS5) on `127.0.0.1`, then
-//! forks the proxy as its own process *before* any restriction is
-//! installed: Landlock and seccomp apply to a whole process, so proxy
-//! threads inside magus could not connect out, while children must be
-//! limited to the proxy's ports. The proxy process lives outside the
-//! sandbox (like sandbox-runtime's), holds only the scrubbed environment,
-//! and reports each refusal and finished connection to magus over a
-//! socket pair; magus turns them into MGS2011 and the egress summary.
+//! magus forks the proxy as its own process *before* any restriction and
+//! before the jail, so it keeps the host's network namespace (Landlock and
+//! seccomp apply to a whole process, so proxy threads inside magus could
+//! not connect out). Later, from inside the children's loopback-only
+//! network namespace (or, where none can be made, on the host's loopback),
+//! magus creates the two listeners (HTTP and SOCKS5) on `127.0.0.1` and
+//! hands them to the proxy over their socket pair (`SCM_RIGHTS`): the
+//! proxy accepts connections that live in the children's namespace and
+//! dials out in its own. It holds only the scrubbed environment, and
+//! reports each refusal and finished connection to magus over the same
+//! pair; magus turns them into MGS2011 and the egress summary.
 
 mod address;
 mod confine;
@@ -18,20 +21,27 @@ mod serve;
 pub use events::{EgressSummary, Event, RefusalReason};
 
 use crate::policy::{HostList, Network};
+use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 use nix::unistd::{fork, ForkResult, Pid};
 use serve::{accept_loop, Protocol, Shared};
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, IoSlice, IoSliceMut, Read, Write};
 use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How the host list is enforced on this branch: no network namespace
-/// yet, so the children's direct routes are closed by Landlock and seccomp.
-pub const MECHANISM: &str = "proxy on 127.0.0.1; children's TCP connect limited to the proxy's ports by Landlock (ABI 4+), other socket families, UDP, MPTCP, TCP Fast Open and io_uring refused by seccomp; partial: no network namespace";
+/// How the host list is enforced where magus can make a network
+/// namespace.
+pub const MECHANISM: &str = "proxy outside the children's loopback-only network namespace, \
+listening on 127.0.0.1 inside it; seccomp refuses the socket families no namespace isolates, setns and io_uring";
 
-/// Why this mode is partial, said at every run that uses it.
+/// How it is enforced without one (no user namespaces): partial.
+pub const MECHANISM_PARTIAL: &str = "proxy on 127.0.0.1; children's TCP connect limited to the proxy's ports by Landlock (ABI 4+), other socket families, UDP, MPTCP, TCP Fast Open and io_uring refused by seccomp; partial: no network namespace";
+
+/// Why the mode without a namespace is partial, said at every run that
+/// uses it.
 pub const PARTIAL_REASON: &str = "no network namespace: children share the host's network, \
 Landlock limits TCP connect by port only (any address on the proxy's two port numbers stays reachable), \
 and abstract/unix sockets to local services are not filtered by host";
@@ -59,6 +69,8 @@ pub enum ProxyError {
     Listen(#[source] io::Error),
     #[error("cannot create the proxy's report channel: {0}")]
     Channel(#[source] io::Error),
+    #[error("cannot hand the listeners to the proxy process: {0}")]
+    Handover(#[source] nix::Error),
     #[error("cannot fork the proxy process: {0}")]
     Fork(#[source] nix::Error),
     #[error("cannot build the socket filter: {0}")]
@@ -76,24 +88,21 @@ pub fn hosts_text(list: &HostList) -> String {
 /// magus's end of a running proxy.
 #[derive(Debug)]
 pub struct Proxy {
-    pub http_port: u16,
-    pub socks_port: u16,
+    /// The HTTP and SOCKS5 ports, once [`Proxy::listen`] has made them.
+    ports: Option<(u16, u16)>,
     reports: BufReader<UnixStream>,
     summary: EgressSummary,
 }
 
+/// The one byte that carries the listeners (as `SCM_RIGHTS`).
+const LISTENERS_TAG: u8 = b'L';
+
 impl Proxy {
-    /// Listens, forks the proxy process, and returns magus's handle. Must
-    /// be called while magus is single-threaded and before Landlock and
-    /// seccomp are installed.
+    /// Forks the proxy process, which waits for its listeners, and returns
+    /// magus's handle. Must be called while magus is single-threaded and
+    /// before Landlock and seccomp are installed (and before the jail's
+    /// namespaces, so the proxy keeps the host's network).
     pub fn start(hosts: &HostList) -> Result<Proxy, ProxyError> {
-        let http = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
-        let socks = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
-        let port = |l: &TcpListener| l.local_addr().map(|a| a.port());
-        let (http_port, socks_port) = (
-            port(&http).map_err(ProxyError::Listen)?,
-            port(&socks).map_err(ProxyError::Listen)?,
-        );
         let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
         let parent = nix::unistd::getpid();
         // SAFETY: magus is single-threaded here (the caller's contract), so
@@ -101,13 +110,12 @@ impl Proxy {
         match unsafe { fork() }.map_err(ProxyError::Fork)? {
             ForkResult::Child => {
                 drop(ours);
-                proxy_main(parent, http, socks, theirs, hosts.clone())
+                proxy_main(parent, theirs, hosts.clone())
             }
             ForkResult::Parent { .. } => {
                 ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
                 Ok(Proxy {
-                    http_port,
-                    socks_port,
+                    ports: None,
                     reports: BufReader::new(ours),
                     summary: EgressSummary::default(),
                 })
@@ -115,10 +123,45 @@ impl Proxy {
         }
     }
 
-    /// What Landlock must let children (and magus) connect to: the two
-    /// proxy ports, and no bind.
+    /// Creates the two listeners on `127.0.0.1` in the caller's network
+    /// namespace (the children's, when magus has entered it) and hands them
+    /// to the proxy. Call once, before seccomp (which may refuse `listen`)
+    /// and Landlock (which may refuse `bind`).
+    pub fn listen(&mut self) -> Result<(), ProxyError> {
+        let http = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
+        let socks = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
+        let port = |l: &TcpListener| l.local_addr().map(|a| a.port());
+        let ports = (
+            port(&http).map_err(ProxyError::Listen)?,
+            port(&socks).map_err(ProxyError::Listen)?,
+        );
+        let fds = [http.as_raw_fd(), socks.as_raw_fd()];
+        let rights = [ControlMessage::ScmRights(&fds)];
+        let tag = [LISTENERS_TAG];
+        let iov = [IoSlice::new(&tag)];
+        let channel = self.reports.get_ref();
+        sendmsg::<()>(channel.as_raw_fd(), &iov, &rights, MsgFlags::empty(), None)
+            .map_err(ProxyError::Handover)?;
+        // The proxy holds its own copies now; magus keeps none, so no child
+        // inherits a listener.
+        self.ports = Some(ports);
+        Ok(())
+    }
+
+    /// The HTTP proxy's port (0 before [`Proxy::listen`]).
+    pub fn http_port(&self) -> u16 {
+        self.ports.map_or(0, |(http, _)| http)
+    }
+
+    /// The SOCKS5 proxy's port (0 before [`Proxy::listen`]).
+    pub fn socks_port(&self) -> u16 {
+        self.ports.map_or(0, |(_, socks)| socks)
+    }
+
+    /// What Landlock must let children (and magus) connect to where no
+    /// namespace holds them: the two proxy ports, and no bind.
     pub fn landlock_network(&self) -> Network {
-        let mut connect_tcp = vec![self.http_port, self.socks_port];
+        let mut connect_tcp = vec![self.http_port(), self.socks_port()];
         connect_tcp.sort_unstable();
         Network::Ports {
             connect_tcp,
@@ -127,13 +170,13 @@ impl Proxy {
     }
 
     /// The proxy variables children get. `NO_PROXY` is withheld, not set
-    /// to loopback: without a network namespace a direct connect to
-    /// loopback is refused by Landlock anyway, so loopback goes through the
-    /// proxy too and is judged by the list (a listed `localhost` works, an
-    /// unlisted `127.0.0.1` gets MGS2011 rather than a bare failure).
+    /// to loopback: loopback goes through the proxy too and is judged by
+    /// the list, so a listed `localhost` reaches the host's loopback (the
+    /// proxy resolves outside the children's namespace) and an unlisted
+    /// `127.0.0.1` gets MGS2011 rather than a bare failure.
     pub fn child_vars(&self) -> Vec<(OsString, OsString)> {
-        let http = format!("http://127.0.0.1:{}", self.http_port);
-        let socks = format!("socks5h://127.0.0.1:{}", self.socks_port);
+        let http = format!("http://127.0.0.1:{}", self.http_port());
+        let socks = format!("socks5h://127.0.0.1:{}", self.socks_port());
         let values = [http.as_str(), http.as_str(), socks.as_str()];
         let upper = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]
             .into_iter()
@@ -203,19 +246,18 @@ impl Proxy {
 /// The proxy process: never returns. Its stdio goes to `/dev/null` so it
 /// holds no pipe a caller waits on; it dies with magus (parent death
 /// signal, and the report channel's end).
-fn proxy_main(
-    parent: Pid,
-    http: TcpListener,
-    socks: TcpListener,
-    control: UnixStream,
-    hosts: HostList,
-) -> ! {
+fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
     if nix::unistd::getppid() != parent {
         exit_now(0);
     }
     silence_stdio();
     confine::confine_proxy();
+    // The channel's end before the listeners: magus stopped before its
+    // sandbox was up, so there is nothing to serve.
+    let Some((http, socks)) = receive_listeners(&control) else {
+        exit_now(0);
+    };
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };
@@ -236,6 +278,39 @@ fn proxy_main(
     shared.finish();
     let _ = writer.join();
     exit_now(0)
+}
+
+/// Waits for magus's [`LISTENERS_TAG`] byte and the two listeners it
+/// carries (HTTP, then SOCKS5).
+fn receive_listeners(control: &UnixStream) -> Option<(TcpListener, TcpListener)> {
+    let mut tag = [0u8; 1];
+    let mut space = nix::cmsg_space!([RawFd; 2]);
+    let mut iov = [IoSliceMut::new(&mut tag)];
+    let message = recvmsg::<()>(
+        control.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )
+    .ok()?;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for cmsg in message.cmsgs().ok()? {
+        if let ControlMessageOwned::ScmRights(received) = cmsg {
+            // SAFETY: the kernel just installed these descriptors in this
+            // process for us; nothing else owns them.
+            fds.extend(
+                received
+                    .into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    if message.bytes != 1 || tag[0] != LISTENERS_TAG || fds.len() != 2 {
+        return None;
+    }
+    let socks = TcpListener::from(fds.pop()?);
+    let http = TcpListener::from(fds.pop()?);
+    Some((http, socks))
 }
 
 fn silence_stdio() {

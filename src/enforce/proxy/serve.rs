@@ -465,6 +465,9 @@ fn relay(
     target: &Target,
     already_sent: u64,
 ) -> io::Result<()> {
+    // The relay adds no Nagle delay of its own: each end already chose.
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
     let (client_r, upstream_w) = (client.try_clone()?, upstream.try_clone()?);
     let up = thread::Builder::new().spawn(move || pump(client_r, upstream_w))?;
     let received = pump(upstream, client);
@@ -506,7 +509,12 @@ fn spliced(from: &TcpStream, to: &TcpStream) -> Result<u64, Spliced> {
     let (pipe_r, pipe_w) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|_| Spliced::Unsupported)?;
     let _ = fcntl(&pipe_w, FcntlArg::F_SETPIPE_SZ(RELAY_BUFFER as i32));
-    let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_MORE;
+    // Never SPLICE_F_MORE: it is MSG_MORE on the socket, which corks a
+    // short write (a request, a TLS record) until more data comes, and in
+    // a request/response exchange none does (hundreds of ms per round
+    // trip). Within one splice the kernel sets MSG_MORE itself while the
+    // pipe still holds data.
+    let flags = SpliceFFlags::SPLICE_F_MOVE;
     let mut total = 0u64;
     loop {
         let n = match splice(from, None, &pipe_w, None, RELAY_BUFFER, flags) {
