@@ -11,13 +11,13 @@
 //! Run: `cargo bench --bench gate -- --warm-up-time 1 --measurement-time 2`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::bindings::{self, Session};
-use magus_sandbox::buzz::{self, Interpreter, Program};
-use magus_sandbox::enforce::beneath::{Follow, Root};
-use magus_sandbox::enforce::gate::Gate;
-use magus_sandbox::enforce::landlock::Unavailable;
-use magus_sandbox::enforce::Domain;
-use magus_sandbox::policy::{self, Policy, SandboxState, StartupInput, WorkspaceArg};
+use magus_sandbox::__private::bindings::{self, Session};
+use magus_sandbox::__private::buzz::{self, Interpreter, Program};
+use magus_sandbox::__private::enforce::beneath::{Follow, Root};
+use magus_sandbox::__private::enforce::gate::Gate;
+use magus_sandbox::__private::enforce::landlock::Unavailable;
+use magus_sandbox::__private::enforce::Domain;
+use magus_sandbox::__private::policy::{self, Policy, SandboxState, StartupInput, WorkspaceArg};
 use nix::fcntl::OFlag;
 use std::ffi::OsString;
 use std::hint::black_box;

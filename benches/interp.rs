@@ -4,7 +4,7 @@
 //! as it grows larger (issue 13: record before and after).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::buzz::{self, Interpreter};
+use magus_sandbox::__private::buzz::{self, Interpreter};
 use std::path::Path;
 
 /// 1,000,000 integer additions in a `while` loop.

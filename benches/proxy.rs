@@ -3,8 +3,8 @@
 //! ≥ 0.9×). Start-up with `network.hosts` is in `benches/run.rs`.
 
 use criterion::{criterion_group, Criterion, Throughput};
-use magus_sandbox::enforce::proxy::Proxy;
-use magus_sandbox::policy::{HostList, HostRule};
+use magus_sandbox::__private::enforce::proxy::Proxy;
+use magus_sandbox::__private::policy::{HostList, HostRule};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;

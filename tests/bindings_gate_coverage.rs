@@ -12,12 +12,12 @@
 #[path = "scratch/mod.rs"]
 mod scratch;
 
-use magus_sandbox::bindings::{self, Session};
-use magus_sandbox::buzz::{self, Interpreter};
-use magus_sandbox::enforce::gate::Gate;
-use magus_sandbox::enforce::landlock::Unavailable;
-use magus_sandbox::enforce::Domain;
-use magus_sandbox::policy::{self, SandboxState, StartupInput, WorkspaceArg};
+use magus_sandbox::__private::bindings::{self, Session};
+use magus_sandbox::__private::buzz::{self, Interpreter};
+use magus_sandbox::__private::enforce::gate::Gate;
+use magus_sandbox::__private::enforce::landlock::Unavailable;
+use magus_sandbox::__private::enforce::Domain;
+use magus_sandbox::__private::policy::{self, SandboxState, StartupInput, WorkspaceArg};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ffi::OsString;

@@ -9,8 +9,8 @@
 #[path = "scratch/mod.rs"]
 mod scratch;
 
-use magus_sandbox::buzz::{self, BuzzError, Interpreter};
-use magus_sandbox::diag::{render, MessageFormat};
+use magus_sandbox::__private::buzz::{self, BuzzError, Interpreter};
+use magus_sandbox::__private::diag::{render, MessageFormat};
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -186,7 +186,7 @@ fn hello_spell_runs_and_its_secret_read_is_refused() {
 /// record with an attached diagnostic.
 fn fake_fs() -> buzz::NativeModule {
     use buzz::{Raise, Value};
-    use magus_sandbox::diag::{Code, Diagnostic};
+    use magus_sandbox::__private::diag::{Code, Diagnostic};
     buzz::NativeModule::new("fs").function("read", |call| {
         let path = call.arg_str(0)?.to_string();
         if path == "ok.txt" {
@@ -239,7 +239,7 @@ fn uncaught_native_errors_keep_their_diagnostic_at_the_call_site() {
         run_with_fs("import \"fs\" as f;\nfun main() > void {\n    f.read(\"/root/x\");\n}\n");
     let d = result.unwrap_err().to_diagnostic();
     assert_eq!(d.message, "read of `/root/x` denied");
-    assert_eq!(d.code, Some(magus_sandbox::diag::Code::Mgs2001));
+    assert_eq!(d.code, Some(magus_sandbox::__private::diag::Code::Mgs2001));
     let loc = d.location.unwrap();
     assert_eq!((loc.line, loc.column), (3, 5));
 }

@@ -6,7 +6,7 @@
 
 mod support;
 
-use magus_sandbox::diag::{explain_page, Code};
+use magus_sandbox::__private::diag::{explain_page, Code};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use support::{capture, Harness};
@@ -179,13 +179,13 @@ fn every_codes_help_agrees_with_its_explain_page() {
 #[test]
 fn credential_stores_in_the_page_are_the_ones_the_code_knows() {
     let page = explain_page(Code::Mgs2001);
-    for dir in magus_sandbox::diag::HOME_DIRS {
+    for dir in magus_sandbox::__private::diag::HOME_DIRS {
         assert!(page.contains(&format!("`~/{dir}`")), "{dir}");
     }
-    for file in magus_sandbox::diag::HOME_FILES {
+    for file in magus_sandbox::__private::diag::HOME_FILES {
         assert!(page.contains(&format!("`~/{file}`")), "{file}");
     }
-    for file in magus_sandbox::diag::SYSTEM_FILES {
+    for file in magus_sandbox::__private::diag::SYSTEM_FILES {
         assert!(page.contains(&format!("`{file}`")), "{file}");
     }
 }

@@ -6,14 +6,16 @@
 #[path = "scratch/mod.rs"]
 mod scratch;
 
-use magus_sandbox::diag::{render, Code, Diagnostic, Location, MessageFormat, SourceKind};
-use magus_sandbox::enforce::gate::{Denial, DenialReason, FsOp};
-use magus_sandbox::enforce::landlock::{LandlockStatus, Unavailable, Unenforced};
-use magus_sandbox::enforce::network::{Listen, NetnsUnavailable, NetworkPlan};
-use magus_sandbox::policy::config::parse_config;
-use magus_sandbox::policy::lock::{verify, Lock, LockState, Mismatch, Undeclared};
-use magus_sandbox::policy::shims::find_shims;
-use magus_sandbox::policy::{
+use magus_sandbox::__private::diag::{
+    render, Code, Diagnostic, Location, MessageFormat, SourceKind,
+};
+use magus_sandbox::__private::enforce::gate::{Denial, DenialReason, FsOp};
+use magus_sandbox::__private::enforce::landlock::{LandlockStatus, Unavailable, Unenforced};
+use magus_sandbox::__private::enforce::network::{Listen, NetnsUnavailable, NetworkPlan};
+use magus_sandbox::__private::policy::config::parse_config;
+use magus_sandbox::__private::policy::lock::{verify, Lock, LockState, Mismatch, Undeclared};
+use magus_sandbox::__private::policy::shims::find_shims;
+use magus_sandbox::__private::policy::{
     self, Access, CanonicalPolicy, ChildEnv, Network, Policy, SandboxState, StartupInput,
     StateSource, WorkspaceArg,
 };
@@ -128,7 +130,7 @@ fn mgs2007(scene: &Scene) -> Diagnostic {
 }
 
 fn mgs2011(scene: &Scene) -> Diagnostic {
-    use magus_sandbox::enforce::proxy::{Event, RefusalReason};
+    use magus_sandbox::__private::enforce::proxy::{Event, RefusalReason};
     let event = Event::Refused {
         host: "exfil.example".into(),
         port: 443,
@@ -136,12 +138,12 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
         via: "http".into(),
     };
     let at = scene.spell_at(7, 5);
-    let site = magus_sandbox::buzz::CallSite {
+    let site = magus_sandbox::__private::buzz::CallSite {
         file: at.file,
         line: at.line,
         column: at.column,
     };
-    magus_sandbox::bindings::egress::refusal_diagnostic(&event, Some(&site)).unwrap()
+    magus_sandbox::__private::bindings::egress::refusal_diagnostic(&event, Some(&site)).unwrap()
 }
 
 fn child_env_notes() -> Vec<Diagnostic> {
@@ -234,7 +236,8 @@ fn mgs2012_deny_by_seccomp() -> Diagnostic {
         abi: 7,
         unenforced: Vec::new(),
     };
-    magus_sandbox::cli::network_fallback(plan, &landlock).expect("a fallback is reported")
+    magus_sandbox::__private::cli::network_fallback(plan, &landlock)
+        .expect("a fallback is reported")
 }
 
 fn mgs2012_ports_unenforced() -> Diagnostic {
@@ -245,7 +248,7 @@ fn mgs2012_ports_unenforced() -> Diagnostic {
         abi: 3,
         unenforced: vec![Unenforced::Network { since_abi: 4 }],
     };
-    magus_sandbox::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
+    magus_sandbox::__private::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
 }
 
 /// Every snapshot: `(name, diagnostic)`.
@@ -261,7 +264,7 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2004_skipped", mgs2004(scene)),
         (
             "mgs2005_landlock",
-            magus_sandbox::cli::landlock_unavailable(Unavailable::ForcedOff),
+            magus_sandbox::__private::cli::landlock_unavailable(Unavailable::ForcedOff),
         ),
         ("mgs2006_shim", mgs2006()),
         ("mgs2007_exec", mgs2007(scene)),

@@ -6,7 +6,7 @@
 mod scratch;
 
 use assert_cmd::Command;
-use magus_sandbox::cli::{
+use magus_sandbox::__private::cli::{
     EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_NO_SPELL, EXIT_SPELL_FAILED,
 };
 use std::path::PathBuf;

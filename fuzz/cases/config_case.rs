@@ -3,7 +3,7 @@
 //! diagnostic renders, never a panic. Shared by the `config` fuzz target and
 //! the corpus replay test.
 
-use magus_sandbox::policy::config::parse_config;
+use magus_sandbox::__private::policy::config::parse_config;
 use std::path::Path;
 
 /// Runs the loader on `data`; an error that points outside the input is

@@ -1,9 +1,9 @@
 //! One differential case for the path trie, decoded from fuzzer bytes:
 //! grants, a base directory and spelled paths. Shared by the `trie` fuzz
 //! target, the corpus replay test and nothing else; it only decodes and
-//! compares, the code under test is `magus_sandbox::policy`.
+//! compares, the code under test is `magus_sandbox::__private::policy`.
 
-use magus_sandbox::policy::{
+use magus_sandbox::__private::policy::{
     normalize, reference, Access, Grant, GrantSource, Mode, NormalPath, PathTrie,
 };
 use std::ffi::OsStr;

@@ -7,6 +7,6 @@ use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(source) = std::str::from_utf8(data) {
-        let _ = magus_sandbox::buzz::parse(Path::new("fuzz.buzz"), source);
+        let _ = magus_sandbox::__private::buzz::parse(Path::new("fuzz.buzz"), source);
     }
 });

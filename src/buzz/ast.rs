@@ -10,8 +10,11 @@ use std::rc::Rc;
 
 /// A parsed spell.
 #[derive(Debug)]
+#[deny(missing_docs)] // re-exported by the crate: public API
 pub struct Program {
+    /// The file it was parsed from.
     pub file: PathBuf,
+    /// Its top-level statements.
     pub statements: Vec<Stmt>,
     /// `namespace a\b;`: the path importers reach its exports by
     /// (`a\b\name`); empty when the file declares none.

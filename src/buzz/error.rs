@@ -8,27 +8,43 @@ use std::path::PathBuf;
 /// Why a spell could not be parsed or did not run to completion.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
+#[deny(missing_docs)] // re-exported by the crate: public API
 pub enum BuzzError {
     /// The source is not valid Buzz (or not in the supported subset).
     #[error("{}:{}:{}: syntax error: {message}", site.file.display(), site.line, site.column)]
-    Syntax { site: CallSite, message: String },
+    Syntax {
+        /// Where.
+        site: CallSite,
+        /// What the parser expected.
+        message: String,
+    },
     /// An unknown name, a wrong type, a bad subscript, an overflow, runaway
     /// recursion and the like.
     #[error("{}:{}:{}: runtime error: {message}", site.file.display(), site.line, site.column)]
-    Runtime { site: CallSite, message: String },
+    Runtime {
+        /// Where.
+        site: CallSite,
+        /// What went wrong.
+        message: String,
+    },
     /// A `throw` (or a native's raise) that no `catch` handled.
     #[error("{}:{}:{}: uncaught error: {value}", site.file.display(), site.line, site.column)]
     Uncaught {
         /// The thrown value as `toString` shows it.
         value: String,
+        /// Where it was thrown.
         site: CallSite,
+        /// The diagnostic a sandbox denial carries, said as is.
         diagnostic: Option<Box<Diagnostic>>,
     },
     /// The source file is larger than the interpreter accepts.
     #[error("{}: spell is {size} bytes, more than the {limit}-byte limit", file.display())]
     SourceTooLarge {
+        /// The spell.
         file: PathBuf,
+        /// Its size in bytes.
         size: usize,
+        /// The largest size accepted, in bytes.
         limit: usize,
     },
 }

@@ -106,6 +106,7 @@ fn stack_address() -> usize {
     std::hint::black_box(&probe) as *const u8 as usize
 }
 
+#[deny(missing_docs)] // re-exported by the crate: public API
 impl Interpreter {
     /// An interpreter for `file` with `std` and the given modules; output
     /// goes to the process stdout.

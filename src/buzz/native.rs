@@ -155,14 +155,18 @@ impl<'a> NativeCall<'a> {
 
 /// A named set of native functions a spell can `import`.
 #[derive(Clone)]
+#[deny(missing_docs)] // re-exported by the crate: public API
 pub struct NativeModule {
+    /// The name a spell imports it by (`fs`, `buzz:os`).
     pub name: String,
     pub(crate) functions: HashMap<String, NativeFn>,
     /// Constants such as `math.pi`.
     pub(crate) values: Vec<(String, Value)>,
 }
 
+#[deny(missing_docs)] // re-exported by the crate: public API
 impl NativeModule {
+    /// A module with no function yet.
     pub fn new(name: impl Into<String>) -> NativeModule {
         NativeModule {
             name: name.into(),

@@ -143,7 +143,7 @@ pub(super) fn partial_mode(plan: NetworkPlan, abi: Option<u8>) -> Option<Diagnos
 
 /// The end of a run: stop the proxy, then say the egress summary (always
 /// in JSON, under `-v` in human output).
-pub(super) fn finish(
+pub(crate) fn finish(
     session: &Session,
     format: MessageFormat,
     verbosity: Verbosity,

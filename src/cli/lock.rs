@@ -88,7 +88,7 @@ fn say(text: &str) {
 /// The lock checks of `magus run`, in order: the workspace's `magus.lock`,
 /// then the policy of an enclosing sandboxed run. Any failure is an error
 /// diagnostic and no spell may run.
-pub(super) fn verify_for_run(
+pub(crate) fn verify_for_run(
     policy: &Policy,
     env: &[(OsString, OsString)],
 ) -> Result<(), Box<Diagnostic>> {

@@ -6,11 +6,11 @@
 
 mod args;
 mod check;
-mod hosts;
-mod lock;
+pub(crate) mod hosts;
+pub(crate) mod lock;
 mod report;
-mod run;
-mod spells;
+pub(crate) mod run;
+pub(crate) mod spells;
 mod test;
 
 pub use run::{landlock_unavailable, network_fallback};
@@ -23,7 +23,7 @@ use crate::policy::{self, Startup, StartupInput, WorkspaceArg};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Exit status of a spell that failed: a runtime error, an uncaught
 /// `throw`, or a `main` returning a status outside 0–255. (A spell's own
@@ -265,20 +265,30 @@ fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
 /// Finds the workspace and resolves its policy, or reports why not.
 fn load(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Startup, i32> {
     let renderer = Renderer::new(global.message_format);
-    let cwd = std::env::current_dir().map_err(|e| {
-        renderer.emit(&Diagnostic::error(format!(
-            "cannot read the current directory: {e}"
-        )));
-        EXIT_CONFIG
-    })?;
-    let workspace = match &global.workspace {
-        Some(dir) => WorkspaceArg::Explicit(dir),
-        None => WorkspaceArg::Discover { start: &cwd },
-    };
+    let cwd = current_dir(&renderer)?;
+    let workspace = workspace_arg(global, &cwd);
     policy::startup(StartupInput { workspace, env }).map_err(|err| {
         renderer.emit(&err.to_diagnostic());
         EXIT_CONFIG
     })
+}
+
+/// The current directory, where the workspace search starts.
+fn current_dir(renderer: &Renderer) -> Result<PathBuf, i32> {
+    std::env::current_dir().map_err(|e| {
+        renderer.emit(&Diagnostic::error(format!(
+            "cannot read the current directory: {e}"
+        )));
+        EXIT_CONFIG
+    })
+}
+
+/// `--workspace DIR`, or the search upwards from `cwd`.
+fn workspace_arg<'a>(global: &'a GlobalArgs, cwd: &'a Path) -> WorkspaceArg<'a> {
+    match &global.workspace {
+        Some(dir) => WorkspaceArg::Explicit(dir),
+        None => WorkspaceArg::Discover { start: cwd },
+    }
 }
 
 /// `magus explain CODE`.

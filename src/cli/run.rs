@@ -22,11 +22,10 @@
 
 use super::report::{startup_report, ReportInput, StartupReport};
 use super::spells::{read_spell, SpellError};
-use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
-use crate::bindings::{self, Session};
-use crate::buzz::{BuzzError, Interpreter};
+use super::{GlobalArgs, EXIT_CONFIG};
+use crate::bindings;
 use crate::diag::{render, Code, Diagnostic, Renderer};
-use crate::enforce::gate::{Gate, HiddenPrograms};
+use crate::enforce::gate::HiddenPrograms;
 use crate::enforce::jail::UserNamespace;
 use crate::enforce::jail::USERNS_VAR;
 use crate::enforce::landlock::{Unavailable, Unenforced};
@@ -41,12 +40,12 @@ use crate::enforce::{
 use crate::policy::limits::Seconds;
 use crate::policy::Limits;
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, DAEMON_SOCKET_VAR,
-    FINGERPRINT_VAR,
+    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, Startup,
+    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
 };
+use crate::sandbox::{CompatLevel, Runtime, Sandbox, Spell};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 /// Variables magus itself needs to resolve the same policy after the
 /// re-exec; they are no secret, and children still do not get them.
@@ -59,7 +58,8 @@ pub(super) enum Job {
     Test { spells: Vec<String> },
 }
 
-/// Does `job` in the sandbox; returns the exit status.
+/// Does `job` in the sandbox, started through the library's facade
+/// (`crate::sandbox`); returns the exit status.
 pub(super) fn run(
     global: &GlobalArgs,
     env: &[(OsString, OsString)],
@@ -67,34 +67,75 @@ pub(super) fn run(
     job: Job,
 ) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let startup = match load(global, env) {
-        Ok(startup) => startup,
+    let cwd = match super::current_dir(&renderer) {
+        Ok(cwd) => cwd,
         Err(status) => return status,
     };
-    let policy = startup.policy;
-    if let Err(d) = super::lock::verify_for_run(&policy, env) {
-        renderer.emit(&d);
-        return EXIT_CONFIG;
-    }
-    let spells = match read_spells(policy.workspace(), &job) {
+    let workspace = super::workspace_arg(global, &cwd);
+    let sandbox = match Sandbox::load_from(workspace, env.to_vec(), reexec) {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            renderer.emit(e.diagnostic());
+            return EXIT_CONFIG;
+        }
+    };
+    let spells = match read_spells(sandbox.policy().workspace(), &job) {
         Ok(found) => found,
         Err(e) => {
             renderer.emit(&e.diagnostic);
             return e.status;
         }
     };
+    let installed = match sandbox.install(CompatLevel::BestEffort) {
+        Ok(installed) => installed,
+        Err(e) => {
+            renderer.emit(e.diagnostic());
+            return EXIT_CONFIG;
+        }
+    };
+    for d in installed.diagnostics() {
+        renderer.emit(d);
+    }
+    match installed.enter(move |runtime| execute(runtime, spells, job)) {
+        Ok(status) => status,
+        Err(e) => {
+            renderer.emit(e.diagnostic());
+            EXIT_CONFIG
+        }
+    }
+}
+
+/// What step 3 leaves for step 4: the process is confined, and this is
+/// everything the spell's run needs, moved onto the interpreter's thread.
+pub(crate) struct Confinement {
+    pub policy: Policy,
+    pub domain: Domain,
+    pub proxy: Option<Proxy>,
+    pub hidden: HiddenPrograms,
+    pub child_env: ChildEnv,
+    pub report: StartupReport,
+}
+
+/// Steps 1 (the lock) to 3 of the module doc, for an already resolved
+/// policy; `Sandbox::install` is its only caller. The diagnostics to say
+/// before the spell are `report.now`; may re-execute the process.
+pub(crate) fn confine_process(
+    startup: Startup,
+    env: &[(OsString, OsString)],
+    reexec: Option<ReexecState>,
+) -> Result<Confinement, Box<Diagnostic>> {
+    let options = crate::diag::output_options();
+    let renderer = Renderer::new(options.format);
+    let policy = startup.policy;
     let mut child_env = match policy.state() {
         SandboxState::On => policy.child_env(env),
         SandboxState::Off => unsandboxed_env(env),
     };
     super::hosts::inherit_outer_proxy(&policy, env, &mut child_env);
     if policy.state() == SandboxState::On {
-        if let Err(d) = keep_inherited_descriptors() {
-            renderer.emit(&d);
-            return EXIT_CONFIG;
-        }
+        keep_inherited_descriptors()?;
         match reexec {
-            None if needs_reexec(&child_env) => return reexec_scrubbed(env, &child_env, &renderer),
+            None if needs_reexec(&child_env) => return Err(reexec_scrubbed(env, &child_env)),
             None => {}
             Some(state) => restore_stripped(&mut child_env, state),
         }
@@ -104,28 +145,16 @@ pub(super) fn run(
     // network.hosts: the proxy process is forked here, before the jail's
     // namespaces and any restriction, so it keeps the host's network; its
     // listeners are made in `confine`, inside the children's namespace.
-    let mut proxy = match super::hosts::start(&policy, env, &mut child_env) {
-        Ok(proxy) => proxy,
-        Err(d) => {
-            renderer.emit(&d);
-            return EXIT_CONFIG;
-        }
-    };
+    let mut proxy = super::hosts::start(&policy, env, &mut child_env)?;
     // Before Landlock, which does not grant /dev/ptmx.
-    bindings::prepare_terminal(global.message_format);
+    bindings::prepare_terminal(options.format);
     let mut resolution = startup.diagnostics;
     // Before the jail hides the ungranted PATH directories.
     let hidden = match policy.state() {
         SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
         SandboxState::Off => HiddenPrograms::default(),
     };
-    let domain = match confine(&policy, proxy.as_mut(), env, &renderer, &mut resolution) {
-        Ok(domain) => domain,
-        Err(d) => {
-            renderer.emit(&d);
-            return EXIT_CONFIG;
-        }
-    };
+    let domain = confine(&policy, proxy.as_mut(), env, &renderer, &mut resolution)?;
     super::hosts::point_children(proxy.as_ref(), &mut child_env);
     let report = startup_report(ReportInput {
         policy: &policy,
@@ -133,31 +162,16 @@ pub(super) fn run(
         env,
         child_env: &child_env,
         resolution,
-        verbosity: global.verbosity(),
+        verbosity: options.verbosity,
     });
-    for d in &report.now {
-        renderer.emit(d);
-    }
-    let work = Work {
+    Ok(Confinement {
         policy,
         domain,
         proxy,
         hidden,
         child_env,
         report,
-        spells,
-        job,
-        renderer,
-    };
-    match crate::buzz::stack::run_on_interpreter_stack(move || execute(work)) {
-        Ok(status) => status,
-        Err(e) => {
-            renderer.emit(&Diagnostic::error(format!(
-                "cannot start the interpreter thread: {e}"
-            )));
-            EXIT_CONFIG
-        }
-    }
+    })
 }
 
 /// The spells `job` names (every spell of the workspace for a bare
@@ -250,7 +264,7 @@ fn needs_reexec(child_env: &ChildEnv) -> bool {
 }
 
 /// Replaces this process with one that holds only the scrubbed environment.
-fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv, renderer: &Renderer) -> i32 {
+fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv) -> Box<Diagnostic> {
     let mut kept = child_env.vars.clone();
     kept.extend(
         env.iter()
@@ -262,10 +276,9 @@ fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv, renderer:
         stripped.push(DAEMON_SOCKET_VAR.into());
     }
     let Err(e) = enforce::reexec_scrubbed(&kept, &stripped);
-    renderer.emit(&Diagnostic::error(format!(
+    Box::new(Diagnostic::error(format!(
         "cannot re-execute magus with a scrubbed environment: {e}"
-    )));
-    EXIT_CONFIG
+    )))
 }
 
 /// After the re-exec the environment is already clean: take the names the
@@ -573,7 +586,7 @@ fn nesting(env: &[(OsString, OsString)]) -> Nesting {
 }
 
 /// `MAGUS_SANDBOX_LANDLOCK=0` forces interpreter-only mode.
-pub(super) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest {
+pub(crate) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest {
     let value = env.iter().find(|(k, _)| k == "MAGUS_SANDBOX_LANDLOCK");
     LandlockRequest::from_env_value(value.map(|(_, v)| v.as_os_str()))
 }
@@ -588,94 +601,26 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     .with_help("run on Linux 5.13 or newer with Landlock enabled (`magus sandbox check` shows the kernel's state)")
 }
 
-/// Everything step 4 needs, moved onto the interpreter's thread.
-struct Work {
-    policy: Policy,
-    domain: Domain,
-    proxy: Option<Proxy>,
-    hidden: HiddenPrograms,
-    child_env: ChildEnv,
-    report: StartupReport,
-    spells: Vec<(PathBuf, String)>,
-    job: Job,
-    renderer: Renderer,
-}
-
 /// Step 4: the spell runs with the gated bindings, from the workspace root,
-/// on the interpreter's own large stack.
-fn execute(work: Work) -> i32 {
-    let Work {
-        policy,
-        domain,
-        proxy,
-        hidden,
-        child_env,
-        report,
-        spells,
-        job,
-        renderer,
-    } = work;
-    let workspace = policy.workspace().to_path_buf();
-    let heap_budget = heap_budget(&policy);
-    if let Err(e) = std::env::set_current_dir(&workspace) {
-        let message = format!("cannot enter the workspace {}: {e}", workspace.display());
-        renderer.emit(&Diagnostic::error(message));
-        return EXIT_CONFIG;
-    }
-    let gate = Gate::new(Rc::new(policy), workspace).with_hidden_programs(hidden);
-    let sink: bindings::DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
-    let session = Session::new(
-        gate,
-        domain,
-        child_env.vars,
-        report.at_first_launch,
-        sink.clone(),
-    );
-    let session = Rc::new(session.with_shim_notes(report.at_shim).with_egress(proxy));
-    let interpreter = |file: &Path| {
-        Interpreter::new(file, bindings::modules(&session))
-            .with_loader(bindings::source_loader(&session))
-            .with_libraries(bindings::libraries())
-            .with_stack_budget(crate::buzz::stack::stack_budget(
-                crate::buzz::stack::interpreter_stack(),
-            ))
-            .with_heap_budget(heap_budget)
-    };
-    let status = match job {
+/// on the interpreter's own large stack (`Installed::enter` put it there).
+fn execute(runtime: &Runtime, spells: Vec<(PathBuf, String)>, job: Job) -> i32 {
+    match job {
         Job::Run { args, .. } => {
-            let Some((file, source)) = spells.first() else {
+            let Some((path, source)) = spells.into_iter().next() else {
                 return EXIT_CONFIG;
             };
-            let program = match crate::buzz::parse(file, source) {
-                Ok(program) => program,
+            match runtime.run(&Spell { path, source }, args) {
+                Ok(status) => status,
                 Err(e) => {
-                    sink(&e.to_diagnostic());
-                    return EXIT_CANNOT_RUN;
+                    runtime.sink()(e.diagnostic());
+                    e.exit_status()
                 }
-            };
-            match interpreter(file).run(&program, args) {
-                Ok(status) => spell_status(status, &sink),
-                Err(e) => failed(&e, &sink),
             }
         }
-        Job::Test { .. } => super::test::run_tests(&spells, interpreter, &sink),
-    };
-    let options = crate::diag::output_options();
-    super::hosts::finish(&session, options.format, options.verbosity, &*sink);
-    status
-}
-
-/// The spell's own status, which must fit an exit status.
-fn spell_status(status: i32, sink: &bindings::DiagnosticSink) -> i32 {
-    if (0..=255).contains(&status) {
-        return status;
+        Job::Test { .. } => {
+            super::test::run_tests(&spells, |file| runtime.interpreter(file), runtime.sink())
+        }
     }
-    sink(
-        &Diagnostic::error(format!("the spell's status {status} is not an exit status"))
-            .with_note("`main` (or `std.exit`) gave a status outside 0-255")
-            .with_help("return a status from 0 to 255 (0 for success)"),
-    );
-    EXIT_SPELL_FAILED
 }
 
 /// The interpreter's heap budget: `limits.memory` with the sandbox on,
@@ -684,7 +629,7 @@ fn spell_status(status: i32, sink: &bindings::DiagnosticSink) -> i32 {
 /// since a budget is checked between steps and one step may double a
 /// value (old and new held at once: three times the budget), while the
 /// rlimit would abort the allocation itself.
-fn heap_budget(policy: &Policy) -> usize {
+pub(crate) fn heap_budget(policy: &Policy) -> usize {
     let declared = match (policy.state(), policy.limits().memory) {
         (SandboxState::On, Some(bytes)) => usize::try_from(bytes).unwrap_or(usize::MAX),
         _ => crate::buzz::heap::DEFAULT_HEAP_BUDGET,
@@ -694,14 +639,4 @@ fn heap_budget(policy: &Policy) -> usize {
             usize::try_from(soft / 4).unwrap_or(usize::MAX)
         });
     declared.min(inherited)
-}
-
-/// Reports why the spell stopped and picks the exit status.
-fn failed(error: &BuzzError, sink: &bindings::DiagnosticSink) -> i32 {
-    let diagnostic = error.to_diagnostic();
-    sink(&diagnostic);
-    match diagnostic.code {
-        Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007) => EXIT_DENIED,
-        _ => EXIT_SPELL_FAILED,
-    }
 }

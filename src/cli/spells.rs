@@ -10,14 +10,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why a spell could not be read, with the exit status that says so.
-pub(super) struct SpellError {
+pub(crate) struct SpellError {
     pub diagnostic: Box<Diagnostic>,
     pub status: i32,
 }
 
 /// The spell's path and source: `spells/NAME.buzz` (`NAME` or
 /// `NAME.buzz`), or a path to a file (anything with a `/`).
-pub(super) fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), SpellError> {
+pub(crate) fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), SpellError> {
     let dir = workspace.join("spells");
     let path = if spell.contains('/') {
         PathBuf::from(spell)

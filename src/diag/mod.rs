@@ -71,12 +71,17 @@ pub struct Location {
 /// One message for the user: a code (when the event has one), what
 /// happened, where, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[deny(missing_docs)] // re-exported by the crate: public API
 pub struct Diagnostic {
+    /// The `MGSxxxx` code, for events `magus explain` has a page for.
     pub code: Option<Code>,
+    /// Error, warning or note.
     pub severity: Severity,
+    /// What happened, in one sentence.
     pub message: String,
     /// The path the event is about, as the user spelled it.
     pub path: Option<String>,
+    /// The line and column the event points at (a spell, `magus.yaml`).
     pub location: Option<Location>,
     /// A short text printed under the caret.
     pub label: Option<String>,
@@ -86,6 +91,7 @@ pub struct Diagnostic {
     pub help: Option<String>,
 }
 
+#[deny(missing_docs)] // re-exported by the crate: public API
 impl Diagnostic {
     /// A diagnostic with only a severity and a message.
     pub fn new(severity: Severity, message: impl Into<String>) -> Self {
@@ -101,43 +107,52 @@ impl Diagnostic {
         }
     }
 
+    /// An error: something stopped.
     pub fn error(message: impl Into<String>) -> Self {
         Self::new(Severity::Error, message)
     }
 
+    /// A warning: the run goes on, with less than asked for.
     pub fn warning(message: impl Into<String>) -> Self {
         Self::new(Severity::Warning, message)
     }
 
+    /// A note: a fact worth knowing.
     pub fn note(message: impl Into<String>) -> Self {
         Self::new(Severity::Note, message)
     }
 
+    /// Sets the code.
     pub fn with_code(mut self, code: Code) -> Self {
         self.code = Some(code);
         self
     }
 
+    /// Sets the path the event is about.
     pub fn with_path(mut self, path: impl Into<String>) -> Self {
         self.path = Some(path.into());
         self
     }
 
+    /// Sets the line and column.
     pub fn with_location(mut self, location: Location) -> Self {
         self.location = Some(location);
         self
     }
 
+    /// Sets the text under the caret.
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
     }
 
+    /// Adds a note.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
     }
 
+    /// Sets how to fix it.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self

@@ -74,6 +74,13 @@ pub fn render(diagnostic: &Diagnostic, format: MessageFormat) -> String {
     }
 }
 
+/// The human rendering, without colour: what `magus` prints on stderr.
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&render_human(self, Color::Never))
+    }
+}
+
 /// rustc-style text, ending with a blank line. A diagnostic with nothing
 /// but a message (and maybe a code) is one line, with no blank line after
 /// it: the form of the notes said at every run.

@@ -84,6 +84,7 @@ pub struct Policy {
     trie: PathTrie,
 }
 
+#[deny(missing_docs)] // re-exported by the crate: public API
 impl Policy {
     /// A policy from already-resolved grants (for tests, benches, and
     /// callers that resolve elsewhere). Nothing is declared.
@@ -177,6 +178,7 @@ impl Policy {
         decision.grant.and_then(|i| self.grants.get(i))
     }
 
+    /// The grants as a path trie, for decisions by prefix.
     pub fn trie(&self) -> &PathTrie {
         &self.trie
     }

@@ -152,7 +152,7 @@ impl PartialEq<Path> for NormalPath {
 /// # Example
 ///
 /// ```
-/// use magus_sandbox::policy::normalize;
+/// use magus_sandbox::__private::policy::normalize;
 /// use std::path::Path;
 /// let p = normalize(Path::new("/work/ws"), "src/../target//out/").unwrap();
 /// assert_eq!(p.as_path(), Path::new("/work/ws/target/out"));

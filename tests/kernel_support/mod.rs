@@ -15,10 +15,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use magus_sandbox::enforce::{
+use magus_sandbox::__private::enforce::{
     self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
-use magus_sandbox::policy::{Access, Grant, GrantSource, Mode, Network, Policy, SandboxState};
+use magus_sandbox::__private::policy::{
+    Access, Grant, GrantSource, Mode, Network, Policy, SandboxState,
+};
 use serde::{Deserialize, Serialize};
 
 pub const ROLE_VAR: &str = "KTEST_ROLE";
@@ -386,16 +388,17 @@ fn exec_allowed(path: &Path) -> bool {
 /// What the gate decides: the policy's own trie, built from the same
 /// grants the kernel got, so the test compares the two enforcement layers.
 pub fn expected(grants: &[(PathBuf, Mode)], path: &Path, access: Access) -> bool {
-    let grants: Vec<magus_sandbox::policy::Grant> = grants
+    let grants: Vec<magus_sandbox::__private::policy::Grant> = grants
         .iter()
-        .map(|(path, mode)| magus_sandbox::policy::Grant {
+        .map(|(path, mode)| magus_sandbox::__private::policy::Grant {
             path: path.clone(),
             mode: *mode,
-            source: magus_sandbox::policy::GrantSource::Builtin("differential test"),
+            source: magus_sandbox::__private::policy::GrantSource::Builtin("differential test"),
         })
         .collect();
-    let path = magus_sandbox::policy::NormalPath::new(path).expect("differential paths are normal");
-    magus_sandbox::policy::PathTrie::new(&grants)
+    let path = magus_sandbox::__private::policy::NormalPath::new(path)
+        .expect("differential paths are normal");
+    magus_sandbox::__private::policy::PathTrie::new(&grants)
         .check(&path, access)
         .is_allowed()
 }

@@ -33,7 +33,9 @@ use std::rc::Rc;
 /// How `write` treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
+    /// Replace its contents.
     Truncate,
+    /// Add at its end.
     Append,
 }
 
@@ -56,6 +58,7 @@ enum Backend {
     Ambient(Ambient),
 }
 
+#[deny(missing_docs)] // re-exported by the crate: public API
 impl Gate {
     /// A gate over `policy`, resolving relative paths against `cwd`.
     /// Whether it confines is decided here, once, from the policy's state.

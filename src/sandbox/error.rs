@@ -1,0 +1,137 @@
+//! The facade's errors: one type per stage, each carrying the diagnostic
+//! `magus` would print (rendered by `diag`, never assembled here from
+//! strings the caller must parse).
+
+use crate::buzz::BuzzError;
+use crate::cli::{EXIT_CANNOT_RUN, EXIT_DENIED, EXIT_SPELL_FAILED};
+use crate::diag::{Code, Diagnostic};
+use std::path::Path;
+
+/// Defines an error type of one stage: a diagnostic, shown by `Display`
+/// as its message.
+macro_rules! stage_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, thiserror::Error)]
+        #[error("{}", .diagnostic.message)]
+        pub struct $name {
+            diagnostic: Box<Diagnostic>,
+        }
+
+        impl $name {
+            pub(crate) fn new(diagnostic: Diagnostic) -> $name {
+                $name::boxed(Box::new(diagnostic))
+            }
+
+            pub(crate) fn boxed(diagnostic: Box<Diagnostic>) -> $name {
+                $name { diagnostic }
+            }
+
+            /// The error as `magus` reports it: message, location, help.
+            pub fn diagnostic(&self) -> &Diagnostic {
+                &self.diagnostic
+            }
+        }
+    };
+}
+
+stage_error!(
+    /// Why [`Sandbox::load`](crate::Sandbox::load) found no usable policy:
+    /// no workspace, a bad `magus.yaml` (with its line and column), a bad
+    /// `MAGUS_SANDBOX_ENABLED`, or a policy `magus.lock` does not match.
+    LoadError
+);
+
+stage_error!(
+    /// Why [`Sandbox::install`](crate::Sandbox::install) (or
+    /// [`Installed::enter`](crate::Installed::enter)) could not put the
+    /// sandbox in force.
+    InstallError
+);
+
+impl From<Box<Diagnostic>> for InstallError {
+    fn from(diagnostic: Box<Diagnostic>) -> InstallError {
+        InstallError::boxed(diagnostic)
+    }
+}
+
+/// Why a spell could not be read or did not end with an exit status.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .diagnostic.message)]
+pub struct SpellError {
+    diagnostic: Box<Diagnostic>,
+    status: i32,
+}
+
+impl SpellError {
+    pub(crate) fn new(diagnostic: Diagnostic, status: i32) -> SpellError {
+        SpellError {
+            diagnostic: Box::new(diagnostic),
+            status,
+        }
+    }
+
+    /// A spell that cannot start: a syntax error, or too large.
+    pub(crate) fn cannot_run(error: BuzzError) -> SpellError {
+        SpellError::new(error.to_diagnostic(), EXIT_CANNOT_RUN)
+    }
+
+    /// A spell stopped by an uncaught sandbox denial or another failure.
+    pub(crate) fn failed(error: BuzzError) -> SpellError {
+        let diagnostic = error.to_diagnostic();
+        let status = match diagnostic.code {
+            Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007) => EXIT_DENIED,
+            _ => EXIT_SPELL_FAILED,
+        };
+        SpellError::new(diagnostic, status)
+    }
+
+    /// The spell's own status, which must fit an exit status.
+    pub(crate) fn check_status(status: i32) -> Result<i32, SpellError> {
+        if (0..=255).contains(&status) {
+            return Ok(status);
+        }
+        let diagnostic =
+            Diagnostic::error(format!("the spell's status {status} is not an exit status"))
+                .with_note("`main` (or `std.exit`) gave a status outside 0-255")
+                .with_help("return a status from 0 to 255 (0 for success)");
+        Err(SpellError::new(diagnostic, EXIT_SPELL_FAILED))
+    }
+
+    /// The error as `magus` reports it.
+    pub fn diagnostic(&self) -> &Diagnostic {
+        &self.diagnostic
+    }
+
+    /// The status `magus run` exits with for it: 1 the spell failed, 124
+    /// stopped by a sandbox denial, 126 cannot run, 127 no such spell.
+    pub fn exit_status(&self) -> i32 {
+        self.status
+    }
+}
+
+/// [`CompatLevel::HardRequirement`](crate::CompatLevel) with a policy that
+/// turns the sandbox off.
+pub(super) fn sandbox_off() -> Diagnostic {
+    Diagnostic::error("the sandbox is required, but the policy turns it off")
+        .with_help("set `sandbox.enabled: true` in magus.yaml and unset MAGUS_SANDBOX_ENABLED")
+}
+
+/// A warning `magus run` would go on with, as a refusal.
+pub(super) fn required(mut missing: Diagnostic) -> Diagnostic {
+    missing.severity = crate::diag::Severity::Error;
+    missing.with_note(
+        "the embedder required it (CompatLevel::HardRequirement); nothing was restricted",
+    )
+}
+
+pub(super) fn no_interpreter_thread(e: &std::io::Error) -> Diagnostic {
+    Diagnostic::error(format!("cannot start the interpreter thread: {e}"))
+}
+
+pub(super) fn no_workspace(workspace: &Path, e: &std::io::Error) -> Diagnostic {
+    Diagnostic::error(format!(
+        "cannot enter the workspace {}: {e}",
+        workspace.display()
+    ))
+}

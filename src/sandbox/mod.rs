@@ -1,0 +1,314 @@
+//! The library's facade: load a workspace's policy, install the sandbox on
+//! the process, then run spells with the natives bound to the gate.
+//!
+//! It owns no step of its own: it wraps the start-up sequence of
+//! `magus run` (`cli::run`, which fixes the one order that works), so the
+//! `magus` binary and an embedder start a spell the same way. Each stage
+//! is its own type, so a spell cannot run before the sandbox is installed.
+
+mod error;
+
+pub use error::{InstallError, LoadError, SpellError};
+
+use crate::bindings::{self, DiagnosticSink, Session};
+use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
+use crate::cli::run::{self as startup, Confinement};
+use crate::diag::{output_options, Diagnostic, Renderer};
+use crate::enforce::gate::Gate;
+use crate::enforce::{LandlockStatus, ReexecState};
+use crate::policy::{self, Policy, SandboxState, Startup, StartupInput, WorkspaceArg};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// How much of the kernel's confinement [`Sandbox::install`] insists on,
+/// chosen explicitly by the caller (as the `landlock` crate's
+/// `CompatLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompatLevel {
+    /// What `magus run` does: put in force every layer the kernel offers
+    /// (jail, syscall guard, Landlock at whatever ABI), and say what is
+    /// missing in [`Installed::diagnostics`]. On a kernel without Landlock
+    /// only the gate, in the interpreter, protects the paths.
+    BestEffort,
+    /// The sandbox must be on and a Landlock domain must be in force (at
+    /// any ABI: rights an older ABI lacks are still only said in the
+    /// diagnostics, as is a missing jail). Checked before anything is
+    /// restricted, so a refusal leaves the process as it was.
+    HardRequirement,
+}
+
+/// A workspace's resolved policy, not yet in force: nothing about the
+/// process is restricted while this exists.
+#[derive(Debug)]
+pub struct Sandbox {
+    startup: Startup,
+    env: Vec<(OsString, OsString)>,
+    reexec: Option<ReexecState>,
+}
+
+impl Sandbox {
+    /// Loads the workspace at `dir` (with or without a `magus.yaml`, like
+    /// `magus --workspace DIR`): resolves its policy against this process's
+    /// environment and checks it against `magus.lock` (MGS2010).
+    ///
+    /// Call it first thing in `main`, before any other thread starts: when
+    /// this process is the one [`Sandbox::install`] re-executed, it takes
+    /// the re-exec's own variables out of the environment.
+    pub fn load(dir: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()))
+    }
+
+    /// Like [`Sandbox::load`], for the nearest ancestor of `start` (itself
+    /// included) holding a `magus.yaml`, as `magus` finds its workspace.
+    pub fn discover(start: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
+        Sandbox::load_process(WorkspaceArg::Discover {
+            start: start.as_ref(),
+        })
+    }
+
+    fn load_process(workspace: WorkspaceArg<'_>) -> Result<Sandbox, LoadError> {
+        // Before the environment is read: the re-executed process takes
+        // the stripped names out of it.
+        let reexec = crate::enforce::take_reexec_state();
+        Sandbox::load_from(workspace, std::env::vars_os().collect(), reexec)
+    }
+
+    /// The CLI's entry: the environment and the re-exec state it took
+    /// itself, first thing in `main`.
+    pub(crate) fn load_from(
+        workspace: WorkspaceArg<'_>,
+        env: Vec<(OsString, OsString)>,
+        reexec: Option<ReexecState>,
+    ) -> Result<Sandbox, LoadError> {
+        let input = StartupInput {
+            workspace,
+            env: &env,
+        };
+        let startup = policy::startup(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
+        crate::cli::lock::verify_for_run(&startup.policy, &env).map_err(LoadError::boxed)?;
+        Ok(Sandbox {
+            startup,
+            env,
+            reexec,
+        })
+    }
+
+    /// The resolved policy.
+    pub fn policy(&self) -> &Policy {
+        &self.startup.policy
+    }
+
+    /// What resolving the policy found worth saying (warnings and notes);
+    /// [`Installed::diagnostics`] repeats them with the kernel's findings.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.startup.diagnostics
+    }
+
+    /// Reads a spell, named as `magus run` takes it: `NAME` or `NAME.buzz`
+    /// for `spells/NAME.buzz` of the workspace, or a path (anything with a
+    /// `/`). Read now, with the process's own authority, because the
+    /// sandbox may not grant the spell's file once installed.
+    pub fn spell(&self, name: &str) -> Result<Spell, SpellError> {
+        let (path, source) = crate::cli::spells::read_spell(self.policy().workspace(), name)
+            .map_err(|e| SpellError::new(*e.diagnostic, e.status))?;
+        Ok(Spell { path, source })
+    }
+
+    /// Puts the policy in force on this whole process, irreversibly: the
+    /// scrubbing re-exec, the jail, the syscall guard and Landlock, in the
+    /// order `magus run` uses. Call it on the process's only thread.
+    ///
+    /// # Warning
+    ///
+    /// When the environment holds a variable the policy withholds, this
+    /// replaces the process image (`/proc/self/exe`, same arguments) with
+    /// one whose environment is scrubbed, and does not return: the new
+    /// process runs `main` again, and its own `install` carries on. On
+    /// error the process may be partly confined (except for the checks of
+    /// [`CompatLevel::HardRequirement`]): end it.
+    pub fn install(self, level: CompatLevel) -> Result<Installed, InstallError> {
+        if level == CompatLevel::HardRequirement {
+            self.require_kernel()?;
+        }
+        let Sandbox {
+            startup,
+            env,
+            reexec,
+        } = self;
+        let confinement = startup::confine_process(startup, &env, reexec)?;
+        Ok(Installed { confinement })
+    }
+
+    /// [`CompatLevel::HardRequirement`]'s checks, made with probes only.
+    fn require_kernel(&self) -> Result<(), InstallError> {
+        let policy = self.policy();
+        if policy.state() == SandboxState::Off {
+            return Err(InstallError::new(error::sandbox_off()));
+        }
+        let request = startup::landlock_request(&self.env);
+        match crate::enforce::landlock::probe(policy.network(), request) {
+            LandlockStatus::Unavailable { reason } => Err(InstallError::new(error::required(
+                startup::landlock_unavailable(reason),
+            ))),
+            LandlockStatus::Enforced { .. } => Ok(()),
+        }
+    }
+}
+
+/// A spell's file and source, read by [`Sandbox::spell`].
+#[derive(Debug, Clone)]
+pub struct Spell {
+    pub(crate) path: PathBuf,
+    pub(crate) source: String,
+}
+
+impl Spell {
+    /// Where the spell was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The spell's source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The spell parsed, for [`Interpreter::run`].
+    pub fn parse(&self) -> Result<Program, BuzzError> {
+        crate::buzz::parse(&self.path, &self.source)
+    }
+}
+
+/// The process after [`Sandbox::install`]: confined, with everything the
+/// spells' run needs.
+pub struct Installed {
+    confinement: Confinement,
+}
+
+impl Installed {
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.confinement.policy
+    }
+
+    /// What to say before the first spell runs: the policy's warnings and
+    /// whatever part of the sandbox the kernel could not put in force
+    /// (MGS2005, MGS2012, partial enforcement). The `magus` binary prints
+    /// them on stderr; an embedder decides.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.confinement.report.now
+    }
+
+    /// Runs `f` with the [`Runtime`], on a thread with the interpreter's
+    /// large stack, from the workspace root; stops the network proxy (if
+    /// `network.hosts` started one) when `f` returns.
+    pub fn enter<T: Send>(self, f: impl FnOnce(&Runtime) -> T + Send) -> Result<T, InstallError> {
+        let confinement = self.confinement;
+        let on_stack = stack::run_on_interpreter_stack(move || {
+            let runtime = Runtime::start(confinement)?;
+            let out = f(&runtime);
+            runtime.finish();
+            Ok(out)
+        });
+        on_stack.map_err(|e| InstallError::new(error::no_interpreter_thread(&e)))?
+    }
+}
+
+/// The spells' side of an installed sandbox: the gate, and the natives
+/// bound to it. Lives on the thread [`Installed::enter`] runs.
+pub struct Runtime {
+    session: Rc<Session>,
+    sink: DiagnosticSink,
+    heap_budget: usize,
+}
+
+impl Runtime {
+    fn start(confinement: Confinement) -> Result<Runtime, InstallError> {
+        let Confinement {
+            policy,
+            domain,
+            proxy,
+            hidden,
+            child_env,
+            report,
+        } = confinement;
+        let workspace = policy.workspace().to_path_buf();
+        let heap_budget = startup::heap_budget(&policy);
+        std::env::set_current_dir(&workspace)
+            .map_err(|e| InstallError::new(error::no_workspace(&workspace, &e)))?;
+        let gate = Gate::new(Rc::new(policy), workspace).with_hidden_programs(hidden);
+        let renderer = Renderer::new(output_options().format);
+        let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
+        let session = Session::new(
+            gate,
+            domain,
+            child_env.vars,
+            report.at_first_launch,
+            sink.clone(),
+        );
+        let session = Rc::new(session.with_shim_notes(report.at_shim).with_egress(proxy));
+        Ok(Runtime {
+            session,
+            sink,
+            heap_budget,
+        })
+    }
+
+    /// The gate every native of this run goes through.
+    pub fn gate(&self) -> &Gate {
+        self.session.gate()
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        self.gate().policy()
+    }
+
+    /// The natives to register in an interpreter: Buzz's `fs`, `sh` and
+    /// `env` modules (and upstream's `buzz:fs`, `buzz:os`, `buzz:io` faces
+    /// over them), every call bound to [`Runtime::gate`].
+    pub fn natives(&self) -> Vec<NativeModule> {
+        bindings::modules(&self.session)
+    }
+
+    /// An interpreter for the spell at `file` with the natives registered,
+    /// imports read through the gate, and the policy's memory budget.
+    pub fn interpreter(&self, file: &Path) -> Interpreter {
+        Interpreter::new(file, self.natives())
+            .with_loader(bindings::source_loader(&self.session))
+            .with_libraries(bindings::libraries())
+            .with_stack_budget(stack::stack_budget(stack::interpreter_stack()))
+            .with_heap_budget(self.heap_budget)
+    }
+
+    /// Runs the spell's `main(args)`; its output goes to stdout, and the
+    /// sandbox's notes (a denial caught by the spell, a first launch) to
+    /// stderr. Returns the spell's exit status (0-255), or why it failed
+    /// with the status `magus run` would exit with.
+    pub fn run(&self, spell: &Spell, args: Vec<String>) -> Result<i32, SpellError> {
+        let program = spell.parse().map_err(SpellError::cannot_run)?;
+        let status = self
+            .interpreter(&spell.path)
+            .run(&program, args)
+            .map_err(SpellError::failed)?;
+        SpellError::check_status(status)
+    }
+
+    /// Where the run's diagnostics go (stderr, in the process's format).
+    pub(crate) fn sink(&self) -> &DiagnosticSink {
+        &self.sink
+    }
+
+    /// The end of the run: the proxy stops and its summary is said.
+    fn finish(&self) {
+        let options = output_options();
+        crate::cli::hosts::finish(
+            &self.session,
+            options.format,
+            options.verbosity,
+            &*self.sink,
+        );
+    }
+}
