@@ -3,18 +3,13 @@
 //! and the launch of confined child processes.
 
 pub mod beneath;
-pub mod capabilities;
 pub mod child;
 mod error;
-pub mod jail;
-pub mod landlock;
-pub mod limits;
-pub mod network;
-pub mod process;
-pub mod proxy;
-pub mod reexec;
-pub mod seccomp;
-pub mod survivors;
+pub mod linux;
+
+pub use linux::{
+    capabilities, jail, landlock, limits, network, process, proxy, reexec, seccomp, survivors,
+};
 
 pub use child::{ChildStdio, ConfinedChild, ConfinedCommand};
 pub use error::EnforceError;
