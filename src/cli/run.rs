@@ -23,31 +23,39 @@ use super::spells::{read_spell, SpellError};
 use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_SPELL_FAILED};
 use crate::bindings::{self, Session};
 use crate::buzz::{BuzzError, Interpreter};
-use crate::diag::{render, Code, Diagnostic, Renderer};
+use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::{Gate, HiddenPrograms};
-use crate::enforce::jail::UserNamespace;
-use crate::enforce::jail::USERNS_VAR;
-use crate::enforce::landlock::{Unavailable, Unenforced};
-use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
-use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
-use crate::enforce::proxy::Proxy;
-use crate::enforce::seccomp::GuardMode;
-use crate::enforce::{
-    self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
-    ReexecState, SyscallGuard, UsernsRequest, ViewInputs,
-};
-use crate::policy::limits::Seconds;
-use crate::policy::Limits;
+use crate::enforce::{self, Domain, ReexecState};
 use crate::policy::{
-    effective_fingerprint, Access, ChildEnv, Network, NormalPath, Policy, SandboxState,
-    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
+    effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, FINGERPRINT_VAR,
 };
+#[cfg(kernel_layer)]
+use kernel_imports::*;
+
+/// What only the kernel layer's steps use.
+#[cfg(kernel_layer)]
+mod kernel_imports {
+    pub(super) use crate::diag::render;
+    pub(super) use crate::enforce::jail::UserNamespace;
+    pub(super) use crate::enforce::jail::USERNS_VAR;
+    pub(super) use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+    pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
+    pub(super) use crate::enforce::proxy::Proxy;
+    pub(super) use crate::enforce::seccomp::GuardMode;
+    pub(super) use crate::enforce::{
+        JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus, SyscallGuard,
+        Unavailable, Unenforced, UsernsRequest, ViewInputs,
+    };
+    pub(super) use crate::policy::limits::Seconds;
+    pub(super) use crate::policy::{Limits, Network, DAEMON_SOCKET_VAR};
+}
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// Variables magus itself needs to resolve the same policy after the
 /// re-exec; they are no secret, and children still do not get them.
+#[cfg(kernel_layer)]
 const KEPT_FOR_MAGUS: [&str; 2] = ["TMPDIR", "XDG_CACHE_HOME"];
 
 /// What to do once the sandbox is up: run one spell's `main`, or the
@@ -85,16 +93,26 @@ pub(super) fn run(
         SandboxState::On => policy.child_env(env),
         SandboxState::Off => unsandboxed_env(env),
     };
+    #[cfg(kernel_layer)]
     super::hosts::inherit_outer_proxy(&policy, env, &mut child_env);
+    #[cfg(not(kernel_layer))]
+    if let Some(never) = reexec {
+        match never {}
+    }
     if policy.state() == SandboxState::On {
-        if let Err(d) = keep_inherited_descriptors() {
-            renderer.emit(&d);
-            return EXIT_CONFIG;
-        }
-        match reexec {
-            None if needs_reexec(&child_env) => return reexec_scrubbed(env, &child_env, &renderer),
-            None => {}
-            Some(state) => restore_stripped(&mut child_env, state),
+        #[cfg(kernel_layer)]
+        {
+            if let Err(d) = keep_inherited_descriptors() {
+                renderer.emit(&d);
+                return EXIT_CONFIG;
+            }
+            match reexec {
+                None if needs_reexec(&child_env) => {
+                    return reexec_scrubbed(env, &child_env, &renderer)
+                }
+                None => {}
+                Some(state) => restore_stripped(&mut child_env, state),
+            }
         }
         give_temporary_directory(&policy, env, &mut child_env);
     }
@@ -104,6 +122,7 @@ pub(super) fn run(
     // before any restriction (and before the jail's namespaces). Once the
     // children's network namespace carries `hosts` too, create them inside
     // it instead (see the README's "Network by host name").
+    #[cfg(kernel_layer)]
     let proxy = match super::hosts::start(&policy, env, &mut child_env) {
         Ok(proxy) => proxy,
         Err(d) => {
@@ -119,14 +138,20 @@ pub(super) fn run(
         SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
         SandboxState::Off => HiddenPrograms::default(),
     };
+    #[cfg(kernel_layer)]
     let network = super::hosts::landlock_network(&policy, proxy.as_ref());
-    let domain = match confine(&policy, &network, env, &renderer, &mut resolution) {
+    #[cfg(kernel_layer)]
+    let confined = confine(&policy, &network, env, &renderer, &mut resolution);
+    #[cfg(not(kernel_layer))]
+    let confined = Ok::<_, Box<Diagnostic>>(interpreter_only_domain(&policy, &mut resolution));
+    let domain = match confined {
         Ok(domain) => domain,
         Err(d) => {
             renderer.emit(&d);
             return EXIT_CONFIG;
         }
     };
+    #[cfg(kernel_layer)]
     resolution.extend(super::hosts::partial_mode(&policy, domain.status().abi()));
     let report = startup_report(ReportInput {
         policy: &policy,
@@ -142,6 +167,7 @@ pub(super) fn run(
     let work = Work {
         policy,
         domain,
+        #[cfg(kernel_layer)]
         proxy,
         hidden,
         child_env,
@@ -213,6 +239,7 @@ fn give_temporary_directory(
 
 /// Step 2, first half: descriptors magus inherited above stderr reach no
 /// child, nor the re-executed magus.
+#[cfg(kernel_layer)]
 fn keep_inherited_descriptors() -> Result<(), Box<Diagnostic>> {
     enforce::process::close_inherited_on_exec().map_err(|e| {
         Box::new(
@@ -246,11 +273,13 @@ fn unsandboxed_env(env: &[(OsString, OsString)]) -> ChildEnv {
     }
 }
 
+#[cfg(kernel_layer)]
 fn needs_reexec(child_env: &ChildEnv) -> bool {
     !child_env.stripped.is_empty() || child_env.daemon_socket_withheld()
 }
 
 /// Replaces this process with one that holds only the scrubbed environment.
+#[cfg(kernel_layer)]
 fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv, renderer: &Renderer) -> i32 {
     let mut kept = child_env.vars.clone();
     kept.extend(
@@ -271,6 +300,7 @@ fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv, renderer:
 
 /// After the re-exec the environment is already clean: take the names the
 /// first process stripped, so MGS2003 and MGS2008 still say them.
+#[cfg(kernel_layer)]
 fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
     for name in state.stripped {
         let name = name.to_string_lossy().into_owned();
@@ -286,6 +316,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 
 /// Step 3 of the module doc: the jail, capabilities, syscall guard,
 /// Landlock. Whatever could not be put in force is said in one warning.
+#[cfg(kernel_layer)]
 fn confine(
     policy: &Policy,
     network: &Network,
@@ -337,6 +368,7 @@ fn confine(
 /// `enforce::limits` hooks: `prepare` here; `in_new_pid_namespace` and
 /// `arm_deadline` in the jail's PID 1 (`jail::reaper`); `apply_to_self`
 /// here, in magus proper; `apply_to_child` in `child::vfork`.
+#[cfg(kernel_layer)]
 fn isolate(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -368,6 +400,7 @@ fn isolate(
 }
 
 /// Said by the process that waits for magus when the wall time runs out.
+#[cfg(kernel_layer)]
 fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
     let wall = limits.wall_time.map_or(0, |d| d.as_secs());
     Diagnostic::error(format!(
@@ -377,6 +410,7 @@ fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
     .with_help("raise `limits.wall_time` in magus.yaml (and re-lock) if the spell needs longer")
 }
 
+#[cfg(kernel_layer)]
 fn unenforced_processes() -> Diagnostic {
     Diagnostic::warning(
         "sandbox.limits.processes is not enforced: real root ignores RLIMIT_NPROC and this kernel keeps no per-namespace pid_max",
@@ -385,6 +419,7 @@ fn unenforced_processes() -> Diagnostic {
 }
 
 /// What became of the jail for this run.
+#[cfg(kernel_layer)]
 pub(super) enum Jail {
     Entered(UserNamespace),
     /// A nested magus lives in the enclosing run's jail already.
@@ -396,6 +431,7 @@ pub(super) enum Jail {
 /// refused the run goes on with Landlock, the syscall guard and no
 /// capabilities, and says what is missing; a view that fails once the
 /// namespaces exist ends the run, naming the failing step.
+#[cfg(kernel_layer)]
 fn enter_jail(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -422,6 +458,7 @@ fn enter_jail(
 
 /// The repository search hit its limit: say so, every run, since deeper
 /// hooks and config stay writable for children.
+#[cfg(kernel_layer)]
 fn search_truncated() -> Diagnostic {
     Diagnostic::warning(format!(
         "the search for git repositories in writable grants stopped after {} directories: \
@@ -433,12 +470,14 @@ fn search_truncated() -> Diagnostic {
 
 /// `MAGUS_SANDBOX_USERNS=0` behaves as a kernel that refuses user
 /// namespaces (for testing the fallback).
+#[cfg(kernel_layer)]
 pub(super) fn userns_request(env: &[(OsString, OsString)]) -> UsernsRequest {
     UsernsRequest::from_env_value(crate::policy::lookup(env, USERNS_VAR))
 }
 
 /// The warning said at every run when part of the sandbox is not in force:
 /// Landlock rights the kernel lacks, no jail (and so no PID namespace).
+#[cfg(kernel_layer)]
 pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
     let mut missing = Vec::new();
     let mut help = Vec::new();
@@ -478,6 +517,7 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
 /// What the jail makes up for: without `resolve_unix` (ABI 9) Landlock
 /// lets a child connect to any pathname socket it can name, but in the
 /// jail only sockets inside the grants exist.
+#[cfg(kernel_layer)]
 fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
     let jailed = matches!(jail, Jail::Entered(_) | Jail::Inherited);
     jailed
@@ -490,6 +530,7 @@ fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
         )
 }
 
+#[cfg(kernel_layer)]
 fn jail_help(reason: &JailUnavailable) -> String {
     match reason {
         JailUnavailable::UsernsForcedOff => {
@@ -508,6 +549,7 @@ fn jail_help(reason: &JailUnavailable) -> String {
 
 /// MGS2012, at every run: `deny` enforced by the seccomp fallback, or port
 /// lists on a kernel whose Landlock cannot restrict TCP ports.
+#[cfg(kernel_layer)]
 pub fn network_fallback(plan: NetworkPlan, landlock: &LandlockStatus) -> Option<Diagnostic> {
     match plan {
         NetworkPlan::UnixSocketsOnly { why } => Some(deny_by_seccomp(why)),
@@ -518,6 +560,7 @@ pub fn network_fallback(plan: NetworkPlan, landlock: &LandlockStatus) -> Option<
     }
 }
 
+#[cfg(kernel_layer)]
 fn landlock_restricts_tcp(landlock: &LandlockStatus) -> bool {
     match landlock {
         LandlockStatus::Enforced { unenforced, .. } => !unenforced
@@ -527,6 +570,7 @@ fn landlock_restricts_tcp(landlock: &LandlockStatus) -> bool {
     }
 }
 
+#[cfg(kernel_layer)]
 fn deny_by_seccomp(why: NetnsUnavailable) -> Diagnostic {
     Diagnostic::warning(format!(
         "`network: deny` is enforced by seccomp, not a network namespace ({why})"
@@ -536,6 +580,7 @@ fn deny_by_seccomp(why: NetnsUnavailable) -> Diagnostic {
     .with_help("allow unprivileged user namespaces for magus (`magus explain MGS2012` shows how) to get a loopback-only namespace instead")
 }
 
+#[cfg(kernel_layer)]
 fn ports_unenforced(landlock: &LandlockStatus) -> Diagnostic {
     let why = match landlock.abi() {
         Some(abi) => format!("Landlock ABI {abi} has no TCP rights; they need ABI 4, Linux 6.7"),
@@ -550,6 +595,7 @@ fn ports_unenforced(landlock: &LandlockStatus) -> Diagnostic {
 }
 
 /// Whether this magus was started from a sandboxed spell.
+#[cfg(kernel_layer)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Nesting {
     Outermost,
@@ -559,6 +605,7 @@ enum Nesting {
 
 /// A nested magus skips the jail: it already lives in the enclosing run's,
 /// whose syscall guard refuses new namespaces and mounts anyway.
+#[cfg(kernel_layer)]
 fn nesting(env: &[(OsString, OsString)]) -> Nesting {
     match crate::policy::lookup(env, FINGERPRINT_VAR) {
         Some(_) => Nesting::InsideMagus,
@@ -567,12 +614,14 @@ fn nesting(env: &[(OsString, OsString)]) -> Nesting {
 }
 
 /// `MAGUS_SANDBOX_LANDLOCK=0` forces interpreter-only mode.
+#[cfg(kernel_layer)]
 pub(super) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest {
     let value = env.iter().find(|(k, _)| k == "MAGUS_SANDBOX_LANDLOCK");
     LandlockRequest::from_env_value(value.map(|(_, v)| v.as_os_str()))
 }
 
 /// MGS2005: said once, at startup, whenever no kernel domain is in force.
+#[cfg(kernel_layer)]
 pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     Diagnostic::warning(format!(
         "Landlock is unavailable ({reason}): only the interpreter-level gate is in force"
@@ -582,10 +631,35 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     .with_help("run on Linux 5.13 or newer with Landlock enabled (`magus sandbox check` shows the kernel's state)")
 }
 
+/// Without the kernel layer nothing confines children: MGS2005 is said at
+/// every sandboxed run, as where Landlock is missing.
+#[cfg(not(kernel_layer))]
+fn interpreter_only_domain(policy: &Policy, diagnostics: &mut Vec<Diagnostic>) -> Domain {
+    if policy.state() == SandboxState::On {
+        diagnostics.push(interpreter_only());
+    }
+    Domain::interpreter_only()
+}
+
+/// MGS2005 of a magus built without the kernel layer: the platform, and
+/// what is and is not confined.
+#[cfg(not(kernel_layer))]
+pub fn interpreter_only() -> Diagnostic {
+    Diagnostic::warning(format!(
+        "no kernel confinement on {}: only the interpreter layer is in force",
+        enforce::platform()
+    ))
+    .with_code(Code::Mgs2005)
+    .with_note("children can read any file you can; only fs.* is confined")
+    .with_note("sh.* still refuses programs outside the grants and children get only the allowed environment; `network:` and `sandbox.limits` are not enforced")
+    .with_help("run spells you do not trust on Linux, with a magus built with the default `kernel` feature (Landlock and the jail)")
+}
+
 /// Everything step 4 needs, moved onto the interpreter's thread.
 struct Work {
     policy: Policy,
     domain: Domain,
+    #[cfg(kernel_layer)]
     proxy: Option<Proxy>,
     hidden: HiddenPrograms,
     child_env: ChildEnv,
@@ -601,6 +675,7 @@ fn execute(work: Work) -> i32 {
     let Work {
         policy,
         domain,
+        #[cfg(kernel_layer)]
         proxy,
         hidden,
         child_env,
@@ -625,7 +700,10 @@ fn execute(work: Work) -> i32 {
         report.at_first_launch,
         sink.clone(),
     );
-    let session = Rc::new(session.with_shim_notes(report.at_shim).with_egress(proxy));
+    let session = session.with_shim_notes(report.at_shim);
+    #[cfg(kernel_layer)]
+    let session = session.with_egress(proxy);
+    let session = Rc::new(session);
     let interpreter = |file: &Path| {
         Interpreter::new(file, bindings::modules(&session))
             .with_loader(bindings::source_loader(&session))
@@ -654,8 +732,11 @@ fn execute(work: Work) -> i32 {
         }
         Job::Test { .. } => super::test::run_tests(&spells, interpreter, &sink),
     };
-    let options = crate::diag::output_options();
-    super::hosts::finish(&session, options.format, options.verbosity, &*sink);
+    #[cfg(kernel_layer)]
+    {
+        let options = crate::diag::output_options();
+        super::hosts::finish(&session, options.format, options.verbosity, &*sink);
+    }
     status
 }
 

@@ -16,5 +16,16 @@ pub mod network;
 pub mod process;
 pub mod proxy;
 pub mod reexec;
+pub mod resolve;
 pub mod seccomp;
 pub mod survivors;
+
+// The kernel layer's API, re-exported by `crate::enforce`.
+pub use ::landlock::RulesetError;
+pub use jail::{JailPlan, JailStatus, JailUnavailable, UsernsRequest, ViewInputs};
+pub use landlock::{
+    install_on_self, probe as probe_landlock, ChildRestriction, Domain, Enforcement,
+    LandlockRequest, LandlockStatus, Unavailable, Unenforced,
+};
+pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
+pub use seccomp::{SyscallGuard, SyscallGuardStatus};
