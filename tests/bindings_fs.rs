@@ -402,7 +402,9 @@ fn dotdot_and_magic_link_spellings_are_refused() {
 }
 
 /// `/proc/<pid>/environ` of magus's parent (a shell holding every secret
-/// variable), of PID 1 and of the namespace's parent are refused.
+/// variable), of PID 1 and of the namespace's parent are refused. (The
+/// namespace's parent exists only in the kernel layer's jail.)
+#[cfg(kernel_layer)]
 #[test]
 fn other_processes_environ_is_refused() {
     let h = Harness::new();

@@ -15,7 +15,6 @@ mod scratch;
 use magus_sandbox::__private::bindings::{self, Session};
 use magus_sandbox::__private::buzz::{self, Interpreter};
 use magus_sandbox::__private::enforce::gate::Gate;
-use magus_sandbox::__private::enforce::landlock::Unavailable;
 use magus_sandbox::__private::enforce::Domain;
 use magus_sandbox::__private::policy::{self, SandboxState, StartupInput, WorkspaceArg};
 use std::cell::RefCell;
@@ -238,7 +237,11 @@ impl Fixture {
         assert_eq!(startup.policy.state(), SandboxState::On);
         let gate = Gate::new(Rc::new(startup.policy), self.ws.clone());
         let sink: bindings::DiagnosticSink = Rc::new(|_| {});
-        let domain = Domain::unconfined(Unavailable::ForcedOff);
+        #[cfg(kernel_layer)]
+        let domain =
+            Domain::unconfined(magus_sandbox::__private::enforce::landlock::Unavailable::ForcedOff);
+        #[cfg(not(kernel_layer))]
+        let domain = Domain::interpreter_only();
         Rc::new(Session::new(gate, domain, env, Vec::new(), sink))
     }
 

@@ -277,6 +277,8 @@ fn a_child_keeps_the_terminal_and_its_order() {
     assert_eq!(lines, want, "the terminal showed:\n{seen}");
 }
 
+// Expects the kernel layer: a child denied by the kernel.
+#[cfg(kernel_layer)]
 #[test]
 fn a_kernel_denial_under_a_terminal_is_still_explained() {
     let h = Harness::new();
@@ -295,6 +297,8 @@ fn a_kernel_denial_under_a_terminal_is_still_explained() {
     assert!(seen.contains("note[MGS2001]"), "{seen}");
 }
 
+// Expects the kernel layer: a child denied by the kernel.
+#[cfg(kernel_layer)]
 #[test]
 fn json_mode_keeps_stderr_one_object_per_line() {
     let h = Harness::new();
@@ -354,6 +358,8 @@ fn parse_lines(stderr: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+// Expects the kernel layer: the jail's private /tmp.
+#[cfg(kernel_layer)]
 #[test]
 fn children_get_a_writable_tmpdir() {
     let mut h = Harness::new();
@@ -397,6 +403,8 @@ fn with_mise(h: &mut Harness) -> std::path::PathBuf {
     shims
 }
 
+// Expects the kernel layer: a run that says nothing (no MGS2005).
+#[cfg(kernel_layer)]
 #[test]
 fn shims_on_path_are_said_only_when_a_launch_meets_one() {
     // mise's directory is granted, its variables are not passed through.
@@ -451,6 +459,8 @@ fn an_exec_denial_of_a_shim_points_at_the_managers_fix() {
     assert!(!help.contains("shims\n"), "{help}");
 }
 
+// Expects the kernel layer: a run that says nothing but the launch notes (no MGS2005).
+#[cfg(kernel_layer)]
 #[test]
 fn withheld_names_are_shown_under_verbose_and_in_check_only() {
     let h = Harness::new();
@@ -497,6 +507,8 @@ fn quiet_prints_nothing_on_success_and_errors_still() {
 
 // --------------------------------------------------------------- fixes
 
+// Expects the kernel layer: a child denied by the kernel.
+#[cfg(kernel_layer)]
 #[test]
 fn credential_denials_offer_no_grant_and_others_do() {
     let h = Harness::new();
@@ -542,6 +554,7 @@ fn credential_denials_offer_no_grant_and_others_do() {
     assert!(help.contains("- path: ~/.terraform.d/x"), "{help}");
 }
 
+#[cfg(kernel_layer)]
 fn first_help(stderr: &str, code: &str) -> String {
     parse_lines(stderr)
         .into_iter()

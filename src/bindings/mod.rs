@@ -6,6 +6,7 @@
 //! `buzz:fs`, `buzz:os` and `buzz:io` are a second face over the same
 //! session (see `upstream`).
 
+#[cfg(kernel_layer)]
 pub mod egress;
 mod env;
 mod errors;

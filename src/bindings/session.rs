@@ -2,10 +2,12 @@
 //! nest in, the environment children will get, and the notes that are
 //! said once per run.
 
+#[cfg(kernel_layer)]
 use super::egress;
 use crate::buzz::CallSite;
 use crate::diag::Diagnostic;
 use crate::enforce::gate::Gate;
+#[cfg(kernel_layer)]
 use crate::enforce::proxy::{EgressSummary, Proxy};
 use crate::enforce::Domain;
 use std::cell::{Cell, RefCell};
@@ -44,6 +46,7 @@ pub struct Session {
     shim_notes: RefCell<Vec<(ShimNote, bool)>>,
     sink: DiagnosticSink,
     /// The host-filtering proxy, when `network.hosts` is in force.
+    #[cfg(kernel_layer)]
     egress: RefCell<Option<Proxy>>,
 }
 
@@ -68,6 +71,7 @@ impl Session {
             launched: Cell::new(false),
             shim_notes: RefCell::new(Vec::new()),
             sink,
+            #[cfg(kernel_layer)]
             egress: RefCell::new(None),
         }
     }
@@ -79,12 +83,14 @@ impl Session {
     }
 
     /// The proxy whose refusals the `sh.*` calls report (MGS2011).
+    #[cfg(kernel_layer)]
     pub fn with_egress(self, proxy: Option<Proxy>) -> Session {
         *self.egress.borrow_mut() = proxy;
         self
     }
 
     /// After a `sh.*` call: MGS2011 for each host its children were refused.
+    #[cfg(kernel_layer)]
     pub(super) fn after_call(&self, site: &CallSite) {
         let refusals = match self.egress.borrow_mut().as_mut() {
             Some(proxy) => proxy.take_refusals(),
@@ -97,8 +103,13 @@ impl Session {
         }
     }
 
+    /// Without the kernel layer there is no proxy, so nothing to report.
+    #[cfg(not(kernel_layer))]
+    pub(super) fn after_call(&self, _site: &CallSite) {}
+
     /// Stops the proxy at the end of the run: MGS2011 for refusals no call
     /// has reported yet (a background child's), and the egress summary.
+    #[cfg(kernel_layer)]
     pub fn finish_egress(&self) -> Option<EgressSummary> {
         let proxy = self.egress.borrow_mut().take()?;
         let (summary, refusals) = proxy.finish();

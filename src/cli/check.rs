@@ -1,13 +1,20 @@
 //! `magus sandbox check`: the resolved policy on stdout (each path, its
 //! rights and where it came from), then every startup diagnostic.
+//! `KernelReport` is the platform line: with the kernel layer it probes
+//! Landlock, the jail and the network; without it, it says the
+//! interpreter layer is all there is.
 
 use super::lock::LockReport;
 use super::report::{startup_report, ReportInput};
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
+#[cfg(kernel_layer)]
 use crate::enforce::jail::{protect, UserNamespace};
+#[cfg(kernel_layer)]
 use crate::enforce::limits::{self, OwnUserNamespace};
+#[cfg(kernel_layer)]
 use crate::enforce::network::NetworkPlan;
+#[cfg(kernel_layer)]
 use crate::enforce::{self, JailPlan, JailStatus, LandlockStatus, ViewInputs};
 use crate::policy::{
     self, Grant, GrantSource, Network, Policy, SandboxState, Startup, StateSource,
@@ -25,11 +32,10 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
     };
     let policy = &startup.policy;
     let kernel = KernelReport::probe(policy, env);
-    let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     let lock = LockReport::of(policy);
     let report = match global.message_format {
-        MessageFormat::Human => human_report(policy, &kernel, &lock, &plan),
-        MessageFormat::Json => json_report(policy, &kernel, &lock, &plan),
+        MessageFormat::Human => human_report(policy, &kernel, &lock),
+        MessageFormat::Json => json_report(policy, &kernel, &lock),
     };
     let _ = std::io::stdout().lock().write_all(report.as_bytes());
     let mut diagnostics = startup_diagnostics(&startup, env, &kernel);
@@ -55,20 +61,7 @@ fn startup_diagnostics(
     let mut resolution = startup.diagnostics.clone();
     let child_env = policy.child_env(env);
     if policy.state() == SandboxState::On {
-        if let LandlockStatus::Unavailable { reason } = &kernel.landlock {
-            resolution.push(super::run::landlock_unavailable(*reason));
-        }
-        resolution.extend(super::run::network_fallback(
-            kernel.network,
-            &kernel.landlock,
-        ));
-    }
-    let jail = match &kernel.jail {
-        JailStatus::Entered { user_namespace } => super::run::Jail::Entered(*user_namespace),
-        JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
-    };
-    if policy.state() == SandboxState::On {
-        resolution.extend(super::run::partial_enforcement(&kernel.landlock, &jail));
+        resolution.extend(kernel.warnings());
     }
     startup_report(ReportInput {
         policy,
@@ -83,20 +76,84 @@ fn startup_diagnostics(
 
 /// The kernel protections `magus run` would put in force, found without
 /// restricting this process.
+#[cfg(kernel_layer)]
 struct KernelReport {
     landlock: LandlockStatus,
     jail: JailStatus,
     network: NetworkPlan,
+    plan: JailPlan,
 }
 
+#[cfg(kernel_layer)]
 impl KernelReport {
     fn probe(policy: &Policy, env: &[(OsString, OsString)]) -> KernelReport {
         let request = super::run::landlock_request(env);
         KernelReport {
-            landlock: crate::enforce::landlock::probe(policy.network(), request),
+            landlock: crate::enforce::probe_landlock(policy.network(), request),
             jail: crate::enforce::jail::probe(super::run::userns_request(env)),
             network: enforce::network::probe(policy.network(), super::run::userns_request(env)),
+            plan: JailPlan::compile(policy, &ViewInputs::from_env(env)),
         }
+    }
+
+    /// What `magus run` would warn about the kernel, in the same words.
+    fn warnings(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        if let LandlockStatus::Unavailable { reason } = &self.landlock {
+            out.push(super::run::landlock_unavailable(*reason));
+        }
+        out.extend(super::run::network_fallback(self.network, &self.landlock));
+        let jail = match &self.jail {
+            JailStatus::Entered { user_namespace } => super::run::Jail::Entered(*user_namespace),
+            JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
+        };
+        out.extend(super::run::partial_enforcement(&self.landlock, &jail));
+        out
+    }
+
+    /// The human report from the carve-outs to the end.
+    fn human(&self, policy: &Policy) -> String {
+        let mut out = carve_out_text(&self.plan);
+        out.push_str(&format!(
+            "limits           {}\n",
+            limits_lines(policy, self).join("\n                 ")
+        ));
+        out.push_str("\nkernel\n");
+        out.push_str(&format!("  landlock  {}\n", self.landlock_text()));
+        out.push_str(&format!("  jail      {}\n", self.jail_text()));
+        out.push_str(&format!("  network   {}\n", self.network.describe()));
+        out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
+        out.push_str(
+            "  syscalls  modules, kexec, bpf, perf events, port I/O, device nodes, file handles, \
+             mounts, new namespaces, keyrings and fanotify refused to children (seccomp)\n",
+        );
+        out.push_str(
+            "  caps      none: every set cleared (bounding and ambient too) and securebits locked, \
+             root included\n",
+        );
+        out
+    }
+
+    /// The JSON report's `carve_outs`, `limits` and `kernel` members.
+    fn json(&self, policy: &Policy) -> [(&'static str, serde_json::Value); 3] {
+        let carve_outs: Vec<serde_json::Value> = self
+            .plan
+            .carve_outs()
+            .map(
+                |(path, reason)| json!({"path": path.display().to_string(), "why": reason.to_string()}),
+            )
+            .collect();
+        let kernel = json!({
+            "landlock": self.landlock_text(),
+            "landlock_abi": self.landlock.abi(),
+            "jail": self.jail_text(),
+            "network": self.network.describe(),
+        });
+        [
+            ("carve_outs", json!(carve_outs)),
+            ("limits", json!(limits_lines(policy, self))),
+            ("kernel", kernel),
+        ]
     }
 
     fn landlock_text(&self) -> String {
@@ -159,6 +216,61 @@ fn source_text(grant: &Grant) -> String {
     }
 }
 
+/// Without the kernel layer there is nothing to probe: the interpreter
+/// layer is all there is, on every platform.
+#[cfg(not(kernel_layer))]
+struct KernelReport;
+
+#[cfg(not(kernel_layer))]
+impl KernelReport {
+    const LAYER: &'static str = "interpreter layer only";
+    const CHILDREN: &'static str = "not confined: children can read any file you can; only fs.* \
+        is confined (sh.* programs are checked and children get the filtered environment)";
+
+    fn probe(_policy: &Policy, _env: &[(OsString, OsString)]) -> KernelReport {
+        KernelReport
+    }
+
+    fn warnings(&self) -> Vec<Diagnostic> {
+        vec![super::run::interpreter_only()]
+    }
+
+    fn layer_text(&self) -> String {
+        format!(
+            "{}: no kernel confinement on {}",
+            Self::LAYER,
+            crate::enforce::platform()
+        )
+    }
+
+    fn limits_text(policy: &Policy) -> &'static str {
+        match policy.limits().is_empty() {
+            true => "none",
+            false => "declared, not enforced (interpreter layer only)",
+        }
+    }
+
+    fn human(&self, policy: &Policy) -> String {
+        format!(
+            "limits           {}\n\nkernel\n  layer     {}\n  children  {}\n",
+            Self::limits_text(policy),
+            self.layer_text(),
+            Self::CHILDREN
+        )
+    }
+
+    fn json(&self, policy: &Policy) -> [(&'static str, serde_json::Value); 3] {
+        [
+            ("carve_outs", json!([])),
+            ("limits", json!([Self::limits_text(policy)])),
+            (
+                "kernel",
+                json!({"layer": self.layer_text(), "children": Self::CHILDREN}),
+            ),
+        ]
+    }
+}
+
 fn network_text(network: &Network) -> String {
     match network {
         Network::Allow => "allow".into(),
@@ -170,19 +282,25 @@ fn network_text(network: &Network) -> String {
             "connect_tcp {connect_tcp:?}, bind_tcp {bind_tcp:?} (TCP only: no UDP, so no DNS \
              lookups; /etc/hosts still works)"
         ),
+        #[cfg(kernel_layer)]
         Network::Hosts(list) => format!(
             "hosts {} via magus's proxy (mechanism: kernel, network, below)",
             crate::enforce::proxy::hosts_text(list)
         ),
+        #[cfg(not(kernel_layer))]
+        Network::Hosts(list) => format!(
+            "hosts [{}] (not enforced: no proxy without the kernel layer)",
+            hosts_list(list).join(", ")
+        ),
     }
 }
 
-fn human_report(
-    policy: &Policy,
-    kernel: &KernelReport,
-    lock: &LockReport,
-    plan: &JailPlan,
-) -> String {
+#[cfg(not(kernel_layer))]
+fn hosts_list(list: &crate::policy::HostList) -> Vec<String> {
+    list.rules.iter().map(|r| r.to_string()).collect()
+}
+
+fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
     let mut out = String::new();
     let config = policy
         .config_file()
@@ -220,28 +338,12 @@ fn human_report(
         "network          {}\n",
         network_text(policy.network())
     ));
-    out.push_str(&carve_out_text(plan));
-    out.push_str(&format!(
-        "limits           {}\n",
-        limits_lines(policy, kernel).join("\n                 ")
-    ));
-    out.push_str("\nkernel\n");
-    out.push_str(&format!("  landlock  {}\n", kernel.landlock_text()));
-    out.push_str(&format!("  jail      {}\n", kernel.jail_text()));
-    out.push_str(&format!("  network   {}\n", kernel.network.describe()));
-    out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
-    out.push_str(
-        "  syscalls  modules, kexec, bpf, perf events, port I/O, device nodes, file handles, \
-         mounts, new namespaces, keyrings and fanotify refused to children (seccomp)\n",
-    );
-    out.push_str(
-        "  caps      none: every set cleared (bounding and ambient too) and securebits locked, \
-         root included\n",
-    );
+    out.push_str(&kernel.human(policy));
     out
 }
 
 /// The protected carve-outs of the jail's view, each with why.
+#[cfg(kernel_layer)]
 fn carve_out_text(plan: &JailPlan) -> String {
     let mut out = String::from("\nread-only inside writable grants (for children, in the jail)\n");
     let mut any = false;
@@ -263,6 +365,7 @@ fn carve_out_text(plan: &JailPlan) -> String {
 
 /// `sandbox.limits` and how a run would hold each bound; `none` when
 /// nothing is declared.
+#[cfg(kernel_layer)]
 fn limits_lines(policy: &Policy, kernel: &KernelReport) -> Vec<String> {
     let (pid_namespace, own_user_ns) = match &kernel.jail {
         JailStatus::Entered {
@@ -296,18 +399,7 @@ fn json_grant(grant: &Grant) -> serde_json::Value {
     })
 }
 
-fn json_report(
-    policy: &Policy,
-    kernel: &KernelReport,
-    lock: &LockReport,
-    plan: &JailPlan,
-) -> String {
-    let carve_outs: Vec<serde_json::Value> = plan
-        .carve_outs()
-        .map(
-            |(path, reason)| json!({"path": path.display().to_string(), "why": reason.to_string()}),
-        )
-        .collect();
+fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
     let network = match policy.network() {
         Network::Allow => json!("allow"),
         Network::Deny => json!("deny"),
@@ -315,12 +407,18 @@ fn json_report(
             connect_tcp,
             bind_tcp,
         } => json!({"connect_tcp": connect_tcp, "bind_tcp": bind_tcp}),
+        #[cfg(kernel_layer)]
         Network::Hosts(list) => json!({
             "hosts": list.rules.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
             "mechanism": kernel.network.describe(),
         }),
+        #[cfg(not(kernel_layer))]
+        Network::Hosts(list) => json!({
+            "hosts": hosts_list(list),
+            "mechanism": "none: not enforced without the kernel layer",
+        }),
     };
-    let value = json!({
+    let mut value = json!({
         "workspace": policy.workspace().display().to_string(),
         "config": policy.config_file().as_ref().map(|f| f.display().to_string()),
         "sandbox": state_text(policy),
@@ -329,14 +427,9 @@ fn json_report(
         "grants": policy.grants().iter().map(json_grant).collect::<Vec<_>>(),
         "passthrough": policy.passthrough().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
-        "carve_outs": carve_outs,
-        "limits": limits_lines(policy, kernel),
-        "kernel": {
-            "landlock": kernel.landlock_text(),
-            "landlock_abi": kernel.landlock.abi(),
-            "jail": kernel.jail_text(),
-            "network": kernel.network.describe(),
-        },
     });
+    for (key, member) in kernel.json(policy) {
+        value[key] = member;
+    }
     format!("{value}\n")
 }

@@ -6,6 +6,7 @@
 
 mod args;
 mod check;
+#[cfg(kernel_layer)]
 pub(crate) mod hosts;
 pub(crate) mod lock;
 mod report;
@@ -13,6 +14,9 @@ pub(crate) mod run;
 pub(crate) mod spells;
 mod test;
 
+#[cfg(not(kernel_layer))]
+pub use run::interpreter_only;
+#[cfg(kernel_layer)]
 pub use run::{landlock_unavailable, network_fallback};
 
 use crate::diag::{
@@ -159,7 +163,10 @@ enum SandboxCommand {
 pub fn main() -> i32 {
     // Before anything reads the environment: a re-executed magus takes the
     // names of the stripped variables out of it (see `enforce::reexec`).
+    #[cfg(kernel_layer)]
     let reexec = crate::enforce::take_reexec_state();
+    #[cfg(not(kernel_layer))]
+    let reexec: Option<crate::enforce::ReexecState> = None;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (cli, spell_args) = match parse(&argv) {
         Ok(parsed) => parsed,

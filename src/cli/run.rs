@@ -24,31 +24,40 @@ use super::report::{startup_report, ReportInput, StartupReport};
 use super::spells::{read_spell, SpellError};
 use super::{GlobalArgs, EXIT_CONFIG};
 use crate::bindings;
-use crate::diag::{render, Code, Diagnostic, Renderer};
+use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::HiddenPrograms;
-use crate::enforce::jail::UserNamespace;
-use crate::enforce::jail::USERNS_VAR;
-use crate::enforce::landlock::{Unavailable, Unenforced};
-use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
-use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
-use crate::enforce::proxy::Proxy;
-use crate::enforce::seccomp::GuardMode;
-use crate::enforce::{
-    self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
-    ReexecState, SyscallGuard, UsernsRequest, ViewInputs,
-};
-use crate::policy::limits::Seconds;
-use crate::policy::Limits;
+use crate::enforce::{self, Domain, ReexecState};
 use crate::policy::{
     effective_fingerprint, Access, ChildEnv, NormalPath, Policy, SandboxState, Startup,
-    DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
+    FINGERPRINT_VAR,
 };
 use crate::sandbox::{CompatLevel, Runtime, Sandbox, Spell};
+#[cfg(kernel_layer)]
+use kernel_imports::*;
+
+/// What only the kernel layer's steps use.
+#[cfg(kernel_layer)]
+mod kernel_imports {
+    pub(super) use crate::diag::render;
+    pub(super) use crate::enforce::jail::UserNamespace;
+    pub(super) use crate::enforce::jail::USERNS_VAR;
+    pub(super) use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+    pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
+    pub(super) use crate::enforce::proxy::Proxy;
+    pub(super) use crate::enforce::seccomp::GuardMode;
+    pub(super) use crate::enforce::{
+        JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus, SyscallGuard,
+        Unavailable, Unenforced, UsernsRequest, ViewInputs,
+    };
+    pub(super) use crate::policy::limits::Seconds;
+    pub(super) use crate::policy::{Limits, DAEMON_SOCKET_VAR};
+}
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// Variables magus itself needs to resolve the same policy after the
 /// re-exec; they are no secret, and children still do not get them.
+#[cfg(kernel_layer)]
 const KEPT_FOR_MAGUS: [&str; 2] = ["TMPDIR", "XDG_CACHE_HOME"];
 
 /// What to do once the sandbox is up: run one spell's `main`, or the
@@ -110,6 +119,7 @@ pub(super) fn run(
 pub(crate) struct Confinement {
     pub policy: Policy,
     pub domain: Domain,
+    #[cfg(kernel_layer)]
     pub proxy: Option<Proxy>,
     pub hidden: HiddenPrograms,
     pub child_env: ChildEnv,
@@ -125,19 +135,28 @@ pub(crate) fn confine_process(
     reexec: Option<ReexecState>,
 ) -> Result<Confinement, Box<Diagnostic>> {
     let options = crate::diag::output_options();
+    #[cfg(kernel_layer)]
     let renderer = Renderer::new(options.format);
     let policy = startup.policy;
     let mut child_env = match policy.state() {
         SandboxState::On => policy.child_env(env),
         SandboxState::Off => unsandboxed_env(env),
     };
+    #[cfg(kernel_layer)]
     super::hosts::inherit_outer_proxy(&policy, env, &mut child_env);
+    #[cfg(not(kernel_layer))]
+    if let Some(never) = reexec {
+        match never {}
+    }
     if policy.state() == SandboxState::On {
-        keep_inherited_descriptors()?;
-        match reexec {
-            None if needs_reexec(&child_env) => return Err(reexec_scrubbed(env, &child_env)),
-            None => {}
-            Some(state) => restore_stripped(&mut child_env, state),
+        #[cfg(kernel_layer)]
+        {
+            keep_inherited_descriptors()?;
+            match reexec {
+                None if needs_reexec(&child_env) => return Err(reexec_scrubbed(env, &child_env)),
+                None => {}
+                Some(state) => restore_stripped(&mut child_env, state),
+            }
         }
         give_temporary_directory(&policy, env, &mut child_env);
     }
@@ -145,6 +164,7 @@ pub(crate) fn confine_process(
     // network.hosts: the proxy process is forked here, before the jail's
     // namespaces and any restriction, so it keeps the host's network; its
     // listeners are made in `confine`, inside the children's namespace.
+    #[cfg(kernel_layer)]
     let mut proxy = super::hosts::start(&policy, env, &mut child_env)?;
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(options.format);
@@ -154,8 +174,12 @@ pub(crate) fn confine_process(
         SandboxState::On => HiddenPrograms::snapshot(&policy, child_path(&child_env)),
         SandboxState::Off => HiddenPrograms::default(),
     };
+    #[cfg(kernel_layer)]
     let domain = confine(&policy, proxy.as_mut(), env, &renderer, &mut resolution)?;
+    #[cfg(kernel_layer)]
     super::hosts::point_children(proxy.as_ref(), &mut child_env);
+    #[cfg(not(kernel_layer))]
+    let domain = interpreter_only_domain(&policy, &mut resolution);
     let report = startup_report(ReportInput {
         policy: &policy,
         config: startup.config.as_ref(),
@@ -167,6 +191,7 @@ pub(crate) fn confine_process(
     Ok(Confinement {
         policy,
         domain,
+        #[cfg(kernel_layer)]
         proxy,
         hidden,
         child_env,
@@ -226,6 +251,7 @@ fn give_temporary_directory(
 
 /// Step 2, first half: descriptors magus inherited above stderr reach no
 /// child, nor the re-executed magus.
+#[cfg(kernel_layer)]
 fn keep_inherited_descriptors() -> Result<(), Box<Diagnostic>> {
     enforce::process::close_inherited_on_exec().map_err(|e| {
         Box::new(
@@ -259,11 +285,13 @@ fn unsandboxed_env(env: &[(OsString, OsString)]) -> ChildEnv {
     }
 }
 
+#[cfg(kernel_layer)]
 fn needs_reexec(child_env: &ChildEnv) -> bool {
     !child_env.stripped.is_empty() || child_env.daemon_socket_withheld()
 }
 
 /// Replaces this process with one that holds only the scrubbed environment.
+#[cfg(kernel_layer)]
 fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv) -> Box<Diagnostic> {
     let mut kept = child_env.vars.clone();
     kept.extend(
@@ -283,6 +311,7 @@ fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv) -> Box<Di
 
 /// After the re-exec the environment is already clean: take the names the
 /// first process stripped, so MGS2003 and MGS2008 still say them.
+#[cfg(kernel_layer)]
 fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
     for name in state.stripped {
         let name = name.to_string_lossy().into_owned();
@@ -298,6 +327,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 
 /// Step 3 of the module doc: the jail, capabilities, syscall guard,
 /// Landlock. Whatever could not be put in force is said in one warning.
+#[cfg(kernel_layer)]
 fn confine(
     policy: &Policy,
     proxy: Option<&mut Proxy>,
@@ -356,6 +386,7 @@ fn confine(
 /// `enforce::limits` hooks: `prepare` here; `in_new_pid_namespace` and
 /// `arm_deadline` in the jail's PID 1 (`jail::reaper`); `apply_to_self`
 /// here, in magus proper; `apply_to_child` in `child::vfork`.
+#[cfg(kernel_layer)]
 fn isolate(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -387,6 +418,7 @@ fn isolate(
 }
 
 /// Said by the process that waits for magus when the wall time runs out.
+#[cfg(kernel_layer)]
 fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
     let wall = limits.wall_time.map_or(0, |d| d.as_secs());
     Diagnostic::error(format!(
@@ -396,6 +428,7 @@ fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
     .with_help("raise `limits.wall_time` in magus.yaml (and re-lock) if the spell needs longer")
 }
 
+#[cfg(kernel_layer)]
 fn unenforced_processes() -> Diagnostic {
     Diagnostic::warning(
         "sandbox.limits.processes is not enforced: real root ignores RLIMIT_NPROC and this kernel keeps no per-namespace pid_max",
@@ -404,6 +437,7 @@ fn unenforced_processes() -> Diagnostic {
 }
 
 /// What became of the jail for this run.
+#[cfg(kernel_layer)]
 pub(super) enum Jail {
     Entered(UserNamespace),
     /// A nested magus lives in the enclosing run's jail already.
@@ -415,6 +449,7 @@ pub(super) enum Jail {
 /// refused the run goes on with Landlock, the syscall guard and no
 /// capabilities, and says what is missing; a view that fails once the
 /// namespaces exist ends the run, naming the failing step.
+#[cfg(kernel_layer)]
 fn enter_jail(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -441,6 +476,7 @@ fn enter_jail(
 
 /// The repository search hit its limit: say so, every run, since deeper
 /// hooks and config stay writable for children.
+#[cfg(kernel_layer)]
 fn search_truncated() -> Diagnostic {
     Diagnostic::warning(format!(
         "the search for git repositories in writable grants stopped after {} directories: \
@@ -452,12 +488,14 @@ fn search_truncated() -> Diagnostic {
 
 /// `MAGUS_SANDBOX_USERNS=0` behaves as a kernel that refuses user
 /// namespaces (for testing the fallback).
+#[cfg(kernel_layer)]
 pub(super) fn userns_request(env: &[(OsString, OsString)]) -> UsernsRequest {
     UsernsRequest::from_env_value(crate::policy::lookup(env, USERNS_VAR))
 }
 
 /// The warning said at every run when part of the sandbox is not in force:
 /// Landlock rights the kernel lacks, no jail (and so no PID namespace).
+#[cfg(kernel_layer)]
 pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
     let mut missing = Vec::new();
     let mut help = Vec::new();
@@ -497,6 +535,7 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
 /// What the jail makes up for: without `resolve_unix` (ABI 9) Landlock
 /// lets a child connect to any pathname socket it can name, but in the
 /// jail only sockets inside the grants exist.
+#[cfg(kernel_layer)]
 fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
     let jailed = matches!(jail, Jail::Entered(_) | Jail::Inherited);
     jailed
@@ -509,6 +548,7 @@ fn covered_by_jail(missing: &Unenforced, jail: &Jail) -> bool {
         )
 }
 
+#[cfg(kernel_layer)]
 fn jail_help(reason: &JailUnavailable) -> String {
     match reason {
         JailUnavailable::UsernsForcedOff => {
@@ -527,6 +567,7 @@ fn jail_help(reason: &JailUnavailable) -> String {
 
 /// MGS2012, at every run: `deny` enforced by the seccomp fallback, or port
 /// lists on a kernel whose Landlock cannot restrict TCP ports.
+#[cfg(kernel_layer)]
 pub fn network_fallback(plan: NetworkPlan, landlock: &LandlockStatus) -> Option<Diagnostic> {
     match plan {
         NetworkPlan::UnixSocketsOnly { why } => Some(deny_by_seccomp(why)),
@@ -537,6 +578,7 @@ pub fn network_fallback(plan: NetworkPlan, landlock: &LandlockStatus) -> Option<
     }
 }
 
+#[cfg(kernel_layer)]
 fn landlock_restricts_tcp(landlock: &LandlockStatus) -> bool {
     match landlock {
         LandlockStatus::Enforced { unenforced, .. } => !unenforced
@@ -546,6 +588,7 @@ fn landlock_restricts_tcp(landlock: &LandlockStatus) -> bool {
     }
 }
 
+#[cfg(kernel_layer)]
 fn deny_by_seccomp(why: NetnsUnavailable) -> Diagnostic {
     Diagnostic::warning(format!(
         "`network: deny` is enforced by seccomp, not a network namespace ({why})"
@@ -555,6 +598,7 @@ fn deny_by_seccomp(why: NetnsUnavailable) -> Diagnostic {
     .with_help("allow unprivileged user namespaces for magus (`magus explain MGS2012` shows how) to get a loopback-only namespace instead")
 }
 
+#[cfg(kernel_layer)]
 fn ports_unenforced(landlock: &LandlockStatus) -> Diagnostic {
     let why = match landlock.abi() {
         Some(abi) => format!("Landlock ABI {abi} has no TCP rights; they need ABI 4, Linux 6.7"),
@@ -569,6 +613,7 @@ fn ports_unenforced(landlock: &LandlockStatus) -> Diagnostic {
 }
 
 /// Whether this magus was started from a sandboxed spell.
+#[cfg(kernel_layer)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Nesting {
     Outermost,
@@ -578,6 +623,7 @@ enum Nesting {
 
 /// A nested magus skips the jail: it already lives in the enclosing run's,
 /// whose syscall guard refuses new namespaces and mounts anyway.
+#[cfg(kernel_layer)]
 fn nesting(env: &[(OsString, OsString)]) -> Nesting {
     match crate::policy::lookup(env, FINGERPRINT_VAR) {
         Some(_) => Nesting::InsideMagus,
@@ -586,12 +632,14 @@ fn nesting(env: &[(OsString, OsString)]) -> Nesting {
 }
 
 /// `MAGUS_SANDBOX_LANDLOCK=0` forces interpreter-only mode.
+#[cfg(kernel_layer)]
 pub(crate) fn landlock_request(env: &[(OsString, OsString)]) -> LandlockRequest {
     let value = env.iter().find(|(k, _)| k == "MAGUS_SANDBOX_LANDLOCK");
     LandlockRequest::from_env_value(value.map(|(_, v)| v.as_os_str()))
 }
 
 /// MGS2005: said once, at startup, whenever no kernel domain is in force.
+#[cfg(kernel_layer)]
 pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     Diagnostic::warning(format!(
         "Landlock is unavailable ({reason}): only the interpreter-level gate is in force"
@@ -599,6 +647,30 @@ pub fn landlock_unavailable(reason: Unavailable) -> Diagnostic {
     .with_code(Code::Mgs2005)
     .with_note("spells' fs.*, sh.* and env.* are still checked, but programs they start are not confined by the kernel")
     .with_help("run on Linux 5.13 or newer with Landlock enabled (`magus sandbox check` shows the kernel's state)")
+}
+
+/// Without the kernel layer nothing confines children: MGS2005 is said at
+/// every sandboxed run, as where Landlock is missing.
+#[cfg(not(kernel_layer))]
+fn interpreter_only_domain(policy: &Policy, diagnostics: &mut Vec<Diagnostic>) -> Domain {
+    if policy.state() == SandboxState::On {
+        diagnostics.push(interpreter_only());
+    }
+    Domain::interpreter_only()
+}
+
+/// MGS2005 of a magus built without the kernel layer: the platform, and
+/// what is and is not confined.
+#[cfg(not(kernel_layer))]
+pub fn interpreter_only() -> Diagnostic {
+    Diagnostic::warning(format!(
+        "no kernel confinement on {}: only the interpreter layer is in force",
+        enforce::platform()
+    ))
+    .with_code(Code::Mgs2005)
+    .with_note("children can read any file you can; only fs.* is confined")
+    .with_note("sh.* still refuses programs outside the grants and children get only the allowed environment; `network:` and `sandbox.limits` are not enforced")
+    .with_help("run spells you do not trust on Linux, with a magus built with the default `kernel` feature (Landlock and the jail)")
 }
 
 /// Step 4: the spell runs with the gated bindings, from the workspace root,

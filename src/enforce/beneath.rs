@@ -2,23 +2,27 @@
 //! magic link can carry an operation out of the root it was checked against.
 //!
 //! The check is made on a lexical path, but the kernel resolves the real one;
-//! opening relative to the root's directory handle with `openat2(2)` and
-//! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` closes the gap without a
-//! check-then-use race. On kernels without `openat2` (before 5.6) we fall
-//! back to resolving the deepest existing ancestor ourselves (racy, and said
-//! so in the README); a cached flag remembers that `openat2` is missing.
+//! opening relative to the root's directory handle closes the gap without a
+//! check-then-use race. With the Linux kernel layer that is one system
+//! call resolving beneath the handle (`linux::resolve`); everywhere else, and on
+//! kernels before 5.6, it is the component walk of [`walk`], which holds a
+//! handle at every step and follows no symlink it has not read.
 
-use nix::errno::Errno;
-use nix::fcntl::{self, OFlag, OpenHow, ResolveFlag};
+mod walk;
+
+use nix::fcntl::{self, OFlag};
 use nix::sys::stat::Mode;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set once `openat2` answered `ENOSYS`; every later open uses the fallback.
-static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+/// The flag that opens a handle to walk from without reading it: `O_PATH`
+/// where the OS has it, else a plain read-only open.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+pub const HANDLE: OFlag = OFlag::O_PATH;
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+pub const HANDLE: OFlag = OFlag::O_RDONLY;
 
 /// Whether symlinks beneath the root may be followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +66,7 @@ impl Root {
     /// Opens `path` (a real, absolute path: a directory, or a granted file)
     /// as a root.
     pub fn open(path: &Path) -> io::Result<Root> {
-        let flags = OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
+        let flags = HANDLE | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
         let dir = fcntl::open(path, flags, Mode::empty()).map_err(io::Error::from)?;
         let kind = match std::fs::File::from(dir.try_clone()?).metadata()?.is_dir() {
             true => RootKind::Directory,
@@ -101,15 +105,11 @@ impl Root {
         } else {
             rel
         };
-        if !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
-            match openat2_beneath(self.dir.as_fd(), rel, flags, follow) {
-                Err(BeneathError::Os(e)) if e.raw_os_error() == Some(libc::ENOSYS) => {
-                    OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
-                }
-                other => return other,
-            }
+        #[cfg(kernel_layer)]
+        if let Some(opened) = super::linux::resolve::open_beneath(self.fd(), rel, flags, follow) {
+            return opened.map_err(|e| classify(io::Error::from(e)));
         }
-        self.open_by_resolving(rel, flags, follow)
+        walk::open_beneath(self.fd(), rel, flags, follow)
     }
 
     /// A granted file is opened by its own real path, following no symlink
@@ -120,16 +120,11 @@ impl Root {
                 libc::ENOTDIR,
             )));
         }
-        if !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
-            let how = OpenHow::new()
-                .flags(flags | OFlag::O_CLOEXEC)
-                .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
-            match fcntl::openat2(fcntl::AT_FDCWD, &self.path, how) {
-                Err(Errno::ENOSYS) => OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed),
-                other => return other.map_err(|e| classify(io::Error::from(e))),
-            }
+        #[cfg(kernel_layer)]
+        if let Some(opened) = super::linux::resolve::open_no_symlinks(&self.path, flags) {
+            return opened.map_err(|e| classify(io::Error::from(e)));
         }
-        // Without openat2: refuse a final symlink, and check the rest after.
+        // Without the kernel's resolve: refuse a final symlink, and check the rest after.
         let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let opened = fcntl::open(&self.path, flags, Mode::empty());
         let fd = opened.map_err(|e| classify(io::Error::from(e)))?;
@@ -137,51 +132,6 @@ impl Root {
             return Err(BeneathError::Escapes);
         }
         Ok(fd)
-    }
-
-    /// The fallback: resolve the deepest existing ancestor, make sure it is
-    /// still beneath the root, then open the real path without following a
-    /// final symlink.
-    fn open_by_resolving(
-        &self,
-        rel: &Path,
-        flags: OFlag,
-        follow: Follow,
-    ) -> Result<OwnedFd, BeneathError> {
-        let spelled = self.path.join(rel);
-        let real = resolve_existing_prefix(&spelled)?;
-        if !real.starts_with(&self.path) || (follow == Follow::Never && real != spelled) {
-            return Err(BeneathError::Escapes);
-        }
-        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        fcntl::open(&real, flags, Mode::from_bits_truncate(0o666))
-            .map_err(|e| classify(io::Error::from(e)))
-    }
-}
-
-fn openat2_beneath(
-    dir: BorrowedFd<'_>,
-    rel: &Path,
-    flags: OFlag,
-    follow: Follow,
-) -> Result<OwnedFd, BeneathError> {
-    let mut resolve = ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS;
-    if follow == Follow::Never {
-        resolve |= ResolveFlag::RESOLVE_NO_SYMLINKS;
-    }
-    let mut how = OpenHow::new()
-        .flags(flags | OFlag::O_CLOEXEC)
-        .resolve(resolve);
-    if flags.contains(OFlag::O_CREAT) {
-        how = how.mode(Mode::from_bits_truncate(0o666));
-    }
-    loop {
-        match fcntl::openat2(dir, rel, how) {
-            Ok(fd) => return Ok(fd),
-            // `openat2` may ask to retry when a rename raced the lookup.
-            Err(Errno::EAGAIN) | Err(Errno::EINTR) => continue,
-            Err(e) => return Err(classify(io::Error::from(e))),
-        }
     }
 }
 
@@ -324,18 +274,79 @@ mod tests {
         assert!(matches!(got, Err(BeneathError::Escapes)), "{got:?}");
     }
 
+    /// The walk (what runs without the kernel layer) agrees with `open_beneath`
+    /// on every case above, in both builds.
     #[test]
-    fn the_fallback_agrees_on_the_fixture() {
-        let (_dir, root) = fixture();
-        for rel in ["inside.txt", "rel-in"] {
-            assert!(root
-                .open_by_resolving(Path::new(rel), OFlag::O_RDONLY, Follow::BeneathOnly)
-                .is_ok());
+    fn the_walk_agrees_on_the_fixture() {
+        let (dir, root) = fixture();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(base.join("root/sub")).unwrap();
+        symlink("../inside.txt", base.join("root/sub/up-in")).unwrap();
+        symlink("sub/../../secret", base.join("root/via-sub")).unwrap();
+        symlink("loop", base.join("root/loop")).unwrap();
+        let walk =
+            |rel: &str, follow, flags| walk::open_beneath(root.fd(), Path::new(rel), flags, follow);
+        let read = OFlag::O_RDONLY;
+        for rel in [
+            "inside.txt",
+            "rel-in",
+            "sub/up-in",
+            "sub/../inside.txt",
+            "",
+            ".",
+        ] {
+            assert!(walk(rel, Follow::BeneathOnly, read).is_ok(), "{rel}");
+            assert!(
+                walk(rel, Follow::BeneathOnly, HANDLE).is_ok(),
+                "{rel} as a handle"
+            );
         }
-        for rel in ["rel-out", "abs-out", "../secret"] {
-            let got = root.open_by_resolving(Path::new(rel), OFlag::O_RDONLY, Follow::BeneathOnly);
-            assert!(matches!(got, Err(BeneathError::Escapes)), "{rel}: {got:?}");
+        for rel in [
+            "rel-out",
+            "abs-out",
+            "../secret",
+            "via-sub",
+            "sub/../../secret",
+            "loop",
+        ] {
+            for flags in [read, HANDLE, read | OFlag::O_DIRECTORY] {
+                let got = walk(rel, Follow::BeneathOnly, flags);
+                assert!(matches!(got, Err(BeneathError::Escapes)), "{rel}: {got:?}");
+            }
         }
+        let got = walk("rel-in", Follow::Never, read);
+        assert!(matches!(got, Err(BeneathError::Escapes)), "{got:?}");
+        let write = OFlag::O_WRONLY | OFlag::O_CREAT;
+        let got = walk("abs-out", Follow::Never, write);
+        assert!(matches!(got, Err(BeneathError::Escapes)), "{got:?}");
+        assert!(walk("sub/new.txt", Follow::Never, write).is_ok());
+        assert!(base.join("root/sub/new.txt").exists());
+        let got = walk("inside.txt/x", Follow::BeneathOnly, read);
+        assert!(
+            matches!(&got, Err(BeneathError::Os(e)) if e.raw_os_error() == Some(libc::ENOTDIR)),
+            "{got:?}"
+        );
+        let got = walk("missing/x", Follow::BeneathOnly, read);
+        assert!(
+            matches!(&got, Err(BeneathError::Os(e)) if e.raw_os_error() == Some(libc::ENOENT)),
+            "{got:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(base.join("secret")).unwrap(),
+            "s3cr3t"
+        );
+    }
+
+    #[test]
+    fn the_walk_refuses_magic_links() {
+        let root = Root::open(Path::new("/proc")).unwrap();
+        let got = walk::open_beneath(
+            root.fd(),
+            Path::new("self/root/etc/hostname"),
+            OFlag::O_RDONLY,
+            Follow::BeneathOnly,
+        );
+        assert!(matches!(got, Err(BeneathError::Escapes)), "{got:?}");
     }
 
     #[test]

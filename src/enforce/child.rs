@@ -12,16 +12,19 @@
 //! process may not mount a `/proc`.
 
 mod handle;
+#[cfg(kernel_layer)]
 mod prepare;
+#[cfg(kernel_layer)]
 mod vfork;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 pub use self::handle::ConfinedChild;
+#[cfg(kernel_layer)]
 use self::prepare::Prepared;
 use super::error::EnforceError;
-use super::landlock::Domain;
+use super::Domain;
 
 /// Where one standard stream of the child goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -99,6 +102,7 @@ impl ConfinedCommand {
     /// exec'd. A failure before the exec (no such program, not executable,
     /// bad working directory, a refused restriction) is
     /// [`EnforceError::Spawn`] carrying the child's errno.
+    #[cfg(kernel_layer)]
     pub fn spawn(&self, domain: &Domain) -> Result<ConfinedChild, EnforceError> {
         let restriction = domain.child_restriction()?;
         let prepared = Prepared::new(self)?;
@@ -111,6 +115,50 @@ impl ConfinedCommand {
         // The child's ends of the streams close in `new`: magus keeps its own.
         Ok(ConfinedChild::new(pid, prepared.stdio))
     }
+
+    /// Without the kernel layer there is no domain to nest the child in:
+    /// std's launch, with exactly the given environment, directory and
+    /// stdio. A failure before the exec is [`EnforceError::Spawn`] as above.
+    #[cfg(not(kernel_layer))]
+    pub fn spawn(&self, _domain: &Domain) -> Result<ConfinedChild, EnforceError> {
+        let spawn_error = |source| EnforceError::Spawn {
+            program: self.program.clone(),
+            source,
+        };
+        let mut command = std::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().cloned());
+        if let Some(dir) = &self.cwd {
+            command.current_dir(dir);
+        }
+        let [stdin, stdout, stderr] = self.stdio;
+        command
+            .stdin(std_stdio(stdin).map_err(spawn_error)?)
+            .stdout(std_stdio(stdout).map_err(spawn_error)?)
+            .stderr(std_stdio(stderr).map_err(spawn_error)?);
+        let child = command.spawn().map_err(spawn_error)?;
+        Ok(ConfinedChild::from_std(child))
+    }
+}
+
+/// One stream as std takes it; a descriptor is duplicated, so the caller's
+/// stays theirs.
+#[cfg(not(kernel_layer))]
+fn std_stdio(stdio: ChildStdio) -> std::io::Result<std::process::Stdio> {
+    use std::os::fd::BorrowedFd;
+    use std::process::Stdio;
+    Ok(match stdio {
+        ChildStdio::Inherit => Stdio::inherit(),
+        ChildStdio::Piped => Stdio::piped(),
+        ChildStdio::Null => Stdio::null(),
+        // SAFETY: the caller keeps `fd` open until `spawn` returns (see
+        // `ChildStdio::Fd`); it is only duplicated here.
+        ChildStdio::Fd(fd) => {
+            Stdio::from(unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -121,12 +169,17 @@ mod tests {
     use std::process::Output;
 
     use super::*;
-    use crate::enforce::landlock::Unavailable;
 
     // The test runner must stay unrestricted, so these children run in an
     // unconfined domain; the kernel tests cover the nested domain.
+    #[cfg(kernel_layer)]
     fn domain() -> Domain {
-        Domain::unconfined(Unavailable::ForcedOff)
+        Domain::unconfined(crate::enforce::Unavailable::ForcedOff)
+    }
+
+    #[cfg(not(kernel_layer))]
+    fn domain() -> Domain {
+        Domain::interpreter_only()
     }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
@@ -232,7 +285,10 @@ mod tests {
     fn env_is_exactly_the_given_one() {
         let given = env(&[("B_VAR", "two words"), ("A_VAR", "1"), ("EMPTY", "")]);
         let out = output(ConfinedCommand::new("/usr/bin/env").env(given));
-        assert_eq!(out.stdout, b"B_VAR=two words\nA_VAR=1\nEMPTY=\n");
+        // std's launch (no kernel layer) orders the variables by name.
+        let mut lines: Vec<&[u8]> = out.stdout.split(|b| *b == b'\n').collect();
+        lines.sort();
+        assert_eq!(lines, [&b""[..], b"A_VAR=1", b"B_VAR=two words", b"EMPTY="]);
         let out = output(ConfinedCommand::new("/usr/bin/env"));
         assert!(out.stdout.is_empty(), "{:?}", out.stdout);
     }

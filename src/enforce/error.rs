@@ -18,15 +18,17 @@ pub enum EnforceError {
     #[error("cannot open granted path {path} for Landlock: {source}")]
     OpenGrant { path: PathBuf, source: io::Error },
     /// The Landlock ruleset could not be built or installed.
+    #[cfg(kernel_layer)]
     #[error("landlock: {source}")]
     Landlock {
         #[from]
-        source: landlock::RulesetError,
+        source: super::linux::RulesetError,
     },
     /// The ruleset descriptor could not be duplicated for a child.
     #[error("cannot duplicate the Landlock ruleset for a child: {source}")]
     DupRuleset { source: io::Error },
     /// The seccomp program could not be compiled.
+    #[cfg(kernel_layer)]
     #[error("cannot build the seccomp filter: {source}")]
     SeccompBuild {
         #[from]

@@ -15,7 +15,9 @@ use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
 use crate::cli::run::{self as startup, Confinement};
 use crate::diag::{output_options, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
-use crate::enforce::{LandlockStatus, ReexecState};
+#[cfg(kernel_layer)]
+use crate::enforce::LandlockStatus;
+use crate::enforce::ReexecState;
 use crate::policy::{self, Policy, SandboxState, Startup, StartupInput, WorkspaceArg};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -71,7 +73,10 @@ impl Sandbox {
     fn load_process(workspace: WorkspaceArg<'_>) -> Result<Sandbox, LoadError> {
         // Before the environment is read: the re-executed process takes
         // the stripped names out of it.
+        #[cfg(kernel_layer)]
         let reexec = crate::enforce::take_reexec_state();
+        #[cfg(not(kernel_layer))]
+        let reexec: Option<ReexecState> = None;
         Sandbox::load_from(workspace, std::env::vars_os().collect(), reexec)
     }
 
@@ -147,13 +152,20 @@ impl Sandbox {
         if policy.state() == SandboxState::Off {
             return Err(InstallError::new(error::sandbox_off()));
         }
-        let request = startup::landlock_request(&self.env);
-        match crate::enforce::landlock::probe(policy.network(), request) {
-            LandlockStatus::Unavailable { reason } => Err(InstallError::new(error::required(
-                startup::landlock_unavailable(reason),
-            ))),
-            LandlockStatus::Enforced { .. } => Ok(()),
+        #[cfg(kernel_layer)]
+        {
+            let request = startup::landlock_request(&self.env);
+            match crate::enforce::landlock::probe(policy.network(), request) {
+                LandlockStatus::Unavailable { reason } => Err(InstallError::new(error::required(
+                    startup::landlock_unavailable(reason),
+                ))),
+                LandlockStatus::Enforced { .. } => Ok(()),
+            }
         }
+        #[cfg(not(kernel_layer))]
+        Err(InstallError::new(error::required(
+            crate::cli::interpreter_only(),
+        )))
     }
 }
 
@@ -229,6 +241,7 @@ impl Runtime {
         let Confinement {
             policy,
             domain,
+            #[cfg(kernel_layer)]
             proxy,
             hidden,
             child_env,
@@ -248,7 +261,10 @@ impl Runtime {
             report.at_first_launch,
             sink.clone(),
         );
-        let session = Rc::new(session.with_shim_notes(report.at_shim).with_egress(proxy));
+        let session = session.with_shim_notes(report.at_shim);
+        #[cfg(kernel_layer)]
+        let session = session.with_egress(proxy);
+        let session = Rc::new(session);
         Ok(Runtime {
             session,
             sink,
@@ -303,7 +319,9 @@ impl Runtime {
 
     /// The end of the run: the proxy stops and its summary is said.
     fn finish(&self) {
+        #[cfg(kernel_layer)]
         let options = output_options();
+        #[cfg(kernel_layer)]
         crate::cli::hosts::finish(
             &self.session,
             options.format,

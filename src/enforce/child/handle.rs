@@ -10,6 +10,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Output};
 
 use libc::{c_int, pid_t};
 
+#[cfg(kernel_layer)]
 use super::prepare::StreamPlan;
 
 /// A child started by [`super::ConfinedCommand::spawn`].
@@ -28,6 +29,7 @@ pub struct ConfinedChild {
 }
 
 impl ConfinedChild {
+    #[cfg(kernel_layer)]
     pub(super) fn new(pid: pid_t, [stdin, stdout, stderr]: [StreamPlan; 3]) -> Self {
         ConfinedChild {
             pid,
@@ -35,6 +37,19 @@ impl ConfinedChild {
             stdin: stdin.for_parent.map(ChildStdin::from),
             stdout: stdout.for_parent.map(ChildStdout::from),
             stderr: stderr.for_parent.map(ChildStderr::from),
+        }
+    }
+
+    /// Takes over a child std started: its pipe ends and its pid. Dropping
+    /// std's handle neither kills nor reaps, so waiting stays ours.
+    #[cfg(not(kernel_layer))]
+    pub(super) fn from_std(mut child: std::process::Child) -> Self {
+        ConfinedChild {
+            pid: child.id() as pid_t,
+            status: None,
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
         }
     }
 

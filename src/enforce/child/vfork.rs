@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use libc::{c_char, c_int, pid_t, sigset_t};
 
 use super::prepare::Prepared;
-use crate::enforce::landlock::ChildRestriction;
+use crate::enforce::ChildRestriction;
 
 /// The child's stack. Its frames are small (a `sigaction` per signal, one
 /// restriction, `execve`); 64 KiB leaves room for libc's wrappers.

@@ -4,7 +4,7 @@
 
 use super::confined::{Confined, Located};
 use super::{FsOp, GateError, WriteMode};
-use crate::enforce::beneath::{BeneathError, Follow};
+use crate::enforce::beneath::{BeneathError, Follow, HANDLE};
 use crate::policy::Access;
 use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag};
@@ -51,7 +51,7 @@ impl Confined {
     /// secrets.
     pub(super) fn exists(&self, spelled: &str) -> Result<bool, GateError> {
         let op = FsOp::Exists;
-        match self.open(spelled, Access::Read, op, OFlag::O_PATH) {
+        match self.open(spelled, Access::Read, op, HANDLE) {
             Ok(_) => Ok(true),
             Err(GateError::Io { source, .. }) if is_missing(&source) => Ok(false),
             Err(other) => Err(other),
@@ -92,7 +92,7 @@ impl Confined {
     fn make_beneath(&self, located: &Located) -> Result<(), BeneathError> {
         let mut parent = std::path::PathBuf::new();
         for component in located.rel().components() {
-            let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
+            let flags = HANDLE | OFlag::O_DIRECTORY;
             let dir = located.root.open_beneath(&parent, flags, Follow::Never)?;
             match mkdirat(
                 dir.as_fd(),
@@ -145,7 +145,7 @@ impl Confined {
         // The parent must be writable, and so must the entry itself (a
         // protected name inside a writable directory stays protected).
         self.locate_abs(spelled, Cow::Borrowed(&abs), Access::Write, op)?;
-        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY;
+        let flags = HANDLE | OFlag::O_DIRECTORY;
         let fd = self.open_abs(spelled, Cow::Owned(parent), Access::Write, op, flags)?;
         // Renaming or removing the entry acts on what the handle really is,
         // which a symlinked parent may have moved: check that name too.
