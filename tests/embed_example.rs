@@ -49,7 +49,7 @@ fn main() -> ExitCode {
         Some(HARD) => return install_hard(),
         _ => {}
     }
-    let cases: [Case; 4] = [
+    let mut cases: Vec<Case> = vec![
         (
             "runs_hello_and_refuses_the_key",
             runs_hello_and_refuses_the_key,
@@ -58,15 +58,22 @@ fn main() -> ExitCode {
             "control_without_the_sandbox_reads_the_key",
             control_reads_the_key,
         ),
-        (
+    ];
+    if cfg!(kernel_layer) {
+        cases.push((
             "hard_requirement_refuses_a_sandbox_turned_off",
             hard_refuses_off,
-        ),
-        (
+        ));
+        cases.push((
             "hard_requirement_refuses_no_landlock",
             hard_refuses_no_landlock,
-        ),
-    ];
+        ));
+    } else {
+        cases.push((
+            "hard_requirement_refuses_the_interpreter_layer_alone",
+            hard_refuses_interpreter_only,
+        ));
+    }
     let (mut failed, mut skipped) = (0, 0);
     for user in users() {
         let User::Skipped(why) = &user else {
@@ -255,6 +262,27 @@ fn hard_refuses_no_landlock(user: &User) -> Result<(), String> {
     check(
         out.stderr.contains("nothing was restricted"),
         || "no note".into(),
+        &out,
+    )?;
+    check(
+        !out.stdout.contains("installed"),
+        || "installed anyway".into(),
+        &out,
+    )
+}
+
+/// A magus built without the kernel layer has no Landlock to offer.
+fn hard_refuses_interpreter_only(user: &User) -> Result<(), String> {
+    let h = workspace("sandbox:\n  enabled: true\n");
+    let out = run_child(&h, user, HARD, &[]);
+    check(
+        out.status == Some(125),
+        || format!("exit status {:?}", out.status),
+        &out,
+    )?;
+    check(
+        out.stderr.contains("MGS2005") && out.stderr.contains("interpreter layer"),
+        || "no refusal naming the interpreter layer".into(),
         &out,
     )?;
     check(
