@@ -261,10 +261,7 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };
-    let Ok((shared, writer)) = Shared::new(hosts, report) else {
-        exit_now(1);
-    };
-    let shared = Arc::new(shared);
+    let shared = Arc::new(Shared::new(hosts, report));
     for (listener, protocol) in [(http, Protocol::Http), (socks, Protocol::Socks5)] {
         let shared = Arc::clone(&shared);
         let started =
@@ -276,7 +273,6 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
     // Any line (`finish`) or the end of the channel (magus gone) ends it.
     let _ = control.take(64).read(&mut [0u8; 64]);
     shared.finish();
-    let _ = writer.join();
     exit_now(0)
 }
 

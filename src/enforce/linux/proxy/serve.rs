@@ -32,39 +32,45 @@ const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 /// is there when magus looks after the child exits (MGS2011 then names the
 /// right call); refusals are rare, so waiting on the channel is fine. The
 /// many `Closed` events go through a queue and a writer thread instead, so
-/// a magus busy in a long call never stalls a relay.
+/// a magus busy in a long call never stalls a relay. The writer starts
+/// with the first queued event: a run that never connects pays for no
+/// thread, and its `End` is written straight away.
 pub(super) struct Shared {
     pub hosts: HostList,
     report: Arc<Mutex<UnixStream>>,
-    queue: Mutex<mpsc::Sender<Event>>,
+    writer: Mutex<Option<Writer>>,
     active: Mutex<usize>,
     idle: Condvar,
 }
 
-impl Shared {
-    /// The shared state and the writer thread that drains the queue; join
-    /// it after [`Shared::finish`] so `End` is written before exiting.
-    pub fn new(hosts: HostList, report: UnixStream) -> io::Result<(Shared, JoinHandle<()>)> {
-        let report = Arc::new(Mutex::new(report));
+/// The queue to the writer thread, and the thread.
+struct Writer {
+    queue: mpsc::Sender<Event>,
+    thread: JoinHandle<()>,
+}
+
+impl Writer {
+    fn start(report: &Arc<Mutex<UnixStream>>) -> io::Result<Writer> {
         let (queue, events) = mpsc::channel::<Event>();
-        let writer_report = Arc::clone(&report);
-        let writer = thread::Builder::new().spawn(move || {
+        let report = Arc::clone(report);
+        let thread = thread::Builder::new().spawn(move || {
             for event in events {
-                let end = event == Event::End;
-                write_event(&writer_report, &event);
-                if end {
-                    break;
-                }
+                write_event(&report, &event);
             }
         })?;
-        let shared = Shared {
+        Ok(Writer { queue, thread })
+    }
+}
+
+impl Shared {
+    pub fn new(hosts: HostList, report: UnixStream) -> Shared {
+        Shared {
             hosts,
-            report,
-            queue: Mutex::new(queue),
+            report: Arc::new(Mutex::new(report)),
+            writer: Mutex::new(None),
             active: Mutex::new(0),
             idle: Condvar::new(),
-        };
-        Ok((shared, writer))
+        }
     }
 
     /// Writes a refusal now (see the type's doc).
@@ -72,10 +78,20 @@ impl Shared {
         write_event(&self.report, event);
     }
 
-    /// Queues an event for the writer thread.
+    /// Queues an event for the writer thread (started here if need be;
+    /// where no thread can start, the event is written now).
     fn tell_later(&self, event: Event) {
-        if let Ok(queue) = self.queue.lock() {
-            let _ = queue.send(event);
+        let Ok(mut writer) = self.writer.lock() else {
+            return;
+        };
+        if writer.is_none() {
+            *writer = Writer::start(&self.report).ok();
+        }
+        match writer.as_ref() {
+            Some(w) => {
+                let _ = w.queue.send(event);
+            }
+            None => write_event(&self.report, &event),
         }
     }
 
@@ -92,12 +108,18 @@ impl Shared {
         }
     }
 
-    /// Waits (bounded) until no connection is open, then says `End`.
+    /// Waits (bounded) until no connection is open, lets the writer write
+    /// what is queued, then says `End`.
     pub fn finish(&self) {
         if let Ok(n) = self.active.lock() {
             let _ = self.idle.wait_timeout_while(n, DRAIN_TIMEOUT, |n| *n > 0);
         }
-        self.tell_later(Event::End);
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(Writer { queue, thread }) = writer {
+            drop(queue);
+            let _ = thread.join();
+        }
+        write_event(&self.report, &Event::End);
     }
 }
 
