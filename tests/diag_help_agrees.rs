@@ -137,7 +137,7 @@ fn offered(help: &str) -> Vec<String> {
 #[test]
 fn every_codes_help_agrees_with_its_explain_page() {
     let by_code = every_code();
-    for code in Code::ALL {
+    for code in Code::SANDBOX {
         let helps = by_code
             .get(code.as_str())
             .unwrap_or_else(|| panic!("no run said {code}: {by_code:?}"));

@@ -6,6 +6,7 @@
 
 mod args;
 mod check;
+mod checking;
 mod hosts;
 mod lock;
 mod report;
@@ -119,6 +120,14 @@ enum Command {
         /// Spell names or paths to `.buzz` files.
         spells: Vec<String>,
     },
+    /// Check spells without running them: names, arguments, mutability,
+    /// types and control flow of each spell and the files it imports
+    /// (every spell when none is named); exit 0 when clean, 2 on errors.
+    #[command(after_help = EXIT_HELP)]
+    Check {
+        /// Spell names or paths to `.buzz` files.
+        spells: Vec<String>,
+    },
     /// List the workspace's spells, each with the first sentence of its
     /// opening comment.
     #[command(after_help = EXIT_HELP)]
@@ -191,6 +200,7 @@ pub fn main() -> i32 {
             },
         ),
         Some(Command::Test { spells }) => run::run(global, &env, reexec, run::Job::Test { spells }),
+        Some(Command::Check { spells }) => checking::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),

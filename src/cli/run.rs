@@ -647,6 +647,10 @@ fn execute(work: Work) -> i32 {
                     return EXIT_CANNOT_RUN;
                 }
             };
+            // Checked before anything runs (issue #14).
+            if !super::checking::program_is_clean(&interpreter(file), &program, source, &sink) {
+                return EXIT_CANNOT_RUN;
+            }
             match interpreter(file).run(&program, args) {
                 Ok(status) => spell_status(status, &sink),
                 Err(e) => failed(&e, &sink),

@@ -6,6 +6,22 @@ use super::Code;
 /// The Markdown page for `code`.
 pub fn explain_page(code: Code) -> &'static str {
     match code {
+        Code::Mgs1001 => include_str!("../../docs/MGS1001.md"),
+        Code::Mgs1002 => include_str!("../../docs/MGS1002.md"),
+        Code::Mgs1003 => include_str!("../../docs/MGS1003.md"),
+        Code::Mgs1004 => include_str!("../../docs/MGS1004.md"),
+        Code::Mgs1005 => include_str!("../../docs/MGS1005.md"),
+        Code::Mgs1006 => include_str!("../../docs/MGS1006.md"),
+        Code::Mgs1007 => include_str!("../../docs/MGS1007.md"),
+        Code::Mgs1008 => include_str!("../../docs/MGS1008.md"),
+        Code::Mgs1009 => include_str!("../../docs/MGS1009.md"),
+        Code::Mgs1010 => include_str!("../../docs/MGS1010.md"),
+        Code::Mgs1011 => include_str!("../../docs/MGS1011.md"),
+        Code::Mgs1012 => include_str!("../../docs/MGS1012.md"),
+        Code::Mgs1013 => include_str!("../../docs/MGS1013.md"),
+        Code::Mgs1020 => include_str!("../../docs/MGS1020.md"),
+        Code::Mgs1021 => include_str!("../../docs/MGS1021.md"),
+        Code::Mgs1022 => include_str!("../../docs/MGS1022.md"),
         Code::Mgs2001 => include_str!("../../docs/MGS2001.md"),
         Code::Mgs2002 => include_str!("../../docs/MGS2002.md"),
         Code::Mgs2003 => include_str!("../../docs/MGS2003.md"),
