@@ -5,10 +5,10 @@
 //! them.
 
 use super::spells::{read_spell, spell_files};
-use super::{load, GlobalArgs};
+use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{Interpreter, Program};
-use crate::diag::{Diagnostic, Renderer};
+use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::landlock::{Domain, Unavailable};
 use std::ffi::OsString;
@@ -21,6 +21,17 @@ pub const EXIT_CHECK_FAILED: i32 = 2;
 /// `magus check`: checks the named spells (every spell of the workspace
 /// when none is named); 0 when all are clean, 2 when any is not.
 pub(super) fn check(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
+    // On the interpreter's large stack, as a run checks: the checker's
+    // recursion follows the spell's nesting.
+    let checked = crate::buzz::stack::run_on_interpreter_stack(|| check_all(global, env, names));
+    checked.unwrap_or_else(|e| {
+        let d = Diagnostic::error(format!("cannot start the checker thread: {e}"));
+        Renderer::new(global.message_format).emit(&d);
+        super::EXIT_CONFIG
+    })
+}
+
+fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
     let renderer = Renderer::new(global.message_format);
     let startup = match load(global, env) {
         Ok(startup) => startup,
@@ -93,9 +104,29 @@ pub(super) fn program_is_clean(
     source: &str,
     sink: &DiagnosticSink,
 ) -> bool {
+    refusal(interpreter, program, source, sink).is_none()
+}
+
+/// Checks a parsed spell before a run, saying every finding; the exit
+/// status that stops the run, or `None` when it may go on: 124 when the
+/// sandbox denied reading an imported file (as the run would have been
+/// stopped), else 126 (the spell cannot run).
+pub(super) fn refusal(
+    interpreter: &Interpreter,
+    program: &Program,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> Option<i32> {
     let report = interpreter.check(program, source);
-    for d in report.diagnostics() {
-        sink(&d);
+    let diagnostics = report.diagnostics();
+    for d in &diagnostics {
+        sink(d);
     }
-    report.is_clean()
+    if report.is_clean() {
+        return None;
+    }
+    let denied = diagnostics
+        .iter()
+        .any(|d| matches!(d.code, Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007)));
+    Some(if denied { EXIT_DENIED } else { EXIT_CANNOT_RUN })
 }

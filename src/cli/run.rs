@@ -648,8 +648,10 @@ fn execute(work: Work) -> i32 {
                 }
             };
             // Checked before anything runs (issue #14).
-            if !super::checking::program_is_clean(&interpreter(file), &program, source, &sink) {
-                return EXIT_CANNOT_RUN;
+            if let Some(status) =
+                super::checking::refusal(&interpreter(file), &program, source, &sink)
+            {
+                return status;
             }
             match interpreter(file).run(&program, args) {
                 Ok(status) => spell_status(status, &sink),

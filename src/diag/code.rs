@@ -1,5 +1,5 @@
 //! The stable diagnostic codes: the spell checker's and the interpreter's
-//! (MGS1001–MGS1013, MGS1020–MGS1022) and the sandbox's (MGS2001–MGS2008,
+//! (MGS1001–MGS1015, MGS1020–MGS1022) and the sandbox's (MGS2001–MGS2008,
 //! MGS2010–MGS2012).
 //!
 //! A code names one kind of event the user may need to act on; its page in
@@ -39,6 +39,10 @@ pub enum Code {
     Mgs1012,
     /// `break`, `continue` or `out` outside what they leave, or an unknown label.
     Mgs1013,
+    /// A `match` that no arm may fit and that has no `else`.
+    Mgs1014,
+    /// A local declared again inside a block where it is already visible.
+    Mgs1015,
     /// At run time: a list, string or range index out of range.
     Mgs1020,
     /// At run time: `!` applied to a null value.
@@ -71,7 +75,7 @@ pub enum Code {
 
 impl Code {
     /// The checker's and the interpreter's codes, in numeric order.
-    pub const LANGUAGE: [Code; 16] = [
+    pub const LANGUAGE: [Code; 18] = [
         Code::Mgs1001,
         Code::Mgs1002,
         Code::Mgs1003,
@@ -85,6 +89,8 @@ impl Code {
         Code::Mgs1011,
         Code::Mgs1012,
         Code::Mgs1013,
+        Code::Mgs1014,
+        Code::Mgs1015,
         Code::Mgs1020,
         Code::Mgs1021,
         Code::Mgs1022,
@@ -106,7 +112,7 @@ impl Code {
     ];
 
     /// Every code, in numeric order.
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 29] = [
         Code::Mgs1001,
         Code::Mgs1002,
         Code::Mgs1003,
@@ -120,6 +126,8 @@ impl Code {
         Code::Mgs1011,
         Code::Mgs1012,
         Code::Mgs1013,
+        Code::Mgs1014,
+        Code::Mgs1015,
         Code::Mgs1020,
         Code::Mgs1021,
         Code::Mgs1022,
@@ -152,6 +160,8 @@ impl Code {
             Code::Mgs1011 => "MGS1011",
             Code::Mgs1012 => "MGS1012",
             Code::Mgs1013 => "MGS1013",
+            Code::Mgs1014 => "MGS1014",
+            Code::Mgs1015 => "MGS1015",
             Code::Mgs1020 => "MGS1020",
             Code::Mgs1021 => "MGS1021",
             Code::Mgs1022 => "MGS1022",
@@ -185,6 +195,8 @@ impl Code {
             Code::Mgs1011 => "unresolved import",
             Code::Mgs1012 => "not callable",
             Code::Mgs1013 => "misplaced jump",
+            Code::Mgs1014 => "non-exhaustive `match`",
+            Code::Mgs1015 => "local shadows a local of an enclosing block",
             Code::Mgs1020 => "index out of range (run time)",
             Code::Mgs1021 => "null unwrapped with `!` (run time)",
             Code::Mgs1022 => "integer overflow or division by zero (run time)",
@@ -211,7 +223,7 @@ impl fmt::Display for Code {
 
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown diagnostic code `{0}`: codes are MGS1001–MGS1013, MGS1020–MGS1022, MGS2001–MGS2008 and MGS2010–MGS2012")]
+#[error("unknown diagnostic code `{0}`: codes are MGS1001–MGS1015, MGS1020–MGS1022, MGS2001–MGS2008 and MGS2010–MGS2012")]
 pub struct UnknownCode(pub String);
 
 impl FromStr for Code {

@@ -19,6 +19,8 @@ pub fn explain_page(code: Code) -> &'static str {
         Code::Mgs1011 => include_str!("../../docs/MGS1011.md"),
         Code::Mgs1012 => include_str!("../../docs/MGS1012.md"),
         Code::Mgs1013 => include_str!("../../docs/MGS1013.md"),
+        Code::Mgs1014 => include_str!("../../docs/MGS1014.md"),
+        Code::Mgs1015 => include_str!("../../docs/MGS1015.md"),
         Code::Mgs1020 => include_str!("../../docs/MGS1020.md"),
         Code::Mgs1021 => include_str!("../../docs/MGS1021.md"),
         Code::Mgs1022 => include_str!("../../docs/MGS1022.md"),

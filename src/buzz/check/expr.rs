@@ -56,7 +56,7 @@ impl Cx<'_, '_> {
             ExprKind::Coalesce(l, r) => {
                 let left = self.expr(l);
                 let right = self.expr(r);
-                same_or_unknown(left.unwrapped(), right)
+                join(left.unwrapped(), right)
             }
             ExprKind::Range(l, r) => {
                 self.expr(l);
@@ -93,7 +93,7 @@ impl Cx<'_, '_> {
                 self.condition(cond);
                 let a = self.expr_expecting(then, expected);
                 let b = self.expr_expecting(otherwise, expected);
-                same_or_unknown(a, b)
+                join(a, b)
             }
             ExprKind::Catch { body, default } => {
                 let a = self.expr_expecting(body, expected);
@@ -109,12 +109,24 @@ impl Cx<'_, '_> {
                 let class_ty = self.expr(class);
                 self.instance_of(class_ty, fields, e)
             }
-            ExprKind::AnonObject(fields) => {
-                for (_, v) in fields {
-                    self.expr(v);
+            ExprKind::AnonObject(fields) => match expected.map(Ty::unwrapped) {
+                Some(Ty::Instance(obj)) => self.anonymous_as(obj, fields, e),
+                _ => {
+                    for (_, v) in fields {
+                        self.expr(v);
+                    }
+                    Ty::Unknown
                 }
-                Ty::Unknown
-            }
+            },
+            ExprKind::InferredCase(name) => match expected.map(Ty::unwrapped) {
+                Some(Ty::Case(decl)) => {
+                    if !decl.cases.iter().any(|(n, _)| n == name) {
+                        self.unknown_case(&decl, name, e);
+                    }
+                    Ty::Case(decl)
+                }
+                _ => Ty::Unknown,
+            },
             ExprKind::TypeOf(x) => {
                 self.expr(x);
                 Ty::TypeValue
@@ -126,6 +138,18 @@ impl Cx<'_, '_> {
                 optional,
             } => {
                 self.expr(value);
+                if let (true, super::super::ast::Type::Optional(_)) = (optional, ty) {
+                    let error = CheckError::Mismatch {
+                        context: "`as?`".to_string(),
+                        expected: "a type that is not optional".to_string(),
+                        found: self.types.resolve(ty).to_string(),
+                        help: Some(
+                            "`as?` already gives null on a mismatch: drop the `?` of the type"
+                                .into(),
+                        ),
+                    };
+                    self.report(error, e.pos, 1);
+                }
                 let t = self.types.resolve(ty);
                 if *optional {
                     Ty::Optional(Box::new(t)).wrap_known()
@@ -134,26 +158,16 @@ impl Cx<'_, '_> {
                 }
             }
             ExprKind::Block(stmts) => {
-                self.block(stmts, FrameKind::From);
+                if !self.block(stmts, FrameKind::From).jumps() {
+                    self.report(CheckError::MissingOut, e.pos, 4);
+                }
                 Ty::Unknown
             }
             ExprKind::Match {
                 subject,
                 arms,
                 otherwise,
-            } => {
-                let subject_ty = self.expr(subject);
-                for arm in arms {
-                    for c in &arm.conditions {
-                        self.expr_expecting(c, Some(&subject_ty));
-                    }
-                    self.expr_expecting(&arm.body, expected);
-                }
-                if let Some(o) = otherwise {
-                    self.expr_expecting(o, expected);
-                }
-                Ty::Unknown
-            }
+            } => self.match_expr(subject, arms, otherwise.as_deref(), expected, e),
             #[allow(unreachable_patterns)] // new kinds from later grammar work
             _ => Ty::Unknown,
         }
@@ -172,7 +186,7 @@ impl Cx<'_, '_> {
             }
             common = Some(match common {
                 None => t,
-                Some(c) => same_or_unknown(c, t),
+                Some(c) => join(c, t),
             });
         }
         let item = match (items.is_empty(), expected_item) {
@@ -186,7 +200,7 @@ impl Cx<'_, '_> {
         if let Some(b) = self.scopes.lookup(name) {
             return b.ty.clone();
         }
-        if &**name == "_" || self.anywhere.contains(name) {
+        if &**name == "_" || self.open_names || self.anywhere.contains(name) {
             return Ty::Unknown;
         }
         let module = self.checker.env.is_module(name);
@@ -399,11 +413,22 @@ fn binary_result(op: BinOp, a: &Ty, b: &Ty) -> Option<Ty> {
     }
 }
 
-fn same_or_unknown(a: Ty, b: Ty) -> Ty {
-    if a.accepts(&b) && b.accepts(&a) && !matches!(a, Ty::Null) {
-        a
-    } else {
-        Ty::Unknown
+/// The type of a value that is either `a` or `b` (branches of `if`,
+/// arms of `match`, items of a list): `T?` when one is `T?` or null.
+pub(super) fn join(a: Ty, b: Ty) -> Ty {
+    match (&a, &b) {
+        (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
+        (Ty::Null, Ty::Null) => Ty::Unknown,
+        (Ty::Null, t) | (t, Ty::Null) => Ty::Optional(Box::new(t.unwrapped())),
+        (Ty::Optional(inner), t) | (t, Ty::Optional(inner)) => {
+            if inner.accepts(&t.unwrapped()) && t.unwrapped().accepts(inner) {
+                Ty::Optional(inner.clone())
+            } else {
+                Ty::Unknown
+            }
+        }
+        _ if a.accepts(&b) && b.accepts(&a) => a,
+        _ => Ty::Unknown,
     }
 }
 
@@ -519,5 +544,123 @@ fn declared_in_expr(e: &Expr, out: &mut HashSet<Rc<str>>) {
             }
         }
         _ => {}
+    }
+}
+
+impl Cx<'_, '_> {
+    /// `match`: conditions of a type the subject can meet, and an `else`
+    /// unless the arms cover every case of an enum.
+    fn match_expr(
+        &mut self,
+        subject: &Expr,
+        arms: &[super::super::ast::MatchArm],
+        otherwise: Option<&Expr>,
+        expected: Option<&Ty>,
+        e: &Expr,
+    ) -> Ty {
+        let subject_ty = self.expr(subject);
+        let mut result: Option<Ty> = None;
+        for arm in arms {
+            for c in &arm.conditions {
+                let t = self.expr_expecting(c, Some(&subject_ty));
+                if !condition_fits(&subject_ty, &t) {
+                    let error = CheckError::Mismatch {
+                        context: "a `match` condition".to_string(),
+                        expected: subject_ty.to_string(),
+                        found: t.to_string(),
+                        help: None,
+                    };
+                    let w = self.width_of(c);
+                    self.report(error, c.pos, w);
+                }
+            }
+            let t = self.arm(&arm.body, expected);
+            result = Some(result.map_or(t.clone(), |r| join(r, t)));
+        }
+        match otherwise {
+            Some(o) => {
+                let t = self.arm(o, expected);
+                result = Some(result.map_or(t.clone(), |r| join(r, t)));
+            }
+            None => self.exhaustive(&subject_ty, arms, e),
+        }
+        result.unwrap_or(Ty::Unknown)
+    }
+
+    /// An arm's value; `{ … }` is a block of statements, not a `from`.
+    fn arm(&mut self, body: &Expr, expected: Option<&Ty>) -> Ty {
+        match &body.kind {
+            ExprKind::Block(stmts) => {
+                self.block(stmts, FrameKind::From);
+                Ty::Unknown
+            }
+            _ => self.expr_expecting(body, expected),
+        }
+    }
+
+    fn exhaustive(&mut self, subject: &Ty, arms: &[super::super::ast::MatchArm], e: &Expr) {
+        let error = match subject {
+            Ty::Case(decl) => {
+                let covered: Vec<&str> = arms
+                    .iter()
+                    .flat_map(|a| &a.conditions)
+                    .filter_map(|c| match &c.kind {
+                        ExprKind::InferredCase(n) => Some(&**n),
+                        ExprKind::Field { name, .. } => Some(&**name),
+                        _ => None,
+                    })
+                    .collect();
+                let missing: Vec<String> = decl
+                    .cases
+                    .iter()
+                    .map(|(n, _)| n.to_string())
+                    .filter(|n| !covered.contains(&n.as_str()))
+                    .collect();
+                if missing.is_empty() {
+                    return;
+                }
+                let what = format!(
+                    "non-exhaustive `match` over `{}`: missing {}",
+                    decl.name,
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                CheckError::NonExhaustive { what, missing }
+            }
+            Ty::Bool if covers_both_bools(arms) => return,
+            Ty::Int | Ty::Double | Ty::Str | Ty::Bool => CheckError::NonExhaustive {
+                what: format!(
+                    "non-exhaustive `match` over a `{subject}`: an `else` arm is required"
+                ),
+                missing: Vec::new(),
+            },
+            _ => return,
+        };
+        self.report(error, e.pos, 5);
+    }
+}
+
+/// `true -> …, false -> …` leaves nothing for an `else`.
+fn covers_both_bools(arms: &[super::super::ast::MatchArm]) -> bool {
+    let has = |b: bool| {
+        arms.iter()
+            .flat_map(|a| &a.conditions)
+            .any(|c| matches!(c.kind, ExprKind::Bool(x) if x == b))
+    };
+    has(true) && has(false)
+}
+
+/// Whether a `match` condition of type `cond` can meet a subject of type
+/// `subject`: the same type, a range for a number, a pattern for a
+/// string, or a type.
+fn condition_fits(subject: &Ty, cond: &Ty) -> bool {
+    match (subject, cond) {
+        (_, Ty::TypeValue) | (Ty::TypeValue, _) => true,
+        (Ty::Int | Ty::Double, Ty::Range) => true,
+        (Ty::Str, Ty::Pattern) | (Ty::Pattern, Ty::Str) => true,
+        (s, c) => s.accepts(c) || c.accepts(s),
     }
 }

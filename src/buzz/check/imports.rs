@@ -146,7 +146,8 @@ impl Cx<'_, '_> {
         raise: super::super::Raise,
         pos: Pos,
     ) -> Option<Rc<ModuleInfo>> {
-        if let Some(mut d) = raise.diagnostic.map(|d| *d) {
+        let denial = raise.diagnostic.as_ref().is_some_and(|d| d.code.is_some());
+        if let (true, Some(mut d)) = (denial, raise.diagnostic.map(|d| *d)) {
             if d.location.is_none() {
                 d.location = Some(crate::diag::Location {
                     kind: crate::diag::SourceKind::Spell,
@@ -177,6 +178,7 @@ impl Cx<'_, '_> {
             cx.scopes.declare_global(name, ty, BindingKind::Declaration)
         };
         let Some(module) = module else {
+            self.open_names |= alias.is_some_and(|a| &**a == "_");
             for n in names.iter().chain(alias) {
                 global(self, n.clone(), Ty::Unknown);
             }

@@ -246,7 +246,17 @@ impl Cx<'_, '_> {
 
     pub(super) fn index(&mut self, object: &Expr, index: &Expr, checked: bool) -> Ty {
         let t = self.expr(object);
-        self.expr(index);
+        let i = self.expr(index);
+        if let (Ty::List(..) | Ty::Str, Ty::Optional(_)) = (&t, &i) {
+            let error = CheckError::Optional {
+                what: self.describe(index),
+                ty: i.to_string(),
+                use_: "an index".to_string(),
+                name: var_name(index),
+            };
+            let w = self.width_of(index);
+            self.report(error, index.pos, w);
+        }
         let item = match &t {
             Ty::List(item, _) => (**item).clone(),
             Ty::Str => Ty::Str,
@@ -353,12 +363,51 @@ impl Cx<'_, '_> {
     }
 
     pub(super) fn instance_of(&mut self, class: Ty, fields: &[(Rc<str>, Expr)], e: &Expr) -> Ty {
-        let Ty::Class(obj) = class else {
-            for (_, v) in fields {
-                self.expr(v);
+        let obj = match class {
+            Ty::Class(obj) => obj,
+            other => {
+                if !matches!(other, Ty::Unknown | Ty::Module(_) | Ty::TypeValue) {
+                    let error = CheckError::Mismatch {
+                        context: "`Name{ ... }`".to_string(),
+                        expected: "an object".to_string(),
+                        found: other.to_string(),
+                        help: None,
+                    };
+                    self.report(error, e.pos, 1);
+                }
+                for (_, v) in fields {
+                    self.expr(v);
+                }
+                return Ty::Unknown;
             }
-            return Ty::Unknown;
         };
+        self.fields_of(&obj, fields, e);
+        Ty::Instance(obj)
+    }
+
+    /// `.{ … }` where an object is expected: it must fit the object.
+    pub(super) fn anonymous_as(&mut self, obj: Obj, fields: &[(Rc<str>, Expr)], e: &Expr) -> Ty {
+        self.fields_of(&obj, fields, e);
+        Ty::Instance(obj)
+    }
+
+    pub(super) fn unknown_case(
+        &mut self,
+        decl: &super::super::ast::EnumDecl,
+        name: &str,
+        e: &Expr,
+    ) {
+        let near = nearest(name, decl.cases.iter().map(|(n, _)| &**n));
+        let error = CheckError::UnknownMember {
+            owner: format!("enum `{}`", decl.name),
+            name: name.to_string(),
+            near,
+        };
+        let at = self.spot(e.pos, name);
+        self.report(error, at, name.chars().count());
+    }
+
+    fn fields_of(&mut self, obj: &Obj, fields: &[(Rc<str>, Expr)], e: &Expr) {
         for (name, value) in fields {
             let declared = obj
                 .decl
@@ -383,7 +432,6 @@ impl Cx<'_, '_> {
             let context = format!("field `{name}` of `{}`", obj.decl.name);
             self.expect_type(&want, &found, &context, value);
         }
-        Ty::Instance(obj)
     }
 }
 

@@ -76,6 +76,8 @@ pub(super) struct Cx<'c, 'e> {
     /// them is left to the run rather than risk a false report.
     anywhere: HashSet<Rc<str>>,
     namespace: Vec<Rc<str>>,
+    /// An `import … as _` failed: any name may have come from it.
+    open_names: bool,
 }
 
 impl<'e> Checker<'e> {
@@ -102,6 +104,7 @@ impl<'e> Checker<'e> {
             scopes: Scopes::default(),
             anywhere: HashSet::new(),
             namespace: program.namespace.clone(),
+            open_names: false,
         };
         let exports = cx.program(program, root);
         self.importing.pop();

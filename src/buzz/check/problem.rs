@@ -80,6 +80,14 @@ pub enum CheckError {
         message: String,
         near: Option<String>,
     },
+    #[error("`final {name}` has no value: a `final` is given its value where it is declared")]
+    NoValue { name: String },
+    #[error("not every path of this `from` block ends with `out`")]
+    MissingOut,
+    #[error("{what}")]
+    NonExhaustive { what: String, missing: Vec<String> },
+    #[error("a local named `{name}` already exists in an enclosing block")]
+    Shadowing { name: String, line: u32 },
 }
 
 impl CheckError {
@@ -87,7 +95,9 @@ impl CheckError {
     /// it; everything else stops the spell.
     pub fn severity(&self) -> Severity {
         match self {
-            CheckError::Unreachable { .. } => Severity::Warning,
+            // Upstream rejects shadowing; magus has always run it, so it
+            // warns rather than stop spells that worked.
+            CheckError::Unreachable { .. } | CheckError::Shadowing { .. } => Severity::Warning,
             _ => Severity::Error,
         }
     }
@@ -110,6 +120,10 @@ impl CheckError {
             CheckError::Import { .. } => Code::Mgs1011,
             CheckError::NotCallable { .. } => Code::Mgs1012,
             CheckError::Jump { .. } => Code::Mgs1013,
+            CheckError::NoValue { .. } => Code::Mgs1004,
+            CheckError::MissingOut => Code::Mgs1009,
+            CheckError::NonExhaustive { .. } => Code::Mgs1014,
+            CheckError::Shadowing { .. } => Code::Mgs1015,
         }
     }
 
@@ -129,6 +143,10 @@ impl CheckError {
             CheckError::MissingReturn { ty, .. } => format!("declared to return `{ty}`"),
             CheckError::NotCallable { .. } => "not a function".into(),
             CheckError::Jump { .. } => "here".into(),
+            CheckError::NoValue { .. } => "declared without a value".into(),
+            CheckError::MissingOut => "this block".into(),
+            CheckError::NonExhaustive { .. } => "this `match`".into(),
+            CheckError::Shadowing { .. } => "declared again here".into(),
             CheckError::MainSignature { .. } | CheckError::Import { .. } => return None,
         })
     }
@@ -193,6 +211,20 @@ impl CheckError {
                 "add a `return` (or `throw`) at the end of `{function}`"
             )),
             CheckError::Unreachable { .. } => Some("remove it, or move it before the jump".into()),
+            CheckError::NoValue { name } => Some(format!(
+                "give it a value (`final {name} = ...;`), or declare it `var`"
+            )),
+            CheckError::MissingOut => Some("end every path with `out value;`".into()),
+            CheckError::NonExhaustive { missing, .. } if !missing.is_empty() => Some(format!(
+                "add an arm for {}, or an `else -> ...` arm",
+                missing
+                    .iter()
+                    .map(|m| format!("`.{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            CheckError::NonExhaustive { .. } => Some("add an `else -> ...` arm".into()),
+            CheckError::Shadowing { name, .. } => Some(format!("give this `{name}` another name")),
             CheckError::MainSignature { .. } => {
                 Some("declare `fun main(args: [str]) > void`".into())
             }

@@ -42,6 +42,8 @@ pub enum FrameKind {
 struct Frame {
     kind: FrameKind,
     names: Vec<(Rc<str>, Binding)>,
+    /// The line each local was declared at, for shadowing.
+    lines: Vec<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +57,7 @@ impl Scopes {
         self.frames.push(Frame {
             kind,
             names: Vec::new(),
+            lines: Vec::new(),
         });
     }
 
@@ -66,11 +69,41 @@ impl Scopes {
     pub fn declare(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
         let binding = Binding { ty, kind };
         match self.frames.last_mut() {
-            Some(frame) => frame.names.push((name, binding)),
+            Some(frame) => {
+                frame.names.push((name, binding));
+                frame.lines.push(0);
+            }
             None => {
                 self.globals.insert(name, binding);
             }
         }
+    }
+
+    /// Declares a local written at `line`.
+    pub fn declare_local(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind, line: u32) {
+        self.declare(name, ty, kind);
+        if let Some(last) = self.frames.last_mut().and_then(|f| f.lines.last_mut()) {
+            *last = line;
+        }
+    }
+
+    /// The line of a local of the same function that `name` would hide,
+    /// if any (names from `declare` without a line are left alone).
+    pub fn shadowed(&self, name: &str) -> Option<u32> {
+        for frame in self.frames.iter().rev() {
+            let found = frame
+                .names
+                .iter()
+                .zip(&frame.lines)
+                .find(|((n, _), line)| &**n == name && **line > 0);
+            if let Some((_, line)) = found {
+                return Some(*line);
+            }
+            if matches!(frame.kind, FrameKind::Function { .. }) {
+                break;
+            }
+        }
+        None
     }
 
     pub fn declare_global(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {

@@ -237,8 +237,26 @@ impl Cx<'_, '_> {
             Mutability::Var => BindingKind::Var,
             Mutability::Final => BindingKind::Final,
         };
-        let _ = pos;
-        self.scopes.declare(decl.name.clone(), ty, kind);
+        let optional = matches!(decl.ty, Some(Type::Optional(_)));
+        if decl.init.is_none() && kind == BindingKind::Final && !optional {
+            let error = CheckError::NoValue {
+                name: decl.name.to_string(),
+            };
+            self.report(error, pos, 5);
+        }
+        if self.scopes.at_top_level() {
+            self.scopes.declare(decl.name.clone(), ty, kind);
+            return;
+        }
+        if let Some(line) = self.scopes.shadowed(&decl.name) {
+            let error = CheckError::Shadowing {
+                name: decl.name.to_string(),
+                line,
+            };
+            self.report(error, pos, 5);
+        }
+        self.scopes
+            .declare_local(decl.name.clone(), ty, kind, pos.line.max(1));
     }
 
     fn fun_stmt(&mut self, decl: &Rc<FunDecl>) {
@@ -301,8 +319,30 @@ impl Cx<'_, '_> {
         }
         for method in &decl.methods {
             let this = (!method.is_static).then(|| Ty::Instance(obj.clone()));
+            self.special_method(method);
             self.function(method, this);
         }
+    }
+
+    /// `toString` and `collect` are called by the runtime itself, so
+    /// their signatures are fixed (as upstream checks them).
+    fn special_method(&mut self, method: &FunDecl) {
+        let wanted = match &*method.name {
+            "toString" => Ty::Str,
+            "collect" => Ty::Void,
+            _ => return,
+        };
+        let sig = self.types.sig(method);
+        if sig.params.is_empty() && wanted.accepts(&sig.ret) && sig.ret.accepts(&wanted) {
+            return;
+        }
+        let error = CheckError::Mismatch {
+            context: format!("the method `{}`", method.name),
+            expected: format!("fun {}() > {wanted}", method.name),
+            found: sig.to_string(),
+            help: None,
+        };
+        self.report(error, method.pos, 3);
     }
 
     fn if_stmt(

@@ -203,6 +203,9 @@ impl Ty {
             (Ty::Optional(e), f) => e.accepts(f),
             (_, Ty::Null) | (_, Ty::Optional(_)) => false,
             (Ty::Double, Ty::Int) => true,
+            // A `mut` list or map is wanted: an immutable one will not do.
+            (Ty::List(_, Mutable::Yes), Ty::List(_, Mutable::No))
+            | (Ty::Map(_, _, Mutable::Yes), Ty::Map(_, _, Mutable::No)) => false,
             (Ty::List(e, _), Ty::List(f, _)) => e.accepts(f),
             (Ty::Map(ek, ev, _), Ty::Map(fk, fv, _)) => ek.accepts(fk) && ev.accepts(fv),
             (Ty::Instance(a), Ty::Instance(b)) => a.decl.name == b.decl.name,
