@@ -48,7 +48,8 @@ const EXIT_HELP: &str = "Exit status: a spell's own status (what its `main` retu
 123 the run exceeded `sandbox.limits.wall_time` (everything it started was killed); \
 124 the spell was stopped by a sandbox denial; 125 magus failed (usage, \
 magus.yaml, magus.lock or sandbox set-up); 126 the spell cannot run (unreadable, \
-syntax error); 127 no such spell.";
+syntax error, or an error the check before the run found); 127 no such spell; \
+`magus check`: 0 clean, 2 errors found.";
 
 #[derive(Debug, Parser)]
 #[command(

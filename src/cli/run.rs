@@ -647,13 +647,12 @@ fn execute(work: Work) -> i32 {
                     return EXIT_CANNOT_RUN;
                 }
             };
+            let mut interpreter = interpreter(file);
             // Checked before anything runs (issue #14).
-            if let Some(status) =
-                super::checking::refusal(&interpreter(file), &program, source, &sink)
-            {
+            if let Some(status) = super::checking::refusal(&interpreter, &program, source, &sink) {
                 return status;
             }
-            match interpreter(file).run(&program, args) {
+            match interpreter.run(&program, args) {
                 Ok(status) => spell_status(status, &sink),
                 Err(e) => failed(&e, &sink),
             }
