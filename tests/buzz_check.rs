@@ -204,6 +204,7 @@ fn did_you_mean_offers_the_near_name() {
         ("fun main(args: [str]) > void {\n    final count = 1;\n    _ = cuont;\n}\n", "count"),
         ("object P { width: int, }\nfun main(args: [str]) > void {\n    final p = P{ width = 1 };\n    _ = p.widht;\n}\n", "width"),
         ("import \"fs\";\nfun main(args: [str]) > void { fs\\raed(\"x\"); }\n", "read"),
+        ("import \"buzz:stdd\";\n", "buzz:std"),
     ] {
         let ds = ws.check(source);
         let help = ds[0].help.clone().unwrap_or_default();

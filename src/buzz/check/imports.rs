@@ -77,6 +77,7 @@ impl Cx<'_, '_> {
         if let Some(found) = self.checker.env.natives.get(key) {
             return Some(found.clone());
         }
+        let mut near = None;
         let why = match REFUSED.iter().find(|(name, _)| *name == spec) {
             Some((_, why)) => (*why).to_string(),
             None => {
@@ -89,12 +90,19 @@ impl Cx<'_, '_> {
                     .filter(|n| !INTERNAL.contains(n))
                     .collect();
                 known.sort_unstable();
+                // `buzz:std` is the native `std`: offer both spellings.
+                let spellings: Vec<String> = known
+                    .iter()
+                    .flat_map(|k| [k.to_string(), format!("buzz:{k}")])
+                    .collect();
+                near = nearest(spec, spellings.iter().map(String::as_str));
                 format!("no such module (available: {})", known.join(", "))
             }
         };
         let error = CheckError::Import {
             spec: spec.to_string(),
             why,
+            near,
         };
         self.report(error, pos, 6);
         None
@@ -118,7 +126,12 @@ impl Cx<'_, '_> {
                 .collect();
             let why = format!("import cycle: {}", chain.join(" -> "));
             let spec = path.display().to_string();
-            self.report(CheckError::Import { spec, why }, pos, 6);
+            let error = CheckError::Import {
+                spec,
+                why,
+                near: None,
+            };
+            self.report(error, pos, 6);
             return None;
         }
         let source = match read {
@@ -161,7 +174,12 @@ impl Cx<'_, '_> {
         }
         let why = raise.value.to_string();
         let spec = path.display().to_string();
-        self.report(CheckError::Import { spec, why }, pos, 6);
+        let error = CheckError::Import {
+            spec,
+            why,
+            near: None,
+        };
+        self.report(error, pos, 6);
         None
     }
 

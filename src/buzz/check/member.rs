@@ -387,6 +387,16 @@ impl Cx<'_, '_> {
 
     /// `.{ … }` where an object is expected: it must fit the object.
     pub(super) fn anonymous_as(&mut self, obj: Obj, fields: &[(Rc<str>, Expr)], e: &Expr) -> Ty {
+        // A tuple `.{ 1, 2 }` fills the object's fields in order.
+        if fields
+            .iter()
+            .any(|(n, _)| n.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            for (_, v) in fields {
+                self.expr(v);
+            }
+            return Ty::Instance(obj);
+        }
         self.fields_of(&obj, fields, e);
         Ty::Instance(obj)
     }

@@ -72,7 +72,11 @@ pub enum CheckError {
     #[error("`main` must be `fun main(args: [str]) > void` (or `> int`), found `{found}`")]
     MainSignature { found: String },
     #[error("cannot import `{spec}`: {why}")]
-    Import { spec: String, why: String },
+    Import {
+        spec: String,
+        why: String,
+        near: Option<String>,
+    },
     #[error("`{ty}` cannot be called")]
     NotCallable { ty: String },
     #[error("{message}")]
@@ -183,6 +187,7 @@ impl CheckError {
                 module.then(|| format!("add `import \"{name}\";` at the top of the spell"))
             }),
             CheckError::UnknownMember { near: n, .. }
+            | CheckError::Import { near: n, .. }
             | CheckError::UnknownArgument { near: n, .. }
             | CheckError::Jump { near: n, .. } => near(n),
             CheckError::Final { name, what } if *what == "`final`" => Some(format!(
