@@ -420,7 +420,7 @@ fn a_memory_hog_child_fails_under_the_memory_limit() {
 
 /// Keeps every 100 MB string it builds: past the heap budget, never an
 /// abort; each string stays under the per-string cap.
-const GROW: &str = "import \"std\";\nfun main(args: [str]) > int {\n    var kept: [str] = [];\n    var s = \"x\";\n    while (true) {\n        s = s + s;\n        if (s.len() > 100000000) {\n            kept.append(s);\n            s = \"y\";\n        }\n    }\n    return 0;\n}\n";
+const GROW: &str = "import \"std\";\nfun main(args: [str]) > int {\n    var kept: mut [str] = mut [];\n    var s = \"x\";\n    while (true) {\n        s = s + s;\n        if (s.len() > 100000000) {\n            kept.append(s);\n            s = \"y\";\n        }\n    }\n    return 0;\n}\n";
 
 #[test]
 fn a_spell_that_grows_forever_stops_at_the_memory_limit() {

@@ -2,7 +2,7 @@
 //! and their conversion to rustc-style diagnostics.
 
 use super::native::CallSite;
-use crate::diag::{Diagnostic, Location, SourceKind};
+use crate::diag::{Code, Diagnostic, Location, SourceKind};
 use std::path::PathBuf;
 
 /// Why a spell could not be parsed or did not run to completion.
@@ -92,6 +92,9 @@ impl BuzzError {
             _ => {
                 let mut d = Diagnostic::error(self.message());
                 d.location = location;
+                if let Some(code) = self.runtime_code() {
+                    d = d.with_code(code);
+                }
                 if let Some(label) = self.label() {
                     d = d.with_label(label);
                 }
@@ -100,6 +103,25 @@ impl BuzzError {
                 }
                 d
             }
+        }
+    }
+
+    /// The code of a run-time error the checker cannot rule out: an index
+    /// out of range (MGS1020), `!` of null (MGS1021), integer overflow or
+    /// division by zero (MGS1022). Read from the interpreter's own
+    /// messages (`methods.rs`, `interp.rs`), pinned by the tests below.
+    fn runtime_code(&self) -> Option<Code> {
+        let BuzzError::Runtime { message, .. } = self else {
+            return None;
+        };
+        if message.contains(" out of range for ") {
+            Some(Code::Mgs1020)
+        } else if message.starts_with("force unwrap (`!`) of a null value") {
+            Some(Code::Mgs1021)
+        } else if message.starts_with("integer overflow") || message == "division by zero" {
+            Some(Code::Mgs1022)
+        } else {
+            None
         }
     }
 
@@ -117,5 +139,44 @@ fn location_of(site: &CallSite) -> Location {
         file: site.file.clone(),
         line: site.line,
         column: site.column,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(source: &str) -> Option<Code> {
+        let file = std::path::Path::new("probe.buzz");
+        let program = crate::buzz::parse(file, source).unwrap();
+        let error = crate::buzz::Interpreter::new(file, Vec::new())
+            .with_output(Box::new(std::io::sink()))
+            .run(&program, Vec::new())
+            .unwrap_err();
+        error.to_diagnostic().code
+    }
+
+    #[test]
+    fn run_time_errors_keep_their_place_and_gain_a_code() {
+        let main = |body: &str| format!("fun main(args: [str]) > void {{\n{body}\n}}\n");
+        for (body, code) in [
+            ("    final xs = [1];\n    _ = xs[3];", Some(Code::Mgs1020)),
+            ("    _ = \"ab\".byte(5);", Some(Code::Mgs1020)),
+            (
+                "    final n: int? = null;\n    _ = n!;",
+                Some(Code::Mgs1021),
+            ),
+            (
+                "    final big = 9223372036854775807;\n    _ = big + 1;",
+                Some(Code::Mgs1022),
+            ),
+            (
+                "    final zero = 0;\n    _ = 1 / zero;",
+                Some(Code::Mgs1022),
+            ),
+            ("    throw \"plain\";", None),
+        ] {
+            assert_eq!(code_of(&main(body)), code, "{body}");
+        }
     }
 }

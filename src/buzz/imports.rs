@@ -19,7 +19,7 @@ use std::rc::Rc;
 pub type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 
 /// Upstream libraries magus does not offer, and why.
-const REFUSED: &[(&str, &str)] = &[
+pub(super) const REFUSED: &[(&str, &str)] = &[
     ("buzz:ffi", "FFI to native code is not available in magus"),
     ("buzz:gc", "the garbage collector is not exposed by magus"),
     ("buzz:debug", "`buzz:debug` is not available in magus"),
@@ -30,10 +30,10 @@ const REFUSED: &[(&str, &str)] = &[
 
 /// Native modules that only serve libraries written in Buzz; importable,
 /// but not advertised.
-const INTERNAL: [&str; 3] = ["bufraw", "ioraw", "jsonraw"];
+pub(super) const INTERNAL: [&str; 3] = ["bufraw", "ioraw", "jsonraw"];
 
 /// The registry key of a library import, or `None` for a file path.
-fn library_key(spec: &str) -> Option<&str> {
+pub(super) fn library_key(spec: &str) -> Option<&str> {
     if let Some(name) = spec.strip_prefix("magus:") {
         return Some(name);
     }
@@ -47,7 +47,7 @@ fn library_key(spec: &str) -> Option<&str> {
 }
 
 /// The name a module is seen as without an alias: `buzz:fs` is `fs`.
-fn default_name(spec: &str) -> &str {
+pub(super) fn default_name(spec: &str) -> &str {
     let tail = spec.rsplit(['/', ':']).next().unwrap_or(spec);
     tail.strip_suffix(".buzz").unwrap_or(tail)
 }
@@ -208,7 +208,7 @@ impl Interpreter {
 }
 
 /// Whether a loader's raise says the file does not exist.
-fn is_not_found(v: &Value) -> bool {
+pub(super) fn is_not_found(v: &Value) -> bool {
     v.type_name() == "FileSystemError"
         && v.field("message")
             .is_some_and(|m| m.to_string().contains("No such file"))

@@ -7,6 +7,7 @@
 
 mod ast;
 mod callbacks;
+pub mod check;
 mod error;
 pub mod heap;
 mod imports;

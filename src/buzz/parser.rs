@@ -64,7 +64,6 @@ const MISSING: &[(&str, &str)] = &[
 
 /// Binary operators by precedence level, lowest first.
 const LEVELS: &[&[(&str, BinKind)]] = &[
-    &[("??", BinKind::Coalesce)],
     &[("or", BinKind::Or)],
     &[("and", BinKind::And)],
     &[
@@ -91,6 +90,9 @@ const LEVELS: &[&[(&str, BinKind)]] = &[
         ("+", BinKind::Op(BinOp::Add)),
         ("-", BinKind::Op(BinOp::Sub)),
     ],
+    // Tighter than `+`, as upstream's `NullCoalescing` precedence:
+    // `a?.x ?? 0 + b?.x ?? 0` adds the two defaults.
+    &[("??", BinKind::Coalesce)],
     &[
         ("*", BinKind::Op(BinOp::Mul)),
         ("/", BinKind::Op(BinOp::Div)),

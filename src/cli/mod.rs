@@ -6,6 +6,7 @@
 
 mod args;
 mod check;
+pub(crate) mod checking;
 #[cfg(kernel_layer)]
 pub(crate) mod hosts;
 pub(crate) mod lock;
@@ -51,7 +52,8 @@ const EXIT_HELP: &str = "Exit status: a spell's own status (what its `main` retu
 123 the run exceeded `sandbox.limits.wall_time` (everything it started was killed); \
 124 the spell was stopped by a sandbox denial; 125 magus failed (usage, \
 magus.yaml, magus.lock or sandbox set-up); 126 the spell cannot run (unreadable, \
-syntax error); 127 no such spell.";
+syntax error, or an error the check before the run found); 127 no such spell; \
+`magus check`: 0 clean, 2 errors found.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -120,6 +122,14 @@ enum Command {
     /// named), in the sandbox, like `buzz --test`.
     #[command(after_help = EXIT_HELP)]
     Test {
+        /// Spell names or paths to `.buzz` files.
+        spells: Vec<String>,
+    },
+    /// Check spells without running them: names, arguments, mutability,
+    /// types and control flow of each spell and the files it imports
+    /// (every spell when none is named); exit 0 when clean, 2 on errors.
+    #[command(after_help = EXIT_HELP)]
+    Check {
         /// Spell names or paths to `.buzz` files.
         spells: Vec<String>,
     },
@@ -198,6 +208,7 @@ pub fn main() -> i32 {
             },
         ),
         Some(Command::Test { spells }) => run::run(global, &env, reexec, run::Job::Test { spells }),
+        Some(Command::Check { spells }) => checking::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),

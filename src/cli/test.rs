@@ -15,6 +15,14 @@ pub(super) fn run_tests(
     interpreter: impl Fn(&Path) -> Interpreter,
     sink: &DiagnosticSink,
 ) -> i32 {
+    // Checked before anything runs (issue #14): one bad spell runs nothing.
+    let clean = spells.iter().fold(true, |clean, (file, source)| {
+        super::checking::spell_is_clean(&interpreter(file), file, source, sink) && clean
+    });
+    if !clean {
+        say("0 passed, 0 failed (the check found errors; nothing ran)");
+        return super::EXIT_CANNOT_RUN;
+    }
     let (mut passed, mut failed) = (0usize, 0usize);
     for (file, source) in spells {
         let outcomes = crate::buzz::parse(file, source)

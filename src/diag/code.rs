@@ -1,4 +1,6 @@
-//! The stable diagnostic codes of the sandbox (MGS2001–MGS2008, MGS2010–MGS2012).
+//! The stable diagnostic codes: the spell checker's and the interpreter's
+//! (MGS1001–MGS1015, MGS1020–MGS1022) and the sandbox's (MGS2001–MGS2008,
+//! MGS2010–MGS2012).
 //!
 //! A code names one kind of event the user may need to act on; its page in
 //! `docs/` (embedded for `magus explain`) says what it means and how to fix
@@ -11,6 +13,42 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Code {
+    /// A name that nothing in scope declares.
+    Mgs1001,
+    /// A module member, field, method or enum case that does not exist.
+    Mgs1002,
+    /// A call with too many, too few or misnamed arguments.
+    Mgs1003,
+    /// An assignment to a `final` variable, a parameter or an enum case.
+    Mgs1004,
+    /// A list or map that is not `mut` is changed.
+    Mgs1005,
+    /// A value of one type where another is expected.
+    Mgs1006,
+    /// An optional value used as if it could not be null.
+    Mgs1007,
+    /// A statement that can never run.
+    Mgs1008,
+    /// A function that may end without returning its value.
+    Mgs1009,
+    /// `main` declared with a signature magus cannot call.
+    Mgs1010,
+    /// An `import` that cannot be resolved.
+    Mgs1011,
+    /// A value that is not a function is called.
+    Mgs1012,
+    /// `break`, `continue` or `out` outside what they leave, or an unknown label.
+    Mgs1013,
+    /// A `match` that no arm may fit and that has no `else`.
+    Mgs1014,
+    /// A local declared again inside a block where it is already visible.
+    Mgs1015,
+    /// At run time: a list, string or range index out of range.
+    Mgs1020,
+    /// At run time: `!` applied to a null value.
+    Mgs1021,
+    /// At run time: integer overflow or division by zero.
+    Mgs1022,
     /// A path read (including `exists`, `list`, `stat`) was denied.
     Mgs2001,
     /// A path write was denied.
@@ -36,8 +74,63 @@ pub enum Code {
 }
 
 impl Code {
+    /// The checker's and the interpreter's codes, in numeric order.
+    pub const LANGUAGE: [Code; 18] = [
+        Code::Mgs1001,
+        Code::Mgs1002,
+        Code::Mgs1003,
+        Code::Mgs1004,
+        Code::Mgs1005,
+        Code::Mgs1006,
+        Code::Mgs1007,
+        Code::Mgs1008,
+        Code::Mgs1009,
+        Code::Mgs1010,
+        Code::Mgs1011,
+        Code::Mgs1012,
+        Code::Mgs1013,
+        Code::Mgs1014,
+        Code::Mgs1015,
+        Code::Mgs1020,
+        Code::Mgs1021,
+        Code::Mgs1022,
+    ];
+
+    /// The sandbox's codes, in numeric order.
+    pub const SANDBOX: [Code; 11] = [
+        Code::Mgs2001,
+        Code::Mgs2002,
+        Code::Mgs2003,
+        Code::Mgs2004,
+        Code::Mgs2005,
+        Code::Mgs2006,
+        Code::Mgs2007,
+        Code::Mgs2008,
+        Code::Mgs2010,
+        Code::Mgs2011,
+        Code::Mgs2012,
+    ];
+
     /// Every code, in numeric order.
-    pub const ALL: [Code; 11] = [
+    pub const ALL: [Code; 29] = [
+        Code::Mgs1001,
+        Code::Mgs1002,
+        Code::Mgs1003,
+        Code::Mgs1004,
+        Code::Mgs1005,
+        Code::Mgs1006,
+        Code::Mgs1007,
+        Code::Mgs1008,
+        Code::Mgs1009,
+        Code::Mgs1010,
+        Code::Mgs1011,
+        Code::Mgs1012,
+        Code::Mgs1013,
+        Code::Mgs1014,
+        Code::Mgs1015,
+        Code::Mgs1020,
+        Code::Mgs1021,
+        Code::Mgs1022,
         Code::Mgs2001,
         Code::Mgs2002,
         Code::Mgs2003,
@@ -54,6 +147,24 @@ impl Code {
     /// The code as users write it, e.g. `"MGS2001"`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Code::Mgs1001 => "MGS1001",
+            Code::Mgs1002 => "MGS1002",
+            Code::Mgs1003 => "MGS1003",
+            Code::Mgs1004 => "MGS1004",
+            Code::Mgs1005 => "MGS1005",
+            Code::Mgs1006 => "MGS1006",
+            Code::Mgs1007 => "MGS1007",
+            Code::Mgs1008 => "MGS1008",
+            Code::Mgs1009 => "MGS1009",
+            Code::Mgs1010 => "MGS1010",
+            Code::Mgs1011 => "MGS1011",
+            Code::Mgs1012 => "MGS1012",
+            Code::Mgs1013 => "MGS1013",
+            Code::Mgs1014 => "MGS1014",
+            Code::Mgs1015 => "MGS1015",
+            Code::Mgs1020 => "MGS1020",
+            Code::Mgs1021 => "MGS1021",
+            Code::Mgs1022 => "MGS1022",
             Code::Mgs2001 => "MGS2001",
             Code::Mgs2002 => "MGS2002",
             Code::Mgs2003 => "MGS2003",
@@ -71,6 +182,24 @@ impl Code {
     /// A one-line summary, as in the overview's table of codes.
     pub fn summary(self) -> &'static str {
         match self {
+            Code::Mgs1001 => "unknown name",
+            Code::Mgs1002 => "unknown member",
+            Code::Mgs1003 => "wrong arguments in a call",
+            Code::Mgs1004 => "assignment to a final binding",
+            Code::Mgs1005 => "mutation of an immutable list or map",
+            Code::Mgs1006 => "mismatched types",
+            Code::Mgs1007 => "optional used without `?`, `!` or `??`",
+            Code::Mgs1008 => "unreachable code",
+            Code::Mgs1009 => "missing return",
+            Code::Mgs1010 => "bad `main` signature",
+            Code::Mgs1011 => "unresolved import",
+            Code::Mgs1012 => "not callable",
+            Code::Mgs1013 => "misplaced jump",
+            Code::Mgs1014 => "non-exhaustive `match`",
+            Code::Mgs1015 => "local shadows a local of an enclosing block",
+            Code::Mgs1020 => "index out of range (run time)",
+            Code::Mgs1021 => "null unwrapped with `!` (run time)",
+            Code::Mgs1022 => "integer overflow or division by zero (run time)",
             Code::Mgs2001 => "path read denied",
             Code::Mgs2002 => "path write denied",
             Code::Mgs2003 => "env vars stripped from child",
@@ -94,7 +223,7 @@ impl fmt::Display for Code {
 
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown diagnostic code `{0}`: codes are MGS2001–MGS2008 and MGS2010–MGS2012")]
+#[error("unknown diagnostic code `{0}`: codes are MGS1001–MGS1015, MGS1020–MGS1022, MGS2001–MGS2008 and MGS2010–MGS2012")]
 pub struct UnknownCode(pub String);
 
 impl FromStr for Code {

@@ -85,6 +85,9 @@ pub struct Diagnostic {
     pub location: Option<Location>,
     /// A short text printed under the caret.
     pub label: Option<String>,
+    /// How many characters from the location the caret underlines (at
+    /// least one).
+    pub span: u32,
     /// Facts that explain the event (`= note: ...`).
     pub notes: Vec<String>,
     /// How to fix it; may span several lines (e.g. `magus.yaml` lines).
@@ -102,6 +105,7 @@ impl Diagnostic {
             path: None,
             location: None,
             label: None,
+            span: 1,
             notes: Vec::new(),
             help: None,
         }
@@ -143,6 +147,12 @@ impl Diagnostic {
     /// Sets the text under the caret.
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
+        self
+    }
+
+    /// Underlines `chars` characters from the location, not just one.
+    pub fn with_span(mut self, chars: u32) -> Self {
+        self.span = chars.max(1);
         self
     }
 

@@ -144,7 +144,9 @@ fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
         .unwrap_or_default();
     out.push_str(&format!("{pad} {bar}\n"));
     out.push_str(&format!("{} {bar} {source}\n", paint.blue(&number)));
-    let caret = paint.severity(d.severity, &format!("^{label}"));
+    let room = source.chars().count().saturating_sub(caret_col).max(1);
+    let carets = "^".repeat((d.span as usize).clamp(1, room));
+    let caret = paint.severity(d.severity, &format!("{carets}{label}"));
     out.push_str(&format!("{pad} {bar} {lead}{caret}\n"));
     out.push_str(&format!("{pad} {bar}\n"));
     pad

@@ -76,6 +76,17 @@ impl SpellError {
         SpellError::new(error.to_diagnostic(), EXIT_CANNOT_RUN)
     }
 
+    /// A spell the checker refused (its findings are said already): the
+    /// summary line, as rustc's "aborting due to previous errors".
+    pub(crate) fn refused_by_check(path: &Path, status: i32) -> SpellError {
+        let diagnostic = Diagnostic::error(format!(
+            "`{}` did not pass the check: nothing ran",
+            path.display()
+        ))
+        .with_help("`magus check` shows the same findings without running anything");
+        SpellError::new(diagnostic, status)
+    }
+
     /// A spell stopped by an uncaught sandbox denial or another failure.
     pub(crate) fn failed(error: BuzzError) -> SpellError {
         let diagnostic = error.to_diagnostic();

@@ -305,8 +305,15 @@ impl Runtime {
     /// with the status `magus run` would exit with.
     pub fn run(&self, spell: &Spell, args: Vec<String>) -> Result<i32, SpellError> {
         let program = spell.parse().map_err(SpellError::cannot_run)?;
-        let status = self
-            .interpreter(&spell.path)
+        let mut interpreter = self.interpreter(&spell.path);
+        // Checked before anything runs: a type error on line 9 must not
+        // leave line 3's writes behind.
+        let refusal =
+            crate::cli::checking::refusal(&interpreter, &program, &spell.source, &self.sink);
+        if let Some(status) = refusal {
+            return Err(SpellError::refused_by_check(&spell.path, status));
+        }
+        let status = interpreter
             .run(&program, args)
             .map_err(SpellError::failed)?;
         SpellError::check_status(status)

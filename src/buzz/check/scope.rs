@@ -1,0 +1,151 @@
+//! The names the checker sees at each point: globals of the file, then
+//! nested frames (functions, blocks, loops, `from` blocks), innermost last.
+
+use super::ty::Ty;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// One declared name.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub ty: Ty,
+    pub kind: BindingKind,
+}
+
+/// What declared a name, which decides whether it may be reassigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingKind {
+    Var,
+    Final,
+    Param,
+    /// Functions, objects, enums, imports: never reassigned.
+    Declaration,
+}
+
+/// What a frame is, for `return`, `break`, `continue` and `out`.
+#[derive(Debug, Clone)]
+pub enum FrameKind {
+    /// A function body, with its declared result (`Unknown` when free).
+    Function {
+        ret: Ty,
+        name: String,
+    },
+    Block,
+    Loop {
+        label: Option<Rc<str>>,
+    },
+    /// `from { … }`, left by `out`.
+    From,
+}
+
+#[derive(Debug)]
+struct Frame {
+    kind: FrameKind,
+    names: Vec<(Rc<str>, Binding)>,
+    /// The line each local was declared at, for shadowing.
+    lines: Vec<u32>,
+}
+
+#[derive(Debug, Default)]
+pub struct Scopes {
+    globals: HashMap<Rc<str>, Binding>,
+    frames: Vec<Frame>,
+}
+
+impl Scopes {
+    pub fn push(&mut self, kind: FrameKind) {
+        self.frames.push(Frame {
+            kind,
+            names: Vec::new(),
+            lines: Vec::new(),
+        });
+    }
+
+    pub fn pop(&mut self) {
+        self.frames.pop();
+    }
+
+    /// Declares `name` in the innermost frame (a global at the top level).
+    pub fn declare(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
+        let binding = Binding { ty, kind };
+        match self.frames.last_mut() {
+            Some(frame) => {
+                frame.names.push((name, binding));
+                frame.lines.push(0);
+            }
+            None => {
+                self.globals.insert(name, binding);
+            }
+        }
+    }
+
+    /// Declares a local written at `line`.
+    pub fn declare_local(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind, line: u32) {
+        self.declare(name, ty, kind);
+        if let Some(last) = self.frames.last_mut().and_then(|f| f.lines.last_mut()) {
+            *last = line;
+        }
+    }
+
+    /// The line of a local of the same function that `name` would hide,
+    /// if any (names from `declare` without a line are left alone).
+    pub fn shadowed(&self, name: &str) -> Option<u32> {
+        for frame in self.frames.iter().rev() {
+            let found = frame
+                .names
+                .iter()
+                .zip(&frame.lines)
+                .find(|((n, _), line)| &**n == name && **line > 0);
+            if let Some((_, line)) = found {
+                return Some(*line);
+            }
+            if matches!(frame.kind, FrameKind::Function { .. }) {
+                break;
+            }
+        }
+        None
+    }
+
+    pub fn declare_global(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
+        self.globals.insert(name, Binding { ty, kind });
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.frames
+            .iter()
+            .rev()
+            .flat_map(|f| f.names.iter().rev())
+            .find(|(n, _)| &**n == name)
+            .map(|(_, b)| b)
+            .or_else(|| self.globals.get(name))
+    }
+
+    /// Every name in scope, for "did you mean".
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.frames
+            .iter()
+            .flat_map(|f| f.names.iter().map(|(n, _)| &**n))
+            .chain(self.globals.keys().map(|n| &**n))
+    }
+
+    /// The innermost function's declared result, if inside one.
+    pub fn function(&self) -> Option<(&Ty, &str)> {
+        self.frames.iter().rev().find_map(|f| match &f.kind {
+            FrameKind::Function { ret, name } => Some((ret, name.as_str())),
+            _ => None,
+        })
+    }
+
+    /// The frames a jump may leave, innermost first, up to the function.
+    pub fn jump_targets(&self) -> impl Iterator<Item = &FrameKind> {
+        self.frames
+            .iter()
+            .rev()
+            .map(|f| &f.kind)
+            .take_while(|k| !matches!(k, FrameKind::Function { .. }))
+    }
+
+    pub fn at_top_level(&self) -> bool {
+        self.frames.is_empty()
+    }
+}

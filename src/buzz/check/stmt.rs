@@ -1,0 +1,551 @@
+//! Statements: declarations, blocks and control flow. Each walk returns how
+//! the statement ends ([`Ends`]), which finds unreachable code and
+//! functions that may end without their value.
+
+use super::super::ast::{FunDecl, Mutability, ObjectDecl, Program, Stmt, StmtKind, Type, VarDecl};
+use super::super::lexer::Pos;
+use super::flow::{is_true, loop_ends, Ends};
+use super::scope::{BindingKind, FrameKind};
+use super::ty::{ModuleInfo, Obj, Ty, Types};
+use super::{CheckError, Cx};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+impl Cx<'_, '_> {
+    /// Checks a whole file; returns what it exports.
+    pub(super) fn program(&mut self, program: &Program, root: bool) -> Rc<ModuleInfo> {
+        self.types = Rc::new(collect_types(&program.statements));
+        super::expr::declared_names(&program.statements, &mut self.anywhere);
+        self.hoist(&program.statements);
+        for stmt in &program.statements {
+            if let StmtKind::Import { .. } = stmt.kind {
+                self.stmt(stmt);
+            }
+        }
+        let top: Vec<&Stmt> = program
+            .statements
+            .iter()
+            .filter(|s| !matches!(s.kind, StmtKind::Import { .. }))
+            .collect();
+        for stmt in top {
+            self.stmt(stmt);
+        }
+        if root {
+            self.main_signature(program);
+        }
+        self.exports(program)
+    }
+
+    /// Functions, objects, enums and protocols are visible from the start.
+    fn hoist(&mut self, stmts: &[Stmt]) {
+        for stmt in stmts {
+            let (name, ty) = match &stmt.kind {
+                StmtKind::Fun(d) => (d.name.clone(), Ty::Fun(Rc::new(self.types.sig(d)))),
+                StmtKind::Object(d) => (d.name.clone(), Ty::Class(self.obj(d))),
+                StmtKind::Enum(d) => (d.name.clone(), Ty::Enum(d.clone())),
+                StmtKind::Protocol(n) => (n.clone(), Ty::Unknown),
+                // A global used by a function before its line runs.
+                StmtKind::Var(d) => (d.name.clone(), self.declared_ty(d)),
+                _ => continue,
+            };
+            let kind = match &stmt.kind {
+                StmtKind::Var(d) if d.mutability == Mutability::Var => BindingKind::Var,
+                StmtKind::Var(_) => BindingKind::Final,
+                _ => BindingKind::Declaration,
+            };
+            self.scopes.declare_global(name, ty, kind);
+        }
+    }
+
+    fn declared_ty(&self, d: &VarDecl) -> Ty {
+        d.ty.as_ref().map_or(Ty::Unknown, |t| self.types.resolve(t))
+    }
+
+    pub(super) fn obj(&self, decl: &Rc<ObjectDecl>) -> Obj {
+        Obj {
+            decl: decl.clone(),
+            types: self.types.clone(),
+        }
+    }
+
+    /// Walks `stmts` in a new frame.
+    pub(super) fn block(&mut self, stmts: &[Stmt], kind: FrameKind) -> Ends {
+        self.scopes.push(kind);
+        let ends = self.stmts(stmts);
+        self.scopes.pop();
+        ends
+    }
+
+    /// Walks a sequence; a statement after one that jumps is unreachable
+    /// (said once per block; the rest is still checked for names).
+    fn stmts(&mut self, stmts: &[Stmt]) -> Ends {
+        let mut ends = Ends::FallsThrough;
+        let mut jumped_at: Option<u32> = None;
+        let mut said = false;
+        for stmt in stmts {
+            if let (Some(line), false) = (jumped_at, said) {
+                self.report(CheckError::Unreachable { after_line: line }, stmt.pos, 1);
+                said = true;
+            }
+            if self.stmt(stmt).jumps() {
+                jumped_at.get_or_insert(stmt.pos.line);
+                ends = Ends::Jumps;
+            }
+        }
+        ends
+    }
+
+    pub(super) fn stmt(&mut self, stmt: &Stmt) -> Ends {
+        let pos = stmt.pos;
+        match &stmt.kind {
+            StmtKind::Import {
+                module,
+                alias,
+                names,
+            } => self.import(module, alias.as_ref(), names, pos),
+            StmtKind::Test { body, .. } => {
+                self.function_body(body, Ty::Unknown, "test");
+            }
+            StmtKind::Var(decl) => self.var(decl, pos),
+            StmtKind::Fun(decl) => self.fun_stmt(decl),
+            StmtKind::Object(decl) => self.object(decl),
+            StmtKind::Enum(decl) => {
+                for (_, value) in &decl.cases {
+                    if let Some(v) = value {
+                        self.expr(v);
+                    }
+                }
+            }
+            StmtKind::Expr(e) => {
+                self.expr(e);
+            }
+            StmtKind::Block(b) => return self.block(b, FrameKind::Block),
+            StmtKind::If {
+                cond,
+                binding,
+                then,
+                otherwise,
+            } => return self.if_stmt(cond, binding.as_ref(), then, otherwise.as_deref()),
+            StmtKind::While { cond, body, label } => {
+                self.condition(cond);
+                let body_ends = self.block(
+                    body,
+                    FrameKind::Loop {
+                        label: label.clone(),
+                    },
+                );
+                return loop_ends(
+                    is_true(cond),
+                    body_ends.jumps() && is_true(cond),
+                    body,
+                    label,
+                );
+            }
+            StmtKind::DoUntil { body, cond, label } => {
+                let body_ends = self.block(
+                    body,
+                    FrameKind::Loop {
+                        label: label.clone(),
+                    },
+                );
+                self.condition(cond);
+                return loop_ends(false, body_ends.jumps(), body, label);
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+                label,
+            } => return self.for_stmt(init, cond.as_ref(), step, body, label),
+            StmtKind::ForEach {
+                key,
+                value,
+                iterable,
+                body,
+                label,
+            } => self.foreach(key.as_ref(), value, iterable, body, label),
+            StmtKind::Break(label) => return self.jump(label.as_ref(), "break", pos),
+            StmtKind::Continue(label) => return self.jump(label.as_ref(), "continue", pos),
+            StmtKind::Out(e) => {
+                self.expr(e);
+                if !self
+                    .scopes
+                    .jump_targets()
+                    .any(|k| matches!(k, FrameKind::From))
+                {
+                    let message = "`out` is only allowed inside a `from { … }` block".to_string();
+                    self.report(
+                        CheckError::Jump {
+                            message,
+                            near: None,
+                        },
+                        pos,
+                        3,
+                    );
+                }
+                return Ends::Jumps;
+            }
+            StmtKind::Return(value) => return self.ret(value.as_ref(), pos),
+            StmtKind::Throw(e) => {
+                self.expr(e);
+                return Ends::Jumps;
+            }
+            StmtKind::Try { body, clauses } => {
+                self.block(body, FrameKind::Block);
+                for clause in clauses {
+                    self.scopes.push(FrameKind::Block);
+                    if let Some((name, ty)) = &clause.binding {
+                        let ty = self.types.resolve(ty);
+                        self.scopes.declare(name.clone(), ty, BindingKind::Final);
+                    }
+                    self.stmts(&clause.body);
+                    self.scopes.pop();
+                }
+                // As upstream's flow analysis: a `try` may always fall
+                // through (a throw inside it lands in a clause).
+            }
+            #[allow(unreachable_patterns)] // new kinds from later grammar work
+            _ => {}
+        }
+        Ends::FallsThrough
+    }
+
+    fn var(&mut self, decl: &VarDecl, pos: Pos) {
+        let declared = decl.ty.as_ref().map(|t| self.types.resolve(t));
+        let found = decl
+            .init
+            .as_ref()
+            .map(|e| self.expr_expecting(e, declared.as_ref()));
+        let ty = match (declared, found) {
+            (Some(d), Some(f)) => {
+                if let Some(init) = &decl.init {
+                    let context = format!("`{}`", decl.name);
+                    self.expect_type(&d, &f, &context, init);
+                }
+                d
+            }
+            (Some(d), None) => d,
+            (None, Some(f)) => f,
+            (None, None) => Ty::Unknown,
+        };
+        let ty = match ty {
+            Ty::Null | Ty::Void => Ty::Unknown,
+            t => t,
+        };
+        let kind = match decl.mutability {
+            Mutability::Var => BindingKind::Var,
+            Mutability::Final => BindingKind::Final,
+        };
+        let optional = matches!(decl.ty, Some(Type::Optional(_)));
+        if decl.init.is_none() && kind == BindingKind::Final && !optional {
+            let error = CheckError::NoValue {
+                name: decl.name.to_string(),
+            };
+            self.report(error, pos, 5);
+        }
+        if self.scopes.at_top_level() {
+            self.scopes.declare(decl.name.clone(), ty, kind);
+            return;
+        }
+        if let Some(line) = self.scopes.shadowed(&decl.name) {
+            let error = CheckError::Shadowing {
+                name: decl.name.to_string(),
+                line,
+            };
+            self.report(error, pos, 5);
+        }
+        self.scopes
+            .declare_local(decl.name.clone(), ty, kind, pos.line.max(1));
+    }
+
+    fn fun_stmt(&mut self, decl: &Rc<FunDecl>) {
+        if !self.scopes.at_top_level() {
+            let sig = Rc::new(self.types.sig(decl));
+            self.scopes
+                .declare(decl.name.clone(), Ty::Fun(sig), BindingKind::Declaration);
+        }
+        self.function(decl, None);
+    }
+
+    /// Checks a function's body with its parameters (and `this` in a
+    /// method) in scope; reports a missing return.
+    pub(super) fn function(&mut self, decl: &FunDecl, this: Option<Ty>) {
+        let sig = self.types.sig(decl);
+        self.scopes.push(FrameKind::Function {
+            ret: sig.ret.clone(),
+            name: decl.name.to_string(),
+        });
+        if let Some(this) = this {
+            self.scopes
+                .declare(Rc::from("this"), this, BindingKind::Final);
+        }
+        for (param, p) in decl.params.iter().zip(&sig.params) {
+            if let Some(default) = &param.default {
+                self.expr(default);
+            }
+            self.scopes
+                .declare(param.name.clone(), p.ty.clone(), BindingKind::Param);
+        }
+        let ends = self.stmts(&decl.body);
+        self.scopes.pop();
+        if !ends.jumps() && needs_return(&sig.ret) {
+            let error = CheckError::MissingReturn {
+                function: decl.name.to_string(),
+                ty: sig.ret.to_string(),
+            };
+            self.report(error, decl.pos, 3);
+        }
+    }
+
+    fn function_body(&mut self, body: &[Stmt], ret: Ty, name: &str) {
+        self.scopes.push(FrameKind::Function {
+            ret,
+            name: name.to_string(),
+        });
+        self.stmts(body);
+        self.scopes.pop();
+    }
+
+    fn object(&mut self, decl: &Rc<ObjectDecl>) {
+        let obj = self.obj(decl);
+        for field in &decl.fields {
+            if let Some(default) = &field.default {
+                let declared = self.types.resolve(&field.ty);
+                let found = self.expr_expecting(default, Some(&declared));
+                let context = format!("field `{}`", field.name);
+                self.expect_type(&declared, &found, &context, default);
+            }
+        }
+        for method in &decl.methods {
+            let this = (!method.is_static).then(|| Ty::Instance(obj.clone()));
+            self.special_method(method);
+            self.function(method, this);
+        }
+    }
+
+    /// `toString` and `collect` are called by the runtime itself, so
+    /// their signatures are fixed (as upstream checks them).
+    fn special_method(&mut self, method: &FunDecl) {
+        let wanted = match &*method.name {
+            "toString" => Ty::Str,
+            "collect" => Ty::Void,
+            _ => return,
+        };
+        let sig = self.types.sig(method);
+        if sig.params.is_empty() && wanted.accepts(&sig.ret) && sig.ret.accepts(&wanted) {
+            return;
+        }
+        let error = CheckError::Mismatch {
+            context: format!("the method `{}`", method.name),
+            expected: format!("fun {}() > {wanted}", method.name),
+            found: sig.to_string(),
+            help: None,
+        };
+        self.report(error, method.pos, 3);
+    }
+
+    fn if_stmt(
+        &mut self,
+        cond: &super::super::ast::Expr,
+        binding: Option<&super::super::ast::IfBinding>,
+        then: &[Stmt],
+        otherwise: Option<&Stmt>,
+    ) -> Ends {
+        let cond_ty = match binding {
+            Some(_) => self.expr(cond),
+            None => {
+                self.condition(cond);
+                Ty::Unknown
+            }
+        };
+        self.scopes.push(FrameKind::Block);
+        if let Some(b) = binding {
+            let ty = match &b.cast {
+                Some(t) => self.types.resolve(t),
+                None => cond_ty.unwrapped(),
+            };
+            self.scopes.declare(b.name.clone(), ty, BindingKind::Final);
+        }
+        let then_ends = self.stmts(then);
+        self.scopes.pop();
+        let else_ends = match otherwise {
+            Some(o) => self.stmt(o),
+            None => Ends::FallsThrough,
+        };
+        Ends::both(then_ends, else_ends)
+    }
+
+    fn for_stmt(
+        &mut self,
+        init: &[Stmt],
+        cond: Option<&super::super::ast::Expr>,
+        step: &[super::super::ast::Expr],
+        body: &[Stmt],
+        label: &Option<Rc<str>>,
+    ) -> Ends {
+        self.scopes.push(FrameKind::Block);
+        for s in init {
+            self.stmt(s);
+        }
+        if let Some(c) = cond {
+            self.condition(c);
+        }
+        self.block(
+            body,
+            FrameKind::Loop {
+                label: label.clone(),
+            },
+        );
+        for e in step {
+            self.expr(e);
+        }
+        self.scopes.pop();
+        let forever = cond.is_none_or(is_true);
+        loop_ends(forever, false, body, label)
+    }
+
+    fn foreach(
+        &mut self,
+        key: Option<&Rc<str>>,
+        value: &Rc<str>,
+        iterable: &super::super::ast::Expr,
+        body: &[Stmt],
+        label: &Option<Rc<str>>,
+    ) {
+        let (key_ty, value_ty) = match self.expr(iterable) {
+            Ty::List(item, _) => (Ty::Int, *item),
+            Ty::Map(k, v, _) => (*k, *v),
+            Ty::Str => (Ty::Int, Ty::Str),
+            Ty::Range => (Ty::Int, Ty::Int),
+            _ => (Ty::Unknown, Ty::Unknown),
+        };
+        self.scopes.push(FrameKind::Loop {
+            label: label.clone(),
+        });
+        if let Some(k) = key {
+            self.scopes.declare(k.clone(), key_ty, BindingKind::Final);
+        }
+        self.scopes
+            .declare(value.clone(), value_ty, BindingKind::Final);
+        self.stmts(body);
+        self.scopes.pop();
+    }
+
+    fn jump(&mut self, label: Option<&Rc<str>>, what: &str, pos: Pos) -> Ends {
+        let loops: Vec<Option<Rc<str>>> = self
+            .scopes
+            .jump_targets()
+            .filter_map(|k| match k {
+                FrameKind::Loop { label } => Some(label.clone()),
+                _ => None,
+            })
+            .collect();
+        let error = match label {
+            _ if loops.is_empty() => Some(CheckError::Jump {
+                message: format!("`{what}` outside a loop"),
+                near: None,
+            }),
+            Some(l) if !loops.iter().any(|x| x.as_ref() == Some(l)) => {
+                let labels: Vec<&str> = loops.iter().flatten().map(|l| &**l).collect();
+                Some(CheckError::Jump {
+                    message: format!("no enclosing loop is labelled `{l}`"),
+                    near: super::nearest(l, labels.into_iter()),
+                })
+            }
+            _ => None,
+        };
+        if let Some(error) = error {
+            self.report(error, pos, what.len());
+        }
+        Ends::Jumps
+    }
+
+    fn ret(&mut self, value: Option<&super::super::ast::Expr>, pos: Pos) -> Ends {
+        let expected = self.scopes.function().map(|(t, _)| t.clone());
+        let found = value.map(|v| self.expr_expecting(v, expected.as_ref()));
+        if let (Some(expected), Some(found), Some(v)) = (expected, found, value) {
+            if !matches!(expected, Ty::Void) {
+                self.expect_type(&expected, &found, "the return value", v);
+            }
+        }
+        let _ = pos;
+        Ends::Jumps
+    }
+
+    fn main_signature(&mut self, program: &Program) {
+        let main = program.statements.iter().find_map(|s| match &s.kind {
+            StmtKind::Fun(d) if &*d.name == "main" => Some(d),
+            _ => None,
+        });
+        let Some(main) = main else { return };
+        let args_ok = match main.params.as_slice() {
+            [] => true,
+            [p] => {
+                matches!(&p.ty, Type::Any)
+                    || matches!(&p.ty, Type::List(item) if matches!(&**item, Type::Any) || matches!(&**item, Type::Named(n) if &**n == "str"))
+            }
+            _ => false,
+        };
+        let ret_ok = matches!(&main.ret, Type::Void | Type::Any)
+            || matches!(&main.ret, Type::Named(n) if &**n == "int");
+        if !(args_ok && ret_ok) {
+            let found = self.types.sig(main).to_string();
+            self.report(CheckError::MainSignature { found }, main.pos, 3);
+        }
+    }
+
+    /// What the file shows importers: its `export`ed names, or every
+    /// top-level declaration when it exports nothing.
+    fn exports(&self, program: &Program) -> Rc<ModuleInfo> {
+        let declared = program.statements.iter().filter_map(|s| match &s.kind {
+            StmtKind::Fun(d) => Some(d.name.clone()),
+            StmtKind::Object(d) => Some(d.name.clone()),
+            StmtKind::Enum(d) => Some(d.name.clone()),
+            StmtKind::Var(d) => Some(d.name.clone()),
+            StmtKind::Protocol(n) => Some(n.clone()),
+            _ => None,
+        });
+        let names: Vec<Rc<str>> = if program.exports.is_empty() {
+            declared.collect()
+        } else {
+            program.exports.clone()
+        };
+        let members: HashMap<String, Ty> = names
+            .iter()
+            .filter_map(|n| Some((n.to_string(), self.scopes.lookup(n)?.ty.clone())))
+            .collect();
+        let name = program.namespace.last().map_or_else(
+            || super::super::imports::default_name(&program.file.to_string_lossy()).to_string(),
+            |n| n.to_string(),
+        );
+        Rc::new(ModuleInfo {
+            name,
+            members,
+            namespace: program.namespace.clone(),
+        })
+    }
+}
+
+/// A declared result that a function must produce on every path.
+fn needs_return(ret: &Ty) -> bool {
+    !matches!(ret, Ty::Unknown | Ty::Void | Ty::Optional(_))
+}
+
+/// The objects, enums and protocols a file declares at its top level.
+fn collect_types(stmts: &[Stmt]) -> Types {
+    let mut types = Types::default();
+    for stmt in stmts {
+        match &stmt.kind {
+            StmtKind::Object(d) => {
+                types.objects.insert(d.name.clone(), d.clone());
+            }
+            StmtKind::Enum(d) => {
+                types.enums.insert(d.name.clone(), d.clone());
+            }
+            StmtKind::Protocol(n) => types.opaque.get_mut().push(n.clone()),
+            _ => {}
+        }
+    }
+    types
+}

@@ -1,0 +1,132 @@
+//! `magus check [SPELL...]`, and the check that `magus run` and `magus test`
+//! make before running anything: the spell checker of `buzz::check` over
+//! each spell and every file it imports. Nothing runs; imported files are
+//! read through the gate of the workspace's policy, as a run would read
+//! them.
+
+use super::spells::{read_spell, spell_files};
+use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
+use crate::bindings::{self, DiagnosticSink, Session};
+use crate::buzz::{Interpreter, Program};
+use crate::diag::{Code, Diagnostic, Renderer};
+use crate::enforce::gate::Gate;
+use crate::enforce::landlock::{Domain, Unavailable};
+use std::ffi::OsString;
+use std::path::Path;
+use std::rc::Rc;
+
+/// Exit status of `magus check` when a spell has errors.
+pub const EXIT_CHECK_FAILED: i32 = 2;
+
+/// `magus check`: checks the named spells (every spell of the workspace
+/// when none is named); 0 when all are clean, 2 when any is not.
+pub(super) fn check(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
+    // On the interpreter's large stack, as a run checks: the checker's
+    // recursion follows the spell's nesting.
+    let checked = crate::buzz::stack::run_on_interpreter_stack(|| check_all(global, env, names));
+    checked.unwrap_or_else(|e| {
+        let d = Diagnostic::error(format!("cannot start the checker thread: {e}"));
+        Renderer::new(global.message_format).emit(&d);
+        super::EXIT_CONFIG
+    })
+}
+
+fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
+    let renderer = Renderer::new(global.message_format);
+    let startup = match load(global, env) {
+        Ok(startup) => startup,
+        Err(status) => return status,
+    };
+    let workspace = startup.policy.workspace().to_path_buf();
+    let names = if names.is_empty() {
+        let mut all = spell_files(&workspace.join("spells"));
+        all.sort();
+        all.into_iter().map(|(name, _)| name).collect()
+    } else {
+        names.to_vec()
+    };
+    let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
+    let gate = Gate::new(Rc::new(startup.policy), workspace.clone());
+    let domain = Domain::unconfined(Unavailable::ForcedOff);
+    let session = Rc::new(Session::new(
+        gate,
+        domain,
+        Vec::new(),
+        Vec::new(),
+        sink.clone(),
+    ));
+    let mut status = 0;
+    for name in &names {
+        let (file, source) = match read_spell(&workspace, name) {
+            Ok(found) => found,
+            Err(e) => {
+                renderer.emit(&e.diagnostic);
+                status = EXIT_CHECK_FAILED;
+                continue;
+            }
+        };
+        let interpreter = checking_interpreter(&file, &session);
+        if !spell_is_clean(&interpreter, &file, &source, &sink) {
+            status = EXIT_CHECK_FAILED;
+        }
+    }
+    status
+}
+
+/// An interpreter with the modules and loader a run has, used only for
+/// its tables.
+fn checking_interpreter(file: &Path, session: &Rc<Session>) -> Interpreter {
+    Interpreter::new(file, bindings::modules(session))
+        .with_loader(bindings::source_loader(session))
+        .with_libraries(bindings::libraries())
+}
+
+/// Parses and checks one spell, saying every error; true when it may run.
+pub(super) fn spell_is_clean(
+    interpreter: &Interpreter,
+    file: &Path,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> bool {
+    match crate::buzz::parse(file, source) {
+        Ok(program) => program_is_clean(interpreter, &program, source, sink),
+        Err(e) => {
+            sink(&e.to_diagnostic());
+            false
+        }
+    }
+}
+
+/// Checks a parsed spell, saying every error; true when it may run.
+pub(super) fn program_is_clean(
+    interpreter: &Interpreter,
+    program: &Program,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> bool {
+    refusal(interpreter, program, source, sink).is_none()
+}
+
+/// Checks a parsed spell before a run, saying every finding; the exit
+/// status that stops the run, or `None` when it may go on: 124 when the
+/// sandbox denied reading an imported file (as the run would have been
+/// stopped), else 126 (the spell cannot run).
+pub(crate) fn refusal(
+    interpreter: &Interpreter,
+    program: &Program,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> Option<i32> {
+    let report = interpreter.check(program, source);
+    let diagnostics = report.diagnostics();
+    for d in &diagnostics {
+        sink(d);
+    }
+    if report.is_clean() {
+        return None;
+    }
+    let denied = diagnostics
+        .iter()
+        .any(|d| matches!(d.code, Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007)));
+    Some(if denied { EXIT_DENIED } else { EXIT_CANNOT_RUN })
+}
