@@ -230,6 +230,27 @@ fn sandbox_check_says_interpreter_layer_only() {
             .unwrap_or_else(|e| panic!("{e}: {}", out.dump()));
         let layer = report["kernel"]["layer"].as_str().unwrap_or_default();
         assert!(layer.starts_with("interpreter layer only"), "{report}");
+
+        // What is declared but not enforced is said so, not shown as held.
+        h.write_config(
+            "sandbox:\n  enabled: true\n  network: deny\n  limits:\n    wall_time: 10s\n",
+        );
+        let out = magus(&h, user, true, &["sandbox", "check"]);
+        assert_eq!(out.status, Some(0), "{}", out.dump());
+        for line in [
+            "network          deny (declared, not enforced: interpreter layer only)",
+            "limits           declared, not enforced (interpreter layer only)",
+        ] {
+            assert!(out.stdout.contains(line), "{line}: {}", out.dump());
+        }
+        let out = magus(&h, user, true, &["run", "spawn", "/bin/true"]);
+        assert_eq!(out.stderr_count("warning[MGS2005]"), 1, "{}", out.dump());
+        assert!(
+            out.stderr
+                .contains("`network:` and `sandbox.limits` are not enforced"),
+            "{}",
+            out.dump()
+        );
     }
 }
 

@@ -271,6 +271,7 @@ impl KernelReport {
     }
 }
 
+#[cfg(kernel_layer)]
 fn network_text(network: &Network) -> String {
     match network {
         Network::Allow => "allow".into(),
@@ -282,17 +283,27 @@ fn network_text(network: &Network) -> String {
             "connect_tcp {connect_tcp:?}, bind_tcp {bind_tcp:?} (TCP only: no UDP, so no DNS \
              lookups; /etc/hosts still works)"
         ),
-        #[cfg(kernel_layer)]
         Network::Hosts(list) => format!(
             "hosts {} via magus's proxy (mechanism: kernel, network, below)",
             crate::enforce::proxy::hosts_text(list)
         ),
-        #[cfg(not(kernel_layer))]
-        Network::Hosts(list) => format!(
-            "hosts [{}] (not enforced: no proxy without the kernel layer)",
-            hosts_list(list).join(", ")
-        ),
     }
+}
+
+/// Without the kernel layer nothing enforces `network:`: the setting is
+/// said as declared, and that it does not hold.
+#[cfg(not(kernel_layer))]
+fn network_text(network: &Network) -> String {
+    let declared = match network {
+        Network::Allow => return "allow".into(),
+        Network::Deny => "deny".to_string(),
+        Network::Ports {
+            connect_tcp,
+            bind_tcp,
+        } => format!("connect_tcp {connect_tcp:?}, bind_tcp {bind_tcp:?}"),
+        Network::Hosts(list) => format!("hosts [{}]", hosts_list(list).join(", ")),
+    };
+    format!("{declared} (declared, not enforced: interpreter layer only)")
 }
 
 #[cfg(not(kernel_layer))]

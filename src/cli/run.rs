@@ -19,6 +19,10 @@
 //!    kills whatever is left when magus ends, and holds `sandbox.limits`
 //!    (see `isolate`).
 //! 4. Run the spell with the gated bindings.
+//!
+//! Without the kernel layer (macOS, Windows, `--no-default-features`:
+//! `cfg(kernel_layer)` unset) the descriptor marking, the re-exec and step 3
+//! do not exist; MGS2005 says so at every sandboxed run.
 
 use super::report::{startup_report, ReportInput, StartupReport};
 use super::spells::{read_spell, SpellError};

@@ -89,6 +89,13 @@ fn open_terminal() -> Option<Terminal> {
     })
 }
 
+/// A close-on-exec pipe, read end first. std's (not `pipe2`, which macOS
+/// lacks).
+fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = std::io::pipe()?;
+    Ok((read.into(), write.into()))
+}
+
 fn window_size(fd: BorrowedFd<'_>) -> Option<libc::winsize> {
     let mut size = libc::winsize {
         ws_row: 0,
@@ -184,7 +191,7 @@ impl Launch {
     }
 
     fn piped(kind: Kind, with_stdout: bool) -> std::io::Result<Launch> {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (read, write) = cloexec_pipe()?;
         let end = ChildStdio::Fd(write.as_raw_fd());
         Ok(Launch {
             kind,
@@ -241,7 +248,7 @@ impl Relay {
     }
 
     fn terminal(terminal: &'static Terminal) -> Relay {
-        let Ok((wake_read, wake_write)) = nix::unistd::pipe2(OFlag::O_CLOEXEC) else {
+        let Ok((wake_read, wake_write)) = cloexec_pipe() else {
             return Relay::default();
         };
         let master = terminal.master.as_fd();
@@ -371,11 +378,11 @@ mod tests {
 
     #[test]
     fn a_pipe_relay_returns_what_the_child_wrote() {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let (read, write) = cloexec_pipe().unwrap();
         nix::unistd::write(&write, b"one\ntwo").unwrap();
         drop(write);
         assert_eq!(relay_json(read, "prog"), b"one\ntwo");
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let (read, write) = cloexec_pipe().unwrap();
         nix::unistd::write(&write, b"raw").unwrap();
         drop(write);
         assert_eq!(relay_raw(read), b"raw");
