@@ -10,7 +10,8 @@
 //! The public API is the small facade of [`Sandbox`], in the order the
 //! sandbox must be built:
 //!
-//! 1. [`Sandbox::load`] finds the workspace's `magus.yaml`, resolves the
+//! 1. [`Sandbox::load`] (a given workspace) or [`Sandbox::discover`] (the
+//!    nearest one holding `magus.yaml`, as `magus` finds it) resolves the
 //!    policy and checks it against `magus.lock`. Nothing is restricted yet.
 //! 2. [`Sandbox::spell`] reads a spell while the workspace is still open.
 //! 3. [`Sandbox::install`] confines the whole process, irreversibly: the
@@ -22,7 +23,7 @@
 //! ```no_run
 //! use magus_sandbox::{CompatLevel, Sandbox};
 //!
-//! let sandbox = Sandbox::load(".")?;
+//! let sandbox = Sandbox::discover(".")?;
 //! let spell = sandbox.spell("hello")?;
 //! let installed = sandbox.install(CompatLevel::BestEffort)?;
 //! for warning in installed.diagnostics() {

@@ -9,7 +9,7 @@ use magus_sandbox::__private::bindings::{self, Session};
 use magus_sandbox::__private::buzz::{self, Interpreter};
 use magus_sandbox::__private::diag::{render, Diagnostic, MessageFormat, Severity};
 use magus_sandbox::__private::enforce::gate::Gate;
-use magus_sandbox::__private::enforce::landlock::{Domain, Unavailable};
+use magus_sandbox::__private::enforce::Domain;
 use magus_sandbox::__private::policy::{self, StartupInput, WorkspaceArg};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -37,7 +37,10 @@ impl Workspace {
         })
         .expect("policy resolves");
         let gate = Gate::new(Rc::new(startup.policy), dir.path().to_path_buf());
-        let domain = Domain::unconfined(Unavailable::ForcedOff);
+        #[cfg(kernel_layer)]
+        let domain = Domain::unconfined(magus_sandbox::__private::enforce::Unavailable::ForcedOff);
+        #[cfg(not(kernel_layer))]
+        let domain = Domain::interpreter_only();
         let sink: bindings::DiagnosticSink = Rc::new(|_| {});
         let session = Rc::new(Session::new(gate, domain, env, Vec::new(), sink));
         Workspace { dir, session }

@@ -14,9 +14,8 @@
 mod embed;
 mod support;
 
-use std::path::Path;
 use std::process::{Command, ExitCode};
-use support::{capture, Harness, RunOutput};
+use support::{can_switch_user, capture, open_to_everyone, Harness, RunOutput};
 
 /// The argument that makes this binary play the example.
 const CHILD: &str = "--embed-example";
@@ -133,19 +132,12 @@ impl User {
 fn users() -> Vec<User> {
     let nobody = if !nix::unistd::geteuid().is_root() {
         User::Skipped("not root".into())
-    } else if !setpriv_works() {
+    } else if !can_switch_user() {
         User::Skipped("setpriv cannot switch to uid 65534".into())
     } else {
         User::Nobody
     };
     vec![User::Current, nobody]
-}
-
-fn setpriv_works() -> bool {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// As the kernel tests: under CI as root every case can run, so a skip
@@ -329,16 +321,4 @@ fn run_child(h: &Harness, user: &User, role: &str, extra: &[(&str, &str)]) -> Ru
     }
     cmd.envs(extra.iter().copied());
     capture(&mut cmd)
-}
-
-/// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
-fn open_to_everyone(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if dir.is_dir() { 0o777 } else { 0o666 };
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
-    if dir.is_dir() {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            open_to_everyone(&entry.path());
-        }
-    }
 }

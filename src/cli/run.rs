@@ -23,6 +23,11 @@
 //! Without the kernel layer (macOS, Windows, `--no-default-features`:
 //! `cfg(kernel_layer)` unset) the descriptor marking, the re-exec and step 3
 //! do not exist; MGS2005 says so at every sandboxed run.
+//!
+//! The library's facade (`crate::sandbox`) drives these steps, for this
+//! CLI and for an embedder alike: `Sandbox::load` is step 1,
+//! `Sandbox::install` steps 2 and 3 (`confine_process`), `Installed::enter`
+//! step 4.
 
 use super::report::{startup_report, ReportInput, StartupReport};
 use super::spells::{read_spell, SpellError};
@@ -80,42 +85,40 @@ pub(super) fn run(
     job: Job,
 ) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let cwd = match super::current_dir(&renderer) {
-        Ok(cwd) => cwd,
-        Err(status) => return status,
+    match start(global, env, reexec, job, &renderer) {
+        Ok(status) | Err(status) => status,
+    }
+}
+
+/// [`run`], with every failure already said and turned into its status.
+fn start(
+    global: &GlobalArgs,
+    env: &[(OsString, OsString)],
+    reexec: Option<ReexecState>,
+    job: Job,
+    renderer: &Renderer,
+) -> Result<i32, i32> {
+    let config_error = |d: &Diagnostic| {
+        renderer.emit(d);
+        EXIT_CONFIG
     };
+    let cwd = super::current_dir(renderer)?;
     let workspace = super::workspace_arg(global, &cwd);
-    let sandbox = match Sandbox::load_from(workspace, env.to_vec(), reexec) {
-        Ok(sandbox) => sandbox,
-        Err(e) => {
-            renderer.emit(e.diagnostic());
-            return EXIT_CONFIG;
-        }
-    };
-    let spells = match read_spells(sandbox.policy().workspace(), &job) {
-        Ok(found) => found,
-        Err(e) => {
-            renderer.emit(&e.diagnostic);
-            return e.status;
-        }
-    };
-    let installed = match sandbox.install(CompatLevel::BestEffort) {
-        Ok(installed) => installed,
-        Err(e) => {
-            renderer.emit(e.diagnostic());
-            return EXIT_CONFIG;
-        }
-    };
+    let sandbox = Sandbox::load_from(workspace, env.to_vec(), reexec)
+        .map_err(|e| config_error(e.diagnostic()))?;
+    let spells = read_spells(sandbox.policy().workspace(), &job).map_err(|e| {
+        renderer.emit(&e.diagnostic);
+        e.status
+    })?;
+    let installed = sandbox
+        .install(CompatLevel::BestEffort)
+        .map_err(|e| config_error(e.diagnostic()))?;
     for d in installed.diagnostics() {
         renderer.emit(d);
     }
-    match installed.enter(move |runtime| execute(runtime, spells, job)) {
-        Ok(status) => status,
-        Err(e) => {
-            renderer.emit(e.diagnostic());
-            EXIT_CONFIG
-        }
-    }
+    installed
+        .enter(move |runtime| execute(runtime, spells, job))
+        .map_err(|e| config_error(e.diagnostic()))
 }
 
 /// What step 3 leaves for step 4: the process is confined, and this is
@@ -130,9 +133,10 @@ pub(crate) struct Confinement {
     pub report: StartupReport,
 }
 
-/// Steps 1 (the lock) to 3 of the module doc, for an already resolved
-/// policy; `Sandbox::install` is its only caller. The diagnostics to say
-/// before the spell are `report.now`; may re-execute the process.
+/// Steps 2 and 3 of the module doc, for a policy resolved and checked
+/// against the lock (step 1, `Sandbox::load`); `Sandbox::install` is its
+/// only caller. The diagnostics to say before the spell are `report.now`;
+/// may re-execute the process.
 pub(crate) fn confine_process(
     startup: Startup,
     env: &[(OsString, OsString)],

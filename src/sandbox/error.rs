@@ -146,3 +146,67 @@ pub(super) fn no_workspace(workspace: &Path, e: &std::io::Error) -> Diagnostic {
         workspace.display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buzz::CallSite;
+
+    fn site() -> CallSite {
+        CallSite {
+            file: "spells/x.buzz".into(),
+            line: 3,
+            column: 5,
+        }
+    }
+
+    fn uncaught(code: Option<Code>) -> BuzzError {
+        BuzzError::Uncaught {
+            value: "SandboxError".into(),
+            site: site(),
+            diagnostic: code.map(|c| Box::new(Diagnostic::error("denied").with_code(c))),
+        }
+    }
+
+    #[test]
+    fn a_status_outside_0_to_255_is_a_failure() {
+        for (status, expected) in [
+            (0, Ok(0)),
+            (255, Ok(255)),
+            (256, Err(EXIT_SPELL_FAILED)),
+            (-1, Err(EXIT_SPELL_FAILED)),
+        ] {
+            let got = SpellError::check_status(status).map_err(|e| e.exit_status());
+            assert_eq!(got, expected, "status {status}");
+        }
+    }
+
+    #[test]
+    fn an_uncaught_denial_exits_124_and_other_failures_1() {
+        let runtime = BuzzError::Runtime {
+            site: site(),
+            message: "boom".into(),
+        };
+        for (error, expected) in [
+            (uncaught(Some(Code::Mgs2001)), EXIT_DENIED),
+            (uncaught(Some(Code::Mgs2002)), EXIT_DENIED),
+            (uncaught(Some(Code::Mgs2007)), EXIT_DENIED),
+            (uncaught(None), EXIT_SPELL_FAILED),
+            (runtime, EXIT_SPELL_FAILED),
+        ] {
+            let what = error.to_string();
+            assert_eq!(SpellError::failed(error).exit_status(), expected, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_syntax_error_cannot_run_and_keeps_its_location() {
+        let error = SpellError::cannot_run(BuzzError::Syntax {
+            site: site(),
+            message: "expected `}`".into(),
+        });
+        assert_eq!(error.exit_status(), EXIT_CANNOT_RUN);
+        let location = error.diagnostic().location.as_ref().expect("a location");
+        assert_eq!((location.line, location.column), (3, 5));
+    }
+}

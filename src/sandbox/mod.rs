@@ -337,3 +337,52 @@ impl Runtime {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Loading only: `install` confines the whole process, so it is tested
+    //! in child processes (`tests/embed_example.rs`), never here.
+    use super::*;
+    use crate::cli::{EXIT_CANNOT_RUN, EXIT_NO_SPELL};
+
+    fn workspace(config: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("a temporary workspace");
+        std::fs::create_dir(dir.path().join("spells")).expect("spells/");
+        std::fs::write(dir.path().join("magus.yaml"), config).expect("magus.yaml");
+        dir
+    }
+
+    fn load(dir: &Path) -> Result<Sandbox, LoadError> {
+        Sandbox::load_from(WorkspaceArg::Explicit(dir), Vec::new(), None)
+    }
+
+    #[test]
+    fn a_bad_magus_yaml_is_one_error_with_its_line_and_column() {
+        let dir = workspace("sandbox:\n  enabled: maybe\n");
+        let error = load(dir.path()).expect_err("a bad config");
+        let location = error.diagnostic().location.as_ref().expect("a location");
+        assert_eq!(location.line, 2, "{error}");
+    }
+
+    #[test]
+    fn a_loaded_sandbox_reads_its_policy_and_spells() {
+        let dir = workspace("sandbox:\n  enabled: true\n");
+        std::fs::write(
+            dir.path().join("spells/hello.buzz"),
+            "fun main() > void {}\n",
+        )
+        .expect("a spell");
+        std::fs::write(dir.path().join("spells/bad.buzz"), b"\xff\xfe").expect("a bad spell");
+        let sandbox = load(dir.path()).expect("a policy");
+        assert_eq!(sandbox.policy().state(), SandboxState::On);
+        let real = dir.path().canonicalize().expect("canonical");
+        assert_eq!(sandbox.policy().workspace(), real);
+        let spell = sandbox.spell("hello").expect("hello");
+        assert_eq!(spell.path(), real.join("spells/hello.buzz"));
+        assert_eq!(spell.source(), "fun main() > void {}\n");
+        for (name, status) in [("helo", EXIT_NO_SPELL), ("bad", EXIT_CANNOT_RUN)] {
+            let error = sandbox.spell(name).expect_err(name);
+            assert_eq!(error.exit_status(), status, "{name}: {error}");
+        }
+    }
+}

@@ -445,3 +445,24 @@ pub fn dumb_http_repository(site: &Path, readme: &str) {
     git(&["clone", "-q", "--bare", "src", "repo.git"], site);
     git(&["update-server-info"], &site.join("repo.git"));
 }
+
+/// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
+pub fn open_to_everyone(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if dir.is_dir() { 0o777 } else { 0o666 };
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
+    if dir.is_dir() {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            open_to_everyone(&entry.path());
+        }
+    }
+}
+
+/// Whether this run can switch to uid 65534 (root, with `setpriv`).
+pub fn can_switch_user() -> bool {
+    nix::unistd::geteuid().is_root()
+        && Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+            .status()
+            .is_ok_and(|s| s.success())
+}
