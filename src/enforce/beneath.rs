@@ -11,9 +11,10 @@
 use nix::errno::Errno;
 use nix::fcntl::{self, OFlag, OpenHow, ResolveFlag};
 use nix::sys::stat::Mode;
-use std::ffi::OsString;
+use std::ffi::{CStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -112,6 +113,27 @@ impl Root {
         self.open_by_resolving(rel, flags, follow)
     }
 
+    /// [`Root::open_beneath`] for a relative path that is already
+    /// NUL-terminated, so the system call needs no copy of it (the gate's
+    /// hot path). The root itself (an empty `rel`) and the fallback go the
+    /// general way.
+    pub fn open_beneath_c(
+        &self,
+        rel: &CStr,
+        flags: OFlag,
+        follow: Follow,
+    ) -> Result<OwnedFd, BeneathError> {
+        let direct = self.kind == RootKind::Directory && !rel.is_empty();
+        if direct && !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
+            match openat2_beneath(self.dir.as_fd(), rel, flags, follow) {
+                Err(BeneathError::Os(e)) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+                other => return other,
+            }
+        }
+        let rel = Path::new(std::ffi::OsStr::from_bytes(rel.to_bytes()));
+        self.open_beneath(rel, flags, follow)
+    }
+
     /// A granted file is opened by its own real path, following no symlink
     /// anywhere (it was canonical when granted; a swap since is refused).
     fn open_file_root(&self, rel: &Path, flags: OFlag) -> Result<OwnedFd, BeneathError> {
@@ -159,9 +181,9 @@ impl Root {
     }
 }
 
-fn openat2_beneath(
+fn openat2_beneath<P: ?Sized + nix::NixPath>(
     dir: BorrowedFd<'_>,
-    rel: &Path,
+    rel: &P,
     flags: OFlag,
     follow: Follow,
 ) -> Result<OwnedFd, BeneathError> {

@@ -6,6 +6,7 @@
 //! The result is a [`NormalPath`], the only form the trie decides on: the
 //! type carries the guarantee, so the hot path need not re-check it.
 
+use super::trie::scan::{equal_bytes, word_at};
 use std::ffi::{OsStr, OsString};
 use std::ops::Deref;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -143,6 +144,85 @@ impl PartialEq<Path> for NormalPath {
     }
 }
 
+/// A relative path made only of plain names (none empty, `.`, `..` or
+/// longer than [`NAME_MAX`]), with no NUL byte and no leading or trailing
+/// `/`: joined to a [`NormalPath`] it gives a normal path with nothing to
+/// resolve, as long as the whole stays under [`PATH_MAX`]. The gate's hot
+/// path takes most spellings (`data/file.bin`) in this form, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlainRelative<'a>(&'a [u8]);
+
+impl<'a> PlainRelative<'a> {
+    /// `spelled` when it is already plain and relative; `None` asks the
+    /// caller to [`normalize`] it instead.
+    ///
+    /// The gate asks on every call: a spelling shorter than a 64-bit mask
+    /// is checked a word at a time, a longer one in one pass over its bytes.
+    pub fn new(spelled: &'a [u8]) -> Option<PlainRelative<'a>> {
+        let plain = match spelled.len() {
+            0..64 => is_plain_relative_short(spelled),
+            _ => is_plain_relative(spelled),
+        };
+        plain.then_some(PlainRelative(spelled))
+    }
+
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.0
+    }
+}
+
+/// [`PlainRelative::new`] on masks: one bit per byte for `/`, `.` and NUL,
+/// then each rule is one expression over the whole spelling. A name starts
+/// at 0 and after each `/`; it ends before a `/` or at the end (a `/` is
+/// imagined there). Names cannot exceed [`NAME_MAX`] in under 64 bytes.
+fn is_plain_relative_short(bytes: &[u8]) -> bool {
+    let len = bytes.len();
+    let (mut slash, mut dot, mut nul) = (0u64, 0u64, 0u64);
+    for at in (0..len).step_by(8) {
+        let word = word_at(bytes, at);
+        let valid = match len - at {
+            8.. => u64::MAX,
+            left => (1u64 << left) - 1,
+        };
+        slash |= byte_bits(word, b'/') << at;
+        dot |= byte_bits(word, b'.') << at;
+        nul |= (byte_bits(word, 0) & valid) << at;
+    }
+    let boundary = slash | 1u64 << len;
+    let start = slash << 1 | 1;
+    let empty = start & boundary;
+    let one_dot = start & dot & boundary >> 1;
+    let two_dots = start & dot & dot >> 1 & boundary >> 2;
+    nul | empty | one_dot | two_dots == 0
+}
+
+/// One bit per byte of `word` (little-endian) equal to `byte`.
+fn byte_bits(word: u64, byte: u8) -> u64 {
+    // One bit at the bottom of each matching byte, gathered into the top
+    // byte by a multiplication whose partial products never overlap.
+    let lanes = equal_bytes(word, byte) >> 7;
+    lanes.wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// [`PlainRelative::new`] one byte at a time.
+fn is_plain_relative(spelled: &[u8]) -> bool {
+    if spelled.len() >= PATH_MAX {
+        return false;
+    }
+    // The current name's length, and how many of its bytes are dots.
+    let (mut len, mut dots) = (0, 0);
+    for &b in spelled {
+        match b {
+            b'/' if !is_plain_name(len, dots) => return false,
+            b'/' => (len, dots) = (0, 0),
+            0 => return false,
+            b'.' => (len, dots) = (len + 1, dots + 1),
+            _ => len += 1,
+        }
+    }
+    is_plain_name(len, dots)
+}
+
 /// Makes `spelled` absolute against `base` and resolves it lexically.
 ///
 /// `..` never climbs above `/` (as the kernel does for `/..`). The result is
@@ -249,6 +329,12 @@ fn is_plain(names: &[u8]) -> bool {
             .all(|name| !matches!(name, b"" | b"." | b"..") && name.len() <= NAME_MAX)
 }
 
+/// A name of `len` bytes, `dots` of them `.`, is plain: not empty, not `.`
+/// or `..`, not longer than [`NAME_MAX`].
+fn is_plain_name(len: usize, dots: usize) -> bool {
+    len > 0 && len <= NAME_MAX && !(dots == len && len <= 2)
+}
+
 fn pop_component(out: &mut Vec<u8>) {
     let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
     out.truncate(cut);
@@ -299,6 +385,84 @@ mod tests {
         let normal = NormalPath::new("/w").expect("a normal base");
         assert_eq!(normal.join(&long), normalize(Path::new("/w"), &long));
         assert_eq!(normal.join(""), Err(PathError::Empty));
+    }
+
+    /// A plain relative spelling is exactly one `join` leaves as it is.
+    #[test]
+    fn plain_relative_is_what_join_copies_unchanged() {
+        let long = "n".repeat(NAME_MAX + 1);
+        let spellings: [&[u8]; 14] = [
+            b"a",
+            b"data/file.bin",
+            b".hidden/..x/...",
+            b"\xff\xfe/x",
+            b"",
+            b"/a",
+            b"a/",
+            b"a//b",
+            b"./a",
+            b"a/.",
+            b"a/../b",
+            b"..",
+            b"a\0b",
+            long.as_bytes(),
+        ];
+        let base = NormalPath::new("/w").expect("normal");
+        for spelled in spellings {
+            let plain = PlainRelative::new(spelled);
+            let mut copied = b"/w/".to_vec();
+            copied.extend_from_slice(spelled);
+            let unchanged = base
+                .join(OsStr::from_bytes(spelled))
+                .is_ok_and(|p| p.as_os_str().as_bytes() == copied);
+            assert_eq!(plain.is_some(), unchanged, "{spelled:?}");
+            assert_eq!(plain.map(|p| p.as_bytes()), unchanged.then_some(spelled));
+        }
+    }
+
+    /// The word-at-a-time check agrees with the byte loop on every
+    /// spelling of up to six bytes over the bytes that matter, and on
+    /// longer ones around each word boundary.
+    #[test]
+    fn short_check_agrees_with_the_byte_loop() {
+        let alphabet = [b'a', b'.', b'/', 0, 0xff];
+        let mut spelled = Vec::new();
+        for len in 0..=6u32 {
+            for mut code in 0..alphabet.len().pow(len) {
+                spelled.clear();
+                for _ in 0..len {
+                    spelled.push(alphabet[code % alphabet.len()]);
+                    code /= alphabet.len();
+                }
+                assert_eq!(
+                    is_plain_relative_short(&spelled),
+                    is_plain_relative(&spelled),
+                    "{spelled:?}"
+                );
+            }
+        }
+        let names: [&[u8]; 8] = [b"a", b".", b"..", b"...", b"", b"abcdefg", b".x", b"a\0"];
+        for len in 1..64usize {
+            for name in names {
+                for at in [0, len / 2, len.saturating_sub(name.len() + 1)] {
+                    let mut spelled = vec![b'n'; len];
+                    if at + name.len() + 1 >= len {
+                        continue;
+                    }
+                    spelled[at] = b'/';
+                    spelled[at + 1..at + 1 + name.len()].copy_from_slice(name);
+                    spelled[at + 1 + name.len()] = b'/';
+                    for cut in [len, len - 1, at + 1 + name.len()] {
+                        let spelled = &spelled[..cut];
+                        assert_eq!(
+                            is_plain_relative_short(spelled),
+                            is_plain_relative(spelled),
+                            "{spelled:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
