@@ -6,7 +6,6 @@
 //! The result is a [`NormalPath`], the only form the trie decides on: the
 //! type carries the guarantee, so the hot path need not re-check it.
 
-use super::trie::scan::{equal_bytes, word_at};
 use std::ffi::{OsStr, OsString};
 use std::ops::Deref;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -156,14 +155,11 @@ impl<'a> PlainRelative<'a> {
     /// `spelled` when it is already plain and relative; `None` asks the
     /// caller to [`normalize`] it instead.
     ///
-    /// The gate asks on every call: a spelling shorter than a 64-bit mask
-    /// is checked a word at a time, a longer one in one pass over its bytes.
+    /// One pass over the bytes, since the gate asks on every call. (A
+    /// word-at-a-time version with byte masks counted more instructions
+    /// for the short spellings spells use.)
     pub fn new(spelled: &'a [u8]) -> Option<PlainRelative<'a>> {
-        let plain = match spelled.len() {
-            0..64 => is_plain_relative_short(spelled),
-            _ => is_plain_relative(spelled),
-        };
-        plain.then_some(PlainRelative(spelled))
+        is_plain_relative(spelled).then_some(PlainRelative(spelled))
     }
 
     pub fn as_bytes(&self) -> &'a [u8] {
@@ -171,40 +167,7 @@ impl<'a> PlainRelative<'a> {
     }
 }
 
-/// [`PlainRelative::new`] on masks: one bit per byte for `/`, `.` and NUL,
-/// then each rule is one expression over the whole spelling. A name starts
-/// at 0 and after each `/`; it ends before a `/` or at the end (a `/` is
-/// imagined there). Names cannot exceed [`NAME_MAX`] in under 64 bytes.
-fn is_plain_relative_short(bytes: &[u8]) -> bool {
-    let len = bytes.len();
-    let (mut slash, mut dot, mut nul) = (0u64, 0u64, 0u64);
-    for at in (0..len).step_by(8) {
-        let word = word_at(bytes, at);
-        let valid = match len - at {
-            8.. => u64::MAX,
-            left => (1u64 << left) - 1,
-        };
-        slash |= byte_bits(word, b'/') << at;
-        dot |= byte_bits(word, b'.') << at;
-        nul |= (byte_bits(word, 0) & valid) << at;
-    }
-    let boundary = slash | 1u64 << len;
-    let start = slash << 1 | 1;
-    let empty = start & boundary;
-    let one_dot = start & dot & boundary >> 1;
-    let two_dots = start & dot & dot >> 1 & boundary >> 2;
-    nul | empty | one_dot | two_dots == 0
-}
-
-/// One bit per byte of `word` (little-endian) equal to `byte`.
-fn byte_bits(word: u64, byte: u8) -> u64 {
-    // One bit at the bottom of each matching byte, gathered into the top
-    // byte by a multiplication whose partial products never overlap.
-    let lanes = equal_bytes(word, byte) >> 7;
-    lanes.wrapping_mul(0x0102_0408_1020_4080) >> 56
-}
-
-/// [`PlainRelative::new`] one byte at a time.
+/// Whether `spelled` is a [`PlainRelative`].
 fn is_plain_relative(spelled: &[u8]) -> bool {
     if spelled.len() >= PATH_MAX {
         return false;
@@ -417,51 +380,6 @@ mod tests {
                 .is_ok_and(|p| p.as_os_str().as_bytes() == copied);
             assert_eq!(plain.is_some(), unchanged, "{spelled:?}");
             assert_eq!(plain.map(|p| p.as_bytes()), unchanged.then_some(spelled));
-        }
-    }
-
-    /// The word-at-a-time check agrees with the byte loop on every
-    /// spelling of up to six bytes over the bytes that matter, and on
-    /// longer ones around each word boundary.
-    #[test]
-    fn short_check_agrees_with_the_byte_loop() {
-        let alphabet = [b'a', b'.', b'/', 0, 0xff];
-        let mut spelled = Vec::new();
-        for len in 0..=6u32 {
-            for mut code in 0..alphabet.len().pow(len) {
-                spelled.clear();
-                for _ in 0..len {
-                    spelled.push(alphabet[code % alphabet.len()]);
-                    code /= alphabet.len();
-                }
-                assert_eq!(
-                    is_plain_relative_short(&spelled),
-                    is_plain_relative(&spelled),
-                    "{spelled:?}"
-                );
-            }
-        }
-        let names: [&[u8]; 8] = [b"a", b".", b"..", b"...", b"", b"abcdefg", b".x", b"a\0"];
-        for len in 1..64usize {
-            for name in names {
-                for at in [0, len / 2, len.saturating_sub(name.len() + 1)] {
-                    let mut spelled = vec![b'n'; len];
-                    if at + name.len() + 1 >= len {
-                        continue;
-                    }
-                    spelled[at] = b'/';
-                    spelled[at + 1..at + 1 + name.len()].copy_from_slice(name);
-                    spelled[at + 1 + name.len()] = b'/';
-                    for cut in [len, len - 1, at + 1 + name.len()] {
-                        let spelled = &spelled[..cut];
-                        assert_eq!(
-                            is_plain_relative_short(spelled),
-                            is_plain_relative(spelled),
-                            "{spelled:?}"
-                        );
-                    }
-                }
-            }
         }
     }
 

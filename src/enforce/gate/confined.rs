@@ -192,7 +192,6 @@ impl Confined {
         let roots = std::iter::repeat_with(OnceCell::new)
             .take(policy.grants().len())
             .collect();
-        let own_pid = std::process::id();
         let base = match NormalPath::new(cwd) {
             Ok(normal) => Base::Normal(Cwd::new(normal, &policy)),
             Err(_) => Base::Spelled(cwd.to_path_buf()),
@@ -203,7 +202,7 @@ impl Confined {
             roots,
             scratch: RefCell::new(NormalPath::root()),
             joined: RefCell::new(Vec::new()),
-            own_pid,
+            own_pid: std::process::id(),
         }
     }
 

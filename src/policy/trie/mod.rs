@@ -10,7 +10,7 @@
 //! of siblings, and the table probes of successive components depend only
 //! on the path (not on the previous probe), which lets the CPU overlap them.
 
-pub(super) mod scan;
+mod scan;
 
 use super::grant::{Access, Grant, Mode};
 use super::path::{NormalPath, PlainRelative};

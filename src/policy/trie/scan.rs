@@ -11,7 +11,7 @@ const LOW_BITS: u64 = !HIGH_BITS;
 /// A mask with `0x80` in each byte of `word` equal to `byte`, and zero
 /// elsewhere. The additions cannot carry between bytes.
 #[inline(always)]
-pub(in crate::policy) fn equal_bytes(word: u64, byte: u8) -> u64 {
+fn equal_bytes(word: u64, byte: u8) -> u64 {
     let x = word ^ (LO * u64::from(byte));
     !(((x & LOW_BITS) + LOW_BITS) | x | LOW_BITS)
 }
@@ -22,7 +22,7 @@ pub(in crate::policy) fn equal_bytes(word: u64, byte: u8) -> u64 {
 /// word costs a `memcpy` call and a store-forwarding stall. Near the end of
 /// a long enough slice the last eight bytes are loaded and shifted instead.
 #[inline(always)]
-pub(in crate::policy) fn word_at(bytes: &[u8], at: usize) -> u64 {
+pub(super) fn word_at(bytes: &[u8], at: usize) -> u64 {
     match bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
         Some(word) => u64::from_le_bytes(*word),
         None => word_near_end(bytes, at),
