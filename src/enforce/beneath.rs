@@ -12,9 +12,10 @@ mod walk;
 
 use nix::fcntl::{self, OFlag};
 use nix::sys::stat::Mode;
-use std::ffi::OsString;
+use std::ffi::{CStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// The flag that opens a handle to walk from without reading it: `O_PATH`
@@ -110,6 +111,27 @@ impl Root {
             return opened.map_err(|e| classify(io::Error::from(e)));
         }
         walk::open_beneath(self.fd(), rel, flags, follow)
+    }
+
+    /// [`Root::open_beneath`] for a relative path that is already
+    /// NUL-terminated, so the system call needs no copy of it (the gate's
+    /// hot path). The root itself (an empty `rel`) and the fallback go the
+    /// general way.
+    pub fn open_beneath_c(
+        &self,
+        rel: &CStr,
+        flags: OFlag,
+        follow: Follow,
+    ) -> Result<OwnedFd, BeneathError> {
+        #[cfg(kernel_layer)]
+        if self.kind == RootKind::Directory && !rel.is_empty() {
+            if let Some(opened) = super::linux::resolve::open_beneath(self.fd(), rel, flags, follow)
+            {
+                return opened.map_err(|e| classify(io::Error::from(e)));
+            }
+        }
+        let rel = Path::new(std::ffi::OsStr::from_bytes(rel.to_bytes()));
+        self.open_beneath(rel, flags, follow)
     }
 
     /// A granted file is opened by its own real path, following no symlink

@@ -35,8 +35,8 @@ pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
-pub use path::{normalize, NormalPath, PathError};
-pub use trie::{Decision, PathTrie, Verdict};
+pub use path::{normalize, NormalPath, PathError, PlainRelative};
+pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use workspace::{
     enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
     ENABLED_VAR,
@@ -171,6 +171,17 @@ impl Policy {
     /// `sandbox.limits` as declared (enforced only with the sandbox on).
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Where the trie walk of `dir` ends, for [`Policy::check_below`].
+    pub fn cursor(&self, dir: &NormalPath) -> TrieCursor {
+        self.trie.cursor(dir)
+    }
+
+    /// [`Policy::check`] of `rel` joined below the directory `at` was made
+    /// from, walking only the names `rel` adds.
+    pub fn check_below(&self, at: TrieCursor, rel: PlainRelative<'_>, access: Access) -> Decision {
+        self.trie.check_below(at, rel, access)
     }
 
     /// The grant a decision names.

@@ -6,11 +6,13 @@
 
 use super::{Denial, DenialReason, FsOp, GateError};
 use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
-use crate::policy::{normalize, Access, NormalPath, Policy};
+use crate::policy::path::PATH_MAX;
+use crate::policy::{normalize, Access, NormalPath, PlainRelative, Policy, TrieCursor};
 use nix::fcntl::OFlag;
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::ffi::OsStr;
+use std::cell::{OnceCell, RefCell};
+use std::ffi::{CStr, OsStr};
+use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -21,10 +23,14 @@ use std::rc::Rc;
 pub(super) struct Confined {
     policy: Rc<Policy>,
     base: Base,
-    /// Directory handles of granted roots, opened on first use.
-    roots: RefCell<Vec<Option<Rc<Root>>>>,
+    /// Directory handles of granted roots, by grant index (the trie's
+    /// answer), each opened on first use.
+    roots: Vec<OnceCell<Root>>,
     /// Where [`Confined::open`] builds each absolute path, reused.
     scratch: RefCell<NormalPath>,
+    /// Where [`Confined::open_plain`] joins a spelling to the directory,
+    /// NUL-terminated for the system call, reused.
+    joined: RefCell<Vec<u8>>,
     own_pid: u32,
 }
 
@@ -32,10 +38,119 @@ pub(super) struct Confined {
 #[derive(Debug)]
 enum Base {
     /// The usual case, checked once: joining needs no re-check of the base.
-    Normal(NormalPath),
+    Normal(Cwd),
     /// A directory not in normal form; every relative path is refused with
     /// the reason `normalize` gives.
     Spelled(PathBuf),
+}
+
+/// The spell's directory, with what every plain relative spelling below it
+/// shares worked out once: where the trie walk of it ends, and which of the
+/// checks the trie cannot make could apply below it.
+#[derive(Debug)]
+struct Cwd {
+    path: NormalPath,
+    cursor: TrieCursor,
+    /// `/` or a path under `/proc`: a spelling below may name another
+    /// process's entry, so the general path checks each one.
+    near_proc: bool,
+    writes: WritesBelow,
+    /// The grant whose root is this very directory, if one is.
+    own_root: Option<usize>,
+}
+
+/// How a write spelled below the spell's directory can meet the
+/// workspace's protected paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WritesBelow {
+    /// The directory is neither in the workspace nor above it.
+    Unprotected,
+    /// The directory is the workspace: a write naming `magus.yaml`,
+    /// `magus.lock` or `.git` anywhere goes the general way (which refuses
+    /// it only where the name is protected).
+    AtWorkspace,
+    /// Inside the workspace, itself unprotected: any `.git` counts.
+    InWorkspace,
+    /// Above the workspace, or protected itself: the general path decides.
+    General,
+}
+
+impl Cwd {
+    fn new(path: NormalPath, policy: &Policy) -> Cwd {
+        let bytes = path.as_os_str().as_bytes();
+        let near_proc = bytes == b"/" || bytes.starts_with(b"/proc");
+        let writes = match path.strip_prefix(policy.workspace()) {
+            Ok(rest) if rest.as_os_str().is_empty() => WritesBelow::AtWorkspace,
+            Ok(rest) if is_protected_rest(rest) => WritesBelow::General,
+            Ok(_) => WritesBelow::InWorkspace,
+            Err(_) if policy.workspace().starts_with(&path) => WritesBelow::General,
+            Err(_) => WritesBelow::Unprotected,
+        };
+        let own_root = policy.grants().iter().position(|g| g.path == *path);
+        Cwd {
+            own_root,
+            cursor: policy.cursor(&path),
+            path,
+            near_proc,
+            writes,
+        }
+    }
+
+    /// Whether none of the gate's own refusals can apply to `rel` below
+    /// this directory, so the trie's answer is the whole answer.
+    fn is_ordinary(&self, rel: PlainRelative<'_>, access: Access) -> bool {
+        if self.near_proc {
+            return false;
+        }
+        if access != Access::Write {
+            return true;
+        }
+        let mut names = rel.as_bytes().split(|&b| b == b'/');
+        let is = |name: &[u8], protected: &str| name == protected.as_bytes();
+        match self.writes {
+            WritesBelow::Unprotected => true,
+            WritesBelow::AtWorkspace => names.all(|n| !PROTECTED.iter().any(|p| is(n, p))),
+            WritesBelow::InWorkspace => names.all(|n| !is(n, GIT_DIR)),
+            WritesBelow::General => false,
+        }
+    }
+
+    /// `rel` as seen from `root`, the root of grant `index`, built in `out`
+    /// with a NUL for the system call. `None` when the whole path is too
+    /// long (the general path says so).
+    fn below_root<'o>(
+        &self,
+        rel: PlainRelative<'_>,
+        index: usize,
+        root: &Root,
+        out: &'o mut Vec<u8>,
+    ) -> Option<&'o CStr> {
+        let base = self.path.as_os_str().as_bytes();
+        if base.len() + 1 + rel.as_bytes().len() >= PATH_MAX {
+            return None;
+        }
+        out.clear();
+        // Usually the directory is the root itself: `rel` is the answer.
+        let start = if self.own_root == Some(index) {
+            out.extend_from_slice(rel.as_bytes());
+            0
+        } else {
+            if base != b"/" {
+                out.extend_from_slice(base);
+            }
+            out.push(b'/');
+            out.extend_from_slice(rel.as_bytes());
+            rel_offset(out, root.path())?
+        };
+        out.push(0);
+        let below = out.get(start..)?;
+        debug_assert_eq!(below.iter().position(|&b| b == 0), Some(below.len() - 1));
+        // SAFETY: `below` ends with the NUL pushed above and holds no other:
+        // the directory is a `NormalPath` and `rel` a `PlainRelative`, and
+        // neither type admits a NUL. (The checked constructor would scan
+        // the bytes a third time on the gate's hottest path.)
+        Some(unsafe { CStr::from_bytes_with_nul_unchecked(below) })
+    }
 }
 
 /// Workspace paths a spell's `fs.*` may never write: a spell must not widen
@@ -53,7 +168,7 @@ const GIT_DIR: &str = ".git";
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
 pub(super) struct Located<'p> {
-    pub(super) root: Rc<Root>,
+    pub(super) root: &'p Root,
     /// Borrowed from the backend's scratch path on the common path, owned
     /// once a symlink was resolved.
     pub(super) abs: Cow<'p, NormalPath>,
@@ -74,9 +189,11 @@ impl Located<'_> {
 impl Confined {
     /// The backend over `policy`, resolving relative paths against `cwd`.
     pub(super) fn new(policy: Rc<Policy>, cwd: &Path) -> Confined {
-        let roots = RefCell::new(vec![None; policy.grants().len()]);
+        let roots = std::iter::repeat_with(OnceCell::new)
+            .take(policy.grants().len())
+            .collect();
         let base = match NormalPath::new(cwd) {
-            Ok(normal) => Base::Normal(normal),
+            Ok(normal) => Base::Normal(Cwd::new(normal, &policy)),
             Err(_) => Base::Spelled(cwd.to_path_buf()),
         };
         Confined {
@@ -84,6 +201,7 @@ impl Confined {
             base,
             roots,
             scratch: RefCell::new(NormalPath::root()),
+            joined: RefCell::new(Vec::new()),
             own_pid: std::process::id(),
         }
     }
@@ -98,7 +216,7 @@ impl Confined {
     /// The absolute, lexically normal form of `spelled`.
     pub(super) fn absolute(&self, spelled: &str, op: FsOp) -> Result<NormalPath, GateError> {
         let abs = match &self.base {
-            Base::Normal(base) => base.join(spelled),
+            Base::Normal(base) => base.path.join(spelled),
             Base::Spelled(base) => normalize(base, spelled),
         };
         abs.map_err(|source| GateError::InvalidPath {
@@ -116,7 +234,7 @@ impl Confined {
         out: &mut NormalPath,
     ) -> Result<(), GateError> {
         let joined = match &self.base {
-            Base::Normal(base) => base.join_into(spelled, out),
+            Base::Normal(base) => base.path.join_into(spelled, out),
             Base::Spelled(base) => normalize(base, spelled).map(|abs| *out = abs),
         };
         joined.map_err(|source| GateError::InvalidPath {
@@ -132,14 +250,14 @@ impl Confined {
         spelled: &str,
         access: Access,
         op: FsOp,
-    ) -> Result<Located<'static>, GateError> {
+    ) -> Result<Located<'_>, GateError> {
         let abs = self.absolute(spelled, op)?;
         self.locate_abs(spelled, Cow::Owned(abs), access, op)
     }
 
     /// [`Gate::locate`] for a path already made absolute.
     pub(super) fn locate_abs<'p>(
-        &self,
+        &'p self,
         spelled: &str,
         abs: Cow<'p, NormalPath>,
         access: Access,
@@ -162,7 +280,7 @@ impl Confined {
         abs: &NormalPath,
         access: Access,
         op: FsOp,
-    ) -> Result<Located<'static>, GateError> {
+    ) -> Result<Located<'_>, GateError> {
         let real = resolve_existing_prefix(abs)
             .and_then(|real| NormalPath::new(real).map_err(std::io::Error::other))
             .map_err(|e| GateError::io(op, spelled, e))?;
@@ -177,7 +295,7 @@ impl Confined {
     }
 
     fn located<'p>(
-        &self,
+        &'p self,
         index: usize,
         abs: Cow<'p, NormalPath>,
         spelled: &str,
@@ -186,7 +304,7 @@ impl Confined {
         let root = self
             .root(index)
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let Some(rel_start) = rel_offset(&abs, root.path()) else {
+        let Some(rel_start) = rel_offset(abs.as_os_str().as_bytes(), root.path()) else {
             let e = std::io::Error::other("the granted root does not contain the path");
             return Err(GateError::io(op, spelled, e));
         };
@@ -197,16 +315,63 @@ impl Confined {
         })
     }
 
-    fn root(&self, index: usize) -> std::io::Result<Rc<Root>> {
-        let mut roots = self.roots.borrow_mut();
-        if let Some(Some(root)) = roots.get(index) {
-            return Ok(Rc::clone(root));
+    /// The handle of grant `index`'s root, opened on first use.
+    fn root(&self, index: usize) -> io::Result<&Root> {
+        let unknown = || io::Error::other("the trie named a grant the policy lacks");
+        let slot = self.roots.get(index).ok_or_else(unknown)?;
+        if let Some(root) = slot.get() {
+            return Ok(root);
         }
-        let root = Rc::new(Root::open(&self.policy.grants()[index].path)?);
-        if let Some(slot) = roots.get_mut(index) {
-            *slot = Some(Rc::clone(&root));
+        let grant = self.policy.grants().get(index).ok_or_else(unknown)?;
+        let root = Root::open(&grant.path)?;
+        Ok(slot.get_or_init(|| root))
+    }
+
+    /// Opens `spelled` beneath the root that allows `access`: the common
+    /// spelling by [`Confined::open_plain`], any other (and any the plain
+    /// way cannot settle) by [`Confined::open_general`].
+    pub(super) fn open(
+        &self,
+        spelled: &str,
+        access: Access,
+        op: FsOp,
+        flags: OFlag,
+    ) -> Result<OwnedFd, GateError> {
+        match self.open_plain(spelled, access, flags) {
+            Some(opened) => opened.map_err(|e| GateError::io(op, spelled, e)),
+            None => self.open_general(spelled, access, op, flags),
         }
-        Ok(root)
+    }
+
+    /// The hot path, with no allocation and no walk of the directory's part
+    /// of the path: a plain relative spelling below the spell's directory,
+    /// granted by the trie from the directory's cursor, opened beneath its
+    /// root. `None` hands the call to [`Confined::open_general`], which
+    /// decides it again from the start: a denial (whose message needs the
+    /// real path), a spelling a refusal of the gate's own may apply to, or
+    /// an open the kernel says left the root.
+    pub(super) fn open_plain(
+        &self,
+        spelled: &str,
+        access: Access,
+        flags: OFlag,
+    ) -> Option<io::Result<OwnedFd>> {
+        let Base::Normal(cwd) = &self.base else {
+            return None;
+        };
+        let rel = PlainRelative::new(spelled.as_bytes())?;
+        if !cwd.is_ordinary(rel, access) {
+            return None;
+        }
+        let index = self.policy.check_below(cwd.cursor, rel, access).grant?;
+        let root = self.root(index).ok()?;
+        let mut joined = self.joined.try_borrow_mut().ok()?;
+        let below = cwd.below_root(rel, index, root, &mut joined)?;
+        match root.open_beneath_c(below, flags, follow_for(access)) {
+            Ok(fd) => Some(Ok(fd)),
+            Err(BeneathError::Escapes) => None,
+            Err(BeneathError::Os(e)) => Some(Err(e)),
+        }
     }
 
     /// Opens `spelled` beneath the root that allows `access`. When the
@@ -214,9 +379,9 @@ impl Confined {
     /// link), the real target is checked and opened beneath *its* root, once.
     ///
     /// The absolute path is built in the backend's scratch path, so the
-    /// common call allocates nothing; a nested call (none today) would
-    /// find it borrowed and allocate its own.
-    pub(super) fn open(
+    /// call allocates nothing; a nested call (none today) would find it
+    /// borrowed and allocate its own.
+    pub(super) fn open_general(
         &self,
         spelled: &str,
         access: Access,
@@ -313,13 +478,8 @@ impl Confined {
 
     /// `path` is a protected path or lies beneath one.
     fn is_protected(&self, path: &Path) -> bool {
-        let Ok(rest) = path.strip_prefix(self.policy.workspace()) else {
-            return false;
-        };
-        PROTECTED
-            .iter()
-            .any(|protected| rest.starts_with(protected))
-            || rest.components().any(|c| c.as_os_str() == GIT_DIR)
+        path.strip_prefix(self.policy.workspace())
+            .is_ok_and(is_protected_rest)
     }
 
     /// `path` is a protected path or a directory holding one (the
@@ -331,6 +491,15 @@ impl Confined {
             Err(_) => workspace.starts_with(path),
         }
     }
+}
+
+/// `rest` (a path below the workspace) is protected or lies beneath a
+/// protected path.
+fn is_protected_rest(rest: &Path) -> bool {
+    PROTECTED
+        .iter()
+        .any(|protected| rest.starts_with(protected))
+        || rest.components().any(|c| c.as_os_str() == GIT_DIR)
 }
 
 fn follow_for(access: Access) -> Follow {
@@ -345,8 +514,8 @@ fn follow_for(access: Access) -> Follow {
 /// Where `path` continues below `root` (both absolute and lexically
 /// normal), in bytes. On this hot path a byte comparison replaces
 /// `Path::strip_prefix`, whose component walk cost more than the check.
-fn rel_offset(path: &Path, root: &Path) -> Option<usize> {
-    let (path, root) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+fn rel_offset(path: &[u8], root: &Path) -> Option<usize> {
+    let root = root.as_os_str().as_bytes();
     let rest = path.strip_prefix(root)?;
     match rest.first() {
         None => Some(root.len()),
@@ -377,8 +546,153 @@ fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_foreign_proc, rel_offset};
-    use std::path::Path;
+    use super::{is_foreign_proc, rel_offset, Confined};
+    use crate::enforce::gate::FsOp;
+    use crate::policy::{Access, Grant, GrantSource, Mode, Network, Policy, SandboxState};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::fs::symlink;
+    use std::path::{Path, PathBuf};
+    use std::rc::Rc;
+
+    /// A workspace with protected paths, links in and out, and a read-only
+    /// root beside it; returns the base directory.
+    fn fixture(dir: &Path) -> PathBuf {
+        let base = dir.canonicalize().expect("canonical base");
+        for d in ["ws/data", "ws/.git", "ws/sub/.git", "ro/docs"] {
+            std::fs::create_dir_all(base.join(d)).expect("directory");
+        }
+        for f in [
+            "ws/data/f",
+            "ws/magus.yaml",
+            "ws/.git/config",
+            "ws/sub/.git/x",
+            "ro/docs/r",
+            "secret",
+        ] {
+            std::fs::write(base.join(f), "x").expect("file");
+        }
+        symlink("data/f", base.join("ws/in")).expect("link");
+        symlink("../secret", base.join("ws/out")).expect("link");
+        symlink(base.join("ro/docs"), base.join("ws/to-ro")).expect("link");
+        base
+    }
+
+    fn confined(base: &Path, cwd: &Path) -> Confined {
+        let grant = |path: &str, mode| Grant {
+            path: base.join(path),
+            mode,
+            source: GrantSource::Builtin("test"),
+        };
+        let grants = vec![grant("ws", Mode::Rw), grant("ro", Mode::Ro)];
+        let ws = base.join("ws");
+        let policy = Policy::new(SandboxState::On, ws, grants, Network::Allow, Vec::new());
+        Confined::new(Rc::new(policy), cwd)
+    }
+
+    /// What an open came to: the file's identity, or the OS error.
+    fn outcome(opened: std::io::Result<OwnedFd>) -> Result<(u64, u64), Option<i32>> {
+        opened
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+            .map(|m| {
+                (
+                    std::os::unix::fs::MetadataExt::dev(&m),
+                    std::os::unix::fs::MetadataExt::ino(&m),
+                )
+            })
+            .map_err(|e| e.raw_os_error())
+    }
+
+    /// Wherever the hot path answers, it opens what the general path opens
+    /// (or fails the same way); where a refusal of the gate's own or a
+    /// link out could apply, it leaves the call to the general path.
+    #[test]
+    fn the_plain_path_agrees_with_the_general_one() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let base = fixture(dir.path());
+        let cwds = ["ws", "ws/data", "ws/.git", "ws/sub", "", "ro"];
+        let spellings = [
+            "data/f",
+            "f",
+            "in",
+            "out",
+            "to-ro/r",
+            "missing",
+            "data/missing/deeper",
+            "magus.yaml",
+            ".git/config",
+            "config",
+            "sub/.git/x",
+            ".git/x",
+            "x",
+            "ws/data/f",
+            "ws/magus.yaml",
+            "docs/r",
+            "../secret",
+            "/etc/hostname",
+            "data/f/",
+            "./data/f",
+        ];
+        let mut answered = Vec::new();
+        for cwd in cwds {
+            let dir = match cwd {
+                "" => base.clone(),
+                below => base.join(below),
+            };
+            let gate = confined(&base, &dir);
+            for spelled in spellings {
+                for access in [Access::Read, Access::Write] {
+                    let Some(plain) =
+                        gate.open_plain(spelled, access, crate::enforce::beneath::HANDLE)
+                    else {
+                        continue;
+                    };
+                    let general = gate.open_general(
+                        spelled,
+                        access,
+                        FsOp::Read,
+                        crate::enforce::beneath::HANDLE,
+                    );
+                    let general = general.map_err(|e| match e {
+                        crate::enforce::gate::GateError::Io { source, .. } => source,
+                        other => {
+                            panic!("{cwd} {spelled} {access:?}: plain answered, general {other:?}")
+                        }
+                    });
+                    assert_eq!(
+                        outcome(plain),
+                        outcome(general),
+                        "{cwd} {spelled} {access:?}"
+                    );
+                    answered.push((cwd, spelled, access));
+                }
+            }
+        }
+        let plain = |cwd, spelled, access| answered.contains(&(cwd, spelled, access));
+        assert!(plain("ws", "data/f", Access::Read));
+        assert!(plain("ws", "data/f", Access::Write));
+        assert!(plain("ws", "missing", Access::Read));
+        assert!(plain("ws/data", "f", Access::Write));
+        assert!(
+            plain("ws", ".git/config", Access::Read),
+            "reading .git is allowed"
+        );
+        assert!(plain("", "ws/data/f", Access::Read) && !plain("", "ws/data/f", Access::Write));
+        for (cwd, spelled, access) in [
+            ("ws", "out", Access::Read),
+            ("ws", "to-ro/r", Access::Read),
+            ("ws", "in", Access::Write),
+            ("ws", "magus.yaml", Access::Write),
+            ("ws", ".git/config", Access::Write),
+            ("ws", "sub/.git/x", Access::Write),
+            ("ws/sub", ".git/x", Access::Write),
+            ("ws/.git", "config", Access::Write),
+            ("ro", "docs/r", Access::Write),
+            ("ws/data", "../secret", Access::Read),
+            ("ws", "data/f/", Access::Read),
+        ] {
+            assert!(!plain(cwd, spelled, access), "{cwd} {spelled} {access:?}");
+        }
+    }
 
     #[test]
     fn rel_offset_splits_only_at_a_component_boundary() {
@@ -391,7 +705,7 @@ mod tests {
             ("/", "/", Some("")),
         ];
         for (path, root, want) in cases {
-            let got = rel_offset(Path::new(path), Path::new(root)).map(|at| &path[at..]);
+            let got = rel_offset(path.as_bytes(), Path::new(root)).map(|at| &path[at..]);
             assert_eq!(got, want, "{path} under {root}");
         }
     }

@@ -18,9 +18,9 @@ use crate::enforce::beneath::Follow;
 static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
 /// Opens `rel` beneath `dir`; `None` when the kernel has no `openat2`.
-pub fn open_beneath(
+pub fn open_beneath<P: ?Sized + nix::NixPath>(
     dir: BorrowedFd<'_>,
-    rel: &Path,
+    rel: &P,
     flags: OFlag,
     follow: Follow,
 ) -> Option<nix::Result<OwnedFd>> {
@@ -52,7 +52,11 @@ pub fn open_no_symlinks(path: &Path, flags: OFlag) -> Option<nix::Result<OwnedFd
     call(fcntl::AT_FDCWD, path, how)
 }
 
-fn call(dir: BorrowedFd<'_>, path: &Path, how: OpenHow) -> Option<nix::Result<OwnedFd>> {
+fn call<P: ?Sized + nix::NixPath>(
+    dir: BorrowedFd<'_>,
+    path: &P,
+    how: OpenHow,
+) -> Option<nix::Result<OwnedFd>> {
     if OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
         return None;
     }

@@ -13,7 +13,7 @@
 mod scan;
 
 use super::grant::{Access, Grant, Mode};
-use super::path::NormalPath;
+use super::path::{NormalPath, PlainRelative};
 use scan::{Name, Names};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -109,6 +109,16 @@ struct Slot {
     /// decision, so the walk stops there without looking at the node.
     leaf: bool,
     name_start: u32,
+}
+
+/// Where a walk down the trie ended: the deepest node matched, the hash of
+/// the path up to it, and whether anything below can still match (not
+/// after a leaf or a name with no edge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrieCursor {
+    index: u32,
+    hash: u64,
+    stopped: bool,
 }
 
 /// The compiled form of a list of grants. Node 0 is `/`.
@@ -209,21 +219,54 @@ impl PathTrie {
     /// down to the deepest matching node are read (the type guarantees the
     /// rest holds no `.` or `..`).
     pub fn check(&self, path: &NormalPath, access: Access) -> Decision {
-        let mut index = 0;
-        let mut leaf = self.nodes.len() == 1;
-        let mut hash = ROOT_HASH;
-        let mut names = Names::new(path.as_os_str().as_bytes());
-        while !leaf {
+        let names = Names::new(path.as_os_str().as_bytes());
+        self.decide(self.walk(self.start(), names), access)
+    }
+
+    /// Where the walk of `path` ends, to resume below it with
+    /// [`PathTrie::check_below`]: the gate walks the spell's directory
+    /// once, then only the names each relative spelling adds.
+    pub fn cursor(&self, path: &NormalPath) -> TrieCursor {
+        self.walk(self.start(), Names::new(path.as_os_str().as_bytes()))
+    }
+
+    /// The decision for the path `rel` names below the one `at` was made
+    /// from: the same as [`PathTrie::check`] on the joined path.
+    pub fn check_below(&self, at: TrieCursor, rel: PlainRelative<'_>, access: Access) -> Decision {
+        if at.stopped {
+            // The usual case (the directory is at or below a leaf grant).
+            return self.decide(at, access);
+        }
+        self.decide(self.walk(at, Names::relative(rel.as_bytes())), access)
+    }
+
+    fn start(&self) -> TrieCursor {
+        TrieCursor {
+            index: 0,
+            hash: ROOT_HASH,
+            stopped: self.nodes.len() == 1,
+        }
+    }
+
+    /// Follows `names` down from `at` for as long as they match edges.
+    #[inline(always)]
+    fn walk(&self, mut at: TrieCursor, mut names: Names<'_>) -> TrieCursor {
+        while !at.stopped {
             let Some(name) = names.next() else {
                 break;
             };
-            hash = extend(hash, &name);
-            match self.child(hash, index, &name) {
-                Some(slot) => (index, leaf) = (slot.child, slot.leaf),
-                None => break,
+            at.hash = extend(at.hash, &name);
+            match self.child(at.hash, at.index, &name) {
+                Some(slot) => (at.index, at.stopped) = (slot.child, slot.leaf),
+                // No deeper name can match below a missing edge.
+                None => at.stopped = true,
             }
         }
-        let Some(node) = self.nodes.get(index as usize) else {
+        at
+    }
+
+    fn decide(&self, at: TrieCursor, access: Access) -> Decision {
+        let Some(node) = self.nodes.get(at.index as usize) else {
             return Decision::DENIED;
         };
         let grant = match access.needed_mode() {
@@ -419,6 +462,52 @@ mod tests {
             let got = d(path, access);
             assert_eq!((got.mode, got.grant), (mode, grant), "case {name}");
             assert_eq!(got.is_allowed(), grant.is_some(), "case {name}");
+        }
+    }
+
+    /// Resuming below a directory's cursor decides as checking the whole
+    /// path does, wherever the directory's own walk stopped.
+    #[test]
+    fn check_below_agrees_with_check() {
+        let trie = PathTrie::new(&[
+            grant("/w", Mode::Rw),
+            grant("/w/ro", Mode::Ro),
+            grant("/w/ro/deep/rw", Mode::Rw),
+            grant("/usr", Mode::Ro),
+            grant("/a-very-long-directory-name/x", Mode::Ro),
+        ]);
+        let dirs = [
+            "/",
+            "/w",
+            "/w/ro",
+            "/w/ro/deep",
+            "/usr/lib",
+            "/nope",
+            "/a-very-long-directory-name",
+        ];
+        let rels = [
+            "x",
+            "ro/f",
+            "ro/deep/rw/f",
+            "deep/rw",
+            "usr",
+            "w/ro",
+            "x/y/z",
+            "a-very-long-directory-name/x/f",
+        ];
+        for dir in dirs {
+            let cursor = trie.cursor(&normal(dir));
+            for rel in rels {
+                let plain = PlainRelative::new(rel.as_bytes()).expect("plain");
+                let joined = normal(&format!("{}/{rel}", dir.trim_end_matches('/')));
+                for access in [Access::Read, Access::Write, Access::Execute] {
+                    assert_eq!(
+                        trie.check_below(cursor, plain, access),
+                        trie.check(&joined, access),
+                        "{dir} + {rel} {access:?}"
+                    );
+                }
+            }
         }
     }
 

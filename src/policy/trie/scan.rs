@@ -121,6 +121,16 @@ impl<'a> Names<'a> {
         }
     }
 
+    /// The names of `path`, a relative path of plain names.
+    pub(super) fn relative(path: &'a [u8]) -> Names<'a> {
+        Names {
+            bytes: path,
+            start: 0,
+            word: 0,
+            slashes: equal_bytes(word_at(path, 0), b'/'),
+        }
+    }
+
     /// The next `/` at or after `start`, or the end of the path.
     #[inline(always)]
     fn next_slash(&mut self) -> usize {
