@@ -352,4 +352,18 @@ pub enum ExprKind {
     },
     /// `$"regex"`.
     Pattern(Rc<str>),
+    /// `&f(args)` or `&obj.method(args)`: the call (always an
+    /// [`ExprKind::Call`]) made into a new fiber, not yet started.
+    AsyncCall(Box<Expr>),
+    /// `[<T>, a, b]`: a list literal with its item type given.
+    TypedList {
+        ty: Type,
+        items: Vec<Expr>,
+    },
+    /// `resume fiber`: runs the fiber to its next `yield`.
+    Resume(Box<Expr>),
+    /// `resolve fiber`: runs the fiber to its end, dismissing its yields.
+    Resolve(Box<Expr>),
+    /// `yield value`: hands `value` to the fiber's resumer.
+    Yield(Box<Expr>),
 }

@@ -79,9 +79,13 @@ pub struct Interpreter {
     pub(super) modules: HashMap<String, Rc<ModuleObj>>,
     pub(super) args: Vec<String>,
     depth: usize,
-    calls: usize,
+    pub(super) calls: usize,
     stack_base: usize,
     stack_budget: usize,
+    /// The fiber this interpreter runs (see [`super::fiber`]).
+    pub(super) fiber: super::fiber::FiberSelf,
+    /// Fibers alive now, across every fiber's interpreter.
+    pub(super) live_fibers: Rc<std::cell::Cell<usize>>,
     /// Object, enum and protocol names, for inferred cases and anonymous
     /// objects given where a named type is expected.
     pub(super) types: HashMap<Rc<str>, Value>,
@@ -130,6 +134,8 @@ impl Interpreter {
             calls: 0,
             stack_base: 0,
             stack_budget: STACK_BUDGET,
+            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            live_fibers: Rc::default(),
             types: HashMap::new(),
             loader: None,
             importing: Vec::new(),
@@ -193,6 +199,44 @@ impl Interpreter {
         self.stack_base = stack_address();
         self.importing.push(program.file.clone());
         self.namespace = program.namespace.clone();
+    }
+
+    /// An interpreter for a new fiber: the spell's modules, types and
+    /// limits, a stack and depth of its own (set by the fiber's body).
+    pub(super) fn fiber_child(&self) -> Interpreter {
+        Interpreter {
+            file: self.file.clone(),
+            out: Box::new(std::io::sink()),
+            modules: self.modules.clone(),
+            args: self.args.clone(),
+            depth: 0,
+            calls: 0,
+            stack_base: 0,
+            stack_budget: super::stack::stack_budget(super::fiber::FIBER_STACK),
+            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            live_fibers: self.live_fibers.clone(),
+            types: self.types.clone(),
+            // The same gated loader: a fiber reads files exactly as the
+            // spell does.
+            loader: self.loader.clone(),
+            importing: Vec::new(),
+            loaded: HashMap::new(),
+            libraries: self.libraries.clone(),
+            heap_budget: self.heap_budget,
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    /// Measures the stack budget from here: for a fiber's body, on its
+    /// own stack.
+    pub(super) fn begin_on_this_stack(&mut self) {
+        self.stack_base = stack_address();
+    }
+
+    /// The "memory limit" message if `extra` more bytes would pass the
+    /// heap budget.
+    pub(super) fn over_heap_budget(&self, extra: usize) -> Option<String> {
+        (super::heap::in_use().saturating_add(extra) > self.heap_budget).then(|| self.over_budget())
     }
 
     /// Turns how a run ended into its exit status or error.
@@ -603,7 +647,13 @@ impl Interpreter {
         let subject = self.eval(iterable, scope)?;
         let mut index = 0usize;
         loop {
-            let Some((k, v)) = self.nth_item(&subject, index, iterable.pos)? else {
+            let item = match &subject {
+                Value::Fiber(f) => self
+                    .fiber_foreach_item(f, iterable.pos)?
+                    .map(|v| (Value::Int(index as i64), v)),
+                _ => self.nth_item(&subject, index, iterable.pos)?,
+            };
+            let Some((k, v)) = item else {
                 return Ok(());
             };
             index += 1;
@@ -684,6 +734,7 @@ impl Interpreter {
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
             ExprKind::Template(parts) => self.template(parts, scope),
             ExprKind::List(items) => self.list(items, scope),
+            ExprKind::TypedList { ty, items } => self.typed_list(ty, items, scope),
             ExprKind::Map(entries) => self.map(entries, scope),
             ExprKind::Var(name) => self.variable(name, scope, pos),
             ExprKind::Unary(op, e) => self.eval_unary(*op, e, scope, pos),
@@ -759,6 +810,13 @@ impl Interpreter {
                 otherwise,
             } => self.match_value(subject, arms, otherwise.as_deref(), scope, pos),
             ExprKind::Pattern(source) => self.pattern(source, pos),
+            ExprKind::AsyncCall(call) => self.async_call(call, scope, pos),
+            ExprKind::Resume(e) => self.resume(e, scope, pos),
+            ExprKind::Resolve(e) => self.resolve(e, scope, pos),
+            ExprKind::Yield(e) => {
+                let value = self.eval(e, scope)?;
+                Ok(self.yield_value(value))
+            }
         }
     }
 
@@ -883,6 +941,18 @@ impl Interpreter {
         if let Some(t) = elem {
             *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(t)));
         }
+        Ok(Value::List(Rc::new(list)))
+    }
+
+    /// `[<T>, …]`: items read as `T` (so `.case` and `.{ }` infer it).
+    fn typed_list(&mut self, ty: &Type, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let value = self.eval(item, scope)?;
+            out.push(self.conform(ty, value, "a list item", item.pos)?);
+        }
+        let list = ListObj::new(out);
+        *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(ty.clone())));
         Ok(Value::List(Rc::new(list)))
     }
 
@@ -1242,7 +1312,7 @@ impl Interpreter {
         self.call_value(&f, values, pos)
     }
 
-    fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
+    pub(super) fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
         let mut out = Vec::with_capacity(args.len());
         for arg in args {
             out.push((arg.name.clone(), self.eval(&arg.value, scope)?));
@@ -1250,7 +1320,7 @@ impl Interpreter {
         Ok(out)
     }
 
-    fn builtin_method(
+    pub(super) fn builtin_method(
         &mut self,
         receiver: &Value,
         name: &str,
@@ -1375,6 +1445,7 @@ impl Interpreter {
             function: &function,
             out: &mut *self.out,
             script_args: &self.args,
+            fiber: &self.fiber,
             exit: ExitRequest::Continue,
         };
         let result = (native.f)(&mut call);
@@ -1527,6 +1598,7 @@ fn named_matches(name: &str, v: &Value) -> bool {
         "type" => matches!(v, Value::Class(_) | Value::Enum(_) | Value::Type(_)),
         "pat" => matches!(v, Value::Pattern(_)),
         "function" => matches!(v, Value::Function(_) | Value::Native(_)),
+        "fib" => matches!(v, Value::Fiber(_)),
         _ => match v {
             Value::Object(o) => &*o.class.name == name,
             Value::EnumCase(e, _) => &*e.name == name,

@@ -16,7 +16,12 @@ type Plain = Result<Value, String>;
 pub(crate) fn is_builtin_receiver(v: &Value) -> bool {
     matches!(
         v,
-        Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..) | Value::Pattern(_)
+        Value::Str(_)
+            | Value::List(_)
+            | Value::Map(_)
+            | Value::Range(..)
+            | Value::Pattern(_)
+            | Value::Fiber(_)
     )
 }
 
@@ -207,9 +212,23 @@ pub(crate) fn call_method(
         Value::Map(map) => map_method(map, name, &args),
         Value::Range(low, high) => range_method(*low, *high, name, &args),
         Value::Pattern(p) => callbacks::pattern_method(p, name, &args),
+        Value::Fiber(f) => fiber_method(f, name, &args),
         other => Err(format!("{} has no methods", other.type_name())),
     };
     result.map_err(|message| interp.fail(pos, message))
+}
+
+/// `fiber.over()` and `fiber.isMain()`.
+fn fiber_method(f: &super::fiber::Fiber, name: &str, args: &[Value]) -> Plain {
+    let result = match name {
+        "over" => f.is_over(),
+        "isMain" => f.is_main(),
+        _ => return Err(format!("fib has no method `{name}`")),
+    };
+    if !args.is_empty() {
+        return Err(format!("fib.{name}() takes no arguments"));
+    }
+    Ok(Value::Bool(result))
 }
 
 fn arg<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a Value, String> {

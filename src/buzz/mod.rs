@@ -8,6 +8,7 @@
 mod ast;
 mod callbacks;
 mod error;
+mod fiber;
 pub mod heap;
 mod imports;
 mod interp;

@@ -73,6 +73,8 @@ pub struct NativeCall<'a> {
     pub function: &'a str,
     pub(crate) out: &'a mut dyn Write,
     pub(crate) script_args: &'a [String],
+    /// The fiber making the call, for `std\currentFiber()`.
+    pub(crate) fiber: &'a super::fiber::FiberSelf,
     pub(crate) exit: ExitRequest,
 }
 

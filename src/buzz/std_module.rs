@@ -9,6 +9,7 @@ use super::value::Value;
 pub fn std_module() -> NativeModule {
     NativeModule::new("std")
         .function("print", print)
+        .function("currentFiber", |c| Ok(c.fiber.value()))
         .function("assert", assert)
         .function("parseInt", |c| {
             Ok(Value::optional(

@@ -44,6 +44,8 @@ pub enum Value {
     Pattern(Rc<Pattern>),
     /// `.case` before the expected type has made it an enum case.
     InferredCase(Rc<str>),
+    /// A fiber (`fib<T, Y>`), made by `&f(…)` or `std\currentFiber()`.
+    Fiber(Rc<super::fiber::Fiber>),
 }
 
 /// A pattern literal: its source and the compiled regex.
@@ -168,6 +170,7 @@ impl Value {
             Value::Type(_) => "type".into(),
             Value::Pattern(_) => "pat".into(),
             Value::InferredCase(_) => "enum case".into(),
+            Value::Fiber(_) => "fib".into(),
         }
     }
 
@@ -203,6 +206,7 @@ impl Value {
             Value::Type(t) => out.push_str(&format!("<{}>", super::interp::type_label(t))),
             Value::Pattern(p) => out.push_str(&p.source),
             Value::InferredCase(name) => out.push_str(&format!(".{name}")),
+            Value::Fiber(f) => out.push_str(if f.is_main() { "main fiber" } else { "fiber" }),
         }
     }
 
@@ -238,6 +242,7 @@ impl Value {
             (Value::Module(a), Value::Module(b)) => Rc::ptr_eq(a, b),
             (Value::Class(a), Value::Class(b)) => Rc::ptr_eq(a, b),
             (Value::Enum(a), Value::Enum(b)) => Rc::ptr_eq(a, b),
+            (Value::Fiber(a), Value::Fiber(b)) => Rc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -417,6 +422,7 @@ impl MapKey {
             Value::Type(t) => MapKey::Str(Rc::from(super::interp::type_label(t))),
             Value::Pattern(p) => MapKey::Str(p.source.clone()),
             Value::InferredCase(x) => MapKey::Str(x.clone()),
+            Value::Fiber(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
         }
     }
 }
