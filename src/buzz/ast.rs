@@ -251,6 +251,8 @@ pub enum UnOp {
 #[derive(Debug)]
 pub enum TemplatePart {
     Text(Rc<str>),
+    /// Literal bytes that are not UTF-8 (`\232`).
+    Bytes(Rc<[u8]>),
     Expr(Expr),
 }
 
@@ -268,6 +270,8 @@ pub enum ExprKind {
     Int(i64),
     Double(f64),
     Str(Rc<str>),
+    /// A string literal whose bytes are not UTF-8 (`"\232"`).
+    Bytes(Rc<[u8]>),
     Template(Vec<TemplatePart>),
     List(Vec<Expr>),
     Map(Vec<(Expr, Expr)>),

@@ -119,6 +119,7 @@ impl Interpreter {
             std_module(),
             super::std_module::math_module(),
             super::std_module::buffer_natives(),
+            super::std_module::gc_module(),
             super::serialize::module(),
         ];
         for module in builtin.into_iter().chain(modules) {
@@ -679,10 +680,12 @@ impl Interpreter {
                 .get(index)
                 .map(|v| (Value::Int(i), v.clone())),
             Value::Map(map) => map.data.borrow().entries.get(index).cloned(),
-            Value::Str(s) => s
-                .chars()
-                .nth(index)
-                .map(|c| (Value::Int(i), Value::str(c.to_string()))),
+            // By byte, as upstream: a character of several bytes comes as
+            // several one-byte strings.
+            Value::Str(_) | Value::Bytes(_) => subject
+                .str_bytes()
+                .and_then(|b| b.get(index))
+                .map(|b| (Value::Int(i), Value::from_bytes(vec![*b]))),
             Value::Range(low, high) => {
                 methods::range_nth(*low, *high, i).map(|n| (Value::Int(i), Value::Int(n)))
             }
@@ -732,6 +735,7 @@ impl Interpreter {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Double(d) => Ok(Value::Double(*d)),
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+            ExprKind::Bytes(b) => Ok(Value::Bytes(b.clone())),
             ExprKind::Template(parts) => self.template(parts, scope),
             ExprKind::List(items) => self.list(items, scope),
             ExprKind::TypedList { ty, items } => self.typed_list(ty, items, scope),
@@ -915,20 +919,25 @@ impl Interpreter {
     }
 
     fn template(&mut self, parts: &[TemplatePart], scope: &Rc<Scope>) -> Eval<Value> {
-        let mut out = String::new();
+        // Bytes, not text: a piece may be a `str` that is not UTF-8.
+        let mut out = Vec::new();
         for part in parts {
             match part {
-                TemplatePart::Text(t) => out.push_str(t),
+                TemplatePart::Text(t) => out.extend_from_slice(t.as_bytes()),
+                TemplatePart::Bytes(b) => out.extend_from_slice(b),
                 TemplatePart::Expr(e) => {
-                    let v = self.eval(e, scope)?;
-                    out.push_str(&v.to_string());
+                    match self.eval(e, scope)? {
+                        Value::Str(s) => out.extend_from_slice(s.as_bytes()),
+                        Value::Bytes(b) => out.extend_from_slice(&b),
+                        v => out.extend_from_slice(v.to_string().as_bytes()),
+                    }
                     if out.len() > MAX_STR_LEN {
                         return Err(self.fail(e.pos, "string too long"));
                     }
                 }
             }
         }
-        Ok(Value::str(out))
+        Ok(Value::from_bytes(out))
     }
 
     fn list(&mut self, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
@@ -1581,7 +1590,7 @@ fn scalar_type(v: &Value) -> Option<&'static str> {
     Some(match v {
         Value::Int(_) => "int",
         Value::Double(_) => "double",
-        Value::Str(_) => "str",
+        Value::Str(_) | Value::Bytes(_) => "str",
         Value::Bool(_) => "bool",
         _ => return None,
     })
@@ -1591,7 +1600,7 @@ fn named_matches(name: &str, v: &Value) -> bool {
     match name {
         "int" => matches!(v, Value::Int(_)),
         "double" => matches!(v, Value::Double(_)),
-        "str" => matches!(v, Value::Str(_)),
+        "str" => matches!(v, Value::Str(_) | Value::Bytes(_)),
         "bool" => matches!(v, Value::Bool(_)),
         "rg" => matches!(v, Value::Range(..)),
         "obj" => matches!(v, Value::Object(_)),

@@ -92,6 +92,13 @@ impl<'a> NativeCall<'a> {
     }
 
     fn wrong(&self, i: usize, expected: &str, got: &Value) -> Raise {
+        if matches!(got, Value::Bytes(_)) {
+            return Raise::type_error(format!(
+                "{}: argument {} must be UTF-8 text, and this str holds bytes that are not UTF-8",
+                self.function,
+                i + 1
+            ));
+        }
         Raise::type_error(format!(
             "{}: argument {} expected {expected}, got {}",
             self.function,
@@ -103,6 +110,12 @@ impl<'a> NativeCall<'a> {
     pub fn arg_str(&self, i: usize) -> Result<&'a str, Raise> {
         let v = self.arg(i)?;
         v.as_str().ok_or_else(|| self.wrong(i, "str", v))
+    }
+
+    /// A `str` argument's bytes, UTF-8 or not.
+    pub fn arg_bytes(&self, i: usize) -> Result<&'a [u8], Raise> {
+        let v = self.arg(i)?;
+        v.str_bytes().ok_or_else(|| self.wrong(i, "str", v))
     }
 
     pub fn arg_int(&self, i: usize) -> Result<i64, Raise> {

@@ -1685,13 +1685,16 @@ impl<'t> Parser<'t> {
     }
 
     fn string(&mut self, parts: &'t [StrPart]) -> PResult<ExprKind> {
-        if let [StrPart::Text(text)] = parts {
-            return Ok(ExprKind::Str(Rc::from(text.as_str())));
+        match parts {
+            [StrPart::Text(text)] => return Ok(ExprKind::Str(Rc::from(text.as_str()))),
+            [StrPart::Bytes(bytes)] => return Ok(ExprKind::Bytes(Rc::from(bytes.as_slice()))),
+            _ => {}
         }
         let mut out = Vec::with_capacity(parts.len());
         for part in parts {
             out.push(match part {
                 StrPart::Text(text) => TemplatePart::Text(Rc::from(text.as_str())),
+                StrPart::Bytes(bytes) => TemplatePart::Bytes(Rc::from(bytes.as_slice())),
                 StrPart::Expr(tokens) => TemplatePart::Expr(self.interpolated(tokens)?),
             });
         }
