@@ -494,7 +494,13 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
             items.push(v);
             Ok(Value::Null)
         }
-        "join" => list_join(&list.items.borrow(), arg_str(args, 0, name)?),
+        "join" => {
+            let sep = arg(args, 0, name)?;
+            let sep = sep.str_bytes().ok_or_else(|| {
+                format!("`join` argument 1 expected str, got {}", sep.type_name())
+            })?;
+            list_join(&list.items.borrow(), sep)
+        }
         "indexOf" => {
             let needle = arg(args, 0, name)?;
             let found = list.items.borrow().iter().position(|v| v.equals(needle, 0));
@@ -571,18 +577,22 @@ pub(crate) fn shaped_map(like: &MapObj, entries: Vec<(Value, Value)>, mutable: b
     Value::Map(Rc::new(map))
 }
 
-fn list_join(items: &[Value], sep: &str) -> Plain {
-    let mut out = String::new();
+/// `join`: byte for byte, so pieces that are not UTF-8 stay exact.
+fn list_join(items: &[Value], sep: &[u8]) -> Plain {
+    let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
-            out.push_str(sep);
+            out.extend_from_slice(sep);
         }
-        out.push_str(&item.to_string());
+        match item.str_bytes() {
+            Some(bytes) => out.extend_from_slice(bytes),
+            None => out.extend_from_slice(item.to_string().as_bytes()),
+        }
         if out.len() > MAX_STR_LEN {
             return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
         }
     }
-    Ok(Value::str(out))
+    Ok(Value::from_bytes(out))
 }
 
 fn list_insert(list: &ListObj, i: i64, v: Value) -> Plain {

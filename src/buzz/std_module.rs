@@ -31,9 +31,10 @@ pub fn std_module() -> NativeModule {
         .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
         .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
         .function("char", |c| {
-            let byte = u8::try_from(c.arg_int(0)?).ok().filter(u8::is_ascii);
-            byte.map(|b| Value::str(char::from(b).to_string()))
-                .ok_or_else(|| Raise::type_error("std.char: expected an ASCII byte (0 to 127)"))
+            // One byte, clamped to 0..=255 as upstream (above 127 it is a
+            // `str` that is not UTF-8).
+            let byte = c.arg_int(0)?.clamp(0, 255) as u8;
+            Ok(Value::from_bytes(vec![byte]))
         })
         .function("panic", |c| {
             Err(Raise::type_error(format!("panic: {}", c.arg(0)?)))
