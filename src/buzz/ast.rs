@@ -361,7 +361,7 @@ pub enum ExprKind {
     AsyncCall(Box<Expr>),
     /// `[<T>, a, b]`: a list literal with its item type given.
     TypedList {
-        ty: Type,
+        ty: Box<Type>,
         items: Vec<Expr>,
     },
     /// `resume fiber`: runs the fiber to its next `yield`.

@@ -21,7 +21,6 @@ pub type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 /// Upstream libraries magus does not offer, and why.
 const REFUSED: &[(&str, &str)] = &[
     ("buzz:ffi", "FFI to native code is not available in magus"),
-    ("buzz:debug", "`buzz:debug` is not available in magus"),
     ("buzz:crypto", "`buzz:crypto` is not available in magus"),
     ("buzz:http", "`buzz:http` is not available in magus: spells have no network library"),
     ("buzz:test", "`buzz:test` (Tester) is not available in magus: use `test \"name\" { }` blocks with std\\assert"),

@@ -1737,7 +1737,10 @@ impl<'t> Parser<'t> {
         }
         self.expect("]", "to close the list")?;
         Ok(match item_type {
-            Some(ty) => ExprKind::TypedList { ty, items },
+            Some(ty) => ExprKind::TypedList {
+                ty: Box::new(ty),
+                items,
+            },
             None => ExprKind::List(items),
         })
     }

@@ -141,6 +141,21 @@ pub fn math_module() -> NativeModule {
         })
 }
 
+/// `buzz:debug`: `dump(value)` prints the value on the spell's output as
+/// `std\print` shows it (upstream's own layout quotes strings and spreads
+/// objects over lines; this is the same information on one line).
+pub fn debug_module() -> NativeModule {
+    NativeModule::new("buzz:debug").function("dump", |c| {
+        let text = c.arg(0)?.to_string();
+        let out = c.out();
+        match writeln!(out, "{text}").and_then(|()| out.flush()) {
+            Ok(()) => Ok(Value::Null),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Value::Null),
+            Err(e) => Err(Raise::new(format!("debug.dump: {e}"))),
+        }
+    })
+}
+
 /// `buzz:gc`. Magus's values are reference-counted: each is freed when its
 /// last reference goes, so `collect()` has nothing left to collect (and
 /// calls no `collect` method: objects have no finalizers here), and
