@@ -1475,11 +1475,12 @@ impl Interpreter {
     }
 
     fn call_native(&mut self, native: &NativeFunction, args: Args, pos: Pos) -> Eval<Value> {
-        let values: Vec<Value> = args.into_iter().map(|(_, v)| v).collect();
+        let (names, values): (Vec<_>, Vec<Value>) = args.into_iter().unzip();
         let site = self.site(pos);
         let function = format!("{}.{}", native.module, native.name);
         let mut call = NativeCall {
             args: &values,
+            names: &names,
             site: &site,
             function: &function,
             out: &mut *self.out,

@@ -68,6 +68,8 @@ pub(crate) enum ExitRequest {
 /// and the interpreter services a native may use.
 pub struct NativeCall<'a> {
     pub args: &'a [Value],
+    /// The names the call gave its arguments (`None` for positional ones).
+    pub(crate) names: &'a [Option<std::rc::Rc<str>>],
     pub site: &'a CallSite,
     /// `module.function`, for messages.
     pub function: &'a str,
@@ -89,6 +91,25 @@ impl<'a> NativeCall<'a> {
     /// Argument `i`, or `None` when it is absent or `null`.
     pub fn opt_arg(&self, i: usize) -> Option<&'a Value> {
         self.args.get(i).filter(|v| !v.is_null())
+    }
+
+    /// The optional parameter `name`, `i`-th in the native's signature:
+    /// given by name (`random(max: 10)`), or by position when the call
+    /// names none of its arguments.
+    pub fn opt_param(&self, i: usize, name: &str) -> Option<&'a Value> {
+        let named = self
+            .names
+            .iter()
+            .position(|n| n.as_deref() == Some(name))
+            .and_then(|at| self.args.get(at));
+        let positional = || {
+            self.names
+                .iter()
+                .all(Option::is_none)
+                .then(|| self.args.get(i))
+                .flatten()
+        };
+        named.or_else(positional).filter(|v| !v.is_null())
     }
 
     fn wrong(&self, i: usize, expected: &str, got: &Value) -> Raise {

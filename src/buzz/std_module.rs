@@ -249,8 +249,14 @@ fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     thread_local! {
         static STATE: Cell<u64> = Cell::new(seed());
     }
-    let min = call.opt_arg(0).and_then(Value::as_int).unwrap_or(0);
-    let max = call.opt_arg(1).and_then(Value::as_int).unwrap_or(i64::MAX);
+    let min = call
+        .opt_param(0, "min")
+        .and_then(Value::as_int)
+        .unwrap_or(0);
+    let max = call
+        .opt_param(1, "max")
+        .and_then(Value::as_int)
+        .unwrap_or(i64::MAX);
     let next = STATE.with(|s| {
         let mut x = s.get();
         x ^= x << 13;
