@@ -32,11 +32,13 @@ impl Write for Captured {
 
 struct Outcome {
     stdout: String,
+    /// The output exactly: a Buzz `str` may hold bytes that are not UTF-8.
+    raw: Vec<u8>,
     result: Result<i32, BuzzError>,
 }
 
 fn run(file: PathBuf, args: Vec<String>) -> Outcome {
-    let (stdout, result) = buzz::stack::run_on_interpreter_stack(move || {
+    let (raw, result) = buzz::stack::run_on_interpreter_stack(move || {
         let source = std::fs::read_to_string(&file).unwrap();
         let out = Captured::default();
         let result = buzz::parse(&file, &source).and_then(|program| {
@@ -45,11 +47,16 @@ fn run(file: PathBuf, args: Vec<String>) -> Outcome {
                 .with_stack_budget(buzz::stack::stack_budget(buzz::stack::interpreter_stack()))
                 .run(&program, args)
         });
-        let stdout = String::from_utf8_lossy(&out.0.borrow()).into_owned();
-        (stdout, result)
+        let raw = out.0.borrow().clone();
+        (raw, result)
     })
     .expect("interpreter thread starts");
-    Outcome { stdout, result }
+    let stdout = String::from_utf8_lossy(&raw).into_owned();
+    Outcome {
+        stdout,
+        raw,
+        result,
+    }
 }
 
 fn programs(kind: &str) -> Vec<PathBuf> {
@@ -73,15 +80,16 @@ fn check_pass(file: &Path) -> Result<(), String> {
     let args = sibling(file, "args")
         .map(|a| a.lines().map(String::from).collect())
         .unwrap_or_default();
-    let want_out = sibling(file, "out").ok_or("missing .out file")?;
+    let want_out = std::fs::read(file.with_extension("out")).map_err(|_| "missing .out file")?;
     let want_status: i32 = sibling(file, "status").map_or(0, |s| s.trim().parse().unwrap());
     let outcome = run(file.to_path_buf(), args);
     let status = outcome
         .result
         .map_err(|e| format!("failed: {e}\nstdout so far:\n{}", outcome.stdout))?;
-    if outcome.stdout != want_out {
+    if outcome.raw != want_out {
         return Err(format!(
-            "stdout differs\n--- want\n{want_out}--- got\n{}",
+            "stdout differs\n--- want\n{}--- got\n{}",
+            String::from_utf8_lossy(&want_out),
             outcome.stdout
         ));
     }

@@ -254,6 +254,8 @@ pub enum UnOp {
 #[derive(Debug)]
 pub enum TemplatePart {
     Text(Rc<str>),
+    /// Literal bytes that are not UTF-8 (`\232`).
+    Bytes(Rc<[u8]>),
     Expr(Expr),
 }
 
@@ -271,6 +273,8 @@ pub enum ExprKind {
     Int(i64),
     Double(f64),
     Str(Rc<str>),
+    /// A string literal whose bytes are not UTF-8 (`"\232"`).
+    Bytes(Rc<[u8]>),
     Template(Vec<TemplatePart>),
     List(Vec<Expr>),
     Map(Vec<(Expr, Expr)>),
@@ -355,4 +359,18 @@ pub enum ExprKind {
     },
     /// `$"regex"`.
     Pattern(Rc<str>),
+    /// `&f(args)` or `&obj.method(args)`: the call (always an
+    /// [`ExprKind::Call`]) made into a new fiber, not yet started.
+    AsyncCall(Box<Expr>),
+    /// `[<T>, a, b]`: a list literal with its item type given.
+    TypedList {
+        ty: Box<Type>,
+        items: Vec<Expr>,
+    },
+    /// `resume fiber`: runs the fiber to its next `yield`.
+    Resume(Box<Expr>),
+    /// `resolve fiber`: runs the fiber to its end, dismissing its yields.
+    Resolve(Box<Expr>),
+    /// `yield value`: hands `value` to the fiber's resumer.
+    Yield(Box<Expr>),
 }

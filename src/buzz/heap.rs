@@ -57,7 +57,18 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
-/// Bytes of heap magus holds now (all threads).
+/// Counts `bytes` of memory reserved outside the allocator (a fiber's
+/// stack) as held, until [`release_reserved`].
+pub fn charge_reserved(bytes: usize) {
+    IN_USE.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Stops counting what [`charge_reserved`] counted.
+pub fn release_reserved(bytes: usize) {
+    IN_USE.fetch_sub(bytes, Ordering::Relaxed);
+}
+
+/// Bytes of heap magus holds now (all threads), with reserved fiber stacks.
 pub fn in_use() -> usize {
     IN_USE.load(Ordering::Relaxed)
 }

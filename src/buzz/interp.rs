@@ -79,7 +79,7 @@ pub struct Interpreter {
     pub(super) modules: HashMap<String, Rc<ModuleObj>>,
     pub(super) args: Vec<String>,
     depth: usize,
-    calls: usize,
+    pub(super) calls: usize,
     stack_base: usize,
     stack_budget: usize,
     /// Object, enum and protocol names, for inferred cases and anonymous
@@ -97,6 +97,10 @@ pub struct Interpreter {
     heap_budget: usize,
     /// The `namespace` of the file whose top level is running.
     pub(super) namespace: Vec<Rc<str>>,
+    /// The fiber this interpreter runs (see [`super::fiber`]).
+    pub(super) fiber: super::fiber::FiberSelf,
+    /// Fibers alive now, across every fiber's interpreter.
+    pub(super) live_fibers: Rc<std::cell::Cell<usize>>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -116,6 +120,8 @@ impl Interpreter {
             std_module(),
             super::std_module::math_module(),
             super::std_module::buffer_natives(),
+            super::std_module::gc_module(),
+            super::std_module::debug_module(),
             super::serialize::module(),
         ];
         for module in builtin.into_iter().chain(modules) {
@@ -131,6 +137,8 @@ impl Interpreter {
             calls: 0,
             stack_base: 0,
             stack_budget: STACK_BUDGET,
+            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            live_fibers: Rc::default(),
             types: HashMap::new(),
             loader: None,
             importing: Vec::new(),
@@ -194,6 +202,44 @@ impl Interpreter {
         self.stack_base = stack_address();
         self.importing.push(program.file.clone());
         self.namespace = program.namespace.clone();
+    }
+
+    /// An interpreter for a new fiber: the spell's modules, types and
+    /// limits, a stack and depth of its own (set by the fiber's body).
+    pub(super) fn fiber_child(&self) -> Interpreter {
+        Interpreter {
+            file: self.file.clone(),
+            out: Box::new(std::io::sink()),
+            modules: self.modules.clone(),
+            args: self.args.clone(),
+            depth: 0,
+            calls: 0,
+            stack_base: 0,
+            stack_budget: super::stack::stack_budget(super::fiber::FIBER_STACK),
+            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            live_fibers: self.live_fibers.clone(),
+            types: self.types.clone(),
+            // The same gated loader: a fiber reads files exactly as the
+            // spell does.
+            loader: self.loader.clone(),
+            importing: Vec::new(),
+            loaded: HashMap::new(),
+            libraries: self.libraries.clone(),
+            heap_budget: self.heap_budget,
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    /// Measures the stack budget from here: for a fiber's body, on its
+    /// own stack.
+    pub(super) fn begin_on_this_stack(&mut self) {
+        self.stack_base = stack_address();
+    }
+
+    /// The "memory limit" message if `extra` more bytes would pass the
+    /// heap budget.
+    pub(super) fn over_heap_budget(&self, extra: usize) -> Option<String> {
+        (super::heap::in_use().saturating_add(extra) > self.heap_budget).then(|| self.over_budget())
     }
 
     /// Turns how a run ended into its exit status or error.
@@ -289,22 +335,34 @@ impl Interpreter {
     }
 
     fn enter(&mut self, pos: Pos) -> Eval<()> {
-        if self.depth >= MAX_EVAL_DEPTH {
-            return Err(self.fail(pos, format!(
-                "evaluation nested too deeply (more than {MAX_EVAL_DEPTH} levels of expressions, blocks and calls; runaway recursion?)"
-            )));
-        }
-        if self.stack_base.abs_diff(stack_address()) > self.stack_budget {
-            return Err(self.fail(
-                pos,
-                "evaluation used its whole stack budget (runaway recursion?)",
-            ));
-        }
-        if super::heap::in_use() > self.heap_budget {
-            return Err(self.fail(pos, self.over_budget()));
+        // The checks only; building an error is out of line, so this
+        // frame (entered at every evaluation step) stays small.
+        if self.depth >= MAX_EVAL_DEPTH
+            || self.stack_base.abs_diff(stack_address()) > self.stack_budget
+            || super::heap::in_use() > self.heap_budget
+        {
+            return Err(self.enter_refused(pos));
         }
         self.depth += 1;
         Ok(())
+    }
+
+    /// Why [`Interpreter::enter`] refused: depth, stack or memory.
+    #[cold]
+    #[inline(never)]
+    fn enter_refused(&self, pos: Pos) -> Flow {
+        if self.depth >= MAX_EVAL_DEPTH {
+            return self.fail(pos, format!(
+                "evaluation nested too deeply (more than {MAX_EVAL_DEPTH} levels of expressions, blocks and calls; runaway recursion?)"
+            ));
+        }
+        if self.stack_base.abs_diff(stack_address()) > self.stack_budget {
+            return self.fail(
+                pos,
+                "evaluation used its whole stack budget (runaway recursion?)",
+            );
+        }
+        self.fail(pos, self.over_budget())
     }
 
     #[cold]
@@ -604,7 +662,13 @@ impl Interpreter {
         let subject = self.eval(iterable, scope)?;
         let mut index = 0usize;
         loop {
-            let Some((k, v)) = self.nth_item(&subject, index, iterable.pos)? else {
+            let item = match &subject {
+                Value::Fiber(f) => self
+                    .fiber_foreach_item(f, iterable.pos)?
+                    .map(|v| (Value::Int(index as i64), v)),
+                _ => self.nth_item(&subject, index, iterable.pos)?,
+            };
+            let Some((k, v)) = item else {
                 return Ok(());
             };
             index += 1;
@@ -630,10 +694,12 @@ impl Interpreter {
                 .get(index)
                 .map(|v| (Value::Int(i), v.clone())),
             Value::Map(map) => map.data.borrow().entries.get(index).cloned(),
-            Value::Str(s) => s
-                .chars()
-                .nth(index)
-                .map(|c| (Value::Int(i), Value::str(c.to_string()))),
+            // By byte, as upstream: a character of several bytes comes as
+            // several one-byte strings.
+            Value::Str(_) | Value::Bytes(_) => subject
+                .str_bytes()
+                .and_then(|b| b.get(index))
+                .map(|b| (Value::Int(i), Value::from_bytes(vec![*b]))),
             Value::Range(low, high) => {
                 methods::range_nth(*low, *high, i).map(|n| (Value::Int(i), Value::Int(n)))
             }
@@ -760,6 +826,32 @@ impl Interpreter {
                 otherwise,
             } => self.match_value(subject, arms, otherwise.as_deref(), scope, pos),
             ExprKind::Pattern(source) => self.pattern(source, pos),
+            ExprKind::Bytes(_)
+            | ExprKind::TypedList { .. }
+            | ExprKind::AsyncCall(_)
+            | ExprKind::Resume(_)
+            | ExprKind::Resolve(_)
+            | ExprKind::Yield(_) => self.eval_extra(expr, scope),
+        }
+    }
+
+    /// Byte strings, typed lists and the fiber operators, in a frame of
+    /// their own so that the hot `eval_inner` frame stays as small as it
+    /// was (the `interp` bench's instruction counts).
+    #[inline(never)]
+    fn eval_extra(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        let pos = expr.pos;
+        match &expr.kind {
+            ExprKind::Bytes(b) => Ok(Value::Bytes(b.clone())),
+            ExprKind::TypedList { ty, items } => self.typed_list(ty, items, scope),
+            ExprKind::AsyncCall(call) => self.async_call(call, scope, pos),
+            ExprKind::Resume(e) => self.resume(e, scope, pos),
+            ExprKind::Resolve(e) => self.resolve(e, scope, pos),
+            ExprKind::Yield(e) => {
+                let value = self.eval(e, scope)?;
+                Ok(self.yield_value(value))
+            }
+            _ => Err(self.fail(pos, "internal: not an extra expression")),
         }
     }
 
@@ -858,20 +950,25 @@ impl Interpreter {
     }
 
     fn template(&mut self, parts: &[TemplatePart], scope: &Rc<Scope>) -> Eval<Value> {
-        let mut out = String::new();
+        // Bytes, not text: a piece may be a `str` that is not UTF-8.
+        let mut out = Vec::new();
         for part in parts {
             match part {
-                TemplatePart::Text(t) => out.push_str(t),
+                TemplatePart::Text(t) => out.extend_from_slice(t.as_bytes()),
+                TemplatePart::Bytes(b) => out.extend_from_slice(b),
                 TemplatePart::Expr(e) => {
-                    let v = self.eval(e, scope)?;
-                    out.push_str(&v.to_string());
+                    match self.eval(e, scope)? {
+                        Value::Str(s) => out.extend_from_slice(s.as_bytes()),
+                        Value::Bytes(b) => out.extend_from_slice(&b),
+                        v => out.extend_from_slice(v.to_string().as_bytes()),
+                    }
                     if out.len() > MAX_STR_LEN {
                         return Err(self.fail(e.pos, "string too long"));
                     }
                 }
             }
         }
-        Ok(Value::str(out))
+        Ok(Value::from_bytes(out))
     }
 
     fn list(&mut self, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
@@ -884,6 +981,18 @@ impl Interpreter {
         if let Some(t) = elem {
             *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(t)));
         }
+        Ok(Value::List(Rc::new(list)))
+    }
+
+    /// `[<T>, …]`: items read as `T` (so `.case` and `.{ }` infer it).
+    fn typed_list(&mut self, ty: &Type, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let value = self.eval(item, scope)?;
+            out.push(self.conform(ty, value, "a list item", item.pos)?);
+        }
+        let list = ListObj::new(out);
+        *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(ty.clone())));
         Ok(Value::List(Rc::new(list)))
     }
 
@@ -1243,7 +1352,7 @@ impl Interpreter {
         self.call_value(&f, values, pos)
     }
 
-    fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
+    pub(super) fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
         let mut out = Vec::with_capacity(args.len());
         for arg in args {
             out.push((arg.name.clone(), self.eval(&arg.value, scope)?));
@@ -1251,7 +1360,7 @@ impl Interpreter {
         Ok(out)
     }
 
-    fn builtin_method(
+    pub(super) fn builtin_method(
         &mut self,
         receiver: &Value,
         name: &str,
@@ -1367,15 +1476,17 @@ impl Interpreter {
     }
 
     fn call_native(&mut self, native: &NativeFunction, args: Args, pos: Pos) -> Eval<Value> {
-        let values: Vec<Value> = args.into_iter().map(|(_, v)| v).collect();
+        let (names, values): (Vec<_>, Vec<Value>) = args.into_iter().unzip();
         let site = self.site(pos);
         let function = format!("{}.{}", native.module, native.name);
         let mut call = NativeCall {
             args: &values,
+            names: &names,
             site: &site,
             function: &function,
             out: &mut *self.out,
             script_args: &self.args,
+            fiber: &self.fiber,
             exit: ExitRequest::Continue,
         };
         let result = (native.f)(&mut call);
@@ -1511,7 +1622,7 @@ fn scalar_type(v: &Value) -> Option<&'static str> {
     Some(match v {
         Value::Int(_) => "int",
         Value::Double(_) => "double",
-        Value::Str(_) => "str",
+        Value::Str(_) | Value::Bytes(_) => "str",
         Value::Bool(_) => "bool",
         _ => return None,
     })
@@ -1521,13 +1632,14 @@ fn named_matches(name: &str, v: &Value) -> bool {
     match name {
         "int" => matches!(v, Value::Int(_)),
         "double" => matches!(v, Value::Double(_)),
-        "str" => matches!(v, Value::Str(_)),
+        "str" => matches!(v, Value::Str(_) | Value::Bytes(_)),
         "bool" => matches!(v, Value::Bool(_)),
         "rg" => matches!(v, Value::Range(..)),
         "obj" => matches!(v, Value::Object(_)),
         "type" => matches!(v, Value::Class(_) | Value::Enum(_) | Value::Type(_)),
         "pat" => matches!(v, Value::Pattern(_)),
         "function" => matches!(v, Value::Function(_) | Value::Native(_)),
+        "fib" => matches!(v, Value::Fiber(_)),
         _ => match v {
             Value::Object(o) => &*o.class.name == name,
             Value::EnumCase(e, _) => &*e.name == name,

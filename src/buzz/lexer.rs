@@ -13,10 +13,33 @@ pub struct Pos {
     pub column: u32,
 }
 
+/// What an escape sequence stands for.
+enum Escaped {
+    Char(char),
+    /// A raw byte above 127 (`\232`).
+    Byte(u8),
+}
+
+fn push_char(text: &mut Vec<u8>, c: char) {
+    let mut buf = [0u8; 4];
+    text.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+}
+
+/// A literal piece: text when its bytes are UTF-8, else bytes.
+fn text_part(bytes: Vec<u8>) -> StrPart {
+    match String::from_utf8(bytes) {
+        Ok(text) => StrPart::Text(text),
+        Err(e) => StrPart::Bytes(e.into_bytes()),
+    }
+}
+
 /// One piece of a string literal.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StrPart {
     Text(String),
+    /// Text whose bytes are not UTF-8 (a `\ddd` escape above 127 that
+    /// does not complete a character, as in `"\232"`).
+    Bytes(Vec<u8>),
     /// The tokens of an interpolated expression, ending with [`Tok::Eof`].
     Expr(Vec<Token>),
 }
@@ -345,21 +368,24 @@ impl Lexer {
         let pos = self.pos;
         self.bump();
         let c = match self.bump() {
-            Some('\\') => self.escape(pos)?,
-            Some(c) if c != '\'' => c,
+            Some('\\') => match self.escape(pos)? {
+                Escaped::Char(c) => u32::from(c),
+                Escaped::Byte(b) => u32::from(b),
+            },
+            Some(c) if c != '\'' => u32::from(c),
             _ => return self.error(pos, "empty character literal"),
         };
         if self.bump() != Some('\'') {
             return self.error(pos, "expected `'` to close the character literal");
         }
-        Ok(Tok::Int(i64::from(u32::from(c))))
+        Ok(Tok::Int(i64::from(c)))
     }
 
     fn string(&mut self, quote: char) -> Result<Tok, LexError> {
         let start = self.pos;
         self.bump();
         let mut parts = Vec::new();
-        let mut text = String::new();
+        let mut text = Vec::new();
         loop {
             let here = self.pos;
             match self.bump() {
@@ -371,18 +397,21 @@ impl Lexer {
                     )
                 }
                 Some(c) if c == quote => break,
-                Some('\\') => text.push(self.escape(here)?),
+                Some('\\') => match self.escape(here)? {
+                    Escaped::Char(c) => push_char(&mut text, c),
+                    Escaped::Byte(b) => text.push(b),
+                },
                 Some('{') => {
                     if !text.is_empty() {
-                        parts.push(StrPart::Text(std::mem::take(&mut text)));
+                        parts.push(text_part(std::mem::take(&mut text)));
                     }
                     parts.push(StrPart::Expr(self.interpolation(here)?));
                 }
-                Some(c) => text.push(c),
+                Some(c) => push_char(&mut text, c),
             }
         }
         if !text.is_empty() || parts.is_empty() {
-            parts.push(StrPart::Text(text));
+            parts.push(text_part(text));
         }
         Ok(Tok::Str(parts))
     }
@@ -439,7 +468,7 @@ impl Lexer {
         tokens
     }
 
-    fn escape(&mut self, pos: Pos) -> Result<char, LexError> {
+    fn escape(&mut self, pos: Pos) -> Result<Escaped, LexError> {
         let c = match self.bump() {
             Some('n') => '\n',
             Some('t') => '\t',
@@ -449,14 +478,14 @@ impl Lexer {
             Some('f') => '\u{c}',
             Some('v') => '\u{b}',
             Some('$') => '$',
-            Some(d) if d.is_ascii_digit() => return self.raw_char(d, pos),
+            Some(d) if d.is_ascii_digit() => return self.raw_byte(d, pos),
             Some('\\') => '\\',
             Some('"') => '"',
             Some('\'') => '\'',
             Some('`') => '`',
             Some('{') => '{',
             Some('}') => '}',
-            Some('u') => return self.unicode_escape(pos),
+            Some('u') => return self.unicode_escape(pos).map(Escaped::Char),
             Some(c) => {
                 return self.error(
                     pos,
@@ -465,25 +494,23 @@ impl Lexer {
             }
             None => return self.error(pos, "unterminated escape sequence"),
         };
-        Ok(c)
+        Ok(Escaped::Char(c))
     }
 
     /// `\ddd`: a byte given in decimal (as upstream Buzz reads it, so
-    /// `"\012"` is form feed, 12). Strings here are UTF-8, so only ASCII
-    /// bytes are accepted; a larger one is an error, never a silent change.
-    fn raw_char(&mut self, first: char, pos: Pos) -> Result<char, LexError> {
+    /// `"\012"` is form feed, 12). Bytes above 127 go in as bytes: several
+    /// may spell one UTF-8 character (`"\226\150\182"` is `▶`), or leave
+    /// the string not UTF-8 (`"\232"`), which upstream allows too.
+    fn raw_byte(&mut self, first: char, pos: Pos) -> Result<Escaped, LexError> {
         let mut value = first.to_digit(10).unwrap_or_default();
         while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
             self.bump();
             value = value.saturating_mul(10).saturating_add(d);
         }
-        match value {
-            0..=127 => Ok(char::from(value as u8)),
-            128..=255 => self.error(
-                pos,
-                format!("raw byte `\\{value}` is not ASCII: magus strings are UTF-8 text (use `\\u{{…}}` for a character)"),
-            ),
-            _ => self.error(pos, "raw char should be between 0 and 255"),
+        match u8::try_from(value) {
+            Ok(b) if b.is_ascii() => Ok(Escaped::Char(char::from(b))),
+            Ok(b) => Ok(Escaped::Byte(b)),
+            Err(_) => self.error(pos, "raw char should be between 0 and 255"),
         }
     }
 
@@ -639,7 +666,7 @@ mod tests {
             ("bad char", "a # b", 1, 3, "unexpected character `#`"),
             ("bad escape", r#""\q""#, 1, 2, "unknown escape sequence"),
             ("open interpolation", r#""{1"#, 1, 4, "unterminated"),
-            ("raw byte", r#""\232""#, 1, 2, "not ASCII"),
+            ("raw byte too big", r#""\256""#, 1, 2, "between 0 and 255"),
         ];
         for (name, src, line, column, msg) in cases {
             let err = lex_error(src);
@@ -650,6 +677,16 @@ mod tests {
             );
             assert!(err.message.contains(msg), "case {name}: {}", err.message);
         }
+    }
+
+    #[test]
+    fn byte_escapes_make_text_or_bytes() {
+        let toks = lex(r#""\226\150\182" "a\232b""#);
+        assert_eq!(toks[0].tok, Tok::Str(vec![StrPart::Text("▶".into())]));
+        assert_eq!(
+            toks[1].tok,
+            Tok::Str(vec![StrPart::Bytes(vec![b'a', 232, b'b'])])
+        );
     }
 
     #[test]

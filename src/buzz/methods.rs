@@ -16,7 +16,13 @@ type Plain = Result<Value, String>;
 pub(crate) fn is_builtin_receiver(v: &Value) -> bool {
     matches!(
         v,
-        Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Range(..) | Value::Pattern(_)
+        Value::Str(_)
+            | Value::Bytes(_)
+            | Value::List(_)
+            | Value::Map(_)
+            | Value::Range(..)
+            | Value::Pattern(_)
+            | Value::Fiber(_)
     )
 }
 
@@ -37,6 +43,12 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Plain {
             b.as_double().unwrap_or_default(),
         ),
         (Value::Str(x), Value::Str(y)) if op == BinOp::Add => concat_str(x, y),
+        (Value::Str(_) | Value::Bytes(_), Value::Str(_) | Value::Bytes(_)) if op == BinOp::Add => {
+            concat_bytes(
+                a.str_bytes().unwrap_or_default(),
+                b.str_bytes().unwrap_or_default(),
+            )
+        }
         (Value::List(x), Value::List(y)) if op == BinOp::Add => concat_list(x, y),
         (Value::Map(x), Value::Map(y)) if op == BinOp::Add => Ok(merge_maps(x, y)),
         _ => Err(format!(
@@ -88,6 +100,15 @@ fn concat_str(x: &str, y: &str) -> Plain {
     Ok(Value::str(s))
 }
 
+/// `+` where a side is not UTF-8: the bytes joined (two halves of one
+/// character make text again).
+fn concat_bytes(x: &[u8], y: &[u8]) -> Plain {
+    if x.len() + y.len() > MAX_STR_LEN {
+        return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
+    }
+    Ok(Value::from_bytes([x, y].concat()))
+}
+
 fn concat_list(x: &ListObj, y: &ListObj) -> Plain {
     let (a, b) = (x.items.borrow(), y.items.borrow());
     if a.len() + b.len() > MAX_LIST_LEN {
@@ -114,6 +135,9 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Plain {
     let ordering = match (a, b) {
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
         (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
+        (Value::Str(_) | Value::Bytes(_), Value::Str(_) | Value::Bytes(_)) => {
+            Some(a.str_bytes().cmp(&b.str_bytes()))
+        }
         (Value::Double(_) | Value::Int(_), Value::Double(_) | Value::Int(_)) => a
             .as_double()
             .unwrap_or_default()
@@ -146,10 +170,11 @@ pub(crate) fn index(v: &Value, i: &Value) -> Result<Option<Value>, String> {
         (Value::List(list), Value::Int(n)) => Ok(usize::try_from(*n)
             .ok()
             .and_then(|n| list.items.borrow().get(n).cloned())),
-        (Value::Str(s), Value::Int(n)) => Ok(usize::try_from(*n)
+        // A byte, as upstream: `"é"[0]` is a one-byte string.
+        (Value::Str(_) | Value::Bytes(_), Value::Int(n)) => Ok(usize::try_from(*n)
             .ok()
-            .and_then(|n| s.chars().nth(n))
-            .map(|c| Value::str(c.to_string()))),
+            .and_then(|n| v.str_bytes().and_then(|b| b.get(n)))
+            .map(|b| Value::from_bytes(vec![*b]))),
         (Value::Map(map), key) => Ok(Some(map.get(key).unwrap_or_default())),
         _ => Err(format!(
             "cannot subscript {} with {}",
@@ -162,7 +187,7 @@ pub(crate) fn index(v: &Value, i: &Value) -> Result<Option<Value>, String> {
 pub(crate) fn out_of_range(v: &Value, i: &Value) -> String {
     let len = match v {
         Value::List(list) => list.items.borrow().len(),
-        Value::Str(s) => s.chars().count(),
+        Value::Str(_) | Value::Bytes(_) => v.str_bytes().map_or(0, <[u8]>::len),
         _ => 0,
     };
     format!(
@@ -197,6 +222,7 @@ pub(crate) fn call_method(
 ) -> Eval<Value> {
     let result = match receiver {
         Value::Str(s) => str_method(s, name, &args),
+        Value::Bytes(b) => bytes_method(b, name, &args),
         Value::List(list) if callbacks::takes_callback(name) => {
             return callbacks::list_callback(interp, list, name, &args, pos)
         }
@@ -207,9 +233,23 @@ pub(crate) fn call_method(
         Value::Map(map) => map_method(map, name, &args),
         Value::Range(low, high) => range_method(*low, *high, name, &args),
         Value::Pattern(p) => callbacks::pattern_method(p, name, &args),
+        Value::Fiber(f) => fiber_method(f, name, &args),
         other => Err(format!("{} has no methods", other.type_name())),
     };
     result.map_err(|message| interp.fail(pos, message))
+}
+
+/// `fiber.over()` and `fiber.isMain()`.
+fn fiber_method(f: &super::fiber::Fiber, name: &str, args: &[Value]) -> Plain {
+    let result = match name {
+        "over" => f.is_over(),
+        "isMain" => f.is_main(),
+        _ => return Err(format!("fib has no method `{name}`")),
+    };
+    if !args.is_empty() {
+        return Err(format!("fib.{name}() takes no arguments"));
+    }
+    Ok(Value::Bool(result))
 }
 
 fn arg<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a Value, String> {
@@ -261,7 +301,8 @@ fn sub_range(args: &[Value], total: usize, method: &str) -> Result<(usize, usize
 
 fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
     match name {
-        "len" => Ok(Value::Int(s.chars().count() as i64)),
+        // Bytes, as upstream (`utf8Len` counts characters).
+        "len" => Ok(Value::Int(s.len() as i64)),
         "trim" => Ok(Value::str(s.trim())),
         "upper" => Ok(Value::str(s.to_uppercase())),
         "lower" => Ok(Value::str(s.to_lowercase())),
@@ -270,17 +311,8 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "split" => str_split(s, arg_str(args, 0, name)?),
         "replace" => str_replace(s, arg_str(args, 0, name)?, arg_str(args, 1, name)?),
         "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
-        // As upstream: the range is clamped to the string, never an error.
-        "sub" => {
-            let start = usize::try_from(arg_int(args, 0, name)?.max(0)).unwrap_or(0);
-            let len = match args.get(1).filter(|v| !v.is_null()) {
-                Some(_) => usize::try_from(arg_int(args, 1, name)?.max(0)).unwrap_or(0),
-                None => usize::MAX,
-            };
-            Ok(Value::str(
-                s.chars().skip(start).take(len).collect::<String>(),
-            ))
-        }
+        "sub" => byte_sub(s.as_bytes(), args, name),
+        "bin" => hex_decode(s).map(Value::from_bytes),
         "repeat" => str_repeat(s, arg_int(args, 0, name)?),
         "byte" => {
             let i = arg_int(args, 0, name)?;
@@ -293,15 +325,80 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         )),
         "encodeBase64" => Ok(Value::str(base64_encode(s.as_bytes()))),
         "decodeBase64" => base64_decode(s)
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .map(Value::str)
-            .ok_or_else(|| "`decodeBase64`: not base64 of UTF-8 text".to_string()),
+            .map(Value::from_bytes)
+            .ok_or_else(|| "`decodeBase64`: not base64".to_string()),
         "utf8Len" => Ok(Value::Int(s.chars().count() as i64)),
         "utf8Valid" => Ok(Value::Bool(true)),
         "utf8Codepoints" => Ok(Value::list(
             s.chars().map(|c| Value::str(c.to_string())).collect(),
         )),
         _ => Err(format!("str has no method `{name}`")),
+    }
+}
+
+/// `sub(start, len?)` by byte. As upstream: the range is clamped to the
+/// string, never an error.
+fn byte_sub(bytes: &[u8], args: &[Value], name: &str) -> Plain {
+    let start = usize::try_from(arg_int(args, 0, name)?.max(0)).unwrap_or(0);
+    let len = match args.get(1).filter(|v| !v.is_null()) {
+        Some(_) => usize::try_from(arg_int(args, 1, name)?.max(0)).unwrap_or(0),
+        None => usize::MAX,
+    };
+    let start = start.min(bytes.len());
+    let end = start.saturating_add(len).min(bytes.len());
+    Ok(Value::from_bytes(bytes[start..end].to_vec()))
+}
+
+/// `"c3fc".bin()`: the bytes the hex digits spell.
+fn hex_decode(hex: &str) -> Result<Vec<u8>, String> {
+    let digits = hex.as_bytes();
+    if !digits.len().is_multiple_of(2) {
+        return Err("`bin`: odd number of hex digits".into());
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "`bin`: `{}` is not a hex byte",
+                        String::from_utf8_lossy(pair)
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Methods of a `str` that is not UTF-8: the byte-wise ones; the ones about
+/// characters say why they cannot apply.
+fn bytes_method(b: &[u8], name: &str, args: &[Value]) -> Plain {
+    match name {
+        "len" => Ok(Value::Int(b.len() as i64)),
+        "sub" => byte_sub(b, args, name),
+        "byte" => {
+            let i = arg_int(args, 0, name)?;
+            let byte = usize::try_from(i).ok().and_then(|i| b.get(i));
+            byte.map(|b| Value::Int(i64::from(*b)))
+                .ok_or_else(|| format!("`byte({i})` out of range for a str of {} bytes", b.len()))
+        }
+        "hex" => Ok(Value::str(
+            b.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        )),
+        "encodeBase64" => Ok(Value::str(base64_encode(b))),
+        "utf8Valid" => Ok(Value::Bool(false)),
+        "repeat" => {
+            let n = usize::try_from(arg_int(args, 0, name)?)
+                .map_err(|_| "`repeat` count must not be negative".to_string())?;
+            if b.len().saturating_mul(n) > MAX_STR_LEN {
+                return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
+            }
+            Ok(Value::from_bytes(b.repeat(n)))
+        }
+        _ => Err(format!(
+            "str.{name}() needs UTF-8 text, and this string holds bytes that are not UTF-8"
+        )),
     }
 }
 
@@ -369,9 +466,10 @@ fn str_replace(s: &str, needle: &str, with: &str) -> Plain {
     Ok(Value::str(s.replace(needle, with)))
 }
 
+/// The byte offset of `needle`, as upstream.
 fn str_index_of(s: &str, needle: &str) -> Value {
     match s.find(needle) {
-        Some(byte) => Value::Int(s[..byte].chars().count() as i64),
+        Some(byte) => Value::Int(byte as i64),
         None => Value::Null,
     }
 }
@@ -396,7 +494,13 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
             items.push(v);
             Ok(Value::Null)
         }
-        "join" => list_join(&list.items.borrow(), arg_str(args, 0, name)?),
+        "join" => {
+            let sep = arg(args, 0, name)?;
+            let sep = sep.str_bytes().ok_or_else(|| {
+                format!("`join` argument 1 expected str, got {}", sep.type_name())
+            })?;
+            list_join(&list.items.borrow(), sep)
+        }
         "indexOf" => {
             let needle = arg(args, 0, name)?;
             let found = list.items.borrow().iter().position(|v| v.equals(needle, 0));
@@ -473,18 +577,22 @@ pub(crate) fn shaped_map(like: &MapObj, entries: Vec<(Value, Value)>, mutable: b
     Value::Map(Rc::new(map))
 }
 
-fn list_join(items: &[Value], sep: &str) -> Plain {
-    let mut out = String::new();
+/// `join`: byte for byte, so pieces that are not UTF-8 stay exact.
+fn list_join(items: &[Value], sep: &[u8]) -> Plain {
+    let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
-            out.push_str(sep);
+            out.extend_from_slice(sep);
         }
-        out.push_str(&item.to_string());
+        match item.str_bytes() {
+            Some(bytes) => out.extend_from_slice(bytes),
+            None => out.extend_from_slice(item.to_string().as_bytes()),
+        }
         if out.len() > MAX_STR_LEN {
             return Err(format!("string too long (more than {MAX_STR_LEN} bytes)"));
         }
     }
-    Ok(Value::str(out))
+    Ok(Value::from_bytes(out))
 }
 
 fn list_insert(list: &ListObj, i: i64, v: Value) -> Plain {

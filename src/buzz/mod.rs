@@ -9,6 +9,7 @@ mod ast;
 mod callbacks;
 pub mod check;
 mod error;
+mod fiber;
 pub mod heap;
 mod imports;
 mod interp;

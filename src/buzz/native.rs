@@ -68,11 +68,15 @@ pub(crate) enum ExitRequest {
 /// and the interpreter services a native may use.
 pub struct NativeCall<'a> {
     pub args: &'a [Value],
+    /// The names the call gave its arguments (`None` for positional ones).
+    pub(crate) names: &'a [Option<std::rc::Rc<str>>],
     pub site: &'a CallSite,
     /// `module.function`, for messages.
     pub function: &'a str,
     pub(crate) out: &'a mut dyn Write,
     pub(crate) script_args: &'a [String],
+    /// The fiber making the call, for `std\currentFiber()`.
+    pub(crate) fiber: &'a super::fiber::FiberSelf,
     pub(crate) exit: ExitRequest,
 }
 
@@ -89,7 +93,33 @@ impl<'a> NativeCall<'a> {
         self.args.get(i).filter(|v| !v.is_null())
     }
 
+    /// The optional parameter `name`, `i`-th in the native's signature:
+    /// given by name (`random(max: 10)`), or by position when the call
+    /// names none of its arguments.
+    pub fn opt_param(&self, i: usize, name: &str) -> Option<&'a Value> {
+        let named = self
+            .names
+            .iter()
+            .position(|n| n.as_deref() == Some(name))
+            .and_then(|at| self.args.get(at));
+        let positional = || {
+            self.names
+                .iter()
+                .all(Option::is_none)
+                .then(|| self.args.get(i))
+                .flatten()
+        };
+        named.or_else(positional).filter(|v| !v.is_null())
+    }
+
     fn wrong(&self, i: usize, expected: &str, got: &Value) -> Raise {
+        if matches!(got, Value::Bytes(_)) {
+            return Raise::type_error(format!(
+                "{}: argument {} must be UTF-8 text, and this str holds bytes that are not UTF-8",
+                self.function,
+                i + 1
+            ));
+        }
         Raise::type_error(format!(
             "{}: argument {} expected {expected}, got {}",
             self.function,
@@ -101,6 +131,12 @@ impl<'a> NativeCall<'a> {
     pub fn arg_str(&self, i: usize) -> Result<&'a str, Raise> {
         let v = self.arg(i)?;
         v.as_str().ok_or_else(|| self.wrong(i, "str", v))
+    }
+
+    /// A `str` argument's bytes, UTF-8 or not.
+    pub fn arg_bytes(&self, i: usize) -> Result<&'a [u8], Raise> {
+        let v = self.arg(i)?;
+        v.str_bytes().ok_or_else(|| self.wrong(i, "str", v))
     }
 
     pub fn arg_int(&self, i: usize) -> Result<i64, Raise> {

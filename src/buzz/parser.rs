@@ -62,7 +62,8 @@ const MISSING: &[(&str, &str)] = &[
     ("zdef", "`zdef` (FFI to native code) is not available in magus: spells reach the system only through the gated fs/sh/env and buzz:fs/os/io"),
 ];
 
-/// Binary operators by precedence level, lowest first.
+/// Binary operators by precedence level, lowest first. `??` binds tighter
+/// than `+` and looser than `*`, as upstream (`sum + resume f ?? 0`).
 const LEVELS: &[&[(&str, BinKind)]] = &[
     &[("or", BinKind::Or)],
     &[("and", BinKind::And)],
@@ -1209,6 +1210,9 @@ impl<'t> Parser<'t> {
     }
 
     fn unary(&mut self) -> PResult<Expr> {
+        if let Some(expr) = self.fiber_operator()? {
+            return Ok(expr);
+        }
         if self.is_word("typeof") {
             let pos = self.advance().pos;
             let operand = self.nested(Self::unary)?;
@@ -1229,6 +1233,52 @@ impl<'t> Parser<'t> {
             kind: ExprKind::Unary(op, Box::new(operand)),
             pos,
         })
+    }
+
+    /// `resume f`, `resolve f` and `yield v`, with upstream's precedence:
+    /// `resume` and `resolve` take a bare primary (so `resume f ?? 0` is
+    /// `(resume f) ?? 0`), `yield` a unary operand.
+    #[inline(never)]
+    fn fiber_operator(&mut self) -> PResult<Option<Expr>> {
+        let word = match &self.peek().tok {
+            Tok::Ident(w) if matches!(&**w, "resume" | "resolve" | "yield") => w.clone(),
+            _ => return Ok(None),
+        };
+        // `resume = 1;`, `f(resume)`: the word used as a plain name.
+        if matches!(
+            self.peek_at(1),
+            Tok::Sym("=" | ";" | ")" | "," | "]" | "}" | ":")
+        ) {
+            return Ok(None);
+        }
+        let pos = self.advance().pos;
+        if &*word == "yield" {
+            let operand = self.nested(Self::unary)?;
+            let kind = ExprKind::Yield(Box::new(operand));
+            return Ok(Some(Expr { kind, pos }));
+        }
+        let operand = Box::new(self.nested(Self::primary)?);
+        let kind = match &*word {
+            "resume" => ExprKind::Resume(operand),
+            _ => ExprKind::Resolve(operand),
+        };
+        self.postfix_from(Expr { kind, pos }, pos).map(Some)
+    }
+
+    /// `&f(x)`, `&obj.method(x)`: a postfix chain that must end in a call,
+    /// made a fiber.
+    #[inline(never)]
+    fn async_call(&mut self) -> PResult<Expr> {
+        let pos = self.advance().pos;
+        let call = self.nested(Self::postfix)?;
+        if !matches!(call.kind, ExprKind::Call { .. }) {
+            return Err(ParseError {
+                pos,
+                message: "expected a call after `&` (it makes the call a fiber: `&f(x)`)".into(),
+            });
+        }
+        let kind = ExprKind::AsyncCall(Box::new(call));
+        Ok(Expr { kind, pos })
     }
 
     fn postfix(&mut self) -> PResult<Expr> {
@@ -1428,13 +1478,15 @@ impl<'t> Parser<'t> {
                 self.advance();
                 return self.mut_literal();
             }
-            Tok::Pattern(_) | Tok::Sym("." | "<" | "&") => self.primary_extra()?,
+            Tok::Pattern(_) | Tok::Sym("." | "<") => self.primary_extra()?,
             Tok::Sym("(") => return self.parenthesized(),
+            Tok::Sym("&") => return self.async_call(),
             Tok::Sym("[") => self.list()?,
             Tok::Sym("{") => self.map()?,
             Tok::Kw("if") => self.inline_if()?,
             Tok::Kw("fun") => {
                 self.advance();
+                self.generics()?;
                 ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
             }
             _ => return self.expected("an expression", "here"),
@@ -1461,9 +1513,7 @@ impl<'t> Parser<'t> {
                 self.expect(">", "to close the type value")?;
                 Ok(ExprKind::TypeValue(ty))
             }
-            _ => self.error(
-                "fibers (`&call`, `resume`, `resolve`, `yield`) are not supported by magus yet",
-            ),
+            _ => self.expected("an expression", "here"),
         }
     }
 
@@ -1637,13 +1687,16 @@ impl<'t> Parser<'t> {
     }
 
     fn string(&mut self, parts: &'t [StrPart]) -> PResult<ExprKind> {
-        if let [StrPart::Text(text)] = parts {
-            return Ok(ExprKind::Str(Rc::from(text.as_str())));
+        match parts {
+            [StrPart::Text(text)] => return Ok(ExprKind::Str(Rc::from(text.as_str()))),
+            [StrPart::Bytes(bytes)] => return Ok(ExprKind::Bytes(Rc::from(bytes.as_slice()))),
+            _ => {}
         }
         let mut out = Vec::with_capacity(parts.len());
         for part in parts {
             out.push(match part {
                 StrPart::Text(text) => TemplatePart::Text(Rc::from(text.as_str())),
+                StrPart::Bytes(bytes) => TemplatePart::Bytes(Rc::from(bytes.as_slice())),
                 StrPart::Expr(tokens) => TemplatePart::Expr(self.interpolated(tokens)?),
             });
         }
@@ -1669,16 +1722,13 @@ impl<'t> Parser<'t> {
     fn list(&mut self) -> PResult<ExprKind> {
         self.advance();
         let mut items = Vec::new();
-        if self.is("<") {
-            let pos = self.advance().pos;
-            let ty = self.ty()?;
+        // `[<T>]` or `[<T>, a, b]`: the item type, then the items.
+        let mut item_type = None;
+        if self.eat("<") {
+            item_type = Some(self.ty()?);
             self.expect(">", "after the list item type")?;
-            // `[<T>, …]` is a list whose first item is the type `T`.
-            if self.eat(",") {
-                items.push(Expr {
-                    kind: ExprKind::TypeValue(ty),
-                    pos,
-                });
+            if !self.eat(",") && !self.is("]") {
+                return self.expected("`,` or `]`", "after the list item type");
             }
         }
         while !self.is("]") {
@@ -1688,7 +1738,13 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect("]", "to close the list")?;
-        Ok(ExprKind::List(items))
+        Ok(match item_type {
+            Some(ty) => ExprKind::TypedList {
+                ty: Box::new(ty),
+                items,
+            },
+            None => ExprKind::List(items),
+        })
     }
 
     fn map(&mut self) -> PResult<ExprKind> {

@@ -9,6 +9,7 @@ use super::value::Value;
 pub fn std_module() -> NativeModule {
     NativeModule::new("std")
         .function("print", print)
+        .function("currentFiber", |c| Ok(c.fiber.value()))
         .function("assert", assert)
         .function("parseInt", |c| {
             Ok(Value::optional(
@@ -30,9 +31,10 @@ pub fn std_module() -> NativeModule {
         .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
         .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
         .function("char", |c| {
-            let byte = u8::try_from(c.arg_int(0)?).ok().filter(u8::is_ascii);
-            byte.map(|b| Value::str(char::from(b).to_string()))
-                .ok_or_else(|| Raise::type_error("std.char: expected an ASCII byte (0 to 127)"))
+            // One byte, clamped to 0..=255 as upstream (above 127 it is a
+            // `str` that is not UTF-8).
+            let byte = c.arg_int(0)?.clamp(0, 255) as u8;
+            Ok(Value::from_bytes(vec![byte]))
         })
         .function("panic", |c| {
             Err(Raise::type_error(format!("panic: {}", c.arg(0)?)))
@@ -42,9 +44,17 @@ pub fn std_module() -> NativeModule {
 /// Writes the value and a newline, then flushes so that output stays in
 /// order with children that share stdout.
 fn print(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
-    let text = call.arg(0)?.to_string();
+    // A `str` is written as its bytes, UTF-8 or not, as upstream.
+    let value = call.arg(0)?;
+    let text = match value.str_bytes() {
+        Some(bytes) => bytes.to_vec(),
+        None => value.to_string().into_bytes(),
+    };
     let out = call.out();
-    let written = writeln!(out, "{text}").and_then(|()| out.flush());
+    let written = out
+        .write_all(&text)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
     match written {
         Ok(()) => Ok(Value::Null),
         // A closed stdout (e.g. `magus run x | head`) is not the spell's fault.
@@ -131,6 +141,36 @@ pub fn math_module() -> NativeModule {
         })
 }
 
+/// `buzz:debug`: `dump(value)` prints the value on the spell's output as
+/// `std\print` shows it (upstream's own layout quotes strings and spreads
+/// objects over lines; this is the same information on one line).
+pub fn debug_module() -> NativeModule {
+    NativeModule::new("buzz:debug").function("dump", |c| {
+        let text = c.arg(0)?.to_string();
+        let out = c.out();
+        match writeln!(out, "{text}").and_then(|()| out.flush()) {
+            Ok(()) => Ok(Value::Null),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Value::Null),
+            Err(e) => Err(Raise::new(format!("debug.dump: {e}"))),
+        }
+    })
+}
+
+/// `buzz:gc`. Magus's values are reference-counted: each is freed when its
+/// last reference goes, so `collect()` has nothing left to collect (and
+/// calls no `collect` method: objects have no finalizers here), and
+/// `allocated()` is the memory magus holds now, as the memory budget
+/// counts it.
+pub fn gc_module() -> NativeModule {
+    NativeModule::new("buzz:gc")
+        .function("collect", |_| Ok(Value::Null))
+        .function("allocated", |_| {
+            Ok(Value::Int(
+                i64::try_from(super::heap::in_use()).unwrap_or(i64::MAX),
+            ))
+        })
+}
+
 /// `pow(x, y)`: an `int` when both are ints (and it fits), else a double.
 fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     if let (Some(x), Some(y)) = (call.arg(0)?.as_int(), call.arg(1)?.as_int()) {
@@ -152,23 +192,54 @@ pub fn buffer_natives() -> NativeModule {
             Ok(Value::list(vec![Value::Int(0); n]))
         })
         .function("bytes", |c| {
-            let text = c.arg_str(0)?;
+            let text = c.arg_bytes(0)?;
             Ok(Value::list(
-                text.bytes().map(|b| Value::Int(i64::from(b))).collect(),
+                text.iter().map(|b| Value::Int(i64::from(*b))).collect(),
             ))
         })
         .function("text", |c| {
-            let bytes: Vec<u8> = c
+            let bytes = c
                 .arg_list(0)?
                 .iter()
-                .map(|v| {
-                    v.as_int()
-                        .and_then(|i| u8::try_from(i).ok())
-                        .unwrap_or(b'?')
-                })
-                .collect();
-            Ok(Value::str(String::from_utf8_lossy(&bytes).as_ref()))
+                .map(|v| v.as_int().and_then(|i| u8::try_from(i).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| Raise::type_error("Buffer: a byte is not an int from 0 to 255"))?;
+            Ok(Value::from_bytes(bytes))
         })
+        .function("intBytes", |c| {
+            // Upstream's buffer keeps an int in 6 little-endian bytes (48 bits).
+            let n = c.arg_int(0)?;
+            Ok(byte_list(&n.to_le_bytes()[..6]))
+        })
+        .function("intFrom", |c| {
+            let bytes = int_bytes::<6>(c)?;
+            let mut wide = [0u8; 8];
+            wide[..6].copy_from_slice(&bytes);
+            // Sign-extend from bit 47.
+            Ok(Value::Int(i64::from_le_bytes(wide) << 16 >> 16))
+        })
+        .function("doubleBytes", |c| {
+            Ok(byte_list(&c.arg_double(0)?.to_le_bytes()))
+        })
+        .function("doubleFrom", |c| {
+            Ok(Value::Double(f64::from_le_bytes(int_bytes::<8>(c)?)))
+        })
+}
+
+fn byte_list(bytes: &[u8]) -> Value {
+    Value::list(bytes.iter().map(|b| Value::Int(i64::from(*b))).collect())
+}
+
+/// Argument 0 as exactly `N` bytes (a list of ints from 0 to 255).
+fn int_bytes<const N: usize>(c: &NativeCall<'_>) -> Result<[u8; N], Raise> {
+    let items = c.arg_list(0)?;
+    let bytes: Option<Vec<u8>> = items
+        .iter()
+        .map(|v| v.as_int().and_then(|i| u8::try_from(i).ok()))
+        .collect();
+    bytes
+        .and_then(|b| <[u8; N]>::try_from(b).ok())
+        .ok_or_else(|| Raise::type_error(format!("Buffer: expected {N} bytes")))
 }
 
 /// `std.random(min: 0, max: …)`: not for secrets (a xorshift seeded from
@@ -178,8 +249,14 @@ fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     thread_local! {
         static STATE: Cell<u64> = Cell::new(seed());
     }
-    let min = call.opt_arg(0).and_then(Value::as_int).unwrap_or(0);
-    let max = call.opt_arg(1).and_then(Value::as_int).unwrap_or(i64::MAX);
+    let min = call
+        .opt_param(0, "min")
+        .and_then(Value::as_int)
+        .unwrap_or(0);
+    let max = call
+        .opt_param(1, "max")
+        .and_then(Value::as_int)
+        .unwrap_or(i64::MAX);
     let next = STATE.with(|s| {
         let mut x = s.get();
         x ^= x << 13;

@@ -44,6 +44,12 @@ pub enum Value {
     Pattern(Rc<Pattern>),
     /// `.case` before the expected type has made it an enum case.
     InferredCase(Rc<str>),
+    /// A `str` whose bytes are not valid UTF-8 (upstream strings are
+    /// bytes: `"\232"`, `hex.bin()`, a buffer's contents). Never holds
+    /// valid UTF-8, which is always [`Value::Str`]: see [`Value::from_bytes`].
+    Bytes(Rc<[u8]>),
+    /// A fiber (`fib<T, Y>`), made by `&f(…)` or `std\currentFiber()`.
+    Fiber(Rc<super::fiber::Fiber>),
 }
 
 /// A pattern literal: its source and the compiled regex.
@@ -89,6 +95,24 @@ impl Value {
             class,
             fields: RefCell::new(fields),
         }))
+    }
+
+    /// A `str` of these bytes: [`Value::Str`] when they are UTF-8 text,
+    /// else [`Value::Bytes`].
+    pub fn from_bytes(bytes: Vec<u8>) -> Value {
+        match String::from_utf8(bytes) {
+            Ok(text) => Value::Str(Rc::from(text)),
+            Err(e) => Value::Bytes(Rc::from(e.into_bytes())),
+        }
+    }
+
+    /// The bytes of a `str`, UTF-8 or not.
+    pub fn str_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Str(s) => Some(s.as_bytes()),
+            Value::Bytes(b) => Some(b),
+            _ => None,
+        }
     }
 
     pub fn as_str(&self) -> Option<&str> {
@@ -168,6 +192,8 @@ impl Value {
             Value::Type(_) => "type".into(),
             Value::Pattern(_) => "pat".into(),
             Value::InferredCase(_) => "enum case".into(),
+            Value::Fiber(_) => "fib".into(),
+            Value::Bytes(_) => "str".into(),
         }
     }
 
@@ -203,6 +229,9 @@ impl Value {
             Value::Type(t) => out.push_str(&format!("<{}>", super::interp::type_label(t))),
             Value::Pattern(p) => out.push_str(&p.source),
             Value::InferredCase(name) => out.push_str(&format!(".{name}")),
+            Value::Fiber(f) => out.push_str(if f.is_main() { "main fiber" } else { "fiber" }),
+            // Shown, not written: `print` and interpolation keep the bytes.
+            Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
         }
     }
 
@@ -238,6 +267,8 @@ impl Value {
             (Value::Module(a), Value::Module(b)) => Rc::ptr_eq(a, b),
             (Value::Class(a), Value::Class(b)) => Rc::ptr_eq(a, b),
             (Value::Enum(a), Value::Enum(b)) => Rc::ptr_eq(a, b),
+            (Value::Fiber(a), Value::Fiber(b)) => Rc::ptr_eq(a, b),
+            (Value::Bytes(a), Value::Bytes(b)) => a == b,
             _ => false,
         }
     }
@@ -391,6 +422,7 @@ enum MapKey {
     Int(i64),
     Double(u64),
     Str(Rc<str>),
+    Bytes(Rc<[u8]>),
     Ptr(usize),
     Case(usize, usize),
     Range(i64, i64),
@@ -417,6 +449,8 @@ impl MapKey {
             Value::Type(t) => MapKey::Str(Rc::from(super::interp::type_label(t))),
             Value::Pattern(p) => MapKey::Str(p.source.clone()),
             Value::InferredCase(x) => MapKey::Str(x.clone()),
+            Value::Fiber(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
+            Value::Bytes(b) => MapKey::Bytes(b.clone()),
         }
     }
 }
