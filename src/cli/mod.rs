@@ -19,7 +19,7 @@ use crate::diag::{
     set_output_options, Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer,
     Verbosity,
 };
-use crate::policy::{self, Startup, StartupInput, WorkspaceArg};
+use crate::policy::{self, Declared, Startup, StartupInput, WorkspaceArg};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::Write;
@@ -264,6 +264,11 @@ fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
 
 /// Finds the workspace and resolves its policy, or reports why not.
 fn load(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Startup, i32> {
+    Ok(declare(global, env)?.resolve(env))
+}
+
+/// Finds the workspace and reads its declared policy, or reports why not.
+fn declare(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Declared, i32> {
     let renderer = Renderer::new(global.message_format);
     let cwd = std::env::current_dir().map_err(|e| {
         renderer.emit(&Diagnostic::error(format!(
@@ -275,7 +280,7 @@ fn load(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Startup, i3
         Some(dir) => WorkspaceArg::Explicit(dir),
         None => WorkspaceArg::Discover { start: &cwd },
     };
-    policy::startup(StartupInput { workspace, env }).map_err(|err| {
+    policy::declare(StartupInput { workspace, env }).map_err(|err| {
         renderer.emit(&err.to_diagnostic());
         EXIT_CONFIG
     })
