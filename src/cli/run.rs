@@ -356,6 +356,11 @@ fn confine(
             "cannot install the Landlock sandbox: {e}"
         )))
     })?;
+    enforce::jail::wait_until_sealed().map_err(|reason| {
+        Box::new(
+            Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),
+        )
+    })?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }

@@ -4,7 +4,8 @@
 //!
 //! Staging follows bubblewrap: a tmpfs (on `/tmp`) becomes the root with the
 //! host's root kept at `/oldroot` (bind sources) and the view built at
-//! `/newroot`; the last step pivots into it and detaches everything else.
+//! `/newroot`; the last step pivots into it, and [`detach_host_root`]
+//! detaches everything else.
 
 use std::collections::HashSet;
 use std::fs::DirBuilder;
@@ -259,11 +260,21 @@ fn symlink(made: &mut Dirs, target: &Path, at: &Path) -> Result<(), Errno> {
     }
 }
 
-/// Into the new root; the staging root, and the host's under it, are
-/// detached so no path leads back.
+/// Into the new root. The staging root, and the host's under it, stay
+/// stacked over it until [`detach_host_root`]; a lookup from the new root
+/// never enters them (nothing above `/` is walked into).
 fn final_pivot() -> Result<(), Errno> {
     chdir(NEW_ROOT)?;
-    pivot_root(".", ".")?;
+    pivot_root(".", ".")
+}
+
+/// The last of the plan's pivot: the staging root, and the host's under
+/// it, are detached so no path leads back. Called by PID 1 after [`apply`]
+/// with its working directory still the new root. Unmounting waits for
+/// an RCU grace period (milliseconds on a busy machine), so PID 1 does it
+/// while magus proper sets itself up, which waits for it before any spell
+/// code or child runs.
+pub fn detach_host_root() -> Result<(), Errno> {
     umount2(".", MntFlags::MNT_DETACH)?;
     chdir("/")
 }

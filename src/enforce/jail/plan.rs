@@ -51,7 +51,8 @@ pub enum Step {
     /// The new root's own tmpfs (the directories made to hold mount
     /// points, `$HOME`) becomes read-only; the mounts on it keep theirs.
     ReadOnlyRoot,
-    /// The new root replaces the staging root; the host's root is detached.
+    /// The new root replaces the staging root; PID 1 then detaches the
+    /// host's root (`apply::detach_host_root`) while magus proper sets up.
     PivotRoot,
 }
 
