@@ -11,6 +11,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 
 use support::{capture, Harness, RunOutput};
 
@@ -56,6 +57,19 @@ fn users() -> Vec<User> {
 struct Jail {
     h: Harness,
     user: User,
+    kernel: Kernel,
+}
+
+/// How the kernel answers a run's namespace requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    AsIs,
+    /// `unshare`/`clone` with `CLONE_NEWUSER` fail with `EPERM`
+    /// (`tests/jail/nouserns.c`), as under Ubuntu 24.04's AppArmor default.
+    NoUserNamespaces,
+    /// Every namespace flag fails, as in a container without
+    /// `CAP_SYS_ADMIN`.
+    NoNamespaces,
 }
 
 impl Jail {
@@ -68,7 +82,11 @@ impl Jail {
         h.write_spell("t", SHELL_SPELL);
         h.write_spell("r", RUN_SPELL);
         std::fs::write(h.ws_path("probe.py"), PROBE).unwrap();
-        let jail = Jail { h, user };
+        let jail = Jail {
+            h,
+            user,
+            kernel: Kernel::AsIs,
+        };
         jail.hand_over();
         jail
     }
@@ -93,10 +111,21 @@ impl Jail {
     }
 
     fn command(&self, sandbox: Sandbox) -> Command {
-        let mut cmd = match self.user {
-            User::Root => self.h.command(),
-            User::Nobody => self.h.command_as_nobody(),
+        let nouserns = nouserns_binary().to_str().unwrap();
+        let mut wrapper = match self.kernel {
+            Kernel::AsIs => vec![],
+            Kernel::NoUserNamespaces => vec![nouserns],
+            Kernel::NoNamespaces => vec![nouserns, "--all"],
         };
+        if self.user == User::Nobody {
+            wrapper.extend([
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+            ]);
+        }
+        let mut cmd = self.h.wrapped_command(&wrapper);
         match sandbox {
             Sandbox::On => {}
             Sandbox::Off => {
@@ -482,7 +511,11 @@ fn repository_jail(user: User, lock: bool) -> Jail {
             .output();
         assert!(cmd.unwrap().status.success());
     }
-    let jail = Jail { h: jail.h, user };
+    let jail = Jail {
+        h: jail.h,
+        user,
+        kernel: Kernel::AsIs,
+    };
     jail.hand_over();
     jail
 }
@@ -1010,5 +1043,157 @@ fn read_only_grants_are_read_only_all_the_way_down() {
                 jailed_out.dump()
             );
         }
+    }
+}
+
+/// `tests/jail/nouserns.c`, compiled once per test binary into target/tmp.
+fn nouserns_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let building = dir.join(format!("nouserns.{}", std::process::id()));
+        let out = dir.join("nouserns");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/jail/nouserns.c");
+        let status = Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&building)
+            .arg(src)
+            .status()
+            .expect("run cc");
+        assert!(status.success(), "cc failed to build nouserns");
+        std::fs::rename(&building, &out).expect("move nouserns in place");
+        out
+    })
+}
+
+/// The one warning of a run whose kernel refused namespaces, said once.
+fn assert_one_warning(user: User, out: &RunOutput, names: &[&str]) {
+    assert_eq!(
+        out.stderr.matches("only partly in force").count(),
+        1,
+        "{user:?}: {}",
+        out.dump()
+    );
+    for name in names {
+        assert!(
+            out.stderr.contains(name),
+            "{user:?} lacks {name:?}: {}",
+            out.dump()
+        );
+    }
+    assert!(
+        !out.stderr.contains("MAGUS_SANDBOX_USERNS"),
+        "the kernel refused, not the override: {}",
+        out.dump()
+    );
+}
+
+/// A kernel that refuses namespaces for real (`EPERM` from `unshare`, not
+/// `MAGUS_SANDBOX_USERNS=0`): root where even IPC and PID namespaces are
+/// refused, uid 65534 where user namespaces are. Landlock, the syscall
+/// guard and (for root) the emptied capability sets still hold, each
+/// attack against a control run under the same kernel with the sandbox
+/// off; the one warning names what is missing.
+#[test]
+fn refused_namespaces_leave_landlock_the_guard_and_no_capabilities() {
+    let cases = [
+        (User::Root, Kernel::NoNamespaces),
+        (User::Nobody, Kernel::NoUserNamespaces),
+    ];
+    for (user, kernel) in cases.into_iter().filter(|(u, _)| users().contains(u)) {
+        let mut jail = Jail::new(user);
+        jail.kernel = kernel;
+        let key = jail.h.home_path(".ssh/id_rsa");
+        let secret = std::fs::read_to_string(&key).unwrap().trim().to_string();
+        let script = format!("cat {} && echo READ-OK", key.display());
+        let control = jail.shell(Sandbox::Off, &script);
+        let jailed = jail.shell(Sandbox::On, &script);
+        assert_attack(user, &control, &jailed, &["READ-OK"], &secret);
+        assert_one_warning(
+            user,
+            &jailed,
+            &[
+                "no jail (user namespaces are refused: Operation not permitted)",
+                "metadata of ungranted paths",
+                "contrib/apparmor/magus",
+            ],
+        );
+        let shm_key = format!("0x4d4c{:04x}", std::process::id() & 0xffff);
+        let shm_secret = unique("refused-ns-shm");
+        let id = python(SHM_CREATE, &[&shm_key, &shm_secret]);
+        let control = jail.probe(Sandbox::Off, &["sysv", &shm_key]);
+        let jailed = jail.probe(Sandbox::On, &["sysv", &shm_key]);
+        let _ = Command::new("ipcrm").args(["-m", id.trim()]).status();
+        assert_attack(user, &control, &jailed, &["SHM-OK"], &shm_secret);
+        if user == User::Root {
+            let cap_secret = unique("refused-ns-cap");
+            let inside = jail.h.ws_path("other-user-secret");
+            std::fs::write(&inside, &cap_secret).unwrap();
+            std::os::unix::fs::chown(&inside, Some(4321), Some(4321)).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).unwrap();
+            let script = format!("cat {} && echo DAC-OK", inside.display());
+            let control = jail.shell(Sandbox::Off, &script);
+            let jailed = jail.shell(Sandbox::On, &script);
+            assert_attack(user, &control, &jailed, &["DAC-OK"], &cap_secret);
+        }
+    }
+}
+
+/// Root on a kernel that refuses only user namespaces still gets the jail
+/// (its mount, IPC and PID namespaces need no user namespace): the view
+/// hides the user's sockets and files, metadata outside the grants stays
+/// as it was, and the one warning says the mounts are not locked.
+#[test]
+fn root_without_user_namespaces_still_builds_the_jail() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let mut jail = Jail::new(User::Root);
+    jail.kernel = Kernel::NoUserNamespaces;
+    let key = jail.h.home_path(".ssh/id_rsa");
+    let secret = std::fs::read_to_string(&key).unwrap().trim().to_string();
+    let k = key.display();
+    let script = format!("cat {k} && echo READ-OK; chmod 777 {k} && echo CHMOD-OK");
+    let before = std::fs::metadata(&key).unwrap();
+    let jailed = jail.shell(Sandbox::On, &script);
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        before.mode(),
+        std::fs::metadata(&key).unwrap().mode(),
+        "{}",
+        jailed.dump()
+    );
+    let control = jail.shell(Sandbox::Off, &script);
+    std::fs::set_permissions(&key, before.permissions()).unwrap();
+    assert_attack(
+        User::Root,
+        &control,
+        &jailed,
+        &["READ-OK", "CHMOD-OK"],
+        &secret,
+    );
+    assert_one_warning(User::Root, &jailed, &["the jail's mounts are not locked"]);
+    assert!(!jailed.stderr.contains("no jail"), "{}", jailed.dump());
+    let socket_secret = unique("nouserns-socket");
+    let path = PathBuf::from("/tmp").join(unique("sock"));
+    let _listener = Listener::serve(std::slice::from_ref(&path), &socket_secret);
+    let p = path.to_str().unwrap();
+    let control = jail.probe(Sandbox::Off, &["sock", p]);
+    let jailed = jail.probe(Sandbox::On, &["sock", p]);
+    let _ = std::fs::remove_file(&path);
+    assert_attack(User::Root, &control, &jailed, &["SOCK-OK"], &socket_secret);
+}
+
+/// `clone3` hides its flags from seccomp, so the guard makes it fail with
+/// `ENOSYS` (libc then falls back to `clone`, whose flags it reads).
+#[test]
+fn clone3_fails_as_unimplemented() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let control = jail.probe(Sandbox::Off, &["clone3"]);
+        let jailed = jail.probe(Sandbox::On, &["clone3"]);
+        assert_attack(user, &control, &jailed, &["CLONE3-REACHED"], "");
+        assert!(jailed.stdout.contains("CLONE3-ENOSYS"), "{}", jailed.dump());
     }
 }

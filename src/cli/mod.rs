@@ -24,7 +24,7 @@ use crate::diag::{
     set_output_options, Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer,
     Verbosity,
 };
-use crate::policy::{self, Startup, StartupInput, WorkspaceArg};
+use crate::policy::{self, Declared, Startup, StartupInput, WorkspaceArg};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::Write;
@@ -282,10 +282,15 @@ fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
 
 /// Finds the workspace and resolves its policy, or reports why not.
 fn load(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Startup, i32> {
+    Ok(declare(global, env)?.resolve(env))
+}
+
+/// Finds the workspace and reads its declared policy, or reports why not.
+fn declare(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Declared, i32> {
     let renderer = Renderer::new(global.message_format);
     let cwd = current_dir(&renderer)?;
     let workspace = workspace_arg(global, &cwd);
-    policy::startup(StartupInput { workspace, env }).map_err(|err| {
+    policy::declare(StartupInput { workspace, env }).map_err(|err| {
         renderer.emit(&err.to_diagnostic());
         EXIT_CONFIG
     })

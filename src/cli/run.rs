@@ -1,12 +1,15 @@
 //! `magus run`: the startup sequence that puts a spell in the sandbox, in
 //! the only order that works.
 //!
-//! 1. Resolve the policy (before anything is restricted, so `magus.yaml`
+//! 1. Read the declared policy (`magus.yaml`, whether the sandbox is on).
+//!    When the environment holds anything a child may not get, mark every
+//!    inherited descriptor above stderr close-on-exec (a parent may have
+//!    left one open on a secret) and re-execute with the scrubbed
+//!    environment at once, so `/proc/<magus>/environ` holds no secret and
+//!    the grants are resolved once, by the re-executed process.
+//! 2. Resolve the policy (before anything is restricted, so `magus.yaml`
 //!    and `$HOME` can still be read) and verify it against `magus.lock` and
 //!    an enclosing run's `MAGUS_SANDBOX_FINGERPRINT` (MGS2010).
-//! 2. Mark every inherited descriptor above stderr close-on-exec (a parent
-//!    may have left one open on a secret), then re-execute with the scrubbed
-//!    environment, so `/proc/<magus>/environ` holds no secret.
 //! 3. Enter the jail (user, IPC, PID and mount namespaces and the view
 //!    compiled from the policy; mounting is impossible once Landlock is
 //!    on, so a nested magus keeps the enclosing run's), for `network: deny`
@@ -59,15 +62,16 @@ mod kernel_imports {
         Unavailable, Unenforced, UsernsRequest, ViewInputs,
     };
     pub(super) use crate::policy::limits::Seconds;
-    pub(super) use crate::policy::{Limits, DAEMON_SOCKET_VAR};
+    pub(super) use crate::policy::{Declared, Limits, DAEMON_SOCKET_VAR};
 }
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-/// Variables magus itself needs to resolve the same policy after the
-/// re-exec; they are no secret, and children still do not get them.
+/// Variables magus itself needs after the re-exec, to resolve the same
+/// policy and colour its diagnostics as asked; they are no secret, and
+/// children still do not get them.
 #[cfg(kernel_layer)]
-const KEPT_FOR_MAGUS: [&str; 2] = ["TMPDIR", "XDG_CACHE_HOME"];
+const KEPT_FOR_MAGUS: [&str; 3] = ["TMPDIR", "XDG_CACHE_HOME", "CLICOLOR_FORCE"];
 
 /// What to do once the sandbox is up: run one spell's `main`, or the
 /// `test` blocks of some spells (all of them when none is named).
@@ -161,6 +165,9 @@ pub(crate) fn confine_process(
         {
             keep_inherited_descriptors()?;
             match reexec {
+                // Decided in step 1 (`Sandbox::load`) already; this only
+                // guards against a secret-bearing environment ever
+                // reaching a spell.
                 None if needs_reexec(&child_env) => return Err(reexec_scrubbed(env, &child_env)),
                 None => {}
                 Some(state) => restore_stripped(&mut child_env, state),
@@ -257,7 +264,7 @@ fn give_temporary_directory(
     child_env.stripped.retain(|name| name != "TMPDIR");
 }
 
-/// Step 2, first half: descriptors magus inherited above stderr reach no
+/// Step 1: descriptors magus inherited above stderr reach no
 /// child, nor the re-executed magus.
 #[cfg(kernel_layer)]
 fn keep_inherited_descriptors() -> Result<(), Box<Diagnostic>> {
@@ -293,14 +300,38 @@ fn unsandboxed_env(env: &[(OsString, OsString)]) -> ChildEnv {
     }
 }
 
+/// Step 1, decided on the declared policy alone, before anything is
+/// resolved (the re-executed process resolves and checks everything
+/// once): the environment to re-execute with, when one is needed.
+#[cfg(kernel_layer)]
+pub(crate) fn scrubbed_before_resolution(
+    declared: &Declared,
+    env: &[(OsString, OsString)],
+) -> Option<ChildEnv> {
+    let policy = declared.without_grants();
+    if policy.state() != SandboxState::On {
+        return None;
+    }
+    let mut child_env = policy.child_env(env);
+    super::hosts::inherit_outer_proxy(&policy, env, &mut child_env);
+    needs_reexec(&child_env).then_some(child_env)
+}
+
 #[cfg(kernel_layer)]
 fn needs_reexec(child_env: &ChildEnv) -> bool {
     !child_env.stripped.is_empty() || child_env.daemon_socket_withheld()
 }
 
-/// Replaces this process with one that holds only the scrubbed environment.
+/// Replaces this process with one that holds only the scrubbed
+/// environment; inherited descriptors above stderr are closed on exec.
 #[cfg(kernel_layer)]
-fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv) -> Box<Diagnostic> {
+pub(crate) fn reexec_scrubbed(
+    env: &[(OsString, OsString)],
+    child_env: &ChildEnv,
+) -> Box<Diagnostic> {
+    if let Err(d) = keep_inherited_descriptors() {
+        return d;
+    }
     let mut kept = child_env.vars.clone();
     kept.extend(
         env.iter()
@@ -375,6 +406,11 @@ fn confine(
         Box::new(Diagnostic::error(format!(
             "cannot install the Landlock sandbox: {e}"
         )))
+    })?;
+    enforce::jail::wait_until_sealed().map_err(|reason| {
+        Box::new(
+            Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),
+        )
     })?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
@@ -527,6 +563,17 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
              System V IPC and keyrings are refused instead"
         ));
         help.push(jail_help(reason));
+    }
+    if let Jail::Entered(UserNamespace::NotNeeded) = jail {
+        missing.push(
+            "no user namespace (refused to root): the jail's mounts are not locked; \
+             children hold no capability and the syscall guard refuses mount and umount, \
+             so they cannot peel them"
+                .to_string(),
+        );
+        help.push(
+            "allow user namespaces for root (sysctl user.max_user_namespaces > 0)".to_string(),
+        );
     }
     if missing.is_empty() {
         return None;

@@ -68,6 +68,25 @@ impl StartupError {
 /// Finds the workspace, loads `magus.yaml`, applies
 /// `MAGUS_SANDBOX_ENABLED`, and resolves the policy.
 pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
+    Ok(declare(input)?.resolve(input.env))
+}
+
+/// The first half of [`startup`]: the workspace, its `magus.yaml` and
+/// whether the sandbox is on, with no grant resolved yet. Enough to tell
+/// what a sandboxed child's environment lacks ([`Declared::without_grants`]),
+/// which is all the process before the scrubbing re-exec needs, so only
+/// the re-executed process canonicalises the grants.
+pub struct Declared {
+    workspace: super::workspace::Workspace,
+    config: Option<ConfigFile>,
+    state: SandboxState,
+    state_source: StateSource,
+    passthrough: Vec<super::EnvPattern>,
+}
+
+/// Finds the workspace, loads `magus.yaml` and applies
+/// `MAGUS_SANDBOX_ENABLED`.
+pub fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
     let workspace = find_workspace(input.workspace)?;
     let config = workspace.config.as_deref().map(load_config).transpose()?;
     let sandbox = config.as_ref().and_then(|c| c.sandbox.as_ref());
@@ -78,33 +97,70 @@ pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
             None => (SandboxState::Off, StateSource::Default),
         },
     };
-    let resolution = resolve(&Inputs {
-        workspace: &workspace.root,
-        config_file: workspace.config.as_deref(),
-        sandbox,
-        env: input.env,
-    });
     let mut passthrough: Vec<_> = sandbox
         .map(|s| s.passthrough.iter().map(|p| p.pattern.clone()).collect())
         .unwrap_or_default();
     passthrough.sort();
     passthrough.dedup();
-    let mut policy = Policy::new(
-        state,
-        workspace.root,
-        resolution.grants,
-        sandbox.map(|s| s.network.clone()).unwrap_or_default(),
-        passthrough,
-    );
-    policy.state_source = state_source;
-    policy.config_file = workspace.config;
-    policy.declared = sandbox.map(CanonicalPolicy::from_declared);
-    policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
-    Ok(Startup {
-        policy,
+    Ok(Declared {
+        workspace,
         config,
-        diagnostics: resolution.diagnostics,
+        state,
+        state_source,
+        passthrough,
     })
+}
+
+impl Declared {
+    pub fn state(&self) -> SandboxState {
+        self.state
+    }
+
+    /// The declared policy with no grant resolved: it grants nothing, and
+    /// serves only to decide a child's environment before resolution.
+    pub fn without_grants(&self) -> Policy {
+        let sandbox = self.config.as_ref().and_then(|c| c.sandbox.as_ref());
+        let network = sandbox.map(|s| s.network.clone()).unwrap_or_default();
+        let root = self.workspace.root.clone();
+        let passthrough = self.passthrough.clone();
+        let mut policy = Policy::new(self.state, root, Vec::new(), network, passthrough);
+        policy.state_source = self.state_source;
+        policy
+    }
+
+    /// The second half of [`startup`]: resolves the grants.
+    pub fn resolve(self, env: &[(OsString, OsString)]) -> Startup {
+        let Declared {
+            workspace,
+            config,
+            state,
+            state_source,
+            passthrough,
+        } = self;
+        let sandbox = config.as_ref().and_then(|c| c.sandbox.as_ref());
+        let resolution = resolve(&Inputs {
+            workspace: &workspace.root,
+            config_file: workspace.config.as_deref(),
+            sandbox,
+            env,
+        });
+        let mut policy = Policy::new(
+            state,
+            workspace.root,
+            resolution.grants,
+            sandbox.map(|s| s.network.clone()).unwrap_or_default(),
+            passthrough,
+        );
+        policy.state_source = state_source;
+        policy.config_file = workspace.config;
+        policy.declared = sandbox.map(CanonicalPolicy::from_declared);
+        policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
+        Startup {
+            policy,
+            config,
+            diagnostics: resolution.diagnostics,
+        }
+    }
 }
 
 fn state_of(on: bool) -> SandboxState {

@@ -27,10 +27,12 @@ pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
-pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode};
+pub use grant::{
+    lies_within, Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode,
+};
 pub use hosts::{HostError, HostList, HostPattern, HostRule};
 pub use limits::Limits;
-pub use load::{startup, Startup, StartupError, StartupInput};
+pub use load::{declare, startup, Declared, Startup, StartupError, StartupInput};
 pub use lock::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
     FINGERPRINT_VAR, LOCK_FILE_NAME,

@@ -7,7 +7,7 @@
 use super::builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
 use super::config::{AllowEntry, SandboxConfig};
 use super::env::DAEMON_SOCKET_VAR;
-use super::grant::{Grant, GrantSource, Mode};
+use super::grant::{lies_within, Grant, GrantSource, Mode};
 use super::workspace::lookup;
 use super::EnvPattern;
 use crate::diag::{Code, Diagnostic, Location, SourceKind};
@@ -305,10 +305,11 @@ fn covered_warnings(inputs: &Inputs<'_>, grants: &[Grant]) -> Vec<Diagnostic> {
 /// Whether grant `j` makes grant `i` redundant. Of two identical grants
 /// the later one is the redundant one.
 fn covers(j: usize, other: &Grant, i: usize, grant: &Grant) -> bool {
-    if j == i || !grant.path.starts_with(&other.path) {
+    if j == i || !lies_within(&grant.path, &other.path) {
         return false;
     }
-    other.mode > grant.mode || (other.mode == grant.mode && (other.path != grant.path || j < i))
+    let same = lies_within(&other.path, &grant.path);
+    other.mode > grant.mode || (other.mode == grant.mode && (!same || j < i))
 }
 
 /// A warning for an allow entry (or workspace) that grants `$HOME` itself
@@ -366,7 +367,9 @@ fn passthrough_warnings(inputs: &Inputs<'_>, sandbox: &SandboxConfig) -> Vec<Dia
 fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
     let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
     for grant in grants {
-        match out.iter_mut().find(|o| o.path == grant.path) {
+        let same =
+            |o: &Grant| lies_within(&o.path, &grant.path) && lies_within(&grant.path, &o.path);
+        match out.iter_mut().find(|o| same(o)) {
             Some(existing) if grant.mode > existing.mode => *existing = grant,
             Some(_) => {}
             None => out.push(grant),

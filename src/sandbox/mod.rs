@@ -91,7 +91,16 @@ impl Sandbox {
             workspace,
             env: &env,
         };
-        let startup = policy::startup(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
+        let declared = policy::declare(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
+        // The scrubbing re-exec comes before the grants are resolved, so
+        // they are resolved once, by the re-executed process.
+        #[cfg(kernel_layer)]
+        if reexec.is_none() {
+            if let Some(child_env) = startup::scrubbed_before_resolution(&declared, &env) {
+                return Err(LoadError::boxed(startup::reexec_scrubbed(&env, &child_env)));
+            }
+        }
+        let startup = declared.resolve(&env);
         crate::cli::lock::verify_for_run(&startup.policy, &env).map_err(LoadError::boxed)?;
         Ok(Sandbox {
             startup,

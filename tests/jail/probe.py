@@ -123,6 +123,14 @@ def listdir_fd(fd, rel):
         print("FD-OK", f.read())
 
 
+def clone3():
+    """clone3 with no arguments: EINVAL where the kernel reads them."""
+    libc.syscall.restype = ctypes.c_long
+    r = libc.syscall(435, None, 0)
+    err = ctypes.get_errno()
+    print("CLONE3-ENOSYS" if r < 0 and err == 38 else "CLONE3-REACHED", r, err)
+
+
 COMMANDS = {
     "sock": sock,
     "keyring": keyring,
@@ -132,6 +140,7 @@ COMMANDS = {
     "fanotify": fanotify,
     "parent": parent,
     "listdir-fd": listdir_fd,
+    "clone3": clone3,
 }
 
 if __name__ == "__main__":

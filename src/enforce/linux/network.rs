@@ -298,15 +298,6 @@ const TCP_FASTOPEN: u64 = 23;
 /// lists (kTLS, the other user, goes with it).
 const TCP_ULP: u64 = 31;
 
-/// Syscalls as the x32 ABI numbers them where they differ from x86_64
-/// (`arch/x86/entry/syscalls/syscall_64.tbl`, the `x32` rows).
-#[cfg(target_arch = "x86_64")]
-const X32_ONLY: [(i64, i64); 3] = [
-    (libc::SYS_sendmsg, 518),
-    (libc::SYS_sendmmsg, 538),
-    (libc::SYS_setsockopt, 541),
-];
-
 type Rules = BTreeMap<i64, Vec<SeccompRule>>;
 
 /// The rules [`super::seccomp::SyscallGuard`] adds for `network`: each
@@ -346,7 +337,8 @@ pub fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
     ] {
         rules.insert(nr, Vec::new());
     }
-    Ok(with_x32_twins(rules))
+    // x32 calls need no twins: the guard refuses every one of them.
+    Ok(rules)
 }
 
 /// The families kept inside the loopback-only namespace and under port
@@ -448,26 +440,6 @@ fn arg_is(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Enf
         op,
         value,
     )?)
-}
-
-/// The same rules under the x32 numbers, so an x32 binary cannot slip past
-/// a rule keyed on the x86_64 number.
-#[cfg(target_arch = "x86_64")]
-fn with_x32_twins(rules: Rules) -> Rules {
-    let mut out = rules.clone();
-    for (nr, list) in rules {
-        let x32 = X32_ONLY
-            .iter()
-            .find(|(native, _)| *native == nr)
-            .map_or(nr, |(_, x32)| *x32);
-        out.insert(super::seccomp::X32_SYSCALL_BIT | x32, list);
-    }
-    out
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn with_x32_twins(rules: Rules) -> Rules {
-    rules
 }
 
 #[cfg(test)]

@@ -15,6 +15,11 @@
 //!   seccomp cannot read, fails with `ENOSYS` so libc falls back to
 //!   `clone`, whose flags it can. Without a jail, System V IPC too (the
 //!   IPC namespace is the user's session's). See [`jail_rules`].
+//! - on x86_64, every x32 system call fails with `ENOSYS`, as on a kernel
+//!   built without x32 (systemd's `SystemCallArchitectures=native` does
+//!   the same): an x32 binary cannot slip past a rule keyed on the x86_64
+//!   number, and the rules need no x32 twins, which halves the filter the
+//!   kernel compiles at every start-up. See [`enosys_program`].
 //! - the network rules of `network: deny` and of port lists, which
 //!   `super::network` owns.
 //!
@@ -25,8 +30,8 @@ use std::collections::BTreeMap;
 use std::io;
 
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
 };
 
 use super::error::EnforceError;
@@ -41,11 +46,10 @@ const TIOCLINUX: u64 = 0x541C;
 const S_IFMT: u64 = libc::S_IFMT as u64;
 const DEVICE_TYPES: [u64; 2] = [libc::S_IFCHR as u64, libc::S_IFBLK as u64];
 
-/// x32 syscalls share the x86_64 audit arch but set this bit; x32's
-/// `ioctl` is number 514 (and 16 is reachable with the bit too), so both
-/// are filtered lest an x32 binary slip past a rule keyed on 16.
+/// x32 syscalls share the x86_64 audit arch but set this bit in the
+/// number; [`enosys_program`] refuses them all.
 #[cfg(target_arch = "x86_64")]
-pub(super) const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// Whether the syscall guard is in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +72,8 @@ pub enum GuardMode {
 }
 
 /// A compiled filter, ready to install: the `EPERM` rules and the `ENOSYS`
-/// one for `clone3` (one action per seccomp filter, so two programs).
+/// one for `clone3` and x32 (one action per seccomp filter, so two
+/// programs).
 #[derive(Debug, Clone)]
 pub struct SyscallGuard {
     program: BpfProgram,
@@ -88,8 +93,10 @@ impl SyscallGuard {
         }
         merge(&mut rules, super::network::seccomp_rules(network)?);
         let program = compile(rules, libc::EPERM)?;
-        let enosys = compile(clone3_rules(), libc::ENOSYS)?;
-        Ok(SyscallGuard { program, enosys })
+        Ok(SyscallGuard {
+            program,
+            enosys: enosys_program(),
+        })
     }
 
     /// Installs the filter on the calling thread; it is inherited across
@@ -160,7 +167,7 @@ const NAMESPACE_FLAGS: [u64; 8] = [
 /// filesystems; `clone`/`unshare` are refused only with a namespace flag.
 fn jail_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     let mut rules = BTreeMap::new();
-    for nr in with_x32(&jail_refused()) {
+    for nr in jail_refused() {
         rules.insert(nr, Vec::new());
     }
     rules.extend(set_id_rules()?);
@@ -169,9 +176,7 @@ fn jail_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
             .iter()
             .map(|&flag| flag_set(flags_arg, flag))
             .collect::<Result<Vec<_>, _>>()?;
-        for nr in with_x32(&[nr]) {
-            rules.insert(nr, any_flag.clone());
-        }
+        rules.insert(nr, any_flag);
     }
     Ok(rules)
 }
@@ -206,9 +211,7 @@ fn set_id_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
             }
             any.push(SeccompRule::new(conds)?);
         }
-        for nr in with_x32(&[nr]) {
-            rules.insert(nr, any.clone());
-        }
+        rules.insert(nr, any);
     }
     Ok(rules)
 }
@@ -264,13 +267,42 @@ fn jail_refused() -> Vec<i64> {
     ]
 }
 
-/// `clone3` passes its flags in memory, out of seccomp's sight: `ENOSYS`
-/// makes glibc and musl fall back to `clone`, which the rules above read.
-fn clone3_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
-    with_x32(&[libc::SYS_clone3])
-        .into_iter()
-        .map(|nr| (nr, Vec::new()))
-        .collect()
+/// The `ENOSYS` filter, written by hand because seccompiler keys rules on
+/// exact numbers and x32 is a bit of the number. `clone3` passes its flags
+/// in memory, out of seccomp's sight: `ENOSYS` makes glibc and musl fall
+/// back to `clone`, which the rules above read. On x86_64 every x32 call
+/// (the bit set) fails the same way. The architecture is not checked: the
+/// number of `clone3` is 435 in every ABI of these machines, and the main
+/// filter kills any call of a foreign architecture.
+fn enosys_program() -> BpfProgram {
+    let code = |bits: u32| bits as u16;
+    let stmt = |bits: u32, k: u32| sock_filter {
+        code: code(bits),
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |bits: u32, k: u32, jt: u8| sock_filter {
+        code: code(bits),
+        jt,
+        jf: 0,
+        k,
+    };
+    let refuse = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+    let clone3 = libc::SYS_clone3 as u32;
+    let mut program = vec![stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0)];
+    #[cfg(target_arch = "x86_64")]
+    program.push(jump(
+        libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K,
+        X32_SYSCALL_BIT,
+        2,
+    ));
+    program.extend([
+        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, clone3, 1),
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+        stmt(libc::BPF_RET | libc::BPF_K, refuse),
+    ]);
+    program
 }
 
 /// Without the jail's IPC namespace, System V IPC is the user's session's.
@@ -289,16 +321,14 @@ fn sysv_ipc_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
         libc::SYS_semctl,
         libc::SYS_semtimedop,
     ];
-    with_x32(&calls)
-        .into_iter()
-        .map(|nr| (nr, Vec::new()))
-        .collect()
+    calls.into_iter().map(|nr| (nr, Vec::new())).collect()
 }
 
-/// A rule matching a call whose argument `arg` has `flag` set.
+/// A rule matching a call whose argument `arg` has `flag` set. Every
+/// namespace flag lies in the low 32 bits, so one word is compared.
 fn flag_set(arg: u8, flag: u64) -> Result<SeccompRule, EnforceError> {
     let op = SeccompCmpOp::MaskedEq(flag);
-    let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, flag)?;
+    let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, flag)?;
     Ok(SeccompRule::new(vec![cond])?)
 }
 
@@ -314,23 +344,21 @@ fn ioctl_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
 /// `mode` argument's type bits; FIFOs, sockets and files stay allowed).
 fn kernel_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     let mut rules = BTreeMap::new();
-    for nr in with_x32(&refused_outright()) {
+    for nr in refused_outright() {
         // An empty rule list matches every call of that number.
         rules.insert(nr, Vec::new());
     }
     for (nr, mode_arg) in mknod_calls() {
-        for nr in with_x32(&[nr]) {
-            let mut refused = DEVICE_TYPES
-                .iter()
-                .map(|&kind| mode_is(mode_arg, kind))
-                .collect::<Result<Vec<_>, _>>()?;
-            for bit in SET_ID_BITS {
-                let op = SeccompCmpOp::MaskedEq(bit);
-                let cond = SeccompCondition::new(mode_arg, SeccompCmpArgLen::Dword, op, bit)?;
-                refused.push(SeccompRule::new(vec![cond])?);
-            }
-            rules.insert(nr, refused);
+        let mut refused = DEVICE_TYPES
+            .iter()
+            .map(|&kind| mode_is(mode_arg, kind))
+            .collect::<Result<Vec<_>, _>>()?;
+        for bit in SET_ID_BITS {
+            let op = SeccompCmpOp::MaskedEq(bit);
+            let cond = SeccompCondition::new(mode_arg, SeccompCmpArgLen::Dword, op, bit)?;
+            refused.push(SeccompRule::new(vec![cond])?);
         }
+        rules.insert(nr, refused);
     }
     Ok(rules)
 }
@@ -376,20 +404,6 @@ fn mknod_calls() -> Vec<(i64, u8)> {
     vec![(libc::SYS_mknodat, 2)]
 }
 
-/// `numbers`, plus their x32 twins where x32 exists.
-#[cfg(target_arch = "x86_64")]
-fn with_x32(numbers: &[i64]) -> Vec<i64> {
-    numbers
-        .iter()
-        .flat_map(|&nr| [nr, X32_SYSCALL_BIT | nr])
-        .collect()
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn with_x32(numbers: &[i64]) -> Vec<i64> {
-    numbers.to_vec()
-}
-
 /// A rule matching `ioctl(_, request, ..)`. The kernel's `ioctl` takes
 /// `request` as `unsigned int`, so only the low 32 bits are compared: a
 /// caller cannot dodge the rule by setting high bits.
@@ -398,16 +412,6 @@ fn request_is(request: u64) -> Result<SeccompRule, EnforceError> {
     Ok(SeccompRule::new(vec![cond])?)
 }
 
-#[cfg(target_arch = "x86_64")]
-fn ioctl_numbers() -> Vec<i64> {
-    vec![
-        libc::SYS_ioctl,
-        X32_SYSCALL_BIT | libc::SYS_ioctl,
-        X32_SYSCALL_BIT | 514,
-    ]
-}
-
-#[cfg(not(target_arch = "x86_64"))]
 fn ioctl_numbers() -> Vec<i64> {
     vec![libc::SYS_ioctl]
 }

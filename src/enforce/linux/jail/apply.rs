@@ -4,8 +4,10 @@
 //!
 //! Staging follows bubblewrap: a tmpfs (on `/tmp`) becomes the root with the
 //! host's root kept at `/oldroot` (bind sources) and the view built at
-//! `/newroot`; the last step pivots into it and detaches everything else.
+//! `/newroot`; the last step pivots into it, and [`detach_host_root`]
+//! detaches everything else.
 
+use std::collections::HashSet;
 use std::fs::DirBuilder;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -36,46 +38,103 @@ enum Place {
 
 /// Applies every step of `plan`, in order.
 pub fn apply(plan: &JailPlan) -> Result<(), StepFailure> {
-    let mut place = Place::Host;
+    let mut builder = Builder {
+        place: Place::Host,
+        made: Dirs::default(),
+    };
     for (index, step) in plan.steps().iter().enumerate() {
-        apply_step(step, &mut place).map_err(|errno| StepFailure { index, errno })?;
+        builder
+            .apply_step(step)
+            .map_err(|errno| StepFailure { index, errno })?;
     }
     Ok(())
 }
 
-fn apply_step(step: &Step, place: &mut Place) -> Result<(), Errno> {
-    let at = |p: &Path| under(*place, NEW_ROOT, p);
-    match step {
-        Step::PrivatePropagation => mount_none("/", MsFlags::MS_REC | MsFlags::MS_PRIVATE),
-        Step::Stage { base } => {
-            stage(base)?;
-            *place = Place::Staged;
-            Ok(())
+/// Where the view stands while it is built.
+struct Builder {
+    place: Place,
+    made: Dirs,
+}
+
+impl Builder {
+    fn apply_step(&mut self, step: &Step) -> Result<(), Errno> {
+        let place = self.place;
+        let at = |p: &Path| under(place, NEW_ROOT, p);
+        // A new mount hides what was made below its target.
+        if let Some(path) = step.path().filter(|_| mounts(step)) {
+            self.made.forget_within(&at(path));
         }
-        Step::Dir { path } => make_dirs(&at(path)),
-        Step::Tmpfs { path, .. } => fresh(&at(path), "tmpfs", "mode=1777"),
-        Step::Bind {
-            path,
-            access,
-            if_missing,
-            ..
-        } => bind(
-            &under(*place, OLD_ROOT, path),
-            &at(path),
-            *access,
-            *if_missing,
-        ),
-        Step::RemountReadOnly { path } => match remount_read_only(&at(path)) {
-            // Not a mount point in the view (an unbindable mount is not
-            // copied by a recursive bind): nothing to make read-only.
-            Err(Errno::EINVAL) => Ok(()),
-            other => other,
-        },
-        Step::Proc { path } => fresh(&at(path), "proc", ""),
-        Step::Devpts { path } => fresh(&at(path), "devpts", "newinstance,ptmxmode=0666,mode=620"),
-        Step::Symlink { path, target } => symlink(target, &at(path)),
-        Step::ReadOnlyRoot => remount_read_only(Path::new(NEW_ROOT)),
-        Step::PivotRoot => final_pivot(),
+        let made = &mut self.made;
+        match step {
+            Step::PrivatePropagation => mount_none("/", MsFlags::MS_REC | MsFlags::MS_PRIVATE),
+            Step::Stage { base } => {
+                stage(base)?;
+                self.place = Place::Staged;
+                self.made = Dirs::default();
+                Ok(())
+            }
+            Step::Dir { path } => made.make(&at(path)),
+            Step::Tmpfs { path, .. } => fresh(made, &at(path), "tmpfs", "mode=1777"),
+            Step::Bind {
+                path,
+                access,
+                if_missing,
+                ..
+            } => bind(
+                made,
+                &under(place, OLD_ROOT, path),
+                &at(path),
+                *access,
+                *if_missing,
+            ),
+            Step::RemountReadOnly { path } => match remount_read_only(&at(path)) {
+                // Not a mount point in the view (an unbindable mount is not
+                // copied by a recursive bind): nothing to make read-only.
+                Err(Errno::EINVAL) => Ok(()),
+                other => other,
+            },
+            Step::Proc { path } => fresh(made, &at(path), "proc", ""),
+            Step::Devpts { path } => fresh(
+                made,
+                &at(path),
+                "devpts",
+                "newinstance,ptmxmode=0666,mode=620",
+            ),
+            Step::Symlink { path, target } => symlink(made, target, &at(path)),
+            Step::ReadOnlyRoot => remount_read_only(Path::new(NEW_ROOT)),
+            Step::PivotRoot => final_pivot(),
+        }
+    }
+}
+
+/// Whether `step` puts a mount at its path.
+fn mounts(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::Tmpfs { .. } | Step::Bind { .. } | Step::Proc { .. } | Step::Devpts { .. }
+    )
+}
+
+/// The directories known to exist in the view, so the ~50 steps under a
+/// few parents (`/etc`, `/dev`) make each parent once instead of asking
+/// the kernel every time.
+#[derive(Default)]
+struct Dirs(HashSet<PathBuf>);
+
+impl Dirs {
+    /// A directory at `path`, with missing parents.
+    fn make(&mut self, path: &Path) -> Result<(), Errno> {
+        if self.0.contains(path) {
+            return Ok(());
+        }
+        make_dirs(path)?;
+        self.0.extend(path.ancestors().map(Path::to_path_buf));
+        Ok(())
+    }
+
+    fn forget_within(&mut self, target: &Path) {
+        self.0
+            .retain(|dir| !crate::policy::lies_within(dir, target));
     }
 }
 
@@ -110,8 +169,8 @@ fn stage(base: &Path) -> Result<(), Errno> {
 }
 
 /// A new filesystem of `fstype` at `target`.
-fn fresh(target: &Path, fstype: &str, data: &str) -> Result<(), Errno> {
-    make_dirs(target)?;
+fn fresh(made: &mut Dirs, target: &Path, fstype: &str, data: &str) -> Result<(), Errno> {
+    made.make(target)?;
     let flags = match fstype {
         "tmpfs" => MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         // `devpts` holds device nodes: `nodev` would make `ptmx` unopenable.
@@ -123,6 +182,7 @@ fn fresh(target: &Path, fstype: &str, data: &str) -> Result<(), Errno> {
 }
 
 fn bind(
+    made: &mut Dirs,
     source: &Path,
     target: &Path,
     access: BindAccess,
@@ -132,7 +192,7 @@ fn bind(
         make_dirs(source)?;
     }
     let is_dir = std::fs::metadata(source).map_err(io_errno)?.is_dir();
-    mount_point(target, is_dir)?;
+    mount_point(made, target, is_dir)?;
     let none: Option<&str> = None;
     mount(
         Some(source),
@@ -169,15 +229,15 @@ fn remount_read_only(target: &Path) -> Result<(), Errno> {
 }
 
 /// A directory or an empty file to mount on, with missing parents.
-fn mount_point(target: &Path, is_dir: bool) -> Result<(), Errno> {
+fn mount_point(made: &mut Dirs, target: &Path, is_dir: bool) -> Result<(), Errno> {
     if is_dir {
-        return make_dirs(target);
+        return made.make(target);
     }
     if target.symlink_metadata().is_ok() {
         return Ok(());
     }
     if let Some(parent) = target.parent() {
-        make_dirs(parent)?;
+        made.make(parent)?;
     }
     std::fs::File::create(target).map(drop).map_err(io_errno)
 }
@@ -190,9 +250,9 @@ fn make_dirs(path: &Path) -> Result<(), Errno> {
         .map_err(io_errno)
 }
 
-fn symlink(target: &Path, at: &Path) -> Result<(), Errno> {
+fn symlink(made: &mut Dirs, target: &Path, at: &Path) -> Result<(), Errno> {
     if let Some(parent) = at.parent() {
-        make_dirs(parent)?;
+        made.make(parent)?;
     }
     match std::os::unix::fs::symlink(target, at) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
@@ -200,11 +260,21 @@ fn symlink(target: &Path, at: &Path) -> Result<(), Errno> {
     }
 }
 
-/// Into the new root; the staging root, and the host's under it, are
-/// detached so no path leads back.
+/// Into the new root. The staging root, and the host's under it, stay
+/// stacked over it until [`detach_host_root`]; a lookup from the new root
+/// never enters them (nothing above `/` is walked into).
 fn final_pivot() -> Result<(), Errno> {
     chdir(NEW_ROOT)?;
-    pivot_root(".", ".")?;
+    pivot_root(".", ".")
+}
+
+/// The last of the plan's pivot: the staging root, and the host's under
+/// it, are detached so no path leads back. Called by PID 1 after [`apply`]
+/// with its working directory still the new root. Unmounting waits for
+/// an RCU grace period (milliseconds on a busy machine), so PID 1 does it
+/// while magus proper sets itself up, which waits for it before any spell
+/// code or child runs.
+pub fn detach_host_root() -> Result<(), Errno> {
     umount2(".", MntFlags::MNT_DETACH)?;
     chdir("/")
 }

@@ -14,7 +14,8 @@ pub mod protect;
 mod reaper;
 mod userns;
 
-use std::sync::OnceLock;
+use std::os::fd::OwnedFd;
+use std::sync::{Mutex, OnceLock};
 
 use nix::errno::Errno;
 use nix::sched::{unshare, CloneFlags};
@@ -93,6 +94,36 @@ impl JailUnavailable {
 }
 
 static STATUS: OnceLock<JailStatus> = OnceLock::new();
+
+/// In magus proper: where PID 1 says the host's root is detached.
+static SEALED: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+fn expect_sealed(from_init: OwnedFd) {
+    if let Ok(mut sealed) = SEALED.lock() {
+        *sealed = Some(from_init);
+    }
+}
+
+/// Waits until PID 1 has detached the host's root from the view (the
+/// last step of the plan, done while this process drops its capabilities
+/// and installs the syscall guard and Landlock). Call before any spell
+/// code or child runs; without a jail of this run's own it returns at once.
+pub fn wait_until_sealed() -> Result<(), JailUnavailable> {
+    let Some(fd) = SEALED.lock().ok().and_then(|mut s| s.take()) else {
+        return Ok(());
+    };
+    let mut buf = [0u8; 4];
+    if reaper::read_full(&fd, &mut buf) < buf.len() {
+        return Err(JailUnavailable::ReaperLost);
+    }
+    match i32::from_le_bytes(buf) {
+        0 => Ok(()),
+        raw => Err(JailUnavailable::Step {
+            step: "detach the host's root".to_string(),
+            errno: Errno::from_raw(raw),
+        }),
+    }
+}
 
 /// What [`enter`] achieved, once it has run.
 pub fn jail_status() -> Option<&'static JailStatus> {

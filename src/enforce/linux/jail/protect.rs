@@ -143,8 +143,8 @@ fn is_writable_bind(policy: &Policy, path: &Path) -> bool {
     let shown_by = policy
         .grants()
         .iter()
-        .filter(|g| path.starts_with(&g.path))
-        .max_by_key(|g| g.path.components().count());
+        .filter(|g| crate::policy::lies_within(path, &g.path))
+        .max_by_key(|g| g.path.as_os_str().len());
     shown_by.is_some_and(|g| match g.source {
         GrantSource::Builtin(why) => why == crate::policy::CACHE_WHY,
         _ => true,
@@ -157,6 +157,11 @@ fn push_existing(
     reason: CarveReason,
     writable: &dyn Fn(&Path) -> bool,
 ) {
+    // Most start-up files do not exist: one `lstat` says so, where
+    // `canonicalize` reads every component's link first.
+    if path.symlink_metadata().is_err() {
+        return;
+    }
     let Ok(real) = path.canonicalize() else {
         return;
     };

@@ -20,7 +20,7 @@ use nix::sys::signal::{
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 
-use super::apply::{apply, StepFailure};
+use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::JailUnavailable;
 
@@ -119,7 +119,7 @@ fn outer_wait_or_fail(
     })
 }
 
-fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
+pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
     let mut got = 0;
     while got < buf.len() {
         match read(fd, &mut buf[got..]) {
@@ -147,17 +147,27 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
     crate::enforce::limits::in_new_pid_namespace();
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let (sealed_rx, sealed_tx) = match pipe2(OFlag::O_CLOEXEC) {
+        Ok(pair) => pair,
+        Err(errno) => fail(&report, FORK, 0, errno),
+    };
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             drop(report);
+            drop(sealed_tx);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+            super::expect_sealed(sealed_rx);
         }
         Ok(ForkResult::Parent { child }) => {
+            drop(sealed_rx);
             // Before the report: the original forwards here from then on.
             install_forwarding(child);
             send_report(&report, OK, 0, Errno::UnknownErrno);
             drop(report);
+            let sealed = detach_host_root().err().map_or(0, |errno| errno as i32);
+            let _ = write(&sealed_tx, &sealed.to_le_bytes());
+            drop(sealed_tx);
             reap_and_exit(child);
         }
         Err(errno) => fail(&report, FORK, 0, errno),
