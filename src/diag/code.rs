@@ -111,38 +111,19 @@ impl Code {
         Code::Mgs2012,
     ];
 
-    /// Every code, in numeric order.
-    pub const ALL: [Code; 29] = [
-        Code::Mgs1001,
-        Code::Mgs1002,
-        Code::Mgs1003,
-        Code::Mgs1004,
-        Code::Mgs1005,
-        Code::Mgs1006,
-        Code::Mgs1007,
-        Code::Mgs1008,
-        Code::Mgs1009,
-        Code::Mgs1010,
-        Code::Mgs1011,
-        Code::Mgs1012,
-        Code::Mgs1013,
-        Code::Mgs1014,
-        Code::Mgs1015,
-        Code::Mgs1020,
-        Code::Mgs1021,
-        Code::Mgs1022,
-        Code::Mgs2001,
-        Code::Mgs2002,
-        Code::Mgs2003,
-        Code::Mgs2004,
-        Code::Mgs2005,
-        Code::Mgs2006,
-        Code::Mgs2007,
-        Code::Mgs2008,
-        Code::Mgs2010,
-        Code::Mgs2011,
-        Code::Mgs2012,
-    ];
+    /// Every code, in numeric order: the language's, then the sandbox's.
+    pub const ALL: [Code; 29] = {
+        let mut all = [Code::Mgs1001; 29];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = match i.checked_sub(Code::LANGUAGE.len()) {
+                None => Code::LANGUAGE[i],
+                Some(j) => Code::SANDBOX[j],
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The code as users write it, e.g. `"MGS2001"`.
     pub fn as_str(self) -> &'static str {
