@@ -1,12 +1,19 @@
-//! Fuzzes the Buzz parser: any input must parse or give a `BuzzError`,
-//! never panic, overflow the stack or hang.
+//! Fuzzes the Buzz parser and the checker behind it: any input must parse
+//! or give a `BuzzError`, and a program that parses must check (clean or
+//! with findings), never panic, overflow the stack or hang.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use magus_sandbox::__private::buzz::{parse, Interpreter};
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(source) = std::str::from_utf8(data) {
-        let _ = magus_sandbox::__private::buzz::parse(Path::new("fuzz.buzz"), source);
+    let Ok(source) = std::str::from_utf8(data) else {
+        return;
+    };
+    let path = Path::new("fuzz.buzz");
+    if let Ok(program) = parse(path, source) {
+        // No natives and no loader: imports are findings, not reads.
+        let _ = Interpreter::new(path, Vec::new()).check(&program, source);
     }
 });
