@@ -201,8 +201,14 @@ impl Confined {
 /// with no `statx` for a size hint. A file that fills the buffer is sized
 /// then, so a large one is still read into one exact allocation.
 fn read_all(mut file: &File) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(FIRST_READ);
-    file.take(FIRST_READ as u64).read_to_end(&mut bytes)?;
+    // The first read goes to a buffer kept for the thread, so a small file
+    // costs one allocation of its own size rather than one of
+    // `FIRST_READ` (a size glibc serves from its slower bins).
+    let mut bytes = FIRST.with_borrow_mut(|first| -> io::Result<Vec<u8>> {
+        first.clear();
+        file.take(FIRST_READ as u64).read_to_end(first)?;
+        Ok(first.as_slice().to_vec())
+    })?;
     if bytes.len() < FIRST_READ {
         return Ok(bytes);
     }
@@ -217,6 +223,12 @@ fn read_all(mut file: &File) -> io::Result<Vec<u8>> {
 
 /// The size of the first read of [`read_all`].
 const FIRST_READ: usize = 8 * 1024;
+
+thread_local! {
+    /// [`read_all`]'s first read lands here.
+    static FIRST: std::cell::RefCell<Vec<u8>> =
+        std::cell::RefCell::new(Vec::with_capacity(FIRST_READ));
+}
 
 /// The path a directory handle refers to now, as the kernel knows it.
 fn fd_path(fd: &OwnedFd) -> io::Result<std::path::PathBuf> {
