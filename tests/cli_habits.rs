@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use support::{capture, Harness};
+use support::{can_switch_user, capture, open_to_everyone, Harness};
 
 /// A spell that reads a planted credential and prints what it got.
 const READS_AWS: &str = r#"import "std";
@@ -52,27 +52,6 @@ fn a_misspelt_sandbox_key_is_an_error_and_no_spell_runs() {
         assert!(out.stdout.is_empty(), "{}", out.dump());
         h.assert_no_leak(&out);
     }
-}
-
-/// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
-fn open_to_everyone(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if dir.is_dir() { 0o777 } else { 0o666 };
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
-    if dir.is_dir() {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            open_to_everyone(&entry.path());
-        }
-    }
-}
-
-/// Whether this run can switch to uid 65534 (root with `setpriv`).
-fn can_switch_user() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    root && Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// `magus --workspace WS run steal` as root, and as uid 65534 when possible.

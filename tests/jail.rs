@@ -1049,21 +1049,7 @@ fn read_only_grants_are_read_only_all_the_way_down() {
 /// `tests/jail/nouserns.c`, compiled once per test binary into target/tmp.
 fn nouserns_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let building = dir.join(format!("nouserns.{}", std::process::id()));
-        let out = dir.join("nouserns");
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/jail/nouserns.c");
-        let status = Command::new("cc")
-            .args(["-O1", "-o"])
-            .arg(&building)
-            .arg(src)
-            .status()
-            .expect("run cc");
-        assert!(status.success(), "cc failed to build nouserns");
-        std::fs::rename(&building, &out).expect("move nouserns in place");
-        out
-    })
+    BINARY.get_or_init(|| support::compile_c("jail/nouserns.c", "nouserns"))
 }
 
 /// The one warning of a run whose kernel refused namespaces, said once.

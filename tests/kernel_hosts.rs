@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{capture, Harness, RunOutput};
+use support::{can_switch_user, capture, open_to_everyone, Harness, RunOutput};
 
 /// A static file server on 127.0.0.1 that counts every TCP connection it
 /// accepts, so "nothing reached it" is a number.
@@ -143,28 +143,6 @@ const SANDBOX_OFF: &str = "sandbox:\n  enabled: false\n";
 /// `sh.run` call is on line 3, column 12.
 const SHELL_SPELL: &str =
     "import \"sh\";\nfun main(args: [str]) > int {\n    return sh.run([\"/bin/sh\", \"net.sh\"]);\n}\n";
-
-/// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
-fn open_to_everyone(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if dir.is_dir() { 0o777 } else { 0o666 };
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
-    if dir.is_dir() {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            if !entry.path().is_symlink() {
-                open_to_everyone(&entry.path());
-            }
-        }
-    }
-}
-
-fn can_switch_user() -> bool {
-    nix::unistd::geteuid().is_root()
-        && Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
-            .status()
-            .is_ok_and(|s| s.success())
-}
 
 /// Who runs magus.
 #[derive(Debug, Clone, Copy)]

@@ -290,22 +290,7 @@ fn expected(mode: Mode, user: User, row: &str) -> bool {
 /// The compiled probe (once per test binary).
 fn probe_binary() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();
-    PROBE.get_or_init(|| {
-        // In target/tmp, replaced atomically, so nothing is left in /tmp.
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let building = dir.join(format!("netprobe.{}", std::process::id()));
-        let out = dir.join("netprobe");
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/net/probe.c");
-        let status = Command::new("cc")
-            .args(["-O1", "-o"])
-            .arg(&building)
-            .arg(src)
-            .status()
-            .expect("run cc");
-        assert!(status.success(), "cc failed to build the probe");
-        std::fs::rename(&building, &out).expect("move the probe in place");
-        out
-    })
+    PROBE.get_or_init(|| support::compile_c("net/probe.c", "netprobe"))
 }
 
 fn is_root() -> bool {

@@ -453,7 +453,10 @@ pub fn open_to_everyone(dir: &Path) {
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
     if dir.is_dir() {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            open_to_everyone(&entry.path());
+            // `chmod` follows a link: never widen what it points at.
+            if !entry.path().is_symlink() {
+                open_to_everyone(&entry.path());
+            }
         }
     }
 }
@@ -465,4 +468,26 @@ pub fn can_switch_user() -> bool {
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
             .status()
             .is_ok_and(|s| s.success())
+}
+
+/// Compiles the test helper `tests/<rel>` with `cc -O1` into
+/// `target/tmp/<name>`, built under a per-process name and renamed in
+/// place, so concurrent test binaries never run a half-written file and
+/// nothing is left in `/tmp`.
+pub fn compile_c(rel: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let building = dir.join(format!("{name}.{}", std::process::id()));
+    let out = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(rel);
+    let status = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&building)
+        .arg(&src)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed to build {}", src.display());
+    std::fs::rename(&building, &out).expect("move the helper in place");
+    out
 }
