@@ -23,6 +23,28 @@ pub struct Program {
     pub exports: Vec<Rc<str>>,
 }
 
+impl Program {
+    /// What the file shows importers: its `export`ed names, or every
+    /// top-level declaration when it exports nothing. The run and the
+    /// checker both ask this, so they agree on what an import brings.
+    pub fn visible_names(&self) -> Vec<Rc<str>> {
+        if !self.exports.is_empty() {
+            return self.exports.clone();
+        }
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Fun(d) => Some(d.name.clone()),
+                StmtKind::Object(d) => Some(d.name.clone()),
+                StmtKind::Enum(d) => Some(d.name.clone()),
+                StmtKind::Var(d) => Some(d.name.clone()),
+                StmtKind::Protocol(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// A type annotation. Types are parsed and checked loosely at run time.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Type {

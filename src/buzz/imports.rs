@@ -5,7 +5,7 @@
 //!
 //! Upstream libraries magus deliberately lacks get an error naming them.
 
-use super::ast::{Mutability, StmtKind};
+use super::ast::Mutability;
 use super::interp::{Eval, Flow, Interpreter};
 use super::lexer::Pos;
 use super::native::Raise;
@@ -244,22 +244,7 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
 /// What an imported file shows: its `export`ed names, or every top-level
 /// declaration when it exports nothing.
 fn exported(program: &super::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
-    let names: Vec<Rc<str>> = if program.exports.is_empty() {
-        program
-            .statements
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Fun(d) => Some(d.name.clone()),
-                StmtKind::Object(d) => Some(d.name.clone()),
-                StmtKind::Enum(d) => Some(d.name.clone()),
-                StmtKind::Var(d) => Some(d.name.clone()),
-                StmtKind::Protocol(n) => Some(n.clone()),
-                _ => None,
-            })
-            .collect()
-    } else {
-        program.exports.clone()
-    };
+    let names = program.visible_names();
     let mut functions = HashMap::new();
     for name in names {
         if let Some(v) = super::interp::lookup(globals, &name) {

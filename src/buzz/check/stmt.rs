@@ -498,20 +498,8 @@ impl Cx<'_, '_> {
     /// What the file shows importers: its `export`ed names, or every
     /// top-level declaration when it exports nothing.
     fn exports(&self, program: &Program) -> Rc<ModuleInfo> {
-        let declared = program.statements.iter().filter_map(|s| match &s.kind {
-            StmtKind::Fun(d) => Some(d.name.clone()),
-            StmtKind::Object(d) => Some(d.name.clone()),
-            StmtKind::Enum(d) => Some(d.name.clone()),
-            StmtKind::Var(d) => Some(d.name.clone()),
-            StmtKind::Protocol(n) => Some(n.clone()),
-            _ => None,
-        });
-        let names: Vec<Rc<str>> = if program.exports.is_empty() {
-            declared.collect()
-        } else {
-            program.exports.clone()
-        };
-        let members: HashMap<String, Ty> = names
+        let members: HashMap<String, Ty> = program
+            .visible_names()
             .iter()
             .filter_map(|n| Some((n.to_string(), self.scopes.lookup(n)?.ty.clone())))
             .collect();
