@@ -101,6 +101,19 @@ pub struct Interpreter {
     pub(super) fiber: super::fiber::FiberSelf,
     /// Fibers alive now, across every fiber's interpreter.
     pub(super) live_fibers: Rc<std::cell::Cell<usize>>,
+    /// Finished call frames and argument lists kept for the next calls, so
+    /// a call allocates nothing in the common case.
+    spare: Spare,
+}
+
+/// How many finished frames and argument lists an interpreter keeps.
+const SPARE_LIMIT: usize = 64;
+
+/// Finished call frames and emptied argument lists, ready for reuse.
+#[derive(Default)]
+struct Spare {
+    frames: Vec<Rc<Scope>>,
+    args: Vec<Args>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -149,6 +162,7 @@ impl Interpreter {
                 .collect(),
             heap_budget: super::heap::DEFAULT_HEAP_BUDGET,
             namespace: Vec::new(),
+            spare: Spare::default(),
         }
     }
 
@@ -227,6 +241,7 @@ impl Interpreter {
             libraries: self.libraries.clone(),
             heap_budget: self.heap_budget,
             namespace: self.namespace.clone(),
+            spare: Spare::default(),
         }
     }
 
@@ -376,8 +391,22 @@ impl Interpreter {
     // ----- statements -----
 
     pub(super) fn exec_block(&mut self, body: &[Stmt], parent: &Rc<Scope>) -> Eval<()> {
+        if !declares(body) {
+            return self.exec_all(body, parent);
+        }
         let scope = Scope::new(Some(parent.clone()));
         self.exec_all(body, &scope)
+    }
+
+    /// The scope a loop body runs in: a fresh one per iteration when the
+    /// body declares names (a closure made in it keeps its own), else the
+    /// loop's own, which no name can tell apart.
+    fn body_scope(body: &[Stmt], parent: &Rc<Scope>) -> Rc<Scope> {
+        if declares(body) {
+            Scope::new(Some(parent.clone()))
+        } else {
+            parent.clone()
+        }
     }
 
     pub(super) fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
@@ -506,7 +535,7 @@ impl Interpreter {
             None => Value::Null,
         };
         let value = match &decl.ty {
-            Some(ty) => self.conform(ty, value, &format!("`{}`", decl.name), pos)?,
+            Some(ty) => self.conform_with(ty, value, || format!("`{}`", decl.name), pos)?,
             None => value,
         };
         scope.define(decl.name.clone(), value, decl.mutability);
@@ -516,6 +545,18 @@ impl Interpreter {
     /// Checks `value` against a declared type (loosely), widening an `int`
     /// given for a `double`.
     pub(super) fn conform(&mut self, ty: &Type, value: Value, what: &str, pos: Pos) -> Eval<Value> {
+        self.conform_with(ty, value, || what.to_string(), pos)
+    }
+
+    /// [`Interpreter::conform`], naming what is checked only when it fails
+    /// (a parameter's name is not formatted at every call).
+    pub(super) fn conform_with(
+        &mut self,
+        ty: &Type,
+        value: Value,
+        what: impl FnOnce() -> String,
+        pos: Pos,
+    ) -> Eval<Value> {
         if let (Value::Int(i), true) = (&value, is_double(ty)) {
             return Ok(Value::Double(*i as f64));
         }
@@ -527,7 +568,8 @@ impl Interpreter {
         Err(self.fail(
             pos,
             format!(
-                "{what} expects {}, got {}",
+                "{} expects {}, got {}",
+                what(),
                 type_label(ty),
                 value.type_name()
             ),
@@ -602,7 +644,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         while self.condition(cond, scope)? {
-            if !self.body(body, label, &Scope::new(Some(scope.clone())))? {
+            if !self.body(body, label, &Self::body_scope(body, scope))? {
                 break;
             }
         }
@@ -617,7 +659,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         loop {
-            let inner = Scope::new(Some(scope.clone()));
+            let inner = Self::body_scope(body, scope);
             if !self.body(body, label, &inner)? || self.condition(cond, &inner)? {
                 return Ok(());
             }
@@ -641,7 +683,7 @@ impl Interpreter {
                     return Ok(());
                 }
             }
-            if !self.body(body, label, &Scope::new(Some(outer.clone())))? {
+            if !self.body(body, label, &Self::body_scope(body, &outer))? {
                 return Ok(());
             }
             for e in step {
@@ -734,14 +776,11 @@ impl Interpreter {
 
     // ----- expressions -----
 
+    /// Evaluates `expr`. Depth, stack and memory are checked at each
+    /// statement and call ([`Interpreter::enter`]), not here: between two
+    /// such checks an expression nests at most [`super::MAX_NESTING`]
+    /// levels (the parser's bound), far inside the stack budget's margin.
     pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        self.enter(expr.pos)?;
-        let result = self.eval_inner(expr, scope);
-        self.depth -= 1;
-        result
-    }
-
-    fn eval_inner(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         let pos = expr.pos;
         match &expr.kind {
             ExprKind::Null | ExprKind::Void => Ok(Value::Null),
@@ -870,6 +909,19 @@ impl Interpreter {
     ) -> Eval<Value> {
         let a = self.eval(l, scope)?;
         let b = self.eval(r, scope)?;
+        match (&a, &b) {
+            (Value::Int(x), Value::Int(y)) => {
+                if let Some(v) = int_fast(op, *x, *y) {
+                    return Ok(v);
+                }
+            }
+            (Value::Double(x), Value::Double(y)) => {
+                if let Some(v) = double_fast(op, *x, *y) {
+                    return Ok(v);
+                }
+            }
+            _ => {}
+        }
         self.binary(op, a, b, pos)
     }
 
@@ -1229,7 +1281,7 @@ impl Interpreter {
         match (method, &obj.class.scope) {
             (Some(decl), Some(class_scope)) => {
                 let scope = Scope::new(Some(class_scope.clone()));
-                scope.define(Rc::from("this"), this.clone(), Mutability::Final);
+                scope.define(this_name(), this.clone(), Mutability::Final);
                 Ok(Value::Function(Rc::new(Closure {
                     decl: decl.clone(),
                     scope,
@@ -1300,7 +1352,7 @@ impl Interpreter {
                 Some((_, e)) => self.eval(e, scope)?,
                 None => self.field_default(f, &class_scope, name, pos)?,
             };
-            let value = self.conform(&f.ty, value, &format!("field `{}`", f.name), pos)?;
+            let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), pos)?;
             fields.push((f.name.clone(), value));
         }
         Ok(Value::Object(Rc::new(Instance {
@@ -1340,8 +1392,12 @@ impl Interpreter {
                 return Ok(Value::Null);
             }
             if methods::is_builtin_receiver(&receiver) {
+                let values = self.positional_arguments(args, scope)?;
+                return methods::call_method(self, &receiver, name, values, callee.pos);
+            }
+            if let Some((decl, class_scope)) = method_of(&receiver, name) {
                 let values = self.arguments(args, scope)?;
-                return self.builtin_method(&receiver, name, values, callee.pos);
+                return self.call_function(&decl, &class_scope, Some(receiver), values, pos);
             }
             let f = self.field(&receiver, name, callee.pos)?;
             let values = self.arguments(args, scope)?;
@@ -1353,9 +1409,19 @@ impl Interpreter {
     }
 
     pub(super) fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
-        let mut out = Vec::with_capacity(args.len());
+        let mut out = self.spare.args.pop().unwrap_or_default();
+        out.reserve(args.len());
         for arg in args {
             out.push((arg.name.clone(), self.eval(&arg.value, scope)?));
+        }
+        Ok(out)
+    }
+
+    /// Arguments of a method of a built-in value, which takes no names.
+    fn positional_arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Vec<Value>> {
+        let mut out = Vec::with_capacity(args.len());
+        for arg in args {
+            out.push(self.eval(&arg.value, scope)?);
         }
         Ok(out)
     }
@@ -1374,7 +1440,9 @@ impl Interpreter {
     /// Calls a Buzz function, a native function, or an enum (by value).
     pub(crate) fn call_value(&mut self, f: &Value, args: Args, pos: Pos) -> Eval<Value> {
         match f {
-            Value::Function(closure) => self.call_closure(closure, args, pos),
+            Value::Function(closure) => {
+                self.call_function(&closure.decl, &closure.scope, None, args, pos)
+            }
             Value::Native(native) => self.call_native(native, args, pos),
             Value::Enum(e) => {
                 let wanted = args.first().map(|(_, v)| v.clone()).unwrap_or_default();
@@ -1390,29 +1458,62 @@ impl Interpreter {
         }
     }
 
-    fn call_closure(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
+    /// Calls the Buzz function `decl` in a frame under `parent` (what it
+    /// closes over), with `this` bound first for a method.
+    fn call_function(
+        &mut self,
+        decl: &FunDecl,
+        parent: &Rc<Scope>,
+        this: Option<Value>,
+        args: Args,
+        pos: Pos,
+    ) -> Eval<Value> {
         if self.calls >= MAX_CALL_DEPTH {
-            return Err(self.fail(pos, format!(
-                "call stack overflow: more than {MAX_CALL_DEPTH} nested calls (runaway recursion in `{}`?)",
-                closure.decl.name
-            )));
+            return Err(self.call_overflow(decl, pos));
         }
         self.enter(pos)?;
         self.calls += 1;
         // Positions inside the function are in the file it was written in.
-        let caller = std::mem::replace(&mut self.file, closure.decl.file.clone());
-        let result = self.call_closure_inner(closure, args, pos);
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let result = self.call_function_inner(decl, parent, this, args, pos);
         self.file = caller;
         self.calls -= 1;
         self.depth -= 1;
         result
     }
 
-    fn call_closure_inner(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
-        let decl = &closure.decl;
-        let scope = Scope::new(Some(closure.scope.clone()));
-        self.bind_params(decl, args, &scope, pos)?;
-        match self.exec_all(&decl.body, &scope) {
+    #[cold]
+    #[inline(never)]
+    fn call_overflow(&self, decl: &FunDecl, pos: Pos) -> Flow {
+        self.fail(pos, format!(
+            "call stack overflow: more than {MAX_CALL_DEPTH} nested calls (runaway recursion in `{}`?)",
+            decl.name
+        ))
+    }
+
+    fn call_function_inner(
+        &mut self,
+        decl: &FunDecl,
+        parent: &Rc<Scope>,
+        this: Option<Value>,
+        args: Args,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let spare = self.spare.frames.pop();
+        let scope = Scope::reuse(spare, parent.clone(), decl.params.len() + 1);
+        if let Some(this) = this {
+            scope.push(this_name(), this, Mutability::Final);
+        }
+        let result = self.run_body(decl, &scope, args, pos);
+        if self.spare.frames.len() < SPARE_LIMIT {
+            self.spare.frames.extend(Scope::recycle(scope));
+        }
+        result
+    }
+
+    fn run_body(&mut self, decl: &FunDecl, scope: &Rc<Scope>, args: Args, pos: Pos) -> Eval<Value> {
+        self.bind_params(decl, args, scope, pos)?;
+        match self.exec_all(&decl.body, scope) {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
@@ -1422,7 +1523,24 @@ impl Interpreter {
         }
     }
 
-    fn bind_params(&mut self, decl: &FunDecl, args: Args, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+    fn bind_params(
+        &mut self,
+        decl: &FunDecl,
+        mut args: Args,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<()> {
+        if args.len() == decl.params.len() && args.iter().all(|(name, _)| name.is_none()) {
+            // Every parameter given in order: the common call.
+            for (param, (_, value)) in decl.params.iter().zip(args.drain(..)) {
+                let value = self.conform_param(decl, param, value, pos)?;
+                scope.push(param.name.clone(), value, Mutability::Final);
+            }
+            if self.spare.args.len() < SPARE_LIMIT {
+                self.spare.args.push(args);
+            }
+            return Ok(());
+        }
         let mut slots: Vec<Option<Value>> = vec![None; decl.params.len()];
         let mut next = 0;
         for (name, value) in args {
@@ -1464,15 +1582,21 @@ impl Interpreter {
                     ))
                 }
             };
-            let value = self.conform(
-                &param.ty,
-                value,
-                &format!("parameter `{}` of `{}`", param.name, decl.name),
-                pos,
-            )?;
+            let value = self.conform_param(decl, param, value, pos)?;
             scope.define(param.name.clone(), value, Mutability::Final);
         }
         Ok(())
+    }
+
+    fn conform_param(
+        &mut self,
+        decl: &FunDecl,
+        param: &Param,
+        value: Value,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let what = || format!("parameter `{}` of `{}`", param.name, decl.name);
+        self.conform_with(&param.ty, value, what, pos)
     }
 
     fn call_native(&mut self, native: &NativeFunction, args: Args, pos: Pos) -> Eval<Value> {
@@ -1528,6 +1652,31 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
     }
 }
 
+/// The name `this`, made once per thread rather than at every method call.
+fn this_name() -> Rc<str> {
+    thread_local! {
+        static THIS: Rc<str> = Rc::from("this");
+    }
+    THIS.with(Rc::clone)
+}
+
+/// The method `name` of an instance, with the scope it closes over: what
+/// `receiver.name(…)` calls, when `name` is not a field holding a function.
+fn method_of(receiver: &Value, name: &str) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
+    let Value::Object(obj) = receiver else {
+        return None;
+    };
+    if obj.fields.borrow().iter().any(|(n, _)| &**n == name) {
+        return None;
+    }
+    let decl = obj.class.decl.as_ref()?;
+    let method = decl
+        .methods
+        .iter()
+        .find(|m| &*m.name == name && !m.is_static)?;
+    Some((method.clone(), obj.class.scope.clone()?))
+}
+
 pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     let mut current = Some(scope);
     while let Some(s) = current {
@@ -1538,6 +1687,52 @@ pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
         current = s.parent.as_ref();
     }
     None
+}
+
+/// `x op y` on two ints where it cannot fail; `None` sends the operation
+/// (overflow, division, shifts) to [`methods::binary`] and its errors.
+#[inline]
+fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
+    Some(match op {
+        BinOp::Add => Value::Int(x.checked_add(y)?),
+        BinOp::Sub => Value::Int(x.checked_sub(y)?),
+        BinOp::Mul => Value::Int(x.checked_mul(y)?),
+        BinOp::Lt => Value::Bool(x < y),
+        BinOp::Le => Value::Bool(x <= y),
+        BinOp::Gt => Value::Bool(x > y),
+        BinOp::Ge => Value::Bool(x >= y),
+        BinOp::Eq => Value::Bool(x == y),
+        BinOp::Ne => Value::Bool(x != y),
+        _ => return None,
+    })
+}
+
+/// `x op y` on two doubles for the arithmetic operators, as
+/// [`methods::binary`] computes them.
+#[inline]
+fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
+    Some(Value::Double(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        _ => return None,
+    }))
+}
+
+/// Whether `body` declares a name of its own (so needs a scope of its own).
+fn declares(body: &[Stmt]) -> bool {
+    body.iter().any(|s| {
+        matches!(
+            s.kind,
+            StmtKind::Var(_)
+                | StmtKind::Fun(_)
+                | StmtKind::Object(_)
+                | StmtKind::Enum(_)
+                | StmtKind::Protocol(_)
+                | StmtKind::Import { .. }
+        )
+    })
 }
 
 fn exit_status(v: &Value) -> i32 {
