@@ -418,11 +418,17 @@ impl Interpreter {
 
     pub(super) fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         self.enter(stmt.pos)?;
-        let result = self.exec_inner(stmt, scope);
+        // The commonest statements in this small frame, as in `eval`.
+        let result = match &stmt.kind {
+            StmtKind::Expr(e) => self.eval(e, scope).map(drop),
+            StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
+            _ => self.exec_inner(stmt, scope),
+        };
         self.depth -= 1;
         result
     }
 
+    #[inline(never)]
     fn exec_inner(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         let pos = stmt.pos;
         match &stmt.kind {
@@ -780,7 +786,31 @@ impl Interpreter {
     /// statement and call ([`Interpreter::enter`]), not here: between two
     /// such checks an expression nests at most [`super::MAX_NESTING`]
     /// levels (the parser's bound), far inside the stack budget's margin.
+    ///
+    /// The commonest kinds are handled in this small frame; the rest in
+    /// [`Interpreter::eval_rest`], whose frame is large.
     pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match &expr.kind {
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Var(name) => self.variable(name, scope, expr.pos),
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, expr.pos),
+            ExprKind::Assign { target, op, value } => {
+                self.assign(target, *op, value, scope, expr.pos)
+            }
+            ExprKind::Call { callee, args } => self.call(callee, args, scope, expr.pos),
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+            } => self.eval_field(object, name, *optional, scope, expr.pos),
+            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            _ => self.eval_rest(expr, scope),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_rest(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         let pos = expr.pos;
         match &expr.kind {
             ExprKind::Null | ExprKind::Void => Ok(Value::Null),
@@ -899,6 +929,7 @@ impl Interpreter {
         self.unary(op, v, pos)
     }
 
+    #[inline(never)]
     fn eval_binary(
         &mut self,
         op: BinOp,
@@ -937,6 +968,7 @@ impl Interpreter {
         Ok(Value::Bool(type_matches(ty, &v)))
     }
 
+    #[inline(never)]
     fn eval_field(
         &mut self,
         object: &Expr,
@@ -1058,14 +1090,21 @@ impl Interpreter {
         Ok(Value::Map(Rc::new(map)))
     }
 
+    #[inline]
     pub(super) fn variable(&self, name: &str, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         if let Some(v) = lookup(scope, name) {
             return Ok(v);
         }
+        Err(self.unknown_name(name, pos))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unknown_name(&self, name: &str, pos: Pos) -> Flow {
         if self.modules.contains_key(name) {
-            return Err(self.fail(pos, format!("module `{name}` is not imported: add `import \"{name}\";` at the top of the spell")));
+            return self.fail(pos, format!("module `{name}` is not imported: add `import \"{name}\";` at the top of the spell"));
         }
-        Err(self.fail(pos, format!("unknown name `{name}`")))
+        self.fail(pos, format!("unknown name `{name}`"))
     }
 
     fn logic(&mut self, l: &Expr, r: &Expr, is_or: bool, scope: &Rc<Scope>) -> Eval<Value> {
@@ -1118,6 +1157,7 @@ impl Interpreter {
 
     // ----- assignment -----
 
+    #[inline(never)]
     fn assign(
         &mut self,
         target: &Expr,
@@ -1130,14 +1170,7 @@ impl Interpreter {
             ExprKind::Var(name) if &**name == "_" && op.is_none() => self.eval(value, scope),
             ExprKind::Var(name) => {
                 let new = self.eval(value, scope)?;
-                let new = match op {
-                    Some(op) => {
-                        self.binary(op, self.variable(name, scope, target.pos)?, new, pos)?
-                    }
-                    None => new,
-                };
-                self.set_var(name, new.clone(), scope, target.pos)?;
-                Ok(new)
+                self.assign_var(name, op, new, scope, target.pos, pos)
             }
             ExprKind::Field { object, name, .. } => {
                 let obj = self.eval(object, scope)?;
@@ -1166,20 +1199,34 @@ impl Interpreter {
         }
     }
 
-    fn set_var(&self, name: &str, value: Value, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+    /// `name = new` or `name op= new`, finding the binding once.
+    fn assign_var(
+        &self,
+        name: &str,
+        op: Option<BinOp>,
+        new: Value,
+        scope: &Rc<Scope>,
+        at: Pos,
+        pos: Pos,
+    ) -> Eval<Value> {
         let mut current = Some(scope);
         while let Some(s) = current {
             let mut vars = s.vars.borrow_mut();
-            if let Some(slot) = vars.iter_mut().find(|slot| &*slot.name == name) {
+            if let Some(slot) = vars.iter_mut().find(|slot| same_name(&slot.name, name)) {
                 if slot.mutability == Mutability::Final {
-                    return Err(self.fail(pos, format!("cannot assign to `{name}`: it is `final`")));
+                    return Err(self.fail(at, format!("cannot assign to `{name}`: it is `final`")));
                 }
-                slot.value = value;
-                return Ok(());
+                let new = match op {
+                    Some(op) => methods::binary(op, &slot.value, &new)
+                        .map_err(|message| self.fail(pos, message))?,
+                    None => new,
+                };
+                slot.value = new.clone();
+                return Ok(new);
             }
             current = s.parent.as_ref();
         }
-        Err(self.fail(pos, format!("unknown name `{name}`")))
+        Err(self.fail(at, format!("unknown name `{name}`")))
     }
 
     fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
@@ -1380,6 +1427,7 @@ impl Interpreter {
 
     // ----- calls -----
 
+    #[inline(never)]
     fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         if let ExprKind::Field {
             object,
@@ -1652,10 +1700,11 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
     }
 }
 
-/// The name `this`, made once per thread rather than at every method call.
+/// The name `this`, the lexer's own (so found by pointer), not a new
+/// string at every method call.
 fn this_name() -> Rc<str> {
     thread_local! {
-        static THIS: Rc<str> = Rc::from("this");
+        static THIS: Rc<str> = super::lexer::intern("this");
     }
     THIS.with(Rc::clone)
 }
@@ -1666,7 +1715,7 @@ fn method_of(receiver: &Value, name: &str) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
     let Value::Object(obj) = receiver else {
         return None;
     };
-    if obj.fields.borrow().iter().any(|(n, _)| &**n == name) {
+    if obj.fields.borrow().iter().any(|(n, _)| same_name(n, name)) {
         return None;
     }
     let decl = obj.class.decl.as_ref()?;
@@ -1681,7 +1730,7 @@ pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     let mut current = Some(scope);
     while let Some(s) = current {
         let vars = s.vars.borrow();
-        if let Some(slot) = vars.iter().rev().find(|slot| &*slot.name == name) {
+        if let Some(slot) = vars.iter().rev().find(|slot| same_name(&slot.name, name)) {
             return Some(slot.value.clone());
         }
         current = s.parent.as_ref();

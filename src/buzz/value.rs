@@ -532,6 +532,13 @@ impl Class {
     }
 }
 
+/// Whether a binding's (or field's) name is `name`: by pointer first (names are
+/// interned by the lexer), then by bytes.
+#[inline]
+pub(crate) fn same_name(binding: &str, name: &str) -> bool {
+    binding.len() == name.len() && (binding.as_ptr() == name.as_ptr() || binding == name)
+}
+
 /// An instance of a [`Class`].
 pub struct Instance {
     pub(crate) class: Rc<Class>,
@@ -543,14 +550,14 @@ impl Instance {
         let fields = self.fields.borrow();
         fields
             .iter()
-            .find(|(n, _)| &**n == name)
+            .find(|(n, _)| same_name(n, name))
             .map(|(_, v)| v.clone())
     }
 
     /// Sets an existing field; false when there is no such field.
     pub(crate) fn set(&self, name: &str, value: Value) -> bool {
         let mut fields = self.fields.borrow_mut();
-        match fields.iter_mut().find(|(n, _)| &**n == name) {
+        match fields.iter_mut().find(|(n, _)| same_name(n, name)) {
             Some(slot) => {
                 slot.1 = value;
                 true
