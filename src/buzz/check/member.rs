@@ -14,6 +14,7 @@ const MAP_MUTATORS: [&str; 1] = ["remove"];
 
 impl Cx<'_, '_> {
     pub(super) fn call(&mut self, callee: &Expr, args: &[Arg], e: &Expr) -> Ty {
+        let fiber = std::mem::take(&mut self.fiber_call);
         let callee_ty = match &callee.kind {
             ExprKind::Field {
                 object,
@@ -24,22 +25,45 @@ impl Cx<'_, '_> {
                 if let Some(t) = self.builtin_method(&receiver, name, args, callee) {
                     return t;
                 }
+                self.mut_method(&receiver, name, callee);
                 if *optional {
                     // `x?.method()`: null when `x` is, else the call's result.
                     let method = self
                         .field_of(receiver, object, name, true, callee)
                         .unwrapped();
-                    let ret = self.call_typed(method, callee, args, e);
+                    let ret = self.call_typed(method, callee, args, e, fiber);
                     return Ty::Optional(Box::new(ret.unwrapped())).known();
                 }
                 self.field_of(receiver, object, name, false, callee)
             }
             _ => self.expr(callee),
         };
-        self.call_typed(callee_ty, callee, args, e)
+        self.call_typed(callee_ty, callee, args, e, fiber)
     }
 
-    fn call_typed(&mut self, callee_ty: Ty, callee: &Expr, args: &[Arg], e: &Expr) -> Ty {
+    /// A `mut fun` called on an instance that is not `mut`.
+    fn mut_method(&mut self, receiver: &Ty, name: &str, callee: &Expr) {
+        let Ty::Instance(o) = receiver else { return };
+        let is_mut = o.decl.methods.iter().any(|m| &*m.name == name && m.is_mut);
+        if o.mutable == Mutable::Yes || !is_mut {
+            return;
+        }
+        let error = CheckError::NotMutInstance {
+            object: o.decl.name.to_string(),
+            what: format!("`{name}` is a `mut fun`"),
+        };
+        let at = self.spot(callee.pos, name);
+        self.report(error, at, name.chars().count());
+    }
+
+    fn call_typed(
+        &mut self,
+        callee_ty: Ty,
+        callee: &Expr,
+        args: &[Arg],
+        e: &Expr,
+        fiber: bool,
+    ) -> Ty {
         let sig = Self::sig_of(&callee_ty);
         let expected: Vec<Option<Ty>> = args
             .iter()
@@ -57,6 +81,7 @@ impl Cx<'_, '_> {
         match &callee_ty {
             Ty::Fun(sig) => {
                 self.arguments(sig, args, &found, e);
+                self.deep_yield(sig, fiber, callee);
                 sig.ret.clone()
             }
             Ty::Class(_) | Ty::Enum(_) | Ty::Unknown | Ty::Module(_) | Ty::TypeValue => Ty::Unknown,
@@ -206,6 +231,20 @@ impl Cx<'_, '_> {
     /// The member `name` of a value of type `t`, reporting one that the
     /// type settles does not exist.
     fn member(&mut self, t: &Ty, name: &str, e: &Expr) -> Ty {
+        if let (Ty::Instance(o) | Ty::Class(o), true) =
+            (t, name.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            let error = CheckError::NotAllowed {
+                message: format!(
+                    "tuple index shorthand `.{name}` is only allowed on tuples, and `{}` is an object",
+                    o.decl.name
+                ),
+                help: Some(format!("name the field: `.@\"{name}\"`")),
+            };
+            let at = self.spot(e.pos, name);
+            self.report(error, at, name.chars().count());
+            return Ty::Unknown;
+        }
         let (owner, names, found): (String, Vec<String>, Option<Ty>) = match t {
             Ty::Module(m) => (
                 format!("module `{}`", m.name),
@@ -338,7 +377,33 @@ impl Cx<'_, '_> {
             self.report(error, at, name.chars().count());
             return Ty::Unknown;
         }
+        if let Ty::Instance(o) = &receiver {
+            self.field_assignable(o, name, target);
+        }
         self.member(&receiver, name, target)
+    }
+
+    /// A `final` field, or any field of an instance that is not `mut`,
+    /// cannot be assigned.
+    fn field_assignable(&mut self, o: &Obj, name: &str, target: &Expr) {
+        let Some(field) = o.decl.fields.iter().find(|f| &*f.name == name) else {
+            return;
+        };
+        let error = if field.is_final {
+            CheckError::Final {
+                name: name.to_string(),
+                what: "a `final` field",
+            }
+        } else if o.mutable == Mutable::No && !field.is_static {
+            CheckError::NotMutInstance {
+                object: o.decl.name.to_string(),
+                what: format!("cannot assign field `{name}`"),
+            }
+        } else {
+            return;
+        };
+        let at = self.spot(target.pos, name);
+        self.report(error, at, name.chars().count());
     }
 
     pub(super) fn instance(

@@ -5,7 +5,9 @@
 //! code. Where a type is not known before the run it stays silent: a false
 //! report would stop a good spell, so every rule errs towards permitting.
 
+mod consts;
 mod expr;
+mod fiber;
 mod flow;
 mod host;
 mod imports;
@@ -78,6 +80,11 @@ pub(super) struct Cx<'c, 'e> {
     namespace: Vec<Rc<str>>,
     /// An `import … as _` failed: any name may have come from it.
     open_names: bool,
+    /// The call being checked is made a fiber (`&f()`): what it yields
+    /// goes to its resumer, not to the caller's own fiber.
+    fiber_call: bool,
+    /// The namespaces this file's imports have exposed so far.
+    exposed: Vec<Vec<Rc<str>>>,
 }
 
 impl<'e> Checker<'e> {
@@ -105,6 +112,8 @@ impl<'e> Checker<'e> {
             anywhere: HashSet::new(),
             namespace: program.namespace.clone(),
             open_names: false,
+            fiber_call: false,
+            exposed: Vec::new(),
         };
         let exports = cx.program(program, root);
         self.importing.pop();

@@ -29,6 +29,7 @@ pub enum FrameKind {
     Function {
         ret: Ty,
         name: String,
+        yields: Yields,
     },
     Block,
     Loop {
@@ -36,6 +37,17 @@ pub enum FrameKind {
     },
     /// `from { … }`, left by `out`.
     From,
+}
+
+/// What a function may `yield` when it runs as a fiber.
+#[derive(Debug, Clone)]
+pub enum Yields {
+    /// No `*>`: it yields nothing (nor may the functions it calls).
+    Not,
+    /// `*> T`.
+    Declared(Ty),
+    /// A `test` block: no fiber runs it, so `yield` has no place there.
+    Forbidden,
 }
 
 #[derive(Debug)]
@@ -131,7 +143,16 @@ impl Scopes {
     /// The innermost function's declared result, if inside one.
     pub fn function(&self) -> Option<(&Ty, &str)> {
         self.frames.iter().rev().find_map(|f| match &f.kind {
-            FrameKind::Function { ret, name } => Some((ret, name.as_str())),
+            FrameKind::Function { ret, name, .. } => Some((ret, name.as_str())),
+            _ => None,
+        })
+    }
+
+    /// What the innermost function may yield, and its name; `None` at
+    /// the top level.
+    pub fn yields(&self) -> Option<(&Yields, &str)> {
+        self.frames.iter().rev().find_map(|f| match &f.kind {
+            FrameKind::Function { yields, name, .. } => Some((yields, name.as_str())),
             _ => None,
         })
     }

@@ -5,8 +5,8 @@
 use super::super::ast::{FunDecl, Mutability, ObjectDecl, Program, Stmt, StmtKind, Type, VarDecl};
 use super::super::lexer::Pos;
 use super::flow::{is_true, loop_ends, Ends};
-use super::scope::{BindingKind, FrameKind};
-use super::ty::{ModuleInfo, Obj, Ty, Types};
+use super::scope::{BindingKind, FrameKind, Yields};
+use super::ty::{ModuleInfo, Mutable, Obj, Ty, Types};
 use super::{CheckError, Cx};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -14,7 +14,7 @@ use std::rc::Rc;
 impl Cx<'_, '_> {
     /// Checks a whole file; returns what it exports.
     pub(super) fn program(&mut self, program: &Program, root: bool) -> Rc<ModuleInfo> {
-        self.types = Rc::new(collect_types(&program.statements));
+        self.types = Rc::new(collect_types(program));
         super::expr::declared_names(&program.statements, &mut self.anywhere);
         self.hoist(&program.statements);
         for stmt in &program.statements {
@@ -65,6 +65,7 @@ impl Cx<'_, '_> {
         Obj {
             decl: decl.clone(),
             types: self.types.clone(),
+            mutable: Mutable::No,
         }
     }
 
@@ -272,17 +273,26 @@ impl Cx<'_, '_> {
     /// method) in scope; reports a missing return.
     pub(super) fn function(&mut self, decl: &FunDecl, this: Option<Ty>) {
         let sig = self.types.sig(decl);
+        let yields = sig.yields.clone().map_or(Yields::Not, Yields::Declared);
         self.scopes.push(FrameKind::Function {
             ret: sig.ret.clone(),
             name: decl.name.to_string(),
+            yields,
         });
         if let Some(this) = this {
+            // `this` may be changed only in a `mut fun`, as upstream says.
+            let m = if decl.is_mut {
+                Mutable::Yes
+            } else {
+                Mutable::No
+            };
             self.scopes
-                .declare(Rc::from("this"), this, BindingKind::Final);
+                .declare(Rc::from("this"), this.with_mutable(m), BindingKind::Final);
         }
         for (param, p) in decl.params.iter().zip(&sig.params) {
             if let Some(default) = &param.default {
-                self.expr(default);
+                let found = self.expr_expecting(default, Some(&p.ty));
+                let _reported = self.constant_default(&param.ty, default, &found);
             }
             self.scopes
                 .declare(param.name.clone(), p.ty.clone(), BindingKind::Param);
@@ -302,6 +312,7 @@ impl Cx<'_, '_> {
         self.scopes.push(FrameKind::Function {
             ret,
             name: name.to_string(),
+            yields: Yields::Forbidden,
         });
         self.stmts(body);
         self.scopes.pop();
@@ -313,14 +324,38 @@ impl Cx<'_, '_> {
             if let Some(default) = &field.default {
                 let declared = self.types.resolve(&field.ty);
                 let found = self.expr_expecting(default, Some(&declared));
-                let context = format!("field `{}`", field.name);
-                self.expect_type(&declared, &found, &context, default);
+                if !self.constant_default(&field.ty, default, &found) {
+                    let context = format!("field `{}`", field.name);
+                    self.expect_type(&declared, &found, &context, default);
+                }
             }
         }
+        self.protocols_kept(decl);
         for method in &decl.methods {
             let this = (!method.is_static).then(|| Ty::Instance(obj.clone()));
             self.special_method(method);
             self.function(method, this);
+        }
+    }
+
+    /// `object<P> Name`: every method of each protocol `P` this file
+    /// declares must be among the object's own.
+    fn protocols_kept(&mut self, decl: &ObjectDecl) {
+        for name in &decl.protocols {
+            let Some(protocol) = self.types.protocols.get(name).cloned() else {
+                continue;
+            };
+            for method in &protocol.methods {
+                if decl.methods.iter().any(|m| m.name == *method) {
+                    continue;
+                }
+                let error = CheckError::ProtocolMethod {
+                    object: decl.name.to_string(),
+                    protocol: name.to_string(),
+                    method: method.to_string(),
+                };
+                self.report(error, decl.pos, 6);
+            }
         }
     }
 
@@ -521,9 +556,12 @@ fn needs_return(ret: &Ty) -> bool {
 }
 
 /// The objects, enums and protocols a file declares at its top level.
-fn collect_types(stmts: &[Stmt]) -> Types {
+fn collect_types(program: &Program) -> Types {
     let mut types = Types::default();
-    for stmt in stmts {
+    for p in &program.protocols {
+        types.protocols.insert(p.name.clone(), p.clone());
+    }
+    for stmt in &program.statements {
         match &stmt.kind {
             StmtKind::Object(d) => {
                 types.objects.insert(d.name.clone(), d.clone());
