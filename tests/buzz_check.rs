@@ -7,7 +7,7 @@
 
 use magus_sandbox::__private::bindings::{self, Session};
 use magus_sandbox::__private::buzz::{self, Interpreter};
-use magus_sandbox::__private::diag::{render, Diagnostic, MessageFormat, Severity};
+use magus_sandbox::__private::diag::{render, Code, Diagnostic, MessageFormat, Severity};
 use magus_sandbox::__private::enforce::gate::Gate;
 use magus_sandbox::__private::enforce::Domain;
 use magus_sandbox::__private::policy::{self, StartupInput, WorkspaceArg};
@@ -72,6 +72,14 @@ impl Workspace {
     }
 }
 
+/// The diagnostics but the unused-name warnings (MGS1026), for tests
+/// about other findings in programs that leave names unused.
+fn without_unused(ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    ds.into_iter()
+        .filter(|d| d.code != Some(Code::Mgs1026))
+        .collect()
+}
+
 /// `(code, line)` of every diagnostic.
 fn found(ds: &[Diagnostic]) -> Vec<(String, u32)> {
     ds.iter()
@@ -118,6 +126,10 @@ const CASES: &[Case] = &[
     Case { name: "block-expression-partial-out", code: "MGS1009", line: 3, source: "test \"t\" {\n    final ok = true;\n    _ = from {\n        if (ok) {\n            out 1;\n        }\n    };\n}\n" },
     Case { name: "multiple-location", code: "MGS1002", line: 3, source: "import \"lib/shapes\";\ntest \"t\" {\n    _ = shapes\\Square{ sid = 2 };\n}\n" },
     Case { name: "placeholder-nested-call (a field)", code: "MGS1002", line: 4, source: "object Statement { fun execute() > void {} }\nobject Database { fun prepare() > Statement { return Statement{}; } }\nfun run(db: Database) > void {\n    db.prepare().missing();\n}\n" },
+    Case { name: "placeholder-nested-call (through an arrow method without a type)", code: "MGS1002", line: 3, source: "object Query {\n    fun run(db: Store) > void {\n        db.open().absent();\n    }\n}\nobject Handle { fun close() > void {} }\nobject Store {\n    fun open() => this.raw();\n    fun raw() > Handle { return Handle{}; }\n}\n" },
+    Case { name: "unused-local", code: "MGS1026", line: 3, source: "fun main(args: [str]) > void {\n    _ = args;\n    final spare = 42;\n}\n" },
+    Case { name: "var-not-assigned", code: "MGS1026", line: 2, source: "fun main(args: [str]) > void {\n    var items = [1];\n    _ = items;\n    _ = args;\n}\n" },
+    Case { name: "unused-import", code: "MGS1026", line: 1, source: "import \"buzz:math\";\nfun main(args: [str]) > void {\n    _ = args;\n}\n" },
     Case { name: "not-callable", code: "MGS1012", line: 3, source: "test \"t\" {\n    final count = 12;\n    count(\"x\");\n}\n" },
     Case { name: "selective-import", code: "MGS1001", line: 3, source: "import print from \"buzz:std\";\ntest \"t\" {\n    assert(false);\n}\n" },
     Case { name: "arrow-return-match-optional", code: "MGS1007", line: 1, source: "fun score(points: int?) > int => match (true) {\n    true -> points,\n    false -> 0,\n};\n" },
@@ -220,9 +232,9 @@ fn an_imported_files_error_points_into_that_file() {
 #[test]
 fn several_errors_are_reported_in_one_check() {
     let ws = Workspace::new();
-    let ds = ws.check(
+    let ds = without_unused(ws.check(
         "import \"buzz:std\";\nfun main(args: [str]) > void {\n    std\\prnt(\"a\");\n    final n = 1;\n    n = 2;\n    _ = nope;\n}\n",
-    );
+    ));
     assert_eq!(
         found(&ds),
         [
@@ -250,7 +262,7 @@ fn did_you_mean_offers_the_near_name() {
 }
 
 #[test]
-fn unreachable_code_and_shadowing_warn_without_stopping_the_spell() {
+fn unreachable_code_shadowing_and_unused_names_warn_without_stopping_the_spell() {
     let ws = Workspace::new();
     let report_of = |source: &str| {
         let path = ws.write("spells/probe.buzz", source);
@@ -260,6 +272,13 @@ fn unreachable_code_and_shadowing_warn_without_stopping_the_spell() {
     let r = report_of("fun main(args: [str]) > void {\n    return;\n    _ = 1;\n}\n");
     assert!(r.is_clean());
     assert_eq!(r.diagnostics()[0].severity, Severity::Warning);
+    let r = report_of("fun main(args: [str]) > void {\n    final spare = 1;\n    _ = args;\n}\n");
+    assert!(r.is_clean());
+    let d = &r.diagnostics()[0];
+    assert_eq!(
+        (d.code, d.severity),
+        (Some(Code::Mgs1026), Severity::Warning)
+    );
     let r = report_of("fun main(args: [str]) > void {\n    _ = nope;\n}\n");
     assert!(!r.is_clean());
 }
@@ -349,7 +368,7 @@ fn five_representative_errors_render_as_pinned() {
     ];
     let root = ws.dir.path().display().to_string();
     for (name, source) in cases {
-        let ds = ws.check(source);
+        let ds = without_unused(ws.check(source));
         assert_eq!(ds.len(), 1, "{name}: {ds:?}");
         let human = render(&ds[0], MessageFormat::Human).replace(&root, "WS");
         let json = render(&ds[0], MessageFormat::Json).replace(&root, "WS");

@@ -1,5 +1,5 @@
 //! The stable diagnostic codes: the spell checker's and the interpreter's
-//! (MGS1001–MGS1025) and the sandbox's (MGS2001–MGS2008,
+//! (MGS1001–MGS1026) and the sandbox's (MGS2001–MGS2008,
 //! MGS2010–MGS2012).
 //!
 //! A code names one kind of event the user may need to act on; its page in
@@ -63,6 +63,8 @@ pub enum Code {
     Mgs1024,
     /// A pattern literal `$"…"` that is not a valid regular expression.
     Mgs1025,
+    /// A local never read, a `var` never assigned, or an unused import.
+    Mgs1026,
     /// A path read (including `exists`, `list`, `stat`) was denied.
     Mgs2001,
     /// A path write was denied.
@@ -89,7 +91,7 @@ pub enum Code {
 
 impl Code {
     /// The checker's and the interpreter's codes, in numeric order.
-    pub const LANGUAGE: [Code; 25] = [
+    pub const LANGUAGE: [Code; 26] = [
         Code::Mgs1001,
         Code::Mgs1002,
         Code::Mgs1003,
@@ -115,6 +117,7 @@ impl Code {
         Code::Mgs1023,
         Code::Mgs1024,
         Code::Mgs1025,
+        Code::Mgs1026,
     ];
 
     /// The sandbox's codes, in numeric order.
@@ -133,8 +136,8 @@ impl Code {
     ];
 
     /// Every code, in numeric order: the language's, then the sandbox's.
-    pub const ALL: [Code; 36] = {
-        let mut all = [Code::Mgs1001; 36];
+    pub const ALL: [Code; 37] = {
+        let mut all = [Code::Mgs1001; 37];
         let mut i = 0;
         while i < all.len() {
             all[i] = match i.checked_sub(Code::LANGUAGE.len()) {
@@ -174,6 +177,7 @@ impl Code {
             Code::Mgs1023 => "MGS1023",
             Code::Mgs1024 => "MGS1024",
             Code::Mgs1025 => "MGS1025",
+            Code::Mgs1026 => "MGS1026",
             Code::Mgs2001 => "MGS2001",
             Code::Mgs2002 => "MGS2002",
             Code::Mgs2003 => "MGS2003",
@@ -216,6 +220,7 @@ impl Code {
             Code::Mgs1023 => "failed cast (run time)",
             Code::Mgs1024 => "uncaught error (run time)",
             Code::Mgs1025 => "invalid pattern literal",
+            Code::Mgs1026 => "unused local or import, or a `var` never assigned",
             Code::Mgs2001 => "path read denied",
             Code::Mgs2002 => "path write denied",
             Code::Mgs2003 => "env vars stripped from child",
@@ -240,7 +245,7 @@ impl fmt::Display for Code {
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1025, MGS2001–MGS2008 and MGS2010–MGS2012"
+    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008 and MGS2010–MGS2012"
 )]
 pub struct UnknownCode(pub String);
 

@@ -31,6 +31,7 @@ pub fn explain_page(code: Code) -> &'static str {
         Code::Mgs1023 => include_str!("../../docs/MGS1023.md"),
         Code::Mgs1024 => include_str!("../../docs/MGS1024.md"),
         Code::Mgs1025 => include_str!("../../docs/MGS1025.md"),
+        Code::Mgs1026 => include_str!("../../docs/MGS1026.md"),
         Code::Mgs2001 => include_str!("../../docs/MGS2001.md"),
         Code::Mgs2002 => include_str!("../../docs/MGS2002.md"),
         Code::Mgs2003 => include_str!("../../docs/MGS2003.md"),

@@ -197,6 +197,12 @@ impl Cx<'_, '_> {
                 self.expr(x);
                 Ty::Unknown
             }
+            ExprKind::TypedList { items, .. } => {
+                for item in items {
+                    self.expr(item);
+                }
+                Ty::Unknown
+            }
             #[allow(unreachable_patterns)] // new kinds from later grammar work
             _ => Ty::Unknown,
         }
@@ -251,7 +257,7 @@ impl Cx<'_, '_> {
     }
 
     fn variable(&mut self, name: &Rc<str>, e: &Expr) -> Ty {
-        if let Some(b) = self.scopes.lookup(name) {
+        if let Some(b) = self.scopes.lookup_use(name) {
             return b.ty.clone();
         }
         if &**name == "_" || self.open_names || self.anywhere.contains(name) {

@@ -214,6 +214,7 @@ impl Cx<'_, '_> {
                 }
             };
             self.import_type(name, &ty);
+            self.imported_name(name.clone(), pos);
             global(self, name.clone(), ty);
         }
         if !names.is_empty() {
@@ -226,10 +227,14 @@ impl Cx<'_, '_> {
                     global(self, Rc::from(name.as_str()), ty.clone());
                 }
             }
-            Some(a) => global(self, Rc::from(a), Ty::Module(module.clone())),
+            Some(a) => {
+                self.imported_name(Rc::from(a), pos);
+                global(self, Rc::from(a), Ty::Module(module.clone()));
+            }
             None => {
                 self.namespace_free(module, spec, pos);
                 let (name, ty) = self.namespaced(module);
+                self.imported_name(name.clone(), pos);
                 global(self, name, ty);
             }
         }

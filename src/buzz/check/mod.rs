@@ -10,6 +10,7 @@ mod expr;
 mod fiber;
 mod flow;
 mod host;
+mod idle;
 mod imports;
 mod member;
 mod natives;
@@ -28,7 +29,7 @@ use scope::Scopes;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use ty::{ModuleInfo, Types};
+use ty::{ModuleInfo, Ty, Types};
 
 /// What a check found: the checker's own problems, and the diagnostics of
 /// files it could not read or parse (syntax errors, sandbox denials).
@@ -85,6 +86,12 @@ pub(super) struct Cx<'c, 'e> {
     fiber_call: bool,
     /// The namespaces this file's imports have exposed so far.
     exposed: Vec<Vec<Rc<str>>>,
+    /// Results inferred for arrow methods without a declared type (by
+    /// the declaration's address), and those being inferred now.
+    arrows: HashMap<*const super::ast::FunDecl, Ty>,
+    inferring: Vec<*const super::ast::FunDecl>,
+    /// The names this file's imports bind, and where.
+    imports_bound: Vec<(Rc<str>, Pos)>,
 }
 
 impl<'e> Checker<'e> {
@@ -114,6 +121,9 @@ impl<'e> Checker<'e> {
             open_names: false,
             fiber_call: false,
             exposed: Vec::new(),
+            arrows: HashMap::new(),
+            inferring: Vec::new(),
+            imports_bound: Vec::new(),
         };
         let exports = cx.program(program, root);
         self.importing.pop();

@@ -111,6 +111,12 @@ pub enum CheckError {
     },
     #[error("could not compile pattern: {why}")]
     BadPattern { why: String },
+    #[error("unused local `{name}` of type `{ty}`")]
+    UnusedLocal { name: String, ty: String },
+    #[error("local `{name}` is declared `var` but is never assigned")]
+    NeverAssigned { name: String },
+    #[error("unused import `{name}`")]
+    UnusedImport { name: String },
 }
 
 impl CheckError {
@@ -120,7 +126,11 @@ impl CheckError {
         match self {
             // Upstream rejects shadowing; magus has always run it, so it
             // warns rather than stop spells that worked.
-            CheckError::Unreachable { .. } | CheckError::Shadowing { .. } => Severity::Warning,
+            CheckError::Unreachable { .. }
+            | CheckError::Shadowing { .. }
+            | CheckError::UnusedLocal { .. }
+            | CheckError::NeverAssigned { .. }
+            | CheckError::UnusedImport { .. } => Severity::Warning,
             _ => Severity::Error,
         }
     }
@@ -153,6 +163,9 @@ impl CheckError {
             CheckError::MutableDefault { .. } => Code::Mgs1018,
             CheckError::NotAllowed { .. } => Code::Mgs1019,
             CheckError::BadPattern { .. } => Code::Mgs1025,
+            CheckError::UnusedLocal { .. }
+            | CheckError::NeverAssigned { .. }
+            | CheckError::UnusedImport { .. } => Code::Mgs1026,
         }
     }
 
@@ -182,6 +195,9 @@ impl CheckError {
             CheckError::MutableDefault { .. } => "a new mutable value".into(),
             CheckError::NotAllowed { .. } => "not allowed here".into(),
             CheckError::BadPattern { .. } => "this pattern".into(),
+            CheckError::UnusedLocal { .. } => "never read".into(),
+            CheckError::NeverAssigned { .. } => "never assigned".into(),
+            CheckError::UnusedImport { .. } => "nothing uses it".into(),
             CheckError::MainSignature { .. } | CheckError::Import { .. } => return None,
         })
     }
@@ -280,6 +296,13 @@ impl CheckError {
                     .into(),
             ),
             CheckError::NotAllowed { help, .. } => help.clone(),
+            CheckError::UnusedLocal { name, .. } => Some(format!(
+                "remove it, or name it `_{name}` if it is kept on purpose"
+            )),
+            CheckError::NeverAssigned { name } => {
+                Some(format!("declare it `final {name}`"))
+            }
+            CheckError::UnusedImport { .. } => Some("remove the import".into()),
             CheckError::BadPattern { .. } => {
                 Some("fix the regular expression (write `\\` for a literal backslash)".into())
             }

@@ -33,6 +33,7 @@ impl Cx<'_, '_> {
         if root {
             self.main_signature(program);
         }
+        self.unused_imports();
         self.exports(program)
     }
 
@@ -73,7 +74,7 @@ impl Cx<'_, '_> {
     pub(super) fn block(&mut self, stmts: &[Stmt], kind: FrameKind) -> Ends {
         self.scopes.push(kind);
         let ends = self.stmts(stmts);
-        self.scopes.pop();
+        self.leave();
         ends
     }
 
@@ -201,7 +202,7 @@ impl Cx<'_, '_> {
                         self.scopes.declare(name.clone(), ty, BindingKind::Final);
                     }
                     self.stmts(&clause.body);
-                    self.scopes.pop();
+                    self.leave();
                 }
                 // As upstream's flow analysis: a `try` may always fall
                 // through (a throw inside it lands in a clause).
@@ -298,7 +299,7 @@ impl Cx<'_, '_> {
                 .declare(param.name.clone(), p.ty.clone(), BindingKind::Param);
         }
         let ends = self.stmts(&decl.body);
-        self.scopes.pop();
+        self.leave();
         if !ends.jumps() && needs_return(&sig.ret) {
             let error = CheckError::MissingReturn {
                 function: decl.name.to_string(),
@@ -315,7 +316,7 @@ impl Cx<'_, '_> {
             yields: Yields::Forbidden,
         });
         self.stmts(body);
-        self.scopes.pop();
+        self.leave();
     }
 
     fn object(&mut self, decl: &Rc<ObjectDecl>) {
@@ -403,7 +404,7 @@ impl Cx<'_, '_> {
             self.scopes.declare(b.name.clone(), ty, BindingKind::Final);
         }
         let then_ends = self.stmts(then);
-        self.scopes.pop();
+        self.leave();
         let else_ends = match otherwise {
             Some(o) => self.stmt(o),
             None => Ends::FallsThrough,
@@ -435,7 +436,7 @@ impl Cx<'_, '_> {
         for e in step {
             self.expr(e);
         }
-        self.scopes.pop();
+        self.leave();
         let forever = cond.is_none_or(is_true);
         loop_ends(forever, false, body, label)
     }
@@ -464,7 +465,7 @@ impl Cx<'_, '_> {
         self.scopes
             .declare(value.clone(), value_ty, BindingKind::Final);
         self.stmts(body);
-        self.scopes.pop();
+        self.leave();
     }
 
     fn jump(&mut self, label: Option<&Rc<str>>, what: &str, pos: Pos) -> Ends {
