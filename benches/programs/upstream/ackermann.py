@@ -16,9 +16,9 @@ def ack(m, n):
         return n + 1
 
     if n == 0:
-        return ack(m=m - 1, n=1)
+        return ack(m - 1, 1)
 
-    return ack(m=m - 1, n=ack(m, n=n - 1))
+    return ack(m - 1, ack(m, n - 1))
 
 
 if __name__ == "__main__":

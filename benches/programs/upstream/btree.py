@@ -14,8 +14,8 @@ class Node:
 def bottom_up_tree(depth):
     if depth > 0:
         return Node(
-            left=bottom_up_tree(depth - 1),
-            right=bottom_up_tree(depth - 1),
+            bottom_up_tree(depth - 1),  # left
+            bottom_up_tree(depth - 1),  # right
         )
 
     return Node()

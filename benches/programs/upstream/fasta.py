@@ -95,8 +95,8 @@ def makeRandomFasta(id, desc, fpf, initialNchars):
 
         bufferIndex = fpf.selectRandomIntoBuffer(
             buffer,
-            initialBufferIndex=bufferIndex,
-            nRandom=chunkSize,
+            bufferIndex,  # initialBufferIndex
+            chunkSize,  # nRandom
         )
         buffer[bufferIndex] = 10
         bufferIndex = bufferIndex + 1

@@ -47,7 +47,7 @@ def count(sequence, fragment):
     frequency = {}
     frame = 0
     while frame < k:
-        kfrequency(sequence, frequency=frequency, k=k, frame=frame)
+        kfrequency(sequence, frequency, k, frame)
         frame = frame + 1
     print(f"{frequency.get(fragment, 0)}\t{fragment}")
 
@@ -56,7 +56,7 @@ def frequency(sequence, k):
     frequency = {}
     frame = 0
     while frame < k:
-        kfrequency(sequence, frequency=frequency, k=k, frame=frame)
+        kfrequency(sequence, frequency, k, frame)
         frame = frame + 1
 
     sum = len(sequence) - k + 1

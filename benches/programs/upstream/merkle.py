@@ -20,11 +20,11 @@ class Node:
 def makeTree(depth):
     if depth > 0:
         return Node(
-            left=makeTree(depth - 1),
-            right=makeTree(depth - 1),
+            makeTree(depth - 1),  # left
+            makeTree(depth - 1),  # right
         )
 
-    return Node(value=1)
+    return Node(None, None, 1)  # value = 1
 
 
 def check(tree):

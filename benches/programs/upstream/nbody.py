@@ -153,13 +153,13 @@ def main(args):
     N = arg(args, 0, 1000)
     nbody = len(bodies)
 
-    offsetMomentum(bodies, nbody=nbody)
-    print(f"{show_double(energy(bodies, nbody=nbody))}")
+    offsetMomentum(bodies, nbody)
+    print(f"{show_double(energy(bodies, nbody))}")
 
     for _ in range(0, N):
-        advance(bodies, nbody=nbody, dt=0.01)
+        advance(bodies, nbody, 0.01)
 
-    print(f"{show_double(energy(bodies, nbody=nbody))}")
+    print(f"{show_double(energy(bodies, nbody))}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def Av(x, y, N):
         a = 0.0
         j = 0.0
         while j < N:
-            a = a + x[int(j)] * A(i=i, j=j)
+            a = a + x[int(j)] * A(i, j)
             j = j + 1.0
         y[int(i)] = a
         i = i + 1.0
@@ -29,15 +29,15 @@ def Atv(x, y, N):
         a = 0.0
         j = 0.0
         while j < N:
-            a = a + x[int(j)] * A(i=j, j=i)
+            a = a + x[int(j)] * A(j, i)  # i: j, j: i
             j = j + 1.0
         y[int(i)] = a
         i = i + 1.0
 
 
 def AtAv(x, y, t, N):
-    Av(x=x, y=t, N=N)
-    Atv(x=t, y=y, N=N)
+    Av(x, t, N)  # y: t
+    Atv(t, y, N)  # x: t
 
 
 def main(args):
@@ -52,8 +52,8 @@ def main(args):
         t.append(0.0)
 
     for _ in range(0, 10):
-        AtAv(x=u, y=v, t=t, N=N)
-        AtAv(x=v, y=u, t=t, N=N)
+        AtAv(u, v, t, N)
+        AtAv(v, u, t, N)  # x: v, y: u
 
     vBv = 0.0
     vv = 0.0
