@@ -29,9 +29,12 @@ manager's shim costs nothing per run).
 Times are wall time, spawn to exit (`--clock cpu`: user + system CPU time
 of the process and its waited-for children, steadier on a loaded machine).
 `--callgrind` instead counts instructions under `valgrind --tool=callgrind`
-(one run each, every process of the run summed; magus with the sandbox off,
-since the jail and Landlock leave no room for valgrind), which the machine's
-load does not move; it is about 50 times slower than running natively.
+(one run each, every process of the run summed; magus with the sandbox off:
+valgrind does not start inside it, its loader's fixed-address `mmap` is
+refused there), which the machine's load does not move. It is so much
+slower (the three interp programs: about 6 minutes on the project's loaded
+machine; the upstream set: hours) that it is meant for a few programs at a
+time (`--only fib,for`).
 
 Exit status: 0 when every pair printed the same and exited 0, 1 when any
 output differed or a run failed, 2 on bad arguments.
@@ -78,9 +81,9 @@ class Program:
         return os.path.join(upstream_dir, self.name + ".buzz")
 
 
-# Sizes: upstream publishes no arguments of its own (only its programs'
-# defaults), so each is chosen for python3 to take about 0.2-0.5 s of CPU
-# on the project's machine, where upstream's default gives much less.
+# Sizes: upstream publishes no arguments of its own, only its programs'
+# defaults, mostly too small to time; each size here has python3 take
+# 0.1-0.5 s of CPU on the project's machine (fib and for take none).
 PROGRAM_LIST = [
     Program("interp", "while_additions"),
     Program("interp", "method_calls"),
