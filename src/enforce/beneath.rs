@@ -4,9 +4,11 @@
 //! The check is made on a lexical path, but the kernel resolves the real one;
 //! opening relative to the root's directory handle closes the gap without a
 //! check-then-use race. With the Linux kernel layer that is one system
-//! call resolving beneath the handle (`linux::resolve`); everywhere else, and on
-//! kernels before 5.6, it is the component walk of [`walk`], which holds a
-//! handle at every step and follows no symlink it has not read.
+//! call resolving beneath the handle (`linux::resolve`); on every other
+//! Unix, and on kernels before 5.6, it is the component walk of `walk`,
+//! which holds a handle at every step and follows no symlink it has not
+//! read. Windows has no `*at` calls: `windows` resolves with cap-std's
+//! sandboxed lookup instead, behind the same [`Root`].
 
 #[cfg(unix)]
 mod walk;
