@@ -722,7 +722,7 @@ impl Interpreter {
             let inner = Scope::new(Some(scope.clone()));
             match &clause.binding {
                 None => {}
-                Some((_, ty)) if !type_matches(ty, &thrown.value) => continue,
+                Some((_, ty)) if !self.holds(ty, &thrown.value, scope) => continue,
                 Some((name, _)) => {
                     inner.define(name.clone(), thrown.value.clone(), Mutability::Final)
                 }
@@ -813,7 +813,9 @@ impl Interpreter {
                 let v = self.eval(e, scope)?;
                 Ok(Value::Type(Rc::new(type_of(&v))))
             }
-            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(ty.clone()))),
+            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(
+                self.bound_type(ty, scope).into_owned(),
+            ))),
             ExprKind::As {
                 value,
                 ty,
@@ -831,11 +833,12 @@ impl Interpreter {
             | ExprKind::AsyncCall(_)
             | ExprKind::Resume(_)
             | ExprKind::Resolve(_)
-            | ExprKind::Yield(_) => self.eval_extra(expr, scope),
+            | ExprKind::Yield(_)
+            | ExprKind::Generic { .. } => self.eval_extra(expr, scope),
         }
     }
 
-    /// Byte strings, typed lists and the fiber operators, in a frame of
+    /// Byte strings, typed lists, the fiber operators and `f::<T>`, in a frame of
     /// their own so that the hot `eval_inner` frame stays as small as it
     /// was (the `interp` bench's instruction counts).
     #[inline(never)]
@@ -851,6 +854,7 @@ impl Interpreter {
                 let value = self.eval(e, scope)?;
                 Ok(self.yield_value(value))
             }
+            ExprKind::Generic { callee, types } => self.instantiate(callee, types, scope),
             _ => Err(self.fail(pos, "internal: not an extra expression")),
         }
     }
@@ -882,7 +886,7 @@ impl Interpreter {
 
     fn is(&mut self, e: &Expr, ty: &Type, scope: &Rc<Scope>) -> Eval<Value> {
         let v = self.eval(e, scope)?;
-        Ok(Value::Bool(type_matches(ty, &v)))
+        Ok(Value::Bool(self.holds(ty, &v, scope)))
     }
 
     fn eval_field(
@@ -946,6 +950,7 @@ impl Interpreter {
         Value::Function(Rc::new(Closure {
             decl: decl.clone(),
             scope: scope.clone(),
+            type_args: Vec::new(),
         }))
     }
 
@@ -1233,6 +1238,7 @@ impl Interpreter {
                 Ok(Value::Function(Rc::new(Closure {
                     decl: decl.clone(),
                     scope,
+                    type_args: Vec::new(),
                 })))
             }
             _ => Err(self.fail(
@@ -1251,6 +1257,7 @@ impl Interpreter {
             (Some(decl), Some(scope)) => Ok(Value::Function(Rc::new(Closure {
                 decl: decl.clone(),
                 scope: scope.clone(),
+                type_args: Vec::new(),
             }))),
             _ => Err(self.fail(
                 pos,
@@ -1329,6 +1336,9 @@ impl Interpreter {
     // ----- calls -----
 
     fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let ExprKind::Generic { callee, types } = &callee.kind {
+            return self.call_generic(callee, types, args, scope, pos);
+        }
         if let ExprKind::Field {
             object,
             name,
@@ -1411,6 +1421,9 @@ impl Interpreter {
     fn call_closure_inner(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
         let decl = &closure.decl;
         let scope = Scope::new(Some(closure.scope.clone()));
+        if !closure.type_args.is_empty() {
+            Self::bind_type_args(closure, &scope);
+        }
         self.bind_params(decl, args, &scope, pos)?;
         match self.exec_all(&decl.body, &scope) {
             Ok(()) => Ok(Value::Null),

@@ -168,6 +168,8 @@ impl Cx<'_, '_> {
                 arms,
                 otherwise,
             } => self.match_expr(subject, arms, otherwise.as_deref(), expected, e),
+            // `f::<T>`: the function's own type (generic types are not checked).
+            ExprKind::Generic { callee, .. } => self.expr_expecting(callee, expected),
             #[allow(unreachable_patterns)] // new kinds from later grammar work
             _ => Ty::Unknown,
         }
