@@ -229,6 +229,51 @@ fn a_spell_imports_its_own_files() {
     assert_eq!(out.stdout, "hello a\nhello b\n");
 }
 
+const COMMON: &str = "namespace common;
+
+export fun twice(n: int, limit: int = 5) > int {
+    if (n > limit) {
+        throw \"too big\";
+    }
+    return n * 2;
+}
+";
+
+#[test]
+fn errors_across_an_import_point_at_the_right_file() {
+    let h = Harness::new();
+    std::fs::create_dir_all(h.ws_path("spells/lib")).unwrap();
+    std::fs::write(h.ws_path("spells/lib/common.buzz"), COMMON).unwrap();
+    // A throw inside the imported file, uncaught: located where it is thrown.
+    h.write_spell(
+        "thrower",
+        "import \"buzz:std\";\nimport \"lib/common\";\n\nfun main(args: [str]) > void {\n    std\\print(\"{common\\twice(2)}\");\n    std\\print(\"{common\\twice(9)}\");\n}\n",
+    );
+    let out = h.run("thrower", &[]);
+    assert_eq!(out.status, Some(1), "{}", out.dump());
+    assert_eq!(out.stdout, "4\n", "{}", out.dump());
+    assert!(
+        out.stderr.contains("spells/lib/common.buzz:5:9\n")
+            && out.stderr.contains("throw \"too big\""),
+        "{}",
+        out.dump()
+    );
+    // A wrong argument: located at the call, in the caller's file.
+    h.write_spell(
+        "caller",
+        "import \"buzz:std\";\nimport \"lib/common\";\n\nfun main(args: [str]) > void {\n    final bad: any = \"x\";\n    std\\print(\"{common\\twice(bad)}\");\n}\n",
+    );
+    let out = h.run("caller", &[]);
+    assert_eq!(out.status, Some(1), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("parameter `n` of `twice` expects int, got str")
+            && out.stderr.contains("spells/caller.buzz:6:17\n"),
+        "{}",
+        out.dump()
+    );
+}
+
 #[test]
 fn an_import_cycle_is_reported() {
     let h = Harness::new();

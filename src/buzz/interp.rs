@@ -52,6 +52,8 @@ const BUILTIN_LIBRARIES: [(&str, &str); 3] = [
 pub(crate) struct Thrown {
     pub(crate) value: Value,
     pub(crate) pos: Pos,
+    /// The file `pos` is in (the throw may be in an imported file).
+    pub(crate) file: Rc<Path>,
     pub(crate) diagnostic: Option<Box<Diagnostic>>,
 }
 
@@ -329,7 +331,11 @@ impl Interpreter {
     pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
             value: t.value.to_string(),
-            site: self.site(t.pos),
+            site: CallSite {
+                file: t.file.to_path_buf(),
+                line: t.pos.line,
+                column: t.pos.column,
+            },
             diagnostic: t.diagnostic,
         }
     }
@@ -496,6 +502,7 @@ impl Interpreter {
         Err(Flow::Throw(Box::new(Thrown {
             value,
             pos,
+            file: self.file.clone(),
             diagnostic: None,
         })))
     }
@@ -1409,10 +1416,7 @@ impl Interpreter {
         }
         self.enter(pos)?;
         self.calls += 1;
-        // Positions inside the function are in the file it was written in.
-        let caller = std::mem::replace(&mut self.file, closure.decl.file.clone());
         let result = self.call_closure_inner(closure, args, pos);
-        self.file = caller;
         self.calls -= 1;
         self.depth -= 1;
         result
@@ -1424,8 +1428,13 @@ impl Interpreter {
         if !closure.type_args.is_empty() {
             Self::bind_type_args(closure, &scope);
         }
+        // Argument errors point at the call, in the caller's file.
         self.bind_params(decl, args, &scope, pos)?;
-        match self.exec_all(&decl.body, &scope) {
+        // Positions inside the function are in the file it was written in.
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let outcome = self.exec_all(&decl.body, &scope);
+        self.file = caller;
+        match outcome {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
@@ -1433,6 +1442,14 @@ impl Interpreter {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// A parameter's default value, evaluated in the file it was written in.
+    fn default_value(&mut self, decl: &FunDecl, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let value = self.eval(e, scope);
+        self.file = caller;
+        value
     }
 
     fn bind_params(&mut self, decl: &FunDecl, args: Args, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
@@ -1465,7 +1482,7 @@ impl Interpreter {
         for (param, slot) in decl.params.iter().zip(slots) {
             let value = match (slot, &param.default, &param.ty) {
                 (Some(v), _, _) => v,
-                (None, Some(e), _) => self.eval(e, scope)?,
+                (None, Some(e), _) => self.default_value(decl, e, scope)?,
                 (None, None, Type::Optional(_)) => Value::Null,
                 (None, None, _) => {
                     return Err(self.fail(
@@ -1514,6 +1531,7 @@ impl Interpreter {
         Flow::Throw(Box::new(Thrown {
             value: raise.value,
             pos,
+            file: self.file.clone(),
             diagnostic: raise.diagnostic,
         }))
     }

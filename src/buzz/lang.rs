@@ -127,6 +127,7 @@ impl Interpreter {
         Err(Flow::Throw(Box::new(Thrown {
             value: Value::str(message),
             pos,
+            file: self.file.clone(),
             diagnostic: None,
         })))
     }
