@@ -95,8 +95,15 @@ impl Interpreter {
 
     /// Whether `value` is a `ty`, generic parameters read in `scope`.
     pub(super) fn holds(&self, ty: &Type, value: &Value, scope: &Rc<Scope>) -> bool {
-        type_matches(ty, value)
-            || (self.names_unknown_type(ty) && type_matches(&self.substitute(ty, scope), value))
+        type_matches(ty, value) || self.holds_bound(ty, value, scope)
+    }
+
+    /// The rare second look: `ty` names something unknown that may be a
+    /// generic parameter bound in `scope`. Out of line, so that `is` costs
+    /// what it did.
+    #[inline(never)]
+    fn holds_bound(&self, ty: &Type, value: &Value, scope: &Rc<Scope>) -> bool {
+        self.names_unknown_type(ty) && type_matches(&self.substitute(ty, scope), value)
     }
 
     fn substitute(&self, ty: &Type, scope: &Rc<Scope>) -> Type {

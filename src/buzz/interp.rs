@@ -748,6 +748,10 @@ impl Interpreter {
         result
     }
 
+    // Always part of `eval`, as the compiler chose before the generic
+    // arguments grew it past its inlining threshold (the `interp` bench's
+    // instruction counts).
+    #[inline(always)]
     fn eval_inner(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         let pos = expr.pos;
         match &expr.kind {
@@ -820,9 +824,6 @@ impl Interpreter {
                 let v = self.eval(e, scope)?;
                 Ok(Value::Type(Rc::new(type_of(&v))))
             }
-            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(
-                self.bound_type(ty, scope).into_owned(),
-            ))),
             ExprKind::As {
                 value,
                 ty,
@@ -841,11 +842,12 @@ impl Interpreter {
             | ExprKind::Resume(_)
             | ExprKind::Resolve(_)
             | ExprKind::Yield(_)
+            | ExprKind::TypeValue(_)
             | ExprKind::Generic { .. } => self.eval_extra(expr, scope),
         }
     }
 
-    /// Byte strings, typed lists, the fiber operators and `f::<T>`, in a frame of
+    /// Byte strings, typed lists, the fiber operators, `f::<T>` and `<T>`, in a frame of
     /// their own so that the hot `eval_inner` frame stays as small as it
     /// was (the `interp` bench's instruction counts).
     #[inline(never)]
@@ -862,6 +864,9 @@ impl Interpreter {
                 Ok(self.yield_value(value))
             }
             ExprKind::Generic { callee, types } => self.instantiate(callee, types, scope),
+            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(
+                self.bound_type(ty, scope).into_owned(),
+            ))),
             _ => Err(self.fail(pos, "internal: not an extra expression")),
         }
     }
