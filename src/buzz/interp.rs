@@ -330,7 +330,7 @@ impl Interpreter {
 
     pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
-            value: t.value.to_string(),
+            value: super::lang::thrown_text(&t.value),
             site: CallSite {
                 file: t.file.to_path_buf(),
                 line: t.pos.line,
