@@ -52,6 +52,8 @@ const BUILTIN_LIBRARIES: [(&str, &str); 3] = [
 pub(crate) struct Thrown {
     pub(crate) value: Value,
     pub(crate) pos: Pos,
+    /// The file `pos` is in (the throw may be in an imported file).
+    pub(crate) file: Rc<Path>,
     pub(crate) diagnostic: Option<Box<Diagnostic>>,
 }
 
@@ -344,7 +346,11 @@ impl Interpreter {
     pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
             value: super::lang::thrown_text(&t.value),
-            site: self.site(t.pos),
+            site: CallSite {
+                file: t.file.to_path_buf(),
+                line: t.pos.line,
+                column: t.pos.column,
+            },
             diagnostic: t.diagnostic,
         }
     }
@@ -531,6 +537,7 @@ impl Interpreter {
         Err(Flow::Throw(Box::new(Thrown {
             value,
             pos,
+            file: self.file.clone(),
             diagnostic: None,
         })))
     }
@@ -770,7 +777,7 @@ impl Interpreter {
             let inner = Scope::new(Some(scope.clone()));
             match &clause.binding {
                 None => {}
-                Some((_, ty)) if !type_matches(ty, &thrown.value) => continue,
+                Some((_, ty)) if !self.holds(ty, &thrown.value, scope) => continue,
                 Some((name, _)) => {
                     inner.define(name.clone(), thrown.value.clone(), Mutability::Final)
                 }
@@ -882,7 +889,6 @@ impl Interpreter {
                 let v = self.eval(e, scope)?;
                 Ok(Value::Type(Rc::new(type_of(&v))))
             }
-            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(ty.clone()))),
             ExprKind::As {
                 value,
                 ty,
@@ -900,11 +906,13 @@ impl Interpreter {
             | ExprKind::AsyncCall(_)
             | ExprKind::Resume(_)
             | ExprKind::Resolve(_)
-            | ExprKind::Yield(_) => self.eval_extra(expr, scope),
+            | ExprKind::Yield(_)
+            | ExprKind::TypeValue(_)
+            | ExprKind::Generic { .. } => self.eval_extra(expr, scope),
         }
     }
 
-    /// Byte strings, typed lists and the fiber operators, in a frame of
+    /// Byte strings, typed lists, the fiber operators, `f::<T>` and `<T>`, in a frame of
     /// their own so that the hot `eval_inner` frame stays as small as it
     /// was (the `interp` bench's instruction counts).
     #[inline(never)]
@@ -920,6 +928,10 @@ impl Interpreter {
                 let value = self.eval(e, scope)?;
                 Ok(self.yield_value(value))
             }
+            ExprKind::Generic { callee, types } => self.instantiate(callee, types, scope),
+            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(
+                self.bound_type(ty, scope).into_owned(),
+            ))),
             _ => Err(self.fail(pos, "internal: not an extra expression")),
         }
     }
@@ -965,7 +977,7 @@ impl Interpreter {
 
     fn is(&mut self, e: &Expr, ty: &Type, scope: &Rc<Scope>) -> Eval<Value> {
         let v = self.eval(e, scope)?;
-        Ok(Value::Bool(type_matches(ty, &v)))
+        Ok(Value::Bool(self.holds(ty, &v, scope)))
     }
 
     #[inline(never)]
@@ -1030,6 +1042,7 @@ impl Interpreter {
         Value::Function(Rc::new(Closure {
             decl: decl.clone(),
             scope: scope.clone(),
+            type_args: Vec::new(),
         }))
     }
 
@@ -1332,6 +1345,7 @@ impl Interpreter {
                 Ok(Value::Function(Rc::new(Closure {
                     decl: decl.clone(),
                     scope,
+                    type_args: Vec::new(),
                 })))
             }
             _ => Err(self.fail(
@@ -1350,6 +1364,7 @@ impl Interpreter {
             (Some(decl), Some(scope)) => Ok(Value::Function(Rc::new(Closure {
                 decl: decl.clone(),
                 scope: scope.clone(),
+                type_args: Vec::new(),
             }))),
             _ => Err(self.fail(
                 pos,
@@ -1429,6 +1444,9 @@ impl Interpreter {
 
     #[inline(never)]
     fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let ExprKind::Generic { callee, types } = &callee.kind {
+            return self.call_generic(callee, types, args, scope, pos);
+        }
         if let ExprKind::Field {
             object,
             name,
@@ -1445,7 +1463,7 @@ impl Interpreter {
             }
             if let Some((decl, class_scope)) = method_of(&receiver, name) {
                 let values = self.arguments(args, scope)?;
-                return self.call_function(&decl, &class_scope, Some(receiver), values, pos);
+                return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
             }
             let f = self.field(&receiver, name, callee.pos)?;
             let values = self.arguments(args, scope)?;
@@ -1489,7 +1507,8 @@ impl Interpreter {
     pub(crate) fn call_value(&mut self, f: &Value, args: Args, pos: Pos) -> Eval<Value> {
         match f {
             Value::Function(closure) => {
-                self.call_function(&closure.decl, &closure.scope, None, args, pos)
+                let type_args = &closure.type_args;
+                self.call_function(&closure.decl, &closure.scope, None, type_args, args, pos)
             }
             Value::Native(native) => self.call_native(native, args, pos),
             Value::Enum(e) => {
@@ -1513,6 +1532,7 @@ impl Interpreter {
         decl: &FunDecl,
         parent: &Rc<Scope>,
         this: Option<Value>,
+        type_args: &[Type],
         args: Args,
         pos: Pos,
     ) -> Eval<Value> {
@@ -1521,10 +1541,7 @@ impl Interpreter {
         }
         self.enter(pos)?;
         self.calls += 1;
-        // Positions inside the function are in the file it was written in.
-        let caller = std::mem::replace(&mut self.file, decl.file.clone());
-        let result = self.call_function_inner(decl, parent, this, args, pos);
-        self.file = caller;
+        let result = self.call_function_inner(decl, parent, this, type_args, args, pos);
         self.calls -= 1;
         self.depth -= 1;
         result
@@ -1544,6 +1561,7 @@ impl Interpreter {
         decl: &FunDecl,
         parent: &Rc<Scope>,
         this: Option<Value>,
+        type_args: &[Type],
         args: Args,
         pos: Pos,
     ) -> Eval<Value> {
@@ -1551,6 +1569,9 @@ impl Interpreter {
         let scope = Scope::reuse(spare, parent.clone(), decl.params.len() + 1);
         if let Some(this) = this {
             scope.push(this_name(), this, Mutability::Final);
+        }
+        if !type_args.is_empty() {
+            Self::bind_type_args(decl, type_args, &scope);
         }
         let result = self.run_body(decl, &scope, args, pos);
         if self.spare.frames.len() < SPARE_LIMIT {
@@ -1560,8 +1581,13 @@ impl Interpreter {
     }
 
     fn run_body(&mut self, decl: &FunDecl, scope: &Rc<Scope>, args: Args, pos: Pos) -> Eval<Value> {
+        // Argument errors point at the call, in the caller's file.
         self.bind_params(decl, args, scope, pos)?;
-        match self.exec_all(&decl.body, scope) {
+        // Positions inside the function are in the file it was written in.
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let outcome = self.exec_all(&decl.body, scope);
+        self.file = caller;
+        match outcome {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
@@ -1569,6 +1595,14 @@ impl Interpreter {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// A parameter's default value, evaluated in the file it was written in.
+    fn default_value(&mut self, decl: &FunDecl, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let value = self.eval(e, scope);
+        self.file = caller;
+        value
     }
 
     fn bind_params(
@@ -1618,7 +1652,7 @@ impl Interpreter {
         for (param, slot) in decl.params.iter().zip(slots) {
             let value = match (slot, &param.default, &param.ty) {
                 (Some(v), _, _) => v,
-                (None, Some(e), _) => self.eval(e, scope)?,
+                (None, Some(e), _) => self.default_value(decl, e, scope)?,
                 (None, None, Type::Optional(_)) => Value::Null,
                 (None, None, _) => {
                     return Err(self.fail(
@@ -1673,6 +1707,7 @@ impl Interpreter {
         Flow::Throw(Box::new(Thrown {
             value: raise.value,
             pos,
+            file: self.file.clone(),
             diagnostic: raise.diagnostic,
         }))
     }
