@@ -34,9 +34,13 @@ pub fn modules(session: &Rc<Session>) -> Vec<NativeModule> {
     ]
 }
 
-/// The libraries written in Buzz over these modules: `buzz:io`.
+/// The libraries written in Buzz over these modules: `buzz:io` and
+/// `buzz:test`.
 pub fn libraries() -> &'static [(&'static str, &'static str)] {
-    &[("buzz:io", upstream::IO_LIBRARY)]
+    &[
+        ("buzz:io", upstream::IO_LIBRARY),
+        ("buzz:test", upstream::TEST_LIBRARY),
+    ]
 }
 
 /// How `import "lib/common";` reads the spell's own files: through the
