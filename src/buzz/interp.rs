@@ -1278,8 +1278,9 @@ impl Interpreter {
                         *slot = value;
                         Ok(())
                     }
-                    None => Err(self.fail(
+                    None => Err(self.out_of_bound(
                         pos,
+                        obj,
                         format!("index {i} out of range for a list of length {len}"),
                     )),
                 }
@@ -1377,9 +1378,26 @@ impl Interpreter {
         match methods::index(v, i) {
             Ok(Some(found)) => Ok(found),
             Ok(None) if checked => Ok(Value::Null),
-            Ok(None) => Err(self.fail(pos, methods::out_of_range(v, i))),
+            Ok(None) => Err(self.out_of_bound(pos, v, methods::out_of_range(v, i))),
             Err(message) => Err(self.fail(pos, message)),
         }
+    }
+
+    /// An index out of range throws, as upstream's does, a catchable
+    /// `"Out of bound list access."` (or `str`); uncaught, it still shows
+    /// the located MGS1020 error that names the index and the length.
+    fn out_of_bound(&self, pos: Pos, subject: &Value, detail: String) -> Flow {
+        let what = match subject {
+            Value::Str(_) | Value::Bytes(_) => "str",
+            _ => "list",
+        };
+        let diagnostic = self.runtime(pos, detail).to_diagnostic();
+        Flow::Throw(Box::new(Thrown {
+            value: Value::str(format!("Out of bound {what} access.")),
+            pos,
+            file: self.file.clone(),
+            diagnostic: Some(Box::new(diagnostic)),
+        }))
     }
 
     fn instance(
