@@ -11,6 +11,8 @@ pub mod egress;
 mod env;
 mod errors;
 mod fs;
+#[cfg(test)]
+mod gate_coverage_tests;
 mod session;
 mod sh;
 mod upstream;

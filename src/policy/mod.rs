@@ -10,6 +10,8 @@
 mod builtin;
 pub mod config;
 mod env;
+#[cfg(test)]
+mod env_tests;
 mod fingerprint;
 mod grant;
 pub mod hosts;

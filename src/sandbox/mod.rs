@@ -12,6 +12,7 @@ pub use error::{InstallError, LoadError, SpellError};
 
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
+use crate::cli::checking;
 use crate::cli::run::{self as startup, Confinement};
 use crate::diag::{output_options, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
@@ -19,6 +20,7 @@ use crate::enforce::gate::Gate;
 use crate::enforce::LandlockStatus;
 use crate::enforce::ReexecState;
 use crate::policy::{self, Policy, SandboxState, Startup, StartupInput, WorkspaceArg};
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -128,6 +130,27 @@ impl Sandbox {
         let (path, source) = crate::cli::spells::read_spell(self.policy().workspace(), name)
             .map_err(|e| SpellError::new(*e.diagnostic, e.status))?;
         Ok(Spell { path, source })
+    }
+
+    /// Checks a spell as `magus check` does, without running or
+    /// restricting anything: parse errors, then every finding of the spell
+    /// checker (MGS1xxx) over the spell and the files it imports, which are
+    /// read through the gate of this policy. Empty when the spell is clean;
+    /// any [`Severity::Error`](crate::Severity::Error) among them stops
+    /// `magus run`.
+    pub fn check(&self, spell: &Spell) -> Vec<Diagnostic> {
+        let policy = self.policy().clone();
+        let checked = stack::run_on_interpreter_stack(move || {
+            let found: Rc<RefCell<Vec<Diagnostic>>> = Rc::default();
+            let into = found.clone();
+            let sink: DiagnosticSink =
+                Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
+            let session = checking::checking_session(policy, sink.clone());
+            let interpreter = checking::checking_interpreter(&spell.path, &session);
+            checking::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
+            found.take()
+        });
+        checked.unwrap_or_else(|e| vec![error::no_interpreter_thread(&e)])
     }
 
     /// Puts the policy in force on this whole process, irreversibly: the

@@ -13,6 +13,8 @@ mod member;
 mod natives;
 mod problem;
 mod scope;
+#[cfg(test)]
+mod spell_tests;
 mod stmt;
 mod ty;
 

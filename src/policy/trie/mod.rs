@@ -10,6 +10,8 @@
 //! of siblings, and the table probes of successive components depend only
 //! on the path (not on the previous probe), which lets the CPU overlap them.
 
+#[cfg(test)]
+mod prop_tests;
 mod scan;
 
 use super::grant::{Access, Grant, Mode};

@@ -2,7 +2,7 @@
 //! are stripped, recorded by name only, and the daemon socket is withheld
 //! even when passthrough tries to re-admit it.
 
-use magus_sandbox::__private::policy::{ChildEnv, DaemonSocket, EnvPattern};
+use crate::policy::{ChildEnv, DaemonSocket, EnvPattern};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 

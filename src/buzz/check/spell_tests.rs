@@ -5,12 +5,12 @@
 //! (`tests/buzz/pass`, `spells/`); and the rendering of five
 //! representative errors, pinned as snapshots.
 
-use magus_sandbox::__private::bindings::{self, Session};
-use magus_sandbox::__private::buzz::{self, Interpreter};
-use magus_sandbox::__private::diag::{render, Diagnostic, MessageFormat, Severity};
-use magus_sandbox::__private::enforce::gate::Gate;
-use magus_sandbox::__private::enforce::Domain;
-use magus_sandbox::__private::policy::{self, StartupInput, WorkspaceArg};
+use crate::bindings::{self, Session};
+use crate::buzz::{self, Interpreter};
+use crate::diag::{render, Diagnostic, MessageFormat, Severity};
+use crate::enforce::gate::Gate;
+use crate::enforce::Domain;
+use crate::policy::{self, StartupInput, WorkspaceArg};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -38,7 +38,7 @@ impl Workspace {
         .expect("policy resolves");
         let gate = Gate::new(Rc::new(startup.policy), dir.path().to_path_buf());
         #[cfg(kernel_layer)]
-        let domain = Domain::unconfined(magus_sandbox::__private::enforce::Unavailable::ForcedOff);
+        let domain = Domain::unconfined(crate::enforce::Unavailable::ForcedOff);
         #[cfg(not(kernel_layer))]
         let domain = Domain::interpreter_only();
         let sink: bindings::DiagnosticSink = Rc::new(|_| {});

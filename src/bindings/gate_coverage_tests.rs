@@ -9,14 +9,13 @@
 //! The session is built as `magus run` builds it, minus Landlock (which
 //! would confine the test runner), so what is tested is the gate alone.
 
-#[path = "scratch/mod.rs"]
-mod scratch;
+use crate::scratch;
 
-use magus_sandbox::__private::bindings::{self, Session};
-use magus_sandbox::__private::buzz::{self, Interpreter};
-use magus_sandbox::__private::enforce::gate::Gate;
-use magus_sandbox::__private::enforce::Domain;
-use magus_sandbox::__private::policy::{self, SandboxState, StartupInput, WorkspaceArg};
+use crate::bindings::{self, Session};
+use crate::buzz::{self, Interpreter};
+use crate::enforce::gate::Gate;
+use crate::enforce::Domain;
+use crate::policy::{self, SandboxState, StartupInput, WorkspaceArg};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -238,8 +237,7 @@ impl Fixture {
         let gate = Gate::new(Rc::new(startup.policy), self.ws.clone());
         let sink: bindings::DiagnosticSink = Rc::new(|_| {});
         #[cfg(kernel_layer)]
-        let domain =
-            Domain::unconfined(magus_sandbox::__private::enforce::landlock::Unavailable::ForcedOff);
+        let domain = Domain::unconfined(crate::enforce::landlock::Unavailable::ForcedOff);
         #[cfg(not(kernel_layer))]
         let domain = Domain::interpreter_only();
         Rc::new(Session::new(gate, domain, env, Vec::new(), sink))

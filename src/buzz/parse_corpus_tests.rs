@@ -1,5 +1,5 @@
 //! Replays the parser fuzz corpus (`fuzz/corpus/parse/`) through
-//! `magus_sandbox::__private::buzz::parse`: every input must give `Ok` or `Err`, never
+//! `crate::buzz::parse`: every input must give `Ok` or `Err`, never
 //! a panic. Runs on the default test thread stack (2 MiB), which is smaller
 //! than the main thread the parser is meant for.
 
@@ -13,9 +13,7 @@ fn every_corpus_file_parses_or_errors_without_panicking() {
         let path = entry.unwrap().path();
         let bytes = std::fs::read(&path).unwrap();
         let source = String::from_utf8_lossy(&bytes);
-        let result = std::panic::catch_unwind(|| {
-            magus_sandbox::__private::buzz::parse(&path, &source).map(drop)
-        });
+        let result = std::panic::catch_unwind(|| crate::buzz::parse(&path, &source).map(drop));
         assert!(result.is_ok(), "parser panicked on {}", path.display());
         count += 1;
     }
@@ -25,12 +23,12 @@ fn every_corpus_file_parses_or_errors_without_panicking() {
 #[test]
 fn oversized_sources_are_refused() {
     let source = format!("final s = \"{}\";", "x".repeat(16 << 20));
-    let err = magus_sandbox::__private::buzz::parse(Path::new("big.buzz"), &source).unwrap_err();
+    let err = crate::buzz::parse(Path::new("big.buzz"), &source).unwrap_err();
     assert!(err.message().contains("limit"), "{err}");
 }
 
 #[test]
 fn a_ten_megabyte_string_literal_parses() {
     let source = format!("final s = \"{}\";", "x".repeat(10 << 20));
-    assert!(magus_sandbox::__private::buzz::parse(Path::new("big.buzz"), &source).is_ok());
+    assert!(crate::buzz::parse(Path::new("big.buzz"), &source).is_ok());
 }

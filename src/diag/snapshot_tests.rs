@@ -3,19 +3,16 @@
 //! of the same diagnostics checked for the documented fields. Temporary
 //! paths are replaced by `[TMP]` so the snapshots are the same everywhere.
 
-#[path = "scratch/mod.rs"]
-mod scratch;
+use crate::scratch;
 
-use magus_sandbox::__private::diag::{
-    render, Code, Diagnostic, Location, MessageFormat, SourceKind,
-};
-use magus_sandbox::__private::enforce::gate::{Denial, DenialReason, FsOp};
-use magus_sandbox::__private::enforce::landlock::{LandlockStatus, Unavailable, Unenforced};
-use magus_sandbox::__private::enforce::network::{Listen, NetnsUnavailable, NetworkPlan};
-use magus_sandbox::__private::policy::config::parse_config;
-use magus_sandbox::__private::policy::lock::{verify, Lock, LockState, Mismatch, Undeclared};
-use magus_sandbox::__private::policy::shims::find_shims;
-use magus_sandbox::__private::policy::{
+use crate::diag::{render, Code, Diagnostic, Location, MessageFormat, SourceKind};
+use crate::enforce::gate::{Denial, DenialReason, FsOp};
+use crate::enforce::landlock::{LandlockStatus, Unavailable, Unenforced};
+use crate::enforce::network::{Listen, NetnsUnavailable, NetworkPlan};
+use crate::policy::config::parse_config;
+use crate::policy::lock::{verify, Lock, LockState, Mismatch, Undeclared};
+use crate::policy::shims::find_shims;
+use crate::policy::{
     self, Access, CanonicalPolicy, ChildEnv, Network, Policy, SandboxState, StartupInput,
     StateSource, WorkspaceArg,
 };
@@ -130,7 +127,7 @@ fn mgs2007(scene: &Scene) -> Diagnostic {
 }
 
 fn mgs2011(scene: &Scene) -> Diagnostic {
-    use magus_sandbox::__private::enforce::proxy::{Event, RefusalReason};
+    use crate::enforce::proxy::{Event, RefusalReason};
     let event = Event::Refused {
         host: "exfil.example".into(),
         port: 443,
@@ -138,12 +135,12 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
         via: "http".into(),
     };
     let at = scene.spell_at(7, 5);
-    let site = magus_sandbox::__private::buzz::CallSite {
+    let site = crate::buzz::CallSite {
         file: at.file,
         line: at.line,
         column: at.column,
     };
-    magus_sandbox::__private::bindings::egress::refusal_diagnostic(&event, Some(&site)).unwrap()
+    crate::bindings::egress::refusal_diagnostic(&event, Some(&site)).unwrap()
 }
 
 fn child_env_notes() -> Vec<Diagnostic> {
@@ -236,8 +233,7 @@ fn mgs2012_deny_by_seccomp() -> Diagnostic {
         abi: 7,
         unenforced: Vec::new(),
     };
-    magus_sandbox::__private::cli::network_fallback(plan, &landlock)
-        .expect("a fallback is reported")
+    crate::cli::network_fallback(plan, &landlock).expect("a fallback is reported")
 }
 
 fn mgs2012_ports_unenforced() -> Diagnostic {
@@ -248,7 +244,7 @@ fn mgs2012_ports_unenforced() -> Diagnostic {
         abi: 3,
         unenforced: vec![Unenforced::Network { since_abi: 4 }],
     };
-    magus_sandbox::__private::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
+    crate::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
 }
 
 /// Every snapshot: `(name, diagnostic)`.
@@ -264,7 +260,7 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2004_skipped", mgs2004(scene)),
         (
             "mgs2005_landlock",
-            magus_sandbox::__private::cli::landlock_unavailable(Unavailable::ForcedOff),
+            crate::cli::landlock_unavailable(Unavailable::ForcedOff),
         ),
         ("mgs2006_shim", mgs2006()),
         ("mgs2007_exec", mgs2007(scene)),

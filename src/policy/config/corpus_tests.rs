@@ -5,8 +5,8 @@
 //! the message on its second. `MAGUS_BLESS_CORPUS=1` writes missing
 //! `.expected` files from the current output (review them before committing).
 
-use magus_sandbox::__private::diag::{render, MessageFormat};
-use magus_sandbox::__private::policy::config::{load_config, ConfigError};
+use crate::diag::{render, MessageFormat};
+use crate::policy::config::{load_config, ConfigError};
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<PathBuf> {

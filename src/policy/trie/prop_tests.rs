@@ -4,7 +4,7 @@
 //! random spelled paths (`..`, `.`, `//`, trailing `/`, relative), which
 //! reach the trie normalised, as they do from the gate.
 
-use magus_sandbox::__private::policy::{
+use crate::policy::{
     normalize, reference, Access, Grant, GrantSource, Mode, Network, NormalPath, Policy,
     SandboxState,
 };
