@@ -83,8 +83,8 @@ mod scratch;
 
 pub use buzz::{BuzzError, Interpreter, NativeModule, Program};
 pub use diag::{Code, Diagnostic, Location, MessageFormat, Severity, SourceKind};
-pub use enforce::gate::Gate;
-pub use policy::Policy;
+pub use enforce::gate::{Gate, GateError, WriteMode};
+pub use policy::{Access, Decision, Grant, Mode, NormalPath, Policy, SandboxState};
 pub use sandbox::{
     CompatLevel, InstallError, Installed, LoadError, Runtime, Sandbox, Spell, SpellError,
 };

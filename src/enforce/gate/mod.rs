@@ -77,7 +77,7 @@ impl Gate {
 
     /// This gate, looking programs up as the user's `PATH` named them
     /// before the jail hid the ungranted directories.
-    pub fn with_hidden_programs(mut self, hidden: HiddenPrograms) -> Gate {
+    pub(crate) fn with_hidden_programs(mut self, hidden: HiddenPrograms) -> Gate {
         self.hidden = hidden;
         self
     }
