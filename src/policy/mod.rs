@@ -127,7 +127,7 @@ impl Policy {
     /// This policy, recording `declared` as the `sandbox:` section it came
     /// from and `source` as what decided its state. Neither changes what is
     /// granted, so the trie and the grants still agree.
-    #[cfg(test)]
+    #[cfg(all(test, kernel_layer))] // the diagnostic snapshots'
     pub(crate) fn declaring(
         mut self,
         declared: Option<CanonicalPolicy>,
