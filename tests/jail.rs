@@ -984,6 +984,48 @@ fn a_root_child_cannot_make_set_uid_or_file_capability_programs() {
     }
 }
 
+/// `openat2` carries its mode in memory, where seccomp cannot read it, so
+/// it was the one way left for a child to create a set-uid file (which
+/// runs as its owner when started later, outside the sandbox). Children
+/// get `ENOSYS` for it; magus's own gate keeps it.
+#[test]
+fn a_child_cannot_create_a_set_uid_file_with_openat2() {
+    let script = r#"python3 - <<'EOF'
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+for name, bits in (("o2-suid", 0o4755), ("o2-sgid", 0o2755)):
+    how = ctypes.create_string_buffer(struct.pack("QQQ", os.O_CREAT | os.O_WRONLY, bits, 0))
+    fd = libc.syscall(ctypes.c_long(437), ctypes.c_long(-100), name.encode(), how, ctypes.c_long(24))
+    if fd >= 0:
+        os.close(fd)
+        if os.stat(name).st_mode & bits & 0o6000:
+            print("MADE-" + name)
+    else:
+        print(name, "refused, errno", ctypes.get_errno())
+EOF
+echo plain-write > o2-plain && cat o2-plain"#;
+    for user in users() {
+        let jail = Jail::new(user);
+        let control = jail.shell(Sandbox::Off, script);
+        for file in ["o2-suid", "o2-sgid", "o2-plain"] {
+            let _ = std::fs::remove_file(jail.h.ws_path(file));
+        }
+        let jailed = jail.shell(Sandbox::On, script);
+        assert_attack(
+            user,
+            &control,
+            &jailed,
+            &["MADE-o2-suid", "MADE-o2-sgid"],
+            "",
+        );
+        let refused = format!("o2-suid refused, errno {}", libc::ENOSYS);
+        assert!(jailed.stdout.contains(&refused), "{}", jailed.dump());
+        // Ordinary opens still work: programs fall back to `openat`.
+        assert!(jailed.stdout.contains("plain-write"), "{}", jailed.dump());
+        assert!(!jail.h.ws_path("o2-suid").exists(), "{}", jailed.dump());
+    }
+}
+
 /// Mount points and options (`ro`/`rw`) from a mountinfo dump in stdout.
 fn mount_options(out: &RunOutput) -> Vec<(String, bool)> {
     out.stdout

@@ -5,9 +5,11 @@
 //! read the memory of magus (Landlock's ptrace scoping). The launch is a
 //! vfork-style clone (`vfork`) prepared entirely in the parent (`prepare`).
 //!
-//! The other protections are process-wide and inherited, not per child:
-//! the syscall guard ([`super::seccomp`]) is installed on magus at startup
-//! and survives every clone and exec, and the private PID namespace
+//! It also adds the guard's children-only rule (`openat2` fails with
+//! `ENOSYS`, see [`super::seccomp`]). The other protections are
+//! process-wide and inherited, not per child: the syscall guard is
+//! installed on magus at startup and survives every clone and exec, and
+//! the private PID namespace
 //! ([`super::jail`]) is entered before Landlock because a landlocked
 //! process may not mount a `/proc`.
 

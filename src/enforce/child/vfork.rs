@@ -196,6 +196,9 @@ fn setup_and_exec(args: &ChildArgs) -> c_int {
     if let Err(errno) = restrict(args.restriction) {
         return errno;
     }
+    if let Err(errno) = crate::enforce::seccomp::apply_to_child() {
+        return errno;
+    }
     // `sandbox.limits.memory` for this child and all it starts.
     crate::enforce::limits::apply_to_child();
     // std starts children with an empty mask; the inherited one is all-blocked.

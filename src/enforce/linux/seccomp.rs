@@ -22,12 +22,16 @@
 //!   kernel compiles at every start-up. See [`enosys_program`].
 //! - the network rules of `network: deny` and of port lists, which
 //!   `super::network` owns.
+//! - for children only, `openat2` fails with `ENOSYS` (see
+//!   [`children_program`]): its mode is out of seccomp's sight, so it is the
+//!   one way left to create a set-uid file. Magus keeps it for the gate.
 //!
 //! Built with `seccompiler` before any fork; installing it allocates
 //! nothing. Every other syscall is allowed.
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::OnceLock;
 
 use seccompiler::{
     sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
@@ -78,7 +82,12 @@ pub enum GuardMode {
 pub struct SyscallGuard {
     program: BpfProgram,
     enosys: BpfProgram,
+    for_children: BpfProgram,
 }
+
+/// The children's addition, set once the guard is in force on magus; a
+/// child applies it between clone and exec ([`apply_to_child`]).
+static FOR_CHILDREN: OnceLock<BpfProgram> = OnceLock::new();
 
 impl SyscallGuard {
     /// Compiles the filter for the running architecture: the guard's own
@@ -96,6 +105,7 @@ impl SyscallGuard {
         Ok(SyscallGuard {
             program,
             enosys: enosys_program(),
+            for_children: children_program()?,
         })
     }
 
@@ -103,10 +113,13 @@ impl SyscallGuard {
     /// `fork`, `clone` and `execve` and cannot be removed. Sets
     /// `no_new_privs` first, as seccomp requires. Allocates nothing, so it
     /// may run between `fork` and `exec`.
+    /// Children started after this add [`children_program`] on top.
     pub fn install_on_self(&self) -> Result<SyscallGuardStatus, EnforceError> {
         self.install_raw()
-            .map(|()| SyscallGuardStatus::Installed)
-            .map_err(|source| EnforceError::SeccompInstall { source })
+            .map_err(|source| EnforceError::SeccompInstall { source })?;
+        // A second install (never made) would keep the first program: the same.
+        let _ = FOR_CHILDREN.set(self.for_children.clone());
+        Ok(SyscallGuardStatus::Installed)
     }
 
     /// [`Self::install_on_self`] with a plain `io::Error`, for `pre_exec`.
@@ -187,7 +200,8 @@ const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
 
 /// No set-uid or set-gid file from a child (Flatpak-style): `chmod` with
 /// either bit, and creating a file with one (`open`/`creat`/`mknod`).
-/// `openat2` passes its mode in memory and is not covered (README).
+/// `openat2` passes its mode in memory: children cannot call it at all
+/// ([`children_program`]).
 fn set_id_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     let mut rules = BTreeMap::new();
     for (nr, mode_arg, create_flag_arg) in set_id_calls() {
@@ -303,6 +317,29 @@ fn enosys_program() -> BpfProgram {
         stmt(libc::BPF_RET | libc::BPF_K, refuse),
     ]);
     program
+}
+
+/// What each child adds to the guard: `openat2` fails with `ENOSYS`, as on
+/// a kernel older than 5.6, so libc and programs fall back to `openat`,
+/// whose mode the guard reads ([`set_id_rules`]). Magus itself keeps
+/// `openat2`, which its gate needs for `RESOLVE_BENEATH` and only ever
+/// calls with a fixed mode.
+fn children_program() -> Result<BpfProgram, EnforceError> {
+    compile(
+        BTreeMap::from([(libc::SYS_openat2, Vec::new())]),
+        libc::ENOSYS,
+    )
+}
+
+/// Adds the children's program to the calling process, once the guard is in
+/// force on magus (nothing otherwise). For the child between clone and
+/// exec: it reads a value set before any child existed and allocates
+/// nothing. Returns the errno of a refused install.
+pub(crate) fn apply_to_child() -> Result<(), libc::c_int> {
+    match FOR_CHILDREN.get() {
+        Some(program) => apply(program).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL)),
+        None => Ok(()),
+    }
 }
 
 /// Without the jail's IPC namespace, System V IPC is the user's session's.
