@@ -15,7 +15,7 @@ pub fn module(session: &Rc<Session>) -> NativeModule {
         // The string is made from the gate's read buffer: one UTF-8 pass
         // and one allocation, no owned copy of the file in between.
         let text = s.gate().read_with(call.arg_str(0)?, |bytes| {
-            Value::str(String::from_utf8_lossy(bytes).as_ref())
+            Value::str(super::text_of(bytes).as_ref())
         });
         s.check(text)
     });
