@@ -396,6 +396,51 @@ mod tests {
         assert_eq!(location.line, 2, "{error}");
     }
 
+    /// `check` finds what `magus check` finds, in the spell and in what it
+    /// imports, and nothing in a clean spell.
+    #[test]
+    fn check_returns_the_spells_findings_and_nothing_when_clean() {
+        let dir = workspace("sandbox:\n  enabled: true\n");
+        let spells = dir.path().join("spells");
+        std::fs::write(spells.join("clean.buzz"), "fun main() > void {}\n").expect("clean");
+        std::fs::write(
+            spells.join("typo.buzz"),
+            "fun main() > void {\n    final x = 1;\n    y;\n}\n",
+        )
+        .expect("typo");
+        std::fs::create_dir(spells.join("lib")).expect("spells/lib");
+        std::fs::write(
+            spells.join("lib/bad.buzz"),
+            "export fun f() > int {\n    return z;\n}\n",
+        )
+        .expect("lib/bad");
+        std::fs::write(
+            spells.join("imports.buzz"),
+            "import \"lib/bad\";\nfun main() > void {}\n",
+        )
+        .expect("imports");
+        let sandbox = load(dir.path()).expect("a policy");
+        let check = |name: &str| sandbox.check(&sandbox.spell(name).expect(name));
+        assert_eq!(check("clean"), Vec::new());
+        let typo = check("typo");
+        let codes: Vec<_> = typo
+            .iter()
+            .map(|d| (d.code, d.location.as_ref().map(|l| l.line)))
+            .collect();
+        assert!(
+            codes.contains(&(Some(crate::diag::Code::Mgs1001), Some(3))),
+            "{typo:?}"
+        );
+        let imported = check("imports");
+        let in_lib = imported.iter().any(|d| {
+            d.code == Some(crate::diag::Code::Mgs1001)
+                && d.location
+                    .as_ref()
+                    .is_some_and(|l| l.file.ends_with("lib/bad.buzz") && l.line == 2)
+        });
+        assert!(in_lib, "{imported:?}");
+    }
+
     #[test]
     fn a_loaded_sandbox_reads_its_policy_and_spells() {
         let dir = workspace("sandbox:\n  enabled: true\n");
