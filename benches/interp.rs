@@ -1,57 +1,22 @@
 //! The tree-walking interpreter's own speed on three small programs: integer
 //! arithmetic in a `while` loop, method calls on an object, and building a
 //! string from many pieces. They guard against the language growing slower
-//! as it grows larger (issue 13: record before and after).
+//! as it grows larger (issue 13: record before and after). The programs
+//! live in `benches/programs/`, beside the Python equivalents that
+//! `benches/compare.py` times them against (issue 14).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use magus_sandbox::__private::buzz::{self, Interpreter};
 use std::path::Path;
 
 /// 1,000,000 integer additions in a `while` loop.
-const ADDITIONS: &str = r#"
-fun main(args: [str]) > void {
-    var i = 0;
-    var sum = 0;
-    while (i < 1000000) {
-        sum = sum + i;
-        i = i + 1;
-    }
-}
-"#;
+const ADDITIONS: &str = include_str!("programs/while_additions.buzz");
 
 /// 100,000 method calls on one object.
-const METHOD_CALLS: &str = r#"
-object Counter {
-    count: int = 0,
-
-    fun bump(by: int) > int {
-        this.count = this.count + by;
-        return this.count;
-    }
-}
-
-fun main(args: [str]) > void {
-    final counter = Counter{ count = 0 };
-    var i = 0;
-    while (i < 100000) {
-        counter.bump(1);
-        i = i + 1;
-    }
-}
-"#;
+const METHOD_CALLS: &str = include_str!("programs/method_calls.buzz");
 
 /// 100,000 string pieces appended to a list, then joined.
-const STRING_JOIN: &str = r#"
-fun main(args: [str]) > void {
-    final pieces = mut [<str>];
-    var i = 0;
-    while (i < 100000) {
-        pieces.append("piece");
-        i = i + 1;
-    }
-    final text = pieces.join(",");
-}
-"#;
+const STRING_JOIN: &str = include_str!("programs/string_join.buzz");
 
 fn run(source: &str) {
     let file = Path::new("bench.buzz");

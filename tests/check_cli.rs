@@ -115,8 +115,9 @@ fn every_checker_code_has_an_explain_page() {
     let h = Harness::new();
     for code in [
         "MGS1001", "MGS1002", "MGS1003", "MGS1004", "MGS1005", "MGS1006", "MGS1007", "MGS1008",
-        "MGS1009", "MGS1010", "MGS1011", "MGS1012", "MGS1013", "MGS1014", "MGS1015", "MGS1020",
-        "MGS1021", "MGS1022",
+        "MGS1009", "MGS1010", "MGS1011", "MGS1012", "MGS1013", "MGS1014", "MGS1015", "MGS1016",
+        "MGS1017", "MGS1018", "MGS1019", "MGS1020", "MGS1021", "MGS1022", "MGS1023", "MGS1024",
+        "MGS1025", "MGS1026",
     ] {
         let out = magus(&h, &["explain", code]);
         assert_eq!(out.status, Some(0), "{code}: {}", out.dump());

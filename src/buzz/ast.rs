@@ -21,6 +21,19 @@ pub struct Program {
     pub namespace: Vec<Rc<str>>,
     /// Names declared with `export`, visible to an importing spell.
     pub exports: Vec<Rc<str>>,
+    /// Each `protocol` the file declares, with its method names (the
+    /// checker holds conforming objects to them).
+    pub protocols: Vec<Rc<ProtocolDecl>>,
+}
+
+/// `protocol P { fun m() > T; … }`: the methods an object declared
+/// `object<P>` promises to have.
+#[derive(Debug)]
+pub struct ProtocolDecl {
+    /// Its name.
+    pub name: Rc<str>,
+    /// The names of its methods, in order.
+    pub methods: Vec<Rc<str>>,
 }
 
 impl Program {
@@ -186,12 +199,18 @@ pub struct FunDecl {
     pub is_static: bool,
     /// The file the function was written in, for runtime error locations.
     pub file: Rc<Path>,
+    /// `*> T`: the type of the values it yields when run as a fiber.
+    pub yields: Option<Type>,
+    /// `mut fun`: a method that changes its object (needs a `mut` instance).
+    pub is_mut: bool,
 }
 
 #[derive(Debug)]
 pub struct FieldDecl {
     pub name: Rc<str>,
     pub is_static: bool,
+    /// `final name: T`: set once, when the object is made.
+    pub is_final: bool,
     pub ty: Type,
     pub default: Option<Expr>,
     pub pos: Pos,

@@ -108,11 +108,15 @@ impl BuzzError {
 
     /// The code of a run-time error the checker cannot rule out: an index
     /// out of range (MGS1020), `!` of null (MGS1021), integer overflow or
-    /// division by zero (MGS1022). Read from the interpreter's own
-    /// messages (`methods.rs`, `interp.rs`), pinned by the tests below.
+    /// division by zero (MGS1022), an error the spell threw and nothing
+    /// caught (MGS1024; a failed cast carries MGS1023 itself). Read from
+    /// the interpreter's own messages (`methods.rs`, `interp.rs`), pinned
+    /// by the tests below.
     fn runtime_code(&self) -> Option<Code> {
-        let BuzzError::Runtime { message, .. } = self else {
-            return None;
+        let message = match self {
+            BuzzError::Runtime { message, .. } => message,
+            BuzzError::Uncaught { .. } => return Some(Code::Mgs1024),
+            _ => return None,
         };
         if message.contains(" out of range for ") {
             Some(Code::Mgs1020)
@@ -174,7 +178,11 @@ mod tests {
                 "    final zero = 0;\n    _ = 1 / zero;",
                 Some(Code::Mgs1022),
             ),
-            ("    throw \"plain\";", None),
+            ("    throw \"plain\";", Some(Code::Mgs1024)),
+            (
+                "    final v: any = 1;\n    _ = v as str;",
+                Some(Code::Mgs1023),
+            ),
         ] {
             assert_eq!(code_of(&main(body)), code, "{body}");
         }

@@ -328,7 +328,7 @@ impl Interpreter {
 
     pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
-            value: t.value.to_string(),
+            value: super::lang::thrown_text(&t.value),
             site: self.site(t.pos),
             diagnostic: t.diagnostic,
         }

@@ -124,10 +124,14 @@ impl Interpreter {
             v.type_name(),
             super::interp::type_label(ty)
         );
+        // Said as MGS1023 if nothing catches it; a `catch` sees the text.
+        let diagnostic = crate::diag::Diagnostic::error(format!("uncaught error: {message}"))
+            .with_code(crate::diag::Code::Mgs1023)
+            .with_label("thrown here");
         Err(Flow::Throw(Box::new(Thrown {
             value: Value::str(message),
             pos,
-            diagnostic: None,
+            diagnostic: Some(Box::new(diagnostic)),
         })))
     }
 
@@ -264,4 +268,18 @@ pub(super) fn type_of(v: &Value) -> Type {
         other => other.type_name(),
     };
     Type::Named(Rc::from(name))
+}
+
+/// How an uncaught error is shown: the `message` of an object the spell
+/// threw (as upstream prints `throw .{ message = "…" }`), else the value
+/// as `toString` shows it (native error records, such as a sandbox
+/// denial, keep their whole text, code included).
+pub(super) fn thrown_text(value: &Value) -> String {
+    if let Value::Object(instance) = value {
+        let spells_own = instance.class.decl.is_some() || &*instance.class.name == "obj";
+        if let (true, Some(Value::Str(message))) = (spells_own, instance.get("message")) {
+            return message.to_string();
+        }
+    }
+    value.to_string()
 }

@@ -221,6 +221,14 @@ impl Lexer {
             }
             let test_name = c == '"'
                 && matches!(out.last(), Some(Token { tok: Tok::Ident(w), .. }) if &**w == "test");
+            let after_dot = matches!(
+                out.last(),
+                Some(Token {
+                    tok: Tok::Sym("."),
+                    ..
+                })
+            );
+            let start = self.at;
             let tok = if test_name {
                 // A test's name is its text as written (upstream names tests
                 // like "std\parseInt"), not a string with escapes.
@@ -228,12 +236,27 @@ impl Lexer {
             } else {
                 self.token(c)?
             };
+            if after_dot && matches!(tok, Tok::Int(_)) {
+                self.tuple_index(start, pos)?;
+            }
             match tok {
                 Tok::Sym("{") => braces += 1,
                 Tok::Sym("}") => braces = braces.saturating_sub(1),
                 _ => {}
             }
             out.push(Token { tok, pos });
+        }
+    }
+
+    /// `tuple.N`: upstream takes only a plain `0`, `1`, `2` or `3` there
+    /// (not `0x1`, `0b1`, `1_0` or `4`).
+    fn tuple_index(&self, start: usize, pos: Pos) -> Result<(), LexError> {
+        match &self.chars[start..self.at] {
+            ['0'..='3'] => Ok(()),
+            _ => self.error(
+                pos,
+                "tuple property shorthand only accepts indexes 0, 1, 2 or 3",
+            ),
         }
     }
 
@@ -331,11 +354,11 @@ impl Lexer {
             if radix != 10 {
                 self.bump();
                 self.bump();
-                let digits = self.digits(|c| c.is_digit(radix));
+                let digits = self.digits(|c| c.is_digit(radix))?;
                 return parse_int(&digits, radix, pos);
             }
         }
-        let mut text = self.digits(|c| c.is_ascii_digit());
+        let mut text = self.digits(|c| c.is_ascii_digit())?;
         let fraction =
             self.peek() == Some('.') && self.peek_at(1).is_some_and(|c| c.is_ascii_digit());
         if !fraction {
@@ -343,25 +366,33 @@ impl Lexer {
         }
         self.bump();
         text.push('.');
-        text.push_str(&self.digits(|c| c.is_ascii_digit()));
+        text.push_str(&self.digits(|c| c.is_ascii_digit())?);
         match text.parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(Tok::Double(v)),
             _ => self.error(pos, "double literal out of range"),
         }
     }
 
-    /// Digits accepted by `ok`, with `_` separators dropped.
-    fn digits(&mut self, ok: impl Fn(char) -> bool) -> String {
+    /// Digits accepted by `ok`, with `_` separators dropped. A separator
+    /// stands between two digits (`1_000`), as upstream requires.
+    fn digits(&mut self, ok: impl Fn(char) -> bool) -> Result<String, LexError> {
         let mut text = String::new();
+        let mut after_digit = false;
         while let Some(c) = self.peek() {
             if ok(c) {
                 text.push(c);
-            } else if c != '_' {
+                after_digit = true;
+            } else if c == '_' {
+                if !after_digit || !self.peek_at(1).is_some_and(&ok) {
+                    return self.error(self.pos, "`_` must be between digits");
+                }
+                after_digit = false;
+            } else {
                 break;
             }
             self.bump();
         }
-        text
+        Ok(text)
     }
 
     fn char_literal(&mut self) -> Result<Tok, LexError> {
@@ -519,7 +550,7 @@ impl Lexer {
         if self.bump() != Some('{') {
             return self.error(pos, "expected `{` after `\\u`");
         }
-        let digits = self.digits(|c| c.is_ascii_hexdigit());
+        let digits = self.digits(|c| c.is_ascii_hexdigit())?;
         if self.bump() != Some('}') || digits.is_empty() || digits.len() > 6 {
             return self.error(pos, "malformed unicode escape, expected `\\u{HEX}`");
         }

@@ -68,7 +68,7 @@ fn int_op(op: BinOp, x: i64, y: i64) -> Plain {
         BinOp::Mul => x.checked_mul(y),
         BinOp::Div | BinOp::Rem if y == 0 => return Err("division by zero".into()),
         BinOp::Div => x.checked_div(y),
-        BinOp::Rem => x.checked_rem(y),
+        BinOp::Rem => x.checked_rem(y).map(|r| floored(r, y)),
         BinOp::BitAnd => Some(x & y),
         BinOp::BitOr => Some(x | y),
         BinOp::BitXor => Some(x ^ y),
@@ -85,9 +85,24 @@ fn double_op(op: BinOp, x: f64, y: f64) -> Plain {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
-        BinOp::Rem => x % y,
+        BinOp::Rem => floored(x % y, y),
         _ => return Err(format!("cannot apply `{}` to double", op.symbol())),
     }))
+}
+
+/// `%` is upstream's `@mod`: the remainder of floored division, which
+/// takes the divisor's sign (`-7 % 3` is 2, as in Python), where Rust's
+/// `%` truncates and keeps the dividend's (-1).
+fn floored<T>(rem: T, divisor: T) -> T
+where
+    T: Copy + PartialOrd + Default + std::ops::Add<Output = T>,
+{
+    let zero = T::default();
+    if rem != zero && (rem < zero) != (divisor < zero) {
+        rem + divisor
+    } else {
+        rem
+    }
 }
 
 fn concat_str(x: &str, y: &str) -> Plain {
@@ -702,7 +717,9 @@ mod tests {
             (BinOp::Div, i64::MIN, -1, Err("integer overflow")),
             (BinOp::Shl, 1, 64, Err("integer overflow")),
             (BinOp::Mul, 6, 7, Ok(42)),
-            (BinOp::Rem, -7, 3, Ok(-1)),
+            (BinOp::Rem, -7, 3, Ok(2)),
+            (BinOp::Rem, 7, -3, Ok(-2)),
+            (BinOp::Rem, -6, 3, Ok(0)),
         ];
         for (op, a, b, want) in cases {
             let got = binary(op, &Value::Int(a), &Value::Int(b));
@@ -711,6 +728,22 @@ mod tests {
                 (Err(w), Err(m)) => assert!(m.contains(w), "{m}"),
                 (w, g) => panic!("{a} {op:?} {b}: want {w:?}, got {g:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn double_remainder_takes_the_divisor_sign() {
+        for (a, b, want) in [
+            (-7.5, 2.0, 0.5),
+            (7.5, -2.0, -0.5),
+            (7.5, 2.0, 1.5),
+            (-4.0, 2.0, 0.0),
+        ] {
+            let got = binary(BinOp::Rem, &Value::Double(a), &Value::Double(b)).unwrap();
+            assert!(
+                matches!(got, Value::Double(d) if d == want),
+                "{a} % {b}: {got:?}"
+            );
         }
     }
 

@@ -34,6 +34,7 @@ pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
         file: Rc::from(file),
         namespace: Vec::new(),
         exports: Vec::new(),
+        protocols: Vec::new(),
     };
     let mut statements = Vec::new();
     while !parser.check(&Tok::Eof) {
@@ -44,6 +45,7 @@ pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
         statements,
         namespace: parser.namespace,
         exports: parser.exports,
+        protocols: parser.protocols,
     })
 }
 
@@ -54,6 +56,26 @@ struct Parser<'t> {
     file: Rc<Path>,
     namespace: Vec<Rc<str>>,
     exports: Vec<Rc<str>>,
+    protocols: Vec<Rc<ProtocolDecl>>,
+}
+
+/// Most places a tuple `.{ a, b }` has (upstream's limit).
+const MAX_TUPLE: i64 = 4;
+
+/// An anonymous object is either a tuple or named fields, not both, and a
+/// tuple has at most [`MAX_TUPLE`] places.
+fn tuple_rules(named: bool, positional: usize, pos: Pos) -> PResult<()> {
+    let message = if named && positional > 0 {
+        "can't mix tuple notation and named fields in an anonymous object"
+    } else if positional as i64 > MAX_TUPLE {
+        "tuples can't have more than 4 elements"
+    } else {
+        return Ok(());
+    };
+    Err(ParseError {
+        pos,
+        message: message.into(),
+    })
 }
 
 /// What magus deliberately leaves out of Buzz (DESIGN §10), by the
@@ -481,29 +503,50 @@ impl<'t> Parser<'t> {
         self.advance();
         let name = self.ident("after `protocol`")?;
         self.expect("{", "to open the protocol body")?;
+        let mut methods = Vec::new();
         while !self.is("}") && !self.check(&Tok::Eof) {
             self.eat("mut");
             self.expect("fun", "in a protocol (it holds method signatures)")?;
-            self.ident("for the method name")?;
+            methods.push(self.ident("for the method name")?);
             self.expect("(", "to open the parameter list")?;
             self.params()?;
             self.signature_rest()?;
             self.expect(";", "after a protocol method signature")?;
         }
         self.expect("}", "to close the protocol body")?;
+        self.protocols.push(Rc::new(ProtocolDecl {
+            name: name.clone(),
+            methods,
+        }));
         Ok(StmtKind::Protocol(name))
     }
 
     /// `> R !> E, …` after a parameter list; the return type.
     fn signature_rest(&mut self) -> PResult<Type> {
+        Ok(self.signature_yields()?.0)
+    }
+
+    /// `> R *> Y !> E, …`: the return type and the yield type, if any.
+    fn signature_yields(&mut self) -> PResult<(Type, Option<Type>)> {
         let ret = if self.eat(">") {
+            // `fun f() > { … }`: the body where the result type should be
+            // (a map type `{K: V}` starts with a type, not a statement).
+            let statement =
+                |t: &Tok| matches!(t, Tok::Kw(k) if !matches!(*k, "fun" | "mut" | "void"));
+            if self.is("{")
+                && (statement(self.peek_at(1)) || matches!(self.peek_at(1), Tok::Sym("}")))
+            {
+                return self.expected("a type", "after `>` (the function's result type)");
+            }
             self.ty()?
         } else {
             Type::Void
         };
-        if self.eat("*>") {
-            self.ty()?;
-        }
+        let yields = if self.eat("*>") {
+            Some(self.ty()?)
+        } else {
+            None
+        };
         if self.eat("!>") {
             self.ty()?;
             // In a function type inside a parameter list, `, name:` is the
@@ -517,7 +560,7 @@ impl<'t> Parser<'t> {
                 self.ty()?;
             }
         }
-        Ok(ret)
+        Ok((ret, yields))
     }
 
     fn namespace(&mut self) -> PResult<StmtKind> {
@@ -600,15 +643,23 @@ impl<'t> Parser<'t> {
 
     /// After `fun`: `name(params) > R !> E { body }` or `=> expr`.
     fn function(&mut self, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
+        self.fun_decl(pos, is_static).map(Rc::new)
+    }
+
+    fn fun_decl(&mut self, pos: Pos, is_static: bool) -> PResult<FunDecl> {
         let name = self.ident("after `fun`")?;
         self.generics()?;
-        self.function_rest(name, pos, is_static)
+        self.function_body(name, pos, is_static)
     }
 
     fn function_rest(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
+        self.function_body(name, pos, is_static).map(Rc::new)
+    }
+
+    fn function_body(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<FunDecl> {
         self.expect("(", "to open the parameter list")?;
         let params = self.params()?;
-        let ret = self.signature_rest()?;
+        let (ret, yields) = self.signature_yields()?;
         let body = if self.is("=>") {
             let arrow = self.advance().pos;
             let value = self.expression()?;
@@ -619,7 +670,7 @@ impl<'t> Parser<'t> {
         } else {
             self.block("to open the function body")?
         };
-        Ok(Rc::new(FunDecl {
+        Ok(FunDecl {
             name,
             params,
             ret,
@@ -627,7 +678,9 @@ impl<'t> Parser<'t> {
             pos,
             is_static,
             file: self.file.clone(),
-        }))
+            yields,
+            is_mut: false,
+        })
     }
 
     fn params(&mut self) -> PResult<Vec<Param>> {
@@ -670,12 +723,15 @@ impl<'t> Parser<'t> {
         while !self.is("}") && !self.check(&Tok::Eof) {
             let member = self.pos();
             let is_static = self.eat("static");
-            self.eat("mut");
+            let is_mut = self.eat("mut");
             if self.eat("fun") {
-                methods.push(self.nested(|p| p.function(member, is_static))?);
+                let mut method = self.nested(|p| p.fun_decl(member, is_static))?;
+                method.is_mut = is_mut;
+                methods.push(Rc::new(method));
                 self.eat(";");
             } else {
-                fields.push(self.field(member, is_static)?);
+                let is_final = self.eat("final");
+                fields.push(self.field(member, is_static, is_final)?);
                 if !self.eat(",") {
                     self.eat(";");
                 }
@@ -692,7 +748,7 @@ impl<'t> Parser<'t> {
         }))
     }
 
-    fn field(&mut self, pos: Pos, is_static: bool) -> PResult<FieldDecl> {
+    fn field(&mut self, pos: Pos, is_static: bool, is_final: bool) -> PResult<FieldDecl> {
         let name = self.ident("for an object field or method")?;
         self.expect(":", "after the field name")?;
         let ty = self.ty()?;
@@ -704,6 +760,7 @@ impl<'t> Parser<'t> {
         Ok(FieldDecl {
             name,
             is_static,
+            is_final,
             ty,
             default,
             pos,
@@ -1016,7 +1073,7 @@ impl<'t> Parser<'t> {
             _ => return self.expected("a type", "here"),
         };
         let base = match base {
-            Type::List(_) | Type::Map(..) if mutable => Type::Mut(Box::new(base)),
+            Type::List(_) | Type::Map(..) | Type::Named(_) if mutable => Type::Mut(Box::new(base)),
             other => other,
         };
         if self.eat("?") {
@@ -1535,7 +1592,18 @@ impl<'t> Parser<'t> {
             return self.postfix_from(mutable, pos);
         }
         if self.is(".") || matches!(self.peek().tok, Tok::Ident(_)) {
-            return self.postfix();
+            // `mut Name{ … }`: kept, so the checker knows the instance may
+            // be changed (the run makes every instance the same way).
+            let pos = self.pos();
+            let value = self.postfix()?;
+            if !matches!(
+                value.kind,
+                ExprKind::Instance { .. } | ExprKind::InstanceOf { .. } | ExprKind::AnonObject(_)
+            ) {
+                return Ok(value);
+            }
+            let kind = ExprKind::Mutable(Box::new(value));
+            return Ok(Expr { kind, pos });
         }
         self.expected("a list, map or object literal", "after `mut`")
     }
@@ -1547,22 +1615,29 @@ impl<'t> Parser<'t> {
             return Ok(ExprKind::InferredCase(self.ident("after `.`")?));
         }
         let mut fields = Vec::new();
+        let (mut named_seen, mut positional) = (false, 0usize);
         while !self.is("}") {
             let named = matches!(self.peek().tok, Tok::Ident(_))
                 && matches!(self.peek_at(1), Tok::Sym("="));
             let bare = self.is("(");
+            let at = self.pos();
             let (name, value) = if named {
                 let name = self.ident("for a field")?;
                 self.advance();
+                named_seen = true;
                 (name, self.expression()?)
             } else {
                 let value = self.expression()?;
                 let name = match &value.kind {
                     ExprKind::Var(n) if !bare => n.clone(),
-                    _ => Rc::from(fields.len().to_string()),
+                    _ => {
+                        positional += 1;
+                        Rc::from(fields.len().to_string())
+                    }
                 };
                 (name, value)
             };
+            tuple_rules(named_seen, positional, at)?;
             fields.push((name, value));
             if !self.eat(",") {
                 break;
@@ -1711,6 +1786,7 @@ impl<'t> Parser<'t> {
             file: self.file.clone(),
             namespace: Vec::new(),
             exports: Vec::new(),
+            protocols: Vec::new(),
         };
         let expr = inner.expression()?;
         if !inner.check(&Tok::Eof) {

@@ -242,13 +242,15 @@ fn int_bytes<const N: usize>(c: &NativeCall<'_>) -> Result<[u8; N], Raise> {
         .ok_or_else(|| Raise::type_error(format!("Buffer: expected {N} bytes")))
 }
 
-/// `std.random(min: 0, max: …)`: not for secrets (a xorshift seeded from
-/// the clock), like upstream's.
+/// `std.random(min: 0, max: min + 1)`: a number in `[min, max]`, both ends
+/// included as upstream's; not for secrets (a xorshift seeded from the
+/// clock), like upstream's.
 fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     use std::cell::Cell;
     thread_local! {
         static STATE: Cell<u64> = Cell::new(seed());
     }
+    // As upstream: both ends included, `max` defaults to `min + 1`.
     let min = call
         .opt_param(0, "min")
         .and_then(Value::as_int)
@@ -256,7 +258,12 @@ fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     let max = call
         .opt_param(1, "max")
         .and_then(Value::as_int)
-        .unwrap_or(i64::MAX);
+        .unwrap_or(min.saturating_add(1));
+    if max < min {
+        return Err(Raise::new(format!(
+            "std.random: max ({max}) is below min ({min})"
+        )));
+    }
     let next = STATE.with(|s| {
         let mut x = s.get();
         x ^= x << 13;
@@ -265,8 +272,13 @@ fn random(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
         s.set(x);
         x
     });
-    let span = max.saturating_sub(min).max(1) as u64;
-    Ok(Value::Int(min.saturating_add((next % span) as i64)))
+    // The width of [min, max] as u64 (at most 2^64 - 1 values apart).
+    let width = max.wrapping_sub(min) as u64;
+    let offset = match width.checked_add(1) {
+        Some(span) => next % span,
+        None => next,
+    };
+    Ok(Value::Int(min.wrapping_add(offset as i64)))
 }
 
 fn seed() -> u64 {

@@ -1,5 +1,5 @@
 //! The stable diagnostic codes: the spell checker's and the interpreter's
-//! (MGS1001–MGS1015, MGS1020–MGS1022) and the sandbox's (MGS2001–MGS2008,
+//! (MGS1001–MGS1026) and the sandbox's (MGS2001–MGS2008,
 //! MGS2010–MGS2012).
 //!
 //! A code names one kind of event the user may need to act on; its page in
@@ -43,12 +43,28 @@ pub enum Code {
     Mgs1014,
     /// A local declared again inside a block where it is already visible.
     Mgs1015,
+    /// An object declared to conform to a protocol lacks one of its methods.
+    Mgs1016,
+    /// A `match` condition that repeats or overlaps an earlier one.
+    Mgs1017,
+    /// A default value (of a parameter or field) that is not constant.
+    Mgs1018,
+    /// `yield` outside a function, or a block expression inside `"{…}"`.
+    Mgs1019,
     /// At run time: a list, string or range index out of range.
     Mgs1020,
     /// At run time: `!` applied to a null value.
     Mgs1021,
     /// At run time: integer overflow or division by zero.
     Mgs1022,
+    /// At run time: an `as` / `as!` cast of a value of another type.
+    Mgs1023,
+    /// At run time: an error thrown by the spell that no `catch` handled.
+    Mgs1024,
+    /// A pattern literal `$"…"` that is not a valid regular expression.
+    Mgs1025,
+    /// A local never read, a `var` never assigned, or an unused import.
+    Mgs1026,
     /// A path read (including `exists`, `list`, `stat`) was denied.
     Mgs2001,
     /// A path write was denied.
@@ -75,7 +91,7 @@ pub enum Code {
 
 impl Code {
     /// The checker's and the interpreter's codes, in numeric order.
-    pub const LANGUAGE: [Code; 18] = [
+    pub const LANGUAGE: [Code; 26] = [
         Code::Mgs1001,
         Code::Mgs1002,
         Code::Mgs1003,
@@ -91,9 +107,17 @@ impl Code {
         Code::Mgs1013,
         Code::Mgs1014,
         Code::Mgs1015,
+        Code::Mgs1016,
+        Code::Mgs1017,
+        Code::Mgs1018,
+        Code::Mgs1019,
         Code::Mgs1020,
         Code::Mgs1021,
         Code::Mgs1022,
+        Code::Mgs1023,
+        Code::Mgs1024,
+        Code::Mgs1025,
+        Code::Mgs1026,
     ];
 
     /// The sandbox's codes, in numeric order.
@@ -112,8 +136,8 @@ impl Code {
     ];
 
     /// Every code, in numeric order: the language's, then the sandbox's.
-    pub const ALL: [Code; 29] = {
-        let mut all = [Code::Mgs1001; 29];
+    pub const ALL: [Code; 37] = {
+        let mut all = [Code::Mgs1001; 37];
         let mut i = 0;
         while i < all.len() {
             all[i] = match i.checked_sub(Code::LANGUAGE.len()) {
@@ -143,9 +167,17 @@ impl Code {
             Code::Mgs1013 => "MGS1013",
             Code::Mgs1014 => "MGS1014",
             Code::Mgs1015 => "MGS1015",
+            Code::Mgs1016 => "MGS1016",
+            Code::Mgs1017 => "MGS1017",
+            Code::Mgs1018 => "MGS1018",
+            Code::Mgs1019 => "MGS1019",
             Code::Mgs1020 => "MGS1020",
             Code::Mgs1021 => "MGS1021",
             Code::Mgs1022 => "MGS1022",
+            Code::Mgs1023 => "MGS1023",
+            Code::Mgs1024 => "MGS1024",
+            Code::Mgs1025 => "MGS1025",
+            Code::Mgs1026 => "MGS1026",
             Code::Mgs2001 => "MGS2001",
             Code::Mgs2002 => "MGS2002",
             Code::Mgs2003 => "MGS2003",
@@ -173,7 +205,7 @@ impl Code {
             Code::Mgs1002 => "unknown member",
             Code::Mgs1003 => "wrong arguments in a call",
             Code::Mgs1004 => "assignment to a final binding",
-            Code::Mgs1005 => "mutation of an immutable list or map",
+            Code::Mgs1005 => "mutation of an immutable list, map or object instance",
             Code::Mgs1006 => "mismatched types",
             Code::Mgs1007 => "optional used without `?`, `!` or `??`",
             Code::Mgs1008 => "unreachable code",
@@ -184,9 +216,17 @@ impl Code {
             Code::Mgs1013 => "misplaced jump",
             Code::Mgs1014 => "non-exhaustive `match`",
             Code::Mgs1015 => "local shadows a local of an enclosing block",
+            Code::Mgs1016 => "object lacks a method of its protocol",
+            Code::Mgs1017 => "duplicate or overlapping `match` condition",
+            Code::Mgs1018 => "default value is not constant",
+            Code::Mgs1019 => "expression not allowed here (`yield`, block in interpolation)",
             Code::Mgs1020 => "index out of range (run time)",
             Code::Mgs1021 => "null unwrapped with `!` (run time)",
             Code::Mgs1022 => "integer overflow or division by zero (run time)",
+            Code::Mgs1023 => "failed cast (run time)",
+            Code::Mgs1024 => "uncaught error (run time)",
+            Code::Mgs1025 => "invalid pattern literal",
+            Code::Mgs1026 => "unused local or import, or a `var` never assigned",
             Code::Mgs2001 => "path read denied",
             Code::Mgs2002 => "path write denied",
             Code::Mgs2003 => "env vars stripped from child",
@@ -210,7 +250,9 @@ impl fmt::Display for Code {
 
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown diagnostic code `{0}`: codes are MGS1001–MGS1015, MGS1020–MGS1022, MGS2001–MGS2008 and MGS2010–MGS2012")]
+#[error(
+    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008 and MGS2010–MGS2012"
+)]
 pub struct UnknownCode(pub String);
 
 impl FromStr for Code {

@@ -23,11 +23,14 @@ impl Cx<'_, '_> {
             ExprKind::Int(_) => Ty::Int,
             ExprKind::Double(_) => Ty::Double,
             ExprKind::Str(_) => Ty::Str,
-            ExprKind::Pattern(_) => Ty::Pattern,
+            ExprKind::Pattern(source) => {
+                self.pattern(source, e);
+                Ty::Pattern
+            }
             ExprKind::Template(parts) => {
                 for part in parts {
                     if let TemplatePart::Expr(x) = part {
-                        self.expr(x);
+                        self.interpolation(x);
                     }
                 }
                 Ty::Str
@@ -138,6 +141,18 @@ impl Cx<'_, '_> {
                 optional,
             } => {
                 self.expr(value);
+                if let (false, super::super::ast::Type::Optional(_)) = (optional, ty) {
+                    let error = CheckError::Mismatch {
+                        context: "`as!`".to_string(),
+                        expected: "a type that is not optional".to_string(),
+                        found: self.types.resolve(ty).to_string(),
+                        help: Some(
+                            "use `as?` to cast to an optional: `value as? T` gives null on a mismatch"
+                                .into(),
+                        ),
+                    };
+                    self.report(error, e.pos, 1);
+                }
                 if let (true, super::super::ast::Type::Optional(_)) = (optional, ty) {
                     let error = CheckError::Mismatch {
                         context: "`as?`".to_string(),
@@ -168,8 +183,53 @@ impl Cx<'_, '_> {
                 arms,
                 otherwise,
             } => self.match_expr(subject, arms, otherwise.as_deref(), expected, e),
+            ExprKind::Yield(value) => {
+                self.yield_value(value, e);
+                Ty::Unknown
+            }
+            ExprKind::AsyncCall(call) => {
+                self.fiber_call = true;
+                self.expr(call);
+                self.fiber_call = false;
+                Ty::Unknown
+            }
+            ExprKind::Resume(x) | ExprKind::Resolve(x) => {
+                self.expr(x);
+                Ty::Unknown
+            }
+            ExprKind::TypedList { items, .. } => {
+                for item in items {
+                    self.expr(item);
+                }
+                Ty::Unknown
+            }
             #[allow(unreachable_patterns)] // new kinds from later grammar work
             _ => Ty::Unknown,
+        }
+    }
+
+    /// `"{…}"`: any expression but a block (upstream's rule).
+    fn interpolation(&mut self, x: &Expr) {
+        if let ExprKind::Block(_) = x.kind {
+            let error = CheckError::NotAllowed {
+                message: "block expressions are not allowed inside string interpolation".into(),
+                help: Some(
+                    "compute the value first (`final v = from { ... };`), then write `\"{v}\"`"
+                        .into(),
+                ),
+            };
+            self.report(error, x.pos, 4);
+        }
+        self.expr(x);
+    }
+
+    /// `$"…"` is compiled as the run compiles it; a bad one is reported.
+    fn pattern(&mut self, source: &str, e: &Expr) {
+        if let Err(why) = pcre2::bytes::RegexBuilder::new().utf(true).build(source) {
+            let error = CheckError::BadPattern {
+                why: why.to_string(),
+            };
+            self.report(error, e.pos, source.chars().count() + 3);
         }
     }
 
@@ -197,7 +257,7 @@ impl Cx<'_, '_> {
     }
 
     fn variable(&mut self, name: &Rc<str>, e: &Expr) -> Ty {
-        if let Some(b) = self.scopes.lookup(name) {
+        if let Some(b) = self.scopes.lookup_use(name) {
             return b.ty.clone();
         }
         if &**name == "_" || self.open_names || self.anywhere.contains(name) {
@@ -559,6 +619,7 @@ impl Cx<'_, '_> {
         e: &Expr,
     ) -> Ty {
         let subject_ty = self.expr(subject);
+        self.match_overlaps(arms);
         let mut result: Option<Ty> = None;
         for arm in arms {
             for c in &arm.conditions {

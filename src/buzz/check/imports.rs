@@ -214,6 +214,7 @@ impl Cx<'_, '_> {
                 }
             };
             self.import_type(name, &ty);
+            self.imported_name(name.clone(), pos);
             global(self, name.clone(), ty);
         }
         if !names.is_empty() {
@@ -226,12 +227,40 @@ impl Cx<'_, '_> {
                     global(self, Rc::from(name.as_str()), ty.clone());
                 }
             }
-            Some(a) => global(self, Rc::from(a), Ty::Module(module.clone())),
+            Some(a) => {
+                self.imported_name(Rc::from(a), pos);
+                global(self, Rc::from(a), Ty::Module(module.clone()));
+            }
             None => {
+                self.namespace_free(module, spec, pos);
                 let (name, ty) = self.namespaced(module);
+                self.imported_name(name.clone(), pos);
                 global(self, name, ty);
             }
         }
+    }
+
+    /// Two imports may not expose one namespace, nor may an import
+    /// expose the importer's own (upstream's rule).
+    fn namespace_free(&mut self, module: &ModuleInfo, spec: &str, pos: Pos) {
+        if module.namespace.is_empty() {
+            return;
+        }
+        let shown = format!("{}\\", module.namespace.join("\\"));
+        let why = if module.namespace == self.namespace {
+            format!("the namespace `{shown}` already exists: it is this file's own")
+        } else if self.exposed.contains(&module.namespace) {
+            format!("the namespace `{shown}` is already exposed by another import")
+        } else {
+            self.exposed.push(module.namespace.clone());
+            return;
+        };
+        let error = CheckError::Import {
+            spec: spec.to_string(),
+            why,
+            near: None,
+        };
+        self.report(error, pos, 6);
     }
 
     fn unknown_import(&mut self, module: &ModuleInfo, name: &str, pos: Pos) {

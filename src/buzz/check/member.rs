@@ -1,9 +1,10 @@
 //! Calls, members, subscripts, assignments and object literals: arity and
 //! argument names, fields and methods that exist, `final` and `mut`.
 
-use super::super::ast::{Arg, BinOp, Expr, ExprKind};
+use super::super::ast::{Arg, BinOp, Expr, ExprKind, FunDecl, Stmt, StmtKind, Type};
 use super::expr::var_name;
-use super::scope::BindingKind;
+use super::scope::{BindingKind, FrameKind, Yields};
+use super::ty::is_arrow;
 use super::ty::{Mutable, Obj, Sig, Ty};
 use super::{nearest, CheckError, Cx};
 use std::rc::Rc;
@@ -14,6 +15,7 @@ const MAP_MUTATORS: [&str; 1] = ["remove"];
 
 impl Cx<'_, '_> {
     pub(super) fn call(&mut self, callee: &Expr, args: &[Arg], e: &Expr) -> Ty {
+        let fiber = std::mem::take(&mut self.fiber_call);
         let callee_ty = match &callee.kind {
             ExprKind::Field {
                 object,
@@ -24,22 +26,45 @@ impl Cx<'_, '_> {
                 if let Some(t) = self.builtin_method(&receiver, name, args, callee) {
                     return t;
                 }
+                self.mut_method(&receiver, name, callee);
                 if *optional {
                     // `x?.method()`: null when `x` is, else the call's result.
                     let method = self
                         .field_of(receiver, object, name, true, callee)
                         .unwrapped();
-                    let ret = self.call_typed(method, callee, args, e);
+                    let ret = self.call_typed(method, callee, args, e, fiber);
                     return Ty::Optional(Box::new(ret.unwrapped())).known();
                 }
                 self.field_of(receiver, object, name, false, callee)
             }
             _ => self.expr(callee),
         };
-        self.call_typed(callee_ty, callee, args, e)
+        self.call_typed(callee_ty, callee, args, e, fiber)
     }
 
-    fn call_typed(&mut self, callee_ty: Ty, callee: &Expr, args: &[Arg], e: &Expr) -> Ty {
+    /// A `mut fun` called on an instance that is not `mut`.
+    fn mut_method(&mut self, receiver: &Ty, name: &str, callee: &Expr) {
+        let Ty::Instance(o) = receiver else { return };
+        let is_mut = o.decl.methods.iter().any(|m| &*m.name == name && m.is_mut);
+        if o.mutable == Mutable::Yes || !is_mut {
+            return;
+        }
+        let error = CheckError::NotMutInstance {
+            object: o.decl.name.to_string(),
+            what: format!("`{name}` is a `mut fun`"),
+        };
+        let at = self.spot(callee.pos, name);
+        self.report(error, at, name.chars().count());
+    }
+
+    fn call_typed(
+        &mut self,
+        callee_ty: Ty,
+        callee: &Expr,
+        args: &[Arg],
+        e: &Expr,
+        fiber: bool,
+    ) -> Ty {
         let sig = Self::sig_of(&callee_ty);
         let expected: Vec<Option<Ty>> = args
             .iter()
@@ -57,6 +82,7 @@ impl Cx<'_, '_> {
         match &callee_ty {
             Ty::Fun(sig) => {
                 self.arguments(sig, args, &found, e);
+                self.deep_yield(sig, fiber, callee);
                 sig.ret.clone()
             }
             Ty::Class(_) | Ty::Enum(_) | Ty::Unknown | Ty::Module(_) | Ty::TypeValue => Ty::Unknown,
@@ -206,6 +232,20 @@ impl Cx<'_, '_> {
     /// The member `name` of a value of type `t`, reporting one that the
     /// type settles does not exist.
     fn member(&mut self, t: &Ty, name: &str, e: &Expr) -> Ty {
+        if let (Ty::Instance(o) | Ty::Class(o), true) =
+            (t, name.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            let error = CheckError::NotAllowed {
+                message: format!(
+                    "tuple index shorthand `.{name}` is only allowed on tuples, and `{}` is an object",
+                    o.decl.name
+                ),
+                help: Some(format!("name the field: `.@\"{name}\"`")),
+            };
+            let at = self.spot(e.pos, name);
+            self.report(error, at, name.chars().count());
+            return Ty::Unknown;
+        }
         let (owner, names, found): (String, Vec<String>, Option<Ty>) = match t {
             Ty::Module(m) => (
                 format!("module `{}`", m.name),
@@ -214,6 +254,7 @@ impl Cx<'_, '_> {
             ),
             Ty::Instance(o) => {
                 let (names, found) = object_member(o, name, false);
+                let found = found.map(|t| self.arrow_result(o, name, t));
                 (format!("`{}`", o.decl.name), names, found)
             }
             Ty::Class(o) => {
@@ -242,6 +283,70 @@ impl Cx<'_, '_> {
         };
         self.report(error, at, name.chars().count());
         Ty::Unknown
+    }
+
+    /// A method `fun m() => expr` without a declared type: upstream
+    /// infers its result from `expr`, so the checker types `expr` in the
+    /// method's own scope (`this`, its parameters, the file's globals),
+    /// silently, once per method.
+    fn arrow_result(&mut self, o: &Obj, name: &str, t: Ty) -> Ty {
+        let Ty::Fun(sig) = &t else { return t };
+        let method = o.decl.methods.iter().find(|m| &*m.name == name);
+        // Only in the file that declares it: its globals are in scope.
+        let here = Rc::ptr_eq(&o.types, &self.types);
+        let Some(m) = method.filter(|m| here && is_arrow(m) && m.ret == Type::Void) else {
+            return t;
+        };
+        let key = Rc::as_ptr(m);
+        let ret = match self.arrows.get(&key) {
+            Some(ret) => ret.clone(),
+            None if self.inferring.contains(&key) || self.inferring.len() >= 4 => return t,
+            None => {
+                let ret = self.infer_arrow(o, m);
+                self.arrows.insert(key, ret.clone());
+                ret
+            }
+        };
+        let sig = Sig {
+            ret,
+            ..(**sig).clone()
+        };
+        Ty::Fun(Rc::new(sig))
+    }
+
+    fn infer_arrow(&mut self, o: &Obj, m: &Rc<FunDecl>) -> Ty {
+        let [Stmt {
+            kind: StmtKind::Return(Some(body)),
+            ..
+        }] = m.body.as_slice()
+        else {
+            return Ty::Unknown;
+        };
+        self.inferring.push(Rc::as_ptr(m));
+        self.checker.quiet += 1;
+        let saved = self.scopes.isolate();
+        self.scopes.push(FrameKind::Function {
+            ret: Ty::Unknown,
+            name: m.name.to_string(),
+            yields: Yields::Forbidden,
+        });
+        let mutable = if m.is_mut { Mutable::Yes } else { Mutable::No };
+        let this = Ty::Instance(o.clone()).with_mutable(mutable);
+        self.scopes
+            .declare(Rc::from("this"), this, BindingKind::Final);
+        let sig = o.types.sig(m);
+        for (param, p) in m.params.iter().zip(&sig.params) {
+            self.scopes
+                .declare(param.name.clone(), p.ty.clone(), BindingKind::Param);
+        }
+        let ret = self.expr(body);
+        self.scopes.restore(saved);
+        self.checker.quiet -= 1;
+        self.inferring.pop();
+        match ret {
+            Ty::Null | Ty::Void => Ty::Unknown,
+            t => t,
+        }
     }
 
     pub(super) fn index(&mut self, object: &Expr, index: &Expr, checked: bool) -> Ty {
@@ -275,7 +380,7 @@ impl Cx<'_, '_> {
     pub(super) fn assign(&mut self, target: &Expr, op: Option<BinOp>, value: &Expr) -> Ty {
         let target_ty = match &target.kind {
             ExprKind::Var(name) if &**name == "_" => return self.expr(value),
-            ExprKind::Var(name) => self.assign_var(name, target),
+            ExprKind::Var(name) => self.assign_var(name, op, target),
             ExprKind::Field { object, name, .. } => self.assign_field(object, name, target),
             ExprKind::Index { object, index, .. } => {
                 let t = self.expr(object);
@@ -307,10 +412,15 @@ impl Cx<'_, '_> {
         target_ty
     }
 
-    fn assign_var(&mut self, name: &Rc<str>, target: &Expr) -> Ty {
-        let Some(b) = self.scopes.lookup(name).cloned() else {
+    fn assign_var(&mut self, name: &Rc<str>, op: Option<BinOp>, target: &Expr) -> Ty {
+        let Some(found) = self.scopes.lookup(name) else {
             return self.expr(target);
         };
+        found.assigned.set(true);
+        if op.is_some() {
+            found.used.set(true);
+        }
+        let b = found.clone();
         let what = match b.kind {
             BindingKind::Var => None,
             BindingKind::Final => Some("`final`"),
@@ -338,7 +448,33 @@ impl Cx<'_, '_> {
             self.report(error, at, name.chars().count());
             return Ty::Unknown;
         }
+        if let Ty::Instance(o) = &receiver {
+            self.field_assignable(o, name, target);
+        }
         self.member(&receiver, name, target)
+    }
+
+    /// A `final` field, or any field of an instance that is not `mut`,
+    /// cannot be assigned.
+    fn field_assignable(&mut self, o: &Obj, name: &str, target: &Expr) {
+        let Some(field) = o.decl.fields.iter().find(|f| &*f.name == name) else {
+            return;
+        };
+        let error = if field.is_final {
+            CheckError::Final {
+                name: name.to_string(),
+                what: "a `final` field",
+            }
+        } else if o.mutable == Mutable::No && !field.is_static {
+            CheckError::NotMutInstance {
+                object: o.decl.name.to_string(),
+                what: format!("cannot assign field `{name}`"),
+            }
+        } else {
+            return;
+        };
+        let at = self.spot(target.pos, name);
+        self.report(error, at, name.chars().count());
     }
 
     pub(super) fn instance(

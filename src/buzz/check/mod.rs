@@ -5,9 +5,12 @@
 //! code. Where a type is not known before the run it stays silent: a false
 //! report would stop a good spell, so every rule errs towards permitting.
 
+mod consts;
 mod expr;
+mod fiber;
 mod flow;
 mod host;
+mod idle;
 mod imports;
 mod member;
 mod natives;
@@ -28,7 +31,7 @@ use scope::Scopes;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use ty::{ModuleInfo, Types};
+use ty::{ModuleInfo, Ty, Types};
 
 /// What a check found: the checker's own problems, and the diagnostics of
 /// files it could not read or parse (syntax errors, sandbox denials).
@@ -80,6 +83,17 @@ pub(super) struct Cx<'c, 'e> {
     namespace: Vec<Rc<str>>,
     /// An `import … as _` failed: any name may have come from it.
     open_names: bool,
+    /// The call being checked is made a fiber (`&f()`): what it yields
+    /// goes to its resumer, not to the caller's own fiber.
+    fiber_call: bool,
+    /// The namespaces this file's imports have exposed so far.
+    exposed: Vec<Vec<Rc<str>>>,
+    /// Results inferred for arrow methods without a declared type (by
+    /// the declaration's address), and those being inferred now.
+    arrows: HashMap<*const super::ast::FunDecl, Ty>,
+    inferring: Vec<*const super::ast::FunDecl>,
+    /// The names this file's imports bind, and where.
+    imports_bound: Vec<(Rc<str>, Pos)>,
 }
 
 impl<'e> Checker<'e> {
@@ -107,6 +121,11 @@ impl<'e> Checker<'e> {
             anywhere: HashSet::new(),
             namespace: program.namespace.clone(),
             open_names: false,
+            fiber_call: false,
+            exposed: Vec::new(),
+            arrows: HashMap::new(),
+            inferring: Vec::new(),
+            imports_bound: Vec::new(),
         };
         let exports = cx.program(program, root);
         self.importing.pop();

@@ -99,6 +99,7 @@ pub fn signature(module: &str, name: &str) -> Sig {
             name: format!("{module}.{name}"),
             params: Vec::new(),
             ret: Ty::Unknown,
+            yields: None,
             open: true,
         };
     };
@@ -113,6 +114,7 @@ pub fn signature(module: &str, name: &str) -> Sig {
             })
             .collect(),
         ret: ty(*ret),
+        yields: None,
         open: false,
     }
 }

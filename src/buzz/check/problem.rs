@@ -92,6 +92,31 @@ pub enum CheckError {
     NonExhaustive { what: String, missing: Vec<String> },
     #[error("a local named `{name}` already exists in an enclosing block")]
     Shadowing { name: String, line: u32 },
+    #[error("{what}: this instance of `{object}` is not `mut`")]
+    NotMutInstance { object: String, what: String },
+    #[error("object `{object}` is declared to conform to protocol `{protocol}` but does not implement method `{method}`")]
+    ProtocolMethod {
+        object: String,
+        protocol: String,
+        method: String,
+    },
+    #[error("{} `match` condition", if *duplicate { "duplicate" } else { "overlapping" })]
+    MatchOverlap { duplicate: bool, line: u32 },
+    #[error("a default value must be constant, and this one is a mutable `{ty}`")]
+    MutableDefault { ty: String },
+    #[error("{message}")]
+    NotAllowed {
+        message: String,
+        help: Option<String>,
+    },
+    #[error("could not compile pattern: {why}")]
+    BadPattern { why: String },
+    #[error("unused local `{name}` of type `{ty}`")]
+    UnusedLocal { name: String, ty: String },
+    #[error("local `{name}` is declared `var` but is never assigned")]
+    NeverAssigned { name: String },
+    #[error("unused import `{name}`")]
+    UnusedImport { name: String },
 }
 
 impl CheckError {
@@ -101,7 +126,11 @@ impl CheckError {
         match self {
             // Upstream rejects shadowing; magus has always run it, so it
             // warns rather than stop spells that worked.
-            CheckError::Unreachable { .. } | CheckError::Shadowing { .. } => Severity::Warning,
+            CheckError::Unreachable { .. }
+            | CheckError::Shadowing { .. }
+            | CheckError::UnusedLocal { .. }
+            | CheckError::NeverAssigned { .. }
+            | CheckError::UnusedImport { .. } => Severity::Warning,
             _ => Severity::Error,
         }
     }
@@ -128,6 +157,15 @@ impl CheckError {
             CheckError::MissingOut => Code::Mgs1009,
             CheckError::NonExhaustive { .. } => Code::Mgs1014,
             CheckError::Shadowing { .. } => Code::Mgs1015,
+            CheckError::NotMutInstance { .. } => Code::Mgs1005,
+            CheckError::ProtocolMethod { .. } => Code::Mgs1016,
+            CheckError::MatchOverlap { .. } => Code::Mgs1017,
+            CheckError::MutableDefault { .. } => Code::Mgs1018,
+            CheckError::NotAllowed { .. } => Code::Mgs1019,
+            CheckError::BadPattern { .. } => Code::Mgs1025,
+            CheckError::UnusedLocal { .. }
+            | CheckError::NeverAssigned { .. }
+            | CheckError::UnusedImport { .. } => Code::Mgs1026,
         }
     }
 
@@ -151,6 +189,15 @@ impl CheckError {
             CheckError::MissingOut => "this block".into(),
             CheckError::NonExhaustive { .. } => "this `match`".into(),
             CheckError::Shadowing { .. } => "declared again here".into(),
+            CheckError::NotMutInstance { .. } => "needs a `mut` instance".into(),
+            CheckError::ProtocolMethod { method, .. } => format!("no method `{method}`"),
+            CheckError::MatchOverlap { .. } => "this condition".into(),
+            CheckError::MutableDefault { .. } => "a new mutable value".into(),
+            CheckError::NotAllowed { .. } => "not allowed here".into(),
+            CheckError::BadPattern { .. } => "this pattern".into(),
+            CheckError::UnusedLocal { .. } => "never read".into(),
+            CheckError::NeverAssigned { .. } => "never assigned".into(),
+            CheckError::UnusedImport { .. } => "nothing uses it".into(),
             CheckError::MainSignature { .. } | CheckError::Import { .. } => return None,
         })
     }
@@ -171,6 +218,11 @@ impl CheckError {
                 expected, found, ..
             } => {
                 vec![format!("expected `{expected}`\n   found `{found}`")]
+            }
+            CheckError::MatchOverlap { line, .. } => {
+                vec![format!(
+                    "an earlier condition at line {line} already matches its values"
+                )]
             }
             _ => Vec::new(),
         }
@@ -230,6 +282,30 @@ impl CheckError {
             )),
             CheckError::NonExhaustive { .. } => Some("add an `else -> ...` arm".into()),
             CheckError::Shadowing { name, .. } => Some(format!("give this `{name}` another name")),
+            CheckError::NotMutInstance { object, .. } => Some(format!(
+                "make the instance mutable where it is made: `mut {object}{{ ... }}` (or the type `mut {object}`)"
+            )),
+            CheckError::ProtocolMethod { method, .. } => Some(format!(
+                "add `fun {method}(...)` to the object, with the protocol's signature"
+            )),
+            CheckError::MatchOverlap { .. } => {
+                Some("remove this condition, or change it so the arms do not overlap".into())
+            }
+            CheckError::MutableDefault { .. } => Some(
+                "make the value where it is used instead (a default is shared by every call or instance)"
+                    .into(),
+            ),
+            CheckError::NotAllowed { help, .. } => help.clone(),
+            CheckError::UnusedLocal { name, .. } => Some(format!(
+                "remove it, or name it `_{name}` if it is kept on purpose"
+            )),
+            CheckError::NeverAssigned { name } => {
+                Some(format!("declare it `final {name}`"))
+            }
+            CheckError::UnusedImport { .. } => Some("remove the import".into()),
+            CheckError::BadPattern { .. } => {
+                Some("fix the regular expression (write `\\` for a literal backslash)".into())
+            }
             CheckError::MainSignature { .. } => {
                 Some("declare `fun main(args: [str]) > void`".into())
             }

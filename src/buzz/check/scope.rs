@@ -2,6 +2,7 @@
 //! nested frames (functions, blocks, loops, `from` blocks), innermost last.
 
 use super::ty::Ty;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -10,6 +11,32 @@ use std::rc::Rc;
 pub struct Binding {
     pub ty: Ty,
     pub kind: BindingKind,
+    /// Read somewhere (for the unused-local and unused-import warnings).
+    pub used: Cell<bool>,
+    /// Assigned after its declaration (a `var` never assigned could be
+    /// `final`).
+    pub assigned: Cell<bool>,
+}
+
+impl Binding {
+    fn new(ty: Ty, kind: BindingKind) -> Binding {
+        Binding {
+            ty,
+            kind,
+            used: Cell::new(false),
+            assigned: Cell::new(false),
+        }
+    }
+}
+
+/// A local that its block never read, or a `var` it never assigned.
+#[derive(Debug)]
+pub struct Idle {
+    pub name: Rc<str>,
+    pub line: u32,
+    pub ty: Ty,
+    /// Never read (else: a `var` never assigned).
+    pub unused: bool,
 }
 
 /// What declared a name, which decides whether it may be reassigned.
@@ -29,6 +56,7 @@ pub enum FrameKind {
     Function {
         ret: Ty,
         name: String,
+        yields: Yields,
     },
     Block,
     Loop {
@@ -38,6 +66,17 @@ pub enum FrameKind {
     From,
 }
 
+/// What a function may `yield` when it runs as a fiber.
+#[derive(Debug, Clone)]
+pub enum Yields {
+    /// No `*>`: it yields nothing (nor may the functions it calls).
+    Not,
+    /// `*> T`.
+    Declared(Ty),
+    /// A `test` block: no fiber runs it, so `yield` has no place there.
+    Forbidden,
+}
+
 #[derive(Debug)]
 struct Frame {
     kind: FrameKind,
@@ -45,6 +84,10 @@ struct Frame {
     /// The line each local was declared at, for shadowing.
     lines: Vec<u32>,
 }
+
+/// The frames set aside while a method's body is typed on its own.
+#[derive(Debug)]
+pub struct Saved(Vec<Frame>);
 
 #[derive(Debug, Default)]
 pub struct Scopes {
@@ -61,13 +104,42 @@ impl Scopes {
         });
     }
 
-    pub fn pop(&mut self) {
-        self.frames.pop();
+    /// Leaves the innermost frame; returns its idle locals.
+    pub fn pop(&mut self) -> Vec<Idle> {
+        let Some(frame) = self.frames.pop() else {
+            return Vec::new();
+        };
+        let mut idle = Vec::new();
+        for ((name, b), line) in frame.names.into_iter().zip(frame.lines) {
+            if line == 0 || name.starts_with('_') {
+                continue;
+            }
+            let unused = !b.used.get();
+            if unused || (b.kind == BindingKind::Var && !b.assigned.get()) {
+                idle.push(Idle {
+                    name,
+                    line,
+                    ty: b.ty,
+                    unused,
+                });
+            }
+        }
+        idle
+    }
+
+    /// Leaves only the globals visible (a method's own scope), until
+    /// [`Scopes::restore`].
+    pub fn isolate(&mut self) -> Saved {
+        Saved(std::mem::take(&mut self.frames))
+    }
+
+    pub fn restore(&mut self, saved: Saved) {
+        self.frames = saved.0;
     }
 
     /// Declares `name` in the innermost frame (a global at the top level).
     pub fn declare(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
-        let binding = Binding { ty, kind };
+        let binding = Binding::new(ty, kind);
         match self.frames.last_mut() {
             Some(frame) => {
                 frame.names.push((name, binding));
@@ -107,7 +179,7 @@ impl Scopes {
     }
 
     pub fn declare_global(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
-        self.globals.insert(name, Binding { ty, kind });
+        self.globals.insert(name, Binding::new(ty, kind));
     }
 
     pub fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -118,6 +190,18 @@ impl Scopes {
             .find(|(n, _)| &**n == name)
             .map(|(_, b)| b)
             .or_else(|| self.globals.get(name))
+    }
+
+    /// Looks `name` up for reading it: the binding is marked used.
+    pub fn lookup_use(&self, name: &str) -> Option<&Binding> {
+        let b = self.lookup(name)?;
+        b.used.set(true);
+        Some(b)
+    }
+
+    /// Whether the global `name` was read.
+    pub fn global_used(&self, name: &str) -> bool {
+        self.globals.get(name).is_some_and(|b| b.used.get())
     }
 
     /// Every name in scope, for "did you mean".
@@ -131,7 +215,16 @@ impl Scopes {
     /// The innermost function's declared result, if inside one.
     pub fn function(&self) -> Option<(&Ty, &str)> {
         self.frames.iter().rev().find_map(|f| match &f.kind {
-            FrameKind::Function { ret, name } => Some((ret, name.as_str())),
+            FrameKind::Function { ret, name, .. } => Some((ret, name.as_str())),
+            _ => None,
+        })
+    }
+
+    /// What the innermost function may yield, and its name; `None` at
+    /// the top level.
+    pub fn yields(&self) -> Option<(&Yields, &str)> {
+        self.frames.iter().rev().find_map(|f| match &f.kind {
+            FrameKind::Function { yields, name, .. } => Some((yields, name.as_str())),
             _ => None,
         })
     }

@@ -7,7 +7,7 @@
 
 use crate::bindings::{self, Session};
 use crate::buzz::{self, Interpreter};
-use crate::diag::{render, Diagnostic, MessageFormat, Severity};
+use crate::diag::{render, Code, Diagnostic, MessageFormat, Severity};
 use crate::enforce::gate::Gate;
 use crate::enforce::Domain;
 use crate::policy::{self, StartupInput, WorkspaceArg};
@@ -72,6 +72,14 @@ impl Workspace {
     }
 }
 
+/// The diagnostics but the unused-name warnings (MGS1026), for tests
+/// about other findings in programs that leave names unused.
+fn without_unused(ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    ds.into_iter()
+        .filter(|d| d.code != Some(Code::Mgs1026))
+        .collect()
+}
+
 /// `(code, line)` of every diagnostic.
 fn found(ds: &[Diagnostic]) -> Vec<(String, u32)> {
     ds.iter()
@@ -118,6 +126,10 @@ const CASES: &[Case] = &[
     Case { name: "block-expression-partial-out", code: "MGS1009", line: 3, source: "test \"t\" {\n    final ok = true;\n    _ = from {\n        if (ok) {\n            out 1;\n        }\n    };\n}\n" },
     Case { name: "multiple-location", code: "MGS1002", line: 3, source: "import \"lib/shapes\";\ntest \"t\" {\n    _ = shapes\\Square{ sid = 2 };\n}\n" },
     Case { name: "placeholder-nested-call (a field)", code: "MGS1002", line: 4, source: "object Statement { fun execute() > void {} }\nobject Database { fun prepare() > Statement { return Statement{}; } }\nfun run(db: Database) > void {\n    db.prepare().missing();\n}\n" },
+    Case { name: "placeholder-nested-call (through an arrow method without a type)", code: "MGS1002", line: 3, source: "object Query {\n    fun run(db: Store) > void {\n        db.open().absent();\n    }\n}\nobject Handle { fun close() > void {} }\nobject Store {\n    fun open() => this.raw();\n    fun raw() > Handle { return Handle{}; }\n}\n" },
+    Case { name: "unused-local", code: "MGS1026", line: 3, source: "fun main(args: [str]) > void {\n    _ = args;\n    final spare = 42;\n}\n" },
+    Case { name: "var-not-assigned", code: "MGS1026", line: 2, source: "fun main(args: [str]) > void {\n    var items = [1];\n    _ = items;\n    _ = args;\n}\n" },
+    Case { name: "unused-import", code: "MGS1026", line: 1, source: "import \"buzz:math\";\nfun main(args: [str]) > void {\n    _ = args;\n}\n" },
     Case { name: "not-callable", code: "MGS1012", line: 3, source: "test \"t\" {\n    final count = 12;\n    count(\"x\");\n}\n" },
     Case { name: "selective-import", code: "MGS1001", line: 3, source: "import print from \"buzz:std\";\ntest \"t\" {\n    assert(false);\n}\n" },
     Case { name: "arrow-return-match-optional", code: "MGS1007", line: 1, source: "fun score(points: int?) > int => match (true) {\n    true -> points,\n    false -> 0,\n};\n" },
@@ -145,6 +157,32 @@ const CASES: &[Case] = &[
     Case { name: "argument type (sh.run takes a list)", code: "MGS1006", line: 3, source: "import \"sh\";\nfun main(args: [str]) > void {\n    sh\\run(\"cc -o x x.c\");\n}\n" },
     Case { name: "optional used as a value", code: "MGS1007", line: 4, source: "import \"env\";\nfun main(args: [str]) > void {\n    final home = env\\get(\"HOME\");\n    _ = home + \"/bin\";\n}\n" },
     Case { name: "condition not bool", code: "MGS1006", line: 2, source: "fun main(args: [str]) > void {\n    if (1) {}\n}\n" },
+    Case { name: "deep-yield", code: "MGS1006", line: 5, source: "fun ticks() > void *> str {\n    _ = yield \"tick\";\n}\nfun relay() > void {\n    ticks();\n}\n" },
+    Case { name: "deep-yield-missing-intermediate", code: "MGS1006", line: 6, source: "fun leaf() > int *> int? {\n    _ = yield 1;\n    return 2;\n}\nfun middle() > int {\n    return leaf();\n}\nfun entry() > int *> int? {\n    return middle();\n}\n" },
+    Case { name: "deep-yield-wrong-intermediate-type", code: "MGS1006", line: 6, source: "fun leaf() > int *> int? {\n    _ = yield 1;\n    return 2;\n}\nfun middle() > int *> str? {\n    return leaf();\n}\n" },
+    Case { name: "yield-location", code: "MGS1019", line: 2, source: "test \"t\" {\n    _ = yield \"now\";\n}\n" },
+    Case { name: "yield-without-annotation", code: "MGS1006", line: 2, source: "fun gen() > void {\n    _ = yield 3;\n}\n" },
+    Case { name: "yield-wrong-value-type", code: "MGS1006", line: 2, source: "fun gen() > void *> int? {\n    _ = yield \"three\";\n}\n" },
+    Case { name: "final-objects", code: "MGS1004", line: 7, source: "object Pin {\n    final code: int,\n    note: str,\n}\ntest \"t\" {\n    final p = mut Pin{ code = 1, note = \"a\" };\n    p.code = 2;\n}\n" },
+    Case { name: "protocol", code: "MGS1016", line: 4, source: "protocol Runs {\n    fun run() > void;\n}\nobject<Runs> Job {\n    id: int,\n}\n" },
+    Case { name: "as-bang-optional-target", code: "MGS1006", line: 3, source: "test \"t\" {\n    final v: any = 1;\n    _ = v as! int?;\n}\n" },
+    Case { name: "match-duplicate-condition-folded", code: "MGS1017", line: 4, source: "test \"t\" {\n    _ = match (6) {\n        2 * 3 -> \"a\",\n        6 -> \"b\",\n        else -> \"c\",\n    };\n}\n" },
+    Case { name: "match-duplicate-condition-number", code: "MGS1017", line: 4, source: "test \"t\" {\n    _ = match (2) {\n        2 -> \"a\",\n        2.0 -> \"b\",\n        else -> \"c\",\n    };\n}\n" },
+    Case { name: "match-duplicate-condition-same-branch", code: "MGS1017", line: 3, source: "test \"t\" {\n    _ = match (\"x\") {\n        \"x\", \"x\" -> 1,\n        else -> 2,\n    };\n}\n" },
+    Case { name: "match-overlapping-folded-range", code: "MGS1017", line: 4, source: "test \"t\" {\n    _ = match (3) {\n        0..(1 + 4) -> \"a\",\n        2..9 -> \"b\",\n        else -> \"c\",\n    };\n}\n" },
+    Case { name: "match-overlapping-range", code: "MGS1017", line: 4, source: "test \"t\" {\n    _ = match (3) {\n        0..10 -> \"a\",\n        9..20 -> \"b\",\n        else -> \"c\",\n    };\n}\n" },
+    Case { name: "match-range-containing-literal", code: "MGS1017", line: 4, source: "test \"t\" {\n    _ = match (3) {\n        0..10 -> \"a\",\n        7 -> \"b\",\n        else -> \"c\",\n    };\n}\n" },
+    Case { name: "object-field-default", code: "MGS1018", line: 2, source: "object Bag {\n    items: mut [str] = [],\n}\n" },
+    Case { name: "function-param-mutable-default-value", code: "MGS1018", line: 1, source: "fun gather(into: mut {str: int} = mut {}) > void {}\n" },
+    Case { name: "interpolation-block-expression", code: "MGS1019", line: 2, source: "test \"t\" {\n    _ = \"value: {from { out 1; }}\";\n}\n" },
+    Case { name: "bad-pattern", code: "MGS1025", line: 2, source: "test \"t\" {\n    _ = $\"[a-z\";\n}\n" },
+    Case { name: "duplicated-namespace", code: "MGS1011", line: 2, source: "import \"lib/twin_a\";\nimport \"lib/twin_b\";\n" },
+    Case { name: "duplicated-own-namespace", code: "MGS1011", line: 2, source: "namespace twin;\nimport \"lib/twin_a\";\n" },
+    Case { name: "tuple-shorthand-named-object", code: "MGS1019", line: 3, source: "object Cell {\n    @\"1\": int,\n    fun get() > int => this.1;\n}\n" },
+    Case { name: "instance not mut (field)", code: "MGS1005", line: 4, source: "object Counter { n: int, }\ntest \"t\" {\n    final c = Counter{ n = 0 };\n    c.n = 1;\n}\n" },
+    Case { name: "instance not mut (mut fun)", code: "MGS1005", line: 7, source: "object Counter {\n    n: int,\n    mut fun bump() > void { this.n = this.n + 1; }\n}\ntest \"t\" {\n    final c = Counter{ n = 0 };\n    c.bump();\n}\n" },
+    Case { name: "instance not mut (this in a plain method)", code: "MGS1005", line: 3, source: "object Counter {\n    n: int,\n    fun reset() > void { this.n = 0; }\n}\n" },
+    Case { name: "instance not mut (a `mut` parameter given a plain instance)", code: "MGS1006", line: 4, source: "object Counter { n: int, }\nfun bump(c: mut Counter) > void { c.n = c.n + 1; }\ntest \"t\" {\n    bump(Counter{ n = 0 });\n}\n" },
 ];
 
 fn workspace_with_libs() -> Workspace {
@@ -154,6 +192,14 @@ fn workspace_with_libs() -> Workspace {
         "namespace shapes;\nexport object Square { side: int, }\n",
     );
     ws.write("spells/lib/bad.buzz", "final n: int = \"one\";\n");
+    ws.write(
+        "spells/lib/twin_a.buzz",
+        "namespace twin;\nexport fun a() > int => 1;\n",
+    );
+    ws.write(
+        "spells/lib/twin_b.buzz",
+        "namespace twin;\nexport fun b() > int => 2;\n",
+    );
     ws
 }
 
@@ -186,9 +232,9 @@ fn an_imported_files_error_points_into_that_file() {
 #[test]
 fn several_errors_are_reported_in_one_check() {
     let ws = Workspace::new();
-    let ds = ws.check(
+    let ds = without_unused(ws.check(
         "import \"buzz:std\";\nfun main(args: [str]) > void {\n    std\\prnt(\"a\");\n    final n = 1;\n    n = 2;\n    _ = nope;\n}\n",
-    );
+    ));
     assert_eq!(
         found(&ds),
         [
@@ -216,7 +262,7 @@ fn did_you_mean_offers_the_near_name() {
 }
 
 #[test]
-fn unreachable_code_and_shadowing_warn_without_stopping_the_spell() {
+fn unreachable_code_shadowing_and_unused_names_warn_without_stopping_the_spell() {
     let ws = Workspace::new();
     let report_of = |source: &str| {
         let path = ws.write("spells/probe.buzz", source);
@@ -226,6 +272,13 @@ fn unreachable_code_and_shadowing_warn_without_stopping_the_spell() {
     let r = report_of("fun main(args: [str]) > void {\n    return;\n    _ = 1;\n}\n");
     assert!(r.is_clean());
     assert_eq!(r.diagnostics()[0].severity, Severity::Warning);
+    let r = report_of("fun main(args: [str]) > void {\n    final spare = 1;\n    _ = args;\n}\n");
+    assert!(r.is_clean());
+    let d = &r.diagnostics()[0];
+    assert_eq!(
+        (d.code, d.severity),
+        (Some(Code::Mgs1026), Severity::Warning)
+    );
     let r = report_of("fun main(args: [str]) > void {\n    _ = nope;\n}\n");
     assert!(!r.is_clean());
 }
@@ -315,7 +368,7 @@ fn five_representative_errors_render_as_pinned() {
     ];
     let root = ws.dir.path().display().to_string();
     for (name, source) in cases {
-        let ds = ws.check(source);
+        let ds = without_unused(ws.check(source));
         assert_eq!(ds.len(), 1, "{name}: {ds:?}");
         let human = render(&ds[0], MessageFormat::Human).replace(&root, "WS");
         let json = render(&ds[0], MessageFormat::Json).replace(&root, "WS");
@@ -330,4 +383,122 @@ fn a_loader_error_is_one_located_error() {
     let ds = ws.check("import \"lib/missing\";\n");
     assert_eq!(found(&ds), [("MGS1011".to_string(), 1)]);
     assert!(ds[0].message.contains("lib/missing"), "{}", ds[0].message);
+}
+
+/// Upstream's compile errors that are syntax: each is a located syntax
+/// error before anything runs (no `MGS` code: the parser's), at the line
+/// of the mistake.
+const SYNTAX: &[(&str, u32, &str)] = &[
+    (
+        "invalid-float-literal",
+        2,
+        "test \"t\" {\n    _ = 2.5_;\n}\n",
+    ),
+    (
+        "invalid-int-bin-literal",
+        2,
+        "test \"t\" {\n    _ = 0b_1010;\n}\n",
+    ),
+    (
+        "invalid-int-hex-literal",
+        2,
+        "test \"t\" {\n    _ = 0x_beef;\n}\n",
+    ),
+    ("invalid-int-literal", 2, "test \"t\" {\n    _ = 7_;\n}\n"),
+    (
+        "tuple-mix",
+        2,
+        "test \"t\" {\n    _ = .{ id = 3, \"x\" };\n}\n",
+    ),
+    (
+        "long-tuple",
+        2,
+        "test \"t\" {\n    _ = .{ \"a\", \"b\", \"c\", \"d\", \"e\" };\n}\n",
+    ),
+    (
+        "tuple-shorthand-binary-index",
+        3,
+        "test \"t\" {\n    final pair = .{ 1, 2 };\n    _ = pair.0b1;\n}\n",
+    ),
+    (
+        "tuple-shorthand-hex-index",
+        3,
+        "test \"t\" {\n    final pair = .{ 1, 2 };\n    _ = pair.0x1;\n}\n",
+    ),
+    (
+        "tuple-shorthand-out-of-range",
+        3,
+        "test \"t\" {\n    final pair = .{ 1, 2 };\n    _ = pair.5;\n}\n",
+    ),
+    (
+        "tuple-shorthand-underscore-index",
+        3,
+        "test \"t\" {\n    final pair = .{ 1, 2 };\n    _ = pair.1_1;\n}\n",
+    ),
+    (
+        "match-else-missing-arrow",
+        4,
+        "test \"t\" {\n    _ = match (1) {\n        1 -> \"a\",\n        else \"b\",\n    };\n}\n",
+    ),
+    (
+        "bad-fun-signature",
+        1,
+        "fun answer() > {\n    return 42;\n}\n",
+    ),
+];
+
+#[test]
+fn each_upstream_syntax_error_is_located_before_the_run() {
+    let ws = Workspace::new();
+    let mut failures = Vec::new();
+    for (name, line, source) in SYNTAX {
+        let got = found(&ws.check(source));
+        if got != [("-".to_string(), *line)] {
+            failures.push(format!(
+                "{name}: expected a syntax error at line {line}, got {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The diagnostic a run of `source` (as `main`) ends with.
+fn run_error(ws: &Workspace, source: &str) -> Diagnostic {
+    let path = ws.write("spells/probe.buzz", source);
+    let program = buzz::parse(&path, source).unwrap();
+    let ds = ws.check_file(&path);
+    assert!(ds.iter().all(|d| !d.is_error()), "{ds:?}");
+    Interpreter::new(&path, bindings::modules(&ws.session))
+        .with_output(Box::new(std::io::sink()))
+        .run(&program, Vec::new())
+        .unwrap_err()
+        .to_diagnostic()
+}
+
+#[test]
+fn run_time_errors_upstream_lists_keep_their_place_and_code() {
+    let ws = Workspace::new();
+    // as-bang-runtime-error: the cast that fails, located and coded.
+    let d = run_error(
+        &ws,
+        "fun main(args: [str]) > void {\n    final v: any = 12;\n    final s = v as! str;\n    _ = s;\n}\n",
+    );
+    let code = d.code.map(|c| c.to_string());
+    assert_eq!(code.as_deref(), Some("MGS1023"), "{d:?}");
+    assert_eq!(d.location.as_ref().map(|l| l.line), Some(3), "{d:?}");
+    // error-message: an object's `message` is what the user reads.
+    let d = run_error(
+        &ws,
+        "fun fail() > void !> obj{ message: str } {\n    throw .{ message = \"disk full\" };\n}\nfun main(args: [str]) > void {\n    fail();\n}\n",
+    );
+    assert_eq!(d.message, "uncaught error: disk full");
+    assert_eq!(d.code.map(|c| c.to_string()).as_deref(), Some("MGS1024"));
+    assert_eq!(d.location.as_ref().map(|l| l.line), Some(2), "{d:?}");
+    // fiber-error-location: an error inside a fiber points into it.
+    let d = run_error(
+        &ws,
+        "fun count(n: int) > str *> int? {\n    for (i: int = 0; i < n; i = i + 1) {\n        if (i == 2) {\n            throw \"stop\";\n        }\n        _ = yield i;\n    }\n    return \"done\";\n}\nfun main(args: [str]) > void {\n    final counter = &count(5);\n    while (!counter.over()) {\n        _ = resume counter;\n    }\n}\n",
+    );
+    let loc = d.location.as_ref().unwrap();
+    assert_eq!((loc.line, loc.column), (4, 13), "{d:?}");
 }

@@ -5,8 +5,8 @@
 use super::super::ast::{FunDecl, Mutability, ObjectDecl, Program, Stmt, StmtKind, Type, VarDecl};
 use super::super::lexer::Pos;
 use super::flow::{is_true, loop_ends, Ends};
-use super::scope::{BindingKind, FrameKind};
-use super::ty::{ModuleInfo, Obj, Ty, Types};
+use super::scope::{BindingKind, FrameKind, Yields};
+use super::ty::{ModuleInfo, Mutable, Obj, Ty, Types};
 use super::{CheckError, Cx};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -14,7 +14,7 @@ use std::rc::Rc;
 impl Cx<'_, '_> {
     /// Checks a whole file; returns what it exports.
     pub(super) fn program(&mut self, program: &Program, root: bool) -> Rc<ModuleInfo> {
-        self.types = Rc::new(collect_types(&program.statements));
+        self.types = Rc::new(collect_types(program));
         super::expr::declared_names(&program.statements, &mut self.anywhere);
         self.hoist(&program.statements);
         for stmt in &program.statements {
@@ -33,6 +33,7 @@ impl Cx<'_, '_> {
         if root {
             self.main_signature(program);
         }
+        self.unused_imports();
         self.exports(program)
     }
 
@@ -65,6 +66,7 @@ impl Cx<'_, '_> {
         Obj {
             decl: decl.clone(),
             types: self.types.clone(),
+            mutable: Mutable::No,
         }
     }
 
@@ -72,7 +74,7 @@ impl Cx<'_, '_> {
     pub(super) fn block(&mut self, stmts: &[Stmt], kind: FrameKind) -> Ends {
         self.scopes.push(kind);
         let ends = self.stmts(stmts);
-        self.scopes.pop();
+        self.leave();
         ends
     }
 
@@ -200,7 +202,7 @@ impl Cx<'_, '_> {
                         self.scopes.declare(name.clone(), ty, BindingKind::Final);
                     }
                     self.stmts(&clause.body);
-                    self.scopes.pop();
+                    self.leave();
                 }
                 // As upstream's flow analysis: a `try` may always fall
                 // through (a throw inside it lands in a clause).
@@ -272,23 +274,32 @@ impl Cx<'_, '_> {
     /// method) in scope; reports a missing return.
     pub(super) fn function(&mut self, decl: &FunDecl, this: Option<Ty>) {
         let sig = self.types.sig(decl);
+        let yields = sig.yields.clone().map_or(Yields::Not, Yields::Declared);
         self.scopes.push(FrameKind::Function {
             ret: sig.ret.clone(),
             name: decl.name.to_string(),
+            yields,
         });
         if let Some(this) = this {
+            // `this` may be changed only in a `mut fun`, as upstream says.
+            let m = if decl.is_mut {
+                Mutable::Yes
+            } else {
+                Mutable::No
+            };
             self.scopes
-                .declare(Rc::from("this"), this, BindingKind::Final);
+                .declare(Rc::from("this"), this.with_mutable(m), BindingKind::Final);
         }
         for (param, p) in decl.params.iter().zip(&sig.params) {
             if let Some(default) = &param.default {
-                self.expr(default);
+                let found = self.expr_expecting(default, Some(&p.ty));
+                let _reported = self.constant_default(&param.ty, default, &found);
             }
             self.scopes
                 .declare(param.name.clone(), p.ty.clone(), BindingKind::Param);
         }
         let ends = self.stmts(&decl.body);
-        self.scopes.pop();
+        self.leave();
         if !ends.jumps() && needs_return(&sig.ret) {
             let error = CheckError::MissingReturn {
                 function: decl.name.to_string(),
@@ -302,9 +313,10 @@ impl Cx<'_, '_> {
         self.scopes.push(FrameKind::Function {
             ret,
             name: name.to_string(),
+            yields: Yields::Forbidden,
         });
         self.stmts(body);
-        self.scopes.pop();
+        self.leave();
     }
 
     fn object(&mut self, decl: &Rc<ObjectDecl>) {
@@ -313,14 +325,38 @@ impl Cx<'_, '_> {
             if let Some(default) = &field.default {
                 let declared = self.types.resolve(&field.ty);
                 let found = self.expr_expecting(default, Some(&declared));
-                let context = format!("field `{}`", field.name);
-                self.expect_type(&declared, &found, &context, default);
+                if !self.constant_default(&field.ty, default, &found) {
+                    let context = format!("field `{}`", field.name);
+                    self.expect_type(&declared, &found, &context, default);
+                }
             }
         }
+        self.protocols_kept(decl);
         for method in &decl.methods {
             let this = (!method.is_static).then(|| Ty::Instance(obj.clone()));
             self.special_method(method);
             self.function(method, this);
+        }
+    }
+
+    /// `object<P> Name`: every method of each protocol `P` this file
+    /// declares must be among the object's own.
+    fn protocols_kept(&mut self, decl: &ObjectDecl) {
+        for name in &decl.protocols {
+            let Some(protocol) = self.types.protocols.get(name).cloned() else {
+                continue;
+            };
+            for method in &protocol.methods {
+                if decl.methods.iter().any(|m| m.name == *method) {
+                    continue;
+                }
+                let error = CheckError::ProtocolMethod {
+                    object: decl.name.to_string(),
+                    protocol: name.to_string(),
+                    method: method.to_string(),
+                };
+                self.report(error, decl.pos, 6);
+            }
         }
     }
 
@@ -368,7 +404,7 @@ impl Cx<'_, '_> {
             self.scopes.declare(b.name.clone(), ty, BindingKind::Final);
         }
         let then_ends = self.stmts(then);
-        self.scopes.pop();
+        self.leave();
         let else_ends = match otherwise {
             Some(o) => self.stmt(o),
             None => Ends::FallsThrough,
@@ -400,7 +436,7 @@ impl Cx<'_, '_> {
         for e in step {
             self.expr(e);
         }
-        self.scopes.pop();
+        self.leave();
         let forever = cond.is_none_or(is_true);
         loop_ends(forever, false, body, label)
     }
@@ -429,7 +465,7 @@ impl Cx<'_, '_> {
         self.scopes
             .declare(value.clone(), value_ty, BindingKind::Final);
         self.stmts(body);
-        self.scopes.pop();
+        self.leave();
     }
 
     fn jump(&mut self, label: Option<&Rc<str>>, what: &str, pos: Pos) -> Ends {
@@ -521,9 +557,12 @@ fn needs_return(ret: &Ty) -> bool {
 }
 
 /// The objects, enums and protocols a file declares at its top level.
-fn collect_types(stmts: &[Stmt]) -> Types {
+fn collect_types(program: &Program) -> Types {
     let mut types = Types::default();
-    for stmt in stmts {
+    for p in &program.protocols {
+        types.protocols.insert(p.name.clone(), p.clone());
+    }
+    for stmt in &program.statements {
         match &stmt.kind {
             StmtKind::Object(d) => {
                 types.objects.insert(d.name.clone(), d.clone());

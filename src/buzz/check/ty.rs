@@ -3,7 +3,7 @@
 //! objects) is [`Ty::Unknown`], which fits everywhere, so the checker only
 //! reports what the types really decide.
 
-use super::super::ast::{EnumDecl, FunDecl, ObjectDecl, Type};
+use super::super::ast::{EnumDecl, FunDecl, ObjectDecl, ProtocolDecl, Type};
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
@@ -48,6 +48,9 @@ pub enum Ty {
 pub struct Obj {
     pub decl: Rc<ObjectDecl>,
     pub types: Rc<Types>,
+    /// An instance made `mut Name{ … }` or typed `mut Name`: its fields
+    /// may be assigned and its `mut fun` methods called.
+    pub mutable: Mutable,
 }
 
 /// The object, enum and protocol names one file knows.
@@ -55,6 +58,8 @@ pub struct Obj {
 pub struct Types {
     pub objects: HashMap<Rc<str>, Rc<ObjectDecl>>,
     pub enums: HashMap<Rc<str>, Rc<EnumDecl>>,
+    /// The file's protocols, with the methods they require.
+    pub protocols: HashMap<Rc<str>, Rc<ProtocolDecl>>,
     /// Protocol names and names from other files: any value fits them.
     pub opaque: std::cell::RefCell<Vec<Rc<str>>>,
     /// Objects and enums imported by name from other files.
@@ -67,6 +72,8 @@ pub struct Sig {
     pub name: String,
     pub params: Vec<ParamSig>,
     pub ret: Ty,
+    /// `*> T`: what it yields when it runs in a fiber.
+    pub yields: Option<Ty>,
     /// A native without a signature in the checker's table: any arguments.
     pub open: bool,
 }
@@ -132,6 +139,7 @@ impl Types {
             return Ty::Instance(Obj {
                 decl: decl.clone(),
                 types: self.clone(),
+                mutable: Mutable::No,
             });
         }
         if let Some(decl) = self.enums.get(name) {
@@ -164,6 +172,7 @@ impl Types {
                 })
                 .collect(),
             ret,
+            yields: decl.yields.as_ref().map(|t| self.resolve(t)),
             open: false,
         }
     }
@@ -181,6 +190,7 @@ impl Ty {
         match self {
             Ty::List(item, _) => Ty::List(item, m),
             Ty::Map(k, v, _) => Ty::Map(k, v, m),
+            Ty::Instance(o) => Ty::Instance(Obj { mutable: m, ..o }),
             other => other,
         }
     }
@@ -208,7 +218,10 @@ impl Ty {
             | (Ty::Map(_, _, Mutable::Yes), Ty::Map(_, _, Mutable::No)) => false,
             (Ty::List(e, _), Ty::List(f, _)) => e.accepts(f),
             (Ty::Map(ek, ev, _), Ty::Map(fk, fv, _)) => ek.accepts(fk) && ev.accepts(fv),
-            (Ty::Instance(a), Ty::Instance(b)) => a.decl.name == b.decl.name,
+            (Ty::Instance(a), Ty::Instance(b)) => {
+                a.decl.name == b.decl.name
+                    && !(a.mutable == Mutable::Yes && b.mutable == Mutable::No)
+            }
             (Ty::Case(a), Ty::Case(b)) => a.name == b.name,
             (Ty::Fun(_), Ty::Fun(_)) => true,
             (Ty::Fun(_), _) | (_, Ty::Fun(_)) => false,
@@ -245,7 +258,7 @@ impl fmt::Display for Ty {
             Ty::Map(k, v, mu) => write!(f, "{}{{{k}: {v}}}", m(mu)),
             Ty::Optional(inner) => write!(f, "{inner}?"),
             Ty::Fun(sig) => write!(f, "{sig}"),
-            Ty::Instance(o) => f.write_str(&o.decl.name),
+            Ty::Instance(o) => write!(f, "{}{}", m(&o.mutable), o.decl.name),
             Ty::Class(o) => write!(f, "object {}", o.decl.name),
             Ty::Case(e) => f.write_str(&e.name),
             Ty::Enum(e) => write!(f, "enum {}", e.name),
