@@ -2,7 +2,8 @@
 //! (per-test lines, the closing `N passed, N failed`, the exit status, the
 //! sandbox on as for `run`), imports of the workspace's own files through
 //! the gate (with cycles reported), upstream's `buzz:io` and `buzz:os`
-//! denied like `fs.*` and `sh.*`, and the call depth upstream's
+//! denied like `fs.*` and `sh.*`, upstream's `buzz:test` `Tester` with its
+//! generic assertions, and the call depth upstream's
 //! `ackermann 3 9` needs.
 
 mod support;
@@ -120,6 +121,96 @@ fn control_magus_test_off_the_sandbox_reads_the_file() {
     assert!(out.stdout.contains("plain-bytes"), "{}", out.dump());
 }
 
+const TESTER: &str = r#"import "buzz:std";
+import "buzz:test" as _;
+
+test "first" {
+    final t = Tester.init(
+        afterEach: fun (t: Tester) {
+            std\print("after {t.asserts.len()}");
+        },
+    );
+    t.it("types and values", fn: fun () {
+        t.assertOfType::<int>(12, message: "an int");
+        t.assertEqual(12, expected: 12);
+        t.assertThrows::<str>(fun () !> str { throw "no"; });
+        t.assertOfType::<MARK>(12, message: "must be a MARK");
+    });
+    t.it("lists", fn: fun () {
+        t.assertAreEqual([1, 1]);
+        t.assertAreNotEqual([1, 2, 1]);
+    });
+    t.summary();
+}
+
+test "second" {
+    std\print("second ran");
+}
+"#;
+
+#[test]
+fn buzz_test_tester_reports_its_tests_and_binds_generic_types() {
+    let h = Harness::new();
+    h.write_spell("tester", &TESTER.replace("MARK", "int"));
+    let out = magus_test(&h, &["tester"]);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for want in [
+        "▶ Test: types and values",
+        "after 4",
+        "▶ Test: lists",
+        "after 6",
+        "..",
+        "second ran",
+        "2 passed, 0 failed",
+    ] {
+        assert!(lines.contains(&want), "no `{want}`\n{}", out.dump());
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("2 successes, 0 failures in ")),
+        "{}",
+        out.dump()
+    );
+    assert!(!out.stderr.contains("Assert failed"), "{}", out.dump());
+}
+
+#[test]
+fn buzz_test_a_failed_assertion_fails_its_test_and_stops_the_run() {
+    let h = Harness::new();
+    h.write_spell("tester", &TESTER.replace("MARK", "str"));
+    let out = magus_test(&h, &["tester"]);
+    assert_eq!(out.status, Some(1), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("  Assert failed: must be a str\n    `12` type is `<int>`, not `<str>`\n"),
+        "{}",
+        out.dump()
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines.contains(&"x."), "{}", out.dump());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("1 successes, 1 failures in ")),
+        "{}",
+        out.dump()
+    );
+    let failed = lines
+        .iter()
+        .find(|l| l.starts_with("FAIL ") && l.contains(": first: "))
+        .unwrap_or_else(|| panic!("no failure line\n{}", out.dump()));
+    assert!(
+        failed.ends_with(
+            "tester.buzz:4:1: test `first` called exit(1); the tests after it did not run"
+        ),
+        "{failed}"
+    );
+    assert!(!out.stdout.contains("second ran"), "{}", out.dump());
+    assert_eq!(lines.last(), Some(&"0 passed, 1 failed"), "{}", out.dump());
+}
+
 #[test]
 fn a_spell_imports_its_own_files() {
     let h = Harness::new();
@@ -136,6 +227,51 @@ fn a_spell_imports_its_own_files() {
     let out = h.run("main", &[]);
     assert_eq!(out.status, Some(0), "{}", out.dump());
     assert_eq!(out.stdout, "hello a\nhello b\n");
+}
+
+const COMMON: &str = "namespace common;
+
+export fun twice(n: int, limit: int = 5) > int {
+    if (n > limit) {
+        throw \"too big\";
+    }
+    return n * 2;
+}
+";
+
+#[test]
+fn errors_across_an_import_point_at_the_right_file() {
+    let h = Harness::new();
+    std::fs::create_dir_all(h.ws_path("spells/lib")).unwrap();
+    std::fs::write(h.ws_path("spells/lib/common.buzz"), COMMON).unwrap();
+    // A throw inside the imported file, uncaught: located where it is thrown.
+    h.write_spell(
+        "thrower",
+        "import \"buzz:std\";\nimport \"lib/common\";\n\nfun main(args: [str]) > void {\n    std\\print(\"{common\\twice(2)}\");\n    std\\print(\"{common\\twice(9)}\");\n}\n",
+    );
+    let out = h.run("thrower", &[]);
+    assert_eq!(out.status, Some(1), "{}", out.dump());
+    assert_eq!(out.stdout, "4\n", "{}", out.dump());
+    assert!(
+        out.stderr.contains("spells/lib/common.buzz:5:9\n")
+            && out.stderr.contains("throw \"too big\""),
+        "{}",
+        out.dump()
+    );
+    // A wrong argument: located at the call, in the caller's file.
+    h.write_spell(
+        "caller",
+        "import \"buzz:std\";\nimport \"lib/common\";\n\nfun main(args: [str]) > void {\n    final bad: any = \"x\";\n    std\\print(\"{common\\twice(bad)}\");\n}\n",
+    );
+    let out = h.run("caller", &[]);
+    assert_eq!(out.status, Some(1), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("parameter `n` of `twice` expects int, got str")
+            && out.stderr.contains("spells/caller.buzz:6:17\n"),
+        "{}",
+        out.dump()
+    );
 }
 
 #[test]

@@ -4,7 +4,10 @@
 //! workspace, a program outside the grants) and must be refused by the gate
 //! with the MGS code `fs.*`/`sh.*` give; every other native is listed with
 //! why it touches nothing. A native added without a line here fails the
-//! test. `import` of a spell file is attacked the same way.
+//! test: the bindings' natives and the interpreter's built-in ones (`std`,
+//! `math`, …) alike. Libraries written in Buzz (`buzz:io`, `buzz:test`, …)
+//! reach only natives, so they are covered through these. `import` of a
+//! spell file is attacked the same way.
 //!
 //! The session is built as `magus run` builds it, minus Landlock (which
 //! would confine the test runner), so what is tested is the gate alone.
@@ -190,6 +193,53 @@ fn checks() -> Vec<(&'static str, &'static str, Check)> {
             "isTTY",
             Pure("asks whether a standard stream is a terminal"),
         ),
+        // The interpreter's own built-in modules.
+        ("std", "print", Pure("writes to the interpreter's output handle (the spell's stdout)")),
+        ("std", "currentFiber", Pure("gives the running fiber, a value of the interpreter")),
+        ("std", "assert", Pure("raises a Buzz error, touches nothing")),
+        ("std", "panic", Pure("raises a Buzz error, touches nothing")),
+        ("std", "parseInt", Pure("converts a value in memory")),
+        ("std", "parseDouble", Pure("converts a value in memory")),
+        ("std", "toString", Pure("converts a value in memory")),
+        ("std", "toInt", Pure("converts a value in memory")),
+        ("std", "toDouble", Pure("converts a value in memory")),
+        ("std", "char", Pure("converts a value in memory")),
+        ("std", "args", Pure("gives the spell's own arguments, already in memory")),
+        ("std", "exit", Pure("asks the interpreter to end the run")),
+        ("std", "random", Pure("a xorshift generator in memory, seeded once")),
+        ("math", "abs", Pure("arithmetic on its arguments")),
+        ("math", "acos", Pure("arithmetic on its arguments")),
+        ("math", "asin", Pure("arithmetic on its arguments")),
+        ("math", "atan", Pure("arithmetic on its arguments")),
+        ("math", "ceil", Pure("arithmetic on its arguments")),
+        ("math", "cos", Pure("arithmetic on its arguments")),
+        ("math", "deg", Pure("arithmetic on its arguments")),
+        ("math", "exp", Pure("arithmetic on its arguments")),
+        ("math", "floor", Pure("arithmetic on its arguments")),
+        ("math", "log", Pure("arithmetic on its arguments")),
+        ("math", "maxDouble", Pure("arithmetic on its arguments")),
+        ("math", "maxInt", Pure("arithmetic on its arguments")),
+        ("math", "minDouble", Pure("arithmetic on its arguments")),
+        ("math", "minInt", Pure("arithmetic on its arguments")),
+        ("math", "pow", Pure("arithmetic on its arguments")),
+        ("math", "rad", Pure("arithmetic on its arguments")),
+        ("math", "sin", Pure("arithmetic on its arguments")),
+        ("math", "sqrt", Pure("arithmetic on its arguments")),
+        ("math", "tan", Pure("arithmetic on its arguments")),
+        ("buzz:debug", "dump", Pure("writes to the interpreter's output handle (the spell's stdout)")),
+        ("buzz:gc", "allocated", Pure("reads magus's own heap counter")),
+        ("buzz:gc", "collect", Pure("does nothing: values are reference-counted")),
+        ("bufraw", "bytes", Pure("converts bytes in memory for buzz:buffer")),
+        ("bufraw", "doubleBytes", Pure("converts bytes in memory for buzz:buffer")),
+        ("bufraw", "doubleFrom", Pure("converts bytes in memory for buzz:buffer")),
+        ("bufraw", "intBytes", Pure("converts bytes in memory for buzz:buffer")),
+        ("bufraw", "intFrom", Pure("converts bytes in memory for buzz:buffer")),
+        ("bufraw", "text", Pure("converts bytes in memory for buzz:buffer")),
+        ("bufraw", "zeros", Pure("converts bytes in memory for buzz:buffer")),
+        ("jsonraw", "check", Pure("JSON in memory (serde_json) for buzz:serialize")),
+        ("jsonraw", "decode", Pure("JSON in memory (serde_json) for buzz:serialize")),
+        ("jsonraw", "encode", Pure("JSON in memory (serde_json) for buzz:serialize")),
+        ("jsonraw", "q", Pure("JSON in memory (serde_json) for buzz:serialize")),
     ]
 }
 
@@ -294,15 +344,14 @@ fn probe(call: &str) -> String {
 fn every_registered_native_is_classified() {
     let fx = Fixture::new();
     let session = fx.session();
-    let registered: BTreeSet<(String, String)> = bindings::modules(&session)
-        .iter()
-        .flat_map(|m| {
-            m.function_names()
-                .into_iter()
-                .map(|f| (m.name.clone(), f.to_string()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    // What a spell's interpreter has, as `magus run` builds it: the
+    // bindings and the interpreter's own built-in modules (`std`, …).
+    let file = fx.ws.join("spells/probe.buzz");
+    let registered: BTreeSet<(String, String)> =
+        Interpreter::new(&file, bindings::modules(&session))
+            .native_functions()
+            .into_iter()
+            .collect();
     let listed: BTreeSet<(String, String)> = checks()
         .iter()
         .map(|(m, f, _)| (m.to_string(), f.to_string()))

@@ -36,9 +36,13 @@ pub fn modules(session: &Rc<Session>) -> Vec<NativeModule> {
     ]
 }
 
-/// The libraries written in Buzz over these modules: `buzz:io`.
+/// The libraries written in Buzz over these modules: `buzz:io` and
+/// `buzz:test`.
 pub fn libraries() -> &'static [(&'static str, &'static str)] {
-    &[("buzz:io", upstream::IO_LIBRARY)]
+    &[
+        ("buzz:io", upstream::IO_LIBRARY),
+        ("buzz:test", upstream::TEST_LIBRARY),
+    ]
 }
 
 /// Bytes as Buzz text: the bytes themselves when they are UTF-8, found by

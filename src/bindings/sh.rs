@@ -19,7 +19,6 @@ use crate::buzz::{CallSite, NativeModule, Raise, Value};
 use crate::enforce::gate::GateError;
 use crate::enforce::{ChildStdio, ConfinedChild, ConfinedCommand};
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::rc::Rc;
 
@@ -149,10 +148,19 @@ impl Session {
 /// The exit status as a shell reports it: the code, or 128 + the signal.
 /// (A waited-for child has one or the other; were it neither, the raw wait
 /// status is passed on rather than a made-up code.)
+#[cfg(unix)]
 fn status_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
         (None, None) => status.into_raw(),
     }
+}
+
+/// The exit code: on Windows a child has no signals, and a waited-for one
+/// always has a code (std documents `code()` as `Some` there).
+#[cfg(windows)]
+fn status_code(status: ExitStatus) -> i32 {
+    status.code().unwrap_or(i32::MIN)
 }

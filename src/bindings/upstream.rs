@@ -21,6 +21,10 @@ const MAX_DELETE_DEPTH: usize = 64;
 /// `buzz:io`, written in Buzz over the `ioraw` natives.
 pub const IO_LIBRARY: &str = include_str!("io.buzz");
 
+/// `buzz:test` (upstream's `Tester`), written in Buzz over `buzz:io` and
+/// `buzz:os`: it reaches nothing they do not.
+pub const TEST_LIBRARY: &str = include_str!("test.buzz");
+
 /// `buzz:fs` bound to `session`.
 pub fn fs_module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("buzz:fs");

@@ -199,6 +199,9 @@ pub struct FunDecl {
     pub is_static: bool,
     /// The file the function was written in, for runtime error locations.
     pub file: Rc<Path>,
+    /// `fun name::<T, U>`: generic parameters, each bound at a call to the
+    /// type the call gives (`name::<int, str>(…)`).
+    pub generics: Vec<Rc<str>>,
     /// `*> T`: the type of the values it yields when run as a fiber.
     pub yields: Option<Type>,
     /// `mut fun`: a method that changes its object (needs a `mut` instance).
@@ -414,4 +417,10 @@ pub enum ExprKind {
     Resolve(Box<Expr>),
     /// `yield value`: hands `value` to the fiber's resumer.
     Yield(Box<Expr>),
+    /// `f::<T, U>`: a function given its generic types (usually called
+    /// at once: `f::<int>(x)`).
+    Generic {
+        callee: Box<Expr>,
+        types: Vec<Type>,
+    },
 }

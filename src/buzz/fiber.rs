@@ -209,6 +209,7 @@ impl Interpreter {
             Step::AlreadyOver(_) => Err(Flow::Throw(Box::new(Thrown {
                 value: Value::str("Fiber is over"),
                 pos,
+                file: self.file.clone(),
                 diagnostic: None,
             }))),
         }

@@ -22,8 +22,10 @@ pub type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 pub(super) const REFUSED: &[(&str, &str)] = &[
     ("buzz:ffi", "FFI to native code is not available in magus"),
     ("buzz:crypto", "`buzz:crypto` is not available in magus"),
-    ("buzz:http", "`buzz:http` is not available in magus: spells have no network library"),
-    ("buzz:test", "`buzz:test` (Tester) is not available in magus yet (its `assertOfType::<T>` needs generic type arguments at run time): use `test \"name\" { }` blocks with std\\assert"),
+    (
+        "buzz:http",
+        "`buzz:http` is not available in magus: spells have no network library",
+    ),
 ];
 
 /// Native modules that only serve libraries written in Buzz; importable,

@@ -52,6 +52,8 @@ const BUILTIN_LIBRARIES: [(&str, &str); 3] = [
 pub(crate) struct Thrown {
     pub(crate) value: Value,
     pub(crate) pos: Pos,
+    /// The file `pos` is in (the throw may be in an imported file).
+    pub(crate) file: Rc<Path>,
     pub(crate) diagnostic: Option<Box<Diagnostic>>,
 }
 
@@ -329,7 +331,11 @@ impl Interpreter {
     pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
             value: super::lang::thrown_text(&t.value),
-            site: self.site(t.pos),
+            site: CallSite {
+                file: t.file.to_path_buf(),
+                line: t.pos.line,
+                column: t.pos.column,
+            },
             diagnostic: t.diagnostic,
         }
     }
@@ -496,6 +502,7 @@ impl Interpreter {
         Err(Flow::Throw(Box::new(Thrown {
             value,
             pos,
+            file: self.file.clone(),
             diagnostic: None,
         })))
     }
@@ -722,7 +729,7 @@ impl Interpreter {
             let inner = Scope::new(Some(scope.clone()));
             match &clause.binding {
                 None => {}
-                Some((_, ty)) if !type_matches(ty, &thrown.value) => continue,
+                Some((_, ty)) if !self.holds(ty, &thrown.value, scope) => continue,
                 Some((name, _)) => {
                     inner.define(name.clone(), thrown.value.clone(), Mutability::Final)
                 }
@@ -741,6 +748,10 @@ impl Interpreter {
         result
     }
 
+    // Always part of `eval`, as the compiler chose before the generic
+    // arguments grew it past its inlining threshold (the `interp` bench's
+    // instruction counts).
+    #[inline(always)]
     fn eval_inner(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         let pos = expr.pos;
         match &expr.kind {
@@ -813,7 +824,6 @@ impl Interpreter {
                 let v = self.eval(e, scope)?;
                 Ok(Value::Type(Rc::new(type_of(&v))))
             }
-            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(ty.clone()))),
             ExprKind::As {
                 value,
                 ty,
@@ -831,11 +841,13 @@ impl Interpreter {
             | ExprKind::AsyncCall(_)
             | ExprKind::Resume(_)
             | ExprKind::Resolve(_)
-            | ExprKind::Yield(_) => self.eval_extra(expr, scope),
+            | ExprKind::Yield(_)
+            | ExprKind::TypeValue(_)
+            | ExprKind::Generic { .. } => self.eval_extra(expr, scope),
         }
     }
 
-    /// Byte strings, typed lists and the fiber operators, in a frame of
+    /// Byte strings, typed lists, the fiber operators, `f::<T>` and `<T>`, in a frame of
     /// their own so that the hot `eval_inner` frame stays as small as it
     /// was (the `interp` bench's instruction counts).
     #[inline(never)]
@@ -851,6 +863,10 @@ impl Interpreter {
                 let value = self.eval(e, scope)?;
                 Ok(self.yield_value(value))
             }
+            ExprKind::Generic { callee, types } => self.instantiate(callee, types, scope),
+            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(
+                self.bound_type(ty, scope).into_owned(),
+            ))),
             _ => Err(self.fail(pos, "internal: not an extra expression")),
         }
     }
@@ -882,7 +898,7 @@ impl Interpreter {
 
     fn is(&mut self, e: &Expr, ty: &Type, scope: &Rc<Scope>) -> Eval<Value> {
         let v = self.eval(e, scope)?;
-        Ok(Value::Bool(type_matches(ty, &v)))
+        Ok(Value::Bool(self.holds(ty, &v, scope)))
     }
 
     fn eval_field(
@@ -946,6 +962,7 @@ impl Interpreter {
         Value::Function(Rc::new(Closure {
             decl: decl.clone(),
             scope: scope.clone(),
+            type_args: Vec::new(),
         }))
     }
 
@@ -1233,6 +1250,7 @@ impl Interpreter {
                 Ok(Value::Function(Rc::new(Closure {
                     decl: decl.clone(),
                     scope,
+                    type_args: Vec::new(),
                 })))
             }
             _ => Err(self.fail(
@@ -1251,6 +1269,7 @@ impl Interpreter {
             (Some(decl), Some(scope)) => Ok(Value::Function(Rc::new(Closure {
                 decl: decl.clone(),
                 scope: scope.clone(),
+                type_args: Vec::new(),
             }))),
             _ => Err(self.fail(
                 pos,
@@ -1329,6 +1348,9 @@ impl Interpreter {
     // ----- calls -----
 
     fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let ExprKind::Generic { callee, types } = &callee.kind {
+            return self.call_generic(callee, types, args, scope, pos);
+        }
         if let ExprKind::Field {
             object,
             name,
@@ -1399,10 +1421,7 @@ impl Interpreter {
         }
         self.enter(pos)?;
         self.calls += 1;
-        // Positions inside the function are in the file it was written in.
-        let caller = std::mem::replace(&mut self.file, closure.decl.file.clone());
         let result = self.call_closure_inner(closure, args, pos);
-        self.file = caller;
         self.calls -= 1;
         self.depth -= 1;
         result
@@ -1411,8 +1430,16 @@ impl Interpreter {
     fn call_closure_inner(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
         let decl = &closure.decl;
         let scope = Scope::new(Some(closure.scope.clone()));
+        if !closure.type_args.is_empty() {
+            Self::bind_type_args(closure, &scope);
+        }
+        // Argument errors point at the call, in the caller's file.
         self.bind_params(decl, args, &scope, pos)?;
-        match self.exec_all(&decl.body, &scope) {
+        // Positions inside the function are in the file it was written in.
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let outcome = self.exec_all(&decl.body, &scope);
+        self.file = caller;
+        match outcome {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
@@ -1420,6 +1447,14 @@ impl Interpreter {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// A parameter's default value, evaluated in the file it was written in.
+    fn default_value(&mut self, decl: &FunDecl, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        let caller = std::mem::replace(&mut self.file, decl.file.clone());
+        let value = self.eval(e, scope);
+        self.file = caller;
+        value
     }
 
     fn bind_params(&mut self, decl: &FunDecl, args: Args, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
@@ -1452,7 +1487,7 @@ impl Interpreter {
         for (param, slot) in decl.params.iter().zip(slots) {
             let value = match (slot, &param.default, &param.ty) {
                 (Some(v), _, _) => v,
-                (None, Some(e), _) => self.eval(e, scope)?,
+                (None, Some(e), _) => self.default_value(decl, e, scope)?,
                 (None, None, Type::Optional(_)) => Value::Null,
                 (None, None, _) => {
                     return Err(self.fail(
@@ -1501,6 +1536,7 @@ impl Interpreter {
         Flow::Throw(Box::new(Thrown {
             value: raise.value,
             pos,
+            file: self.file.clone(),
             diagnostic: raise.diagnostic,
         }))
     }

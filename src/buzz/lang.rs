@@ -113,7 +113,7 @@ impl Interpreter {
     ) -> Eval<Value> {
         let v = self.eval(value, scope)?;
         let v = self.infer(ty, v, pos)?;
-        if type_matches(ty, &v) {
+        if self.holds(ty, &v, scope) {
             return Ok(v);
         }
         if optional {
@@ -122,7 +122,7 @@ impl Interpreter {
         let message = format!(
             "cannot cast {} to {}",
             v.type_name(),
-            super::interp::type_label(ty)
+            super::interp::type_label(&self.bound_type(ty, scope))
         );
         // Said as MGS1023 if nothing catches it; a `catch` sees the text.
         let diagnostic = crate::diag::Diagnostic::error(format!("uncaught error: {message}"))
@@ -131,6 +131,7 @@ impl Interpreter {
         Err(Flow::Throw(Box::new(Thrown {
             value: Value::str(message),
             pos,
+            file: self.file.clone(),
             diagnostic: Some(Box::new(diagnostic)),
         })))
     }
@@ -212,7 +213,7 @@ impl Interpreter {
         let value = self.eval(cond, scope)?;
         let taken = match &binding.cast {
             None => !value.is_null(),
-            Some(ty) => type_matches(ty, &value),
+            Some(ty) => self.holds(ty, &value, scope),
         };
         if taken {
             let inner = Scope::new(Some(scope.clone()));
@@ -226,7 +227,7 @@ impl Interpreter {
     }
 }
 
-fn is_builtin_type(name: &str) -> bool {
+pub(super) fn is_builtin_type(name: &str) -> bool {
     matches!(
         name,
         "int"

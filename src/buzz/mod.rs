@@ -10,6 +10,7 @@ mod callbacks;
 pub mod check;
 mod error;
 mod fiber;
+mod generics;
 pub mod heap;
 mod imports;
 mod interp;

@@ -232,6 +232,43 @@ impl<'t> Parser<'t> {
         Ok(true)
     }
 
+    /// `::<T, …>` type arguments at a use (`f::<int>(x)`), kept so the
+    /// call binds them; empty when there are none.
+    fn type_arguments(&mut self) -> PResult<Vec<Type>> {
+        let mut types = Vec::new();
+        if !(self.is("::") && matches!(self.peek_at(1), Tok::Sym("<"))) {
+            return Ok(types);
+        }
+        self.advance();
+        self.advance();
+        while !self.is(">") {
+            types.push(self.ty()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(">", "to close the generic arguments")?;
+        Ok(types)
+    }
+
+    /// `::<T, …>` generic parameters of a function: their names.
+    fn generic_parameters(&mut self) -> PResult<Vec<Rc<str>>> {
+        let mut names = Vec::new();
+        if !(self.is("::") && matches!(self.peek_at(1), Tok::Sym("<"))) {
+            return Ok(names);
+        }
+        self.advance();
+        self.advance();
+        while !self.is(">") {
+            names.push(self.ident("for a generic parameter")?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(">", "to close the generic parameters")?;
+        Ok(names)
+    }
+
     /// `:label` after a loop header.
     fn label(&mut self) -> PResult<Option<Rc<str>>> {
         if self.eat(":") {
@@ -648,15 +685,28 @@ impl<'t> Parser<'t> {
 
     fn fun_decl(&mut self, pos: Pos, is_static: bool) -> PResult<FunDecl> {
         let name = self.ident("after `fun`")?;
-        self.generics()?;
-        self.function_body(name, pos, is_static)
+        let generics = self.generic_parameters()?;
+        self.function_body(name, generics, pos, is_static)
     }
 
-    fn function_rest(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<Rc<FunDecl>> {
-        self.function_body(name, pos, is_static).map(Rc::new)
+    fn function_rest(
+        &mut self,
+        name: Rc<str>,
+        generics: Vec<Rc<str>>,
+        pos: Pos,
+        is_static: bool,
+    ) -> PResult<Rc<FunDecl>> {
+        self.function_body(name, generics, pos, is_static)
+            .map(Rc::new)
     }
 
-    fn function_body(&mut self, name: Rc<str>, pos: Pos, is_static: bool) -> PResult<FunDecl> {
+    fn function_body(
+        &mut self,
+        name: Rc<str>,
+        generics: Vec<Rc<str>>,
+        pos: Pos,
+        is_static: bool,
+    ) -> PResult<FunDecl> {
         self.expect("(", "to open the parameter list")?;
         let params = self.params()?;
         let (ret, yields) = self.signature_yields()?;
@@ -680,6 +730,7 @@ impl<'t> Parser<'t> {
             file: self.file.clone(),
             yields,
             is_mut: false,
+            generics,
         })
     }
 
@@ -1444,8 +1495,14 @@ impl<'t> Parser<'t> {
     /// `postfix_one` so that deep nesting costs less stack per level.
     #[inline(never)]
     fn postfix_extra(&mut self, expr: Expr) -> PResult<Expr> {
-        if self.generics()? {
-            return Ok(expr);
+        if self.is("::") {
+            let pos = expr.pos;
+            let types = self.type_arguments()?;
+            let kind = ExprKind::Generic {
+                callee: Box::new(expr),
+                types,
+            };
+            return Ok(Expr { kind, pos });
         }
         if self.eat("?") {
             let object = Box::new(expr);
@@ -1543,8 +1600,8 @@ impl<'t> Parser<'t> {
             Tok::Kw("if") => self.inline_if()?,
             Tok::Kw("fun") => {
                 self.advance();
-                self.generics()?;
-                ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), pos, false)?)
+                let generics = self.generic_parameters()?;
+                ExprKind::Lambda(self.function_rest(Rc::from("<lambda>"), generics, pos, false)?)
             }
             _ => return self.expected("an expression", "here"),
         };
@@ -1705,10 +1762,14 @@ impl<'t> Parser<'t> {
     }
 
     fn name(&mut self, name: Rc<str>) -> PResult<ExprKind> {
-        self.advance();
-        let generic = self.generics()?;
-        if generic && !self.is("{") {
-            return Ok(ExprKind::Var(name));
+        let pos = self.advance().pos;
+        let types = self.type_arguments()?;
+        if !types.is_empty() && !self.is("{") {
+            let callee = Box::new(Expr {
+                kind: ExprKind::Var(name),
+                pos,
+            });
+            return Ok(ExprKind::Generic { callee, types });
         }
         let capitalised = name.starts_with(|c: char| c.is_ascii_uppercase());
         let instance = self.is("{")

@@ -20,11 +20,23 @@ const MAX_HEADROOM: usize = 64 << 20;
 /// its parent's `limits.memory`), so the thread can always be made. The
 /// heap budget takes a quarter of the same limit, and may briefly hold
 /// three times that (see `cli::run::heap_budget`): 1/8 + 3/4 fits.
-pub fn interpreter_stack() -> usize {
-    let inherited = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
+/// `RLIMIT_DATA` (the soft limit) divided by `share`; unlimited, unknown
+/// or on an OS without it (Windows), `usize::MAX`.
+pub(crate) fn data_limit_over(share: u64) -> usize {
+    #[cfg(unix)]
+    return nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
         .map_or(usize::MAX, |(soft, _)| {
-            usize::try_from(soft / 8).unwrap_or(usize::MAX)
+            usize::try_from(soft / share).unwrap_or(usize::MAX)
         });
+    #[cfg(not(unix))]
+    return {
+        let _ = share;
+        usize::MAX
+    };
+}
+
+pub fn interpreter_stack() -> usize {
+    let inherited = data_limit_over(8);
     INTERPRETER_STACK.min(inherited).max(MIN_STACK)
 }
 

@@ -24,7 +24,8 @@ impl TestOutcome {
 
 impl Interpreter {
     /// Runs `program`'s top level, then each of its tests. An error in the
-    /// top level (before any test) is the `Err`; `std.exit` stops the run.
+    /// top level (before any test) is the `Err`; an exit (`std.exit`,
+    /// `os\exit`) in a test fails that test and stops the run.
     pub fn run_tests(&mut self, program: &Program) -> Result<Vec<TestOutcome>, BuzzError> {
         self.prepare(program, Vec::new());
         let globals = Scope::new(None);
@@ -35,20 +36,29 @@ impl Interpreter {
             let StmtKind::Test { name, body } = &stmt.kind else {
                 continue;
             };
-            let result = match self.exec_block(body, &globals) {
-                Ok(()) | Err(Flow::Return(_)) => Ok(0),
+            let (result, exited) = match self.exec_block(body, &globals) {
+                Ok(()) | Err(Flow::Return(_)) => (Ok(0), false),
+                // The spell asked to stop (as `buzz:test`'s `summary` does
+                // on a failed assertion): this test fails and none after
+                // it runs.
                 Err(Flow::Exit(status)) => {
-                    let _ = self.out.flush();
-                    return Err(
-                        self.runtime(stmt.pos, format!("test `{name}` called std.exit({status})"))
+                    let message = format!(
+                        "test `{name}` called exit({status}); the tests after it did not run"
                     );
+                    (
+                        Err(Flow::Error(Box::new(self.runtime(stmt.pos, message)))),
+                        true,
+                    )
                 }
-                Err(other) => Err(other),
+                Err(other) => (Err(other), false),
             };
             outcomes.push(TestOutcome {
                 name: name.to_string(),
                 failure: self.finish(result).err(),
             });
+            if exited {
+                break;
+            }
         }
         let _ = self.out.flush();
         Ok(outcomes)

@@ -570,6 +570,9 @@ pub struct EnumType {
 pub struct Closure {
     pub(crate) decl: Rc<FunDecl>,
     pub(crate) scope: Rc<Scope>,
+    /// The types given to `decl.generics` (`f::<int>`), bound at each
+    /// call; empty when none were given.
+    pub(crate) type_args: Vec<Type>,
 }
 
 /// A function of a native module, as seen by Buzz code.

@@ -761,9 +761,6 @@ pub(crate) fn heap_budget(policy: &Policy) -> usize {
         (SandboxState::On, Some(bytes)) => usize::try_from(bytes).unwrap_or(usize::MAX),
         _ => crate::buzz::heap::DEFAULT_HEAP_BUDGET,
     };
-    let inherited = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
-        .map_or(usize::MAX, |(soft, _)| {
-            usize::try_from(soft / 4).unwrap_or(usize::MAX)
-        });
+    let inherited = crate::buzz::stack::data_limit_over(4);
     declared.min(inherited)
 }

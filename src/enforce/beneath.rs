@@ -4,25 +4,47 @@
 //! The check is made on a lexical path, but the kernel resolves the real one;
 //! opening relative to the root's directory handle closes the gap without a
 //! check-then-use race. With the Linux kernel layer that is one system
-//! call resolving beneath the handle (`linux::resolve`); everywhere else, and on
-//! kernels before 5.6, it is the component walk of [`walk`], which holds a
-//! handle at every step and follows no symlink it has not read.
+//! call resolving beneath the handle (`linux::resolve`); on every other
+//! Unix, and on kernels before 5.6, it is the component walk of `walk`,
+//! which holds a handle at every step and follows no symlink it has not
+//! read. Windows has no `*at` calls: `windows` resolves with cap-std's
+//! sandboxed lookup instead, behind the same [`Root`].
 
+#[cfg(unix)]
 mod walk;
+#[cfg(windows)]
+mod windows;
 
-use nix::fcntl::{self, OFlag};
+#[cfg(unix)]
+use nix::fcntl;
+#[cfg(unix)]
+pub use nix::fcntl::OFlag;
+#[cfg(unix)]
 use nix::sys::stat::Mode;
-use std::ffi::{CStr, OsString};
+#[cfg(unix)]
+use std::ffi::CStr;
+use std::ffi::OsString;
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+#[cfg(windows)]
+pub use windows::{Handle, OFlag, Root, HANDLE};
+
+/// What an open beneath a root hands back.
+#[cfg(unix)]
+pub type Handle = OwnedFd;
 
 /// The flag that opens a handle to walk from without reading it: `O_PATH`
 /// where the OS has it, else a plain read-only open.
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
 pub const HANDLE: OFlag = OFlag::O_PATH;
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+#[cfg(all(
+    unix,
+    not(any(target_os = "linux", target_os = "android", target_os = "freebsd"))
+))]
 pub const HANDLE: OFlag = OFlag::O_RDONLY;
 
 /// Whether symlinks beneath the root may be followed.
@@ -48,6 +70,7 @@ pub enum BeneathError {
     Os(#[from] io::Error),
 }
 
+#[cfg(unix)]
 /// What a granted root is: a grant may name a single file (`~/.npmrc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RootKind {
@@ -55,6 +78,7 @@ enum RootKind {
     File,
 }
 
+#[cfg(unix)]
 /// A granted root, held open as a handle.
 #[derive(Debug)]
 pub struct Root {
@@ -63,6 +87,7 @@ pub struct Root {
     kind: RootKind,
 }
 
+#[cfg(unix)]
 impl Root {
     /// Opens `path` (a real, absolute path: a directory, or a granted file)
     /// as a root.
@@ -157,6 +182,7 @@ impl Root {
     }
 }
 
+#[cfg(unix)]
 /// `EXDEV` means resolution left the root; `ELOOP` means a forbidden
 /// (magic) symlink was met. Both call for a re-check of the real path.
 fn classify(e: io::Error) -> BeneathError {
@@ -233,7 +259,7 @@ pub fn split_last(rel: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

@@ -38,10 +38,17 @@ pub enum ChildStdio {
     Piped,
     /// `/dev/null`.
     Null,
-    /// A copy of this descriptor of magus (a pseudo-terminal's slave, say).
-    /// It must stay open until `spawn` returns.
-    Fd(std::os::fd::RawFd),
+    /// A copy of this descriptor of magus (a pseudo-terminal's slave, say;
+    /// a handle on Windows). It must stay open until `spawn` returns.
+    Fd(RawStream),
 }
+
+/// A stream of magus as the OS names it: a descriptor, or a Windows handle.
+#[cfg(unix)]
+pub type RawStream = std::os::fd::RawFd;
+/// A stream of magus as the OS names it: a descriptor, or a Windows handle.
+#[cfg(windows)]
+pub type RawStream = std::os::windows::io::RawHandle;
 
 /// A child process to start inside a nested Landlock domain.
 ///
@@ -149,7 +156,10 @@ impl ConfinedCommand {
 /// stays theirs.
 #[cfg(not(kernel_layer))]
 fn std_stdio(stdio: ChildStdio) -> std::io::Result<std::process::Stdio> {
+    #[cfg(unix)]
     use std::os::fd::BorrowedFd;
+    #[cfg(windows)]
+    use std::os::windows::io::BorrowedHandle as BorrowedFd;
     use std::process::Stdio;
     Ok(match stdio {
         ChildStdio::Inherit => Stdio::inherit(),
@@ -163,7 +173,7 @@ fn std_stdio(stdio: ChildStdio) -> std::io::Result<std::process::Stdio> {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::io::Write as _;
     use std::os::unix::fs::PermissionsExt;

@@ -22,7 +22,7 @@ pub use linux::{
     capabilities, jail, landlock, limits, network, process, proxy, reexec, seccomp, survivors,
 };
 
-pub use child::{ChildStdio, ConfinedChild, ConfinedCommand};
+pub use child::{ChildStdio, ConfinedChild, ConfinedCommand, RawStream};
 pub use error::EnforceError;
 #[cfg(kernel_layer)]
 pub use linux::{

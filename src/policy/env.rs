@@ -7,7 +7,6 @@
 use crate::diag::{Code, Diagnostic};
 use std::ffi::OsString;
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
 
 /// The variable that is always withheld from sandboxed children (MGS2008).
 pub const DAEMON_SOCKET_VAR: &str = "MAGUS_DAEMON_SOCKET";
@@ -134,7 +133,7 @@ impl ChildEnv {
             daemon_socket: DaemonSocket::Absent,
         };
         for (name, value) in env {
-            let bytes = name.as_bytes();
+            let bytes = name.as_encoded_bytes();
             if bytes == DAEMON_SOCKET_VAR.as_bytes() {
                 child.daemon_socket = DaemonSocket::Withheld;
             } else if !is_kept(bytes, passthrough) {

@@ -160,8 +160,10 @@ pub enum SandboxState {
 /// start-up compares every grant with every other and with each mount
 /// point, and the component-wise answer cost it most of a millisecond.
 pub fn lies_within(path: &std::path::Path, ancestor: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let (p, a) = (path.as_os_str().as_bytes(), ancestor.as_os_str().as_bytes());
+    let (p, a) = (
+        path.as_os_str().as_encoded_bytes(),
+        ancestor.as_os_str().as_encoded_bytes(),
+    );
     if !is_plain(p) || !is_plain(a) {
         return path.starts_with(ancestor);
     }

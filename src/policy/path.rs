@@ -8,7 +8,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::ops::Deref;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// The kernel's `PATH_MAX`, which counts the terminating NUL: the longest
@@ -50,7 +49,7 @@ impl NormalPath {
     /// rewritten, so a caller cannot be surprised by what gets checked.
     pub fn new(path: impl Into<PathBuf>) -> Result<NormalPath, PathError> {
         let path = path.into();
-        let bytes = path.as_os_str().as_bytes();
+        let bytes = path.as_os_str().as_encoded_bytes();
         check_spelled(bytes)?;
         if bytes == b"/" || bytes.strip_prefix(b"/").is_some_and(is_plain) {
             return Ok(NormalPath(path));
@@ -95,18 +94,20 @@ impl NormalPath {
         spelled: impl AsRef<OsStr>,
         out: &mut NormalPath,
     ) -> Result<(), PathError> {
-        let mut bytes = std::mem::take(&mut out.0).into_os_string().into_vec();
+        let mut bytes = std::mem::take(&mut out.0)
+            .into_os_string()
+            .into_encoded_bytes();
         bytes.clear();
         let joined = join_bytes(
-            self.0.as_os_str().as_bytes(),
-            spelled.as_ref().as_bytes(),
+            self.0.as_os_str().as_encoded_bytes(),
+            spelled.as_ref().as_encoded_bytes(),
             &mut bytes,
         );
         if joined.is_err() {
             bytes.clear();
             bytes.push(b'/');
         }
-        out.0 = PathBuf::from(OsString::from_vec(bytes));
+        out.0 = PathBuf::from(os_string(bytes));
         joined
     }
 
@@ -201,11 +202,11 @@ fn is_plain_relative(spelled: &[u8]) -> bool {
 /// assert_eq!(p.as_path(), Path::new("/work/ws/target/out"));
 /// ```
 pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<NormalPath, PathError> {
-    let spelled = spelled.as_ref().as_bytes();
+    let spelled = spelled.as_ref().as_encoded_bytes();
     check_spelled(spelled)?;
     let mut out: Vec<u8> = Vec::with_capacity(base.as_os_str().len() + spelled.len() + 1);
     if spelled.first() != Some(&b'/') {
-        let base_bytes = base.as_os_str().as_bytes();
+        let base_bytes = base.as_os_str().as_encoded_bytes();
         if base_bytes.first() != Some(&b'/') {
             return Err(PathError::RelativeBase(base.to_path_buf()));
         }
@@ -216,10 +217,31 @@ pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<NormalPath, 
     finish(out)
 }
 
+/// The OS string whose encoded bytes are `bytes`, a path this module built.
+///
+/// Every such path is made of runs of the encoded bytes of OS strings
+/// (the base, the spelling), cut only at an ASCII `/` and joined only with
+/// one. On Unix any bytes are an OS string; on Windows the encoding is
+/// WTF-8, which is self-synchronising, and `std` allows cutting it next to
+/// any ASCII character: no run begins or ends inside a code point, and `/`
+/// between two runs keeps two surrogate halves from meeting.
+fn os_string(bytes: Vec<u8>) -> OsString {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStringExt::from_vec(bytes)
+    }
+    // SAFETY: see above: `bytes` are encoded bytes of OS strings of this
+    // build, cut and joined only at ASCII `/`.
+    #[cfg(not(unix))]
+    unsafe {
+        OsString::from_encoded_bytes_unchecked(bytes)
+    }
+}
+
 /// The root for an empty result; the length limit on the whole.
 fn finish(mut out: Vec<u8>) -> Result<NormalPath, PathError> {
     finish_in_place(&mut out)?;
-    Ok(NormalPath(PathBuf::from(OsString::from_vec(out))))
+    Ok(NormalPath(PathBuf::from(os_string(out))))
 }
 
 fn finish_in_place(out: &mut Vec<u8>) -> Result<(), PathError> {
@@ -303,9 +325,10 @@ fn pop_component(out: &mut Vec<u8>) {
     out.truncate(cut);
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
     fn norm(base: &str, spelled: &[u8]) -> Result<Vec<u8>, PathError> {
         normalize(Path::new(base), OsStr::from_bytes(spelled))

@@ -4,7 +4,6 @@
 
 use super::grant::{Access, Grant, Mode};
 use super::trie::Decision;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// The decision for `path` over `grants`, by scanning every grant.
@@ -37,7 +36,7 @@ pub fn check(grants: &[Grant], path: &Path, access: Access) -> Decision {
 
 /// Non-empty components of an absolute path without `.` or `..`.
 fn components(path: &Path) -> Option<Vec<&[u8]>> {
-    let bytes = path.as_os_str().as_bytes();
+    let bytes = path.as_os_str().as_encoded_bytes();
     if !bytes.starts_with(b"/") {
         return None;
     }

@@ -378,7 +378,7 @@ fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::policy::config::Position;

@@ -170,6 +170,8 @@ mod tests {
     use super::*;
     use std::ffi::OsStr;
 
+    // The PATH below is a Unix one, joined with `:`.
+    #[cfg(unix)]
     #[test]
     fn finds_each_manager_once_with_its_root() {
         let path = OsStr::new(

@@ -5,7 +5,6 @@
 
 use super::config::CONFIG_FILE_NAME;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The variable that overrides `sandbox.enabled` for one invocation.
@@ -101,7 +100,7 @@ fn real_dir(dir: &Path) -> Result<PathBuf, WorkspaceError> {
 /// The value of `name` in `env` (the first occurrence, as `getenv` does).
 pub fn lookup<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsStr> {
     env.iter()
-        .find(|(n, _)| n.as_bytes() == name.as_bytes())
+        .find(|(n, _)| n.as_encoded_bytes() == name.as_bytes())
         .map(|(_, v)| v.as_os_str())
 }
 
@@ -116,7 +115,7 @@ pub struct BadOverride {
 /// What `MAGUS_SANDBOX_ENABLED` says: `Some(true)` for `1`, `Some(false)`
 /// for `0`, `None` when unset; any other value is an error.
 pub fn enabled_override(env: &[(OsString, OsString)]) -> Result<Option<bool>, BadOverride> {
-    match lookup(env, ENABLED_VAR).map(OsStr::as_bytes) {
+    match lookup(env, ENABLED_VAR).map(OsStr::as_encoded_bytes) {
         None => Ok(None),
         Some(b"1") => Ok(Some(true)),
         Some(b"0") => Ok(Some(false)),

@@ -30,11 +30,17 @@
 
 use crate::diag::{output_options, render_child_line_json, MessageFormat};
 use crate::enforce::ChildStdio;
+use crate::enforce::RawStream;
+#[cfg(unix)]
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+#[cfg(unix)]
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+#[cfg(unix)]
 use nix::sys::termios::{tcgetattr, OutputFlags};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, PipeReader, PipeWriter, Read, Write};
+#[cfg(unix)]
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+#[cfg(unix)]
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
 
@@ -43,10 +49,13 @@ const TAIL: usize = 64 * 1024;
 /// A line longer than this is wrapped in pieces under JSON.
 const MAX_JSON_LINE: usize = 64 * 1024;
 
+#[cfg(unix)]
 nix::ioctl_read_bad!(get_winsize, libc::TIOCGWINSZ, libc::winsize);
+#[cfg(unix)]
 nix::ioctl_write_ptr_bad!(set_winsize, libc::TIOCSWINSZ, libc::winsize);
 
 /// The pseudo-terminal children write to when magus's stderr is a terminal.
+#[cfg(unix)]
 #[derive(Debug)]
 struct Terminal {
     master: OwnedFd,
@@ -55,10 +64,12 @@ struct Terminal {
     with_stdout: bool,
 }
 
+#[cfg(unix)]
 static TERMINAL: OnceLock<Option<Terminal>> = OnceLock::new();
 
 /// Opens the pseudo-terminal for children, when magus's stderr is a
 /// terminal and diagnostics are human. Call it before Landlock is in force.
+#[cfg(unix)]
 pub fn prepare_terminal(format: MessageFormat) {
     TERMINAL.get_or_init(|| match format {
         MessageFormat::Json => None,
@@ -66,6 +77,12 @@ pub fn prepare_terminal(format: MessageFormat) {
     });
 }
 
+/// Windows has no pseudo-terminal to relay through: a child on a terminal
+/// writes to it directly (nothing there needs a denial explained).
+#[cfg(windows)]
+pub fn prepare_terminal(_format: MessageFormat) {}
+
+#[cfg(unix)]
 fn open_terminal() -> Option<Terminal> {
     let stderr = std::io::stderr();
     if !stderr.is_terminal() {
@@ -90,12 +107,20 @@ fn open_terminal() -> Option<Terminal> {
 }
 
 /// A close-on-exec pipe, read end first. std's (not `pipe2`, which macOS
-/// lacks).
-fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let (read, write) = std::io::pipe()?;
-    Ok((read.into(), write.into()))
+/// lacks; on Windows the handles are not inherited).
+fn cloexec_pipe() -> std::io::Result<(PipeReader, PipeWriter)> {
+    std::io::pipe()
 }
 
+/// The child's end of a pipe, as [`ChildStdio::Fd`] takes it.
+fn raw_stream(write: &PipeWriter) -> RawStream {
+    #[cfg(unix)]
+    return write.as_raw_fd();
+    #[cfg(windows)]
+    return std::os::windows::io::AsRawHandle::as_raw_handle(write);
+}
+
+#[cfg(unix)]
 fn window_size(fd: BorrowedFd<'_>) -> Option<libc::winsize> {
     let mut size = libc::winsize {
         ws_row: 0,
@@ -109,6 +134,7 @@ fn window_size(fd: BorrowedFd<'_>) -> Option<libc::winsize> {
 }
 
 /// Whether descriptors `a` and `b` of magus are the same open file.
+#[cfg(unix)]
 fn same_file(a: i32, b: i32) -> bool {
     use std::os::unix::fs::MetadataExt;
     let meta = |fd: i32| {
@@ -124,6 +150,14 @@ fn same_file(a: i32, b: i32) -> bool {
     }
 }
 
+/// Whether magus's stdout and stderr are the same file: not asked on
+/// Windows, where stdout is then inherited rather than relayed.
+#[cfg(windows)]
+fn same_file(_a: i32, _b: i32) -> bool {
+    false
+}
+
+#[cfg(unix)]
 impl Terminal {
     /// Gives the pseudo-terminal the real terminal's current size, so a
     /// child laying out its output sees the width the user sees.
@@ -138,6 +172,7 @@ impl Terminal {
 /// Where one launch's output goes.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
+    #[cfg(unix)]
     Terminal(&'static Terminal),
     Pipe,
     Json,
@@ -153,7 +188,7 @@ pub struct Launch {
     stderr: ChildStdio,
     /// The pipe magus reads and the end the child writes (closed in magus
     /// once the child runs), for the pipe kinds.
-    pipe: Option<(OwnedFd, OwnedFd)>,
+    pipe: Option<(PipeReader, PipeWriter)>,
 }
 
 impl Launch {
@@ -163,6 +198,9 @@ impl Launch {
             return Launch::piped(Kind::Json, false);
         }
         if std::io::stderr().is_terminal() {
+            #[cfg(windows)]
+            return Ok(Launch::inherit());
+            #[cfg(unix)]
             return Ok(match TERMINAL.get() {
                 Some(Some(terminal)) => {
                     terminal.sync_size();
@@ -179,20 +217,25 @@ impl Launch {
                         pipe: None,
                     }
                 }
-                _ => Launch {
-                    kind: Kind::Inherit,
-                    stdout: ChildStdio::Inherit,
-                    stderr: ChildStdio::Inherit,
-                    pipe: None,
-                },
+                _ => Launch::inherit(),
             });
         }
         Launch::piped(Kind::Pipe, same_file(1, 2))
     }
 
+    /// The child writes to magus's own streams; nothing is relayed.
+    fn inherit() -> Launch {
+        Launch {
+            kind: Kind::Inherit,
+            stdout: ChildStdio::Inherit,
+            stderr: ChildStdio::Inherit,
+            pipe: None,
+        }
+    }
+
     fn piped(kind: Kind, with_stdout: bool) -> std::io::Result<Launch> {
         let (read, write) = cloexec_pipe()?;
-        let end = ChildStdio::Fd(write.as_raw_fd());
+        let end = ChildStdio::Fd(raw_stream(&write));
         Ok(Launch {
             kind,
             stdout: if with_stdout {
@@ -218,6 +261,7 @@ impl Launch {
             read
         });
         match (self.kind, read) {
+            #[cfg(unix)]
             (Kind::Terminal(terminal), _) => Relay::terminal(terminal),
             (Kind::Json, Some(read)) => {
                 let program = program.to_string();
@@ -229,35 +273,53 @@ impl Launch {
     }
 }
 
+/// The write end of a terminal relay's wake-up pipe (none on Windows).
+#[cfg(unix)]
+type WakeEnd = OwnedFd;
+#[cfg(windows)]
+type WakeEnd = std::convert::Infallible;
+
 /// A running relay of one child's output.
 #[derive(Debug, Default)]
 pub struct Relay {
     thread: Option<JoinHandle<Vec<u8>>>,
     /// Written to once the child has exited, for a terminal relay (whose
     /// pseudo-terminal magus keeps open, so it never sees an end).
+    #[cfg(unix)]
     wake: Option<OwnedFd>,
 }
 
 impl Relay {
-    fn spawn(f: impl FnOnce() -> Vec<u8> + Send + 'static, wake: Option<OwnedFd>) -> Relay {
+    fn spawn(f: impl FnOnce() -> Vec<u8> + Send + 'static, wake: Option<WakeEnd>) -> Relay {
         let thread = std::thread::Builder::new()
             .name("child-output".into())
             .spawn(f)
             .ok();
-        Relay { thread, wake }
+        #[cfg(windows)]
+        let _: Option<WakeEnd> = wake;
+        Relay {
+            thread,
+            #[cfg(unix)]
+            wake,
+        }
     }
 
+    #[cfg(unix)]
     fn terminal(terminal: &'static Terminal) -> Relay {
         let Ok((wake_read, wake_write)) = cloexec_pipe() else {
             return Relay::default();
         };
         let master = terminal.master.as_fd();
-        Relay::spawn(move || relay_terminal(master, wake_read), Some(wake_write))
+        Relay::spawn(
+            move || relay_terminal(master, wake_read.into()),
+            Some(wake_write.into()),
+        )
     }
 
     /// Waits for the relay to pass on all the child wrote; returns the last
     /// [`TAIL`] bytes of it, for attribution.
     pub fn finish(self) -> Vec<u8> {
+        #[cfg(unix)]
         if let Some(wake) = &self.wake {
             let _ = nix::unistd::write(wake, b"x");
         }
@@ -279,6 +341,7 @@ impl Tail {
 }
 
 /// Copies the pseudo-terminal to stderr until woken, then drains it.
+#[cfg(unix)]
 fn relay_terminal(master: BorrowedFd<'static>, wake: OwnedFd) -> Vec<u8> {
     let mut tail = Tail::default();
     loop {
@@ -302,6 +365,7 @@ fn relay_terminal(master: BorrowedFd<'static>, wake: OwnedFd) -> Vec<u8> {
 
 /// Copies what can be read from the non-blocking `master` without
 /// waiting; false once it fails for good.
+#[cfg(unix)]
 fn copy_available(master: BorrowedFd<'_>, tail: &mut Tail) -> bool {
     let mut buf = [0u8; 8192];
     loop {
@@ -319,8 +383,7 @@ fn copy_available(master: BorrowedFd<'_>, tail: &mut Tail) -> bool {
 }
 
 /// Copies a pipe to stderr as it comes.
-fn relay_raw(read: OwnedFd) -> Vec<u8> {
-    let mut pipe = std::fs::File::from(read);
+fn relay_raw(mut pipe: PipeReader) -> Vec<u8> {
     let mut tail = Tail::default();
     let mut buf = [0u8; 8192];
     while let Ok(n) = pipe.read(&mut buf) {
@@ -334,8 +397,7 @@ fn relay_raw(read: OwnedFd) -> Vec<u8> {
 }
 
 /// Wraps each line of a pipe as one JSON object on stderr.
-fn relay_json(read: OwnedFd, program: &str) -> Vec<u8> {
-    let mut pipe = std::fs::File::from(read);
+fn relay_json(mut pipe: PipeReader, program: &str) -> Vec<u8> {
     let mut tail = Tail::default();
     let mut pending = Vec::new();
     let mut buf = [0u8; 8192];
@@ -379,11 +441,11 @@ mod tests {
     #[test]
     fn a_pipe_relay_returns_what_the_child_wrote() {
         let (read, write) = cloexec_pipe().unwrap();
-        nix::unistd::write(&write, b"one\ntwo").unwrap();
+        (&write).write_all(b"one\ntwo").unwrap();
         drop(write);
         assert_eq!(relay_json(read, "prog"), b"one\ntwo");
         let (read, write) = cloexec_pipe().unwrap();
-        nix::unistd::write(&write, b"raw").unwrap();
+        (&write).write_all(b"raw").unwrap();
         drop(write);
         assert_eq!(relay_raw(read), b"raw");
     }

@@ -183,6 +183,8 @@ impl Cx<'_, '_> {
                 arms,
                 otherwise,
             } => self.match_expr(subject, arms, otherwise.as_deref(), expected, e),
+            // `f::<T>`: the function's own type (generic types are not checked).
+            ExprKind::Generic { callee, .. } => self.expr_expecting(callee, expected),
             ExprKind::Yield(value) => {
                 self.yield_value(value, e);
                 Ty::Unknown

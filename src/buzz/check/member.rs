@@ -15,6 +15,11 @@ const MAP_MUTATORS: [&str; 1] = ["remove"];
 
 impl Cx<'_, '_> {
     pub(super) fn call(&mut self, callee: &Expr, args: &[Arg], e: &Expr) -> Ty {
+        // `f::<T>(…)` is checked as `f(…)`: generic types are not checked.
+        let callee = match &callee.kind {
+            ExprKind::Generic { callee, .. } => callee,
+            _ => callee,
+        };
         let fiber = std::mem::take(&mut self.fiber_call);
         let callee_ty = match &callee.kind {
             ExprKind::Field {

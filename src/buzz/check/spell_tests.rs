@@ -2,7 +2,8 @@
 //! kind of mistake upstream Buzz rejects at compile time
 //! (`tests/compile_errors` upstream; these programs are our own), the code
 //! and line it is reported at; no report at all on the programs that run
-//! (`tests/buzz/pass`, `spells/`); and the rendering of five
+//! (`tests/buzz/pass`, `spells/`, the libraries written in Buzz); and the
+//! rendering of five
 //! representative errors, pinned as snapshots.
 
 use crate::bindings::{self, Session};
@@ -288,7 +289,8 @@ fn unreachable_code_shadowing_and_unused_names_warn_without_stopping_the_spell()
 fn runnable_programs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["tests/buzz/pass", "spells"] {
+    // The libraries magus writes in Buzz (`buzz:io`, `buzz:test`, …) too.
+    for dir in ["tests/buzz/pass", "spells", "src/buzz", "src/bindings"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "buzz") {

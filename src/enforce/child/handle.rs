@@ -5,9 +5,11 @@
 //! child never waited for stays a zombie until magus exits.
 
 use std::io::{self, Read};
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Output};
 
+#[cfg(unix)]
 use libc::{c_int, pid_t};
 
 #[cfg(kernel_layer)]
@@ -16,7 +18,11 @@ use super::prepare::StreamPlan;
 /// A child started by [`super::ConfinedCommand::spawn`].
 #[derive(Debug)]
 pub struct ConfinedChild {
+    #[cfg(unix)]
     pid: pid_t,
+    /// Windows has no `waitpid`: std's handle waits and kills.
+    #[cfg(windows)]
+    child: std::process::Child,
     /// Set once reaped, so a second wait answers without a syscall and a
     /// kill never reaches a recycled pid.
     status: Option<ExitStatus>,
@@ -45,21 +51,62 @@ impl ConfinedChild {
     #[cfg(not(kernel_layer))]
     pub(super) fn from_std(mut child: std::process::Child) -> Self {
         ConfinedChild {
+            #[cfg(unix)]
             pid: child.id() as pid_t,
             status: None,
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
+            #[cfg(windows)]
+            child,
+        }
+    }
+
+    /// The child's process id.
+    #[cfg(windows)]
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Closes the child's stdin and waits for it to exit.
+    #[cfg(windows)]
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        drop(self.stdin.take());
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = self.child.wait()?;
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// The exit status if the child has exited, without blocking.
+    #[cfg(windows)]
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait()?;
+        }
+        Ok(self.status)
+    }
+
+    /// Terminates the child; does nothing once it has been waited for.
+    #[cfg(windows)]
+    pub fn kill(&mut self) -> io::Result<()> {
+        match self.status {
+            Some(_) => Ok(()),
+            None => self.child.kill(),
         }
     }
 
     /// The child's process id (in magus's PID namespace).
+    #[cfg(unix)]
     pub fn id(&self) -> u32 {
         self.pid.unsigned_abs()
     }
 
     /// Closes the child's stdin (so a child reading it sees EOF) and waits
     /// for it to exit.
+    #[cfg(unix)]
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
         drop(self.stdin.take());
         if let Some(status) = self.status {
@@ -74,6 +121,7 @@ impl ConfinedChild {
     }
 
     /// The exit status if the child has exited, without blocking.
+    #[cfg(unix)]
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if self.status.is_none() {
             self.status = waitpid(self.pid, libc::WNOHANG)?;
@@ -82,6 +130,7 @@ impl ConfinedChild {
     }
 
     /// Sends SIGKILL; does nothing once the child has been reaped.
+    #[cfg(unix)]
     pub fn kill(&mut self) -> io::Result<()> {
         if self.status.is_some() {
             return Ok(());
@@ -110,6 +159,7 @@ impl ConfinedChild {
 }
 
 /// `waitpid`, retried on EINTR; `None` when `WNOHANG` found it running.
+#[cfg(unix)]
 fn waitpid(pid: pid_t, flags: c_int) -> io::Result<Option<ExitStatus>> {
     let mut status: c_int = 0;
     loop {

@@ -5,16 +5,13 @@
 //! the handle of the granted root that allowed it.
 
 use super::{Denial, DenialReason, FsOp, GateError};
-use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Root};
+use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Handle, OFlag, Root};
 use crate::policy::path::PATH_MAX;
 use crate::policy::{normalize, Access, NormalPath, PlainRelative, Policy, TrieCursor};
-use nix::fcntl::OFlag;
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 use std::ffi::{CStr, OsStr};
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -77,7 +74,7 @@ enum WritesBelow {
 
 impl Cwd {
     fn new(path: NormalPath, policy: &Policy) -> Cwd {
-        let bytes = path.as_os_str().as_bytes();
+        let bytes = path.as_os_str().as_encoded_bytes();
         let near_proc = bytes == b"/" || bytes.starts_with(b"/proc");
         let writes = match path.strip_prefix(policy.workspace()) {
             Ok(rest) if rest.as_os_str().is_empty() => WritesBelow::AtWorkspace,
@@ -125,7 +122,7 @@ impl Cwd {
         root: &Root,
         out: &'o mut Vec<u8>,
     ) -> Option<&'o CStr> {
-        let base = self.path.as_os_str().as_bytes();
+        let base = self.path.as_os_str().as_encoded_bytes();
         if base.len() + 1 + rel.as_bytes().len() >= PATH_MAX {
             return None;
         }
@@ -179,10 +176,12 @@ pub(super) struct Located<'p> {
 impl Located<'_> {
     /// `abs` relative to the root (empty for the root itself).
     pub(super) fn rel(&self) -> &Path {
-        let bytes = self.abs.as_os_str().as_bytes();
-        Path::new(OsStr::from_bytes(
-            bytes.get(self.rel_start..).unwrap_or_default(),
-        ))
+        let bytes = self.abs.as_os_str().as_encoded_bytes();
+        let rel = bytes.get(self.rel_start..).unwrap_or_default();
+        // SAFETY: `rel_start` is 0, the end, or just past an ASCII `/` of
+        // `abs`'s encoded bytes (see `rel_offset`), and a cut next to an
+        // ASCII byte leaves a valid OS string.
+        Path::new(unsafe { OsStr::from_encoded_bytes_unchecked(rel) })
     }
 }
 
@@ -304,7 +303,7 @@ impl Confined {
         let root = self
             .root(index)
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let Some(rel_start) = rel_offset(abs.as_os_str().as_bytes(), root.path()) else {
+        let Some(rel_start) = rel_offset(abs.as_os_str().as_encoded_bytes(), root.path()) else {
             let e = std::io::Error::other("the granted root does not contain the path");
             return Err(GateError::io(op, spelled, e));
         };
@@ -336,7 +335,7 @@ impl Confined {
         access: Access,
         op: FsOp,
         flags: OFlag,
-    ) -> Result<OwnedFd, GateError> {
+    ) -> Result<Handle, GateError> {
         match self.open_plain(spelled, access, flags) {
             Some(opened) => opened.map_err(|e| GateError::io(op, spelled, e)),
             None => self.open_general(spelled, access, op, flags),
@@ -355,7 +354,7 @@ impl Confined {
         spelled: &str,
         access: Access,
         flags: OFlag,
-    ) -> Option<io::Result<OwnedFd>> {
+    ) -> Option<io::Result<Handle>> {
         let Base::Normal(cwd) = &self.base else {
             return None;
         };
@@ -387,7 +386,7 @@ impl Confined {
         access: Access,
         op: FsOp,
         flags: OFlag,
-    ) -> Result<OwnedFd, GateError> {
+    ) -> Result<Handle, GateError> {
         let Ok(mut scratch) = self.scratch.try_borrow_mut() else {
             let abs = self.absolute(spelled, op)?;
             return self.open_abs(spelled, Cow::Owned(abs), access, op, flags);
@@ -405,7 +404,7 @@ impl Confined {
         access: Access,
         op: FsOp,
         flags: OFlag,
-    ) -> Result<OwnedFd, GateError> {
+    ) -> Result<Handle, GateError> {
         let located = self.locate_abs(spelled, abs, access, op)?;
         if let Some(fd) = self.try_open(&located, spelled, access, op, flags)? {
             return Ok(fd);
@@ -426,7 +425,7 @@ impl Confined {
         access: Access,
         op: FsOp,
         flags: OFlag,
-    ) -> Result<Option<OwnedFd>, GateError> {
+    ) -> Result<Option<Handle>, GateError> {
         match located
             .root
             .open_beneath(located.rel(), flags, follow_for(access))
@@ -515,7 +514,7 @@ fn follow_for(access: Access) -> Follow {
 /// normal), in bytes. On this hot path a byte comparison replaces
 /// `Path::strip_prefix`, whose component walk cost more than the check.
 fn rel_offset(path: &[u8], root: &Path) -> Option<usize> {
-    let root = root.as_os_str().as_bytes();
+    let root = root.as_os_str().as_encoded_bytes();
     let rest = path.strip_prefix(root)?;
     match rest.first() {
         None => Some(root.len()),
@@ -528,7 +527,7 @@ fn rel_offset(path: &[u8], root: &Path) -> Option<usize> {
 /// `/proc/<pid>/...` of any process but our own. Children get their own
 /// PID namespace; this keeps `fs.*` from reading magus's parents.
 fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
-    if !path.as_os_str().as_bytes().starts_with(b"/proc/") {
+    if !path.as_os_str().as_encoded_bytes().starts_with(b"/proc/") {
         return false;
     }
     let Ok(rest) = path.strip_prefix("/proc") else {
@@ -544,7 +543,7 @@ fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::{is_foreign_proc, rel_offset, Confined};
     use crate::enforce::gate::FsOp;

@@ -4,16 +4,20 @@
 
 use super::confined::{Confined, Located};
 use super::{FsOp, GateError, WriteMode};
-use crate::enforce::beneath::{BeneathError, Follow, HANDLE};
+use crate::enforce::beneath::{BeneathError, Follow, Handle, OFlag, HANDLE};
 use crate::policy::Access;
-use nix::dir::Dir;
-use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::{fstatat, mkdirat, Mode, SFlag};
-use nix::unistd::{unlinkat, UnlinkatFlags};
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as at;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as at;
 
 impl Confined {
     /// The whole content of a file, lent to `with`.
@@ -58,13 +62,13 @@ impl Confined {
         // The common answer, "missing" included, without making an error.
         match self.open_plain(spelled, Access::Read, HANDLE) {
             Some(Ok(_)) => return Ok(true),
-            Some(Err(e)) if is_missing(&e) => return Ok(false),
+            Some(Err(e)) if at::is_missing(&e) => return Ok(false),
             Some(Err(e)) => return Err(GateError::io(op, spelled, e)),
             None => {}
         }
         match self.open_general(spelled, Access::Read, op, HANDLE) {
             Ok(_) => Ok(true),
-            Err(GateError::Io { source, .. }) if is_missing(&source) => Ok(false),
+            Err(GateError::Io { source, .. }) if at::is_missing(&source) => Ok(false),
             Err(other) => Err(other),
         }
     }
@@ -74,7 +78,7 @@ impl Confined {
         let op = FsOp::List;
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
         let fd = self.open(spelled, Access::Read, op, flags)?;
-        read_names(fd).map_err(|e| GateError::io(op, spelled, e))
+        at::read_names(fd).map_err(|e| GateError::io(op, spelled, e))
     }
 
     /// Creates a directory and its missing parents, like `mkdir -p`.
@@ -105,14 +109,7 @@ impl Confined {
         for component in located.rel().components() {
             let flags = HANDLE | OFlag::O_DIRECTORY;
             let dir = located.root.open_beneath(&parent, flags, Follow::Never)?;
-            match mkdirat(
-                dir.as_fd(),
-                component.as_os_str(),
-                Mode::from_bits_truncate(0o777),
-            ) {
-                Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
-                Err(e) => return Err(BeneathError::Os(e.into())),
-            }
+            at::make_directory(&dir, component.as_os_str())?;
             parent.push(component);
         }
         Ok(())
@@ -122,20 +119,7 @@ impl Confined {
     pub(super) fn delete(&self, spelled: &str) -> Result<(), GateError> {
         let op = FsOp::Delete;
         let (parent, name) = self.open_parent(spelled, op)?;
-        let is_dir = fstatat(
-            parent.as_fd(),
-            name.as_os_str(),
-            AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR)
-        .map_err(|e| GateError::io(op, spelled, e.into()))?;
-        let flag = if is_dir {
-            UnlinkatFlags::RemoveDir
-        } else {
-            UnlinkatFlags::NoRemoveDir
-        };
-        unlinkat(parent.as_fd(), name.as_os_str(), flag)
-            .map_err(|e| GateError::io(op, spelled, e.into()))
+        at::remove(&parent, &name).map_err(|e| GateError::io(op, spelled, e))
     }
 
     /// The directory holding `spelled` (opened beneath its root for a
@@ -144,7 +128,7 @@ impl Confined {
         &self,
         spelled: &str,
         op: FsOp,
-    ) -> Result<(OwnedFd, std::ffi::OsString), GateError> {
+    ) -> Result<(Handle, std::ffi::OsString), GateError> {
         let abs = self.absolute(spelled, op)?;
         let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
             let e = io::Error::new(
@@ -160,7 +144,7 @@ impl Confined {
         let fd = self.open_abs(spelled, Cow::Owned(parent), Access::Write, op, flags)?;
         // Renaming or removing the entry acts on what the handle really is,
         // which a symlinked parent may have moved: check that name too.
-        let real_parent = fd_path(&fd).map_err(|e| GateError::io(op, spelled, e))?;
+        let real_parent = at::path_of(&fd).map_err(|e| GateError::io(op, spelled, e))?;
         self.refuse_protected_entry(spelled, &abs, &real_parent.join(name), op)?;
         Ok((fd, name.to_os_string()))
     }
@@ -172,19 +156,13 @@ impl Confined {
         let op = FsOp::Move;
         let (from_dir, from_name) = self.open_parent(from, op)?;
         let (to_dir, to_name) = self.open_parent(to, op)?;
-        let renamed = nix::fcntl::renameat(
-            from_dir.as_fd(),
-            from_name.as_os_str(),
-            to_dir.as_fd(),
-            to_name.as_os_str(),
-        );
-        match renamed {
+        match at::rename(&from_dir, &from_name, &to_dir, &to_name) {
             Ok(()) => Ok(()),
-            Err(nix::errno::Errno::EXDEV) => {
+            Err(e) if at::crosses_devices(&e) => {
                 self.copy(from, to)?;
                 self.delete(from)
             }
-            Err(e) => Err(GateError::io(op, from, e.into())),
+            Err(e) => Err(GateError::io(op, from, e)),
         }
     }
 
@@ -249,28 +227,6 @@ thread_local! {
     /// [`read_all_with`]'s first read lands here.
     static FIRST: std::cell::RefCell<Vec<u8>> =
         std::cell::RefCell::new(Vec::with_capacity(FIRST_READ));
-}
-
-/// The path a directory handle refers to now, as the kernel knows it.
-fn fd_path(fd: &OwnedFd) -> io::Result<std::path::PathBuf> {
-    use std::os::fd::AsRawFd;
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-}
-
-fn read_names(fd: OwnedFd) -> io::Result<Vec<String>> {
-    let mut dir = Dir::from_fd(fd)?;
-    let mut names = Vec::new();
-    for entry in dir.iter() {
-        let name = entry?.file_name().to_bytes().to_vec();
-        if name != b"." && name != b".." {
-            names.push(String::from_utf8_lossy(&name).into_owned());
-        }
-    }
-    Ok(names)
-}
-
-fn is_missing(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR))
 }
 
 #[cfg(test)]

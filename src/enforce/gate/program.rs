@@ -17,7 +17,6 @@ use super::{Backend, Denial, DenialReason, FsOp, Gate, GateError};
 use crate::policy::Access;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Where a program name was found.
@@ -228,6 +227,15 @@ impl Gate {
     }
 }
 
+#[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Windows has no execute bit: any file may be started (what it runs is
+/// decided by the policy's `Execute` check alone).
+#[cfg(windows)]
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }

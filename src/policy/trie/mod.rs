@@ -18,7 +18,6 @@ use super::grant::{Access, Grant, Mode};
 use super::path::{NormalPath, PlainRelative};
 use scan::{Name, Names};
 use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Whether an access is allowed.
@@ -221,7 +220,7 @@ impl PathTrie {
     /// down to the deepest matching node are read (the type guarantees the
     /// rest holds no `.` or `..`).
     pub fn check(&self, path: &NormalPath, access: Access) -> Decision {
-        let names = Names::new(path.as_os_str().as_bytes());
+        let names = Names::new(path.as_os_str().as_encoded_bytes());
         self.decide(self.walk(self.start(), names), access)
     }
 
@@ -229,7 +228,10 @@ impl PathTrie {
     /// [`PathTrie::check_below`]: the gate walks the spell's directory
     /// once, then only the names each relative spelling adds.
     pub fn cursor(&self, path: &NormalPath) -> TrieCursor {
-        self.walk(self.start(), Names::new(path.as_os_str().as_bytes()))
+        self.walk(
+            self.start(),
+            Names::new(path.as_os_str().as_encoded_bytes()),
+        )
     }
 
     /// The decision for the path `rel` names below the one `at` was made
@@ -360,7 +362,7 @@ fn fold(parent: &Node, here: &[usize], grants: &[Grant]) -> Node {
 
 /// The components of a grant's path, or `None` when it cannot match.
 fn grant_components(path: &Path) -> Option<Vec<&[u8]>> {
-    let rest = path.as_os_str().as_bytes().strip_prefix(b"/")?;
+    let rest = path.as_os_str().as_encoded_bytes().strip_prefix(b"/")?;
     let components: Vec<&[u8]> = rest
         .split(|&b| b == b'/')
         .filter(|c| !c.is_empty())
