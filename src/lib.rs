@@ -77,7 +77,7 @@ mod sandbox;
 
 // Where unit tests put fake `HOME`s and workspaces: the same rule as the
 // integration tests' (never under `/tmp`).
-#[cfg(test)]
+#[cfg(all(test, unix))]
 #[path = "../tests/scratch/mod.rs"]
 mod scratch;
 

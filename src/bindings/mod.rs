@@ -11,7 +11,8 @@ pub mod egress;
 mod env;
 mod errors;
 mod fs;
-#[cfg(test)]
+// Unix paths and modes (as the integration tests they were).
+#[cfg(all(test, unix))]
 mod gate_coverage_tests;
 mod session;
 mod sh;

@@ -10,7 +10,8 @@
 mod builtin;
 pub mod config;
 mod env;
-#[cfg(test)]
+// Unix paths and modes (as the integration tests they were).
+#[cfg(all(test, unix))]
 mod env_tests;
 mod fingerprint;
 mod grant;
