@@ -2,10 +2,14 @@
 """`magus run` of an empty spell in four workspaces (sandbox off, on,
 `network: deny`, `network.hosts`), run in turn N times, so load from other
 work on a shared machine falls on all four alike; prints the median and
-the minimum of each. The same workspaces as benches/run.rs.
+the minimum of each, and what each adds over `off` and over `on`. The
+same workspaces as benches/run.rs. Given several binaries (an A/B of two
+versions), each round runs every binary on each workspace, in alternating
+order.
 
     cargo build --release --bin magus
     python3 scripts/startup-alternating.py target/release/magus 100
+    python3 scripts/startup-alternating.py /tmp/magus-before target/release/magus 100
 """
 import os
 import statistics
@@ -33,20 +37,31 @@ def workspace(root, name, enabled, network):
 
 
 def main():
-    magus, rounds = os.path.abspath(sys.argv[1]), int(sys.argv[2])
+    *binaries, rounds = sys.argv[1:]
+    binaries, rounds = [os.path.abspath(b) for b in binaries], int(rounds)
     root = tempfile.mkdtemp(dir=os.path.join(os.getcwd(), "target"))
     home = os.path.join(root, "home")
     os.makedirs(home)
     env = {"PATH": "/usr/bin:/bin", "HOME": home, "GITHUB_TOKEN": "ghp_bench_secret"}
     spaces = {n: workspace(root, n, *v) for n, v in NETWORKS.items()}
-    times = {n: [] for n in NETWORKS}
-    for _ in range(rounds):
+    times = {(b, n): [] for b in binaries for n in NETWORKS}
+    for r in range(rounds):
         for name, ws in spaces.items():
-            start = time.perf_counter()
-            subprocess.run([magus, "--workspace", ws, "run", "empty"], env=env, check=True)
-            times[name].append((time.perf_counter() - start) * 1000)
-    for name, t in times.items():
-        print(f"{name:6} median {statistics.median(t):6.2f} ms  min {min(t):6.2f} ms")
+            for magus in binaries if r % 2 == 0 else binaries[::-1]:
+                start = time.perf_counter()
+                subprocess.run([magus, "--workspace", ws, "run", "empty"], env=env, check=True)
+                times[(magus, name)].append((time.perf_counter() - start) * 1000)
+    for magus in binaries:
+        if len(binaries) > 1:
+            print(magus)
+        stats = {n: (min(times[(magus, n)]), statistics.median(times[(magus, n)])) for n in NETWORKS}
+        for name, (low, mid) in stats.items():
+            over = "".join(
+                f"  +{low - stats[base][0]:5.2f} / +{mid - stats[base][1]:5.2f} over {base}"
+                for base in ("off", "on")
+                if name not in ("off", base)
+            )
+            print(f"{name:6} median {mid:6.2f} ms  min {low:6.2f} ms{over}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@
 //! then false), and natives and list, map and str methods (`map::<str>`)
 //! take theirs from their arguments.
 
-use super::ast::{Arg, Expr, ExprKind, Mutability, Type};
+use super::ast::{Arg, Expr, ExprKind, FunDecl, Mutability, Type};
 use super::interp::{lookup, type_matches, Eval, Interpreter};
 use super::lexer::Pos;
 use super::methods;
@@ -136,9 +136,10 @@ impl Interpreter {
         super::lang::is_builtin_type(name) || name == "fib" || self.types.contains_key(name)
     }
 
-    /// Binds `closure`'s generic parameters in the scope of one call.
-    pub(super) fn bind_type_args(closure: &Closure, scope: &Scope) {
-        for (name, ty) in closure.decl.generics.iter().zip(&closure.type_args) {
+    /// Binds `decl`'s generic parameters to `type_args` in the scope of
+    /// one call.
+    pub(super) fn bind_type_args(decl: &FunDecl, type_args: &[Type], scope: &Scope) {
+        for (name, ty) in decl.generics.iter().zip(type_args) {
             scope.define(
                 name.clone(),
                 Value::Type(Rc::new(ty.clone())),

@@ -103,6 +103,19 @@ pub struct Interpreter {
     pub(super) fiber: super::fiber::FiberSelf,
     /// Fibers alive now, across every fiber's interpreter.
     pub(super) live_fibers: Rc<std::cell::Cell<usize>>,
+    /// Finished call frames and argument lists kept for the next calls, so
+    /// a call allocates nothing in the common case.
+    spare: Spare,
+}
+
+/// How many finished frames and argument lists an interpreter keeps.
+const SPARE_LIMIT: usize = 64;
+
+/// Finished call frames and emptied argument lists, ready for reuse.
+#[derive(Default)]
+struct Spare {
+    frames: Vec<Rc<Scope>>,
+    args: Vec<Args>,
 }
 
 /// The address of a local in a fresh frame: how deep the stack is now.
@@ -151,6 +164,7 @@ impl Interpreter {
                 .collect(),
             heap_budget: super::heap::DEFAULT_HEAP_BUDGET,
             namespace: Vec::new(),
+            spare: Spare::default(),
         }
     }
 
@@ -229,6 +243,7 @@ impl Interpreter {
             libraries: self.libraries.clone(),
             heap_budget: self.heap_budget,
             namespace: self.namespace.clone(),
+            spare: Spare::default(),
         }
     }
 
@@ -382,8 +397,22 @@ impl Interpreter {
     // ----- statements -----
 
     pub(super) fn exec_block(&mut self, body: &[Stmt], parent: &Rc<Scope>) -> Eval<()> {
+        if !declares(body) {
+            return self.exec_all(body, parent);
+        }
         let scope = Scope::new(Some(parent.clone()));
         self.exec_all(body, &scope)
+    }
+
+    /// The scope a loop body runs in: a fresh one per iteration when the
+    /// body declares names (a closure made in it keeps its own), else the
+    /// loop's own, which no name can tell apart.
+    fn body_scope(body: &[Stmt], parent: &Rc<Scope>) -> Rc<Scope> {
+        if declares(body) {
+            Scope::new(Some(parent.clone()))
+        } else {
+            parent.clone()
+        }
     }
 
     pub(super) fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
@@ -395,11 +424,17 @@ impl Interpreter {
 
     pub(super) fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         self.enter(stmt.pos)?;
-        let result = self.exec_inner(stmt, scope);
+        // The commonest statements in this small frame, as in `eval`.
+        let result = match &stmt.kind {
+            StmtKind::Expr(e) => self.eval(e, scope).map(drop),
+            StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
+            _ => self.exec_inner(stmt, scope),
+        };
         self.depth -= 1;
         result
     }
 
+    #[inline(never)]
     fn exec_inner(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         let pos = stmt.pos;
         match &stmt.kind {
@@ -513,7 +548,7 @@ impl Interpreter {
             None => Value::Null,
         };
         let value = match &decl.ty {
-            Some(ty) => self.conform(ty, value, &format!("`{}`", decl.name), pos)?,
+            Some(ty) => self.conform_with(ty, value, || format!("`{}`", decl.name), pos)?,
             None => value,
         };
         scope.define(decl.name.clone(), value, decl.mutability);
@@ -523,6 +558,18 @@ impl Interpreter {
     /// Checks `value` against a declared type (loosely), widening an `int`
     /// given for a `double`.
     pub(super) fn conform(&mut self, ty: &Type, value: Value, what: &str, pos: Pos) -> Eval<Value> {
+        self.conform_with(ty, value, || what.to_string(), pos)
+    }
+
+    /// [`Interpreter::conform`], naming what is checked only when it fails
+    /// (a parameter's name is not formatted at every call).
+    pub(super) fn conform_with(
+        &mut self,
+        ty: &Type,
+        value: Value,
+        what: impl FnOnce() -> String,
+        pos: Pos,
+    ) -> Eval<Value> {
         if let (Value::Int(i), true) = (&value, is_double(ty)) {
             return Ok(Value::Double(*i as f64));
         }
@@ -534,7 +581,8 @@ impl Interpreter {
         Err(self.fail(
             pos,
             format!(
-                "{what} expects {}, got {}",
+                "{} expects {}, got {}",
+                what(),
                 type_label(ty),
                 value.type_name()
             ),
@@ -609,7 +657,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         while self.condition(cond, scope)? {
-            if !self.body(body, label, &Scope::new(Some(scope.clone())))? {
+            if !self.body(body, label, &Self::body_scope(body, scope))? {
                 break;
             }
         }
@@ -624,7 +672,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         loop {
-            let inner = Scope::new(Some(scope.clone()));
+            let inner = Self::body_scope(body, scope);
             if !self.body(body, label, &inner)? || self.condition(cond, &inner)? {
                 return Ok(());
             }
@@ -648,7 +696,7 @@ impl Interpreter {
                     return Ok(());
                 }
             }
-            if !self.body(body, label, &Scope::new(Some(outer.clone())))? {
+            if !self.body(body, label, &Self::body_scope(body, &outer))? {
                 return Ok(());
             }
             for e in step {
@@ -741,18 +789,35 @@ impl Interpreter {
 
     // ----- expressions -----
 
+    /// Evaluates `expr`. Depth, stack and memory are checked at each
+    /// statement and call ([`Interpreter::enter`]), not here: between two
+    /// such checks an expression nests at most [`super::MAX_NESTING`]
+    /// levels (the parser's bound), far inside the stack budget's margin.
+    ///
+    /// The commonest kinds are handled in this small frame; the rest in
+    /// [`Interpreter::eval_rest`], whose frame is large.
     pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        self.enter(expr.pos)?;
-        let result = self.eval_inner(expr, scope);
-        self.depth -= 1;
-        result
+        match &expr.kind {
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Var(name) => self.variable(name, scope, expr.pos),
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, expr.pos),
+            ExprKind::Assign { target, op, value } => {
+                self.assign(target, *op, value, scope, expr.pos)
+            }
+            ExprKind::Call { callee, args } => self.call(callee, args, scope, expr.pos),
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+            } => self.eval_field(object, name, *optional, scope, expr.pos),
+            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            _ => self.eval_rest(expr, scope),
+        }
     }
 
-    // Always part of `eval`, as the compiler chose before the generic
-    // arguments grew it past its inlining threshold (the `interp` bench's
-    // instruction counts).
-    #[inline(always)]
-    fn eval_inner(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+    #[inline(never)]
+    fn eval_rest(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         let pos = expr.pos;
         match &expr.kind {
             ExprKind::Null | ExprKind::Void => Ok(Value::Null),
@@ -876,6 +941,7 @@ impl Interpreter {
         self.unary(op, v, pos)
     }
 
+    #[inline(never)]
     fn eval_binary(
         &mut self,
         op: BinOp,
@@ -886,6 +952,19 @@ impl Interpreter {
     ) -> Eval<Value> {
         let a = self.eval(l, scope)?;
         let b = self.eval(r, scope)?;
+        match (&a, &b) {
+            (Value::Int(x), Value::Int(y)) => {
+                if let Some(v) = int_fast(op, *x, *y) {
+                    return Ok(v);
+                }
+            }
+            (Value::Double(x), Value::Double(y)) => {
+                if let Some(v) = double_fast(op, *x, *y) {
+                    return Ok(v);
+                }
+            }
+            _ => {}
+        }
         self.binary(op, a, b, pos)
     }
 
@@ -901,6 +980,7 @@ impl Interpreter {
         Ok(Value::Bool(self.holds(ty, &v, scope)))
     }
 
+    #[inline(never)]
     fn eval_field(
         &mut self,
         object: &Expr,
@@ -1023,14 +1103,21 @@ impl Interpreter {
         Ok(Value::Map(Rc::new(map)))
     }
 
+    #[inline]
     pub(super) fn variable(&self, name: &str, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         if let Some(v) = lookup(scope, name) {
             return Ok(v);
         }
+        Err(self.unknown_name(name, pos))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unknown_name(&self, name: &str, pos: Pos) -> Flow {
         if self.modules.contains_key(name) {
-            return Err(self.fail(pos, format!("module `{name}` is not imported: add `import \"{name}\";` at the top of the spell")));
+            return self.fail(pos, format!("module `{name}` is not imported: add `import \"{name}\";` at the top of the spell"));
         }
-        Err(self.fail(pos, format!("unknown name `{name}`")))
+        self.fail(pos, format!("unknown name `{name}`"))
     }
 
     fn logic(&mut self, l: &Expr, r: &Expr, is_or: bool, scope: &Rc<Scope>) -> Eval<Value> {
@@ -1083,6 +1170,7 @@ impl Interpreter {
 
     // ----- assignment -----
 
+    #[inline(never)]
     fn assign(
         &mut self,
         target: &Expr,
@@ -1095,14 +1183,7 @@ impl Interpreter {
             ExprKind::Var(name) if &**name == "_" && op.is_none() => self.eval(value, scope),
             ExprKind::Var(name) => {
                 let new = self.eval(value, scope)?;
-                let new = match op {
-                    Some(op) => {
-                        self.binary(op, self.variable(name, scope, target.pos)?, new, pos)?
-                    }
-                    None => new,
-                };
-                self.set_var(name, new.clone(), scope, target.pos)?;
-                Ok(new)
+                self.assign_var(name, op, new, scope, target.pos, pos)
             }
             ExprKind::Field { object, name, .. } => {
                 let obj = self.eval(object, scope)?;
@@ -1131,20 +1212,34 @@ impl Interpreter {
         }
     }
 
-    fn set_var(&self, name: &str, value: Value, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+    /// `name = new` or `name op= new`, finding the binding once.
+    fn assign_var(
+        &self,
+        name: &str,
+        op: Option<BinOp>,
+        new: Value,
+        scope: &Rc<Scope>,
+        at: Pos,
+        pos: Pos,
+    ) -> Eval<Value> {
         let mut current = Some(scope);
         while let Some(s) = current {
             let mut vars = s.vars.borrow_mut();
-            if let Some(slot) = vars.iter_mut().find(|slot| &*slot.name == name) {
+            if let Some(slot) = vars.iter_mut().find(|slot| same_name(&slot.name, name)) {
                 if slot.mutability == Mutability::Final {
-                    return Err(self.fail(pos, format!("cannot assign to `{name}`: it is `final`")));
+                    return Err(self.fail(at, format!("cannot assign to `{name}`: it is `final`")));
                 }
-                slot.value = value;
-                return Ok(());
+                let new = match op {
+                    Some(op) => methods::binary(op, &slot.value, &new)
+                        .map_err(|message| self.fail(pos, message))?,
+                    None => new,
+                };
+                slot.value = new.clone();
+                return Ok(new);
             }
             current = s.parent.as_ref();
         }
-        Err(self.fail(pos, format!("unknown name `{name}`")))
+        Err(self.fail(at, format!("unknown name `{name}`")))
     }
 
     fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
@@ -1246,7 +1341,7 @@ impl Interpreter {
         match (method, &obj.class.scope) {
             (Some(decl), Some(class_scope)) => {
                 let scope = Scope::new(Some(class_scope.clone()));
-                scope.define(Rc::from("this"), this.clone(), Mutability::Final);
+                scope.define(this_name(), this.clone(), Mutability::Final);
                 Ok(Value::Function(Rc::new(Closure {
                     decl: decl.clone(),
                     scope,
@@ -1319,7 +1414,7 @@ impl Interpreter {
                 Some((_, e)) => self.eval(e, scope)?,
                 None => self.field_default(f, &class_scope, name, pos)?,
             };
-            let value = self.conform(&f.ty, value, &format!("field `{}`", f.name), pos)?;
+            let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), pos)?;
             fields.push((f.name.clone(), value));
         }
         Ok(Value::Object(Rc::new(Instance {
@@ -1347,6 +1442,7 @@ impl Interpreter {
 
     // ----- calls -----
 
+    #[inline(never)]
     fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         if let ExprKind::Generic { callee, types } = &callee.kind {
             return self.call_generic(callee, types, args, scope, pos);
@@ -1362,8 +1458,12 @@ impl Interpreter {
                 return Ok(Value::Null);
             }
             if methods::is_builtin_receiver(&receiver) {
+                let values = self.positional_arguments(args, scope)?;
+                return methods::call_method(self, &receiver, name, values, callee.pos);
+            }
+            if let Some((decl, class_scope)) = method_of(&receiver, name) {
                 let values = self.arguments(args, scope)?;
-                return self.builtin_method(&receiver, name, values, callee.pos);
+                return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
             }
             let f = self.field(&receiver, name, callee.pos)?;
             let values = self.arguments(args, scope)?;
@@ -1375,9 +1475,19 @@ impl Interpreter {
     }
 
     pub(super) fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
-        let mut out = Vec::with_capacity(args.len());
+        let mut out = self.spare.args.pop().unwrap_or_default();
+        out.reserve(args.len());
         for arg in args {
             out.push((arg.name.clone(), self.eval(&arg.value, scope)?));
+        }
+        Ok(out)
+    }
+
+    /// Arguments of a method of a built-in value, which takes no names.
+    fn positional_arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Vec<Value>> {
+        let mut out = Vec::with_capacity(args.len());
+        for arg in args {
+            out.push(self.eval(&arg.value, scope)?);
         }
         Ok(out)
     }
@@ -1396,7 +1506,10 @@ impl Interpreter {
     /// Calls a Buzz function, a native function, or an enum (by value).
     pub(crate) fn call_value(&mut self, f: &Value, args: Args, pos: Pos) -> Eval<Value> {
         match f {
-            Value::Function(closure) => self.call_closure(closure, args, pos),
+            Value::Function(closure) => {
+                let type_args = &closure.type_args;
+                self.call_function(&closure.decl, &closure.scope, None, type_args, args, pos)
+            }
             Value::Native(native) => self.call_native(native, args, pos),
             Value::Enum(e) => {
                 let wanted = args.first().map(|(_, v)| v.clone()).unwrap_or_default();
@@ -1412,32 +1525,67 @@ impl Interpreter {
         }
     }
 
-    fn call_closure(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
+    /// Calls the Buzz function `decl` in a frame under `parent` (what it
+    /// closes over), with `this` bound first for a method.
+    fn call_function(
+        &mut self,
+        decl: &FunDecl,
+        parent: &Rc<Scope>,
+        this: Option<Value>,
+        type_args: &[Type],
+        args: Args,
+        pos: Pos,
+    ) -> Eval<Value> {
         if self.calls >= MAX_CALL_DEPTH {
-            return Err(self.fail(pos, format!(
-                "call stack overflow: more than {MAX_CALL_DEPTH} nested calls (runaway recursion in `{}`?)",
-                closure.decl.name
-            )));
+            return Err(self.call_overflow(decl, pos));
         }
         self.enter(pos)?;
         self.calls += 1;
-        let result = self.call_closure_inner(closure, args, pos);
+        let result = self.call_function_inner(decl, parent, this, type_args, args, pos);
         self.calls -= 1;
         self.depth -= 1;
         result
     }
 
-    fn call_closure_inner(&mut self, closure: &Closure, args: Args, pos: Pos) -> Eval<Value> {
-        let decl = &closure.decl;
-        let scope = Scope::new(Some(closure.scope.clone()));
-        if !closure.type_args.is_empty() {
-            Self::bind_type_args(closure, &scope);
+    #[cold]
+    #[inline(never)]
+    fn call_overflow(&self, decl: &FunDecl, pos: Pos) -> Flow {
+        self.fail(pos, format!(
+            "call stack overflow: more than {MAX_CALL_DEPTH} nested calls (runaway recursion in `{}`?)",
+            decl.name
+        ))
+    }
+
+    fn call_function_inner(
+        &mut self,
+        decl: &FunDecl,
+        parent: &Rc<Scope>,
+        this: Option<Value>,
+        type_args: &[Type],
+        args: Args,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let spare = self.spare.frames.pop();
+        let scope = Scope::reuse(spare, parent.clone(), decl.params.len() + 1);
+        if let Some(this) = this {
+            scope.push(this_name(), this, Mutability::Final);
         }
+        if !type_args.is_empty() {
+            Self::bind_type_args(decl, type_args, &scope);
+        }
+        let result = self.run_body(decl, &scope, args, pos);
+        if self.spare.frames.len() < SPARE_LIMIT {
+            self.spare.frames.extend(Scope::recycle(scope));
+        }
+        result
+    }
+
+    fn run_body(&mut self, decl: &FunDecl, scope: &Rc<Scope>, args: Args, pos: Pos) -> Eval<Value> {
         // Argument errors point at the call, in the caller's file.
-        self.bind_params(decl, args, &scope, pos)?;
+        self.bind_params(decl, args, scope, pos)?;
         // Positions inside the function are in the file it was written in.
         let caller = std::mem::replace(&mut self.file, decl.file.clone());
-        let outcome = self.exec_all(&decl.body, &scope);
+        let outcome = self.exec_all(&decl.body, scope);
         self.file = caller;
         match outcome {
             Ok(()) => Ok(Value::Null),
@@ -1457,7 +1605,24 @@ impl Interpreter {
         value
     }
 
-    fn bind_params(&mut self, decl: &FunDecl, args: Args, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
+    fn bind_params(
+        &mut self,
+        decl: &FunDecl,
+        mut args: Args,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<()> {
+        if args.len() == decl.params.len() && args.iter().all(|(name, _)| name.is_none()) {
+            // Every parameter given in order: the common call.
+            for (param, (_, value)) in decl.params.iter().zip(args.drain(..)) {
+                let value = self.conform_param(decl, param, value, pos)?;
+                scope.push(param.name.clone(), value, Mutability::Final);
+            }
+            if self.spare.args.len() < SPARE_LIMIT {
+                self.spare.args.push(args);
+            }
+            return Ok(());
+        }
         let mut slots: Vec<Option<Value>> = vec![None; decl.params.len()];
         let mut next = 0;
         for (name, value) in args {
@@ -1499,15 +1664,21 @@ impl Interpreter {
                     ))
                 }
             };
-            let value = self.conform(
-                &param.ty,
-                value,
-                &format!("parameter `{}` of `{}`", param.name, decl.name),
-                pos,
-            )?;
+            let value = self.conform_param(decl, param, value, pos)?;
             scope.define(param.name.clone(), value, Mutability::Final);
         }
         Ok(())
+    }
+
+    fn conform_param(
+        &mut self,
+        decl: &FunDecl,
+        param: &Param,
+        value: Value,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let what = || format!("parameter `{}` of `{}`", param.name, decl.name);
+        self.conform_with(&param.ty, value, what, pos)
     }
 
     fn call_native(&mut self, native: &NativeFunction, args: Args, pos: Pos) -> Eval<Value> {
@@ -1564,16 +1735,88 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
     }
 }
 
+/// The name `this`, the lexer's own (so found by pointer), not a new
+/// string at every method call.
+fn this_name() -> Rc<str> {
+    thread_local! {
+        static THIS: Rc<str> = super::lexer::intern("this");
+    }
+    THIS.with(Rc::clone)
+}
+
+/// The method `name` of an instance, with the scope it closes over: what
+/// `receiver.name(…)` calls, when `name` is not a field holding a function.
+fn method_of(receiver: &Value, name: &str) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
+    let Value::Object(obj) = receiver else {
+        return None;
+    };
+    if obj.fields.borrow().iter().any(|(n, _)| same_name(n, name)) {
+        return None;
+    }
+    let decl = obj.class.decl.as_ref()?;
+    let method = decl
+        .methods
+        .iter()
+        .find(|m| &*m.name == name && !m.is_static)?;
+    Some((method.clone(), obj.class.scope.clone()?))
+}
+
 pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     let mut current = Some(scope);
     while let Some(s) = current {
         let vars = s.vars.borrow();
-        if let Some(slot) = vars.iter().rev().find(|slot| &*slot.name == name) {
+        if let Some(slot) = vars.iter().rev().find(|slot| same_name(&slot.name, name)) {
             return Some(slot.value.clone());
         }
         current = s.parent.as_ref();
     }
     None
+}
+
+/// `x op y` on two ints where it cannot fail; `None` sends the operation
+/// (overflow, division, shifts) to [`methods::binary`] and its errors.
+#[inline]
+fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
+    Some(match op {
+        BinOp::Add => Value::Int(x.checked_add(y)?),
+        BinOp::Sub => Value::Int(x.checked_sub(y)?),
+        BinOp::Mul => Value::Int(x.checked_mul(y)?),
+        BinOp::Lt => Value::Bool(x < y),
+        BinOp::Le => Value::Bool(x <= y),
+        BinOp::Gt => Value::Bool(x > y),
+        BinOp::Ge => Value::Bool(x >= y),
+        BinOp::Eq => Value::Bool(x == y),
+        BinOp::Ne => Value::Bool(x != y),
+        _ => return None,
+    })
+}
+
+/// `x op y` on two doubles for the arithmetic operators, as
+/// [`methods::binary`] computes them.
+#[inline]
+fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
+    Some(Value::Double(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        _ => return None,
+    }))
+}
+
+/// Whether `body` declares a name of its own (so needs a scope of its own).
+fn declares(body: &[Stmt]) -> bool {
+    body.iter().any(|s| {
+        matches!(
+            s.kind,
+            StmtKind::Var(_)
+                | StmtKind::Fun(_)
+                | StmtKind::Object(_)
+                | StmtKind::Enum(_)
+                | StmtKind::Protocol(_)
+                | StmtKind::Import { .. }
+        )
+    })
 }
 
 fn exit_status(v: &Value) -> i32 {

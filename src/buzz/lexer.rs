@@ -321,7 +321,7 @@ impl Lexer {
         let text: String = self.chars[start..self.at].iter().collect();
         match KEYWORDS.iter().find(|k| **k == text) {
             Some(k) => Tok::Kw(k),
-            None => Tok::Ident(Rc::from(text)),
+            None => Tok::Ident(intern(&text)),
         }
     }
 
@@ -577,6 +577,31 @@ fn parse_int(digits: &str, radix: u32, pos: Pos) -> Result<Tok, LexError> {
                 i64::MAX
             ),
         })
+}
+
+/// Most names a thread interns; past it a name is a fresh string (still
+/// correct, only slower to compare), so parsing endless input (the fuzzer)
+/// cannot grow the table without bound.
+const MAX_INTERNED: usize = 1 << 14;
+
+/// The one shared `Rc<str>` for an identifier, so the interpreter's name
+/// lookups usually find their binding by pointer, without comparing bytes.
+pub(crate) fn intern(text: &str) -> Rc<str> {
+    thread_local! {
+        static NAMES: std::cell::RefCell<std::collections::HashSet<Rc<str>>> =
+            std::cell::RefCell::default();
+    }
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        if let Some(name) = names.get(text) {
+            return name.clone();
+        }
+        let name: Rc<str> = Rc::from(text);
+        if names.len() < MAX_INTERNED {
+            names.insert(name.clone());
+        }
+        name
+    })
 }
 
 #[cfg(test)]

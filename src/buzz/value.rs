@@ -532,6 +532,13 @@ impl Class {
     }
 }
 
+/// Whether a binding's (or field's) name is `name`: by pointer first (names are
+/// interned by the lexer), then by bytes.
+#[inline]
+pub(crate) fn same_name(binding: &str, name: &str) -> bool {
+    binding.len() == name.len() && (binding.as_ptr() == name.as_ptr() || binding == name)
+}
+
 /// An instance of a [`Class`].
 pub struct Instance {
     pub(crate) class: Rc<Class>,
@@ -543,14 +550,14 @@ impl Instance {
         let fields = self.fields.borrow();
         fields
             .iter()
-            .find(|(n, _)| &**n == name)
+            .find(|(n, _)| same_name(n, name))
             .map(|(_, v)| v.clone())
     }
 
     /// Sets an existing field; false when there is no such field.
     pub(crate) fn set(&self, name: &str, value: Value) -> bool {
         let mut fields = self.fields.borrow_mut();
-        match fields.iter_mut().find(|(n, _)| &**n == name) {
+        match fields.iter_mut().find(|(n, _)| same_name(n, name)) {
             Some(slot) => {
                 slot.1 = value;
                 true
@@ -609,6 +616,58 @@ impl Scope {
             vars: RefCell::new(Vec::new()),
             parent,
         })
+    }
+
+    /// A call's frame: room for `this` and the parameters up front, so
+    /// binding them does not grow the list one by one.
+    pub(crate) fn with_capacity(parent: Rc<Scope>, capacity: usize) -> Rc<Scope> {
+        Rc::new(Scope {
+            vars: RefCell::new(Vec::with_capacity(capacity)),
+            parent: Some(parent),
+        })
+    }
+
+    /// A frame under `parent`, made from `spare` (a frame given back by
+    /// [`Scope::recycle`]) when there is one: no allocation per call.
+    pub(crate) fn reuse(spare: Option<Rc<Scope>>, parent: Rc<Scope>, capacity: usize) -> Rc<Scope> {
+        let Some(mut frame) = spare else {
+            return Scope::with_capacity(parent, capacity);
+        };
+        match Rc::get_mut(&mut frame) {
+            Some(scope) => {
+                scope.parent = Some(parent);
+                frame
+            }
+            None => Scope::with_capacity(parent, capacity),
+        }
+    }
+
+    /// Empties a finished frame for reuse, or `None` (and the frame is
+    /// dropped as usual) when something still holds it, such as a closure
+    /// made in it, or when emptying it could start a chain of nested drops.
+    pub(crate) fn recycle(mut frame: Rc<Scope>) -> Option<Rc<Scope>> {
+        let scope = Rc::get_mut(&mut frame)?;
+        let parent_lives = scope
+            .parent
+            .as_ref()
+            .is_none_or(|p| Rc::strong_count(p) > 1);
+        let vars = scope.vars.get_mut();
+        if !parent_lives || !vars.iter().all(|s| drops_flat(&s.value)) {
+            return None;
+        }
+        vars.clear();
+        scope.parent = None;
+        Some(frame)
+    }
+
+    /// Adds a binding known to be new (a parameter of a fresh frame),
+    /// without looking for an earlier one of the same name.
+    pub(crate) fn push(&self, name: Rc<str>, value: Value, mutability: Mutability) {
+        self.vars.borrow_mut().push(Slot {
+            name,
+            value,
+            mutability,
+        });
     }
 
     pub(crate) fn define(&self, name: Rc<str>, value: Value, mutability: Mutability) {
@@ -724,11 +783,30 @@ impl Drop for Instance {
 
 impl Drop for Scope {
     fn drop(&mut self) {
+        // Most frames hold only scalars and shared values, and their parent
+        // lives on: then an ordinary drop cannot nest, and the work list
+        // (an allocation per call) is skipped.
+        let parent_lives = self.parent.as_ref().is_none_or(|p| Rc::strong_count(p) > 1);
+        if parent_lives && self.vars.get_mut().iter().all(|s| drops_flat(&s.value)) {
+            return;
+        }
         let mut work = Vec::new();
         take_scope(self, &mut work);
         if !work.is_empty() {
             drain(work);
         }
+    }
+}
+
+/// Whether dropping `v` here cannot start a chain of nested drops: it is
+/// a scalar, or a container someone else still holds.
+fn drops_flat(v: &Value) -> bool {
+    match v {
+        Value::List(rc) => Rc::strong_count(rc) > 1,
+        Value::Map(rc) => Rc::strong_count(rc) > 1,
+        Value::Object(rc) => Rc::strong_count(rc) > 1,
+        Value::Function(rc) => Rc::strong_count(rc) > 1,
+        _ => true,
     }
 }
 

@@ -377,16 +377,18 @@ fn confine(
     if policy.state() == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
+    let setting = super::hosts::network_setting(policy, proxy.as_deref());
     let jail = match nesting(env) {
-        Nesting::Outermost => isolate(policy, env, renderer, diagnostics)?,
+        Nesting::Outermost => isolate(policy, env, renderer, diagnostics, &setting)?,
         Nesting::InsideMagus => Jail::Inherited,
     };
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
-    // run, never per child. The proxy's listeners are made right after,
-    // inside the new namespace, before seccomp refuses `listen`.
-    let setting = super::hosts::network_setting(policy, proxy.as_deref());
+    // run, never per child. Where the jail's original process made the
+    // namespace while PID 1 built the view, magus joins it here. The
+    // proxy's listeners are made right after, inside the namespace,
+    // before seccomp refuses `listen`.
     let network_plan = enforce::network::enter(&setting, userns_request(env));
     let network = super::hosts::listen(proxy, network_plan, &setting)?;
     enforce::capabilities::drop_all_capabilities()
@@ -436,12 +438,13 @@ fn isolate(
     env: &[(OsString, OsString)],
     renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
+    network: &crate::policy::Network,
 ) -> Result<Jail, Box<Diagnostic>> {
     if !policy.limits().is_empty() {
         let over_time = over_time_diagnostic(policy.limits());
         enforce::limits::prepare(*policy.limits(), render(&over_time, renderer.format));
     }
-    let jail = enter_jail(policy, env, diagnostics)?;
+    let jail = enter_jail(policy, env, diagnostics, network)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
@@ -498,12 +501,16 @@ fn enter_jail(
     policy: &Policy,
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
+    network: &crate::policy::Network,
 ) -> Result<Jail, Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
         diagnostics.push(search_truncated());
     }
-    match enforce::jail::enter(&plan, userns_request(env)) {
+    // `deny` and `hosts`: the network namespace is made meanwhile.
+    let meanwhile =
+        enforce::network::needs_namespace(network).then(enforce::network::make_meanwhile);
+    match enforce::jail::enter_with(&plan, userns_request(env), meanwhile) {
         JailStatus::Entered { user_namespace } => Ok(Jail::Entered(user_namespace)),
         JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
             Ok(Jail::Missing(reason))

@@ -13,6 +13,7 @@ pub mod jail;
 pub mod landlock;
 pub mod limits;
 pub mod network;
+pub mod network_early;
 pub mod process;
 pub mod proxy;
 pub mod reexec;

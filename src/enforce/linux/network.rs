@@ -22,6 +22,8 @@ use super::jail::UsernsRequest;
 use super::process::is_single_threaded;
 use crate::policy::Network;
 
+pub use super::network_early::make_meanwhile;
+
 /// Why `network: deny` could not get its own network namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetnsUnavailable {
@@ -182,8 +184,19 @@ impl NetworkPlan {
 /// (when not root) and before capabilities are dropped (bringing `lo` up
 /// needs `CAP_NET_ADMIN` in the namespace) and before seccomp and Landlock.
 /// Children inherit the namespace; it is never made per child.
+///
+/// Where the jail's original process already made the namespace
+/// ([`super::network_early`]), magus joins it instead.
 pub fn enter(network: &Network, request: UsernsRequest) -> NetworkPlan {
+    if needs_namespace(network) && super::network_early::join() {
+        return NetworkPlan::for_setting(network, Ok(()));
+    }
     plan_with(network, request, enter_loopback_namespace)
+}
+
+/// Whether `network` puts children in a loopback-only namespace.
+pub fn needs_namespace(network: &Network) -> bool {
+    matches!(network, Network::Deny | Network::Hosts(_))
 }
 
 /// The plan for `network`, where `make` makes (or tries) the namespace of
@@ -193,9 +206,9 @@ fn plan_with(
     request: UsernsRequest,
     make: fn() -> Result<(), NetnsUnavailable>,
 ) -> NetworkPlan {
-    let netns = match network {
-        Network::Deny | Network::Hosts(_) => may_make_namespace(request).and_then(|()| make()),
-        _ => Ok(()),
+    let netns = match needs_namespace(network) {
+        true => may_make_namespace(request).and_then(|()| make()),
+        false => Ok(()),
     };
     NetworkPlan::for_setting(network, netns)
 }
@@ -211,7 +224,7 @@ fn may_make_namespace(request: UsernsRequest) -> Result<(), NetnsUnavailable> {
     Ok(())
 }
 
-fn enter_loopback_namespace() -> Result<(), NetnsUnavailable> {
+pub(super) fn enter_loopback_namespace() -> Result<(), NetnsUnavailable> {
     unshare(CloneFlags::CLONE_NEWNET).map_err(NetnsUnavailable::Unshare)?;
     // From here a failure leaves magus in an empty namespace, which is
     // still no network: the seccomp fallback is added on top.

@@ -15,6 +15,7 @@ mod reaper;
 mod userns;
 
 use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::sync::{Mutex, OnceLock};
 
 use nix::errno::Errno;
@@ -125,6 +126,31 @@ pub fn wait_until_sealed() -> Result<(), JailUnavailable> {
     }
 }
 
+/// Work the original process does while PID 1 builds the view, given its
+/// end of a socket pair; magus proper holds the other end
+/// ([`take_handoff`]). The view takes a millisecond or so on one core
+/// while the other is idle: set-up that need not happen in magus proper
+/// (the network namespace, which costs about 0.4 ms) is done there
+/// instead of after it. On success the original never returns as
+/// magus, so whatever it changes in itself only affects a waiter.
+pub type Meanwhile<'a> = Box<dyn FnOnce(UnixStream) + 'a>;
+
+/// In magus proper: the other end of [`Meanwhile`]'s socket pair.
+static HANDOFF: Mutex<Option<UnixStream>> = Mutex::new(None);
+
+fn expect_handoff(end: UnixStream) {
+    if let Ok(mut handoff) = HANDOFF.lock() {
+        *handoff = Some(end);
+    }
+}
+
+/// In magus proper, once: the end of the socket pair on which the
+/// original process sends what its [`Meanwhile`] prepared (`None` without
+/// one, or when this run has no jail of its own).
+pub fn take_handoff() -> Option<UnixStream> {
+    HANDOFF.lock().ok().and_then(|mut h| h.take())
+}
+
 /// What [`enter`] achieved, once it has run.
 pub fn jail_status() -> Option<&'static JailStatus> {
     STATUS.get()
@@ -139,7 +165,17 @@ pub fn jail_status() -> Option<&'static JailStatus> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let result = match try_enter(plan, request) {
+    enter_with(plan, request, None)
+}
+
+/// [`enter`], with `meanwhile` run by the original process while PID 1
+/// builds the view (only when the namespaces were made and PID 1 forked).
+pub fn enter_with(
+    plan: &JailPlan,
+    request: UsernsRequest,
+    meanwhile: Option<Meanwhile<'_>>,
+) -> JailStatus {
+    let result = match try_enter(plan, request, meanwhile) {
         Ok(user_namespace) => JailStatus::Entered { user_namespace },
         Err(reason) => JailStatus::Unavailable { reason },
     };
@@ -147,12 +183,16 @@ pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
     result
 }
 
-fn try_enter(plan: &JailPlan, request: UsernsRequest) -> Result<UserNamespace, JailUnavailable> {
+fn try_enter(
+    plan: &JailPlan,
+    request: UsernsRequest,
+    meanwhile: Option<Meanwhile<'_>>,
+) -> Result<UserNamespace, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
     }
     let user_namespace = userns::unshare_namespaces(request)?;
-    reaper::start(plan)?;
+    reaper::start(plan, meanwhile)?;
     Ok(user_namespace)
 }
 

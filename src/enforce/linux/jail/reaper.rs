@@ -9,6 +9,7 @@
 //! [`wait_and_exit`]).
 
 use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::errno::Errno;
@@ -22,7 +23,7 @@ use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 
 use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
-use super::JailUnavailable;
+use super::{JailUnavailable, Meanwhile};
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
 /// errno.
@@ -34,9 +35,15 @@ const FORK: u8 = 3;
 
 /// Forks the namespace's PID 1 (the caller has unshared the PID
 /// namespace). Returns in magus proper (PID 2) once the view is built; the
-/// original process never returns on success, it waits and exits.
-pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
+/// original process runs `meanwhile` while PID 1 builds it, and never
+/// returns on success: it waits and exits.
+pub(super) fn start(
+    plan: &JailPlan,
+    meanwhile: Option<Meanwhile<'_>>,
+) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
+    // Without a socket pair, magus proper does that work itself.
+    let handoff = meanwhile.and_then(|work| Some((work, UnixStream::pair().ok()?)));
     // Until the original knows whom to pass them to, the forwarded signals
     // wait (blocked) instead of killing it while magus runs on.
     let unblocked = block_forwarded();
@@ -46,6 +53,10 @@ pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
     match forked {
         Ok(ForkResult::Parent { child }) => {
             drop(report_tx);
+            if let Some((work, (ours, theirs))) = handoff {
+                drop(theirs);
+                work(ours);
+            }
             let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked);
             restore_mask(&unblocked);
             result
@@ -53,7 +64,7 @@ pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
         Ok(ForkResult::Child) => {
             restore_mask(&unblocked);
             drop(report_rx);
-            become_init(report_tx, plan);
+            become_init(report_tx, plan, handoff.map(|(_, (_, theirs))| theirs));
             Ok(())
         }
         Err(errno) => {
@@ -134,8 +145,9 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 
 /// In PID 1: a mount namespace of its own (so a failure leaves the
 /// original's untouched), the view, then fork magus proper, report, and
-/// reap. Returns only in the grandchild, which carries on as magus.
-fn become_init(report: OwnedFd, plan: &JailPlan) {
+/// reap. Returns only in the grandchild, which carries on as magus (and
+/// keeps `handoff`, the far end of the original's [`Meanwhile`]).
+fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWNS) {
         fail(&report, MOUNT_NAMESPACE, 0, errno);
     }
@@ -158,9 +170,13 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
             drop(sealed_tx);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             super::expect_sealed(sealed_rx);
+            if let Some(end) = handoff {
+                super::expect_handoff(end);
+            }
         }
         Ok(ForkResult::Parent { child }) => {
             drop(sealed_rx);
+            drop(handoff);
             // Before the report: the original forwards here from then on.
             install_forwarding(child);
             send_report(&report, OK, 0, Errno::UnknownErrno);

@@ -23,9 +23,9 @@ pub use events::{EgressSummary, Event, RefusalReason};
 use crate::policy::{HostList, Network};
 use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 use nix::unistd::{fork, ForkResult, Pid};
-use serve::{accept_loop, Protocol, Shared};
+use serve::{serve_until_told, Shared};
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, IoSlice, IoSliceMut, Read, Write};
+use std::io::{self, BufRead, BufReader, IoSlice, IoSliceMut, Write};
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -262,16 +262,8 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
         exit_now(1);
     };
     let shared = Arc::new(Shared::new(hosts, report));
-    for (listener, protocol) in [(http, Protocol::Http), (socks, Protocol::Socks5)] {
-        let shared = Arc::clone(&shared);
-        let started =
-            std::thread::Builder::new().spawn(move || accept_loop(listener, protocol, shared));
-        if started.is_err() {
-            exit_now(1);
-        }
-    }
     // Any line (`finish`) or the end of the channel (magus gone) ends it.
-    let _ = control.take(64).read(&mut [0u8; 64]);
+    serve_until_told(&http, &socks, &control, &shared);
     shared.finish();
     exit_now(0)
 }

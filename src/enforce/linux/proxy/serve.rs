@@ -1,14 +1,18 @@
 //! The proxy process's work: accept on the two listeners, read what the
 //! client asks for (an HTTP request head via `httparse`, or a SOCKS5
 //! request), decide on the *name* before anything is resolved, connect,
-//! and move bytes both ways. One thread per connection and direction;
-//! each refusal and each finished connection is reported to magus.
+//! and move bytes both ways. The main thread accepts; one thread per
+//! connection and direction; each refusal and each finished connection
+//! is reported to magus.
 
 use super::address::may_connect;
 use super::events::{Event, RefusalReason};
 use crate::policy::{hosts::normalize_host, HostList};
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
@@ -142,23 +146,72 @@ pub(super) enum Protocol {
     Socks5,
 }
 
-/// Accepts on `listener` forever, one thread per client.
-pub(super) fn accept_loop(listener: TcpListener, protocol: Protocol, shared: Arc<Shared>) {
-    for client in listener.incoming() {
-        let Ok(client) = client else { continue };
-        let worker = Arc::clone(&shared);
-        shared.enter();
-        let spawned = thread::Builder::new().spawn(move || {
-            let _ = match protocol {
-                Protocol::Http => http(client, &worker),
-                Protocol::Socks5 => socks5(client, &worker),
-            };
-            worker.leave();
-        });
-        if spawned.is_err() {
-            // The client was dropped unanswered with the closure.
-            shared.leave();
+/// Serves until `control` turns readable (magus's `finish`, or the
+/// channel's end): this thread polls both listeners and the channel, so
+/// a run that never connects starts no thread at all (the threads the
+/// proxy once started here competed with magus's own start-up for the
+/// second core); each client gets a thread of its own.
+pub(super) fn serve_until_told(
+    http: &TcpListener,
+    socks: &TcpListener,
+    control: &UnixStream,
+    shared: &Arc<Shared>,
+) {
+    // A connection that goes away between the poll and the accept must
+    // not block this loop.
+    if http.set_nonblocking(true).is_err() || socks.set_nonblocking(true).is_err() {
+        return;
+    }
+    loop {
+        let Some([told, http_ready, socks_ready]) =
+            wait_readable([control.as_fd(), http.as_fd(), socks.as_fd()])
+        else {
+            return;
+        };
+        if told {
+            return;
         }
+        if http_ready {
+            accept_one(http, Protocol::Http, shared);
+        }
+        if socks_ready {
+            accept_one(socks, Protocol::Socks5, shared);
+        }
+    }
+}
+
+/// Which of `fds` can be read (or are closed); `None` if `poll` fails.
+fn wait_readable(fds: [BorrowedFd<'_>; 3]) -> Option<[bool; 3]> {
+    let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::POLLIN));
+    loop {
+        match poll(&mut polled, PollTimeout::NONE) {
+            Ok(_) => break,
+            Err(Errno::EINTR) => continue,
+            Err(_) => return None,
+        }
+    }
+    Some(polled.map(|fd| fd.revents().is_some_and(|r| !r.is_empty())))
+}
+
+/// Accepts one client (if one is still there) and serves it on a thread
+/// of its own. Accepted sockets are blocking: `accept4` does not pass
+/// the listener's `O_NONBLOCK` on.
+fn accept_one(listener: &TcpListener, protocol: Protocol, shared: &Arc<Shared>) {
+    let Ok((client, _)) = listener.accept() else {
+        return;
+    };
+    let worker = Arc::clone(shared);
+    shared.enter();
+    let spawned = thread::Builder::new().spawn(move || {
+        let _ = match protocol {
+            Protocol::Http => http(client, &worker),
+            Protocol::Socks5 => socks5(client, &worker),
+        };
+        worker.leave();
+    });
+    if spawned.is_err() {
+        // The client was dropped unanswered with the closure.
+        shared.leave();
     }
 }
 
