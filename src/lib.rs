@@ -34,42 +34,86 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The `magus` binary starts every spell through this same facade. The
-//! modules behind it are private; `__private` re-exports them, hidden and
-//! outside any stability promise, only for this package's own binary,
-//! tests, benches and fuzz targets (as serde's `__private` serves its
-//! macros).
+//! The `magus` binary is [`cli_main`], and starts every spell through this
+//! same facade. [`Sandbox::check`] is the spell checker `magus check` runs,
+//! for an editor or CI integration: its findings are [`Diagnostic`]s, with
+//! a [`Code`], a [`Severity`] and a [`Location`], rendered by `Display` or
+//! [`Diagnostic::render`].
+//!
+//! Everything else is private to the crate. The non-default `internals`
+//! feature exposes it as the hidden module `__private`, unstable and
+//! outside any semver promise, only for this package's own benches, fuzz
+//! targets and kernel test harness.
 
 #![deny(missing_docs)]
 
 // The internals: documented for the crate's own developers (their docs
 // link private items, for `cargo doc --document-private-items`), not part
-// of the API (see `__private`).
+// of the API. Their `pub` items are visible to the crate only, since the
+// modules are private; only the re-exports below (and, with the
+// `internals` feature, `__private`) leave it. Without that feature, the
+// `pub` items that only the benches, fuzz targets and kernel harness use
+// are unused: dead code is judged as with the feature on, where every
+// `pub` item is reachable.
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod bindings;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod buzz;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod cli;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod diag;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod enforce;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod policy;
 mod sandbox;
 
+// Where unit tests put fake `HOME`s and workspaces: the same rule as the
+// integration tests' (never under `/tmp`).
+#[cfg(all(test, unix))]
+#[path = "../tests/scratch/mod.rs"]
+mod scratch;
+
 pub use buzz::{BuzzError, Interpreter, NativeModule, Program};
-pub use diag::Diagnostic;
-pub use enforce::gate::Gate;
-pub use policy::Policy;
+pub use diag::{Code, Diagnostic, Location, MessageFormat, Severity, SourceKind};
+pub use enforce::gate::{Gate, GateError, WriteMode};
+pub use policy::{Access, Decision, Grant, Mode, NormalPath, Policy, SandboxState};
 pub use sandbox::{
     CompatLevel, InstallError, Installed, LoadError, Runtime, Sandbox, Spell, SpellError,
 };
 
-/// Not public API: the internal modules, for this package's own `magus`
-/// binary, tests, benches and fuzz targets only. Anything here may change
-/// or vanish in any release.
+/// The exit statuses of the `magus` binary (and of
+/// [`SpellError::exit_status`]); a spell's own status is whatever its
+/// `main` returns (0-255).
+pub mod exit {
+    pub use crate::cli::checking::EXIT_CHECK_FAILED as CHECK_FAILED;
+    pub use crate::cli::{
+        EXIT_CANNOT_RUN as CANNOT_RUN, EXIT_CONFIG as CONFIG, EXIT_DENIED as DENIED,
+        EXIT_NO_SPELL as NO_SPELL, EXIT_SPELL_FAILED as SPELL_FAILED,
+    };
+}
+
+/// The `magus` command line: parses this process's arguments, runs the
+/// command, and returns the process exit status (see [`exit`]). Spells
+/// start through the facade ([`Sandbox`]), as an embedder's would.
+///
+/// Call it first thing in `main`, on the only thread: `magus run` installs
+/// the sandbox on the whole process.
+pub fn cli_main() -> i32 {
+    cli::main()
+}
+
+/// Not public API: the internal modules, for this package's own benches,
+/// fuzz targets and kernel test harness only (the `internals` feature).
+/// Anything here may change or vanish in any release.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod __private {
     #![allow(missing_docs)]

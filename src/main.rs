@@ -1,7 +1,7 @@
-//! The `magus` command line. It starts spells through the library's
-//! facade (`magus_sandbox::Sandbox`); its argument parsing and other
-//! commands are the package's own, reached through the hidden `__private`.
+//! The `magus` command line: the library's documented entry,
+//! [`magus_sandbox::cli_main`], which starts spells through the same facade
+//! (`magus_sandbox::Sandbox`) an embedder uses.
 
 fn main() {
-    std::process::exit(magus_sandbox::__private::cli::main());
+    std::process::exit(magus_sandbox::cli_main());
 }

@@ -6,8 +6,9 @@
 mod scratch;
 
 use assert_cmd::Command;
-use magus_sandbox::__private::cli::{
-    EXIT_CANNOT_RUN, EXIT_CONFIG, EXIT_DENIED, EXIT_NO_SPELL, EXIT_SPELL_FAILED,
+use magus_sandbox::exit::{
+    CANNOT_RUN as EXIT_CANNOT_RUN, CONFIG as EXIT_CONFIG, DENIED as EXIT_DENIED,
+    NO_SPELL as EXIT_NO_SPELL, SPELL_FAILED as EXIT_SPELL_FAILED,
 };
 use std::path::PathBuf;
 

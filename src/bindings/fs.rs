@@ -12,9 +12,12 @@ use std::rc::Rc;
 pub fn module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("fs");
     let m = bind(m, session, "read", |s, call| {
-        let bytes = s.gate().read(call.arg_str(0)?);
-        let bytes = s.check(bytes)?;
-        Ok(Value::str(String::from_utf8_lossy(&bytes).as_ref()))
+        // The string is made from the gate's read buffer: one UTF-8 pass
+        // and one allocation, no owned copy of the file in between.
+        let text = s.gate().read_with(call.arg_str(0)?, |bytes| {
+            Value::str(super::text_of(bytes).as_ref())
+        });
+        s.check(text)
     });
     let m = bind(m, session, "write", |s, call| {
         let (path, text) = (call.arg_str(0)?, call.arg_str(1)?);

@@ -125,11 +125,11 @@ impl Session {
                 ("status", Value::Int(status_code(output.status).into())),
                 (
                     "stdout",
-                    Value::str(String::from_utf8_lossy(&output.stdout).as_ref()),
+                    Value::str(super::text_of(&output.stdout).as_ref()),
                 ),
                 (
                     "stderr",
-                    Value::str(String::from_utf8_lossy(&output.stderr).as_ref()),
+                    Value::str(super::text_of(&output.stderr).as_ref()),
                 ),
             ],
         ))

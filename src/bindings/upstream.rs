@@ -252,7 +252,7 @@ fn read(handles: &Handles, call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     Ok(match chunk {
         None => Value::Null,
         Some(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
+            let text = super::text_of(&bytes);
             let text = if how == -2 {
                 text.trim_end_matches('\n')
             } else {

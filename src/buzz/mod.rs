@@ -18,7 +18,11 @@ mod lang;
 mod lexer;
 mod methods;
 mod native;
+#[cfg(test)]
+mod parse_corpus_tests;
 mod parser;
+#[cfg(test)]
+mod program_tests;
 mod serialize;
 pub mod stack;
 mod std_module;

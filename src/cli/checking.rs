@@ -11,6 +11,7 @@ use crate::buzz::{Interpreter, Program};
 use crate::diag::{Code, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::Domain;
+use crate::policy::Policy;
 use std::ffi::OsString;
 use std::path::Path;
 use std::rc::Rc;
@@ -46,19 +47,7 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         names.to_vec()
     };
     let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
-    let gate = Gate::new(Rc::new(startup.policy), workspace.clone());
-    // Nothing runs: a domain that confines nothing is enough for the tables.
-    #[cfg(kernel_layer)]
-    let domain = Domain::unconfined(crate::enforce::Unavailable::ForcedOff);
-    #[cfg(not(kernel_layer))]
-    let domain = Domain::interpreter_only();
-    let session = Rc::new(Session::new(
-        gate,
-        domain,
-        Vec::new(),
-        Vec::new(),
-        sink.clone(),
-    ));
+    let session = checking_session(startup.policy, sink.clone());
     let mut status = 0;
     for name in &names {
         let (file, source) = match read_spell(&workspace, name) {
@@ -77,16 +66,28 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
     status
 }
 
+/// The session of a check: the gate of `policy` (imports are read through
+/// it), and a domain that confines nothing, since nothing runs.
+pub(crate) fn checking_session(policy: Policy, sink: DiagnosticSink) -> Rc<Session> {
+    let workspace = policy.workspace().to_path_buf();
+    let gate = Gate::new(Rc::new(policy), workspace);
+    #[cfg(kernel_layer)]
+    let domain = Domain::unconfined(crate::enforce::Unavailable::ForcedOff);
+    #[cfg(not(kernel_layer))]
+    let domain = Domain::interpreter_only();
+    Rc::new(Session::new(gate, domain, Vec::new(), Vec::new(), sink))
+}
+
 /// An interpreter with the modules and loader a run has, used only for
 /// its tables.
-fn checking_interpreter(file: &Path, session: &Rc<Session>) -> Interpreter {
+pub(crate) fn checking_interpreter(file: &Path, session: &Rc<Session>) -> Interpreter {
     Interpreter::new(file, bindings::modules(session))
         .with_loader(bindings::source_loader(session))
         .with_libraries(bindings::libraries())
 }
 
 /// Parses and checks one spell, saying every error; true when it may run.
-pub(super) fn spell_is_clean(
+pub(crate) fn spell_is_clean(
     interpreter: &Interpreter,
     file: &Path,
     source: &str,

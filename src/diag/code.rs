@@ -192,6 +192,12 @@ impl Code {
         }
     }
 
+    /// The code's page, as `magus explain CODE` prints it (Markdown):
+    /// what happened, why, and how to fix it.
+    pub fn explain(self) -> &'static str {
+        super::explain_page(self)
+    }
+
     /// A one-line summary, as in the overview's table of codes.
     pub fn summary(self) -> &'static str {
         match self {

@@ -67,4 +67,20 @@ mod tests {
         assert_eq!(store("/srv/.ssh/id_rsa"), None);
         assert_eq!(credential_store(Path::new("/home/u/.ssh"), None), None);
     }
+
+    /// The MGS2001 page (`magus explain`) names every store this module
+    /// knows. (Moved from `tests/diag_help_agrees.rs`.)
+    #[test]
+    fn credential_stores_in_the_page_are_the_ones_the_code_knows() {
+        let page = crate::diag::explain_page(crate::diag::Code::Mgs2001);
+        for dir in HOME_DIRS {
+            assert!(page.contains(&format!("`~/{dir}`")), "{dir}");
+        }
+        for file in HOME_FILES {
+            assert!(page.contains(&format!("`~/{file}`")), "{file}");
+        }
+        for file in SYSTEM_FILES {
+            assert!(page.contains(&format!("`{file}`")), "{file}");
+        }
+    }
 }

@@ -12,6 +12,8 @@ mod explain;
 mod lock;
 mod output;
 mod render;
+#[cfg(all(test, kernel_layer))]
+mod snapshot_tests;
 mod suggest;
 
 pub use code::{Code, UnknownCode};
@@ -61,10 +63,15 @@ pub enum SourceKind {
 
 /// A 1-based line and column in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[deny(missing_docs)] // re-exported by the crate: public API
 pub struct Location {
+    /// A spell, or the workspace's configuration.
     pub kind: SourceKind,
+    /// The file, as the diagnostic names it.
     pub file: PathBuf,
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1.
     pub column: u32,
 }
 

@@ -75,6 +75,14 @@ pub fn render(diagnostic: &Diagnostic, format: MessageFormat) -> String {
 }
 
 /// The human rendering, without colour: what `magus` prints on stderr.
+impl Diagnostic {
+    /// The diagnostic as `magus` prints it in `format`, without colour:
+    /// rustc-style text (as `Display`), or one JSON object on one line.
+    pub fn render(&self, format: MessageFormat) -> String {
+        render(self, format)
+    }
+}
+
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&render_human(self, Color::Never))

@@ -10,6 +10,9 @@
 mod builtin;
 pub mod config;
 mod env;
+// Unix paths and modes (as the integration tests they were).
+#[cfg(all(test, unix))]
+mod env_tests;
 mod fingerprint;
 mod grant;
 pub mod hosts;
@@ -89,7 +92,10 @@ pub struct Policy {
 #[deny(missing_docs)] // re-exported by the crate: public API
 impl Policy {
     /// A policy from already-resolved grants (for tests, benches, and
-    /// callers that resolve elsewhere). Nothing is declared.
+    /// callers that resolve elsewhere). Nothing is declared. Not API: the
+    /// package's benches and kernel harness build policies with it; an
+    /// embedder gets its policy from [`crate::Sandbox::load`].
+    #[doc(hidden)]
     pub fn new(
         state: SandboxState,
         workspace: PathBuf,
@@ -122,7 +128,12 @@ impl Policy {
     /// This policy, recording `declared` as the `sandbox:` section it came
     /// from and `source` as what decided its state. Neither changes what is
     /// granted, so the trie and the grants still agree.
-    pub fn declaring(mut self, declared: Option<CanonicalPolicy>, source: StateSource) -> Policy {
+    #[cfg(all(test, kernel_layer))] // the diagnostic snapshots'
+    pub(crate) fn declaring(
+        mut self,
+        declared: Option<CanonicalPolicy>,
+        source: StateSource,
+    ) -> Policy {
         self.declared = declared;
         self.state_source = source;
         self
@@ -176,24 +187,19 @@ impl Policy {
     }
 
     /// Where the trie walk of `dir` ends, for [`Policy::check_below`].
-    pub fn cursor(&self, dir: &NormalPath) -> TrieCursor {
+    pub(crate) fn cursor(&self, dir: &NormalPath) -> TrieCursor {
         self.trie.cursor(dir)
     }
 
     /// [`Policy::check`] of `rel` joined below the directory `at` was made
     /// from, walking only the names `rel` adds.
-    pub fn check_below(&self, at: TrieCursor, rel: PlainRelative<'_>, access: Access) -> Decision {
+    pub(crate) fn check_below(
+        &self,
+        at: TrieCursor,
+        rel: PlainRelative<'_>,
+        access: Access,
+    ) -> Decision {
         self.trie.check_below(at, rel, access)
-    }
-
-    /// The grant a decision names.
-    pub fn grant_of(&self, decision: &Decision) -> Option<&Grant> {
-        decision.grant.and_then(|i| self.grants.get(i))
-    }
-
-    /// The grants as a path trie, for decisions by prefix.
-    pub fn trie(&self) -> &PathTrie {
-        &self.trie
     }
 
     /// The fingerprint of the declared policy, when one is declared.
@@ -202,7 +208,7 @@ impl Policy {
     }
 
     /// The environment a sandboxed child gets from `env`.
-    pub fn child_env(&self, env: &[(OsString, OsString)]) -> ChildEnv {
+    pub(crate) fn child_env(&self, env: &[(OsString, OsString)]) -> ChildEnv {
         ChildEnv::build(env, &self.passthrough)
     }
 }

@@ -12,6 +12,7 @@ pub use error::{InstallError, LoadError, SpellError};
 
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
+use crate::cli::checking;
 use crate::cli::run::{self as startup, Confinement};
 use crate::diag::{output_options, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
@@ -19,6 +20,7 @@ use crate::enforce::gate::Gate;
 use crate::enforce::LandlockStatus;
 use crate::enforce::ReexecState;
 use crate::policy::{self, Policy, SandboxState, Startup, StartupInput, WorkspaceArg};
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -128,6 +130,27 @@ impl Sandbox {
         let (path, source) = crate::cli::spells::read_spell(self.policy().workspace(), name)
             .map_err(|e| SpellError::new(*e.diagnostic, e.status))?;
         Ok(Spell { path, source })
+    }
+
+    /// Checks a spell as `magus check` does, without running or
+    /// restricting anything: parse errors, then every finding of the spell
+    /// checker (MGS1xxx) over the spell and the files it imports, which are
+    /// read through the gate of this policy. Empty when the spell is clean;
+    /// any [`Severity::Error`](crate::Severity::Error) among them stops
+    /// `magus run`.
+    pub fn check(&self, spell: &Spell) -> Vec<Diagnostic> {
+        let policy = self.policy().clone();
+        let checked = stack::run_on_interpreter_stack(move || {
+            let found: Rc<RefCell<Vec<Diagnostic>>> = Rc::default();
+            let into = found.clone();
+            let sink: DiagnosticSink =
+                Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
+            let session = checking::checking_session(policy, sink.clone());
+            let interpreter = checking::checking_interpreter(&spell.path, &session);
+            checking::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
+            found.take()
+        });
+        checked.unwrap_or_else(|e| vec![error::no_interpreter_thread(&e)])
     }
 
     /// Puts the policy in force on this whole process, irreversibly: the
@@ -371,6 +394,51 @@ mod tests {
         let error = load(dir.path()).expect_err("a bad config");
         let location = error.diagnostic().location.as_ref().expect("a location");
         assert_eq!(location.line, 2, "{error}");
+    }
+
+    /// `check` finds what `magus check` finds, in the spell and in what it
+    /// imports, and nothing in a clean spell.
+    #[test]
+    fn check_returns_the_spells_findings_and_nothing_when_clean() {
+        let dir = workspace("sandbox:\n  enabled: true\n");
+        let spells = dir.path().join("spells");
+        std::fs::write(spells.join("clean.buzz"), "fun main() > void {}\n").expect("clean");
+        std::fs::write(
+            spells.join("typo.buzz"),
+            "fun main() > void {\n    final x = 1;\n    y;\n}\n",
+        )
+        .expect("typo");
+        std::fs::create_dir(spells.join("lib")).expect("spells/lib");
+        std::fs::write(
+            spells.join("lib/bad.buzz"),
+            "export fun f() > int {\n    return z;\n}\n",
+        )
+        .expect("lib/bad");
+        std::fs::write(
+            spells.join("imports.buzz"),
+            "import \"lib/bad\";\nfun main() > void {}\n",
+        )
+        .expect("imports");
+        let sandbox = load(dir.path()).expect("a policy");
+        let check = |name: &str| sandbox.check(&sandbox.spell(name).expect(name));
+        assert_eq!(check("clean"), Vec::new());
+        let typo = check("typo");
+        let codes: Vec<_> = typo
+            .iter()
+            .map(|d| (d.code, d.location.as_ref().map(|l| l.line)))
+            .collect();
+        assert!(
+            codes.contains(&(Some(crate::diag::Code::Mgs1001), Some(3))),
+            "{typo:?}"
+        );
+        let imported = check("imports");
+        let in_lib = imported.iter().any(|d| {
+            d.code == Some(crate::diag::Code::Mgs1001)
+                && d.location
+                    .as_ref()
+                    .is_some_and(|l| l.file.ends_with("lib/bad.buzz") && l.line == 2)
+        });
+        assert!(in_lib, "{imported:?}");
     }
 
     #[test]

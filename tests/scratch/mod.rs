@@ -5,9 +5,15 @@
 use std::path::PathBuf;
 
 /// `target/tmp` normally; `/var/tmp/magus-sandbox-tests` when the checkout
-/// itself lives under `/tmp`.
+/// itself lives under `/tmp`. (Unit tests in `src/` include this file too:
+/// Cargo gives them no `CARGO_TARGET_TMPDIR`, so they use the package's
+/// `target/tmp`.)
 pub fn base() -> PathBuf {
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = option_env!("CARGO_TARGET_TMPDIR").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/tmp")),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(&target).expect("create the scratch base");
     let real = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
     if !real.starts_with("/tmp") {
         return target;

@@ -16,6 +16,8 @@ mod member;
 mod natives;
 mod problem;
 mod scope;
+#[cfg(test)]
+mod spell_tests;
 mod stmt;
 mod ty;
 

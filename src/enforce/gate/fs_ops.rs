@@ -20,11 +20,15 @@ mod windows;
 use windows as at;
 
 impl Confined {
-    /// The whole content of a file.
-    pub(super) fn read(&self, spelled: &str) -> Result<Vec<u8>, GateError> {
+    /// The whole content of a file, lent to `with`.
+    pub(super) fn read_with<T>(
+        &self,
+        spelled: &str,
+        with: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T, GateError> {
         let op = FsOp::Read;
         let fd = self.open(spelled, Access::Read, op, OFlag::O_RDONLY)?;
-        read_all(&File::from(fd)).map_err(|e| GateError::io(op, spelled, e))
+        read_all_with(&File::from(fd), with).map_err(|e| GateError::io(op, spelled, e))
     }
 
     /// Creates or truncates (or appends to) a file and writes `data`.
@@ -174,36 +178,53 @@ impl Confined {
     }
 }
 
-/// Reads a whole file. Most files a spell reads are small: those take one
-/// read into a buffer of [`FIRST_READ`] bytes and one that sees the end,
-/// with no `statx` for a size hint. A file that fills the buffer is sized
+/// Reads a whole file and lends it to `with`. Most files a spell reads are
+/// small: those take one read into a buffer of [`FIRST_READ`] bytes kept
+/// for the thread and one that sees the end, with no `statx` for a size
+/// hint and no allocation of the gate's own (`with` builds whatever it
+/// keeps straight from the buffer). A file that fills the buffer is sized
 /// then, so a large one is still read into one exact allocation.
-fn read_all(mut file: &File) -> io::Result<Vec<u8>> {
-    // The first read goes to a buffer kept for the thread, so a small file
-    // costs one allocation of its own size rather than one of
-    // `FIRST_READ` (a size glibc serves from its slower bins).
-    let mut bytes = FIRST.with_borrow_mut(|first| -> io::Result<Vec<u8>> {
-        first.clear();
-        file.take(FIRST_READ as u64).read_to_end(first)?;
-        Ok(first.as_slice().to_vec())
-    })?;
-    if bytes.len() < FIRST_READ {
-        return Ok(bytes);
-    }
-    let size = file.metadata().map_or(0, |m| m.len());
-    let rest = usize::try_from(size).unwrap_or(usize::MAX);
-    bytes
-        .try_reserve_exact(rest.saturating_sub(FIRST_READ))
-        .map_err(io::Error::other)?;
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+fn read_all_with<T>(file: &File, with: impl FnOnce(&[u8]) -> T) -> io::Result<T> {
+    FIRST.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut first) => read_into(file, &mut first, with),
+        // `with` itself reads (a nested call): it gets a buffer of its own.
+        Err(_) => read_into(file, &mut Vec::with_capacity(FIRST_READ), with),
+    })
 }
 
-/// The size of the first read of [`read_all`].
+/// [`read_all_with`] with `first` as the first read's buffer.
+fn read_into<T>(
+    mut file: &File,
+    first: &mut Vec<u8>,
+    with: impl FnOnce(&[u8]) -> T,
+) -> io::Result<T> {
+    first.clear();
+    file.take(FIRST_READ as u64).read_to_end(first)?;
+    if first.len() < FIRST_READ {
+        return Ok(with(first));
+    }
+    let size = file.metadata().map_or(0, |m| m.len());
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(size.max(FIRST_READ))
+        .map_err(io::Error::other)?;
+    bytes.extend_from_slice(first);
+    file.read_to_end(&mut bytes)?;
+    Ok(with(&bytes))
+}
+
+/// [`read_all_with`], owned.
+#[cfg(test)]
+fn read_all(file: &File) -> io::Result<Vec<u8>> {
+    read_all_with(file, <[u8]>::to_vec)
+}
+
+/// The size of the first read of [`read_all_with`].
 const FIRST_READ: usize = 8 * 1024;
 
 thread_local! {
-    /// [`read_all`]'s first read lands here.
+    /// [`read_all_with`]'s first read lands here.
     static FIRST: std::cell::RefCell<Vec<u8>> =
         std::cell::RefCell::new(Vec::with_capacity(FIRST_READ));
 }
@@ -232,5 +253,22 @@ mod tests {
             let file = File::open(&path).expect("opened");
             assert_eq!(read_all(&file).expect("read"), content, "{len} bytes");
         }
+    }
+
+    /// A read made while another lends its buffer (the caller's closure
+    /// reads again) gets a buffer of its own: both see their own bytes.
+    #[test]
+    fn a_read_inside_a_read_gets_its_own_buffer() {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        let (outer, inner) = (dir.path().join("outer"), dir.path().join("inner"));
+        std::fs::write(&outer, b"outer bytes").expect("written");
+        std::fs::write(&inner, b"inner").expect("written");
+        let outer_file = File::open(&outer).expect("opened");
+        let both = read_all_with(&outer_file, |seen| {
+            let inner_file = File::open(&inner).expect("opened");
+            (seen.to_vec(), read_all(&inner_file).expect("inner read"))
+        })
+        .expect("outer read");
+        assert_eq!(both, (b"outer bytes".to_vec(), b"inner".to_vec()));
     }
 }

@@ -77,7 +77,7 @@ impl Gate {
 
     /// This gate, looking programs up as the user's `PATH` named them
     /// before the jail hid the ungranted directories.
-    pub fn with_hidden_programs(mut self, hidden: HiddenPrograms) -> Gate {
+    pub(crate) fn with_hidden_programs(mut self, hidden: HiddenPrograms) -> Gate {
         self.hidden = hidden;
         self
     }
@@ -99,9 +99,20 @@ impl Gate {
 
     /// The whole content of a file.
     pub fn read(&self, spelled: &str) -> Result<Vec<u8>, GateError> {
+        self.read_with(spelled, <[u8]>::to_vec)
+    }
+
+    /// The whole content of a file, lent to `with`: what it makes of the
+    /// bytes (a Buzz string, say) is built from the gate's read buffer,
+    /// with no owned copy of the file in between.
+    pub fn read_with<T>(
+        &self,
+        spelled: &str,
+        with: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T, GateError> {
         match &self.backend {
-            Backend::Confined(c) => c.read(spelled),
-            Backend::Ambient(a) => a.read(spelled),
+            Backend::Confined(c) => c.read_with(spelled, with),
+            Backend::Ambient(a) => a.read(spelled).map(|bytes| with(&bytes)),
         }
     }
 

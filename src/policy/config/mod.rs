@@ -6,6 +6,8 @@
 //! `magus.yaml` belongs to the whole task runner, so top-level keys other
 //! than `sandbox` are ignored; everything under `sandbox:` is strict.
 
+#[cfg(test)]
+mod corpus_tests;
 mod error;
 mod schema;
 

@@ -10,6 +10,9 @@
 //! of siblings, and the table probes of successive components depend only
 //! on the path (not on the previous probe), which lets the CPU overlap them.
 
+// Unix paths and modes (as the integration tests they were).
+#[cfg(all(test, unix))]
+mod prop_tests;
 mod scan;
 
 use super::grant::{Access, Grant, Mode};

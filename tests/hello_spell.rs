@@ -1,0 +1,38 @@
+//! The repository's own first spell, `spells/hello.buzz`, run by the real
+//! `magus` binary.
+
+#[path = "scratch/mod.rs"]
+mod scratch;
+
+use std::path::Path;
+
+/// The repository's own first spell and `magus.yaml`, copied into a
+/// scratch workspace and run by the real binary with a fake HOME holding a
+/// planted secret: it runs, sees its arguments, and its read of the secret
+/// is refused without a byte of it reaching output.
+#[test]
+fn hello_spell_runs_and_its_secret_read_is_refused() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("spells")).unwrap();
+    for file in ["magus.yaml", "spells/hello.buzz"] {
+        std::fs::copy(repo.join(file), root.join(file)).unwrap();
+    }
+    let home = tempfile::tempdir_in(scratch::base()).unwrap();
+    std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+    let secret = "aws_secret_access_key = PLANTED_HELLO_SECRET";
+    std::fs::write(home.path().join(".aws/credentials"), secret).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magus"))
+        .args(["-q", "run", "hello", "wizard"])
+        .current_dir(root)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("argument 1: wizard"), "{stdout}");
+    assert!(stdout.contains("refused, MGS2001"), "{stdout}");
+    assert!(!stdout.contains("PLANTED") && !stderr.contains("PLANTED"));
+}
