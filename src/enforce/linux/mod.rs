@@ -9,6 +9,7 @@
 use super::error;
 
 pub mod capabilities;
+pub mod handover;
 pub mod jail;
 pub mod landlock;
 pub mod limits;

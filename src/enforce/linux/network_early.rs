@@ -10,9 +10,7 @@
 
 use super::jail::{take_handoff, Meanwhile};
 use nix::sched::{setns, CloneFlags};
-use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
-use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 /// The one byte that carries the namespace (as `SCM_RIGHTS`).
@@ -33,11 +31,7 @@ fn send_own_namespace(channel: &UnixStream) {
     let Ok(namespace) = std::fs::File::open("/proc/thread-self/ns/net") else {
         return;
     };
-    let fds = [namespace.as_raw_fd()];
-    let rights = [ControlMessage::ScmRights(&fds)];
-    let tag = [NAMESPACE_TAG];
-    let iov = [IoSlice::new(&tag)];
-    let _ = sendmsg::<()>(channel.as_raw_fd(), &iov, &rights, MsgFlags::empty(), None);
+    let _ = super::handover::send(channel, NAMESPACE_TAG, &[namespace.as_raw_fd()]);
 }
 
 /// In magus proper: joins the namespace the original made, if it made
@@ -53,30 +47,5 @@ pub fn join() -> bool {
 /// Waits for the original's [`NAMESPACE_TAG`] and the descriptor it
 /// carries; `None` when the original sent nothing (its end is closed).
 fn receive_namespace(channel: &UnixStream) -> Option<OwnedFd> {
-    let mut tag = [0u8; 1];
-    let mut space = nix::cmsg_space!([RawFd; 1]);
-    let mut iov = [IoSliceMut::new(&mut tag)];
-    let message = recvmsg::<()>(
-        channel.as_raw_fd(),
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC,
-    )
-    .ok()?;
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    for cmsg in message.cmsgs().ok()? {
-        if let ControlMessageOwned::ScmRights(received) = cmsg {
-            // SAFETY: the kernel just installed these descriptors in this
-            // process for us; nothing else owns them.
-            fds.extend(
-                received
-                    .into_iter()
-                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-            );
-        }
-    }
-    if message.bytes != 1 || tag[0] != NAMESPACE_TAG || fds.len() != 1 {
-        return None;
-    }
-    fds.pop()
+    super::handover::receive::<1>(channel, NAMESPACE_TAG).map(|[ns]| ns)
 }

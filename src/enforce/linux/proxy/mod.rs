@@ -21,13 +21,12 @@ mod serve;
 pub use events::{EgressSummary, Event, RefusalReason};
 
 use crate::policy::{HostList, Network};
-use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 use nix::unistd::{fork, ForkResult, Pid};
 use serve::{serve_until_told, Shared};
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, IoSlice, IoSliceMut, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,11 +135,7 @@ impl Proxy {
             port(&socks).map_err(ProxyError::Listen)?,
         );
         let fds = [http.as_raw_fd(), socks.as_raw_fd()];
-        let rights = [ControlMessage::ScmRights(&fds)];
-        let tag = [LISTENERS_TAG];
-        let iov = [IoSlice::new(&tag)];
-        let channel = self.reports.get_ref();
-        sendmsg::<()>(channel.as_raw_fd(), &iov, &rights, MsgFlags::empty(), None)
+        super::handover::send(self.reports.get_ref(), LISTENERS_TAG, &fds)
             .map_err(ProxyError::Handover)?;
         // The proxy holds its own copies now; magus keeps none, so no child
         // inherits a listener.
@@ -271,34 +266,8 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
 /// Waits for magus's [`LISTENERS_TAG`] byte and the two listeners it
 /// carries (HTTP, then SOCKS5).
 fn receive_listeners(control: &UnixStream) -> Option<(TcpListener, TcpListener)> {
-    let mut tag = [0u8; 1];
-    let mut space = nix::cmsg_space!([RawFd; 2]);
-    let mut iov = [IoSliceMut::new(&mut tag)];
-    let message = recvmsg::<()>(
-        control.as_raw_fd(),
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC,
-    )
-    .ok()?;
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    for cmsg in message.cmsgs().ok()? {
-        if let ControlMessageOwned::ScmRights(received) = cmsg {
-            // SAFETY: the kernel just installed these descriptors in this
-            // process for us; nothing else owns them.
-            fds.extend(
-                received
-                    .into_iter()
-                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-            );
-        }
-    }
-    if message.bytes != 1 || tag[0] != LISTENERS_TAG || fds.len() != 2 {
-        return None;
-    }
-    let socks = TcpListener::from(fds.pop()?);
-    let http = TcpListener::from(fds.pop()?);
-    Some((http, socks))
+    let [http, socks] = super::handover::receive::<2>(control, LISTENERS_TAG)?;
+    Some((TcpListener::from(http), TcpListener::from(socks)))
 }
 
 fn silence_stdio() {
