@@ -18,10 +18,13 @@ mod lang;
 mod lexer;
 mod methods;
 mod native;
-#[cfg(test)]
+// Unix only, as the integration tests they were: on Windows the gate
+// refuses every path for now (README, "Platforms"), and under Wine the
+// corpus test stops making progress (not yet understood).
+#[cfg(all(test, unix))]
 mod parse_corpus_tests;
 mod parser;
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod program_tests;
 mod serialize;
 pub mod stack;

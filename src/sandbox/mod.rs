@@ -397,7 +397,10 @@ mod tests {
     }
 
     /// `check` finds what `magus check` finds, in the spell and in what it
-    /// imports, and nothing in a clean spell.
+    /// imports, and nothing in a clean spell. Unix only: on Windows the
+    /// gate refuses every path for now (README, "Platforms"), the import
+    /// included.
+    #[cfg(unix)]
     #[test]
     fn check_returns_the_spells_findings_and_nothing_when_clean() {
         let dir = workspace("sandbox:\n  enabled: true\n");
