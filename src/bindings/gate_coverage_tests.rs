@@ -15,14 +15,13 @@
 use crate::scratch;
 
 use crate::bindings::{self, Session};
+use crate::buzz::program_tests::Captured;
 use crate::buzz::{self, Interpreter};
 use crate::enforce::gate::Gate;
 use crate::enforce::Domain;
 use crate::policy::{self, SandboxState, StartupInput, WorkspaceArg};
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -299,19 +298,6 @@ impl Fixture {
             .replace("{outside}", &self.home.join("planted").to_string_lossy())
             .replace("{tool}", &self.home.join("tool").to_string_lossy())
             .replace("{ws}", &self.ws.to_string_lossy())
-    }
-}
-
-#[derive(Clone, Default)]
-struct Captured(Rc<RefCell<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

@@ -25,7 +25,7 @@ mod native;
 mod parse_corpus_tests;
 mod parser;
 #[cfg(all(test, unix))]
-mod program_tests;
+pub(crate) mod program_tests;
 mod serialize;
 pub mod stack;
 mod std_module;

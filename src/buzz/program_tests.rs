@@ -15,8 +15,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+/// A spell's output, kept for the assertions (shared with the bindings'
+/// gate-coverage tests).
 #[derive(Clone, Default)]
-struct Captured(Rc<RefCell<Vec<u8>>>);
+pub(crate) struct Captured(pub(crate) Rc<RefCell<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
