@@ -6,7 +6,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use magus_sandbox::__private::policy::{
-    reference, Access, Grant, GrantSource, Mode, Network, NormalPath, Policy, SandboxState,
+    new_policy, reference, Access, Grant, GrantSource, Mode, Network, NormalPath, Policy,
+    SandboxState,
 };
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -73,7 +74,7 @@ fn query(grants: &[Grant], depth: usize) -> NormalPath {
 
 /// A sandbox-on policy of `grants` alone (no workspace, network allowed).
 fn policy(grants: Vec<Grant>) -> Policy {
-    Policy::new(
+    new_policy(
         SandboxState::On,
         "/".into(),
         grants,

@@ -134,5 +134,18 @@ pub mod __private {
     }
     pub mod policy {
         pub use crate::policy::*;
+        use std::path::PathBuf;
+
+        /// `Policy::new`, the crate's own: a policy from resolved grants,
+        /// for the benches and the kernel harness.
+        pub fn new_policy(
+            state: SandboxState,
+            workspace: PathBuf,
+            grants: Vec<Grant>,
+            network: Network,
+            passthrough: Vec<EnvPattern>,
+        ) -> Policy {
+            Policy::new(state, workspace, grants, network, passthrough)
+        }
     }
 }

@@ -93,10 +93,10 @@ pub struct Policy {
 impl Policy {
     /// A policy from already-resolved grants (for tests, benches, and
     /// callers that resolve elsewhere). Nothing is declared. Not API: the
-    /// package's benches and kernel harness build policies with it; an
-    /// embedder gets its policy from [`crate::Sandbox::load`].
-    #[doc(hidden)]
-    pub fn new(
+    /// package's benches and kernel harness reach it through `__private`
+    /// (`internals`); an embedder gets its policy from
+    /// [`crate::Sandbox::load`], so only resolution builds one.
+    pub(crate) fn new(
         state: SandboxState,
         workspace: PathBuf,
         grants: Vec<Grant>,

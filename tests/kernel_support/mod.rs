@@ -19,7 +19,7 @@ use magus_sandbox::__private::enforce::{
     self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
 use magus_sandbox::__private::policy::{
-    Access, Grant, GrantSource, Mode, Network, Policy, SandboxState,
+    new_policy, Access, Grant, GrantSource, Mode, Network, SandboxState,
 };
 use serde::{Deserialize, Serialize};
 
@@ -201,7 +201,7 @@ fn run_role(spec: &Spec) -> i32 {
     if spec.view {
         let (grants, network) = spec.policy();
         let workspace = PathBuf::from("/nonexistent-kernel-test-workspace");
-        let policy = Policy::new(SandboxState::On, workspace, grants, network, Vec::new());
+        let policy = new_policy(SandboxState::On, workspace, grants, network, Vec::new());
         let plan = enforce::JailPlan::compile(&policy, &enforce::ViewInputs::default());
         let status = enforce::jail::enter(&plan, enforce::UsernsRequest::Allowed);
         eprintln!("KTEST view={status:?}");
