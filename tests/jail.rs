@@ -1026,6 +1026,93 @@ echo plain-write > o2-plain && cat o2-plain"#;
     }
 }
 
+/// Runs `probe.py COMMAND NAME MODE` for each `(name, mode)`, in one shell
+/// line that first removes what an earlier run (the control) made.
+fn set_id_probes(command: &str, files: &[(&str, &str)]) -> String {
+    let probes = files
+        .iter()
+        .map(|(name, mode)| format!("rm -f {name}; python3 probe.py {command} {name} {mode}"));
+    probes.collect::<Vec<_>>().join("; ")
+}
+
+/// Runs `script` with the sandbox off, then on; asserts that the control
+/// made every `set_id` file set-id and that the jailed run made none,
+/// each refused with `errno`, and returns the jailed run.
+fn assert_no_set_id_file(user: User, script: &str, set_id: &[&str], errno: &str) -> RunOutput {
+    let jail = Jail::new(user);
+    let control = jail.shell(Sandbox::Off, script);
+    let jailed = jail.shell(Sandbox::On, script);
+    for name in set_id {
+        let made = format!("SETID-OK {name} ");
+        assert!(
+            control.stdout.contains(&made),
+            "control: {}",
+            context(user, Sandbox::Off, &control)
+        );
+        assert!(
+            !jailed.stdout.contains(&made),
+            "made: {}",
+            context(user, Sandbox::On, &jailed)
+        );
+        let refused = format!("SETID-REFUSED {name} {errno}");
+        assert!(
+            jailed.stdout.contains(&refused),
+            "{}",
+            context(user, Sandbox::On, &jailed)
+        );
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(jail.h.ws_path(name)) {
+            assert_eq!(
+                meta.permissions().mode() & 0o6000,
+                0,
+                "{name}: {}",
+                jailed.dump()
+            );
+        }
+    }
+    assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+    jailed
+}
+
+/// `open(dir, O_TMPFILE, 04755)` makes an unnamed file with the mode, and
+/// `linkat` of `/proc/self/fd/N` names it in the workspace: a set-uid
+/// program that runs as its owner when started later, outside the
+/// sandbox. The guard reads the mode under `O_TMPFILE` as under
+/// `O_CREAT`; an ordinary `O_TMPFILE` still works.
+#[test]
+fn a_child_cannot_create_a_set_uid_file_with_o_tmpfile() {
+    let script = set_id_probes(
+        "tmpfile-setid",
+        &[
+            ("tf-suid", "4755"),
+            ("tf-sgid", "2755"),
+            ("tf-plain", "644"),
+        ],
+    );
+    for user in users() {
+        let errno = format!("open errno {}", libc::EPERM);
+        let jailed = assert_no_set_id_file(user, &script, &["tf-suid", "tf-sgid"], &errno);
+        assert!(
+            jailed.stdout.contains("SETID-STRIPPED tf-plain"),
+            "{}",
+            jailed.dump()
+        );
+    }
+}
+
+/// io_uring's `IORING_OP_OPENAT` carries its mode in shared memory, out
+/// of seccomp's sight: with it a child created set-uid files (and its
+/// `SOCKET`/`CONNECT` go around the network rules). `io_uring_setup` is
+/// refused for every child, under every network setting.
+#[test]
+fn io_uring_is_refused_so_it_cannot_create_a_set_uid_file() {
+    let script = set_id_probes("uring-setid", &[("ur-suid", "4755"), ("ur-sgid", "2755")]);
+    for user in users() {
+        let errno = format!("io_uring_setup errno {}", libc::EPERM);
+        assert_no_set_id_file(user, &script, &["ur-suid", "ur-sgid"], &errno);
+    }
+}
+
 /// Mount points and options (`ro`/`rw`) from a mountinfo dump in stdout.
 fn mount_options(out: &RunOutput) -> Vec<(String, bool)> {
     out.stdout
