@@ -501,6 +501,9 @@ fn repository_jail(user: User, lock: bool) -> Jail {
     }
     std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(module.join("config"), "[core]\n").unwrap();
+    // A submodule's work tree, whose `.git` file points at that directory.
+    std::fs::create_dir_all(ws.join("m")).unwrap();
+    std::fs::write(ws.join("m/.git"), "gitdir: ../.git/modules/m\n").unwrap();
     if lock {
         let cmd = jail
             .h
@@ -553,6 +556,113 @@ fn policy_files_and_git_code_stay_read_only() {
         assert!(jailed.stdout.contains("COMMIT-WORKS"), "{}", jailed.dump());
         assert_eq!(std::fs::read(jail.h.ws_path("magus.yaml")).unwrap(), yaml);
         assert!(jail.h.ws_path("magus.lock").exists());
+    }
+}
+
+/// `core.fsmonitor` set to print `PWNED-<tag>`: git runs it at `git status`.
+fn fsmonitor(tag: &str) -> String {
+    format!("printf '[core]\\n\\tfsmonitor = \"echo PWNED-{tag} >&2; false\"\\n'")
+}
+
+/// What `git status` run outside the sandbox, after the run, printed in
+/// the workspace, the nested repository and the gitlinked submodule.
+fn git_status_everywhere(jail: &Jail) -> String {
+    let mut seen = String::new();
+    for dir in [".", "sub", "m"] {
+        let out = Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(jail.h.ws_path(dir))
+            .arg("status")
+            .output()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    seen
+}
+
+/// The read-only binds over `.git/hooks` and `.git/config` held the files,
+/// not the places git looks: a child renamed `.git` (or a nested
+/// repository, or a submodule's git directory) aside and copied it back
+/// with a `core.fsmonitor`, rewrote a submodule's `.git` file to point at
+/// a planted git directory, or wrote `.git/commondir` (git then takes
+/// config and hooks from the directory it names). Each ran its command,
+/// unconfined, at the user's next `git status`. Now every directory
+/// between a grant and a protected path is a mount point (`EBUSY`),
+/// `.git` files and existing `commondir` files are bound read-only, and a
+/// `commondir` a child creates is removed once the run has ended.
+#[test]
+fn git_directories_cannot_be_swapped_for_planted_ones() {
+    let monitor = |tag: &str, file: &str| format!("{} >> {file}", fsmonitor(tag));
+    let attacks = [
+        (
+            "RENAME",
+            format!("mv .git .git-old && cp -r .git-old .git && {}", monitor("RENAME", ".git/config")),
+        ),
+        (
+            "NESTED",
+            format!(
+                "mv sub sub-old && mkdir sub && cp -r sub-old/.git sub/.git && {}",
+                monitor("NESTED", "sub/.git/config")
+            ),
+        ),
+        (
+            "MODULE",
+            format!(
+                "mv .git/modules/m .git/modules/m-old && cp -r .git/modules/m-old .git/modules/m && {}",
+                monitor("MODULE", ".git/modules/m/config")
+            ),
+        ),
+        (
+            "GITLINK",
+            format!(
+                "mkdir evil && cp -r .git/modules/m/. evil/ && {} && echo \"gitdir: $PWD/evil\" > m/.git",
+                monitor("GITLINK", "evil/config")
+            ),
+        ),
+        (
+            "COMMONDIR",
+            format!(
+                "mkdir evil && cp -r .git/. evil/ && {} && echo \"$PWD/evil\" > .git/commondir",
+                monitor("COMMONDIR", "evil/config")
+            ),
+        ),
+    ];
+    for user in users() {
+        for (tag, attack) in &attacks {
+            let pwned = format!("PWNED-{tag}");
+            let script = format!("{attack} && echo {tag}-PLANTED");
+            let control = repository_jail(user, false);
+            let out = control.shell(Sandbox::Off, &script);
+            assert!(
+                out.stdout.contains(&format!("{tag}-PLANTED")),
+                "{}",
+                out.dump()
+            );
+            let seen = git_status_everywhere(&control);
+            assert!(
+                seen.contains(&pwned),
+                "control {user:?} {tag}: {seen}\n{}",
+                out.dump()
+            );
+
+            let jail = repository_jail(user, false);
+            let jailed = jail.shell(Sandbox::On, &script);
+            let seen = git_status_everywhere(&jail);
+            assert!(
+                !seen.contains("PWNED"),
+                "{tag} planted: {seen}\n{}",
+                context(user, Sandbox::On, &jailed)
+            );
+            assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+            if *tag == "COMMONDIR" {
+                assert!(
+                    jailed.stderr.contains("/.git/commondir`")
+                        && jailed.stderr.contains("magus removed it"),
+                    "{}",
+                    jailed.dump()
+                );
+            }
+        }
     }
 }
 

@@ -91,8 +91,11 @@ pub const STARTUP_FILES: [&str; 20] = [
     ".pam_environment",
 ];
 
-/// What git reads from a git directory and runs code from.
-const GIT_CODE: [&str; 3] = ["hooks", "config", "config.worktree"];
+/// What git reads from a git directory and runs code from; `commondir`
+/// names another directory whose `config` and `hooks` git then uses
+/// instead (a worktree's has one; one a child creates is removed after
+/// the run, see `super::sweep`).
+const GIT_CODE: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
 
 pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     let writable = |p: &Path| is_writable_bind(policy, p);
@@ -245,9 +248,19 @@ fn find_repositories(dir: &Path, depth: Depth, found: &mut Found, budget: &mut u
             return;
         }
         *budget -= 1;
-        let Some((subdirs, has_head)) = read_subdirs(&visit.path) else {
+        let Some(Listing {
+            subdirs,
+            has_head,
+            git_file,
+        }) = read_subdirs(&visit.path)
+        else {
             continue;
         };
+        if git_file {
+            // A worktree's or submodule's `.git` file ("gitdir: ..."): git
+            // takes its hooks and config from wherever it points.
+            protect_git_file(&visit.path.join(".git"), found);
+        }
         if is_gitdir(&visit.path, &subdirs, has_head) {
             protect_gitdir(&visit.path, found);
             let inner = subdirs
@@ -284,21 +297,44 @@ impl Visit {
     }
 }
 
-/// The subdirectories of `dir` and whether it holds a `HEAD` file.
-fn read_subdirs(dir: &Path) -> Option<(Vec<PathBuf>, bool)> {
+/// What the search needs of one directory.
+struct Listing {
+    subdirs: Vec<PathBuf>,
+    /// It holds a `HEAD` file.
+    has_head: bool,
+    /// It holds a `.git` regular file (a gitlink).
+    git_file: bool,
+}
+
+fn read_subdirs(dir: &Path) -> Option<Listing> {
     let entries = std::fs::read_dir(dir).ok()?;
-    let mut subdirs = Vec::new();
-    let mut has_head = false;
+    let mut listing = Listing {
+        subdirs: Vec::new(),
+        has_head: false,
+        git_file: false,
+    };
     for entry in entries.flatten() {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        has_head |= kind.is_file() && entry.file_name() == "HEAD";
+        let name = entry.file_name();
+        listing.has_head |= kind.is_file() && name == "HEAD";
+        listing.git_file |= kind.is_file() && name == ".git";
         if kind.is_dir() {
-            subdirs.push(entry.path());
+            listing.subdirs.push(entry.path());
         }
     }
-    Some((subdirs, has_head))
+    Some(listing)
+}
+
+fn protect_git_file(path: &Path, found: &mut Found) {
+    if !found.carves.iter().any(|c| c.path == path) {
+        found.carves.push(Carve {
+            path: path.to_path_buf(),
+            reason: CarveReason::GitCode,
+            missing: false,
+        });
+    }
 }
 
 /// A `.git` directory is git's even when incomplete (`git init` keeps the
