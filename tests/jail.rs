@@ -666,6 +666,87 @@ fn git_directories_cannot_be_swapped_for_planted_ones() {
     }
 }
 
+/// `magus.yaml` grants `data` (read-only), which does not exist yet. A
+/// child of one run makes `data` a symbolic link to `$HOME`; the next run
+/// resolved the grant through it and granted the whole home, `~/.ssh`
+/// included (only a warning said so). Now an entry that leads outside
+/// every writable place through a link that lies in one is skipped
+/// (MGS2004). Controls: with the sandbox off the second run reads the key
+/// through the link, and the same home granted by its real path is read
+/// in the jail (so the harness sees the grant when there is one).
+#[test]
+fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: data\n      mode: ro\n";
+    let plant = "ln -s \"$HOME\" data && echo PLANTED";
+    let read = "cat data/.ssh/id_rsa; cat \"$HOME/.ssh/id_rsa\"";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let off = jail.shell(Sandbox::Off, plant);
+        assert!(off.stdout.contains("PLANTED"), "{}", off.dump());
+        let control = jail.shell(Sandbox::Off, read);
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+        std::fs::remove_file(jail.h.ws_path("data")).unwrap();
+
+        let planted = jail.shell(Sandbox::On, plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        let jailed = jail.shell(Sandbox::On, read);
+        assert!(
+            !jailed.stdout.contains(&key),
+            "{}",
+            context(user, Sandbox::On, &jailed)
+        );
+        jail.h.assert_no_leak(&jailed);
+        assert!(
+            jailed.stderr.contains("MGS2004")
+                && jailed
+                    .stderr
+                    .contains("a symbolic link in a directory that spells can"),
+            "{}",
+            jailed.dump()
+        );
+
+        let home = jail.h.home.display();
+        let direct =
+            format!("sandbox:\n  enabled: true\n  allow:\n    - path: {home}\n      mode: ro\n");
+        jail.h.write_config(&direct);
+        let granted = jail.shell(Sandbox::On, read);
+        assert!(granted.stdout.contains(&key), "{}", granted.dump());
+    }
+}
+
+/// A repository whose `.git/hooks` a child of an earlier run replaced
+/// with a relative link climbing out of the workspace (`../../../home`):
+/// the read-only bind of the hooks followed it at set-up and showed the
+/// whole home in the view. The view alone (Landlock off) must still hide
+/// the key; the control, the sandbox off, reads it.
+#[test]
+fn a_symlinked_git_hooks_directory_shows_nothing_in_the_view() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let git = jail.h.ws_path("r/.git");
+        std::fs::create_dir_all(git.join("objects")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        // From `ws/r/.git`: up to the harness root, which holds `home`.
+        std::os::unix::fs::symlink("../../../home", git.join("hooks")).unwrap();
+        jail.hand_over();
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let read = "cat \"$HOME/.ssh/id_rsa\"; cat r/.git/hooks/.ssh/id_rsa";
+        let control = jail.shell(Sandbox::Off, read);
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+        for sandbox in [Sandbox::JailOnly, Sandbox::On] {
+            let jailed = jail.shell(sandbox, read);
+            assert!(
+                !jailed.stdout.contains(&key),
+                "{}",
+                context(user, sandbox, &jailed)
+            );
+            jail.h.assert_no_leak(&jailed);
+            assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+        }
+    }
+}
+
 #[test]
 fn fs_refuses_git_at_any_depth() {
     for user in users() {

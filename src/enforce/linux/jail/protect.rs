@@ -127,7 +127,7 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     }
     let mut budget = MAX_DIRS;
     for (root, depth) in repository_roots(policy) {
-        find_repositories(&root, depth, &mut found, &mut budget);
+        find_repositories(&root, depth, &mut found, &mut budget, &writable);
     }
     found.truncated = budget == 0;
     found
@@ -237,7 +237,13 @@ enum Depth {
 /// Walks `dir` (directories only, never following a symlink) for git
 /// directories: a `.git` directory, a bare repository, a submodule's or a
 /// worktree's git directory under `.git/modules` or `.git/worktrees`.
-fn find_repositories(dir: &Path, depth: Depth, found: &mut Found, budget: &mut usize) {
+fn find_repositories(
+    dir: &Path,
+    depth: Depth,
+    found: &mut Found,
+    budget: &mut usize,
+    writable: &dyn Fn(&Path) -> bool,
+) {
     let mut pending = vec![Visit {
         path: dir.to_path_buf(),
         level: 0,
@@ -259,10 +265,10 @@ fn find_repositories(dir: &Path, depth: Depth, found: &mut Found, budget: &mut u
         if git_file {
             // A worktree's or submodule's `.git` file ("gitdir: ..."): git
             // takes its hooks and config from wherever it points.
-            protect_git_file(&visit.path.join(".git"), found);
+            push_git_code(&visit.path.join(".git"), false, found, writable);
         }
         if is_gitdir(&visit.path, &subdirs, has_head) {
-            protect_gitdir(&visit.path, found);
+            protect_gitdir(&visit.path, found, writable);
             let inner = subdirs
                 .into_iter()
                 .filter(|d| d.ends_with("modules") || d.ends_with("worktrees"));
@@ -327,16 +333,6 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
     Some(listing)
 }
 
-fn protect_git_file(path: &Path, found: &mut Found) {
-    if !found.carves.iter().any(|c| c.path == path) {
-        found.carves.push(Carve {
-            path: path.to_path_buf(),
-            reason: CarveReason::GitCode,
-            missing: false,
-        });
-    }
-}
-
 /// A `.git` directory is git's even when incomplete (`git init` keeps the
 /// hooks it finds there); otherwise `HEAD` with `objects/` (a bare or
 /// submodule repository), or `HEAD` in a worktree's directory.
@@ -346,23 +342,35 @@ fn is_gitdir(dir: &Path, subdirs: &[PathBuf], has_head: bool) -> bool {
     dot_git || has_head && (in_worktrees || subdirs.iter().any(|d| d.ends_with("objects")))
 }
 
-fn protect_gitdir(gitdir: &Path, found: &mut Found) {
+fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
     for name in GIT_CODE {
-        let path = gitdir.join(name);
-        let exists = path.symlink_metadata().is_ok();
         // A missing hooks directory is created; a missing config file cannot
         // be bound (git would not read `config.worktree` unless the bound
-        // `config` enables it).
-        if !exists && name != "hooks" {
-            continue;
-        }
-        if found.carves.iter().any(|c| c.path == path) {
-            continue;
-        }
+        // `config` enables it; a new `commondir` is swept after the run).
+        push_git_code(&gitdir.join(name), name == "hooks", found, writable);
+    }
+}
+
+/// Carves `path` read-only: itself when it is no symbolic link; when it
+/// is one, the real path it leads to, if that is writable (a bind would
+/// follow the link at set-up, so a planted `hooks -> ../../../home` would
+/// show a directory that is not granted in the view); when it is missing,
+/// an empty directory if `make` (else nothing: a bind needs an inode).
+fn push_git_code(path: &Path, make: bool, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
+    let (path, missing) = match path.symlink_metadata() {
+        Err(_) if make => (path.to_path_buf(), true),
+        Err(_) => return,
+        Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
+            Ok(real) if writable(&real) => (real, false),
+            _ => return,
+        },
+        Ok(_) => (path.to_path_buf(), false),
+    };
+    if !found.carves.iter().any(|c| c.path == path) {
         found.carves.push(Carve {
             path,
             reason: CarveReason::GitCode,
-            missing: !exists,
+            missing,
         });
     }
 }
@@ -388,7 +396,7 @@ mod tests {
     fn search(root: &Path, depth: Depth) -> Vec<PathBuf> {
         let mut found = Found::default();
         let mut budget = MAX_DIRS;
-        find_repositories(root, depth, &mut found, &mut budget);
+        find_repositories(root, depth, &mut found, &mut budget, &|_| true);
         let mut paths: Vec<PathBuf> = found
             .carves
             .into_iter()
@@ -445,7 +453,7 @@ mod tests {
         tree(dir.path(), &["a/b/c/.git", "d/e"]);
         let mut found = Found::default();
         let mut budget = 2;
-        find_repositories(dir.path(), Depth::Any, &mut found, &mut budget);
+        find_repositories(dir.path(), Depth::Any, &mut found, &mut budget, &|_| true);
         assert_eq!(budget, 0);
         assert!(found.carves.is_empty());
     }
