@@ -747,6 +747,66 @@ fn a_symlinked_git_hooks_directory_shows_nothing_in_the_view() {
     }
 }
 
+/// `magus sandbox lock` wrote `magus.lock.tmp-<pid>` with a plain
+/// create-or-truncate, then renamed it over `magus.lock`. A child of a
+/// run can leave symbolic links under those names in the workspace; the
+/// user's next `magus sandbox lock` then overwrote whatever they pointed
+/// at (`~/.bashrc`). Here magus runs as PID 1 of a PID namespace, so the
+/// name it uses, `magus.lock.tmp-1`, is known: the planted link must be
+/// consumed (gone after the lock) and `~/.bashrc` left as it was.
+#[test]
+fn the_lock_is_not_written_through_a_planted_link() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let bashrc = jail.h.home_path(".bashrc");
+        std::fs::write(&bashrc, "# the user's own bashrc\n").unwrap();
+        jail.hand_over();
+        let plant =
+            "for n in 1 2; do ln -s \"$HOME/.bashrc\" magus.lock.tmp-$n; done && echo PLANTED";
+        let planted = jail.shell(Sandbox::On, plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        // The control: the child's links lead to the bashrc, which a
+        // write through them would change.
+        for n in [1, 2] {
+            let link = jail.h.ws_path(&format!("magus.lock.tmp-{n}"));
+            assert_eq!(std::fs::canonicalize(&link).unwrap(), bashrc);
+        }
+        let mut wrapper = match user {
+            User::Root => vec!["unshare", "--pid", "--fork"],
+            User::Nobody => vec![
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "unshare",
+                "--user",
+                "--map-current-user",
+                "--pid",
+                "--fork",
+            ],
+        };
+        wrapper.push("--");
+        let mut lock = jail.h.wrapped_command(&wrapper);
+        lock.arg("--workspace")
+            .arg(&jail.h.ws)
+            .args(["sandbox", "lock"]);
+        let out = capture(&mut lock);
+        assert_eq!(out.status, Some(0), "{}", out.dump());
+        assert_eq!(
+            std::fs::read_to_string(&bashrc).unwrap(),
+            "# the user's own bashrc\n",
+            "{user:?}: the lock went through the link"
+        );
+        let lock_file = std::fs::symlink_metadata(jail.h.ws_path("magus.lock")).unwrap();
+        assert!(lock_file.is_file(), "{}", out.dump());
+        assert!(
+            !jail.h.ws_path("magus.lock.tmp-1").exists(),
+            "magus was not PID 1, the test proves nothing: {}",
+            out.dump()
+        );
+    }
+}
+
 #[test]
 fn fs_refuses_git_at_any_depth() {
     for user in users() {
