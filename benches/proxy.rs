@@ -5,12 +5,20 @@
 //! iteration times the bytes only (the sink answers one byte per 100 MiB),
 //! not the connect, the `CONNECT` exchange or TCP's slow start. Start-up
 //! with `network.hosts` is in `benches/run.rs`.
+//!
+//! A second, separate measurement (`curl_100MiB`, never in place of the
+//! raw one): `curl` downloading 100 MiB over plain http and over https
+//! (`openssl s_server` with a self-signed certificate, `curl -k`), through
+//! the proxy against direct, each download a whole `curl` process, as a
+//! build's client spends CPU of its own. It is skipped, and says so, where
+//! `curl` or `openssl` is missing.
 
 use criterion::{criterion_group, Criterion, Throughput};
 use magus_sandbox::__private::enforce::proxy::Proxy;
 use magus_sandbox::__private::policy::{HostList, HostRule};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -117,7 +125,212 @@ fn bench_transfer(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_transfer);
+// ---- curl, the realistic transfer ----------------------------------------
+
+/// A plain HTTP server: each connection gets one response of [`TRANSFER`]
+/// bytes, whatever it asked, then is closed.
+fn http_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("http server");
+    let port = listener.local_addr().expect("http port").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_download(stream));
+        }
+    });
+    port
+}
+
+fn serve_download(mut stream: TcpStream) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let chunk = vec![0x5au8; CHUNK];
+    let header =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {TRANSFER}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(header.as_bytes()).is_err() {
+        return;
+    }
+    for _ in 0..TRANSFER / CHUNK {
+        if stream.write_all(&chunk).is_err() {
+            return;
+        }
+    }
+}
+
+/// `openssl s_server -WWW` serving a [`TRANSFER`]-byte file over TLS with
+/// a self-signed certificate for `localhost`; killed on drop.
+struct TlsServer {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsServer {
+    fn start() -> Result<TlsServer, String> {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).map_err(|e| e.to_string())?;
+        std::fs::write(dir.path().join("blob"), vec![0x5au8; TRANSFER])
+            .map_err(|e| e.to_string())?;
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "cert.pem",
+            ])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| format!("openssl: {e}"))?;
+        if !made.success() {
+            return Err(format!("openssl req: {made}"));
+        }
+        let port = free_port();
+        let child = Command::new("openssl")
+            .args([
+                "s_server", "-WWW", "-quiet", "-cert", "cert.pem", "-key", "key.pem",
+            ])
+            .arg("-accept")
+            .arg(format!("127.0.0.1:{port}"))
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("openssl s_server: {e}"))?;
+        let server = TlsServer {
+            child,
+            port,
+            _dir: dir,
+        };
+        server.wait_listening()?;
+        Ok(server)
+    }
+
+    fn wait_listening(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("openssl s_server did not listen within 10 s".into())
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nothing listens on now (the server binds it right after).
+fn free_port() -> u16 {
+    let probe = TcpListener::bind("127.0.0.1:0").expect("free port");
+    probe.local_addr().expect("free port").port()
+}
+
+/// One download of `url` by a `curl` process, directly or through the
+/// proxy at `proxy`; panics unless all [`TRANSFER`] bytes came.
+fn curl(url: &str, proxy: Option<u16>) -> Duration {
+    let mut command = Command::new("curl");
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args([
+            "-sS",
+            "-k",
+            "--fail",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{size_download}",
+        ]);
+    match proxy {
+        Some(port) => command
+            .arg("--proxy")
+            .arg(format!("http://127.0.0.1:{port}")),
+        None => command.args(["--noproxy", "*"]),
+    };
+    let start = Instant::now();
+    let out = command.arg(url).output().expect("curl runs");
+    let took = start.elapsed();
+    let size = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && size.trim() == TRANSFER.to_string(),
+        "curl {url}: {} ({size} bytes) {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+/// Whether `program` can be started here (its exit status is not looked at).
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+fn bench_curl(c: &mut Criterion) {
+    if !have("curl") || !have("openssl") {
+        eprintln!("curl_100MiB skipped: it needs curl and openssl on PATH");
+        return;
+    }
+    let tls = match TlsServer::start() {
+        Ok(tls) => tls,
+        Err(why) => {
+            eprintln!("curl_100MiB skipped: {why}");
+            return;
+        }
+    };
+    let proxy = PROXY.get().expect("proxy started").http_port();
+    let urls = [
+        ("http", format!("http://localhost:{}/blob", http_server())),
+        ("https", format!("https://localhost:{}/blob", tls.port)),
+    ];
+    let mut group = c.benchmark_group("curl_100MiB");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(TRANSFER as u64));
+    for (scheme, url) in &urls {
+        group.bench_function(format!("{scheme}_direct"), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| curl(url, None)).sum())
+        });
+        group.bench_function(format!("{scheme}_through_proxy"), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| curl(url, Some(proxy))).sum())
+        });
+        // As in `transfer_100MiB`: back to back, the ratio as the "time".
+        group.bench_function(format!("{scheme}_ratio_proxied_over_direct_in_s"), |b| {
+            b.iter_custom(|iters| {
+                let ratio: f64 = (0..iters)
+                    .map(|_| {
+                        let d = curl(url, None);
+                        curl(url, Some(proxy)).as_secs_f64() / d.as_secs_f64()
+                    })
+                    .sum();
+                Duration::from_secs_f64(ratio)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_transfer, bench_curl);
 
 fn main() {
     let hosts = HostList {

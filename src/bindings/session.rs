@@ -112,7 +112,7 @@ impl Session {
     #[cfg(kernel_layer)]
     pub fn finish_egress(&self) -> Option<EgressSummary> {
         let proxy = self.egress.borrow_mut().take()?;
-        let (summary, refusals) = proxy.finish();
+        let (summary, refusals) = proxy.finish(self.launched.get());
         for event in &refusals {
             if let Some(d) = egress::refusal_diagnostic(event, None) {
                 self.emit(&d);

@@ -200,8 +200,18 @@ impl Proxy {
 
     /// Asks the proxy to stop once its connections have ended, and returns
     /// the run's egress and the refusals not yet taken.
-    pub fn finish(mut self) -> (EgressSummary, Vec<Event>) {
+    ///
+    /// `children_started`: whether the run started any process. If none
+    /// did, nothing could have connected (magus itself never does, and in
+    /// the namespace only magus and its children reach the listeners), so
+    /// no report can be on its way: magus closes the channel, which ends
+    /// the proxy, without the round trip that waits for its `End` (a
+    /// wake-up of the proxy on the path to the run's exit).
+    pub fn finish(mut self, children_started: bool) -> (EgressSummary, Vec<Event>) {
         let mut refusals = self.take_refusals();
+        if !children_started {
+            return (self.summary, refusals);
+        }
         let stream = self.reports.get_mut();
         let waited = stream
             .set_nonblocking(false)
