@@ -203,7 +203,8 @@ fn rand_core() -> u64 {
     h.finish()
 }
 
-/// A process outside the sandbox serving `secret` on unix sockets.
+/// A process outside the sandbox serving `secret` on unix sockets (a
+/// path starting with `@` is an abstract name).
 struct Listener(Child);
 
 impl Listener {
@@ -212,7 +213,12 @@ impl Listener {
 import os, select, socket, sys
 socks = []
 for p in sys.argv[2:]:
-    s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o777); s.listen(8); socks.append(s)
+    s = socket.socket(socket.AF_UNIX)
+    if p.startswith("@"):
+        s.bind("\0" + p[1:])
+    else:
+        s.bind(p); os.chmod(p, 0o777)
+    s.listen(8); socks.append(s)
 print("ready", flush=True)
 while True:
     for s in select.select(socks, [], [])[0]:
@@ -266,6 +272,23 @@ fn unix_sockets_in_tmp_and_run_user_cannot_be_reached() {
         for path in &paths {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// Abstract unix sockets live in the network namespace, which under
+/// `network: allow` is the host's: a session bus or an X server listening
+/// on an abstract name outside the sandbox. Landlock's scoping (ABI 6)
+/// refuses the connection.
+#[test]
+fn abstract_unix_sockets_outside_cannot_be_reached_under_network_allow() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let secret = unique("abstract-secret");
+        let name = format!("@{}", unique("abstract"));
+        let _listener = Listener::serve(&[PathBuf::from(&name)], &secret);
+        let control = jail.probe(Sandbox::Off, &["sock", &name]);
+        let jailed = jail.probe(Sandbox::On, &["sock", &name]);
+        assert_attack(user, &control, &jailed, &["SOCK-OK"], &secret);
     }
 }
 

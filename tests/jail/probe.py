@@ -13,7 +13,8 @@ KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219}[os.uname().machine]
 
 def sock(path):
     s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
+    # `@name` is the abstract name `\0name` (argv cannot carry a NUL).
+    s.connect("\0" + path[1:] if path.startswith("@") else path)
     print("SOCK-OK", s.recv(200).decode())
 
 

@@ -26,6 +26,9 @@ impl Sweep {
             .carve_outs()
             .filter(|(path, reason)| **reason == CarveReason::GitCode && path.ends_with("hooks"))
             .filter_map(|(hooks, _)| hooks.parent())
+            // A symlinked `hooks` is carved where it leads, which need not
+            // be a git directory.
+            .filter(|dir| dir.ends_with(".git") || dir.join("HEAD").is_file())
             .map(|gitdir| gitdir.join("commondir"))
             .filter(|file| file.symlink_metadata().is_err())
             .collect();
