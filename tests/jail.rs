@@ -870,6 +870,8 @@ fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
     let config = "sandbox:\n  enabled: true\n  allow:\n    - path: \"~\"\n      mode: rw\n";
     let script = "echo evil > ~/.local/bin/evil && echo BIN-OK; echo evil >> ~/.bashrc && echo RC-OK; \
                   echo evil >> ~/.gitconfig && echo GITCONFIG-OK; mkdir -p ~/bin && echo evil > ~/bin/evil && echo NEWBIN-OK; \
+                  mkdir -p ~/.config/git && echo evil > ~/.config/git/config && echo XDGGIT-OK; \
+                  mv ~/.config ~/.config-old && mkdir -p ~/.config/git && echo evil > ~/.config/git/config && echo MOVEDCONFIG-OK; \
                   echo fine > ~/notes.txt && echo NOTES-WORK";
     for user in users() {
         let setup = || {
@@ -890,7 +892,14 @@ fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
         let control = setup().shell(Sandbox::Off, script);
         let jail = setup();
         let jailed = jail.shell(Sandbox::On, script);
-        let markers = ["BIN-OK", "RC-OK", "GITCONFIG-OK", "NEWBIN-OK"];
+        let markers = [
+            "BIN-OK",
+            "RC-OK",
+            "GITCONFIG-OK",
+            "NEWBIN-OK",
+            "XDGGIT-OK",
+            "MOVEDCONFIG-OK",
+        ];
         assert_attack(user, &control, &jailed, &markers, "");
         assert!(jailed.stdout.contains("NOTES-WORK"), "{}", jailed.dump());
         assert_eq!(

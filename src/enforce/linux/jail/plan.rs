@@ -418,7 +418,9 @@ fn pin_steps(policy: &Policy, carves: &[Carve]) -> Vec<Step> {
             path,
             access: BindAccess::ReadWrite,
             why: BindWhy::Pin,
-            if_missing: IfMissing::Fail,
+            // Missing only above a carve-out that is created (a missing
+            // `~/.config` above `~/.config/git`).
+            if_missing: IfMissing::MakeDir,
         })
         .collect()
 }

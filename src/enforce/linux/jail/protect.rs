@@ -91,6 +91,39 @@ pub const STARTUP_FILES: [&str; 20] = [
     ".pam_environment",
 ];
 
+/// Start-up directories, relative to `$HOME`, that are created empty
+/// when missing (an empty one changes nothing for git or fish), so that a
+/// child cannot create `~/.config/git/config` (read by every later git).
+const STARTUP_DIRS: [&str; 2] = [".config/git", ".config/fish"];
+
+/// A missing start-up directory under a writable grant: carved as a
+/// directory to create, at its real place (an existing `~/.config` may be
+/// a link; it is followed here, once, and never again by the bind).
+fn push_startup_dir(found: &mut Found, home: &Path, rel: &str, writable: &dyn Fn(&Path) -> bool) {
+    let path = home.join(rel);
+    if path.symlink_metadata().is_ok() {
+        return; // Exists: a start-up file like the others.
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let real = match parent.canonicalize() {
+        Ok(parent) => parent.join(name),
+        Err(_) => match home.canonicalize() {
+            // `~/.config` is missing too: both are made.
+            Ok(home) if parent.symlink_metadata().is_err() => home.join(rel),
+            _ => return,
+        },
+    };
+    if writable(&real) && !found.carves.iter().any(|c| c.path == real) {
+        found.carves.push(Carve {
+            path: real,
+            reason: CarveReason::StartupFile,
+            missing: true,
+        });
+    }
+}
+
 /// What git reads from a git directory and runs code from; `commondir`
 /// names another directory whose `config` and `hooks` git then uses
 /// instead (a worktree's has one; one a child creates is removed after
@@ -116,6 +149,9 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     }
     path_dirs(policy, inputs, &mut found);
     if let Some(home) = &inputs.home {
+        for rel in STARTUP_DIRS {
+            push_startup_dir(&mut found, home, rel, &writable);
+        }
         for rel in STARTUP_FILES {
             push_existing(
                 &mut found,
