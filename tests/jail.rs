@@ -292,6 +292,52 @@ fn abstract_unix_sockets_outside_cannot_be_reached_under_network_allow() {
     }
 }
 
+/// A process of the user's session, outside the sandbox, running as the
+/// run's user.
+fn victim(user: User) -> Child {
+    let mut cmd = match user {
+        User::Root => Command::new("sleep"),
+        User::Nobody => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "sleep"]);
+            c
+        }
+    };
+    cmd.arg("300").spawn().unwrap()
+}
+
+/// Whether `child` is still running (not ended by a signal).
+fn survives(child: &mut Child) -> bool {
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    child.try_wait().unwrap().is_none()
+}
+
+/// A child signals a process of the user's session by its PID (never
+/// `kill -1`: as root that would be every process on the machine). In the
+/// jail the process is not in the PID namespace; without one (user
+/// namespaces refused, uid 65534) Landlock's signal scope (ABI 6)
+/// refuses it. The control, the sandbox off, kills it.
+#[test]
+fn processes_of_the_session_cannot_be_signalled() {
+    let mut cases = vec![(User::Root, Kernel::AsIs), (User::Nobody, Kernel::AsIs)];
+    cases.push((User::Nobody, Kernel::NoUserNamespaces));
+    for (user, kernel) in cases.into_iter().filter(|(u, _)| users().contains(u)) {
+        let mut jail = Jail::new(user);
+        jail.kernel = kernel;
+        let script = |pid: u32| format!("kill -TERM {pid} && echo KILL-OK");
+        let mut control_victim = victim(user);
+        let control = jail.shell(Sandbox::Off, &script(control_victim.id()));
+        assert!(!survives(&mut control_victim), "{}", control.dump());
+        let mut victim = victim(user);
+        let jailed = jail.shell(Sandbox::On, &script(victim.id()));
+        let alive = survives(&mut victim);
+        let _ = victim.kill();
+        let _ = victim.wait();
+        assert!(alive, "{kernel:?}: {}", context(user, Sandbox::On, &jailed));
+        assert_attack(user, &control, &jailed, &["KILL-OK"], "");
+    }
+}
+
 /// Without Landlock, the view alone keeps an ungranted file out of reach:
 /// it is not there to open, list or stat, and the view's own root is
 /// read-only.
