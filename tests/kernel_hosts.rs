@@ -794,3 +794,98 @@ fn widening_the_hosts_of_a_locked_workspace_is_mgs2010() {
         std::fs::File::open(h.ws_path("magus.lock")).and_then(|mut f| f.read_to_string(&mut lines));
     assert!(lines.contains("network hosts [\"crates.io\"]"), "{lines}");
 }
+
+/// Crafted requests to the proxy, each printed as `TAG answer`: the
+/// listed server is `localhost:{A}`, the unlisted one `127.0.0.1:{B}`.
+const CRAFTED: &str = r#"
+import os, socket, struct
+A, B = {A}, {B}
+def proxy(var):
+    h, p = os.environ[var].rsplit("/", 1)[1].split(":")
+    return socket.create_connection((h, int(p)), timeout=5)
+def http(tag, raw):
+    c = proxy("HTTP_PROXY")
+    c.sendall(raw.encode())
+    data = b"".join(iter(lambda: c.recv(4096), b""))
+    print(tag, data.split(b"\r\n")[0].decode(), "hello" if b"hello from" in data else "")
+def socks(tag, atyp, addr, port):
+    c = proxy("ALL_PROXY")
+    c.sendall(b"\x05\x01\x00"); c.recv(2)
+    c.sendall(b"\x05\x01\x00" + bytes([atyp]) + addr + struct.pack(">H", port))
+    print(tag, "reply", c.recv(10)[1])
+http("ABS-HOSTHEADER", f"GET http://127.0.0.1:{B}/ HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
+http("ABS-PORT", f"GET http://localhost:{B}/ HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
+http("CONNECT-PORT", f"CONNECT localhost:{B} HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
+http("USERINFO", f"GET http://localhost:{A}@127.0.0.1:{B}/ HTTP/1.1\r\n\r\n")
+http("FRAGMENT", f"GET http://127.0.0.1:{B}#@localhost:{A}/ HTTP/1.1\r\n\r\n")
+http("BACKSLASH", f"GET http://127.0.0.1:{B}\\@localhost:{A}/ HTTP/1.1\r\n\r\n")
+http("SMUGGLE", f"GET http://localhost:{A}/ HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET http://127.0.0.1:{B}/ HTTP/1.1\r\nHost: 127.0.0.1:{B}\r\n\r\n")
+http("UPPER-DOT", f"GET http://LOCALHOST.:{A}/ HTTP/1.1\r\n\r\n")
+socks("SOCKS-V4", 1, bytes([127, 0, 0, 1]), B)
+socks("SOCKS-MAPPED", 4, bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1]), B)
+socks("SOCKS-NAME-PORT", 3, b"\x09localhost", B)
+socks("SOCKS-TRAILING-DOT", 3, b"\x0alocalhost.", B)
+"#;
+
+/// Requests shaped to slip an unlisted destination past the check: the
+/// listed name in a `Host` header or the user info of an absolute URL, a
+/// fragment or backslash trick, a second request smuggled after the
+/// first, a port the entry does not name, SOCKS5 with IPv4 and
+/// IPv4-mapped IPv6 literals. Nothing reaches the unlisted server; the
+/// listed one is reached under `LOCALHOST.` (the name is compared in
+/// lower case without its trailing dot). The control, the sandbox off,
+/// reaches the unlisted server directly.
+#[test]
+fn crafted_requests_reach_only_the_listed_host() {
+    let listed = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let unlisted = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let py = CRAFTED
+        .replace("{A}", &listed.port.to_string())
+        .replace("{B}", &unlisted.port.to_string());
+    let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
+    let direct = format!("{} http://127.0.0.1:{}/", curl(), unlisted.port);
+    let control = run_script(SANDBOX_OFF, &direct, Case::CALLER, &[]);
+    assert!(control.stdout.contains("hello from"), "{}", control.dump());
+    assert_eq!(unlisted.hits(), 1, "{}", control.dump());
+    let config = hosts_config(&format!("[\"localhost:{}\"]", listed.port));
+    for case in cases() {
+        let out = run_script(&config, &script, case, &[]);
+        let line = |tag: &str| {
+            out.lines_starting(&format!("{tag} "))
+                .first()
+                .map(|l| l.to_string())
+                .unwrap_or_default()
+        };
+        for tag in ["ABS-HOSTHEADER", "ABS-PORT", "CONNECT-PORT", "FRAGMENT"] {
+            assert!(line(tag).contains("403"), "{case:?} {tag}: {}", out.dump());
+        }
+        for tag in ["USERINFO", "BACKSLASH"] {
+            let answer = line(tag);
+            assert!(
+                answer.contains("400") || answer.contains("403"),
+                "{case:?} {tag}: {}",
+                out.dump()
+            );
+        }
+        for tag in ["SMUGGLE", "UPPER-DOT"] {
+            assert!(
+                line(tag).contains("200 OK hello"),
+                "{case:?} {tag}: {}",
+                out.dump()
+            );
+        }
+        for tag in ["SOCKS-V4", "SOCKS-MAPPED", "SOCKS-NAME-PORT"] {
+            assert!(
+                line(tag).contains("reply 2"),
+                "{case:?} {tag}: {}",
+                out.dump()
+            );
+        }
+        assert!(
+            !line("SOCKS-TRAILING-DOT").contains("reply 0"),
+            "{case:?}: {}",
+            out.dump()
+        );
+        assert_eq!(unlisted.hits(), 1, "{case:?}: {}", out.dump());
+    }
+}
