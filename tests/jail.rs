@@ -501,6 +501,9 @@ fn repository_jail(user: User, lock: bool) -> Jail {
     }
     std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(module.join("config"), "[core]\n").unwrap();
+    // A submodule's work tree, whose `.git` file points at that directory.
+    std::fs::create_dir_all(ws.join("m")).unwrap();
+    std::fs::write(ws.join("m/.git"), "gitdir: ../.git/modules/m\n").unwrap();
     if lock {
         let cmd = jail
             .h
@@ -553,6 +556,254 @@ fn policy_files_and_git_code_stay_read_only() {
         assert!(jailed.stdout.contains("COMMIT-WORKS"), "{}", jailed.dump());
         assert_eq!(std::fs::read(jail.h.ws_path("magus.yaml")).unwrap(), yaml);
         assert!(jail.h.ws_path("magus.lock").exists());
+    }
+}
+
+/// `core.fsmonitor` set to print `PWNED-<tag>`: git runs it at `git status`.
+fn fsmonitor(tag: &str) -> String {
+    format!("printf '[core]\\n\\tfsmonitor = \"echo PWNED-{tag} >&2; false\"\\n'")
+}
+
+/// What `git status` run outside the sandbox, after the run, printed in
+/// the workspace, the nested repository and the gitlinked submodule.
+fn git_status_everywhere(jail: &Jail) -> String {
+    let mut seen = String::new();
+    for dir in [".", "sub", "m"] {
+        let out = Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(jail.h.ws_path(dir))
+            .arg("status")
+            .output()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    seen
+}
+
+/// The read-only binds over `.git/hooks` and `.git/config` held the files,
+/// not the places git looks: a child renamed `.git` (or a nested
+/// repository, or a submodule's git directory) aside and copied it back
+/// with a `core.fsmonitor`, rewrote a submodule's `.git` file to point at
+/// a planted git directory, or wrote `.git/commondir` (git then takes
+/// config and hooks from the directory it names). Each ran its command,
+/// unconfined, at the user's next `git status`. Now every directory
+/// between a grant and a protected path is a mount point (`EBUSY`),
+/// `.git` files and existing `commondir` files are bound read-only, and a
+/// `commondir` a child creates is removed once the run has ended.
+#[test]
+fn git_directories_cannot_be_swapped_for_planted_ones() {
+    let monitor = |tag: &str, file: &str| format!("{} >> {file}", fsmonitor(tag));
+    let attacks = [
+        (
+            "RENAME",
+            format!("mv .git .git-old && cp -r .git-old .git && {}", monitor("RENAME", ".git/config")),
+        ),
+        (
+            "NESTED",
+            format!(
+                "mv sub sub-old && mkdir sub && cp -r sub-old/.git sub/.git && {}",
+                monitor("NESTED", "sub/.git/config")
+            ),
+        ),
+        (
+            "MODULE",
+            format!(
+                "mv .git/modules/m .git/modules/m-old && cp -r .git/modules/m-old .git/modules/m && {}",
+                monitor("MODULE", ".git/modules/m/config")
+            ),
+        ),
+        (
+            "GITLINK",
+            format!(
+                "mkdir evil && cp -r .git/modules/m/. evil/ && {} && echo \"gitdir: $PWD/evil\" > m/.git",
+                monitor("GITLINK", "evil/config")
+            ),
+        ),
+        (
+            "COMMONDIR",
+            format!(
+                "mkdir evil && cp -r .git/. evil/ && {} && echo \"$PWD/evil\" > .git/commondir",
+                monitor("COMMONDIR", "evil/config")
+            ),
+        ),
+    ];
+    for user in users() {
+        for (tag, attack) in &attacks {
+            let pwned = format!("PWNED-{tag}");
+            let script = format!("{attack} && echo {tag}-PLANTED");
+            let control = repository_jail(user, false);
+            let out = control.shell(Sandbox::Off, &script);
+            assert!(
+                out.stdout.contains(&format!("{tag}-PLANTED")),
+                "{}",
+                out.dump()
+            );
+            let seen = git_status_everywhere(&control);
+            assert!(
+                seen.contains(&pwned),
+                "control {user:?} {tag}: {seen}\n{}",
+                out.dump()
+            );
+
+            let jail = repository_jail(user, false);
+            let jailed = jail.shell(Sandbox::On, &script);
+            let seen = git_status_everywhere(&jail);
+            assert!(
+                !seen.contains("PWNED"),
+                "{tag} planted: {seen}\n{}",
+                context(user, Sandbox::On, &jailed)
+            );
+            assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+            if *tag == "COMMONDIR" {
+                assert!(
+                    jailed.stderr.contains("/.git/commondir`")
+                        && jailed.stderr.contains("magus removed it"),
+                    "{}",
+                    jailed.dump()
+                );
+            }
+        }
+    }
+}
+
+/// `magus.yaml` grants `data` (read-only), which does not exist yet. A
+/// child of one run makes `data` a symbolic link to `$HOME`; the next run
+/// resolved the grant through it and granted the whole home, `~/.ssh`
+/// included (only a warning said so). Now an entry that leads outside
+/// every writable place through a link that lies in one is skipped
+/// (MGS2004). Controls: with the sandbox off the second run reads the key
+/// through the link, and the same home granted by its real path is read
+/// in the jail (so the harness sees the grant when there is one).
+#[test]
+fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: data\n      mode: ro\n";
+    let plant = "ln -s \"$HOME\" data && echo PLANTED";
+    let read = "cat data/.ssh/id_rsa; cat \"$HOME/.ssh/id_rsa\"";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let off = jail.shell(Sandbox::Off, plant);
+        assert!(off.stdout.contains("PLANTED"), "{}", off.dump());
+        let control = jail.shell(Sandbox::Off, read);
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+        std::fs::remove_file(jail.h.ws_path("data")).unwrap();
+
+        let planted = jail.shell(Sandbox::On, plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        let jailed = jail.shell(Sandbox::On, read);
+        assert!(
+            !jailed.stdout.contains(&key),
+            "{}",
+            context(user, Sandbox::On, &jailed)
+        );
+        jail.h.assert_no_leak(&jailed);
+        assert!(
+            jailed.stderr.contains("MGS2004")
+                && jailed
+                    .stderr
+                    .contains("a symbolic link in a directory that spells can"),
+            "{}",
+            jailed.dump()
+        );
+
+        let home = jail.h.home.display();
+        let direct =
+            format!("sandbox:\n  enabled: true\n  allow:\n    - path: {home}\n      mode: ro\n");
+        jail.h.write_config(&direct);
+        let granted = jail.shell(Sandbox::On, read);
+        assert!(granted.stdout.contains(&key), "{}", granted.dump());
+    }
+}
+
+/// A repository whose `.git/hooks` a child of an earlier run replaced
+/// with a relative link climbing out of the workspace (`../../../home`):
+/// the read-only bind of the hooks followed it at set-up and showed the
+/// whole home in the view. The view alone (Landlock off) must still hide
+/// the key; the control, the sandbox off, reads it.
+#[test]
+fn a_symlinked_git_hooks_directory_shows_nothing_in_the_view() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let git = jail.h.ws_path("r/.git");
+        std::fs::create_dir_all(git.join("objects")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        // From `ws/r/.git`: up to the harness root, which holds `home`.
+        std::os::unix::fs::symlink("../../../home", git.join("hooks")).unwrap();
+        jail.hand_over();
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let read = "cat \"$HOME/.ssh/id_rsa\"; cat r/.git/hooks/.ssh/id_rsa";
+        let control = jail.shell(Sandbox::Off, read);
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+        for sandbox in [Sandbox::JailOnly, Sandbox::On] {
+            let jailed = jail.shell(sandbox, read);
+            assert!(
+                !jailed.stdout.contains(&key),
+                "{}",
+                context(user, sandbox, &jailed)
+            );
+            jail.h.assert_no_leak(&jailed);
+            assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+        }
+    }
+}
+
+/// `magus sandbox lock` wrote `magus.lock.tmp-<pid>` with a plain
+/// create-or-truncate, then renamed it over `magus.lock`. A child of a
+/// run can leave symbolic links under those names in the workspace; the
+/// user's next `magus sandbox lock` then overwrote whatever they pointed
+/// at (`~/.bashrc`). Here magus runs as PID 1 of a PID namespace, so the
+/// name it uses, `magus.lock.tmp-1`, is known: the planted link must be
+/// consumed (gone after the lock) and `~/.bashrc` left as it was.
+#[test]
+fn the_lock_is_not_written_through_a_planted_link() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let bashrc = jail.h.home_path(".bashrc");
+        std::fs::write(&bashrc, "# the user's own bashrc\n").unwrap();
+        jail.hand_over();
+        let plant =
+            "for n in 1 2; do ln -s \"$HOME/.bashrc\" magus.lock.tmp-$n; done && echo PLANTED";
+        let planted = jail.shell(Sandbox::On, plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        // The control: the child's links lead to the bashrc, which a
+        // write through them would change.
+        for n in [1, 2] {
+            let link = jail.h.ws_path(&format!("magus.lock.tmp-{n}"));
+            assert_eq!(std::fs::canonicalize(&link).unwrap(), bashrc);
+        }
+        let mut wrapper = match user {
+            User::Root => vec!["unshare", "--pid", "--fork"],
+            User::Nobody => vec![
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "unshare",
+                "--user",
+                "--map-current-user",
+                "--pid",
+                "--fork",
+            ],
+        };
+        wrapper.push("--");
+        let mut lock = jail.h.wrapped_command(&wrapper);
+        lock.arg("--workspace")
+            .arg(&jail.h.ws)
+            .args(["sandbox", "lock"]);
+        let out = capture(&mut lock);
+        assert_eq!(out.status, Some(0), "{}", out.dump());
+        assert_eq!(
+            std::fs::read_to_string(&bashrc).unwrap(),
+            "# the user's own bashrc\n",
+            "{user:?}: the lock went through the link"
+        );
+        let lock_file = std::fs::symlink_metadata(jail.h.ws_path("magus.lock")).unwrap();
+        assert!(lock_file.is_file(), "{}", out.dump());
+        assert!(
+            !jail.h.ws_path("magus.lock.tmp-1").exists(),
+            "magus was not PID 1, the test proves nothing: {}",
+            out.dump()
+        );
     }
 }
 
@@ -1023,6 +1274,93 @@ echo plain-write > o2-plain && cat o2-plain"#;
         // Ordinary opens still work: programs fall back to `openat`.
         assert!(jailed.stdout.contains("plain-write"), "{}", jailed.dump());
         assert!(!jail.h.ws_path("o2-suid").exists(), "{}", jailed.dump());
+    }
+}
+
+/// Runs `probe.py COMMAND NAME MODE` for each `(name, mode)`, in one shell
+/// line that first removes what an earlier run (the control) made.
+fn set_id_probes(command: &str, files: &[(&str, &str)]) -> String {
+    let probes = files
+        .iter()
+        .map(|(name, mode)| format!("rm -f {name}; python3 probe.py {command} {name} {mode}"));
+    probes.collect::<Vec<_>>().join("; ")
+}
+
+/// Runs `script` with the sandbox off, then on; asserts that the control
+/// made every `set_id` file set-id and that the jailed run made none,
+/// each refused with `errno`, and returns the jailed run.
+fn assert_no_set_id_file(user: User, script: &str, set_id: &[&str], errno: &str) -> RunOutput {
+    let jail = Jail::new(user);
+    let control = jail.shell(Sandbox::Off, script);
+    let jailed = jail.shell(Sandbox::On, script);
+    for name in set_id {
+        let made = format!("SETID-OK {name} ");
+        assert!(
+            control.stdout.contains(&made),
+            "control: {}",
+            context(user, Sandbox::Off, &control)
+        );
+        assert!(
+            !jailed.stdout.contains(&made),
+            "made: {}",
+            context(user, Sandbox::On, &jailed)
+        );
+        let refused = format!("SETID-REFUSED {name} {errno}");
+        assert!(
+            jailed.stdout.contains(&refused),
+            "{}",
+            context(user, Sandbox::On, &jailed)
+        );
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(jail.h.ws_path(name)) {
+            assert_eq!(
+                meta.permissions().mode() & 0o6000,
+                0,
+                "{name}: {}",
+                jailed.dump()
+            );
+        }
+    }
+    assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+    jailed
+}
+
+/// `open(dir, O_TMPFILE, 04755)` makes an unnamed file with the mode, and
+/// `linkat` of `/proc/self/fd/N` names it in the workspace: a set-uid
+/// program that runs as its owner when started later, outside the
+/// sandbox. The guard reads the mode under `O_TMPFILE` as under
+/// `O_CREAT`; an ordinary `O_TMPFILE` still works.
+#[test]
+fn a_child_cannot_create_a_set_uid_file_with_o_tmpfile() {
+    let script = set_id_probes(
+        "tmpfile-setid",
+        &[
+            ("tf-suid", "4755"),
+            ("tf-sgid", "2755"),
+            ("tf-plain", "644"),
+        ],
+    );
+    for user in users() {
+        let errno = format!("open errno {}", libc::EPERM);
+        let jailed = assert_no_set_id_file(user, &script, &["tf-suid", "tf-sgid"], &errno);
+        assert!(
+            jailed.stdout.contains("SETID-STRIPPED tf-plain"),
+            "{}",
+            jailed.dump()
+        );
+    }
+}
+
+/// io_uring's `IORING_OP_OPENAT` carries its mode in shared memory, out
+/// of seccomp's sight: with it a child created set-uid files (and its
+/// `SOCKET`/`CONNECT` go around the network rules). `io_uring_setup` is
+/// refused for every child, under every network setting.
+#[test]
+fn io_uring_is_refused_so_it_cannot_create_a_set_uid_file() {
+    let script = set_id_probes("uring-setid", &[("ur-suid", "4755"), ("ur-sgid", "2755")]);
+    for user in users() {
+        let errno = format!("io_uring_setup errno {}", libc::EPERM);
+        assert_no_set_id_file(user, &script, &["ur-suid", "ur-sgid"], &errno);
     }
 }
 

@@ -162,7 +162,10 @@ impl Lock {
     }
 
     /// Writes the lock to `file` through a temporary file and a rename, so
-    /// a reader never sees half a lock.
+    /// a reader never sees half a lock. The temporary file is new
+    /// (`O_EXCL`, which follows no link): a spell's child may have left a
+    /// symbolic link under its name in the workspace, through which a
+    /// plain write would overwrite the file it points at (`~/.bashrc`).
     pub fn write(&self, file: &Path) -> Result<(), LockError> {
         let write_error = |source| LockError::Write {
             file: file.to_path_buf(),
@@ -171,7 +174,16 @@ impl Lock {
         let mut temporary = file.as_os_str().to_owned();
         temporary.push(format!(".tmp-{}", std::process::id()));
         let temporary = PathBuf::from(temporary);
-        std::fs::write(&temporary, self.to_text()).map_err(write_error)?;
+        // Whatever holds the name is no lock of ours (removing a link
+        // removes the link, not its target).
+        let _ = std::fs::remove_file(&temporary);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .map_err(write_error)?;
+        std::io::Write::write_all(&mut out, self.to_text().as_bytes()).map_err(write_error)?;
+        drop(out);
         std::fs::rename(&temporary, file).map_err(|e| {
             let _ = std::fs::remove_file(&temporary);
             write_error(e)

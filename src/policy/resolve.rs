@@ -59,8 +59,18 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
     }
     grants.extend(BUILTIN_RO.iter().filter_map(builtin_grant));
     let entries = inputs.sandbox.map_or(&[][..], |s| &s.allow[..]);
-    for entry in entries {
-        match resolve_entry(entry, inputs.workspace, &home) {
+    let resolved: Vec<_> = entries
+        .iter()
+        .map(|entry| (entry, resolve_entry(entry, inputs.workspace, &home)))
+        .collect();
+    let writable = writable_roots(&grants, &resolved);
+    for (index, (entry, result)) in resolved.into_iter().enumerate() {
+        let others: Vec<&Path> = writable
+            .iter()
+            .filter(|(of, _)| *of != Some(index))
+            .map(|(_, path)| path.as_path())
+            .collect();
+        match result.and_then(|(expanded, real)| refuse_planted(&expanded, real, &others)) {
             Ok(path) => grants.push(config_grant(entry, path)),
             Err(skipped) => diagnostics.push(mgs2004(inputs, entry, skipped)),
         }
@@ -177,19 +187,96 @@ fn home_dir(env: &[(OsString, OsString)]) -> Result<PathBuf, &'static str> {
     Ok(home)
 }
 
+/// An entry as expanded and its real path, or why it was skipped.
+type Resolved = Result<(PathBuf, PathBuf), Skipped>;
+
+/// The entry as expanded, and its real path.
 fn resolve_entry(
     entry: &AllowEntry,
     workspace: &Path,
     home: &Result<PathBuf, &'static str>,
-) -> Result<PathBuf, Skipped> {
+) -> Resolved {
     let expanded = expand(&entry.path, workspace, home).map_err(|why| Skipped {
         why,
         expanded: None,
     })?;
-    expanded.canonicalize().map_err(|e| Skipped {
-        why: io_reason(&e),
-        expanded: Some(expanded),
-    })
+    match expanded.canonicalize() {
+        Ok(real) => Ok((expanded, real)),
+        Err(e) => Err(Skipped {
+            why: io_reason(&e),
+            expanded: Some(expanded),
+        }),
+    }
+}
+
+/// Where spells (and their children) may write: every `rw` grant, each
+/// with the index of the `sandbox.allow` entry it comes from.
+fn writable_roots(
+    grants: &[Grant],
+    resolved: &[(&AllowEntry, Resolved)],
+) -> Vec<(Option<usize>, PathBuf)> {
+    let mut roots: Vec<(Option<usize>, PathBuf)> = grants
+        .iter()
+        .filter(|g| g.mode == Mode::Rw)
+        .map(|g| (None, g.path.clone()))
+        .collect();
+    for (index, (entry, result)) in resolved.iter().enumerate() {
+        if let (Mode::Rw, Ok((_, real))) = (entry.mode, result) {
+            roots.push((Some(index), real.clone()));
+        }
+    }
+    roots
+}
+
+/// An entry that reaches outside every writable place through a symbolic
+/// link that lies in one is skipped: a spell's child could have planted
+/// that link during an earlier run (`ln -s ~ data` where `data` was
+/// missing), and this run would grant what it points at, `~/.ssh`
+/// included. Where the entry stays inside a writable place, the link
+/// gains nothing and is followed.
+fn refuse_planted(expanded: &Path, real: PathBuf, writable: &[&Path]) -> Result<PathBuf, Skipped> {
+    if writable.iter().any(|w| lies_within(&real, w)) {
+        return Ok(real);
+    }
+    match planted_link(expanded, writable) {
+        None => Ok(real),
+        Some(link) => Err(Skipped {
+            why: format!(
+                "it leads through `{}`, a symbolic link in a directory that spells can \
+                 write, so a spell could have planted it to widen this grant; if you \
+                 mean `{}`, write that path instead",
+                link.display(),
+                real.display()
+            ),
+            expanded: Some(expanded.to_path_buf()),
+        }),
+    }
+}
+
+/// The first symbolic link on the way to `expanded` that lies in a
+/// directory inside `writable`, resolving as the kernel does (`..` after
+/// a link goes up from where the link led).
+fn planted_link(expanded: &Path, writable: &[&Path]) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut dir = PathBuf::new();
+    for part in expanded.components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => dir.push(part.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                dir.pop();
+            }
+            Component::Normal(name) => {
+                let next = dir.join(name);
+                let meta = next.symlink_metadata().ok()?;
+                if meta.file_type().is_symlink() && writable.iter().any(|w| lies_within(&dir, w)) {
+                    return Some(next);
+                }
+                dir = next.canonicalize().ok()?;
+            }
+        }
+    }
+    None
 }
 
 /// `~` and `~/x` become `$HOME`-relative; relative paths are relative to
@@ -537,5 +624,45 @@ mod tests {
             .diagnostics
             .iter()
             .any(|d| d.message.contains("whole home directory")));
+    }
+
+    /// A link in the workspace that leads outside every writable place is
+    /// not followed; one that stays inside the workspace, or a link
+    /// outside any writable place, is.
+    #[test]
+    fn a_link_in_a_writable_place_cannot_lead_a_grant_out() {
+        let dir = scratch();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, ws, opt) = (root.join("home"), root.join("ws"), root.join("opt"));
+        for d in [&home.join(".ssh"), &ws.join("real"), &opt.join("sdk")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink(&home, ws.join("data")).unwrap();
+        std::os::unix::fs::symlink("real", ws.join("inner")).unwrap();
+        std::os::unix::fs::symlink(opt.join("sdk"), root.join("sdk-link")).unwrap();
+        let entries = vec![
+            entry("data", Mode::Ro, 3),
+            entry("data/.ssh", Mode::Ro, 4),
+            entry("inner", Mode::Ro, 5),
+            entry(root.join("sdk-link").to_str().unwrap(), Mode::Ro, 6),
+        ];
+        let r = run(&home, &ws, entries, &[]);
+        assert_eq!(mode_of(&r, &home), None, "{:?}", r.grants);
+        assert_eq!(mode_of(&r, &home.join(".ssh")), None, "{:?}", r.grants);
+        let planted: Vec<_> = r
+            .diagnostics
+            .iter()
+            .filter(|d| {
+                d.message
+                    .contains("a symbolic link in a directory that spells can")
+            })
+            .collect();
+        assert_eq!(planted.len(), 2, "{:?}", r.diagnostics);
+        assert_eq!(
+            mode_of(&r, &opt.join("sdk")),
+            Some(Mode::Ro),
+            "{:?}",
+            r.grants
+        );
     }
 }

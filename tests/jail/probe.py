@@ -131,7 +131,63 @@ def clone3():
     print("CLONE3-ENOSYS" if r < 0 and err == 38 else "CLONE3-REACHED", r, err)
 
 
+def report_set_id(name, err):
+    """Prints `SETID-OK name` when `name` exists with a set-id bit."""
+    if err:
+        print("SETID-REFUSED", name, err)
+    elif os.stat(name).st_mode & 0o6000:
+        print("SETID-OK", name, oct(os.stat(name).st_mode))
+    else:
+        print("SETID-STRIPPED", name)
+
+
+def tmpfile_setid(name, mode):
+    """An unnamed O_TMPFILE file made with a set-id mode, then linked in."""
+    O_TMPFILE = 0o20200000
+    fd = libc.open(b".", O_TMPFILE | os.O_WRONLY, int(mode, 8))
+    if fd < 0:
+        return report_set_id(name, "open errno %d" % ctypes.get_errno())
+    err = libc.linkat(-100, b"/proc/self/fd/%d" % fd, -100, name.encode(), 0x400)
+    report_set_id(name, "linkat errno %d" % ctypes.get_errno() if err else "")
+
+
+def uring_setid(name, mode):
+    """IORING_OP_OPENAT with O_CREAT and a set-id mode: the mode travels in
+    shared memory, where seccomp cannot read it. Raw syscalls (425, 426
+    on every architecture), one SQE, waited for with GETEVENTS."""
+    import mmap
+    import struct
+    libc.syscall.restype = ctypes.c_long
+    params = ctypes.create_string_buffer(120)
+    ring = libc.syscall(425, 4, params)
+    if ring < 0:
+        return report_set_id(name, "io_uring_setup errno %d" % ctypes.get_errno())
+    entries, cq_entries = struct.unpack_from("2I", params, 0)
+    sq_off = struct.unpack_from("7I", params, 40)  # head tail mask entries flags dropped array
+    cq_off = struct.unpack_from("6I", params, 80)  # head tail mask entries overflow cqes
+    length = max(sq_off[6] + entries * 4, cq_off[5] + cq_entries * 16)
+    rings = mmap.mmap(ring, length, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    sqes = mmap.mmap(ring, entries * 64, mmap.MAP_SHARED,
+                     mmap.PROT_READ | mmap.PROT_WRITE, offset=0x10000000)
+    path = ctypes.create_string_buffer(name.encode())
+    sqe = bytearray(64)
+    struct.pack_into("BBHi", sqe, 0, 18, 0, 0, -100)  # IORING_OP_OPENAT, AT_FDCWD
+    struct.pack_into("QQII", sqe, 8, 0, ctypes.addressof(path), int(mode, 8),
+                     os.O_CREAT | os.O_WRONLY)
+    sqes[0:64] = bytes(sqe)
+    tail = struct.unpack_from("I", rings, sq_off[1])[0]
+    mask = struct.unpack_from("I", rings, sq_off[2])[0]
+    struct.pack_into("I", rings, sq_off[6] + (tail & mask) * 4, 0)
+    struct.pack_into("I", rings, sq_off[1], tail + 1)
+    if libc.syscall(426, ring, 1, 1, 1, None, 0) < 0:
+        return report_set_id(name, "io_uring_enter errno %d" % ctypes.get_errno())
+    res = struct.unpack_from("i", rings, cq_off[5] + 8)[0]
+    report_set_id(name, "openat result %d" % res if res < 0 else "")
+
+
 COMMANDS = {
+    "tmpfile-setid": tmpfile_setid,
+    "uring-setid": uring_setid,
     "sock": sock,
     "keyring": keyring,
     "sysv": sysv,

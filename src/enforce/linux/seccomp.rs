@@ -11,7 +11,8 @@
 //!   device node in the workspace is the whole disk).
 //!
 //! - what reaches around the jail's view (DESIGN §6a): file handles, new
-//!   mounts and namespaces, keyrings, fanotify; and `clone3`, whose flags
+//!   mounts and namespaces, keyrings, fanotify, io_uring (whose requests
+//!   seccomp cannot read); and `clone3`, whose flags
 //!   seccomp cannot read, fails with `ENOSYS` so libc falls back to
 //!   `clone`, whose flags it can. Without a jail, System V IPC too (the
 //!   IPC namespace is the user's session's). See [`jail_rules`].
@@ -198,36 +199,50 @@ fn jail_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
 /// its owner for whoever starts it later, outside the sandbox.
 const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
 
+/// The `open` flags under which the kernel uses the mode argument:
+/// `O_CREAT`, and `O_TMPFILE`'s own bit (`__O_TMPFILE`, `O_TMPFILE`
+/// without `O_DIRECTORY`), whose unnamed file a child can then link into
+/// the workspace with its set-uid bit (`linkat` of `/proc/self/fd/N`).
+const MODE_USING_FLAGS: [u64; 2] = [
+    libc::O_CREAT as u64,
+    (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64,
+];
+
 /// No set-uid or set-gid file from a child (Flatpak-style): `chmod` with
-/// either bit, and creating a file with one (`open`/`creat`/`mknod`).
-/// `openat2` passes its mode in memory: children cannot call it at all
-/// ([`children_program`]).
+/// either bit, and creating a file with one (`open`/`creat`/`mknod`, with
+/// `O_CREAT` or `O_TMPFILE`). `openat2` passes its mode in memory:
+/// children cannot call it at all ([`children_program`]); nor can anyone
+/// call io_uring, whose `OPENAT` does the same ([`jail_refused`]).
 fn set_id_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     let mut rules = BTreeMap::new();
     for (nr, mode_arg, create_flag_arg) in set_id_calls() {
         let mut any = Vec::new();
         for bit in SET_ID_BITS {
-            let mut conds = vec![SeccompCondition::new(
-                mode_arg,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::MaskedEq(bit),
-                bit,
-            )?];
-            if let Some(arg) = create_flag_arg {
-                let creat = libc::O_CREAT as u64;
-                let op = SeccompCmpOp::MaskedEq(creat);
-                conds.push(SeccompCondition::new(
-                    arg,
-                    SeccompCmpArgLen::Dword,
-                    op,
-                    creat,
-                )?);
+            let mode = masked(mode_arg, bit)?;
+            match create_flag_arg {
+                None => any.push(SeccompRule::new(vec![mode])?),
+                Some(arg) => {
+                    for flag in MODE_USING_FLAGS {
+                        any.push(SeccompRule::new(vec![mode.clone(), masked(arg, flag)?])?);
+                    }
+                }
             }
-            any.push(SeccompRule::new(conds)?);
         }
         rules.insert(nr, any);
     }
     Ok(rules)
+}
+
+/// A condition matching a call whose argument `arg` has every bit of
+/// `bits` set (the low 32 bits: modes and open flags are `int`s).
+fn masked(arg: u8, bits: u64) -> Result<SeccompCondition, EnforceError> {
+    let op = SeccompCmpOp::MaskedEq(bits);
+    Ok(SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Dword,
+        op,
+        bits,
+    )?)
 }
 
 /// `(number, mode argument, O_CREAT flags argument if the mode needs it)`;
@@ -278,6 +293,14 @@ fn jail_refused() -> Vec<i64> {
         libc::SYS_add_key,
         libc::SYS_request_key,
         libc::SYS_fanotify_init,
+        // An io_uring request carries its arguments in shared memory, out
+        // of seccomp's sight: `IORING_OP_OPENAT` creates set-uid files
+        // (the `open` rules above never see its mode), `SOCKET` and
+        // `CONNECT` go around the network rules. Docker's default profile
+        // refuses it too; no build tool we know needs it.
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
     ]
 }
 

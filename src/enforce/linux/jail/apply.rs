@@ -17,7 +17,7 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::statvfs::{statvfs, FsFlags};
 use nix::unistd::{chdir, pivot_root};
 
-use super::plan::{BindAccess, IfMissing, JailPlan, Step};
+use super::plan::{BindAccess, BindWhy, IfMissing, JailPlan, Step};
 
 const NEW_ROOT: &str = "/newroot";
 const OLD_ROOT: &str = "/oldroot";
@@ -79,14 +79,17 @@ impl Builder {
                 path,
                 access,
                 if_missing,
-                ..
-            } => bind(
-                made,
-                &under(place, OLD_ROOT, path),
-                &at(path),
-                *access,
-                *if_missing,
-            ),
+                why,
+            } => {
+                let source = under(place, OLD_ROOT, path);
+                // A carve-out or pin lies in a writable grant, where a
+                // child of an earlier run may have put a symbolic link,
+                // which `mount` would follow (the plan resolves them).
+                if *why != BindWhy::Grant && is_symlink(&source) {
+                    return Err(Errno::ELOOP);
+                }
+                bind(made, &source, &at(path), *access, *if_missing)
+            }
             Step::RemountReadOnly { path } => match remount_read_only(&at(path)) {
                 // Not a mount point in the view (an unbindable mount is not
                 // copied by a recursive bind): nothing to make read-only.
@@ -105,6 +108,11 @@ impl Builder {
             Step::PivotRoot => final_pivot(),
         }
     }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Whether `step` puts a mount at its path.

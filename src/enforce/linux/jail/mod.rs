@@ -12,6 +12,7 @@ mod apply;
 pub mod plan;
 pub mod protect;
 mod reaper;
+mod sweep;
 mod userns;
 
 use std::os::fd::OwnedFd;

@@ -63,11 +63,18 @@ pub enum BindAccess {
     ReadWrite,
 }
 
-/// Why a path is bound: a grant, or a protected carve-out inside one.
+/// Why a path is bound: a grant, a protected carve-out inside one, or a
+/// pin ([`pin_steps`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BindWhy {
     Grant,
     Carve(CarveReason),
+    /// A directory between a writable grant and a carve-out, bound
+    /// read-write over itself so that it is a mount point, which no child
+    /// can rename or remove (`EBUSY`): renaming `.git` aside and copying
+    /// it back, or a parent of `~/.config/git`, would leave an unprotected
+    /// copy where git and the shells look.
+    Pin,
 }
 
 /// What a bind does when its source does not exist when applied.
@@ -184,6 +191,7 @@ impl JailPlan {
             mounts.push(Step::Dir { path: home });
         }
         let found = carve_outs(policy, inputs);
+        mounts.extend(pin_steps(policy, &found.carves));
         mounts.extend(found.carves.into_iter().map(carve_step));
         let links = symlinks(policy, inputs, &mounts);
         mounts.extend(links);
@@ -383,6 +391,38 @@ fn carve_step(carve: Carve) -> Step {
     }
 }
 
+/// The pins of `carves` ([`BindWhy::Pin`]): every directory strictly
+/// between a carve-out and the deepest grant that shows it (a grant's own
+/// bind is already a mount point), each once.
+fn pin_steps(policy: &Policy, carves: &[Carve]) -> Vec<Step> {
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for carve in carves {
+        let Some(root) = policy
+            .grants()
+            .iter()
+            .map(|g| g.path.as_path())
+            .filter(|g| lies_within(&carve.path, g))
+            .max_by_key(|g| g.as_os_str().len())
+        else {
+            continue;
+        };
+        let between = carve.path.ancestors().skip(1).take_while(|a| *a != root);
+        for dir in between.filter(|a| a.starts_with(root)) {
+            if !pins.iter().any(|p| p == dir) && !carves.iter().any(|c| c.path == dir) {
+                pins.push(dir.to_path_buf());
+            }
+        }
+    }
+    pins.into_iter()
+        .map(|path| Step::Bind {
+            path,
+            access: BindAccess::ReadWrite,
+            why: BindWhy::Pin,
+            if_missing: IfMissing::Fail,
+        })
+        .collect()
+}
+
 fn real(path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok()
 }
@@ -570,6 +610,43 @@ mod tests {
             .iter()
             .position(want)
             .unwrap_or_else(|| panic!("no such step in {:#?}", plan.steps()))
+    }
+
+    /// Every directory between a grant and a carve-out is pinned, before
+    /// the carve-outs inside it; a grant's own root is not.
+    #[test]
+    fn directories_above_carve_outs_are_pinned_read_write() {
+        let (_dir, policy, inputs) = fixture();
+        let plan = JailPlan::compile(&policy, &inputs);
+        let ws = policy.workspace().to_path_buf();
+        let pins: Vec<&Path> = plan
+            .steps()
+            .iter()
+            .filter_map(|s| match s {
+                Step::Bind {
+                    path,
+                    access: BindAccess::ReadWrite,
+                    why: BindWhy::Pin,
+                    ..
+                } => Some(path.as_path()),
+                _ => None,
+            })
+            .collect();
+        for dir in [ws.join(".git"), ws.join("sub"), ws.join("sub/.git")] {
+            assert!(
+                pins.contains(&dir.as_path()),
+                "{dir:?} not pinned: {pins:#?}"
+            );
+            let pin = position(&plan, |s| s.path() == Some(dir.as_path()));
+            let hooks = dir.join(if dir.ends_with("sub") {
+                ".git/hooks"
+            } else {
+                "hooks"
+            });
+            let carve = position(&plan, |s| s.path() == Some(hooks.as_path()));
+            assert!(pin < carve, "{dir:?} pinned after {hooks:?}");
+        }
+        assert!(!pins.contains(&ws.as_path()), "{pins:#?}");
     }
 
     #[test]

@@ -91,8 +91,11 @@ pub const STARTUP_FILES: [&str; 20] = [
     ".pam_environment",
 ];
 
-/// What git reads from a git directory and runs code from.
-const GIT_CODE: [&str; 3] = ["hooks", "config", "config.worktree"];
+/// What git reads from a git directory and runs code from; `commondir`
+/// names another directory whose `config` and `hooks` git then uses
+/// instead (a worktree's has one; one a child creates is removed after
+/// the run, see `super::sweep`).
+const GIT_CODE: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
 
 pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     let writable = |p: &Path| is_writable_bind(policy, p);
@@ -124,7 +127,7 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     }
     let mut budget = MAX_DIRS;
     for (root, depth) in repository_roots(policy) {
-        find_repositories(&root, depth, &mut found, &mut budget);
+        find_repositories(&root, depth, &mut found, &mut budget, &writable);
     }
     found.truncated = budget == 0;
     found
@@ -234,7 +237,13 @@ enum Depth {
 /// Walks `dir` (directories only, never following a symlink) for git
 /// directories: a `.git` directory, a bare repository, a submodule's or a
 /// worktree's git directory under `.git/modules` or `.git/worktrees`.
-fn find_repositories(dir: &Path, depth: Depth, found: &mut Found, budget: &mut usize) {
+fn find_repositories(
+    dir: &Path,
+    depth: Depth,
+    found: &mut Found,
+    budget: &mut usize,
+    writable: &dyn Fn(&Path) -> bool,
+) {
     let mut pending = vec![Visit {
         path: dir.to_path_buf(),
         level: 0,
@@ -245,11 +254,21 @@ fn find_repositories(dir: &Path, depth: Depth, found: &mut Found, budget: &mut u
             return;
         }
         *budget -= 1;
-        let Some((subdirs, has_head)) = read_subdirs(&visit.path) else {
+        let Some(Listing {
+            subdirs,
+            has_head,
+            git_file,
+        }) = read_subdirs(&visit.path)
+        else {
             continue;
         };
+        if git_file {
+            // A worktree's or submodule's `.git` file ("gitdir: ..."): git
+            // takes its hooks and config from wherever it points.
+            push_git_code(&visit.path.join(".git"), false, found, writable);
+        }
         if is_gitdir(&visit.path, &subdirs, has_head) {
-            protect_gitdir(&visit.path, found);
+            protect_gitdir(&visit.path, found, writable);
             let inner = subdirs
                 .into_iter()
                 .filter(|d| d.ends_with("modules") || d.ends_with("worktrees"));
@@ -284,21 +303,34 @@ impl Visit {
     }
 }
 
-/// The subdirectories of `dir` and whether it holds a `HEAD` file.
-fn read_subdirs(dir: &Path) -> Option<(Vec<PathBuf>, bool)> {
+/// What the search needs of one directory.
+struct Listing {
+    subdirs: Vec<PathBuf>,
+    /// It holds a `HEAD` file.
+    has_head: bool,
+    /// It holds a `.git` regular file (a gitlink).
+    git_file: bool,
+}
+
+fn read_subdirs(dir: &Path) -> Option<Listing> {
     let entries = std::fs::read_dir(dir).ok()?;
-    let mut subdirs = Vec::new();
-    let mut has_head = false;
+    let mut listing = Listing {
+        subdirs: Vec::new(),
+        has_head: false,
+        git_file: false,
+    };
     for entry in entries.flatten() {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        has_head |= kind.is_file() && entry.file_name() == "HEAD";
+        let name = entry.file_name();
+        listing.has_head |= kind.is_file() && name == "HEAD";
+        listing.git_file |= kind.is_file() && name == ".git";
         if kind.is_dir() {
-            subdirs.push(entry.path());
+            listing.subdirs.push(entry.path());
         }
     }
-    Some((subdirs, has_head))
+    Some(listing)
 }
 
 /// A `.git` directory is git's even when incomplete (`git init` keeps the
@@ -310,23 +342,35 @@ fn is_gitdir(dir: &Path, subdirs: &[PathBuf], has_head: bool) -> bool {
     dot_git || has_head && (in_worktrees || subdirs.iter().any(|d| d.ends_with("objects")))
 }
 
-fn protect_gitdir(gitdir: &Path, found: &mut Found) {
+fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
     for name in GIT_CODE {
-        let path = gitdir.join(name);
-        let exists = path.symlink_metadata().is_ok();
         // A missing hooks directory is created; a missing config file cannot
         // be bound (git would not read `config.worktree` unless the bound
-        // `config` enables it).
-        if !exists && name != "hooks" {
-            continue;
-        }
-        if found.carves.iter().any(|c| c.path == path) {
-            continue;
-        }
+        // `config` enables it; a new `commondir` is swept after the run).
+        push_git_code(&gitdir.join(name), name == "hooks", found, writable);
+    }
+}
+
+/// Carves `path` read-only: itself when it is no symbolic link; when it
+/// is one, the real path it leads to, if that is writable (a bind would
+/// follow the link at set-up, so a planted `hooks -> ../../../home` would
+/// show a directory that is not granted in the view); when it is missing,
+/// an empty directory if `make` (else nothing: a bind needs an inode).
+fn push_git_code(path: &Path, make: bool, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
+    let (path, missing) = match path.symlink_metadata() {
+        Err(_) if make => (path.to_path_buf(), true),
+        Err(_) => return,
+        Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
+            Ok(real) if writable(&real) => (real, false),
+            _ => return,
+        },
+        Ok(_) => (path.to_path_buf(), false),
+    };
+    if !found.carves.iter().any(|c| c.path == path) {
         found.carves.push(Carve {
             path,
             reason: CarveReason::GitCode,
-            missing: !exists,
+            missing,
         });
     }
 }
@@ -352,7 +396,7 @@ mod tests {
     fn search(root: &Path, depth: Depth) -> Vec<PathBuf> {
         let mut found = Found::default();
         let mut budget = MAX_DIRS;
-        find_repositories(root, depth, &mut found, &mut budget);
+        find_repositories(root, depth, &mut found, &mut budget, &|_| true);
         let mut paths: Vec<PathBuf> = found
             .carves
             .into_iter()
@@ -409,7 +453,7 @@ mod tests {
         tree(dir.path(), &["a/b/c/.git", "d/e"]);
         let mut found = Found::default();
         let mut budget = 2;
-        find_repositories(dir.path(), Depth::Any, &mut found, &mut budget);
+        find_repositories(dir.path(), Depth::Any, &mut found, &mut budget, &|_| true);
         assert_eq!(budget, 0);
         assert!(found.carves.is_empty());
     }

@@ -23,6 +23,7 @@ use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 
 use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
+use super::sweep::Sweep;
 use super::{JailUnavailable, Meanwhile};
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -42,6 +43,8 @@ pub(super) fn start(
     meanwhile: Option<Meanwhile<'_>>,
 ) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
+    // Before any child can write in a git directory.
+    let sweep = Sweep::before(plan);
     // Without a socket pair, magus proper does that work itself.
     let handoff = meanwhile.and_then(|work| Some((work, UnixStream::pair().ok()?)));
     // Until the original knows whom to pass them to, the forwarded signals
@@ -57,7 +60,7 @@ pub(super) fn start(
                 drop(theirs);
                 work(ours);
             }
-            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked);
+            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, &sweep);
             restore_mask(&unblocked);
             result
         }
@@ -97,19 +100,23 @@ fn restore_mask(old: &SigSet) {
 }
 
 /// In the original process: wait for PID 1's report; on success wait for
-/// the namespace to end and exit with its status (never returns).
+/// the namespace to end (PID 1's exit ends every process in it), sweep,
+/// and exit with its status (never returns).
 fn outer_wait_or_fail(
     init: Pid,
     report: &OwnedFd,
     plan: &JailPlan,
     mask: &SigSet,
+    sweep: &Sweep,
 ) -> Result<(), JailUnavailable> {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
     if n == REPORT_LEN && buf[0] == OK {
         install_forwarding(init);
         restore_mask(mask);
-        wait_and_exit(init, init);
+        let code = wait_for(init, init);
+        sweep.after();
+        exit_now(code);
     }
     let _ = waitpid(init, None);
     if n < REPORT_LEN {
@@ -249,19 +256,24 @@ fn reap_and_exit(magus: Pid) -> ! {
 
 /// Waits on `which` until `main` ends, then `_exit`s with its status.
 fn wait_and_exit(which: Pid, main: Pid) -> ! {
+    exit_now(wait_for(which, main))
+}
+
+/// Waits on `which` until `main` ends; returns its status.
+fn wait_for(which: Pid, main: Pid) -> i32 {
     if which == main {
         install_forwarding(main);
     }
     loop {
         match waitpid(which, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == main => exit_now(code),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => exit_now(128 + sig as i32),
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => return code,
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return 128 + sig as i32,
             // Only PID 1 arms the alarm; its exit kills the whole namespace.
             Err(Errno::EINTR) if crate::enforce::limits::over_time() => {
                 crate::enforce::limits::exit_over_time()
             }
             Err(Errno::EINTR) | Ok(_) => continue,
-            Err(_) => exit_now(1),
+            Err(_) => return 1,
         }
     }
 }
