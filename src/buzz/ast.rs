@@ -5,6 +5,7 @@
 //! parser, which keeps evaluation and `Drop` of the tree off the stack edge.
 
 use super::lexer::Pos;
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -24,6 +25,8 @@ pub struct Program {
     /// Each `protocol` the file declares, with its method names (the
     /// checker holds conforming objects to them).
     pub protocols: Vec<Rc<ProtocolDecl>>,
+    /// Set once [`super::resolve`] has given its names their slots.
+    pub(crate) resolved: Cell<bool>,
 }
 
 /// `protocol P { fun m() > T; … }`: the methods an object declared
@@ -132,6 +135,8 @@ pub enum StmtKind {
         iterable: Expr,
         body: Vec<Stmt>,
         label: Option<Rc<str>>,
+        /// Where `key` and `value` are kept (filled by the resolver).
+        slots: (Resolved, Resolved),
     },
     Break(Option<Rc<str>>),
     Continue(Option<Rc<str>>),
@@ -150,6 +155,8 @@ pub enum StmtKind {
 pub struct IfBinding {
     pub name: Rc<str>,
     pub cast: Option<Type>,
+    /// Where `name` is kept (filled by the resolver).
+    pub slot: Resolved,
 }
 
 /// One arm of `match`: its conditions (any may match) and its value.
@@ -172,6 +179,8 @@ pub struct VarDecl {
     pub mutability: Mutability,
     pub ty: Option<Type>,
     pub init: Option<Expr>,
+    /// Where the variable is kept (filled by the resolver).
+    pub slot: Resolved,
 }
 
 #[derive(Debug)]
@@ -180,6 +189,8 @@ pub struct CatchClause {
     pub binding: Option<(Rc<str>, Type)>,
     pub body: Vec<Stmt>,
     pub pos: Pos,
+    /// Where the binding is kept (filled by the resolver).
+    pub slot: Resolved,
 }
 
 #[derive(Debug)]
@@ -206,6 +217,10 @@ pub struct FunDecl {
     pub yields: Option<Type>,
     /// `mut fun`: a method that changes its object (needs a `mut` instance).
     pub is_mut: bool,
+    /// Where `fun name` binds its name (filled by the resolver).
+    pub slot: Resolved,
+    /// Its call frame's shape (filled by the resolver).
+    pub frame: Cell<Frame>,
 }
 
 #[derive(Debug)]
@@ -227,6 +242,8 @@ pub struct ObjectDecl {
     pub fields: Vec<FieldDecl>,
     pub methods: Vec<Rc<FunDecl>>,
     pub pos: Pos,
+    /// Where the object's name is bound (filled by the resolver).
+    pub slot: Resolved,
 }
 
 #[derive(Debug)]
@@ -236,6 +253,8 @@ pub struct EnumDecl {
     pub value_type: Option<Type>,
     pub cases: Vec<(Rc<str>, Option<Expr>)>,
     pub pos: Pos,
+    /// Where the enum's name is bound (filled by the resolver).
+    pub slot: Resolved,
 }
 
 #[derive(Debug)]
@@ -322,7 +341,8 @@ pub enum ExprKind {
     Template(Vec<TemplatePart>),
     List(Vec<Expr>),
     Map(Vec<(Expr, Expr)>),
-    Var(Rc<str>),
+    /// A name, and where the resolver found it.
+    Var(Rc<str>, Resolved),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
@@ -374,6 +394,8 @@ pub enum ExprKind {
     Instance {
         object: Rc<str>,
         fields: Vec<(Rc<str>, Expr)>,
+        /// Where the resolver found `object`.
+        class: Resolved,
     },
     /// `module\Name{ field = value, … }`.
     InstanceOf {
@@ -423,4 +445,77 @@ pub enum ExprKind {
         callee: Box<Expr>,
         types: Vec<Type>,
     },
+}
+
+/// Where a name lives at run time, as the resolver ([`super::resolve`])
+/// found it before the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Res {
+    /// Looked up by name through every scope: names the resolver leaves
+    /// to the run (generic parameters, local protocols) and every name of
+    /// a tree not resolved.
+    #[default]
+    Dynamic,
+    /// A local: the scope `depth` levels out from the current one, slot
+    /// `slot` there; `fixed` when it may not be reassigned.
+    Local { depth: u32, slot: u32, fixed: bool },
+    /// A top-level name of the file, found by name in its globals; `hint`
+    /// is the index it was last found at.
+    Global { hint: u32 },
+}
+
+impl Res {
+    /// The deepest scope and the highest slot a [`Resolved`] can hold.
+    pub const MAX_DEPTH: u32 = (1 << 8) - 1;
+    pub const MAX_SLOT: u32 = (1 << 21) - 1;
+}
+
+/// A [`Res`] the resolver fills in (and a global's lookup refines),
+/// packed in 32 bits so that the tree's nodes stay as small as they were:
+/// two bits of kind, then `fixed`, 8 bits of depth and 21 of slot for a
+/// local, 30 bits of hint for a global.
+#[derive(Debug, Default)]
+pub struct Resolved(Cell<u32>);
+
+impl Resolved {
+    #[inline]
+    pub fn get(&self) -> Res {
+        let bits = self.0.get();
+        match bits & 3 {
+            1 => Res::Local {
+                fixed: bits & 4 != 0,
+                depth: (bits >> 3) & Res::MAX_DEPTH,
+                slot: bits >> 11,
+            },
+            2 => Res::Global { hint: bits >> 2 },
+            _ => Res::Dynamic,
+        }
+    }
+
+    /// Stores `res`; a depth, slot or hint too large to hold leaves the
+    /// name to be looked up by name (the resolver refuses such trees).
+    #[inline]
+    pub(crate) fn set(&self, res: Res) {
+        let bits = match res {
+            Res::Local { depth, slot, fixed }
+                if depth <= Res::MAX_DEPTH && slot <= Res::MAX_SLOT =>
+            {
+                1 | (u32::from(fixed) << 2) | (depth << 3) | (slot << 11)
+            }
+            Res::Global { hint } if hint < 1 << 30 => 2 | (hint << 2),
+            _ => 0,
+        };
+        self.0.set(bits);
+    }
+}
+
+/// The shape of a function's call frame, as the resolver laid it out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Frame {
+    /// Whether the frame's slots were laid out (else names are looked up).
+    pub resolved: bool,
+    /// A method: slot 0 holds `this`, the parameters follow.
+    pub method: bool,
+    /// How many slots the frame needs.
+    pub size: u32,
 }

@@ -276,6 +276,7 @@ impl Interpreter {
     /// Hoists the declarations of `program`, then runs its other top-level
     /// statements (not its tests) in `globals`.
     pub(super) fn run_declarations(&mut self, program: &Program, globals: &Rc<Scope>) -> Eval<()> {
+        super::resolve::program(program);
         for stmt in &program.statements {
             self.declare(stmt, globals)?;
         }
@@ -453,11 +454,8 @@ impl Interpreter {
             StmtKind::Out(e) => Err(Flow::Out(self.eval(e, scope)?)),
             StmtKind::Var(decl) => self.var(decl, scope, pos),
             StmtKind::Fun(decl) => {
-                scope.define(
-                    decl.name.clone(),
-                    self.lambda(decl, scope),
-                    Mutability::Final,
-                );
+                let f = self.lambda(decl, scope);
+                bind(scope, &decl.slot, &decl.name, f, Mutability::Final);
                 Ok(())
             }
             StmtKind::Object(decl) => self.object(decl, scope),
@@ -495,7 +493,11 @@ impl Interpreter {
                 iterable,
                 body,
                 label,
-            } => self.foreach(key.as_ref(), value, iterable, body, label.as_ref(), scope),
+                slots,
+            } => {
+                let names = (key.as_ref(), value, slots);
+                self.foreach(names, iterable, body, label.as_ref(), scope)
+            }
             StmtKind::Break(label) => Err(Flow::Break(label.clone())),
             StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
@@ -520,7 +522,7 @@ impl Interpreter {
         }
         let value = Value::Class(class);
         self.types.insert(decl.name.clone(), value.clone());
-        scope.define(decl.name.clone(), value, Mutability::Final);
+        bind(scope, &decl.slot, &decl.name, value, Mutability::Final);
         Ok(())
     }
 
@@ -551,7 +553,7 @@ impl Interpreter {
             Some(ty) => self.conform_with(ty, value, || format!("`{}`", decl.name), pos)?,
             None => value,
         };
-        scope.define(decl.name.clone(), value, decl.mutability);
+        bind(scope, &decl.slot, &decl.name, value, decl.mutability);
         Ok(())
     }
 
@@ -607,7 +609,7 @@ impl Interpreter {
         };
         let value = Value::Enum(Rc::new(ty));
         self.types.insert(decl.name.clone(), value.clone());
-        scope.define(decl.name.clone(), value, Mutability::Final);
+        bind(scope, &decl.slot, &decl.name, value, Mutability::Final);
         Ok(())
     }
 
@@ -707,8 +709,7 @@ impl Interpreter {
 
     fn foreach(
         &mut self,
-        key: Option<&Rc<str>>,
-        value: &Rc<str>,
+        (key, value, slots): (Option<&Rc<str>>, &Rc<str>, &(Resolved, Resolved)),
         iterable: &Expr,
         body: &[Stmt],
         label: Option<&Rc<str>>,
@@ -729,9 +730,9 @@ impl Interpreter {
             index += 1;
             let inner = Scope::new(Some(scope.clone()));
             if let Some(key) = key {
-                inner.define(key.clone(), k, Mutability::Final);
+                bind(&inner, &slots.0, key, k, Mutability::Final);
             }
-            inner.define(value.clone(), v, Mutability::Final);
+            bind(&inner, &slots.1, value, v, Mutability::Final);
             if !self.body(body, label, &inner)? {
                 return Ok(());
             }
@@ -778,9 +779,13 @@ impl Interpreter {
             match &clause.binding {
                 None => {}
                 Some((_, ty)) if !self.holds(ty, &thrown.value, scope) => continue,
-                Some((name, _)) => {
-                    inner.define(name.clone(), thrown.value.clone(), Mutability::Final)
-                }
+                Some((name, _)) => bind(
+                    &inner,
+                    &clause.slot,
+                    name,
+                    thrown.value.clone(),
+                    Mutability::Final,
+                ),
             }
             return self.exec_all(&clause.body, &inner);
         }
@@ -799,7 +804,7 @@ impl Interpreter {
     pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         match &expr.kind {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
-            ExprKind::Var(name) => self.variable(name, scope, expr.pos),
+            ExprKind::Var(name, res) => self.variable(name, res, scope, expr.pos),
             ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, expr.pos),
             ExprKind::Assign { target, op, value } => {
                 self.assign(target, *op, value, scope, expr.pos)
@@ -828,7 +833,7 @@ impl Interpreter {
             ExprKind::Template(parts) => self.template(parts, scope),
             ExprKind::List(items) => self.list(items, scope),
             ExprKind::Map(entries) => self.map(entries, scope),
-            ExprKind::Var(name) => self.variable(name, scope, pos),
+            ExprKind::Var(name, res) => self.variable(name, res, scope, pos),
             ExprKind::Unary(op, e) => self.eval_unary(*op, e, scope, pos),
             ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, pos),
             ExprKind::And(l, r) => self.logic(l, r, false, scope),
@@ -871,8 +876,12 @@ impl Interpreter {
             } => self.inline_if(cond, then, otherwise, scope),
             ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
             ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
-            ExprKind::Instance { object, fields } => {
-                let class = self.variable(object, scope, pos)?;
+            ExprKind::Instance {
+                object,
+                fields,
+                class,
+            } => {
+                let class = self.variable(object, class, scope, pos)?;
                 self.instance(object, class, fields, scope, pos)
             }
             ExprKind::InstanceOf { class, fields } => {
@@ -1103,12 +1112,25 @@ impl Interpreter {
         Ok(Value::Map(Rc::new(map)))
     }
 
+    /// The value of the name `name`, found where the resolver said.
     #[inline]
-    pub(super) fn variable(&self, name: &str, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        if let Some(v) = lookup(scope, name) {
-            return Ok(v);
+    pub(super) fn variable(
+        &self,
+        name: &str,
+        res: &Resolved,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let found = match res.get() {
+            Res::Local { depth: 0, slot, .. } => return Ok(scope.get(slot)),
+            Res::Local { depth, slot, .. } => scope.ancestor(depth).map(|s| s.get(slot)),
+            Res::Global { hint } => global(scope, name, res, hint),
+            Res::Dynamic => lookup(scope, name),
+        };
+        match found {
+            Some(v) => Ok(v),
+            None => Err(self.unknown_name(name, pos)),
         }
-        Err(self.unknown_name(name, pos))
     }
 
     #[cold]
@@ -1180,10 +1202,16 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         match &target.kind {
-            ExprKind::Var(name) if &**name == "_" && op.is_none() => self.eval(value, scope),
-            ExprKind::Var(name) => {
+            ExprKind::Var(name, _) if &**name == "_" && op.is_none() => self.eval(value, scope),
+            ExprKind::Var(name, res) => {
                 let new = self.eval(value, scope)?;
-                self.assign_var(name, op, new, scope, target.pos, pos)
+                match res.get() {
+                    Res::Local { fixed: true, .. } => Err(self.final_assigned(name, target.pos)),
+                    Res::Local { depth, slot, .. } => {
+                        self.assign_slot(scope, (depth, slot), op, new, target.pos, pos)
+                    }
+                    _ => self.assign_var(name, op, new, scope, target.pos, pos),
+                }
             }
             ExprKind::Field { object, name, .. } => {
                 let obj = self.eval(object, scope)?;
@@ -1212,7 +1240,43 @@ impl Interpreter {
         }
     }
 
-    /// `name = new` or `name op= new`, finding the binding once.
+    /// `local = new` or `local op= new`, in the slot the resolver gave it.
+    fn assign_slot(
+        &self,
+        scope: &Rc<Scope>,
+        (depth, slot): (u32, u32),
+        op: Option<BinOp>,
+        new: Value,
+        at: Pos,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let Some(frame) = scope.ancestor(depth) else {
+            return Err(self.fail(at, "internal: a local outside every scope"));
+        };
+        let new = match op {
+            Some(op) => {
+                let old = frame.get(slot);
+                if let (Value::Int(x), Value::Int(y)) = (&old, &new) {
+                    if let Some(v) = int_fast(op, *x, *y) {
+                        frame.set(slot, v.clone());
+                        return Ok(v);
+                    }
+                }
+                methods::binary(op, &old, &new).map_err(|message| self.fail(pos, message))?
+            }
+            None => new,
+        };
+        frame.set(slot, new.clone());
+        Ok(new)
+    }
+
+    #[cold]
+    fn final_assigned(&self, name: &str, at: Pos) -> Flow {
+        self.fail(at, format!("cannot assign to `{name}`: it is `final`"))
+    }
+
+    /// `name = new` or `name op= new` for a name bound by name, finding
+    /// the binding once.
     fn assign_var(
         &self,
         name: &str,
@@ -1524,6 +1588,15 @@ impl Interpreter {
     /// Calls a Buzz function, a native function, or an enum (by value).
     pub(crate) fn call_value(&mut self, f: &Value, args: Args, pos: Pos) -> Eval<Value> {
         match f {
+            Value::Function(closure) if closure.decl.frame.get().method => {
+                // A method taken from its object (`obj.method`): `this` is
+                // bound by name in the closure's scope, the object's
+                // scope above it.
+                let this = closure.scope.vars.borrow().first().map(|s| s.value.clone());
+                let parent = closure.scope.parent.as_ref().unwrap_or(&closure.scope);
+                let type_args = &closure.type_args;
+                self.call_function(&closure.decl, parent, this, type_args, args, pos)
+            }
             Value::Function(closure) => {
                 let type_args = &closure.type_args;
                 self.call_function(&closure.decl, &closure.scope, None, type_args, args, pos)
@@ -1584,9 +1657,15 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         let spare = self.spare.frames.pop();
-        let scope = Scope::reuse(spare, parent.clone(), decl.params.len() + 1);
+        let frame = decl.frame.get();
+        let capacity = (frame.size as usize).max(decl.params.len() + 1);
+        let scope = Scope::reuse(spare, parent.clone(), capacity);
         if let Some(this) = this {
-            scope.push(this_name(), this, Mutability::Final);
+            if frame.resolved {
+                scope.set(0, this);
+            } else {
+                scope.push(this_name(), this, Mutability::Final);
+            }
         }
         if !type_args.is_empty() {
             Self::bind_type_args(decl, type_args, &scope);
@@ -1632,9 +1711,14 @@ impl Interpreter {
     ) -> Eval<()> {
         if args.len() == decl.params.len() && args.iter().all(|(name, _)| name.is_none()) {
             // Every parameter given in order: the common call.
-            for (param, (_, value)) in decl.params.iter().zip(args.drain(..)) {
+            let frame = decl.frame.get();
+            for (i, (param, (_, value))) in decl.params.iter().zip(args.drain(..)).enumerate() {
                 let value = self.conform_param(decl, param, value, pos)?;
-                scope.push(param.name.clone(), value, Mutability::Final);
+                if frame.resolved {
+                    scope.set(frame.method as u32 + i as u32, value);
+                } else {
+                    scope.push(param.name.clone(), value, Mutability::Final);
+                }
             }
             if self.spare.args.len() < SPARE_LIMIT {
                 self.spare.args.push(args);
@@ -1667,7 +1751,8 @@ impl Interpreter {
             *slot = Some(value);
             next = i + 1;
         }
-        for (param, slot) in decl.params.iter().zip(slots) {
+        let frame = decl.frame.get();
+        for (i, (param, slot)) in decl.params.iter().zip(slots).enumerate() {
             let value = match (slot, &param.default, &param.ty) {
                 (Some(v), _, _) => v,
                 (None, Some(e), _) => self.default_value(decl, e, scope)?,
@@ -1683,7 +1768,11 @@ impl Interpreter {
                 }
             };
             let value = self.conform_param(decl, param, value, pos)?;
-            scope.define(param.name.clone(), value, Mutability::Final);
+            if frame.resolved {
+                scope.set(frame.method as u32 + i as u32, value);
+            } else {
+                scope.define(param.name.clone(), value, Mutability::Final);
+            }
         }
         Ok(())
     }
@@ -1779,6 +1868,41 @@ fn method_of(receiver: &Value, name: &str) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
     Some((method.clone(), obj.class.scope.clone()?))
 }
 
+/// Stores a declaration's value where the resolver put it: its slot in
+/// `scope`, or by name (top-level names, and trees never resolved).
+pub(super) fn bind(
+    scope: &Rc<Scope>,
+    slot: &Resolved,
+    name: &Rc<str>,
+    value: Value,
+    mutability: Mutability,
+) {
+    match slot.get() {
+        Res::Local { slot, .. } => drop(scope.set(slot, value)),
+        _ => scope.define(name.clone(), value, mutability),
+    }
+}
+
+/// A top-level name of the file `scope` is in: at `hint` when it is still
+/// there, else searched (and `hint` updated). Names a call binds by name
+/// (a generic parameter, a local `import`) are found by the full search.
+fn global(scope: &Rc<Scope>, name: &str, res: &Resolved, hint: u32) -> Option<Value> {
+    let root = scope.root();
+    {
+        let vars = root.vars.borrow();
+        if let Some(s) = vars.get(hint as usize) {
+            if same_name(&s.name, name) {
+                return Some(s.value.clone());
+            }
+        }
+        if let Some(i) = vars.iter().position(|s| same_name(&s.name, name)) {
+            res.set(Res::Global { hint: i as u32 });
+            return Some(vars[i].value.clone());
+        }
+    }
+    lookup(scope, name)
+}
+
 pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     let mut current = Some(scope);
     while let Some(s) = current {
@@ -1822,8 +1946,9 @@ fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
     }))
 }
 
-/// Whether `body` declares a name of its own (so needs a scope of its own).
-fn declares(body: &[Stmt]) -> bool {
+/// Whether `body` declares a name of its own (so needs a scope of its
+/// own). The resolver makes its levels by the same rule.
+pub(super) fn declares(body: &[Stmt]) -> bool {
     body.iter().any(|s| {
         matches!(
             s.kind,

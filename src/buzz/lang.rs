@@ -217,7 +217,8 @@ impl Interpreter {
         };
         if taken {
             let inner = Scope::new(Some(scope.clone()));
-            inner.define(binding.name.clone(), value, Mutability::Final);
+            let name = &binding.name;
+            super::interp::bind(&inner, &binding.slot, name, value, Mutability::Final);
             return self.exec_all(then, &inner);
         }
         match otherwise {

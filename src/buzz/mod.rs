@@ -26,6 +26,7 @@ mod parse_corpus_tests;
 mod parser;
 #[cfg(all(test, unix))]
 pub(crate) mod program_tests;
+mod resolve;
 mod serialize;
 pub mod stack;
 mod std_module;

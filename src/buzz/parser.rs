@@ -46,6 +46,7 @@ pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
         namespace: parser.namespace,
         exports: parser.exports,
         protocols: parser.protocols,
+        resolved: Default::default(),
     })
 }
 
@@ -416,7 +417,7 @@ impl<'t> Parser<'t> {
         let first_pos = self.pos();
         let first = self.ident("after `export`")?;
         let mut target = Expr {
-            kind: ExprKind::Var(first.clone()),
+            kind: ExprKind::Var(first.clone(), Resolved::default()),
             pos: first_pos,
         };
         let mut last = first;
@@ -441,12 +442,13 @@ impl<'t> Parser<'t> {
         let name = alias.unwrap_or(last);
         self.exports.push(name.clone());
         let kind = match target.kind {
-            ExprKind::Var(ref v) if *v == name => StmtKind::Namespace,
+            ExprKind::Var(ref v, _) if *v == name => StmtKind::Namespace,
             _ => StmtKind::Var(VarDecl {
                 name,
                 mutability: Mutability::Final,
                 ty: None,
                 init: Some(target),
+                slot: Resolved::default(),
             }),
         };
         Ok(Stmt { kind, pos })
@@ -519,6 +521,7 @@ impl<'t> Parser<'t> {
             mutability: Mutability::Final,
             ty,
             init,
+            slot: Resolved::default(),
         })
     }
 
@@ -675,6 +678,7 @@ impl<'t> Parser<'t> {
             mutability,
             ty,
             init,
+            slot: Resolved::default(),
         })
     }
 
@@ -731,6 +735,8 @@ impl<'t> Parser<'t> {
             yields,
             is_mut: false,
             generics,
+            slot: Resolved::default(),
+            frame: Default::default(),
         })
     }
 
@@ -796,6 +802,7 @@ impl<'t> Parser<'t> {
             fields,
             methods,
             pos,
+            slot: Resolved::default(),
         }))
     }
 
@@ -846,6 +853,7 @@ impl<'t> Parser<'t> {
             value_type,
             cases,
             pos,
+            slot: Resolved::default(),
         }))
     }
 
@@ -906,7 +914,14 @@ impl<'t> Parser<'t> {
         let cond = self.binary(0)?;
         if self.eat("->") {
             let name = self.ident("after `->`")?;
-            return Ok((cond, Some(IfBinding { name, cast: None })));
+            return Ok((
+                cond,
+                Some(IfBinding {
+                    name,
+                    cast: None,
+                    slot: Resolved::default(),
+                }),
+            ));
         }
         let cast =
             matches!(self.peek_at(1), Tok::Ident(_)) && matches!(self.peek_at(2), Tok::Sym(":"));
@@ -919,6 +934,7 @@ impl<'t> Parser<'t> {
                 Some(IfBinding {
                     name,
                     cast: Some(ty),
+                    slot: Resolved::default(),
                 }),
             ));
         }
@@ -973,6 +989,7 @@ impl<'t> Parser<'t> {
                 mutability,
                 ty,
                 init: Some(value),
+                slot: Resolved::default(),
             };
             init.push(Stmt {
                 kind: StmtKind::Var(decl),
@@ -1040,6 +1057,7 @@ impl<'t> Parser<'t> {
             iterable,
             body,
             label,
+            slots: Default::default(),
         })
     }
 
@@ -1088,7 +1106,12 @@ impl<'t> Parser<'t> {
                 None
             };
             let body = self.block("after `catch`")?;
-            clauses.push(CatchClause { binding, body, pos });
+            clauses.push(CatchClause {
+                binding,
+                body,
+                pos,
+                slot: Resolved::default(),
+            });
         }
         if clauses.is_empty() {
             return self.expected("`catch`", "after the `try` block");
@@ -1236,7 +1259,7 @@ impl<'t> Parser<'t> {
     fn assignment(&mut self, target: Expr, op: Option<BinOp>, pos: Pos) -> PResult<Expr> {
         let assignable = matches!(
             target.kind,
-            ExprKind::Var(_) | ExprKind::Field { .. } | ExprKind::Index { .. }
+            ExprKind::Var(..) | ExprKind::Field { .. } | ExprKind::Index { .. }
         );
         if !assignable {
             return Err(ParseError {
@@ -1686,7 +1709,7 @@ impl<'t> Parser<'t> {
             } else {
                 let value = self.expression()?;
                 let name = match &value.kind {
-                    ExprKind::Var(n) if !bare => n.clone(),
+                    ExprKind::Var(n, _) if !bare => n.clone(),
                     _ => {
                         positional += 1;
                         Rc::from(fields.len().to_string())
@@ -1766,7 +1789,7 @@ impl<'t> Parser<'t> {
         let types = self.type_arguments()?;
         if !types.is_empty() && !self.is("{") {
             let callee = Box::new(Expr {
-                kind: ExprKind::Var(name),
+                kind: ExprKind::Var(name, Resolved::default()),
                 pos,
             });
             return Ok(ExprKind::Generic { callee, types });
@@ -1782,7 +1805,7 @@ impl<'t> Parser<'t> {
         if instance {
             return self.instance(name);
         }
-        Ok(ExprKind::Var(name))
+        Ok(ExprKind::Var(name, Resolved::default()))
     }
 
     /// After `module\`: whether `Name{ … }` follows (a qualified instance).
@@ -1803,7 +1826,7 @@ impl<'t> Parser<'t> {
             if self.is(",") || self.is("}") {
                 // `Person{ name }` is `Person{ name = name }`.
                 let value = Expr {
-                    kind: ExprKind::Var(name.clone()),
+                    kind: ExprKind::Var(name.clone(), Resolved::default()),
                     pos,
                 };
                 fields.push((name, value));
@@ -1819,7 +1842,11 @@ impl<'t> Parser<'t> {
             }
         }
         self.expect("}", "to close the object literal")?;
-        Ok(ExprKind::Instance { object, fields })
+        Ok(ExprKind::Instance {
+            object,
+            fields,
+            class: Resolved::default(),
+        })
     }
 
     fn string(&mut self, parts: &'t [StrPart]) -> PResult<ExprKind> {

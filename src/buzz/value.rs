@@ -604,8 +604,14 @@ pub(crate) struct Slot {
     pub(crate) mutability: Mutability,
 }
 
-/// A lexical scope: its bindings and the enclosing scope.
+/// A lexical scope: a call's frame, a block's, or a file's globals.
+///
+/// Locals live in `slots`, at the index the resolver
+/// ([`super::resolve`]) gave them; `vars` holds what is bound by name: a
+/// file's top-level names (its globals), a call's generic parameters, and
+/// every binding of a tree that was never resolved.
 pub struct Scope {
+    pub(crate) slots: RefCell<Vec<Value>>,
     pub(crate) vars: RefCell<Vec<Slot>>,
     pub(crate) parent: Option<Rc<Scope>>,
 }
@@ -613,18 +619,66 @@ pub struct Scope {
 impl Scope {
     pub(crate) fn new(parent: Option<Rc<Scope>>) -> Rc<Scope> {
         Rc::new(Scope {
+            slots: RefCell::new(Vec::new()),
             vars: RefCell::new(Vec::new()),
             parent,
         })
     }
 
-    /// A call's frame: room for `this` and the parameters up front, so
-    /// binding them does not grow the list one by one.
+    /// A call's frame: room for its slots up front, so binding them does
+    /// not grow the list one by one.
     pub(crate) fn with_capacity(parent: Rc<Scope>, capacity: usize) -> Rc<Scope> {
         Rc::new(Scope {
-            vars: RefCell::new(Vec::with_capacity(capacity)),
+            slots: RefCell::new(Vec::with_capacity(capacity)),
+            vars: RefCell::new(Vec::new()),
             parent: Some(parent),
         })
+    }
+
+    /// The value in slot `slot` (null before its declaration ran).
+    #[inline]
+    pub(crate) fn get(&self, slot: u32) -> Value {
+        match self.slots.borrow().get(slot as usize) {
+            Some(v) => v.clone(),
+            None => Value::Null,
+        }
+    }
+
+    /// Stores `value` in slot `slot`, growing the frame when the slot is
+    /// new. The old value is dropped after the borrow ends (its drop may
+    /// reach this scope).
+    #[inline]
+    pub(crate) fn set(&self, slot: u32, value: Value) -> Value {
+        let mut slots = self.slots.borrow_mut();
+        let i = slot as usize;
+        if let Some(place) = slots.get_mut(i) {
+            return std::mem::replace(place, value);
+        }
+        if slots.len() < i {
+            slots.resize(i, Value::Null);
+        }
+        slots.push(value);
+        Value::Null
+    }
+
+    /// The scope `depth` levels out, if there is one.
+    #[inline]
+    pub(crate) fn ancestor(self: &Rc<Scope>, depth: u32) -> Option<&Rc<Scope>> {
+        let mut s = self;
+        for _ in 0..depth {
+            s = s.parent.as_ref()?;
+        }
+        Some(s)
+    }
+
+    /// The outermost scope: the globals of the file the code is in.
+    #[inline]
+    pub(crate) fn root(self: &Rc<Scope>) -> &Rc<Scope> {
+        let mut s = self;
+        while let Some(p) = &s.parent {
+            s = p;
+        }
+        s
     }
 
     /// A frame under `parent`, made from `spare` (a frame given back by
@@ -655,7 +709,11 @@ impl Scope {
         if !parent_lives || !vars.iter().all(|s| drops_flat(&s.value)) {
             return None;
         }
+        if !scope.slots.get_mut().iter().all(drops_flat) {
+            return None;
+        }
         vars.clear();
+        scope.slots.get_mut().clear();
         scope.parent = None;
         Some(frame)
     }
@@ -744,6 +802,7 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
 fn take_scope(scope: &mut Scope, work: &mut Vec<Doomed>) {
     let vars = scope.vars.take();
     work.extend(vars.into_iter().map(|s| Doomed::Value(s.value)));
+    work.extend(scope.slots.take().into_iter().map(Doomed::Value));
     if let Some(parent) = scope.parent.take() {
         work.push(Doomed::Scope(parent));
     }
@@ -787,7 +846,10 @@ impl Drop for Scope {
         // lives on: then an ordinary drop cannot nest, and the work list
         // (an allocation per call) is skipped.
         let parent_lives = self.parent.as_ref().is_none_or(|p| Rc::strong_count(p) > 1);
-        if parent_lives && self.vars.get_mut().iter().all(|s| drops_flat(&s.value)) {
+        if parent_lives
+            && self.vars.get_mut().iter().all(|s| drops_flat(&s.value))
+            && self.slots.get_mut().iter().all(drops_flat)
+        {
             return;
         }
         let mut work = Vec::new();

@@ -48,7 +48,7 @@ impl Cx<'_, '_> {
                     _ => Ty::Map(Box::new(Ty::Unknown), Box::new(Ty::Unknown), Mutable::No),
                 }
             }
-            ExprKind::Var(name) => self.variable(name, e),
+            ExprKind::Var(name, _) => self.variable(name, e),
             ExprKind::Unary(op, x) => self.unary(*op, x),
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r),
             ExprKind::And(l, r) | ExprKind::Or(l, r) => {
@@ -107,7 +107,7 @@ impl Cx<'_, '_> {
                 self.function(decl, None);
                 Ty::Fun(Rc::new(self.types.sig(decl)))
             }
-            ExprKind::Instance { object, fields } => self.instance(object, fields, e),
+            ExprKind::Instance { object, fields, .. } => self.instance(object, fields, e),
             ExprKind::InstanceOf { class, fields } => {
                 let class_ty = self.expr(class);
                 self.instance_of(class_ty, fields, e)
@@ -323,7 +323,7 @@ impl Cx<'_, '_> {
     /// How an expression is named in a message: a variable by its name.
     pub(super) fn describe(&self, e: &Expr) -> String {
         match &e.kind {
-            ExprKind::Var(n) => format!("`{n}`"),
+            ExprKind::Var(n, _) => format!("`{n}`"),
             ExprKind::Field { name, .. } => format!("`.{name}`"),
             _ => "the value".to_string(),
         }
@@ -332,7 +332,7 @@ impl Cx<'_, '_> {
     /// How many characters of the line to underline for `e`.
     pub(super) fn width_of(&self, e: &Expr) -> usize {
         match &e.kind {
-            ExprKind::Var(n) => n.chars().count(),
+            ExprKind::Var(n, _) => n.chars().count(),
             ExprKind::Int(_) | ExprKind::Double(_) | ExprKind::Str(_) | ExprKind::Bool(_) => {
                 self.token_width(e)
             }
@@ -435,7 +435,7 @@ impl Cx<'_, '_> {
 /// The variable an expression is, if it is one (for a `help:` fix).
 pub(super) fn var_name(e: &Expr) -> Option<String> {
     match &e.kind {
-        ExprKind::Var(n) => Some(n.to_string()),
+        ExprKind::Var(n, _) => Some(n.to_string()),
         _ => None,
     }
 }

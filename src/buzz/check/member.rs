@@ -384,8 +384,8 @@ impl Cx<'_, '_> {
 
     pub(super) fn assign(&mut self, target: &Expr, op: Option<BinOp>, value: &Expr) -> Ty {
         let target_ty = match &target.kind {
-            ExprKind::Var(name) if &**name == "_" => return self.expr(value),
-            ExprKind::Var(name) => self.assign_var(name, op, target),
+            ExprKind::Var(name, _) if &**name == "_" => return self.expr(value),
+            ExprKind::Var(name, _) => self.assign_var(name, op, target),
             ExprKind::Field { object, name, .. } => self.assign_field(object, name, target),
             ExprKind::Index { object, index, .. } => {
                 let t = self.expr(object);
@@ -497,7 +497,7 @@ impl Cx<'_, '_> {
 
     fn variable_type(&mut self, name: &Rc<str>, e: &Expr) -> Ty {
         let var = Expr {
-            kind: ExprKind::Var(name.clone()),
+            kind: ExprKind::Var(name.clone(), Default::default()),
             pos: e.pos,
         };
         self.expr(&var)

@@ -166,6 +166,7 @@ impl Cx<'_, '_> {
                 iterable,
                 body,
                 label,
+                ..
             } => self.foreach(key.as_ref(), value, iterable, body, label),
             StmtKind::Break(label) => return self.jump(label.as_ref(), "break", pos),
             StmtKind::Continue(label) => return self.jump(label.as_ref(), "continue", pos),

@@ -1,0 +1,499 @@
+//! The resolver: before a file runs, every local name is given a slot.
+//!
+//! Why: the evaluator used to find each variable by name at every read and
+//! write, comparing strings along a chain of scopes; most of a tight loop's
+//! time went there (issue 14, "Speed from the check"). Names are lexical,
+//! so where each one lives is known before the run. This pass walks the
+//! tree once, with the same scopes the evaluator will make, and writes into
+//! each [`ExprKind::Var`] (and each declaration) a [`Res`]: a local's
+//! `(depth, slot)`, read at run time by index, or a top-level name, found
+//! in the file's globals by name once and then by a remembered index.
+//!
+//! The scopes ("levels") mirror [`super::interp`] exactly, or a depth would
+//! point at the wrong frame: one per call (`this`, the parameters and the
+//! body's own declarations), one per block that declares a name (see
+//! [`declares`]), one per `for` (its initializers), one per `foreach`
+//! step, `catch` clause and `if (…) -> x` branch. The file's top level is
+//! the globals, kept by name: imports and hoisted declarations land there
+//! in an order known only at run time.
+//!
+//! Generic parameters and local `protocol` names stay bound by name in
+//! their call's frame ([`Res::Dynamic`]); a name found in no scope is a
+//! global, whose lookup falls back to that search (so a local `import`
+//! still works). A tree never resolved keeps [`Res::Dynamic`] everywhere
+//! and runs as before, by name.
+
+use super::ast::*;
+use super::interp::declares;
+use std::rc::Rc;
+
+/// Resolves `program` (once; later calls do nothing).
+pub(crate) fn program(program: &Program) {
+    if program.resolved.replace(true) {
+        return;
+    }
+    let mut r = Resolver { levels: Vec::new() };
+    for stmt in &program.statements {
+        r.stmt(stmt);
+    }
+}
+
+/// What a level knows a name as.
+#[derive(Clone, Copy)]
+enum Entry {
+    Slot {
+        slot: u32,
+        fixed: bool,
+    },
+    /// Bound by name at run time (generic parameters, local protocols).
+    Named,
+}
+
+/// One scope the evaluator will make (the top level has none here).
+#[derive(Default)]
+struct Level {
+    names: Vec<(Rc<str>, Entry)>,
+    next: u32,
+}
+
+struct Resolver {
+    /// Innermost last; empty at the file's top level.
+    levels: Vec<Level>,
+}
+
+impl Resolver {
+    // ----- scopes -----
+
+    fn with_level<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> (T, u32) {
+        self.levels.push(Level::default());
+        let out = f(self);
+        let size = self.levels.pop().map_or(0, |l| l.next);
+        (out, size)
+    }
+
+    /// Declares `name` in the innermost level: its slot, or `Dynamic` at
+    /// the top level (where the evaluator defines it by name). A name
+    /// declared again in the same level keeps its slot, as `define` did.
+    fn declare(&mut self, name: &Rc<str>, fixed: bool) -> Res {
+        let Some(level) = self.levels.last_mut() else {
+            return Res::Dynamic;
+        };
+        let found = level.names.iter_mut().rev().find(|(n, _)| n == name);
+        let slot = match found {
+            Some((_, Entry::Slot { slot, fixed: f })) => {
+                *f = fixed;
+                *slot
+            }
+            _ => {
+                let slot = level.next;
+                level.next += 1;
+                level
+                    .names
+                    .push((name.clone(), Entry::Slot { slot, fixed }));
+                slot
+            }
+        };
+        Res::Local {
+            depth: 0,
+            slot,
+            fixed,
+        }
+    }
+
+    fn declare_named(&mut self, name: &Rc<str>) {
+        if let Some(level) = self.levels.last_mut() {
+            level.names.push((name.clone(), Entry::Named));
+        }
+    }
+
+    fn bind(&mut self, slot: &Resolved, name: &Rc<str>, fixed: bool) {
+        let res = self.declare(name, fixed);
+        slot.set(res);
+    }
+
+    fn lookup(&self, name: &str) -> Res {
+        for (depth, level) in self.levels.iter().rev().enumerate() {
+            let found = level.names.iter().rev().find(|(n, _)| &**n == name);
+            match found {
+                Some((_, Entry::Slot { slot, fixed })) => {
+                    return Res::Local {
+                        depth: depth as u32,
+                        slot: *slot,
+                        fixed: *fixed,
+                    }
+                }
+                Some((_, Entry::Named)) => return Res::Dynamic,
+                None => {}
+            }
+        }
+        Res::Global { hint: 0 }
+    }
+
+    // ----- statements -----
+
+    /// A level's statements. Its `fun`s are known throughout it, so that
+    /// two of them may call each other.
+    fn stmts(&mut self, body: &[Stmt]) {
+        if !self.levels.is_empty() {
+            for stmt in body {
+                if let StmtKind::Fun(decl) = &stmt.kind {
+                    self.declare(&decl.name, true);
+                }
+            }
+        }
+        for stmt in body {
+            self.stmt(stmt);
+        }
+    }
+
+    /// A block run by `exec_block` (or a loop body): a level of its own
+    /// when it declares a name.
+    fn block(&mut self, body: &[Stmt]) {
+        if declares(body) {
+            self.with_level(|r| r.stmts(body));
+        } else {
+            self.stmts(body);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        match &stmt.kind {
+            StmtKind::Namespace | StmtKind::Import { .. } => {}
+            StmtKind::Break(_) | StmtKind::Continue(_) => {}
+            StmtKind::Test { body, .. } => self.block(body),
+            StmtKind::Protocol(name) => self.declare_named(name),
+            StmtKind::Var(decl) => {
+                if let Some(init) = &decl.init {
+                    self.expr(init);
+                }
+                self.bind(&decl.slot, &decl.name, decl.mutability == Mutability::Final);
+            }
+            StmtKind::Fun(decl) => {
+                self.bind(&decl.slot, &decl.name, true);
+                self.function(decl, false);
+            }
+            StmtKind::Object(decl) => self.object(decl),
+            StmtKind::Enum(decl) => {
+                self.bind(&decl.slot, &decl.name, true);
+                for (_, value) in &decl.cases {
+                    if let Some(e) = value {
+                        self.expr(e);
+                    }
+                }
+            }
+            StmtKind::Expr(e) | StmtKind::Out(e) | StmtKind::Throw(e) => self.expr(e),
+            StmtKind::Return(e) => {
+                if let Some(e) = e {
+                    self.expr(e);
+                }
+            }
+            StmtKind::Block(body) => self.block(body),
+            StmtKind::If {
+                cond,
+                binding,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond);
+                match binding {
+                    Some(b) => {
+                        self.with_level(|r| {
+                            r.bind(&b.slot, &b.name, true);
+                            r.stmts(then);
+                        });
+                    }
+                    None => self.block(then),
+                }
+                if let Some(other) = otherwise {
+                    self.stmt(other);
+                }
+            }
+            StmtKind::While { cond, body, .. } => {
+                self.expr(cond);
+                self.block(body);
+            }
+            StmtKind::DoUntil { body, cond, .. } => {
+                // The condition is read in the body's scope.
+                if declares(body) {
+                    self.with_level(|r| {
+                        r.stmts(body);
+                        r.expr(cond);
+                    });
+                } else {
+                    self.stmts(body);
+                    self.expr(cond);
+                }
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+                ..
+            } => {
+                self.with_level(|r| {
+                    r.stmts(init);
+                    if let Some(c) = cond {
+                        r.expr(c);
+                    }
+                    r.block(body);
+                    for e in step {
+                        r.expr(e);
+                    }
+                });
+            }
+            StmtKind::ForEach {
+                key,
+                value,
+                iterable,
+                body,
+                slots,
+                ..
+            } => {
+                self.expr(iterable);
+                self.with_level(|r| {
+                    if let Some(k) = key {
+                        r.bind(&slots.0, k, true);
+                    }
+                    r.bind(&slots.1, value, true);
+                    r.stmts(body);
+                });
+            }
+            StmtKind::Try { body, clauses } => {
+                self.block(body);
+                for clause in clauses {
+                    self.with_level(|r| {
+                        if let Some((name, _)) = &clause.binding {
+                            r.bind(&clause.slot, name, true);
+                        }
+                        r.stmts(&clause.body);
+                    });
+                }
+            }
+        }
+    }
+
+    /// An object: its name, then its fields' defaults (read where it is
+    /// declared) and its methods (each closing over that scope).
+    fn object(&mut self, decl: &ObjectDecl) {
+        self.bind(&decl.slot, &decl.name, true);
+        for field in &decl.fields {
+            if let Some(e) = &field.default {
+                self.expr(e);
+            }
+        }
+        for method in &decl.methods {
+            self.function(method, !method.is_static);
+        }
+    }
+
+    /// A function's frame: `this` (for a method), then the parameters, each
+    /// default read with the earlier ones bound, then the body.
+    fn function(&mut self, decl: &FunDecl, method: bool) {
+        let ((), size) = self.with_level(|r| {
+            if method {
+                r.declare(&this_name(), true);
+            }
+            for name in &decl.generics {
+                r.declare_named(name);
+            }
+            for param in &decl.params {
+                if let Some(e) = &param.default {
+                    r.expr(e);
+                }
+                r.declare(&param.name, true);
+            }
+            r.stmts(&decl.body);
+        });
+        decl.frame.set(Frame {
+            resolved: true,
+            method,
+            size,
+        });
+    }
+
+    // ----- expressions -----
+
+    fn exprs<'e>(&mut self, items: impl IntoIterator<Item = &'e Expr>) {
+        for e in items {
+            self.expr(e);
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Null
+            | ExprKind::Void
+            | ExprKind::Bool(_)
+            | ExprKind::Int(_)
+            | ExprKind::Double(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bytes(_)
+            | ExprKind::InferredCase(_)
+            | ExprKind::TypeValue(_)
+            | ExprKind::Pattern(_) => {}
+            ExprKind::Var(name, res) => res.set(self.lookup(name)),
+            ExprKind::Template(parts) => {
+                for part in parts {
+                    if let TemplatePart::Expr(e) = part {
+                        self.expr(e);
+                    }
+                }
+            }
+            ExprKind::List(items) | ExprKind::TypedList { items, .. } => self.exprs(items),
+            ExprKind::Map(entries) => {
+                for (k, v) in entries {
+                    self.expr(k);
+                    self.expr(v);
+                }
+            }
+            ExprKind::Unary(_, e)
+            | ExprKind::Is(e, _)
+            | ExprKind::Mutable(e)
+            | ExprKind::Force(e)
+            | ExprKind::TypeOf(e)
+            | ExprKind::AsyncCall(e)
+            | ExprKind::Resume(e)
+            | ExprKind::Resolve(e)
+            | ExprKind::Yield(e)
+            | ExprKind::As { value: e, .. }
+            | ExprKind::Generic { callee: e, .. }
+            | ExprKind::Field { object: e, .. } => self.expr(e),
+            ExprKind::Binary(_, l, r)
+            | ExprKind::And(l, r)
+            | ExprKind::Or(l, r)
+            | ExprKind::Coalesce(l, r)
+            | ExprKind::Range(l, r)
+            | ExprKind::Assign {
+                target: l,
+                value: r,
+                ..
+            }
+            | ExprKind::Index {
+                object: l,
+                index: r,
+                ..
+            }
+            | ExprKind::OptionalIndex {
+                object: l,
+                index: r,
+            }
+            | ExprKind::Catch {
+                body: l,
+                default: r,
+            } => {
+                self.expr(l);
+                self.expr(r);
+            }
+            ExprKind::Call { callee, args } => {
+                self.expr(callee);
+                self.exprs(args.iter().map(|a| &a.value));
+            }
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.exprs([&**cond, then, otherwise]),
+            ExprKind::Lambda(decl) => self.function(decl, false),
+            ExprKind::Instance {
+                object,
+                fields,
+                class,
+            } => {
+                class.set(self.lookup(object));
+                self.exprs(fields.iter().map(|(_, e)| e));
+            }
+            ExprKind::InstanceOf { class, fields } => {
+                self.expr(class);
+                self.exprs(fields.iter().map(|(_, e)| e));
+            }
+            ExprKind::AnonObject(fields) => self.exprs(fields.iter().map(|(_, e)| e)),
+            ExprKind::Block(body) => self.block(body),
+            ExprKind::Match {
+                subject,
+                arms,
+                otherwise,
+            } => {
+                self.expr(subject);
+                for arm in arms {
+                    self.exprs(&arm.conditions);
+                    self.expr(&arm.body);
+                }
+                if let Some(e) = otherwise {
+                    self.expr(e);
+                }
+            }
+        }
+    }
+}
+
+fn this_name() -> Rc<str> {
+    Rc::from("this")
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use crate::buzz::program_tests::Captured;
+    use crate::buzz::{parse, BuzzError, Interpreter};
+    use std::path::Path;
+
+    /// Runs `source` without the check (which refuses some of what the
+    /// evaluator still runs, such as objects declared in a function).
+    fn run(source: &str) -> (String, Result<i32, BuzzError>) {
+        let file = Path::new("resolve_test.buzz");
+        let out = Captured::default();
+        let program = parse(file, source).expect("parses");
+        let result = Interpreter::new(file, Vec::new())
+            .with_output(Box::new(out.clone()))
+            .run(&program, Vec::new());
+        let text = String::from_utf8_lossy(&out.0.borrow()).into_owned();
+        (text, result)
+    }
+
+    #[test]
+    fn a_local_object_reads_the_locals_of_its_function() {
+        let (out, result) = run(r#"
+import "std";
+fun main() > void {
+    final base = 100;
+    object Local {
+        n: int = base,
+        fun plus(m: int) > int {
+            return this.n + m + base;
+        }
+    }
+    final l = Local{};
+    std.print("{l.plus(1)}");
+}
+"#);
+        assert_eq!(result.unwrap(), 0);
+        assert_eq!(out, "201\n");
+    }
+
+    #[test]
+    fn assigning_a_final_local_or_parameter_fails_where_it_is_written() {
+        let (_, result) = run("fun main() > void {\n    final x = 1;\n    x = 2;\n}\n");
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.contains("3:5") && err.contains("`x`: it is `final`"),
+            "{err}"
+        );
+        let (_, result) = run("fun f(p: int) > int {\n    p = 3;\n    return p;\n}\nfun main() > void {\n    f(1);\n}\n");
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.contains("2:5") && err.contains("`p`: it is `final`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_is_still_reported_at_its_use() {
+        let (_, result) =
+            run("fun main() > void {\n    final a = 1;\n    final b = a + nope;\n}\n");
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.contains("3:19") && err.contains("unknown name `nope`"),
+            "{err}"
+        );
+    }
+}
