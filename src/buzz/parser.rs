@@ -427,6 +427,7 @@ impl<'t> Parser<'t> {
                     object: Box::new(target),
                     name: name.clone(),
                     optional: false,
+                    cache: Default::default(),
                 },
                 pos: first_pos,
             };
@@ -1447,6 +1448,7 @@ impl<'t> Parser<'t> {
                         object,
                         name,
                         optional: false,
+                        cache: Default::default(),
                     },
                     pos,
                 };
@@ -1477,6 +1479,7 @@ impl<'t> Parser<'t> {
                     object,
                     name,
                     optional,
+                    cache: Default::default(),
                 };
                 return Ok(Expr { kind, pos });
             }
