@@ -322,6 +322,40 @@ pub enum TemplatePart {
     Expr(Expr),
 }
 
+/// What one `obj.name` site learnt the last time it ran: the index of
+/// the field it read, or the object type whose method it called and the
+/// method's index. Only a hint, checked before use (the field's name by
+/// pointer, the type by its unique id), so a site that sees objects of
+/// several shapes stays right. One word, so that the syntax tree (and the
+/// parser's recursion) does not grow.
+#[derive(Debug, Default)]
+pub struct MemberCache(std::cell::Cell<u64>);
+
+impl MemberCache {
+    /// The field index last found here.
+    pub(crate) fn field(&self) -> usize {
+        (self.0.get() & u64::from(u32::MAX)) as usize
+    }
+
+    pub(crate) fn set_field(&self, at: usize) {
+        self.0
+            .set(u64::try_from(at).unwrap_or(0) & u64::from(u32::MAX));
+    }
+
+    /// The method index last found here for the class `class_id` (never 0).
+    pub(crate) fn method(&self, class_id: u32) -> Option<usize> {
+        let word = self.0.get();
+        (class_id != 0 && (word >> 32) as u32 == class_id)
+            .then_some((word & u64::from(u32::MAX)) as usize)
+    }
+
+    pub(crate) fn set_method(&self, class_id: u32, at: usize) {
+        if let Ok(at) = u32::try_from(at) {
+            self.0.set(u64::from(class_id) << 32 | u64::from(at));
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Arg {
     pub name: Option<Rc<str>>,
@@ -365,6 +399,8 @@ pub enum ExprKind {
         object: Box<Expr>,
         name: Rc<str>,
         optional: bool,
+        /// Where this site last found `name` (see [`MemberCache`]).
+        cache: MemberCache,
     },
     /// `obj[index]`, or `obj[?index]` when `checked`.
     Index {

@@ -185,6 +185,7 @@ impl Interpreter {
             object,
             name,
             optional: false,
+            ..
         } = &callee.kind
         {
             let receiver = self.eval(object, scope)?;

@@ -46,6 +46,7 @@ impl Interpreter {
                 object,
                 name,
                 optional,
+                ..
             } => {
                 let receiver = self.eval(object, scope)?;
                 if *optional && receiver.is_null() {

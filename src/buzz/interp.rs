@@ -106,6 +106,33 @@ pub struct Interpreter {
     /// Finished call frames and argument lists kept for the next calls, so
     /// a call allocates nothing in the common case.
     spare: Spare,
+    /// Room for the next calls' arguments.
+    scratch: Scratch,
+}
+
+/// What native calls and built-in methods are given, kept from one call
+/// to the next so that a call allocates nothing: a native's arguments
+/// split into values and names and its call site (whose path is copied
+/// only when the file changes), and emptied argument lists of methods.
+#[derive(Default)]
+struct Scratch {
+    positional: Vec<Vec<Value>>,
+    values: Vec<Value>,
+    names: Vec<Option<Rc<str>>>,
+    site: CallSite,
+    /// The file `site.file` was copied from.
+    file: Option<Rc<Path>>,
+}
+
+impl Scratch {
+    fn locate(&mut self, file: &Rc<Path>, pos: Pos) {
+        if !self.file.as_ref().is_some_and(|f| Rc::ptr_eq(f, file)) {
+            self.site.file = file.to_path_buf();
+            self.file = Some(file.clone());
+        }
+        self.site.line = pos.line;
+        self.site.column = pos.column;
+    }
 }
 
 /// How many finished frames and argument lists an interpreter keeps.
@@ -165,6 +192,7 @@ impl Interpreter {
             heap_budget: super::heap::DEFAULT_HEAP_BUDGET,
             namespace: Vec::new(),
             spare: Spare::default(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -244,6 +272,7 @@ impl Interpreter {
             heap_budget: self.heap_budget,
             namespace: self.namespace.clone(),
             spare: Spare::default(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -508,6 +537,7 @@ impl Interpreter {
 
     fn object(&mut self, decl: &Rc<ObjectDecl>, scope: &Rc<Scope>) -> Eval<()> {
         let class = Rc::new(Class {
+            id: Class::next_id(),
             name: decl.name.clone(),
             decl: Some(decl.clone()),
             scope: Some(scope.clone()),
@@ -572,6 +602,9 @@ impl Interpreter {
         what: impl FnOnce() -> String,
         pos: Pos,
     ) -> Eval<Value> {
+        if plainly_conforms(ty, &value) {
+            return Ok(value);
+        }
         if let (Value::Int(i), true) = (&value, is_double(ty)) {
             return Ok(Value::Double(*i as f64));
         }
@@ -814,7 +847,8 @@ impl Interpreter {
                 object,
                 name,
                 optional,
-            } => self.eval_field(object, name, *optional, scope, expr.pos),
+                cache,
+            } => self.eval_field(object, name, *optional, cache, scope, expr.pos),
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             _ => self.eval_rest(expr, scope),
@@ -847,7 +881,8 @@ impl Interpreter {
                 object,
                 name,
                 optional,
-            } => self.eval_field(object, name, *optional, scope, pos),
+                cache,
+            } => self.eval_field(object, name, *optional, cache, scope, pos),
             ExprKind::Index {
                 object,
                 index,
@@ -995,10 +1030,16 @@ impl Interpreter {
         object: &Expr,
         name: &str,
         optional: bool,
+        site: &MemberCache,
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
         let v = self.eval(object, scope)?;
+        if let Value::Object(obj) = &v {
+            if let Some(found) = obj.get_at_site(name, site) {
+                return Ok(found);
+            }
+        }
         if optional && v.is_null() {
             return Ok(Value::Null);
         }
@@ -1213,13 +1254,23 @@ impl Interpreter {
                     _ => self.assign_var(name, op, new, scope, target.pos, pos),
                 }
             }
-            ExprKind::Field { object, name, .. } => {
+            ExprKind::Field {
+                object,
+                name,
+                cache,
+                ..
+            } => {
                 let obj = self.eval(object, scope)?;
                 let new = self.eval(value, scope)?;
                 let new = match op {
                     Some(op) => self.binary(op, self.field(&obj, name, target.pos)?, new, pos)?,
                     None => new,
                 };
+                if let Value::Object(o) = &obj {
+                    if o.set_at_site(name, new.clone(), cache) {
+                        return Ok(new);
+                    }
+                }
                 self.set_field(&obj, name, new.clone(), target.pos)?;
                 Ok(new)
             }
@@ -1486,13 +1537,13 @@ impl Interpreter {
         };
         let class_scope = class.scope.clone().unwrap_or_else(|| scope.clone());
         for (field, expr) in given {
-            if !decl.fields.iter().any(|f| f.name == *field) {
+            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
                 return Err(self.fail(expr.pos, format!("object `{name}` has no field `{field}`")));
             }
         }
         let mut fields = Vec::with_capacity(decl.fields.len());
         for f in decl.fields.iter().filter(|f| !f.is_static) {
-            let value = match given.iter().find(|(n, _)| *n == f.name) {
+            let value = match given.iter().find(|(n, _)| same_name(n, &f.name)) {
                 Some((_, e)) => self.eval(e, scope)?,
                 None => self.field_default(f, &class_scope, name, pos)?,
             };
@@ -1533,6 +1584,7 @@ impl Interpreter {
             object,
             name,
             optional,
+            cache,
         } = &callee.kind
         {
             let receiver = self.eval(object, scope)?;
@@ -1541,9 +1593,11 @@ impl Interpreter {
             }
             if methods::is_builtin_receiver(&receiver) {
                 let values = self.positional_arguments(args, scope)?;
-                return methods::call_method(self, &receiver, name, values, callee.pos);
+                let result = methods::call_method(self, &receiver, name, &values, callee.pos);
+                self.give_back_positional(values);
+                return result;
             }
-            if let Some((decl, class_scope)) = method_of(&receiver, name) {
+            if let Some((decl, class_scope)) = method_of(&receiver, name, cache) {
                 let values = self.arguments(args, scope)?;
                 return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
             }
@@ -1567,11 +1621,20 @@ impl Interpreter {
 
     /// Arguments of a method of a built-in value, which takes no names.
     fn positional_arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Vec<Value>> {
-        let mut out = Vec::with_capacity(args.len());
+        let mut out = self.scratch.positional.pop().unwrap_or_default();
         for arg in args {
             out.push(self.eval(&arg.value, scope)?);
         }
         Ok(out)
+    }
+
+    /// Keeps an argument list of [`Interpreter::positional_arguments`],
+    /// emptied, for the next method call.
+    fn give_back_positional(&mut self, mut values: Vec<Value>) {
+        if self.scratch.positional.len() < SPARE_LIMIT {
+            values.clear();
+            self.scratch.positional.push(values);
+        }
     }
 
     pub(super) fn builtin_method(
@@ -1582,7 +1645,7 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         let values: Vec<Value> = args.into_iter().map(|(_, v)| v).collect();
-        methods::call_method(self, receiver, name, values, pos)
+        methods::call_method(self, receiver, name, &values, pos)
     }
 
     /// Calls a Buzz function, a native function, or an enum (by value).
@@ -1788,22 +1851,35 @@ impl Interpreter {
         self.conform_with(&param.ty, value, what, pos)
     }
 
-    fn call_native(&mut self, native: &NativeFunction, args: Args, pos: Pos) -> Eval<Value> {
-        let (names, values): (Vec<_>, Vec<Value>) = args.into_iter().unzip();
-        let site = self.site(pos);
-        let function = format!("{}.{}", native.module, native.name);
+    fn call_native(&mut self, native: &NativeFunction, mut args: Args, pos: Pos) -> Eval<Value> {
+        // The scratch space of the last call: no allocation per call in
+        // the common case (a native that somehow re-entered would find it
+        // empty and work from fresh vectors).
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for (name, value) in args.drain(..) {
+            scratch.names.push(name);
+            scratch.values.push(value);
+        }
+        if self.spare.args.len() < SPARE_LIMIT {
+            self.spare.args.push(args);
+        }
+        scratch.locate(&self.file, pos);
         let mut call = NativeCall {
-            args: &values,
-            names: &names,
-            site: &site,
-            function: &function,
+            args: &scratch.values,
+            names: &scratch.names,
+            site: &scratch.site,
+            function: &native.label,
             out: &mut *self.out,
             script_args: &self.args,
             fiber: &self.fiber,
             exit: ExitRequest::Continue,
         };
         let result = (native.f)(&mut call);
-        if let ExitRequest::Exit(status) = call.exit {
+        let exit = call.exit;
+        scratch.names.clear();
+        scratch.values.clear();
+        self.scratch = scratch;
+        if let ExitRequest::Exit(status) = exit {
             return Err(Flow::Exit(status));
         }
         result.map_err(|raise| self.raised(raise, pos))
@@ -1827,6 +1903,7 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
         .into_iter()
         .map(|(fname, f)| {
             let native = NativeFunction {
+                label: Rc::from(format!("{name}.{fname}")),
                 module: name.clone(),
                 name: Rc::from(fname.as_str()),
                 f,
@@ -1853,19 +1930,28 @@ fn this_name() -> Rc<str> {
 
 /// The method `name` of an instance, with the scope it closes over: what
 /// `receiver.name(…)` calls, when `name` is not a field holding a function.
-fn method_of(receiver: &Value, name: &str) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
+///
+/// `site` holds the class id and method index this site found last: a
+/// declared class's instances all have the fields of its declaration, so
+/// what `name` means is the same for each of them.
+fn method_of(receiver: &Value, name: &str, site: &MemberCache) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
     let Value::Object(obj) = receiver else {
         return None;
     };
+    let class = &obj.class;
+    let decl = class.decl.as_ref()?;
+    if let Some(at) = site.method(class.id) {
+        return Some((decl.methods.get(at)?.clone(), class.scope.clone()?));
+    }
     if obj.fields.borrow().iter().any(|(n, _)| same_name(n, name)) {
         return None;
     }
-    let decl = obj.class.decl.as_ref()?;
-    let method = decl
+    let at = decl
         .methods
         .iter()
-        .find(|m| &*m.name == name && !m.is_static)?;
-    Some((method.clone(), obj.class.scope.clone()?))
+        .position(|m| &*m.name == name && !m.is_static)?;
+    site.set_method(class.id, at);
+    Some((decl.methods.get(at)?.clone(), class.scope.clone()?))
 }
 
 /// Stores a declaration's value where the resolver put it: its slot in
@@ -1966,6 +2052,35 @@ fn exit_status(v: &Value) -> i32 {
     match v {
         Value::Int(i) => i32::try_from(*i).unwrap_or(1),
         _ => 0,
+    }
+}
+
+/// Whether `value` is already what `ty` asks for with nothing to infer,
+/// widen or record: `null` for an optional, an instance of the named
+/// object type (its name found by pointer, as the lexer interns both).
+#[inline]
+fn plainly_conforms(ty: &Type, value: &Value) -> bool {
+    let mut ty = ty;
+    let mut optional = false;
+    let named = loop {
+        match ty {
+            Type::Named(n) => break n,
+            Type::Optional(inner) => {
+                optional = true;
+                ty = inner;
+            }
+            Type::Mut(inner) => ty = inner,
+            _ => return optional && value.is_null(),
+        }
+    };
+    match value {
+        Value::Null => optional,
+        Value::Object(o) => {
+            o.class.decl.is_some()
+                && o.class.name.as_ptr() == named.as_ptr()
+                && o.class.name.len() == named.len()
+        }
+        _ => false,
     }
 }
 

@@ -232,23 +232,23 @@ pub(crate) fn call_method(
     interp: &mut Interpreter,
     receiver: &Value,
     name: &str,
-    args: Vec<Value>,
+    args: &[Value],
     pos: Pos,
 ) -> Eval<Value> {
     let result = match receiver {
-        Value::Str(s) => str_method(s, name, &args),
-        Value::Bytes(b) => bytes_method(b, name, &args),
+        Value::Str(s) => str_method(s, name, args),
+        Value::Bytes(b) => bytes_method(b, name, args),
         Value::List(list) if callbacks::takes_callback(name) => {
-            return callbacks::list_callback(interp, list, name, &args, pos)
+            return callbacks::list_callback(interp, list, name, args, pos)
         }
         Value::Map(map) if callbacks::takes_callback(name) => {
-            return callbacks::map_callback(interp, map, name, &args, pos)
+            return callbacks::map_callback(interp, map, name, args, pos)
         }
-        Value::List(list) => list_method(list, name, &args),
-        Value::Map(map) => map_method(map, name, &args),
-        Value::Range(low, high) => range_method(*low, *high, name, &args),
-        Value::Pattern(p) => callbacks::pattern_method(p, name, &args),
-        Value::Fiber(f) => fiber_method(f, name, &args),
+        Value::List(list) => list_method(list, name, args),
+        Value::Map(map) => map_method(map, name, args),
+        Value::Range(low, high) => range_method(*low, *high, name, args),
+        Value::Pattern(p) => callbacks::pattern_method(p, name, args),
+        Value::Fiber(f) => fiber_method(f, name, args),
         other => Err(format!("{} has no methods", other.type_name())),
     };
     result.map_err(|message| interp.fail(pos, message))
@@ -326,7 +326,7 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "split" => str_split(s, arg_str(args, 0, name)?),
         "replace" => str_replace(s, arg_str(args, 0, name)?, arg_str(args, 1, name)?),
         "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
-        "sub" => byte_sub(s.as_bytes(), args, name),
+        "sub" => str_sub(s, args, name),
         "bin" => hex_decode(s).map(Value::from_bytes),
         "repeat" => str_repeat(s, arg_int(args, 0, name)?),
         "byte" => {
@@ -362,6 +362,25 @@ fn byte_sub(bytes: &[u8], args: &[Value], name: &str) -> Plain {
     let start = start.min(bytes.len());
     let end = start.saturating_add(len).min(bytes.len());
     Ok(Value::from_bytes(bytes[start..end].to_vec()))
+}
+
+/// [`byte_sub`] of text: a piece that starts and ends on characters is
+/// text at once (one copy, no UTF-8 check).
+fn str_sub(s: &str, args: &[Value], name: &str) -> Plain {
+    if let (Some(Value::Int(start)), None | Some(Value::Int(_)) | Some(Value::Null)) =
+        (args.first(), args.get(1))
+    {
+        let start = usize::try_from((*start).max(0)).unwrap_or(0).min(s.len());
+        let len = match args.get(1) {
+            Some(Value::Int(len)) => usize::try_from((*len).max(0)).unwrap_or(0),
+            _ => usize::MAX,
+        };
+        let end = start.saturating_add(len).min(s.len());
+        if let Some(piece) = s.get(start..end) {
+            return Ok(Value::str(piece));
+        }
+    }
+    byte_sub(s.as_bytes(), args, name)
 }
 
 /// `"c3fc".bin()`: the bytes the hex digits spell.

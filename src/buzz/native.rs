@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 /// Where in the spell a native function was called (the start of the call).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallSite {
     pub file: PathBuf,
     pub line: u32,

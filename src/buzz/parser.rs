@@ -428,6 +428,7 @@ impl<'t> Parser<'t> {
                     object: Box::new(target),
                     name: name.clone(),
                     optional: false,
+                    cache: Default::default(),
                 },
                 pos: first_pos,
             };
@@ -1470,6 +1471,7 @@ impl<'t> Parser<'t> {
                         object,
                         name,
                         optional: false,
+                        cache: Default::default(),
                     },
                     pos,
                 };
@@ -1500,6 +1502,7 @@ impl<'t> Parser<'t> {
                     object,
                     name,
                     optional,
+                    cache: Default::default(),
                 };
                 return Ok(Expr { kind, pos });
             }

@@ -5,9 +5,9 @@
 //! bound: nested containers are dropped with an explicit work list, and
 //! printing and equality stop at [`MAX_VALUE_DEPTH`].
 
-use super::ast::{FunDecl, Mutability, ObjectDecl, Type};
+use super::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use super::native::NativeFn;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
@@ -508,6 +508,10 @@ impl MapObj {
 
 /// A Buzz `object` type, or the type of a native record.
 pub struct Class {
+    /// Unique among the classes a thread makes (0: none, for natives,
+    /// anonymous objects, and past the 4 billionth), so that a call site
+    /// can remember a class's method.
+    pub(crate) id: u32,
     pub(crate) name: Rc<str>,
     pub(crate) decl: Option<Rc<ObjectDecl>>,
     /// The scope methods close over.
@@ -520,11 +524,30 @@ impl Class {
     /// A type with no Buzz declaration: native records and anonymous objects.
     pub(crate) fn native(name: &str) -> Class {
         Class {
+            id: 0,
             name: Rc::from(name),
             decl: None,
             scope: None,
             statics: RefCell::new(Vec::new()),
         }
+    }
+
+    /// A fresh [`Class::id`] for a declared class.
+    pub(crate) fn next_id() -> u32 {
+        thread_local! {
+            static NEXT: Cell<u32> = const { Cell::new(1) };
+        }
+        NEXT.with(|next| {
+            let id = next.get();
+            // Ids are never reused: once they run out, classes get none
+            // and their calls are looked up each time.
+            next.set(id.saturating_add(1));
+            if id == u32::MAX {
+                0
+            } else {
+                id
+            }
+        })
     }
 
     pub(crate) fn is_anonymous(&self) -> bool {
@@ -552,6 +575,47 @@ impl Instance {
             .iter()
             .find(|(n, _)| same_name(n, name))
             .map(|(_, v)| v.clone())
+    }
+
+    /// The index of the field `name`, trying where `site` last found it
+    /// first: by pointer, since the lexer interns names.
+    #[inline]
+    fn position(fields: &[(Rc<str>, Value)], name: &str, site: &MemberCache) -> Option<usize> {
+        let at = site.field();
+        if fields
+            .get(at)
+            .is_some_and(|(n, _)| n.as_ptr() == name.as_ptr() && n.len() == name.len())
+        {
+            return Some(at);
+        }
+        let at = fields.iter().position(|(n, _)| same_name(n, name))?;
+        site.set_field(at);
+        Some(at)
+    }
+
+    /// [`Instance::get`] from a site that remembers where it found `name`.
+    #[inline]
+    pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
+        let fields = self.fields.borrow();
+        let at = Self::position(&fields, name, site)?;
+        fields.get(at).map(|(_, v)| v.clone())
+    }
+
+    /// [`Instance::set`] from a site that remembers where it found `name`.
+    #[inline]
+    pub(crate) fn set_at_site(&self, name: &str, value: Value, site: &MemberCache) -> bool {
+        let mut fields = self.fields.borrow_mut();
+        let Some(at) = Self::position(&fields, name, site) else {
+            return false;
+        };
+        if let Some(slot) = fields.get_mut(at) {
+            // The old value is dropped after the borrow ends (its drop may
+            // reach this very object).
+            let old = std::mem::replace(&mut slot.1, value);
+            drop(fields);
+            drop(old);
+        }
+        true
     }
 
     /// Sets an existing field; false when there is no such field.
@@ -584,6 +648,8 @@ pub struct Closure {
 
 /// A function of a native module, as seen by Buzz code.
 pub struct NativeFunction {
+    /// `module.name`, for messages.
+    pub(crate) label: Rc<str>,
     pub(crate) module: Rc<str>,
     pub(crate) name: Rc<str>,
     pub(crate) f: NativeFn,
@@ -808,17 +874,27 @@ fn take_scope(scope: &mut Scope, work: &mut Vec<Doomed>) {
     }
 }
 
+// Each drop below first asks whether an ordinary drop could nest at all:
+// most containers hold scalars or values someone else still holds, and
+// then the work list (an allocation per drop) is skipped.
+
 impl Drop for ListObj {
     fn drop(&mut self) {
-        let items = self.items.take();
-        if !items.is_empty() {
-            drain(items.into_iter().map(Doomed::Value).collect());
+        let items = self.items.get_mut();
+        if items.iter().all(drops_flat) {
+            return;
         }
+        let items = std::mem::take(items);
+        drain(items.into_iter().map(Doomed::Value).collect());
     }
 }
 
 impl Drop for MapObj {
     fn drop(&mut self) {
+        let entries = &self.data.get_mut().entries;
+        if entries.iter().all(|(k, v)| drops_flat(k) && drops_flat(v)) {
+            return;
+        }
         let data = self.data.take();
         let work: Vec<Doomed> = data
             .entries
@@ -833,10 +909,12 @@ impl Drop for MapObj {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        let fields = self.fields.take();
-        if !fields.is_empty() {
-            drain(fields.into_iter().map(|(_, v)| Doomed::Value(v)).collect());
+        let fields = self.fields.get_mut();
+        if fields.iter().all(|(_, v)| drops_flat(v)) {
+            return;
         }
+        let fields = std::mem::take(fields);
+        drain(fields.into_iter().map(|(_, v)| Doomed::Value(v)).collect());
     }
 }
 

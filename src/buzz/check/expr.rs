@@ -76,6 +76,7 @@ impl Cx<'_, '_> {
                 object,
                 name,
                 optional,
+                ..
             } => self.field(object, name, *optional, e),
             ExprKind::Index {
                 object,

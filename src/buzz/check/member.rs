@@ -26,6 +26,7 @@ impl Cx<'_, '_> {
                 object,
                 name,
                 optional,
+                ..
             } => {
                 let receiver = self.expr(object);
                 if let Some(t) = self.builtin_method(&receiver, name, args, callee) {
