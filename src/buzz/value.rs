@@ -705,8 +705,30 @@ impl Scope {
     #[inline]
     pub(crate) fn get(&self, slot: u32) -> Value {
         match self.slots.borrow().get(slot as usize) {
+            // Scalars copied here, not through the out-of-line `clone`.
+            Some(Value::Int(i)) => Value::Int(*i),
+            Some(Value::Double(d)) => Value::Double(*d),
+            Some(Value::Bool(b)) => Value::Bool(*b),
             Some(v) => v.clone(),
             None => Value::Null,
+        }
+    }
+
+    /// The `int` in slot `slot`, if it holds one.
+    #[inline]
+    pub(crate) fn peek_int(&self, slot: u32) -> Option<i64> {
+        match self.slots.borrow().get(slot as usize) {
+            Some(Value::Int(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// Stores the scalar `value` over the scalar in slot `slot` (one that
+    /// [`Scope::peek_int`] just read): nothing to drop.
+    #[inline]
+    pub(crate) fn set_scalar(&self, slot: u32, value: Value) {
+        if let Some(place) = self.slots.borrow_mut().get_mut(slot as usize) {
+            *place = value;
         }
     }
 
