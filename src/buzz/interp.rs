@@ -460,8 +460,10 @@ impl Interpreter {
     /// A scope under `parent` for one step of a loop, made from `last`
     /// (the previous step's) when nothing else holds it.
     fn step_scope(last: &mut Option<Rc<Scope>>, parent: &Rc<Scope>) -> Rc<Scope> {
-        let spare = last.take().and_then(Scope::recycle);
-        Scope::reuse(spare, parent.clone(), 0)
+        match last.take().and_then(Scope::emptied) {
+            Some(scope) => scope,
+            None => Scope::new(Some(parent.clone())),
+        }
     }
 
     pub(super) fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
@@ -477,6 +479,12 @@ impl Interpreter {
         let result = match &stmt.kind {
             StmtKind::Expr(e) => self.expr_stmt(e, scope),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
+            StmtKind::If {
+                cond,
+                binding: None,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
             _ => self.exec_inner(stmt, scope),
         };
         self.depth -= 1;
@@ -492,43 +500,46 @@ impl Interpreter {
             if let ExprKind::Var(name, res) = &target.kind {
                 if let (
                     Res::Local {
-                        depth: 0,
+                        depth,
                         slot,
                         fixed: false,
                     },
                     false,
                 ) = (res.get(), &**name == "_")
                 {
-                    return self.store_local(scope, slot, *op, value, e.pos);
+                    if let Some(frame) = scope.ancestor(depth) {
+                        return self.store_local(scope, frame, slot, (*op, value), e.pos);
+                    }
                 }
             }
         }
         self.eval(e, scope).map(drop)
     }
 
-    /// `local = value` or `local op= value` in slot `slot` of `scope`.
+    /// `local = value` or `local op= value` (read in `scope`) in slot
+    /// `slot` of `frame`.
     fn store_local(
         &mut self,
         scope: &Rc<Scope>,
+        frame: &Scope,
         slot: u32,
-        op: Option<BinOp>,
-        value: &Expr,
+        (op, value): (Option<BinOp>, &Expr),
         pos: Pos,
     ) -> Eval<()> {
         let Some(op) = op else {
             let new = self.eval(value, scope)?;
-            drop(scope.set(slot, new));
+            drop(frame.set(slot, new));
             return Ok(());
         };
-        let old = scope.peek_int(slot);
+        let old = frame.peek_int(slot);
         if let (Some(x), Some(y)) = (old, peek_int(value, scope)) {
             if let Some(v) = int_fast(op, x, y) {
-                scope.set_scalar(slot, v);
+                frame.set_scalar(slot, v);
                 return Ok(());
             }
         }
         let new = self.eval(value, scope)?;
-        let old = scope.get(slot);
+        let old = frame.get(slot);
         let fast = match (&old, &new) {
             (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
             _ => None,
@@ -537,7 +548,7 @@ impl Interpreter {
             Some(v) => v,
             None => methods::binary(op, &old, &new).map_err(|message| self.fail(pos, message))?,
         };
-        drop(scope.set(slot, result));
+        drop(frame.set(slot, result));
         Ok(())
     }
 
@@ -726,7 +737,7 @@ impl Interpreter {
     pub(super) fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
         if let ExprKind::Binary(op, l, r) = &cond.kind {
             if let (Some(x), Some(y)) = (peek_int(l, scope), peek_int(r, scope)) {
-                if let Some(Value::Bool(b)) = int_fast(*op, x, y) {
+                if let Some(b) = int_compare(*op, x, y) {
                     return Ok(b);
                 }
             }
@@ -936,6 +947,10 @@ impl Interpreter {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Var(name, res) => match res.get() {
                 Res::Local { depth: 0, slot, .. } => Ok(scope.get(slot)),
+                Res::Local { depth, slot, .. } => match scope.ancestor(depth) {
+                    Some(frame) => Ok(frame.get(slot)),
+                    None => self.variable(name, res, scope, expr.pos),
+                },
                 _ => self.variable(name, res, scope, expr.pos),
             },
             ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, expr.pos),
@@ -1735,7 +1750,9 @@ impl Interpreter {
         let f = self.eval(callee, scope)?;
         if let Value::Function(closure) = &f {
             let decl = &closure.decl;
-            if !decl.frame.get().method && closure.type_args.is_empty() && takes_in_order(decl, args)
+            if !decl.frame.get().method
+                && closure.type_args.is_empty()
+                && takes_in_order(decl, args)
             {
                 let callee = Callee {
                     decl,
@@ -1940,9 +1957,14 @@ impl Interpreter {
     /// Runs `decl`'s body in its bound frame `scope`: what it returns.
     fn run_frame(&mut self, decl: &FunDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         // Positions inside the function are in the file it was written in.
-        let caller = std::mem::replace(&mut self.file, decl.file.clone());
-        let outcome = self.exec_all(&decl.body, scope);
-        self.file = caller;
+        let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
+            self.exec_all(&decl.body, scope)
+        } else {
+            let caller = std::mem::replace(&mut self.file, decl.file.clone());
+            let outcome = self.exec_all(&decl.body, scope);
+            self.file = caller;
+            outcome
+        };
         match outcome {
             Ok(()) => Ok(Value::Null),
             Err(Flow::Return(v)) => Ok(v),
@@ -2227,10 +2249,25 @@ fn peek_int(e: &Expr, scope: &Scope) -> Option<i64> {
         ExprKind::Int(i) => Some(*i),
         ExprKind::Var(_, res) => match res.get() {
             Res::Local { depth: 0, slot, .. } => scope.peek_int(slot),
+            Res::Local { depth, slot, .. } => scope.ancestor_ref(depth)?.peek_int(slot),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// `x op y` for the comparison operators on two ints.
+#[inline]
+fn int_compare(op: BinOp, x: i64, y: i64) -> Option<bool> {
+    Some(match op {
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        BinOp::Eq => x == y,
+        BinOp::Ne => x != y,
+        _ => return None,
+    })
 }
 
 /// `x op y` on two ints where it cannot fail; `None` sends the operation

@@ -759,6 +759,16 @@ impl Scope {
         Some(s)
     }
 
+    /// [`Scope::ancestor`] of a plain reference.
+    #[inline]
+    pub(crate) fn ancestor_ref(&self, depth: u32) -> Option<&Scope> {
+        let mut s = self;
+        for _ in 0..depth {
+            s = s.parent.as_deref()?;
+        }
+        Some(s)
+    }
+
     /// The outermost scope: the globals of the file the code is in.
     #[inline]
     pub(crate) fn root(self: &Rc<Scope>) -> &Rc<Scope> {
@@ -803,6 +813,25 @@ impl Scope {
         vars.clear();
         scope.slots.get_mut().clear();
         scope.parent = None;
+        Some(frame)
+    }
+
+    /// A loop step's finished scope, emptied for the next step (its
+    /// parent kept), or `None` (and it is dropped as usual) when something
+    /// still holds it, such as a closure made in the step, or when
+    /// emptying it could start a chain of nested drops.
+    pub(crate) fn emptied(mut frame: Rc<Scope>) -> Option<Rc<Scope>> {
+        let scope = Rc::get_mut(&mut frame)?;
+        let vars = scope.vars.get_mut();
+        if !vars.iter().all(|s| drops_flat(&s.value)) {
+            return None;
+        }
+        let slots = scope.slots.get_mut();
+        if !slots.iter().all(drops_flat) {
+            return None;
+        }
+        vars.clear();
+        slots.clear();
         Some(frame)
     }
 
