@@ -138,6 +138,11 @@ impl Scratch {
 /// How many finished frames and argument lists an interpreter keeps.
 const SPARE_LIMIT: usize = 64;
 
+/// How many finished call frames an interpreter keeps: enough for the
+/// depth a recursion such as Ackermann's swings through at each return
+/// (a frame kept holds a few hundred bytes of heap at most).
+const SPARE_FRAMES: usize = 2048;
+
 /// Finished call frames and emptied argument lists, ready for reuse.
 #[derive(Default)]
 struct Spare {
@@ -1812,7 +1817,7 @@ impl Interpreter {
         let result = self.run_frame(decl, &inner, pos);
         self.calls -= 1;
         self.depth -= 1;
-        if self.spare.frames.len() < SPARE_LIMIT {
+        if self.spare.frames.len() < SPARE_FRAMES {
             self.spare.frames.extend(Scope::recycle(inner));
         }
         result
@@ -1942,7 +1947,7 @@ impl Interpreter {
             Self::bind_type_args(decl, type_args, &scope);
         }
         let result = self.run_body(decl, &scope, args, pos);
-        if self.spare.frames.len() < SPARE_LIMIT {
+        if self.spare.frames.len() < SPARE_FRAMES {
             self.spare.frames.extend(Scope::recycle(scope));
         }
         result
@@ -1958,21 +1963,37 @@ impl Interpreter {
     fn run_frame(&mut self, decl: &FunDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         // Positions inside the function are in the file it was written in.
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
-            self.exec_all(&decl.body, scope)
+            self.exec_body(&decl.body, scope)
         } else {
             let caller = std::mem::replace(&mut self.file, decl.file.clone());
-            let outcome = self.exec_all(&decl.body, scope);
+            let outcome = self.exec_body(&decl.body, scope);
             self.file = caller;
             outcome
         };
         match outcome {
-            Ok(()) => Ok(Value::Null),
+            Ok(v) => Ok(v),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
                 Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// A function's body: what it returns. A `return` among the body's
+    /// own statements (not nested in a block) gives its value here, not
+    /// through [`Flow::Return`].
+    fn exec_body(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<Value> {
+        for stmt in body {
+            if let StmtKind::Return(value) = &stmt.kind {
+                return match value {
+                    Some(e) => self.eval(e, scope),
+                    None => Ok(Value::Null),
+                };
+            }
+            self.exec(stmt, scope)?;
+        }
+        Ok(Value::Null)
     }
 
     /// A parameter's default value, evaluated in the file it was written in.

@@ -810,7 +810,9 @@ impl Scope {
         if !scope.slots.get_mut().iter().all(drops_flat) {
             return None;
         }
-        vars.clear();
+        if !vars.is_empty() {
+            vars.clear();
+        }
         scope.slots.get_mut().clear();
         scope.parent = None;
         Some(frame)
@@ -823,14 +825,16 @@ impl Scope {
     pub(crate) fn emptied(mut frame: Rc<Scope>) -> Option<Rc<Scope>> {
         let scope = Rc::get_mut(&mut frame)?;
         let vars = scope.vars.get_mut();
-        if !vars.iter().all(|s| drops_flat(&s.value)) {
-            return None;
+        if !vars.is_empty() {
+            if !vars.iter().all(|s| drops_flat(&s.value)) {
+                return None;
+            }
+            vars.clear();
         }
         let slots = scope.slots.get_mut();
         if !slots.iter().all(drops_flat) {
             return None;
         }
-        vars.clear();
         slots.clear();
         Some(frame)
     }
