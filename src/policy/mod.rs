@@ -21,6 +21,7 @@ mod load;
 pub mod lock;
 pub mod path;
 pub mod reference;
+mod regular;
 mod resolve;
 pub mod shims;
 mod trie;
@@ -41,6 +42,7 @@ pub use lock::{
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
+pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use workspace::{
     enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
