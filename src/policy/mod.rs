@@ -24,6 +24,7 @@ pub mod reference;
 mod resolve;
 pub mod shims;
 mod trie;
+pub mod winpath;
 mod workspace;
 
 pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
