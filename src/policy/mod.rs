@@ -19,6 +19,7 @@ pub mod hosts;
 pub mod limits;
 mod load;
 pub mod lock;
+pub mod native;
 pub mod path;
 pub mod reference;
 mod resolve;
@@ -27,7 +28,7 @@ mod trie;
 pub mod winpath;
 mod workspace;
 
-pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
+pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY, WINDOWS_RO, WINDOWS_RW};
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
@@ -43,6 +44,7 @@ pub use lock::{
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
+pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
     enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
     ENABLED_VAR,
@@ -74,6 +76,9 @@ pub struct Policy {
     state_source: StateSource,
     /// The workspace root (real path).
     workspace: PathBuf,
+    /// The workspace as the policy's paths spell it: on Windows its key
+    /// (`/c:/users/me/ws`, see [`winpath`]); elsewhere `workspace` itself.
+    workspace_key: PathBuf,
     /// `magus.yaml`, when the workspace has one.
     config_file: Option<PathBuf>,
     /// Every granted path, real and absolute, one grant per path: the
@@ -105,10 +110,14 @@ impl Policy {
         passthrough: Vec<EnvPattern>,
     ) -> Policy {
         let trie = PathTrie::new(&grants);
+        let workspace_key = native::from_os(&workspace)
+            .map(NormalPath::into_path_buf)
+            .unwrap_or_else(|_| workspace.clone());
         Policy {
             state,
             state_source: StateSource::Default,
             workspace,
+            workspace_key,
             config_file: None,
             grants,
             network,
@@ -153,6 +162,13 @@ impl Policy {
     /// The workspace root (real path).
     pub fn workspace(&self) -> &Path {
         &self.workspace
+    }
+
+    /// The workspace as the grants and the gate's paths spell it: on
+    /// Windows the key of the Windows path model; elsewhere
+    /// [`Policy::workspace`].
+    pub(crate) fn workspace_key(&self) -> &Path {
+        &self.workspace_key
     }
 
     /// `magus.yaml`, when the workspace has one.
