@@ -73,7 +73,7 @@ impl HiddenPrograms {
             // Checked by its real path, as Landlock and the view see it
             // (`/bin` is `/usr/bin` on merged-usr systems).
             let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-            let granted = crate::policy::NormalPath::new(&real)
+            let granted = crate::policy::native::from_os(&real)
                 .is_ok_and(|d| policy.check(&d, Access::Execute).is_allowed());
             if granted || dirs.contains_key(&dir) {
                 continue;
