@@ -76,8 +76,8 @@ pub struct Policy {
     state_source: StateSource,
     /// The workspace root (real path).
     workspace: PathBuf,
-    /// The workspace as the policy's paths spell it: on Windows its key
-    /// (`/c:/users/me/ws`, see [`winpath`]); elsewhere `workspace` itself.
+    /// The workspace as the policy compares paths: on Windows its key,
+    /// folded (`/c:/users/me/ws`, see [`winpath`]); elsewhere `workspace`.
     workspace_key: PathBuf,
     /// `magus.yaml`, when the workspace has one.
     config_file: Option<PathBuf>,
@@ -109,9 +109,12 @@ impl Policy {
         network: Network,
         passthrough: Vec<EnvPattern>,
     ) -> Policy {
-        let trie = PathTrie::new(&grants);
+        let trie = match cfg!(windows) {
+            true => PathTrie::new(&folded_grants(&grants)),
+            false => PathTrie::new(&grants),
+        };
         let workspace_key = native::from_os(&workspace)
-            .map(NormalPath::into_path_buf)
+            .map(|key| native::folded(&key).into_owned())
             .unwrap_or_else(|_| workspace.clone());
         Policy {
             state,
@@ -129,9 +132,19 @@ impl Policy {
     }
 
     /// May `access` happen at `path` (normalised, absolute)? Pure trie
-    /// lookup: no allocation, no system call. This answers for the sandbox
-    /// as configured; callers check [`Policy::state`] for whether to ask.
+    /// lookup: no allocation, no system call (on Windows a path with an
+    /// upper-case letter is folded first, in one allocation). This answers
+    /// for the sandbox as configured; callers check [`Policy::state`] for
+    /// whether to ask.
     pub fn check(&self, path: &NormalPath, access: Access) -> Decision {
+        #[cfg(windows)]
+        if let std::borrow::Cow::Owned(folded) = native::folded(path) {
+            // Folding a normal path leaves a normal path.
+            return self.trie.check(
+                &NormalPath::new(folded).unwrap_or_else(|_| NormalPath::root()),
+                access,
+            );
+        }
         self.trie.check(path, access)
     }
 
@@ -164,9 +177,8 @@ impl Policy {
         &self.workspace
     }
 
-    /// The workspace as the grants and the gate's paths spell it: on
-    /// Windows the key of the Windows path model; elsewhere
-    /// [`Policy::workspace`].
+    /// The workspace as the policy compares paths: on Windows the folded
+    /// key of the Windows path model; elsewhere [`Policy::workspace`].
     pub(crate) fn workspace_key(&self) -> &Path {
         &self.workspace_key
     }
@@ -228,4 +240,14 @@ impl Policy {
     pub(crate) fn child_env(&self, env: &[(OsString, OsString)]) -> ChildEnv {
         ChildEnv::build(env, &self.passthrough)
     }
+}
+
+/// `grants` with their paths as the policy compares them (Windows: keys
+/// folded to lower case), for the trie.
+fn folded_grants(grants: &[Grant]) -> Vec<Grant> {
+    let fold = |g: &Grant| Grant {
+        path: native::folded(&g.path).into_owned(),
+        ..g.clone()
+    };
+    grants.iter().map(fold).collect()
 }

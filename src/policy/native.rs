@@ -35,6 +35,21 @@ pub fn join(base: &NormalPath, spelled: &str) -> Result<NormalPath, WinPathError
     }
 }
 
+/// `path` as the policy compares paths: on Windows a key [`folded`] to
+/// lower case (NTFS's names are case-insensitive); elsewhere `path`.
+///
+/// [`folded`]: super::winpath::fold
+pub fn folded(path: &Path) -> Cow<'_, Path> {
+    #[cfg(windows)]
+    {
+        super::winpath::fold(path)
+    }
+    #[cfg(not(windows))]
+    {
+        Cow::Borrowed(path)
+    }
+}
+
 /// The path to hand the OS for `path`: a policy key made a Windows path
 /// again; any other path (and every path on Unix) as it is.
 pub fn to_os(path: &Path) -> Cow<'_, Path> {

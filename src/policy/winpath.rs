@@ -5,15 +5,18 @@
 //! rules are tested on Linux; only the gate's Windows glue calls them.
 //!
 //! A Windows path is kept in the policy as a *key*: `C:\Users\Me\x` is
-//! `/c:/users/me/x`, the drive as the first name, ASCII letters folded to
-//! lower case (NTFS compares names case-insensitively). The trie, the
-//! protected names and the grant roots then work on keys exactly as on
-//! POSIX paths. Only ASCII is folded: NTFS's own table folds more, so a
-//! non-ASCII name spelled in another case than the disk's is refused, never
-//! granted wider (folding more than NTFS could merge two distinct names).
+//! `/c:/Users/Me/x`, the drive (lower case) as the first name, `/` between
+//! names, the names' case kept, so what a spell creates has the case it
+//! spelled. Keys are compared after [`fold`] (ASCII letters to lower case:
+//! NTFS compares names case-insensitively), so the trie, the protected
+//! names and the grant roots work on folded keys exactly as on POSIX
+//! paths. Only ASCII is folded: NTFS's own table folds more, so a non-ASCII
+//! name spelled in another case than the disk's is refused, never granted
+//! wider (folding more than NTFS could merge two distinct names).
 
 use super::path::{os_string, PathError, NAME_MAX, PATH_MAX};
 use super::NormalPath;
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -195,7 +198,7 @@ fn push_names(out: &mut Vec<u8>, rest: &[u8], spelled: &[u8]) -> Result<(), WinP
             name => {
                 check_name(name).map_err(|kind| WinPathError::refused(kind, spelled))?;
                 out.push(b'/');
-                out.extend(name.iter().map(u8::to_ascii_lowercase));
+                out.extend_from_slice(name);
             }
         }
     }
@@ -278,6 +281,17 @@ pub fn key_of_os(path: &[u8]) -> Result<NormalPath, WinPathError> {
         Ok(_) => Err(WinPathError::refused(WinRefusal::RootRelative, path)),
         Err(kind) => Err(WinPathError::refused(kind, path)),
     }
+}
+
+/// `key` as keys are compared: ASCII letters in lower case. Borrowed when
+/// there is nothing to fold. Folding keeps every byte's position, so an
+/// offset found in the folded key holds in the key.
+pub fn fold(key: &Path) -> Cow<'_, Path> {
+    let bytes = key.as_os_str().as_encoded_bytes();
+    if !bytes.iter().any(u8::is_ascii_uppercase) {
+        return Cow::Borrowed(key);
+    }
+    Cow::Owned(PathBuf::from(os_string(bytes.to_ascii_lowercase())))
 }
 
 /// The Windows path a key stands for, to open (`/c:/x` is `c:\x`, `/c:`

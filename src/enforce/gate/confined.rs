@@ -76,11 +76,11 @@ impl Cwd {
     fn new(path: NormalPath, policy: &Policy, workspace: &Path) -> Cwd {
         let bytes = path.as_os_str().as_encoded_bytes();
         let near_proc = bytes == b"/" || bytes.starts_with(b"/proc");
-        let writes = match path.strip_prefix(workspace) {
+        let writes = match native::folded(&path).strip_prefix(workspace) {
             Ok(rest) if rest.as_os_str().is_empty() => WritesBelow::AtWorkspace,
             Ok(rest) if is_protected_rest(rest) => WritesBelow::General,
             Ok(_) => WritesBelow::InWorkspace,
-            Err(_) if workspace.starts_with(&path) => WritesBelow::General,
+            Err(_) if workspace.starts_with(native::folded(&path)) => WritesBelow::General,
             Err(_) => WritesBelow::Unprotected,
         };
         let own_root = policy.grants().iter().position(|g| g.path == *path);
@@ -311,7 +311,11 @@ impl Confined {
         let root = self
             .root(index)
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let Some(rel_start) = rel_offset(abs.as_os_str().as_encoded_bytes(), root.path()) else {
+        // Folding keeps byte offsets: the offset in the folded path holds
+        // in `abs`, whose case is kept for the open.
+        let folded = native::folded(&abs);
+        let root_path = native::folded(root.path());
+        let Some(rel_start) = rel_offset(folded.as_os_str().as_encoded_bytes(), &root_path) else {
             let e = std::io::Error::other("the granted root does not contain the path");
             return Err(GateError::io(op, spelled, e));
         };
@@ -470,7 +474,7 @@ impl Confined {
         op: FsOp,
     ) -> Result<(), GateError> {
         let real = super::fs_ops::final_path(handle).map_err(|e| GateError::io(op, spelled, e))?;
-        if real == *located.abs {
+        if native::folded(&real) == native::folded(&located.abs) {
             return Ok(());
         }
         let leads_to = Some(real.to_path_buf());
@@ -523,7 +527,8 @@ impl Confined {
 
     /// `path` is a protected path or lies beneath one.
     fn is_protected(&self, path: &Path) -> bool {
-        path.strip_prefix(self.policy.workspace_key())
+        native::folded(path)
+            .strip_prefix(self.policy.workspace_key())
             .is_ok_and(is_protected_rest)
     }
 
@@ -531,6 +536,7 @@ impl Confined {
     /// workspace and its ancestors included).
     fn holds_protected(&self, path: &Path) -> bool {
         let workspace = self.policy.workspace_key();
+        let path = native::folded(path);
         match path.strip_prefix(workspace) {
             Ok(rest) => PROTECTED.iter().any(|p| Path::new(p).starts_with(rest)),
             Err(_) => workspace.starts_with(path),

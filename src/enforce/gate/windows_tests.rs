@@ -180,6 +180,18 @@ fn protected_names_are_protected_in_any_case() {
         std::fs::read(f.ws.join(r"out\sub\new.txt")).expect("read"),
         b"new"
     );
+    // What a spell creates has the case it spelled: keys fold only to compare.
+    f.gate
+        .write(r"Out\Sub\ReadMe.TXT", b"case", WriteMode::Truncate)
+        .expect("a write in another case");
+    let names = |dir: &Path| -> Vec<std::ffi::OsString> {
+        let entries = std::fs::read_dir(dir).expect("list");
+        entries.map(|e| e.expect("an entry").file_name()).collect()
+    };
+    let sub = names(&f.ws.join(r"out\sub"));
+    assert!(sub.iter().any(|n| n == "ReadMe.TXT"), "{sub:?}");
+    let top = names(&f.ws);
+    assert!(top.iter().any(|n| n == "Out"), "{top:?}");
 }
 
 #[test]

@@ -29,17 +29,17 @@ fn accepted_spellings_table() {
         (
             "drive, backslashes",
             r"C:\Users\Me\x.txt",
-            "/c:/users/me/x.txt",
+            "/c:/Users/Me/x.txt",
         ),
-        ("drive, slashes", "c:/Users/me/x.txt", "/c:/users/me/x.txt"),
+        ("drive, slashes", "c:/Users/me/x.txt", "/c:/Users/me/x.txt"),
         ("mixed separators", r"D:/a\b//c\", "/d:/a/b/c"),
         ("drive root", r"C:\", "/c:"),
         (
             "dotdot clamps at the drive",
             r"C:\..\..\Windows",
-            "/c:/windows",
+            "/c:/Windows",
         ),
-        ("relative", r"src\Main.rs", "/z:/work/ws/src/main.rs"),
+        ("relative", r"src\Main.rs", "/z:/work/ws/src/Main.rs"),
         ("relative with dots", r".\a\..\b", "/z:/work/ws/b"),
         ("relative climbing", r"..\..\..\..\x", "/z:/x"),
         (
@@ -64,7 +64,7 @@ fn accepted_spellings_table() {
             "console.log",
             "/z:/work/ws/console.log",
         ),
-        ("COM10 is no port", "COM10", "/z:/work/ws/com10"),
+        ("COM10 is no port", "COM10", "/z:/work/ws/COM10"),
         ("non-ASCII kept as is", "Ünï", "/z:/work/ws/Ünï"),
     ];
     for (what, spelled, want) in cases {
@@ -155,8 +155,8 @@ fn without_a_drive_only_drive_paths_resolve() {
 #[test]
 fn os_paths_and_keys_round_trip() {
     let cases = [
-        (r"C:\Users\Me", "/c:/users/me", r"c:\users\me"),
-        (r"\\?\C:\Users\Me\ws", "/c:/users/me/ws", r"c:\users\me\ws"),
+        (r"C:\Users\Me", "/c:/Users/Me", r"c:\Users\Me"),
+        (r"\\?\C:\Users\Me\ws", "/c:/Users/Me/ws", r"c:\Users\Me\ws"),
         (r"Z:\", "/z:", r"z:\"),
         (r"\\?\Z:\", "/z:", r"z:\"),
     ];
@@ -186,7 +186,7 @@ fn grants_expand_home_and_the_workspace() {
         (r"~\.cargo", Ok("/c:/users/me/.cargo")),
         ("~/.cargo/bin", Ok("/c:/users/me/.cargo/bin")),
         ("%USERPROFILE%", Ok("/c:/users/me")),
-        (r"%userprofile%\Tools", Ok("/c:/users/me/tools")),
+        (r"%userprofile%\Tools", Ok("/c:/users/me/Tools")),
         (r"D:\sdk", Ok("/d:/sdk")),
         ("vendor", Ok("/c:/users/me/ws/vendor")),
         ("~other", Err(())),
@@ -223,9 +223,35 @@ fn windows_policy() -> Policy {
 }
 
 #[test]
+fn folding_lowers_ascii_only_and_keeps_offsets() {
+    let cases = [
+        ("/c:/Users/Me/.GIT", "/c:/users/me/.git"),
+        ("/c:/already/lower", "/c:/already/lower"),
+        ("/c:/ÜNÏ/X", "/c:/ÜnÏ/x"),
+    ];
+    for (key, want) in cases {
+        let folded = fold(Path::new(key));
+        assert_eq!(folded, Path::new(want), "{key}");
+        assert_eq!(folded.as_os_str().len(), key.len(), "{key}");
+    }
+    assert!(matches!(
+        fold(Path::new("/c:/x")),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
+/// What Windows' `Policy::check` does: join, then fold (the trie holds
+/// folded grants there; Linux does not fold, so this test folds by hand).
+fn check(policy: &Policy, cwd: &NormalPath, spelled: &str, access: Access) -> bool {
+    let path = join(cwd, spelled.as_bytes()).expect(spelled);
+    let folded = NormalPath::new(fold(&path).into_owned()).expect("still normal");
+    policy.check(&folded, access).is_allowed()
+}
+
+#[test]
 fn policy_decisions_on_windows_spellings() {
     let policy = windows_policy();
-    let cwd = key("/c:/users/me/ws");
+    let cwd = key("/c:/Users/Me/ws");
     let cases = [
         (r"data\in.txt", Access::Read, true),
         (r"C:\USERS\ME\WS\Data\in.txt", Access::Write, true),
@@ -240,8 +266,7 @@ fn policy_decisions_on_windows_spellings() {
         (r"D:\users\me\ws\x", Access::Read, false),
     ];
     for (spelled, access, allowed) in cases {
-        let path = join(&cwd, spelled.as_bytes()).expect(spelled);
-        let got = policy.check(&path, access).is_allowed();
-        assert_eq!(got, allowed, "{spelled} {access:?} (as {})", path.display());
+        let got = check(&policy, &cwd, spelled, access);
+        assert_eq!(got, allowed, "{spelled} {access:?}");
     }
 }
