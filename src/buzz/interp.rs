@@ -445,8 +445,13 @@ impl Interpreter {
         if !declares(body) {
             return self.exec_all(body, parent);
         }
-        let scope = Scope::new(Some(parent.clone()));
-        self.exec_all(body, &scope)
+        // A finished frame serves as the block's scope: no allocation.
+        let scope = Scope::reuse(self.spare.frames.pop(), parent.clone(), 0);
+        let result = self.exec_all(body, &scope);
+        if self.spare.frames.len() < SPARE_FRAMES {
+            self.spare.frames.extend(Scope::recycle(scope));
+        }
+        result
     }
 
     /// The scope a loop body runs in: one per iteration when the body
@@ -971,6 +976,11 @@ impl Interpreter {
             } => self.eval_field(object, name, *optional, cache, scope, expr.pos),
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::Index {
+                object,
+                index,
+                checked,
+            } => self.eval_index(object, index, *checked, scope, expr.pos),
             _ => self.eval_rest(expr, scope),
         }
     }
@@ -1185,6 +1195,7 @@ impl Interpreter {
         self.field(&v, name, pos)
     }
 
+    #[inline(never)]
     fn eval_index(
         &mut self,
         object: &Expr,

@@ -511,6 +511,33 @@ fun main() > void {
     }
 
     #[test]
+    fn closures_made_in_a_declaring_block_keep_that_run_of_the_block() {
+        let (out, result) = run(r#"
+import "std";
+fun main() > void {
+    final fs: mut [fun () > int] = mut [];
+    var total = 0;
+    foreach (i in 0..3) {
+        if (i != 1) {
+            final m = i + 100;
+            fs.append(fun () > int => m);
+        }
+        if (i >= 0) {
+            final n = i;
+            total += n;
+        }
+    }
+    foreach (f in fs) {
+        std.print("{f()}");
+    }
+    std.print("{total}");
+}
+"#);
+        assert_eq!(result.unwrap(), 0);
+        assert_eq!(out, "100\n102\n3\n");
+    }
+
+    #[test]
     fn named_arguments_in_either_order_bind_the_same_parameters() {
         let (out, result) = run(r#"
 import "std";
