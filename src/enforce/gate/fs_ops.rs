@@ -18,6 +18,8 @@ use unix as at;
 mod windows;
 #[cfg(windows)]
 use windows as at;
+#[cfg(windows)]
+pub(super) use windows::final_path;
 
 impl Confined {
     /// The whole content of a file, lent to `with`.
@@ -135,7 +137,7 @@ impl Confined {
         spelled: &str,
         op: FsOp,
     ) -> Result<(Handle, std::ffi::OsString), GateError> {
-        let abs = self.absolute(spelled, op)?;
+        let abs = self.absolute(spelled, Access::Write, op)?;
         let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
             let e = io::Error::new(
                 io::ErrorKind::InvalidInput,

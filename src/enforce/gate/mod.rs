@@ -19,6 +19,8 @@ mod confined;
 mod denial;
 mod fs_ops;
 mod program;
+#[cfg(all(test, windows))]
+mod windows_tests;
 
 pub use denial::{Denial, DenialReason, FsOp, GateError};
 pub use program::{HiddenPrograms, ProgramLookup};
