@@ -1,6 +1,7 @@
 //! A confined child whose controlling terminal is a pty cannot inject
-//! input with `TIOCSTI` nor use `TIOCLINUX` (EPERM from the terminal
-//! guard), root included, even with high bits set in the request; without
+//! input with `TIOCSTI`, use `TIOCLINUX`, nor change the terminal's line
+//! discipline with `TIOCSETD` (EPERM from the terminal guard), root
+//! included, even with high bits set in the request; without
 //! the guard the same `TIOCSTI` succeeds, so the guard is what stops it.
 
 mod kernel_support;
@@ -21,7 +22,7 @@ fn main() {
 }
 
 const PROBE: &str = r#"
-import ctypes, errno, fcntl, termios
+import ctypes, errno, fcntl, struct, termios
 def attempt(name, call):
     try:
         call()
@@ -30,6 +31,10 @@ def attempt(name, call):
         print(name, errno.errorcode.get(e.errno, e.errno))
 attempt("TIOCSTI", lambda: fcntl.ioctl(0, termios.TIOCSTI, b"x"))
 attempt("TIOCLINUX", lambda: fcntl.ioctl(0, 0x541C, bytes(8)))
+# N_NULL (27) discards everything: left in place, the user's terminal is
+# dead after the run. Setting N_TTY back is refused the same way.
+attempt("TIOCSETD", lambda: fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", 27)))
+attempt("TIOCSETD-BACK", lambda: fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", 0)))
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 rc = libc.syscall(ctypes.c_long(16), ctypes.c_long(0), ctypes.c_ulong(0x100005412), ctypes.c_char_p(b"y"))
@@ -66,7 +71,13 @@ fn run(guard: bool, as_nobody: bool) -> Result<String, String> {
 }
 
 fn all_refused(all: &str) -> Result<(), String> {
-    for line in ["TIOCSTI EPERM", "TIOCLINUX EPERM", "TIOCSTI-HIGH EPERM"] {
+    for line in [
+        "TIOCSTI EPERM",
+        "TIOCLINUX EPERM",
+        "TIOCSETD EPERM",
+        "TIOCSETD-BACK EPERM",
+        "TIOCSTI-HIGH EPERM",
+    ] {
         check(all.contains(line), || format!("missing `{line}`:\n{all}"))?;
     }
     Ok(())
@@ -92,6 +103,8 @@ fn control() -> CaseResult {
     let all = run(false, false)?;
     check(
         all.contains("TIOCSTI ok")
+            && all.contains("TIOCSETD ok")
+            && all.contains("TIOCSETD-BACK ok")
             && all.contains("TIOCSTI-HIGH ok")
             && !all.contains("TIOCLINUX EPERM"),
         || format!("control: expected TIOCSTI to work:\n{all}"),

@@ -122,7 +122,7 @@ impl KernelReport {
         out.push_str(&format!("  landlock  {}\n", self.landlock_text()));
         out.push_str(&format!("  jail      {}\n", self.jail_text()));
         out.push_str(&format!("  network   {}\n", self.network.describe()));
-        out.push_str("  terminal  TIOCSTI and TIOCLINUX refused to children (seccomp)\n");
+        out.push_str("  terminal  TIOCSTI, TIOCLINUX and TIOCSETD refused to children (seccomp)\n");
         out.push_str(
             "  syscalls  modules, kexec, bpf, perf events, port I/O, device nodes, file handles, \
              mounts, new namespaces, keyrings and fanotify refused to children (seccomp)\n",

@@ -3,7 +3,11 @@
 //! Landlock cannot see them:
 //!
 //! - `ioctl(fd, TIOCSTI)` and `ioctl(fd, TIOCLINUX)`, which push input into
-//!   the user's terminal (DESIGN §7; Flatpak filters the same way);
+//!   the user's terminal (DESIGN §7; Flatpak filters the same way), and
+//!   `ioctl(fd, TIOCSETD)`, which changes the terminal's line discipline:
+//!   no privilege needed, and it outlives the run (`N_NULL` leaves the
+//!   user's terminal dead), while every other discipline is kernel code
+//!   no build needs (`n_gsm`, `n_hdlc` have had exploitable bugs);
 //! - the calls that reach into the kernel itself, where a root child would
 //!   read any file from memory or from the disk: loading a module or a new
 //!   kernel, BPF programs and perf events (which read kernel memory, the
@@ -42,10 +46,11 @@ use seccompiler::{
 use super::error::EnforceError;
 use super::network::NetworkSeccomp;
 
-/// `TIOCSTI` and `TIOCLINUX` from `<asm-generic/ioctls.h>`; the same on
-/// x86_64, aarch64 and riscv64.
+/// `TIOCSTI`, `TIOCLINUX` and `TIOCSETD` from `<asm-generic/ioctls.h>`;
+/// the same on x86_64, aarch64 and riscv64.
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
+const TIOCSETD: u64 = 0x5423;
 
 /// The file-type bits of a `mode_t`, and the two types of device node.
 const S_IFMT: u64 = libc::S_IFMT as u64;
@@ -395,7 +400,8 @@ fn flag_set(arg: u8, flag: u64) -> Result<SeccompRule, EnforceError> {
 fn ioctl_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, EnforceError> {
     let mut rules = BTreeMap::new();
     for nr in ioctl_numbers() {
-        rules.insert(nr, vec![request_is(TIOCSTI)?, request_is(TIOCLINUX)?]);
+        let refused = [TIOCSTI, TIOCLINUX, TIOCSETD].map(request_is);
+        rules.insert(nr, refused.into_iter().collect::<Result<_, _>>()?);
     }
     Ok(rules)
 }
