@@ -1667,3 +1667,117 @@ fn clone3_fails_as_unimplemented() {
         assert!(jailed.stdout.contains("CLONE3-ENOSYS"), "{}", jailed.dump());
     }
 }
+
+/// Started by a spell: forks a process that puts itself in the terminal's
+/// foreground (again and again, `SIGTTOU` ignored, so it wins the terminal
+/// back from the shell) and saves what is typed there to `argv[1]`, while
+/// the spell ends at once.
+const THIEF: &str = r#"
+import os, select, signal, sys, time
+for s in (signal.SIGTTOU, signal.SIGTTIN, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    end = time.time() + 8
+    while time.time() < end:
+        try:
+            os.tcsetpgrp(0, os.getpgrp())
+        except OSError:
+            pass
+        if select.select([0], [], [], 0.05)[0]:
+            try:
+                data = os.read(0, 100)
+            except OSError:
+                continue
+            with open(sys.argv[1], "ab") as f:
+                f.write(data)
+    os._exit(0)
+print("THIEF-STARTED", flush=True)
+"#;
+
+/// Plays the user's shell on a new pty: a session leader running `argv[2:]`
+/// (magus) as its foreground job, taking the terminal back when it exits,
+/// as bash does; then the user types a password. Prints all the terminal
+/// showed.
+const TERMINAL: &str = r#"
+import os, pty, select, signal, subprocess, sys, time
+pid, master = pty.fork()
+if pid == 0:
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    job = subprocess.Popen(sys.argv[2:], process_group=0)
+    os.tcsetpgrp(0, job.pid)
+    job.wait()
+    os.tcsetpgrp(0, os.getpgrp())
+    print("MAGUS-DONE", flush=True)
+    time.sleep(3)
+    os._exit(0)
+out, typed, start = b"", False, time.time()
+while time.time() - start < 60:
+    if select.select([master], [], [], 0.2)[0]:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    if b"MAGUS-DONE" in out and not typed:
+        time.sleep(1)
+        os.write(master, sys.argv[1].encode() + b"\n")
+        typed = True
+os.waitpid(pid, 0)
+print(out.decode(errors="replace"))
+"#;
+
+/// A child that takes the terminal's foreground cannot outlive magus to
+/// read the line the user types next (a password at the shell's next
+/// prompt): the run's PID namespace, or without one the supervisor, ends
+/// it when magus ends. With the sandbox off it survives and reads it.
+#[test]
+fn no_child_stays_in_the_terminals_foreground_after_the_run() {
+    for user in users() {
+        let jail = Jail::new(user);
+        std::fs::write(jail.h.ws_path("thief.py"), THIEF).unwrap();
+        jail.hand_over();
+        let stolen = jail.h.ws_path("stolen");
+        let typed = unique("typed-password");
+        let run = |sandbox: Sandbox| {
+            let _ = std::fs::remove_file(&stolen);
+            let mut magus = jail.command(sandbox);
+            magus
+                .args(["r", "/usr/bin/python3", "thief.py"])
+                .arg(&stolen);
+            let mut cmd = Command::new("/usr/bin/python3");
+            cmd.arg("-c").arg(TERMINAL).arg(&typed);
+            cmd.arg(magus.get_program()).args(magus.get_args());
+            cmd.env_clear().current_dir(&jail.h.ws);
+            for (k, v) in magus.get_envs() {
+                if let Some(v) = v {
+                    cmd.env(k, v);
+                }
+            }
+            let out = capture(&mut cmd);
+            let got = std::fs::read_to_string(&stolen).unwrap_or_default();
+            (out, got)
+        };
+        let (control, got) = run(Sandbox::Off);
+        assert!(
+            control.stdout.contains("THIEF-STARTED") && got.contains(&typed),
+            "control did not steal the line: {}",
+            context(user, Sandbox::Off, &control)
+        );
+        for sandbox in [Sandbox::On, Sandbox::GateOnly] {
+            let (out, got) = run(sandbox);
+            assert!(
+                out.stdout.contains("THIEF-STARTED") && out.stdout.contains("MAGUS-DONE"),
+                "{}",
+                context(user, sandbox, &out)
+            );
+            assert!(
+                !got.contains(&typed),
+                "a child read the next typed line: {}",
+                context(user, sandbox, &out)
+            );
+        }
+    }
+}
