@@ -825,13 +825,33 @@ socks("SOCKS-V4", 1, bytes([127, 0, 0, 1]), B)
 socks("SOCKS-MAPPED", 4, bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1]), B)
 socks("SOCKS-NAME-PORT", 3, b"\x09localhost", B)
 socks("SOCKS-TRAILING-DOT", 3, b"\x0alocalhost.", B)
+for tag, host in [("127-1", "127.1"), ("HEX", "0x7f.1"), ("DECIMAL", "2130706433"),
+                  ("OCTAL", "0177.0.0.1"), ("V6", "[::1]"), ("V6-MAPPED", "[::ffff:127.0.0.1]"),
+                  ("V6-COMPAT", "[::127.0.0.1]"), ("ZONE", "[fe80::1%25lo]"), ("PERCENT", "%6cocalhost"),
+                  ("FULLWIDTH", "\uff4cocalhost"), ("IDNA", "xn--localhost-"), ("ZERO", "0.0.0.0"),
+                  ("DOUBLE-DOT", "localhost.."), ("HOSTS-HEADER-ONLY", "")]:
+    line = f"GET http://{host}:{B}/ HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n"
+    if not host:
+        line = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{B}\r\n\r\n"
+    try:
+        http("SPELLING-" + tag, line)
+    except Exception as e:
+        print("SPELLING-" + tag, "error", e)
+for tag, atyp, addr in [("V6", 4, bytes(15) + b"\x01"), ("V6-COMPAT", 4, bytes(12) + bytes([127, 0, 0, 1])),
+                        ("ZERO", 1, bytes(4)), ("NAME-IP", 3, b"\x09127.0.0.1"), ("NAME-HEX", 3, b"\x060x7f.1"),
+                        ("NAME-V6", 3, b"\x05[::1]"), ("NAME-DECIMAL", 3, b"\x0a2130706433"),
+                        ("NAME-NUL", 3, b"\x0blocalhost\x00x")]:
+    socks("SOCKS-" + tag, atyp, addr, B)
 "#;
 
 /// Requests shaped to slip an unlisted destination past the check: the
 /// listed name in a `Host` header or the user info of an absolute URL, a
 /// fragment or backslash trick, a second request smuggled after the
 /// first, a port the entry does not name, SOCKS5 with IPv4 and
-/// IPv4-mapped IPv6 literals. Nothing reaches the unlisted server; the
+/// IPv4-mapped IPv6 literals; the unlisted server spelled every other
+/// way (`127.1`, `0x7f.1`, decimal, octal, `[::1]`, IPv4-mapped and
+/// -compatible IPv6, a zone, `%`-encoding, full-width letters, punycode,
+/// `0.0.0.0`, a NUL in a SOCKS name) by HTTP and SOCKS5. Nothing reaches the unlisted server; the
 /// listed one is reached under `LOCALHOST.` (the name is compared in
 /// lower case without its trailing dot). The control, the sandbox off,
 /// reaches the unlisted server directly.
@@ -886,6 +906,19 @@ fn crafted_requests_reach_only_the_listed_host() {
             "{case:?}: {}",
             out.dump()
         );
+        for tag in out.lines_starting("SPELLING-") {
+            assert!(
+                tag.contains(" 400 ") || tag.contains(" 403 ") || tag.contains(" error "),
+                "{case:?} {tag}: {}",
+                out.dump()
+            );
+        }
+        let socks_lines = out.lines_starting("SOCKS-");
+        assert_eq!(socks_lines.len(), 12, "{case:?}: {}", out.dump());
+        for tag in socks_lines {
+            assert!(!tag.contains("reply 0"), "{case:?} {tag}: {}", out.dump());
+        }
+        assert_eq!(out.lines_starting("SPELLING-").len(), 14, "{}", out.dump());
         assert_eq!(unlisted.hits(), 1, "{case:?}: {}", out.dump());
     }
 }
