@@ -232,7 +232,7 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
     };
     for (i, segment) in inner.iter().enumerate().rev() {
         let holder = if i == 0 { first } else { &inner[i - 1] };
-        let mut functions = HashMap::new();
+        let mut functions = HashMap::default();
         functions.insert(segment.to_string(), value);
         value = Value::Module(Rc::new(ModuleObj {
             name: holder.clone(),
@@ -247,7 +247,7 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
 /// declaration when it exports nothing.
 fn exported(program: &super::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
     let names = program.visible_names();
-    let mut functions = HashMap::new();
+    let mut functions = HashMap::default();
     for name in names {
         if let Some(v) = super::interp::lookup(globals, &name) {
             functions.insert(name.to_string(), v);

@@ -6,7 +6,7 @@
 use super::super::ast::Program;
 use super::super::imports::SourceLoader;
 use super::super::interp::Interpreter;
-use super::super::value::Value;
+use super::super::value::{FastBuild, Value};
 use super::ty::{ModuleInfo, Ty};
 use super::{natives, Checker, Report};
 use std::collections::HashMap;
@@ -45,7 +45,7 @@ impl Interpreter {
     }
 }
 
-fn native_info(name: &str, members: &HashMap<String, Value>) -> ModuleInfo {
+fn native_info(name: &str, members: &HashMap<String, Value, FastBuild>) -> ModuleInfo {
     let members = members
         .iter()
         .map(|(member, value)| {
