@@ -1035,6 +1035,13 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
+        let peeked = peek_local(object, scope, |v| match v {
+            Value::Object(obj) => obj.get_at_site(name, site),
+            _ => None,
+        });
+        if let Some(found) = peeked {
+            return Ok(found);
+        }
         let v = self.eval(object, scope)?;
         if let Value::Object(obj) = &v {
             if let Some(found) = obj.get_at_site(name, site) {
@@ -1055,6 +1062,23 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
+        if is_local(object) && effect_free(index) {
+            // Reading the index cannot rebind the local, so the list can be
+            // read in place afterwards, as it would be read before.
+            let i = self.eval(index, scope)?;
+            let peeked = peek_local(object, scope, |v| match (v, &i) {
+                (Value::List(list), Value::Int(n)) => {
+                    let items = list.items.borrow();
+                    usize::try_from(*n).ok().and_then(|n| items.get(n)).cloned()
+                }
+                _ => None,
+            });
+            if let Some(found) = peeked {
+                return Ok(found);
+            }
+            let v = self.eval(object, scope)?;
+            return self.index(&v, &i, checked, pos);
+        }
         let v = self.eval(object, scope)?;
         let i = self.eval(index, scope)?;
         if let (Value::List(list), Value::Int(n)) = (&v, &i) {
@@ -1676,7 +1700,14 @@ impl Interpreter {
                 let values = self.arguments(args, scope)?;
                 return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
             }
-            let f = self.field(&receiver, name, callee.pos)?;
+            let f = match &receiver {
+                Value::Module(m) => m.functions.get_at_site(name, cache),
+                _ => None,
+            };
+            let f = match f {
+                Some(f) => f,
+                None => self.field(&receiver, name, callee.pos)?,
+            };
             let values = self.arguments(args, scope)?;
             return self.call_value(&f, values, pos);
         }
@@ -2076,6 +2107,38 @@ pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     None
 }
 
+/// What `f` makes of the local `e` names, read where it lives (no count
+/// bumped and dropped for a list or object read through it); `None` when
+/// `e` is not a resolved local that has been bound, or `f` declines.
+#[inline]
+fn peek_local<R>(e: &Expr, scope: &Rc<Scope>, f: impl FnOnce(&Value) -> Option<R>) -> Option<R> {
+    let ExprKind::Var(_, res) = &e.kind else {
+        return None;
+    };
+    let Res::Local { depth, slot, .. } = res.get() else {
+        return None;
+    };
+    let slots = scope.ancestor(depth)?.slots.borrow();
+    f(slots.get(slot as usize)?)
+}
+
+/// Whether `e` names a resolved local (reading it has no effect and
+/// cannot fail).
+#[inline]
+fn is_local(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Var(_, res) if matches!(res.get(), Res::Local { .. }))
+}
+
+/// Whether evaluating `e` can neither run code nor assign: literals, names
+/// and operators over them (an index such as `j + 1`).
+fn effect_free(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Var(..) => true,
+        ExprKind::Binary(_, l, r) => effect_free(l) && effect_free(r),
+        _ => false,
+    }
+}
+
 /// `x op y` on two ints where it cannot fail; `None` sends the operation
 /// (overflow, division, shifts) to [`methods::binary`] and its errors.
 #[inline]
@@ -2103,6 +2166,7 @@ fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
+        BinOp::Rem => methods::floored(x % y, y),
         _ => return None,
     }))
 }

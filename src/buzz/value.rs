@@ -770,9 +770,70 @@ pub struct NativeFunction {
 /// An imported native module.
 pub struct ModuleObj {
     pub(crate) name: Rc<str>,
-    pub(crate) functions: HashMap<String, Value, FastBuild>,
+    pub(crate) functions: Members,
     /// `namespace a\b\c;` of an imported file: reached as `a\b\c\name`.
     pub(crate) namespace: Vec<Rc<str>>,
+}
+
+/// A module's members by name, in the order they were added. Each keeps
+/// its index, so a call site (`math\sqrt(…)`) remembers where it found
+/// its member and checks only the name there next time.
+#[derive(Default)]
+pub struct Members {
+    entries: Vec<(Rc<str>, Value)>,
+    index: HashMap<Rc<str>, usize, FastBuild>,
+}
+
+impl Members {
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
+        let at = *self.index.get(name)?;
+        self.entries.get(at).map(|(_, v)| v)
+    }
+
+    /// [`Members::get`] from a site that remembers where it found `name`.
+    #[inline]
+    pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
+        if let Some((n, v)) = self.entries.get(site.field()) {
+            if same_name(n, name) {
+                return Some(v.clone());
+            }
+        }
+        let at = *self.index.get(name)?;
+        site.set_field(at);
+        self.entries.get(at).map(|(_, v)| v.clone())
+    }
+
+    /// Adds `name`, or replaces its value. The name is the lexer's own, so
+    /// that a site's check finds it by pointer.
+    pub(crate) fn insert(&mut self, name: impl AsRef<str>, value: Value) {
+        let name = super::lexer::intern(name.as_ref());
+        match self.index.get(&name) {
+            Some(&at) => {
+                if let Some(slot) = self.entries.get_mut(at) {
+                    slot.1 = value;
+                }
+            }
+            None => {
+                self.index.insert(name.clone(), self.entries.len());
+                self.entries.push((name, value));
+            }
+        }
+    }
+
+    /// The members in the order they were added.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Rc<str>, &Value)> {
+        self.entries.iter().map(|(n, v)| (n, v))
+    }
+}
+
+impl<N: AsRef<str>> FromIterator<(N, Value)> for Members {
+    fn from_iter<I: IntoIterator<Item = (N, Value)>>(items: I) -> Self {
+        let mut members = Members::default();
+        for (name, value) in items {
+            members.insert(name, value);
+        }
+        members
+    }
 }
 
 /// One variable binding.
