@@ -61,7 +61,7 @@ impl Session {
         sink: DiagnosticSink,
     ) -> Session {
         let env: BTreeMap<_, _> = env.into_iter().collect();
-        let home = env.get(OsStr::new("HOME")).map(PathBuf::from);
+        let home = home_of(&env);
         Session {
             gate,
             domain,
@@ -136,7 +136,8 @@ impl Session {
         &self.domain
     }
 
-    /// `$HOME`, for `~` in suggested fixes.
+    /// `$HOME`, for `~` in suggested fixes (on Windows as the policy
+    /// spells paths, so it compares with a denial's).
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
     }
@@ -165,7 +166,13 @@ impl Session {
     }
 
     pub(super) fn child_path(&self) -> Option<OsString> {
-        self.env.borrow().get(OsStr::new("PATH")).cloned()
+        let env = self.env.borrow();
+        if cfg!(windows) {
+            // Windows' names are case-insensitive; its `PATH` is often `Path`.
+            let path = env.iter().find(|(n, _)| n.eq_ignore_ascii_case("PATH"));
+            return path.map(|(_, v)| v.clone());
+        }
+        env.get(OsStr::new("PATH")).cloned()
     }
 
     /// Says the once-per-run launch notes the first time, and the MGS2006
@@ -195,4 +202,16 @@ impl Session {
     pub(super) fn emit(&self, diagnostic: &Diagnostic) {
         (self.sink)(diagnostic);
     }
+}
+
+/// `$HOME`; on Windows, where it is rarely set, `%USERPROFILE%`, as a
+/// policy key (`/c:/users/me`) so credential stores in it are recognised.
+fn home_of(env: &BTreeMap<OsString, OsString>) -> Option<PathBuf> {
+    let home = env.get(OsStr::new("HOME"));
+    #[cfg(windows)]
+    let home = home.or_else(|| env.get(OsStr::new("USERPROFILE")));
+    let home = PathBuf::from(home?);
+    #[cfg(windows)]
+    let home = crate::policy::native::from_os(&home).ok()?.into_path_buf();
+    Some(home)
 }

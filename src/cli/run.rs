@@ -110,7 +110,7 @@ fn start(
     let workspace = super::workspace_arg(global, &cwd);
     let sandbox = Sandbox::load_from(workspace, env.to_vec(), reexec)
         .map_err(|e| config_error(e.diagnostic()))?;
-    let spells = read_spells(sandbox.policy().workspace(), &job).map_err(|e| {
+    let spells = read_spells(sandbox.policy(), &job).map_err(|e| {
         renderer.emit(&e.diagnostic);
         e.status
     })?;
@@ -216,7 +216,8 @@ pub(crate) fn confine_process(
 
 /// The spells `job` names (every spell of the workspace for a bare
 /// `magus test`), read before the sandbox closes.
-fn read_spells(workspace: &Path, job: &Job) -> Result<Vec<(PathBuf, String)>, SpellError> {
+fn read_spells(policy: &Policy, job: &Job) -> Result<Vec<(PathBuf, String)>, SpellError> {
+    let workspace = policy.workspace();
     let names: Vec<String> = match job {
         Job::Run { spell, .. } => vec![spell.clone()],
         Job::Test { spells } if spells.is_empty() => {
@@ -226,10 +227,7 @@ fn read_spells(workspace: &Path, job: &Job) -> Result<Vec<(PathBuf, String)>, Sp
         }
         Job::Test { spells } => spells.clone(),
     };
-    names
-        .iter()
-        .map(|name| read_spell(workspace, name))
-        .collect()
+    names.iter().map(|name| read_spell(policy, name)).collect()
 }
 
 /// The `PATH` children get.

@@ -5,6 +5,7 @@
 
 use super::Diagnostic;
 use crate::enforce::gate::{Denial, DenialReason};
+use crate::policy::native::to_os;
 use crate::policy::{Access, Mode};
 use std::path::Path;
 
@@ -17,15 +18,16 @@ impl Denial {
             Access::Execute => "launch of",
         };
         let why = match self.reason {
-            DenialReason::NotGranted => "denied by the sandbox",
-            DenialReason::Protected => "denied: it is a protected path",
-            DenialReason::ForeignProcess => "denied: it belongs to another process",
+            DenialReason::NotGranted => "denied by the sandbox".to_string(),
+            DenialReason::Protected => "denied: it is a protected path".to_string(),
+            DenialReason::ForeignProcess => "denied: it belongs to another process".to_string(),
+            DenialReason::WindowsPath(kind) => format!("denied: it is {kind}"),
         };
         match &self.leads_to {
             Some(real) => format!(
                 "{verb} `{}` (which leads to `{}`) {why}",
                 self.spelled,
-                real.display()
+                to_os(real).display()
             ),
             None => format!("{verb} `{}` {why}", self.spelled),
         }
@@ -43,11 +45,12 @@ impl Denial {
             d = d.with_note(format!(
                 "`{}` is a symlink into `{}`",
                 self.spelled,
-                real.display()
+                to_os(real).display()
             ));
         }
         if self.checked.as_os_str() != self.spelled.as_str() && self.leads_to.is_none() {
-            d = d.with_note(format!("checked as `{}`", self.checked.display()));
+            let checked = to_os(&self.checked);
+            d = d.with_note(format!("checked as `{}`", checked.display()));
         }
         d.with_help(self.fix(real, home))
     }
@@ -59,6 +62,9 @@ impl Denial {
                 .to_string(),
             DenialReason::ForeignProcess => "reading another process's /proc entries is never \
                  allowed; no magus.yaml entry can allow this"
+                .to_string(),
+            DenialReason::WindowsPath(_) => "the sandbox takes drive paths (`C:\\dir\\file`) and \
+                 relative ones; no magus.yaml entry can allow this spelling"
                 .to_string(),
             DenialReason::NotGranted => allow_entry(real, self.access.needed_mode(), home),
         }
@@ -74,7 +80,7 @@ pub fn allow_entry(path: &Path, mode: Mode, home: Option<&Path>) -> String {
     let shown = match home.and_then(|h| path.strip_prefix(h).ok()) {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),
-        None => path.display().to_string(),
+        None => to_os(path).display().to_string(),
     };
     format!(
         "to allow it, add to magus.yaml (only if you trust this spell with it):\n\

@@ -200,8 +200,11 @@ fn classify(e: io::Error) -> BeneathError {
 /// and re-check, never to open without a further check. A dangling link is
 /// followed by its text: in the jail a link to an ungranted file dangles,
 /// and the denial must still say where it leads.
+///
+/// On Windows `path` may be a policy key (`/c:/x`); the answer is the
+/// OS's path (`\\?\C:\x`), for `policy::native::from_os`.
 pub fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
-    resolve_within(path, MAX_LINKS)
+    resolve_within(&crate::policy::native::to_os(path), MAX_LINKS)
 }
 
 /// As many links as the kernel follows in one lookup (`MAXSYMLINKS`).

@@ -108,6 +108,24 @@ pub const BUILTIN_RO: [Builtin; 44] = [
     ro("/etc/terminfo", TERMINAL),
 ];
 
+/// Windows' fixed `rw` defaults: none. The null device is a reserved name
+/// the path model refuses (`NUL`), and the temporary directory and the
+/// cache are the machine's (`%TEMP%`, `%LOCALAPPDATA%\magus`).
+pub const WINDOWS_RW: [Builtin; 0] = [];
+
+/// Windows' fixed `ro` (read + execute) defaults, each below a variable of
+/// the environment magus started with, as `/usr` and `/opt` are on Unix:
+/// the system's programs and libraries and installed software. Left out
+/// on purpose: `%SystemRoot%` itself (`Panther` and other set-up logs can
+/// hold passwords), `%ProgramData%` (services' data and keys), and every
+/// part of the user's profile.
+pub const WINDOWS_RO: [Builtin; 4] = [
+    ro("%SystemRoot%\\System32", SYSTEM),
+    ro("%SystemRoot%\\SysWOW64", "32-bit system code"),
+    ro("%ProgramFiles%", "installed programs"),
+    ro("%ProgramFiles(x86)%", "installed 32-bit programs"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +148,28 @@ mod tests {
                 let p = std::path::Path::new(f);
                 assert!(!p.starts_with(b.path), "{} covers {f}", b.path);
             }
+        }
+    }
+
+    /// Windows' built-ins name no profile, no whole Windows directory and
+    /// no service data, and none is writable.
+    #[test]
+    fn windows_builtins_expose_no_profile() {
+        assert!(WINDOWS_RW.is_empty());
+        for b in WINDOWS_RO {
+            let upper = b.path.to_ascii_uppercase();
+            assert_eq!(b.mode, Mode::Ro, "{}", b.path);
+            assert!(upper.starts_with('%'), "{}: below a variable", b.path);
+            for f in [
+                "%USERPROFILE%",
+                "%APPDATA%",
+                "%LOCALAPPDATA%",
+                "%PROGRAMDATA%",
+                "%HOMEDRIVE%",
+            ] {
+                assert!(!upper.starts_with(f), "{} is below {f}", b.path);
+            }
+            assert_ne!(upper, "%SYSTEMROOT%", "the whole Windows directory");
         }
     }
 }

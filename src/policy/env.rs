@@ -178,8 +178,38 @@ impl ChildEnv {
     }
 }
 
+/// Windows' own variables a child needs to start at all (`SystemRoot`:
+/// Winsock and the loader; `PATHEXT`, `ComSpec`: finding programs and the
+/// shell; the temporary directory; `USERPROFILE`, Windows' `HOME`;
+/// `USERNAME`, its `USER`), none of them a secret. Kept on Windows only.
+const KEPT_WINDOWS_NAMES: [&str; 12] = [
+    "SystemRoot",
+    "windir",
+    "SystemDrive",
+    "ComSpec",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "USERNAME",
+    "OS",
+    "PROCESSOR_ARCHITECTURE",
+    "NUMBER_OF_PROCESSORS",
+];
+
+/// Whether `name` is `kept`: byte for byte, except on Windows, whose
+/// variable names are case-insensitive (`Path` is `PATH`).
+fn same_name(name: &[u8], kept: &str) -> bool {
+    match cfg!(windows) {
+        true => name.eq_ignore_ascii_case(kept.as_bytes()),
+        false => name == kept.as_bytes(),
+    }
+}
+
 fn is_kept(name: &[u8], passthrough: &[EnvPattern]) -> bool {
-    KEPT_NAMES.iter().any(|k| name == k.as_bytes())
+    let windows = cfg!(windows) && KEPT_WINDOWS_NAMES.iter().any(|k| same_name(name, k));
+    windows
+        || KEPT_NAMES.iter().any(|k| same_name(name, k))
         || KEPT_PREFIXES.iter().any(|p| name.starts_with(p.as_bytes()))
         || passthrough.iter().any(|p| p.matches(name))
 }
@@ -187,6 +217,30 @@ fn is_kept(name: &[u8], passthrough: &[EnvPattern]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On Windows, names match in any case and Windows' own start-up
+    /// variables are kept; a secret is still withheld.
+    #[cfg(windows)]
+    #[test]
+    fn windows_names_are_kept_in_any_case() {
+        let env: Vec<(OsString, OsString)> = [
+            ("Path", r"C:\Windows\System32"),
+            ("SystemRoot", r"C:\Windows"),
+            ("pathext", ".EXE"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cr3t"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.into(), v.into()))
+        .collect();
+        let child = ChildEnv::build(&env, &[]);
+        let kept: Vec<_> = child
+            .vars
+            .iter()
+            .map(|(n, _)| n.to_string_lossy())
+            .collect();
+        assert_eq!(kept, ["Path", "SystemRoot", "pathext"]);
+        assert_eq!(child.stripped, ["AWS_SECRET_ACCESS_KEY"]);
+    }
 
     #[test]
     fn pattern_table() {

@@ -19,14 +19,17 @@ pub mod hosts;
 pub mod limits;
 mod load;
 pub mod lock;
+pub mod native;
 pub mod path;
 pub mod reference;
+mod regular;
 mod resolve;
 pub mod shims;
 mod trie;
+pub mod winpath;
 mod workspace;
 
-pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY};
+pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY, WINDOWS_RO, WINDOWS_RW};
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
@@ -41,7 +44,9 @@ pub use lock::{
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
+pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
+pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
     enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
     ENABLED_VAR,
@@ -73,6 +78,9 @@ pub struct Policy {
     state_source: StateSource,
     /// The workspace root (real path).
     workspace: PathBuf,
+    /// The workspace as the policy compares paths: on Windows its key,
+    /// folded (`/c:/users/me/ws`, see [`winpath`]); elsewhere `workspace`.
+    workspace_key: PathBuf,
     /// `magus.yaml`, when the workspace has one.
     config_file: Option<PathBuf>,
     /// Every granted path, real and absolute, one grant per path: the
@@ -103,11 +111,18 @@ impl Policy {
         network: Network,
         passthrough: Vec<EnvPattern>,
     ) -> Policy {
-        let trie = PathTrie::new(&grants);
+        let trie = match cfg!(windows) {
+            true => PathTrie::new(&folded_grants(&grants)),
+            false => PathTrie::new(&grants),
+        };
+        let workspace_key = native::from_os(&workspace)
+            .map(|key| native::folded(&key).into_owned())
+            .unwrap_or_else(|_| workspace.clone());
         Policy {
             state,
             state_source: StateSource::Default,
             workspace,
+            workspace_key,
             config_file: None,
             grants,
             network,
@@ -119,9 +134,19 @@ impl Policy {
     }
 
     /// May `access` happen at `path` (normalised, absolute)? Pure trie
-    /// lookup: no allocation, no system call. This answers for the sandbox
-    /// as configured; callers check [`Policy::state`] for whether to ask.
+    /// lookup: no allocation, no system call (on Windows a path with an
+    /// upper-case letter is folded first, in one allocation). This answers
+    /// for the sandbox as configured; callers check [`Policy::state`] for
+    /// whether to ask.
     pub fn check(&self, path: &NormalPath, access: Access) -> Decision {
+        #[cfg(windows)]
+        if let std::borrow::Cow::Owned(folded) = native::folded(path) {
+            // Folding a normal path leaves a normal path.
+            return self.trie.check(
+                &NormalPath::new(folded).unwrap_or_else(|_| NormalPath::root()),
+                access,
+            );
+        }
         self.trie.check(path, access)
     }
 
@@ -152,6 +177,12 @@ impl Policy {
     /// The workspace root (real path).
     pub fn workspace(&self) -> &Path {
         &self.workspace
+    }
+
+    /// The workspace as the policy compares paths: on Windows the folded
+    /// key of the Windows path model; elsewhere [`Policy::workspace`].
+    pub(crate) fn workspace_key(&self) -> &Path {
+        &self.workspace_key
     }
 
     /// `magus.yaml`, when the workspace has one.
@@ -211,4 +242,14 @@ impl Policy {
     pub(crate) fn child_env(&self, env: &[(OsString, OsString)]) -> ChildEnv {
         ChildEnv::build(env, &self.passthrough)
     }
+}
+
+/// `grants` with their paths as the policy compares them (Windows: keys
+/// folded to lower case), for the trie.
+fn folded_grants(grants: &[Grant]) -> Vec<Grant> {
+    let fold = |g: &Grant| Grant {
+        path: native::folded(&g.path).into_owned(),
+        ..g.clone()
+    };
+    grants.iter().map(fold).collect()
 }

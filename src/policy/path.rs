@@ -224,8 +224,10 @@ pub fn normalize(base: &Path, spelled: impl AsRef<OsStr>) -> Result<NormalPath, 
 /// one. On Unix any bytes are an OS string; on Windows the encoding is
 /// WTF-8, which is self-synchronising, and `std` allows cutting it next to
 /// any ASCII character: no run begins or ends inside a code point, and `/`
-/// between two runs keeps two surrogate halves from meeting.
-fn os_string(bytes: Vec<u8>) -> OsString {
+/// between two runs keeps two surrogate halves from meeting. The Windows
+/// path model (`winpath`) also cuts at `\\`, swaps `\\` and `/` and folds
+/// ASCII letters: each an ASCII byte for an ASCII byte, which WTF-8 allows.
+pub(super) fn os_string(bytes: Vec<u8>) -> OsString {
     #[cfg(unix)]
     {
         std::os::unix::ffi::OsStringExt::from_vec(bytes)

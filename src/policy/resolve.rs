@@ -40,14 +40,18 @@ struct Skipped {
 
 pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
     let home = home_dir(inputs.env);
-    let real_home = home.as_ref().ok().and_then(|h| h.canonicalize().ok());
-    let mut grants = vec![Grant {
-        path: inputs.workspace.to_path_buf(),
-        mode: Mode::Rw,
-        source: GrantSource::Workspace,
-    }];
+    let real_home = home.as_ref().ok().and_then(|h| real_path(h).ok());
+    let mut grants = Vec::new();
     let mut diagnostics = Vec::new();
-    grants.extend(BUILTIN_RW.iter().filter_map(builtin_grant));
+    match policy_path(inputs.workspace) {
+        Ok(path) => grants.push(Grant {
+            path,
+            mode: Mode::Rw,
+            source: GrantSource::Workspace,
+        }),
+        Err(e) => diagnostics.push(unmodelled_workspace(inputs.workspace, &e)),
+    }
+    grants.extend(builtins(&BUILTIN_RW, inputs.env));
     for (dir, why) in machine_dirs(inputs.env, home.as_deref().ok()) {
         push_machine_dir(
             &mut grants,
@@ -57,7 +61,7 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
             real_home.as_deref(),
         );
     }
-    grants.extend(BUILTIN_RO.iter().filter_map(builtin_grant));
+    grants.extend(builtins(&BUILTIN_RO, inputs.env));
     let entries = inputs.sandbox.map_or(&[][..], |s| &s.allow[..]);
     let resolved: Vec<_> = entries
         .iter()
@@ -107,8 +111,22 @@ fn prune_builtins(grants: Vec<Grant>) -> Vec<Grant> {
         .collect()
 }
 
-fn builtin_grant(b: &Builtin) -> Option<Grant> {
-    let path = Path::new(b.path).canonicalize().ok()?;
+/// The built-ins of `table` that exist here. On Windows the table is
+/// the Windows one, each path below a variable of `env` (`builtin.rs`).
+fn builtins<'t>(
+    table: &'t [Builtin],
+    env: &'t [(OsString, OsString)],
+) -> impl Iterator<Item = Grant> + 't {
+    #[cfg(windows)]
+    let table: &[Builtin] = match table.first().map(|b| b.mode) {
+        Some(Mode::Rw) => &super::builtin::WINDOWS_RW,
+        _ => &super::builtin::WINDOWS_RO,
+    };
+    table.iter().filter_map(move |b| builtin_grant(b, env))
+}
+
+fn builtin_grant(b: &Builtin, env: &[(OsString, OsString)]) -> Option<Grant> {
+    let path = real_path(&builtin_path(b, env)?).ok()?;
     Some(Grant {
         path,
         mode: b.mode,
@@ -116,8 +134,68 @@ fn builtin_grant(b: &Builtin) -> Option<Grant> {
     })
 }
 
+/// Where built-in `b` is: its path, or on Windows `%VAR%\rest` expanded.
+fn builtin_path(b: &Builtin, env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    let Some(spelled) = b.path.strip_prefix('%') else {
+        return Some(PathBuf::from(b.path));
+    };
+    let (var, rest) = spelled.split_once('%')?;
+    let dir = PathBuf::from(lookup(env, var)?);
+    let rest = rest.trim_start_matches(['\\', '/']);
+    dir.is_absolute().then(|| dir.join(rest))
+}
+
+/// The policy's form of the real path of `path`: canonical, and on
+/// Windows the key of the Windows path model (`/c:/users/me`).
+fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    policy_path(&path.canonicalize()?)
+}
+
+/// The policy's form of `real`, a canonical path.
+fn policy_path(real: &Path) -> std::io::Result<PathBuf> {
+    super::native::from_os(real)
+        .map(super::NormalPath::into_path_buf)
+        .map_err(std::io::Error::other)
+}
+
+/// The workspace is a path the model refuses (a network share on
+/// Windows): nothing there is granted, so every spell's `fs.*` in it is
+/// refused.
+fn unmodelled_workspace(workspace: &Path, e: &std::io::Error) -> Diagnostic {
+    let message = format!(
+        "the workspace `{}` is not granted: {e}",
+        workspace.display()
+    );
+    Diagnostic::warning(message)
+        .with_path(workspace.display().to_string())
+        .with_help("move the workspace to a local drive (`C:\\...`)")
+}
+
+/// Windows: the user's temporary directory (`%TEMP%`, else `%TMP%`) as
+/// `$TMPDIR`, and magus's cache in `%LOCALAPPDATA%\magus`.
+#[cfg(windows)]
+fn machine_dirs(
+    env: &[(OsString, OsString)],
+    _home: Option<&Path>,
+) -> Vec<(PathBuf, &'static str)> {
+    let absolute = |name: &str| {
+        lookup(env, name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let mut dirs = Vec::new();
+    if let Some(tmp) = absolute("TEMP").or_else(|| absolute("TMP")) {
+        dirs.push((tmp, TMPDIR_WHY));
+    }
+    if let Some(local) = absolute("LOCALAPPDATA") {
+        dirs.push((local.join("magus"), CACHE_WHY));
+    }
+    dirs
+}
+
 /// `$TMPDIR` and magus's cache (`$XDG_CACHE_HOME/magus`, else
 /// `~/.cache/magus`); relative values are ignored, as XDG says.
+#[cfg(not(windows))]
 fn machine_dirs(env: &[(OsString, OsString)], home: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
     let absolute = |name: &str| {
         lookup(env, name)
@@ -144,7 +222,7 @@ fn push_machine_dir(
     why: &'static str,
     real_home: Option<&Path>,
 ) {
-    let Ok(path) = dir.canonicalize() else {
+    let Ok(path) = real_path(dir) else {
         return;
     };
     if real_home.is_some_and(|h| h.starts_with(&path)) {
@@ -174,9 +252,13 @@ fn config_grant(entry: &AllowEntry, path: PathBuf) -> Grant {
     }
 }
 
-/// `$HOME`, or why it cannot be used.
+/// `$HOME`, or why it cannot be used. Windows has no `HOME` of its own:
+/// there `%USERPROFILE%` stands in when `HOME` is not set.
 fn home_dir(env: &[(OsString, OsString)]) -> Result<PathBuf, &'static str> {
-    let home = lookup(env, "HOME").ok_or("HOME is not set")?;
+    let home = lookup(env, "HOME");
+    #[cfg(windows)]
+    let home = home.or_else(|| lookup(env, "USERPROFILE"));
+    let home = home.ok_or("HOME is not set")?;
     if home.is_empty() {
         return Err("HOME is empty");
     }
@@ -200,7 +282,7 @@ fn resolve_entry(
         why,
         expanded: None,
     })?;
-    match expanded.canonicalize() {
+    match real_path(&expanded) {
         Ok(real) => Ok((expanded, real)),
         Err(e) => Err(Skipped {
             why: io_reason(&e),
@@ -269,7 +351,10 @@ fn planted_link(expanded: &Path, writable: &[&Path]) -> Option<PathBuf> {
             Component::Normal(name) => {
                 let next = dir.join(name);
                 let meta = next.symlink_metadata().ok()?;
-                if meta.file_type().is_symlink() && writable.iter().any(|w| lies_within(&dir, w)) {
+                let in_policy = super::native::from_os(&dir);
+                let dir_key = in_policy.as_deref().unwrap_or(dir.as_path());
+                if meta.file_type().is_symlink() && writable.iter().any(|w| lies_within(dir_key, w))
+                {
                     return Some(next);
                 }
                 dir = next.canonicalize().ok()?;
@@ -280,7 +365,25 @@ fn planted_link(expanded: &Path, writable: &[&Path]) -> Option<PathBuf> {
 }
 
 /// `~` and `~/x` become `$HOME`-relative; relative paths are relative to
+/// the workspace root. On Windows the entry is a Windows path, read by the
+/// Windows path model (`winpath::expand_grant`: `%USERPROFILE%` too).
+#[cfg(windows)]
+fn expand(
+    spelled: &str,
+    workspace: &Path,
+    home: &Result<PathBuf, &'static str>,
+) -> Result<PathBuf, String> {
+    use super::native;
+    let key = |p: &Path| native::from_os(p).map_err(|e| e.to_string());
+    let workspace = key(workspace)?;
+    let home = home.as_ref().ok().map(|h| key(h)).transpose()?;
+    let expanded = super::winpath::expand_grant(spelled, &workspace, home.as_ref())?;
+    Ok(native::to_os(&expanded).into_owned())
+}
+
+/// `~` and `~/x` become `$HOME`-relative; relative paths are relative to
 /// the workspace root.
+#[cfg(not(windows))]
 fn expand(
     spelled: &str,
     workspace: &Path,
@@ -469,6 +572,30 @@ fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
 mod tests {
     use super::*;
     use crate::policy::config::Position;
+
+    /// Windows' built-ins sit below the environment's variables, and are
+    /// left out when the variable is unset or not absolute.
+    #[test]
+    fn windows_builtins_expand_their_variable() {
+        use super::super::builtin::WINDOWS_RO;
+        let env = |pairs: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+            pairs.iter().map(|(n, v)| (n.into(), v.into())).collect()
+        };
+        let system = &WINDOWS_RO[0];
+        let x86 = &WINDOWS_RO[3];
+        let set = env(&[("SystemRoot", "/win"), ("ProgramFiles(x86)", "/pf86")]);
+        assert_eq!(
+            builtin_path(system, &set),
+            Some(PathBuf::from("/win/System32"))
+        );
+        assert_eq!(builtin_path(x86, &set), Some(PathBuf::from("/pf86")));
+        assert_eq!(builtin_path(system, &env(&[])), None);
+        assert_eq!(builtin_path(system, &env(&[("SystemRoot", "win")])), None);
+        assert_eq!(
+            builtin_path(&BUILTIN_RO[0], &set),
+            Some(PathBuf::from("/usr"))
+        );
+    }
 
     fn entry(path: &str, mode: Mode, line: u32) -> AllowEntry {
         AllowEntry {

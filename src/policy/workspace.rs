@@ -98,9 +98,14 @@ fn real_dir(dir: &Path) -> Result<PathBuf, WorkspaceError> {
 }
 
 /// The value of `name` in `env` (the first occurrence, as `getenv` does).
+/// Windows' variable names are case-insensitive (`Path` is `PATH`).
 pub fn lookup<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsStr> {
+    let same = |n: &[u8]| match cfg!(windows) {
+        true => n.eq_ignore_ascii_case(name.as_bytes()),
+        false => n == name.as_bytes(),
+    };
     env.iter()
-        .find(|(n, _)| n.as_encoded_bytes() == name.as_bytes())
+        .find(|(n, _)| same(n.as_encoded_bytes()))
         .map(|(_, v)| v.as_os_str())
 }
 

@@ -6,6 +6,7 @@
 //! the same on every OS.
 
 use super::{BeneathError, Follow};
+use crate::policy::native;
 use cap_fs_ext::FollowSymlinks;
 use cap_fs_ext::{DirExt, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
 use cap_std::fs::{Dir, OpenOptions};
@@ -67,7 +68,11 @@ const TOO_MANY_LINKS: i32 = windows_sys::Win32::Foundation::ERROR_TOO_MANY_LINKS
 /// A granted root, held open as a handle.
 #[derive(Debug)]
 pub struct Root {
+    /// The policy's path (a key of `policy::winpath`, or a plain Windows
+    /// path in this module's own tests).
     path: PathBuf,
+    /// The Windows path `path` stands for.
+    os: PathBuf,
     /// `None` for a granted file, which is opened by its own path.
     dir: Option<Dir>,
 }
@@ -76,18 +81,20 @@ impl Root {
     /// Opens `path` (a real, absolute path: a directory, or a granted file)
     /// as a root.
     pub fn open(path: &Path) -> io::Result<Root> {
-        let is_dir = std::fs::symlink_metadata(path)?.is_dir();
+        let os = native::to_os(path).into_owned();
+        let is_dir = std::fs::symlink_metadata(&os)?.is_dir();
         let dir = match is_dir {
-            true => Some(Dir::open_ambient_dir(path, cap_std::ambient_authority())?),
+            true => Some(Dir::open_ambient_dir(&os, cap_std::ambient_authority())?),
             false => None,
         };
         Ok(Root {
             path: path.to_path_buf(),
+            os,
             dir,
         })
     }
 
-    /// The root's real path.
+    /// The root's real path, as the policy spells it.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -142,14 +149,15 @@ impl Root {
             );
             return Err(BeneathError::Os(e));
         }
-        let (Some(parent), Some(name)) = (self.path.parent(), self.path.file_name()) else {
+        let (Some(parent), Some(name)) = (self.os.parent(), self.os.file_name()) else {
             return Err(BeneathError::Escapes);
         };
         let dir = Dir::open_ambient_dir(parent, cap_std::ambient_authority())?;
         let file = dir
             .open_with(name, &flags.options(FollowSymlinks::No))
             .map_err(classify)?;
-        if super::resolve_existing_prefix(&self.path)? != self.path {
+        let real = super::resolve_existing_prefix(&self.os)?;
+        if real != self.os && native::from_os(&real).ok().as_deref() != Some(&*self.path) {
             return Err(BeneathError::Escapes);
         }
         Ok(Handle::from(file.into_std()))

@@ -7,7 +7,7 @@
 use super::{Denial, DenialReason, FsOp, GateError};
 use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Handle, OFlag, Root};
 use crate::policy::path::PATH_MAX;
-use crate::policy::{normalize, Access, NormalPath, PlainRelative, Policy, TrieCursor};
+use crate::policy::{native, normalize, Access, NormalPath, PlainRelative, Policy, TrieCursor};
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 use std::ffi::{CStr, OsStr};
@@ -73,14 +73,14 @@ enum WritesBelow {
 }
 
 impl Cwd {
-    fn new(path: NormalPath, policy: &Policy) -> Cwd {
+    fn new(path: NormalPath, policy: &Policy, workspace: &Path) -> Cwd {
         let bytes = path.as_os_str().as_encoded_bytes();
         let near_proc = bytes == b"/" || bytes.starts_with(b"/proc");
-        let writes = match path.strip_prefix(policy.workspace()) {
+        let writes = match native::folded(&path).strip_prefix(workspace) {
             Ok(rest) if rest.as_os_str().is_empty() => WritesBelow::AtWorkspace,
             Ok(rest) if is_protected_rest(rest) => WritesBelow::General,
             Ok(_) => WritesBelow::InWorkspace,
-            Err(_) if policy.workspace().starts_with(&path) => WritesBelow::General,
+            Err(_) if workspace.starts_with(native::folded(&path)) => WritesBelow::General,
             Err(_) => WritesBelow::Unprotected,
         };
         let own_root = policy.grants().iter().position(|g| g.path == *path);
@@ -191,8 +191,8 @@ impl Confined {
         let roots = std::iter::repeat_with(OnceCell::new)
             .take(policy.grants().len())
             .collect();
-        let base = match NormalPath::new(cwd) {
-            Ok(normal) => Base::Normal(Cwd::new(normal, &policy)),
+        let base = match native::from_os(cwd) {
+            Ok(normal) => Base::Normal(Cwd::new(normal, &policy, policy.workspace_key())),
             Err(_) => Base::Spelled(cwd.to_path_buf()),
         };
         Confined {
@@ -208,30 +208,38 @@ impl Confined {
     /// Whether the policy lets the program at `real` (a resolved path)
     /// run; a path the kernel did not hand back in normal form does not.
     pub(super) fn may_execute(&self, real: &Path) -> bool {
-        NormalPath::new(real)
+        native::from_os(real)
             .is_ok_and(|real| self.policy.check(&real, Access::Execute).is_allowed())
     }
 
-    /// The absolute, lexically normal form of `spelled`.
-    pub(super) fn absolute(&self, spelled: &str, op: FsOp) -> Result<NormalPath, GateError> {
+    /// The absolute, lexically normal form of `spelled`, for `access`
+    /// (the code of a refusal of the Windows path model).
+    pub(super) fn absolute(
+        &self,
+        spelled: &str,
+        access: Access,
+        op: FsOp,
+    ) -> Result<NormalPath, GateError> {
         let abs = match &self.base {
-            Base::Normal(base) => base.path.join(spelled),
-            Base::Spelled(base) => normalize(base, spelled),
+            Base::Normal(base) => native::join(&base.path, spelled),
+            Base::Spelled(base) => spelled_below(base, spelled),
         };
-        abs.map_err(|source| GateError::InvalidPath {
-            op,
-            spelled: spelled.to_string(),
-            source,
-        })
+        abs.map_err(|e| GateError::of_spelling(op, access, spelled, e))
     }
 
-    /// [`Confined::absolute`] into `out`, reusing its allocation.
+    /// [`Confined::absolute`] into `out`, reusing its allocation (on
+    /// Windows a new path: the hot path is the POSIX one).
     fn absolute_into(
         &self,
         spelled: &str,
+        access: Access,
         op: FsOp,
         out: &mut NormalPath,
     ) -> Result<(), GateError> {
+        if cfg!(windows) {
+            *out = self.absolute(spelled, access, op)?;
+            return Ok(());
+        }
         let joined = match &self.base {
             Base::Normal(base) => base.path.join_into(spelled, out),
             Base::Spelled(base) => normalize(base, spelled).map(|abs| *out = abs),
@@ -250,7 +258,7 @@ impl Confined {
         access: Access,
         op: FsOp,
     ) -> Result<Located<'_>, GateError> {
-        let abs = self.absolute(spelled, op)?;
+        let abs = self.absolute(spelled, access, op)?;
         self.locate_abs(spelled, Cow::Owned(abs), access, op)
     }
 
@@ -281,7 +289,7 @@ impl Confined {
         op: FsOp,
     ) -> Result<Located<'_>, GateError> {
         let real = resolve_existing_prefix(abs)
-            .and_then(|real| NormalPath::new(real).map_err(std::io::Error::other))
+            .and_then(|real| native::from_os(&real).map_err(std::io::Error::other))
             .map_err(|e| GateError::io(op, spelled, e))?;
         let leads_to = (real != *abs).then(|| real.as_path().to_path_buf());
         self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
@@ -303,7 +311,11 @@ impl Confined {
         let root = self
             .root(index)
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let Some(rel_start) = rel_offset(abs.as_os_str().as_encoded_bytes(), root.path()) else {
+        // Folding keeps byte offsets: the offset in the folded path holds
+        // in `abs`, whose case is kept for the open.
+        let folded = native::folded(&abs);
+        let root_path = native::folded(root.path());
+        let Some(rel_start) = rel_offset(folded.as_os_str().as_encoded_bytes(), &root_path) else {
             let e = std::io::Error::other("the granted root does not contain the path");
             return Err(GateError::io(op, spelled, e));
         };
@@ -355,9 +367,14 @@ impl Confined {
         access: Access,
         flags: OFlag,
     ) -> Option<io::Result<Handle>> {
+        // Windows spellings all go the general way: the Windows path
+        // model folds and refuses names this byte-level path would not.
         let Base::Normal(cwd) = &self.base else {
             return None;
         };
+        if cfg!(windows) {
+            return None;
+        }
         let rel = PlainRelative::new(spelled.as_bytes())?;
         if !cwd.is_ordinary(rel, access) {
             return None;
@@ -388,10 +405,10 @@ impl Confined {
         flags: OFlag,
     ) -> Result<Handle, GateError> {
         let Ok(mut scratch) = self.scratch.try_borrow_mut() else {
-            let abs = self.absolute(spelled, op)?;
+            let abs = self.absolute(spelled, access, op)?;
             return self.open_abs(spelled, Cow::Owned(abs), access, op, flags);
         };
-        self.absolute_into(spelled, op, &mut scratch)?;
+        self.absolute_into(spelled, access, op, &mut scratch)?;
         self.open_abs(spelled, Cow::Borrowed(&*scratch), access, op, flags)
     }
 
@@ -430,10 +447,43 @@ impl Confined {
             .root
             .open_beneath(located.rel(), flags, follow_for(access))
         {
-            Ok(fd) => Ok(Some(fd)),
+            Ok(fd) => {
+                #[cfg(windows)]
+                self.recheck_final(&fd, located, spelled, access, op)?;
+                Ok(Some(fd))
+            }
             Err(BeneathError::Escapes) => Ok(None),
             Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
         }
+    }
+
+    /// Windows: where the opened handle really is
+    /// (`GetFinalPathNameByHandleW`), checked again. cap-std's lookup
+    /// already keeps links beneath the root; this also catches what the
+    /// lexical model cannot see (a junction or mount point the lookup
+    /// crossed, a name Windows matched in a way the model did not), so
+    /// what was opened is what the policy allows. A write follows no link
+    /// at all, so only reads can meet a difference here.
+    #[cfg(windows)]
+    fn recheck_final(
+        &self,
+        handle: &Handle,
+        located: &Located,
+        spelled: &str,
+        access: Access,
+        op: FsOp,
+    ) -> Result<(), GateError> {
+        let real = super::fs_ops::final_path(handle).map_err(|e| GateError::io(op, spelled, e))?;
+        if native::folded(&real) == native::folded(&located.abs) {
+            return Ok(());
+        }
+        let leads_to = Some(real.to_path_buf());
+        self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
+        if self.policy.check(&real, access).is_allowed() {
+            return Ok(());
+        }
+        let reason = DenialReason::NotGranted;
+        Err(Denial::new(op, access, spelled, &located.abs, leads_to, reason).into())
     }
 
     /// What the trie cannot say: protected workspace files and other
@@ -477,18 +527,35 @@ impl Confined {
 
     /// `path` is a protected path or lies beneath one.
     fn is_protected(&self, path: &Path) -> bool {
-        path.strip_prefix(self.policy.workspace())
+        native::folded(path)
+            .strip_prefix(self.policy.workspace_key())
             .is_ok_and(is_protected_rest)
     }
 
     /// `path` is a protected path or a directory holding one (the
     /// workspace and its ancestors included).
     fn holds_protected(&self, path: &Path) -> bool {
-        let workspace = &self.policy.workspace();
+        let workspace = self.policy.workspace_key();
+        let path = native::folded(path);
         match path.strip_prefix(workspace) {
             Ok(rest) => PROTECTED.iter().any(|p| Path::new(p).starts_with(rest)),
             Err(_) => workspace.starts_with(path),
         }
+    }
+}
+
+/// `spelled` made absolute against a directory that is not a policy path:
+/// on Unix [`normalize`] says why a relative spelling cannot be; on
+/// Windows only a drive path resolves.
+fn spelled_below(base: &Path, spelled: &str) -> Result<NormalPath, crate::policy::WinPathError> {
+    #[cfg(windows)]
+    {
+        let _ = base;
+        native::join(&NormalPath::root(), spelled)
+    }
+    #[cfg(not(windows))]
+    {
+        Ok(normalize(base, spelled)?)
     }
 }
 

@@ -5,7 +5,7 @@
 //! (`src/diag/denial.rs`).
 
 use crate::diag::Code;
-use crate::policy::{Access, PathError};
+use crate::policy::{Access, PathError, WinPathError, WinRefusal};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -67,6 +67,9 @@ pub enum DenialReason {
     Protected,
     /// `/proc/<pid>` of another process.
     ForeignProcess,
+    /// A Windows spelling the path model refuses (UNC, device, stream,
+    /// reserved name, ...): no grant can allow it.
+    WindowsPath(WinRefusal),
 }
 
 /// A refusal by the gate.
@@ -139,6 +142,28 @@ pub enum GateError {
 }
 
 impl GateError {
+    /// Why `spelled` gives no policy path: a path that names nothing
+    /// (empty, NUL, too long) is invalid; one the Windows model refuses is
+    /// a denial, with the code of the operation (MGS2001, MGS2002, MGS2007).
+    pub(crate) fn of_spelling(
+        op: FsOp,
+        access: Access,
+        spelled: &str,
+        error: WinPathError,
+    ) -> GateError {
+        match error {
+            WinPathError::Invalid(source) => GateError::InvalidPath {
+                op,
+                spelled: spelled.to_string(),
+                source,
+            },
+            WinPathError::Refused { kind, .. } => {
+                let reason = DenialReason::WindowsPath(kind);
+                Denial::new(op, access, spelled, Path::new(spelled), None, reason).into()
+            }
+        }
+    }
+
     pub(crate) fn io(op: FsOp, spelled: &str, source: io::Error) -> GateError {
         GateError::Io {
             op,
@@ -151,5 +176,55 @@ impl GateError {
 impl From<Denial> for GateError {
     fn from(denial: Denial) -> Self {
         GateError::Denied(denial)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Code;
+
+    /// A refused Windows spelling is a denial with the operation's code
+    /// and a reason no `magus.yaml` entry can lift; an invalid one is not.
+    #[test]
+    fn windows_refusals_are_denials_by_operation() {
+        let refused = |kind| WinPathError::Refused {
+            kind,
+            spelled: String::new(),
+        };
+        let cases = [
+            (FsOp::Read, Access::Read, WinRefusal::Unc, Code::Mgs2001),
+            (
+                FsOp::Write,
+                Access::Write,
+                WinRefusal::Stream,
+                Code::Mgs2002,
+            ),
+            (
+                FsOp::Exec,
+                Access::Execute,
+                WinRefusal::Reserved,
+                Code::Mgs2007,
+            ),
+        ];
+        for (op, access, kind, code) in cases {
+            match GateError::of_spelling(op, access, "x", refused(kind)) {
+                GateError::Denied(d) => {
+                    assert_eq!(
+                        (d.code(), d.reason),
+                        (code, DenialReason::WindowsPath(kind))
+                    );
+                    assert!(d.message().contains(kind.why()), "{}", d.message());
+                    let help = d.to_diagnostic(None).to_string();
+                    assert!(help.contains("no magus.yaml entry"), "{help}");
+                }
+                other => panic!("{kind:?}: {other:?}"),
+            }
+        }
+        let invalid = GateError::of_spelling(FsOp::Read, Access::Read, "", PathError::Empty.into());
+        assert!(
+            matches!(invalid, GateError::InvalidPath { .. }),
+            "{invalid:?}"
+        );
     }
 }

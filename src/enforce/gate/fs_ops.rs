@@ -18,6 +18,8 @@ use unix as at;
 mod windows;
 #[cfg(windows)]
 use windows as at;
+#[cfg(windows)]
+pub(super) use windows::final_path;
 
 impl Confined {
     /// The whole content of a file, lent to `with`.
@@ -29,6 +31,12 @@ impl Confined {
         let op = FsOp::Read;
         let fd = self.open(spelled, Access::Read, op, OFlag::O_RDONLY)?;
         read_all_with(&File::from(fd), with).map_err(|e| GateError::io(op, spelled, e))
+    }
+
+    /// An open file to read from, for a caller that bounds what it reads.
+    pub(super) fn open_file(&self, spelled: &str) -> Result<File, GateError> {
+        let fd = self.open(spelled, Access::Read, FsOp::Read, OFlag::O_RDONLY)?;
+        Ok(File::from(fd))
     }
 
     /// Creates or truncates (or appends to) a file and writes `data`.
@@ -129,7 +137,7 @@ impl Confined {
         spelled: &str,
         op: FsOp,
     ) -> Result<(Handle, std::ffi::OsString), GateError> {
-        let abs = self.absolute(spelled, op)?;
+        let abs = self.absolute(spelled, Access::Write, op)?;
         let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
             let e = io::Error::new(
                 io::ErrorKind::InvalidInput,

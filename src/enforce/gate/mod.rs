@@ -19,6 +19,8 @@ mod confined;
 mod denial;
 mod fs_ops;
 mod program;
+#[cfg(all(test, windows))]
+mod windows_tests;
 
 pub use denial::{Denial, DenialReason, FsOp, GateError};
 pub use program::{HiddenPrograms, ProgramLookup};
@@ -113,6 +115,15 @@ impl Gate {
         match &self.backend {
             Backend::Confined(c) => c.read_with(spelled, with),
             Backend::Ambient(a) => a.read(spelled).map(|bytes| with(&bytes)),
+        }
+    }
+
+    /// A file opened for reading as [`Gate::read`] would open it, for a
+    /// caller that bounds how much it reads (a spell file).
+    pub(crate) fn open_file(&self, spelled: &str) -> Result<std::fs::File, GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.open_file(spelled),
+            Backend::Ambient(a) => a.open_file(spelled),
         }
     }
 

@@ -73,7 +73,7 @@ impl HiddenPrograms {
             // Checked by its real path, as Landlock and the view see it
             // (`/bin` is `/usr/bin` on merged-usr systems).
             let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-            let granted = crate::policy::NormalPath::new(&real)
+            let granted = crate::policy::native::from_os(&real)
                 .is_ok_and(|d| policy.check(&d, Access::Execute).is_allowed());
             if granted || dirs.contains_key(&dir) {
                 continue;
@@ -108,16 +108,25 @@ impl Gate {
         if program.is_empty() {
             return None;
         }
-        if program.contains('/') {
-            let abs = self.cwd.join(program);
-            return is_executable(&abs).then_some(abs);
+        let names = file_names(program, native_pathext().as_deref());
+        if is_spelled_path(program) {
+            return names
+                .iter()
+                .map(|name| self.cwd.join(name))
+                .find(|abs| is_executable(abs));
         }
+        // `split_paths` splits on `;` on Windows, `:` elsewhere.
         std::env::split_paths(path_var?)
             .filter(|dir| dir.is_absolute())
-            .find(|dir| {
-                self.hidden.lookup(dir, program).is_some() || is_executable(&dir.join(program))
+            .find_map(|dir| {
+                names.iter().map(|name| dir.join(name)).find(|found| {
+                    let name = found
+                        .file_name()
+                        .and_then(OsStr::to_str)
+                        .unwrap_or_default();
+                    self.hidden.lookup(&dir, name).is_some() || is_executable(found)
+                })
             })
-            .map(|dir| dir.join(program))
     }
 
     /// The real path of `found`. One the jail hides is resolved from the
@@ -194,7 +203,7 @@ impl Gate {
         program: &str,
         path_var: Option<&OsStr>,
     ) -> Result<(), GateError> {
-        let candidate = if program.contains('/') {
+        let candidate = if is_spelled_path(program) {
             Some(self.cwd.join(program))
         } else if self.which(program, path_var).is_none() {
             std::env::split_paths(path_var.unwrap_or_default())
@@ -227,6 +236,50 @@ impl Gate {
     }
 }
 
+/// A program spelled as a path, not a name to look up on `PATH`: it has
+/// a separator (on Windows also `\\` or a drive's `:`).
+fn is_spelled_path(program: &str) -> bool {
+    match cfg!(windows) {
+        true => program.contains(['/', '\\', ':']),
+        false => program.contains('/'),
+    }
+}
+
+/// What cmd.exe tries when `PATHEXT` is unset.
+const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD";
+
+/// On Windows, `PATHEXT` as magus started with it (else cmd.exe's
+/// default); `None` elsewhere, where a program's name is its file's.
+fn native_pathext() -> Option<OsString> {
+    match cfg!(windows) {
+        true => Some(std::env::var_os("PATHEXT").unwrap_or_else(|| DEFAULT_PATHEXT.into())),
+        false => None,
+    }
+}
+
+/// The file names `program` is looked for as, in order. Without
+/// `pathext` (POSIX) the name itself. With it (Windows), as cmd.exe does:
+/// a name with an extension as it is first, then the name with each of
+/// `pathext`'s extensions (`cc` finds `cc.exe`). An extensionless file is
+/// not a program there, so it is never found by a bare name.
+fn file_names(program: &str, pathext: Option<&OsStr>) -> Vec<String> {
+    let Some(pathext) = pathext else {
+        return vec![program.to_string()];
+    };
+    let last = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let mut names = Vec::new();
+    if last.contains('.') {
+        names.push(program.to_string());
+    }
+    let exts = pathext.to_string_lossy();
+    let exts = exts
+        .split(';')
+        .map(str::trim)
+        .filter(|e| e.starts_with('.') && e.len() > 1);
+    names.extend(exts.map(|ext| format!("{program}{}", ext.to_ascii_lowercase())));
+    names
+}
+
 #[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -238,4 +291,38 @@ fn is_executable(path: &Path) -> bool {
 #[cfg(windows)]
 fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_names;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn file_names_table() {
+        let win = Some(OsStr::new(".COM;.EXE; .BAT;;CMD;."));
+        let cases: [(&str, Option<&OsStr>, &[&str]); 6] = [
+            ("cc", None, &["cc"]),
+            ("my.tool", None, &["my.tool"]),
+            ("cc", win, &["cc.com", "cc.exe", "cc.bat"]),
+            (
+                "cc.exe",
+                win,
+                &["cc.exe", "cc.exe.com", "cc.exe.exe", "cc.exe.bat"],
+            ),
+            (
+                r"tools.d\build",
+                win,
+                &[
+                    r"tools.d\build.com",
+                    r"tools.d\build.exe",
+                    r"tools.d\build.bat",
+                ],
+            ),
+            ("cc", Some(OsStr::new("")), &[]),
+        ];
+        for (program, pathext, want) in cases {
+            assert_eq!(file_names(program, pathext), want, "{program} {pathext:?}");
+        }
+    }
 }

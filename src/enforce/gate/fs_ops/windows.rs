@@ -3,6 +3,7 @@
 //! lookup of a single name cannot leave that directory.
 
 use crate::enforce::beneath::{BeneathError, Handle};
+use crate::policy::{native, NormalPath};
 use cap_std::fs::Dir;
 use std::ffi::OsStr;
 use std::io;
@@ -45,16 +46,17 @@ pub(super) fn crosses_devices(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::CrossesDevices
 }
 
-/// The path a directory handle refers to now, as Windows knows it
-/// (`GetFinalPathNameByHandleW`), without the `\\?\` prefix.
-pub(super) fn path_of(handle: &Handle) -> io::Result<std::path::PathBuf> {
+/// The policy path (the key, see `policy::winpath`) of what a handle
+/// refers to now, as Windows knows it (`GetFinalPathNameByHandleW`, which
+/// gives long names, the volume's case, and no junction or link).
+pub(in crate::enforce::gate) fn final_path(handle: &Handle) -> io::Result<NormalPath> {
     let path = winx::file::get_file_path(&std::fs::File::from(handle.try_clone()?))?;
-    let text = path.as_os_str().as_encoded_bytes();
-    Ok(match text.strip_prefix(br"\\?\") {
-        // SAFETY: cut just after an ASCII prefix of the encoded bytes.
-        Some(rest) => unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(rest) }.into(),
-        None => path,
-    })
+    native::from_os(&path).map_err(io::Error::other)
+}
+
+/// [`final_path`], as the Unix `path_of` gives it.
+pub(super) fn path_of(handle: &Handle) -> io::Result<std::path::PathBuf> {
+    final_path(handle).map(NormalPath::into_path_buf)
 }
 
 /// The names in the directory `handle`, without `.` and `..`.
