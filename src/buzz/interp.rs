@@ -1079,7 +1079,7 @@ impl Interpreter {
             let v = self.eval(object, scope)?;
             return self.index(&v, &i, checked, pos);
         }
-        let v = self.eval(object, scope)?;
+        let v = self.subject(object, scope)?;
         let i = self.eval(index, scope)?;
         if let (Value::List(list), Value::Int(n)) = (&v, &i) {
             let items = list.items.borrow();
@@ -1088,6 +1088,16 @@ impl Interpreter {
             }
         }
         self.index(&v, &i, checked, pos)
+    }
+
+    /// The list, map or object an access works on: a local read straight
+    /// from its frame (the commonest), anything else evaluated.
+    #[inline]
+    fn subject(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match peek_local(e, scope, |v| Some(v.clone())) {
+            Some(v) => Ok(v),
+            None => self.eval(e, scope),
+        }
     }
 
     fn force(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
@@ -1309,7 +1319,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
         (at, pos): (Pos, Pos),
     ) -> Eval<Value> {
-        let obj = self.eval(object, scope)?;
+        let obj = self.subject(object, scope)?;
         let new = self.eval(value, scope)?;
         let new = match op {
             Some(op) => {
@@ -1344,7 +1354,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
         (at, pos): (Pos, Pos),
     ) -> Eval<Value> {
-        let obj = self.eval(object, scope)?;
+        let obj = self.subject(object, scope)?;
         let i = self.eval(index, scope)?;
         let new = self.eval(value, scope)?;
         if let (Value::List(list), Value::Int(n)) = (&obj, &i) {
