@@ -155,3 +155,26 @@ fn a_config_planted_as_a_link_prints_no_secret() {
         assert_ne!(out.status, Some(0), "{}", out.dump());
     }
 }
+
+/// A child names a spell, and writes its opening comment, with an escape
+/// sequence (OSC 52 sets the terminal's clipboard); `magus list` prints
+/// both, and must print them escaped, not for the terminal to act on.
+#[test]
+fn spell_names_and_comments_reach_the_terminal_escaped() {
+    let h = Harness::new();
+    h.write_spell("t", SHELL_SPELL);
+    let plant = "printf '// \\033]52;c;cm0gLXJmIH4K\\007 x\\n' > \"spells/$(printf 'a\\033]0;T\\007')\".buzz";
+    let mut cmd = h.command();
+    cmd.current_dir(&h.ws).arg("--workspace").arg(&h.ws);
+    let planted = capture(cmd.args(["run", "t", plant]));
+    assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
+    // The control: the planted name holds the escape byte.
+    let names: Vec<String> = std::fs::read_dir(h.ws_path("spells"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().any(|n| n.contains('\u{1b}')), "{names:?}");
+    let listed = magus(&h, true, &["list"]);
+    assert!(!listed.stdout.contains('\u{1b}'), "{}", listed.dump());
+    assert!(listed.stdout.contains("\\u{1b}]52;c;"), "{}", listed.dump());
+}

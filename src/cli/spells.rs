@@ -126,7 +126,10 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         Err(status) => return status,
     };
     let dir = startup.policy.workspace().join("spells");
-    let mut spells = spell_files(&dir);
+    let mut spells: Vec<(String, PathBuf)> = spell_files(&dir)
+        .into_iter()
+        .map(|(name, path)| (printable(&name), path))
+        .collect();
     spells.sort();
     let width = spells
         .iter()
@@ -135,7 +138,7 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         .unwrap_or(0);
     let mut out = String::new();
     for (name, path) in &spells {
-        let summary = description(&startup.policy, path).unwrap_or_default();
+        let summary = printable(&description(&startup.policy, path).unwrap_or_default());
         out.push_str(format!("{name:<width$}  {summary}").trim_end());
         out.push('\n');
     }
@@ -144,6 +147,19 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
     }
     let _ = std::io::stdout().write_all(out.as_bytes());
     0
+}
+
+/// `text` with each control character escaped (`\u{1b}`): a child can
+/// name a spell, or write its opening comment, with escape sequences that
+/// a terminal would act on (set its title or clipboard, or answer into
+/// its own input) when `magus list` prints them.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// `(name, path)` of every `*.buzz` file in `dir`.
@@ -224,6 +240,16 @@ mod tests {
         );
         assert_eq!(first_sentence("Uses v1.2 of x. Then y."), "Uses v1.2 of x.");
         assert_eq!(opening_comment("import \"std\";\n// late\n"), "");
+    }
+
+    #[test]
+    fn control_characters_are_listed_escaped() {
+        assert_eq!(printable("build"), "build");
+        assert_eq!(
+            printable("x\u{1b}]52;c;aGk=\u{7}"),
+            "x\\u{1b}]52;c;aGk=\\u{7}"
+        );
+        assert_eq!(printable("caf\u{e9}"), "caf\u{e9}");
     }
 
     #[test]
