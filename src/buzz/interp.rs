@@ -1696,7 +1696,7 @@ impl Interpreter {
             cache,
         } = &callee.kind
         {
-            let receiver = self.eval(object, scope)?;
+            let receiver = self.subject(object, scope)?;
             if *optional && receiver.is_null() {
                 return Ok(Value::Null);
             }
