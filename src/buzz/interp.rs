@@ -138,6 +138,11 @@ impl Scratch {
 /// How many finished frames and argument lists an interpreter keeps.
 const SPARE_LIMIT: usize = 64;
 
+/// How many finished call frames an interpreter keeps: enough for the
+/// depth a recursion such as Ackermann's swings through at each return
+/// (a frame kept holds a few hundred bytes of heap at most).
+const SPARE_FRAMES: usize = 2048;
+
 /// Finished call frames and emptied argument lists, ready for reuse.
 #[derive(Default)]
 struct Spare {
@@ -385,17 +390,27 @@ impl Interpreter {
         }
     }
 
+    /// Entering a statement: depth and memory. The stack is measured at
+    /// calls only ([`Interpreter::enter_call`]): without a call, statements
+    /// and expressions nest no deeper than the parser's bound, far inside
+    /// the stack budget's headroom.
+    #[inline]
     fn enter(&mut self, pos: Pos) -> Eval<()> {
         // The checks only; building an error is out of line, so this
         // frame (entered at every evaluation step) stays small.
-        if self.depth >= MAX_EVAL_DEPTH
-            || self.stack_base.abs_diff(stack_address()) > self.stack_budget
-            || super::heap::in_use() > self.heap_budget
-        {
+        if self.depth >= MAX_EVAL_DEPTH || super::heap::in_use() > self.heap_budget {
             return Err(self.enter_refused(pos));
         }
         self.depth += 1;
         Ok(())
+    }
+
+    /// Entering a Buzz call: depth, memory and stack.
+    fn enter_call(&mut self, pos: Pos) -> Eval<()> {
+        if self.stack_base.abs_diff(stack_address()) > self.stack_budget {
+            return Err(self.enter_refused(pos));
+        }
+        self.enter(pos)
     }
 
     /// Why [`Interpreter::enter`] refused: depth, stack or memory.
@@ -430,18 +445,34 @@ impl Interpreter {
         if !declares(body) {
             return self.exec_all(body, parent);
         }
-        let scope = Scope::new(Some(parent.clone()));
-        self.exec_all(body, &scope)
+        // A finished frame serves as the block's scope: no allocation.
+        let scope = Scope::reuse(self.spare.frames.pop(), parent.clone(), 0);
+        let result = self.exec_all(body, &scope);
+        if self.spare.frames.len() < SPARE_FRAMES {
+            self.spare.frames.extend(Scope::recycle(scope));
+        }
+        result
     }
 
-    /// The scope a loop body runs in: a fresh one per iteration when the
-    /// body declares names (a closure made in it keeps its own), else the
-    /// loop's own, which no name can tell apart.
-    fn body_scope(body: &[Stmt], parent: &Rc<Scope>) -> Rc<Scope> {
-        if declares(body) {
-            Scope::new(Some(parent.clone()))
+    /// The scope a loop body runs in: one per iteration when the body
+    /// declares names (a closure made in it keeps its own), else the
+    /// loop's own, which no name can tell apart. `last` is the previous
+    /// iteration's: emptied and used again when nothing kept it, so a
+    /// loop allocates no scope per step.
+    fn body_scope(declares: bool, last: &mut Option<Rc<Scope>>, parent: &Rc<Scope>) -> Rc<Scope> {
+        if declares {
+            Self::step_scope(last, parent)
         } else {
             parent.clone()
+        }
+    }
+
+    /// A scope under `parent` for one step of a loop, made from `last`
+    /// (the previous step's) when nothing else holds it.
+    fn step_scope(last: &mut Option<Rc<Scope>>, parent: &Rc<Scope>) -> Rc<Scope> {
+        match last.take().and_then(Scope::emptied) {
+            Some(scope) => scope,
+            None => Scope::new(Some(parent.clone())),
         }
     }
 
@@ -456,12 +487,79 @@ impl Interpreter {
         self.enter(stmt.pos)?;
         // The commonest statements in this small frame, as in `eval`.
         let result = match &stmt.kind {
-            StmtKind::Expr(e) => self.eval(e, scope).map(drop),
+            StmtKind::Expr(e) => self.expr_stmt(e, scope),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
+            StmtKind::If {
+                cond,
+                binding: None,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
             _ => self.exec_inner(stmt, scope),
         };
         self.depth -= 1;
         result
+    }
+
+    /// An expression statement. `local = value` and `local op= int`, the
+    /// commonest, store into this scope's slot without making the value
+    /// the expression would have.
+    #[inline]
+    fn expr_stmt(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<()> {
+        if let ExprKind::Assign { target, op, value } = &e.kind {
+            if let ExprKind::Var(name, res) = &target.kind {
+                if let (
+                    Res::Local {
+                        depth,
+                        slot,
+                        fixed: false,
+                    },
+                    false,
+                ) = (res.get(), &**name == "_")
+                {
+                    if let Some(frame) = scope.ancestor(depth) {
+                        return self.store_local(scope, frame, slot, (*op, value), e.pos);
+                    }
+                }
+            }
+        }
+        self.eval(e, scope).map(drop)
+    }
+
+    /// `local = value` or `local op= value` (read in `scope`) in slot
+    /// `slot` of `frame`.
+    fn store_local(
+        &mut self,
+        scope: &Rc<Scope>,
+        frame: &Scope,
+        slot: u32,
+        (op, value): (Option<BinOp>, &Expr),
+        pos: Pos,
+    ) -> Eval<()> {
+        let Some(op) = op else {
+            let new = self.eval(value, scope)?;
+            drop(frame.set(slot, new));
+            return Ok(());
+        };
+        let old = frame.peek_int(slot);
+        if let (Some(x), Some(y)) = (old, peek_int(value, scope)) {
+            if let Some(v) = int_fast(op, x, y) {
+                frame.set_scalar(slot, v);
+                return Ok(());
+            }
+        }
+        let new = self.eval(value, scope)?;
+        let old = frame.get(slot);
+        let fast = match (&old, &new) {
+            (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
+            _ => None,
+        };
+        let result = match fast {
+            Some(v) => v,
+            None => methods::binary(op, &old, &new).map_err(|message| self.fail(pos, message))?,
+        };
+        drop(frame.set(slot, result));
+        Ok(())
     }
 
     #[inline(never)]
@@ -647,6 +745,13 @@ impl Interpreter {
     }
 
     pub(super) fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
+        if let ExprKind::Binary(op, l, r) = &cond.kind {
+            if let (Some(x), Some(y)) = (peek_int(l, scope), peek_int(r, scope)) {
+                if let Some(b) = int_compare(*op, x, y) {
+                    return Ok(b);
+                }
+            }
+        }
         let v = self.eval(cond, scope)?;
         v.truthy().ok_or_else(|| {
             self.fail(
@@ -691,10 +796,14 @@ impl Interpreter {
         label: Option<&Rc<str>>,
         scope: &Rc<Scope>,
     ) -> Eval<()> {
+        let declares = declares(body);
+        let mut last = None;
         while self.condition(cond, scope)? {
-            if !self.body(body, label, &Self::body_scope(body, scope))? {
+            let inner = Self::body_scope(declares, &mut last, scope);
+            if !self.body(body, label, &inner)? {
                 break;
             }
+            last = Some(inner);
         }
         Ok(())
     }
@@ -706,11 +815,14 @@ impl Interpreter {
         label: Option<&Rc<str>>,
         scope: &Rc<Scope>,
     ) -> Eval<()> {
+        let declares = declares(body);
+        let mut last = None;
         loop {
-            let inner = Self::body_scope(body, scope);
+            let inner = Self::body_scope(declares, &mut last, scope);
             if !self.body(body, label, &inner)? || self.condition(cond, &inner)? {
                 return Ok(());
             }
+            last = Some(inner);
         }
     }
 
@@ -725,15 +837,19 @@ impl Interpreter {
     ) -> Eval<()> {
         let outer = Scope::new(Some(scope.clone()));
         self.exec_all(init, &outer)?;
+        let declares = declares(body);
+        let mut last = None;
         loop {
             if let Some(c) = cond {
                 if !self.condition(c, &outer)? {
                     return Ok(());
                 }
             }
-            if !self.body(body, label, &Self::body_scope(body, &outer))? {
+            let inner = Self::body_scope(declares, &mut last, &outer);
+            if !self.body(body, label, &inner)? {
                 return Ok(());
             }
+            last = Some(inner);
             for e in step {
                 self.eval(e, &outer)?;
             }
@@ -750,6 +866,7 @@ impl Interpreter {
     ) -> Eval<()> {
         let subject = self.eval(iterable, scope)?;
         let mut index = 0usize;
+        let mut last = None;
         loop {
             let item = match &subject {
                 Value::Fiber(f) => self
@@ -761,7 +878,7 @@ impl Interpreter {
                 return Ok(());
             };
             index += 1;
-            let inner = Scope::new(Some(scope.clone()));
+            let inner = Self::step_scope(&mut last, scope);
             if let Some(key) = key {
                 bind(&inner, &slots.0, key, k, Mutability::Final);
             }
@@ -769,6 +886,7 @@ impl Interpreter {
             if !self.body(body, label, &inner)? {
                 return Ok(());
             }
+            last = Some(inner);
         }
     }
 
@@ -837,7 +955,14 @@ impl Interpreter {
     pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
         match &expr.kind {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
-            ExprKind::Var(name, res) => self.variable(name, res, scope, expr.pos),
+            ExprKind::Var(name, res) => match res.get() {
+                Res::Local { depth: 0, slot, .. } => Ok(scope.get(slot)),
+                Res::Local { depth, slot, .. } => match scope.ancestor(depth) {
+                    Some(frame) => Ok(frame.get(slot)),
+                    None => self.variable(name, res, scope, expr.pos),
+                },
+                _ => self.variable(name, res, scope, expr.pos),
+            },
             ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, expr.pos),
             ExprKind::Assign { target, op, value } => {
                 self.assign(target, *op, value, scope, expr.pos)
@@ -851,6 +976,11 @@ impl Interpreter {
             } => self.eval_field(object, name, *optional, cache, scope, expr.pos),
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::Index {
+                object,
+                index,
+                checked,
+            } => self.eval_index(object, index, *checked, scope, expr.pos),
             _ => self.eval_rest(expr, scope),
         }
     }
@@ -994,8 +1124,13 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let a = self.eval(l, scope)?;
-        let b = self.eval(r, scope)?;
+        if let (Some(x), Some(y)) = (peek_int(l, scope), peek_int(r, scope)) {
+            if let Some(v) = int_fast(op, x, y) {
+                return Ok(v);
+            }
+        }
+        let a = self.operand(l, scope)?;
+        let b = self.operand(r, scope)?;
         let fast = match (&a, &b) {
             (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
             (Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
@@ -1010,6 +1145,20 @@ impl Interpreter {
                 Ok(v)
             }
             None => self.binary(op, a, b, pos),
+        }
+    }
+
+    /// An operand of a binary operator: a literal `int` or a local of this
+    /// scope (the commonest) read here, anything else evaluated.
+    #[inline]
+    fn operand(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match &e.kind {
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Var(_, res) => match res.get() {
+                Res::Local { depth: 0, slot, .. } => Ok(scope.get(slot)),
+                _ => self.eval(e, scope),
+            },
+            _ => self.eval(e, scope),
         }
     }
 
@@ -1054,6 +1203,7 @@ impl Interpreter {
         self.field(&v, name, pos)
     }
 
+    #[inline(never)]
     fn eval_index(
         &mut self,
         object: &Expr,
@@ -1707,6 +1857,14 @@ impl Interpreter {
                 return result;
             }
             if let Some((decl, class_scope)) = method_of(&receiver, name, cache) {
+                if takes_in_order(&decl, args) {
+                    let callee = Callee {
+                        decl: &decl,
+                        parent: &class_scope,
+                        this: Some(receiver),
+                    };
+                    return self.call_direct(callee, args, scope, pos);
+                }
                 let values = self.arguments(args, scope)?;
                 return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
             }
@@ -1722,8 +1880,74 @@ impl Interpreter {
             return self.call_value(&f, values, pos);
         }
         let f = self.eval(callee, scope)?;
+        if let Value::Function(closure) = &f {
+            let decl = &closure.decl;
+            if !decl.frame.get().method
+                && closure.type_args.is_empty()
+                && takes_in_order(decl, args)
+            {
+                let callee = Callee {
+                    decl,
+                    parent: &closure.scope,
+                    this: None,
+                };
+                return self.call_direct(callee, args, scope, pos);
+            }
+        }
         let values = self.arguments(args, scope)?;
         self.call_value(&f, values, pos)
+    }
+
+    /// A call of a Buzz function whose arguments fill its parameters in
+    /// order (the common call): each argument is evaluated straight into
+    /// its slot of the new frame, with no list of arguments between. The
+    /// order of effects is the general path's: every argument, then the
+    /// parameters' types, then the depth checks.
+    fn call_direct(
+        &mut self,
+        callee: Callee<'_>,
+        args: &[Arg],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let decl = callee.decl;
+        let frame = decl.frame.get();
+        let capacity = (frame.size as usize).max(args.len() + 1);
+        let spare = self.spare.frames.pop();
+        let inner = Scope::reuse(spare, callee.parent.clone(), capacity);
+        let first = u32::from(frame.method);
+        if let Some(this) = callee.this {
+            inner.set(0, this);
+        }
+        for (i, arg) in args.iter().enumerate() {
+            let value = self.eval(&arg.value, scope)?;
+            inner.set(first + i as u32, value);
+        }
+        for (i, param) in decl.params.iter().enumerate() {
+            let slot = first + i as u32;
+            let plain = inner
+                .slots
+                .borrow()
+                .get(slot as usize)
+                .is_some_and(|v| plainly_conforms(&param.ty, v));
+            if !plain {
+                let value = inner.set(slot, Value::Null);
+                let value = self.conform_param(decl, param, value, pos)?;
+                inner.set(slot, value);
+            }
+        }
+        if self.calls >= MAX_CALL_DEPTH {
+            return Err(self.call_overflow(decl, pos));
+        }
+        self.enter_call(pos)?;
+        self.calls += 1;
+        let result = self.run_frame(decl, &inner, pos);
+        self.calls -= 1;
+        self.depth -= 1;
+        if self.spare.frames.len() < SPARE_FRAMES {
+            self.spare.frames.extend(Scope::recycle(inner));
+        }
+        result
     }
 
     pub(super) fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
@@ -1809,7 +2033,7 @@ impl Interpreter {
         if self.calls >= MAX_CALL_DEPTH {
             return Err(self.call_overflow(decl, pos));
         }
-        self.enter(pos)?;
+        self.enter_call(pos)?;
         self.calls += 1;
         let result = self.call_function_inner(decl, parent, this, type_args, args, pos);
         self.calls -= 1;
@@ -1850,7 +2074,7 @@ impl Interpreter {
             Self::bind_type_args(decl, type_args, &scope);
         }
         let result = self.run_body(decl, &scope, args, pos);
-        if self.spare.frames.len() < SPARE_LIMIT {
+        if self.spare.frames.len() < SPARE_FRAMES {
             self.spare.frames.extend(Scope::recycle(scope));
         }
         result
@@ -1859,18 +2083,44 @@ impl Interpreter {
     fn run_body(&mut self, decl: &FunDecl, scope: &Rc<Scope>, args: Args, pos: Pos) -> Eval<Value> {
         // Argument errors point at the call, in the caller's file.
         self.bind_params(decl, args, scope, pos)?;
+        self.run_frame(decl, scope, pos)
+    }
+
+    /// Runs `decl`'s body in its bound frame `scope`: what it returns.
+    fn run_frame(&mut self, decl: &FunDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
         // Positions inside the function are in the file it was written in.
-        let caller = std::mem::replace(&mut self.file, decl.file.clone());
-        let outcome = self.exec_all(&decl.body, scope);
-        self.file = caller;
+        let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
+            self.exec_body(&decl.body, scope)
+        } else {
+            let caller = std::mem::replace(&mut self.file, decl.file.clone());
+            let outcome = self.exec_body(&decl.body, scope);
+            self.file = caller;
+            outcome
+        };
         match outcome {
-            Ok(()) => Ok(Value::Null),
+            Ok(v) => Ok(v),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
                 Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// A function's body: what it returns. A `return` among the body's
+    /// own statements (not nested in a block) gives its value here, not
+    /// through [`Flow::Return`].
+    fn exec_body(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<Value> {
+        for stmt in body {
+            if let StmtKind::Return(value) = &stmt.kind {
+                return match value {
+                    Some(e) => self.eval(e, scope),
+                    None => Ok(Value::Null),
+                };
+            }
+            self.exec(stmt, scope)?;
+        }
+        Ok(Value::Null)
     }
 
     /// A parameter's default value, evaluated in the file it was written in.
@@ -2070,6 +2320,28 @@ fn method_of(receiver: &Value, name: &str, site: &MemberCache) -> Option<(Rc<Fun
     Some((decl.methods.get(at)?.clone(), class.scope.clone()?))
 }
 
+/// The function a direct call runs: its declaration, the scope it closes
+/// over, and `this` for a method.
+struct Callee<'a> {
+    decl: &'a FunDecl,
+    parent: &'a Rc<Scope>,
+    this: Option<Value>,
+}
+
+/// Whether `args` give `decl`'s parameters exactly, in order (positionally,
+/// or each named after the parameter in its place), in a laid-out frame:
+/// then [`Interpreter::call_direct`] may bind them by slot.
+#[inline]
+fn takes_in_order(decl: &FunDecl, args: &[Arg]) -> bool {
+    decl.frame.get().resolved
+        && args.len() == decl.params.len()
+        && args.iter().zip(&decl.params).all(|(arg, param)| {
+            arg.name
+                .as_ref()
+                .is_none_or(|name| same_name(name, &param.name))
+        })
+}
+
 /// Stores a declaration's value where the resolver put it: its slot in
 /// `scope`, or by name (top-level names, and trees never resolved).
 pub(super) fn bind(
@@ -2149,6 +2421,35 @@ fn effect_free(e: &Expr) -> bool {
     }
 }
 
+/// The `int` an operand is, when reading it has no effect and cannot
+/// fail: an `int` literal, or a local of this scope holding an `int`.
+#[inline]
+fn peek_int(e: &Expr, scope: &Scope) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Int(i) => Some(*i),
+        ExprKind::Var(_, res) => match res.get() {
+            Res::Local { depth: 0, slot, .. } => scope.peek_int(slot),
+            Res::Local { depth, slot, .. } => scope.ancestor_ref(depth)?.peek_int(slot),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `x op y` for the comparison operators on two ints.
+#[inline]
+fn int_compare(op: BinOp, x: i64, y: i64) -> Option<bool> {
+    Some(match op {
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        BinOp::Eq => x == y,
+        BinOp::Ne => x != y,
+        _ => return None,
+    })
+}
+
 /// `x op y` on two ints where it cannot fail; `None` sends the operation
 /// (overflow, division, shifts) to [`methods::binary`] and its errors.
 #[inline]
@@ -2219,11 +2520,16 @@ fn plainly_conforms(ty: &Type, value: &Value) -> bool {
                 ty = inner;
             }
             Type::Mut(inner) => ty = inner,
+            Type::Any => return true,
             _ => return optional && value.is_null(),
         }
     };
     match value {
         Value::Null => optional,
+        Value::Int(_) => &**named == "int",
+        Value::Double(_) => &**named == "double",
+        Value::Bool(_) => &**named == "bool",
+        Value::Str(_) | Value::Bytes(_) => &**named == "str",
         Value::Object(o) => {
             o.class.decl.is_some()
                 && o.class.name.as_ptr() == named.as_ptr()

@@ -487,6 +487,88 @@ fun main() > void {
     }
 
     #[test]
+    fn closures_made_in_loop_steps_keep_their_own_step_while_steps_reuse_scopes() {
+        let (out, result) = run(r#"
+import "std";
+fun main() > void {
+    final fs: mut [fun () > int] = mut [];
+    foreach (i in 0..3) {
+        fs.append(fun () > int => i * 10);
+    }
+    var j = 0;
+    while (j < 3) {
+        final k = j;
+        fs.append(fun () > int => k);
+        j += 1;
+    }
+    foreach (f in fs) {
+        std.print("{f()}");
+    }
+}
+"#);
+        assert_eq!(result.unwrap(), 0);
+        assert_eq!(out, "0\n10\n20\n0\n1\n2\n");
+    }
+
+    #[test]
+    fn closures_made_in_a_declaring_block_keep_that_run_of_the_block() {
+        let (out, result) = run(r#"
+import "std";
+fun main() > void {
+    final fs: mut [fun () > int] = mut [];
+    var total = 0;
+    foreach (i in 0..3) {
+        if (i != 1) {
+            final m = i + 100;
+            fs.append(fun () > int => m);
+        }
+        if (i >= 0) {
+            final n = i;
+            total += n;
+        }
+    }
+    foreach (f in fs) {
+        std.print("{f()}");
+    }
+    std.print("{total}");
+}
+"#);
+        assert_eq!(result.unwrap(), 0);
+        assert_eq!(out, "100\n102\n3\n");
+    }
+
+    #[test]
+    fn named_arguments_in_either_order_bind_the_same_parameters() {
+        let (out, result) = run(r#"
+import "std";
+fun pick(m: int, n: int) > int {
+    return m * 10 + n;
+}
+fun main() > void {
+    std.print("{pick(m: 1, n: 2)} {pick(n: 2, m: 1)} {pick(1, 2)}");
+}
+"#);
+        assert_eq!(result.unwrap(), 0);
+        assert_eq!(out, "12 12 12\n");
+    }
+
+    #[test]
+    fn a_call_and_a_compound_assignment_fail_where_they_are_written() {
+        let source = "fun f(n: int) > int {\n    return n;\n}\nfun main() > void {\n    final s = \"x\";\n    f(s);\n}\n";
+        let err = run(source).1.unwrap_err().to_string();
+        assert!(
+            err.contains("6:5") && err.contains("parameter `n` of `f` expects int, got str"),
+            "{err}"
+        );
+        let source = "fun main() > void {\n    var big = 9223372036854775807;\n    big += 1;\n}\n";
+        let err = run(source).1.unwrap_err().to_string();
+        assert!(
+            err.contains("3:9") && err.contains("integer overflow"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn an_unknown_name_is_still_reported_at_its_use() {
         let (_, result) =
             run("fun main() > void {\n    final a = 1;\n    final b = a + nope;\n}\n");

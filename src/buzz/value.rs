@@ -878,8 +878,30 @@ impl Scope {
     #[inline]
     pub(crate) fn get(&self, slot: u32) -> Value {
         match self.slots.borrow().get(slot as usize) {
+            // Scalars copied here, not through the out-of-line `clone`.
+            Some(Value::Int(i)) => Value::Int(*i),
+            Some(Value::Double(d)) => Value::Double(*d),
+            Some(Value::Bool(b)) => Value::Bool(*b),
             Some(v) => v.clone(),
             None => Value::Null,
+        }
+    }
+
+    /// The `int` in slot `slot`, if it holds one.
+    #[inline]
+    pub(crate) fn peek_int(&self, slot: u32) -> Option<i64> {
+        match self.slots.borrow().get(slot as usize) {
+            Some(Value::Int(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// Stores the scalar `value` over the scalar in slot `slot` (one that
+    /// [`Scope::peek_int`] just read): nothing to drop.
+    #[inline]
+    pub(crate) fn set_scalar(&self, slot: u32, value: Value) {
+        if let Some(place) = self.slots.borrow_mut().get_mut(slot as usize) {
+            *place = value;
         }
     }
 
@@ -906,6 +928,16 @@ impl Scope {
         let mut s = self;
         for _ in 0..depth {
             s = s.parent.as_ref()?;
+        }
+        Some(s)
+    }
+
+    /// [`Scope::ancestor`] of a plain reference.
+    #[inline]
+    pub(crate) fn ancestor_ref(&self, depth: u32) -> Option<&Scope> {
+        let mut s = self;
+        for _ in 0..depth {
+            s = s.parent.as_deref()?;
         }
         Some(s)
     }
@@ -951,9 +983,32 @@ impl Scope {
         if !scope.slots.get_mut().iter().all(drops_flat) {
             return None;
         }
-        vars.clear();
+        if !vars.is_empty() {
+            vars.clear();
+        }
         scope.slots.get_mut().clear();
         scope.parent = None;
+        Some(frame)
+    }
+
+    /// A loop step's finished scope, emptied for the next step (its
+    /// parent kept), or `None` (and it is dropped as usual) when something
+    /// still holds it, such as a closure made in the step, or when
+    /// emptying it could start a chain of nested drops.
+    pub(crate) fn emptied(mut frame: Rc<Scope>) -> Option<Rc<Scope>> {
+        let scope = Rc::get_mut(&mut frame)?;
+        let vars = scope.vars.get_mut();
+        if !vars.is_empty() {
+            if !vars.iter().all(|s| drops_flat(&s.value)) {
+                return None;
+            }
+            vars.clear();
+        }
+        let slots = scope.slots.get_mut();
+        if !slots.iter().all(drops_flat) {
+            return None;
+        }
+        slots.clear();
         Some(frame)
     }
 
