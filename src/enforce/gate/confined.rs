@@ -291,7 +291,9 @@ impl Confined {
         let real = resolve_existing_prefix(abs)
             .and_then(|real| native::from_os(&real).map_err(std::io::Error::other))
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let leads_to = (real != *abs).then(|| real.as_path().to_path_buf());
+        // On Windows a difference of case alone leads nowhere else.
+        let moved = native::folded(&real) != native::folded(abs);
+        let leads_to = moved.then(|| real.as_path().to_path_buf());
         self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
         match self.policy.check(&real, access).grant {
             Some(index) if leads_to.is_some() => self.located(index, Cow::Owned(real), spelled, op),
