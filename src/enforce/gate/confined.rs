@@ -465,7 +465,9 @@ impl Confined {
     /// lexical model cannot see (a junction or mount point the lookup
     /// crossed, a name Windows matched in a way the model did not), so
     /// what was opened is what the policy allows. A write follows no link
-    /// at all, so only reads can meet a difference here.
+    /// at all, so only reads can meet a difference here. (On Unix the
+    /// component walk or `openat2` follows no link it has not checked, so
+    /// no re-check is made; macOS's `F_GETPATH` serves only `open_parent`.)
     #[cfg(windows)]
     fn recheck_final(
         &self,
