@@ -1122,6 +1122,32 @@ fn another_workspace_leaves_nothing_in_tmp() {
     }
 }
 
+/// Root with no capability may still write sysctls (they check only the
+/// file's mode): `kernel.core_pattern` names a program the kernel runs as
+/// root, outside every namespace, at the next crash. The attack writes
+/// the current value back (harmless, and it proves the write). Landlock's
+/// `ro` grant of `/proc` refuses it; where Landlock is missing the view's
+/// read-only `/proc/sys` must.
+#[test]
+fn root_cannot_write_sysctls_even_without_landlock() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let jail = Jail::new(User::Root);
+    let script = "p=$(cat /proc/sys/kernel/core_pattern) && printf '%s\\n' \"$p\" > /proc/sys/kernel/core_pattern && echo SYSCTL-OK";
+    let control = jail.shell(Sandbox::Off, script);
+    for sandbox in [Sandbox::On, Sandbox::JailOnly] {
+        let jailed = jail.shell(sandbox, script);
+        assert!(jailed.stdout.contains("STATUS "), "{}", jailed.dump());
+        assert!(control.stdout.contains("SYSCTL-OK"), "{}", control.dump());
+        assert!(
+            !jailed.stdout.contains("SYSCTL-OK"),
+            "{}",
+            context(User::Root, sandbox, &jailed)
+        );
+    }
+}
+
 #[test]
 fn fanotify_as_root_is_refused() {
     if !users().contains(&User::Root) {

@@ -384,6 +384,39 @@ fn processes_are_capped_and_a_fork_bomb_ends_with_the_workspace_intact() {
     }
 }
 
+/// Orphans by the thousand keep the namespace's init reaping: a wall-time
+/// alarm that rings while it is between two waits was lost, and the run
+/// went on for ever (seen with an uncapped fork bomb). The run must still
+/// end over time. Not a timing assertion: the guard only turns a hang
+/// into a failure, long after the 2 s limit.
+#[test]
+fn wall_time_holds_while_init_reaps_a_stream_of_orphans() {
+    for user in users() {
+        let h = Harness::with_config("sandbox:\n  enabled: true\n  limits:\n    wall_time: 2s\n");
+        let churn = "while :; do sh -c 'true & true & true &'; done".to_string();
+        h.write_spell("churn", &steps_spell(&[churn]));
+        let mut child = command_as(&h, user, "churn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if start.elapsed() > Duration::from_secs(90) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let status = status.unwrap_or_else(|| panic!("{user:?}: the run never ended"));
+        assert_eq!(status.code(), Some(EXIT_OVER_TIME), "{user:?}");
+    }
+}
+
 #[test]
 fn a_memory_hog_child_fails_under_the_memory_limit() {
     let hog = "python3 -c 'b = bytearray(512 << 20); print(\"allocated\")'".to_string();

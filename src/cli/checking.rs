@@ -47,10 +47,11 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         names.to_vec()
     };
     let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
+    let policy = startup.policy.clone();
     let session = checking_session(startup.policy, sink.clone());
     let mut status = 0;
     for name in &names {
-        let (file, source) = match read_spell(&workspace, name) {
+        let (file, source) = match read_spell(&policy, name) {
             Ok(found) => found,
             Err(e) => {
                 renderer.emit(&e.diagnostic);

@@ -9,7 +9,7 @@ use crate::bindings::{egress, Session};
 use crate::diag::{Diagnostic, MessageFormat, Verbosity};
 use crate::enforce::network::NetworkPlan;
 use crate::enforce::proxy::{Proxy, PARTIAL_REASON, PROXY_VARS};
-use crate::policy::{ChildEnv, Network, Policy, SandboxState, FINGERPRINT_VAR};
+use crate::policy::{ChildEnv, HostList, Network, Policy, SandboxState, FINGERPRINT_VAR};
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -18,28 +18,69 @@ fn hosts_in_force(policy: &Policy) -> bool {
     policy.state() == SandboxState::On && matches!(policy.network(), Network::Hosts(_))
 }
 
-/// Forks the proxy when `network.hosts` is in force; it serves nothing
-/// until [`listen`] hands it its listeners. Must run while magus is
-/// single-threaded, before the jail, seccomp and Landlock.
-///
-/// A nested magus (inside a sandboxed spell) starts no proxy of its own:
-/// the enclosing run's namespace (or Landlock domain) lets it reach only
-/// the outer proxy, so it hands its children the outer proxy's variables.
-pub(super) fn start(
+/// This run's proxy: decided early ([`wanted`]), forked late
+/// ([`ProxySlot::start`], just before the jail's namespaces), so that the
+/// work between (the view's compilation, the hidden programs' snapshot)
+/// runs before the fork and pays no copy-on-write faults for it.
+pub(super) enum ProxySlot {
+    /// No proxy of this run's own (no `hosts`, or a nested run).
+    Absent,
+    /// `hosts` is in force and the proxy is not forked yet.
+    Wanted(HostList),
+    Running(Proxy),
+}
+
+impl ProxySlot {
+    /// Forks the proxy if it is wanted and not running yet; a no-op
+    /// otherwise. Must run while magus is single-threaded, before the
+    /// jail, seccomp and Landlock (the proxy keeps the host's network and
+    /// none of magus's restrictions).
+    pub(super) fn start(&mut self) -> Result<(), Box<Diagnostic>> {
+        if let ProxySlot::Wanted(hosts) = self {
+            let proxy = Proxy::start(hosts).map_err(|e| proxy_failed(&e))?;
+            *self = ProxySlot::Running(proxy);
+        }
+        Ok(())
+    }
+
+    /// Whether this run has (or will have) a proxy of its own.
+    pub(super) fn is_own(&self) -> bool {
+        !matches!(self, ProxySlot::Absent)
+    }
+
+    pub(super) fn running(&mut self) -> Option<&mut Proxy> {
+        match self {
+            ProxySlot::Running(proxy) => Some(proxy),
+            _ => None,
+        }
+    }
+
+    /// The running proxy; `None` also for one never started.
+    pub(super) fn into_running(self) -> Option<Proxy> {
+        match self {
+            ProxySlot::Running(proxy) => Some(proxy),
+            _ => None,
+        }
+    }
+}
+
+/// Whether this run needs a proxy of its own: `network.hosts` is in force
+/// and this is not a nested magus (inside a sandboxed spell), which
+/// starts none: the enclosing run's namespace (or Landlock domain) lets
+/// it reach only the outer proxy, so it hands its children the outer
+/// proxy's variables.
+pub(super) fn wanted(
     policy: &Policy,
     env: &[(OsString, OsString)],
     child_env: &mut ChildEnv,
-) -> Result<Option<Proxy>, Box<Diagnostic>> {
+) -> ProxySlot {
     let Network::Hosts(hosts) = policy.network() else {
-        return Ok(None);
+        return ProxySlot::Absent;
     };
-    if !hosts_in_force(policy) {
-        return Ok(None);
+    if !hosts_in_force(policy) || inherit_outer_proxy(policy, env, child_env) {
+        return ProxySlot::Absent;
     }
-    if inherit_outer_proxy(policy, env, child_env) {
-        return Ok(None);
-    }
-    Proxy::start(hosts).map(Some).map_err(|e| proxy_failed(&e))
+    ProxySlot::Wanted(hosts.clone())
 }
 
 fn proxy_failed(e: &crate::enforce::proxy::ProxyError) -> Box<Diagnostic> {
@@ -51,9 +92,9 @@ fn proxy_failed(e: &crate::enforce::proxy::ProxyError) -> Box<Diagnostic> {
 
 /// The setting the network step enforces: a nested run with `hosts` makes
 /// no namespace and adds no rule (the enclosing run's hold it).
-pub(super) fn network_setting(policy: &Policy, proxy: Option<&Proxy>) -> Network {
-    match (proxy, policy.network()) {
-        (None, Network::Hosts(_)) => Network::Allow,
+pub(super) fn network_setting(policy: &Policy, proxy: &ProxySlot) -> Network {
+    match (proxy.is_own(), policy.network()) {
+        (false, Network::Hosts(_)) => Network::Allow,
         (_, other) => other.clone(),
     }
 }
@@ -64,11 +105,11 @@ pub(super) fn network_setting(policy: &Policy, proxy: Option<&Proxy>) -> Network
 /// Landlock enforces: in the namespace none is needed; without one,
 /// connect to the proxy's two ports only.
 pub(super) fn listen(
-    proxy: Option<&mut Proxy>,
+    proxy: &mut ProxySlot,
     plan: NetworkPlan,
     setting: &Network,
 ) -> Result<Network, Box<Diagnostic>> {
-    let Some(proxy) = proxy else {
+    let Some(proxy) = proxy.running() else {
         return Ok(setting.clone());
     };
     proxy.listen().map_err(|e| proxy_failed(&e))?;

@@ -50,6 +50,7 @@ use kernel_imports::*;
 /// What only the kernel layer's steps use.
 #[cfg(kernel_layer)]
 mod kernel_imports {
+    pub(super) use super::super::hosts::ProxySlot;
     pub(super) use crate::diag::render;
     pub(super) use crate::enforce::jail::UserNamespace;
     pub(super) use crate::enforce::jail::USERNS_VAR;
@@ -110,7 +111,7 @@ fn start(
     let workspace = super::workspace_arg(global, &cwd);
     let sandbox = Sandbox::load_from(workspace, env.to_vec(), reexec)
         .map_err(|e| config_error(e.diagnostic()))?;
-    let spells = read_spells(sandbox.policy().workspace(), &job).map_err(|e| {
+    let spells = read_spells(sandbox.policy(), &job).map_err(|e| {
         renderer.emit(&e.diagnostic);
         e.status
     })?;
@@ -176,11 +177,12 @@ pub(crate) fn confine_process(
         give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
-    // network.hosts: the proxy process is forked here, before the jail's
-    // namespaces and any restriction, so it keeps the host's network; its
-    // listeners are made in `confine`, inside the children's namespace.
+    // network.hosts: decided here; the proxy process is forked just
+    // before the jail's namespaces and any restriction (`enter_jail`), so
+    // it keeps the host's network; its listeners are made in `confine`,
+    // inside the children's namespace.
     #[cfg(kernel_layer)]
-    let mut proxy = super::hosts::start(&policy, env, &mut child_env)?;
+    let mut proxy = super::hosts::wanted(&policy, env, &mut child_env);
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(options.format);
     let mut resolution = startup.diagnostics;
@@ -190,7 +192,9 @@ pub(crate) fn confine_process(
         SandboxState::Off => HiddenPrograms::default(),
     };
     #[cfg(kernel_layer)]
-    let domain = confine(&policy, proxy.as_mut(), env, &renderer, &mut resolution)?;
+    let domain = confine(&policy, &mut proxy, env, &renderer, &mut resolution)?;
+    #[cfg(kernel_layer)]
+    let proxy = proxy.into_running();
     #[cfg(kernel_layer)]
     super::hosts::point_children(proxy.as_ref(), &mut child_env);
     #[cfg(not(kernel_layer))]
@@ -216,7 +220,8 @@ pub(crate) fn confine_process(
 
 /// The spells `job` names (every spell of the workspace for a bare
 /// `magus test`), read before the sandbox closes.
-fn read_spells(workspace: &Path, job: &Job) -> Result<Vec<(PathBuf, String)>, SpellError> {
+fn read_spells(policy: &Policy, job: &Job) -> Result<Vec<(PathBuf, String)>, SpellError> {
+    let workspace = policy.workspace();
     let names: Vec<String> = match job {
         Job::Run { spell, .. } => vec![spell.clone()],
         Job::Test { spells } if spells.is_empty() => {
@@ -226,10 +231,7 @@ fn read_spells(workspace: &Path, job: &Job) -> Result<Vec<(PathBuf, String)>, Sp
         }
         Job::Test { spells } => spells.clone(),
     };
-    names
-        .iter()
-        .map(|name| read_spell(workspace, name))
-        .collect()
+    names.iter().map(|name| read_spell(policy, name)).collect()
 }
 
 /// The `PATH` children get.
@@ -369,7 +371,7 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 #[cfg(kernel_layer)]
 fn confine(
     policy: &Policy,
-    proxy: Option<&mut Proxy>,
+    proxy: &mut ProxySlot,
     env: &[(OsString, OsString)],
     renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
@@ -377,11 +379,14 @@ fn confine(
     if policy.state() == SandboxState::Off {
         return Ok(Domain::unconfined(Unavailable::ForcedOff));
     }
-    let setting = super::hosts::network_setting(policy, proxy.as_deref());
+    let setting = super::hosts::network_setting(policy, proxy);
     let jail = match nesting(env) {
-        Nesting::Outermost => isolate(policy, env, renderer, diagnostics, &setting)?,
+        Nesting::Outermost => isolate(policy, env, renderer, diagnostics, &setting, proxy)?,
         Nesting::InsideMagus => Jail::Inherited,
     };
+    // Where no jail was entered, the proxy is forked here: still before
+    // the network step's `setns`/`unshare`, seccomp and Landlock.
+    proxy.start()?;
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
@@ -439,12 +444,13 @@ fn isolate(
     renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
     network: &crate::policy::Network,
+    proxy: &mut ProxySlot,
 ) -> Result<Jail, Box<Diagnostic>> {
     if !policy.limits().is_empty() {
         let over_time = over_time_diagnostic(policy.limits());
         enforce::limits::prepare(*policy.limits(), render(&over_time, renderer.format));
     }
-    let jail = enter_jail(policy, env, diagnostics, network)?;
+    let jail = enter_jail(policy, env, diagnostics, network, proxy)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
@@ -502,11 +508,17 @@ fn enter_jail(
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
     network: &crate::policy::Network,
+    proxy: &mut ProxySlot,
 ) -> Result<Jail, Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
         diagnostics.push(search_truncated());
     }
+    // The last moment the proxy can be forked with the host's network
+    // namespaces: everything before ran without a second process sharing
+    // magus's pages (a fork write-protects them all, and each page written
+    // after it is copied).
+    proxy.start()?;
     // `deny` and `hosts`: the network namespace is made meanwhile.
     let meanwhile =
         enforce::network::needs_namespace(network).then(enforce::network::make_meanwhile);

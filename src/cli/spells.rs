@@ -3,11 +3,14 @@
 //! `magus run` and `magus list` print, each spell with the first sentence
 //! of its opening comment.
 
-use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_NO_SPELL};
+use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED, EXIT_NO_SPELL};
 use crate::diag::{edit_distance, Diagnostic};
+use crate::enforce::gate::{Denial, Gate, GateError};
+use crate::policy::Policy;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Why a spell could not be read, with the exit status that says so.
 pub(crate) struct SpellError {
@@ -17,7 +20,14 @@ pub(crate) struct SpellError {
 
 /// The spell's path and source: `spells/NAME.buzz` (`NAME` or
 /// `NAME.buzz`), or a path to a file (anything with a `/`).
-pub(crate) fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, String), SpellError> {
+///
+/// A spell in the workspace is read through the gate of `policy`, as an
+/// import is: a child of an earlier run can link `spells/x.buzz` to
+/// `~/.npmrc`, and `magus list`, `check` or a parse error would print the
+/// linked file. A path outside the workspace is the user's own choice and
+/// is read as given.
+pub(crate) fn read_spell(policy: &Policy, spell: &str) -> Result<(PathBuf, String), SpellError> {
+    let workspace = policy.workspace();
     let dir = workspace.join("spells");
     let path = if spell.contains('/') {
         PathBuf::from(spell)
@@ -25,23 +35,13 @@ pub(crate) fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, Stri
         let name = spell.strip_suffix(".buzz").unwrap_or(spell);
         dir.join(format!("{name}.buzz"))
     };
-    let bytes = read_capped(&path).map_err(|e| {
-        let missing = e.kind() == std::io::ErrorKind::NotFound;
-        let mut d = Diagnostic::error(format!(
-            "cannot read spell `{spell}` at {}: {e}",
-            path.display()
-        ));
-        d = match near_name(spell, &spell_files(&dir)) {
-            Some(near) if missing => d.with_help(format!("did you mean `{near}`?")),
-            _ => d.with_help("`magus list` shows the spells of this workspace"),
-        };
-        let status = if missing {
-            EXIT_NO_SPELL
-        } else {
-            EXIT_CANNOT_RUN
+    let bytes = read_gated(policy, &path).map_err(|e| {
+        let (diagnostic, status) = match e {
+            SpellReadError::Denied(denial) => (denial.to_diagnostic(None), EXIT_DENIED),
+            SpellReadError::Io(e) => unreadable(spell, &path, &dir, e),
         };
         SpellError {
-            diagnostic: Box::new(d),
+            diagnostic: Box::new(diagnostic),
             status,
         }
     })?;
@@ -54,6 +54,58 @@ pub(crate) fn read_spell(workspace: &Path, spell: &str) -> Result<(PathBuf, Stri
         status: EXIT_CANNOT_RUN,
     })?;
     Ok((path, source))
+}
+
+/// The error for a spell file that cannot be read, and its exit status.
+fn unreadable(spell: &str, path: &Path, dir: &Path, e: std::io::Error) -> (Diagnostic, i32) {
+    let missing = e.kind() == std::io::ErrorKind::NotFound;
+    let mut d = Diagnostic::error(format!(
+        "cannot read spell `{spell}` at {}: {e}",
+        path.display()
+    ));
+    d = match near_name(spell, &spell_files(dir)) {
+        Some(near) if missing => d.with_help(format!("did you mean `{near}`?")),
+        _ => d.with_help("`magus list` shows the spells of this workspace"),
+    };
+    let status = if missing {
+        EXIT_NO_SPELL
+    } else {
+        EXIT_CANNOT_RUN
+    };
+    (d, status)
+}
+
+/// Why a spell file's bytes could not be had.
+enum SpellReadError {
+    /// The sandbox refuses the file (a link out of the workspace).
+    Denied(Denial),
+    Io(std::io::Error),
+}
+
+/// The bytes of `path`, through the gate of `policy` when the file lies in
+/// the workspace and the sandbox is on, else as given. The gate is handed the path relative to
+/// the workspace, so a workspace whose own path is not UTF-8 works.
+fn read_gated(policy: &Policy, path: &Path) -> Result<Vec<u8>, SpellReadError> {
+    let workspace = policy.workspace();
+    let normal = crate::policy::normalize(workspace, path).ok();
+    let inside = normal
+        .as_ref()
+        .and_then(|n| n.as_path().strip_prefix(workspace).ok());
+    let confined = policy.state() == crate::policy::SandboxState::On;
+    let Some(relative) = inside.filter(|_| confined) else {
+        return read_capped(std::fs::File::open(path)).map_err(SpellReadError::Io);
+    };
+    let Some(spelled) = relative.to_str() else {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path is not UTF-8");
+        return Err(SpellReadError::Io(e));
+    };
+    let gate = Gate::new(Rc::new(policy.clone()), workspace.to_path_buf());
+    match gate.open_file(spelled) {
+        Ok(file) => read_capped(Ok(file)).map_err(SpellReadError::Io),
+        Err(GateError::Denied(denial)) => Err(SpellReadError::Denied(denial)),
+        Err(GateError::Io { source, .. }) => Err(SpellReadError::Io(source)),
+        Err(other) => Err(SpellReadError::Io(std::io::Error::other(other.to_string()))),
+    }
 }
 
 /// The spell name nearest to `wanted`, if one is near enough to be a typo.
@@ -83,7 +135,7 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         .unwrap_or(0);
     let mut out = String::new();
     for (name, path) in &spells {
-        let summary = description(path).unwrap_or_default();
+        let summary = description(&startup.policy, path).unwrap_or_default();
         out.push_str(format!("{name:<width$}  {summary}").trim_end());
         out.push('\n');
     }
@@ -113,12 +165,10 @@ const SPELL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
 
 /// A spell file's bytes, refusing one over [`SPELL_SIZE_LIMIT`] (device
 /// files and pipes included) instead of reading without end.
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+fn read_capped(file: std::io::Result<std::fs::File>) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(SPELL_SIZE_LIMIT + 1)
-        .read_to_end(&mut bytes)?;
+    file?.take(SPELL_SIZE_LIMIT + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > SPELL_SIZE_LIMIT {
         return Err(std::io::Error::other(format!(
             "it is larger than {} MiB, the limit for a spell",
@@ -128,9 +178,10 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The first sentence of a spell's opening comment, whole.
-fn description(path: &Path) -> Option<String> {
-    let text = String::from_utf8(read_capped(path).ok()?).ok()?;
+/// The first sentence of a spell's opening comment, whole; none for a
+/// spell the sandbox does not let magus read.
+fn description(policy: &Policy, path: &Path) -> Option<String> {
+    let text = String::from_utf8(read_gated(policy, path).ok()?).ok()?;
     Some(first_sentence(&opening_comment(&text)))
 }
 

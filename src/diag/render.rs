@@ -200,10 +200,13 @@ fn push_field(out: &mut String, gutter: &str, name: &str, text: &str) {
 /// The 1-based `line` of `file`, if it can be read. Rendering never fails
 /// for want of a snippet: without it the header alone is printed. Only the
 /// first [`SNIPPET_READ_LIMIT`] bytes are read: a huge file is not echoed.
+/// A link is not followed (nor a FIFO waited on): `magus.yaml` planted as
+/// a link to `~/.npmrc` would otherwise have its token quoted under the
+/// error that refuses it.
 fn source_line(file: &std::path::Path, line: u32) -> Option<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(file)
+    crate::policy::open_regular(file)
         .ok()?
         .take(SNIPPET_READ_LIMIT)
         .read_to_end(&mut bytes)

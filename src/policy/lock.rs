@@ -10,6 +10,7 @@ mod diff;
 pub use diff::{diff, Change, Direction};
 
 use super::fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
+use super::regular::{open_regular, OpenFailure};
 use super::{lookup, HostList, HostRule, Limits, Mode, Network, Policy, SandboxState, StateSource};
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -72,6 +73,15 @@ pub enum LockSyntax {
 pub enum LockError {
     #[error("cannot read {}: {source}", file.display())]
     Read { file: PathBuf, source: io::Error },
+    /// A link, FIFO or device where the lock should be: a child of an
+    /// earlier run may have made it (the lock is bound read-only only when
+    /// it exists as the run starts), and reading through it would quote a
+    /// file outside the workspace, or wait for a writer for ever.
+    #[error(
+        "{} is not a regular file (a symbolic link, FIFO or device): magus reads only the file `magus sandbox lock` writes",
+        file.display()
+    )]
+    NotRegular { file: PathBuf },
     #[error("{} is larger than 1 MiB: it was not written by `magus sandbox lock`", file.display())]
     TooLarge { file: PathBuf },
     #[error("{} is malformed at line {line}: {problem}", file.display())]
@@ -138,10 +148,15 @@ impl Lock {
             file: file.to_path_buf(),
             source,
         };
-        let handle = match std::fs::File::open(file) {
+        let handle = match open_regular(file) {
             Ok(handle) => handle,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(read_error(e)),
+            Err(OpenFailure::Io(e)) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(OpenFailure::Io(e)) => return Err(read_error(e)),
+            Err(OpenFailure::NotRegular) => {
+                return Err(LockError::NotRegular {
+                    file: file.to_path_buf(),
+                })
+            }
         };
         let mut bytes = Vec::new();
         handle

@@ -22,6 +22,7 @@ pub mod lock;
 pub mod native;
 pub mod path;
 pub mod reference;
+mod regular;
 mod resolve;
 pub mod shims;
 mod trie;
@@ -43,6 +44,7 @@ pub use lock::{
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
+pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{

@@ -124,10 +124,11 @@ impl Sandbox {
 
     /// Reads a spell, named as `magus run` takes it: `NAME` or `NAME.buzz`
     /// for `spells/NAME.buzz` of the workspace, or a path (anything with a
-    /// `/`). Read now, with the process's own authority, because the
-    /// sandbox may not grant the spell's file once installed.
+    /// `/`). Read now, because the sandbox may not grant the spell's file
+    /// once installed; a spell in the workspace is read through the gate
+    /// (a link out of it is MGS2001).
     pub fn spell(&self, name: &str) -> Result<Spell, SpellError> {
-        let (path, source) = crate::cli::spells::read_spell(self.policy().workspace(), name)
+        let (path, source) = crate::cli::spells::read_spell(self.policy(), name)
             .map_err(|e| SpellError::new(*e.diagnostic, e.status))?;
         Ok(Spell { path, source })
     }

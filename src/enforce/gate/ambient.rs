@@ -16,6 +16,10 @@ impl Ambient {
         std::fs::read(spelled).map_err(|e| GateError::io(FsOp::Read, spelled, e))
     }
 
+    pub(super) fn open_file(&self, spelled: &str) -> Result<std::fs::File, GateError> {
+        std::fs::File::open(spelled).map_err(|e| GateError::io(FsOp::Read, spelled, e))
+    }
+
     pub(super) fn write(
         &self,
         spelled: &str,

@@ -33,6 +33,12 @@ impl Confined {
         read_all_with(&File::from(fd), with).map_err(|e| GateError::io(op, spelled, e))
     }
 
+    /// An open file to read from, for a caller that bounds what it reads.
+    pub(super) fn open_file(&self, spelled: &str) -> Result<File, GateError> {
+        let fd = self.open(spelled, Access::Read, FsOp::Read, OFlag::O_RDONLY)?;
+        Ok(File::from(fd))
+    }
+
     /// Creates or truncates (or appends to) a file and writes `data`.
     pub(super) fn write(
         &self,

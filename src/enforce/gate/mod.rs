@@ -118,6 +118,15 @@ impl Gate {
         }
     }
 
+    /// A file opened for reading as [`Gate::read`] would open it, for a
+    /// caller that bounds how much it reads (a spell file).
+    pub(crate) fn open_file(&self, spelled: &str) -> Result<std::fs::File, GateError> {
+        match &self.backend {
+            Backend::Confined(c) => c.open_file(spelled),
+            Backend::Ambient(a) => a.open_file(spelled),
+        }
+    }
+
     /// Creates or truncates (or appends to) a file and writes `data`.
     pub fn write(&self, spelled: &str, data: &[u8], mode: WriteMode) -> Result<(), GateError> {
         match &self.backend {

@@ -110,8 +110,9 @@ fn limits() -> Limits {
     PLAN.get().map(|p| p.limits).unwrap_or_default()
 }
 
-/// Hook 2 (the PID namespace's init, after `/proc` is mounted, before
-/// magus proper is forked): caps the namespace's PIDs when the kernel
+/// Hook 2 (the PID namespace's init, before the view is built, which
+/// makes `/proc/sys` read-only, and before magus proper is forked): caps
+/// the namespace's PIDs when the kernel
 /// keeps `pid_max` per namespace and this process may write it (root;
 /// an unprivileged user's namespace-`root` is not mapped, so its sysctl
 /// is not writable).
@@ -215,8 +216,13 @@ pub fn process_bound() -> ProcessBound {
     ProcessBound::from_byte(PROCESS_BOUND.load(Ordering::Relaxed))
 }
 
+/// Rings again every second: a ring that lands while the waiter is between
+/// two waits (reaping a stream of orphans, say) interrupts nothing, and
+/// the waiter, back in `waitpid`, would otherwise sleep past it for ever.
 extern "C" fn on_alarm(_: libc::c_int) {
     OVER_TIME.store(true, Ordering::Relaxed);
+    // SAFETY: `alarm` is async-signal-safe.
+    unsafe { libc::alarm(1) };
 }
 
 /// Hook 5 (the process that waits for magus, right before it waits):

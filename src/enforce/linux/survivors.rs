@@ -50,6 +50,11 @@ fn supervise(magus: Pid) -> ! {
     super::jail::forward_signals_to(magus);
     limits::arm_deadline();
     let status = loop {
+        // A ring between two waits (see `limits::on_alarm`).
+        if limits::over_time() {
+            kill_descendants();
+            limits::exit_over_time()
+        }
         match waitpid(Pid::from_raw(-1), None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == magus => break code,
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == magus => break 128 + sig as i32,

@@ -26,6 +26,9 @@ pub struct ConfigError {
 pub enum ConfigErrorKind {
     #[error("cannot read the file: {0}")]
     Read(#[source] std::io::Error),
+    /// A link, FIFO or device: see `policy::regular`.
+    #[error("the file is not a regular file (a symbolic link, FIFO or device)")]
+    NotRegular,
     #[error("the file is {size} bytes; magus.yaml may be at most {MAX_CONFIG_BYTES} bytes")]
     TooLarge { size: u64 },
     #[error("the file is not valid UTF-8")]
@@ -83,6 +86,11 @@ impl ConfigErrorKind {
             ConfigErrorKind::Read(_) => "check that magus.yaml exists and is readable".into(),
             ConfigErrorKind::TooLarge { .. } => {
                 "magus.yaml is a small settings file; is this the right file?".into()
+            }
+            ConfigErrorKind::NotRegular => {
+                "magus reads magus.yaml only as a plain file in the workspace (a link could \
+                 lead a parse error to quote a file outside it): replace the link with the file"
+                    .into()
             }
             ConfigErrorKind::NotUtf8 => "save magus.yaml as UTF-8".into(),
             ConfigErrorKind::Syntax(_) => "fix the YAML syntax at this position".into(),

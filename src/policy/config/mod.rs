@@ -112,7 +112,11 @@ fn near_sandbox(key: &str) -> bool {
 }
 
 fn read_bounded(file: &Path) -> Result<Vec<u8>, ConfigErrorKind> {
-    let handle = std::fs::File::open(file).map_err(ConfigErrorKind::Read)?;
+    use crate::policy::regular::{open_regular, OpenFailure};
+    let handle = open_regular(file).map_err(|e| match e {
+        OpenFailure::NotRegular => ConfigErrorKind::NotRegular,
+        OpenFailure::Io(e) => ConfigErrorKind::Read(e),
+    })?;
     let mut bytes = Vec::new();
     handle
         .take(MAX_CONFIG_BYTES + 1)

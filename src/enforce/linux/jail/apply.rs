@@ -97,6 +97,7 @@ impl Builder {
                 other => other,
             },
             Step::Proc { path } => fresh(made, &at(path), "proc", ""),
+            Step::ReadOnlyOverItself { path } => over_itself(&at(path)),
             Step::Devpts { path } => fresh(
                 made,
                 &at(path),
@@ -119,7 +120,11 @@ fn is_symlink(path: &Path) -> bool {
 fn mounts(step: &Step) -> bool {
     matches!(
         step,
-        Step::Tmpfs { .. } | Step::Bind { .. } | Step::Proc { .. } | Step::Devpts { .. }
+        Step::Tmpfs { .. }
+            | Step::Bind { .. }
+            | Step::Proc { .. }
+            | Step::ReadOnlyOverItself { .. }
+            | Step::Devpts { .. }
     )
 }
 
@@ -213,6 +218,18 @@ fn bind(
         remount_read_only(target)?;
     }
     Ok(())
+}
+
+/// `target` bound over itself and made read-only; nothing where it does
+/// not exist (a kernel without `/proc/sysrq-trigger`).
+fn over_itself(target: &Path) -> Result<(), Errno> {
+    if target.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    let none: Option<&str> = None;
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+    mount(Some(target), target, none, flags, none)?;
+    remount_read_only(target)
 }
 
 /// Read-only, keeping the flags the kernel locks in a user namespace

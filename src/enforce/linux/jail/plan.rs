@@ -44,6 +44,9 @@ pub enum Step {
     RemountReadOnly { path: PathBuf },
     /// A `/proc` of the jail's PID namespace.
     Proc { path: PathBuf },
+    /// A path of the view bound over itself read-only; skipped where it
+    /// does not exist. For [`PROC_READ_ONLY`].
+    ReadOnlyOverItself { path: PathBuf },
     /// A new `devpts` instance: new terminals, none of the user's.
     Devpts { path: PathBuf },
     /// A symbolic link (merged-`/usr` links, `/dev/ptmx`, `/dev/fd`).
@@ -97,6 +100,7 @@ impl Step {
             | Step::Bind { path, .. }
             | Step::RemountReadOnly { path }
             | Step::Proc { path }
+            | Step::ReadOnlyOverItself { path }
             | Step::Devpts { path }
             | Step::Symlink { path, .. } => Some(path),
             Step::PrivatePropagation
@@ -116,6 +120,7 @@ impl Step {
             Step::Bind { .. } => "bind-mount",
             Step::RemountReadOnly { .. } => "remount read-only",
             Step::Proc { .. } => "mount /proc",
+            Step::ReadOnlyOverItself { .. } => "bind read-only over itself",
             Step::Devpts { .. } => "mount devpts",
             Step::Symlink { .. } => "create symlink",
             Step::ReadOnlyRoot => "make the new root read-only",
@@ -350,21 +355,43 @@ fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     }]
 }
 
-/// `/proc`, and the `/dev` links into it that shells rely on.
+/// The parts of a fresh `/proc` that are the whole machine's, not the
+/// jail's, and that uid 0 may write with no capability at all (sysctls
+/// check only the file's mode): `sys/kernel/core_pattern` names a program
+/// the kernel runs as root outside every namespace at the next crash,
+/// `sysrq-trigger` reboots. Landlock's `ro` grant of `/proc` refuses these
+/// writes too; where Landlock is missing the view alone must. Docker's
+/// read-only `/proc` paths; bubblewrap binds most of them the same way.
+pub const PROC_READ_ONLY: [&str; 5] = [
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// `/proc`, its machine-wide parts read-only, and the `/dev` links into it
+/// that shells rely on.
 fn proc_steps() -> Vec<Step> {
     let link = |name: &str, target: &str| Step::Symlink {
         path: Path::new("/dev").join(name),
         target: PathBuf::from(target),
     };
-    vec![
-        Step::Proc {
-            path: PathBuf::from("/proc"),
-        },
-        link("fd", "/proc/self/fd"),
-        link("stdin", "/proc/self/fd/0"),
-        link("stdout", "/proc/self/fd/1"),
-        link("stderr", "/proc/self/fd/2"),
-    ]
+    let read_only = PROC_READ_ONLY.map(|path| Step::ReadOnlyOverItself {
+        path: PathBuf::from(path),
+    });
+    let proc = Step::Proc {
+        path: PathBuf::from("/proc"),
+    };
+    std::iter::once(proc)
+        .chain(read_only)
+        .chain([
+            link("fd", "/proc/self/fd"),
+            link("stdin", "/proc/self/fd/0"),
+            link("stdout", "/proc/self/fd/1"),
+            link("stderr", "/proc/self/fd/2"),
+        ])
+        .collect()
 }
 
 fn devpts_steps() -> Vec<Step> {

@@ -158,12 +158,14 @@ fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWNS) {
         fail(&report, MOUNT_NAMESPACE, 0, errno);
     }
+    // `sandbox.limits.processes`: cap this namespace's PIDs before magus
+    // proper is forked (a no-op unless declared), and before the view
+    // makes `/proc/sys` read-only. The sysctls act on the writer's own PID
+    // namespace whichever `/proc` they are reached through.
+    crate::enforce::limits::in_new_pid_namespace();
     if let Err(StepFailure { index, errno }) = apply(plan) {
         fail(&report, STEP, index, errno);
     }
-    // `sandbox.limits.processes`: cap this namespace's PIDs before magus
-    // proper is forked (a no-op unless declared).
-    crate::enforce::limits::in_new_pid_namespace();
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let (sealed_rx, sealed_tx) = match pipe2(OFlag::O_CLOEXEC) {
@@ -265,6 +267,11 @@ fn wait_for(which: Pid, main: Pid) -> i32 {
         install_forwarding(main);
     }
     loop {
+        // A ring between two waits is seen here (and rings again, see
+        // `limits::on_alarm`, in case it came just after this check).
+        if crate::enforce::limits::over_time() {
+            crate::enforce::limits::exit_over_time()
+        }
         match waitpid(which, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => return code,
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return 128 + sig as i32,

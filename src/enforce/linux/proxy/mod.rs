@@ -210,6 +210,14 @@ impl Proxy {
     pub fn finish(mut self, children_started: bool) -> (EgressSummary, Vec<Event>) {
         let mut refusals = self.take_refusals();
         if !children_started {
+            // Shut the socket, not just this descriptor: the jail's
+            // original process and PID 1 hold copies of it from their
+            // forks, so closing ours alone would end the proxy only when
+            // the original exits, after magus (its parent-death signal);
+            // it would then exit, and free the listeners' namespace, while
+            // the caller has already moved on. Now it ends on the other
+            // core while the jail tears down.
+            let _ = self.reports.get_ref().shutdown(std::net::Shutdown::Both);
             return (self.summary, refusals);
         }
         let stream = self.reports.get_mut();
