@@ -1781,3 +1781,70 @@ fn no_child_stays_in_the_terminals_foreground_after_the_run() {
         }
     }
 }
+
+/// What a root child would do to the machine's network with netlink, raw
+/// and packet sockets: add a route, send an audit record, sniff or forge
+/// packets. Prints `<NAME>-OK` for each that worked.
+const NET_PRIVILEGE: &str = r#"
+import socket, struct
+def attempt(name, call):
+    try:
+        if call():
+            print(name + "-OK")
+    except OSError as e:
+        print(name, e.errno)
+def ack(sock, kind, flags, body):
+    head = struct.pack("IHHII", 16 + len(body), kind, flags, 1, 0)
+    sock.sendto(head + body, (0, 0))
+    error = struct.unpack_from("i", sock.recv(4096), 16)[0]
+    if error:
+        raise OSError(-error, "refused")
+    return True
+def route():
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    # A blackhole route to 203.0.113.0/24 (needs no interface up).
+    rtm = struct.pack("BBBBBBBBI", socket.AF_INET, 24, 0, 0, 254, 3, 0, 6, 0)
+    dst = struct.pack("HH", 8, 1) + bytes([203, 0, 113, 0])
+    return ack(s, 24, 0x1 | 0x4 | 0x400 | 0x200, rtm + dst)
+def audit():
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)
+    return ack(s, 1107, 0x1 | 0x4, b"magus-audit\0")
+attempt("ROUTE", route)
+attempt("AUDIT", audit)
+attempt("RAW", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP) is not None)
+attempt("PACKET", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0x0300) is not None)
+"#;
+
+/// A root child can neither change the network (a route by
+/// `NETLINK_ROUTE`), write audit records, nor open raw or packet sockets,
+/// under `network: allow` or `deny`: those need `CAP_NET_ADMIN`,
+/// `CAP_AUDIT_WRITE` and `CAP_NET_RAW`, which no child holds. Every run is
+/// in a throw-away network namespace (`unshare --net`), so the control,
+/// sandbox off, changes no real route.
+#[test]
+fn a_root_child_cannot_use_network_privileges() {
+    if !users().contains(&User::Root) || !Path::new("/usr/bin/unshare").exists() {
+        return;
+    }
+    for network in ["allow", "deny"] {
+        let config = format!("sandbox:\n  enabled: true\n  network: {network}\n");
+        let jail = Jail::with_config(User::Root, &config);
+        std::fs::write(jail.h.ws_path("net.py"), NET_PRIVILEGE).unwrap();
+        let run = |off: bool| {
+            let mut cmd = jail.h.wrapped_command(&["unshare", "--net"]);
+            if off {
+                cmd.env("MAGUS_SANDBOX_ENABLED", "0");
+            }
+            cmd.arg("--workspace").arg(&jail.h.ws).arg("run");
+            capture(cmd.args(["r", "/usr/bin/python3", "net.py"]))
+        };
+        let control = run(true);
+        let jailed = run(false);
+        let mut markers = vec!["ROUTE-OK", "RAW-OK", "PACKET-OK"];
+        // Audit records need a kernel with audit, which a container may lack.
+        if control.stdout.contains("AUDIT-OK") {
+            markers.push("AUDIT-OK");
+        }
+        assert_attack(User::Root, &control, &jailed, &markers, "");
+    }
+}
