@@ -922,3 +922,71 @@ fn crafted_requests_reach_only_the_listed_host() {
         assert_eq!(unlisted.hits(), 1, "{case:?}: {}", out.dump());
     }
 }
+
+/// Gives the run a network of its own where the machine has a public
+/// address (203.0.114.1, on its loopback interface: no module needed), a
+/// service on it, and a
+/// name for it (`thisbox.test`, in an `/etc/hosts` bound for this run
+/// only): `"$@"` runs there, then the service stops.
+const OWN_ADDRESS: &str = r#"set -e
+ip link set lo up
+ip addr add 203.0.114.1/32 dev lo
+printf '203.0.114.1 thisbox.test\n' > "$OWN_DIR/hosts"
+mount --bind "$OWN_DIR/hosts" /etc/hosts
+/usr/bin/python3 -m http.server --bind 203.0.114.1 8123 --directory "$OWN_DIR/www" >/dev/null 2>&1 &
+server=$!
+for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://203.0.114.1:8123/ && break; sleep 0.1; done
+set +e
+"$@"; status=$?
+kill $server
+exit $status
+"#;
+
+/// A listed name pointed at the machine's own public address (by a DNS
+/// answer its owner controls; here `/etc/hosts`) does not let the proxy,
+/// which runs outside the sandbox, reach the machine's own services: the
+/// address is the machine's, so it is refused as loopback is. The
+/// control, sandbox off, reaches the service directly.
+#[test]
+fn a_listed_name_at_the_machines_own_public_address_is_refused() {
+    if !nix::unistd::geteuid().is_root() || !Path::new("/usr/sbin/ip").exists() {
+        eprintln!("skipped: needs root and ip(8)");
+        return;
+    }
+    let own = tempfile::tempdir().unwrap();
+    std::fs::create_dir(own.path().join("www")).unwrap();
+    std::fs::write(own.path().join("www/own.txt"), "own-service-secret\n").unwrap();
+    let run = |config: &str| {
+        let h = Harness::with_config(config);
+        h.write_spell("net", SHELL_SPELL);
+        let script = format!("{} http://thisbox.test:8123/own.txt", curl());
+        std::fs::write(h.ws_path("net.sh"), script).unwrap();
+        let magus = h.command();
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--net", "--mount", "--", "/bin/sh", "-c", OWN_ADDRESS, "sh"]);
+        cmd.arg(magus.get_program()).args(magus.get_args());
+        cmd.arg("--workspace").arg(&h.ws).args(["run", "net"]);
+        cmd.env_clear().current_dir(&h.root);
+        for (k, v) in magus.get_envs() {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        cmd.env("OWN_DIR", own.path());
+        capture(&mut cmd)
+    };
+    let control = run(SANDBOX_OFF);
+    assert!(
+        control.stdout.contains("own-service-secret"),
+        "{}",
+        control.dump()
+    );
+    let out = run(&hosts_config("[thisbox.test]"));
+    assert!(!out.stdout.contains("own-service-secret"), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("warning[MGS2011]: connection to `thisbox.test:8123`"),
+        "{}",
+        out.dump()
+    );
+}

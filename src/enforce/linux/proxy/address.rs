@@ -11,15 +11,54 @@
 //!   reserves them for loopback: no DNS answer is involved);
 //! - an address that is itself listed as an IP literal (`hosts: [10.0.0.5]`)
 //!   may be reached under any listed name, on a port that literal allows.
+//!
+//! The machine's own addresses (every interface's, noted when the proxy
+//! starts) count as loopback, public ones included: a DNS answer pointing
+//! a listed name at the machine itself would reach its own services.
 
 use crate::policy::HostList;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+/// The machine's own addresses, noted once by [`note_own_addresses`].
+static OWN: OnceLock<Vec<IpAddr>> = OnceLock::new();
+
+/// Notes the addresses of the machine's interfaces. Call in the proxy
+/// before it confines itself (the list comes from a netlink socket). An
+/// address added later is not seen; the run is short.
+pub fn note_own_addresses() {
+    let own = nix::ifaddrs::getifaddrs()
+        .map(|all| {
+            all.filter_map(|i| i.address)
+                .filter_map(|a| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+                    (Some(v4), _) => Some(IpAddr::V4(v4.ip())),
+                    (_, Some(v6)) => Some(IpAddr::V6(v6.ip())),
+                    _ => None,
+                })
+                .map(canonical)
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = OWN.set(own);
+}
 
 /// Whether the proxy may connect to `addr:port` for the listed name `host`
 /// (normalised).
 pub fn may_connect(hosts: &HostList, host: &str, addr: IpAddr, port: u16) -> bool {
+    let own = OWN.get().map_or(&[][..], Vec::as_slice);
+    may_connect_beside(hosts, host, addr, port, own)
+}
+
+/// [`may_connect`] on a machine whose own addresses are `own`.
+fn may_connect_beside(
+    hosts: &HostList,
+    host: &str,
+    addr: IpAddr,
+    port: u16,
+    own: &[IpAddr],
+) -> bool {
     let addr = canonical(addr);
-    if is_public(addr) {
+    if is_public(addr) && !own.contains(&addr) {
         return true;
     }
     if addr.is_loopback() && is_localhost(host) {
@@ -141,5 +180,35 @@ mod tests {
         assert!(may_connect(&hosts, "registry.corp", private, 8080));
         assert!(!may_connect(&hosts, "registry.corp", private, 80));
         assert!(!may_connect(&hosts, "registry.corp", loopback, 8080));
+    }
+
+    #[test]
+    fn the_machines_own_public_address_is_refused_unless_listed() {
+        let own: Vec<IpAddr> = ["203.0.114.1", "2a01:4f8::1"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let hosts = list(&["thisbox.example", "2a01:4f8::1"]);
+        let v4: IpAddr = "203.0.114.1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:203.0.114.1".parse().unwrap();
+        let v6: IpAddr = "2a01:4f8::1".parse().unwrap();
+        let other: IpAddr = "151.101.1.1".parse().unwrap();
+        assert!(!may_connect_beside(&hosts, "thisbox.example", v4, 80, &own));
+        assert!(!may_connect_beside(
+            &hosts,
+            "thisbox.example",
+            mapped,
+            80,
+            &own
+        ));
+        assert!(may_connect_beside(
+            &hosts,
+            "thisbox.example",
+            other,
+            80,
+            &own
+        ));
+        // Listed as a literal: reachable, as a listed private address is.
+        assert!(may_connect_beside(&hosts, "thisbox.example", v6, 80, &own));
     }
 }

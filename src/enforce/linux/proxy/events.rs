@@ -25,7 +25,7 @@ impl RefusalReason {
             RefusalReason::NotListed => "the host is not in network.hosts",
             RefusalReason::PortNotListed => "the host is listed for other ports only",
             RefusalReason::PrivateAddress => {
-                "the name resolves to a loopback or private address (DNS-rebinding rule)"
+                "the name resolves to a loopback, private or this machine's own address (DNS-rebinding rule)"
             }
         }
     }

@@ -265,6 +265,7 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
         exit_now(0);
     }
     silence_stdio();
+    address::note_own_addresses();
     confine::confine_proxy();
     // The channel's end before the listeners: magus stopped before its
     // sandbox was up, so there is nothing to serve.
