@@ -1821,11 +1821,11 @@ impl Interpreter {
         let inner = Scope::reuse(spare, callee.parent.clone(), capacity);
         let first = u32::from(frame.method);
         if let Some(this) = callee.this {
-            inner.set(0, this);
+            inner.set_next(0, this);
         }
         for (i, arg) in args.iter().enumerate() {
             let value = self.eval(&arg.value, scope)?;
-            inner.set(first + i as u32, value);
+            inner.set_next(first + i as u32, value);
         }
         for (i, param) in decl.params.iter().enumerate() {
             let slot = first + i as u32;
