@@ -752,6 +752,13 @@ impl Interpreter {
                 }
             }
         }
+        self.evaluated_condition(cond, scope)
+    }
+
+    /// [`Interpreter::condition`] when it is not a comparison of two ints
+    /// at hand: out of line, so the comparison's path saves few registers.
+    #[inline(never)]
+    fn evaluated_condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
         let v = self.eval(cond, scope)?;
         v.truthy().ok_or_else(|| {
             self.fail(
