@@ -9,8 +9,7 @@ use super::ast::Mutability;
 use super::interp::{Eval, Flow, Interpreter};
 use super::lexer::Pos;
 use super::native::Raise;
-use super::value::{ModuleObj, Scope, Value};
-use std::collections::HashMap;
+use super::value::{Members, ModuleObj, Scope, Value};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -121,7 +120,7 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<()> {
         for name in names {
-            let Some(v) = module.functions.get(&**name) else {
+            let Some(v) = module.functions.get(name) else {
                 return Err(self.fail(pos, format!("module `{spec}` has no `{name}`")));
             };
             scope.define(name.clone(), v.clone(), Mutability::Final);
@@ -132,8 +131,8 @@ impl Interpreter {
         match alias.map(|a| &**a) {
             // `as _`: every exported name, unqualified.
             Some("_") => {
-                for (name, v) in &module.functions {
-                    scope.define(Rc::from(name.as_str()), v.clone(), Mutability::Final);
+                for (name, v) in module.functions.iter() {
+                    scope.define(name.clone(), v.clone(), Mutability::Final);
                 }
             }
             Some(a) => scope.define(
@@ -232,8 +231,8 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
     };
     for (i, segment) in inner.iter().enumerate().rev() {
         let holder = if i == 0 { first } else { &inner[i - 1] };
-        let mut functions = HashMap::new();
-        functions.insert(segment.to_string(), value);
+        let mut functions = Members::default();
+        functions.insert(segment.clone(), value);
         value = Value::Module(Rc::new(ModuleObj {
             name: holder.clone(),
             functions,
@@ -247,10 +246,10 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
 /// declaration when it exports nothing.
 fn exported(program: &super::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
     let names = program.visible_names();
-    let mut functions = HashMap::new();
+    let mut functions = Members::default();
     for name in names {
         if let Some(v) = super::interp::lookup(globals, &name) {
-            functions.insert(name.to_string(), v);
+            functions.insert(name.clone(), v);
         }
     }
     let name = program

@@ -1138,20 +1138,21 @@ impl Interpreter {
         }
         let a = self.operand(l, scope)?;
         let b = self.operand(r, scope)?;
-        match (&a, &b) {
-            (Value::Int(x), Value::Int(y)) => {
-                if let Some(v) = int_fast(op, *x, *y) {
-                    return Ok(v);
-                }
+        let fast = match (&a, &b) {
+            (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
+            (Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
+            _ => None,
+        };
+        match fast {
+            Some(v) => {
+                // Both are scalars, which own nothing: forgetting them
+                // spares two calls of the drop glue on the hottest path.
+                std::mem::forget(a);
+                std::mem::forget(b);
+                Ok(v)
             }
-            (Value::Double(x), Value::Double(y)) => {
-                if let Some(v) = double_fast(op, *x, *y) {
-                    return Ok(v);
-                }
-            }
-            _ => {}
+            None => self.binary(op, a, b, pos),
         }
-        self.binary(op, a, b, pos)
     }
 
     /// An operand of a binary operator: a literal `int` or a local of this
@@ -1190,6 +1191,13 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
+        let peeked = peek_local(object, scope, |v| match v {
+            Value::Object(obj) => obj.get_at_site(name, site),
+            _ => None,
+        });
+        if let Some(found) = peeked {
+            return Ok(found);
+        }
         let v = self.eval(object, scope)?;
         if let Value::Object(obj) = &v {
             if let Some(found) = obj.get_at_site(name, site) {
@@ -1211,9 +1219,42 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let v = self.eval(object, scope)?;
+        if is_local(object) && effect_free(index) {
+            // Reading the index cannot rebind the local, so the list can be
+            // read in place afterwards, as it would be read before.
+            let i = self.eval(index, scope)?;
+            let peeked = peek_local(object, scope, |v| match (v, &i) {
+                (Value::List(list), Value::Int(n)) => {
+                    let items = list.items.borrow();
+                    usize::try_from(*n).ok().and_then(|n| items.get(n)).cloned()
+                }
+                _ => None,
+            });
+            if let Some(found) = peeked {
+                return Ok(found);
+            }
+            let v = self.eval(object, scope)?;
+            return self.index(&v, &i, checked, pos);
+        }
+        let v = self.subject(object, scope)?;
         let i = self.eval(index, scope)?;
+        if let (Value::List(list), Value::Int(n)) = (&v, &i) {
+            let items = list.items.borrow();
+            if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                return Ok(found.clone());
+            }
+        }
         self.index(&v, &i, checked, pos)
+    }
+
+    /// The list, map or object an access works on: a local read straight
+    /// from its frame (the commonest), anything else evaluated.
+    #[inline]
+    fn subject(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        match peek_local(e, scope, |v| Some(v.clone())) {
+            Some(v) => Ok(v),
+            None => self.eval(e, scope),
+        }
     }
 
     fn force(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
@@ -1416,36 +1457,104 @@ impl Interpreter {
                 name,
                 cache,
                 ..
-            } => {
-                let obj = self.eval(object, scope)?;
-                let new = self.eval(value, scope)?;
-                let new = match op {
-                    Some(op) => self.binary(op, self.field(&obj, name, target.pos)?, new, pos)?,
-                    None => new,
-                };
-                if let Value::Object(o) = &obj {
-                    if o.set_at_site(name, new.clone(), cache) {
-                        return Ok(new);
-                    }
-                }
-                self.set_field(&obj, name, new.clone(), target.pos)?;
-                Ok(new)
-            }
+            } => self.assign_field((object, name, cache), op, value, scope, (target.pos, pos)),
             ExprKind::Index { object, index, .. } => {
-                let obj = self.eval(object, scope)?;
-                let i = self.eval(index, scope)?;
-                let new = self.eval(value, scope)?;
-                let new = match op {
-                    Some(op) => {
-                        self.binary(op, self.index(&obj, &i, false, target.pos)?, new, pos)?
-                    }
-                    None => new,
-                };
-                self.set_index(&obj, i, new.clone(), target.pos)?;
-                Ok(new)
+                self.assign_index((object, index), op, value, scope, (target.pos, pos))
             }
             _ => Err(self.fail(target.pos, "invalid assignment target")),
         }
+    }
+
+    /// `obj.name = value` or `obj.name op= value`: `obj` evaluated once,
+    /// the field found through the site's cache for both the read and the
+    /// write.
+    fn assign_field(
+        &mut self,
+        (object, name, cache): (&Expr, &str, &MemberCache),
+        op: Option<BinOp>,
+        value: &Expr,
+        scope: &Rc<Scope>,
+        (at, pos): (Pos, Pos),
+    ) -> Eval<Value> {
+        let obj = self.subject(object, scope)?;
+        let new = self.eval(value, scope)?;
+        let new = match op {
+            Some(op) => {
+                let old = match &obj {
+                    Value::Object(o) => o.get_at_site(name, cache),
+                    _ => None,
+                };
+                let old = match old {
+                    Some(old) => old,
+                    None => self.field(&obj, name, at)?,
+                };
+                self.binary(op, old, new, pos)?
+            }
+            None => new,
+        };
+        if let Value::Object(o) = &obj {
+            if o.set_at_site(name, new.clone(), cache) {
+                return Ok(new);
+            }
+        }
+        self.set_field(&obj, name, new.clone(), at)?;
+        Ok(new)
+    }
+
+    /// `obj[index] = value` or `obj[index] op= value`: `obj` and `index`
+    /// evaluated once; a list's item read and written in one borrow.
+    fn assign_index(
+        &mut self,
+        (object, index): (&Expr, &Expr),
+        op: Option<BinOp>,
+        value: &Expr,
+        scope: &Rc<Scope>,
+        (at, pos): (Pos, Pos),
+    ) -> Eval<Value> {
+        let obj = self.subject(object, scope)?;
+        let i = self.eval(index, scope)?;
+        let new = self.eval(value, scope)?;
+        if let (Value::List(list), Value::Int(n)) = (&obj, &i) {
+            let mut items = list.items.borrow_mut();
+            if let Some(slot) = usize::try_from(*n).ok().and_then(|n| items.get_mut(n)) {
+                let computed = match (op, &*slot, &new) {
+                    (Some(op), Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
+                    (Some(op), Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
+                    _ => None,
+                };
+                let stored = match (op, computed) {
+                    (None, _) => new,
+                    (Some(_), Some(v)) => v,
+                    (Some(_), None) => {
+                        drop(items);
+                        return self.assign_index_slow(&obj, &i, op, new, (at, pos));
+                    }
+                };
+                // The old item is dropped after the borrow ends (its drop
+                // may reach this very list).
+                let old = std::mem::replace(slot, stored.clone());
+                drop(items);
+                drop(old);
+                return Ok(stored);
+            }
+        }
+        self.assign_index_slow(&obj, &i, op, new, (at, pos))
+    }
+
+    fn assign_index_slow(
+        &self,
+        obj: &Value,
+        i: &Value,
+        op: Option<BinOp>,
+        new: Value,
+        (at, pos): (Pos, Pos),
+    ) -> Eval<Value> {
+        let new = match op {
+            Some(op) => self.binary(op, self.index(obj, i, false, at)?, new, pos)?,
+            None => new,
+        };
+        self.set_index(obj, i.clone(), new.clone(), at)?;
+        Ok(new)
     }
 
     /// `local = new` or `local op= new`, in the slot the resolver gave it.
@@ -1744,7 +1853,7 @@ impl Interpreter {
             cache,
         } = &callee.kind
         {
-            let receiver = self.eval(object, scope)?;
+            let receiver = self.subject(object, scope)?;
             if *optional && receiver.is_null() {
                 return Ok(Value::Null);
             }
@@ -1766,7 +1875,14 @@ impl Interpreter {
                 let values = self.arguments(args, scope)?;
                 return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
             }
-            let f = self.field(&receiver, name, callee.pos)?;
+            let f = match &receiver {
+                Value::Module(m) => m.functions.get_at_site(name, cache),
+                _ => None,
+            };
+            let f = match f {
+                Some(f) => f,
+                None => self.field(&receiver, name, callee.pos)?,
+            };
             let values = self.arguments(args, scope)?;
             return self.call_value(&f, values, pos);
         }
@@ -2317,6 +2433,38 @@ pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     None
 }
 
+/// What `f` makes of the local `e` names, read where it lives (no count
+/// bumped and dropped for a list or object read through it); `None` when
+/// `e` is not a resolved local that has been bound, or `f` declines.
+#[inline]
+fn peek_local<R>(e: &Expr, scope: &Rc<Scope>, f: impl FnOnce(&Value) -> Option<R>) -> Option<R> {
+    let ExprKind::Var(_, res) = &e.kind else {
+        return None;
+    };
+    let Res::Local { depth, slot, .. } = res.get() else {
+        return None;
+    };
+    let slots = scope.ancestor(depth)?.slots.borrow();
+    f(slots.get(slot as usize)?)
+}
+
+/// Whether `e` names a resolved local (reading it has no effect and
+/// cannot fail).
+#[inline]
+fn is_local(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Var(_, res) if matches!(res.get(), Res::Local { .. }))
+}
+
+/// Whether evaluating `e` can neither run code nor assign: literals, names
+/// and operators over them (an index such as `j + 1`).
+fn effect_free(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Var(..) => true,
+        ExprKind::Binary(_, l, r) => effect_free(l) && effect_free(r),
+        _ => false,
+    }
+}
+
 /// The `int` an operand is, when reading it has no effect and cannot
 /// fail: an `int` literal, or a local of this scope holding an `int`.
 #[inline]
@@ -2373,6 +2521,7 @@ fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
+        BinOp::Rem => methods::floored(x % y, y),
         _ => return None,
     }))
 }

@@ -93,7 +93,7 @@ fn double_op(op: BinOp, x: f64, y: f64) -> Plain {
 /// `%` is upstream's `@mod`: the remainder of floored division, which
 /// takes the divisor's sign (`-7 % 3` is 2, as in Python), where Rust's
 /// `%` truncates and keeps the dividend's (-1).
-fn floored<T>(rem: T, divisor: T) -> T
+pub(crate) fn floored<T>(rem: T, divisor: T) -> T
 where
     T: Copy + PartialOrd + Default + std::ops::Add<Output = T>,
 {

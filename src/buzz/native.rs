@@ -258,7 +258,7 @@ impl super::Interpreter {
                 m.functions
                     .iter()
                     .filter(|(_, v)| matches!(v, Value::Native(_)))
-                    .map(|(f, _)| (m.name.to_string(), f.clone()))
+                    .map(|(f, _)| (m.name.to_string(), f.to_string()))
             })
             .collect();
         all.sort_unstable();

@@ -45,10 +45,11 @@ pub fn std_module() -> NativeModule {
 /// order with children that share stdout.
 fn print(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     // A `str` is written as its bytes, UTF-8 or not, as upstream.
-    let value = call.arg(0)?;
+    // A count bumped, not the text copied: `call` is borrowed again below.
+    let value = call.arg(0)?.clone();
     let text = match value.str_bytes() {
-        Some(bytes) => bytes.to_vec(),
-        None => value.to_string().into_bytes(),
+        Some(bytes) => std::borrow::Cow::Borrowed(bytes),
+        None => std::borrow::Cow::Owned(value.to_string().into_bytes()),
     };
     let out = call.out();
     let written = out

@@ -10,13 +10,14 @@ use super::native::NativeFn;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// How deep printing and `==` look into nested containers.
 pub const MAX_VALUE_DEPTH: usize = 64;
 
 /// A Buzz value. Cloning is cheap: containers and objects are shared.
-#[derive(Clone, Default)]
+#[derive(Default)]
 #[non_exhaustive]
 pub enum Value {
     #[default]
@@ -50,6 +51,49 @@ pub enum Value {
     Bytes(Rc<[u8]>),
     /// A fiber (`fib<T, Y>`), made by `&f(…)` or `std\currentFiber()`.
     Fiber(Rc<super::fiber::Fiber>),
+}
+
+/// Scalars are copied inline, where a value is read (a variable, a field,
+/// an item); only shared values take the call that bumps a count.
+impl Clone for Value {
+    #[inline]
+    fn clone(&self) -> Self {
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Int(i) => Value::Int(*i),
+            Value::Double(d) => Value::Double(*d),
+            _ => self.clone_shared(),
+        }
+    }
+}
+
+impl Value {
+    #[inline(never)]
+    fn clone_shared(&self) -> Value {
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Int(i) => Value::Int(*i),
+            Value::Double(d) => Value::Double(*d),
+            Value::Str(s) => Value::Str(s.clone()),
+            Value::List(l) => Value::List(l.clone()),
+            Value::Map(m) => Value::Map(m.clone()),
+            Value::Object(o) => Value::Object(o.clone()),
+            Value::EnumCase(e, i) => Value::EnumCase(e.clone(), *i),
+            Value::Range(a, b) => Value::Range(*a, *b),
+            Value::Function(f) => Value::Function(f.clone()),
+            Value::Native(f) => Value::Native(f.clone()),
+            Value::Module(m) => Value::Module(m.clone()),
+            Value::Class(c) => Value::Class(c.clone()),
+            Value::Enum(e) => Value::Enum(e.clone()),
+            Value::Type(t) => Value::Type(t.clone()),
+            Value::Pattern(p) => Value::Pattern(p.clone()),
+            Value::InferredCase(n) => Value::InferredCase(n.clone()),
+            Value::Bytes(b) => Value::Bytes(b.clone()),
+            Value::Fiber(f) => Value::Fiber(f.clone()),
+        }
+    }
 }
 
 /// A pattern literal: its source and the compiled regex.
@@ -455,10 +499,78 @@ impl MapKey {
     }
 }
 
+/// A hasher for the interpreter's own tables (map keys, module members):
+/// FxHash's add-multiply over 8-byte words, with the final rotation of
+/// rustc-hash 2 so that the low bits hashbrown indexes by carry entropy.
+/// Not keyed: a spell can only slow down its own maps by choosing keys
+/// that collide, which SipHash's cost on every `m[k]` (an eighth of
+/// k-nucleoide's instructions) does not pay for.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+
+/// [`FastHasher`] as a `HashMap`'s `S`.
+pub(crate) type FastBuild = BuildHasherDefault<FastHasher>;
+
+impl FastHasher {
+    const K: u64 = 0xf135_7aea_2e62_a9c5;
+
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = self.0.wrapping_add(word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for FastHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        // The length keeps "a" and "a\0" apart.
+        self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn write_i64(&mut self, i: i64) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(26)
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct MapData {
     pub(crate) entries: Vec<(Value, Value)>,
-    index: HashMap<MapKey, usize>,
+    index: HashMap<MapKey, usize, FastBuild>,
 }
 
 /// The storage of a map: insertion-ordered, hashed by key.
@@ -594,7 +706,7 @@ impl Instance {
     }
 
     /// [`Instance::get`] from a site that remembers where it found `name`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
         let fields = self.fields.borrow();
         let at = Self::position(&fields, name, site)?;
@@ -658,9 +770,70 @@ pub struct NativeFunction {
 /// An imported native module.
 pub struct ModuleObj {
     pub(crate) name: Rc<str>,
-    pub(crate) functions: HashMap<String, Value>,
+    pub(crate) functions: Members,
     /// `namespace a\b\c;` of an imported file: reached as `a\b\c\name`.
     pub(crate) namespace: Vec<Rc<str>>,
+}
+
+/// A module's members by name, in the order they were added. Each keeps
+/// its index, so a call site (`math\sqrt(…)`) remembers where it found
+/// its member and checks only the name there next time.
+#[derive(Default)]
+pub struct Members {
+    entries: Vec<(Rc<str>, Value)>,
+    index: HashMap<Rc<str>, usize, FastBuild>,
+}
+
+impl Members {
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
+        let at = *self.index.get(name)?;
+        self.entries.get(at).map(|(_, v)| v)
+    }
+
+    /// [`Members::get`] from a site that remembers where it found `name`.
+    #[inline]
+    pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
+        if let Some((n, v)) = self.entries.get(site.field()) {
+            if same_name(n, name) {
+                return Some(v.clone());
+            }
+        }
+        let at = *self.index.get(name)?;
+        site.set_field(at);
+        self.entries.get(at).map(|(_, v)| v.clone())
+    }
+
+    /// Adds `name`, or replaces its value. The name is the lexer's own, so
+    /// that a site's check finds it by pointer.
+    pub(crate) fn insert(&mut self, name: impl AsRef<str>, value: Value) {
+        let name = super::lexer::intern(name.as_ref());
+        match self.index.get(&name) {
+            Some(&at) => {
+                if let Some(slot) = self.entries.get_mut(at) {
+                    slot.1 = value;
+                }
+            }
+            None => {
+                self.index.insert(name.clone(), self.entries.len());
+                self.entries.push((name, value));
+            }
+        }
+    }
+
+    /// The members in the order they were added.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Rc<str>, &Value)> {
+        self.entries.iter().map(|(n, v)| (n, v))
+    }
+}
+
+impl<N: AsRef<str>> FromIterator<(N, Value)> for Members {
+    fn from_iter<I: IntoIterator<Item = (N, Value)>>(items: I) -> Self {
+        let mut members = Members::default();
+        for (name, value) in items {
+            members.insert(name, value);
+        }
+        members
+    }
 }
 
 /// One variable binding.

@@ -87,10 +87,7 @@ enum SpellReadError {
 /// the workspace, so a workspace whose own path is not UTF-8 works.
 fn read_gated(policy: &Policy, path: &Path) -> Result<Vec<u8>, SpellReadError> {
     let workspace = policy.workspace();
-    let normal = crate::policy::normalize(workspace, path).ok();
-    let inside = normal
-        .as_ref()
-        .and_then(|n| n.as_path().strip_prefix(workspace).ok());
+    let inside = within_workspace(policy, path);
     let confined = policy.state() == crate::policy::SandboxState::On;
     let Some(relative) = inside.filter(|_| confined) else {
         return read_capped(std::fs::File::open(path)).map_err(SpellReadError::Io);
@@ -106,6 +103,37 @@ fn read_gated(policy: &Policy, path: &Path) -> Result<Vec<u8>, SpellReadError> {
         Err(GateError::Io { source, .. }) => Err(SpellReadError::Io(source)),
         Err(other) => Err(SpellReadError::Io(std::io::Error::other(other.to_string()))),
     }
+}
+
+/// `path` relative to the workspace when it lies inside it, resolved
+/// lexically as the gate resolves a spelled path.
+#[cfg(not(windows))]
+fn within_workspace(policy: &Policy, path: &Path) -> Option<PathBuf> {
+    let workspace = policy.workspace();
+    let normal = crate::policy::normalize(workspace, path).ok()?;
+    let relative = normal.as_path().strip_prefix(workspace).ok()?;
+    Some(relative.to_path_buf())
+}
+
+/// On Windows through the Windows path model: `path` becomes a key
+/// against the workspace's key and is compared case-folded, as the gate
+/// compares (a `\\?\Z:\...` workspace is no POSIX path).
+#[cfg(windows)]
+fn within_workspace(policy: &Policy, path: &Path) -> Option<PathBuf> {
+    use crate::policy::native;
+    let workspace = crate::policy::NormalPath::new(policy.workspace_key()).ok()?;
+    // An absolute path is the OS's own (`\\?\` included); a relative
+    // one is spelled against the workspace.
+    let key = if path.is_absolute() {
+        native::from_os(path).ok()?
+    } else {
+        native::join(&workspace, path.to_str()?).ok()?
+    };
+    native::folded(key.as_path())
+        .strip_prefix(native::folded(workspace.as_path()))
+        .ok()?;
+    let depth = workspace.as_path().components().count();
+    Some(key.as_path().components().skip(depth).collect())
 }
 
 /// The spell name nearest to `wanted`, if one is near enough to be a typo.

@@ -5,7 +5,7 @@
 
 use super::Diagnostic;
 use crate::enforce::gate::{Denial, DenialReason};
-use crate::policy::native::to_os;
+use crate::policy::native::{folded, to_os};
 use crate::policy::{Access, Mode};
 use std::path::Path;
 
@@ -74,13 +74,16 @@ impl Denial {
 /// The `magus.yaml` lines that would grant `path` with `mode`; for a
 /// credential store, why no such lines are offered instead.
 pub fn allow_entry(path: &Path, mode: Mode, home: Option<&Path>) -> String {
-    if let Some(store) = super::credential_store(path, home) {
+    // Windows compares paths without regard to case (a no-op elsewhere).
+    let (path, home) = (folded(path), home.map(folded));
+    let home = home.as_deref();
+    if let Some(store) = super::credential_store(&path, home) {
         return super::credential_help(&store);
     }
     let shown = match home.and_then(|h| path.strip_prefix(h).ok()) {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),
-        None => to_os(path).display().to_string(),
+        None => to_os(&path).display().to_string(),
     };
     format!(
         "to allow it, add to magus.yaml (only if you trust this spell with it):\n\

@@ -6,7 +6,7 @@
 use super::super::ast::Program;
 use super::super::imports::SourceLoader;
 use super::super::interp::Interpreter;
-use super::super::value::Value;
+use super::super::value::{Members, Value};
 use super::ty::{ModuleInfo, Ty};
 use super::{natives, Checker, Report};
 use std::collections::HashMap;
@@ -45,7 +45,7 @@ impl Interpreter {
     }
 }
 
-fn native_info(name: &str, members: &HashMap<String, Value>) -> ModuleInfo {
+fn native_info(name: &str, members: &Members) -> ModuleInfo {
     let members = members
         .iter()
         .map(|(member, value)| {
@@ -53,7 +53,7 @@ fn native_info(name: &str, members: &HashMap<String, Value>) -> ModuleInfo {
                 Value::Native(_) => Ty::Fun(Rc::new(natives::signature(name, member))),
                 _ => Ty::Unknown,
             };
-            (member.clone(), ty)
+            (member.to_string(), ty)
         })
         .collect();
     ModuleInfo {

@@ -291,7 +291,9 @@ impl Confined {
         let real = resolve_existing_prefix(abs)
             .and_then(|real| native::from_os(&real).map_err(std::io::Error::other))
             .map_err(|e| GateError::io(op, spelled, e))?;
-        let leads_to = (real != *abs).then(|| real.as_path().to_path_buf());
+        // On Windows a difference of case alone leads nowhere else.
+        let moved = native::folded(&real) != native::folded(abs);
+        let leads_to = moved.then(|| real.as_path().to_path_buf());
         self.refuse_special(spelled, &real, leads_to.as_deref(), access, op)?;
         match self.policy.check(&real, access).grant {
             Some(index) if leads_to.is_some() => self.located(index, Cow::Owned(real), spelled, op),
@@ -463,7 +465,9 @@ impl Confined {
     /// lexical model cannot see (a junction or mount point the lookup
     /// crossed, a name Windows matched in a way the model did not), so
     /// what was opened is what the policy allows. A write follows no link
-    /// at all, so only reads can meet a difference here.
+    /// at all, so only reads can meet a difference here. (On Unix the
+    /// component walk or `openat2` follows no link it has not checked, so
+    /// no re-check is made; macOS's `F_GETPATH` serves only `open_parent`.)
     #[cfg(windows)]
     fn recheck_final(
         &self,
