@@ -752,6 +752,13 @@ impl Interpreter {
                 }
             }
         }
+        self.evaluated_condition(cond, scope)
+    }
+
+    /// [`Interpreter::condition`] when it is not a comparison of two ints
+    /// at hand: out of line, so the comparison's path saves few registers.
+    #[inline(never)]
+    fn evaluated_condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
         let v = self.eval(cond, scope)?;
         v.truthy().ok_or_else(|| {
             self.fail(
@@ -1879,22 +1886,42 @@ impl Interpreter {
             let values = self.arguments(args, scope)?;
             return self.call_value(&f, values, pos);
         }
-        let f = self.eval(callee, scope)?;
-        if let Value::Function(closure) = &f {
-            let decl = &closure.decl;
-            if !decl.frame.get().method
-                && closure.type_args.is_empty()
-                && takes_in_order(decl, args)
-            {
-                let callee = Callee {
-                    decl,
-                    parent: &closure.scope,
-                    this: None,
-                };
-                return self.call_direct(callee, args, scope, pos);
+        if let ExprKind::Var(name, res) = &callee.kind {
+            if let Res::Global { hint } = res.get() {
+                if let Some(closure) = global_function(scope, name, hint) {
+                    return self.call_closure(&closure, args, scope, pos);
+                }
             }
         }
+        let f = self.eval(callee, scope)?;
+        if let Value::Function(closure) = &f {
+            return self.call_closure(closure, args, scope, pos);
+        }
         let values = self.arguments(args, scope)?;
+        self.call_value(&f, values, pos)
+    }
+
+    /// A call of the Buzz function `closure`: by slot when the arguments
+    /// fill its parameters in order, else through the general path.
+    #[inline]
+    fn call_closure(
+        &mut self,
+        closure: &Rc<Closure>,
+        args: &[Arg],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let decl = &closure.decl;
+        if !decl.frame.get().method && closure.type_args.is_empty() && takes_in_order(decl, args) {
+            let callee = Callee {
+                decl,
+                parent: &closure.scope,
+                this: None,
+            };
+            return self.call_direct(callee, args, scope, pos);
+        }
+        let values = self.arguments(args, scope)?;
+        let f = Value::Function(closure.clone());
         self.call_value(&f, values, pos)
     }
 
@@ -1917,11 +1944,11 @@ impl Interpreter {
         let inner = Scope::reuse(spare, callee.parent.clone(), capacity);
         let first = u32::from(frame.method);
         if let Some(this) = callee.this {
-            inner.set(0, this);
+            inner.set_next(0, this);
         }
         for (i, arg) in args.iter().enumerate() {
             let value = self.eval(&arg.value, scope)?;
-            inner.set(first + i as u32, value);
+            inner.set_next(first + i as u32, value);
         }
         for (i, param) in decl.params.iter().enumerate() {
             let slot = first + i as u32;
@@ -2375,6 +2402,23 @@ fn global(scope: &Rc<Scope>, name: &str, res: &Resolved, hint: u32) -> Option<Va
         }
     }
     lookup(scope, name)
+}
+
+/// The function a call names when it is the top-level name `name` at
+/// `hint` of `scope`'s file (where [`global`] looks first): only its
+/// closure is cloned, not a whole [`Value`]. `None` sends the call the
+/// general way ([`Interpreter::variable`]), which finds every other case.
+#[inline]
+fn global_function(scope: &Rc<Scope>, name: &str, hint: u32) -> Option<Rc<Closure>> {
+    let vars = scope.root().vars.borrow();
+    match vars.get(hint as usize) {
+        Some(Slot {
+            name: bound,
+            value: Value::Function(closure),
+            ..
+        }) if same_name(bound, name) => Some(closure.clone()),
+        _ => None,
+    }
 }
 
 pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {

@@ -910,16 +910,37 @@ impl Scope {
     /// reach this scope).
     #[inline]
     pub(crate) fn set(&self, slot: u32, value: Value) -> Value {
-        let mut slots = self.slots.borrow_mut();
-        let i = slot as usize;
-        if let Some(place) = slots.get_mut(i) {
+        if let Some(place) = self.slots.borrow_mut().get_mut(slot as usize) {
             return std::mem::replace(place, value);
         }
+        self.grow_to(slot, value);
+        Value::Null
+    }
+
+    /// Binds slot `slot` of a frame being filled in order (a call's
+    /// `this` and arguments): usually the frame's next slot, pushed.
+    #[inline]
+    pub(crate) fn set_next(&self, slot: u32, value: Value) {
+        let mut slots = self.slots.borrow_mut();
+        if slots.len() == slot as usize {
+            slots.push(value);
+            return;
+        }
+        drop(slots);
+        drop(self.set(slot, value));
+    }
+
+    /// [`Scope::set`] of a slot the frame does not have yet. Out of line,
+    /// so that the common store (over a slot the frame has) saves and
+    /// restores no registers for it.
+    #[inline(never)]
+    fn grow_to(&self, slot: u32, value: Value) {
+        let mut slots = self.slots.borrow_mut();
+        let i = slot as usize;
         if slots.len() < i {
             slots.resize(i, Value::Null);
         }
         slots.push(value);
-        Value::Null
     }
 
     /// The scope `depth` levels out, if there is one.
@@ -1004,11 +1025,20 @@ impl Scope {
             }
             vars.clear();
         }
-        let slots = scope.slots.get_mut();
-        if !slots.iter().all(drops_flat) {
-            return None;
+        // Each slot set back to null in place (not the list emptied): the
+        // next step's bindings then replace a slot rather than grow the
+        // list again. A value that is not flat stops it; the frame is
+        // then dropped as usual, the slots already nulled included.
+        for v in scope.slots.get_mut().iter_mut() {
+            match v {
+                Value::Null | Value::Int(_) | Value::Double(_) | Value::Bool(_) => {
+                    // Nothing to drop: no out-of-line `drop_in_place`.
+                    std::mem::forget(std::mem::replace(v, Value::Null));
+                }
+                _ if drops_flat(v) => *v = Value::Null,
+                _ => return None,
+            }
         }
-        slots.clear();
         Some(frame)
     }
 
