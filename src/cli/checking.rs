@@ -4,7 +4,7 @@
 //! read through the gate of the workspace's policy, as a run would read
 //! them.
 
-use super::spells::{read_spell, spell_files};
+use super::spells::{spell_files, SpellReader};
 use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{Interpreter, Program};
@@ -49,9 +49,10 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
     let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
     let policy = startup.policy.clone();
     let session = checking_session(startup.policy, sink.clone());
+    let reader = SpellReader::new(&policy);
     let mut status = 0;
     for name in &names {
-        let (file, source) = match read_spell(&policy, name) {
+        let (file, source) = match reader.read_spell(name) {
             Ok(found) => found,
             Err(e) => {
                 renderer.emit(&e.diagnostic);

@@ -33,7 +33,7 @@
 //! step 4.
 
 use super::report::{startup_report, ReportInput, StartupReport};
-use super::spells::{read_spell, SpellError};
+use super::spells::{SpellError, SpellReader};
 use super::{GlobalArgs, EXIT_CONFIG};
 use crate::bindings;
 use crate::diag::{Code, Diagnostic, Renderer};
@@ -231,7 +231,8 @@ fn read_spells(policy: &Policy, job: &Job) -> Result<Vec<(PathBuf, String)>, Spe
         }
         Job::Test { spells } => spells.clone(),
     };
-    names.iter().map(|name| read_spell(policy, name)).collect()
+    let reader = SpellReader::new(policy);
+    names.iter().map(|name| reader.read_spell(name)).collect()
 }
 
 /// The `PATH` children get.

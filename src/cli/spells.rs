@@ -7,6 +7,7 @@ use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED, EXIT_NO_SPELL};
 use crate::diag::{edit_distance, Diagnostic};
 use crate::enforce::gate::{Denial, Gate, GateError};
 use crate::policy::Policy;
+use std::cell::OnceCell;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,33 +28,80 @@ pub(crate) struct SpellError {
 /// linked file. A path outside the workspace is the user's own choice and
 /// is read as given.
 pub(crate) fn read_spell(policy: &Policy, spell: &str) -> Result<(PathBuf, String), SpellError> {
-    let workspace = policy.workspace();
-    let dir = workspace.join("spells");
-    let path = if spell.contains('/') {
-        PathBuf::from(spell)
-    } else {
-        let name = spell.strip_suffix(".buzz").unwrap_or(spell);
-        dir.join(format!("{name}.buzz"))
-    };
-    let bytes = read_gated(policy, &path).map_err(|e| {
-        let (diagnostic, status) = match e {
-            SpellReadError::Denied(denial) => (denial.to_diagnostic(None), EXIT_DENIED),
-            SpellReadError::Io(e) => unreadable(spell, &path, &dir, e),
-        };
-        SpellError {
-            diagnostic: Box::new(diagnostic),
-            status,
+    SpellReader::new(policy).read_spell(spell)
+}
+
+/// Reads the spells of one workspace through one gate, made when the
+/// first spell inside the workspace is read (`magus list`, `check` and
+/// `test` read many).
+pub(crate) struct SpellReader<'a> {
+    policy: &'a Policy,
+    gate: OnceCell<Gate>,
+}
+
+impl<'a> SpellReader<'a> {
+    pub(crate) fn new(policy: &'a Policy) -> SpellReader<'a> {
+        SpellReader {
+            policy,
+            gate: OnceCell::new(),
         }
-    })?;
-    let source = String::from_utf8(bytes).map_err(|e| SpellError {
-        diagnostic: Box::new(Diagnostic::error(format!(
-            "spell {} is not valid UTF-8 (first bad byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))),
-        status: EXIT_CANNOT_RUN,
-    })?;
-    Ok((path, source))
+    }
+
+    /// [`read_spell`], through this reader's gate.
+    pub(crate) fn read_spell(&self, spell: &str) -> Result<(PathBuf, String), SpellError> {
+        let dir = self.policy.workspace().join("spells");
+        let path = if spell.contains('/') {
+            PathBuf::from(spell)
+        } else {
+            let name = spell.strip_suffix(".buzz").unwrap_or(spell);
+            dir.join(format!("{name}.buzz"))
+        };
+        let bytes = self.read(&path).map_err(|e| {
+            let (diagnostic, status) = match e {
+                SpellReadError::Denied(denial) => (denial.to_diagnostic(None), EXIT_DENIED),
+                SpellReadError::Io(e) => unreadable(spell, &path, &dir, e),
+            };
+            SpellError {
+                diagnostic: Box::new(diagnostic),
+                status,
+            }
+        })?;
+        let source = String::from_utf8(bytes).map_err(|e| SpellError {
+            diagnostic: Box::new(Diagnostic::error(format!(
+                "spell {} is not valid UTF-8 (first bad byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ))),
+            status: EXIT_CANNOT_RUN,
+        })?;
+        Ok((path, source))
+    }
+
+    /// The bytes of `path`, through the gate when the file lies in the
+    /// workspace and the sandbox is on, else as given. The gate is handed
+    /// the path relative to the workspace, so a workspace whose own path
+    /// is not UTF-8 works.
+    fn read(&self, path: &Path) -> Result<Vec<u8>, SpellReadError> {
+        let policy = self.policy;
+        let inside = within_workspace(policy, path);
+        let confined = policy.state() == crate::policy::SandboxState::On;
+        let Some(relative) = inside.filter(|_| confined) else {
+            return read_capped(std::fs::File::open(path)).map_err(SpellReadError::Io);
+        };
+        let Some(spelled) = relative.to_str() else {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path is not UTF-8");
+            return Err(SpellReadError::Io(e));
+        };
+        let gate = self
+            .gate
+            .get_or_init(|| Gate::new(Rc::new(policy.clone()), policy.workspace().to_path_buf()));
+        match gate.open_file(spelled) {
+            Ok(file) => read_capped(Ok(file)).map_err(SpellReadError::Io),
+            Err(GateError::Denied(denial)) => Err(SpellReadError::Denied(denial)),
+            Err(GateError::Io { source, .. }) => Err(SpellReadError::Io(source)),
+            Err(other) => Err(SpellReadError::Io(std::io::Error::other(other.to_string()))),
+        }
+    }
 }
 
 /// The error for a spell file that cannot be read, and its exit status.
@@ -80,29 +128,6 @@ enum SpellReadError {
     /// The sandbox refuses the file (a link out of the workspace).
     Denied(Denial),
     Io(std::io::Error),
-}
-
-/// The bytes of `path`, through the gate of `policy` when the file lies in
-/// the workspace and the sandbox is on, else as given. The gate is handed the path relative to
-/// the workspace, so a workspace whose own path is not UTF-8 works.
-fn read_gated(policy: &Policy, path: &Path) -> Result<Vec<u8>, SpellReadError> {
-    let workspace = policy.workspace();
-    let inside = within_workspace(policy, path);
-    let confined = policy.state() == crate::policy::SandboxState::On;
-    let Some(relative) = inside.filter(|_| confined) else {
-        return read_capped(std::fs::File::open(path)).map_err(SpellReadError::Io);
-    };
-    let Some(spelled) = relative.to_str() else {
-        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path is not UTF-8");
-        return Err(SpellReadError::Io(e));
-    };
-    let gate = Gate::new(Rc::new(policy.clone()), workspace.to_path_buf());
-    match gate.open_file(spelled) {
-        Ok(file) => read_capped(Ok(file)).map_err(SpellReadError::Io),
-        Err(GateError::Denied(denial)) => Err(SpellReadError::Denied(denial)),
-        Err(GateError::Io { source, .. }) => Err(SpellReadError::Io(source)),
-        Err(other) => Err(SpellReadError::Io(std::io::Error::other(other.to_string()))),
-    }
 }
 
 /// `path` relative to the workspace when it lies inside it, resolved
@@ -154,6 +179,7 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         Err(status) => return status,
     };
     let dir = startup.policy.workspace().join("spells");
+    let reader = SpellReader::new(&startup.policy);
     let mut spells: Vec<(String, PathBuf)> = spell_files(&dir)
         .into_iter()
         .map(|(name, path)| (printable(&name), path))
@@ -166,7 +192,7 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         .unwrap_or(0);
     let mut out = String::new();
     for (name, path) in &spells {
-        let summary = printable(&description(&startup.policy, path).unwrap_or_default());
+        let summary = printable(&description(&reader, path).unwrap_or_default());
         out.push_str(format!("{name:<width$}  {summary}").trim_end());
         out.push('\n');
     }
@@ -224,8 +250,8 @@ fn read_capped(file: std::io::Result<std::fs::File>) -> std::io::Result<Vec<u8>>
 
 /// The first sentence of a spell's opening comment, whole; none for a
 /// spell the sandbox does not let magus read.
-fn description(policy: &Policy, path: &Path) -> Option<String> {
-    let text = String::from_utf8(read_gated(policy, path).ok()?).ok()?;
+fn description(reader: &SpellReader<'_>, path: &Path) -> Option<String> {
+    let text = String::from_utf8(reader.read(path).ok()?).ok()?;
     Some(first_sentence(&opening_comment(&text)))
 }
 
