@@ -1165,10 +1165,93 @@ fn magus_itself_cannot_be_read_or_traced() {
     for user in users() {
         let jail = Jail::new(user);
         let control = jail.probe(Sandbox::Off, &["parent", "x"]);
-        let jailed = jail.probe(Sandbox::On, &["parent", "x"]);
         let markers = ["MEM-OK", "VMREAD-OK", "GETFD-OK", "PTRACE-OK"];
-        assert_attack(user, &control, &jailed, &markers, "");
-        assert!(jailed.stdout.contains("PARENT-DONE"), "{}", jailed.dump());
+        // Without Landlock, by magus not being dumpable (`untraceable`).
+        for sandbox in [Sandbox::On, Sandbox::JailOnly, Sandbox::GateOnly] {
+            let jailed = jail.probe(sandbox, &["parent", "x"]);
+            assert_attack(user, &control, &jailed, &markers, "");
+            assert!(jailed.stdout.contains("PARENT-DONE"), "{}", jailed.dump());
+        }
+    }
+}
+
+const INJECT: &str = include_str!("jail/inject.py");
+
+/// Where Landlock's ptrace scoping is missing (no Landlock: the jail alone,
+/// or the gate alone), a child traced magus's own processes and made them
+/// act for it (`tests/jail/inject.py`): magus proper, whose syscall guard
+/// allows `openat2` (the gate needs it), created a set-uid file in the
+/// workspace, root's a set-uid-root program; the survivor supervisor of a
+/// run without the jail, outside the guard, connected out under
+/// `network: deny` (uid 65534: root's holds capabilities a child lacks).
+/// magus's processes are not dumpable (`src/enforce/linux/untraceable.rs`).
+/// The control injects the same calls into magus with the sandbox off.
+#[test]
+fn magus_processes_cannot_be_made_to_act_for_a_child() {
+    if std::env::consts::ARCH != "x86_64" {
+        return; // the probe sets x86_64 registers
+    }
+    for user in users() {
+        let jail = Jail::with_config(user, "sandbox:\n  enabled: true\n  network: deny\n");
+        std::fs::write(jail.h.ws_path("inject.py"), INJECT).unwrap();
+        jail.hand_over();
+        let inject = |sandbox: Sandbox, args: &[&str]| {
+            let mut cmd = jail.command(sandbox);
+            cmd.args(["r", "/usr/bin/python3"])
+                .arg(jail.h.ws_path("inject.py"))
+                .args(args);
+            let out = capture(&mut cmd);
+            assert!(out.stdout.contains("INJECT-DONE"), "{}", out.dump());
+            out
+        };
+        let suid = jail.h.ws_path("suid");
+        let setuid = ["parent", "setuid", suid.to_str().unwrap()];
+        let control = inject(Sandbox::Off, &setuid);
+        assert!(
+            control.stdout.contains("INJECT-SETUID-OK"),
+            "{user:?} {}",
+            control.dump()
+        );
+        std::fs::remove_file(&suid).unwrap();
+        for sandbox in [Sandbox::JailOnly, Sandbox::GateOnly] {
+            let out = inject(sandbox, &setuid);
+            assert!(
+                !out.stdout.contains("INJECT-SETUID-OK") && !suid.exists(),
+                "{}",
+                context(user, sandbox, &out)
+            );
+        }
+
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        server.set_nonblocking(true).unwrap();
+        let port = server.local_addr().unwrap().port().to_string();
+        let received = || -> Vec<String> {
+            let mut got = Vec::new();
+            while let Ok((mut stream, _)) = server.accept() {
+                use std::io::Read;
+                stream.set_nonblocking(false).unwrap();
+                let mut text = String::new();
+                let _ = stream.read_to_string(&mut text);
+                got.push(text);
+            }
+            got
+        };
+        let control = inject(Sandbox::Off, &["parent", "connect", &port, "from-magus"]);
+        assert!(
+            control.stdout.contains("INJECT-CONNECT-OK"),
+            "{}",
+            control.dump()
+        );
+        assert_eq!(received(), ["from-magus"], "{}", control.dump());
+        for target in ["parent", "grandparent"] {
+            let out = inject(Sandbox::GateOnly, &[target, "connect", &port, target]);
+            assert!(
+                !out.stdout.contains("INJECT-CONNECT-OK"),
+                "{target}: {}",
+                context(user, Sandbox::GateOnly, &out)
+            );
+            assert!(received().is_empty(), "{target}: {}", out.dump());
+        }
     }
 }
 
