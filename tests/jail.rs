@@ -649,6 +649,141 @@ fn git_status_everywhere(jail: &Jail) -> String {
     seen
 }
 
+/// A git config that sends git into the work tree (husky's
+/// `core.hooksPath`, an `include.path` of a config committed to the
+/// repository, an alias or command given by path) made the read-only
+/// `.git/config` and `.git/hooks` beside the point: a child rewrote what
+/// they name, or swapped the hooks directory, and the user's next `git
+/// status` or `git commit`, outside the sandbox, ran it. Each named path
+/// under a writable grant is now bound read-only too (a missing hooks
+/// directory is made first), see `src/enforce/linux/jail/gitconfig.rs`.
+#[test]
+fn git_config_named_paths_stay_read_only() {
+    let hook = |tag: &str, file: &str| {
+        format!("printf '#!/bin/sh\\necho PWNED-{tag} >&2\\n' > {file} && chmod +x {file}")
+    };
+    let attacks = [
+        ("HOOKSPATH", hook("HOOKSPATH", ".husky/pre-commit")),
+        (
+            "INCLUDE",
+            format!("{} > .gitconfig.shared", fsmonitor("INCLUDE")),
+        ),
+        ("PROGRAM", hook("PROGRAM", "tools/lint.sh")),
+        (
+            "SWAP",
+            format!(
+                "mv .husky .husky-old && cp -r .husky-old .husky && {}",
+                hook("SWAP", ".husky/post-commit")
+            ),
+        ),
+        (
+            "MISSING",
+            format!(
+                "mkdir -p sub/hooks-dir && {}",
+                hook("MISSING", "sub/hooks-dir/post-commit")
+            ),
+        ),
+    ];
+    let script: Vec<String> = attacks
+        .iter()
+        .map(|(tag, line)| format!("({line}) && echo {tag}-PLANTED"))
+        .collect();
+    let script = script.join("; ");
+    let git = |dir: &Path, args: &[&str]| {
+        Command::new("git")
+            .args([
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-C",
+            ])
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let repository = |user: User| {
+        let jail = Jail::new(User::Root);
+        let ws = jail.h.ws.clone();
+        let setup = [
+            vec!["init", "-q", "."],
+            vec!["config", "core.hooksPath", ".husky"],
+            vec!["config", "include.path", "../.gitconfig.shared"],
+            vec!["config", "alias.lint", "!./tools/lint.sh"],
+        ];
+        for args in setup {
+            assert!(git(&ws, &args).status.success());
+        }
+        std::fs::create_dir_all(ws.join(".husky")).unwrap();
+        std::fs::create_dir_all(ws.join("tools")).unwrap();
+        std::fs::write(ws.join(".gitconfig.shared"), "").unwrap();
+        for file in [".husky/pre-commit", "tools/lint.sh"] {
+            std::fs::write(ws.join(file), "#!/bin/sh\n").unwrap();
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+            std::fs::set_permissions(ws.join(file), mode).unwrap();
+        }
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        assert!(git(&ws.join("sub"), &["init", "-q", "."]).status.success());
+        assert!(
+            git(&ws.join("sub"), &["config", "core.hooksPath", "hooks-dir"])
+                .status
+                .success()
+        );
+        let jail = Jail {
+            h: jail.h,
+            user,
+            kernel: Kernel::AsIs,
+        };
+        jail.hand_over();
+        jail
+    };
+    // What the user's git runs afterwards, outside the sandbox.
+    let afterwards = |jail: &Jail| {
+        let ws = &jail.h.ws;
+        let mut seen = String::new();
+        for (dir, args) in [
+            (ws.clone(), vec!["status"]),
+            (ws.clone(), vec!["commit", "-q", "--allow-empty", "-m", "x"]),
+            (ws.clone(), vec!["lint"]),
+            (
+                ws.join("sub"),
+                vec!["commit", "-q", "--allow-empty", "-m", "x"],
+            ),
+        ] {
+            seen.push_str(&String::from_utf8_lossy(&git(&dir, &args).stderr));
+        }
+        seen
+    };
+    for user in users() {
+        let control_jail = repository(user);
+        let control = control_jail.shell(Sandbox::Off, &script);
+        let ran = afterwards(&control_jail);
+        let jail = repository(user);
+        let jailed = jail.shell(Sandbox::On, &script);
+        let after = afterwards(&jail);
+        for (tag, _) in &attacks {
+            assert!(
+                control.stdout.contains(&format!("{tag}-PLANTED")),
+                "{}",
+                control.dump()
+            );
+            assert!(
+                ran.contains(&format!("PWNED-{tag}")),
+                "control {tag}: {ran}"
+            );
+            assert!(
+                !after.contains(&format!("PWNED-{tag}")),
+                "{user:?} {tag}: {after}\n{}",
+                jailed.dump()
+            );
+        }
+        assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+    }
+}
+
 /// The read-only binds over `.git/hooks` and `.git/config` held the files,
 /// not the places git looks: a child renamed `.git` (or a nested
 /// repository, or a submodule's git directory) aside and copied it back
