@@ -780,6 +780,25 @@ fn symlink_flipped_in_a_loop_never_reads_the_secret() {
     }
 }
 
+/// The writing side of the flip: every `fs.*` write op through a link a
+/// child flips between the workspace and HOME in a loop. In
+/// interpreter-only mode nothing but the gate stands between them and HOME.
+#[test]
+fn symlink_flipped_in_a_loop_never_writes_outside() {
+    // The control: with the sandbox off some writes land in HOME.
+    let fx = Fixture::new();
+    let control = fx.run(Mode::Off, "flipwrite", Channel::Fs, "-");
+    control.assert_completed().assert_home_changed();
+    for mode in MODES {
+        let fx = Fixture::new();
+        let run = fx.run(mode, "flipwrite", Channel::Fs, "-");
+        run.assert_completed()
+            .assert_stdout_has("total=480")
+            .assert_no_leak()
+            .assert_home_unchanged();
+    }
+}
+
 #[test]
 fn proc_self_and_dev_fd() {
     for mode in MODES {
