@@ -919,6 +919,59 @@ fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
     }
 }
 
+/// `$TMPDIR` is granted `rw` like a `sandbox.allow` entry. Without the
+/// jail (here: user namespaces refused, as on Ubuntu 24.04) children share
+/// the host's `/tmp`, so with `TMPDIR=/tmp/<me>` a child of one run
+/// replaced that directory with a link to `~/.ssh`, and the next run
+/// granted the keys `rw`, to its children and to `fs.*`. Now a machine
+/// directory reached through a link lying in a writable place is not
+/// granted, with a warning. Control: `TMPDIR` spelled as the real
+/// `~/.ssh` is granted, so the harness sees the grant when there is one.
+#[test]
+fn a_planted_tmpdir_link_does_not_widen_the_next_runs_grants() {
+    for user in users() {
+        let mut jail = Jail::new(user);
+        // No jail: root builds one without a user namespace unless every
+        // namespace is refused.
+        jail.kernel = match user {
+            User::Root => Kernel::NoNamespaces,
+            User::Nobody => Kernel::NoUserNamespaces,
+        };
+        let tmpdir = PathBuf::from("/tmp").join(unique("tmpdir"));
+        std::fs::create_dir(&tmpdir).unwrap();
+        if user == User::Nobody {
+            let nobody = Some(nix::unistd::Uid::from_raw(NOBODY));
+            nix::unistd::chown(&tmpdir, nobody, None).unwrap();
+        }
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let ssh = jail.h.home_path(".ssh");
+        let t = tmpdir.display();
+        let plant = format!("rmdir {t} && ln -s {} {t} && echo PLANTED", ssh.display());
+        let read = format!("cat {t}/id_rsa");
+
+        jail.h.set_env("TMPDIR", &ssh);
+        let control = jail.shell(Sandbox::On, &format!("cat {}/id_rsa", ssh.display()));
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+
+        jail.h.set_env("TMPDIR", &tmpdir);
+        let planted = jail.shell(Sandbox::On, &plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        let next = jail.shell(Sandbox::On, &read);
+        let _ = std::fs::remove_file(&tmpdir);
+        assert!(
+            !next.stdout.contains(&key),
+            "{}",
+            context(user, Sandbox::On, &next)
+        );
+        jail.h.assert_no_leak(&next);
+        assert!(
+            next.stderr.contains("$TMPDIR") && next.stderr.contains("could have planted it"),
+            "{}",
+            next.dump()
+        );
+    }
+}
+
 /// A repository whose `.git/hooks` a child of an earlier run replaced
 /// with a relative link climbing out of the workspace (`../../../home`):
 /// the read-only bind of the hooks followed it at set-up and showed the

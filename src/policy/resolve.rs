@@ -61,6 +61,11 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
             real_home.as_deref(),
         );
     }
+    refuse_planted_machine_dirs(
+        &mut grants,
+        &mut diagnostics,
+        &machine_dirs(inputs.env, home.as_deref().ok()),
+    );
     grants.extend(builtins(&BUILTIN_RO, inputs.env));
     let entries = inputs.sandbox.map_or(&[][..], |s| &s.allow[..]);
     let resolved: Vec<_> = entries
@@ -238,6 +243,52 @@ fn push_machine_dir(
         mode: Mode::Rw,
         source: GrantSource::Builtin(why),
     });
+}
+
+/// `$TMPDIR` and the cache are granted `rw` like a `sandbox.allow` entry
+/// and are as open to a planted link: with `TMPDIR=/tmp/me` and no jail
+/// (children then share the host's `/tmp`), a child replaced `/tmp/me`
+/// with a link to `~/.ssh`, and the next run granted the keys `rw`. A
+/// machine directory that leads out of every other writable place through
+/// a link lying in one is skipped, with a warning (`refuse_planted`).
+fn refuse_planted_machine_dirs(
+    grants: &mut Vec<Grant>,
+    diagnostics: &mut Vec<Diagnostic>,
+    dirs: &[(PathBuf, &'static str)],
+) {
+    let mut planted = Vec::new();
+    for (index, grant) in grants.iter().enumerate() {
+        let GrantSource::Builtin(why) = grant.source else {
+            continue;
+        };
+        let Some((spelled, _)) = dirs.iter().find(|(_, w)| *w == why) else {
+            continue;
+        };
+        let others: Vec<&Path> = grants
+            .iter()
+            .enumerate()
+            .filter(|(j, g)| *j != index && g.mode == Mode::Rw)
+            .map(|(_, g)| g.path.as_path())
+            .collect();
+        if others.iter().any(|w| lies_within(&grant.path, w)) {
+            continue;
+        }
+        if let Some(link) = planted_link(spelled, &others) {
+            let message = format!(
+                "{why} (`{}`) is not granted: it leads through `{}`, a symbolic link in a \
+                 directory that spells can write, so a spell could have planted it; if you \
+                 mean `{}`, set the variable to that path",
+                spelled.display(),
+                link.display(),
+                grant.path.display()
+            );
+            diagnostics.push(Diagnostic::warning(message).with_path(spelled.display().to_string()));
+            planted.push(index);
+        }
+    }
+    for index in planted.into_iter().rev() {
+        grants.remove(index);
+    }
 }
 
 fn config_grant(entry: &AllowEntry, path: PathBuf) -> Grant {
