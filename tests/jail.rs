@@ -972,6 +972,63 @@ fn a_planted_tmpdir_link_does_not_widen_the_next_runs_grants() {
     }
 }
 
+/// A grant that holds a credential store without naming it: `~/.cargo`
+/// (what a Rust build needs) holds `~/.cargo/credentials.toml`, the
+/// crates.io token; `~/.config` holds `~/.config/op` and the GitHub CLI's
+/// `~/.config/gh/hosts.yml`. Children read them all. In the jail each is
+/// now hidden (an empty read-only directory, `/dev/null` over a file),
+/// and cannot be renamed from under the mask; the rest of the grant works.
+#[test]
+fn credential_stores_inside_a_grant_are_hidden() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.config\n      mode: ro\n    - path: ~/.cargo\n      mode: rw\n";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let cargo = format!("[registry]\ntoken = \"cargo-{}\"\n", unique("token"));
+        let gh = format!("github.com:\n    oauth_token: gh-{}\n", unique("token"));
+        std::fs::create_dir_all(jail.h.home_path(".cargo/registry")).unwrap();
+        std::fs::create_dir_all(jail.h.home_path(".config/gh")).unwrap();
+        std::fs::write(jail.h.home_path(".cargo/credentials.toml"), &cargo).unwrap();
+        std::fs::write(jail.h.home_path(".config/gh/hosts.yml"), &gh).unwrap();
+        jail.hand_over();
+        let script = "cat ~/.cargo/credentials.toml ~/.config/gh/hosts.yml ~/.config/op/config; \
+            echo x > ~/.cargo/credentials.toml; mv ~/.cargo/credentials.toml ~/.cargo/moved; \
+            cat ~/.cargo/moved; echo ok > ~/.cargo/registry/f && echo RW-OK";
+        let control = jail.shell(Sandbox::Off, script);
+        let op = jail.h.secret("~/.config/op/config").to_string();
+        for secret in [
+            cargo.lines().nth(1).unwrap(),
+            gh.lines().nth(1).unwrap().trim(),
+            &op,
+        ] {
+            assert!(
+                control.stdout.contains(secret),
+                "control lacks {secret}: {}",
+                control.dump()
+            );
+        }
+        // The control moved and overwrote it: plant it again.
+        let _ = std::fs::remove_file(jail.h.home_path(".cargo/moved"));
+        std::fs::write(jail.h.home_path(".cargo/credentials.toml"), &cargo).unwrap();
+        jail.hand_over();
+        let jailed = jail.shell(Sandbox::On, script);
+        for secret in [
+            cargo.lines().nth(1).unwrap(),
+            gh.lines().nth(1).unwrap().trim(),
+            &op,
+        ] {
+            assert!(
+                !jailed.stdout.contains(secret) && !jailed.stderr.contains(secret),
+                "{secret} leaked: {}",
+                context(user, Sandbox::On, &jailed)
+            );
+        }
+        jail.h.assert_no_leak(&jailed);
+        assert!(jailed.stdout.contains("RW-OK"), "{}", jailed.dump());
+        let kept = std::fs::read_to_string(jail.h.home_path(".cargo/credentials.toml")).unwrap();
+        assert_eq!(kept, cargo, "the token file changed");
+    }
+}
+
 /// A repository whose `.git/hooks` a child of an earlier run replaced
 /// with a relative link climbing out of the workspace (`../../../home`):
 /// the read-only bind of the hooks followed it at set-up and showed the

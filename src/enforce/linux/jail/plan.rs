@@ -49,6 +49,10 @@ pub enum Step {
     ReadOnlyOverItself { path: PathBuf },
     /// A new `devpts` instance: new terminals, none of the user's.
     Devpts { path: PathBuf },
+    /// A credential store inside a grant that does not name it, hidden
+    /// ([`credential_masks`]): an empty read-only tmpfs over a directory,
+    /// `/dev/null` bound read-only over a file.
+    Mask { path: PathBuf, dir: bool },
     /// A symbolic link (merged-`/usr` links, `/dev/ptmx`, `/dev/fd`).
     Symlink { path: PathBuf, target: PathBuf },
     /// The new root's own tmpfs (the directories made to hold mount
@@ -102,6 +106,7 @@ impl Step {
             | Step::Proc { path }
             | Step::ReadOnlyOverItself { path }
             | Step::Devpts { path }
+            | Step::Mask { path, .. }
             | Step::Symlink { path, .. } => Some(path),
             Step::PrivatePropagation
             | Step::Stage { .. }
@@ -122,6 +127,7 @@ impl Step {
             Step::Proc { .. } => "mount /proc",
             Step::ReadOnlyOverItself { .. } => "bind read-only over itself",
             Step::Devpts { .. } => "mount devpts",
+            Step::Mask { .. } => "hide credential store",
             Step::Symlink { .. } => "create symlink",
             Step::ReadOnlyRoot => "make the new root read-only",
             Step::PivotRoot => "pivot to the new root",
@@ -198,6 +204,7 @@ impl JailPlan {
         let found = carve_outs(policy, inputs);
         mounts.extend(pin_steps(policy, &found.carves));
         mounts.extend(found.carves.into_iter().map(carve_step));
+        mounts.extend(credential_masks(policy, inputs));
         let links = symlinks(policy, inputs, &mounts);
         mounts.extend(links);
         // Parents before children: a grant inside another is bound over it,
@@ -547,6 +554,39 @@ fn leads_to_grant(policy: &Policy, link: &Path) -> bool {
         return false;
     };
     NormalPath::new(target).is_ok_and(|t| policy.check(&t, Access::Read).is_allowed())
+}
+
+/// Credential stores (`crate::diag::credentials`) that lie strictly inside
+/// a grant, hidden in the view. A grant of `~/.cargo` (what a Rust build
+/// needs, and the README's example) held `~/.cargo/credentials.toml`, the
+/// crates.io token a compromised `build.rs` could publish with; one of
+/// `~/.config` held `~/.config/op` and the GitHub CLI's token, with no
+/// word said. A store granted by name (the entry is the store or lies in
+/// it) is the user's explicit choice and stays. A link is left alone: what
+/// it leads to is hidden unless granted itself. Without the jail nothing
+/// can hide a path inside a Landlock grant; the run's warning says so.
+fn credential_masks(policy: &Policy, inputs: &ViewInputs) -> Vec<Step> {
+    use crate::diag::{HOME_DIRS, HOME_FILES};
+    let Some(home) = inputs.home.as_deref().and_then(real) else {
+        return Vec::new();
+    };
+    HOME_DIRS
+        .iter()
+        .chain(HOME_FILES.iter())
+        .filter_map(|rel| {
+            let path = home.join(rel);
+            let meta = path.symlink_metadata().ok()?;
+            if meta.file_type().is_symlink() {
+                return None;
+            }
+            let shown = policy.grants().iter().any(|g| lies_within(&path, &g.path));
+            let named = policy.grants().iter().any(|g| lies_within(&g.path, &path));
+            (shown && !named).then(|| Step::Mask {
+                path,
+                dir: meta.is_dir(),
+            })
+        })
+        .collect()
 }
 
 impl fmt::Display for Step {
