@@ -1026,6 +1026,38 @@ fn credential_stores_inside_a_grant_are_hidden() {
         assert!(jailed.stdout.contains("RW-OK"), "{}", jailed.dump());
         let kept = std::fs::read_to_string(jail.h.home_path(".cargo/credentials.toml")).unwrap();
         assert_eq!(kept, cargo, "the token file changed");
+
+        // `fs.*` too, in the jail and without it (where only the gate
+        // refuses it: Landlock cannot carve a path out of a grant).
+        let read = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    try {\n        std.print(\"READ {fs.read(args[0])}\");\n    } catch (e: SandboxError) {\n        std.print(\"CAUGHT {e.code}\");\n    }\n    return 0;\n}\n";
+        jail.h.write_spell("f", read);
+        jail.hand_over();
+        let token = jail.h.home_path(".cargo/credentials.toml");
+        let token = token.to_str().unwrap();
+        let control = capture(jail.command(Sandbox::Off).args(["f", token]));
+        assert!(
+            control.stdout.contains(cargo.lines().nth(1).unwrap()),
+            "{}",
+            control.dump()
+        );
+        let mut unjailed = Jail {
+            h: jail.h,
+            user,
+            kernel: Kernel::NoUserNamespaces,
+        };
+        if user == User::Root {
+            unjailed.kernel = Kernel::NoNamespaces;
+        }
+        for kernel in [Kernel::AsIs, unjailed.kernel] {
+            unjailed.kernel = kernel;
+            let out = capture(unjailed.command(Sandbox::On).args(["f", token]));
+            assert!(
+                out.stdout.contains("CAUGHT MGS2001"),
+                "{kernel:?}: {}",
+                out.dump()
+            );
+            unjailed.h.assert_no_leak(&out);
+        }
     }
 }
 

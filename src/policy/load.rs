@@ -213,6 +213,7 @@ impl Declared {
         policy.config_file = workspace.config;
         policy.declared = sandbox.map(CanonicalPolicy::from_declared);
         policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
+        policy.hidden = resolution.hidden;
         Startup {
             policy,
             config,

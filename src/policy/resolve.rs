@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 pub(crate) struct Resolution {
     pub grants: Vec<Grant>,
     pub diagnostics: Vec<Diagnostic>,
+    /// See [`hidden_stores`].
+    pub hidden: Vec<PathBuf>,
 }
 
 /// The inputs of resolution.
@@ -89,10 +91,41 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
     if let Some(sandbox) = inputs.sandbox {
         diagnostics.extend(passthrough_warnings(inputs, sandbox));
     }
+    let grants = prune_builtins(dedupe(grants));
+    let hidden = hidden_stores(&grants, real_home.as_deref());
     Resolution {
-        grants: prune_builtins(dedupe(grants)),
+        grants,
         diagnostics,
+        hidden,
     }
+}
+
+/// The credential stores (`crate::diag::credentials`) that exist and lie
+/// strictly inside a grant that does not name them. A grant of `~/.cargo`
+/// (what a Rust build needs, and the README's example) held
+/// `~/.cargo/credentials.toml`, the crates.io token a compromised
+/// `build.rs` could publish with; one of `~/.config` held `~/.config/op`
+/// and the GitHub CLI's token, with no word said. A store granted by name
+/// (the entry is the store or lies in it) is the user's explicit choice.
+/// A link is left alone: what it leads to is not granted by this grant.
+fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
+    use crate::diag::{HOME_DIRS, HOME_FILES};
+    let Some(home) = real_home else {
+        return Vec::new();
+    };
+    HOME_DIRS
+        .iter()
+        .chain(HOME_FILES.iter())
+        .map(|rel| home.join(rel))
+        .filter(|path| {
+            let exists = path
+                .symlink_metadata()
+                .is_ok_and(|m| !m.file_type().is_symlink());
+            let shown = grants.iter().any(|g| lies_within(path, &g.path));
+            let named = grants.iter().any(|g| lies_within(&g.path, path));
+            exists && shown && !named
+        })
+        .collect()
 }
 
 /// Drops built-ins another grant already covers (`/bin` is `/usr/bin` on a

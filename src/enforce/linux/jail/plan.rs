@@ -204,7 +204,7 @@ impl JailPlan {
         let found = carve_outs(policy, inputs);
         mounts.extend(pin_steps(policy, &found.carves));
         mounts.extend(found.carves.into_iter().map(carve_step));
-        mounts.extend(credential_masks(policy, inputs));
+        mounts.extend(credential_masks(policy));
         let links = symlinks(policy, inputs, &mounts);
         mounts.extend(links);
         // Parents before children: a grant inside another is bound over it,
@@ -556,34 +556,20 @@ fn leads_to_grant(policy: &Policy, link: &Path) -> bool {
     NormalPath::new(target).is_ok_and(|t| policy.check(&t, Access::Read).is_allowed())
 }
 
-/// Credential stores (`crate::diag::credentials`) that lie strictly inside
-/// a grant, hidden in the view. A grant of `~/.cargo` (what a Rust build
-/// needs, and the README's example) held `~/.cargo/credentials.toml`, the
-/// crates.io token a compromised `build.rs` could publish with; one of
-/// `~/.config` held `~/.config/op` and the GitHub CLI's token, with no
-/// word said. A store granted by name (the entry is the store or lies in
-/// it) is the user's explicit choice and stays. A link is left alone: what
-/// it leads to is hidden unless granted itself. Without the jail nothing
-/// can hide a path inside a Landlock grant; the run's warning says so.
-fn credential_masks(policy: &Policy, inputs: &ViewInputs) -> Vec<Step> {
-    use crate::diag::{HOME_DIRS, HOME_FILES};
-    let Some(home) = inputs.home.as_deref().and_then(real) else {
-        return Vec::new();
-    };
-    HOME_DIRS
+/// The policy's hidden credential stores (`Policy::hidden`, e.g.
+/// `~/.cargo/credentials.toml` under a grant of `~/.cargo`) masked in the
+/// view. Without the jail nothing can hide a path inside a Landlock
+/// grant from children (the README says so); the gate still refuses it.
+fn credential_masks(policy: &Policy) -> Vec<Step> {
+    policy
+        .hidden()
         .iter()
-        .chain(HOME_FILES.iter())
-        .filter_map(|rel| {
-            let path = home.join(rel);
+        .filter_map(|path| {
             let meta = path.symlink_metadata().ok()?;
-            if meta.file_type().is_symlink() {
-                return None;
-            }
-            let shown = policy.grants().iter().any(|g| lies_within(&path, &g.path));
-            let named = policy.grants().iter().any(|g| lies_within(&g.path, &path));
-            (shown && !named).then(|| Step::Mask {
-                path,
-                dir: meta.is_dir(),
+            let dir = meta.is_dir();
+            Some(Step::Mask {
+                path: path.clone(),
+                dir,
             })
         })
         .collect()
