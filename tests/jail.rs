@@ -876,8 +876,8 @@ fn git_directories_cannot_be_swapped_for_planted_ones() {
 /// included (only a warning said so). Now an entry that leads outside
 /// every writable place through a link that lies in one is skipped
 /// (MGS2004). Controls: with the sandbox off the second run reads the key
-/// through the link, and the same home granted by its real path is read
-/// in the jail (so the harness sees the grant when there is one).
+/// through the link, and `~/.ssh` granted by its real path is read in the
+/// jail (so the harness sees the grant when there is one).
 #[test]
 fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
     let config = "sandbox:\n  enabled: true\n  allow:\n    - path: data\n      mode: ro\n";
@@ -910,9 +910,10 @@ fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
             jailed.dump()
         );
 
+        // Granted by name: a store inside a wider grant is hidden.
         let home = jail.h.home.display();
         let direct =
-            format!("sandbox:\n  enabled: true\n  allow:\n    - path: {home}\n      mode: ro\n");
+            format!("sandbox:\n  enabled: true\n  allow:\n    - path: {home}/.ssh\n      mode: ro\n");
         jail.h.write_config(&direct);
         let granted = jail.shell(Sandbox::On, read);
         assert!(granted.stdout.contains(&key), "{}", granted.dump());

@@ -536,7 +536,14 @@ impl Confined {
     /// `fs.*`; in it the view hides it too.
     fn is_hidden(&self, path: &Path) -> bool {
         let hidden = self.policy.hidden();
-        !hidden.is_empty() && hidden.iter().any(|h| crate::policy::lies_within(path, h))
+        if hidden.is_empty() {
+            return false;
+        }
+        // Windows compares names in any case (`.SSH` is `.ssh`).
+        let path = native::folded(path);
+        hidden
+            .iter()
+            .any(|h| crate::policy::lies_within(&path, &native::folded(h)))
     }
 
     /// `path` is a protected path or lies beneath one.
