@@ -912,8 +912,9 @@ fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
 
         // Granted by name: a store inside a wider grant is hidden.
         let home = jail.h.home.display();
-        let direct =
-            format!("sandbox:\n  enabled: true\n  allow:\n    - path: {home}/.ssh\n      mode: ro\n");
+        let direct = format!(
+            "sandbox:\n  enabled: true\n  allow:\n    - path: {home}/.ssh\n      mode: ro\n"
+        );
         jail.h.write_config(&direct);
         let granted = jail.shell(Sandbox::On, read);
         assert!(granted.stdout.contains(&key), "{}", granted.dump());
