@@ -118,12 +118,16 @@ fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
         .chain(HOME_FILES.iter())
         .map(|rel| home.join(rel))
         .filter(|path| {
-            let exists = path
-                .symlink_metadata()
-                .is_ok_and(|m| !m.file_type().is_symlink());
+            path.symlink_metadata()
+                .is_ok_and(|m| !m.file_type().is_symlink())
+        })
+        // Where it really is: `~/.config` may be a link into a granted
+        // `~/dotfiles`.
+        .filter_map(|path| real_path(&path).ok())
+        .filter(|path| {
             let shown = grants.iter().any(|g| lies_within(path, &g.path));
             let named = grants.iter().any(|g| lies_within(&g.path, path));
-            exists && shown && !named
+            shown && !named
         })
         .collect()
 }
@@ -656,6 +660,47 @@ fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
 mod tests {
     use super::*;
     use crate::policy::config::Position;
+
+    /// A store inside a grant is hidden; one the grant names (or lies in)
+    /// is not; a store reached through a linked parent is found where it
+    /// really is; a missing or linked store is not listed.
+    #[test]
+    fn credential_stores_inside_grants_are_hidden_unless_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        for rel in [".cargo/registry", ".ssh", "dotfiles/config/op"] {
+            std::fs::create_dir_all(home.join(rel)).unwrap();
+        }
+        std::fs::write(home.join(".cargo/credentials.toml"), "t").unwrap();
+        std::os::unix::fs::symlink("dotfiles/config", home.join(".config")).unwrap();
+        std::os::unix::fs::symlink("/nowhere", home.join(".npmrc")).unwrap();
+        let grant = |rel: &str| Grant {
+            path: home.join(rel),
+            mode: Mode::Rw,
+            source: GrantSource::Workspace,
+        };
+        let hidden = |grants: &[Grant]| hidden_stores(grants, Some(&home));
+        assert_eq!(
+            hidden(&[grant(".cargo")]),
+            [home.join(".cargo/credentials.toml")]
+        );
+        assert_eq!(hidden(&[grant(".cargo/registry")]), Vec::<PathBuf>::new());
+        assert_eq!(hidden(&[grant(".ssh")]), Vec::<PathBuf>::new());
+        assert_eq!(
+            hidden(&[grant("dotfiles")]),
+            [home.join("dotfiles/config/op")]
+        );
+        let mut all = hidden(&[grant("")]);
+        all.sort();
+        let mut want = vec![
+            home.join(".ssh"),
+            home.join("dotfiles/config/op"),
+            home.join(".cargo/credentials.toml"),
+        ];
+        want.sort();
+        assert_eq!(all, want);
+        assert_eq!(hidden(&[grant(""), grant(".ssh")]).len(), 2);
+    }
 
     /// Windows' built-ins sit below the environment's variables, and are
     /// left out when the variable is unset or not absolute.
