@@ -1234,6 +1234,46 @@ fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
     }
 }
 
+/// Build tools' user-wide configs under an `rw` grant of their directory
+/// (what a build needs): a child added `build.rustc-wrapper` to
+/// `~/.cargo/config.toml` or a script to `~/.gradle/init.d`, which the
+/// user's next `cargo build` or Gradle build ran, outside the sandbox.
+#[test]
+fn build_tool_configs_under_rw_grants_stay_read_only() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.cargo\n      mode: rw\n    - path: ~/.gradle\n      mode: rw\n";
+    let script = "printf '[build]\\nrustc-wrapper = \"/tmp/evil\"\\n' >> ~/.cargo/config.toml && echo CARGO-OK; \
+                  echo 'println \"evil\"' > ~/.gradle/init.d/evil.gradle && echo GRADLE-OK; \
+                  mv ~/.cargo/config.toml ~/.cargo/c && echo MOVED-OK; \
+                  mkdir -p ~/.cargo/registry && echo fine > ~/.cargo/registry/f && echo REGISTRY-WORKS";
+    for user in users() {
+        let setup = || {
+            let jail = Jail::with_config(user, config);
+            std::fs::create_dir_all(jail.h.home_path(".gradle/init.d")).unwrap();
+            std::fs::create_dir_all(jail.h.home_path(".cargo")).unwrap();
+            std::fs::write(jail.h.home_path(".cargo/config.toml"), "#\n").unwrap();
+            jail.hand_over();
+            jail
+        };
+        let control = setup().shell(Sandbox::Off, script);
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        assert_attack(
+            user,
+            &control,
+            &jailed,
+            &["CARGO-OK", "GRADLE-OK", "MOVED-OK"],
+            "",
+        );
+        assert!(
+            jailed.stdout.contains("REGISTRY-WORKS"),
+            "{}",
+            jailed.dump()
+        );
+        let kept = std::fs::read_to_string(jail.h.home_path(".cargo/config.toml")).unwrap();
+        assert_eq!(kept, "#\n");
+    }
+}
+
 /// Runs `python3 -c code` outside the sandbox.
 fn python(code: &str, args: &[&str]) -> String {
     let out = Command::new("/usr/bin/python3")

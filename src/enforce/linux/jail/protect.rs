@@ -44,7 +44,7 @@ impl fmt::Display for CarveReason {
                 "directory on PATH: a program planted here would run unconfined later"
             }
             CarveReason::StartupFile => {
-                "start-up file of a shell, git or ssh: it would run code unconfined later"
+                "start-up file of a shell, git, ssh or a build tool: it would run code unconfined later"
             }
             CarveReason::GitConfigNamed => {
                 "named by a git config (core.hooksPath, include.path, a program): git runs or reads it"
@@ -74,8 +74,12 @@ pub struct Found {
 /// writable grant cannot make every run slow; beyond it, `truncated`.
 pub const MAX_DIRS: usize = 50_000;
 
-/// Start-up files, relative to `$HOME`.
-pub const STARTUP_FILES: [&str; 20] = [
+/// Start-up files, relative to `$HOME`: the shells', git's and ssh's, and
+/// the user-wide configs of build tools that name programs to run (a
+/// grant of `~/.cargo`, as a Rust build needs, let a child add
+/// `build.rustc-wrapper` to `~/.cargo/config.toml`, run by every later
+/// `cargo build` of the user; Gradle runs every script in `init.d`).
+pub const STARTUP_FILES: [&str; 28] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -96,6 +100,14 @@ pub const STARTUP_FILES: [&str; 20] = [
     ".ssh/authorized_keys",
     ".ssh/environment",
     ".pam_environment",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".gradle/init.d",
+    ".gradle/init.gradle",
+    ".yarnrc.yml",
+    ".vimrc",
+    ".config/nvim",
+    ".tmux.conf",
 ];
 
 /// Start-up directories, relative to `$HOME`, that are created empty
