@@ -454,6 +454,20 @@ impl Interpreter {
         result
     }
 
+    /// A block's scope under `parent`, made from a finished frame when
+    /// there is one (see [`Interpreter::exec_block`]); give it back with
+    /// [`Interpreter::end_block_scope`].
+    pub(super) fn block_scope(&mut self, parent: &Rc<Scope>) -> Rc<Scope> {
+        Scope::reuse(self.spare.frames.pop(), parent.clone(), 0)
+    }
+
+    /// Keeps a finished block's scope for reuse when nothing holds it.
+    pub(super) fn end_block_scope(&mut self, scope: Rc<Scope>) {
+        if self.spare.frames.len() < SPARE_FRAMES {
+            self.spare.frames.extend(Scope::recycle(scope));
+        }
+    }
+
     /// The scope a loop body runs in: one per iteration when the body
     /// declares names (a closure made in it keeps its own), else the
     /// loop's own, which no name can tell apart. `last` is the previous
