@@ -1106,23 +1106,18 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
     match v {
         Value::List(rc) => {
             if let Ok(list) = Rc::try_unwrap(rc) {
-                let items = list.items.take();
-                work.extend(items.into_iter().map(Doomed::Value));
+                push_nested(work, list.items.take());
             }
         }
         Value::Map(rc) => {
             if let Ok(map) = Rc::try_unwrap(rc) {
                 let data = map.data.take();
-                for (k, v) in data.entries {
-                    work.push(Doomed::Value(k));
-                    work.push(Doomed::Value(v));
-                }
+                push_nested(work, data.entries.into_iter().flat_map(|(k, v)| [k, v]));
             }
         }
         Value::Object(rc) => {
             if let Ok(obj) = Rc::try_unwrap(rc) {
-                let fields = obj.fields.take();
-                work.extend(fields.into_iter().map(|(_, v)| Doomed::Value(v)));
+                push_nested(work, obj.fields.take().into_iter().map(|(_, v)| v));
             }
         }
         Value::Function(rc) => {
@@ -1134,10 +1129,21 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
     }
 }
 
+/// Queues what could start a chain of nested drops; the rest (scalars,
+/// values held elsewhere: most items of most lists) is dropped here, so a
+/// list of a million ints is not copied into the work list first.
+fn push_nested(work: &mut Vec<Doomed>, values: impl IntoIterator<Item = Value>) {
+    for v in values {
+        if !drops_flat(&v) {
+            work.push(Doomed::Value(v));
+        }
+    }
+}
+
 fn take_scope(scope: &mut Scope, work: &mut Vec<Doomed>) {
     let vars = scope.vars.take();
-    work.extend(vars.into_iter().map(|s| Doomed::Value(s.value)));
-    work.extend(scope.slots.take().into_iter().map(Doomed::Value));
+    push_nested(work, vars.into_iter().map(|s| s.value));
+    push_nested(work, scope.slots.take());
     if let Some(parent) = scope.parent.take() {
         work.push(Doomed::Scope(parent));
     }
@@ -1153,8 +1159,9 @@ impl Drop for ListObj {
         if items.iter().all(drops_flat) {
             return;
         }
-        let items = std::mem::take(items);
-        drain(items.into_iter().map(Doomed::Value).collect());
+        let mut work = Vec::new();
+        push_nested(&mut work, std::mem::take(items));
+        drain(work);
     }
 }
 
@@ -1165,14 +1172,12 @@ impl Drop for MapObj {
             return;
         }
         let data = self.data.take();
-        let work: Vec<Doomed> = data
-            .entries
-            .into_iter()
-            .flat_map(|(k, v)| [Doomed::Value(k), Doomed::Value(v)])
-            .collect();
-        if !work.is_empty() {
-            drain(work);
-        }
+        let mut work = Vec::new();
+        push_nested(
+            &mut work,
+            data.entries.into_iter().flat_map(|(k, v)| [k, v]),
+        );
+        drain(work);
     }
 }
 
@@ -1182,8 +1187,12 @@ impl Drop for Instance {
         if fields.iter().all(|(_, v)| drops_flat(v)) {
             return;
         }
-        let fields = std::mem::take(fields);
-        drain(fields.into_iter().map(|(_, v)| Doomed::Value(v)).collect());
+        let mut work = Vec::new();
+        push_nested(
+            &mut work,
+            std::mem::take(fields).into_iter().map(|(_, v)| v),
+        );
+        drain(work);
     }
 }
 
