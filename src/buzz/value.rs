@@ -7,7 +7,7 @@
 
 use super::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use super::native::NativeFn;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, Ref, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -80,6 +80,27 @@ impl Clone for Value {
 }
 
 impl Value {
+    /// [`Clone::clone`] with the scalars built here, in the caller, so that
+    /// the copy is written where it is used rather than returned through
+    /// memory and reloaded (a reload of a value just written as two words
+    /// stalls on store forwarding).
+    /// The commonest shared kinds (strings, lists, maps, objects) have
+    /// their count bumped here too.
+    #[inline(always)]
+    pub(crate) fn copied(&self) -> Value {
+        match self {
+            Value::Int(i) => Value::Int(*i),
+            Value::Double(d) => Value::Double(*d),
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Null => Value::Null,
+            Value::Object(o) => Value::Object(Rc::clone(o)),
+            Value::List(l) => Value::List(Rc::clone(l)),
+            Value::Str(s) => Value::Str(Rc::clone(s)),
+            Value::Map(m) => Value::Map(Rc::clone(m)),
+            _ => self.clone_shared(),
+        }
+    }
+
     #[inline(never)]
     fn clone_shared(&self) -> Value {
         match self {
@@ -722,6 +743,15 @@ impl Instance {
         let fields = self.fields.borrow();
         let at = Self::position(&fields, name, site)?;
         fields.get(at).map(|(_, v)| v.clone())
+    }
+
+    /// The field `name`, borrowed in place, from a site that remembers
+    /// where it found it: the caller copies it straight where it goes.
+    #[inline(always)]
+    pub(crate) fn field_at_site(&self, name: &str, site: &MemberCache) -> Option<Ref<'_, Value>> {
+        let fields = self.fields.borrow();
+        let at = Self::position(&fields, name, site)?;
+        Ref::filter_map(fields, |fields| fields.get(at).map(|(_, v)| v)).ok()
     }
 
     /// [`Instance::set`] from a site that remembers where it found `name`.
