@@ -732,7 +732,7 @@ mod tests {
         let (accepted, _) = listener.accept().unwrap();
         assert_eq!(congestion(&upstream), SHORT_PATH_CONGESTION);
         assert_eq!(congestion(&accepted), SHORT_PATH_CONGESTION);
-        // A blocking stream that carries bytes both ways.
+        // Blocking again, and carrying bytes.
         (&upstream).write_all(b"ping").unwrap();
         let mut got = [0u8; 4];
         (&accepted).read_exact(&mut got).unwrap();
