@@ -1,11 +1,21 @@
 /*
- * Where the proxy's throughput goes (README, "Benchmarks"): 100 MiB over
- * loopback sent directly, through a relay built as the proxy's
- * (src/enforce/linux/proxy/serve.rs: splice through a 1 MiB pipe,
- * TCP_NODELAY on both legs, no SPLICE_F_MORE), and through a read/write
- * relay with a 1 MiB buffer; the three interleaved run by run, so load
- * from other work falls on all alike. Prints wall time and the CPU time
- * of all parties (client, relay, server: one process, three threads).
+ * Where the proxy's throughput goes (README, "proxy throughput"): 100 MiB
+ * over loopback, six ways, interleaved run by run so that load from other
+ * work falls on all alike:
+ *   direct               the client to the server;
+ *   splice               through a relay built as the proxy's
+ *                        (src/enforce/linux/proxy/serve.rs: splice through
+ *                        a 1 MiB pipe, TCP_NODELAY, no SPLICE_F_MORE, both
+ *                        of its legs on Reno, unpaced, chosen before the
+ *                        connection exists);
+ *   splice, host CC      the same relay on the host's default congestion
+ *                        control (BBR here: the proxy before session 8);
+ *   copy                 a read/write relay with a 1 MiB buffer, Reno legs;
+ *   direct / splice, Reno client
+ *                        the first two with the client on Reno as well, as
+ *                        on a host whose default does not pace.
+ * Prints medians of the wall time and of the CPU time of all parties
+ * (client, relay, server: one process, three threads) and of each.
  *
  *     cc -O2 -o /tmp/relay-cpu scripts/relay-cpu.c -lpthread
  *     /tmp/relay-cpu 30
@@ -18,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +35,17 @@
 #define TRANSFER (100L << 20)
 #define CHUNK (1 << 20)
 #define MAX_REPS 200
+#define MODES 6
+
+enum { DIRECT, SPLICE, SPLICE_PACED, COPY, DIRECT_RENO, SPLICE_RENO };
+static const char *names[MODES] = {"direct",          "splice",
+                                   "splice, host CC", "copy",
+                                   "direct, Reno client", "splice, Reno client"};
 
 static int sink_port, relay_port, sink_done[2];
-static volatile int relay_mode; /* 0: splice, 1: read/write */
+static volatile int relay_mode;
 static char *chunk;
+static pthread_t sink_thread, relay_thread;
 
 static double now_ms(void) {
     struct timespec t;
@@ -37,11 +53,13 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static double cpu_ms(void) {
-    struct rusage r;
-    getrusage(RUSAGE_SELF, &r);
-    return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e3 +
-           (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e3;
+/* CPU time of one thread of this process. */
+static double cpu_ms(pthread_t thread) {
+    clockid_t clock;
+    struct timespec t;
+    pthread_getcpuclockid(thread, &clock);
+    clock_gettime(clock, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 static void die(const char *what) {
@@ -49,20 +67,30 @@ static void die(const char *what) {
     exit(1);
 }
 
-static int listener(int *port) {
+/* As serve.rs's `unpaced`: Reno, before the connection exists. */
+static void unpaced(int s) {
+    if (setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "reno", 4))
+        die("TCP_CONGESTION");
+}
+
+static int listener(int *port, int reno) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
     int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s >= 0 && reno)
+        unpaced(s);
     if (s < 0 || bind(s, (void *)&a, sizeof a) || listen(s, 16) || getsockname(s, (void *)&a, &len))
         die("listen");
     *port = ntohs(a.sin_port);
     return s;
 }
 
-static int dial(int port) {
+static int dial(int port, int reno) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                             .sin_port = htons(port)};
     int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s >= 0 && reno)
+        unpaced(s);
     if (s < 0 || connect(s, (void *)&a, sizeof a))
         die("connect");
     return s;
@@ -120,18 +148,21 @@ static void relay_copy(int from, int to, char *buf) {
         write_all(to, buf, n);
 }
 
+/* The relay's listener is on Reno (the proxy sets its listeners so);
+ * only the leg the relay sends on, to the server, carries the bytes
+ * here, and it is dialled with or without Reno by mode. */
 static void *relay(void *arg) {
     char *buf = malloc(CHUNK);
     int one = 1;
     for (;;) {
         int client = accept((int)(long)arg, 0, 0);
-        int upstream = dial(sink_port);
+        int upstream = dial(sink_port, relay_mode != SPLICE_PACED);
         setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(upstream, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (relay_mode == 0)
-            relay_splice(client, upstream);
-        else
+        if (relay_mode == COPY)
             relay_copy(client, upstream, buf);
+        else
+            relay_splice(client, upstream);
         shutdown(upstream, SHUT_WR);
         close(client);
         close(upstream);
@@ -139,8 +170,10 @@ static void *relay(void *arg) {
     return NULL;
 }
 
-static void transfer(int port) {
-    int s = dial(port);
+/* The client: on the host's default congestion control, as any program,
+ * or on Reno (what a host whose default does not pace would give). */
+static void transfer(int port, int reno) {
+    int s = dial(port, reno);
     long total;
     for (long i = 0; i < TRANSFER / CHUNK; i++)
         write_all(s, chunk, CHUNK);
@@ -155,36 +188,49 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static double median(double *v, int n) {
+    qsort(v, n, sizeof(double), by_value);
+    return v[n / 2];
+}
+
 int main(int argc, char **argv) {
-    static const char *names[3] = {"direct", "splice", "copy"};
-    static double wall[3][MAX_REPS], cpu[3][MAX_REPS];
+    /* wall, then CPU of all, client, relay, server */
+    static double m[MODES][5][MAX_REPS];
     int reps = argc > 1 ? atoi(argv[1]) : 30;
-    pthread_t t;
     if (reps < 1 || reps > MAX_REPS)
         reps = 30;
     chunk = malloc(CHUNK);
     memset(chunk, 0x5a, CHUNK);
     if (pipe(sink_done))
         die("pipe");
-    int ls = listener(&sink_port), lr = listener(&relay_port);
-    pthread_create(&t, 0, sink, (void *)(long)ls);
-    pthread_create(&t, 0, relay, (void *)(long)lr);
+    int ls = listener(&sink_port, 0), lr = listener(&relay_port, 1);
+    pthread_create(&sink_thread, 0, sink, (void *)(long)ls);
+    pthread_create(&relay_thread, 0, relay, (void *)(long)lr);
+    pthread_t self = pthread_self();
     for (int i = 0; i < reps; i++) {
-        for (int k = 0; k < 3; k++) {
-            int which = (i & 1) ? 2 - k : k; /* alternate the order */
-            if (which > 0)
-                relay_mode = which - 1;
-            double c0 = cpu_ms(), t0 = now_ms();
-            transfer(which == 0 ? sink_port : relay_port);
-            wall[which][i] = now_ms() - t0;
-            cpu[which][i] = cpu_ms() - c0;
+        for (int k = 0; k < MODES; k++) {
+            int which = (i & 1) ? MODES - 1 - k : k; /* alternate the order */
+            int direct = which == DIRECT || which == DIRECT_RENO;
+            int reno = which == DIRECT_RENO || which == SPLICE_RENO;
+            if (!direct)
+                relay_mode = which == SPLICE_RENO ? SPLICE : which;
+            double c0 = cpu_ms(self), r0 = cpu_ms(relay_thread), s0 = cpu_ms(sink_thread);
+            double t0 = now_ms();
+            transfer(direct ? sink_port : relay_port, reno);
+            m[which][0][i] = now_ms() - t0;
+            m[which][2][i] = cpu_ms(self) - c0;
+            m[which][3][i] = cpu_ms(relay_thread) - r0;
+            m[which][4][i] = cpu_ms(sink_thread) - s0;
+            m[which][1][i] = m[which][2][i] + m[which][3][i] + m[which][4][i];
         }
     }
-    for (int k = 0; k < 3; k++) {
-        qsort(wall[k], reps, sizeof(double), by_value);
-        qsort(cpu[k], reps, sizeof(double), by_value);
-        printf("%-6s wall min %6.1f median %6.1f ms | CPU, all parties: min %6.1f median %6.1f ms\n",
-               names[k], wall[k][0], wall[k][reps / 2], cpu[k][0], cpu[k][reps / 2]);
+    printf("medians of %d, ms per 100 MiB\n", reps);
+    for (int k = 0; k < MODES; k++) {
+        double v[5];
+        for (int q = 0; q < 5; q++)
+            v[q] = median(m[k][q], reps);
+        printf("%-20s wall %6.1f | CPU, all parties %6.1f: client %5.1f, relay %5.1f, server %5.1f\n",
+               names[k], v[0], v[1], v[2], v[3], v[4]);
     }
     return 0;
 }

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
@@ -24,6 +24,9 @@ const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
 /// The pipe (or buffer) each relay direction moves bytes through.
 const RELAY_BUFFER: usize = 1024 * 1024;
+/// The congestion control of legs between two sockets of this host
+/// (see [`unpaced`]).
+const SHORT_PATH_CONGESTION: &str = "reno";
 /// How long a connect to a listed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the proxy waits, when magus finishes, for open connections to
@@ -162,6 +165,9 @@ pub(super) fn serve_until_told(
     if http.set_nonblocking(true).is_err() || socks.set_nonblocking(true).is_err() {
         return;
     }
+    // Accepted sockets inherit it: every client is on this host.
+    unpaced(http);
+    unpaced(socks);
     loop {
         let Some([told, http_ready, socks_ready]) =
             wait_readable([control.as_fd(), http.as_fd(), socks.as_fd()])
@@ -252,12 +258,71 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
     }
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the name has no address");
     for addr in allowed {
-        match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+        match connect(addr) {
             Ok(stream) => return Ok(stream),
             Err(e) => last = e,
         }
     }
     Err(Failure::Unreachable(last))
+}
+
+/// A connection to `addr`; one on this host is [`unpaced`] from its SYN,
+/// as a congestion control chosen later does not undo BBR's pacing.
+fn connect(addr: &SocketAddr) -> io::Result<TcpStream> {
+    if !addr.ip().is_loopback() {
+        return TcpStream::connect_timeout(addr, CONNECT_TIMEOUT);
+    }
+    use nix::sys::socket::{self, getsockopt, sockopt, AddressFamily, SockFlag, SockType};
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let flags = SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK;
+    let fd = socket::socket(family, SockType::Stream, flags, None)?;
+    unpaced(&fd);
+    match socket::connect(fd.as_raw_fd(), &socket::SockaddrStorage::from(*addr)) {
+        Ok(()) | Err(Errno::EINPROGRESS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if !wait_writable(fd.as_fd(), CONNECT_TIMEOUT)? {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out"));
+    }
+    match getsockopt(&fd, sockopt::SocketError)? {
+        0 => {}
+        e => return Err(io::Error::from_raw_os_error(e)),
+    }
+    let stream = TcpStream::from(fd);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// Whether `fd` turned writable (or failed) within `limit`.
+fn wait_writable(fd: BorrowedFd<'_>, limit: Duration) -> io::Result<bool> {
+    let timeout = PollTimeout::try_from(limit).unwrap_or(PollTimeout::MAX);
+    let mut polled = [PollFd::new(fd, PollFlags::POLLOUT)];
+    loop {
+        match poll(&mut polled, timeout) {
+            Ok(n) => return Ok(n > 0),
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Sends without pacing: Reno, which any process may choose, instead of
+/// the host's default where that is BBR. BBR paces every connection
+/// with a high-resolution timer, re-armed for nearly every packet; on a
+/// virtual machine each re-arm is an exit to the hypervisor, and on a
+/// leg between two sockets of this host there is no queue to pace for
+/// (README, "proxy throughput": it was most of the relay's CPU). Legs
+/// to other hosts keep the host's choice. A refusal leaves the default.
+fn unpaced(socket: &impl AsFd) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let _ = setsockopt(
+        socket,
+        sockopt::TcpCongestion,
+        &SHORT_PATH_CONGESTION.into(),
+    );
 }
 
 fn refuse(shared: &Shared, target: &Target, reason: RefusalReason, via: &str) {
@@ -650,6 +715,31 @@ mod tests {
         ] {
             assert!(authority(bad, None).is_none(), "{bad}");
         }
+    }
+
+    fn congestion(socket: &impl AsFd) -> String {
+        use nix::sys::socket::{getsockopt, sockopt};
+        let name = getsockopt(socket, sockopt::TcpCongestion).unwrap();
+        name.to_string_lossy().trim_end_matches('\0').to_string()
+    }
+
+    #[test]
+    fn legs_on_this_host_are_unpaced_from_their_first_packet() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        unpaced(&listener);
+        let addr = listener.local_addr().unwrap();
+        let upstream = connect(&addr).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        assert_eq!(congestion(&upstream), SHORT_PATH_CONGESTION);
+        assert_eq!(congestion(&accepted), SHORT_PATH_CONGESTION);
+        // Blocking again, and carrying bytes.
+        (&upstream).write_all(b"ping").unwrap();
+        let mut got = [0u8; 4];
+        (&accepted).read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+        drop(listener);
+        let refused = connect(&addr).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
     }
 
     fn head(text: &str) -> Result<Head, &'static str> {
