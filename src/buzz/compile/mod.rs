@@ -272,3 +272,6 @@ struct Instance {
     fields: Vec<(Rc<str>, Expr, Pos)>,
     pos: Pos,
 }
+
+#[cfg(all(test, unix))]
+mod tests;

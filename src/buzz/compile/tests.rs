@@ -1,0 +1,275 @@
+//! The compiled path against the walker: the same programs run both ways
+//! must print the same bytes and end in the same status or error (message
+//! and location), and the functions meant to compile must have compiled.
+
+use super::compiled;
+use crate::buzz::ast::StmtKind;
+use crate::buzz::program_tests::Captured;
+use crate::buzz::{self, Interpreter};
+use std::path::{Path, PathBuf};
+
+/// How one run ended: output, then the status or the error's text.
+#[derive(Debug, PartialEq)]
+struct Ending {
+    output: Vec<u8>,
+    result: Result<i32, String>,
+}
+
+/// Runs `source` (from `file`) on the interpreter's stack, compiled or
+/// not; also gives which top-level functions compiled.
+fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, Vec<String>) {
+    let (file, source) = (file.to_path_buf(), source.to_string());
+    buzz::stack::run_on_interpreter_stack(move || {
+        let out = Captured::default();
+        let mut names = Vec::new();
+        let result = buzz::parse(&file, &source).and_then(|program| {
+            let result = Interpreter::new(&file, Vec::new())
+                .with_output(Box::new(out.clone()))
+                .with_stack_budget(buzz::stack::stack_budget(buzz::stack::interpreter_stack()))
+                .with_compiled(compile)
+                .run(&program, args);
+            for stmt in &program.statements {
+                if let StmtKind::Fun(decl) = &stmt.kind {
+                    if compile && decl.compiled.0.get().is_some_and(Option::is_some) {
+                        names.push(decl.name.to_string());
+                    }
+                }
+            }
+            result
+        });
+        let output = out.0.borrow().clone();
+        let ending = Ending {
+            output,
+            result: result.map_err(|e| e.to_string()),
+        };
+        (ending, names)
+    })
+    .expect("interpreter thread starts")
+}
+
+/// Runs `source` both ways, asserts they agree, and gives the ending and
+/// the functions that compiled.
+fn both(name: &str, source: &str) -> (Ending, Vec<String>) {
+    let file = PathBuf::from(format!("{name}.buzz"));
+    let (walked, _) = run(&file, source, Vec::new(), false);
+    let (fast, names) = run(&file, source, Vec::new(), true);
+    assert_eq!(
+        fast,
+        walked,
+        "{name}: compiled {:?} / walked {:?}",
+        String::from_utf8_lossy(&fast.output),
+        String::from_utf8_lossy(&walked.output)
+    );
+    (fast, names)
+}
+
+#[test]
+fn every_buzz_test_program_ends_the_same_compiled_and_walked() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buzz");
+    let mut checked = 0;
+    for kind in ["pass", "fail"] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(kind))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "buzz"))
+            .collect();
+        files.sort();
+        for file in files {
+            let source = std::fs::read_to_string(&file).unwrap();
+            let args: Vec<String> = std::fs::read_to_string(file.with_extension("args"))
+                .map(|a| a.lines().map(str::to_string).collect())
+                .unwrap_or_default();
+            let (walked, _) = run(&file, &source, args.clone(), false);
+            let (fast, _) = run(&file, &source, args, true);
+            assert_eq!(fast, walked, "{}", file.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} programs found");
+}
+
+/// A program whose functions use every construct the compiled path
+/// covers, each printing what it computed.
+const COVERED: &str = r#"
+import "std";
+
+object Point {
+    x: double,
+    y: double,
+    tag: str = "p",
+
+    fun norm2() > double {
+        return this.x * this.x + this.y * this.y;
+    }
+
+    mut fun scale(by: double) > void {
+        this.x *= by;
+        this.y = this.y * by;
+    }
+}
+
+var counter = 0;
+
+fun bump(n: int) > int {
+    counter += n;
+    return counter;
+}
+
+fun loops(n: int) > str {
+    var total = 0;
+    var i = 0;
+    while (i < n) {
+        final sq = i * i;
+        total += sq;
+        i = i + 1;
+    }
+    do {
+        total -= 1;
+    } until (total < 100);
+    for (j: int = 0; j < 3; j = j + 1) {
+        if (j == 1) {
+            continue;
+        }
+        total = total + j;
+    }
+    foreach (a in 0..5) :outer {
+        foreach (b in 0..5) {
+            if (b > a) {
+                continue outer;
+            }
+            if (a == 4) {
+                break outer;
+            }
+            total += 1;
+        }
+    }
+    final items = mut [3, 1, 2];
+    foreach (k, v in items) {
+        items[k] = v * 10;
+        items[k] += 1;
+    }
+    foreach (c in "ab") {
+        total += 1;
+    }
+    return "{total} {items} {bump(2)} {bump(3)} {counter}";
+}
+
+fun shapes(p: mut Point, maybe: int?) > str {
+    p.scale(2.0);
+    final d = p.norm2();
+    var text = "";
+    if (maybe -> m) {
+        text = text + "got {m}";
+    } else {
+        text = text + "none";
+    }
+    final unwrapped = maybe ?? -1;
+    final logic = (unwrapped > 0 and d > 1.0) or !(p.tag == "p");
+    final pick = if (logic) "yes" else "no";
+    final m = { "a": 1, "b": 2 };
+    final got = m["b"] ?? 0;
+    final r = 10..0;
+    final caught = (fun () > int => 1)() catch 0;
+    return "{d} {text} {unwrapped} {logic} {pick} {got} {r.len()} {p is Point} {typeof p.x} {-unwrapped} {caught}";
+}
+
+fun main() > void {
+    std.print(loops(12));
+    std.print(shapes(mut Point{ x = 1.5, y = -2.0 }, maybe: 7));
+    std.print(shapes(mut Point{ x = 0.0, y = 0.0, tag = "q" }, maybe: null));
+    final words = ["x", "yy"];
+    std.print("{words[1].len()} {std.toInt(2.9)}");
+}
+"#;
+
+#[test]
+fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
+    let (ending, names) = both("covered", COVERED);
+    assert_eq!(ending.result, Ok(0));
+    let text = String::from_utf8(ending.output).unwrap();
+    assert!(text.starts_with("113 [31, 11, 21] 2 5 5\n"), "{text}");
+    // `shapes` makes a lambda: declined, run by the walker.
+    assert_eq!(names, ["bump", "loops", "main"], "{text}");
+}
+
+/// Each error case: a function that compiles, failing inside; the
+/// message and location that both paths must report.
+const ERRORS: [(&str, &str, &str); 9] = [
+    (
+        "index",
+        "fun f(l: [int]) > int {\n    return l[3];\n}\nfun main() > void {\n    f([1]);\n}\n",
+        "2:13: uncaught error: Out of bound list access.",
+    ),
+    (
+        "force",
+        "fun f(x: int?) > int {\n    final y = x!;\n    return y;\n}\nfun main() > void {\n    f(null);\n}\n",
+        "2:16",
+    ),
+    (
+        "divide",
+        "fun f(a: int) > int {\n    final z = 0;\n    return a / z;\n}\nfun main() > void {\n    f(1);\n}\n",
+        "division by zero",
+    ),
+    (
+        "overflow",
+        "fun f(a: int) > int {\n    var big = 9223372036854775807;\n    big += a;\n    return big;\n}\nfun main() > void {\n    f(1);\n}\n",
+        "3:9",
+    ),
+    (
+        "overflow_mul",
+        "fun f(a: int) > int {\n    return a * a * a * a * a;\n}\nfun main() > void {\n    f(100000);\n}\n",
+        "integer overflow",
+    ),
+    (
+        "recursion",
+        "fun down(n: int) > int {\n    return down(n + 1) + 1;\n}\nfun main() > void {\n    down(0);\n}\n",
+        "call stack overflow",
+    ),
+    (
+        "param_type",
+        "fun g(n: int) > int {\n    return n;\n}\nfun f(s: str) > int {\n    return g(s);\n}\nfun main() > void {\n    f(\"x\");\n}\n",
+        "parameter `n` of `g` expects int, got str",
+    ),
+    (
+        "condition",
+        "fun f(s: str) > int {\n    if (s) {\n        return 1;\n    }\n    return 0;\n}\nfun main() > void {\n    f(\"x\");\n}\n",
+        "condition must be a bool",
+    ),
+    (
+        "throw",
+        "fun f(n: int) > int {\n    if (n > 2) {\n        throw \"too big\";\n    }\n    return n;\n}\nfun main() > void {\n    f(1);\n    f(3);\n}\n",
+        "too big",
+    ),
+];
+
+#[test]
+fn errors_inside_compiled_functions_are_the_walkers() {
+    for (name, source, expected) in ERRORS {
+        let (ending, names) = both(name, source);
+        let err = ending.result.expect_err(name);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(names.contains(&"main".to_string()), "{name}: {names:?}");
+    }
+}
+
+#[test]
+fn a_catch_in_the_walker_catches_what_a_compiled_function_throws() {
+    let source = r#"
+import "std";
+fun pick(l: [int], i: int) > int {
+    return l[i];
+}
+fun main() > void {
+    try {
+        pick([1, 2], i: 5);
+    } catch (e: str) {
+        std.print("caught {e}");
+    }
+    std.print("{pick([1, 2], i: 1)}");
+}
+"#;
+    let (ending, names) = both("catch", source);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(ending.output, b"caught Out of bound list access.\n2\n");
+    assert_eq!(names, ["pick"]);
+}
