@@ -78,17 +78,35 @@ impl Interpreter {
         (env, pos): (&Rc<Scope>, Pos),
     ) -> Eval<Value> {
         let size = f.size.max(args + 1);
-        if size <= 4 {
-            let mut frame: [Value; 4] = Default::default();
-            return self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
+        if size <= 2 {
+            return self.on_stack::<2>((decl, f), this, fill, (env, pos));
         }
-        if size <= 12 {
-            let mut frame: [Value; 12] = Default::default();
-            return self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
+        if size <= 6 {
+            return self.on_stack::<6>((decl, f), this, fill, (env, pos));
+        }
+        if size <= 16 {
+            return self.on_stack::<16>((decl, f), this, fill, (env, pos));
         }
         let mut frame = self.flat_frame(size);
         let result = self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
         self.give_back_frame(frame);
+        result
+    }
+
+    /// [`Interpreter::with_frame`] in a frame of `K` slots on the stack.
+    #[inline]
+    fn on_stack<const K: usize>(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        this: Option<Value>,
+        fill: impl FnOnce(&mut Self, &mut [Value]) -> Eval<()>,
+        (env, pos): (&Rc<Scope>, Pos),
+    ) -> Eval<Value> {
+        let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; K]);
+        let result = self.fill_run((decl, f), &mut frame[..], this, fill, (env, pos));
+        for v in frame.iter_mut() {
+            discard(std::mem::take(v));
+        }
         result
     }
 
@@ -128,7 +146,7 @@ impl Interpreter {
             frame[first + i] = v;
         }
         let result = self
-            .conform_flat(decl, &mut frame, pos)
+            .conform_flat((decl, f), &mut frame, pos)
             .and_then(|()| self.run_compiled(decl, f, &mut frame, parent, pos));
         self.give_back_frame(frame);
         result
@@ -145,7 +163,7 @@ impl Interpreter {
         env: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        self.conform_flat(decl, frame, pos)?;
+        self.conform_flat((decl, f), frame, pos)?;
         if self.calls >= crate::buzz::MAX_CALL_DEPTH {
             return Err(self.call_overflow(decl, pos));
         }
@@ -159,13 +177,22 @@ impl Interpreter {
 
     /// Checks each parameter's value against its type, as the walker's
     /// `call_direct` does.
-    fn conform_flat(&mut self, decl: &FunDecl, frame: &mut [Value], pos: Pos) -> Eval<()> {
+    fn conform_flat(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        frame: &mut [Value],
+        pos: Pos,
+    ) -> Eval<()> {
         let first = usize::from(decl.frame.get().method);
         for (i, param) in decl.params.iter().enumerate() {
             let Some(slot) = frame.get_mut(first + i) else {
                 continue;
             };
-            if !plainly_conforms(&param.ty, slot) {
+            let plain = match (f.checks.get(i), &*slot) {
+                (Some(Check::Int), Value::Int(_)) | (Some(Check::Double), Value::Double(_)) => true,
+                _ => plainly_conforms(&param.ty, slot),
+            };
+            if !plain {
                 let value = std::mem::take(slot);
                 frame[first + i] = self.conform_param(decl, param, value, pos)?;
             }
@@ -475,6 +502,11 @@ impl Interpreter {
     /// A condition's truth (the walker's `condition`).
     #[inline]
     fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
+        if let Expr::Arith(arith) = &cond.expr {
+            if let Some(N::B(b)) = operand(&arith.0, fr) {
+                return Ok(b);
+            }
+        }
         if let Expr::Binary(op, operands, _) = &cond.expr {
             if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
                 if let Some(b) = int_compare(*op, x, y) {
@@ -496,6 +528,7 @@ impl Interpreter {
     /// Evaluates `e`; the commonest kinds in this small frame.
     pub(super) fn c_eval(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         match e {
+            Expr::Arith(arith) => self.c_arith(arith, fr, env),
             Expr::Const(v) => Ok(v.clone()),
             Expr::Local(i) => Ok(fr[*i as usize].clone()),
             Expr::Binary(op, operands, pos) => self.c_binary(*op, operands, *pos, fr, env),
@@ -503,6 +536,25 @@ impl Interpreter {
             Expr::Index(i) => self.c_index(i, fr, env),
             Expr::CallGlobal(c) => self.c_call_global(c, fr, env),
             Expr::CallMethod(c) => self.c_call_method(c, fr, env),
+            _ => self.c_eval_rest(e, fr, env),
+        }
+    }
+
+    /// An arithmetic tree: on unboxed numbers when it can, else in
+    /// general.
+    #[inline(never)]
+    fn c_arith(&mut self, arith: &(Num, Expr), fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match operand(&arith.0, fr) {
+            Some(N::I(i)) => Ok(Value::Int(i)),
+            Some(N::D(d)) => Ok(Value::Double(d)),
+            Some(N::B(b)) => Ok(Value::Bool(b)),
+            None => self.c_eval(&arith.1, fr, env),
+        }
+    }
+
+    #[inline(never)]
+    fn c_eval_rest(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match e {
             Expr::AssignLocal {
                 slot,
                 op,
@@ -512,13 +564,6 @@ impl Interpreter {
                 self.c_store(*slot, *op, value, *pos, fr, env)?;
                 Ok(fr[*slot as usize].clone())
             }
-            _ => self.c_eval_rest(e, fr, env),
-        }
-    }
-
-    #[inline(never)]
-    fn c_eval_rest(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
-        match e {
             Expr::Global { name, res, pos } => self.variable(name, res, env, *pos),
             Expr::Unary(op, x, pos) => {
                 let v = self.c_eval(x, fr, env)?;
@@ -611,7 +656,8 @@ impl Interpreter {
                 other => other,
             },
             Expr::Instance(i) => self.c_instance(i, fr, env),
-            Expr::Const(_)
+            Expr::Arith(_)
+            | Expr::Const(_)
             | Expr::Local(_)
             | Expr::Binary(..)
             | Expr::Field(_)
@@ -966,21 +1012,21 @@ impl Interpreter {
     /// `receiver.name(…)` (the walker's `call` of a field).
     #[inline(never)]
     fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let (true, Expr::Local(at)) = (c.late, &c.receiver) {
+            let at = *at as usize;
+            if methods::is_builtin_receiver(&fr[at]) {
+                let values = self.c_positional(&c.args, fr, env)?;
+                let result = methods::call_method(self, &fr[at], &c.name, &values, c.at);
+                self.give_back_positional(values);
+                return result;
+            }
+        }
         let receiver = self.c_subject(&c.receiver, fr, env)?;
         if c.optional && receiver.is_null() {
             return Ok(Value::Null);
         }
         if methods::is_builtin_receiver(&receiver) {
-            let mut values = self.spare_positional();
-            for e in &c.args.values {
-                match self.c_eval(e, fr, env) {
-                    Ok(v) => values.push(v),
-                    Err(flow) => {
-                        self.give_back_positional(values);
-                        return Err(flow);
-                    }
-                }
-            }
+            let values = self.c_positional(&c.args, fr, env)?;
             let result = methods::call_method(self, &receiver, &c.name, &values, c.at);
             self.give_back_positional(values);
             return result;
@@ -1009,6 +1055,21 @@ impl Interpreter {
         self.call_value(&f, values, c.pos)
     }
 
+    /// The arguments of a built-in method: values only.
+    fn c_positional(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Vec<Value>> {
+        let mut values = self.spare_positional();
+        for e in &args.values {
+            match self.c_eval(e, fr, env) {
+                Ok(v) => values.push(v),
+                Err(flow) => {
+                    self.give_back_positional(values);
+                    return Err(flow);
+                }
+            }
+        }
+        Ok(values)
+    }
+
     /// Arguments as the general call path takes them: names and values.
     fn c_arguments(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Named> {
         let mut out = self.spare_args();
@@ -1029,6 +1090,123 @@ fn in_order(decl: &FunDecl, args: &Args) -> bool {
             name.as_ref()
                 .is_none_or(|name| same_name(name, &param.name))
         })
+}
+
+/// The fast form of an arithmetic tree: `None` when an operand is not a
+/// number or the result needs the general path (an overflow, a division
+/// by zero, an operator on a bool), which then computes it or fails.
+fn num(n: &Num, fr: &[Value]) -> Option<N> {
+    match n {
+        Num::Const(c) => Some(*c),
+        Num::Local(i) => number(fr.get(*i as usize)?),
+        Num::Field(i, name, cache) => num_field(fr.get(*i as usize)?, name, cache),
+        Num::Item(i, index) => {
+            let N::I(k) = num(index, fr)? else {
+                return None;
+            };
+            num_item(fr.get(*i as usize)?, k)
+        }
+        Num::Bin(op, ab) => arith(*op, operand(&ab.0, fr)?, operand(&ab.1, fr)?),
+        Num::Neg(x) => match num(x, fr)? {
+            N::I(i) => i.checked_neg().map(N::I),
+            N::D(d) => Some(N::D(-d)),
+            N::B(_) => None,
+        },
+    }
+}
+
+/// [`num`] with a literal or a local read here, not in a call.
+#[inline(always)]
+fn operand(n: &Num, fr: &[Value]) -> Option<N> {
+    match n {
+        Num::Const(c) => Some(*c),
+        Num::Local(i) => number(fr.get(*i as usize)?),
+        Num::Bin(op, ab) => arith(*op, leaf(&ab.0, fr)?, leaf(&ab.1, fr)?),
+        _ => num(n, fr),
+    }
+}
+
+/// [`operand`] one level down: leaves here, deeper trees in [`num`].
+#[inline(always)]
+fn leaf(n: &Num, fr: &[Value]) -> Option<N> {
+    match n {
+        Num::Const(c) => Some(*c),
+        Num::Local(i) => number(fr.get(*i as usize)?),
+        _ => num(n, fr),
+    }
+}
+
+/// `object.name`, when it is a number.
+#[inline(never)]
+fn num_field(object: &Value, name: &str, cache: &MemberCache) -> Option<N> {
+    match object {
+        Value::Object(o) => match o.get_at_site(name, cache)? {
+            Value::Int(i) => Some(N::I(i)),
+            Value::Double(d) => Some(N::D(d)),
+            other => {
+                drop(other);
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
+/// `list[k]`, when it is a number.
+#[inline(never)]
+fn num_item(list: &Value, k: i64) -> Option<N> {
+    match list {
+        Value::List(l) => number(l.items.borrow().get(usize::try_from(k).ok()?)?),
+        _ => None,
+    }
+}
+
+#[inline]
+fn number(v: &Value) -> Option<N> {
+    match v {
+        Value::Int(i) => Some(N::I(*i)),
+        Value::Double(d) => Some(N::D(*d)),
+        _ => None,
+    }
+}
+
+/// `x op y` as [`methods::binary`] computes it on numbers (an `int`
+/// beside a `double` is read as a `double`), where it cannot fail.
+#[inline]
+fn arith(op: BinOp, x: N, y: N) -> Option<N> {
+    match (x, y) {
+        (N::I(a), N::I(b)) => int_arith(op, a, b),
+        (N::D(a), N::D(b)) => double_arith(op, a, b),
+        (N::I(a), N::D(b)) if !matches!(op, BinOp::Eq | BinOp::Ne) => double_arith(op, a as f64, b),
+        (N::D(a), N::I(b)) if !matches!(op, BinOp::Eq | BinOp::Ne) => double_arith(op, a, b as f64),
+        _ => None,
+    }
+}
+
+fn int_arith(op: BinOp, a: i64, b: i64) -> Option<N> {
+    Some(match op {
+        BinOp::Add => N::I(a.checked_add(b)?),
+        BinOp::Sub => N::I(a.checked_sub(b)?),
+        BinOp::Mul => N::I(a.checked_mul(b)?),
+        BinOp::Div => N::I(a.checked_div(b)?),
+        BinOp::Rem => N::I(methods::floored(a.checked_rem(b)?, b)),
+        _ => N::B(int_compare(op, a, b)?),
+    })
+}
+
+fn double_arith(op: BinOp, a: f64, b: f64) -> Option<N> {
+    Some(match op {
+        BinOp::Add => N::D(a + b),
+        BinOp::Sub => N::D(a - b),
+        BinOp::Mul => N::D(a * b),
+        BinOp::Div => N::D(a / b),
+        BinOp::Rem => N::D(methods::floored(a % b, b)),
+        BinOp::Lt => N::B(a < b),
+        BinOp::Le => N::B(a <= b),
+        BinOp::Gt => N::B(a > b),
+        BinOp::Ge => N::B(a >= b),
+        _ => return None,
+    })
 }
 
 /// Stores `v` in `place`; the old value dropped only when it owns

@@ -29,9 +29,11 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     }
     let mut l = Lower::new(frame);
     let body = l.stmts(&decl.body)?;
+    let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
     Some(Function {
         body,
         size: l.next as usize,
+        checks,
     })
 }
 
@@ -41,6 +43,8 @@ struct Lower {
     levels: Vec<Vec<(u32, u32)>>,
     own: u32,
     next: u32,
+    /// Lowering the general form of an [`Expr::Arith`]: no nested one.
+    in_arith: bool,
 }
 
 impl Lower {
@@ -49,6 +53,7 @@ impl Lower {
             levels: vec![Vec::new()],
             own: frame.size,
             next: frame.size,
+            in_arith: false,
         }
     }
 
@@ -290,6 +295,51 @@ impl Lower {
     }
 
     fn expr(&mut self, e: &ast::Expr) -> Option<Expr> {
+        if !self.in_arith && matches!(e.kind, ExprKind::Binary(..)) {
+            if let Some(fast) = self.num(e) {
+                self.in_arith = true;
+                let general = self.general(e);
+                self.in_arith = false;
+                return Some(Expr::Arith(Box::new((fast, general?))));
+            }
+        }
+        self.general(e)
+    }
+
+    /// The fast form of an arithmetic tree, or `None` when any part of it
+    /// is not a plain read.
+    fn num(&mut self, e: &ast::Expr) -> Option<Num> {
+        let local = |l: &mut Self, x: &ast::Expr| match &x.kind {
+            ExprKind::Var(_, res) => match res.get() {
+                Res::Local { depth, slot, .. } => l.local(depth, slot),
+                _ => None,
+            },
+            _ => None,
+        };
+        Some(match &e.kind {
+            ExprKind::Int(i) => Num::Const(N::I(*i)),
+            ExprKind::Double(d) => Num::Const(N::D(*d)),
+            ExprKind::Var(..) => Num::Local(local(self, e)?),
+            ExprKind::Field {
+                object,
+                name,
+                optional: false,
+                ..
+            } => Num::Field(local(self, object)?, name.clone(), MemberCache::default()),
+            ExprKind::Index {
+                object,
+                index,
+                checked: false,
+            } => Num::Item(local(self, object)?, Box::new(self.num(index)?)),
+            ExprKind::Binary(op, l, r) if arith_op(*op) => {
+                Num::Bin(*op, Box::new((self.num(l)?, self.num(r)?)))
+            }
+            ExprKind::Unary(UnOp::Neg, x) => Num::Neg(Box::new(self.num(x)?)),
+            _ => return None,
+        })
+    }
+
+    fn general(&mut self, e: &ast::Expr) -> Option<Expr> {
         let pos = e.pos;
         Some(match &e.kind {
             ExprKind::Null | ExprKind::Void => Expr::Const(Value::Null),
@@ -456,6 +506,7 @@ impl Lower {
                 args: self.args(args)?,
                 at,
                 pos,
+                late: is_local(object) && !args.iter().any(|a| assigns(&a.value)),
             })),
             ExprKind::Var(name, res) if matches!(res.get(), Res::Global { .. }) => {
                 let Res::Global { hint } = res.get() else {
@@ -506,6 +557,23 @@ impl Lower {
             pos,
         })))
     }
+}
+
+/// The inline check of a parameter of type `ty`.
+fn check(ty: &Type) -> Check {
+    match ty {
+        Type::Named(n) if &**n == "int" => Check::Int,
+        Type::Named(n) if &**n == "double" => Check::Double,
+        _ => Check::Other,
+    }
+}
+
+/// The operators the arithmetic fast path computes.
+fn arith_op(op: BinOp) -> bool {
+    !matches!(
+        op,
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+    )
 }
 
 /// Whether `e` names a local.

@@ -63,6 +63,16 @@ pub(crate) struct Function {
     /// Slots of the flat frame: the function's own level (`this`, the
     /// parameters, its declarations) first, then every nested level's.
     size: usize,
+    /// Each parameter's commonest type, checked inline at a call.
+    checks: Vec<Check>,
+}
+
+/// A parameter type a call checks without the general conformance test.
+#[derive(Clone, Copy)]
+enum Check {
+    Int,
+    Double,
+    Other,
 }
 
 /// A statement, with where it starts (for the depth and memory checks).
@@ -150,6 +160,11 @@ struct Args {
 }
 
 enum Expr {
+    /// An arithmetic or comparison tree that reading cannot change: tried
+    /// on unboxed numbers first ([`Num`]); the general form (evaluated
+    /// when any operand is not a number or the fast form cannot say)
+    /// gives every other result and every error.
+    Arith(Box<(Num, Expr)>),
     Const(Value),
     Local(u32),
     /// A top-level name (or one the walker finds by name from the closure's
@@ -194,6 +209,27 @@ enum Expr {
     If(Box<(Cond, Expr, Expr)>),
     Catch(Box<(Expr, Expr)>),
     Instance(Box<Instance>),
+}
+
+/// A number as the arithmetic fast path carries it.
+#[derive(Clone, Copy)]
+enum N {
+    I(i64),
+    D(f64),
+    B(bool),
+}
+
+/// The fast form of an [`Expr::Arith`]: only reads that cannot fail or
+/// run code (literals, locals, fields and items of locals).
+enum Num {
+    Const(N),
+    Local(u32),
+    /// `local.name`.
+    Field(u32, Rc<str>, MemberCache),
+    /// `local[index]`.
+    Item(u32, Box<Num>),
+    Bin(BinOp, Box<(Num, Num)>),
+    Neg(Box<Num>),
 }
 
 struct Field {
@@ -259,6 +295,9 @@ struct CallMethod {
     args: Args,
     at: Pos,
     pos: Pos,
+    /// The receiver is a local the arguments cannot rebind: a built-in
+    /// method may read it in place after them.
+    late: bool,
 }
 
 enum Part {

@@ -272,3 +272,51 @@ fun main() > void {
     assert_eq!(ending.output, b"caught Out of bound list access.\n2\n");
     assert_eq!(names, ["pick"]);
 }
+
+#[test]
+fn arithmetic_on_unboxed_numbers_gives_the_walkers_results() {
+    let source = r#"
+import "std";
+object Box {
+    v: double,
+    n: int,
+}
+fun calc(a: int, b: double, l: [int], o: Box) > str {
+    final nan = 0.0 / 0.0;
+    final mixed = a * b + a / 2 - o.v * o.n % 3;
+    final ints = -a % 3 + a % -4 + (a - 100) / 7 + l[1] * l[2];
+    final flags = "{nan < 1.0} {nan >= 1.0} {a < b} {a == 7} {b > o.v} {l[0] <= a}";
+    final r = b % -2.5 + -b;
+    return "{mixed} {ints} {flags} {r} {a / 2} {7.0 / 2}";
+}
+fun main() > void {
+    std.print(calc(7, b: 3.25, l: [4, 5, 6], o: Box{ v = 1.5, n = -4 }));
+    std.print(calc(-9, b: -0.5, l: [1, -2, 3], o: Box{ v = -2.0, n = 5 }));
+}
+"#;
+    let (ending, names) = both("arith", source);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(names, ["calc", "main"]);
+}
+
+#[test]
+fn a_memory_limit_inside_a_compiled_function_stops_where_the_walker_stops() {
+    let source = "fun grow(n: int) > int {\n    final l: mut [str] = mut [];\n    var s = \"x\";\n    foreach (i in 0..n) {\n        s = s + s;\n        l.append(s);\n    }\n    return l.len();\n}\nfun main() > void {\n    grow(40);\n}\n";
+    let run_with = |compile: bool| {
+        buzz::stack::run_on_interpreter_stack(move || {
+            let file = Path::new("memory.buzz");
+            let program = buzz::parse(file, source).unwrap();
+            Interpreter::new(file, Vec::new())
+                .with_output(Box::new(Captured::default()))
+                .with_heap_budget(64 << 20)
+                .with_compiled(compile)
+                .run(&program, Vec::new())
+                .map_err(|e| e.to_string())
+        })
+        .unwrap()
+    };
+    let (walked, fast) = (run_with(false), run_with(true));
+    assert_eq!(fast, walked);
+    let err = fast.unwrap_err();
+    assert!(err.contains("memory limit") && err.contains("6:9"), "{err}");
+}
