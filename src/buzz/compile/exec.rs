@@ -503,7 +503,7 @@ impl Interpreter {
     #[inline]
     fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
         if let Expr::Arith(arith) = &cond.expr {
-            if let Some(N::B(b)) = operand(&arith.0, fr) {
+            if let Some(N::B(b)) = operand(&arith.0, fr, env) {
                 return Ok(b);
             }
         }
@@ -544,7 +544,7 @@ impl Interpreter {
     /// general.
     #[inline(never)]
     fn c_arith(&mut self, arith: &(Num, Expr), fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
-        match operand(&arith.0, fr) {
+        match operand(&arith.0, fr, env) {
             Some(N::I(i)) => Ok(Value::Int(i)),
             Some(N::D(d)) => Ok(Value::Double(d)),
             Some(N::B(b)) => Ok(Value::Bool(b)),
@@ -1095,19 +1095,20 @@ fn in_order(decl: &FunDecl, args: &Args) -> bool {
 /// The fast form of an arithmetic tree: `None` when an operand is not a
 /// number or the result needs the general path (an overflow, a division
 /// by zero, an operator on a bool), which then computes it or fails.
-fn num(n: &Num, fr: &[Value]) -> Option<N> {
+fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
     match n {
         Num::Const(c) => Some(*c),
         Num::Local(i) => number(fr.get(*i as usize)?),
         Num::Field(i, name, cache) => num_field(fr.get(*i as usize)?, name, cache),
+        Num::Global(name, res) => num_global(env, name, res),
         Num::Item(i, index) => {
-            let N::I(k) = num(index, fr)? else {
+            let N::I(k) = num(index, fr, env)? else {
                 return None;
             };
             num_item(fr.get(*i as usize)?, k)
         }
-        Num::Bin(op, ab) => arith(*op, operand(&ab.0, fr)?, operand(&ab.1, fr)?),
-        Num::Neg(x) => match num(x, fr)? {
+        Num::Bin(op, ab) => arith(*op, operand(&ab.0, fr, env)?, operand(&ab.1, fr, env)?),
+        Num::Neg(x) => match num(x, fr, env)? {
             N::I(i) => i.checked_neg().map(N::I),
             N::D(d) => Some(N::D(-d)),
             N::B(_) => None,
@@ -1117,23 +1118,44 @@ fn num(n: &Num, fr: &[Value]) -> Option<N> {
 
 /// [`num`] with a literal or a local read here, not in a call.
 #[inline(always)]
-fn operand(n: &Num, fr: &[Value]) -> Option<N> {
+fn operand(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
     match n {
         Num::Const(c) => Some(*c),
         Num::Local(i) => number(fr.get(*i as usize)?),
-        Num::Bin(op, ab) => arith(*op, leaf(&ab.0, fr)?, leaf(&ab.1, fr)?),
-        _ => num(n, fr),
+        Num::Bin(op, ab) => arith(*op, leaf(&ab.0, fr, env)?, leaf(&ab.1, fr, env)?),
+        _ => num(n, fr, env),
     }
 }
 
 /// [`operand`] one level down: leaves here, deeper trees in [`num`].
 #[inline(always)]
-fn leaf(n: &Num, fr: &[Value]) -> Option<N> {
+fn leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
     match n {
         Num::Const(c) => Some(*c),
         Num::Local(i) => number(fr.get(*i as usize)?),
-        _ => num(n, fr),
+        _ => num(n, fr, env),
     }
+}
+
+/// A top-level name's value, when it is a number, found as the walker's
+/// `global` finds it (at the hint, else the first binding of that name,
+/// the hint then moved); anything else is left to the general path.
+#[inline(never)]
+fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {
+    let Res::Global { hint } = res.get() else {
+        return None;
+    };
+    let vars = env.root().vars.borrow();
+    if let Some(slot) = vars.get(hint as usize) {
+        if same_name(&slot.name, name) {
+            return number(&slot.value);
+        }
+    }
+    let at = vars.iter().position(|s| same_name(&s.name, name))?;
+    res.set(Res::Global {
+        hint: u32::try_from(at).ok()?,
+    });
+    number(&vars.get(at)?.value)
 }
 
 /// `object.name`, when it is a number.

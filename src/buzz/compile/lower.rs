@@ -319,7 +319,10 @@ impl Lower {
         Some(match &e.kind {
             ExprKind::Int(i) => Num::Const(N::I(*i)),
             ExprKind::Double(d) => Num::Const(N::D(*d)),
-            ExprKind::Var(..) => Num::Local(local(self, e)?),
+            ExprKind::Var(name, res) => match res.get() {
+                Res::Global { hint } => Num::Global(name.clone(), global_res(hint)),
+                _ => Num::Local(local(self, e)?),
+            },
             ExprKind::Field {
                 object,
                 name,

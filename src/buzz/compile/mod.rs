@@ -224,6 +224,8 @@ enum N {
 enum Num {
     Const(N),
     Local(u32),
+    /// A top-level name, read where the walker's lookup finds it first.
+    Global(Rc<str>, Resolved),
     /// `local.name`.
     Field(u32, Rc<str>, MemberCache),
     /// `local[index]`.

@@ -281,13 +281,17 @@ object Box {
     v: double,
     n: int,
 }
+var scale = 3;
+final half = 0.5;
 fun calc(a: int, b: double, l: [int], o: Box) > str {
+    scale = scale + 1;
+    final scaled = a * scale + half * scale;
     final nan = 0.0 / 0.0;
     final mixed = a * b + a / 2 - o.v * o.n % 3;
     final ints = -a % 3 + a % -4 + (a - 100) / 7 + l[1] * l[2];
     final flags = "{nan < 1.0} {nan >= 1.0} {a < b} {a == 7} {b > o.v} {l[0] <= a}";
     final r = b % -2.5 + -b;
-    return "{mixed} {ints} {flags} {r} {a / 2} {7.0 / 2}";
+    return "{mixed} {ints} {flags} {r} {a / 2} {7.0 / 2} {scaled}";
 }
 fun main() > void {
     std.print(calc(7, b: 3.25, l: [4, 5, 6], o: Box{ v = 1.5, n = -4 }));
