@@ -177,6 +177,7 @@ impl Interpreter {
 
     /// Checks each parameter's value against its type, as the walker's
     /// `call_direct` does.
+    #[inline]
     fn conform_flat(
         &mut self,
         (decl, f): (&FunDecl, &Function),
@@ -502,16 +503,20 @@ impl Interpreter {
     /// A condition's truth (the walker's `condition`).
     #[inline]
     fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
-        if let Expr::Arith(arith) = &cond.expr {
-            if let Some(N::B(b)) = operand(&arith.0, fr, env) {
-                return Ok(b);
-            }
-        }
-        if let Expr::Binary(op, operands, _) = &cond.expr {
+        let general = match &cond.expr {
+            Expr::Arith(arith) => &arith.1,
+            other => other,
+        };
+        if let Expr::Binary(op, operands, _) = general {
             if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
                 if let Some(b) = int_compare(*op, x, y) {
                     return Ok(b);
                 }
+            }
+        }
+        if let Expr::Arith(arith) = &cond.expr {
+            if let Some(N::B(b)) = operand(&arith.0, fr, env) {
+                return Ok(b);
             }
         }
         let v = self.c_eval(&cond.expr, fr, env)?;
@@ -544,6 +549,13 @@ impl Interpreter {
     /// general.
     #[inline(never)]
     fn c_arith(&mut self, arith: &(Num, Expr), fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Binary(op, operands, _) = &arith.1 {
+            if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
+                if let Some(v) = int_fast(*op, x, y) {
+                    return Ok(v);
+                }
+            }
+        }
         match operand(&arith.0, fr, env) {
             Some(N::I(i)) => Ok(Value::Int(i)),
             Some(N::D(d)) => Ok(Value::Double(d)),
@@ -1083,13 +1095,18 @@ impl Interpreter {
 
 /// Whether `args` give `decl`'s parameters exactly, in order (the
 /// walker's `takes_in_order`).
+#[inline]
 fn in_order(decl: &FunDecl, args: &Args) -> bool {
     decl.frame.get().resolved
         && args.names.len() == decl.params.len()
-        && args.names.iter().zip(&decl.params).all(|(name, param)| {
-            name.as_ref()
-                .is_none_or(|name| same_name(name, &param.name))
-        })
+        && (args.positional || named_in_order(decl, args))
+}
+
+fn named_in_order(decl: &FunDecl, args: &Args) -> bool {
+    args.names.iter().zip(&decl.params).all(|(name, param)| {
+        name.as_ref()
+            .is_none_or(|name| same_name(name, &param.name))
+    })
 }
 
 /// The fast form of an arithmetic tree: `None` when an operand is not a

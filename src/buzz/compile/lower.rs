@@ -490,6 +490,7 @@ impl Lower {
                 .iter()
                 .map(|a| self.expr(&a.value))
                 .collect::<Option<_>>()?,
+            positional: args.iter().all(|a| a.name.is_none()),
         })
     }
 

@@ -157,6 +157,8 @@ struct Cond {
 struct Args {
     names: Vec<Option<Rc<str>>>,
     values: Vec<Expr>,
+    /// No argument is named (the in-order test is then a length check).
+    positional: bool,
 }
 
 enum Expr {
