@@ -449,6 +449,10 @@ fn run_magus(fx: &Fixture, count: u32) {
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &fx.home)
+        // Named: a fixture under this repository's own (sandboxed)
+        // workspace whose sandbox is off is refused by discovery.
+        .arg("--workspace")
+        .arg(&fx.ws)
         .args(["run", &format!("exists{count}")])
         .status()
         .expect("magus runs");

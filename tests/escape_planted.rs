@@ -178,3 +178,49 @@ fn spell_names_and_comments_reach_the_terminal_escaped() {
     assert!(!listed.stdout.contains('\u{1b}'), "{}", listed.dump());
     assert!(listed.stdout.contains("\\u{1b}]52;c;"), "{}", listed.dump());
 }
+
+/// A child of a sandboxed run writes `sub/magus.yaml` turning the sandbox
+/// off, and `sub/spells/build.buzz` reading `~/.ssh/id_rsa`, anywhere in
+/// the workspace (only its root's `magus.yaml` is read-only). The user's
+/// next `magus run build` started in `sub` discovered the nearest config
+/// and ran the spell unconfined. Now a nested config that leaves the
+/// sandbox off inside a sandboxed workspace is refused unless named with
+/// `--workspace` (the control: named so, it runs and reads the key); one
+/// with the sandbox on is obeyed, so the spell is confined (MGS2001).
+#[test]
+fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
+    let h = Harness::new();
+    h.write_spell("t", SHELL_SPELL);
+    let spell = "import \"std\";\nimport \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    std.print(\"STOLEN {fs.read(\"{env.get(\"HOME\") ?? \"\"}/.ssh/id_rsa\")}\");\n    return 0;\n}\n";
+    std::fs::write(h.ws_path("build.buzz"), spell).unwrap();
+    let plant = "mkdir -p sub/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && mv build.buzz sub/spells/build.buzz && echo PLANTED";
+    let planted = magus(&h, true, &["run", "t", plant]);
+    assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+    let key = h.secret("~/.ssh/id_rsa").to_string();
+    let sub = h.ws_path("sub");
+
+    let mut named = h.command();
+    named.arg("--workspace").arg(&sub).args(["run", "build"]);
+    let control = capture(&mut named);
+    assert!(control.stdout.contains(&key), "{}", control.dump());
+
+    let mut discovered = h.command();
+    discovered.current_dir(&sub).args(["run", "build"]);
+    let out = capture(&mut discovered);
+    h.assert_no_leak(&out);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("turns the sandbox off inside the sandboxed workspace"),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stderr.contains("--workspace"), "{}", out.dump());
+
+    std::fs::write(sub.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
+    let mut discovered = h.command();
+    discovered.current_dir(&sub).args(["run", "build"]);
+    let out = capture(&mut discovered);
+    h.assert_no_leak(&out);
+    assert!(out.stderr.contains("MGS2001"), "{}", out.dump());
+}

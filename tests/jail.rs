@@ -649,6 +649,141 @@ fn git_status_everywhere(jail: &Jail) -> String {
     seen
 }
 
+/// A git config that sends git into the work tree (husky's
+/// `core.hooksPath`, an `include.path` of a config committed to the
+/// repository, an alias or command given by path) made the read-only
+/// `.git/config` and `.git/hooks` beside the point: a child rewrote what
+/// they name, or swapped the hooks directory, and the user's next `git
+/// status` or `git commit`, outside the sandbox, ran it. Each named path
+/// under a writable grant is now bound read-only too (a missing hooks
+/// directory is made first), see `src/enforce/linux/jail/gitconfig.rs`.
+#[test]
+fn git_config_named_paths_stay_read_only() {
+    let hook = |tag: &str, file: &str| {
+        format!("printf '#!/bin/sh\\necho PWNED-{tag} >&2\\n' > {file} && chmod +x {file}")
+    };
+    let attacks = [
+        ("HOOKSPATH", hook("HOOKSPATH", ".husky/pre-commit")),
+        (
+            "INCLUDE",
+            format!("{} > .gitconfig.shared", fsmonitor("INCLUDE")),
+        ),
+        ("PROGRAM", hook("PROGRAM", "tools/lint.sh")),
+        (
+            "SWAP",
+            format!(
+                "mv .husky .husky-old && cp -r .husky-old .husky && {}",
+                hook("SWAP", ".husky/post-commit")
+            ),
+        ),
+        (
+            "MISSING",
+            format!(
+                "mkdir -p sub/hooks-dir && {}",
+                hook("MISSING", "sub/hooks-dir/post-commit")
+            ),
+        ),
+    ];
+    let script: Vec<String> = attacks
+        .iter()
+        .map(|(tag, line)| format!("({line}) && echo {tag}-PLANTED"))
+        .collect();
+    let script = script.join("; ");
+    let git = |dir: &Path, args: &[&str]| {
+        Command::new("git")
+            .args([
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-C",
+            ])
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let repository = |user: User| {
+        let jail = Jail::new(User::Root);
+        let ws = jail.h.ws.clone();
+        let setup = [
+            vec!["init", "-q", "."],
+            vec!["config", "core.hooksPath", ".husky"],
+            vec!["config", "include.path", "../.gitconfig.shared"],
+            vec!["config", "alias.lint", "!./tools/lint.sh"],
+        ];
+        for args in setup {
+            assert!(git(&ws, &args).status.success());
+        }
+        std::fs::create_dir_all(ws.join(".husky")).unwrap();
+        std::fs::create_dir_all(ws.join("tools")).unwrap();
+        std::fs::write(ws.join(".gitconfig.shared"), "").unwrap();
+        for file in [".husky/pre-commit", "tools/lint.sh"] {
+            std::fs::write(ws.join(file), "#!/bin/sh\n").unwrap();
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+            std::fs::set_permissions(ws.join(file), mode).unwrap();
+        }
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        assert!(git(&ws.join("sub"), &["init", "-q", "."]).status.success());
+        assert!(
+            git(&ws.join("sub"), &["config", "core.hooksPath", "hooks-dir"])
+                .status
+                .success()
+        );
+        let jail = Jail {
+            h: jail.h,
+            user,
+            kernel: Kernel::AsIs,
+        };
+        jail.hand_over();
+        jail
+    };
+    // What the user's git runs afterwards, outside the sandbox.
+    let afterwards = |jail: &Jail| {
+        let ws = &jail.h.ws;
+        let mut seen = String::new();
+        for (dir, args) in [
+            (ws.clone(), vec!["status"]),
+            (ws.clone(), vec!["commit", "-q", "--allow-empty", "-m", "x"]),
+            (ws.clone(), vec!["lint"]),
+            (
+                ws.join("sub"),
+                vec!["commit", "-q", "--allow-empty", "-m", "x"],
+            ),
+        ] {
+            seen.push_str(&String::from_utf8_lossy(&git(&dir, &args).stderr));
+        }
+        seen
+    };
+    for user in users() {
+        let control_jail = repository(user);
+        let control = control_jail.shell(Sandbox::Off, &script);
+        let ran = afterwards(&control_jail);
+        let jail = repository(user);
+        let jailed = jail.shell(Sandbox::On, &script);
+        let after = afterwards(&jail);
+        for (tag, _) in &attacks {
+            assert!(
+                control.stdout.contains(&format!("{tag}-PLANTED")),
+                "{}",
+                control.dump()
+            );
+            assert!(
+                ran.contains(&format!("PWNED-{tag}")),
+                "control {tag}: {ran}"
+            );
+            assert!(
+                !after.contains(&format!("PWNED-{tag}")),
+                "{user:?} {tag}: {after}\n{}",
+                jailed.dump()
+            );
+        }
+        assert_eq!(jailed.status, Some(0), "{}", jailed.dump());
+    }
+}
+
 /// The read-only binds over `.git/hooks` and `.git/config` held the files,
 /// not the places git looks: a child renamed `.git` (or a nested
 /// repository, or a submodule's git directory) aside and copied it back
@@ -741,8 +876,8 @@ fn git_directories_cannot_be_swapped_for_planted_ones() {
 /// included (only a warning said so). Now an entry that leads outside
 /// every writable place through a link that lies in one is skipped
 /// (MGS2004). Controls: with the sandbox off the second run reads the key
-/// through the link, and the same home granted by its real path is read
-/// in the jail (so the harness sees the grant when there is one).
+/// through the link, and `~/.ssh` granted by its real path is read in the
+/// jail (so the harness sees the grant when there is one).
 #[test]
 fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
     let config = "sandbox:\n  enabled: true\n  allow:\n    - path: data\n      mode: ro\n";
@@ -775,12 +910,156 @@ fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
             jailed.dump()
         );
 
+        // Granted by name: a store inside a wider grant is hidden.
         let home = jail.h.home.display();
-        let direct =
-            format!("sandbox:\n  enabled: true\n  allow:\n    - path: {home}\n      mode: ro\n");
+        let direct = format!(
+            "sandbox:\n  enabled: true\n  allow:\n    - path: {home}/.ssh\n      mode: ro\n"
+        );
         jail.h.write_config(&direct);
         let granted = jail.shell(Sandbox::On, read);
         assert!(granted.stdout.contains(&key), "{}", granted.dump());
+    }
+}
+
+/// `$TMPDIR` is granted `rw` like a `sandbox.allow` entry. Without the
+/// jail (here: user namespaces refused, as on Ubuntu 24.04) children share
+/// the host's `/tmp`, so with `TMPDIR=/tmp/<me>` a child of one run
+/// replaced that directory with a link to `~/.ssh`, and the next run
+/// granted the keys `rw`, to its children and to `fs.*`. Now a machine
+/// directory reached through a link lying in a writable place is not
+/// granted, with a warning. Control: `TMPDIR` spelled as the real
+/// `~/.ssh` is granted, so the harness sees the grant when there is one.
+#[test]
+fn a_planted_tmpdir_link_does_not_widen_the_next_runs_grants() {
+    for user in users() {
+        let mut jail = Jail::new(user);
+        // No jail: root builds one without a user namespace unless every
+        // namespace is refused.
+        jail.kernel = match user {
+            User::Root => Kernel::NoNamespaces,
+            User::Nobody => Kernel::NoUserNamespaces,
+        };
+        let tmpdir = PathBuf::from("/tmp").join(unique("tmpdir"));
+        std::fs::create_dir(&tmpdir).unwrap();
+        if user == User::Nobody {
+            let nobody = Some(nix::unistd::Uid::from_raw(NOBODY));
+            nix::unistd::chown(&tmpdir, nobody, None).unwrap();
+        }
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let ssh = jail.h.home_path(".ssh");
+        let t = tmpdir.display();
+        let plant = format!("rmdir {t} && ln -s {} {t} && echo PLANTED", ssh.display());
+        let read = format!("cat {t}/id_rsa");
+
+        jail.h.set_env("TMPDIR", &ssh);
+        let control = jail.shell(Sandbox::On, &format!("cat {}/id_rsa", ssh.display()));
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+
+        jail.h.set_env("TMPDIR", &tmpdir);
+        let planted = jail.shell(Sandbox::On, &plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        let next = jail.shell(Sandbox::On, &read);
+        let _ = std::fs::remove_file(&tmpdir);
+        assert!(
+            !next.stdout.contains(&key),
+            "{}",
+            context(user, Sandbox::On, &next)
+        );
+        jail.h.assert_no_leak(&next);
+        assert!(
+            next.stderr.contains("$TMPDIR") && next.stderr.contains("could have planted it"),
+            "{}",
+            next.dump()
+        );
+    }
+}
+
+/// A grant that holds a credential store without naming it: `~/.cargo`
+/// (what a Rust build needs) holds `~/.cargo/credentials.toml`, the
+/// crates.io token; `~/.config` holds `~/.config/op` and the GitHub CLI's
+/// `~/.config/gh/hosts.yml`. Children read them all. In the jail each is
+/// now hidden (an empty read-only directory, `/dev/null` over a file),
+/// and cannot be renamed from under the mask; the rest of the grant works.
+#[test]
+fn credential_stores_inside_a_grant_are_hidden() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.config\n      mode: ro\n    - path: ~/.cargo\n      mode: rw\n";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let cargo = format!("[registry]\ntoken = \"cargo-{}\"\n", unique("token"));
+        let gh = format!("github.com:\n    oauth_token: gh-{}\n", unique("token"));
+        std::fs::create_dir_all(jail.h.home_path(".cargo/registry")).unwrap();
+        std::fs::create_dir_all(jail.h.home_path(".config/gh")).unwrap();
+        std::fs::write(jail.h.home_path(".cargo/credentials.toml"), &cargo).unwrap();
+        std::fs::write(jail.h.home_path(".config/gh/hosts.yml"), &gh).unwrap();
+        jail.hand_over();
+        let script = "cat ~/.cargo/credentials.toml ~/.config/gh/hosts.yml ~/.config/op/config; \
+            echo x > ~/.cargo/credentials.toml; mv ~/.cargo/credentials.toml ~/.cargo/moved; \
+            cat ~/.cargo/moved; echo ok > ~/.cargo/registry/f && echo RW-OK";
+        let control = jail.shell(Sandbox::Off, script);
+        let op = jail.h.secret("~/.config/op/config").to_string();
+        for secret in [
+            cargo.lines().nth(1).unwrap(),
+            gh.lines().nth(1).unwrap().trim(),
+            &op,
+        ] {
+            assert!(
+                control.stdout.contains(secret),
+                "control lacks {secret}: {}",
+                control.dump()
+            );
+        }
+        // The control moved and overwrote it: plant it again.
+        let _ = std::fs::remove_file(jail.h.home_path(".cargo/moved"));
+        std::fs::write(jail.h.home_path(".cargo/credentials.toml"), &cargo).unwrap();
+        jail.hand_over();
+        let jailed = jail.shell(Sandbox::On, script);
+        for secret in [
+            cargo.lines().nth(1).unwrap(),
+            gh.lines().nth(1).unwrap().trim(),
+            &op,
+        ] {
+            assert!(
+                !jailed.stdout.contains(secret) && !jailed.stderr.contains(secret),
+                "{secret} leaked: {}",
+                context(user, Sandbox::On, &jailed)
+            );
+        }
+        jail.h.assert_no_leak(&jailed);
+        assert!(jailed.stdout.contains("RW-OK"), "{}", jailed.dump());
+        let kept = std::fs::read_to_string(jail.h.home_path(".cargo/credentials.toml")).unwrap();
+        assert_eq!(kept, cargo, "the token file changed");
+
+        // `fs.*` too, in the jail and without it (where only the gate
+        // refuses it: Landlock cannot carve a path out of a grant).
+        let read = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    try {\n        std.print(\"READ {fs.read(args[0])}\");\n    } catch (e: SandboxError) {\n        std.print(\"CAUGHT {e.code}\");\n    }\n    return 0;\n}\n";
+        jail.h.write_spell("f", read);
+        jail.hand_over();
+        let token = jail.h.home_path(".cargo/credentials.toml");
+        let token = token.to_str().unwrap();
+        let control = capture(jail.command(Sandbox::Off).args(["f", token]));
+        assert!(
+            control.stdout.contains(cargo.lines().nth(1).unwrap()),
+            "{}",
+            control.dump()
+        );
+        let mut unjailed = Jail {
+            h: jail.h,
+            user,
+            kernel: Kernel::NoUserNamespaces,
+        };
+        if user == User::Root {
+            unjailed.kernel = Kernel::NoNamespaces;
+        }
+        for kernel in [Kernel::AsIs, unjailed.kernel] {
+            unjailed.kernel = kernel;
+            let out = capture(unjailed.command(Sandbox::On).args(["f", token]));
+            assert!(
+                out.stdout.contains("CAUGHT MGS2001"),
+                "{kernel:?}: {}",
+                out.dump()
+            );
+            unjailed.h.assert_no_leak(&out);
+        }
     }
 }
 
@@ -952,6 +1231,46 @@ fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
             std::fs::read_to_string(jail.h.home_path(".bashrc")).unwrap(),
             "#\n"
         );
+    }
+}
+
+/// Build tools' user-wide configs under an `rw` grant of their directory
+/// (what a build needs): a child added `build.rustc-wrapper` to
+/// `~/.cargo/config.toml` or a script to `~/.gradle/init.d`, which the
+/// user's next `cargo build` or Gradle build ran, outside the sandbox.
+#[test]
+fn build_tool_configs_under_rw_grants_stay_read_only() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.cargo\n      mode: rw\n    - path: ~/.gradle\n      mode: rw\n";
+    let script = "printf '[build]\\nrustc-wrapper = \"/tmp/evil\"\\n' >> ~/.cargo/config.toml && echo CARGO-OK; \
+                  echo 'println \"evil\"' > ~/.gradle/init.d/evil.gradle && echo GRADLE-OK; \
+                  mv ~/.cargo/config.toml ~/.cargo/c && echo MOVED-OK; \
+                  mkdir -p ~/.cargo/registry && echo fine > ~/.cargo/registry/f && echo REGISTRY-WORKS";
+    for user in users() {
+        let setup = || {
+            let jail = Jail::with_config(user, config);
+            std::fs::create_dir_all(jail.h.home_path(".gradle/init.d")).unwrap();
+            std::fs::create_dir_all(jail.h.home_path(".cargo")).unwrap();
+            std::fs::write(jail.h.home_path(".cargo/config.toml"), "#\n").unwrap();
+            jail.hand_over();
+            jail
+        };
+        let control = setup().shell(Sandbox::Off, script);
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        assert_attack(
+            user,
+            &control,
+            &jailed,
+            &["CARGO-OK", "GRADLE-OK", "MOVED-OK"],
+            "",
+        );
+        assert!(
+            jailed.stdout.contains("REGISTRY-WORKS"),
+            "{}",
+            jailed.dump()
+        );
+        let kept = std::fs::read_to_string(jail.h.home_path(".cargo/config.toml")).unwrap();
+        assert_eq!(kept, "#\n");
     }
 }
 
@@ -1165,10 +1484,93 @@ fn magus_itself_cannot_be_read_or_traced() {
     for user in users() {
         let jail = Jail::new(user);
         let control = jail.probe(Sandbox::Off, &["parent", "x"]);
-        let jailed = jail.probe(Sandbox::On, &["parent", "x"]);
         let markers = ["MEM-OK", "VMREAD-OK", "GETFD-OK", "PTRACE-OK"];
-        assert_attack(user, &control, &jailed, &markers, "");
-        assert!(jailed.stdout.contains("PARENT-DONE"), "{}", jailed.dump());
+        // Without Landlock, by magus not being dumpable (`untraceable`).
+        for sandbox in [Sandbox::On, Sandbox::JailOnly, Sandbox::GateOnly] {
+            let jailed = jail.probe(sandbox, &["parent", "x"]);
+            assert_attack(user, &control, &jailed, &markers, "");
+            assert!(jailed.stdout.contains("PARENT-DONE"), "{}", jailed.dump());
+        }
+    }
+}
+
+const INJECT: &str = include_str!("jail/inject.py");
+
+/// Where Landlock's ptrace scoping is missing (no Landlock: the jail alone,
+/// or the gate alone), a child traced magus's own processes and made them
+/// act for it (`tests/jail/inject.py`): magus proper, whose syscall guard
+/// allows `openat2` (the gate needs it), created a set-uid file in the
+/// workspace, root's a set-uid-root program; the survivor supervisor of a
+/// run without the jail, outside the guard, connected out under
+/// `network: deny` (uid 65534: root's holds capabilities a child lacks).
+/// magus's processes are not dumpable (`src/enforce/linux/untraceable.rs`).
+/// The control injects the same calls into magus with the sandbox off.
+#[test]
+fn magus_processes_cannot_be_made_to_act_for_a_child() {
+    if std::env::consts::ARCH != "x86_64" {
+        return; // the probe sets x86_64 registers
+    }
+    for user in users() {
+        let jail = Jail::with_config(user, "sandbox:\n  enabled: true\n  network: deny\n");
+        std::fs::write(jail.h.ws_path("inject.py"), INJECT).unwrap();
+        jail.hand_over();
+        let inject = |sandbox: Sandbox, args: &[&str]| {
+            let mut cmd = jail.command(sandbox);
+            cmd.args(["r", "/usr/bin/python3"])
+                .arg(jail.h.ws_path("inject.py"))
+                .args(args);
+            let out = capture(&mut cmd);
+            assert!(out.stdout.contains("INJECT-DONE"), "{}", out.dump());
+            out
+        };
+        let suid = jail.h.ws_path("suid");
+        let setuid = ["parent", "setuid", suid.to_str().unwrap()];
+        let control = inject(Sandbox::Off, &setuid);
+        assert!(
+            control.stdout.contains("INJECT-SETUID-OK"),
+            "{user:?} {}",
+            control.dump()
+        );
+        std::fs::remove_file(&suid).unwrap();
+        for sandbox in [Sandbox::JailOnly, Sandbox::GateOnly] {
+            let out = inject(sandbox, &setuid);
+            assert!(
+                !out.stdout.contains("INJECT-SETUID-OK") && !suid.exists(),
+                "{}",
+                context(user, sandbox, &out)
+            );
+        }
+
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        server.set_nonblocking(true).unwrap();
+        let port = server.local_addr().unwrap().port().to_string();
+        let received = || -> Vec<String> {
+            let mut got = Vec::new();
+            while let Ok((mut stream, _)) = server.accept() {
+                use std::io::Read;
+                stream.set_nonblocking(false).unwrap();
+                let mut text = String::new();
+                let _ = stream.read_to_string(&mut text);
+                got.push(text);
+            }
+            got
+        };
+        let control = inject(Sandbox::Off, &["parent", "connect", &port, "from-magus"]);
+        assert!(
+            control.stdout.contains("INJECT-CONNECT-OK"),
+            "{}",
+            control.dump()
+        );
+        assert_eq!(received(), ["from-magus"], "{}", control.dump());
+        for target in ["parent", "grandparent"] {
+            let out = inject(Sandbox::GateOnly, &[target, "connect", &port, target]);
+            assert!(
+                !out.stdout.contains("INJECT-CONNECT-OK"),
+                "{target}: {}",
+                context(user, Sandbox::GateOnly, &out)
+            );
+            assert!(received().is_empty(), "{target}: {}", out.dump());
+        }
     }
 }
 

@@ -470,6 +470,20 @@ impl Interpreter {
         result
     }
 
+    /// A block's scope under `parent`, made from a finished frame when
+    /// there is one (see [`Interpreter::exec_block`]); give it back with
+    /// [`Interpreter::end_block_scope`].
+    pub(super) fn block_scope(&mut self, parent: &Rc<Scope>) -> Rc<Scope> {
+        Scope::reuse(self.spare.frames.pop(), parent.clone(), 0)
+    }
+
+    /// Keeps a finished block's scope for reuse when nothing holds it.
+    pub(super) fn end_block_scope(&mut self, scope: Rc<Scope>) {
+        if self.spare.frames.len() < SPARE_FRAMES {
+            self.spare.frames.extend(Scope::recycle(scope));
+        }
+    }
+
     /// The scope a loop body runs in: one per iteration when the body
     /// declares names (a closure made in it keeps its own), else the
     /// loop's own, which no name can tell apart. `last` is the previous
@@ -1212,17 +1226,19 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let peeked = peek_local(object, scope, |v| match v {
-            Value::Object(obj) => obj.get_at_site(name, site),
-            _ => None,
-        });
-        if let Some(found) = peeked {
-            return Ok(found);
+        // The field is copied straight into the result (`Value::copied`),
+        // not passed out as an `Option<Value>` built in memory and reloaded.
+        let local = peek_local_ref(object, scope);
+        if let Some(Value::Object(obj)) = local.as_deref() {
+            if let Some(found) = obj.field_at_site(name, site) {
+                return Ok(found.copied());
+            }
         }
+        drop(local);
         let v = self.eval(object, scope)?;
         if let Value::Object(obj) = &v {
-            if let Some(found) = obj.get_at_site(name, site) {
-                return Ok(found);
+            if let Some(found) = obj.field_at_site(name, site) {
+                return Ok(found.copied());
             }
         }
         if optional && v.is_null() {
@@ -1243,19 +1259,24 @@ impl Interpreter {
         if is_local(object) && effect_free(index) {
             // Reading the index cannot rebind the local, so the list can be
             // read in place afterwards, as it would be read before.
-            let i = self.eval(index, scope)?;
-            let peeked = peek_local(object, scope, |v| match (v, &i) {
-                (Value::List(list), Value::Int(n)) => {
-                    let items = list.items.borrow();
-                    usize::try_from(*n).ok().and_then(|n| items.get(n)).cloned()
+            // The index is read where `eval` left it, not moved out first:
+            // moving it reloaded the value as 16 bytes just written as two
+            // 8-byte stores, which stalled on store forwarding.
+            let evaluated = self.eval(index, scope);
+            let Ok(i) = &evaluated else {
+                return evaluated;
+            };
+            // The item is copied straight into the result, as in `eval_field`.
+            let local = peek_local_ref(object, scope);
+            if let (Some(Value::List(list)), Value::Int(n)) = (local.as_deref(), i) {
+                let items = list.items.borrow();
+                if let Some(item) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                    return Ok(item.copied());
                 }
-                _ => None,
-            });
-            if let Some(found) = peeked {
-                return Ok(found);
             }
+            drop(local);
             let v = self.eval(object, scope)?;
-            return self.index(&v, &i, checked, pos);
+            return self.index(&v, i, checked, pos);
         }
         let v = self.subject(object, scope)?;
         let i = self.eval(index, scope)?;
@@ -1272,10 +1293,10 @@ impl Interpreter {
     /// from its frame (the commonest), anything else evaluated.
     #[inline]
     fn subject(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        match peek_local(e, scope, |v| Some(v.clone())) {
-            Some(v) => Ok(v),
-            None => self.eval(e, scope),
+        if let Some(v) = peek_local_ref(e, scope) {
+            return Ok(v.copied());
         }
+        self.eval(e, scope)
     }
 
     fn force(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
@@ -2521,11 +2542,10 @@ pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
     None
 }
 
-/// What `f` makes of the local `e` names, read where it lives (no count
-/// bumped and dropped for a list or object read through it); `None` when
-/// `e` is not a resolved local that has been bound, or `f` declines.
+/// The value of the resolved local `e`, read in its frame, if `e` is one.
+/// The frame's slots stay borrowed while the reference lives.
 #[inline]
-fn peek_local<R>(e: &Expr, scope: &Rc<Scope>, f: impl FnOnce(&Value) -> Option<R>) -> Option<R> {
+fn peek_local_ref<'a>(e: &Expr, scope: &'a Rc<Scope>) -> Option<std::cell::Ref<'a, Value>> {
     let ExprKind::Var(_, res) = &e.kind else {
         return None;
     };
@@ -2533,7 +2553,7 @@ fn peek_local<R>(e: &Expr, scope: &Rc<Scope>, f: impl FnOnce(&Value) -> Option<R
         return None;
     };
     let slots = scope.ancestor(depth)?.slots.borrow();
-    f(slots.get(slot as usize)?)
+    std::cell::Ref::filter_map(slots, |slots| slots.get(slot as usize)).ok()
 }
 
 /// Whether `e` names a resolved local (reading it has no effect and

@@ -216,10 +216,12 @@ impl Interpreter {
             Some(ty) => self.holds(ty, &value, scope),
         };
         if taken {
-            let inner = Scope::new(Some(scope.clone()));
+            let inner = self.block_scope(scope);
             let name = &binding.name;
             super::interp::bind(&inner, &binding.slot, name, value, Mutability::Final);
-            return self.exec_all(then, &inner);
+            let result = self.exec_all(then, &inner);
+            self.end_block_scope(inner);
+            return result;
         }
         match otherwise {
             Some(other) => self.exec(other, scope),

@@ -46,15 +46,36 @@ pub fn stack_budget(stack: usize) -> usize {
     stack - (stack / 8).min(MAX_HEADROOM)
 }
 
+/// The calling thread's local memory tally, handed to the shared count
+/// when this is dropped (at the end of the run, or as a panic unwinds).
+struct LocalTally;
+
+impl LocalTally {
+    fn start() -> LocalTally {
+        super::heap::count_this_thread_locally();
+        LocalTally
+    }
+}
+
+impl Drop for LocalTally {
+    fn drop(&mut self) {
+        super::heap::count_this_thread_shared();
+    }
+}
+
 /// Runs `f` on a fresh thread with [`interpreter_stack`] of stack and
 /// returns its result. Fails only when the thread cannot be created; a
-/// panic in `f` is resumed on the caller.
+/// panic in `f` is resumed on the caller. The thread counts its memory
+/// in a tally of its own ([`super::heap::count_this_thread_locally`]).
 pub fn run_on_interpreter_stack<T: Send>(f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("buzz".into())
             .stack_size(interpreter_stack())
-            .spawn_scoped(scope, f)?;
+            .spawn_scoped(scope, || {
+                let _tally = LocalTally::start();
+                f()
+            })?;
         match worker.join() {
             Ok(value) => Ok(value),
             Err(panic) => std::panic::resume_unwind(panic),

@@ -114,6 +114,14 @@ impl KernelReport {
     /// The human report from the carve-outs to the end.
     fn human(&self, policy: &Policy) -> String {
         let mut out = carve_out_text(&self.plan);
+        if !policy.hidden().is_empty() {
+            out.push_str(
+                "\nhidden inside grants (credential stores: empty in the jail, MGS2001 to fs.*)\n",
+            );
+            for path in policy.hidden() {
+                out.push_str(&format!("  {}\n", path.display()));
+            }
+        }
         out.push_str(&format!(
             "limits           {}\n",
             limits_lines(policy, self).join("\n                 ")

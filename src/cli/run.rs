@@ -415,6 +415,13 @@ fn confine(
             "cannot install the Landlock sandbox: {e}"
         )))
     })?;
+    // Landlock's ptrace scoping is missing where Landlock is; a child
+    // must not inject calls into magus either way (`untraceable`).
+    enforce::untraceable::refuse_tracing().map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot make magus untraceable by its children: {e}"
+        )))
+    })?;
     enforce::jail::wait_until_sealed().map_err(|reason| {
         Box::new(
             Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),

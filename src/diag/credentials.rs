@@ -10,7 +10,16 @@ use std::path::Path;
 pub const HOME_DIRS: [&str; 6] = [".ssh", ".aws", ".gnupg", ".config/op", ".kube", ".docker"];
 
 /// Single files under `$HOME` that hold credentials.
-pub const HOME_FILES: [&str; 4] = [".vault-token", ".npmrc", ".netrc", ".git-credentials"];
+pub const HOME_FILES: [&str; 8] = [
+    ".vault-token",
+    ".npmrc",
+    ".netrc",
+    ".git-credentials",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".config/gh/hosts.yml",
+    ".pypirc",
+];
 
 /// System files that hold credentials.
 pub const SYSTEM_FILES: [&str; 2] = ["/etc/shadow", "/etc/gshadow"];

@@ -41,6 +41,12 @@ pub enum StartupError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Override(#[from] BadOverride),
+    /// See [`refuse_planted_nested`].
+    #[error("`{}` turns the sandbox off inside the sandboxed workspace `{}`, where spells' programs can write: a run there could have planted it", inner.display(), outer.display())]
+    NestedOff {
+        inner: std::path::PathBuf,
+        outer: std::path::PathBuf,
+    },
 }
 
 impl StartupError {
@@ -61,6 +67,15 @@ impl StartupError {
             StartupError::Workspace(e) => Diagnostic::error(e.to_string()),
             StartupError::Override(e) => Diagnostic::error(e.to_string())
                 .with_help(format!("unset {ENABLED_VAR}, or set it to 1 or 0")),
+            StartupError::NestedOff { inner, .. } => {
+                let root = inner.parent().unwrap_or(inner);
+                Diagnostic::error(self.to_string())
+                    .with_path(inner.display().to_string())
+                    .with_help(format!(
+                        "if this magus.yaml is yours, name its workspace: `magus --workspace {} ...`",
+                        root.display()
+                    ))
+            }
         }
     }
 }
@@ -111,7 +126,50 @@ pub fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
     })
 }
 
+/// A workspace discovered inside another one: children of runs in the
+/// enclosing workspace may write anywhere in it, `magus.yaml` files of
+/// subdirectories included (only the enclosing root's is read-only to
+/// them). One planted with `enabled: false` and a spell beside it made
+/// the user's next `magus run` started in that subdirectory run the
+/// spell unconfined (`tests/escape_planted.rs`). So a nested config that
+/// turns the sandbox off (or leaves it off) inside an enclosing workspace
+/// whose sandbox is on is refused unless the user names it with
+/// `--workspace` or `MAGUS_SANDBOX_ENABLED`. A nested config with the
+/// sandbox on is used as it is, without a word: a warning would fire in
+/// every workspace kept inside another (test fixtures in a repository's
+/// `target/`), and its grants are the README's residue.
+fn refuse_planted_nested(
+    workspace: &super::workspace::Workspace,
+    sandbox: Option<&super::config::SandboxConfig>,
+    state_source: StateSource,
+) -> Result<(), StartupError> {
+    let (Some(outer), Some(inner)) = (&workspace.enclosing, &workspace.config) else {
+        return Ok(());
+    };
+    // An enclosing config that cannot be read counts as sandboxed.
+    let outer_on = load_config(outer).map_or(true, |c| c.sandbox.is_some_and(|s| s.enabled));
+    if !outer_on {
+        return Ok(());
+    }
+    let inner_on = sandbox.is_some_and(|s| s.enabled);
+    if !inner_on && state_source != StateSource::Environment {
+        return Err(StartupError::NestedOff {
+            inner: inner.clone(),
+            outer: outer.parent().unwrap_or(outer).to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 impl Declared {
+    /// Before spells run (`magus run`, `magus test`, an embedder): refuses
+    /// a nested `magus.yaml` that may have been planted
+    /// ([`refuse_planted_nested`]). Commands that run nothing skip it.
+    pub fn refuse_planted_nested(&self) -> Result<(), StartupError> {
+        let sandbox = self.config.as_ref().and_then(|c| c.sandbox.as_ref());
+        refuse_planted_nested(&self.workspace, sandbox, self.state_source)
+    }
+
     pub fn state(&self) -> SandboxState {
         self.state
     }
@@ -155,6 +213,7 @@ impl Declared {
         policy.config_file = workspace.config;
         policy.declared = sandbox.map(CanonicalPolicy::from_declared);
         policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
+        policy.hidden = resolution.hidden;
         Startup {
             policy,
             config,

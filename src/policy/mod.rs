@@ -94,6 +94,10 @@ pub struct Policy {
     declared: Option<CanonicalPolicy>,
     /// `sandbox.limits` as declared (enforced only with the sandbox on).
     limits: Limits,
+    /// Credential stores inside a grant that does not name them: hidden
+    /// from children by the jail and refused to `fs.*` by the gate
+    /// (`resolve::hidden_stores`).
+    pub(crate) hidden: Vec<PathBuf>,
     trie: PathTrie,
 }
 
@@ -129,6 +133,7 @@ impl Policy {
             passthrough,
             declared: None,
             limits: Limits::default(),
+            hidden: Vec::new(),
             trie,
         }
     }
@@ -194,6 +199,12 @@ impl Policy {
     /// workspace, the built-ins, then `sandbox.allow` entries.
     pub fn grants(&self) -> &[Grant] {
         &self.grants
+    }
+
+    /// Credential stores that lie inside a grant which does not name them
+    /// (`~/.cargo/credentials.toml` under `~/.cargo`): never shown.
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
     }
 
     /// The `network` setting.

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 pub(crate) struct Resolution {
     pub grants: Vec<Grant>,
     pub diagnostics: Vec<Diagnostic>,
+    /// See [`hidden_stores`].
+    pub hidden: Vec<PathBuf>,
 }
 
 /// The inputs of resolution.
@@ -61,6 +63,11 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
             real_home.as_deref(),
         );
     }
+    refuse_planted_machine_dirs(
+        &mut grants,
+        &mut diagnostics,
+        &machine_dirs(inputs.env, home.as_deref().ok()),
+    );
     grants.extend(builtins(&BUILTIN_RO, inputs.env));
     let entries = inputs.sandbox.map_or(&[][..], |s| &s.allow[..]);
     let resolved: Vec<_> = entries
@@ -84,10 +91,45 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
     if let Some(sandbox) = inputs.sandbox {
         diagnostics.extend(passthrough_warnings(inputs, sandbox));
     }
+    let grants = prune_builtins(dedupe(grants));
+    let hidden = hidden_stores(&grants, real_home.as_deref());
     Resolution {
-        grants: prune_builtins(dedupe(grants)),
+        grants,
         diagnostics,
+        hidden,
     }
+}
+
+/// The credential stores (`crate::diag::credentials`) that exist and lie
+/// strictly inside a grant that does not name them. A grant of `~/.cargo`
+/// (what a Rust build needs, and the README's example) held
+/// `~/.cargo/credentials.toml`, the crates.io token a compromised
+/// `build.rs` could publish with; one of `~/.config` held `~/.config/op`
+/// and the GitHub CLI's token, with no word said. A store granted by name
+/// (the entry is the store or lies in it) is the user's explicit choice.
+/// A link is left alone: what it leads to is not granted by this grant.
+fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
+    use crate::diag::{HOME_DIRS, HOME_FILES};
+    let Some(home) = real_home else {
+        return Vec::new();
+    };
+    HOME_DIRS
+        .iter()
+        .chain(HOME_FILES.iter())
+        .map(|rel| home.join(rel))
+        .filter(|path| {
+            path.symlink_metadata()
+                .is_ok_and(|m| !m.file_type().is_symlink())
+        })
+        // Where it really is: `~/.config` may be a link into a granted
+        // `~/dotfiles`.
+        .filter_map(|path| real_path(&path).ok())
+        .filter(|path| {
+            let shown = grants.iter().any(|g| lies_within(path, &g.path));
+            let named = grants.iter().any(|g| lies_within(&g.path, path));
+            shown && !named
+        })
+        .collect()
 }
 
 /// Drops built-ins another grant already covers (`/bin` is `/usr/bin` on a
@@ -238,6 +280,52 @@ fn push_machine_dir(
         mode: Mode::Rw,
         source: GrantSource::Builtin(why),
     });
+}
+
+/// `$TMPDIR` and the cache are granted `rw` like a `sandbox.allow` entry
+/// and are as open to a planted link: with `TMPDIR=/tmp/me` and no jail
+/// (children then share the host's `/tmp`), a child replaced `/tmp/me`
+/// with a link to `~/.ssh`, and the next run granted the keys `rw`. A
+/// machine directory that leads out of every other writable place through
+/// a link lying in one is skipped, with a warning (`refuse_planted`).
+fn refuse_planted_machine_dirs(
+    grants: &mut Vec<Grant>,
+    diagnostics: &mut Vec<Diagnostic>,
+    dirs: &[(PathBuf, &'static str)],
+) {
+    let mut planted = Vec::new();
+    for (index, grant) in grants.iter().enumerate() {
+        let GrantSource::Builtin(why) = grant.source else {
+            continue;
+        };
+        let Some((spelled, _)) = dirs.iter().find(|(_, w)| *w == why) else {
+            continue;
+        };
+        let others: Vec<&Path> = grants
+            .iter()
+            .enumerate()
+            .filter(|(j, g)| *j != index && g.mode == Mode::Rw)
+            .map(|(_, g)| g.path.as_path())
+            .collect();
+        if others.iter().any(|w| lies_within(&grant.path, w)) {
+            continue;
+        }
+        if let Some(link) = planted_link(spelled, &others) {
+            let message = format!(
+                "{why} (`{}`) is not granted: it leads through `{}`, a symbolic link in a \
+                 directory that spells can write, so a spell could have planted it; if you \
+                 mean `{}`, set the variable to that path",
+                spelled.display(),
+                link.display(),
+                grant.path.display()
+            );
+            diagnostics.push(Diagnostic::warning(message).with_path(spelled.display().to_string()));
+            planted.push(index);
+        }
+    }
+    for index in planted.into_iter().rev() {
+        grants.remove(index);
+    }
 }
 
 fn config_grant(entry: &AllowEntry, path: PathBuf) -> Grant {
@@ -572,6 +660,47 @@ fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
 mod tests {
     use super::*;
     use crate::policy::config::Position;
+
+    /// A store inside a grant is hidden; one the grant names (or lies in)
+    /// is not; a store reached through a linked parent is found where it
+    /// really is; a missing or linked store is not listed.
+    #[test]
+    fn credential_stores_inside_grants_are_hidden_unless_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        for rel in [".cargo/registry", ".ssh", "dotfiles/config/op"] {
+            std::fs::create_dir_all(home.join(rel)).unwrap();
+        }
+        std::fs::write(home.join(".cargo/credentials.toml"), "t").unwrap();
+        std::os::unix::fs::symlink("dotfiles/config", home.join(".config")).unwrap();
+        std::os::unix::fs::symlink("/nowhere", home.join(".npmrc")).unwrap();
+        let grant = |rel: &str| Grant {
+            path: home.join(rel),
+            mode: Mode::Rw,
+            source: GrantSource::Workspace,
+        };
+        let hidden = |grants: &[Grant]| hidden_stores(grants, Some(&home));
+        assert_eq!(
+            hidden(&[grant(".cargo")]),
+            [home.join(".cargo/credentials.toml")]
+        );
+        assert_eq!(hidden(&[grant(".cargo/registry")]), Vec::<PathBuf>::new());
+        assert_eq!(hidden(&[grant(".ssh")]), Vec::<PathBuf>::new());
+        assert_eq!(
+            hidden(&[grant("dotfiles")]),
+            [home.join("dotfiles/config/op")]
+        );
+        let mut all = hidden(&[grant("")]);
+        all.sort();
+        let mut want = vec![
+            home.join(".ssh"),
+            home.join("dotfiles/config/op"),
+            home.join(".cargo/credentials.toml"),
+        ];
+        want.sort();
+        assert_eq!(all, want);
+        assert_eq!(hidden(&[grant(""), grant(".ssh")]).len(), 2);
+    }
 
     /// Windows' built-ins sit below the environment's variables, and are
     /// left out when the variable is unset or not absolute.

@@ -26,6 +26,11 @@ pub struct Workspace {
     /// The real (canonical) root.
     pub root: PathBuf,
     pub config: Option<PathBuf>,
+    /// Found by discovery inside another workspace: the `magus.yaml` of
+    /// the nearest enclosing one. Spells' programs there may write here,
+    /// so this workspace's own `magus.yaml` may have been planted by one
+    /// (`super::load::declare` decides what that allows).
+    pub enclosing: Option<PathBuf>,
 }
 
 /// Why no workspace could be found or used.
@@ -54,18 +59,27 @@ pub fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError
             let root = real_dir(dir)?;
             let file = root.join(CONFIG_FILE_NAME);
             let config = config_file(file)?;
-            Ok(Workspace { root, config })
+            Ok(Workspace {
+                root,
+                config,
+                enclosing: None,
+            })
         }
     }
 }
 
 fn discover(start: &Path) -> Result<Workspace, WorkspaceError> {
     let real = real_dir(start)?;
-    for dir in real.ancestors() {
+    let mut ancestors = real.ancestors();
+    while let Some(dir) = ancestors.next() {
         if let Some(file) = config_file(dir.join(CONFIG_FILE_NAME))? {
+            // Anything but a regular file above is no workspace of ours.
+            let enclosing = ancestors
+                .find_map(|outer| config_file(outer.join(CONFIG_FILE_NAME)).ok().flatten());
             return Ok(Workspace {
                 root: dir.to_path_buf(),
                 config: Some(file),
+                enclosing,
             });
         }
     }
@@ -170,9 +184,14 @@ mod tests {
         std::fs::write(outer.join(CONFIG_FILE_NAME), "").unwrap();
         let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
         assert_eq!(ws.root, outer.canonicalize().unwrap());
+        assert_eq!(ws.enclosing, None);
         std::fs::write(inner.join(CONFIG_FILE_NAME), "").unwrap();
         let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
         assert_eq!(ws.root, inner.canonicalize().unwrap());
+        let outer_config = outer.canonicalize().unwrap().join(CONFIG_FILE_NAME);
+        assert_eq!(ws.enclosing, Some(outer_config));
+        let explicit = find_workspace(WorkspaceArg::Explicit(&inner)).unwrap();
+        assert_eq!(explicit.enclosing, None);
     }
 
     #[test]

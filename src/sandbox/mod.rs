@@ -94,6 +94,9 @@ impl Sandbox {
             env: &env,
         };
         let declared = policy::declare(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
+        // Said after the lock's check: a lock beside a planted config
+        // that turns the sandbox off already refuses it (MGS2010).
+        let nested = declared.refuse_planted_nested();
         // The scrubbing re-exec comes before the grants are resolved, so
         // they are resolved once, by the re-executed process.
         #[cfg(kernel_layer)]
@@ -104,6 +107,7 @@ impl Sandbox {
         }
         let startup = declared.resolve(&env);
         crate::cli::lock::verify_for_run(&startup.policy, &env).map_err(LoadError::boxed)?;
+        nested.map_err(|e| LoadError::new(e.to_diagnostic()))?;
         Ok(Sandbox {
             startup,
             env,

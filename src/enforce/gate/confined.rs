@@ -504,6 +504,8 @@ impl Confined {
             DenialReason::Protected
         } else if is_foreign_proc(path, self.own_pid) {
             DenialReason::ForeignProcess
+        } else if self.is_hidden(path) {
+            DenialReason::NotGranted
         } else {
             return Ok(());
         };
@@ -527,6 +529,21 @@ impl Confined {
         let reason = DenialReason::Protected;
         let leads_to = (entry != abs).then(|| entry.to_path_buf());
         Err(Denial::new(op, Access::Write, spelled, abs, leads_to, reason).into())
+    }
+
+    /// `path` is a credential store the policy hides, or lies in one
+    /// (`Policy::hidden`): without the jail only this refuses it to
+    /// `fs.*`; in it the view hides it too.
+    fn is_hidden(&self, path: &Path) -> bool {
+        let hidden = self.policy.hidden();
+        if hidden.is_empty() {
+            return false;
+        }
+        // Windows compares names in any case (`.SSH` is `.ssh`).
+        let path = native::folded(path);
+        hidden
+            .iter()
+            .any(|h| crate::policy::lies_within(&path, &native::folded(h)))
     }
 
     /// `path` is a protected path or lies beneath one.

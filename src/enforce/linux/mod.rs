@@ -21,6 +21,7 @@ pub mod reexec;
 pub mod resolve;
 pub mod seccomp;
 pub mod survivors;
+pub mod untraceable;
 
 // The kernel layer's API, re-exported by `crate::enforce`.
 pub use ::landlock::RulesetError;

@@ -47,6 +47,11 @@ pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
 /// Waits for magus (forwarding the signals sent to this process), then
 /// kills every descendant and exits with magus's status.
 fn supervise(magus: Pid) -> ! {
+    // Outside the syscall guard and any network namespace: a child that
+    // traced it would connect out for it (`super::untraceable`).
+    if super::untraceable::refuse_tracing().is_err() {
+        let _ = kill(magus, Signal::SIGKILL);
+    }
     super::jail::forward_signals_to(magus);
     limits::arm_deadline();
     let status = loop {

@@ -105,6 +105,20 @@ impl Builder {
                 "newinstance,ptmxmode=0666,mode=620",
             ),
             Step::Symlink { path, target } => symlink(made, target, &at(path)),
+            Step::Mask { path, dir: true } => {
+                fresh(made, &at(path), "tmpfs", "mode=0700")?;
+                remount_read_only(&at(path))
+            }
+            Step::Mask { path, dir: false } => {
+                let null = under(place, OLD_ROOT, Path::new("/dev/null"));
+                bind(
+                    made,
+                    &null,
+                    &at(path),
+                    BindAccess::ReadOnly,
+                    IfMissing::Fail,
+                )
+            }
             Step::ReadOnlyRoot => remount_read_only(Path::new(NEW_ROOT)),
             Step::PivotRoot => final_pivot(),
         }
@@ -124,6 +138,7 @@ fn mounts(step: &Step) -> bool {
             | Step::Bind { .. }
             | Step::Proc { .. }
             | Step::ReadOnlyOverItself { .. }
+            | Step::Mask { .. }
             | Step::Devpts { .. }
     )
 }

@@ -49,6 +49,10 @@ pub enum Step {
     ReadOnlyOverItself { path: PathBuf },
     /// A new `devpts` instance: new terminals, none of the user's.
     Devpts { path: PathBuf },
+    /// A credential store inside a grant that does not name it, hidden
+    /// ([`credential_masks`]): an empty read-only tmpfs over a directory,
+    /// `/dev/null` bound read-only over a file.
+    Mask { path: PathBuf, dir: bool },
     /// A symbolic link (merged-`/usr` links, `/dev/ptmx`, `/dev/fd`).
     Symlink { path: PathBuf, target: PathBuf },
     /// The new root's own tmpfs (the directories made to hold mount
@@ -102,6 +106,7 @@ impl Step {
             | Step::Proc { path }
             | Step::ReadOnlyOverItself { path }
             | Step::Devpts { path }
+            | Step::Mask { path, .. }
             | Step::Symlink { path, .. } => Some(path),
             Step::PrivatePropagation
             | Step::Stage { .. }
@@ -122,6 +127,7 @@ impl Step {
             Step::Proc { .. } => "mount /proc",
             Step::ReadOnlyOverItself { .. } => "bind read-only over itself",
             Step::Devpts { .. } => "mount devpts",
+            Step::Mask { .. } => "hide credential store",
             Step::Symlink { .. } => "create symlink",
             Step::ReadOnlyRoot => "make the new root read-only",
             Step::PivotRoot => "pivot to the new root",
@@ -198,6 +204,7 @@ impl JailPlan {
         let found = carve_outs(policy, inputs);
         mounts.extend(pin_steps(policy, &found.carves));
         mounts.extend(found.carves.into_iter().map(carve_step));
+        mounts.extend(credential_masks(policy));
         let links = symlinks(policy, inputs, &mounts);
         mounts.extend(links);
         // Parents before children: a grant inside another is bound over it,
@@ -547,6 +554,25 @@ fn leads_to_grant(policy: &Policy, link: &Path) -> bool {
         return false;
     };
     NormalPath::new(target).is_ok_and(|t| policy.check(&t, Access::Read).is_allowed())
+}
+
+/// The policy's hidden credential stores (`Policy::hidden`, e.g.
+/// `~/.cargo/credentials.toml` under a grant of `~/.cargo`) masked in the
+/// view. Without the jail nothing can hide a path inside a Landlock
+/// grant from children (the README says so); the gate still refuses it.
+fn credential_masks(policy: &Policy) -> Vec<Step> {
+    policy
+        .hidden()
+        .iter()
+        .filter_map(|path| {
+            let meta = path.symlink_metadata().ok()?;
+            let dir = meta.is_dir();
+            Some(Step::Mask {
+                path: path.clone(),
+                dir,
+            })
+        })
+        .collect()
 }
 
 impl fmt::Display for Step {

@@ -12,6 +12,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::gitconfig;
 use super::plan::ViewInputs;
 use crate::policy::{Access, GrantSource, Mode, NormalPath, Policy};
 
@@ -28,6 +29,9 @@ pub enum CarveReason {
     PathDirectory,
     /// A file a shell, git or ssh reads at start-up.
     StartupFile,
+    /// A hooks directory, included config or program that a git config
+    /// names by path (`super::gitconfig`).
+    GitConfigNamed,
 }
 
 impl fmt::Display for CarveReason {
@@ -40,7 +44,10 @@ impl fmt::Display for CarveReason {
                 "directory on PATH: a program planted here would run unconfined later"
             }
             CarveReason::StartupFile => {
-                "start-up file of a shell, git or ssh: it would run code unconfined later"
+                "start-up file of a shell, git, ssh or a build tool: it would run code unconfined later"
+            }
+            CarveReason::GitConfigNamed => {
+                "named by a git config (core.hooksPath, include.path, a program): git runs or reads it"
             }
         })
     }
@@ -67,8 +74,12 @@ pub struct Found {
 /// writable grant cannot make every run slow; beyond it, `truncated`.
 pub const MAX_DIRS: usize = 50_000;
 
-/// Start-up files, relative to `$HOME`.
-pub const STARTUP_FILES: [&str; 20] = [
+/// Start-up files, relative to `$HOME`: the shells', git's and ssh's, and
+/// the user-wide configs of build tools that name programs to run (a
+/// grant of `~/.cargo`, as a Rust build needs, let a child add
+/// `build.rustc-wrapper` to `~/.cargo/config.toml`, run by every later
+/// `cargo build` of the user; Gradle runs every script in `init.d`).
+pub const STARTUP_FILES: [&str; 28] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -89,6 +100,14 @@ pub const STARTUP_FILES: [&str; 20] = [
     ".ssh/authorized_keys",
     ".ssh/environment",
     ".pam_environment",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".gradle/init.d",
+    ".gradle/init.gradle",
+    ".yarnrc.yml",
+    ".vimrc",
+    ".config/nvim",
+    ".tmux.conf",
 ];
 
 /// Start-up directories, relative to `$HOME`, that are created empty
@@ -166,7 +185,105 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
         find_repositories(&root, depth, &mut found, &mut budget, &writable);
     }
     found.truncated = budget == 0;
+    git_config_named(policy, inputs.home.as_deref(), &mut found, &writable);
     found
+}
+
+/// How many paths git configs may add to the view, so a config naming
+/// thousands of files cannot make every start slow.
+const MAX_GIT_NAMED: usize = 64;
+
+/// What the protected git configs (and the user's global ones) name by
+/// path under a writable grant: bound read-only too (see `gitconfig`).
+fn git_config_named(
+    policy: &Policy,
+    home: Option<&Path>,
+    found: &mut Found,
+    writable: &dyn Fn(&Path) -> bool,
+) {
+    let repository_configs: Vec<PathBuf> = found
+        .carves
+        .iter()
+        .filter(|c| c.reason == CarveReason::GitCode)
+        .filter(|c| c.path.ends_with("config") || c.path.ends_with("config.worktree"))
+        .map(|c| c.path.clone())
+        .collect();
+    let mut configs: Vec<(PathBuf, Option<PathBuf>)> = repository_configs
+        .into_iter()
+        .map(|config| {
+            let gitdir = config.parent().unwrap_or(Path::new("/")).to_path_buf();
+            // Hooks and commands run in the work tree; a bare repository's
+            // (and, approximately, a submodule's) in the git directory.
+            let work_tree = match gitdir.file_name() == Some(".git".as_ref()) {
+                true => gitdir.parent().map(Path::to_path_buf),
+                false => Some(gitdir),
+            };
+            (config, work_tree)
+        })
+        .collect();
+    if let Some(home) = home {
+        for rel in [".gitconfig", ".config/git/config"] {
+            configs.push((home.join(rel), None));
+        }
+    }
+    let mut added = 0;
+    for (config, work_tree) in configs {
+        let bases = gitconfig::Bases {
+            home,
+            work_tree: work_tree.as_deref(),
+        };
+        let named = gitconfig::named_paths(&config, bases);
+        let dirs = named.hook_dirs.iter().map(|d| (d, true));
+        for (path, is_dir) in dirs.chain(named.files.iter().map(|f| (f, false))) {
+            if added < MAX_GIT_NAMED && push_named(policy, path, is_dir, found, writable) {
+                added += 1;
+            }
+        }
+    }
+}
+
+/// Carves one named path at its real place when it lies under a writable
+/// grant; a missing hooks directory is made where its parent exists (as
+/// `.git/hooks` is). Never a grant's root or a directory holding the
+/// workspace (`core.hooksPath = .` must not make the workspace read-only).
+fn push_named(
+    policy: &Policy,
+    path: &Path,
+    is_dir: bool,
+    found: &mut Found,
+    writable: &dyn Fn(&Path) -> bool,
+) -> bool {
+    let (real, missing) = match path.canonicalize() {
+        Ok(real) if real.is_dir() == is_dir => (real, false),
+        Ok(_) => return false,
+        Err(_) if is_dir => {
+            let Ok(normal) = crate::policy::normalize(Path::new("/"), path) else {
+                return false;
+            };
+            let normal = normal.into_path_buf();
+            let (Some(parent), Some(name)) = (normal.parent(), normal.file_name()) else {
+                return false;
+            };
+            match parent.canonicalize() {
+                Ok(parent) if parent.is_dir() => (parent.join(name), true),
+                _ => return false,
+            }
+        }
+        Err(_) => return false,
+    };
+    let grant_root = policy.grants().iter().any(|g| g.path == real);
+    if grant_root || policy.workspace().starts_with(&real) || !writable(&real) {
+        return false;
+    }
+    if found.carves.iter().any(|c| c.path == real) {
+        return false;
+    }
+    found.carves.push(Carve {
+        path: real,
+        reason: CarveReason::GitConfigNamed,
+        missing,
+    });
+    true
 }
 
 /// Whether `path` (real) would be writable through a bind of the view: the

@@ -251,6 +251,9 @@ fn install_forwarding(target: Pid) {
 /// makes the kernel kill whatever is left in the namespace.
 fn reap_and_exit(magus: Pid) -> ! {
     install_forwarding(magus);
+    // It keeps its capabilities and the host's network namespace, so
+    // never let a child trace it (`crate::enforce::untraceable`).
+    let _ = crate::enforce::untraceable::refuse_tracing();
     // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
     crate::enforce::limits::arm_deadline();
     wait_and_exit(Pid::from_raw(-1), magus)

@@ -17,6 +17,9 @@ const READ_ONLY: [&str; 5] = ["/etc", "/usr", "/lib", "/lib64", "/run"];
 /// Drops capabilities, then restricts the filesystem to [`READ_ONLY`].
 pub(super) fn confine_proxy() {
     drop_capabilities();
+    // Best effort like the rest; where it fails, Landlock's scoping (if
+    // any) still keeps children out (`crate::enforce::untraceable`).
+    let _ = crate::enforce::untraceable::refuse_tracing();
     let grants: Vec<Grant> = READ_ONLY
         .iter()
         .map(Path::new)
