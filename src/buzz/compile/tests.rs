@@ -324,3 +324,32 @@ fn a_memory_limit_inside_a_compiled_function_stops_where_the_walker_stops() {
     let err = fast.unwrap_err();
     assert!(err.contains("memory limit") && err.contains("6:9"), "{err}");
 }
+
+#[test]
+fn deep_recursion_on_an_ordinary_thread_ends_in_the_same_clean_error() {
+    let source = "fun down(n: int) > int {\n    final m = n + 1;\n    return down(m) + 1;\n}\nfun main() > void {\n    down(0);\n}\n";
+    let run_with = move |compile: bool| {
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || {
+                let file = Path::new("deep.buzz");
+                let program = buzz::parse(file, source).unwrap();
+                Interpreter::new(file, Vec::new())
+                    .with_output(Box::new(Captured::default()))
+                    .with_compiled(compile)
+                    .run(&program, Vec::new())
+                    .map_err(|e| e.to_string())
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let (walked, fast) = (run_with(false), run_with(true));
+    let err = fast.unwrap_err();
+    assert!(
+        err.contains("3:12")
+            && (err.contains("stack budget") || err.contains("call stack overflow")),
+        "{err}"
+    );
+    assert_eq!(Err(err), walked);
+}
