@@ -28,7 +28,8 @@ manager's shim costs nothing per run).
 
 Times are wall time, spawn to exit (`--clock cpu`: user + system CPU time
 of the process and its waited-for children, steadier on a loaded machine).
-`--callgrind` instead counts instructions under `valgrind --tool=callgrind`
+`--no-compile` runs magus with its compiled fast path off (every function
+in the tree walker, as before it), to compare the two. `--callgrind` instead counts instructions under `valgrind --tool=callgrind`
 (one run each, every process of the run summed; magus with the sandbox off:
 valgrind does not start inside it, its loader's fixed-address `mmap` is
 refused there), which the machine's load does not move. It is so much
@@ -162,6 +163,11 @@ def parse_options():
     parser.add_argument("--sandbox", choices=["on", "off"], default="on")
     parser.add_argument("--callgrind", action="store_true", help="count instructions instead")
     parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="run every Buzz function in magus's tree walker (MAGUS_BUZZ_NO_COMPILE=1)",
+    )
+    parser.add_argument(
         "--only", default="", help="comma-separated names or sets (interp, upstream) to run"
     )
     options = parser.parse_args()
@@ -261,8 +267,9 @@ class Runner:
         outputs = {}
         try:
             for _ in range(rounds):
+                magus_env = dict(os.environ, MAGUS_BUZZ_NO_COMPILE="1") if self.options.no_compile else None
                 for side, command, env in (
-                    ("magus", magus, None),
+                    ("magus", magus, magus_env),
                     ("python", python, self.python_env),
                 ):
                     measure, output = self.run(command, program, env)
@@ -345,7 +352,8 @@ def print_header(options, magus, python, sandbox):
     what = "instructions (valgrind --tool=callgrind)" if options.callgrind else (
         f"{options.clock} time, median of {options.runs} interleaved runs"
     )
-    print(f"magus:  {magus} (sandbox {sandbox})")
+    walker = ", compiled path off" if options.no_compile else ""
+    print(f"magus:  {magus} (sandbox {sandbox}{walker})")
     print(f"python: {python} ({version.strip()})")
     print(f"{what}; load average {load_average()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     unit = "M instr" if options.callgrind else "ms"

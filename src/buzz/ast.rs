@@ -221,6 +221,8 @@ pub struct FunDecl {
     pub slot: Resolved,
     /// Its call frame's shape (filled by the resolver).
     pub frame: Cell<Frame>,
+    /// Its compiled form, made at its first call (see [`super::compile`]).
+    pub compiled: super::compile::Cache,
 }
 
 #[derive(Debug)]

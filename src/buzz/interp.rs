@@ -80,7 +80,7 @@ pub struct Interpreter {
     pub(super) out: Box<dyn Write>,
     pub(super) modules: HashMap<String, Rc<ModuleObj>>,
     pub(super) args: Vec<String>,
-    depth: usize,
+    pub(super) depth: usize,
     pub(super) calls: usize,
     stack_base: usize,
     stack_budget: usize,
@@ -108,6 +108,10 @@ pub struct Interpreter {
     spare: Spare,
     /// Room for the next calls' arguments.
     scratch: Scratch,
+    /// Finished flat frames of compiled functions (see [`super::compile`]).
+    pub(super) flat_frames: Vec<Vec<Value>>,
+    /// Whether functions run compiled when they can (else all in the walker).
+    compile: bool,
 }
 
 /// What native calls and built-in methods are given, kept from one call
@@ -198,6 +202,8 @@ impl Interpreter {
             namespace: Vec::new(),
             spare: Spare::default(),
             scratch: Scratch::default(),
+            flat_frames: Vec::new(),
+            compile: super::compile::enabled_by_default(),
         }
     }
 
@@ -226,6 +232,14 @@ impl Interpreter {
     /// Lets `import "path";` read the spell's own `.buzz` files with `loader`.
     pub fn with_loader(mut self, loader: super::imports::SourceLoader) -> Interpreter {
         self.loader = Some(loader);
+        self
+    }
+
+    /// Runs every function in the tree walker (`false`), or compiled where
+    /// it can (`true`, the default unless `MAGUS_BUZZ_NO_COMPILE` is set):
+    /// for tests and benches that compare the two paths.
+    pub fn with_compiled(mut self, on: bool) -> Interpreter {
+        self.compile = on;
         self
     }
 
@@ -278,6 +292,8 @@ impl Interpreter {
             namespace: self.namespace.clone(),
             spare: Spare::default(),
             scratch: Scratch::default(),
+            flat_frames: Vec::new(),
+            compile: self.compile,
         }
     }
 
@@ -395,7 +411,7 @@ impl Interpreter {
     /// and expressions nest no deeper than the parser's bound, far inside
     /// the stack budget's headroom.
     #[inline]
-    fn enter(&mut self, pos: Pos) -> Eval<()> {
+    pub(super) fn enter(&mut self, pos: Pos) -> Eval<()> {
         // The checks only; building an error is out of line, so this
         // frame (entered at every evaluation step) stays small.
         if self.depth >= MAX_EVAL_DEPTH || super::heap::in_use() > self.heap_budget {
@@ -406,7 +422,7 @@ impl Interpreter {
     }
 
     /// Entering a Buzz call: depth, memory and stack.
-    fn enter_call(&mut self, pos: Pos) -> Eval<()> {
+    pub(super) fn enter_call(&mut self, pos: Pos) -> Eval<()> {
         if self.stack_base.abs_diff(stack_address()) > self.stack_budget {
             return Err(self.enter_refused(pos));
         }
@@ -913,7 +929,12 @@ impl Interpreter {
 
     /// The `index`-th (key, value) of a `foreach` subject, read afresh each
     /// step so the body may change the collection.
-    fn nth_item(&self, subject: &Value, index: usize, pos: Pos) -> Eval<Option<(Value, Value)>> {
+    pub(super) fn nth_item(
+        &self,
+        subject: &Value,
+        index: usize,
+        pos: Pos,
+    ) -> Eval<Option<(Value, Value)>> {
         let i = index as i64;
         Ok(match subject {
             Value::List(list) => list
@@ -1426,7 +1447,7 @@ impl Interpreter {
         }
     }
 
-    fn unary(&self, op: UnOp, v: Value, pos: Pos) -> Eval<Value> {
+    pub(super) fn unary(&self, op: UnOp, v: Value, pos: Pos) -> Eval<Value> {
         match (op, &v) {
             (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
             (UnOp::Neg, Value::Int(i)) => i
@@ -1562,7 +1583,7 @@ impl Interpreter {
         self.assign_index_slow(&obj, &i, op, new, (at, pos))
     }
 
-    fn assign_index_slow(
+    pub(super) fn assign_index_slow(
         &self,
         obj: &Value,
         i: &Value,
@@ -1609,13 +1630,13 @@ impl Interpreter {
     }
 
     #[cold]
-    fn final_assigned(&self, name: &str, at: Pos) -> Flow {
+    pub(super) fn final_assigned(&self, name: &str, at: Pos) -> Flow {
         self.fail(at, format!("cannot assign to `{name}`: it is `final`"))
     }
 
     /// `name = new` or `name op= new` for a name bound by name, finding
     /// the binding once.
-    fn assign_var(
+    pub(super) fn assign_var(
         &self,
         name: &str,
         op: Option<BinOp>,
@@ -1644,7 +1665,7 @@ impl Interpreter {
         Err(self.fail(at, format!("unknown name `{name}`")))
     }
 
-    fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
+    pub(super) fn set_field(&self, obj: &Value, name: &str, value: Value, pos: Pos) -> Eval<()> {
         match obj {
             Value::Class(c) => {
                 let mut statics = c.statics.borrow_mut();
@@ -1776,7 +1797,7 @@ impl Interpreter {
         }
     }
 
-    fn index(&self, v: &Value, i: &Value, checked: bool, pos: Pos) -> Eval<Value> {
+    pub(super) fn index(&self, v: &Value, i: &Value, checked: bool, pos: Pos) -> Eval<Value> {
         match methods::index(v, i) {
             Ok(Some(found)) => Ok(found),
             Ok(None) if checked => Ok(Value::Null),
@@ -1958,12 +1979,10 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let decl = callee.decl;
-        let frame = decl.frame.get();
-        let capacity = (frame.size as usize).max(args.len() + 1);
-        let spare = self.spare.frames.pop();
-        let inner = Scope::reuse(spare, callee.parent.clone(), capacity);
-        let first = u32::from(frame.method);
+        if let Some(f) = self.compiled_of(callee.decl) {
+            return self.walker_call_compiled(f, callee, args, scope, pos);
+        }
+        let (inner, first) = self.direct_frame(&callee, args.len());
         if let Some(this) = callee.this {
             inner.set_next(0, this);
         }
@@ -1971,6 +1990,53 @@ impl Interpreter {
             let value = self.eval(&arg.value, scope)?;
             inner.set_next(first + i as u32, value);
         }
+        self.run_direct(callee.decl, inner, pos)
+    }
+
+    /// `decl`'s compiled form, when compilation is on and it compiles.
+    #[inline]
+    pub(super) fn compiled_of<'d>(
+        &self,
+        decl: &'d FunDecl,
+    ) -> Option<&'d super::compile::Function> {
+        if self.compile {
+            super::compile::compiled(decl)
+        } else {
+            None
+        }
+    }
+
+    /// A walker frame for a direct call, and the slot of its first argument.
+    fn direct_frame(&mut self, callee: &Callee<'_>, args: usize) -> (Rc<Scope>, u32) {
+        let frame = callee.decl.frame.get();
+        let capacity = (frame.size as usize).max(args + 1);
+        let spare = self.spare.frames.pop();
+        let inner = Scope::reuse(spare, callee.parent.clone(), capacity);
+        (inner, u32::from(frame.method))
+    }
+
+    /// [`Interpreter::call_direct`] of a function the walker runs, its
+    /// arguments already evaluated (a call from compiled code).
+    pub(super) fn call_direct_values(
+        &mut self,
+        callee: Callee<'_>,
+        values: Vec<Value>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let (inner, first) = self.direct_frame(&callee, values.len());
+        if let Some(this) = callee.this {
+            inner.set_next(0, this);
+        }
+        for (i, value) in values.into_iter().enumerate() {
+            inner.set_next(first + i as u32, value);
+        }
+        self.run_direct(callee.decl, inner, pos)
+    }
+
+    /// The rest of a direct call with its frame filled: the parameters'
+    /// types, the depth checks, the body.
+    fn run_direct(&mut self, decl: &FunDecl, inner: Rc<Scope>, pos: Pos) -> Eval<Value> {
+        let first = u32::from(decl.frame.get().method);
         for (i, param) in decl.params.iter().enumerate() {
             let slot = first + i as u32;
             let plain = inner
@@ -2007,6 +2073,16 @@ impl Interpreter {
         Ok(out)
     }
 
+    /// An empty list for the positional arguments of a built-in method.
+    pub(super) fn spare_positional(&mut self) -> Vec<Value> {
+        self.scratch.positional.pop().unwrap_or_default()
+    }
+
+    /// An empty argument list for a call by the general path.
+    pub(super) fn spare_args(&mut self) -> Args {
+        self.spare.args.pop().unwrap_or_default()
+    }
+
     /// Arguments of a method of a built-in value, which takes no names.
     fn positional_arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Vec<Value>> {
         let mut out = self.scratch.positional.pop().unwrap_or_default();
@@ -2018,7 +2094,7 @@ impl Interpreter {
 
     /// Keeps an argument list of [`Interpreter::positional_arguments`],
     /// emptied, for the next method call.
-    fn give_back_positional(&mut self, mut values: Vec<Value>) {
+    pub(super) fn give_back_positional(&mut self, mut values: Vec<Value>) {
         if self.scratch.positional.len() < SPARE_LIMIT {
             values.clear();
             self.scratch.positional.push(values);
@@ -2069,7 +2145,7 @@ impl Interpreter {
 
     /// Calls the Buzz function `decl` in a frame under `parent` (what it
     /// closes over), with `this` bound first for a method.
-    fn call_function(
+    pub(super) fn call_function(
         &mut self,
         decl: &FunDecl,
         parent: &Rc<Scope>,
@@ -2091,7 +2167,7 @@ impl Interpreter {
 
     #[cold]
     #[inline(never)]
-    fn call_overflow(&self, decl: &FunDecl, pos: Pos) -> Flow {
+    pub(super) fn call_overflow(&self, decl: &FunDecl, pos: Pos) -> Flow {
         self.fail(pos, format!(
             "call stack overflow: more than {MAX_CALL_DEPTH} nested calls (runaway recursion in `{}`?)",
             decl.name
@@ -2107,6 +2183,14 @@ impl Interpreter {
         args: Args,
         pos: Pos,
     ) -> Eval<Value> {
+        if type_args.is_empty()
+            && args.len() == decl.params.len()
+            && args.iter().all(|(n, _)| n.is_none())
+        {
+            if let Some(f) = self.compiled_of(decl) {
+                return self.general_call_compiled((decl, f), this, args, parent, pos);
+            }
+        }
         let spare = self.spare.frames.pop();
         let frame = decl.frame.get();
         let capacity = (frame.size as usize).max(decl.params.len() + 1);
@@ -2254,7 +2338,7 @@ impl Interpreter {
         Ok(())
     }
 
-    fn conform_param(
+    pub(super) fn conform_param(
         &mut self,
         decl: &FunDecl,
         param: &Param,
@@ -2348,7 +2432,11 @@ fn this_name() -> Rc<str> {
 /// `site` holds the class id and method index this site found last: a
 /// declared class's instances all have the fields of its declaration, so
 /// what `name` means is the same for each of them.
-fn method_of(receiver: &Value, name: &str, site: &MemberCache) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
+pub(super) fn method_of(
+    receiver: &Value,
+    name: &str,
+    site: &MemberCache,
+) -> Option<(Rc<FunDecl>, Rc<Scope>)> {
     let Value::Object(obj) = receiver else {
         return None;
     };
@@ -2370,10 +2458,10 @@ fn method_of(receiver: &Value, name: &str, site: &MemberCache) -> Option<(Rc<Fun
 
 /// The function a direct call runs: its declaration, the scope it closes
 /// over, and `this` for a method.
-struct Callee<'a> {
-    decl: &'a FunDecl,
-    parent: &'a Rc<Scope>,
-    this: Option<Value>,
+pub(super) struct Callee<'a> {
+    pub(super) decl: &'a FunDecl,
+    pub(super) parent: &'a Rc<Scope>,
+    pub(super) this: Option<Value>,
 }
 
 /// Whether `args` give `decl`'s parameters exactly, in order (positionally,
@@ -2430,7 +2518,7 @@ fn global(scope: &Rc<Scope>, name: &str, res: &Resolved, hint: u32) -> Option<Va
 /// closure is cloned, not a whole [`Value`]. `None` sends the call the
 /// general way ([`Interpreter::variable`]), which finds every other case.
 #[inline]
-fn global_function(scope: &Rc<Scope>, name: &str, hint: u32) -> Option<Rc<Closure>> {
+pub(super) fn global_function(scope: &Rc<Scope>, name: &str, hint: u32) -> Option<Rc<Closure>> {
     let vars = scope.root().vars.borrow();
     match vars.get(hint as usize) {
         Some(Slot {
@@ -2502,7 +2590,7 @@ fn peek_int(e: &Expr, scope: &Scope) -> Option<i64> {
 
 /// `x op y` for the comparison operators on two ints.
 #[inline]
-fn int_compare(op: BinOp, x: i64, y: i64) -> Option<bool> {
+pub(super) fn int_compare(op: BinOp, x: i64, y: i64) -> Option<bool> {
     Some(match op {
         BinOp::Lt => x < y,
         BinOp::Le => x <= y,
@@ -2517,7 +2605,7 @@ fn int_compare(op: BinOp, x: i64, y: i64) -> Option<bool> {
 /// `x op y` on two ints where it cannot fail; `None` sends the operation
 /// (overflow, division, shifts) to [`methods::binary`] and its errors.
 #[inline]
-fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
+pub(super) fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
     Some(match op {
         BinOp::Add => Value::Int(x.checked_add(y)?),
         BinOp::Sub => Value::Int(x.checked_sub(y)?),
@@ -2535,7 +2623,7 @@ fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
 /// `x op y` on two doubles for the arithmetic operators, as
 /// [`methods::binary`] computes them.
 #[inline]
-fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
+pub(super) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
     Some(Value::Double(match op {
         BinOp::Add => x + y,
         BinOp::Sub => x - y,
@@ -2573,7 +2661,7 @@ fn exit_status(v: &Value) -> i32 {
 /// widen or record: `null` for an optional, an instance of the named
 /// object type (its name found by pointer, as the lexer interns both).
 #[inline]
-fn plainly_conforms(ty: &Type, value: &Value) -> bool {
+pub(super) fn plainly_conforms(ty: &Type, value: &Value) -> bool {
     let mut ty = ty;
     let mut optional = false;
     let named = loop {
@@ -2667,7 +2755,7 @@ fn mentions_any_or_unknown(t: &Type) -> bool {
 }
 
 /// The one scalar type all `items` share, if any.
-fn common_type<'a>(mut items: impl Iterator<Item = &'a Value>) -> Option<Type> {
+pub(super) fn common_type<'a>(mut items: impl Iterator<Item = &'a Value>) -> Option<Type> {
     let first = scalar_type(items.next()?)?;
     items
         .all(|v| scalar_type(v) == Some(first))

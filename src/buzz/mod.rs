@@ -8,6 +8,7 @@
 mod ast;
 mod callbacks;
 pub mod check;
+mod compile;
 mod error;
 mod fiber;
 mod generics;

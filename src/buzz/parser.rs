@@ -738,6 +738,7 @@ impl<'t> Parser<'t> {
             generics,
             slot: Resolved::default(),
             frame: Default::default(),
+            compiled: Default::default(),
         })
     }
 

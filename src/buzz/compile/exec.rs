@@ -1,0 +1,1300 @@
+//! Running the compiled form on a flat frame.
+//!
+//! Each step mirrors the walker's (`super::super::interp`): the same
+//! checks at each statement and call, the same order of evaluation, and
+//! every slow or failing path handed to the walker's own helpers, so that
+//! results, messages and locations cannot differ. `env` is the scope the
+//! function closes over: globals are read from it exactly as the walker
+//! reads them from a call's frame, whose own names are all slots here.
+
+use super::*;
+use crate::buzz::ast::{self, Res};
+use crate::buzz::interp::{
+    common_type, double_fast, global_function, int_compare, int_fast, method_of, plainly_conforms,
+    shape_of, Args as Named, Callee, Eval, Flow, Interpreter, Thrown, MAX_STR_LEN,
+};
+use crate::buzz::lang::type_of;
+use crate::buzz::methods;
+use crate::buzz::value::{same_name, Closure, ListObj, MapObj, Scope};
+
+/// How many emptied flat frames an interpreter keeps for the next calls.
+const SPARE_FRAMES: usize = 2048;
+
+impl Interpreter {
+    // ----- entering a compiled function -----
+
+    /// A flat frame of `size` nulls, reusing a finished one.
+    fn flat_frame(&mut self, size: usize) -> Vec<Value> {
+        let mut frame = self.flat_frames.pop().unwrap_or_default();
+        frame.resize(size, Value::Null);
+        frame
+    }
+
+    /// Empties a finished frame and keeps it for the next call.
+    fn give_back_frame(&mut self, mut frame: Vec<Value>) {
+        frame.clear();
+        if self.flat_frames.len() < SPARE_FRAMES {
+            self.flat_frames.push(frame);
+        }
+    }
+
+    /// The walker's direct call (`interp::call_direct`) of a compiled
+    /// function: arguments evaluated by the walker in `scope` straight
+    /// into the flat frame.
+    pub(in crate::buzz) fn walker_call_compiled(
+        &mut self,
+        f: &Function,
+        callee: Callee<'_>,
+        args: &[ast::Arg],
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let fill = |it: &mut Self, frame: &mut [Value]| {
+            let first = usize::from(callee.decl.frame.get().method);
+            for (i, arg) in args.iter().enumerate() {
+                frame[first + i] = it.eval(&arg.value, scope)?;
+            }
+            Ok(())
+        };
+        self.with_frame(
+            (callee.decl, f),
+            args.len(),
+            callee.this,
+            fill,
+            (callee.parent, pos),
+        )
+    }
+
+    /// Runs a direct call of compiled `f` in a frame that `fill` gives
+    /// its arguments: on the Rust stack when the frame is small (no
+    /// allocation, no list to empty), else a kept `Vec`.
+    #[inline]
+    fn with_frame(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        args: usize,
+        this: Option<Value>,
+        fill: impl FnOnce(&mut Self, &mut [Value]) -> Eval<()>,
+        (env, pos): (&Rc<Scope>, Pos),
+    ) -> Eval<Value> {
+        let size = f.size.max(args + 1);
+        if size <= 2 {
+            return self.on_stack::<2>((decl, f), this, fill, (env, pos));
+        }
+        if size <= 6 {
+            return self.on_stack::<6>((decl, f), this, fill, (env, pos));
+        }
+        if size <= 16 {
+            return self.on_stack::<16>((decl, f), this, fill, (env, pos));
+        }
+        let mut frame = self.flat_frame(size);
+        let result = self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
+        self.give_back_frame(frame);
+        result
+    }
+
+    /// [`Interpreter::with_frame`] in a frame of `K` slots on the stack.
+    #[inline]
+    fn on_stack<const K: usize>(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        this: Option<Value>,
+        fill: impl FnOnce(&mut Self, &mut [Value]) -> Eval<()>,
+        (env, pos): (&Rc<Scope>, Pos),
+    ) -> Eval<Value> {
+        let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; K]);
+        let result = self.fill_run((decl, f), &mut frame[..], this, fill, (env, pos));
+        for v in frame.iter_mut() {
+            discard(std::mem::take(v));
+        }
+        result
+    }
+
+    #[inline]
+    fn fill_run(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        frame: &mut [Value],
+        this: Option<Value>,
+        fill: impl FnOnce(&mut Self, &mut [Value]) -> Eval<()>,
+        (env, pos): (&Rc<Scope>, Pos),
+    ) -> Eval<Value> {
+        if let Some(this) = this {
+            frame[0] = this;
+        }
+        fill(self, frame)?;
+        self.checked_run(decl, f, frame, env, pos)
+    }
+
+    /// The walker's general call (`interp::call_function_inner`, depth
+    /// already checked) of a compiled function given every argument in
+    /// order, unnamed: the parameters' types, then the body.
+    pub(in crate::buzz) fn general_call_compiled(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        this: Option<Value>,
+        args: Named,
+        parent: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let mut frame = self.flat_frame(f.size.max(args.len() + 1));
+        let first = usize::from(decl.frame.get().method);
+        if let Some(this) = this {
+            frame[0] = this;
+        }
+        for (i, (_, v)) in args.into_iter().enumerate() {
+            frame[first + i] = v;
+        }
+        let result = self
+            .conform_flat((decl, f), &mut frame, pos)
+            .and_then(|()| self.run_compiled(decl, f, &mut frame, parent, pos));
+        self.give_back_frame(frame);
+        result
+    }
+
+    /// A direct call with its frame filled: the parameters' types, then
+    /// the depth checks, then the body (the walker's `call_direct` order).
+    #[inline]
+    fn checked_run(
+        &mut self,
+        decl: &FunDecl,
+        f: &Function,
+        frame: &mut [Value],
+        env: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        self.conform_flat((decl, f), frame, pos)?;
+        if self.calls >= crate::buzz::MAX_CALL_DEPTH {
+            return Err(self.call_overflow(decl, pos));
+        }
+        self.enter_call(pos)?;
+        self.calls += 1;
+        let result = self.run_compiled(decl, f, frame, env, pos);
+        self.calls -= 1;
+        self.depth -= 1;
+        result
+    }
+
+    /// Checks each parameter's value against its type, as the walker's
+    /// `call_direct` does.
+    #[inline]
+    fn conform_flat(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        frame: &mut [Value],
+        pos: Pos,
+    ) -> Eval<()> {
+        let first = usize::from(decl.frame.get().method);
+        for (i, param) in decl.params.iter().enumerate() {
+            let Some(slot) = frame.get_mut(first + i) else {
+                continue;
+            };
+            let plain = match (f.checks.get(i), &*slot) {
+                (Some(Check::Int), Value::Int(_)) | (Some(Check::Double), Value::Double(_)) => true,
+                _ => plainly_conforms(&param.ty, slot),
+            };
+            if !plain {
+                let value = std::mem::take(slot);
+                frame[first + i] = self.conform_param(decl, param, value, pos)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the body in its bound frame: what it returns (`run_frame`).
+    #[inline]
+    fn run_compiled(
+        &mut self,
+        decl: &FunDecl,
+        f: &Function,
+        frame: &mut [Value],
+        env: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
+            self.c_body(&f.body, frame, env)
+        } else {
+            let caller = std::mem::replace(&mut self.file, decl.file.clone());
+            let outcome = self.c_body(&f.body, frame, env);
+            self.file = caller;
+            outcome
+        };
+        match outcome {
+            Ok(v) | Err(Flow::Return(v)) => Ok(v),
+            Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
+                Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// A function's own statements; a `return` among them gives its value
+    /// here, unchecked, as the walker's `exec_body`.
+    fn c_body(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        for stmt in body {
+            if let StmtKind::Return(value) = &stmt.kind {
+                return match value {
+                    Some(e) => self.c_eval(e, fr, env),
+                    None => Ok(Value::Null),
+                };
+            }
+            self.c_exec(stmt, fr, env)?;
+        }
+        Ok(Value::Null)
+    }
+
+    // ----- statements -----
+
+    fn c_all(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        for stmt in body {
+            self.c_exec(stmt, fr, env)?;
+        }
+        Ok(())
+    }
+
+    fn c_exec(&mut self, stmt: &Stmt, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        self.enter(stmt.pos)?;
+        let result = match &stmt.kind {
+            StmtKind::Expr(e) => self.c_eval(e, fr, env).map(discard),
+            StmtKind::StoreLocal {
+                slot,
+                op,
+                value,
+                pos,
+            } => self.c_store(*slot, *op, value, *pos, fr, env),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.c_if(cond, then, otherwise.as_deref(), fr, env),
+            StmtKind::Return(value) => self.c_return(value.as_ref(), fr, env),
+            _ => self.c_exec_rest(stmt, fr, env),
+        };
+        self.depth -= 1;
+        result
+    }
+
+    #[inline(never)]
+    fn c_exec_rest(&mut self, stmt: &Stmt, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        match &stmt.kind {
+            StmtKind::Var {
+                slot,
+                init,
+                ty,
+                name,
+            } => self.c_var(*slot, init.as_ref(), ty.as_ref(), name, stmt.pos, fr, env),
+            StmtKind::Block(body) => self.c_all(body, fr, env),
+            StmtKind::IfBind {
+                value,
+                slot,
+                cast,
+                then,
+                otherwise,
+            } => {
+                let bound = (*slot, cast.as_ref());
+                self.c_if_bind(value, bound, then, otherwise.as_deref(), fr, env)
+            }
+            StmtKind::While { cond, body, label } => {
+                while self.c_cond(cond, fr, env)? {
+                    if !self.c_loop_body(body, label, fr, env)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            StmtKind::DoUntil { body, cond, label } => loop {
+                if !self.c_loop_body(body, label, fr, env)? || self.c_cond(cond, fr, env)? {
+                    return Ok(());
+                }
+            },
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+                label,
+            } => self.c_for(init, cond.as_ref(), step, (body, label), fr, env),
+            StmtKind::ForEach(each) => self.c_foreach(each, fr, env),
+            StmtKind::Break(label) => Err(Flow::Break(label.clone())),
+            StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
+            StmtKind::Throw(e) => {
+                let value = self.c_eval(e, fr, env)?;
+                Err(Flow::Throw(Box::new(Thrown {
+                    value,
+                    pos: stmt.pos,
+                    file: self.file.clone(),
+                    diagnostic: None,
+                })))
+            }
+            StmtKind::Expr(_)
+            | StmtKind::StoreLocal { .. }
+            | StmtKind::If { .. }
+            | StmtKind::Return(_) => self.c_exec(stmt, fr, env),
+        }
+    }
+
+    fn c_return(&mut self, value: Option<&Expr>, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        let v = match value {
+            Some(e) => self.c_eval(e, fr, env)?,
+            None => Value::Null,
+        };
+        Err(Flow::Return(v))
+    }
+
+    /// `local = value` or `local op= value` as a statement.
+    #[inline]
+    fn c_store(
+        &mut self,
+        slot: u32,
+        op: Option<BinOp>,
+        value: &Expr,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
+        let new = self.c_eval(value, fr, env)?;
+        let place = &mut fr[slot as usize];
+        let Some(op) = op else {
+            put(place, new);
+            return Ok(());
+        };
+        if let Some(v) = scalar_fast(op, place, &new) {
+            std::mem::forget(new);
+            put(place, v);
+            return Ok(());
+        }
+        let v = methods::binary(op, place, &new).map_err(|m| self.fail(pos, m))?;
+        put(place, v);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn c_var(
+        &mut self,
+        slot: u32,
+        init: Option<&Expr>,
+        ty: Option<&Type>,
+        name: &Rc<str>,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
+        let value = match init {
+            Some(e) => self.c_eval(e, fr, env)?,
+            None => Value::Null,
+        };
+        let value = match ty {
+            Some(ty) => self.conform_with(ty, value, || format!("`{name}`"), pos)?,
+            None => value,
+        };
+        put(&mut fr[slot as usize], value);
+        Ok(())
+    }
+
+    fn c_if(
+        &mut self,
+        cond: &Cond,
+        then: &[Stmt],
+        otherwise: Option<&Stmt>,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
+        if self.c_cond(cond, fr, env)? {
+            self.c_all(then, fr, env)
+        } else if let Some(other) = otherwise {
+            self.c_exec(other, fr, env)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn c_if_bind(
+        &mut self,
+        value: &Expr,
+        (slot, cast): (u32, Option<&Type>),
+        then: &[Stmt],
+        otherwise: Option<&Stmt>,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
+        let value = self.c_eval(value, fr, env)?;
+        let taken = match cast {
+            None => !value.is_null(),
+            Some(ty) => self.holds(ty, &value, env),
+        };
+        if taken {
+            fr[slot as usize] = value;
+            return self.c_all(then, fr, env);
+        }
+        match otherwise {
+            Some(other) => self.c_exec(other, fr, env),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs a loop body; `Ok(false)` means `break` (the walker's `body`).
+    fn c_loop_body(
+        &mut self,
+        body: &[Stmt],
+        label: &Label,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<bool> {
+        match self.c_all(body, fr, env) {
+            Ok(()) | Err(Flow::Continue(None)) => Ok(true),
+            Err(Flow::Break(None)) => Ok(false),
+            Err(Flow::Continue(Some(l))) if label.as_ref() == Some(&l) => Ok(true),
+            Err(Flow::Break(Some(l))) if label.as_ref() == Some(&l) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    fn c_for(
+        &mut self,
+        init: &[Stmt],
+        cond: Option<&Cond>,
+        step: &[Expr],
+        (body, label): (&[Stmt], &Label),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
+        self.c_all(init, fr, env)?;
+        loop {
+            if let Some(c) = cond {
+                if !self.c_cond(c, fr, env)? {
+                    return Ok(());
+                }
+            }
+            if !self.c_loop_body(body, label, fr, env)? {
+                return Ok(());
+            }
+            for e in step {
+                self.c_eval(e, fr, env)?;
+            }
+        }
+    }
+
+    fn c_foreach(&mut self, each: &ForEach, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        let subject = self.c_eval(&each.iterable, fr, env)?;
+        let mut index = 0usize;
+        loop {
+            let item = match &subject {
+                Value::Range(low, high) => methods::range_nth(*low, *high, index as i64)
+                    .map(|n| (Value::Int(index as i64), Value::Int(n))),
+                Value::Fiber(f) => self
+                    .fiber_foreach_item(f, each.at)?
+                    .map(|v| (Value::Int(index as i64), v)),
+                _ => self.nth_item(&subject, index, each.at)?,
+            };
+            let Some((k, v)) = item else {
+                return Ok(());
+            };
+            index += 1;
+            if let Some(key) = each.key {
+                put(&mut fr[key as usize], k);
+            }
+            put(&mut fr[each.value as usize], v);
+            if !self.c_loop_body(&each.body, &each.label, fr, env)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A condition's truth (the walker's `condition`).
+    #[inline]
+    fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
+        let general = match &cond.expr {
+            Expr::Arith(arith) => &arith.1,
+            other => other,
+        };
+        if let Expr::Binary(op, operands, _) = general {
+            if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
+                if let Some(b) = int_compare(*op, x, y) {
+                    return Ok(b);
+                }
+            }
+        }
+        if let Expr::Arith(arith) = &cond.expr {
+            if let Some(N::B(b)) = operand(&arith.0, fr, env) {
+                return Ok(b);
+            }
+        }
+        let v = self.c_eval(&cond.expr, fr, env)?;
+        v.truthy().ok_or_else(|| {
+            self.fail(
+                cond.pos,
+                format!("condition must be a bool, got {}", v.type_name()),
+            )
+        })
+    }
+
+    // ----- expressions -----
+
+    /// Evaluates `e`; the commonest kinds in this small frame.
+    pub(super) fn c_eval(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match e {
+            Expr::Arith(arith) => self.c_arith(arith, fr, env),
+            Expr::Const(v) => Ok(v.clone()),
+            Expr::Local(i) => Ok(fr[*i as usize].clone()),
+            Expr::Binary(op, operands, pos) => self.c_binary(*op, operands, *pos, fr, env),
+            Expr::Field(f) => self.c_field(f, fr, env),
+            Expr::Index(i) => self.c_index(i, fr, env),
+            Expr::CallGlobal(c) => self.c_call_global(c, fr, env),
+            Expr::CallMethod(c) => self.c_call_method(c, fr, env),
+            _ => self.c_eval_rest(e, fr, env),
+        }
+    }
+
+    /// An arithmetic tree: on unboxed numbers when it can, else in
+    /// general.
+    #[inline(never)]
+    fn c_arith(&mut self, arith: &(Num, Expr), fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Binary(op, operands, _) = &arith.1 {
+            if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
+                if let Some(v) = int_fast(*op, x, y) {
+                    return Ok(v);
+                }
+            }
+        }
+        match operand(&arith.0, fr, env) {
+            Some(N::I(i)) => Ok(Value::Int(i)),
+            Some(N::D(d)) => Ok(Value::Double(d)),
+            Some(N::B(b)) => Ok(Value::Bool(b)),
+            None => self.c_eval(&arith.1, fr, env),
+        }
+    }
+
+    #[inline(never)]
+    fn c_eval_rest(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match e {
+            Expr::AssignLocal {
+                slot,
+                op,
+                value,
+                pos,
+            } => {
+                self.c_store(*slot, *op, value, *pos, fr, env)?;
+                Ok(fr[*slot as usize].clone())
+            }
+            Expr::Global { name, res, pos } => self.variable(name, res, env, *pos),
+            Expr::Unary(op, x, pos) => {
+                let v = self.c_eval(x, fr, env)?;
+                self.unary(*op, v, *pos)
+            }
+            Expr::Logic(conds, is_or) => {
+                let left = self.c_cond(&conds.0, fr, env)?;
+                if left == *is_or {
+                    return Ok(Value::Bool(left));
+                }
+                Ok(Value::Bool(self.c_cond(&conds.1, fr, env)?))
+            }
+            Expr::Coalesce(lr) => match self.c_eval(&lr.0, fr, env)? {
+                Value::Null => self.c_eval(&lr.1, fr, env),
+                v => Ok(v),
+            },
+            Expr::Range(lr, pos) => self.c_range(lr, *pos, fr, env),
+            Expr::Force(x, pos) => match self.c_eval(x, fr, env)? {
+                Value::Null => Err(self.fail(*pos, "force unwrap (`!`) of a null value")),
+                v => Ok(v),
+            },
+            Expr::Is(x, ty) => {
+                let v = self.c_eval(x, fr, env)?;
+                Ok(Value::Bool(self.holds(ty, &v, env)))
+            }
+            Expr::TypeOf(x) => {
+                let v = self.c_eval(x, fr, env)?;
+                Ok(Value::Type(Rc::new(type_of(&v))))
+            }
+            Expr::OptionalIndex(oi, pos) => {
+                let v = self.c_eval(&oi.0, fr, env)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let i = self.c_eval(&oi.1, fr, env)?;
+                self.index(&v, &i, false, *pos)
+            }
+            _ => self.c_eval_more(e, fr, env),
+        }
+    }
+
+    /// Assignments, calls of values, literals and the inline forms.
+    #[inline(never)]
+    fn c_eval_more(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match e {
+            Expr::Discard(x) => self.c_eval(x, fr, env),
+            Expr::AssignFinal(x, name, at) => {
+                self.c_eval(x, fr, env)?;
+                Err(self.final_assigned(name, *at))
+            }
+            Expr::AssignGlobal(a) => {
+                let new = self.c_eval(&a.value, fr, env)?;
+                self.assign_var(&a.name, a.op, new, env, a.at, a.pos)
+            }
+            Expr::AssignField(a) => self.c_assign_field(a, fr, env),
+            Expr::AssignIndex(a) => self.c_assign_index(a, fr, env),
+            Expr::CallValue(call, pos) => {
+                let f = self.c_eval(&call.0, fr, env)?;
+                self.c_call_value(&f, &call.1, *pos, fr, env)
+            }
+            Expr::Template(parts) => self.c_template(parts, fr, env),
+            Expr::List(items) => self.c_list(items, fr, env),
+            Expr::Map(entries) => {
+                let map = MapObj::default();
+                for (k, v) in entries {
+                    let key = self.c_eval(k, fr, env)?;
+                    let value = self.c_eval(v, fr, env)?;
+                    map.insert(key, value);
+                }
+                Ok(Value::Map(Rc::new(map)))
+            }
+            Expr::Mutable(x) => {
+                let v = self.c_eval(x, fr, env)?;
+                if let Some(shape) = shape_of(&v) {
+                    shape.mutable.set(true);
+                }
+                Ok(v)
+            }
+            Expr::If(branches) => {
+                let (cond, then, otherwise) = &**branches;
+                let branch = if self.c_cond(cond, fr, env)? {
+                    then
+                } else {
+                    otherwise
+                };
+                self.c_eval(branch, fr, env)
+            }
+            Expr::Catch(pair) => match self.c_eval(&pair.0, fr, env) {
+                Err(Flow::Throw(_)) => self.c_eval(&pair.1, fr, env),
+                other => other,
+            },
+            Expr::Instance(i) => self.c_instance(i, fr, env),
+            Expr::Arith(_)
+            | Expr::Const(_)
+            | Expr::Local(_)
+            | Expr::Binary(..)
+            | Expr::Field(_)
+            | Expr::Index(_)
+            | Expr::CallGlobal(_)
+            | Expr::CallMethod(_)
+            | Expr::AssignLocal { .. }
+            | Expr::Global { .. }
+            | Expr::Unary(..)
+            | Expr::Logic(..)
+            | Expr::Coalesce(_)
+            | Expr::Range(..)
+            | Expr::Force(..)
+            | Expr::Is(..)
+            | Expr::TypeOf(_)
+            | Expr::OptionalIndex(..) => self.c_eval(e, fr, env),
+        }
+    }
+
+    #[inline(never)]
+    fn c_binary(
+        &mut self,
+        op: BinOp,
+        operands: &(Expr, Expr),
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        if let (Some(a), Some(b)) = (peek(&operands.0, fr), peek(&operands.1, fr)) {
+            if let Some(v) = scalar_fast(op, a, b) {
+                return Ok(v);
+            }
+        }
+        let a = self.c_eval(&operands.0, fr, env)?;
+        let b = self.c_eval(&operands.1, fr, env)?;
+        match scalar_fast(op, &a, &b) {
+            Some(v) => {
+                // Both are scalars, which own nothing: no drop glue.
+                std::mem::forget(a);
+                std::mem::forget(b);
+                Ok(v)
+            }
+            None => self.binary(op, a, b, pos),
+        }
+    }
+
+    fn c_range(
+        &mut self,
+        lr: &(Expr, Expr),
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let low = self.c_eval(&lr.0, fr, env)?;
+        let high = self.c_eval(&lr.1, fr, env)?;
+        match (&low, &high) {
+            (Value::Int(a), Value::Int(b)) => Ok(Value::Range(*a, *b)),
+            _ => Err(self.fail(
+                pos,
+                format!(
+                    "range bounds must be int, got {} and {}",
+                    low.type_name(),
+                    high.type_name()
+                ),
+            )),
+        }
+    }
+
+    #[inline(never)]
+    fn c_field(&mut self, f: &Field, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Local(i) = &f.object {
+            if let Value::Object(obj) = &fr[*i as usize] {
+                if let Some(found) = obj.get_at_site(&f.name, &f.cache) {
+                    return Ok(found);
+                }
+            }
+        }
+        let v = self.c_eval(&f.object, fr, env)?;
+        if let Value::Object(obj) = &v {
+            if let Some(found) = obj.get_at_site(&f.name, &f.cache) {
+                return Ok(found);
+            }
+        }
+        if f.optional && v.is_null() {
+            return Ok(Value::Null);
+        }
+        self.field(&v, &f.name, f.pos)
+    }
+
+    #[inline(never)]
+    fn c_index(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let (true, Expr::Local(at)) = (ix.late, &ix.object) {
+            let i = self.c_eval(&ix.index, fr, env)?;
+            if let (Value::List(list), Value::Int(n)) = (&fr[*at as usize], &i) {
+                let items = list.items.borrow();
+                if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                    return Ok(found.clone());
+                }
+            }
+            return self.index(&fr[*at as usize], &i, ix.checked, ix.pos);
+        }
+        let v = self.c_subject(&ix.object, fr, env)?;
+        let i = self.c_eval(&ix.index, fr, env)?;
+        if let (Value::List(list), Value::Int(n)) = (&v, &i) {
+            let items = list.items.borrow();
+            if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                return Ok(found.clone());
+            }
+        }
+        self.index(&v, &i, ix.checked, ix.pos)
+    }
+
+    /// The value an access works on.
+    #[inline]
+    fn c_subject(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match e {
+            Expr::Local(i) => Ok(fr[*i as usize].clone()),
+            _ => self.c_eval(e, fr, env),
+        }
+    }
+
+    /// `obj.name = value` or `obj.name op= value` (the walker's
+    /// `assign_field`).
+    fn c_assign_field(
+        &mut self,
+        a: &AssignField,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let obj = self.c_subject(&a.object, fr, env)?;
+        let new = self.c_eval(&a.value, fr, env)?;
+        let new = match a.op {
+            Some(op) => {
+                let old = match &obj {
+                    Value::Object(o) => o.get_at_site(&a.name, &a.cache),
+                    _ => None,
+                };
+                let old = match old {
+                    Some(old) => old,
+                    None => self.field(&obj, &a.name, a.at)?,
+                };
+                self.binary(op, old, new, a.pos)?
+            }
+            None => new,
+        };
+        if let Value::Object(o) = &obj {
+            if o.set_at_site(&a.name, new.clone(), &a.cache) {
+                return Ok(new);
+            }
+        }
+        self.set_field(&obj, &a.name, new.clone(), a.at)?;
+        Ok(new)
+    }
+
+    /// `obj[index] = value` or `obj[index] op= value` (the walker's
+    /// `assign_index`).
+    fn c_assign_index(
+        &mut self,
+        a: &AssignIndex,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        if let (true, Expr::Local(at)) = (a.late, &a.object) {
+            let i = self.c_eval(&a.index, fr, env)?;
+            let new = self.c_eval(&a.value, fr, env)?;
+            return self.store_item(&fr[*at as usize], i, new, a);
+        }
+        let obj = self.c_subject(&a.object, fr, env)?;
+        let i = self.c_eval(&a.index, fr, env)?;
+        let new = self.c_eval(&a.value, fr, env)?;
+        self.store_item(&obj, i, new, a)
+    }
+
+    /// The store of `obj[i] op= new`, its operands evaluated.
+    #[inline]
+    fn store_item(&mut self, obj: &Value, i: Value, new: Value, a: &AssignIndex) -> Eval<Value> {
+        if let (Value::List(list), Value::Int(n)) = (obj, &i) {
+            let mut items = list.items.borrow_mut();
+            if let Some(slot) = usize::try_from(*n).ok().and_then(|n| items.get_mut(n)) {
+                let computed = match (a.op, &*slot, &new) {
+                    (Some(op), Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
+                    (Some(op), Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
+                    _ => None,
+                };
+                let stored = match (a.op, computed) {
+                    (None, _) => new,
+                    (Some(_), Some(v)) => v,
+                    (Some(_), None) => {
+                        drop(items);
+                        return self.assign_index_slow(obj, &i, a.op, new, (a.at, a.pos));
+                    }
+                };
+                let old = std::mem::replace(slot, stored.clone());
+                drop(items);
+                discard(old);
+                return Ok(stored);
+            }
+        }
+        self.assign_index_slow(obj, &i, a.op, new, (a.at, a.pos))
+    }
+
+    fn c_template(&mut self, parts: &[Part], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let mut out = Vec::new();
+        for part in parts {
+            match part {
+                Part::Text(t) => out.extend_from_slice(t),
+                Part::Expr(e, pos) => {
+                    match self.c_eval(e, fr, env)? {
+                        Value::Str(s) => out.extend_from_slice(s.as_bytes()),
+                        Value::Bytes(b) => out.extend_from_slice(&b),
+                        v => out.extend_from_slice(v.to_string().as_bytes()),
+                    }
+                    if out.len() > MAX_STR_LEN {
+                        return Err(self.fail(*pos, "string too long"));
+                    }
+                }
+            }
+        }
+        Ok(Value::from_bytes(out))
+    }
+
+    fn c_list(&mut self, items: &[Expr], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            out.push(self.c_eval(item, fr, env)?);
+        }
+        let elem = common_type(out.iter());
+        let list = ListObj::new(out);
+        if let Some(t) = elem {
+            *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(t)));
+        }
+        Ok(Value::List(Rc::new(list)))
+    }
+
+    /// `Name{ field = value, … }` (the walker's `instance`): given fields
+    /// evaluated in the order the object declares them.
+    fn c_instance(&mut self, i: &Instance, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let name = &i.name;
+        let class = match self.c_eval(&i.class, fr, env)? {
+            Value::Class(c) => c,
+            other => {
+                return Err(self.fail(
+                    i.pos,
+                    format!("`{name}` is {}, not an object type", other.type_name()),
+                ))
+            }
+        };
+        let Some(decl) = class.decl.clone() else {
+            return Err(self.fail(i.pos, format!("`{name}` cannot be built in Buzz")));
+        };
+        let class_scope = class.scope.clone().unwrap_or_else(|| env.clone());
+        for (field, _, pos) in &i.fields {
+            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
+                return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
+            }
+        }
+        let mut fields = Vec::with_capacity(decl.fields.len());
+        for f in decl.fields.iter().filter(|f| !f.is_static) {
+            let value = match i.fields.iter().find(|(n, _, _)| same_name(n, &f.name)) {
+                Some((_, e, _)) => self.c_eval(e, fr, env)?,
+                None => self.field_default(f, &class_scope, name, i.pos)?,
+            };
+            let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?;
+            fields.push((f.name.clone(), value));
+        }
+        Ok(Value::Object(Rc::new(crate::buzz::value::Instance {
+            class,
+            fields: std::cell::RefCell::new(fields),
+        })))
+    }
+
+    // ----- calls -----
+
+    #[inline(never)]
+    fn c_call_global(&mut self, c: &CallGlobal, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Res::Global { hint } = c.res.get() {
+            if let Some(closure) = global_function(env, &c.name, hint) {
+                return self.c_call_closure(&closure, &c.args, c.pos, fr, env);
+            }
+        }
+        let f = self.variable(&c.name, &c.res, env, c.at)?;
+        self.c_call_value(&f, &c.args, c.pos, fr, env)
+    }
+
+    fn c_call_value(
+        &mut self,
+        f: &Value,
+        args: &Args,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        if let Value::Function(closure) = f {
+            return self.c_call_closure(closure, args, pos, fr, env);
+        }
+        let values = self.c_arguments(args, fr, env)?;
+        self.call_value(f, values, pos)
+    }
+
+    /// A call of the Buzz function `closure` (the walker's `call_closure`).
+    #[inline]
+    fn c_call_closure(
+        &mut self,
+        closure: &Rc<Closure>,
+        args: &Args,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let decl = &closure.decl;
+        if !decl.frame.get().method && closure.type_args.is_empty() && in_order(decl, args) {
+            let callee = Callee {
+                decl,
+                parent: &closure.scope,
+                this: None,
+            };
+            return self.c_call_direct(callee, args, pos, fr, env);
+        }
+        let values = self.c_arguments(args, fr, env)?;
+        self.call_value(&Value::Function(closure.clone()), values, pos)
+    }
+
+    /// A call whose arguments fill the parameters in order: into the
+    /// callee's flat frame when it compiles, else into the walker's frame.
+    fn c_call_direct(
+        &mut self,
+        callee: Callee<'_>,
+        args: &Args,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let decl = callee.decl;
+        let Some(f) = self.compiled_of(decl) else {
+            let mut values = Vec::with_capacity(args.values.len());
+            for e in &args.values {
+                values.push(self.c_eval(e, fr, env)?);
+            }
+            return self.call_direct_values(callee, values, pos);
+        };
+        let fill = |it: &mut Self, frame: &mut [Value]| {
+            let first = usize::from(decl.frame.get().method);
+            for (i, e) in args.values.iter().enumerate() {
+                frame[first + i] = it.c_eval(e, fr, env)?;
+            }
+            Ok(())
+        };
+        let n = args.values.len();
+        self.with_frame((decl, f), n, callee.this, fill, (callee.parent, pos))
+    }
+
+    /// `receiver.name(…)` (the walker's `call` of a field).
+    #[inline(never)]
+    fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let (true, Expr::Local(at)) = (c.late, &c.receiver) {
+            let at = *at as usize;
+            if methods::is_builtin_receiver(&fr[at]) {
+                let values = self.c_positional(&c.args, fr, env)?;
+                let result = methods::call_method(self, &fr[at], &c.name, &values, c.at);
+                self.give_back_positional(values);
+                return result;
+            }
+        }
+        let receiver = self.c_subject(&c.receiver, fr, env)?;
+        if c.optional && receiver.is_null() {
+            return Ok(Value::Null);
+        }
+        if methods::is_builtin_receiver(&receiver) {
+            let values = self.c_positional(&c.args, fr, env)?;
+            let result = methods::call_method(self, &receiver, &c.name, &values, c.at);
+            self.give_back_positional(values);
+            return result;
+        }
+        if let Some((decl, class_scope)) = method_of(&receiver, &c.name, &c.cache) {
+            if in_order(&decl, &c.args) {
+                let callee = Callee {
+                    decl: &decl,
+                    parent: &class_scope,
+                    this: Some(receiver),
+                };
+                return self.c_call_direct(callee, &c.args, c.pos, fr, env);
+            }
+            let values = self.c_arguments(&c.args, fr, env)?;
+            return self.call_function(&decl, &class_scope, Some(receiver), &[], values, c.pos);
+        }
+        let f = match &receiver {
+            Value::Module(m) => m.functions.get_at_site(&c.name, &c.cache),
+            _ => None,
+        };
+        let f = match f {
+            Some(f) => f,
+            None => self.field(&receiver, &c.name, c.at)?,
+        };
+        let values = self.c_arguments(&c.args, fr, env)?;
+        self.call_value(&f, values, c.pos)
+    }
+
+    /// The arguments of a built-in method: values only.
+    fn c_positional(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Vec<Value>> {
+        let mut values = self.spare_positional();
+        for e in &args.values {
+            match self.c_eval(e, fr, env) {
+                Ok(v) => values.push(v),
+                Err(flow) => {
+                    self.give_back_positional(values);
+                    return Err(flow);
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Arguments as the general call path takes them: names and values.
+    fn c_arguments(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Named> {
+        let mut out = self.spare_args();
+        out.reserve(args.values.len());
+        for (name, e) in args.names.iter().zip(&args.values) {
+            out.push((name.clone(), self.c_eval(e, fr, env)?));
+        }
+        Ok(out)
+    }
+}
+
+/// Whether `args` give `decl`'s parameters exactly, in order (the
+/// walker's `takes_in_order`).
+#[inline]
+fn in_order(decl: &FunDecl, args: &Args) -> bool {
+    decl.frame.get().resolved
+        && args.names.len() == decl.params.len()
+        && (args.positional || named_in_order(decl, args))
+}
+
+fn named_in_order(decl: &FunDecl, args: &Args) -> bool {
+    args.names.iter().zip(&decl.params).all(|(name, param)| {
+        name.as_ref()
+            .is_none_or(|name| same_name(name, &param.name))
+    })
+}
+
+/// The fast form of an arithmetic tree: `None` when an operand is not a
+/// number or the result needs the general path (an overflow, a division
+/// by zero, an operator on a bool), which then computes it or fails.
+fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
+    match n {
+        Num::Const(c) => Some(*c),
+        Num::Local(i) => number(fr.get(*i as usize)?),
+        Num::Field(i, name, cache) => num_field(fr.get(*i as usize)?, name, cache),
+        Num::Global(name, res) => num_global(env, name, res),
+        Num::Item(i, index) => {
+            let N::I(k) = num(index, fr, env)? else {
+                return None;
+            };
+            num_item(fr.get(*i as usize)?, k)
+        }
+        Num::Bin(op, ab) => arith(*op, operand(&ab.0, fr, env)?, operand(&ab.1, fr, env)?),
+        Num::Neg(x) => match num(x, fr, env)? {
+            N::I(i) => i.checked_neg().map(N::I),
+            N::D(d) => Some(N::D(-d)),
+            N::B(_) => None,
+        },
+    }
+}
+
+/// [`num`] with a literal or a local read here, not in a call.
+#[inline(always)]
+fn operand(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
+    match n {
+        Num::Const(c) => Some(*c),
+        Num::Local(i) => number(fr.get(*i as usize)?),
+        Num::Bin(op, ab) => arith(*op, leaf(&ab.0, fr, env)?, leaf(&ab.1, fr, env)?),
+        _ => num(n, fr, env),
+    }
+}
+
+/// [`operand`] one level down: leaves here, deeper trees in [`num`].
+#[inline(always)]
+fn leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
+    match n {
+        Num::Const(c) => Some(*c),
+        Num::Local(i) => number(fr.get(*i as usize)?),
+        _ => num(n, fr, env),
+    }
+}
+
+/// A top-level name's value, when it is a number, found as the walker's
+/// `global` finds it (at the hint, else the first binding of that name,
+/// the hint then moved); anything else is left to the general path.
+#[inline(never)]
+fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {
+    let Res::Global { hint } = res.get() else {
+        return None;
+    };
+    let vars = env.root().vars.borrow();
+    if let Some(slot) = vars.get(hint as usize) {
+        if same_name(&slot.name, name) {
+            return number(&slot.value);
+        }
+    }
+    let at = vars.iter().position(|s| same_name(&s.name, name))?;
+    res.set(Res::Global {
+        hint: u32::try_from(at).ok()?,
+    });
+    number(&vars.get(at)?.value)
+}
+
+/// `object.name`, when it is a number.
+#[inline(never)]
+fn num_field(object: &Value, name: &str, cache: &MemberCache) -> Option<N> {
+    match object {
+        Value::Object(o) => match o.get_at_site(name, cache)? {
+            Value::Int(i) => Some(N::I(i)),
+            Value::Double(d) => Some(N::D(d)),
+            other => {
+                drop(other);
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
+/// `list[k]`, when it is a number.
+#[inline(never)]
+fn num_item(list: &Value, k: i64) -> Option<N> {
+    match list {
+        Value::List(l) => number(l.items.borrow().get(usize::try_from(k).ok()?)?),
+        _ => None,
+    }
+}
+
+#[inline]
+fn number(v: &Value) -> Option<N> {
+    match v {
+        Value::Int(i) => Some(N::I(*i)),
+        Value::Double(d) => Some(N::D(*d)),
+        _ => None,
+    }
+}
+
+/// `x op y` as [`methods::binary`] computes it on numbers (an `int`
+/// beside a `double` is read as a `double`), where it cannot fail.
+#[inline]
+fn arith(op: BinOp, x: N, y: N) -> Option<N> {
+    match (x, y) {
+        (N::I(a), N::I(b)) => int_arith(op, a, b),
+        (N::D(a), N::D(b)) => double_arith(op, a, b),
+        (N::I(a), N::D(b)) if !matches!(op, BinOp::Eq | BinOp::Ne) => double_arith(op, a as f64, b),
+        (N::D(a), N::I(b)) if !matches!(op, BinOp::Eq | BinOp::Ne) => double_arith(op, a, b as f64),
+        _ => None,
+    }
+}
+
+fn int_arith(op: BinOp, a: i64, b: i64) -> Option<N> {
+    Some(match op {
+        BinOp::Add => N::I(a.checked_add(b)?),
+        BinOp::Sub => N::I(a.checked_sub(b)?),
+        BinOp::Mul => N::I(a.checked_mul(b)?),
+        BinOp::Div => N::I(a.checked_div(b)?),
+        BinOp::Rem => N::I(methods::floored(a.checked_rem(b)?, b)),
+        _ => N::B(int_compare(op, a, b)?),
+    })
+}
+
+fn double_arith(op: BinOp, a: f64, b: f64) -> Option<N> {
+    Some(match op {
+        BinOp::Add => N::D(a + b),
+        BinOp::Sub => N::D(a - b),
+        BinOp::Mul => N::D(a * b),
+        BinOp::Div => N::D(a / b),
+        BinOp::Rem => N::D(methods::floored(a % b, b)),
+        BinOp::Lt => N::B(a < b),
+        BinOp::Le => N::B(a <= b),
+        BinOp::Gt => N::B(a > b),
+        BinOp::Ge => N::B(a >= b),
+        _ => return None,
+    })
+}
+
+/// Stores `v` in `place`; the old value dropped only when it owns
+/// something (no drop glue called for a scalar).
+#[inline]
+fn put(place: &mut Value, v: Value) {
+    let old = std::mem::replace(place, v);
+    discard(old);
+}
+
+/// Drops `v`, skipping the drop glue for a scalar.
+#[inline]
+fn discard(v: Value) {
+    match v {
+        Value::Null | Value::Bool(_) | Value::Int(_) | Value::Double(_) => std::mem::forget(v),
+        other => drop(other),
+    }
+}
+
+/// An operand read in place when reading it cannot fail or run code.
+#[inline]
+fn peek<'a>(e: &'a Expr, fr: &'a [Value]) -> Option<&'a Value> {
+    match e {
+        Expr::Const(v) => Some(v),
+        Expr::Local(i) => fr.get(*i as usize),
+        _ => None,
+    }
+}
+
+/// `a op b` on two ints or two doubles where it cannot fail.
+#[inline]
+fn scalar_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
+        (Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
+        _ => None,
+    }
+}
+
+/// The `int` an operand is when reading it cannot fail: a literal, or a
+/// local holding one.
+#[inline]
+fn peek_int(e: &Expr, fr: &[Value]) -> Option<i64> {
+    match e {
+        Expr::Const(Value::Int(i)) => Some(*i),
+        Expr::Local(i) => match fr[*i as usize] {
+            Value::Int(n) => Some(n),
+            _ => None,
+        },
+        _ => None,
+    }
+}

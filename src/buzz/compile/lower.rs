@@ -1,0 +1,624 @@
+//! Lowering a function's syntax tree to the compiled form, or declining.
+//!
+//! Supported: literals, locals, globals, operators, `and`/`or`/`??`/`!`,
+//! `is`, `typeof`, ranges, fields, indexes (`?[ ]` too), assignments
+//! (plain and compound) to locals, globals, fields and items, calls of
+//! globals, methods, module functions and values, templates, list and
+//! map literals, `mut`, inline `if`, `catch` expressions, object
+//! instances; `final`/`var`, blocks, `if` (with `->`/`as` bindings),
+//! `while`, `do … until`, `for`, `foreach`, `break`, `continue`, `return`
+//! and `throw`. Anything else declines the whole function: nested `fun`
+//! or lambdas (they could capture locals), `try`, fibers (`&`, `resume`,
+//! `resolve`, `yield`), generics, local objects, enums, imports and
+//! protocols, `match`, `from` blocks, casts, anonymous objects and a name
+//! the resolver left to a run-time search.
+//!
+//! Slots mirror the resolver's levels ([`super::super::resolve`]): the
+//! function's own level keeps its slot numbers, each nested level gets
+//! fresh indexes after it, so no two live locals share an index.
+
+use super::*;
+use crate::buzz::ast::{self, Arg, ExprKind, Frame, Res, StmtKind as S, TemplatePart};
+use crate::buzz::interp::declares;
+
+/// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
+pub(super) fn function(decl: &FunDecl) -> Option<Function> {
+    let frame = decl.frame.get();
+    if !frame.resolved || !decl.generics.is_empty() || decl.yields.is_some() {
+        return None;
+    }
+    let mut l = Lower::new(frame);
+    let body = l.stmts(&decl.body)?;
+    let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
+    Some(Function {
+        body,
+        size: l.next as usize,
+        checks,
+    })
+}
+
+struct Lower {
+    /// Each nested level's map from the resolver's slot to a frame index;
+    /// the function's own level (first) maps each slot to itself.
+    levels: Vec<Vec<(u32, u32)>>,
+    own: u32,
+    next: u32,
+    /// Lowering the general form of an [`Expr::Arith`]: no nested one.
+    in_arith: bool,
+}
+
+impl Lower {
+    fn new(frame: Frame) -> Lower {
+        Lower {
+            levels: vec![Vec::new()],
+            own: frame.size,
+            next: frame.size,
+            in_arith: false,
+        }
+    }
+
+    // ----- levels -----
+
+    fn with_level<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        self.levels.push(Vec::new());
+        let out = f(self);
+        self.levels.pop();
+        out
+    }
+
+    /// The frame index of the resolver's `(depth, slot)`; `None` for a
+    /// local outside this function.
+    fn local(&mut self, depth: u32, slot: u32) -> Option<u32> {
+        let at = self.levels.len().checked_sub(1 + depth as usize)?;
+        if at == 0 {
+            return (slot < self.own).then_some(slot);
+        }
+        let level = self.levels.get_mut(at)?;
+        if let Some((_, index)) = level.iter().find(|(s, _)| *s == slot) {
+            return Some(*index);
+        }
+        let index = self.next;
+        self.next = self.next.checked_add(1)?;
+        level.push((slot, index));
+        Some(index)
+    }
+
+    /// The frame index a declaration binds.
+    fn declared(&mut self, slot: &Resolved) -> Option<u32> {
+        match slot.get() {
+            Res::Local { depth: 0, slot, .. } => self.local(0, slot),
+            _ => None,
+        }
+    }
+
+    // ----- statements -----
+
+    fn stmts(&mut self, body: &[ast::Stmt]) -> Option<Vec<Stmt>> {
+        body.iter().map(|s| self.stmt(s)).collect()
+    }
+
+    /// A block: a level of its own when it declares a name.
+    fn block(&mut self, body: &[ast::Stmt]) -> Option<Vec<Stmt>> {
+        if declares(body) {
+            self.with_level(|l| l.stmts(body))
+        } else {
+            self.stmts(body)
+        }
+    }
+
+    fn stmt(&mut self, stmt: &ast::Stmt) -> Option<Stmt> {
+        let kind = match &stmt.kind {
+            S::Expr(e) => self.expr_stmt(e)?,
+            S::Var(decl) => self.var(decl)?,
+            S::Block(body) => StmtKind::Block(self.block(body)?),
+            S::If {
+                cond,
+                binding,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, binding.as_ref(), then, otherwise.as_deref())?,
+            S::While { cond, body, label } => StmtKind::While {
+                cond: self.cond(cond)?,
+                body: self.block(body)?,
+                label: label.clone(),
+            },
+            S::DoUntil { body, cond, label } => self.do_until(body, cond, label)?,
+            S::For {
+                init,
+                cond,
+                step,
+                body,
+                label,
+            } => self.with_level(|l| {
+                Some(StmtKind::For {
+                    init: l.stmts(init)?,
+                    cond: maybe(cond.as_ref(), |c| l.cond(c))?,
+                    body: l.block(body)?,
+                    step: step.iter().map(|e| l.expr(e)).collect::<Option<_>>()?,
+                    label: label.clone(),
+                })
+            })?,
+            S::ForEach {
+                key,
+                value: _,
+                iterable,
+                body,
+                label,
+                slots,
+            } => self.foreach(key.is_some(), iterable, body, label, slots)?,
+            S::Break(label) => StmtKind::Break(label.clone()),
+            S::Continue(label) => StmtKind::Continue(label.clone()),
+            S::Return(value) => StmtKind::Return(maybe(value.as_ref(), |e| self.expr(e))?),
+            S::Throw(e) => StmtKind::Throw(self.expr(e)?),
+            _ => return None,
+        };
+        Some(Stmt {
+            kind,
+            pos: stmt.pos,
+        })
+    }
+
+    /// An expression statement; `local = v` and `local op= v` store
+    /// without making the assignment's value (as the walker's does).
+    fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
+        if let ExprKind::Assign { target, op, value } = &e.kind {
+            if let ExprKind::Var(name, res) = &target.kind {
+                if let (
+                    Res::Local {
+                        depth,
+                        slot,
+                        fixed: false,
+                    },
+                    false,
+                ) = (res.get(), &**name == "_")
+                {
+                    return Some(StmtKind::StoreLocal {
+                        slot: self.local(depth, slot)?,
+                        op: *op,
+                        value: self.expr(value)?,
+                        pos: e.pos,
+                    });
+                }
+            }
+        }
+        Some(StmtKind::Expr(self.expr(e)?))
+    }
+
+    fn var(&mut self, decl: &ast::VarDecl) -> Option<StmtKind> {
+        let init = maybe(decl.init.as_ref(), |e| self.expr(e))?;
+        Some(StmtKind::Var {
+            slot: self.declared(&decl.slot)?,
+            init,
+            ty: decl.ty.clone(),
+            name: decl.name.clone(),
+        })
+    }
+
+    fn if_stmt(
+        &mut self,
+        cond: &ast::Expr,
+        binding: Option<&ast::IfBinding>,
+        then: &[ast::Stmt],
+        otherwise: Option<&ast::Stmt>,
+    ) -> Option<StmtKind> {
+        let Some(b) = binding else {
+            return Some(StmtKind::If {
+                cond: self.cond(cond)?,
+                then: self.block(then)?,
+                otherwise: self.otherwise(otherwise)?,
+            });
+        };
+        let value = self.expr(cond)?;
+        let (slot, then) = self.with_level(|l| Some((l.declared(&b.slot)?, l.stmts(then)?)))?;
+        Some(StmtKind::IfBind {
+            value,
+            slot,
+            cast: b.cast.clone(),
+            then,
+            otherwise: self.otherwise(otherwise)?,
+        })
+    }
+
+    fn otherwise(&mut self, other: Option<&ast::Stmt>) -> Option<Option<Box<Stmt>>> {
+        match other {
+            Some(s) => Some(Some(Box::new(self.stmt(s)?))),
+            None => Some(None),
+        }
+    }
+
+    fn do_until(
+        &mut self,
+        body: &[ast::Stmt],
+        cond: &ast::Expr,
+        label: &Label,
+    ) -> Option<StmtKind> {
+        let lower = |l: &mut Self| {
+            Some(StmtKind::DoUntil {
+                body: l.stmts(body)?,
+                cond: l.cond(cond)?,
+                label: label.clone(),
+            })
+        };
+        if declares(body) {
+            self.with_level(lower)
+        } else {
+            lower(self)
+        }
+    }
+
+    fn foreach(
+        &mut self,
+        has_key: bool,
+        iterable: &ast::Expr,
+        body: &[ast::Stmt],
+        label: &Label,
+        slots: &(Resolved, Resolved),
+    ) -> Option<StmtKind> {
+        let subject = self.expr(iterable)?;
+        self.with_level(|l| {
+            let key = if has_key {
+                Some(l.declared(&slots.0)?)
+            } else {
+                None
+            };
+            let value = l.declared(&slots.1)?;
+            Some(StmtKind::ForEach(Box::new(ForEach {
+                key,
+                value,
+                iterable: subject,
+                at: iterable.pos,
+                body: l.stmts(body)?,
+                label: label.clone(),
+            })))
+        })
+    }
+
+    fn cond(&mut self, e: &ast::Expr) -> Option<Cond> {
+        Some(Cond {
+            expr: self.expr(e)?,
+            pos: e.pos,
+        })
+    }
+
+    // ----- expressions -----
+
+    fn boxed(&mut self, e: &ast::Expr) -> Option<Box<Expr>> {
+        self.expr(e).map(Box::new)
+    }
+
+    fn pair(&mut self, a: &ast::Expr, b: &ast::Expr) -> Option<Box<(Expr, Expr)>> {
+        Some(Box::new((self.expr(a)?, self.expr(b)?)))
+    }
+
+    fn exprs(&mut self, items: &[ast::Expr]) -> Option<Vec<Expr>> {
+        items.iter().map(|e| self.expr(e)).collect()
+    }
+
+    fn expr(&mut self, e: &ast::Expr) -> Option<Expr> {
+        if !self.in_arith && matches!(e.kind, ExprKind::Binary(..)) {
+            if let Some(fast) = self.num(e) {
+                self.in_arith = true;
+                let general = self.general(e);
+                self.in_arith = false;
+                return Some(Expr::Arith(Box::new((fast, general?))));
+            }
+        }
+        self.general(e)
+    }
+
+    /// The fast form of an arithmetic tree, or `None` when any part of it
+    /// is not a plain read.
+    fn num(&mut self, e: &ast::Expr) -> Option<Num> {
+        let local = |l: &mut Self, x: &ast::Expr| match &x.kind {
+            ExprKind::Var(_, res) => match res.get() {
+                Res::Local { depth, slot, .. } => l.local(depth, slot),
+                _ => None,
+            },
+            _ => None,
+        };
+        Some(match &e.kind {
+            ExprKind::Int(i) => Num::Const(N::I(*i)),
+            ExprKind::Double(d) => Num::Const(N::D(*d)),
+            ExprKind::Var(name, res) => match res.get() {
+                Res::Global { hint } => Num::Global(name.clone(), global_res(hint)),
+                _ => Num::Local(local(self, e)?),
+            },
+            ExprKind::Field {
+                object,
+                name,
+                optional: false,
+                ..
+            } => Num::Field(local(self, object)?, name.clone(), MemberCache::default()),
+            ExprKind::Index {
+                object,
+                index,
+                checked: false,
+            } => Num::Item(local(self, object)?, Box::new(self.num(index)?)),
+            ExprKind::Binary(op, l, r) if arith_op(*op) => {
+                Num::Bin(*op, Box::new((self.num(l)?, self.num(r)?)))
+            }
+            ExprKind::Unary(UnOp::Neg, x) => Num::Neg(Box::new(self.num(x)?)),
+            _ => return None,
+        })
+    }
+
+    fn general(&mut self, e: &ast::Expr) -> Option<Expr> {
+        let pos = e.pos;
+        Some(match &e.kind {
+            ExprKind::Null | ExprKind::Void => Expr::Const(Value::Null),
+            ExprKind::Bool(b) => Expr::Const(Value::Bool(*b)),
+            ExprKind::Int(i) => Expr::Const(Value::Int(*i)),
+            ExprKind::Double(d) => Expr::Const(Value::Double(*d)),
+            ExprKind::Str(s) => Expr::Const(Value::Str(s.clone())),
+            ExprKind::Bytes(b) => Expr::Const(Value::Bytes(b.clone())),
+            ExprKind::InferredCase(n) => Expr::Const(Value::InferredCase(n.clone())),
+            ExprKind::Var(name, res) => self.var_read(name, res, pos)?,
+            ExprKind::Binary(op, l, r) => Expr::Binary(*op, self.pair(l, r)?, pos),
+            ExprKind::Unary(op, x) => Expr::Unary(*op, self.boxed(x)?, pos),
+            ExprKind::And(l, r) => Expr::Logic(Box::new((self.cond(l)?, self.cond(r)?)), false),
+            ExprKind::Or(l, r) => Expr::Logic(Box::new((self.cond(l)?, self.cond(r)?)), true),
+            ExprKind::Coalesce(l, r) => Expr::Coalesce(self.pair(l, r)?),
+            ExprKind::Range(l, r) => Expr::Range(self.pair(l, r)?, l.pos),
+            ExprKind::Force(x) => Expr::Force(self.boxed(x)?, pos),
+            ExprKind::Is(x, ty) => Expr::Is(self.boxed(x)?, ty.clone()),
+            ExprKind::TypeOf(x) => Expr::TypeOf(self.boxed(x)?),
+            ExprKind::Mutable(x) => Expr::Mutable(self.boxed(x)?),
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+                ..
+            } => Expr::Field(Box::new(Field {
+                object: self.expr(object)?,
+                name: name.clone(),
+                optional: *optional,
+                cache: MemberCache::default(),
+                pos,
+            })),
+            ExprKind::Index {
+                object,
+                index,
+                checked,
+            } => Expr::Index(Box::new(Index {
+                object: self.expr(object)?,
+                index: self.expr(index)?,
+                checked: *checked,
+                pos,
+                late: is_local(object) && !assigns(index),
+            })),
+            ExprKind::OptionalIndex { object, index } => {
+                Expr::OptionalIndex(self.pair(object, index)?, pos)
+            }
+            ExprKind::Assign { target, op, value } => self.assign(target, *op, value, pos)?,
+            ExprKind::Call { callee, args } => self.call(callee, args, pos)?,
+            ExprKind::Template(parts) => self.template(parts)?,
+            ExprKind::List(items) => Expr::List(self.exprs(items)?),
+            ExprKind::Map(entries) => Expr::Map(
+                entries
+                    .iter()
+                    .map(|(k, v)| Some((self.expr(k)?, self.expr(v)?)))
+                    .collect::<Option<_>>()?,
+            ),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => Expr::If(Box::new((
+                self.cond(cond)?,
+                self.expr(then)?,
+                self.expr(otherwise)?,
+            ))),
+            ExprKind::Catch { body, default } => Expr::Catch(self.pair(body, default)?),
+            ExprKind::Instance {
+                object,
+                fields,
+                class,
+            } => self.instance(object, fields, class, pos)?,
+            _ => return None,
+        })
+    }
+
+    fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
+        Some(match res.get() {
+            Res::Local { depth, slot, .. } => Expr::Local(self.local(depth, slot)?),
+            Res::Global { hint } => Expr::Global {
+                name: name.clone(),
+                res: global_res(hint),
+                pos,
+            },
+            Res::Dynamic => return None,
+        })
+    }
+
+    fn assign(
+        &mut self,
+        target: &ast::Expr,
+        op: Option<BinOp>,
+        value: &ast::Expr,
+        pos: Pos,
+    ) -> Option<Expr> {
+        let at = target.pos;
+        Some(match &target.kind {
+            ExprKind::Var(name, _) if &**name == "_" && op.is_none() => {
+                Expr::Discard(self.boxed(value)?)
+            }
+            ExprKind::Var(name, res) => match res.get() {
+                Res::Local { fixed: true, .. } => {
+                    Expr::AssignFinal(self.boxed(value)?, name.clone(), at)
+                }
+                Res::Local { depth, slot, .. } => Expr::AssignLocal {
+                    slot: self.local(depth, slot)?,
+                    op,
+                    value: self.boxed(value)?,
+                    pos,
+                },
+                Res::Global { .. } => Expr::AssignGlobal(Box::new(AssignGlobal {
+                    name: name.clone(),
+                    op,
+                    value: self.expr(value)?,
+                    at,
+                    pos,
+                })),
+                Res::Dynamic => return None,
+            },
+            ExprKind::Field { object, name, .. } => Expr::AssignField(Box::new(AssignField {
+                object: self.expr(object)?,
+                name: name.clone(),
+                cache: MemberCache::default(),
+                op,
+                value: self.expr(value)?,
+                at,
+                pos,
+            })),
+            ExprKind::Index { object, index, .. } => Expr::AssignIndex(Box::new(AssignIndex {
+                object: self.expr(object)?,
+                index: self.expr(index)?,
+                op,
+                value: self.expr(value)?,
+                at,
+                pos,
+                late: is_local(object) && !assigns(index) && !assigns(value),
+            })),
+            _ => return None,
+        })
+    }
+
+    fn args(&mut self, args: &[Arg]) -> Option<Args> {
+        Some(Args {
+            names: args.iter().map(|a| a.name.clone()).collect(),
+            values: args
+                .iter()
+                .map(|a| self.expr(&a.value))
+                .collect::<Option<_>>()?,
+            positional: args.iter().all(|a| a.name.is_none()),
+        })
+    }
+
+    fn call(&mut self, callee: &ast::Expr, args: &[Arg], pos: Pos) -> Option<Expr> {
+        let at = callee.pos;
+        Some(match &callee.kind {
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+                ..
+            } => Expr::CallMethod(Box::new(CallMethod {
+                receiver: self.expr(object)?,
+                name: name.clone(),
+                optional: *optional,
+                cache: MemberCache::default(),
+                args: self.args(args)?,
+                at,
+                pos,
+                late: is_local(object) && !args.iter().any(|a| assigns(&a.value)),
+            })),
+            ExprKind::Var(name, res) if matches!(res.get(), Res::Global { .. }) => {
+                let Res::Global { hint } = res.get() else {
+                    return None;
+                };
+                Expr::CallGlobal(Box::new(CallGlobal {
+                    name: name.clone(),
+                    res: global_res(hint),
+                    args: self.args(args)?,
+                    at,
+                    pos,
+                }))
+            }
+            ExprKind::Generic { .. } => return None,
+            _ => Expr::CallValue(Box::new((self.expr(callee)?, self.args(args)?)), pos),
+        })
+    }
+
+    fn template(&mut self, parts: &[TemplatePart]) -> Option<Expr> {
+        let parts = parts
+            .iter()
+            .map(|p| {
+                Some(match p {
+                    TemplatePart::Text(t) => Part::Text(Rc::from(t.as_bytes())),
+                    TemplatePart::Bytes(b) => Part::Text(b.clone()),
+                    TemplatePart::Expr(e) => Part::Expr(self.expr(e)?, e.pos),
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(Expr::Template(parts))
+    }
+
+    fn instance(
+        &mut self,
+        object: &Rc<str>,
+        fields: &[(Rc<str>, ast::Expr)],
+        class: &Resolved,
+        pos: Pos,
+    ) -> Option<Expr> {
+        let fields = fields
+            .iter()
+            .map(|(n, e)| Some((n.clone(), self.expr(e)?, e.pos)))
+            .collect::<Option<_>>()?;
+        Some(Expr::Instance(Box::new(Instance {
+            name: object.clone(),
+            class: self.var_read(object, class, pos)?,
+            fields,
+            pos,
+        })))
+    }
+}
+
+/// The inline check of a parameter of type `ty`.
+fn check(ty: &Type) -> Check {
+    match ty {
+        Type::Named(n) if &**n == "int" => Check::Int,
+        Type::Named(n) if &**n == "double" => Check::Double,
+        _ => Check::Other,
+    }
+}
+
+/// The operators the arithmetic fast path computes.
+fn arith_op(op: BinOp) -> bool {
+    !matches!(
+        op,
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+    )
+}
+
+/// Whether `e` names a local.
+fn is_local(e: &ast::Expr) -> bool {
+    matches!(&e.kind, ExprKind::Var(_, res) if matches!(res.get(), Res::Local { .. }))
+}
+
+/// Whether evaluating `e` may assign a local of this function: only an
+/// assignment written in it can (no closure captures a compiled
+/// function's locals). Conservative: any kind not listed counts.
+fn assigns(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Null
+        | ExprKind::Void
+        | ExprKind::Bool(_)
+        | ExprKind::Int(_)
+        | ExprKind::Double(_)
+        | ExprKind::Str(_)
+        | ExprKind::Var(..) => false,
+        ExprKind::Binary(_, l, r) => assigns(l) || assigns(r),
+        ExprKind::Unary(_, x) | ExprKind::Force(x) => assigns(x),
+        ExprKind::Field { object, .. } => assigns(object),
+        ExprKind::Index { object, index, .. } => assigns(object) || assigns(index),
+        ExprKind::Call { callee, args } => {
+            assigns(callee) || args.iter().any(|a| assigns(&a.value))
+        }
+        _ => true,
+    }
+}
+
+/// A fresh global hint, starting where the walker's last found the name.
+fn global_res(hint: u32) -> Resolved {
+    let res = Resolved::default();
+    res.set(Res::Global { hint });
+    res
+}
+
+/// `f` of an optional part: `None` (declined) only when `f` declines.
+fn maybe<T, U>(part: Option<T>, f: impl FnOnce(T) -> Option<U>) -> Option<Option<U>> {
+    match part {
+        Some(x) => f(x).map(Some),
+        None => Some(None),
+    }
+}

@@ -1,0 +1,320 @@
+//! The compiled fast path: a function body lowered, at its first call, to
+//! a tree of [`Stmt`]/[`Expr`] nodes that run on one flat frame of values.
+//!
+//! Why: the tree walker ([`super::interp`]) keeps locals in `Rc<Scope>`
+//! frames behind a `RefCell`, one more frame per declaring block or loop
+//! step, and finds outer locals by walking parents (issue 14, "Speed from
+//! the check"). Here every local of every nested block of a function has
+//! its own index in one `Vec<Value>`, laid out once from the resolver's
+//! slots; no scope is made per block, step or call between compiled
+//! functions.
+//!
+//! It owns only the lowering ([`lower`]) and the running ([`exec`]) of that
+//! form. A function with any construct outside the supported subset (see
+//! [`lower`]) is declined and runs in the walker exactly as before; the
+//! walker stays the reference semantics, and every error path here calls
+//! the walker's own helpers so messages, codes and locations are the same.
+
+mod exec;
+mod lower;
+
+use super::ast::{BinOp, FunDecl, MemberCache, Resolved, Type, UnOp};
+use super::lexer::Pos;
+use super::value::Value;
+use std::cell::OnceCell;
+use std::rc::Rc;
+
+/// Set (to anything) to run every function in the tree walker: for tests
+/// and `benches/compare.py`, which compare the two paths.
+pub const DISABLE_ENV: &str = "MAGUS_BUZZ_NO_COMPILE";
+
+/// Whether compilation is on by default in this process.
+pub(crate) fn enabled_by_default() -> bool {
+    std::env::var_os(DISABLE_ENV).is_none()
+}
+
+/// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
+/// call; `None` inside when the function was declined.
+#[derive(Default)]
+pub struct Cache(OnceCell<Option<Box<Function>>>);
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.0.get() {
+            None => "not tried",
+            Some(None) => "declined",
+            Some(Some(_)) => "compiled",
+        };
+        f.write_str(state)
+    }
+}
+
+/// `decl`'s compiled form, lowering it on first use; `None` when declined.
+pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
+    decl.compiled
+        .0
+        .get_or_init(|| lower::function(decl).map(Box::new))
+        .as_deref()
+}
+
+/// A compiled function body.
+pub(crate) struct Function {
+    body: Vec<Stmt>,
+    /// Slots of the flat frame: the function's own level (`this`, the
+    /// parameters, its declarations) first, then every nested level's.
+    size: usize,
+    /// Each parameter's commonest type, checked inline at a call.
+    checks: Vec<Check>,
+}
+
+/// A parameter type a call checks without the general conformance test.
+#[derive(Clone, Copy)]
+enum Check {
+    Int,
+    Double,
+    Other,
+}
+
+/// A statement, with where it starts (for the depth and memory checks).
+struct Stmt {
+    kind: StmtKind,
+    pos: Pos,
+}
+
+/// A loop's label, for labelled `break` and `continue`.
+type Label = Option<Rc<str>>;
+
+enum StmtKind {
+    Expr(Expr),
+    /// `local op= value` as a statement: no value made.
+    StoreLocal {
+        slot: u32,
+        op: Option<BinOp>,
+        value: Expr,
+        /// The assignment's own position (its operator), for errors.
+        pos: Pos,
+    },
+    Var {
+        slot: u32,
+        init: Option<Expr>,
+        ty: Option<Type>,
+        name: Rc<str>,
+    },
+    Block(Vec<Stmt>),
+    If {
+        cond: Cond,
+        then: Vec<Stmt>,
+        otherwise: Option<Box<Stmt>>,
+    },
+    /// `if (x -> y)` or `if (x as y: T)`.
+    IfBind {
+        value: Expr,
+        slot: u32,
+        cast: Option<Type>,
+        then: Vec<Stmt>,
+        otherwise: Option<Box<Stmt>>,
+    },
+    While {
+        cond: Cond,
+        body: Vec<Stmt>,
+        label: Label,
+    },
+    DoUntil {
+        body: Vec<Stmt>,
+        cond: Cond,
+        label: Label,
+    },
+    For {
+        init: Vec<Stmt>,
+        cond: Option<Cond>,
+        step: Vec<Expr>,
+        body: Vec<Stmt>,
+        label: Label,
+    },
+    ForEach(Box<ForEach>),
+    Break(Label),
+    Continue(Label),
+    Return(Option<Expr>),
+    Throw(Expr),
+}
+
+struct ForEach {
+    key: Option<u32>,
+    value: u32,
+    iterable: Expr,
+    at: Pos,
+    body: Vec<Stmt>,
+    label: Label,
+}
+
+/// A condition: its expression and where a non-bool is reported.
+struct Cond {
+    expr: Expr,
+    pos: Pos,
+}
+
+/// A call's arguments: names as written (for the in-order test), values.
+struct Args {
+    names: Vec<Option<Rc<str>>>,
+    values: Vec<Expr>,
+    /// No argument is named (the in-order test is then a length check).
+    positional: bool,
+}
+
+enum Expr {
+    /// An arithmetic or comparison tree that reading cannot change: tried
+    /// on unboxed numbers first ([`Num`]); the general form (evaluated
+    /// when any operand is not a number or the fast form cannot say)
+    /// gives every other result and every error.
+    Arith(Box<(Num, Expr)>),
+    Const(Value),
+    Local(u32),
+    /// A top-level name (or one the walker finds by name from the closure's
+    /// scope); `res` keeps the walker's hint.
+    Global {
+        name: Rc<str>,
+        res: Resolved,
+        pos: Pos,
+    },
+    Binary(BinOp, Box<(Expr, Expr)>, Pos),
+    Unary(UnOp, Box<Expr>, Pos),
+    /// `and` (`or` when the flag is set).
+    Logic(Box<(Cond, Cond)>, bool),
+    Coalesce(Box<(Expr, Expr)>),
+    Range(Box<(Expr, Expr)>, Pos),
+    Force(Box<Expr>, Pos),
+    Is(Box<Expr>, Type),
+    TypeOf(Box<Expr>),
+    Field(Box<Field>),
+    Index(Box<Index>),
+    OptionalIndex(Box<(Expr, Expr)>, Pos),
+    AssignLocal {
+        slot: u32,
+        op: Option<BinOp>,
+        value: Box<Expr>,
+        pos: Pos,
+    },
+    /// `_ = value`.
+    Discard(Box<Expr>),
+    /// Assigning a `final` local: the value, then the error.
+    AssignFinal(Box<Expr>, Rc<str>, Pos),
+    AssignGlobal(Box<AssignGlobal>),
+    AssignField(Box<AssignField>),
+    AssignIndex(Box<AssignIndex>),
+    CallGlobal(Box<CallGlobal>),
+    CallMethod(Box<CallMethod>),
+    CallValue(Box<(Expr, Args)>, Pos),
+    Template(Vec<Part>),
+    List(Vec<Expr>),
+    Map(Vec<(Expr, Expr)>),
+    Mutable(Box<Expr>),
+    If(Box<(Cond, Expr, Expr)>),
+    Catch(Box<(Expr, Expr)>),
+    Instance(Box<Instance>),
+}
+
+/// A number as the arithmetic fast path carries it.
+#[derive(Clone, Copy)]
+enum N {
+    I(i64),
+    D(f64),
+    B(bool),
+}
+
+/// The fast form of an [`Expr::Arith`]: only reads that cannot fail or
+/// run code (literals, locals, fields and items of locals).
+enum Num {
+    Const(N),
+    Local(u32),
+    /// A top-level name, read where the walker's lookup finds it first.
+    Global(Rc<str>, Resolved),
+    /// `local.name`.
+    Field(u32, Rc<str>, MemberCache),
+    /// `local[index]`.
+    Item(u32, Box<Num>),
+    Bin(BinOp, Box<(Num, Num)>),
+    Neg(Box<Num>),
+}
+
+struct Field {
+    object: Expr,
+    name: Rc<str>,
+    optional: bool,
+    cache: MemberCache,
+    pos: Pos,
+}
+
+struct Index {
+    object: Expr,
+    index: Expr,
+    checked: bool,
+    pos: Pos,
+    /// The object is a local that evaluating the index cannot rebind: it
+    /// may be read in place after the index.
+    late: bool,
+}
+
+struct AssignGlobal {
+    name: Rc<str>,
+    op: Option<BinOp>,
+    value: Expr,
+    at: Pos,
+    pos: Pos,
+}
+
+struct AssignField {
+    object: Expr,
+    name: Rc<str>,
+    cache: MemberCache,
+    op: Option<BinOp>,
+    value: Expr,
+    at: Pos,
+    pos: Pos,
+}
+
+struct AssignIndex {
+    object: Expr,
+    index: Expr,
+    op: Option<BinOp>,
+    value: Expr,
+    at: Pos,
+    pos: Pos,
+    /// As [`Index::late`], for the index and the value.
+    late: bool,
+}
+
+struct CallGlobal {
+    name: Rc<str>,
+    res: Resolved,
+    args: Args,
+    at: Pos,
+    pos: Pos,
+}
+
+struct CallMethod {
+    receiver: Expr,
+    name: Rc<str>,
+    optional: bool,
+    cache: MemberCache,
+    args: Args,
+    at: Pos,
+    pos: Pos,
+    /// The receiver is a local the arguments cannot rebind: a built-in
+    /// method may read it in place after them.
+    late: bool,
+}
+
+enum Part {
+    Text(Rc<[u8]>),
+    Expr(Expr, Pos),
+}
+
+struct Instance {
+    name: Rc<str>,
+    class: Expr,
+    fields: Vec<(Rc<str>, Expr, Pos)>,
+    pos: Pos,
+}
+
+#[cfg(all(test, unix))]
+mod tests;

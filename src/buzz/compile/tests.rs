@@ -1,0 +1,355 @@
+//! The compiled path against the walker: the same programs run both ways
+//! must print the same bytes and end in the same status or error (message
+//! and location), and the functions meant to compile must have compiled.
+
+use crate::buzz::ast::StmtKind;
+use crate::buzz::program_tests::Captured;
+use crate::buzz::{self, Interpreter};
+use std::path::{Path, PathBuf};
+
+/// How one run ended: output, then the status or the error's text.
+#[derive(Debug, PartialEq)]
+struct Ending {
+    output: Vec<u8>,
+    result: Result<i32, String>,
+}
+
+/// Runs `source` (from `file`) on the interpreter's stack, compiled or
+/// not; also gives which top-level functions compiled.
+fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, Vec<String>) {
+    let (file, source) = (file.to_path_buf(), source.to_string());
+    buzz::stack::run_on_interpreter_stack(move || {
+        let out = Captured::default();
+        let mut names = Vec::new();
+        let result = buzz::parse(&file, &source).and_then(|program| {
+            let result = Interpreter::new(&file, Vec::new())
+                .with_output(Box::new(out.clone()))
+                .with_stack_budget(buzz::stack::stack_budget(buzz::stack::interpreter_stack()))
+                .with_compiled(compile)
+                .run(&program, args);
+            for stmt in &program.statements {
+                if let StmtKind::Fun(decl) = &stmt.kind {
+                    if compile && decl.compiled.0.get().is_some_and(Option::is_some) {
+                        names.push(decl.name.to_string());
+                    }
+                }
+            }
+            result
+        });
+        let output = out.0.borrow().clone();
+        let ending = Ending {
+            output,
+            result: result.map_err(|e| e.to_string()),
+        };
+        (ending, names)
+    })
+    .expect("interpreter thread starts")
+}
+
+/// Runs `source` both ways, asserts they agree, and gives the ending and
+/// the functions that compiled.
+fn both(name: &str, source: &str) -> (Ending, Vec<String>) {
+    let file = PathBuf::from(format!("{name}.buzz"));
+    let (walked, _) = run(&file, source, Vec::new(), false);
+    let (fast, names) = run(&file, source, Vec::new(), true);
+    assert_eq!(
+        fast,
+        walked,
+        "{name}: compiled {:?} / walked {:?}",
+        String::from_utf8_lossy(&fast.output),
+        String::from_utf8_lossy(&walked.output)
+    );
+    (fast, names)
+}
+
+#[test]
+fn every_buzz_test_program_ends_the_same_compiled_and_walked() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buzz");
+    let mut checked = 0;
+    for kind in ["pass", "fail"] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(kind))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "buzz"))
+            .collect();
+        files.sort();
+        for file in files {
+            let source = std::fs::read_to_string(&file).unwrap();
+            let args: Vec<String> = std::fs::read_to_string(file.with_extension("args"))
+                .map(|a| a.lines().map(str::to_string).collect())
+                .unwrap_or_default();
+            let (walked, _) = run(&file, &source, args.clone(), false);
+            let (fast, _) = run(&file, &source, args, true);
+            assert_eq!(fast, walked, "{}", file.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} programs found");
+}
+
+/// A program whose functions use every construct the compiled path
+/// covers, each printing what it computed.
+const COVERED: &str = r#"
+import "std";
+
+object Point {
+    x: double,
+    y: double,
+    tag: str = "p",
+
+    fun norm2() > double {
+        return this.x * this.x + this.y * this.y;
+    }
+
+    mut fun scale(by: double) > void {
+        this.x *= by;
+        this.y = this.y * by;
+    }
+}
+
+var counter = 0;
+
+fun bump(n: int) > int {
+    counter += n;
+    return counter;
+}
+
+fun loops(n: int) > str {
+    var total = 0;
+    var i = 0;
+    while (i < n) {
+        final sq = i * i;
+        total += sq;
+        i = i + 1;
+    }
+    do {
+        total -= 1;
+    } until (total < 100);
+    for (j: int = 0; j < 3; j = j + 1) {
+        if (j == 1) {
+            continue;
+        }
+        total = total + j;
+    }
+    foreach (a in 0..5) :outer {
+        foreach (b in 0..5) {
+            if (b > a) {
+                continue outer;
+            }
+            if (a == 4) {
+                break outer;
+            }
+            total += 1;
+        }
+    }
+    final items = mut [3, 1, 2];
+    foreach (k, v in items) {
+        items[k] = v * 10;
+        items[k] += 1;
+    }
+    foreach (c in "ab") {
+        total += 1;
+    }
+    return "{total} {items} {bump(2)} {bump(3)} {counter}";
+}
+
+fun shapes(p: mut Point, maybe: int?) > str {
+    p.scale(2.0);
+    final d = p.norm2();
+    var text = "";
+    if (maybe -> m) {
+        text = text + "got {m}";
+    } else {
+        text = text + "none";
+    }
+    final unwrapped = maybe ?? -1;
+    final logic = (unwrapped > 0 and d > 1.0) or !(p.tag == "p");
+    final pick = if (logic) "yes" else "no";
+    final m = { "a": 1, "b": 2 };
+    final got = m["b"] ?? 0;
+    final r = 10..0;
+    final caught = (fun () > int => 1)() catch 0;
+    return "{d} {text} {unwrapped} {logic} {pick} {got} {r.len()} {p is Point} {typeof p.x} {-unwrapped} {caught}";
+}
+
+fun main() > void {
+    std.print(loops(12));
+    std.print(shapes(mut Point{ x = 1.5, y = -2.0 }, maybe: 7));
+    std.print(shapes(mut Point{ x = 0.0, y = 0.0, tag = "q" }, maybe: null));
+    final words = ["x", "yy"];
+    std.print("{words[1].len()} {std.toInt(2.9)}");
+}
+"#;
+
+#[test]
+fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
+    let (ending, names) = both("covered", COVERED);
+    assert_eq!(ending.result, Ok(0));
+    let text = String::from_utf8(ending.output).unwrap();
+    assert!(text.starts_with("113 [31, 11, 21] 2 5 5\n"), "{text}");
+    // `shapes` makes a lambda: declined, run by the walker.
+    assert_eq!(names, ["bump", "loops", "main"], "{text}");
+}
+
+/// Each error case: a function that compiles, failing inside; the
+/// message and location that both paths must report.
+const ERRORS: [(&str, &str, &str); 9] = [
+    (
+        "index",
+        "fun f(l: [int]) > int {\n    return l[3];\n}\nfun main() > void {\n    f([1]);\n}\n",
+        "2:13: uncaught error: Out of bound list access.",
+    ),
+    (
+        "force",
+        "fun f(x: int?) > int {\n    final y = x!;\n    return y;\n}\nfun main() > void {\n    f(null);\n}\n",
+        "2:16",
+    ),
+    (
+        "divide",
+        "fun f(a: int) > int {\n    final z = 0;\n    return a / z;\n}\nfun main() > void {\n    f(1);\n}\n",
+        "division by zero",
+    ),
+    (
+        "overflow",
+        "fun f(a: int) > int {\n    var big = 9223372036854775807;\n    big += a;\n    return big;\n}\nfun main() > void {\n    f(1);\n}\n",
+        "3:9",
+    ),
+    (
+        "overflow_mul",
+        "fun f(a: int) > int {\n    return a * a * a * a * a;\n}\nfun main() > void {\n    f(100000);\n}\n",
+        "integer overflow",
+    ),
+    (
+        "recursion",
+        "fun down(n: int) > int {\n    return down(n + 1) + 1;\n}\nfun main() > void {\n    down(0);\n}\n",
+        "call stack overflow",
+    ),
+    (
+        "param_type",
+        "fun g(n: int) > int {\n    return n;\n}\nfun f(s: str) > int {\n    return g(s);\n}\nfun main() > void {\n    f(\"x\");\n}\n",
+        "parameter `n` of `g` expects int, got str",
+    ),
+    (
+        "condition",
+        "fun f(s: str) > int {\n    if (s) {\n        return 1;\n    }\n    return 0;\n}\nfun main() > void {\n    f(\"x\");\n}\n",
+        "condition must be a bool",
+    ),
+    (
+        "throw",
+        "fun f(n: int) > int {\n    if (n > 2) {\n        throw \"too big\";\n    }\n    return n;\n}\nfun main() > void {\n    f(1);\n    f(3);\n}\n",
+        "too big",
+    ),
+];
+
+#[test]
+fn errors_inside_compiled_functions_are_the_walkers() {
+    for (name, source, expected) in ERRORS {
+        let (ending, names) = both(name, source);
+        let err = ending.result.expect_err(name);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(names.contains(&"main".to_string()), "{name}: {names:?}");
+    }
+}
+
+#[test]
+fn a_catch_in_the_walker_catches_what_a_compiled_function_throws() {
+    let source = r#"
+import "std";
+fun pick(l: [int], i: int) > int {
+    return l[i];
+}
+fun main() > void {
+    try {
+        pick([1, 2], i: 5);
+    } catch (e: str) {
+        std.print("caught {e}");
+    }
+    std.print("{pick([1, 2], i: 1)}");
+}
+"#;
+    let (ending, names) = both("catch", source);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(ending.output, b"caught Out of bound list access.\n2\n");
+    assert_eq!(names, ["pick"]);
+}
+
+#[test]
+fn arithmetic_on_unboxed_numbers_gives_the_walkers_results() {
+    let source = r#"
+import "std";
+object Box {
+    v: double,
+    n: int,
+}
+var scale = 3;
+final half = 0.5;
+fun calc(a: int, b: double, l: [int], o: Box) > str {
+    scale = scale + 1;
+    final scaled = a * scale + half * scale;
+    final nan = 0.0 / 0.0;
+    final mixed = a * b + a / 2 - o.v * o.n % 3;
+    final ints = -a % 3 + a % -4 + (a - 100) / 7 + l[1] * l[2];
+    final flags = "{nan < 1.0} {nan >= 1.0} {a < b} {a == 7} {b > o.v} {l[0] <= a}";
+    final r = b % -2.5 + -b;
+    return "{mixed} {ints} {flags} {r} {a / 2} {7.0 / 2} {scaled}";
+}
+fun main() > void {
+    std.print(calc(7, b: 3.25, l: [4, 5, 6], o: Box{ v = 1.5, n = -4 }));
+    std.print(calc(-9, b: -0.5, l: [1, -2, 3], o: Box{ v = -2.0, n = 5 }));
+}
+"#;
+    let (ending, names) = both("arith", source);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(names, ["calc", "main"]);
+}
+
+#[test]
+fn a_memory_limit_inside_a_compiled_function_stops_where_the_walker_stops() {
+    let source = "fun grow(n: int) > int {\n    final l: mut [str] = mut [];\n    var s = \"x\";\n    foreach (i in 0..n) {\n        s = s + s;\n        l.append(s);\n    }\n    return l.len();\n}\nfun main() > void {\n    grow(40);\n}\n";
+    let run_with = |compile: bool| {
+        buzz::stack::run_on_interpreter_stack(move || {
+            let file = Path::new("memory.buzz");
+            let program = buzz::parse(file, source).unwrap();
+            Interpreter::new(file, Vec::new())
+                .with_output(Box::new(Captured::default()))
+                .with_heap_budget(64 << 20)
+                .with_compiled(compile)
+                .run(&program, Vec::new())
+                .map_err(|e| e.to_string())
+        })
+        .unwrap()
+    };
+    let (walked, fast) = (run_with(false), run_with(true));
+    assert_eq!(fast, walked);
+    let err = fast.unwrap_err();
+    assert!(err.contains("memory limit") && err.contains("6:9"), "{err}");
+}
+
+#[test]
+fn deep_recursion_on_an_ordinary_thread_ends_in_the_same_clean_error() {
+    let source = "fun down(n: int) > int {\n    final m = n + 1;\n    return down(m) + 1;\n}\nfun main() > void {\n    down(0);\n}\n";
+    let run_with = move |compile: bool| {
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || {
+                let file = Path::new("deep.buzz");
+                let program = buzz::parse(file, source).unwrap();
+                Interpreter::new(file, Vec::new())
+                    .with_output(Box::new(Captured::default()))
+                    .with_compiled(compile)
+                    .run(&program, Vec::new())
+                    .map_err(|e| e.to_string())
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let (walked, fast) = (run_with(false), run_with(true));
+    let err = fast.unwrap_err();
+    assert!(
+        err.contains("3:12")
+            && (err.contains("stack budget") || err.contains("call stack overflow")),
+        "{err}"
+    );
+    assert_eq!(Err(err), walked);
+}
