@@ -905,12 +905,7 @@ impl Interpreter {
         let mut index = 0usize;
         let mut last = None;
         loop {
-            let item = match &subject {
-                Value::Fiber(f) => self
-                    .fiber_foreach_item(f, iterable.pos)?
-                    .map(|v| (Value::Int(index as i64), v)),
-                _ => self.nth_item(&subject, index, iterable.pos)?,
-            };
+            let item = self.next_item(&subject, index, iterable.pos)?;
             let Some((k, v)) = item else {
                 return Ok(());
             };
@@ -929,6 +924,22 @@ impl Interpreter {
 
     /// The `index`-th (key, value) of a `foreach` subject, read afresh each
     /// step so the body may change the collection.
+    /// The `index`th key and item a `foreach` over `subject` takes: a
+    /// fiber resumed for its next value, anything else read by position.
+    pub(super) fn next_item(
+        &mut self,
+        subject: &Value,
+        index: usize,
+        pos: Pos,
+    ) -> Eval<Option<(Value, Value)>> {
+        match subject {
+            Value::Fiber(f) => Ok(self
+                .fiber_foreach_item(f, pos)?
+                .map(|v| (Value::Int(index as i64), v))),
+            _ => self.nth_item(subject, index, pos),
+        }
+    }
+
     pub(super) fn nth_item(
         &self,
         subject: &Value,

@@ -481,10 +481,7 @@ impl Interpreter {
             let item = match &subject {
                 Value::Range(low, high) => methods::range_nth(*low, *high, index as i64)
                     .map(|n| (Value::Int(index as i64), Value::Int(n))),
-                Value::Fiber(f) => self
-                    .fiber_foreach_item(f, each.at)?
-                    .map(|v| (Value::Int(index as i64), v)),
-                _ => self.nth_item(&subject, index, each.at)?,
+                _ => self.next_item(&subject, index, each.at)?,
             };
             let Some((k, v)) = item else {
                 return Ok(());
