@@ -265,6 +265,41 @@ pub struct Expr {
     pub pos: Pos,
 }
 
+/// `local = value` or `local op= value` on a reassignable resolved local
+/// (not `_`): where its frame lies and what is stored, so a statement can
+/// store straight into the slot without making the assignment's value.
+pub(crate) struct LocalStore<'a> {
+    pub depth: u32,
+    pub slot: u32,
+    pub op: Option<BinOp>,
+    pub value: &'a Expr,
+}
+
+impl Expr {
+    #[inline]
+    pub(crate) fn as_local_store(&self) -> Option<LocalStore<'_>> {
+        let ExprKind::Assign { target, op, value } = &self.kind else {
+            return None;
+        };
+        let ExprKind::Var(name, res) = &target.kind else {
+            return None;
+        };
+        match res.get() {
+            Res::Local {
+                depth,
+                slot,
+                fixed: false,
+            } if &**name != "_" => Some(LocalStore {
+                depth,
+                slot,
+                op: *op,
+                value,
+            }),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinOp {
     Add,

@@ -536,21 +536,10 @@ impl Interpreter {
     /// the expression would have.
     #[inline]
     fn expr_stmt(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<()> {
-        if let ExprKind::Assign { target, op, value } = &e.kind {
-            if let ExprKind::Var(name, res) = &target.kind {
-                if let (
-                    Res::Local {
-                        depth,
-                        slot,
-                        fixed: false,
-                    },
-                    false,
-                ) = (res.get(), &**name == "_")
-                {
-                    if let Some(frame) = scope.ancestor(depth) {
-                        return self.store_local(scope, frame, slot, (*op, value), e.pos);
-                    }
-                }
+        if let Some(store) = e.as_local_store() {
+            if let Some(frame) = scope.ancestor(store.depth) {
+                let assigned = (store.op, store.value);
+                return self.store_local(scope, frame, store.slot, assigned, e.pos);
             }
         }
         self.eval(e, scope).map(drop)

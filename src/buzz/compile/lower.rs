@@ -161,25 +161,13 @@ impl Lower {
     /// An expression statement; `local = v` and `local op= v` store
     /// without making the assignment's value (as the walker's does).
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
-        if let ExprKind::Assign { target, op, value } = &e.kind {
-            if let ExprKind::Var(name, res) = &target.kind {
-                if let (
-                    Res::Local {
-                        depth,
-                        slot,
-                        fixed: false,
-                    },
-                    false,
-                ) = (res.get(), &**name == "_")
-                {
-                    return Some(StmtKind::StoreLocal {
-                        slot: self.local(depth, slot)?,
-                        op: *op,
-                        value: self.expr(value)?,
-                        pos: e.pos,
-                    });
-                }
-            }
+        if let Some(store) = e.as_local_store() {
+            return Some(StmtKind::StoreLocal {
+                slot: self.local(store.depth, store.slot)?,
+                op: store.op,
+                value: self.expr(store.value)?,
+                pos: e.pos,
+            });
         }
         Some(StmtKind::Expr(self.expr(e)?))
     }
