@@ -276,6 +276,13 @@ pub(crate) struct LocalStore<'a> {
 }
 
 impl Expr {
+    /// Whether this names a resolved local (reading it has no effect and
+    /// cannot fail).
+    #[inline]
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(&self.kind, ExprKind::Var(_, res) if matches!(res.get(), Res::Local { .. }))
+    }
+
     #[inline]
     pub(crate) fn as_local_store(&self) -> Option<LocalStore<'_>> {
         let ExprKind::Assign { target, op, value } = &self.kind else {

@@ -1256,7 +1256,7 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        if is_local(object) && effect_free(index) {
+        if object.is_local() && effect_free(index) {
             // Reading the index cannot rebind the local, so the list can be
             // read in place afterwards, as it would be read before.
             // The index is read where `eval` left it, not moved out first:
@@ -2554,13 +2554,6 @@ fn peek_local_ref<'a>(e: &Expr, scope: &'a Rc<Scope>) -> Option<std::cell::Ref<'
     };
     let slots = scope.ancestor(depth)?.slots.borrow();
     std::cell::Ref::filter_map(slots, |slots| slots.get(slot as usize)).ok()
-}
-
-/// Whether `e` names a resolved local (reading it has no effect and
-/// cannot fail).
-#[inline]
-fn is_local(e: &Expr) -> bool {
-    matches!(&e.kind, ExprKind::Var(_, res) if matches!(res.get(), Res::Local { .. }))
 }
 
 /// Whether evaluating `e` can neither run code nor assign: literals, names

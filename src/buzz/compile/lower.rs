@@ -372,7 +372,7 @@ impl Lower {
                 index: self.expr(index)?,
                 checked: *checked,
                 pos,
-                late: is_local(object) && !assigns(index),
+                late: object.is_local() && !assigns(index),
             })),
             ExprKind::OptionalIndex { object, index } => {
                 Expr::OptionalIndex(self.pair(object, index)?, pos)
@@ -465,7 +465,7 @@ impl Lower {
                 value: self.expr(value)?,
                 at,
                 pos,
-                late: is_local(object) && !assigns(index) && !assigns(value),
+                late: object.is_local() && !assigns(index) && !assigns(value),
             })),
             _ => return None,
         })
@@ -498,7 +498,7 @@ impl Lower {
                 args: self.args(args)?,
                 at,
                 pos,
-                late: is_local(object) && !args.iter().any(|a| assigns(&a.value)),
+                late: object.is_local() && !args.iter().any(|a| assigns(&a.value)),
             })),
             ExprKind::Var(name, res) if matches!(res.get(), Res::Global { .. }) => {
                 let Res::Global { hint } = res.get() else {
@@ -566,11 +566,6 @@ fn arith_op(op: BinOp) -> bool {
         op,
         BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
     )
-}
-
-/// Whether `e` names a local.
-fn is_local(e: &ast::Expr) -> bool {
-    matches!(&e.kind, ExprKind::Var(_, res) if matches!(res.get(), Res::Local { .. }))
 }
 
 /// Whether evaluating `e` may assign a local of this function: only an
