@@ -760,11 +760,20 @@ impl Interpreter {
     fn c_index(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         if let (true, Expr::Local(at)) = (ix.late, &ix.object) {
             let i = self.c_eval(&ix.index, fr, env)?;
-            if let (Value::List(list), Value::Int(n)) = (&fr[*at as usize], &i) {
-                let items = list.items.borrow();
-                if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
-                    return Ok(found.clone());
+            match (&fr[*at as usize], &i) {
+                (Value::List(list), Value::Int(n)) => {
+                    let items = list.items.borrow();
+                    if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                        return Ok(found.clone());
+                    }
                 }
+                // A key that is absent reads as null, as `methods::index`.
+                (Value::Map(map), key) => {
+                    let found = map.get(key).unwrap_or_default();
+                    discard(i);
+                    return Ok(found);
+                }
+                _ => {}
             }
             return self.index(&fr[*at as usize], &i, ix.checked, ix.pos);
         }
@@ -843,6 +852,10 @@ impl Interpreter {
     /// The store of `obj[i] op= new`, its operands evaluated.
     #[inline]
     fn store_item(&mut self, obj: &Value, i: Value, new: Value, a: &AssignIndex) -> Eval<Value> {
+        if let (Value::Map(map), None) = (obj, a.op) {
+            map.insert(i, new.clone());
+            return Ok(new);
+        }
         if let (Value::List(list), Value::Int(n)) = (obj, &i) {
             let mut items = list.items.borrow_mut();
             if let Some(slot) = usize::try_from(*n).ok().and_then(|n| items.get_mut(n)) {
@@ -1021,13 +1034,13 @@ impl Interpreter {
     /// `receiver.name(…)` (the walker's `call` of a field).
     #[inline(never)]
     fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let method = (c.method, &*c.name);
         if let (true, Expr::Local(at)) = (c.late, &c.receiver) {
             let at = *at as usize;
             if methods::is_builtin_receiver(&fr[at]) {
-                let values = self.c_positional(&c.args, fr, env)?;
-                let result = methods::call_method(self, &fr[at], &c.name, &values, c.at);
-                self.give_back_positional(values);
-                return result;
+                return self.c_builtin(&c.args, fr, env, |it, fr, args| {
+                    methods::call_builtin(it, &fr[at], method, args, c.at)
+                });
             }
         }
         let receiver = self.c_subject(&c.receiver, fr, env)?;
@@ -1035,10 +1048,9 @@ impl Interpreter {
             return Ok(Value::Null);
         }
         if methods::is_builtin_receiver(&receiver) {
-            let values = self.c_positional(&c.args, fr, env)?;
-            let result = methods::call_method(self, &receiver, &c.name, &values, c.at);
-            self.give_back_positional(values);
-            return result;
+            return self.c_builtin(&c.args, fr, env, |it, _, args| {
+                methods::call_builtin(it, &receiver, method, args, c.at)
+            });
         }
         if let Some((decl, class_scope)) = method_of(&receiver, &c.name, &c.cache) {
             if in_order(&decl, &c.args) {
@@ -1062,6 +1074,35 @@ impl Interpreter {
         };
         let values = self.c_arguments(&c.args, fr, env)?;
         self.call_value(&f, values, c.pos)
+    }
+
+    /// Evaluates a built-in method's arguments (values only) and gives
+    /// them to `call`: in a small array for up to three, the commonest.
+    #[inline]
+    fn c_builtin(
+        &mut self,
+        args: &Args,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+        call: impl FnOnce(&mut Self, &mut [Value], &[Value]) -> Eval<Value>,
+    ) -> Eval<Value> {
+        let n = args.values.len();
+        if n > 3 {
+            let values = self.c_positional(args, fr, env)?;
+            let result = call(self, fr, &values);
+            self.give_back_positional(values);
+            return result;
+        }
+        let mut values = [const { Value::Null }; 3];
+        for (slot, e) in values.iter_mut().zip(&args.values) {
+            *slot = self.c_eval(e, fr, env)?;
+        }
+        let result = call(self, fr, &values[..n]);
+        let [a, b, c] = values;
+        discard(a);
+        discard(b);
+        discard(c);
+        result
     }
 
     /// The arguments of a built-in method: values only.

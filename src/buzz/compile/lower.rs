@@ -20,6 +20,7 @@
 use super::*;
 use crate::buzz::ast::{self, Arg, ExprKind, Frame, Res, StmtKind as S, TemplatePart};
 use crate::buzz::interp::declares;
+use crate::buzz::methods;
 
 /// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
 pub(super) fn function(decl: &FunDecl) -> Option<Function> {
@@ -493,6 +494,7 @@ impl Lower {
             } => Expr::CallMethod(Box::new(CallMethod {
                 receiver: self.expr(object)?,
                 name: name.clone(),
+                method: methods::Builtin::of(name),
                 optional: *optional,
                 cache: MemberCache::default(),
                 args: self.args(args)?,

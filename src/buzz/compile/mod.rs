@@ -294,6 +294,8 @@ struct CallGlobal {
 struct CallMethod {
     receiver: Expr,
     name: Rc<str>,
+    /// `name` as a built-in method, resolved here once.
+    method: super::methods::Builtin,
     optional: bool,
     cache: MemberCache,
     args: Args,
@@ -318,3 +320,6 @@ struct Instance {
 
 #[cfg(all(test, unix))]
 mod tests;
+
+#[cfg(all(test, unix))]
+mod data_tests;
