@@ -429,6 +429,14 @@ impl Interpreter {
         self.enter(pos)
     }
 
+    /// Whether [`Interpreter::enter_call`] would find the stack and the
+    /// memory within their budgets now.
+    #[inline]
+    pub(super) fn within_budgets(&self) -> bool {
+        self.stack_base.abs_diff(stack_address()) <= self.stack_budget
+            && super::heap::in_use() <= self.heap_budget
+    }
+
     /// Why [`Interpreter::enter`] refused: depth, stack or memory.
     #[cold]
     #[inline(never)]

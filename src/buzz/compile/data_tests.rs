@@ -137,3 +137,122 @@ fn errors_on_data_paths_are_the_walkers() {
         assert!(names.contains(&"f".to_string()), "{name}: {names:?}");
     }
 }
+
+/// Methods that only read a field, read an item of one or store an item
+/// of one, called where every check passes and where one fails.
+const ACCESSORS: &str = r#"
+import "std";
+
+object Bytes {
+    items: mut [int],
+    name: str = "bytes",
+    table: {int: str} = {1: "one"},
+
+    fun at(index: int) > int {
+        return this.items[index];
+    }
+
+    fun setAt(index: int, value: int) > void {
+        this.items[index] = value;
+    }
+
+    fun label() > str {
+        return this.name;
+    }
+
+    fun word(key: int) > str? {
+        return this.table[key];
+    }
+}
+
+object Other {
+    fun at(index: int) > int {
+        return index * 100;
+    }
+}
+
+fun pick(b: Bytes, o: Other, n: int) > str {
+    var sum = 0;
+    for (i: int = 0; i < n; i = i + 1) {
+        b.setAt(i % 4, value: b.at((i + 1) % 4) + i);
+        sum = sum + b.at(i % 4) + o.at(i);
+    }
+    final maybe: Bytes? = null;
+    return "{sum} {b.items} {b.label()} {b.word(1)} {b.word(2) ?? "none"} {maybe?.at(0) ?? -1}";
+}
+
+fun main() > void {
+    final b = Bytes{ items = mut [1, 2, 3, 4] };
+    std.print(pick(b, o: Other{}, n: 10));
+}
+"#;
+
+#[test]
+fn accessor_methods_give_the_walkers_results() {
+    let (ending, names) = both("accessors", ACCESSORS);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(names, ["pick", "main"]);
+    assert!(text.ends_with(" bytes one none -1\n"), "{text}");
+}
+
+/// An accessor whose plain case does not hold: the ordinary call runs
+/// and fails where it always failed (inside the method, in its file).
+const ACCESSOR_ERRORS: [(&str, &str, &str); 3] = [
+    (
+        "accessor_range",
+        "object B {\n    items: mut [int],\n    fun at(i: int) > int {\n        return this.items[i];\n    }\n}\nfun f(b: B) > int {\n    return b.at(7);\n}\nfun main() > void {\n    f(B{ items = mut [1] });\n}\n",
+        "4:26: uncaught error: Out of bound list access.",
+    ),
+    (
+        "accessor_store_range",
+        "object B {\n    items: mut [int],\n    fun setAt(i: int, v: int) > void {\n        this.items[i] = v;\n    }\n}\nfun f(b: B) > void {\n    b.setAt(-1, v: 3);\n}\nfun main() > void {\n    f(B{ items = mut [1] });\n}\n",
+        "4:",
+    ),
+    (
+        "accessor_param",
+        "object B {\n    items: mut [int],\n    fun at(i: int) > int {\n        return this.items[i];\n    }\n}\nfun f(b: B, x: any) > int {\n    return b.at(x);\n}\nfun main() > void {\n    f(B{ items = mut [1] }, x: \"0\");\n}\n",
+        "parameter `i` of `at` expects int, got str",
+    ),
+];
+
+#[test]
+fn accessor_errors_are_the_walkers() {
+    for (name, source, expected) in ACCESSOR_ERRORS {
+        let (ending, names) = both(name, source);
+        let err = ending.result.expect_err(name);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(names.contains(&"f".to_string()), "{name}: {names:?}");
+    }
+}
+
+#[test]
+fn field_and_item_readers_and_item_stores_are_accessors() {
+    let program = crate::buzz::parse(std::path::Path::new("accessors.buzz"), ACCESSORS).unwrap();
+    crate::buzz::resolve::program(&program);
+    let mut found = Vec::new();
+    for stmt in &program.statements {
+        if let crate::buzz::ast::StmtKind::Object(object) = &stmt.kind {
+            for method in &object.methods {
+                let f = super::compiled(method).expect("compiles");
+                let kind = match &f.accessor {
+                    Some(super::accessor::Accessor::Get(..)) => "get",
+                    Some(super::accessor::Accessor::GetItem(..)) => "item",
+                    Some(super::accessor::Accessor::SetItem(..)) => "store",
+                    None => "-",
+                };
+                found.push(format!("{}.{}: {kind}", object.name, method.name));
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        [
+            "Bytes.at: item",
+            "Bytes.setAt: store",
+            "Bytes.label: get",
+            "Bytes.word: item",
+            "Other.at: -"
+        ]
+    );
+}

@@ -69,7 +69,7 @@ impl Interpreter {
     /// its arguments: on the Rust stack when the frame is small (no
     /// allocation, no list to empty), else a kept `Vec`.
     #[inline]
-    fn with_frame(
+    pub(super) fn with_frame(
         &mut self,
         (decl, f): (&FunDecl, &Function),
         args: usize,
@@ -1054,6 +1054,13 @@ impl Interpreter {
         }
         if let Some((decl, class_scope)) = method_of(&receiver, &c.name, &c.cache) {
             if in_order(&decl, &c.args) {
+                if let Some(f) = self.compiled_of(&decl) {
+                    if let Some(acc) = &f.accessor {
+                        let callee = (&*decl, f, acc);
+                        let (args, pos) = (&c.args, c.pos);
+                        return self.c_accessor(callee, receiver, args, &class_scope, pos, fr, env);
+                    }
+                }
                 let callee = Callee {
                     decl: &decl,
                     parent: &class_scope,
@@ -1296,7 +1303,7 @@ fn put(place: &mut Value, v: Value) {
 
 /// Drops `v`, skipping the drop glue for a scalar.
 #[inline]
-fn discard(v: Value) {
+pub(super) fn discard(v: Value) {
     match v {
         Value::Null | Value::Bool(_) | Value::Int(_) | Value::Double(_) => std::mem::forget(v),
         other => drop(other),

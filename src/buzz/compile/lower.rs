@@ -31,10 +31,12 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     let mut l = Lower::new(frame);
     let body = l.stmts(&decl.body)?;
     let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
+    let accessor = accessor::Accessor::of(decl, &body);
     Some(Function {
         body,
         size: l.next as usize,
         checks,
+        accessor,
     })
 }
 

@@ -15,6 +15,7 @@
 //! walker stays the reference semantics, and every error path here calls
 //! the walker's own helpers so messages, codes and locations are the same.
 
+mod accessor;
 mod exec;
 mod lower;
 
@@ -65,6 +66,9 @@ pub(crate) struct Function {
     size: usize,
     /// Each parameter's commonest type, checked inline at a call.
     checks: Vec<Check>,
+    /// A method whose body only reads or stores a field (or an item of
+    /// one): run without a frame where it is plain.
+    accessor: Option<accessor::Accessor>,
 }
 
 /// A parameter type a call checks without the general conformance test.
