@@ -2630,7 +2630,7 @@ pub(super) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
-        BinOp::Rem => methods::floored(x % y, y),
+        BinOp::Rem => methods::double_rem(x, y),
         _ => return None,
     }))
 }

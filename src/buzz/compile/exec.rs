@@ -1284,7 +1284,7 @@ fn double_arith(op: BinOp, a: f64, b: f64) -> Option<N> {
         BinOp::Sub => N::D(a - b),
         BinOp::Mul => N::D(a * b),
         BinOp::Div => N::D(a / b),
-        BinOp::Rem => N::D(methods::floored(a % b, b)),
+        BinOp::Rem => N::D(methods::double_rem(a, b)),
         BinOp::Lt => N::B(a < b),
         BinOp::Le => N::B(a <= b),
         BinOp::Gt => N::B(a > b),
