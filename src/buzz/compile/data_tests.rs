@@ -256,3 +256,49 @@ fn field_and_item_readers_and_item_stores_are_accessors() {
         ]
     );
 }
+
+/// `local.field[i]` inside arithmetic and comparisons: read in place when
+/// it is a number, else the general path and its errors.
+const FIELD_ITEMS: &str = r#"
+import "std";
+
+object Table {
+    probs: mut [double],
+    counts: [int],
+    names: {int: int},
+}
+
+fun scan(t: Table, r: double) > str {
+    var found = -1;
+    foreach (i in 0..t.probs.len()) {
+        if (r < t.probs[i]) {
+            found = i;
+            break;
+        }
+    }
+    final mixed = t.counts[1] * 2 + t.probs[0] - t.names[3] / 3;
+    return "{found} {mixed} {t.counts[0] < t.probs[1]} {t.counts[2] == 3}";
+}
+
+fun main() > void {
+    final t = Table{ probs = mut [0.25, 0.5, 1.0], counts = [1, 2, 3], names = {3: 9} };
+    std.print(scan(t, r: 0.3));
+    std.print(scan(t, r: 2.0));
+}
+"#;
+
+#[test]
+fn items_of_fields_in_arithmetic_give_the_walkers_results() {
+    let (ending, names) = both("field_items", FIELD_ITEMS);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(names, ["scan", "main"]);
+    assert_eq!(text, "1 1.25 false true\n-1 1.25 false true\n");
+    let source = "object T {\n    l: [int],\n}\nfun f(t: T) > int {\n    return t.l[5] + 1;\n}\nfun main() > void {\n    f(T{ l = [1] });\n}\n";
+    let (ending, _) = both("field_item_range", source);
+    let err = ending.result.expect_err("out of range");
+    assert!(
+        err.contains("5:15: uncaught error: Out of bound list access."),
+        "{err}"
+    );
+}

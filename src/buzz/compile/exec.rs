@@ -1169,6 +1169,13 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
             };
             num_item(fr.get(*i as usize)?, k)
         }
+        Num::FieldItem(item) => {
+            let (i, name, cache, index) = &**item;
+            let N::I(k) = num(index, fr, env)? else {
+                return None;
+            };
+            num_field_item(fr.get(*i as usize)?, name, cache, k)
+        }
         Num::Bin(op, ab) => arith(*op, operand(&ab.0, fr, env)?, operand(&ab.1, fr, env)?),
         Num::Neg(x) => match num(x, fr, env)? {
             N::I(i) => i.checked_neg().map(N::I),
@@ -1234,6 +1241,20 @@ fn num_field(object: &Value, name: &str, cache: &MemberCache) -> Option<N> {
         },
         _ => None,
     }
+}
+
+/// `object.name[k]`, when it is a number, read in place.
+#[inline(never)]
+fn num_field_item(object: &Value, name: &str, cache: &MemberCache, k: i64) -> Option<N> {
+    let Value::Object(o) = object else {
+        return None;
+    };
+    let field = o.field_at_site(name, cache)?;
+    let Value::List(l) = &*field else {
+        return None;
+    };
+    let items = l.items.borrow();
+    number(items.get(usize::try_from(k).ok()?)?)
 }
 
 /// `list[k]`, when it is a number.

@@ -324,7 +324,20 @@ impl Lower {
                 object,
                 index,
                 checked: false,
-            } => Num::Item(local(self, object)?, Box::new(self.num(index)?)),
+            } => match &object.kind {
+                ExprKind::Field {
+                    object: inner,
+                    name,
+                    optional: false,
+                    ..
+                } => Num::FieldItem(Box::new((
+                    local(self, inner)?,
+                    name.clone(),
+                    MemberCache::default(),
+                    self.num(index)?,
+                ))),
+                _ => Num::Item(local(self, object)?, Box::new(self.num(index)?)),
+            },
             ExprKind::Binary(op, l, r) if arith_op(*op) => {
                 Num::Bin(*op, Box::new((self.num(l)?, self.num(r)?)))
             }

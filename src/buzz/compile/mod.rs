@@ -236,6 +236,8 @@ enum Num {
     Field(u32, Rc<str>, MemberCache),
     /// `local[index]`.
     Item(u32, Box<Num>),
+    /// `local.name[index]` (fasta's `this.probs[i]`).
+    FieldItem(Box<(u32, Rc<str>, MemberCache, Num)>),
     Bin(BinOp, Box<(Num, Num)>),
     Neg(Box<Num>),
 }
