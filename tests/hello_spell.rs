@@ -36,3 +36,36 @@ fn hello_spell_runs_and_its_secret_read_is_refused() {
     assert!(stdout.contains("refused, MGS2001"), "{stdout}");
     assert!(!stdout.contains("PLANTED") && !stderr.contains("PLANTED"));
 }
+
+/// A new user's first `magus run hello`, in a home where cargo has just
+/// built magus (`~/.cargo/bin`, `~/.cargo/registry` and `~/.rustup`, no
+/// `~/.cargo/git`): the repository's own policy names nothing missing, so
+/// the run prints no diagnostic before the spell's own greeting.
+#[test]
+fn first_run_in_a_fresh_cargo_home_prints_no_warning() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("spells")).unwrap();
+    for file in ["magus.yaml", "spells/hello.buzz"] {
+        std::fs::copy(repo.join(file), root.join(file)).unwrap();
+    }
+    let home = tempfile::tempdir_in(scratch::base()).unwrap();
+    for dir in [".cargo/bin", ".cargo/registry", ".rustup"] {
+        std::fs::create_dir_all(home.path().join(dir)).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magus"))
+        .args(["run", "hello"])
+        .current_dir(root)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("✨ Hello from magus!"), "{stdout}");
+    assert!(
+        !stderr.contains("warning") && !stderr.contains("error"),
+        "{stderr}"
+    );
+}
