@@ -6,19 +6,26 @@ mod scratch;
 
 use std::path::Path;
 
+/// A scratch workspace holding the repository's own `magus.yaml` and
+/// `spells/hello.buzz`.
+fn workspace() -> tempfile::TempDir {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    std::fs::create_dir_all(root.path().join("spells")).unwrap();
+    for file in ["magus.yaml", "spells/hello.buzz"] {
+        std::fs::copy(repo.join(file), root.path().join(file)).unwrap();
+    }
+    root
+}
+
 /// The repository's own first spell and `magus.yaml`, copied into a
 /// scratch workspace and run by the real binary with a fake HOME holding a
 /// planted secret: it runs, sees its arguments, and its read of the secret
 /// is refused without a byte of it reaching output.
 #[test]
 fn hello_spell_runs_and_its_secret_read_is_refused() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    let root = workspace();
     let root = root.path();
-    std::fs::create_dir_all(root.join("spells")).unwrap();
-    for file in ["magus.yaml", "spells/hello.buzz"] {
-        std::fs::copy(repo.join(file), root.join(file)).unwrap();
-    }
     let home = tempfile::tempdir_in(scratch::base()).unwrap();
     std::fs::create_dir_all(home.path().join(".aws")).unwrap();
     let secret = "aws_secret_access_key = PLANTED_HELLO_SECRET";
@@ -43,13 +50,8 @@ fn hello_spell_runs_and_its_secret_read_is_refused() {
 /// the run prints no diagnostic before the spell's own greeting.
 #[test]
 fn first_run_in_a_fresh_cargo_home_prints_no_warning() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    let root = workspace();
     let root = root.path();
-    std::fs::create_dir_all(root.join("spells")).unwrap();
-    for file in ["magus.yaml", "spells/hello.buzz"] {
-        std::fs::copy(repo.join(file), root.join(file)).unwrap();
-    }
     let home = tempfile::tempdir_in(scratch::base()).unwrap();
     for dir in [".cargo/bin", ".cargo/registry", ".rustup"] {
         std::fs::create_dir_all(home.path().join(dir)).unwrap();
