@@ -302,3 +302,38 @@ fn items_of_fields_in_arithmetic_give_the_walkers_results() {
         "{err}"
     );
 }
+
+#[test]
+fn len_in_a_comparison_gives_the_walkers_results() {
+    let source = r#"
+import "std";
+object Sized {
+    n: int,
+    fun len() > int {
+        return this.n;
+    }
+}
+fun lens(s: str, l: [int], m: {str: int}, o: Sized, r: any) > str {
+    var i = 0;
+    var out = "";
+    while (i < s.len()) {
+        i = i + 2;
+    }
+    out = out + "{i} {l.len() * 2 - 1} {i + m.len()} {o.len() + 1 < i}";
+    return "{out} {r.len() - 1}";
+}
+fun main() > void {
+    std.print(lens("héllo", l: [1, 2], m: {"a": 1}, o: Sized{ n = 3 }, r: [7]));
+    std.print(lens("", l: [], m: {}, o: Sized{ n = -5 }, r: 3));
+}
+"#;
+    let (ending, names) = both("lens", source);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(names, ["lens", "main"]);
+    assert!(text.starts_with("6 3 7 true 0\n"), "{text}");
+    let err = ending.result.expect_err("an int has no `len`");
+    assert!(
+        err.contains("16:22: runtime error: int has no field `len`"),
+        "{err}"
+    );
+}

@@ -1169,6 +1169,11 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
             };
             num_item(fr.get(*i as usize)?, k)
         }
+        Num::Len(i) => match fr.get(*i as usize)? {
+            Value::Str(s) => Some(N::I(s.len() as i64)),
+            Value::List(l) => Some(N::I(l.items.borrow().len() as i64)),
+            _ => None,
+        },
         Num::FieldItem(item) => {
             let (i, name, cache, index) = &**item;
             let N::I(k) = num(index, fr, env)? else {

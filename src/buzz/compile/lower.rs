@@ -342,6 +342,15 @@ impl Lower {
                 Num::Bin(*op, Box::new((self.num(l)?, self.num(r)?)))
             }
             ExprKind::Unary(UnOp::Neg, x) => Num::Neg(Box::new(self.num(x)?)),
+            ExprKind::Call { callee, args } if args.is_empty() => match &callee.kind {
+                ExprKind::Field {
+                    object,
+                    name,
+                    optional: false,
+                    ..
+                } if &**name == "len" => Num::Len(local(self, object)?),
+                _ => return None,
+            },
             _ => return None,
         })
     }

@@ -236,6 +236,9 @@ enum Num {
     Field(u32, Rc<str>, MemberCache),
     /// `local[index]`.
     Item(u32, Box<Num>),
+    /// `local.len()` of a `str` or a list (k-nucleoide's
+    /// `i < sequence.len()`); any other receiver takes the general path.
+    Len(u32),
     /// `local.name[index]` (fasta's `this.probs[i]`).
     FieldItem(Box<(u32, Rc<str>, MemberCache, Num)>),
     Bin(BinOp, Box<(Num, Num)>),
