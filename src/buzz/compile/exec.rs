@@ -1084,7 +1084,7 @@ impl Interpreter {
     }
 
     /// Evaluates a built-in method's arguments (values only) and gives
-    /// them to `call`: in a small array for up to three, the commonest.
+    /// them to `call`: on the stack for up to two, the commonest.
     #[inline]
     fn c_builtin(
         &mut self,
@@ -1093,23 +1093,31 @@ impl Interpreter {
         env: &Rc<Scope>,
         call: impl FnOnce(&mut Self, &mut [Value], &[Value]) -> Eval<Value>,
     ) -> Eval<Value> {
-        let n = args.values.len();
-        if n > 3 {
-            let values = self.c_positional(args, fr, env)?;
-            let result = call(self, fr, &values);
-            self.give_back_positional(values);
-            return result;
+        match &args.values[..] {
+            [] => call(self, fr, &[]),
+            [x] => {
+                let a = self.c_eval(x, fr, env)?;
+                let result = call(self, fr, std::slice::from_ref(&a));
+                discard(a);
+                result
+            }
+            [x, y] => {
+                let a = self.c_eval(x, fr, env)?;
+                let b = self.c_eval(y, fr, env)?;
+                let pair = [a, b];
+                let result = call(self, fr, &pair);
+                let [a, b] = pair;
+                discard(a);
+                discard(b);
+                result
+            }
+            _ => {
+                let values = self.c_positional(args, fr, env)?;
+                let result = call(self, fr, &values);
+                self.give_back_positional(values);
+                result
+            }
         }
-        let mut values = [const { Value::Null }; 3];
-        for (slot, e) in values.iter_mut().zip(&args.values) {
-            *slot = self.c_eval(e, fr, env)?;
-        }
-        let result = call(self, fr, &values[..n]);
-        let [a, b, c] = values;
-        discard(a);
-        discard(b);
-        discard(c);
-        result
     }
 
     /// The arguments of a built-in method: values only.
