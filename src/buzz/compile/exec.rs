@@ -1172,7 +1172,7 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
         Num::Field(i, name, cache) => num_field(fr.get(*i as usize)?, name, cache),
         Num::Global(name, res) => num_global(env, name, res),
         Num::Item(i, index) => {
-            let N::I(k) = num(index, fr, env)? else {
+            let N::I(k) = operand(index, fr, env)? else {
                 return None;
             };
             num_item(fr.get(*i as usize)?, k)
@@ -1184,7 +1184,7 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
         },
         Num::FieldItem(item) => {
             let (i, name, cache, index) = &**item;
-            let N::I(k) = num(index, fr, env)? else {
+            let N::I(k) = operand(index, fr, env)? else {
                 return None;
             };
             num_field_item(fr.get(*i as usize)?, name, cache, k)
