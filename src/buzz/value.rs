@@ -678,6 +678,9 @@ impl Hasher for FastHasher {
 pub(crate) struct MapData {
     pub(crate) entries: Vec<(Value, Value)>,
     index: HashTable<usize>,
+    /// The position the last lookup found: `m[k] = (m[k] ?? 0) + 1`
+    /// stores where it has just read, after one comparison of the key.
+    last: Cell<Option<usize>>,
 }
 
 impl MapData {
@@ -686,9 +689,12 @@ impl MapData {
     fn find(&self, key: &Value) -> Option<usize> {
         let view = KeyView::of(key);
         let entries = &self.entries;
-        self.index
+        let found = self
+            .index
             .find(view.hash(), |&i| view.is(&entries[i].0))
-            .copied()
+            .copied();
+        self.last.set(found);
+        found
     }
 }
 
@@ -711,8 +717,19 @@ impl MapObj {
     /// place (and its first key value).
     pub(crate) fn insert(&self, key: Value, value: Value) {
         let mut data = self.data.borrow_mut();
-        let MapData { entries, index } = &mut *data;
+        let MapData {
+            entries,
+            index,
+            last,
+        } = &mut *data;
         let view = KeyView::of(&key);
+        if let Some(i) = last.get() {
+            if entries.get(i).is_some_and(|(k, _)| view.is(k)) {
+                drop(view);
+                entries[i].1 = value;
+                return;
+            }
+        }
         let found = index.entry(
             view.hash(),
             |&i| view.is(&entries[i].0),
@@ -734,7 +751,12 @@ impl MapObj {
 
     pub(crate) fn remove(&self, key: &Value) -> Option<Value> {
         let mut data = self.data.borrow_mut();
-        let MapData { entries, index } = &mut *data;
+        let MapData {
+            entries,
+            index,
+            last,
+        } = &mut *data;
+        last.set(None);
         let view = KeyView::of(key);
         let found = index
             .find_entry(view.hash(), |&i| view.is(&entries[i].0))
@@ -1404,6 +1426,31 @@ mod tests {
             .map(|(k, _)| k.to_string())
             .collect();
         assert_eq!(keys, ["b", "c"]);
+    }
+
+    #[test]
+    fn a_store_after_a_lookup_goes_to_its_own_key() {
+        let map = MapObj::default();
+        for (k, v) in [("a", 1), ("b", 2), ("c", 3)] {
+            map.insert(Value::str(k), Value::Int(v));
+        }
+        let int = |k: &str| map.get(&Value::str(k)).and_then(|v| v.as_int());
+        assert_eq!(int("b"), Some(2));
+        map.insert(Value::str("c"), Value::Int(30));
+        assert_eq!(int("b"), Some(2));
+        map.remove(&Value::str("a"));
+        map.insert(Value::str("b"), Value::Int(20));
+        map.insert(Value::str("d"), Value::Int(4));
+        assert_eq!(int("a"), None);
+        map.insert(Value::str("a"), Value::Int(10));
+        let entries: Vec<String> = map
+            .data
+            .borrow()
+            .entries
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(entries, ["b=20", "c=30", "d=4", "a=10"]);
     }
 
     #[test]
