@@ -1446,7 +1446,7 @@ fn another_workspace_leaves_nothing_in_tmp() {
 /// root, outside every namespace, at the next crash. The attack writes
 /// the current value back (harmless, and it proves the write). Landlock's
 /// `ro` grant of `/proc` refuses it; where Landlock is missing the view's
-/// read-only `/proc/sys` must.
+/// read-only `/proc` must.
 #[test]
 fn root_cannot_write_sysctls_even_without_landlock() {
     if !users().contains(&User::Root) {
@@ -2248,5 +2248,58 @@ fn a_root_child_cannot_use_network_privileges() {
             markers.push("AUDIT-OK");
         }
         assert_attack(User::Root, &control, &jailed, &markers, "");
+    }
+}
+
+/// The host's own inodes that the view shows to a root child as their
+/// owner: the device nodes granted `rw` (`/dev/null`, `/dev/tty`) and the
+/// top-level entries of `/proc`, whose mode the kernel keeps once for
+/// every `/proc` of the machine. Landlock does not handle `chmod`, so
+/// before the fix a root child in the full sandbox ran `chmod 000
+/// /dev/null` (every non-root program on the machine then fails), or
+/// `chmod 000 /proc/meminfo` (`free`, `top` fail for every user, in every
+/// container, until reboot), or set their times. The attack writes each
+/// current mode back (harmless, and it proves the change); the fix binds
+/// device grants and mounts `/proc` read-only (`EROFS`), while reading
+/// and writing the devices work as before.
+#[test]
+fn a_root_child_cannot_change_the_hosts_device_nodes_or_proc_entries() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let same_mode = |path: &str, marker: &str| {
+        format!("m=$(stat -c %a {path}) && chmod \"$m\" {path} && echo {marker}; ")
+    };
+    let script = [
+        same_mode("/dev/null", "NULL-CHMOD-OK"),
+        same_mode("/dev/tty", "TTY-CHMOD-OK"),
+        same_mode("/proc/meminfo", "PROC-CHMOD-OK"),
+        "touch -c /dev/null && echo NULL-TOUCH-OK; ".into(),
+        "echo x > /dev/null && head -c 4 /dev/zero | wc -c | grep -q 4 && echo DEVICES-WORK".into(),
+    ]
+    .concat();
+    let ctime = || {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata("/dev/null").unwrap();
+        (m.ctime(), m.ctime_nsec(), m.mtime(), m.mtime_nsec())
+    };
+    let markers = [
+        "NULL-CHMOD-OK",
+        "TTY-CHMOD-OK",
+        "PROC-CHMOD-OK",
+        "NULL-TOUCH-OK",
+    ];
+    let mut jail = Jail::new(User::Root);
+    let control = jail.shell(Sandbox::Off, &script);
+    for kernel in [Kernel::AsIs, Kernel::NoUserNamespaces] {
+        jail.kernel = kernel;
+        for sandbox in [Sandbox::On, Sandbox::JailOnly] {
+            let before = ctime();
+            let jailed = jail.shell(sandbox, &script);
+            let what = format!("{kernel:?}, {}", context(User::Root, sandbox, &jailed));
+            assert_eq!(before, ctime(), "/dev/null changed: {what}");
+            assert!(jailed.stdout.contains("DEVICES-WORK"), "{what}");
+            assert_attack(User::Root, &control, &jailed, &markers, "");
+        }
     }
 }

@@ -160,7 +160,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
     }
     // `sandbox.limits.processes`: cap this namespace's PIDs before magus
     // proper is forked (a no-op unless declared), and before the view
-    // makes `/proc/sys` read-only. The sysctls act on the writer's own PID
+    // makes `/proc` read-only. The sysctls act on the writer's own PID
     // namespace whichever `/proc` they are reached through.
     crate::enforce::limits::in_new_pid_namespace();
     if let Err(StepFailure { index, errno }) = apply(plan) {
