@@ -2303,3 +2303,52 @@ fn a_root_child_cannot_change_the_hosts_device_nodes_or_proc_entries() {
         }
     }
 }
+
+/// Creates the POSIX message queue `argv[1]`, owned by `argv[3]` (a uid),
+/// holding the message `argv[2]`.
+const MQUEUE_CREATE: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Attr(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_long), ("maxmsg", ctypes.c_long),
+                ("msgsize", ctypes.c_long), ("curmsgs", ctypes.c_long), ("pad", ctypes.c_long * 4)]
+os.setegid(int(sys.argv[3])); os.seteuid(int(sys.argv[3]))
+q = libc.mq_open(sys.argv[1].encode(), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600, ctypes.byref(Attr(0, 4, 256, 0)))
+assert q >= 0, ctypes.get_errno()
+assert libc.mq_send(q, sys.argv[2].encode(), len(sys.argv[2]), 0) == 0, ctypes.get_errno()
+"#;
+
+/// POSIX message queues belong to the IPC namespace, as System V IPC does:
+/// a queue of the user's session (an application's, holding a secret)
+/// is the session's. In the jail the IPC namespace is the run's own;
+/// without it the guard refused System V IPC but not `mq_open`, so in the
+/// interpreter-only mode (no Landlock, user namespaces refused) a child,
+/// root or not, read the session's queues, and could post to or remove
+/// them.
+#[test]
+fn posix_message_queues_of_the_session_are_unreachable() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let name = format!("/{}", unique("mq"));
+        let secret = unique("mqueue-secret");
+        python(MQUEUE_CREATE, &[&name, &secret, &jail.uid().to_string()]);
+        let runs: Vec<(Sandbox, RunOutput)> = [Sandbox::On, Sandbox::JailOnly, Sandbox::GateOnly]
+            .into_iter()
+            .map(|sandbox| (sandbox, jail.probe(sandbox, &["mqueue", &name])))
+            .collect();
+        let control = jail.probe(Sandbox::Off, &["mqueue", &name]);
+        python(
+            "import ctypes, sys; ctypes.CDLL(None).mq_unlink(sys.argv[1].encode())",
+            &[&name],
+        );
+        for (sandbox, jailed) in &runs {
+            let what = context(user, *sandbox, jailed);
+            assert!(jailed.stdout.contains("STATUS "), "{what}");
+            assert!(
+                !jailed.stdout.contains("MQUEUE-OK"),
+                "the attack worked: {what}"
+            );
+            assert_attack(user, &control, jailed, &["MQUEUE-OK"], &secret);
+        }
+    }
+}
