@@ -2352,3 +2352,48 @@ fn posix_message_queues_of_the_session_are_unreachable() {
         }
     }
 }
+
+/// A child `chmod`s the terminal it inherited (its stdin, the user's own
+/// pty) to `0666`: Landlock does not handle `chmod` and no mount guards a
+/// descriptor opened before the jail, so other local users could then
+/// read what the user types after the run, or write to the screen. The
+/// process that waits outside every child puts the mode back (and warns)
+/// once the last one has ended, in the jail and in every fallback.
+#[test]
+fn the_terminals_mode_is_put_back_after_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    for user in users() {
+        let mut jail = Jail::new(user);
+        let script = "chmod 0666 /proc/self/fd/0 && echo TTY-CHMOD-OK";
+        let run = |jail: &Jail, sandbox: Sandbox| {
+            let pty = nix::pty::openpty(None, None).unwrap();
+            let slave =
+                std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+            std::os::unix::fs::chown(&slave, Some(jail.uid()), None).unwrap();
+            std::fs::set_permissions(&slave, std::fs::Permissions::from_mode(0o620)).unwrap();
+            let mut cmd = jail.command(sandbox);
+            cmd.arg("t").arg(script).stdin(Stdio::from(pty.slave));
+            let out = capture(&mut cmd);
+            let mode = std::fs::metadata(&slave).unwrap().permissions().mode() & 0o7777;
+            drop(pty.master);
+            (out, mode)
+        };
+        let (control, mode) = run(&jail, Sandbox::Off);
+        assert!(
+            control.stdout.contains("TTY-CHMOD-OK"),
+            "{}",
+            control.dump()
+        );
+        assert_eq!(mode, 0o666, "the control left the terminal as it was");
+        for kernel in [Kernel::AsIs, Kernel::NoUserNamespaces] {
+            jail.kernel = kernel;
+            for sandbox in [Sandbox::On, Sandbox::GateOnly] {
+                let (out, mode) = run(&jail, sandbox);
+                let what = format!("{kernel:?}, {}", context(user, sandbox, &out));
+                assert!(out.stdout.contains("TTY-CHMOD-OK"), "{what}");
+                assert_eq!(mode, 0o620, "the terminal stayed {mode:o}: {what}");
+                assert!(out.stderr.contains("magus put back 620"), "{what}");
+            }
+        }
+    }
+}
