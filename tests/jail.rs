@@ -1446,7 +1446,7 @@ fn another_workspace_leaves_nothing_in_tmp() {
 /// root, outside every namespace, at the next crash. The attack writes
 /// the current value back (harmless, and it proves the write). Landlock's
 /// `ro` grant of `/proc` refuses it; where Landlock is missing the view's
-/// read-only `/proc/sys` must.
+/// read-only `/proc` must.
 #[test]
 fn root_cannot_write_sysctls_even_without_landlock() {
     if !users().contains(&User::Root) {
@@ -2248,5 +2248,152 @@ fn a_root_child_cannot_use_network_privileges() {
             markers.push("AUDIT-OK");
         }
         assert_attack(User::Root, &control, &jailed, &markers, "");
+    }
+}
+
+/// The host's own inodes that the view shows to a root child as their
+/// owner: the device nodes granted `rw` (`/dev/null`, `/dev/tty`) and the
+/// top-level entries of `/proc`, whose mode the kernel keeps once for
+/// every `/proc` of the machine. Landlock does not handle `chmod`, so
+/// before the fix a root child in the full sandbox ran `chmod 000
+/// /dev/null` (every non-root program on the machine then fails), or
+/// `chmod 000 /proc/meminfo` (`free`, `top` fail for every user, in every
+/// container, until reboot), or set their times. The attack writes each
+/// current mode back (harmless, and it proves the change); the fix binds
+/// device grants and mounts `/proc` read-only (`EROFS`), while reading
+/// and writing the devices work as before.
+#[test]
+fn a_root_child_cannot_change_the_hosts_device_nodes_or_proc_entries() {
+    if !users().contains(&User::Root) {
+        return;
+    }
+    let same_mode = |path: &str, marker: &str| {
+        format!("m=$(stat -c %a {path}) && chmod \"$m\" {path} && echo {marker}; ")
+    };
+    let script = [
+        same_mode("/dev/null", "NULL-CHMOD-OK"),
+        same_mode("/dev/tty", "TTY-CHMOD-OK"),
+        same_mode("/proc/meminfo", "PROC-CHMOD-OK"),
+        "touch -c /dev/null && echo NULL-TOUCH-OK; ".into(),
+        "echo x > /dev/null && head -c 4 /dev/zero | wc -c | grep -q 4 && echo DEVICES-WORK".into(),
+    ]
+    .concat();
+    let ctime = || {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata("/dev/null").unwrap();
+        (m.ctime(), m.ctime_nsec(), m.mtime(), m.mtime_nsec())
+    };
+    let markers = [
+        "NULL-CHMOD-OK",
+        "TTY-CHMOD-OK",
+        "PROC-CHMOD-OK",
+        "NULL-TOUCH-OK",
+    ];
+    let mut jail = Jail::new(User::Root);
+    let control = jail.shell(Sandbox::Off, &script);
+    for kernel in [Kernel::AsIs, Kernel::NoUserNamespaces] {
+        jail.kernel = kernel;
+        for sandbox in [Sandbox::On, Sandbox::JailOnly] {
+            let before = ctime();
+            let jailed = jail.shell(sandbox, &script);
+            let what = format!("{kernel:?}, {}", context(User::Root, sandbox, &jailed));
+            assert_eq!(before, ctime(), "/dev/null changed: {what}");
+            assert!(jailed.stdout.contains("DEVICES-WORK"), "{what}");
+            assert_attack(User::Root, &control, &jailed, &markers, "");
+        }
+    }
+}
+
+/// Creates the POSIX message queue `argv[1]`, owned by `argv[3]` (a uid),
+/// holding the message `argv[2]`.
+const MQUEUE_CREATE: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Attr(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_long), ("maxmsg", ctypes.c_long),
+                ("msgsize", ctypes.c_long), ("curmsgs", ctypes.c_long), ("pad", ctypes.c_long * 4)]
+os.setegid(int(sys.argv[3])); os.seteuid(int(sys.argv[3]))
+q = libc.mq_open(sys.argv[1].encode(), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600, ctypes.byref(Attr(0, 4, 256, 0)))
+assert q >= 0, ctypes.get_errno()
+assert libc.mq_send(q, sys.argv[2].encode(), len(sys.argv[2]), 0) == 0, ctypes.get_errno()
+"#;
+
+/// POSIX message queues belong to the IPC namespace, as System V IPC does:
+/// a queue of the user's session (an application's, holding a secret)
+/// is the session's. In the jail the IPC namespace is the run's own;
+/// without it the guard refused System V IPC but not `mq_open`, so in the
+/// interpreter-only mode (no Landlock, user namespaces refused) a child,
+/// root or not, read the session's queues, and could post to or remove
+/// them.
+#[test]
+fn posix_message_queues_of_the_session_are_unreachable() {
+    for user in users() {
+        let jail = Jail::new(user);
+        let name = format!("/{}", unique("mq"));
+        let secret = unique("mqueue-secret");
+        python(MQUEUE_CREATE, &[&name, &secret, &jail.uid().to_string()]);
+        let runs: Vec<(Sandbox, RunOutput)> = [Sandbox::On, Sandbox::JailOnly, Sandbox::GateOnly]
+            .into_iter()
+            .map(|sandbox| (sandbox, jail.probe(sandbox, &["mqueue", &name])))
+            .collect();
+        let control = jail.probe(Sandbox::Off, &["mqueue", &name]);
+        python(
+            "import ctypes, sys; ctypes.CDLL(None).mq_unlink(sys.argv[1].encode())",
+            &[&name],
+        );
+        for (sandbox, jailed) in &runs {
+            let what = context(user, *sandbox, jailed);
+            assert!(jailed.stdout.contains("STATUS "), "{what}");
+            assert!(
+                !jailed.stdout.contains("MQUEUE-OK"),
+                "the attack worked: {what}"
+            );
+            assert_attack(user, &control, jailed, &["MQUEUE-OK"], &secret);
+        }
+    }
+}
+
+/// A child `chmod`s the terminal it inherited (its stdin, the user's own
+/// pty) to `0666`: Landlock does not handle `chmod` and no mount guards a
+/// descriptor opened before the jail, so other local users could then
+/// read what the user types after the run, or write to the screen. The
+/// process that waits outside every child puts the mode back (and warns)
+/// once the last one has ended, in the jail and in every fallback.
+#[test]
+fn the_terminals_mode_is_put_back_after_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    for user in users() {
+        let mut jail = Jail::new(user);
+        let script = "chmod 0666 /proc/self/fd/0 && echo TTY-CHMOD-OK";
+        let run = |jail: &Jail, sandbox: Sandbox| {
+            let pty = nix::pty::openpty(None, None).unwrap();
+            let slave =
+                std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+            std::os::unix::fs::chown(&slave, Some(jail.uid()), None).unwrap();
+            std::fs::set_permissions(&slave, std::fs::Permissions::from_mode(0o620)).unwrap();
+            let mut cmd = jail.command(sandbox);
+            cmd.arg("t").arg(script).stdin(Stdio::from(pty.slave));
+            let out = capture(&mut cmd);
+            let mode = std::fs::metadata(&slave).unwrap().permissions().mode() & 0o7777;
+            drop(pty.master);
+            (out, mode)
+        };
+        let (control, mode) = run(&jail, Sandbox::Off);
+        assert!(
+            control.stdout.contains("TTY-CHMOD-OK"),
+            "{}",
+            control.dump()
+        );
+        assert_eq!(mode, 0o666, "the control left the terminal as it was");
+        for kernel in [Kernel::AsIs, Kernel::NoUserNamespaces] {
+            jail.kernel = kernel;
+            for sandbox in [Sandbox::On, Sandbox::GateOnly] {
+                let (out, mode) = run(&jail, sandbox);
+                let what = format!("{kernel:?}, {}", context(user, sandbox, &out));
+                assert!(out.stdout.contains("TTY-CHMOD-OK"), "{what}");
+                assert_eq!(mode, 0o620, "the terminal stayed {mode:o}: {what}");
+                assert!(out.stderr.contains("magus put back 620"), "{what}");
+            }
+        }
     }
 }

@@ -587,7 +587,7 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
              (unix sockets in /tmp and /run/user, other terminals in /dev/pts, other \
              sessions' /tmp and /dev/shm files, metadata of ungranted paths), \
              every process in /proc, and protected paths inside writable grants; \
-             System V IPC and keyrings are refused instead"
+             System V IPC, POSIX message queues and keyrings are refused instead"
         ));
         help.push(jail_help(reason));
     }

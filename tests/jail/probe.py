@@ -42,6 +42,20 @@ def sysv(key):
     print("SHM-OK", ctypes.string_at(addr, 64).split(b"\0")[0].decode())
 
 
+def mqueue(name):
+    """Reads a POSIX message queue of the session (without waiting), and
+    puts the message back."""
+    q = libc.mq_open(name.encode(), os.O_RDWR | os.O_NONBLOCK)
+    if q < 0:
+        raise OSError(ctypes.get_errno(), "mq_open")
+    buf = ctypes.create_string_buffer(256)
+    n = libc.mq_receive(q, buf, 256, None)
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "mq_receive")
+    libc.mq_send(q, buf, n, 0)
+    print("MQUEUE-OK", buf.raw[:n].decode())
+
+
 class Handle(ctypes.Structure):
     _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("f", ctypes.c_ubyte * 128)]
 
@@ -192,6 +206,7 @@ COMMANDS = {
     "sock": sock,
     "keyring": keyring,
     "sysv": sysv,
+    "mqueue": mqueue,
     "handle-name": handle_name,
     "handle-open": handle_open,
     "fanotify": fanotify,

@@ -111,7 +111,7 @@ fn limits() -> Limits {
 }
 
 /// Hook 2 (the PID namespace's init, before the view is built, which
-/// makes `/proc/sys` read-only, and before magus proper is forked): caps
+/// makes `/proc` read-only, and before magus proper is forked): caps
 /// the namespace's PIDs when the kernel
 /// keeps `pid_max` per namespace and this process may write it (root;
 /// an unprivileged user's namespace-`root` is not mapped, so its sysctl

@@ -1,7 +1,7 @@
 //! The Linux kernel layer: the jail (namespaces and the view), Landlock,
 //! the seccomp syscall guard, capabilities, the network namespace and the
-//! host-filtering proxy, sandbox limits, the survivor supervisor and the
-//! scrubbed re-exec. Everything here speaks to Linux-only system calls;
+//! host-filtering proxy, sandbox limits, the survivor supervisor, the
+//! user's terminal put back as found, and the scrubbed re-exec. Everything here speaks to Linux-only system calls;
 //! the rest of `enforce` (the gate, child launch) is the interpreter layer.
 
 // The moved modules still say `super::error`; the enforce-wide error type
@@ -21,6 +21,7 @@ pub mod reexec;
 pub mod resolve;
 pub mod seccomp;
 pub mod survivors;
+pub mod terminal;
 pub mod untraceable;
 
 // The kernel layer's API, re-exported by `crate::enforce`.

@@ -18,7 +18,8 @@
 //!   mounts and namespaces, keyrings, fanotify, io_uring (whose requests
 //!   seccomp cannot read); and `clone3`, whose flags
 //!   seccomp cannot read, fails with `ENOSYS` so libc falls back to
-//!   `clone`, whose flags it can. Without a jail, System V IPC too (the
+//!   `clone`, whose flags it can. Without a jail, System V IPC and POSIX
+//!   message queues too (the
 //!   IPC namespace is the user's session's). See [`jail_rules`].
 //! - on x86_64, every x32 system call fails with `ENOSYS`, as on a kernel
 //!   built without x32 (systemd's `SystemCallArchitectures=native` does
@@ -75,9 +76,11 @@ pub enum SyscallGuardStatus {
 /// guard must close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuardMode {
-    /// In the jail (or no jail wanted): System V IPC is the jail's own.
+    /// In the jail (or no jail wanted): System V IPC and POSIX message
+    /// queues are the jail's own.
     Jailed,
-    /// No jail: System V IPC is refused, for it is the user's session's.
+    /// No jail: System V IPC and POSIX message queues are refused, for
+    /// they are the user's session's.
     Unjailed,
 }
 
@@ -97,14 +100,14 @@ static FOR_CHILDREN: OnceLock<BpfProgram> = OnceLock::new();
 
 impl SyscallGuard {
     /// Compiles the filter for the running architecture: the guard's own
-    /// rules, the jail's (System V IPC's too when unjailed), and the rules
+    /// rules, the jail's (IPC's too when unjailed), and the rules
     /// the network setting needs (see [`super::network::seccomp_rules`]).
     pub fn build(mode: GuardMode, network: NetworkSeccomp) -> Result<Self, EnforceError> {
         let mut rules = ioctl_rules()?;
         merge(&mut rules, kernel_rules()?);
         merge(&mut rules, jail_rules()?);
         if mode == GuardMode::Unjailed {
-            merge(&mut rules, sysv_ipc_rules());
+            merge(&mut rules, session_ipc_rules());
         }
         merge(&mut rules, super::network::seccomp_rules(network)?);
         let program = compile(rules, libc::EPERM)?;
@@ -370,8 +373,12 @@ pub(crate) fn apply_to_child() -> Result<(), libc::c_int> {
     }
 }
 
-/// Without the jail's IPC namespace, System V IPC is the user's session's.
-fn sysv_ipc_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
+/// Without the jail's IPC namespace, System V IPC and POSIX message
+/// queues (which live in the IPC namespace too, in its internal `mqueue`
+/// mount) are the user's session's: a child would read, post to or remove
+/// an application's queues. Landlock refuses `mq_open` where it is in
+/// force; without it only this rule does.
+fn session_ipc_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
     let calls = [
         libc::SYS_shmget,
         libc::SYS_shmat,
@@ -385,6 +392,12 @@ fn sysv_ipc_rules() -> BTreeMap<i64, Vec<SeccompRule>> {
         libc::SYS_semop,
         libc::SYS_semctl,
         libc::SYS_semtimedop,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+        libc::SYS_mq_timedsend,
+        libc::SYS_mq_timedreceive,
+        libc::SYS_mq_notify,
+        libc::SYS_mq_getsetattr,
     ];
     calls.into_iter().map(|nr| (nr, Vec::new())).collect()
 }

@@ -12,6 +12,7 @@ use nix::unistd::{fork, getpid, ForkResult, Pid};
 
 use super::limits;
 use super::process::is_single_threaded;
+use super::terminal::TerminalModes;
 
 /// Why the supervisor could not be set up (the run goes on without it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -32,6 +33,7 @@ pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
         return Err(SupervisorError::ThreadsRunning);
     }
     nix::sys::prctl::set_child_subreaper(true).map_err(SupervisorError::Subreaper)?;
+    let terminal = TerminalModes::note();
     // SAFETY: single-threaded (checked above), so the child may run
     // arbitrary code after fork.
     match unsafe { fork() }.map_err(SupervisorError::Fork)? {
@@ -40,13 +42,18 @@ pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             Ok(())
         }
-        ForkResult::Parent { child } => supervise(child),
+        ForkResult::Parent { child } => supervise(child, &terminal),
     }
 }
 
 /// Waits for magus (forwarding the signals sent to this process), then
-/// kills every descendant and exits with magus's status.
-fn supervise(magus: Pid) -> ! {
+/// kills every descendant, puts the terminal's mode back and exits with
+/// magus's status.
+fn supervise(magus: Pid, terminal: &TerminalModes) -> ! {
+    let end = || {
+        kill_descendants();
+        terminal.restore();
+    };
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
     if super::untraceable::refuse_tracing().is_err() {
@@ -57,21 +64,21 @@ fn supervise(magus: Pid) -> ! {
     let status = loop {
         // A ring between two waits (see `limits::on_alarm`).
         if limits::over_time() {
-            kill_descendants();
+            end();
             limits::exit_over_time()
         }
         match waitpid(Pid::from_raw(-1), None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == magus => break code,
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == magus => break 128 + sig as i32,
             Err(Errno::EINTR) if limits::over_time() => {
-                kill_descendants();
+                end();
                 limits::exit_over_time()
             }
             Err(Errno::ECHILD) => break 1,
             _ => continue,
         }
     };
-    kill_descendants();
+    end();
     // SAFETY: _exit skips atexit handlers, which belong to magus proper.
     unsafe { libc::_exit(status) }
 }

@@ -96,8 +96,13 @@ impl Builder {
                 Err(Errno::EINVAL) => Ok(()),
                 other => other,
             },
-            Step::Proc { path } => fresh(made, &at(path), "proc", ""),
-            Step::ReadOnlyOverItself { path } => over_itself(&at(path)),
+            Step::Proc { path, access } => {
+                fresh(made, &at(path), "proc", "")?;
+                match access {
+                    BindAccess::ReadOnly => remount_read_only(&at(path)),
+                    BindAccess::ReadWrite => Ok(()),
+                }
+            }
             Step::Devpts { path } => fresh(
                 made,
                 &at(path),
@@ -137,7 +142,6 @@ fn mounts(step: &Step) -> bool {
         Step::Tmpfs { .. }
             | Step::Bind { .. }
             | Step::Proc { .. }
-            | Step::ReadOnlyOverItself { .. }
             | Step::Mask { .. }
             | Step::Devpts { .. }
     )
@@ -233,18 +237,6 @@ fn bind(
         remount_read_only(target)?;
     }
     Ok(())
-}
-
-/// `target` bound over itself and made read-only; nothing where it does
-/// not exist (a kernel without `/proc/sysrq-trigger`).
-fn over_itself(target: &Path) -> Result<(), Errno> {
-    if target.symlink_metadata().is_err() {
-        return Ok(());
-    }
-    let none: Option<&str> = None;
-    let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
-    mount(Some(target), target, none, flags, none)?;
-    remount_read_only(target)
 }
 
 /// Read-only, keeping the flags the kernel locks in a user namespace

@@ -42,11 +42,9 @@ pub enum Step {
     /// under `/sys`). Skipped where the path is no mount point in the view
     /// (an unbindable mount is not copied).
     RemountReadOnly { path: PathBuf },
-    /// A `/proc` of the jail's PID namespace.
-    Proc { path: PathBuf },
-    /// A path of the view bound over itself read-only; skipped where it
-    /// does not exist. For [`PROC_READ_ONLY`].
-    ReadOnlyOverItself { path: PathBuf },
+    /// A `/proc` of the jail's PID namespace; read-only in the view (see
+    /// [`proc_steps`]).
+    Proc { path: PathBuf, access: BindAccess },
     /// A new `devpts` instance: new terminals, none of the user's.
     Devpts { path: PathBuf },
     /// A credential store inside a grant that does not name it, hidden
@@ -63,7 +61,9 @@ pub enum Step {
     PivotRoot,
 }
 
-/// Whether a bind may be written through.
+/// Whether a bind (or a fresh `/proc`) may be written through. A
+/// read-only mount also refuses metadata changes (`chmod`, `utimes`,
+/// `setxattr`: `EROFS`), which Landlock does not handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BindAccess {
     ReadOnly,
@@ -103,8 +103,7 @@ impl Step {
             | Step::Tmpfs { path, .. }
             | Step::Bind { path, .. }
             | Step::RemountReadOnly { path }
-            | Step::Proc { path }
-            | Step::ReadOnlyOverItself { path }
+            | Step::Proc { path, .. }
             | Step::Devpts { path }
             | Step::Mask { path, .. }
             | Step::Symlink { path, .. } => Some(path),
@@ -125,7 +124,6 @@ impl Step {
             Step::Bind { .. } => "bind-mount",
             Step::RemountReadOnly { .. } => "remount read-only",
             Step::Proc { .. } => "mount /proc",
-            Step::ReadOnlyOverItself { .. } => "bind read-only over itself",
             Step::Devpts { .. } => "mount devpts",
             Step::Mask { .. } => "hide credential store",
             Step::Symlink { .. } => "create symlink",
@@ -183,6 +181,7 @@ impl JailPlan {
                 Step::PrivatePropagation,
                 Step::Proc {
                     path: PathBuf::from("/proc"),
+                    access: BindAccess::ReadWrite,
                 },
             ],
             search_truncated: false,
@@ -350,9 +349,9 @@ fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     // Landlock enforces): an `ro` grant inside an `rw` one stays writable.
     let writable = NormalPath::new(grant.path.clone())
         .is_ok_and(|p| policy.check(&p, Access::Write).is_allowed());
-    let access = match (grant.mode, writable) {
-        (Mode::Rw, _) | (Mode::Ro, true) => BindAccess::ReadWrite,
-        (Mode::Ro, false) => BindAccess::ReadOnly,
+    let access = match (grant.mode, writable, is_device(&path)) {
+        (_, _, true) | (Mode::Ro, false, _) => BindAccess::ReadOnly,
+        (Mode::Rw, _, false) | (Mode::Ro, true, false) => BindAccess::ReadWrite,
     };
     vec![Step::Bind {
         path,
@@ -362,43 +361,48 @@ fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     }]
 }
 
-/// The parts of a fresh `/proc` that are the whole machine's, not the
-/// jail's, and that uid 0 may write with no capability at all (sysctls
-/// check only the file's mode): `sys/kernel/core_pattern` names a program
-/// the kernel runs as root outside every namespace at the next crash,
-/// `sysrq-trigger` reboots. Landlock's `ro` grant of `/proc` refuses these
-/// writes too; where Landlock is missing the view alone must. Docker's
-/// read-only `/proc` paths; bubblewrap binds most of them the same way.
-pub const PROC_READ_ONLY: [&str; 5] = [
-    "/proc/bus",
-    "/proc/fs",
-    "/proc/irq",
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-];
+/// Whether `path` is a device node (`/dev/null`, `/dev/tty`, a user's
+/// `/dev/kvm`). Such a grant is bound read-only whatever its mode: the
+/// node is the host's own inode, which a root child (its owner) could
+/// otherwise `chmod 000` or re-time for the whole machine, outliving the
+/// run, while reading and writing a device through a read-only mount work
+/// as before (the mount's flag guards the inode, not the device's I/O).
+fn is_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path)
+        .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
+}
 
-/// `/proc`, its machine-wide parts read-only, and the `/dev` links into it
-/// that shells rely on.
+/// `/proc`, mounted read-only, and the `/dev` links into it that shells
+/// rely on. Read-only as the `ro` grant of `/proc` says, because its
+/// machine-wide parts are writable by uid 0 with no capability at all,
+/// and Landlock's `ro` grant does not cover all of it:
+/// - sysctls check only the file's mode (`sys/kernel/core_pattern` names
+///   a program the kernel runs as root outside every namespace at the next
+///   crash), and `sysrq-trigger` reboots: Landlock refuses these writes,
+///   but where Landlock is missing only the view can;
+/// - the mode of a top-level entry (`/proc/slabinfo`, `/proc/meminfo`) is
+///   kept by the kernel for every `/proc` of the machine, and `chmod`
+///   (which Landlock does not handle) by its owner, root, changes it for
+///   the host and every container: `EROFS` on a read-only mount.
+///
+/// Children lose nothing: Landlock's `ro` grant already refuses every
+/// write under `/proc` (`/proc/self/oom_score_adj` included).
 fn proc_steps() -> Vec<Step> {
     let link = |name: &str, target: &str| Step::Symlink {
         path: Path::new("/dev").join(name),
         target: PathBuf::from(target),
     };
-    let read_only = PROC_READ_ONLY.map(|path| Step::ReadOnlyOverItself {
-        path: PathBuf::from(path),
-    });
-    let proc = Step::Proc {
-        path: PathBuf::from("/proc"),
-    };
-    std::iter::once(proc)
-        .chain(read_only)
-        .chain([
-            link("fd", "/proc/self/fd"),
-            link("stdin", "/proc/self/fd/0"),
-            link("stdout", "/proc/self/fd/1"),
-            link("stderr", "/proc/self/fd/2"),
-        ])
-        .collect()
+    vec![
+        Step::Proc {
+            path: PathBuf::from("/proc"),
+            access: BindAccess::ReadOnly,
+        },
+        link("fd", "/proc/self/fd"),
+        link("stdin", "/proc/self/fd/0"),
+        link("stdout", "/proc/self/fd/1"),
+        link("stderr", "/proc/self/fd/2"),
+    ]
 }
 
 fn devpts_steps() -> Vec<Step> {
@@ -648,6 +652,11 @@ mod tests {
                 Mode::Ro,
                 GrantSource::Builtin("system code"),
             ),
+            grant(
+                Path::new("/dev/null"),
+                Mode::Rw,
+                GrantSource::Builtin("the null device"),
+            ),
             grant(&home, Mode::Rw, config),
         ];
         let policy = Policy::new(SandboxState::On, ws, grants, Network::Allow, Vec::new());
@@ -718,7 +727,10 @@ mod tests {
                 path: at("/tmp"),
                 why: "private to this run",
             },
-            Step::Proc { path: at("/proc") },
+            Step::Proc {
+                path: at("/proc"),
+                access: BindAccess::ReadOnly,
+            },
             Step::Devpts {
                 path: at("/dev/pts"),
             },
@@ -735,6 +747,14 @@ mod tests {
             Step::Bind {
                 path: policy.workspace().to_path_buf(),
                 access: BindAccess::ReadWrite,
+                why: BindWhy::Grant,
+                if_missing: IfMissing::Fail,
+            },
+            // A device granted `rw` is bound read-only: its I/O works, its
+            // inode (the host's) cannot be chmod'ed.
+            Step::Bind {
+                path: at("/dev/null"),
+                access: BindAccess::ReadOnly,
                 why: BindWhy::Grant,
                 if_missing: IfMissing::Fail,
             },
@@ -851,6 +871,7 @@ mod tests {
         let plan = JailPlan::pid_only();
         let proc_step = Step::Proc {
             path: PathBuf::from("/proc"),
+            access: BindAccess::ReadWrite,
         };
         assert_eq!(plan.steps(), [Step::PrivatePropagation, proc_step]);
         assert_eq!(plan.carve_outs().count(), 0);

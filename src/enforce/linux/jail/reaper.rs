@@ -25,6 +25,7 @@ use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
 use super::{JailUnavailable, Meanwhile};
+use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
 /// errno.
@@ -43,8 +44,10 @@ pub(super) fn start(
     meanwhile: Option<Meanwhile<'_>>,
 ) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
-    // Before any child can write in a git directory.
+    // Before any child can write in a git directory, or change the
+    // terminal's mode.
     let sweep = Sweep::before(plan);
+    let terminal = TerminalModes::note();
     // Without a socket pair, magus proper does that work itself.
     let handoff = meanwhile.and_then(|work| Some((work, UnixStream::pair().ok()?)));
     // Until the original knows whom to pass them to, the forwarded signals
@@ -60,7 +63,8 @@ pub(super) fn start(
                 drop(theirs);
                 work(ours);
             }
-            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, &sweep);
+            let after = (&sweep, &terminal);
+            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after);
             restore_mask(&unblocked);
             result
         }
@@ -101,13 +105,13 @@ fn restore_mask(old: &SigSet) {
 
 /// In the original process: wait for PID 1's report; on success wait for
 /// the namespace to end (PID 1's exit ends every process in it), sweep,
-/// and exit with its status (never returns).
+/// put the terminal's mode back, and exit with its status (never returns).
 fn outer_wait_or_fail(
     init: Pid,
     report: &OwnedFd,
     plan: &JailPlan,
     mask: &SigSet,
-    sweep: &Sweep,
+    (sweep, terminal): (&Sweep, &TerminalModes),
 ) -> Result<(), JailUnavailable> {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
@@ -116,6 +120,7 @@ fn outer_wait_or_fail(
         restore_mask(mask);
         let code = wait_for(init, init);
         sweep.after();
+        terminal.restore();
         exit_now(code);
     }
     let _ = waitpid(init, None);
@@ -160,7 +165,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
     }
     // `sandbox.limits.processes`: cap this namespace's PIDs before magus
     // proper is forked (a no-op unless declared), and before the view
-    // makes `/proc/sys` read-only. The sysctls act on the writer's own PID
+    // makes `/proc` read-only. The sysctls act on the writer's own PID
     // namespace whichever `/proc` they are reached through.
     crate::enforce::limits::in_new_pid_namespace();
     if let Err(StepFailure { index, errno }) = apply(plan) {
