@@ -247,9 +247,59 @@ fn over_itself(target: &Path) -> Result<(), Errno> {
     remount_read_only(target)
 }
 
-/// Read-only, keeping the flags the kernel locks in a user namespace
-/// (`nosuid`, `nodev`, `noexec`, atime), or the remount is refused.
+/// Read-only: the mount at `target` alone, as a bind remount would (its
+/// submounts are mounts of their own). `mount_setattr` sets the one
+/// attribute and leaves the rest, so no `statfs` is needed first; the
+/// ~50 read-only mounts of the default view are one call each instead of
+/// two. Kernels before 5.12 take the remount.
 fn remount_read_only(target: &Path) -> Result<(), Errno> {
+    match set_read_only(target) {
+        Err(Errno::ENOSYS) => remount_read_only_by_mount(target),
+        other => other,
+    }
+}
+
+/// `struct mount_attr` of `<linux/mount.h>` (libc does not define it).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// `mount_setattr(AT_FDCWD, target, 0, {attr_set: RDONLY})`. Like the
+/// remount, it fails with `EINVAL` where `target` is not a mount's root.
+fn set_read_only(target: &Path) -> Result<(), Errno> {
+    let path =
+        std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is NUL-terminated and `attr` a live `mount_attr` of
+    // the size passed; the kernel only reads both.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            0u32,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Read-only by a bind remount, keeping the flags the kernel locks in a
+/// user namespace (`nosuid`, `nodev`, `noexec`, atime), or the remount is
+/// refused.
+fn remount_read_only_by_mount(target: &Path) -> Result<(), Errno> {
     let kept = statvfs(target)?.flags();
     let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
     for (fs, ms) in [
