@@ -430,6 +430,7 @@ fn confine(
             Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),
         )
     })?;
+    super::hosts::hand_over(proxy)?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
