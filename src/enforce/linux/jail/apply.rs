@@ -7,8 +7,9 @@
 //! `/newroot`; the last step pivots into it, and [`detach_host_root`]
 //! detaches everything else.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::fs::DirBuilder;
+use std::ops::Bound;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -145,9 +146,12 @@ fn mounts(step: &Step) -> bool {
 
 /// The directories known to exist in the view, so the ~50 steps under a
 /// few parents (`/etc`, `/dev`) make each parent once instead of asking
-/// the kernel every time.
+/// the kernel every time. Ordered by components, so that what lies
+/// within a path is one range after it: each mount forgets what it hides
+/// without comparing every directory known (PID 1 builds the view on the
+/// start-up's critical path).
 #[derive(Default)]
-struct Dirs(HashSet<PathBuf>);
+struct Dirs(BTreeSet<PathBuf>);
 
 impl Dirs {
     /// A directory at `path`, with missing parents.
@@ -161,8 +165,15 @@ impl Dirs {
     }
 
     fn forget_within(&mut self, target: &Path) {
-        self.0
-            .retain(|dir| !crate::policy::lies_within(dir, target));
+        let hidden: Vec<PathBuf> = self
+            .0
+            .range::<Path, _>((Bound::Included(target), Bound::Unbounded))
+            .take_while(|dir| dir.starts_with(target))
+            .cloned()
+            .collect();
+        for dir in hidden {
+            self.0.remove(&dir);
+        }
     }
 }
 
@@ -371,4 +382,26 @@ pub fn detach_host_root() -> Result<(), Errno> {
 
 fn io_errno(e: std::io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mount at a path hides that path and everything below it, and
+    /// nothing that merely shares a prefix of its name.
+    #[test]
+    fn a_mount_forgets_exactly_the_directories_it_hides() {
+        let mut dirs = Dirs::default();
+        for d in [
+            "/n", "/n/a", "/n/a/b", "/n/a/b/c", "/n/a-b", "/n/ab", "/n/b", "/m",
+        ] {
+            dirs.0.insert(PathBuf::from(d));
+        }
+        dirs.forget_within(Path::new("/n/a"));
+        let left: Vec<_> = dirs.0.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(left, ["/m", "/n", "/n/a-b", "/n/ab", "/n/b"]);
+        dirs.forget_within(Path::new("/"));
+        assert!(dirs.0.is_empty());
+    }
 }
