@@ -431,6 +431,14 @@ impl Interpreter {
         self.enter(pos)
     }
 
+    /// Whether [`Interpreter::enter_call`] would find the stack and the
+    /// memory within their budgets now.
+    #[inline]
+    pub(super) fn within_budgets(&self) -> bool {
+        self.stack_base.abs_diff(stack_address()) <= self.stack_budget
+            && super::heap::in_use() <= self.heap_budget
+    }
+
     /// Why [`Interpreter::enter`] refused: depth, stack or memory.
     #[cold]
     #[inline(never)]
@@ -2624,7 +2632,7 @@ pub(super) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
-        BinOp::Rem => methods::floored(x % y, y),
+        BinOp::Rem => methods::double_rem(x, y),
         _ => return None,
     }))
 }

@@ -7,6 +7,8 @@
 
 use super::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use super::native::NativeFn;
+use hashbrown::hash_table::{self, HashTable};
+use std::borrow::Cow;
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::HashMap;
 use std::fmt;
@@ -490,45 +492,115 @@ impl Shape {
     }
 }
 
-/// A map key: value identity for containers, contents for scalars.
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum MapKey {
+/// A map key as hashing and comparing see it, borrowed from the value:
+/// identity for containers, contents for scalars. A type, a pattern and an
+/// inferred case are keyed by their text, as a `str` is.
+#[derive(PartialEq)]
+enum KeyView<'a> {
     Null,
     Bool(bool),
     Int(i64),
     Double(u64),
-    Str(Rc<str>),
-    Bytes(Rc<[u8]>),
+    Str(Cow<'a, str>),
+    Bytes(&'a [u8]),
     Ptr(usize),
     Case(usize, usize),
     Range(i64, i64),
 }
 
-impl MapKey {
-    fn of(v: &Value) -> MapKey {
+impl KeyView<'_> {
+    #[inline(always)]
+    fn of(v: &Value) -> KeyView<'_> {
         match v {
-            Value::Null => MapKey::Null,
-            Value::Bool(b) => MapKey::Bool(*b),
-            Value::Int(i) => MapKey::Int(*i),
-            Value::Double(d) => MapKey::Double(d.to_bits()),
-            Value::Str(s) => MapKey::Str(s.clone()),
-            Value::Range(a, b) => MapKey::Range(*a, *b),
-            Value::EnumCase(e, i) => MapKey::Case(Rc::as_ptr(e) as usize, *i),
-            Value::List(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Map(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Object(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Function(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Native(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Module(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Class(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Enum(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Type(t) => MapKey::Str(Rc::from(super::interp::type_label(t))),
-            Value::Pattern(p) => MapKey::Str(p.source.clone()),
-            Value::InferredCase(x) => MapKey::Str(x.clone()),
-            Value::Fiber(x) => MapKey::Ptr(Rc::as_ptr(x) as usize),
-            Value::Bytes(b) => MapKey::Bytes(b.clone()),
+            Value::Str(s) => KeyView::Str(Cow::Borrowed(s)),
+            Value::Int(i) => KeyView::Int(*i),
+            Value::Null => KeyView::Null,
+            Value::Bool(b) => KeyView::Bool(*b),
+            Value::Double(d) => KeyView::Double(d.to_bits()),
+            Value::Range(a, b) => KeyView::Range(*a, *b),
+            Value::EnumCase(e, i) => KeyView::Case(Rc::as_ptr(e) as usize, *i),
+            Value::List(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Map(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Object(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Function(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Native(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Module(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Class(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Enum(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Type(t) => KeyView::Str(Cow::Owned(super::interp::type_label(t))),
+            Value::Pattern(p) => KeyView::Str(Cow::Borrowed(&p.source)),
+            Value::InferredCase(x) => KeyView::Str(Cow::Borrowed(x)),
+            Value::Fiber(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Bytes(b) => KeyView::Bytes(b),
         }
     }
+
+    /// The kind first, so that keys of two kinds with the same bits
+    /// (`1` and `true`) usually land apart.
+    #[inline]
+    fn hash(&self) -> u64 {
+        let mut h = FastHasher::default();
+        match self {
+            KeyView::Str(s) => return hash_text(4, s.as_bytes()),
+            KeyView::Int(i) => {
+                h.add(2);
+                h.add(*i as u64);
+            }
+            KeyView::Null => h.add(0),
+            KeyView::Bool(b) => h.add(1 | u64::from(*b) << 8),
+            KeyView::Double(d) => {
+                h.add(3);
+                h.add(*d);
+            }
+            KeyView::Bytes(b) => return hash_text(5, b),
+            KeyView::Ptr(p) => {
+                h.add(6);
+                h.add(*p as u64);
+            }
+            KeyView::Case(p, i) => {
+                h.add(7);
+                h.add(*p as u64);
+                h.add(*i as u64);
+            }
+            KeyView::Range(a, b) => {
+                h.add(8);
+                h.add(*a as u64);
+                h.add(*b as u64);
+            }
+        }
+        h.finish()
+    }
+
+    /// Whether `v`, a key held in a map, is this key: text and ints
+    /// compared at once, the rest through their views.
+    #[inline]
+    fn is(&self, v: &Value) -> bool {
+        match (self, v) {
+            (KeyView::Str(a), Value::Str(b)) => a.as_bytes() == b.as_bytes(),
+            (KeyView::Int(a), Value::Int(b)) => a == b,
+            (KeyView::Str(_) | KeyView::Int(_), Value::Str(_) | Value::Int(_)) => false,
+            _ => KeyView::of(v) == *self,
+        }
+    }
+}
+
+/// A text key's hash: its kind, its 8-byte words, then the last partial
+/// word with the length (so that "a" and "a\0" differ).
+#[inline]
+fn hash_text(kind: u64, bytes: &[u8]) -> u64 {
+    let mut h = FastHasher::default();
+    h.add(kind);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        h.add(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+    }
+    let rest = words.remainder();
+    let mut last = 0u64;
+    for (i, b) in rest.iter().enumerate() {
+        last |= u64::from(*b) << (8 * i);
+    }
+    h.add(last ^ ((rest.len() as u64) << 56));
+    h.finish()
 }
 
 /// A hasher for the interpreter's own tables (map keys, module members):
@@ -599,10 +671,31 @@ impl Hasher for FastHasher {
     }
 }
 
+/// A map's entries in insertion order, and a table of their positions
+/// hashed by key: a lookup hashes the key it is given and compares it with
+/// the entries' own keys in place (no key is copied or counted).
 #[derive(Default)]
 pub(crate) struct MapData {
     pub(crate) entries: Vec<(Value, Value)>,
-    index: HashMap<MapKey, usize, FastBuild>,
+    index: HashTable<usize>,
+    /// The position the last lookup found: `m[k] = (m[k] ?? 0) + 1`
+    /// stores where it has just read, after one comparison of the key.
+    last: Cell<Option<usize>>,
+}
+
+impl MapData {
+    /// The position of `key`'s entry.
+    #[inline]
+    fn find(&self, key: &Value) -> Option<usize> {
+        let view = KeyView::of(key);
+        let entries = &self.entries;
+        let found = self
+            .index
+            .find(view.hash(), |&i| view.is(&entries[i].0))
+            .copied();
+        self.last.set(found);
+        found
+    }
 }
 
 /// The storage of a map: insertion-ordered, hashed by key.
@@ -613,31 +706,64 @@ pub struct MapObj {
 }
 
 impl MapObj {
+    #[inline]
     pub(crate) fn get(&self, key: &Value) -> Option<Value> {
         let data = self.data.borrow();
-        let i = *data.index.get(&MapKey::of(key))?;
+        let i = data.find(key)?;
         data.entries.get(i).map(|(_, v)| v.clone())
     }
 
+    /// Sets `key`'s value; a new key goes last, an existing one keeps its
+    /// place (and its first key value).
     pub(crate) fn insert(&self, key: Value, value: Value) {
         let mut data = self.data.borrow_mut();
-        let k = MapKey::of(&key);
-        if let Some(&i) = data.index.get(&k) {
-            if let Some(slot) = data.entries.get_mut(i) {
-                slot.1 = value;
+        let MapData {
+            entries,
+            index,
+            last,
+        } = &mut *data;
+        let view = KeyView::of(&key);
+        if let Some(i) = last.get() {
+            if entries.get(i).is_some_and(|(k, _)| view.is(k)) {
+                drop(view);
+                entries[i].1 = value;
+                return;
             }
-            return;
         }
-        let i = data.entries.len();
-        data.entries.push((key, value));
-        data.index.insert(k, i);
+        let found = index.entry(
+            view.hash(),
+            |&i| view.is(&entries[i].0),
+            |&i| KeyView::of(&entries[i].0).hash(),
+        );
+        match found {
+            hash_table::Entry::Occupied(at) => {
+                let i = *at.get();
+                drop(view);
+                entries[i].1 = value;
+            }
+            hash_table::Entry::Vacant(slot) => {
+                slot.insert(entries.len());
+                drop(view);
+                entries.push((key, value));
+            }
+        }
     }
 
     pub(crate) fn remove(&self, key: &Value) -> Option<Value> {
         let mut data = self.data.borrow_mut();
-        let i = data.index.remove(&MapKey::of(key))?;
-        let (_, value) = data.entries.remove(i);
-        for slot in data.index.values_mut() {
+        let MapData {
+            entries,
+            index,
+            last,
+        } = &mut *data;
+        last.set(None);
+        let view = KeyView::of(key);
+        let found = index
+            .find_entry(view.hash(), |&i| view.is(&entries[i].0))
+            .ok()?;
+        let (i, _) = found.remove();
+        let (_, value) = entries.remove(i);
+        for slot in index.iter_mut() {
             if *slot > i {
                 *slot -= 1;
             }
@@ -1300,6 +1426,31 @@ mod tests {
             .map(|(k, _)| k.to_string())
             .collect();
         assert_eq!(keys, ["b", "c"]);
+    }
+
+    #[test]
+    fn a_store_after_a_lookup_goes_to_its_own_key() {
+        let map = MapObj::default();
+        for (k, v) in [("a", 1), ("b", 2), ("c", 3)] {
+            map.insert(Value::str(k), Value::Int(v));
+        }
+        let int = |k: &str| map.get(&Value::str(k)).and_then(|v| v.as_int());
+        assert_eq!(int("b"), Some(2));
+        map.insert(Value::str("c"), Value::Int(30));
+        assert_eq!(int("b"), Some(2));
+        map.remove(&Value::str("a"));
+        map.insert(Value::str("b"), Value::Int(20));
+        map.insert(Value::str("d"), Value::Int(4));
+        assert_eq!(int("a"), None);
+        map.insert(Value::str("a"), Value::Int(10));
+        let entries: Vec<String> = map
+            .data
+            .borrow()
+            .entries
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(entries, ["b=20", "c=30", "d=4", "a=10"]);
     }
 
     #[test]

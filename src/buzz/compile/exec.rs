@@ -69,7 +69,7 @@ impl Interpreter {
     /// its arguments: on the Rust stack when the frame is small (no
     /// allocation, no list to empty), else a kept `Vec`.
     #[inline]
-    fn with_frame(
+    pub(super) fn with_frame(
         &mut self,
         (decl, f): (&FunDecl, &Function),
         args: usize,
@@ -760,11 +760,20 @@ impl Interpreter {
     fn c_index(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         if let (true, Expr::Local(at)) = (ix.late, &ix.object) {
             let i = self.c_eval(&ix.index, fr, env)?;
-            if let (Value::List(list), Value::Int(n)) = (&fr[*at as usize], &i) {
-                let items = list.items.borrow();
-                if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
-                    return Ok(found.clone());
+            match (&fr[*at as usize], &i) {
+                (Value::List(list), Value::Int(n)) => {
+                    let items = list.items.borrow();
+                    if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                        return Ok(found.clone());
+                    }
                 }
+                // A key that is absent reads as null, as `methods::index`.
+                (Value::Map(map), key) => {
+                    let found = map.get(key).unwrap_or_default();
+                    discard(i);
+                    return Ok(found);
+                }
+                _ => {}
             }
             return self.index(&fr[*at as usize], &i, ix.checked, ix.pos);
         }
@@ -843,6 +852,10 @@ impl Interpreter {
     /// The store of `obj[i] op= new`, its operands evaluated.
     #[inline]
     fn store_item(&mut self, obj: &Value, i: Value, new: Value, a: &AssignIndex) -> Eval<Value> {
+        if let (Value::Map(map), None) = (obj, a.op) {
+            map.insert(i, new.clone());
+            return Ok(new);
+        }
         if let (Value::List(list), Value::Int(n)) = (obj, &i) {
             let mut items = list.items.borrow_mut();
             if let Some(slot) = usize::try_from(*n).ok().and_then(|n| items.get_mut(n)) {
@@ -1021,13 +1034,13 @@ impl Interpreter {
     /// `receiver.name(…)` (the walker's `call` of a field).
     #[inline(never)]
     fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let method = (c.method, &*c.name);
         if let (true, Expr::Local(at)) = (c.late, &c.receiver) {
             let at = *at as usize;
             if methods::is_builtin_receiver(&fr[at]) {
-                let values = self.c_positional(&c.args, fr, env)?;
-                let result = methods::call_method(self, &fr[at], &c.name, &values, c.at);
-                self.give_back_positional(values);
-                return result;
+                return self.c_builtin(&c.args, fr, env, |it, fr, args| {
+                    methods::call_builtin(it, &fr[at], method, args, c.at)
+                });
             }
         }
         let receiver = self.c_subject(&c.receiver, fr, env)?;
@@ -1035,13 +1048,19 @@ impl Interpreter {
             return Ok(Value::Null);
         }
         if methods::is_builtin_receiver(&receiver) {
-            let values = self.c_positional(&c.args, fr, env)?;
-            let result = methods::call_method(self, &receiver, &c.name, &values, c.at);
-            self.give_back_positional(values);
-            return result;
+            return self.c_builtin(&c.args, fr, env, |it, _, args| {
+                methods::call_builtin(it, &receiver, method, args, c.at)
+            });
         }
         if let Some((decl, class_scope)) = method_of(&receiver, &c.name, &c.cache) {
             if in_order(&decl, &c.args) {
+                if let Some(f) = self.compiled_of(&decl) {
+                    if let Some(acc) = &f.accessor {
+                        let callee = (&*decl, f, acc);
+                        let (args, pos) = (&c.args, c.pos);
+                        return self.c_accessor(callee, receiver, args, &class_scope, pos, fr, env);
+                    }
+                }
                 let callee = Callee {
                     decl: &decl,
                     parent: &class_scope,
@@ -1062,6 +1081,43 @@ impl Interpreter {
         };
         let values = self.c_arguments(&c.args, fr, env)?;
         self.call_value(&f, values, c.pos)
+    }
+
+    /// Evaluates a built-in method's arguments (values only) and gives
+    /// them to `call`: on the stack for up to two, the commonest.
+    #[inline]
+    fn c_builtin(
+        &mut self,
+        args: &Args,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+        call: impl FnOnce(&mut Self, &mut [Value], &[Value]) -> Eval<Value>,
+    ) -> Eval<Value> {
+        match &args.values[..] {
+            [] => call(self, fr, &[]),
+            [x] => {
+                let a = self.c_eval(x, fr, env)?;
+                let result = call(self, fr, std::slice::from_ref(&a));
+                discard(a);
+                result
+            }
+            [x, y] => {
+                let a = self.c_eval(x, fr, env)?;
+                let b = self.c_eval(y, fr, env)?;
+                let pair = [a, b];
+                let result = call(self, fr, &pair);
+                let [a, b] = pair;
+                discard(a);
+                discard(b);
+                result
+            }
+            _ => {
+                let values = self.c_positional(args, fr, env)?;
+                let result = call(self, fr, &values);
+                self.give_back_positional(values);
+                result
+            }
+        }
     }
 
     /// The arguments of a built-in method: values only.
@@ -1116,10 +1172,22 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
         Num::Field(i, name, cache) => num_field(fr.get(*i as usize)?, name, cache),
         Num::Global(name, res) => num_global(env, name, res),
         Num::Item(i, index) => {
-            let N::I(k) = num(index, fr, env)? else {
+            let N::I(k) = operand(index, fr, env)? else {
                 return None;
             };
             num_item(fr.get(*i as usize)?, k)
+        }
+        Num::Len(i) => match fr.get(*i as usize)? {
+            Value::Str(s) => Some(N::I(s.len() as i64)),
+            Value::List(l) => Some(N::I(l.items.borrow().len() as i64)),
+            _ => None,
+        },
+        Num::FieldItem(item) => {
+            let (i, name, cache, index) = &**item;
+            let N::I(k) = operand(index, fr, env)? else {
+                return None;
+            };
+            num_field_item(fr.get(*i as usize)?, name, cache, k)
         }
         Num::Bin(op, ab) => arith(*op, operand(&ab.0, fr, env)?, operand(&ab.1, fr, env)?),
         Num::Neg(x) => match num(x, fr, env)? {
@@ -1188,6 +1256,20 @@ fn num_field(object: &Value, name: &str, cache: &MemberCache) -> Option<N> {
     }
 }
 
+/// `object.name[k]`, when it is a number, read in place.
+#[inline(never)]
+fn num_field_item(object: &Value, name: &str, cache: &MemberCache, k: i64) -> Option<N> {
+    let Value::Object(o) = object else {
+        return None;
+    };
+    let field = o.field_at_site(name, cache)?;
+    let Value::List(l) = &*field else {
+        return None;
+    };
+    let items = l.items.borrow();
+    number(items.get(usize::try_from(k).ok()?)?)
+}
+
 /// `list[k]`, when it is a number.
 #[inline(never)]
 fn num_item(list: &Value, k: i64) -> Option<N> {
@@ -1236,7 +1318,7 @@ fn double_arith(op: BinOp, a: f64, b: f64) -> Option<N> {
         BinOp::Sub => N::D(a - b),
         BinOp::Mul => N::D(a * b),
         BinOp::Div => N::D(a / b),
-        BinOp::Rem => N::D(methods::floored(a % b, b)),
+        BinOp::Rem => N::D(methods::double_rem(a, b)),
         BinOp::Lt => N::B(a < b),
         BinOp::Le => N::B(a <= b),
         BinOp::Gt => N::B(a > b),
@@ -1255,7 +1337,7 @@ fn put(place: &mut Value, v: Value) {
 
 /// Drops `v`, skipping the drop glue for a scalar.
 #[inline]
-fn discard(v: Value) {
+pub(super) fn discard(v: Value) {
     match v {
         Value::Null | Value::Bool(_) | Value::Int(_) | Value::Double(_) => std::mem::forget(v),
         other => drop(other),

@@ -20,6 +20,7 @@
 use super::*;
 use crate::buzz::ast::{self, Arg, ExprKind, Frame, Res, StmtKind as S, TemplatePart};
 use crate::buzz::interp::declares;
+use crate::buzz::methods;
 
 /// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
 pub(super) fn function(decl: &FunDecl) -> Option<Function> {
@@ -30,10 +31,12 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     let mut l = Lower::new(frame);
     let body = l.stmts(&decl.body)?;
     let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
+    let accessor = accessor::Accessor::of(decl, &body);
     Some(Function {
         body,
         size: l.next as usize,
         checks,
+        accessor,
     })
 }
 
@@ -321,11 +324,33 @@ impl Lower {
                 object,
                 index,
                 checked: false,
-            } => Num::Item(local(self, object)?, Box::new(self.num(index)?)),
+            } => match &object.kind {
+                ExprKind::Field {
+                    object: inner,
+                    name,
+                    optional: false,
+                    ..
+                } => Num::FieldItem(Box::new((
+                    local(self, inner)?,
+                    name.clone(),
+                    MemberCache::default(),
+                    self.num(index)?,
+                ))),
+                _ => Num::Item(local(self, object)?, Box::new(self.num(index)?)),
+            },
             ExprKind::Binary(op, l, r) if arith_op(*op) => {
                 Num::Bin(*op, Box::new((self.num(l)?, self.num(r)?)))
             }
             ExprKind::Unary(UnOp::Neg, x) => Num::Neg(Box::new(self.num(x)?)),
+            ExprKind::Call { callee, args } if args.is_empty() => match &callee.kind {
+                ExprKind::Field {
+                    object,
+                    name,
+                    optional: false,
+                    ..
+                } if &**name == "len" => Num::Len(local(self, object)?),
+                _ => return None,
+            },
             _ => return None,
         })
     }
@@ -493,6 +518,7 @@ impl Lower {
             } => Expr::CallMethod(Box::new(CallMethod {
                 receiver: self.expr(object)?,
                 name: name.clone(),
+                method: methods::Builtin::of(name),
                 optional: *optional,
                 cache: MemberCache::default(),
                 args: self.args(args)?,

@@ -15,6 +15,7 @@
 //! walker stays the reference semantics, and every error path here calls
 //! the walker's own helpers so messages, codes and locations are the same.
 
+mod accessor;
 mod exec;
 mod lower;
 
@@ -65,6 +66,9 @@ pub(crate) struct Function {
     size: usize,
     /// Each parameter's commonest type, checked inline at a call.
     checks: Vec<Check>,
+    /// A method whose body only reads or stores a field (or an item of
+    /// one): run without a frame where it is plain.
+    accessor: Option<accessor::Accessor>,
 }
 
 /// A parameter type a call checks without the general conformance test.
@@ -232,6 +236,11 @@ enum Num {
     Field(u32, Rc<str>, MemberCache),
     /// `local[index]`.
     Item(u32, Box<Num>),
+    /// `local.len()` of a `str` or a list (k-nucleoide's
+    /// `i < sequence.len()`); any other receiver takes the general path.
+    Len(u32),
+    /// `local.name[index]` (fasta's `this.probs[i]`).
+    FieldItem(Box<(u32, Rc<str>, MemberCache, Num)>),
     Bin(BinOp, Box<(Num, Num)>),
     Neg(Box<Num>),
 }
@@ -294,6 +303,8 @@ struct CallGlobal {
 struct CallMethod {
     receiver: Expr,
     name: Rc<str>,
+    /// `name` as a built-in method, resolved here once.
+    method: super::methods::Builtin,
     optional: bool,
     cache: MemberCache,
     args: Args,
@@ -318,3 +329,6 @@ struct Instance {
 
 #[cfg(all(test, unix))]
 mod tests;
+
+#[cfg(all(test, unix))]
+mod data_tests;

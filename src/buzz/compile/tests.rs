@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 /// How one run ended: output, then the status or the error's text.
 #[derive(Debug, PartialEq)]
-struct Ending {
-    output: Vec<u8>,
-    result: Result<i32, String>,
+pub(super) struct Ending {
+    pub(super) output: Vec<u8>,
+    pub(super) result: Result<i32, String>,
 }
 
 /// Runs `source` (from `file`) on the interpreter's stack, compiled or
@@ -48,7 +48,7 @@ fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, 
 
 /// Runs `source` both ways, asserts they agree, and gives the ending and
 /// the functions that compiled.
-fn both(name: &str, source: &str) -> (Ending, Vec<String>) {
+pub(super) fn both(name: &str, source: &str) -> (Ending, Vec<String>) {
     let file = PathBuf::from(format!("{name}.buzz"));
     let (walked, _) = run(&file, source, Vec::new(), false);
     let (fast, names) = run(&file, source, Vec::new(), true);

@@ -1,0 +1,170 @@
+//! Methods whose whole body reads `this.field`, reads `this.field[p]` or
+//! stores `this.field[p] = q` (a `Buffer`'s `at` and `setAt`, a getter):
+//! run at a compiled call site without making a frame.
+//!
+//! Why: such a call does a few dozen instructions of work behind several
+//! hundred of call sequence (fasta makes two per byte it writes). Only
+//! the plain case runs here: every check the call would make passes, the
+//! field holds a list and the index is in range; anything else runs the
+//! ordinary call with the arguments already evaluated, which reports
+//! exactly what it always did (the body has no effect before it fails).
+
+use super::exec::discard;
+use super::{Args, Check, Expr, Function, Stmt, StmtKind};
+use crate::buzz::ast::{FunDecl, MemberCache};
+use crate::buzz::interp::{plainly_conforms, Eval, Interpreter, MAX_CALL_DEPTH, MAX_EVAL_DEPTH};
+use crate::buzz::lexer::Pos;
+use crate::buzz::value::{Scope, Value};
+use std::rc::Rc;
+
+/// The shape of an accessor's body.
+pub(super) enum Accessor {
+    /// `return this.field;`
+    Get(Rc<str>, MemberCache),
+    /// `return this.field[p0];`
+    GetItem(Rc<str>, MemberCache),
+    /// `this.field[p0] = p1;`
+    SetItem(Rc<str>, MemberCache),
+}
+
+impl Accessor {
+    /// The accessor `decl`'s lowered `body` is, if it is one.
+    pub(super) fn of(decl: &FunDecl, body: &[Stmt]) -> Option<Accessor> {
+        if !decl.frame.get().method || decl.is_static {
+            return None;
+        }
+        let [stmt] = body else {
+            return None;
+        };
+        let n = decl.params.len();
+        match &stmt.kind {
+            StmtKind::Return(Some(Expr::Field(f))) if n == 0 => this_field(&f.object, f.optional)
+                .map(|_| Accessor::Get(f.name.clone(), MemberCache::default())),
+            StmtKind::Return(Some(Expr::Index(ix))) if n == 1 && !ix.checked => {
+                let name = this_list(&ix.object)?;
+                matches!(ix.index, Expr::Local(1))
+                    .then(|| Accessor::GetItem(name, MemberCache::default()))
+            }
+            StmtKind::Expr(Expr::AssignIndex(a)) if n == 2 && a.op.is_none() => {
+                let name = this_list(&a.object)?;
+                matches!((&a.index, &a.value), (Expr::Local(1), Expr::Local(2)))
+                    .then(|| Accessor::SetItem(name, MemberCache::default()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `this.name` (not `this?.name`).
+fn this_field(object: &Expr, optional: bool) -> Option<()> {
+    (matches!(object, Expr::Local(0)) && !optional).then_some(())
+}
+
+/// The field `e` reads when it is `this.name`.
+fn this_list(e: &Expr) -> Option<Rc<str>> {
+    match e {
+        Expr::Field(f) => this_field(&f.object, f.optional).map(|()| f.name.clone()),
+        _ => None,
+    }
+}
+
+impl Interpreter {
+    /// A call of the accessor method `decl` (compiled as `f`) on
+    /// `receiver`, its arguments given in order by `args`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn c_accessor(
+        &mut self,
+        (decl, f, acc): (&FunDecl, &Function, &Accessor),
+        receiver: Value,
+        args: &Args,
+        class_scope: &Rc<Scope>,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let mut values = [const { Value::Null }; 2];
+        for (slot, e) in values.iter_mut().zip(&args.values) {
+            *slot = self.c_eval(e, fr, env)?;
+        }
+        let n = args.values.len();
+        let done = if self.accessor_may_run(decl, f, &values[..n]) {
+            run(acc, &receiver, &mut values)
+        } else {
+            None
+        };
+        let result = match done {
+            Some(v) => {
+                discard(receiver);
+                Ok(v)
+            }
+            None => {
+                let fill = |_: &mut Self, frame: &mut [Value]| {
+                    for (i, v) in values.iter_mut().take(n).enumerate() {
+                        frame[1 + i] = std::mem::take(v);
+                    }
+                    Ok(())
+                };
+                return self.with_frame((decl, f), n, Some(receiver), fill, (class_scope, pos));
+            }
+        };
+        let [a, b] = values;
+        discard(a);
+        discard(b);
+        result
+    }
+
+    /// Whether every check the ordinary call makes before and inside the
+    /// body passes: the parameters' types, the call depth, the stack and
+    /// memory budgets, and the body's statement check.
+    #[inline]
+    fn accessor_may_run(&self, decl: &FunDecl, f: &Function, values: &[Value]) -> bool {
+        let typed = values
+            .iter()
+            .enumerate()
+            .all(|(i, v)| match (f.checks.get(i), v) {
+                (Some(Check::Int), Value::Int(_)) | (Some(Check::Double), Value::Double(_)) => true,
+                _ => decl
+                    .params
+                    .get(i)
+                    .is_some_and(|p| plainly_conforms(&p.ty, v)),
+            });
+        typed
+            && self.calls < MAX_CALL_DEPTH
+            && self.depth + 2 < MAX_EVAL_DEPTH
+            && self.within_budgets()
+    }
+}
+
+/// The accessor's work when it is plain: `None` when the ordinary call
+/// must run (a field that is not there or not a list, an index that is
+/// not an int in range).
+#[inline]
+fn run(acc: &Accessor, receiver: &Value, values: &mut [Value; 2]) -> Option<Value> {
+    let Value::Object(obj) = receiver else {
+        return None;
+    };
+    match acc {
+        Accessor::Get(name, cache) => obj.get_at_site(name, cache),
+        Accessor::GetItem(name, cache) => {
+            let field = obj.field_at_site(name, cache)?;
+            let (Value::List(list), Value::Int(i)) = (&*field, &values[0]) else {
+                return None;
+            };
+            let items = list.items.borrow();
+            usize::try_from(*i).ok().and_then(|i| items.get(i)).cloned()
+        }
+        Accessor::SetItem(name, cache) => {
+            let field = obj.field_at_site(name, cache)?;
+            let (Value::List(list), Value::Int(i)) = (&*field, &values[0]) else {
+                return None;
+            };
+            let mut items = list.items.borrow_mut();
+            let slot = usize::try_from(*i).ok().and_then(|i| items.get_mut(i))?;
+            let old = std::mem::replace(slot, std::mem::take(&mut values[1]));
+            drop(items);
+            drop(field);
+            discard(old);
+            Some(Value::Null)
+        }
+    }
+}

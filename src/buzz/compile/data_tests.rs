@@ -1,0 +1,339 @@
+//! The data paths of the compiled form (maps, built-in methods resolved
+//! where a call is lowered, subscripts) against the walker: same output,
+//! same error text and location.
+
+use super::tests::both;
+
+/// Maps of every kind of key, counted, overwritten, removed and grown past
+/// several rehashes; built-in methods of strings, bytes, lists and maps.
+const DATA: &str = r#"
+import "std";
+
+enum Color { red, green }
+
+fun count(words: [str]) > {str: int} {
+    final counts: mut {str: int} = mut {};
+    foreach (w in words) {
+        counts[w] = (counts[w] ?? 0) + 1;
+    }
+    return counts;
+}
+
+fun keys() > str {
+    final m: mut {any: str} = mut {};
+    m[1] = "int";
+    m[1.0] = "double";
+    m[true] = "bool";
+    m[null] = "null";
+    m["1"] = "str";
+    m[Color.red] = "case";
+    m[0..2] = "range";
+    final l = [1];
+    m[l] = "list";
+    m[1] = "int again";
+    var out = "";
+    foreach (k, v in m) {
+        out = out + "{v};";
+    }
+    return "{out} {m[1]} {m[1.0]} {m[true]} {m[null]} {m["1"]} {m[Color.red]} {m[Color.green] ?? "-"} {m[0..2]} {m[l]} {m[[1]] ?? "other list"} {m.size()}";
+}
+
+fun grow(n: int) > str {
+    final m: mut {int: int} = mut {};
+    final s: mut {str: int} = mut {};
+    for (i: int = 0; i < n; i = i + 1) {
+        m[i * 7919 % n] = i;
+        s["k{i}"] = i;
+    }
+    var sum = 0;
+    for (i: int = 0; i < n; i = i + 1) {
+        sum = sum + (m[i] ?? -1000000) + (s["k{i}"] ?? -1000000);
+    }
+    _ = m.remove(3);
+    _ = s.remove("k0");
+    s["k0"] = -1;
+    final ks = s.keys();
+    return "{sum} {m.size()} {m[3] ?? -1} {s.size()} {ks[0]} {ks[ks.len() - 1]} {s["missing"] ?? -2}";
+}
+
+fun strings(seq: str, k: int) > str {
+    var out = "";
+    for (i: int = 0; i < seq.len(); i = i + k) {
+        out = out + seq.sub(i, len: k) + "|";
+    }
+    final raw = "c3fc".bin();
+    final parts = mut ["a"];
+    parts.append("b");
+    parts.append(seq.sub(2));
+    return "{out} {seq.sub(-3, len: 2)} {seq.sub(100)}. {seq.sub(1, len: 100)} {seq.byte(1)} {seq.startsWith("ab")} {seq.startsWith("b")} {raw.len()} {raw.byte(1)} {raw.sub(1).len()} {parts.len()} {parts} {parts.sub(1, len: 1)}";
+}
+
+fun main() > void {
+    final counts = count(["b", "a", "b", "c", "a", "b"]);
+    std.print("{counts} {counts["b"]} {counts["z"] ?? 0}");
+    std.print(keys());
+    std.print(grow(1000));
+    std.print(strings("abcdefg", k: 3));
+}
+"#;
+
+#[test]
+fn maps_and_builtin_methods_give_the_walkers_results() {
+    let (ending, names) = both("data", DATA);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(names, ["count", "keys", "grow", "strings", "main"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "{b: 3, a: 2, c: 1} 3 0", "{text}");
+    assert!(
+        lines[1].starts_with("int again;double;bool;null;str;case;range;list; int again double"),
+        "{text}"
+    );
+    assert_eq!(lines[2], "999000 999 -1 1000 k1 k0 -2", "{text}");
+    assert!(lines[3].starts_with("abc|def|g| "), "{text}");
+}
+
+/// Each error inside a compiled function on a data path: the message and
+/// location both paths must report.
+const ERRORS: [(&str, &str, &str); 6] = [
+    (
+        "list_index",
+        "fun f(l: [int], i: int) > int {\n    return l[i] + 1;\n}\nfun main() > void {\n    f([1, 2], i: 2);\n}\n",
+        "2:13",
+    ),
+    (
+        "missing_key",
+        "fun f(m: {str: int}) > int {\n    final v = m[\"x\"];\n    return v!;\n}\nfun main() > void {\n    f({\"y\": 1});\n}\n",
+        "3:13: runtime error: force unwrap",
+    ),
+    (
+        "list_sub",
+        "fun f(l: [int]) > [int] {\n    return l.sub(2, len: 5);\n}\nfun main() > void {\n    f([1, 2, 3]);\n}\n",
+        "`sub(2, len: 5)` out of range for length 3",
+    ),
+    (
+        "str_byte",
+        "fun f(s: str) > int {\n    return s.byte(9);\n}\nfun main() > void {\n    f(\"ab\");\n}\n",
+        "`byte(9)` out of range for a str of 2 bytes",
+    ),
+    (
+        "str_starts",
+        "fun f(s: str, n: any) > bool {\n    return s.startsWith(n);\n}\nfun main() > void {\n    f(\"ab\", n: 3);\n}\n",
+        "`startsWith` argument 1 expected str, got int",
+    ),
+    (
+        "no_method",
+        "fun f(s: str) > int {\n    return s.size();\n}\nfun main() > void {\n    f(\"ab\");\n}\n",
+        "str has no method `size`",
+    ),
+];
+
+#[test]
+fn errors_on_data_paths_are_the_walkers() {
+    for (name, source, expected) in ERRORS {
+        let (ending, names) = both(name, source);
+        let err = ending.result.expect_err(name);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(names.contains(&"f".to_string()), "{name}: {names:?}");
+    }
+}
+
+/// Methods that only read a field, read an item of one or store an item
+/// of one, called where every check passes and where one fails.
+const ACCESSORS: &str = r#"
+import "std";
+
+object Bytes {
+    items: mut [int],
+    name: str = "bytes",
+    table: {int: str} = {1: "one"},
+
+    fun at(index: int) > int {
+        return this.items[index];
+    }
+
+    fun setAt(index: int, value: int) > void {
+        this.items[index] = value;
+    }
+
+    fun label() > str {
+        return this.name;
+    }
+
+    fun word(key: int) > str? {
+        return this.table[key];
+    }
+}
+
+object Other {
+    fun at(index: int) > int {
+        return index * 100;
+    }
+}
+
+fun pick(b: Bytes, o: Other, n: int) > str {
+    var sum = 0;
+    for (i: int = 0; i < n; i = i + 1) {
+        b.setAt(i % 4, value: b.at((i + 1) % 4) + i);
+        sum = sum + b.at(i % 4) + o.at(i);
+    }
+    final maybe: Bytes? = null;
+    return "{sum} {b.items} {b.label()} {b.word(1)} {b.word(2) ?? "none"} {maybe?.at(0) ?? -1}";
+}
+
+fun main() > void {
+    final b = Bytes{ items = mut [1, 2, 3, 4] };
+    std.print(pick(b, o: Other{}, n: 10));
+}
+"#;
+
+#[test]
+fn accessor_methods_give_the_walkers_results() {
+    let (ending, names) = both("accessors", ACCESSORS);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(names, ["pick", "main"]);
+    assert!(text.ends_with(" bytes one none -1\n"), "{text}");
+}
+
+/// An accessor whose plain case does not hold: the ordinary call runs
+/// and fails where it always failed (inside the method, in its file).
+const ACCESSOR_ERRORS: [(&str, &str, &str); 3] = [
+    (
+        "accessor_range",
+        "object B {\n    items: mut [int],\n    fun at(i: int) > int {\n        return this.items[i];\n    }\n}\nfun f(b: B) > int {\n    return b.at(7);\n}\nfun main() > void {\n    f(B{ items = mut [1] });\n}\n",
+        "4:26: uncaught error: Out of bound list access.",
+    ),
+    (
+        "accessor_store_range",
+        "object B {\n    items: mut [int],\n    fun setAt(i: int, v: int) > void {\n        this.items[i] = v;\n    }\n}\nfun f(b: B) > void {\n    b.setAt(-1, v: 3);\n}\nfun main() > void {\n    f(B{ items = mut [1] });\n}\n",
+        "4:",
+    ),
+    (
+        "accessor_param",
+        "object B {\n    items: mut [int],\n    fun at(i: int) > int {\n        return this.items[i];\n    }\n}\nfun f(b: B, x: any) > int {\n    return b.at(x);\n}\nfun main() > void {\n    f(B{ items = mut [1] }, x: \"0\");\n}\n",
+        "parameter `i` of `at` expects int, got str",
+    ),
+];
+
+#[test]
+fn accessor_errors_are_the_walkers() {
+    for (name, source, expected) in ACCESSOR_ERRORS {
+        let (ending, names) = both(name, source);
+        let err = ending.result.expect_err(name);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(names.contains(&"f".to_string()), "{name}: {names:?}");
+    }
+}
+
+#[test]
+fn field_and_item_readers_and_item_stores_are_accessors() {
+    let program = crate::buzz::parse(std::path::Path::new("accessors.buzz"), ACCESSORS).unwrap();
+    crate::buzz::resolve::program(&program);
+    let mut found = Vec::new();
+    for stmt in &program.statements {
+        if let crate::buzz::ast::StmtKind::Object(object) = &stmt.kind {
+            for method in &object.methods {
+                let f = super::compiled(method).expect("compiles");
+                let kind = match &f.accessor {
+                    Some(super::accessor::Accessor::Get(..)) => "get",
+                    Some(super::accessor::Accessor::GetItem(..)) => "item",
+                    Some(super::accessor::Accessor::SetItem(..)) => "store",
+                    None => "-",
+                };
+                found.push(format!("{}.{}: {kind}", object.name, method.name));
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        [
+            "Bytes.at: item",
+            "Bytes.setAt: store",
+            "Bytes.label: get",
+            "Bytes.word: item",
+            "Other.at: -"
+        ]
+    );
+}
+
+/// `local.field[i]` inside arithmetic and comparisons: read in place when
+/// it is a number, else the general path and its errors.
+const FIELD_ITEMS: &str = r#"
+import "std";
+
+object Table {
+    probs: mut [double],
+    counts: [int],
+    names: {int: int},
+}
+
+fun scan(t: Table, r: double) > str {
+    var found = -1;
+    foreach (i in 0..t.probs.len()) {
+        if (r < t.probs[i]) {
+            found = i;
+            break;
+        }
+    }
+    final mixed = t.counts[1] * 2 + t.probs[0] - t.names[3] / 3;
+    return "{found} {mixed} {t.counts[0] < t.probs[1]} {t.counts[2] == 3}";
+}
+
+fun main() > void {
+    final t = Table{ probs = mut [0.25, 0.5, 1.0], counts = [1, 2, 3], names = {3: 9} };
+    std.print(scan(t, r: 0.3));
+    std.print(scan(t, r: 2.0));
+}
+"#;
+
+#[test]
+fn items_of_fields_in_arithmetic_give_the_walkers_results() {
+    let (ending, names) = both("field_items", FIELD_ITEMS);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(names, ["scan", "main"]);
+    assert_eq!(text, "1 1.25 false true\n-1 1.25 false true\n");
+    let source = "object T {\n    l: [int],\n}\nfun f(t: T) > int {\n    return t.l[5] + 1;\n}\nfun main() > void {\n    f(T{ l = [1] });\n}\n";
+    let (ending, _) = both("field_item_range", source);
+    let err = ending.result.expect_err("out of range");
+    assert!(
+        err.contains("5:15: uncaught error: Out of bound list access."),
+        "{err}"
+    );
+}
+
+#[test]
+fn len_in_a_comparison_gives_the_walkers_results() {
+    let source = r#"
+import "std";
+object Sized {
+    n: int,
+    fun len() > int {
+        return this.n;
+    }
+}
+fun lens(s: str, l: [int], m: {str: int}, o: Sized, r: any) > str {
+    var i = 0;
+    var out = "";
+    while (i < s.len()) {
+        i = i + 2;
+    }
+    out = out + "{i} {l.len() * 2 - 1} {i + m.len()} {o.len() + 1 < i}";
+    return "{out} {r.len() - 1}";
+}
+fun main() > void {
+    std.print(lens("héllo", l: [1, 2], m: {"a": 1}, o: Sized{ n = 3 }, r: [7]));
+    std.print(lens("", l: [], m: {}, o: Sized{ n = -5 }, r: 3));
+}
+"#;
+    let (ending, names) = both("lens", source);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(names, ["lens", "main"]);
+    assert!(text.starts_with("6 3 7 true 0\n"), "{text}");
+    let err = ending.result.expect_err("an int has no `len`");
+    assert!(
+        err.contains("16:22: runtime error: int has no field `len`"),
+        "{err}"
+    );
+}
