@@ -101,7 +101,7 @@ pub(super) fn network_setting(policy: &Policy, proxy: &ProxySlot) -> Network {
 
 /// After the network step, before seccomp and Landlock: makes the proxy's
 /// listeners where magus now is (inside the children's namespace, or on
-/// the host's loopback) and hands them over. Returns the network rule
+/// the host's loopback); [`hand_over`] sends them. Returns the network rule
 /// Landlock enforces: in the namespace none is needed; without one,
 /// connect to the proxy's two ports only.
 pub(super) fn listen(
@@ -112,11 +112,20 @@ pub(super) fn listen(
     let Some(proxy) = proxy.running() else {
         return Ok(setting.clone());
     };
-    proxy.listen().map_err(|e| proxy_failed(&e))?;
+    proxy.bind().map_err(|e| proxy_failed(&e))?;
     Ok(match plan {
         NetworkPlan::ProxyNamespace => Network::Allow,
         _ => proxy.landlock_network(),
     })
+}
+
+/// Once magus is confined, before any child: the listeners [`listen`]
+/// made go to the proxy, which sets itself up then (`Proxy::bind`).
+pub(super) fn hand_over(proxy: &mut ProxySlot) -> Result<(), Box<Diagnostic>> {
+    match proxy.running() {
+        Some(proxy) => proxy.hand_over().map_err(|e| proxy_failed(&e)),
+        None => Ok(()),
+    }
 }
 
 /// Children get the proxy variables of this run's own proxy.

@@ -409,6 +409,9 @@ fn confine(
             "cannot install the syscall guard: {e}"
         )))
     })?;
+    // Magus proper was forked while PID 1 built the view: the work above
+    // reads no path; Landlock opens every grant in the view.
+    enforce::jail::wait_until_built();
     let request = landlock_request(env);
     let domain = enforce::install_on_self(policy.grants(), &network, request).map_err(|e| {
         Box::new(Diagnostic::error(format!(
@@ -427,6 +430,7 @@ fn confine(
             Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),
         )
     })?;
+    super::hosts::hand_over(proxy)?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }

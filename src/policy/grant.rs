@@ -155,31 +155,51 @@ pub enum SandboxState {
 }
 
 /// Whether `path` is `ancestor` or lies below it, as [`std::path::Path::starts_with`]
-/// answers, but comparing bytes when both are plain absolute paths (no
-/// `.`, `..`, doubled or trailing `/`), as grants and canonical paths are:
-/// start-up compares every grant with every other and with each mount
-/// point, and the component-wise answer cost it most of a millisecond.
+/// answers. Start-up compares every grant with every other and with each
+/// mount point (thousands of pairs), nearly all unrelated: two absolute
+/// Unix paths are compared name by name in one pass over their bytes that
+/// stops at the first name that differs, usually the first or second,
+/// where checking both paths whole before comparing cost 0.2 ms a run.
 pub fn lies_within(path: &std::path::Path, ancestor: &std::path::Path) -> bool {
     let (p, a) = (
         path.as_os_str().as_encoded_bytes(),
         ancestor.as_os_str().as_encoded_bytes(),
     );
-    if !is_plain(p) || !is_plain(a) {
-        return path.starts_with(ancestor);
+    match (p.first(), a.first()) {
+        (Some(b'/'), Some(b'/')) if cfg!(unix) => names_within(p, a),
+        _ => path.starts_with(ancestor),
     }
-    p.starts_with(a) && (p.len() == a.len() || a == b"/" || p[a.len()] == b'/')
 }
 
-/// Absolute, and every component a real name: what [`lies_within`] may
-/// compare byte by byte.
-fn is_plain(bytes: &[u8]) -> bool {
-    if bytes == b"/" {
-        return true;
+/// [`lies_within`] for two absolute Unix paths: `Path::starts_with`
+/// compares their names, which skip empty names (`//`, a trailing `/`)
+/// and `.`, and keep `..` as a name.
+fn names_within(mut path: &[u8], mut ancestor: &[u8]) -> bool {
+    loop {
+        let Some(want) = next_name(&mut ancestor) else {
+            return true;
+        };
+        if next_name(&mut path) != Some(want) {
+            return false;
+        }
     }
-    bytes.first() == Some(&b'/')
-        && bytes[1..]
-            .split(|&b| b == b'/')
-            .all(|name| !name.is_empty() && name != b"." && name != b"..")
+}
+
+/// The next name of `rest` that `Path::components` would yield, and
+/// `rest` moved past it.
+fn next_name<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    loop {
+        let trimmed = rest.iter().position(|&b| b != b'/').map(|i| &rest[i..])?;
+        let end = trimmed
+            .iter()
+            .position(|&b| b == b'/')
+            .unwrap_or(trimmed.len());
+        let (name, after) = trimmed.split_at(end);
+        *rest = after;
+        if name != b"." {
+            return Some(name);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -191,7 +211,8 @@ mod within_tests {
     fn lies_within_agrees_with_path_starts_with() {
         let paths = [
             "/", "/a", "/a/b", "/a-b", "/ab", "/a/b/c", "/a//b", "/a/./b", "/a/../b", "/a/", "a/b",
-            "", "/a/b/",
+            "", "/a/b/", "//", "/.", "/./", "/./a", "/a/.", "/a/..", "/..", "/a/b/.", "//a//b//",
+            "/.a", "/a/.b", "/...", "./a", "a", ".",
         ];
         for p in paths {
             for a in paths {
@@ -202,6 +223,18 @@ mod within_tests {
                     "{p:?} in {a:?}"
                 );
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any spelling made of `/`, `.` and two names, against the
+        /// standard library's component-wise answer.
+        #[test]
+        fn lies_within_agrees_on_any_spelling(p in "/[/.ab]{0,12}", a in "/[/.ab]{0,12}") {
+            proptest::prop_assert_eq!(
+                lies_within(Path::new(&p), Path::new(&a)),
+                Path::new(&p).starts_with(&a)
+            );
         }
     }
 }

@@ -7,8 +7,9 @@
 //! `/newroot`; the last step pivots into it, and [`detach_host_root`]
 //! detaches everything else.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::fs::DirBuilder;
+use std::ops::Bound;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -149,9 +150,12 @@ fn mounts(step: &Step) -> bool {
 
 /// The directories known to exist in the view, so the ~50 steps under a
 /// few parents (`/etc`, `/dev`) make each parent once instead of asking
-/// the kernel every time.
+/// the kernel every time. Ordered by components, so that what lies
+/// within a path is one range after it: each mount forgets what it hides
+/// without comparing every directory known (PID 1 builds the view on the
+/// start-up's critical path).
 #[derive(Default)]
-struct Dirs(HashSet<PathBuf>);
+struct Dirs(BTreeSet<PathBuf>);
 
 impl Dirs {
     /// A directory at `path`, with missing parents.
@@ -165,8 +169,15 @@ impl Dirs {
     }
 
     fn forget_within(&mut self, target: &Path) {
-        self.0
-            .retain(|dir| !crate::policy::lies_within(dir, target));
+        let hidden: Vec<PathBuf> = self
+            .0
+            .range::<Path, _>((Bound::Included(target), Bound::Unbounded))
+            .take_while(|dir| dir.starts_with(target))
+            .cloned()
+            .collect();
+        for dir in hidden {
+            self.0.remove(&dir);
+        }
     }
 }
 
@@ -239,9 +250,59 @@ fn bind(
     Ok(())
 }
 
-/// Read-only, keeping the flags the kernel locks in a user namespace
-/// (`nosuid`, `nodev`, `noexec`, atime), or the remount is refused.
+/// Read-only: the mount at `target` alone, as a bind remount would (its
+/// submounts are mounts of their own). `mount_setattr` sets the one
+/// attribute and leaves the rest, so no `statfs` is needed first; the
+/// ~50 read-only mounts of the default view are one call each instead of
+/// two. Kernels before 5.12 take the remount.
 fn remount_read_only(target: &Path) -> Result<(), Errno> {
+    match set_read_only(target) {
+        Err(Errno::ENOSYS) => remount_read_only_by_mount(target),
+        other => other,
+    }
+}
+
+/// `struct mount_attr` of `<linux/mount.h>` (libc does not define it).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// `mount_setattr(AT_FDCWD, target, 0, {attr_set: RDONLY})`. Like the
+/// remount, it fails with `EINVAL` where `target` is not a mount's root.
+fn set_read_only(target: &Path) -> Result<(), Errno> {
+    let path =
+        std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is NUL-terminated and `attr` a live `mount_attr` of
+    // the size passed; the kernel only reads both.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            0u32,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Read-only by a bind remount, keeping the flags the kernel locks in a
+/// user namespace (`nosuid`, `nodev`, `noexec`, atime), or the remount is
+/// refused.
+fn remount_read_only_by_mount(target: &Path) -> Result<(), Errno> {
     let kept = statvfs(target)?.flags();
     let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
     for (fs, ms) in [
@@ -313,4 +374,26 @@ pub fn detach_host_root() -> Result<(), Errno> {
 
 fn io_errno(e: std::io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mount at a path hides that path and everything below it, and
+    /// nothing that merely shares a prefix of its name.
+    #[test]
+    fn a_mount_forgets_exactly_the_directories_it_hides() {
+        let mut dirs = Dirs::default();
+        for d in [
+            "/n", "/n/a", "/n/a/b", "/n/a/b/c", "/n/a-b", "/n/ab", "/n/b", "/m",
+        ] {
+            dirs.0.insert(PathBuf::from(d));
+        }
+        dirs.forget_within(Path::new("/n/a"));
+        let left: Vec<_> = dirs.0.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(left, ["/m", "/n", "/n/a-b", "/n/ab", "/n/b"]);
+        dirs.forget_within(Path::new("/"));
+        assert!(dirs.0.is_empty());
+    }
 }

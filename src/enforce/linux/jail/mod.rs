@@ -101,6 +101,33 @@ static STATUS: OnceLock<JailStatus> = OnceLock::new();
 /// In magus proper: where PID 1 says the host's root is detached.
 static SEALED: Mutex<Option<OwnedFd>> = Mutex::new(None);
 
+/// In magus proper: where PID 1 says the view is built.
+static BUILT: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+fn expect_built(from_init: OwnedFd) {
+    if let Ok(mut built) = BUILT.lock() {
+        *built = Some(from_init);
+    }
+}
+
+/// Waits until PID 1 has built the view (magus proper is forked before
+/// it, see `reaper::become_init`), then moves this process's working
+/// directory, still the host directory magus started in, to the view's
+/// root. Call before anything that reads a path; without a jail of this
+/// run's own it returns at once. Where PID 1 failed, this process ends
+/// at once and says nothing: the original process names the failing step.
+pub fn wait_until_built() {
+    let Some(fd) = BUILT.lock().ok().and_then(|mut b| b.take()) else {
+        return;
+    };
+    let mut buf = [0u8; 4];
+    let built = reaper::read_full(&fd, &mut buf) == buf.len() && i32::from_le_bytes(buf) == 0;
+    if !built || nix::unistd::chdir("/").is_err() {
+        // SAFETY: _exit is always safe; the original reports the failure.
+        unsafe { libc::_exit(1) }
+    }
+}
+
 fn expect_sealed(from_init: OwnedFd) {
     if let Ok(mut sealed) = SEALED.lock() {
         *sealed = Some(from_init);
@@ -167,11 +194,17 @@ pub fn jail_status() -> Option<&'static JailStatus> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    enter_with(plan, request, None)
+    let status = enter_with(plan, request, None);
+    wait_until_built();
+    status
 }
 
 /// [`enter`], with `meanwhile` run by the original process while PID 1
-/// builds the view (only when the namespaces were made and PID 1 forked).
+/// builds the view (only when the namespaces were made and PID 1 forked),
+/// and returning in magus proper *before* the view is built: the caller
+/// may do work that reads no path (join a network namespace, drop
+/// capabilities, install the syscall guard), and must call
+/// [`wait_until_built`] before anything that does.
 pub fn enter_with(
     plan: &JailPlan,
     request: UsernsRequest,

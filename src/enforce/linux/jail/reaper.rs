@@ -1,12 +1,14 @@
 //! The processes of the jail: the original magus waits outside, the
 //! namespace's PID 1 builds the view and then reaps, and magus proper
 //! carries on as PID 2 inside. Both waiters only pass signals on and exit
-//! with magus's status (death by signal `n` becomes `128 + n`).
+//! with magus's status (death by signal `n` becomes `128 + n`); PID 1
+//! ends every other process of the namespace first and tells the
+//! original, which need not wait for PID 1's own exit.
 //!
 //! `sandbox.limits` hook in here (see `enforce::limits`): PID 1 caps the
 //! namespace's PIDs before it forks magus ([`become_init`]), and arms the
 //! wall-time alarm whose ring ends the run ([`reap_and_exit`],
-//! [`wait_and_exit`]).
+//! [`wait_for`]).
 
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
@@ -118,7 +120,7 @@ fn outer_wait_or_fail(
     if n == REPORT_LEN && buf[0] == OK {
         install_forwarding(init);
         restore_mask(mask);
-        let code = wait_for(init, init);
+        let code = wait_for_end(init, report);
         sweep.after();
         terminal.restore();
         exit_now(code);
@@ -142,6 +144,20 @@ fn outer_wait_or_fail(
     })
 }
 
+/// In the original process: magus's status once every process of the
+/// namespace but PID 1 has ended, as PID 1 reports it ([`end_namespace`]),
+/// without waiting for PID 1's own exit, in which the kernel tears down
+/// the view's ~90 mounts (a few tenths of a millisecond on the path to
+/// the caller). Where PID 1 ended without reporting (the wall-time
+/// limit, a signal), its exit status, as before.
+fn wait_for_end(init: Pid, report: &OwnedFd) -> i32 {
+    let mut code = [0u8; 4];
+    if read_full(report, &mut code) == code.len() {
+        return i32::from_le_bytes(code);
+    }
+    wait_for(init, init)
+}
+
 pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
     let mut got = 0;
     while got < buf.len() {
@@ -156,9 +172,17 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 }
 
 /// In PID 1: a mount namespace of its own (so a failure leaves the
-/// original's untouched), the view, then fork magus proper, report, and
-/// reap. Returns only in the grandchild, which carries on as magus (and
-/// keeps `handoff`, the far end of the original's [`Meanwhile`]).
+/// original's untouched), then fork magus proper, build the view, report,
+/// and reap. Returns only in the grandchild, which carries on as magus
+/// (and keeps `handoff`, the far end of the original's [`Meanwhile`]).
+///
+/// Magus proper is forked before the view is built, into the same mount
+/// namespace, so that the set-up that needs no file (the network
+/// namespace, dropping capabilities, the syscall guard) runs on the other
+/// core meanwhile; it waits for the view before anything that reads a
+/// path (`super::wait_until_built`). Each `pivot_root` of the plan moves
+/// its root with PID 1's; it holds nothing of the host's but its working
+/// directory, which it leaves for the view's root once built.
 fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWNS) {
         fail(&report, MOUNT_NAMESPACE, 0, errno);
@@ -168,37 +192,44 @@ fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
     // makes `/proc` read-only. The sysctls act on the writer's own PID
     // namespace whichever `/proc` they are reached through.
     crate::enforce::limits::in_new_pid_namespace();
-    if let Err(StepFailure { index, errno }) = apply(plan) {
-        fail(&report, STEP, index, errno);
-    }
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let (sealed_rx, sealed_tx) = match pipe2(OFlag::O_CLOEXEC) {
-        Ok(pair) => pair,
+    let pipes = pipe2(OFlag::O_CLOEXEC).and_then(|built| Ok((built, pipe2(OFlag::O_CLOEXEC)?)));
+    let ((built_rx, built_tx), (sealed_rx, sealed_tx)) = match pipes {
+        Ok(pairs) => pairs,
         Err(errno) => fail(&report, FORK, 0, errno),
     };
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             drop(report);
+            drop(built_tx);
             drop(sealed_tx);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+            super::expect_built(built_rx);
             super::expect_sealed(sealed_rx);
             if let Some(end) = handoff {
                 super::expect_handoff(end);
             }
         }
         Ok(ForkResult::Parent { child }) => {
+            drop(built_rx);
             drop(sealed_rx);
             drop(handoff);
             // Before the report: the original forwards here from then on.
             install_forwarding(child);
+            // A failure ends PID 1, and with it magus proper (its
+            // parent-death signal), which has run no code of the spell.
+            if let Err(StepFailure { index, errno }) = apply(plan) {
+                fail(&report, STEP, index, errno);
+            }
+            let _ = write(&built_tx, &0i32.to_le_bytes());
+            drop(built_tx);
             send_report(&report, OK, 0, Errno::UnknownErrno);
-            drop(report);
             let sealed = detach_host_root().err().map_or(0, |errno| errno as i32);
             let _ = write(&sealed_tx, &sealed.to_le_bytes());
             drop(sealed_tx);
-            reap_and_exit(child);
+            reap_and_exit(child, report);
         }
         Err(errno) => fail(&report, FORK, 0, errno),
     }
@@ -252,21 +283,39 @@ fn install_forwarding(target: Pid) {
     }
 }
 
-/// PID 1: reap every orphan; when magus ends, exit with its status, which
-/// makes the kernel kill whatever is left in the namespace.
-fn reap_and_exit(magus: Pid) -> ! {
+/// PID 1: reap every orphan; when magus ends, end every other process of
+/// the namespace, tell the original, and exit with magus's status (the
+/// kernel would kill whatever is left at this exit all the same).
+fn reap_and_exit(magus: Pid, report: OwnedFd) -> ! {
     install_forwarding(magus);
     // It keeps its capabilities and the host's network namespace, so
     // never let a child trace it (`crate::enforce::untraceable`).
     let _ = crate::enforce::untraceable::refuse_tracing();
     // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
     crate::enforce::limits::arm_deadline();
-    wait_and_exit(Pid::from_raw(-1), magus)
+    let code = wait_for(Pid::from_raw(-1), magus);
+    end_namespace();
+    let _ = write(&report, &code.to_le_bytes());
+    exit_now(code)
 }
 
-/// Waits on `which` until `main` ends, then `_exit`s with its status.
-fn wait_and_exit(which: Pid, main: Pid) -> ! {
-    exit_now(wait_for(which, main))
+/// Kills every process of the namespace but this one and reaps them all,
+/// orphans included, so that when it returns no process of the run is
+/// left but PID 1. `kill(-1)` reaches every process of the namespace (a
+/// `fork` racing it fails: the kernel adds the child under the lock the
+/// kill walks under, and a parent with a pending kill cannot fork); each
+/// one's children come to PID 1 when it dies, so `ECHILD` means none is
+/// left. The wall-time alarm may ring meanwhile: the wait goes on.
+fn end_namespace() {
+    // SAFETY: kill has no memory effects; -1 never includes the caller.
+    unsafe { libc::kill(-1, libc::SIGKILL) };
+    loop {
+        match waitpid(Pid::from_raw(-1), None) {
+            Err(Errno::ECHILD) => return,
+            Err(Errno::EINTR) | Ok(_) => continue,
+            Err(_) => return,
+        }
+    }
 }
 
 /// Waits on `which` until `main` ends; returns its status.

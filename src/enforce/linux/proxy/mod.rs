@@ -89,6 +89,8 @@ pub fn hosts_text(list: &HostList) -> String {
 pub struct Proxy {
     /// The HTTP and SOCKS5 ports, once [`Proxy::listen`] has made them.
     ports: Option<(u16, u16)>,
+    /// Made by [`Proxy::bind`], not yet handed over.
+    pending: Option<[TcpListener; 2]>,
     reports: BufReader<UnixStream>,
     summary: EgressSummary,
 }
@@ -115,6 +117,7 @@ impl Proxy {
                 ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
                 Ok(Proxy {
                     ports: None,
+                    pending: None,
                     reports: BufReader::new(ours),
                     summary: EgressSummary::default(),
                 })
@@ -127,19 +130,39 @@ impl Proxy {
     /// to the proxy. Call once, before seccomp (which may refuse `listen`)
     /// and Landlock (which may refuse `bind`).
     pub fn listen(&mut self) -> Result<(), ProxyError> {
+        self.bind()?;
+        self.hand_over()
+    }
+
+    /// [`Proxy::listen`] in two steps: the listeners, now (before seccomp
+    /// and Landlock), and [`Proxy::hand_over`] later. The proxy confines
+    /// itself only once it has them, so its set-up (about half a
+    /// millisecond of CPU) can wait until magus's own is done instead of
+    /// taking a core from the jail's while the view is built; a child's
+    /// connection waits in the listener's queue meanwhile.
+    pub fn bind(&mut self) -> Result<(), ProxyError> {
         let http = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
         let socks = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
         let port = |l: &TcpListener| l.local_addr().map(|a| a.port());
-        let ports = (
+        self.ports = Some((
             port(&http).map_err(ProxyError::Listen)?,
             port(&socks).map_err(ProxyError::Listen)?,
-        );
-        let fds = [http.as_raw_fd(), socks.as_raw_fd()];
+        ));
+        self.pending = Some([http, socks]);
+        Ok(())
+    }
+
+    /// Sends the listeners [`Proxy::bind`] made to the proxy; call before
+    /// any child is started. Nothing to do when they were sent already.
+    pub fn hand_over(&mut self) -> Result<(), ProxyError> {
+        let Some(listeners) = self.pending.take() else {
+            return Ok(());
+        };
+        let fds = listeners.each_ref().map(|l| l.as_raw_fd());
         super::handover::send(self.reports.get_ref(), LISTENERS_TAG, &fds)
             .map_err(ProxyError::Handover)?;
         // The proxy holds its own copies now; magus keeps none, so no child
         // inherits a listener.
-        self.ports = Some(ports);
         Ok(())
     }
 
@@ -265,13 +288,15 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
         exit_now(0);
     }
     silence_stdio();
-    address::note_own_addresses();
-    confine::confine_proxy();
     // The channel's end before the listeners: magus stopped before its
-    // sandbox was up, so there is nothing to serve.
+    // sandbox was up, so there is nothing to serve. They come once magus
+    // is confined (`Proxy::hand_over`): the set-up below waits until then,
+    // and is done before the first byte is read from a client.
     let Some((http, socks)) = receive_listeners(&control) else {
         exit_now(0);
     };
+    address::note_own_addresses();
+    confine::confine_proxy();
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };
