@@ -15,7 +15,8 @@ use crate::buzz::interp::{
 };
 use crate::buzz::lang::type_of;
 use crate::buzz::methods;
-use crate::buzz::value::{same_name, Closure, ListObj, MapObj, Scope};
+use crate::buzz::value::{same_name, Closure, ListObj, MapObj, NativeFunction, Scope};
+use std::borrow::Cow;
 
 /// How many emptied flat frames an interpreter keeps for the next calls.
 const SPARE_FRAMES: usize = 2048;
@@ -79,13 +80,13 @@ impl Interpreter {
     ) -> Eval<Value> {
         let size = f.size.max(args + 1);
         if size <= 2 {
-            return self.on_stack::<2>((decl, f), this, fill, (env, pos));
+            return self.on_stack::<2>((decl, f), size, this, fill, (env, pos));
         }
         if size <= 6 {
-            return self.on_stack::<6>((decl, f), this, fill, (env, pos));
+            return self.on_stack::<6>((decl, f), size, this, fill, (env, pos));
         }
         if size <= 16 {
-            return self.on_stack::<16>((decl, f), this, fill, (env, pos));
+            return self.on_stack::<16>((decl, f), size, this, fill, (env, pos));
         }
         let mut frame = self.flat_frame(size);
         let result = self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
@@ -98,13 +99,15 @@ impl Interpreter {
     fn on_stack<const K: usize>(
         &mut self,
         (decl, f): (&FunDecl, &Function),
+        size: usize,
         this: Option<Value>,
         fill: impl FnOnce(&mut Self, &mut [Value]) -> Eval<()>,
         (env, pos): (&Rc<Scope>, Pos),
     ) -> Eval<Value> {
         let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; K]);
         let result = self.fill_run((decl, f), &mut frame[..], this, fill, (env, pos));
-        for v in frame.iter_mut() {
+        // Only the slots the call could fill hold anything.
+        for v in &mut frame[..size.min(K)] {
             discard(std::mem::take(v));
         }
         result
@@ -154,7 +157,7 @@ impl Interpreter {
 
     /// A direct call with its frame filled: the parameters' types, then
     /// the depth checks, then the body (the walker's `call_direct` order).
-    #[inline]
+    #[inline(always)]
     fn checked_run(
         &mut self,
         decl: &FunDecl,
@@ -185,24 +188,37 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<()> {
         let first = usize::from(decl.frame.get().method);
-        for (i, param) in decl.params.iter().enumerate() {
-            let Some(slot) = frame.get_mut(first + i) else {
-                continue;
-            };
-            let plain = match (f.checks.get(i), &*slot) {
-                (Some(Check::Int), Value::Int(_)) | (Some(Check::Double), Value::Double(_)) => true,
-                _ => plainly_conforms(&param.ty, slot),
-            };
+        let Some(slots) = frame.get_mut(first..) else {
+            return Ok(());
+        };
+        for (i, (check, slot)) in f.checks.iter().zip(slots).enumerate() {
+            let plain = matches!(
+                (check, &*slot),
+                (Check::Int, Value::Int(_)) | (Check::Double, Value::Double(_))
+            );
             if !plain {
-                let value = std::mem::take(slot);
-                frame[first + i] = self.conform_param(decl, param, value, pos)?;
+                self.conform_slot(decl, i, slot, pos)?;
             }
         }
         Ok(())
     }
 
+    /// A parameter's value that is not plainly an `int` or a `double`:
+    /// checked (and widened or inferred) as the walker does.
+    #[inline(never)]
+    fn conform_slot(&mut self, decl: &FunDecl, i: usize, slot: &mut Value, pos: Pos) -> Eval<()> {
+        let Some(param) = decl.params.get(i) else {
+            return Ok(());
+        };
+        if !plainly_conforms(&param.ty, slot) {
+            let value = std::mem::take(slot);
+            *slot = self.conform_param(decl, param, value, pos)?;
+        }
+        Ok(())
+    }
+
     /// Runs the body in its bound frame: what it returns (`run_frame`).
-    #[inline]
+    #[inline(always)]
     fn run_compiled(
         &mut self,
         decl: &FunDecl,
@@ -268,6 +284,12 @@ impl Interpreter {
                 otherwise,
             } => self.c_if(cond, then, otherwise.as_deref(), fr, env),
             StmtKind::Return(value) => self.c_return(value.as_ref(), fr, env),
+            StmtKind::Var {
+                slot,
+                init,
+                ty,
+                name,
+            } => self.c_var(*slot, init.as_ref(), ty.as_ref(), name, stmt.pos, fr, env),
             _ => self.c_exec_rest(stmt, fr, env),
         };
         self.depth -= 1;
@@ -277,12 +299,6 @@ impl Interpreter {
     #[inline(never)]
     fn c_exec_rest(&mut self, stmt: &Stmt, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         match &stmt.kind {
-            StmtKind::Var {
-                slot,
-                init,
-                ty,
-                name,
-            } => self.c_var(*slot, init.as_ref(), ty.as_ref(), name, stmt.pos, fr, env),
             StmtKind::Block(body) => self.c_all(body, fr, env),
             StmtKind::IfBind {
                 value,
@@ -328,6 +344,7 @@ impl Interpreter {
             }
             StmtKind::Expr(_)
             | StmtKind::StoreLocal { .. }
+            | StmtKind::Var { .. }
             | StmtKind::If { .. }
             | StmtKind::Return(_) => self.c_exec(stmt, fr, env),
         }
@@ -917,17 +934,23 @@ impl Interpreter {
         let Some(decl) = class.decl.clone() else {
             return Err(self.fail(i.pos, format!("`{name}` cannot be built in Buzz")));
         };
-        let class_scope = class.scope.clone().unwrap_or_else(|| env.clone());
-        for (field, _, pos) in &i.fields {
-            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
-                return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
-            }
-        }
-        let mut fields = Vec::with_capacity(decl.fields.len());
-        for f in decl.fields.iter().filter(|f| !f.is_static) {
-            let value = match i.fields.iter().find(|(n, _, _)| same_name(n, &f.name)) {
+        let given = match i.layout.get() {
+            Some(l) if std::ptr::eq(l.decl.as_ptr(), Rc::as_ptr(&decl)) => Cow::Borrowed(&*l.given),
+            _ => self.instance_layout(i, &decl)?,
+        };
+        let mut fields = Vec::with_capacity(given.len());
+        for (f, at) in decl
+            .fields
+            .iter()
+            .filter(|f| !f.is_static)
+            .zip(given.iter())
+        {
+            let value = match at.and_then(|at| i.fields.get(at as usize)) {
                 Some((_, e, _)) => self.c_eval(e, fr, env)?,
-                None => self.field_default(f, &class_scope, name, i.pos)?,
+                None => {
+                    let class_scope = class.scope.as_ref().unwrap_or(env);
+                    self.field_default(f, class_scope, name, i.pos)?
+                }
             };
             let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?;
             fields.push((f.name.clone(), value));
@@ -936,6 +959,41 @@ impl Interpreter {
             class,
             fields: std::cell::RefCell::new(fields),
         })))
+    }
+
+    /// Checks that each field `i` gives is one of `decl`'s, and lays them
+    /// out in `decl`'s order (kept at the site for the first type seen).
+    #[inline(never)]
+    fn instance_layout<'a>(
+        &self,
+        i: &'a Instance,
+        decl: &Rc<ast::ObjectDecl>,
+    ) -> Eval<Cow<'a, [Option<u32>]>> {
+        for (field, _, pos) in &i.fields {
+            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
+                let name = &i.name;
+                return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
+            }
+        }
+        let given = decl
+            .fields
+            .iter()
+            .filter(|f| !f.is_static)
+            .map(|f| {
+                let at = i.fields.iter().position(|(n, _, _)| same_name(n, &f.name));
+                at.and_then(|at| u32::try_from(at).ok())
+            })
+            .collect();
+        let layout = Layout {
+            decl: Rc::downgrade(decl),
+            given,
+        };
+        if i.layout.get().is_some() {
+            // Another object type than the first built here: laid out
+            // anew at each call.
+            return Ok(Cow::Owned(layout.given.into_vec()));
+        }
+        Ok(Cow::Borrowed(&i.layout.get_or_init(|| layout).given))
     }
 
     // ----- calls -----
@@ -967,7 +1025,7 @@ impl Interpreter {
     }
 
     /// A call of the Buzz function `closure` (the walker's `call_closure`).
-    #[inline]
+    #[inline(always)]
     fn c_call_closure(
         &mut self,
         closure: &Rc<Closure>,
@@ -991,6 +1049,7 @@ impl Interpreter {
 
     /// A call whose arguments fill the parameters in order: into the
     /// callee's flat frame when it compiles, else into the walker's frame.
+    #[inline(always)]
     fn c_call_direct(
         &mut self,
         callee: Callee<'_>,
@@ -1021,6 +1080,11 @@ impl Interpreter {
     /// `receiver.name(…)` (the walker's `call` of a field).
     #[inline(never)]
     fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Global { name, res, .. } = &c.receiver {
+            if let Some(native) = module_native(env, name, res, &c.name, &c.cache) {
+                return self.c_call_native(&native, &c.args, c.pos, fr, env);
+            }
+        }
         if let (true, Expr::Local(at)) = (c.late, &c.receiver) {
             let at = *at as usize;
             if methods::is_builtin_receiver(&fr[at]) {
@@ -1064,6 +1128,27 @@ impl Interpreter {
         self.call_value(&f, values, c.pos)
     }
 
+    /// A call of a native function with its arguments evaluated straight
+    /// into the native call's own lists (no argument list made).
+    fn c_call_native(
+        &mut self,
+        native: &NativeFunction,
+        args: &Args,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let fill = |it: &mut Self, names: &mut Vec<_>, values: &mut Vec<_>| {
+            for (name, e) in args.names.iter().zip(&args.values) {
+                let v = it.c_eval(e, fr, env)?;
+                names.push(name.clone());
+                values.push(v);
+            }
+            Ok(())
+        };
+        self.call_native_with(native, pos, fill)
+    }
+
     /// The arguments of a built-in method: values only.
     fn c_positional(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Vec<Value>> {
         let mut values = self.spare_positional();
@@ -1090,20 +1175,61 @@ impl Interpreter {
     }
 }
 
+/// The native function `module\member` names, when `module` is a
+/// top-level name found at its hint holding a module (as the walker's
+/// `global` finds it first): reading it there has no effect, so the call
+/// may skip making the module's value.
+#[inline]
+fn module_native(
+    env: &Rc<Scope>,
+    module: &str,
+    res: &Resolved,
+    member: &str,
+    cache: &MemberCache,
+) -> Option<Rc<NativeFunction>> {
+    let Res::Global { hint } = res.get() else {
+        return None;
+    };
+    let vars = env.root().vars.borrow();
+    let slot = vars.get(hint as usize)?;
+    let Value::Module(m) = &slot.value else {
+        return None;
+    };
+    if !same_name(&slot.name, module) {
+        return None;
+    }
+    match m.functions.get_at_site(member, cache)? {
+        Value::Native(native) => Some(native),
+        other => {
+            drop(vars);
+            drop(other);
+            None
+        }
+    }
+}
+
 /// Whether `args` give `decl`'s parameters exactly, in order (the
 /// walker's `takes_in_order`).
-#[inline]
-fn in_order(decl: &FunDecl, args: &Args) -> bool {
+#[inline(always)]
+fn in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
     decl.frame.get().resolved
         && args.names.len() == decl.params.len()
         && (args.positional || named_in_order(decl, args))
 }
 
-fn named_in_order(decl: &FunDecl, args: &Args) -> bool {
-    args.names.iter().zip(&decl.params).all(|(name, param)| {
+#[inline(never)]
+fn named_in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
+    if std::ptr::eq(args.ordered.borrow().as_ptr(), Rc::as_ptr(decl)) {
+        return true;
+    }
+    let ordered = args.names.iter().zip(&decl.params).all(|(name, param)| {
         name.as_ref()
             .is_none_or(|name| same_name(name, &param.name))
-    })
+    });
+    if ordered {
+        *args.ordered.borrow_mut() = Rc::downgrade(decl);
+    }
+    ordered
 }
 
 /// The fast form of an arithmetic tree: `None` when an operand is not a

@@ -174,6 +174,16 @@ impl Lower {
 
     fn var(&mut self, decl: &ast::VarDecl) -> Option<StmtKind> {
         let init = maybe(decl.init.as_ref(), |e| self.expr(e))?;
+        if decl.ty.is_none() {
+            // Nothing to check: the store of `local = value` (the slot is
+            // this level's own, null until now).
+            return Some(StmtKind::StoreLocal {
+                slot: self.declared(&decl.slot)?,
+                op: None,
+                value: init.unwrap_or(Expr::Const(Value::Null)),
+                pos: Pos::default(),
+            });
+        }
         Some(StmtKind::Var {
             slot: self.declared(&decl.slot)?,
             init,
@@ -479,6 +489,7 @@ impl Lower {
                 .map(|a| self.expr(&a.value))
                 .collect::<Option<_>>()?,
             positional: args.iter().all(|a| a.name.is_none()),
+            ordered: Default::default(),
         })
     }
 
@@ -547,6 +558,7 @@ impl Lower {
             class: self.var_read(object, class, pos)?,
             fields,
             pos,
+            layout: OnceCell::new(),
         })))
     }
 }

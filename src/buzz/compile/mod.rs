@@ -159,6 +159,10 @@ struct Args {
     values: Vec<Expr>,
     /// No argument is named (the in-order test is then a length check).
     positional: bool,
+    /// The function these named arguments were last found to give in
+    /// order: the test is then a pointer check. Weak, so that its address
+    /// cannot be reused by another declaration while it is kept here.
+    ordered: std::cell::RefCell<std::rc::Weak<FunDecl>>,
 }
 
 enum Expr {
@@ -314,6 +318,17 @@ struct Instance {
     class: Expr,
     fields: Vec<(Rc<str>, Expr, Pos)>,
     pos: Pos,
+    /// For the first object type built here: which of `fields` gives each
+    /// of its (non-static) fields in order, `None` for a default. Set
+    /// once, after every given name was found among its fields.
+    layout: OnceCell<Layout>,
+}
+
+/// An [`Instance`]'s fields laid out for one object type (held weakly, so
+/// that its address cannot be reused by another while kept here).
+struct Layout {
+    decl: std::rc::Weak<super::ast::ObjectDecl>,
+    given: Box<[Option<u32>]>,
 }
 
 #[cfg(all(test, unix))]
