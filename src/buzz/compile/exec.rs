@@ -278,6 +278,7 @@ impl Interpreter {
                 value,
                 pos,
             } => self.c_store(*slot, *op, value, *pos, fr, env),
+            StmtKind::StoreField(store) => self.c_store_field(store, fr, env),
             StmtKind::If {
                 cond,
                 then,
@@ -343,6 +344,7 @@ impl Interpreter {
                 })))
             }
             StmtKind::Expr(_)
+            | StmtKind::StoreField(_)
             | StmtKind::StoreLocal { .. }
             | StmtKind::Var { .. }
             | StmtKind::If { .. }
@@ -383,6 +385,39 @@ impl Interpreter {
         let v = methods::binary(op, place, &new).map_err(|m| self.fail(pos, m))?;
         put(place, v);
         Ok(())
+    }
+
+    /// `local.name op= value` as a statement (the walker's
+    /// `assign_field`, whose order it keeps: reading the local has no
+    /// effect and the value cannot rebind it).
+    fn c_store_field(&mut self, s: &StoreField, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        let new = self.c_eval(&s.value, fr, env)?;
+        let obj = &fr[s.slot as usize];
+        let new = match s.op {
+            Some(op) => {
+                let old = match obj {
+                    Value::Object(o) => o.get_at_site(&s.name, &s.cache),
+                    _ => None,
+                };
+                let old = match old {
+                    Some(old) => old,
+                    None => self.field(obj, &s.name, s.at)?,
+                };
+                match scalar_fast(op, &old, &new) {
+                    Some(v) => v,
+                    None => self.binary(op, old, new, s.pos)?,
+                }
+            }
+            None => new,
+        };
+        if let Value::Object(o) = obj {
+            if o.set_at_site(&s.name, new, &s.cache) {
+                return Ok(());
+            }
+            // No such field: the same error whatever the value.
+            return self.set_field(obj, &s.name, Value::Null, s.at);
+        }
+        self.set_field(obj, &s.name, new, s.at)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -569,6 +604,21 @@ impl Interpreter {
                     return Ok(v);
                 }
             }
+        }
+        self.c_arith_tree(arith, fr, env)
+    }
+
+    /// [`Interpreter::c_arith`] past two `int`s at hand: a tree of
+    /// `double`s, else any numbers, else the general form.
+    #[inline(never)]
+    fn c_arith_tree(
+        &mut self,
+        arith: &(Num, Expr),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        if let Some(d) = double_tree(&arith.0, fr, env) {
+            return Ok(Value::Double(d));
         }
         match operand(&arith.0, fr, env) {
             Some(N::I(i)) => Ok(Value::Int(i)),
@@ -1256,6 +1306,46 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
     }
 }
 
+/// [`num`] for a tree whose every leaf is a `double` and every operator
+/// an arithmetic one (the commonest shape in numeric loops): unboxed
+/// `f64`s all the way, computed as [`double_arith`] computes them; `None`
+/// as soon as a leaf is anything else, for [`num`] to do it in general.
+#[inline(never)]
+fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
+    match n {
+        Num::Const(N::D(d)) => Some(*d),
+        Num::Local(i) => match fr.get(*i as usize)? {
+            Value::Double(d) => Some(*d),
+            _ => None,
+        },
+        Num::Field(i, name, cache) => match fr.get(*i as usize)? {
+            Value::Object(o) => match *o.field_at_site(name, cache)? {
+                Value::Double(d) => Some(d),
+                _ => None,
+            },
+            _ => None,
+        },
+        Num::Bin(op, ab) => {
+            let x = double_tree(&ab.0, fr, env)?;
+            let y = double_tree(&ab.1, fr, env)?;
+            match op {
+                BinOp::Add => Some(x + y),
+                BinOp::Sub => Some(x - y),
+                BinOp::Mul => Some(x * y),
+                BinOp::Div => Some(x / y),
+                BinOp::Rem => Some(methods::floored(x % y, y)),
+                _ => None,
+            }
+        }
+        Num::Neg(x) => Some(-double_tree(x, fr, env)?),
+        Num::Global(name, res) => match num_global(env, name, res)? {
+            N::D(d) => Some(d),
+            _ => None,
+        },
+        Num::Const(_) | Num::Item(..) => None,
+    }
+}
+
 /// [`num`] with a literal or a local read here, not in a call.
 #[inline(always)]
 fn operand(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
@@ -1302,14 +1392,7 @@ fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {
 #[inline(never)]
 fn num_field(object: &Value, name: &str, cache: &MemberCache) -> Option<N> {
     match object {
-        Value::Object(o) => match o.get_at_site(name, cache)? {
-            Value::Int(i) => Some(N::I(i)),
-            Value::Double(d) => Some(N::D(d)),
-            other => {
-                drop(other);
-                None
-            }
-        },
+        Value::Object(o) => number(&*o.field_at_site(name, cache)?),
         _ => None,
     }
 }

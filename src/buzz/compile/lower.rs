@@ -169,7 +169,42 @@ impl Lower {
                 pos: e.pos,
             });
         }
+        if let Some(store) = self.store_field(e) {
+            return Some(StmtKind::StoreField(Box::new(store?)));
+        }
         Some(StmtKind::Expr(self.expr(e)?))
+    }
+
+    /// `local.name op= value` as a statement, when `value` cannot rebind
+    /// the local (`None` when `e` is not one; `Some(None)` declines).
+    fn store_field(&mut self, e: &ast::Expr) -> Option<Option<StoreField>> {
+        let ExprKind::Assign { target, op, value } = &e.kind else {
+            return None;
+        };
+        let ExprKind::Field { object, name, .. } = &target.kind else {
+            return None;
+        };
+        let ExprKind::Var(_, res) = &object.kind else {
+            return None;
+        };
+        let Res::Local { depth, slot, .. } = res.get() else {
+            return None;
+        };
+        if assigns(value) {
+            return None;
+        }
+        let lowered = (|| {
+            Some(StoreField {
+                slot: self.local(depth, slot)?,
+                name: name.clone(),
+                cache: MemberCache::default(),
+                op: *op,
+                value: self.expr(value)?,
+                at: target.pos,
+                pos: e.pos,
+            })
+        })();
+        Some(lowered)
     }
 
     fn var(&mut self, decl: &ast::VarDecl) -> Option<StmtKind> {

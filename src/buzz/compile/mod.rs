@@ -86,6 +86,10 @@ type Label = Option<Rc<str>>;
 
 enum StmtKind {
     Expr(Expr),
+    /// `local.name op= value` as a statement, `value` unable to rebind
+    /// the local: the object is read in place after the value, and no
+    /// value is made for the assignment itself.
+    StoreField(Box<StoreField>),
     /// `local op= value` as a statement: no value made.
     StoreLocal {
         slot: u32,
@@ -268,6 +272,16 @@ struct AssignGlobal {
 
 struct AssignField {
     object: Expr,
+    name: Rc<str>,
+    cache: MemberCache,
+    op: Option<BinOp>,
+    value: Expr,
+    at: Pos,
+    pos: Pos,
+}
+
+struct StoreField {
+    slot: u32,
     name: Rc<str>,
     cache: MemberCache,
     op: Option<BinOp>,

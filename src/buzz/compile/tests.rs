@@ -333,6 +333,31 @@ fun main() > void {
     assert_eq!(names, ["calc", "main"]);
 }
 
+/// Field stores as statements (plain, compound, on a value that rebinds
+/// the object's local) and trees of doubles mixed with ints and globals.
+const FIELDS: &str = r#"
+import "std";
+final k = 2.0;
+object P {
+    x: double,
+    n: int,
+    s: str = "",
+}
+fun step(p: P, q: P) > str {
+    p.x = p.x + q.x * 0.5;
+    q.x -= p.x * k + -q.x;
+    p.n += 2;
+    p.n = p.n * 2 - 2;
+    var r = p;
+    r.x = (r = q).x + 1.0 % 0.75;
+    q.s = "x";
+    return "{p.x} {q.x} {p.n} {r.x * k + 0.5 * 2} {k / 4 + 0.25} {q.s}";
+}
+fun main() > void {
+    std\print(step(P{ x = 1.0, n = 2 }, P{ x = 5.0, n = 0 }));
+}
+"#;
+
 #[test]
 fn calls_of_natives_named_arguments_and_objects_give_the_walkers_results() {
     let source = r#"
@@ -378,6 +403,12 @@ fun main() > void {
 }
 "#;
     let (ending, names) = both("calls", source);
+    let (ending2, _) = both("fields", FIELDS);
+    assert_eq!(ending2.result, Ok(0));
+    assert_eq!(
+        String::from_utf8(ending2.output).unwrap(),
+        "3.25 3 6 7 0.75 x\n"
+    );
     assert_eq!(ending.result, Ok(0));
     let text = String::from_utf8(ending.output).unwrap();
     assert_eq!(text, "1/2.5 3/4 6/0.5\n42\n1024 4\n133 n 7\n");
