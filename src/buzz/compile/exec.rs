@@ -248,15 +248,63 @@ impl Interpreter {
     /// here, unchecked, as the walker's `exec_body`.
     fn c_body(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         for stmt in body {
-            if let StmtKind::Return(value) = &stmt.kind {
-                return match value {
-                    Some(e) => self.c_eval(e, fr, env),
-                    None => Ok(Value::Null),
-                };
+            match &stmt.kind {
+                StmtKind::Return(value) => {
+                    return match value {
+                        Some(e) => self.c_eval(e, fr, env),
+                        None => Ok(Value::Null),
+                    };
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise: None,
+                } => {
+                    if let [ret @ Stmt {
+                        kind: StmtKind::Return(value),
+                        ..
+                    }] = then.as_slice()
+                    {
+                        let guard = (stmt.pos, cond);
+                        match self.c_if_return(guard, (ret.pos, value.as_ref()), fr, env)? {
+                            Some(v) => return Ok(v),
+                            None => continue,
+                        }
+                    }
+                }
+                _ => {}
             }
             self.c_exec(stmt, fr, env)?;
         }
         Ok(Value::Null)
+    }
+
+    /// `if (cond) { return value; }` among a body's own statements: the
+    /// value given straight to the body instead of unwinding as
+    /// `Flow::Return`, with the same checks at the same two statements.
+    #[inline]
+    fn c_if_return(
+        &mut self,
+        (at, cond): (Pos, &Cond),
+        (ret, value): (Pos, Option<&Expr>),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Option<Value>> {
+        self.enter(at)?;
+        let result = match self.c_cond(cond, fr, env) {
+            Ok(true) => self.enter(ret).and_then(|()| {
+                let v = match value {
+                    Some(e) => self.c_eval(e, fr, env),
+                    None => Ok(Value::Null),
+                };
+                self.depth -= 1;
+                v.map(Some)
+            }),
+            Ok(false) => Ok(None),
+            Err(flow) => Err(flow),
+        };
+        self.depth -= 1;
+        result
     }
 
     // ----- statements -----

@@ -193,7 +193,7 @@ fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
 
 /// Each error case: a function that compiles, failing inside; the
 /// message and location that both paths must report.
-const ERRORS: [(&str, &str, &str); 15] = [
+const ERRORS: [(&str, &str, &str); 17] = [
     (
         "index",
         "fun f(l: [int]) > int {\n    return l[3];\n}\nfun main() > void {\n    f([1]);\n}\n",
@@ -262,6 +262,16 @@ const ERRORS: [(&str, &str, &str); 15] = [
     (
         "recursion_named",
         "fun down(n: int, step: int) > int {\n    return down(n: n + step, step: step) + 1;\n}\nfun main() > void {\n    down(n: 0, step: 1);\n}\n",
+        "call stack overflow",
+    ),
+    (
+        "if_return_value",
+        "fun f(l: [int], n: int) > int {\n    if (n > 0) {\n        return l[n] + f(l, n: n - 1);\n    }\n    return 0;\n}\nfun main() > void {\n    f([1, 2], n: 3);\n}\n",
+        "3:17: uncaught error: Out of bound list access.",
+    ),
+    (
+        "if_return_recursion",
+        "fun down(n: int) > int {\n    if (n > -1) {\n        return down(n + 1);\n    }\n    return 0;\n}\nfun main() > void {\n    down(0);\n}\n",
         "call stack overflow",
     ),
     (
