@@ -180,7 +180,7 @@ impl Interpreter {
 
     /// Checks each parameter's value against its type, as the walker's
     /// `call_direct` does.
-    #[inline]
+    #[inline(always)]
     fn conform_flat(
         &mut self,
         (decl, f): (&FunDecl, &Function),
@@ -192,11 +192,7 @@ impl Interpreter {
             return Ok(());
         };
         for (i, (check, slot)) in f.checks.iter().zip(slots).enumerate() {
-            let plain = matches!(
-                (check, &*slot),
-                (Check::Int, Value::Int(_)) | (Check::Double, Value::Double(_))
-            );
-            if !plain {
+            if !plainly(check, slot) {
                 self.conform_slot(decl, i, slot, pos)?;
             }
         }
@@ -1032,17 +1028,13 @@ impl Interpreter {
         let Some(decl) = class.decl.clone() else {
             return Err(self.fail(i.pos, format!("`{name}` cannot be built in Buzz")));
         };
-        let given = match i.layout.get() {
-            Some(l) if std::ptr::eq(l.decl.as_ptr(), Rc::as_ptr(&decl)) => Cow::Borrowed(&*l.given),
+        let layout = match i.layout.get() {
+            Some(l) if std::ptr::eq(l.decl.as_ptr(), Rc::as_ptr(&decl)) => Cow::Borrowed(l),
             _ => self.instance_layout(i, &decl)?,
         };
-        let mut fields = Vec::with_capacity(given.len());
-        for (f, at) in decl
-            .fields
-            .iter()
-            .filter(|f| !f.is_static)
-            .zip(given.iter())
-        {
+        let mut fields = Vec::with_capacity(layout.given.len());
+        let laid = layout.given.iter().zip(layout.checks.iter());
+        for (f, (at, check)) in decl.fields.iter().filter(|f| !f.is_static).zip(laid) {
             let value = match at.and_then(|at| i.fields.get(at as usize)) {
                 Some((_, e, _)) => self.c_eval(e, fr, env)?,
                 None => {
@@ -1050,7 +1042,11 @@ impl Interpreter {
                     self.field_default(f, class_scope, name, i.pos)?
                 }
             };
-            let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?;
+            let value = if plainly(check, &value) {
+                value
+            } else {
+                self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?
+            };
             fields.push((f.name.clone(), value));
         }
         Ok(Value::Object(Rc::new(crate::buzz::value::Instance {
@@ -1066,7 +1062,7 @@ impl Interpreter {
         &self,
         i: &'a Instance,
         decl: &Rc<ast::ObjectDecl>,
-    ) -> Eval<Cow<'a, [Option<u32>]>> {
+    ) -> Eval<Cow<'a, Layout>> {
         for (field, _, pos) in &i.fields {
             if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
                 let name = &i.name;
@@ -1082,16 +1078,18 @@ impl Interpreter {
                 at.and_then(|at| u32::try_from(at).ok())
             })
             .collect();
+        let fields = decl.fields.iter().filter(|f| !f.is_static);
         let layout = Layout {
             decl: Rc::downgrade(decl),
             given,
+            checks: fields.map(|f| super::lower::check(&f.ty)).collect(),
         };
         if i.layout.get().is_some() {
             // Another object type than the first built here: laid out
             // anew at each call.
-            return Ok(Cow::Owned(layout.given.into_vec()));
+            return Ok(Cow::Owned(layout));
         }
-        Ok(Cow::Borrowed(&i.layout.get_or_init(|| layout).given))
+        Ok(Cow::Borrowed(i.layout.get_or_init(|| layout)))
     }
 
     // ----- calls -----
@@ -1303,6 +1301,22 @@ fn module_native(
             drop(other);
             None
         }
+    }
+}
+
+/// Whether `v` is what `check` asks for with nothing to infer, widen or
+/// record: only ever true where the walker's `plainly_conforms` is.
+#[inline(always)]
+fn plainly(check: &Check, v: &Value) -> bool {
+    match (check, v) {
+        (Check::Int, Value::Int(_)) | (Check::Double, Value::Double(_)) => true,
+        (Check::Object(_, true), Value::Null) => true,
+        (Check::Object(name, _), Value::Object(o)) => {
+            o.class.decl.is_some()
+                && o.class.name.as_ptr() == name.as_ptr()
+                && o.class.name.len() == name.len()
+        }
+        _ => false,
     }
 }
 

@@ -598,12 +598,21 @@ impl Lower {
     }
 }
 
-/// The inline check of a parameter of type `ty`.
-fn check(ty: &Type) -> Check {
-    match ty {
-        Type::Named(n) if &**n == "int" => Check::Int,
-        Type::Named(n) if &**n == "double" => Check::Double,
-        _ => Check::Other,
+/// The inline check of a parameter (or field) of type `ty`.
+pub(super) fn check(ty: &Type) -> Check {
+    let (mut ty, mut optional) = (ty, false);
+    loop {
+        match ty {
+            Type::Named(n) if &**n == "int" && !optional => return Check::Int,
+            Type::Named(n) if &**n == "double" && !optional => return Check::Double,
+            Type::Named(n) => return Check::Object(n.clone(), optional),
+            Type::Mut(inner) => ty = inner,
+            Type::Optional(inner) => {
+                optional = true;
+                ty = inner;
+            }
+            _ => return Check::Other,
+        }
     }
 }
 

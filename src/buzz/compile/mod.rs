@@ -67,11 +67,14 @@ pub(crate) struct Function {
     checks: Vec<Check>,
 }
 
-/// A parameter type a call checks without the general conformance test.
-#[derive(Clone, Copy)]
+/// A parameter (or field) type a value is checked against without the
+/// general conformance test when it plainly conforms.
+#[derive(Clone)]
 enum Check {
     Int,
     Double,
+    /// An object type by its (interned) name, `null` too when optional.
+    Object(Rc<str>, bool),
     Other,
 }
 
@@ -340,9 +343,12 @@ struct Instance {
 
 /// An [`Instance`]'s fields laid out for one object type (held weakly, so
 /// that its address cannot be reused by another while kept here).
+#[derive(Clone)]
 struct Layout {
     decl: std::rc::Weak<super::ast::ObjectDecl>,
     given: Box<[Option<u32>]>,
+    /// Each of those fields' type, for the inline check.
+    checks: Box<[Check]>,
 }
 
 #[cfg(all(test, unix))]

@@ -193,7 +193,7 @@ fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
 
 /// Each error case: a function that compiles, failing inside; the
 /// message and location that both paths must report.
-const ERRORS: [(&str, &str, &str); 17] = [
+const ERRORS: [(&str, &str, &str); 19] = [
     (
         "index",
         "fun f(l: [int]) > int {\n    return l[3];\n}\nfun main() > void {\n    f([1]);\n}\n",
@@ -273,6 +273,16 @@ const ERRORS: [(&str, &str, &str); 17] = [
         "if_return_recursion",
         "fun down(n: int) > int {\n    if (n > -1) {\n        return down(n + 1);\n    }\n    return 0;\n}\nfun main() > void {\n    down(0);\n}\n",
         "call stack overflow",
+    ),
+    (
+        "object_param",
+        "object A {\n    v: int = 1,\n}\nobject B {\n    v: int = 2,\n}\nfun g(a: mut A?) > int {\n    return a?.v ?? 0;\n}\nfun f(x: any) > int {\n    return g(null) + g(A{}) + g(x);\n}\nfun main() > void {\n    f(B{});\n}\n",
+        "parameter `a` of `g` expects",
+    ),
+    (
+        "object_field",
+        "object A {\n    v: int = 1,\n}\nobject B {\n    a: A?,\n}\nfun f(x: any) > B {\n    final ok = B{ a = A{} };\n    final none = B{};\n    return B{ a = x };\n}\nfun main() > void {\n    f(B{});\n}\n",
+        "field `a` expects",
     ),
     (
         "throw",
