@@ -247,7 +247,7 @@ impl Interpreter {
             match &stmt.kind {
                 StmtKind::Return(value) => {
                     return match value {
-                        Some(e) => self.c_eval(e, fr, env),
+                        Some(e) => self.c_value(e, fr, env),
                         None => Ok(Value::Null),
                     };
                 }
@@ -273,6 +273,20 @@ impl Interpreter {
             self.c_exec(stmt, fr, env)?;
         }
         Ok(Value::Null)
+    }
+
+    /// [`Interpreter::c_eval`], trying first a tree that computed as
+    /// `double`s last time straight from here.
+    #[inline(always)]
+    fn c_value(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Arith(arith) = e {
+            if arith.2.get() {
+                if let Some(d) = double_tree(&arith.0, fr, env) {
+                    return Ok(Value::Double(d));
+                }
+            }
+        }
+        self.c_eval(e, fr, env)
     }
 
     /// `if (cond) { return value; }` among a body's own statements: the
@@ -415,6 +429,14 @@ impl Interpreter {
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<()> {
+        if let (Expr::Arith(arith), None) = (value, op) {
+            if arith.2.get() {
+                if let Some(d) = double_tree(&arith.0, fr, env) {
+                    put(&mut fr[slot as usize], Value::Double(d));
+                    return Ok(());
+                }
+            }
+        }
         let new = self.c_eval(value, fr, env)?;
         let place = &mut fr[slot as usize];
         let Some(op) = op else {
@@ -641,7 +663,12 @@ impl Interpreter {
     /// An arithmetic tree: on unboxed numbers when it can, else in
     /// general.
     #[inline(never)]
-    fn c_arith(&mut self, arith: &(Num, Expr), fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    fn c_arith(
+        &mut self,
+        arith: &(Num, Expr, std::cell::Cell<bool>),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
         if let Expr::Binary(op, operands, _) = &arith.1 {
             if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
                 if let Some(v) = int_fast(*op, x, y) {
@@ -657,13 +684,15 @@ impl Interpreter {
     #[inline(never)]
     fn c_arith_tree(
         &mut self,
-        arith: &(Num, Expr),
+        arith: &(Num, Expr, std::cell::Cell<bool>),
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<Value> {
         if let Some(d) = double_tree(&arith.0, fr, env) {
+            arith.2.set(true);
             return Ok(Value::Double(d));
         }
+        arith.2.set(false);
         match operand(&arith.0, fr, env) {
             Some(N::I(i)) => Ok(Value::Int(i)),
             Some(N::D(d)) => Ok(Value::Double(d)),
@@ -1388,8 +1417,8 @@ fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
             _ => None,
         },
         Num::Bin(op, ab) => {
-            let x = double_tree(&ab.0, fr, env)?;
-            let y = double_tree(&ab.1, fr, env)?;
+            let x = double_leaf(&ab.0, fr, env)?;
+            let y = double_leaf(&ab.1, fr, env)?;
             match op {
                 BinOp::Add => Some(x + y),
                 BinOp::Sub => Some(x - y),
@@ -1405,6 +1434,27 @@ fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
             _ => None,
         },
         Num::Const(_) | Num::Item(..) => None,
+    }
+}
+
+/// [`double_tree`] with a literal, a local or a local's field read here,
+/// not in a call.
+#[inline(always)]
+fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
+    match n {
+        Num::Const(N::D(d)) => Some(*d),
+        Num::Local(i) => match fr.get(*i as usize)? {
+            Value::Double(d) => Some(*d),
+            _ => None,
+        },
+        Num::Field(i, name, cache) => match fr.get(*i as usize)? {
+            Value::Object(o) => match *o.field_at_site(name, cache)? {
+                Value::Double(d) => Some(d),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => double_tree(n, fr, env),
     }
 }
 

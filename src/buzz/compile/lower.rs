@@ -333,7 +333,7 @@ impl Lower {
                 self.in_arith = true;
                 let general = self.general(e);
                 self.in_arith = false;
-                return Some(Expr::Arith(Box::new((fast, general?))));
+                return Some(Expr::Arith(Box::new((fast, general?, Default::default()))));
             }
         }
         self.general(e)

@@ -177,7 +177,10 @@ enum Expr {
     /// on unboxed numbers first ([`Num`]); the general form (evaluated
     /// when any operand is not a number or the fast form cannot say)
     /// gives every other result and every error.
-    Arith(Box<(Num, Expr)>),
+    ///
+    /// The flag says whether the tree last computed as all `double`s: a
+    /// store then tries that first.
+    Arith(Box<(Num, Expr, std::cell::Cell<bool>)>),
     Const(Value),
     Local(u32),
     /// A top-level name (or one the walker finds by name from the closure's

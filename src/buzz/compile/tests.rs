@@ -436,6 +436,31 @@ fun main() > void {
 }
 
 #[test]
+fn a_store_that_saw_doubles_then_sees_ints_gives_the_walkers_results() {
+    let source = r#"
+import "std";
+fun mix(a: any, b: any) > str {
+    var r = a;
+    r = a * b + a - -b;
+    final s = r / b;
+    return "{r} {s}";
+}
+fun main() > void {
+    std\print("{mix(1.5, b: 2.0)} {mix(3, b: 4)} {mix(2.5, b: 2.0)} {mix(7, b: 1)} {mix(1, b: 0.5)}");
+    std\print(mix(9223372036854775807, b: 2));
+}
+"#;
+    let (ending, names) = both("mixed", source);
+    let err = ending.result.expect_err("overflow");
+    assert!(err.contains("5:11"), "{err}");
+    assert_eq!(
+        String::from_utf8(ending.output).unwrap(),
+        "6.5 3.25 19 4 9.5 4.75 15 15 2 4\n"
+    );
+    assert_eq!(names, ["mix", "main"]);
+}
+
+#[test]
 fn a_memory_limit_inside_a_compiled_function_stops_where_the_walker_stops() {
     let source = "fun grow(n: int) > int {\n    final l: mut [str] = mut [];\n    var s = \"x\";\n    foreach (i in 0..n) {\n        s = s + s;\n        l.append(s);\n    }\n    return l.len();\n}\nfun main() > void {\n    grow(40);\n}\n";
     let run_with = |compile: bool| {
