@@ -6,33 +6,67 @@ mod scratch;
 
 use std::path::Path;
 
+/// A scratch workspace holding the repository's own `magus.yaml` and
+/// `spells/hello.buzz`.
+fn workspace() -> tempfile::TempDir {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    std::fs::create_dir_all(root.path().join("spells")).unwrap();
+    for file in ["magus.yaml", "spells/hello.buzz"] {
+        std::fs::copy(repo.join(file), root.path().join(file)).unwrap();
+    }
+    root
+}
+
+/// Runs `magus ARGS` in `root` with `home` as HOME; it must exit 0.
+/// Returns its stdout and stderr.
+fn run_ok(root: &Path, home: &Path, args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magus"))
+        .args(args)
+        .current_dir(root)
+        .env("HOME", home)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
 /// The repository's own first spell and `magus.yaml`, copied into a
 /// scratch workspace and run by the real binary with a fake HOME holding a
 /// planted secret: it runs, sees its arguments, and its read of the secret
 /// is refused without a byte of it reaching output.
 #[test]
 fn hello_spell_runs_and_its_secret_read_is_refused() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    let root = workspace();
     let root = root.path();
-    std::fs::create_dir_all(root.join("spells")).unwrap();
-    for file in ["magus.yaml", "spells/hello.buzz"] {
-        std::fs::copy(repo.join(file), root.join(file)).unwrap();
-    }
     let home = tempfile::tempdir_in(scratch::base()).unwrap();
     std::fs::create_dir_all(home.path().join(".aws")).unwrap();
     let secret = "aws_secret_access_key = PLANTED_HELLO_SECRET";
     std::fs::write(home.path().join(".aws/credentials"), secret).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magus"))
-        .args(["-q", "run", "hello", "wizard"])
-        .current_dir(root)
-        .env("HOME", home.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (stdout, stderr) = run_ok(root, home.path(), &["-q", "run", "hello", "wizard"]);
     assert!(stdout.contains("argument 1: wizard"), "{stdout}");
     assert!(stdout.contains("refused, MGS2001"), "{stdout}");
     assert!(!stdout.contains("PLANTED") && !stderr.contains("PLANTED"));
+}
+
+/// A new user's first `magus run hello`, in a home where cargo has just
+/// built magus (`~/.cargo/bin`, `~/.cargo/registry` and `~/.rustup`, no
+/// `~/.cargo/git`): the repository's own policy names nothing missing, so
+/// the run prints no diagnostic before the spell's own greeting.
+#[test]
+fn first_run_in_a_fresh_cargo_home_prints_no_warning() {
+    let root = workspace();
+    let root = root.path();
+    let home = tempfile::tempdir_in(scratch::base()).unwrap();
+    for dir in [".cargo/bin", ".cargo/registry", ".rustup"] {
+        std::fs::create_dir_all(home.path().join(dir)).unwrap();
+    }
+    let (stdout, stderr) = run_ok(root, home.path(), &["run", "hello"]);
+    assert!(stdout.starts_with("✨ Hello from magus!"), "{stdout}");
+    assert!(
+        !stderr.contains("warning") && !stderr.contains("error"),
+        "{stderr}"
+    );
 }

@@ -151,7 +151,6 @@ impl Workspace {
         for sub in [
             ".cargo/bin",
             ".cargo/registry",
-            ".cargo/git",
             ".rustup",
             ".aws",
             ".ssh",

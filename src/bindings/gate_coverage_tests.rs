@@ -235,6 +235,7 @@ fn checks() -> Vec<(&'static str, &'static str, Check)> {
         ("bufraw", "intFrom", Pure("converts bytes in memory for buzz:buffer")),
         ("bufraw", "text", Pure("converts bytes in memory for buzz:buffer")),
         ("bufraw", "zeros", Pure("converts bytes in memory for buzz:buffer")),
+        ("cryptoraw", "digest", Pure("hashes a string in memory for buzz:crypto")),
         ("jsonraw", "check", Pure("JSON in memory (serde_json) for buzz:serialize")),
         ("jsonraw", "decode", Pure("JSON in memory (serde_json) for buzz:serialize")),
         ("jsonraw", "encode", Pure("JSON in memory (serde_json) for buzz:serialize")),

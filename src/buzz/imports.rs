@@ -20,7 +20,6 @@ pub type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 /// Upstream libraries magus does not offer, and why.
 pub(super) const REFUSED: &[(&str, &str)] = &[
     ("buzz:ffi", "FFI to native code is not available in magus"),
-    ("buzz:crypto", "`buzz:crypto` is not available in magus"),
     (
         "buzz:http",
         "`buzz:http` is not available in magus: spells have no network library",
@@ -29,7 +28,7 @@ pub(super) const REFUSED: &[(&str, &str)] = &[
 
 /// Native modules that only serve libraries written in Buzz; importable,
 /// but not advertised.
-pub(super) const INTERNAL: [&str; 3] = ["bufraw", "ioraw", "jsonraw"];
+pub(super) const INTERNAL: [&str; 4] = ["bufraw", "cryptoraw", "ioraw", "jsonraw"];
 
 /// The registry key of a library import, or `None` for a file path.
 pub(super) fn library_key(spec: &str) -> Option<&str> {

@@ -42,8 +42,9 @@ pub const MAX_LIST_LEN: usize = 32 << 20;
 
 /// Upstream libraries magus writes in Buzz (no FFI) and every interpreter
 /// has.
-const BUILTIN_LIBRARIES: [(&str, &str); 3] = [
+const BUILTIN_LIBRARIES: [(&str, &str); 4] = [
     ("buzz:errors", include_str!("errors.buzz")),
+    ("buzz:crypto", include_str!("crypto.buzz")),
     ("buzz:buffer", include_str!("buffer.buzz")),
     ("buzz:serialize", include_str!("serialize.buzz")),
 ];
@@ -172,6 +173,7 @@ impl Interpreter {
             super::std_module::math_module(),
             super::std_module::buffer_natives(),
             super::std_module::gc_module(),
+            super::crypto::natives(),
             super::std_module::debug_module(),
             super::serialize::module(),
         ];

@@ -9,6 +9,7 @@ mod ast;
 mod callbacks;
 pub mod check;
 mod compile;
+mod crypto;
 mod error;
 mod fiber;
 mod generics;
