@@ -132,6 +132,7 @@ pub fn release_reserved(bytes: usize) {
 /// Bytes of heap magus holds now (all threads), with reserved fiber
 /// stacks: exact for the calling thread's own allocations, up to
 /// [`BATCH`] bytes late for each other thread that counts locally.
+#[inline]
 pub fn in_use() -> usize {
     let shared = IN_USE.load(Ordering::Relaxed);
     let own = PENDING.with(Cell::get);

@@ -2360,16 +2360,38 @@ impl Interpreter {
     }
 
     fn call_native(&mut self, native: &NativeFunction, mut args: Args, pos: Pos) -> Eval<Value> {
+        let fill = |it: &mut Self, names: &mut Vec<_>, values: &mut Vec<_>| {
+            for (name, value) in args.drain(..) {
+                names.push(name);
+                values.push(value);
+            }
+            if it.spare.args.len() < SPARE_LIMIT {
+                it.spare.args.push(args);
+            }
+            Ok(())
+        };
+        self.call_native_with(native, pos, fill)
+    }
+
+    /// Calls `native` with the arguments `fill` puts in the names and
+    /// values it is given (the compiled path evaluates them straight there).
+    #[inline]
+    pub(super) fn call_native_with(
+        &mut self,
+        native: &NativeFunction,
+        pos: Pos,
+        fill: impl FnOnce(&mut Self, &mut Vec<Option<Rc<str>>>, &mut Vec<Value>) -> Eval<()>,
+    ) -> Eval<Value> {
         // The scratch space of the last call: no allocation per call in
-        // the common case (a native that somehow re-entered would find it
-        // empty and work from fresh vectors).
+        // the common case (a native that somehow re-entered, or one called
+        // while the arguments are evaluated, finds it empty and works from
+        // fresh vectors).
         let mut scratch = std::mem::take(&mut self.scratch);
-        for (name, value) in args.drain(..) {
-            scratch.names.push(name);
-            scratch.values.push(value);
-        }
-        if self.spare.args.len() < SPARE_LIMIT {
-            self.spare.args.push(args);
+        if let Err(flow) = fill(self, &mut scratch.names, &mut scratch.values) {
+            scratch.names.clear();
+            scratch.values.clear();
+            self.scratch = scratch;
+            return Err(flow);
         }
         scratch.locate(&self.file, pos);
         let mut call = NativeCall {

@@ -15,7 +15,8 @@ use crate::buzz::interp::{
 };
 use crate::buzz::lang::type_of;
 use crate::buzz::methods;
-use crate::buzz::value::{same_name, Closure, ListObj, MapObj, Scope};
+use crate::buzz::value::{same_name, Closure, ListObj, MapObj, NativeFunction, Scope};
+use std::borrow::Cow;
 
 /// How many emptied flat frames an interpreter keeps for the next calls.
 const SPARE_FRAMES: usize = 2048;
@@ -79,13 +80,13 @@ impl Interpreter {
     ) -> Eval<Value> {
         let size = f.size.max(args + 1);
         if size <= 2 {
-            return self.on_stack::<2>((decl, f), this, fill, (env, pos));
+            return self.on_stack::<2>((decl, f), size, this, fill, (env, pos));
         }
         if size <= 6 {
-            return self.on_stack::<6>((decl, f), this, fill, (env, pos));
+            return self.on_stack::<6>((decl, f), size, this, fill, (env, pos));
         }
         if size <= 16 {
-            return self.on_stack::<16>((decl, f), this, fill, (env, pos));
+            return self.on_stack::<16>((decl, f), size, this, fill, (env, pos));
         }
         let mut frame = self.flat_frame(size);
         let result = self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
@@ -98,13 +99,15 @@ impl Interpreter {
     fn on_stack<const K: usize>(
         &mut self,
         (decl, f): (&FunDecl, &Function),
+        size: usize,
         this: Option<Value>,
         fill: impl FnOnce(&mut Self, &mut [Value]) -> Eval<()>,
         (env, pos): (&Rc<Scope>, Pos),
     ) -> Eval<Value> {
         let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; K]);
         let result = self.fill_run((decl, f), &mut frame[..], this, fill, (env, pos));
-        for v in frame.iter_mut() {
+        // Only the slots the call could fill hold anything.
+        for v in &mut frame[..size.min(K)] {
             discard(std::mem::take(v));
         }
         result
@@ -154,7 +157,7 @@ impl Interpreter {
 
     /// A direct call with its frame filled: the parameters' types, then
     /// the depth checks, then the body (the walker's `call_direct` order).
-    #[inline]
+    #[inline(always)]
     fn checked_run(
         &mut self,
         decl: &FunDecl,
@@ -177,7 +180,7 @@ impl Interpreter {
 
     /// Checks each parameter's value against its type, as the walker's
     /// `call_direct` does.
-    #[inline]
+    #[inline(always)]
     fn conform_flat(
         &mut self,
         (decl, f): (&FunDecl, &Function),
@@ -185,24 +188,33 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<()> {
         let first = usize::from(decl.frame.get().method);
-        for (i, param) in decl.params.iter().enumerate() {
-            let Some(slot) = frame.get_mut(first + i) else {
-                continue;
-            };
-            let plain = match (f.checks.get(i), &*slot) {
-                (Some(Check::Int), Value::Int(_)) | (Some(Check::Double), Value::Double(_)) => true,
-                _ => plainly_conforms(&param.ty, slot),
-            };
-            if !plain {
-                let value = std::mem::take(slot);
-                frame[first + i] = self.conform_param(decl, param, value, pos)?;
+        let Some(slots) = frame.get_mut(first..) else {
+            return Ok(());
+        };
+        for (i, (check, slot)) in f.checks.iter().zip(slots).enumerate() {
+            if !plainly(check, slot) {
+                self.conform_slot(decl, i, slot, pos)?;
             }
         }
         Ok(())
     }
 
+    /// A parameter's value that is not plainly an `int` or a `double`:
+    /// checked (and widened or inferred) as the walker does.
+    #[inline(never)]
+    fn conform_slot(&mut self, decl: &FunDecl, i: usize, slot: &mut Value, pos: Pos) -> Eval<()> {
+        let Some(param) = decl.params.get(i) else {
+            return Ok(());
+        };
+        if !plainly_conforms(&param.ty, slot) {
+            let value = std::mem::take(slot);
+            *slot = self.conform_param(decl, param, value, pos)?;
+        }
+        Ok(())
+    }
+
     /// Runs the body in its bound frame: what it returns (`run_frame`).
-    #[inline]
+    #[inline(always)]
     fn run_compiled(
         &mut self,
         decl: &FunDecl,
@@ -232,15 +244,77 @@ impl Interpreter {
     /// here, unchecked, as the walker's `exec_body`.
     fn c_body(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         for stmt in body {
-            if let StmtKind::Return(value) = &stmt.kind {
-                return match value {
-                    Some(e) => self.c_eval(e, fr, env),
-                    None => Ok(Value::Null),
-                };
+            match &stmt.kind {
+                StmtKind::Return(value) => {
+                    return match value {
+                        Some(e) => self.c_value(e, fr, env),
+                        None => Ok(Value::Null),
+                    };
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise: None,
+                } => {
+                    if let [ret @ Stmt {
+                        kind: StmtKind::Return(value),
+                        ..
+                    }] = then.as_slice()
+                    {
+                        let guard = (stmt.pos, cond);
+                        match self.c_if_return(guard, (ret.pos, value.as_ref()), fr, env)? {
+                            Some(v) => return Ok(v),
+                            None => continue,
+                        }
+                    }
+                }
+                _ => {}
             }
             self.c_exec(stmt, fr, env)?;
         }
         Ok(Value::Null)
+    }
+
+    /// [`Interpreter::c_eval`], trying first a tree that computed as
+    /// `double`s last time straight from here.
+    #[inline(always)]
+    fn c_value(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Arith(arith) = e {
+            if arith.2.get() {
+                if let Some(d) = double_tree(&arith.0, fr, env) {
+                    return Ok(Value::Double(d));
+                }
+            }
+        }
+        self.c_eval(e, fr, env)
+    }
+
+    /// `if (cond) { return value; }` among a body's own statements: the
+    /// value given straight to the body instead of unwinding as
+    /// `Flow::Return`, with the same checks at the same two statements.
+    #[inline]
+    fn c_if_return(
+        &mut self,
+        (at, cond): (Pos, &Cond),
+        (ret, value): (Pos, Option<&Expr>),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Option<Value>> {
+        self.enter(at)?;
+        let result = match self.c_cond(cond, fr, env) {
+            Ok(true) => self.enter(ret).and_then(|()| {
+                let v = match value {
+                    Some(e) => self.c_eval(e, fr, env),
+                    None => Ok(Value::Null),
+                };
+                self.depth -= 1;
+                v.map(Some)
+            }),
+            Ok(false) => Ok(None),
+            Err(flow) => Err(flow),
+        };
+        self.depth -= 1;
+        result
     }
 
     // ----- statements -----
@@ -262,12 +336,19 @@ impl Interpreter {
                 value,
                 pos,
             } => self.c_store(*slot, *op, value, *pos, fr, env),
+            StmtKind::StoreField(store) => self.c_store_field(store, fr, env),
             StmtKind::If {
                 cond,
                 then,
                 otherwise,
             } => self.c_if(cond, then, otherwise.as_deref(), fr, env),
             StmtKind::Return(value) => self.c_return(value.as_ref(), fr, env),
+            StmtKind::Var {
+                slot,
+                init,
+                ty,
+                name,
+            } => self.c_var(*slot, init.as_ref(), ty.as_ref(), name, stmt.pos, fr, env),
             _ => self.c_exec_rest(stmt, fr, env),
         };
         self.depth -= 1;
@@ -277,12 +358,6 @@ impl Interpreter {
     #[inline(never)]
     fn c_exec_rest(&mut self, stmt: &Stmt, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         match &stmt.kind {
-            StmtKind::Var {
-                slot,
-                init,
-                ty,
-                name,
-            } => self.c_var(*slot, init.as_ref(), ty.as_ref(), name, stmt.pos, fr, env),
             StmtKind::Block(body) => self.c_all(body, fr, env),
             StmtKind::IfBind {
                 value,
@@ -327,7 +402,9 @@ impl Interpreter {
                 })))
             }
             StmtKind::Expr(_)
+            | StmtKind::StoreField(_)
             | StmtKind::StoreLocal { .. }
+            | StmtKind::Var { .. }
             | StmtKind::If { .. }
             | StmtKind::Return(_) => self.c_exec(stmt, fr, env),
         }
@@ -352,6 +429,14 @@ impl Interpreter {
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<()> {
+        if let (Expr::Arith(arith), None) = (value, op) {
+            if arith.2.get() {
+                if let Some(d) = double_tree(&arith.0, fr, env) {
+                    put(&mut fr[slot as usize], Value::Double(d));
+                    return Ok(());
+                }
+            }
+        }
         let new = self.c_eval(value, fr, env)?;
         let place = &mut fr[slot as usize];
         let Some(op) = op else {
@@ -366,6 +451,39 @@ impl Interpreter {
         let v = methods::binary(op, place, &new).map_err(|m| self.fail(pos, m))?;
         put(place, v);
         Ok(())
+    }
+
+    /// `local.name op= value` as a statement (the walker's
+    /// `assign_field`, whose order it keeps: reading the local has no
+    /// effect and the value cannot rebind it).
+    fn c_store_field(&mut self, s: &StoreField, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        let new = self.c_eval(&s.value, fr, env)?;
+        let obj = &fr[s.slot as usize];
+        let new = match s.op {
+            Some(op) => {
+                let old = match obj {
+                    Value::Object(o) => o.get_at_site(&s.name, &s.cache),
+                    _ => None,
+                };
+                let old = match old {
+                    Some(old) => old,
+                    None => self.field(obj, &s.name, s.at)?,
+                };
+                match scalar_fast(op, &old, &new) {
+                    Some(v) => v,
+                    None => self.binary(op, old, new, s.pos)?,
+                }
+            }
+            None => new,
+        };
+        if let Value::Object(o) = obj {
+            if o.set_at_site(&s.name, new, &s.cache) {
+                return Ok(());
+            }
+            // No such field: the same error whatever the value.
+            return self.set_field(obj, &s.name, Value::Null, s.at);
+        }
+        self.set_field(obj, &s.name, new, s.at)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -545,7 +663,12 @@ impl Interpreter {
     /// An arithmetic tree: on unboxed numbers when it can, else in
     /// general.
     #[inline(never)]
-    fn c_arith(&mut self, arith: &(Num, Expr), fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    fn c_arith(
+        &mut self,
+        arith: &(Num, Expr, std::cell::Cell<bool>),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
         if let Expr::Binary(op, operands, _) = &arith.1 {
             if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
                 if let Some(v) = int_fast(*op, x, y) {
@@ -553,6 +676,23 @@ impl Interpreter {
                 }
             }
         }
+        self.c_arith_tree(arith, fr, env)
+    }
+
+    /// [`Interpreter::c_arith`] past two `int`s at hand: a tree of
+    /// `double`s, else any numbers, else the general form.
+    #[inline(never)]
+    fn c_arith_tree(
+        &mut self,
+        arith: &(Num, Expr, std::cell::Cell<bool>),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        if let Some(d) = double_tree(&arith.0, fr, env) {
+            arith.2.set(true);
+            return Ok(Value::Double(d));
+        }
+        arith.2.set(false);
         match operand(&arith.0, fr, env) {
             Some(N::I(i)) => Ok(Value::Int(i)),
             Some(N::D(d)) => Ok(Value::Double(d)),
@@ -930,25 +1070,68 @@ impl Interpreter {
         let Some(decl) = class.decl.clone() else {
             return Err(self.fail(i.pos, format!("`{name}` cannot be built in Buzz")));
         };
-        let class_scope = class.scope.clone().unwrap_or_else(|| env.clone());
-        for (field, _, pos) in &i.fields {
-            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
-                return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
-            }
-        }
-        let mut fields = Vec::with_capacity(decl.fields.len());
-        for f in decl.fields.iter().filter(|f| !f.is_static) {
-            let value = match i.fields.iter().find(|(n, _, _)| same_name(n, &f.name)) {
+        let layout = match i.layout.get() {
+            Some(l) if std::ptr::eq(l.decl.as_ptr(), Rc::as_ptr(&decl)) => Cow::Borrowed(l),
+            _ => self.instance_layout(i, &decl)?,
+        };
+        let mut fields = Vec::with_capacity(layout.given.len());
+        let laid = layout.given.iter().zip(layout.checks.iter());
+        for (f, (at, check)) in decl.fields.iter().filter(|f| !f.is_static).zip(laid) {
+            let value = match at.and_then(|at| i.fields.get(at as usize)) {
                 Some((_, e, _)) => self.c_eval(e, fr, env)?,
-                None => self.field_default(f, &class_scope, name, i.pos)?,
+                None => {
+                    let class_scope = class.scope.as_ref().unwrap_or(env);
+                    self.field_default(f, class_scope, name, i.pos)?
+                }
             };
-            let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?;
+            let value = if plainly(check, &value) {
+                value
+            } else {
+                self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?
+            };
             fields.push((f.name.clone(), value));
         }
         Ok(Value::Object(Rc::new(crate::buzz::value::Instance {
             class,
             fields: std::cell::RefCell::new(fields),
         })))
+    }
+
+    /// Checks that each field `i` gives is one of `decl`'s, and lays them
+    /// out in `decl`'s order (kept at the site for the first type seen).
+    #[inline(never)]
+    fn instance_layout<'a>(
+        &self,
+        i: &'a Instance,
+        decl: &Rc<ast::ObjectDecl>,
+    ) -> Eval<Cow<'a, Layout>> {
+        for (field, _, pos) in &i.fields {
+            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
+                let name = &i.name;
+                return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
+            }
+        }
+        let given = decl
+            .fields
+            .iter()
+            .filter(|f| !f.is_static)
+            .map(|f| {
+                let at = i.fields.iter().position(|(n, _, _)| same_name(n, &f.name));
+                at.and_then(|at| u32::try_from(at).ok())
+            })
+            .collect();
+        let fields = decl.fields.iter().filter(|f| !f.is_static);
+        let layout = Layout {
+            decl: Rc::downgrade(decl),
+            given,
+            checks: fields.map(|f| super::lower::check(&f.ty)).collect(),
+        };
+        if i.layout.get().is_some() {
+            // Another object type than the first built here: laid out
+            // anew at each call.
+            return Ok(Cow::Owned(layout));
+        }
+        Ok(Cow::Borrowed(i.layout.get_or_init(|| layout)))
     }
 
     // ----- calls -----
@@ -980,7 +1163,7 @@ impl Interpreter {
     }
 
     /// A call of the Buzz function `closure` (the walker's `call_closure`).
-    #[inline]
+    #[inline(always)]
     fn c_call_closure(
         &mut self,
         closure: &Rc<Closure>,
@@ -1004,6 +1187,7 @@ impl Interpreter {
 
     /// A call whose arguments fill the parameters in order: into the
     /// callee's flat frame when it compiles, else into the walker's frame.
+    #[inline(always)]
     fn c_call_direct(
         &mut self,
         callee: Callee<'_>,
@@ -1034,6 +1218,11 @@ impl Interpreter {
     /// `receiver.name(…)` (the walker's `call` of a field).
     #[inline(never)]
     fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        if let Expr::Global { name, res, .. } = &c.receiver {
+            if let Some(native) = module_native(env, name, res, &c.name, &c.cache) {
+                return self.c_call_native(&native, &c.args, c.pos, fr, env);
+            }
+        }
         let method = (c.method, &*c.name);
         if let (true, Expr::Local(at)) = (c.late, &c.receiver) {
             let at = *at as usize;
@@ -1120,6 +1309,27 @@ impl Interpreter {
         }
     }
 
+    /// A call of a native function with its arguments evaluated straight
+    /// into the native call's own lists (no argument list made).
+    fn c_call_native(
+        &mut self,
+        native: &NativeFunction,
+        args: &Args,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let fill = |it: &mut Self, names: &mut Vec<_>, values: &mut Vec<_>| {
+            for (name, e) in args.names.iter().zip(&args.values) {
+                let v = it.c_eval(e, fr, env)?;
+                names.push(name.clone());
+                values.push(v);
+            }
+            Ok(())
+        };
+        self.call_native_with(native, pos, fill)
+    }
+
     /// The arguments of a built-in method: values only.
     fn c_positional(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Vec<Value>> {
         let mut values = self.spare_positional();
@@ -1146,20 +1356,77 @@ impl Interpreter {
     }
 }
 
+/// The native function `module\member` names, when `module` is a
+/// top-level name found at its hint holding a module (as the walker's
+/// `global` finds it first): reading it there has no effect, so the call
+/// may skip making the module's value.
+#[inline]
+fn module_native(
+    env: &Rc<Scope>,
+    module: &str,
+    res: &Resolved,
+    member: &str,
+    cache: &MemberCache,
+) -> Option<Rc<NativeFunction>> {
+    let Res::Global { hint } = res.get() else {
+        return None;
+    };
+    let vars = env.root().vars.borrow();
+    let slot = vars.get(hint as usize)?;
+    let Value::Module(m) = &slot.value else {
+        return None;
+    };
+    if !same_name(&slot.name, module) {
+        return None;
+    }
+    match m.functions.get_at_site(member, cache)? {
+        Value::Native(native) => Some(native),
+        other => {
+            drop(vars);
+            drop(other);
+            None
+        }
+    }
+}
+
+/// Whether `v` is what `check` asks for with nothing to infer, widen or
+/// record: only ever true where the walker's `plainly_conforms` is.
+#[inline(always)]
+fn plainly(check: &Check, v: &Value) -> bool {
+    match (check, v) {
+        (Check::Int, Value::Int(_)) | (Check::Double, Value::Double(_)) => true,
+        (Check::Object(_, true), Value::Null) => true,
+        (Check::Object(name, _), Value::Object(o)) => {
+            o.class.decl.is_some()
+                && o.class.name.as_ptr() == name.as_ptr()
+                && o.class.name.len() == name.len()
+        }
+        _ => false,
+    }
+}
+
 /// Whether `args` give `decl`'s parameters exactly, in order (the
 /// walker's `takes_in_order`).
-#[inline]
-fn in_order(decl: &FunDecl, args: &Args) -> bool {
+#[inline(always)]
+fn in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
     decl.frame.get().resolved
         && args.names.len() == decl.params.len()
         && (args.positional || named_in_order(decl, args))
 }
 
-fn named_in_order(decl: &FunDecl, args: &Args) -> bool {
-    args.names.iter().zip(&decl.params).all(|(name, param)| {
+#[inline(never)]
+fn named_in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
+    if std::ptr::eq(args.ordered.borrow().as_ptr(), Rc::as_ptr(decl)) {
+        return true;
+    }
+    let ordered = args.names.iter().zip(&decl.params).all(|(name, param)| {
         name.as_ref()
             .is_none_or(|name| same_name(name, &param.name))
-    })
+    });
+    if ordered {
+        *args.ordered.borrow_mut() = Rc::downgrade(decl);
+    }
+    ordered
 }
 
 /// The fast form of an arithmetic tree: `None` when an operand is not a
@@ -1195,6 +1462,67 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
             N::D(d) => Some(N::D(-d)),
             N::B(_) => None,
         },
+    }
+}
+
+/// [`num`] for a tree whose every leaf is a `double` and every operator
+/// an arithmetic one (the commonest shape in numeric loops): unboxed
+/// `f64`s all the way, computed as [`double_arith`] computes them; `None`
+/// as soon as a leaf is anything else, for [`num`] to do it in general.
+#[inline(never)]
+fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
+    match n {
+        Num::Const(N::D(d)) => Some(*d),
+        Num::Local(i) => match fr.get(*i as usize)? {
+            Value::Double(d) => Some(*d),
+            _ => None,
+        },
+        Num::Field(i, name, cache) => match fr.get(*i as usize)? {
+            Value::Object(o) => match *o.field_at_site(name, cache)? {
+                Value::Double(d) => Some(d),
+                _ => None,
+            },
+            _ => None,
+        },
+        Num::Bin(op, ab) => {
+            let x = double_leaf(&ab.0, fr, env)?;
+            let y = double_leaf(&ab.1, fr, env)?;
+            match op {
+                BinOp::Add => Some(x + y),
+                BinOp::Sub => Some(x - y),
+                BinOp::Mul => Some(x * y),
+                BinOp::Div => Some(x / y),
+                BinOp::Rem => Some(methods::floored(x % y, y)),
+                _ => None,
+            }
+        }
+        Num::Neg(x) => Some(-double_tree(x, fr, env)?),
+        Num::Global(name, res) => match num_global(env, name, res)? {
+            N::D(d) => Some(d),
+            _ => None,
+        },
+        Num::Const(_) | Num::Item(..) | Num::Len(_) | Num::FieldItem(_) => None,
+    }
+}
+
+/// [`double_tree`] with a literal, a local or a local's field read here,
+/// not in a call.
+#[inline(always)]
+fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
+    match n {
+        Num::Const(N::D(d)) => Some(*d),
+        Num::Local(i) => match fr.get(*i as usize)? {
+            Value::Double(d) => Some(*d),
+            _ => None,
+        },
+        Num::Field(i, name, cache) => match fr.get(*i as usize)? {
+            Value::Object(o) => match *o.field_at_site(name, cache)? {
+                Value::Double(d) => Some(d),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => double_tree(n, fr, env),
     }
 }
 
@@ -1244,14 +1572,7 @@ fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {
 #[inline(never)]
 fn num_field(object: &Value, name: &str, cache: &MemberCache) -> Option<N> {
     match object {
-        Value::Object(o) => match o.get_at_site(name, cache)? {
-            Value::Int(i) => Some(N::I(i)),
-            Value::Double(d) => Some(N::D(d)),
-            other => {
-                drop(other);
-                None
-            }
-        },
+        Value::Object(o) => number(&*o.field_at_site(name, cache)?),
         _ => None,
     }
 }

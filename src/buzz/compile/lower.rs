@@ -172,11 +172,56 @@ impl Lower {
                 pos: e.pos,
             });
         }
+        if let Some(store) = self.store_field(e) {
+            return Some(StmtKind::StoreField(Box::new(store?)));
+        }
         Some(StmtKind::Expr(self.expr(e)?))
+    }
+
+    /// `local.name op= value` as a statement, when `value` cannot rebind
+    /// the local (`None` when `e` is not one; `Some(None)` declines).
+    fn store_field(&mut self, e: &ast::Expr) -> Option<Option<StoreField>> {
+        let ExprKind::Assign { target, op, value } = &e.kind else {
+            return None;
+        };
+        let ExprKind::Field { object, name, .. } = &target.kind else {
+            return None;
+        };
+        let ExprKind::Var(_, res) = &object.kind else {
+            return None;
+        };
+        let Res::Local { depth, slot, .. } = res.get() else {
+            return None;
+        };
+        if assigns(value) {
+            return None;
+        }
+        let lowered = (|| {
+            Some(StoreField {
+                slot: self.local(depth, slot)?,
+                name: name.clone(),
+                cache: MemberCache::default(),
+                op: *op,
+                value: self.expr(value)?,
+                at: target.pos,
+                pos: e.pos,
+            })
+        })();
+        Some(lowered)
     }
 
     fn var(&mut self, decl: &ast::VarDecl) -> Option<StmtKind> {
         let init = maybe(decl.init.as_ref(), |e| self.expr(e))?;
+        if decl.ty.is_none() {
+            // Nothing to check: the store of `local = value` (the slot is
+            // this level's own, null until now).
+            return Some(StmtKind::StoreLocal {
+                slot: self.declared(&decl.slot)?,
+                op: None,
+                value: init.unwrap_or(Expr::Const(Value::Null)),
+                pos: Pos::default(),
+            });
+        }
         Some(StmtKind::Var {
             slot: self.declared(&decl.slot)?,
             init,
@@ -291,7 +336,7 @@ impl Lower {
                 self.in_arith = true;
                 let general = self.general(e);
                 self.in_arith = false;
-                return Some(Expr::Arith(Box::new((fast, general?))));
+                return Some(Expr::Arith(Box::new((fast, general?, Default::default()))));
             }
         }
         self.general(e)
@@ -504,6 +549,7 @@ impl Lower {
                 .map(|a| self.expr(&a.value))
                 .collect::<Option<_>>()?,
             positional: args.iter().all(|a| a.name.is_none()),
+            ordered: Default::default(),
         })
     }
 
@@ -573,16 +619,26 @@ impl Lower {
             class: self.var_read(object, class, pos)?,
             fields,
             pos,
+            layout: OnceCell::new(),
         })))
     }
 }
 
-/// The inline check of a parameter of type `ty`.
-fn check(ty: &Type) -> Check {
-    match ty {
-        Type::Named(n) if &**n == "int" => Check::Int,
-        Type::Named(n) if &**n == "double" => Check::Double,
-        _ => Check::Other,
+/// The inline check of a parameter (or field) of type `ty`.
+pub(super) fn check(ty: &Type) -> Check {
+    let (mut ty, mut optional) = (ty, false);
+    loop {
+        match ty {
+            Type::Named(n) if &**n == "int" && !optional => return Check::Int,
+            Type::Named(n) if &**n == "double" && !optional => return Check::Double,
+            Type::Named(n) => return Check::Object(n.clone(), optional),
+            Type::Mut(inner) => ty = inner,
+            Type::Optional(inner) => {
+                optional = true;
+                ty = inner;
+            }
+            _ => return Check::Other,
+        }
     }
 }
 

@@ -71,11 +71,14 @@ pub(crate) struct Function {
     accessor: Option<accessor::Accessor>,
 }
 
-/// A parameter type a call checks without the general conformance test.
-#[derive(Clone, Copy)]
+/// A parameter (or field) type a value is checked against without the
+/// general conformance test when it plainly conforms.
+#[derive(Clone)]
 enum Check {
     Int,
     Double,
+    /// An object type by its (interned) name, `null` too when optional.
+    Object(Rc<str>, bool),
     Other,
 }
 
@@ -90,6 +93,10 @@ type Label = Option<Rc<str>>;
 
 enum StmtKind {
     Expr(Expr),
+    /// `local.name op= value` as a statement, `value` unable to rebind
+    /// the local: the object is read in place after the value, and no
+    /// value is made for the assignment itself.
+    StoreField(Box<StoreField>),
     /// `local op= value` as a statement: no value made.
     StoreLocal {
         slot: u32,
@@ -163,6 +170,10 @@ struct Args {
     values: Vec<Expr>,
     /// No argument is named (the in-order test is then a length check).
     positional: bool,
+    /// The function these named arguments were last found to give in
+    /// order: the test is then a pointer check. Weak, so that its address
+    /// cannot be reused by another declaration while it is kept here.
+    ordered: std::cell::RefCell<std::rc::Weak<FunDecl>>,
 }
 
 enum Expr {
@@ -170,7 +181,10 @@ enum Expr {
     /// on unboxed numbers first ([`Num`]); the general form (evaluated
     /// when any operand is not a number or the fast form cannot say)
     /// gives every other result and every error.
-    Arith(Box<(Num, Expr)>),
+    ///
+    /// The flag says whether the tree last computed as all `double`s: a
+    /// store then tries that first.
+    Arith(Box<(Num, Expr, std::cell::Cell<bool>)>),
     Const(Value),
     Local(u32),
     /// A top-level name (or one the walker finds by name from the closure's
@@ -281,6 +295,16 @@ struct AssignField {
     pos: Pos,
 }
 
+struct StoreField {
+    slot: u32,
+    name: Rc<str>,
+    cache: MemberCache,
+    op: Option<BinOp>,
+    value: Expr,
+    at: Pos,
+    pos: Pos,
+}
+
 struct AssignIndex {
     object: Expr,
     index: Expr,
@@ -325,6 +349,20 @@ struct Instance {
     class: Expr,
     fields: Vec<(Rc<str>, Expr, Pos)>,
     pos: Pos,
+    /// For the first object type built here: which of `fields` gives each
+    /// of its (non-static) fields in order, `None` for a default. Set
+    /// once, after every given name was found among its fields.
+    layout: OnceCell<Layout>,
+}
+
+/// An [`Instance`]'s fields laid out for one object type (held weakly, so
+/// that its address cannot be reused by another while kept here).
+#[derive(Clone)]
+struct Layout {
+    decl: std::rc::Weak<super::ast::ObjectDecl>,
+    given: Box<[Option<u32>]>,
+    /// Each of those fields' type, for the inline check.
+    checks: Box<[Check]>,
 }
 
 #[cfg(all(test, unix))]

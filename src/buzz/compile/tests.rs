@@ -193,7 +193,7 @@ fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
 
 /// Each error case: a function that compiles, failing inside; the
 /// message and location that both paths must report.
-const ERRORS: [(&str, &str, &str); 9] = [
+const ERRORS: [(&str, &str, &str); 19] = [
     (
         "index",
         "fun f(l: [int]) > int {\n    return l[3];\n}\nfun main() > void {\n    f([1]);\n}\n",
@@ -233,6 +233,56 @@ const ERRORS: [(&str, &str, &str); 9] = [
         "condition",
         "fun f(s: str) > int {\n    if (s) {\n        return 1;\n    }\n    return 0;\n}\nfun main() > void {\n    f(\"x\");\n}\n",
         "condition must be a bool",
+    ),
+    (
+        "native_argument",
+        "import \"std\";\nfun f(l: [int]) > int {\n    return std\\toInt(std\\toDouble(l[4]));\n}\nfun main() > void {\n    f([1]);\n}\n",
+        "3:36: uncaught error: Out of bound list access.",
+    ),
+    (
+        "named_param_type",
+        "fun g(a: int, b: double) > double {\n    return a + b;\n}\nfun f(s: str) > double {\n    return g(a: 1, b: s);\n}\nfun main() > void {\n    f(\"x\");\n}\n",
+        "parameter `b` of `g` expects double, got str",
+    ),
+    (
+        "param_null",
+        "fun g(n: int) > int {\n    return n;\n}\nfun f(s: int?) > int {\n    return g(s);\n}\nfun main() > void {\n    f(null);\n}\n",
+        "parameter `n` of `g` expects int, got null",
+    ),
+    (
+        "field_type",
+        "object Node {\n    v: int,\n    next: Node?,\n}\nfun f(s: any) > Node {\n    return Node{ next = null, v = s };\n}\nfun main() > void {\n    f(1);\n    f(\"x\");\n}\n",
+        "field `v` expects int, got str",
+    ),
+    (
+        "missing_field",
+        "object Node {\n    v: int,\n    w: int = 2,\n}\nfun f(n: int) > int {\n    if (n > 0) {\n        return Node{ v = n }.w;\n    }\n    return Node{ w = n }.v;\n}\nfun main() > void {\n    f(1);\n    f(0);\n}\n",
+        "missing field `v`",
+    ),
+    (
+        "recursion_named",
+        "fun down(n: int, step: int) > int {\n    return down(n: n + step, step: step) + 1;\n}\nfun main() > void {\n    down(n: 0, step: 1);\n}\n",
+        "call stack overflow",
+    ),
+    (
+        "if_return_value",
+        "fun f(l: [int], n: int) > int {\n    if (n > 0) {\n        return l[n] + f(l, n: n - 1);\n    }\n    return 0;\n}\nfun main() > void {\n    f([1, 2], n: 3);\n}\n",
+        "3:17: uncaught error: Out of bound list access.",
+    ),
+    (
+        "if_return_recursion",
+        "fun down(n: int) > int {\n    if (n > -1) {\n        return down(n + 1);\n    }\n    return 0;\n}\nfun main() > void {\n    down(0);\n}\n",
+        "call stack overflow",
+    ),
+    (
+        "object_param",
+        "object A {\n    v: int = 1,\n}\nobject B {\n    v: int = 2,\n}\nfun g(a: mut A?) > int {\n    return a?.v ?? 0;\n}\nfun f(x: any) > int {\n    return g(null) + g(A{}) + g(x);\n}\nfun main() > void {\n    f(B{});\n}\n",
+        "parameter `a` of `g` expects",
+    ),
+    (
+        "object_field",
+        "object A {\n    v: int = 1,\n}\nobject B {\n    a: A?,\n}\nfun f(x: any) > B {\n    final ok = B{ a = A{} };\n    final none = B{};\n    return B{ a = x };\n}\nfun main() > void {\n    f(B{});\n}\n",
+        "field `a` expects",
     ),
     (
         "throw",
@@ -301,6 +351,113 @@ fun main() > void {
     let (ending, names) = both("arith", source);
     assert_eq!(ending.result, Ok(0));
     assert_eq!(names, ["calc", "main"]);
+}
+
+/// Field stores as statements (plain, compound, on a value that rebinds
+/// the object's local) and trees of doubles mixed with ints and globals.
+const FIELDS: &str = r#"
+import "std";
+final k = 2.0;
+object P {
+    x: double,
+    n: int,
+    s: str = "",
+}
+fun step(p: P, q: P) > str {
+    p.x = p.x + q.x * 0.5;
+    q.x -= p.x * k + -q.x;
+    p.n += 2;
+    p.n = p.n * 2 - 2;
+    var r = p;
+    r.x = (r = q).x + 1.0 % 0.75;
+    q.s = "x";
+    return "{p.x} {q.x} {p.n} {r.x * k + 0.5 * 2} {k / 4 + 0.25} {q.s}";
+}
+fun main() > void {
+    std\print(step(P{ x = 1.0, n = 2 }, P{ x = 5.0, n = 0 }));
+}
+"#;
+
+#[test]
+fn calls_of_natives_named_arguments_and_objects_give_the_walkers_results() {
+    let source = r#"
+import "std";
+import "math";
+object Node {
+    left: Node?,
+    value: int = 7,
+    right: Node?,
+    label: str = "n",
+}
+object Other {
+    value: int,
+}
+fun pair(a: int, b: double) > str {
+    return "{a}/{b}";
+}
+fun make(depth: int) > Node {
+    if (depth > 0) {
+        return Node{ right = make(depth - 1), left = make(depth - 1), value = depth };
+    }
+    return Node{};
+}
+fun sum(n: Node?) > int {
+    if (n -> node) {
+        return node.value + sum(node.left) + sum(node.right);
+    }
+    return 0;
+}
+fun main() > void {
+    std\print("{pair(1, b: 2.5)} {pair(a: 3, b: 4)} {pair(b: 0.5, a: 6)}");
+    std\print("{std\toInt(std\toDouble(std\parseInt("41") ?? 0) + 1.5)}");
+    std\print("{math\pow(x: 2.0, y: std\toDouble(10))} {math\sqrt(16.0)}");
+    var total = 0;
+    foreach (i in 0..4) {
+        final t = make(i);
+        var d: double = i;
+        total = total + sum(t) + std\toInt(d);
+        final o = Other{ value = i };
+        total = total + o.value;
+    }
+    std\print("{total} {make(1).label} {make(2).left?.left?.value ?? -1}");
+}
+"#;
+    let (ending, names) = both("calls", source);
+    let (ending2, _) = both("fields", FIELDS);
+    assert_eq!(ending2.result, Ok(0));
+    assert_eq!(
+        String::from_utf8(ending2.output).unwrap(),
+        "3.25 3 6 7 0.75 x\n"
+    );
+    assert_eq!(ending.result, Ok(0));
+    let text = String::from_utf8(ending.output).unwrap();
+    assert_eq!(text, "1/2.5 3/4 6/0.5\n42\n1024 4\n133 n 7\n");
+    assert_eq!(names, ["pair", "make", "sum", "main"]);
+}
+
+#[test]
+fn a_store_that_saw_doubles_then_sees_ints_gives_the_walkers_results() {
+    let source = r#"
+import "std";
+fun mix(a: any, b: any) > str {
+    var r = a;
+    r = a * b + a - -b;
+    final s = r / b;
+    return "{r} {s}";
+}
+fun main() > void {
+    std\print("{mix(1.5, b: 2.0)} {mix(3, b: 4)} {mix(2.5, b: 2.0)} {mix(7, b: 1)} {mix(1, b: 0.5)}");
+    std\print(mix(9223372036854775807, b: 2));
+}
+"#;
+    let (ending, names) = both("mixed", source);
+    let err = ending.result.expect_err("overflow");
+    assert!(err.contains("5:11"), "{err}");
+    assert_eq!(
+        String::from_utf8(ending.output).unwrap(),
+        "6.5 3.25 19 4 9.5 4.75 15 15 2 4\n"
+    );
+    assert_eq!(names, ["mix", "main"]);
 }
 
 #[test]
