@@ -144,18 +144,24 @@ fn outer_wait_or_fail(
     })
 }
 
-/// In the original process: magus's status once every process of the
-/// namespace but PID 1 has ended, as PID 1 reports it ([`end_namespace`]),
-/// without waiting for PID 1's own exit, in which the kernel tears down
-/// the view's ~90 mounts (a few tenths of a millisecond on the path to
-/// the caller). Where PID 1 ended without reporting (the wall-time
-/// limit, a signal), its exit status, as before.
+/// In the original process: magus's status, as PID 1 reports it once
+/// every other process of the namespace has ended ([`end_namespace`]),
+/// or, where PID 1 ended without reporting (the wall-time limit, a
+/// signal), its exit status. Either way PID 1 is reaped before this
+/// returns, although its exit (the kernel tearing down the view's ~90
+/// mounts) costs a few tenths of a millisecond: a process this one does
+/// not reap takes its CPU time, and that of magus proper, which it
+/// reaped, out of the caller's `wait4`/`getrusage` (`time magus run`
+/// would show the jail's start-up and not the spell).
 fn wait_for_end(init: Pid, report: &OwnedFd) -> i32 {
     let mut code = [0u8; 4];
-    if read_full(report, &mut code) == code.len() {
-        return i32::from_le_bytes(code);
+    let reported = read_full(report, &mut code) == code.len();
+    let exited = wait_for(init, init);
+    if reported {
+        i32::from_le_bytes(code)
+    } else {
+        exited
     }
-    wait_for(init, init)
 }
 
 pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
