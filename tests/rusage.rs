@@ -18,6 +18,8 @@ const BUSY: &str = "fun main(args: [str]) > void {\n    var i = 0;\n    while (i
 
 /// Runs `magus run busy` in a workspace whose sandbox is `enabled` and
 /// returns the user + system CPU seconds `wait4` gives for it.
+// The child is reaped by `wait4`, which std's `Child` has no call for.
+#[allow(clippy::zombie_processes)]
 fn cpu_of_run(enabled: bool) -> f64 {
     let ws = tempfile::tempdir_in(scratch::base()).unwrap();
     std::fs::create_dir_all(ws.path().join("spells")).unwrap();
