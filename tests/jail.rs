@@ -82,8 +82,18 @@ impl Jail {
         h.write_spell("t", SHELL_SPELL);
         h.write_spell("r", RUN_SPELL);
         std::fs::write(h.ws_path("probe.py"), PROBE).unwrap();
-        let jail = Jail {
+        Jail {
             h,
+            user: User::Root,
+            kernel: Kernel::AsIs,
+        }
+        .handed_to(user)
+    }
+
+    /// This harness, set up as root, given to `user` for the run.
+    fn handed_to(self, user: User) -> Jail {
+        let jail = Jail {
+            h: self.h,
             user,
             kernel: Kernel::AsIs,
         };
@@ -583,13 +593,7 @@ fn repository_jail(user: User, lock: bool) -> Jail {
             .output();
         assert!(cmd.unwrap().status.success());
     }
-    let jail = Jail {
-        h: jail.h,
-        user,
-        kernel: Kernel::AsIs,
-    };
-    jail.hand_over();
-    jail
+    jail.handed_to(user)
 }
 
 #[test]
@@ -732,13 +736,7 @@ fn git_config_named_paths_stay_read_only() {
                 .status
                 .success()
         );
-        let jail = Jail {
-            h: jail.h,
-            user,
-            kernel: Kernel::AsIs,
-        };
-        jail.hand_over();
-        jail
+        jail.handed_to(user)
     };
     // What the user's git runs afterwards, outside the sandbox.
     let afterwards = |jail: &Jail| {
