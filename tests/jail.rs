@@ -1232,6 +1232,74 @@ fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
     }
 }
 
+/// What the desktop session runs at the next login, under an `rw` grant
+/// of `~`: an XDG autostart entry, a systemd user unit (in either place)
+/// enabled by a link, an `environment.d` file setting `LD_PRELOAD`, and
+/// the files the default `~/.bashrc` of Debian (`~/.bash_aliases`) and
+/// Fedora (`~/.bashrc.d/*`) sources, and `~/.xprofile`. Each would run
+/// unconfined without the user touching the workspace again; before, a
+/// child wrote every one of them.
+#[test]
+fn login_autostart_places_under_rw_grants_stay_read_only() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: \"~\"\n      mode: rw\n";
+    let script = "mkdir -p ~/.config/autostart && echo '[Desktop Entry]' > ~/.config/autostart/evil.desktop && echo AUTOSTART-OK; \
+                  mkdir -p ~/.config/systemd/user/default.target.wants && echo '[Service]' > ~/.config/systemd/user/evil.service && echo UNIT-OK; \
+                  mkdir -p ~/.local/share/systemd/user && echo '[Service]' > ~/.local/share/systemd/user/evil.service && echo DATAUNIT-OK; \
+                  mkdir -p ~/.config/environment.d && echo LD_PRELOAD=/tmp/evil.so > ~/.config/environment.d/evil.conf && echo ENVD-OK; \
+                  echo evil >> ~/.bash_aliases && echo ALIASES-OK; \
+                  mkdir -p ~/.bashrc.d && echo evil > ~/.bashrc.d/evil && echo BASHRCD-OK; \
+                  echo evil >> ~/.xprofile && echo XPROFILE-OK; \
+                  mv ~/.config/autostart ~/.config/a && echo MOVED-OK; \
+                  mkdir -p ~/.config/tool && echo fine > ~/.config/tool/settings && echo CONFIG-WORKS";
+    let planted = [
+        ".config/autostart/evil.desktop",
+        ".config/systemd/user/evil.service",
+        ".local/share/systemd/user/evil.service",
+        ".config/environment.d/evil.conf",
+        ".bashrc.d/evil",
+    ];
+    for user in users() {
+        let setup = || {
+            let jail = Jail::with_config(user, config);
+            std::fs::create_dir_all(jail.h.home_path(".config")).unwrap();
+            std::fs::create_dir_all(jail.h.home_path(".local")).unwrap();
+            for file in [".bash_aliases", ".xprofile"] {
+                std::fs::write(jail.h.home_path(file), "#\n").unwrap();
+            }
+            jail.hand_over();
+            jail
+        };
+        let control = setup().shell(Sandbox::Off, script);
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        let markers = [
+            "AUTOSTART-OK",
+            "UNIT-OK",
+            "DATAUNIT-OK",
+            "ENVD-OK",
+            "ALIASES-OK",
+            "BASHRCD-OK",
+            "XPROFILE-OK",
+            "MOVED-OK",
+        ];
+        assert_attack(user, &control, &jailed, &markers, "");
+        assert!(jailed.stdout.contains("CONFIG-WORKS"), "{}", jailed.dump());
+        for file in planted {
+            assert!(
+                !jail.h.home_path(file).exists(),
+                "{file}: {}",
+                jailed.dump()
+            );
+        }
+        for file in [".bash_aliases", ".xprofile"] {
+            assert_eq!(
+                std::fs::read_to_string(jail.h.home_path(file)).unwrap(),
+                "#\n"
+            );
+        }
+    }
+}
+
 /// Build tools' user-wide configs under an `rw` grant of their directory
 /// (what a build needs): a child added `build.rustc-wrapper` to
 /// `~/.cargo/config.toml` or a script to `~/.gradle/init.d`, which the

@@ -79,7 +79,12 @@ pub const MAX_DIRS: usize = 50_000;
 /// grant of `~/.cargo`, as a Rust build needs, let a child add
 /// `build.rustc-wrapper` to `~/.cargo/config.toml`, run by every later
 /// `cargo build` of the user; Gradle runs every script in `init.d`).
-pub const STARTUP_FILES: [&str; 28] = [
+/// Also what the desktop session runs at the next login, without the user
+/// touching the workspace again: XDG autostart entries, systemd user units
+/// (either place) and `environment.d` (whose `LD_PRELOAD=` reaches every
+/// user service), the X session scripts, and the files Debian's and
+/// Fedora's default `~/.bashrc` sources.
+pub const STARTUP_FILES: [&str; 40] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -108,12 +113,34 @@ pub const STARTUP_FILES: [&str; 28] = [
     ".vimrc",
     ".config/nvim",
     ".tmux.conf",
+    ".bash_aliases",
+    ".bashrc.d",
+    ".xprofile",
+    ".xsessionrc",
+    ".xsession",
+    ".xinitrc",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
+    ".config/plasma-workspace",
+    ".local/share/systemd",
+    ".kde/Autostart",
 ];
 
 /// Start-up directories, relative to `$HOME`, that are created empty
 /// when missing (an empty one changes nothing for git or fish), so that a
-/// child cannot create `~/.config/git/config` (read by every later git).
-const STARTUP_DIRS: [&str; 2] = [".config/git", ".config/fish"];
+/// child cannot create `~/.config/git/config` (read by every later git),
+/// a first autostart entry or user unit (run at the next login), or a
+/// `~/.bashrc.d` (Fedora's `~/.bashrc` sources it once it exists).
+const STARTUP_DIRS: [&str; 7] = [
+    ".config/git",
+    ".config/fish",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
+    ".local/share/systemd",
+    ".bashrc.d",
+];
 
 /// A missing start-up directory under a writable grant: carved as a
 /// directory to create, at its real place (an existing `~/.config` may be
