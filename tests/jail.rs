@@ -653,6 +653,62 @@ fn git_status_everywhere(jail: &Jail) -> String {
     seen
 }
 
+/// A repository whose config enables `extensions.worktreeConfig` (as
+/// `git sparse-checkout` does) reads `.git/config.worktree` too, which
+/// did not exist: a child wrote one with a `core.fsmonitor`, and the
+/// user's next `git status`, outside the sandbox, ran it. The jail now
+/// makes it empty and binds it read-only where the config enables it;
+/// `git status` and `git commit` still work in the run.
+#[test]
+fn a_planted_config_worktree_does_not_run_at_the_next_git_status() {
+    let script = format!(
+        "{} > .git/config.worktree && echo WORKTREECONFIG-OK; \
+         git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x && git status --short >/dev/null && echo COMMIT-WORKS",
+        fsmonitor("worktree")
+    );
+    let setup = |user: User| {
+        let jail = repository_jail(User::Root, false);
+        for (key, value) in [
+            ("core.repositoryformatversion", "1"),
+            ("extensions.worktreeConfig", "true"),
+        ] {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(&jail.h.ws)
+                .args(["config", key, value])
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+        jail.handed_to(user)
+    };
+    for user in users() {
+        let control = setup(user);
+        let control_out = control.shell(Sandbox::GateOnly, &script);
+        assert!(
+            git_status_everywhere(&control).contains("PWNED-worktree"),
+            "control: {}",
+            control_out.dump()
+        );
+        let jail = setup(user);
+        let jailed = jail.shell(Sandbox::On, &script);
+        assert_attack(user, &control_out, &jailed, &["WORKTREECONFIG-OK"], "");
+        assert!(jailed.stdout.contains("COMMIT-WORKS"), "{}", jailed.dump());
+        let seen = git_status_everywhere(&jail);
+        assert!(
+            !seen.contains("PWNED"),
+            "{user:?}: {seen}\n{}",
+            jailed.dump()
+        );
+        let left = std::fs::read(jail.h.ws_path(".git/config.worktree")).unwrap();
+        assert!(
+            left.is_empty(),
+            "{user:?}: {}",
+            String::from_utf8_lossy(&left)
+        );
+    }
+}
+
 /// A git config that sends git into the work tree (husky's
 /// `core.hooksPath`, an `include.path` of a config committed to the
 /// repository, an alias or command given by path) made the read-only

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::fs::DirBuilder;
 use std::ops::Bound;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -231,8 +231,12 @@ fn bind(
     access: BindAccess,
     if_missing: IfMissing,
 ) -> Result<(), Errno> {
-    if if_missing == IfMissing::MakeDir && source.symlink_metadata().is_err() {
-        make_dirs(source)?;
+    if source.symlink_metadata().is_err() {
+        match if_missing {
+            IfMissing::MakeDir => make_dirs(source)?,
+            IfMissing::MakeFile => make_empty_file(source)?,
+            IfMissing::Fail => {}
+        }
     }
     let is_dir = std::fs::metadata(source).map_err(io_errno)?.is_dir();
     mount_point(made, target, is_dir)?;
@@ -333,6 +337,18 @@ fn mount_point(made: &mut Dirs, target: &Path, is_dir: bool) -> Result<(), Errno
         made.make(parent)?;
     }
     std::fs::File::create(target).map(drop).map_err(io_errno)
+}
+
+/// A new empty file, never through a link (`create_new` fails on any
+/// existing name, a dangling link included).
+fn make_empty_file(path: &Path) -> Result<(), Errno> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)
+        .map(drop)
+        .map_err(io_errno)
 }
 
 fn make_dirs(path: &Path) -> Result<(), Errno> {

@@ -50,6 +50,22 @@ pub fn named_paths(config: &Path, bases: Bases<'_>) -> Named {
     named
 }
 
+/// Whether the config file `config` mentions `word` (lower case)
+/// anywhere, in any case; a missing or unreadable file mentions nothing.
+pub fn mentions(config: &Path, word: &str) -> bool {
+    const MAX_LEN: u64 = 1 << 20;
+    match std::fs::metadata(config) {
+        Ok(meta) if meta.is_file() && meta.len() <= MAX_LEN => std::fs::read(config)
+            .map(|text| {
+                String::from_utf8_lossy(&text)
+                    .to_ascii_lowercase()
+                    .contains(word)
+            })
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
 fn collect(config: &Path, bases: Bases<'_>, depth: usize, named: &mut Named) {
     // A config larger than this is no config a person wrote; read none of it.
     const MAX_LEN: u64 = 1 << 20;

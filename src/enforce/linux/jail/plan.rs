@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use super::protect::{carve_outs, Carve, CarveReason};
+use super::protect::{carve_outs, Carve, CarveReason, Create};
 use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
 
 /// One setup operation, applied in order.
@@ -93,6 +93,8 @@ pub enum IfMissing {
     /// directory under a writable grant, so a child cannot create it and
     /// plant code there).
     MakeDir,
+    /// Create an empty file first (a `config.worktree` that git would read).
+    MakeFile,
 }
 
 impl Step {
@@ -423,8 +425,9 @@ fn carve_step(carve: Carve) -> Step {
         access: BindAccess::ReadOnly,
         why: BindWhy::Carve(carve.reason),
         if_missing: match carve.missing {
-            true => IfMissing::MakeDir,
-            false => IfMissing::Fail,
+            Create::Dir => IfMissing::MakeDir,
+            Create::File => IfMissing::MakeFile,
+            Create::Nothing => IfMissing::Fail,
         },
     }
 }

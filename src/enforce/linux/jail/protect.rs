@@ -58,8 +58,30 @@ impl fmt::Display for CarveReason {
 pub struct Carve {
     pub path: PathBuf,
     pub reason: CarveReason,
-    /// A directory that does not exist yet and is created empty.
-    pub missing: bool,
+    /// What to create when the path does not exist yet.
+    pub missing: Create,
+}
+
+/// What a carve-out that does not exist yet is created as, so it can be
+/// bound (a bind needs an inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// Nothing: it must exist.
+    Nothing,
+    /// An empty directory.
+    Dir,
+    /// An empty file (a `config.worktree` git reads once the repository's
+    /// config enables it: empty, it sets nothing).
+    File,
+}
+
+impl Create {
+    fn dir_if(missing: bool) -> Create {
+        match missing {
+            true => Create::Dir,
+            false => Create::Nothing,
+        }
+    }
 }
 
 /// What the search found.
@@ -165,7 +187,7 @@ fn push_startup_dir(found: &mut Found, home: &Path, rel: &str, writable: &dyn Fn
         found.carves.push(Carve {
             path: real,
             reason: CarveReason::StartupFile,
-            missing: true,
+            missing: Create::Dir,
         });
     }
 }
@@ -308,7 +330,7 @@ fn push_named(
     found.carves.push(Carve {
         path: real,
         reason: CarveReason::GitConfigNamed,
-        missing,
+        missing: Create::dir_if(missing),
     });
     true
 }
@@ -352,7 +374,7 @@ fn push_existing(
         found.carves.push(Carve {
             path: real,
             reason,
-            missing: false,
+            missing: Create::Nothing,
         });
     }
 }
@@ -383,7 +405,7 @@ fn path_dirs(policy: &Policy, inputs: &ViewInputs, found: &mut Found) {
             found.carves.push(Carve {
                 path: real,
                 reason: CarveReason::PathDirectory,
-                missing,
+                missing: Create::dir_if(missing),
             });
         }
     }
@@ -445,7 +467,7 @@ fn find_repositories(
         if git_file {
             // A worktree's or submodule's `.git` file ("gitdir: ..."): git
             // takes its hooks and config from wherever it points.
-            push_git_code(&visit.path.join(".git"), false, found, writable);
+            push_git_code(&visit.path.join(".git"), Create::Nothing, found, writable);
         }
         if is_gitdir(&visit.path, &subdirs, has_head) {
             protect_gitdir(&visit.path, found, writable);
@@ -524,11 +546,34 @@ fn is_gitdir(dir: &Path, subdirs: &[PathBuf], has_head: bool) -> bool {
 
 fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
     for name in GIT_CODE {
-        // A missing hooks directory is created; a missing config file cannot
-        // be bound (git would not read `config.worktree` unless the bound
-        // `config` enables it; a new `commondir` is swept after the run).
-        push_git_code(&gitdir.join(name), name == "hooks", found, writable);
+        // A missing hooks directory is created; a missing `config.worktree`
+        // is created empty where the repository's config enables it (`git
+        // sparse-checkout` does: a planted one set `core.fsmonitor` for the
+        // next `git status`), and is ignored by git elsewhere; a new
+        // `commondir` is swept after the run.
+        let make = match name {
+            "hooks" => Create::Dir,
+            "config.worktree" if worktree_config_enabled(gitdir) => Create::File,
+            _ => Create::Nothing,
+        };
+        push_git_code(&gitdir.join(name), make, found, writable);
     }
+}
+
+/// Whether git reads `config.worktree` in `gitdir`: its repository's
+/// config (for a linked worktree's directory, `.git/worktrees/NAME`, the
+/// common one two levels up) mentions `extensions.worktreeConfig`. Any
+/// mention counts, whatever its value: the cost of being wrong is one
+/// empty file.
+fn worktree_config_enabled(gitdir: &Path) -> bool {
+    let common = gitdir
+        .parent()
+        .filter(|p| p.ends_with("worktrees"))
+        .and_then(Path::parent);
+    [Some(gitdir), common]
+        .into_iter()
+        .flatten()
+        .any(|dir| gitconfig::mentions(&dir.join("config"), "worktreeconfig"))
 }
 
 /// Carves `path` read-only: itself when it is no symbolic link; when it
@@ -536,15 +581,15 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
 /// follow the link at set-up, so a planted `hooks -> ../../../home` would
 /// show a directory that is not granted in the view); when it is missing,
 /// an empty directory if `make` (else nothing: a bind needs an inode).
-fn push_git_code(path: &Path, make: bool, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
+fn push_git_code(path: &Path, make: Create, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
     let (path, missing) = match path.symlink_metadata() {
-        Err(_) if make => (path.to_path_buf(), true),
+        Err(_) if make != Create::Nothing => (path.to_path_buf(), make),
         Err(_) => return,
         Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
-            Ok(real) if writable(&real) => (real, false),
+            Ok(real) if writable(&real) => (real, Create::Nothing),
             _ => return,
         },
-        Ok(_) => (path.to_path_buf(), false),
+        Ok(_) => (path.to_path_buf(), Create::Nothing),
     };
     if !found.carves.iter().any(|c| c.path == path) {
         found.carves.push(Carve {
@@ -571,6 +616,29 @@ mod tests {
                 std::fs::write(root.join(dir).join("HEAD"), "x").unwrap();
             }
         }
+    }
+
+    #[test]
+    fn config_worktree_is_made_where_the_common_config_enables_it() {
+        let root = tempfile::tempdir().unwrap();
+        let git = root.path().join(".git");
+        tree(root.path(), &[".git/hooks", ".git/worktrees/w/hooks"]);
+        std::fs::write(git.join("config"), "[core]\n\tbare = false\n").unwrap();
+        assert!(!worktree_config_enabled(&git));
+        std::fs::write(git.join("config"), "[extensions]\n\tworktreeConfig\n").unwrap();
+        assert!(worktree_config_enabled(&git));
+        assert!(worktree_config_enabled(&git.join("worktrees/w")));
+        let mut found = Found::default();
+        protect_gitdir(&git.join("worktrees/w"), &mut found, &|_| true);
+        let made: Vec<_> = found
+            .carves
+            .iter()
+            .map(|c| (c.path.clone(), c.missing))
+            .collect();
+        assert!(
+            made.contains(&(git.join("worktrees/w/config.worktree"), Create::File)),
+            "{made:?}"
+        );
     }
 
     fn search(root: &Path, depth: Depth) -> Vec<PathBuf> {
