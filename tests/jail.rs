@@ -709,6 +709,90 @@ fn a_planted_config_worktree_does_not_run_at_the_next_git_status() {
     }
 }
 
+/// A workspace whose `.git` is a symbolic link to its git directory (as
+/// Android's `repo` makes them): the link cannot be bound read-only (a
+/// mount follows it), and a child pointed it at a copy of the git
+/// directory with a `core.fsmonitor` of its own, or put such a directory
+/// in its place; the user's next `git status`, outside the sandbox, ran
+/// it. After the run magus puts the link back, keeps what stood there
+/// aside, and says so.
+#[test]
+fn a_swapped_git_link_is_put_back_after_the_run() {
+    let attacks = [
+        (
+            "LINK",
+            "cp -r store evil && {} >> evil/config && rm .git && ln -s evil .git",
+        ),
+        ("DIR", "rm .git && cp -r store .git && {} >> .git/config"),
+    ];
+    for user in users() {
+        for (tag, attack) in attacks {
+            let script = format!(
+                "{} && echo SWAP-OK",
+                attack.replace("{}", &fsmonitor("link"))
+            );
+            let setup = || {
+                let jail = Jail::new(User::Root);
+                let ws = &jail.h.ws;
+                let ok = Command::new("git")
+                    .arg("-C")
+                    .arg(ws)
+                    .args(["init", "-q", "."])
+                    .status();
+                assert!(ok.unwrap().success());
+                std::fs::rename(ws.join(".git"), ws.join("store")).unwrap();
+                std::os::unix::fs::symlink("store", ws.join(".git")).unwrap();
+                jail.handed_to(user)
+            };
+            let status = |jail: &Jail| {
+                let out = Command::new("git")
+                    .args(["-c", "safe.directory=*", "-C"])
+                    .arg(&jail.h.ws)
+                    .arg("status")
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stderr).into_owned()
+            };
+            let control = setup();
+            let control_out = control.shell(Sandbox::GateOnly, &script);
+            assert!(
+                control_out.stdout.contains("SWAP-OK"),
+                "{tag}: {}",
+                control_out.dump()
+            );
+            assert!(
+                status(&control).contains("PWNED-link"),
+                "{tag}: {}",
+                control_out.dump()
+            );
+            let jail = setup();
+            let jailed = jail.shell(Sandbox::On, &script);
+            let seen = status(&jail);
+            assert!(
+                !seen.contains("PWNED"),
+                "{user:?} {tag}: {seen}\n{}",
+                jailed.dump()
+            );
+            assert_eq!(
+                std::fs::read_link(jail.h.ws_path(".git")).unwrap(),
+                PathBuf::from("store"),
+                "{user:?} {tag}: {}",
+                jailed.dump()
+            );
+            assert!(
+                jailed.stderr.contains("put the link back"),
+                "{}",
+                jailed.dump()
+            );
+            assert!(jail
+                .h
+                .ws_path(".git.planted-during-magus-run.0")
+                .symlink_metadata()
+                .is_ok());
+        }
+    }
+}
+
 /// A git config that sends git into the work tree (husky's
 /// `core.hooksPath`, an `include.path` of a config committed to the
 /// repository, an alias or command given by path) made the read-only

@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use super::protect::{carve_outs, Carve, CarveReason, Create};
+use super::protect::{carve_outs, Carve, CarveReason, Create, GitLink};
 use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
 
 /// One setup operation, applied in order.
@@ -169,6 +169,8 @@ pub struct JailPlan {
     /// The `.git` search stopped at its limit: deeper repositories were
     /// not found, so their hooks and config are not protected.
     pub search_truncated: bool,
+    /// `.git` symbolic links under writable grants, put back after the run.
+    pub git_links: Vec<GitLink>,
 }
 
 /// Sources of tmpfs mounts: private per run, never the host's directory.
@@ -187,6 +189,7 @@ impl JailPlan {
                 },
             ],
             search_truncated: false,
+            git_links: Vec::new(),
         }
     }
 
@@ -204,6 +207,7 @@ impl JailPlan {
         }
         let found = carve_outs(policy, inputs);
         mounts.extend(pin_steps(policy, &found.carves));
+        let git_links = found.git_links;
         mounts.extend(found.carves.into_iter().map(carve_step));
         mounts.extend(credential_masks(policy));
         let links = symlinks(policy, inputs, &mounts);
@@ -221,6 +225,7 @@ impl JailPlan {
         JailPlan {
             steps,
             search_truncated: found.truncated,
+            git_links,
         }
     }
 

@@ -84,10 +84,23 @@ impl Create {
     }
 }
 
+/// A repository's `.git` that is a symbolic link (Android's `repo` makes
+/// them), under a writable grant: the link itself cannot be bound (a
+/// mount follows it), so a child could point it at a git directory of its
+/// own; `super::sweep` puts it back after the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitLink {
+    /// The directory holding the link (real, symlink-free).
+    pub dir: PathBuf,
+    /// What the link said when the run started.
+    pub target: PathBuf,
+}
+
 /// What the search found.
 #[derive(Debug, Default)]
 pub struct Found {
     pub carves: Vec<Carve>,
+    pub git_links: Vec<GitLink>,
     /// The repository search hit [`MAX_DIRS`].
     pub truncated: bool,
 }
@@ -460,6 +473,7 @@ fn find_repositories(
             subdirs,
             has_head,
             git_file,
+            git_link,
         }) = read_subdirs(&visit.path)
         else {
             continue;
@@ -468,6 +482,14 @@ fn find_repositories(
             // A worktree's or submodule's `.git` file ("gitdir: ..."): git
             // takes its hooks and config from wherever it points.
             push_git_code(&visit.path.join(".git"), Create::Nothing, found, writable);
+        }
+        if git_link && writable(&visit.path) {
+            if let Ok(target) = std::fs::read_link(visit.path.join(".git")) {
+                found.git_links.push(GitLink {
+                    dir: visit.path.clone(),
+                    target,
+                });
+            }
         }
         if is_gitdir(&visit.path, &subdirs, has_head) {
             protect_gitdir(&visit.path, found, writable);
@@ -512,6 +534,8 @@ struct Listing {
     has_head: bool,
     /// It holds a `.git` regular file (a gitlink).
     git_file: bool,
+    /// Its `.git` is a symbolic link.
+    git_link: bool,
 }
 
 fn read_subdirs(dir: &Path) -> Option<Listing> {
@@ -520,6 +544,7 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         subdirs: Vec::new(),
         has_head: false,
         git_file: false,
+        git_link: false,
     };
     for entry in entries.flatten() {
         let Ok(kind) = entry.file_type() else {
@@ -528,6 +553,7 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         let name = entry.file_name();
         listing.has_head |= kind.is_file() && name == "HEAD";
         listing.git_file |= kind.is_file() && name == ".git";
+        listing.git_link |= kind.is_symlink() && name == ".git";
         if kind.is_dir() {
             listing.subdirs.push(entry.path());
         }
@@ -616,6 +642,30 @@ mod tests {
                 std::fs::write(root.join(dir).join("HEAD"), "x").unwrap();
             }
         }
+    }
+
+    #[test]
+    fn a_git_link_is_noted_with_its_target() {
+        let root = tempfile::tempdir().unwrap();
+        tree(root.path(), &["store/objects!", "sub"]);
+        std::os::unix::fs::symlink("store", root.path().join(".git")).unwrap();
+        std::os::unix::fs::symlink("/elsewhere/x.git", root.path().join("sub/.git")).unwrap();
+        let mut found = Found::default();
+        let mut budget = MAX_DIRS;
+        find_repositories(root.path(), Depth::Any, &mut found, &mut budget, &|_| true);
+        let mut links: Vec<_> = found
+            .git_links
+            .iter()
+            .map(|l| (l.dir.clone(), l.target.clone()))
+            .collect();
+        links.sort();
+        assert_eq!(
+            links,
+            [
+                (root.path().to_path_buf(), PathBuf::from("store")),
+                (root.path().join("sub"), PathBuf::from("/elsewhere/x.git")),
+            ]
+        );
     }
 
     #[test]

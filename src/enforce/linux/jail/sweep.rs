@@ -1,21 +1,42 @@
-//! After the run, what no bind can hold: a git directory's `commondir`
-//! that did not exist when the run started. git reads `config` and
-//! `hooks` from the directory it names instead of its own, so a child
-//! that writes one (the rest of `.git` stays writable, for `git commit`)
-//! would make git run its code, unconfined, at the user's next `git
-//! status`. A missing file cannot be bound read-only (a bind needs an
-//! inode), so the original process, outside the jail, removes such a file
-//! once every process of the run has ended, and says so.
+//! After the run, what no bind can hold:
+//! - a git directory's `commondir` that did not exist when the run
+//!   started. git reads `config` and `hooks` from the directory it names
+//!   instead of its own, so a child that writes one (the rest of `.git`
+//!   stays writable, for `git commit`) would make git run its code,
+//!   unconfined, at the user's next `git status`. A missing file cannot be
+//!   bound read-only (a bind needs an inode), so the original process,
+//!   outside the jail, removes such a file once every process of the run
+//!   has ended, and says so;
+//! - a `.git` that is a symbolic link (a mount follows a link, so it
+//!   cannot be bound): a child pointed it at a git directory of its own,
+//!   with a `core.fsmonitor`. One that no longer says what it said is put
+//!   back, and what stood there is kept aside, renamed.
 
+use std::os::fd::AsFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use nix::fcntl::{readlinkat, renameat};
+use nix::sys::stat::fstat;
+use nix::unistd::symlinkat;
+
 use super::plan::JailPlan;
-use super::protect::CarveReason;
+use super::protect::{CarveReason, GitLink};
 
 /// The `commondir` files that did not exist when the run started.
 #[derive(Debug, Default)]
 pub struct Sweep {
     absent: Vec<PathBuf>,
+    links: Vec<NotedLink>,
+}
+
+/// A `.git` link and the directory that holds it, by identity, so that a
+/// directory a child swapped in (or a link in its place) is never written.
+#[derive(Debug)]
+struct NotedLink {
+    link: GitLink,
+    dev: u64,
+    ino: u64,
 }
 
 impl Sweep {
@@ -32,7 +53,19 @@ impl Sweep {
             .map(|gitdir| gitdir.join("commondir"))
             .filter(|file| file.symlink_metadata().is_err())
             .collect();
-        Sweep { absent }
+        let links = plan
+            .git_links
+            .iter()
+            .filter_map(|link| {
+                let meta = std::fs::symlink_metadata(&link.dir).ok()?;
+                Some(NotedLink {
+                    link: link.clone(),
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                })
+            })
+            .collect();
+        Sweep { absent, links }
     }
 
     /// Once the run's PID namespace is gone: removes every noted
@@ -52,6 +85,67 @@ impl Sweep {
             };
             say(file, &outcome);
         }
+        for noted in &self.links {
+            noted.put_back();
+        }
+    }
+}
+
+impl NotedLink {
+    /// Puts the `.git` link back if it says anything else now.
+    fn put_back(&self) {
+        let GitLink { dir, target } = &self.link;
+        let Ok(handle) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(dir)
+        else {
+            return; // Gone or swapped for a link: nothing of ours to fix.
+        };
+        let fd = handle.as_fd();
+        match fstat(fd) {
+            Ok(st) if st.st_dev == self.dev && st.st_ino == self.ino => {}
+            _ => return, // Another directory now stands at that path.
+        }
+        if readlinkat(fd, ".git").is_ok_and(|now| Path::new(&now) == target) {
+            return;
+        }
+        let link = dir.join(".git");
+        let aside = (0..100)
+            .map(|n| format!(".git.planted-during-magus-run.{n}"))
+            .find(|name| {
+                nix::sys::stat::fstatat(fd, name.as_str(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .is_err()
+            });
+        let moved =
+            match nix::sys::stat::fstatat(fd, ".git", nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Err(_) => Ok(None),
+                Ok(_) => match &aside {
+                    Some(name) => {
+                        renameat(fd, ".git", fd, name.as_str()).map(|()| Some(name.clone()))
+                    }
+                    None => Err(nix::errno::Errno::EEXIST),
+                },
+            };
+        let outcome = match moved.and_then(|kept| symlinkat(target.as_path(), fd, ".git").map(|()| kept)) {
+            Ok(Some(kept)) => format!(
+                "magus put the link back (to `{}`) and kept what stood there as `{}`",
+                target.display(),
+                dir.join(kept).display()
+            ),
+            Ok(None) => format!("magus put the link back (to `{}`)", target.display()),
+            Err(e) => format!(
+                "magus could not put it back ({e}): make it a link to `{}` again before running git",
+                target.display()
+            ),
+        };
+        let text = format!(
+            "warning[MGS2002]: a child changed `{}`, a link to the repository's git directory, \
+             which would make git take config and hooks from a directory of the child's and run \
+             their commands outside the sandbox; {outcome}\n",
+            link.display()
+        );
+        let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
     }
 }
 
