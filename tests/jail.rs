@@ -710,12 +710,13 @@ fn a_planted_config_worktree_does_not_run_at_the_next_git_status() {
 }
 
 /// A workspace whose `.git` is a symbolic link to its git directory (as
-/// Android's `repo` makes them): the link cannot be bound read-only (a
-/// mount follows it), and a child pointed it at a copy of the git
-/// directory with a `core.fsmonitor` of its own, or put such a directory
-/// in its place; the user's next `git status`, outside the sandbox, ran
-/// it. After the run magus puts the link back, keeps what stood there
-/// aside, and says so.
+/// Android's `repo` makes them), and whose `.git/hooks` is a link to a
+/// directory of the work tree: a link cannot be bound read-only (a mount
+/// follows it), and a child pointed `.git` at a copy of the git directory
+/// with a `core.fsmonitor` of its own, or put such a directory in its
+/// place, or pointed `hooks` at hooks of its own; the user's next `git
+/// status` or `git commit`, outside the sandbox, ran them. After the run
+/// magus puts each link back, keeps what stood there aside, and says so.
 #[test]
 fn a_swapped_git_link_is_put_back_after_the_run() {
     let attacks = [
@@ -724,6 +725,10 @@ fn a_swapped_git_link_is_put_back_after_the_run() {
             "cp -r store evil && {} >> evil/config && rm .git && ln -s evil .git",
         ),
         ("DIR", "rm .git && cp -r store .git && {} >> .git/config"),
+        (
+            "HOOKS",
+            "mkdir evil && printf '#!/bin/sh\\necho PWNED-link >&2\\n' > evil/pre-commit && chmod +x evil/pre-commit && rm store/hooks && ln -s ../evil store/hooks",
+        ),
     ];
     for user in users() {
         for (tag, attack) in attacks {
@@ -742,16 +747,24 @@ fn a_swapped_git_link_is_put_back_after_the_run() {
                 assert!(ok.unwrap().success());
                 std::fs::rename(ws.join(".git"), ws.join("store")).unwrap();
                 std::os::unix::fs::symlink("store", ws.join(".git")).unwrap();
+                std::fs::remove_dir_all(ws.join("store/hooks")).unwrap();
+                std::fs::create_dir(ws.join("githooks")).unwrap();
+                std::os::unix::fs::symlink("../githooks", ws.join("store/hooks")).unwrap();
                 jail.handed_to(user)
             };
+            // `git status`, then `git commit` (which runs `pre-commit`).
             let status = |jail: &Jail| {
-                let out = Command::new("git")
-                    .args(["-c", "safe.directory=*", "-C"])
-                    .arg(&jail.h.ws)
-                    .arg("status")
-                    .output()
-                    .unwrap();
-                String::from_utf8_lossy(&out.stderr).into_owned()
+                let git = |args: &[&str]| {
+                    let out = Command::new("git")
+                        .args(["-c", "safe.directory=*", "-c", "user.name=t"])
+                        .args(["-c", "user.email=t@t", "-C"])
+                        .arg(&jail.h.ws)
+                        .args(args)
+                        .output()
+                        .unwrap();
+                    String::from_utf8_lossy(&out.stderr).into_owned()
+                };
+                git(&["status"]) + &git(&["commit", "-q", "--allow-empty", "-m", "x"])
             };
             let control = setup();
             let control_out = control.shell(Sandbox::GateOnly, &script);
@@ -773,22 +786,19 @@ fn a_swapped_git_link_is_put_back_after_the_run() {
                 "{user:?} {tag}: {seen}\n{}",
                 jailed.dump()
             );
-            assert_eq!(
-                std::fs::read_link(jail.h.ws_path(".git")).unwrap(),
-                PathBuf::from("store"),
-                "{user:?} {tag}: {}",
-                jailed.dump()
-            );
+            for (link, target) in [(".git", "store"), ("store/hooks", "../githooks")] {
+                assert_eq!(
+                    std::fs::read_link(jail.h.ws_path(link)).unwrap(),
+                    PathBuf::from(target),
+                    "{user:?} {tag}: {}",
+                    jailed.dump()
+                );
+            }
             assert!(
                 jailed.stderr.contains("put the link back"),
                 "{}",
                 jailed.dump()
             );
-            assert!(jail
-                .h
-                .ws_path(".git.planted-during-magus-run.0")
-                .symlink_metadata()
-                .is_ok());
         }
     }
 }

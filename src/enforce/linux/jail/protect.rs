@@ -84,16 +84,34 @@ impl Create {
     }
 }
 
-/// A repository's `.git` that is a symbolic link (Android's `repo` makes
-/// them), under a writable grant: the link itself cannot be bound (a
-/// mount follows it), so a child could point it at a git directory of its
-/// own; `super::sweep` puts it back after the run.
+/// A symbolic link git follows to code it runs, under a writable grant: a
+/// repository's `.git` (Android's `repo` makes them), or a git
+/// directory's `hooks` (`ln -s ../scripts/hooks .git/hooks`) or `config`.
+/// The link itself cannot be bound (a mount follows it; its target is),
+/// so a child could point it at a directory of its own; `super::sweep`
+/// puts it back after the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitLink {
     /// The directory holding the link (real, symlink-free).
     pub dir: PathBuf,
+    /// The link's name in `dir`.
+    pub name: String,
     /// What the link said when the run started.
     pub target: PathBuf,
+}
+
+/// Notes the link `dir/name` when `dir` is writable.
+fn push_git_link(found: &mut Found, dir: &Path, name: &str, writable: &dyn Fn(&Path) -> bool) {
+    if !writable(dir) {
+        return;
+    }
+    if let Ok(target) = std::fs::read_link(dir.join(name)) {
+        found.git_links.push(GitLink {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            target,
+        });
+    }
 }
 
 /// What the search found.
@@ -483,13 +501,8 @@ fn find_repositories(
             // takes its hooks and config from wherever it points.
             push_git_code(&visit.path.join(".git"), Create::Nothing, found, writable);
         }
-        if git_link && writable(&visit.path) {
-            if let Ok(target) = std::fs::read_link(visit.path.join(".git")) {
-                found.git_links.push(GitLink {
-                    dir: visit.path.clone(),
-                    target,
-                });
-            }
+        if git_link {
+            push_git_link(found, &visit.path, ".git", writable);
         }
         if is_gitdir(&visit.path, &subdirs, has_head) {
             protect_gitdir(&visit.path, found, writable);
@@ -612,7 +625,12 @@ fn push_git_code(path: &Path, make: Create, found: &mut Found, writable: &dyn Fn
         Err(_) if make != Create::Nothing => (path.to_path_buf(), make),
         Err(_) => return,
         Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
-            Ok(real) if writable(&real) => (real, Create::Nothing),
+            Ok(real) if writable(&real) => {
+                if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+                    push_git_link(found, dir, &name.to_string_lossy(), writable);
+                }
+                (real, Create::Nothing)
+            }
             _ => return,
         },
         Ok(_) => (path.to_path_buf(), Create::Nothing),
@@ -656,14 +674,17 @@ mod tests {
         let mut links: Vec<_> = found
             .git_links
             .iter()
-            .map(|l| (l.dir.clone(), l.target.clone()))
+            .map(|l| (l.dir.join(&l.name), l.target.clone()))
             .collect();
         links.sort();
         assert_eq!(
             links,
             [
-                (root.path().to_path_buf(), PathBuf::from("store")),
-                (root.path().join("sub"), PathBuf::from("/elsewhere/x.git")),
+                (root.path().join(".git"), PathBuf::from("store")),
+                (
+                    root.path().join("sub/.git"),
+                    PathBuf::from("/elsewhere/x.git")
+                ),
             ]
         );
     }

@@ -7,17 +7,19 @@
 //!   bound read-only (a bind needs an inode), so the original process,
 //!   outside the jail, removes such a file once every process of the run
 //!   has ended, and says so;
-//! - a `.git` that is a symbolic link (a mount follows a link, so it
-//!   cannot be bound): a child pointed it at a git directory of its own,
-//!   with a `core.fsmonitor`. One that no longer says what it said is put
-//!   back, and what stood there is kept aside, renamed.
+//! - a symbolic link git follows to code (a `.git` link to the git
+//!   directory, a `hooks` or `config` link in it): a mount follows a link,
+//!   so the link cannot be bound. A child pointed one at a directory of its
+//!   own, with hooks or a `core.fsmonitor`. One that no longer says what
+//!   it said is put back, and what stood there is kept aside, renamed.
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{readlinkat, renameat};
-use nix::sys::stat::fstat;
+use nix::errno::Errno;
+use nix::fcntl::{readlinkat, renameat, AtFlags};
+use nix::sys::stat::{fstat, fstatat};
 use nix::unistd::symlinkat;
 
 use super::plan::JailPlan;
@@ -30,7 +32,7 @@ pub struct Sweep {
     links: Vec<NotedLink>,
 }
 
-/// A `.git` link and the directory that holds it, by identity, so that a
+/// A link git follows and the directory that holds it, by identity, so that a
 /// directory a child swapped in (or a link in its place) is never written.
 #[derive(Debug)]
 struct NotedLink {
@@ -92,9 +94,10 @@ impl Sweep {
 }
 
 impl NotedLink {
-    /// Puts the `.git` link back if it says anything else now.
+    /// Puts the link back if it says anything else now.
     fn put_back(&self) {
-        let GitLink { dir, target } = &self.link;
+        let GitLink { dir, name, target } = &self.link;
+        let name = name.as_str();
         let Ok(handle) = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
@@ -107,27 +110,22 @@ impl NotedLink {
             Ok(st) if st.st_dev == self.dev && st.st_ino == self.ino => {}
             _ => return, // Another directory now stands at that path.
         }
-        if readlinkat(fd, ".git").is_ok_and(|now| Path::new(&now) == target) {
+        if readlinkat(fd, name).is_ok_and(|now| Path::new(&now) == target) {
             return;
         }
-        let link = dir.join(".git");
-        let aside = (0..100)
-            .map(|n| format!(".git.planted-during-magus-run.{n}"))
-            .find(|name| {
-                nix::sys::stat::fstatat(fd, name.as_str(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .is_err()
-            });
-        let moved =
-            match nix::sys::stat::fstatat(fd, ".git", nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
-                Err(_) => Ok(None),
-                Ok(_) => match &aside {
-                    Some(name) => {
-                        renameat(fd, ".git", fd, name.as_str()).map(|()| Some(name.clone()))
-                    }
-                    None => Err(nix::errno::Errno::EEXIST),
-                },
-            };
-        let outcome = match moved.and_then(|kept| symlinkat(target.as_path(), fd, ".git").map(|()| kept)) {
+        let exists = |entry: &str| fstatat(fd, entry, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok();
+        let moved = match exists(name) {
+            false => Ok(None),
+            true => match (0..100)
+                .map(|n| format!("{name}.planted-during-magus-run.{n}"))
+                .find(|aside| !exists(aside))
+            {
+                Some(aside) => renameat(fd, name, fd, aside.as_str()).map(|()| Some(aside)),
+                None => Err(Errno::EEXIST),
+            },
+        };
+        let restored = moved.and_then(|kept| symlinkat(target.as_path(), fd, name).map(|()| kept));
+        let outcome = match restored {
             Ok(Some(kept)) => format!(
                 "magus put the link back (to `{}`) and kept what stood there as `{}`",
                 target.display(),
@@ -140,10 +138,10 @@ impl NotedLink {
             ),
         };
         let text = format!(
-            "warning[MGS2002]: a child changed `{}`, a link to the repository's git directory, \
-             which would make git take config and hooks from a directory of the child's and run \
-             their commands outside the sandbox; {outcome}\n",
-            link.display()
+            "warning[MGS2002]: a child changed `{}`, a link git follows to its hooks or config, \
+             which would make git take them from a directory of the child's and run their \
+             commands outside the sandbox; {outcome}\n",
+            dir.join(name).display()
         );
         let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
     }
