@@ -1382,6 +1382,64 @@ fn path_directories_and_startup_files_under_rw_grants_stay_read_only() {
     }
 }
 
+/// Start-up files and `PATH` directories a dotfile manager keeps as
+/// symbolic links (`~/.bashrc -> dotfiles/bashrc`, as GNU Stow makes
+/// them; home-manager links into `/nix/store`), under an `rw` grant of
+/// `~`: the bind holds the file the link leads to, not the link, and a
+/// child removed the link and put a file or directory of its own in its
+/// place, which the user's next shell ran. After the run magus puts each
+/// link back, keeps what stood there aside, and says so.
+#[test]
+fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: \"~\"\n      mode: rw\n";
+    let script = "echo evil >> ~/.bashrc && echo APPEND-OK; \
+                  rm ~/.bashrc && echo evil > ~/.bashrc && echo RC-OK; \
+                  rm ~/bin && mkdir ~/bin && echo evil > ~/bin/ls && echo BIN-OK";
+    for user in users() {
+        let setup = || {
+            let mut jail = Jail::with_config(user, config);
+            std::fs::create_dir_all(jail.h.home_path("dotfiles/bin")).unwrap();
+            std::fs::write(jail.h.home_path("dotfiles/bashrc"), "#\n").unwrap();
+            std::os::unix::fs::symlink("dotfiles/bashrc", jail.h.home_path(".bashrc")).unwrap();
+            std::os::unix::fs::symlink("dotfiles/bin", jail.h.home_path("bin")).unwrap();
+            let home = jail.h.home.display().to_string();
+            jail.h.set_env("PATH", format!("{home}/bin:/usr/bin:/bin"));
+            jail.hand_over();
+            jail
+        };
+        let control = setup();
+        let control_out = control.shell(Sandbox::GateOnly, script);
+        assert!(
+            control_out.stdout.contains("RC-OK") && control_out.stdout.contains("BIN-OK"),
+            "{}",
+            control_out.dump()
+        );
+        assert!(control.h.home_path(".bashrc").is_file() && control.h.home_path("bin/ls").exists());
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        assert!(!jailed.stdout.contains("APPEND-OK"), "{}", jailed.dump());
+        for (link, target) in [(".bashrc", "dotfiles/bashrc"), ("bin", "dotfiles/bin")] {
+            assert_eq!(
+                std::fs::read_link(jail.h.home_path(link)).unwrap(),
+                PathBuf::from(target),
+                "{user:?}: {}",
+                jailed.dump()
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(jail.h.home_path(".bashrc")).unwrap(),
+            "#\n"
+        );
+        assert!(!jail.h.home_path("bin/ls").exists(), "{}", jailed.dump());
+        assert_eq!(
+            jailed.stderr.matches("put the link back").count(),
+            2,
+            "{}",
+            jailed.dump()
+        );
+    }
+}
+
 /// What the desktop session runs at the next login, under an `rw` grant
 /// of `~`: an XDG autostart entry, a systemd user unit (in either place)
 /// enabled by a link, an `environment.d` file setting `LD_PRELOAD`, and

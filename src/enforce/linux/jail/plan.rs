@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use super::protect::{carve_outs, Carve, CarveReason, Create, GitLink};
+use super::protect::{carve_outs, Carve, CarveReason, Create, KeptLink};
 use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
 
 /// One setup operation, applied in order.
@@ -169,8 +169,9 @@ pub struct JailPlan {
     /// The `.git` search stopped at its limit: deeper repositories were
     /// not found, so their hooks and config are not protected.
     pub search_truncated: bool,
-    /// `.git` symbolic links under writable grants, put back after the run.
-    pub git_links: Vec<GitLink>,
+    /// Symbolic links to protected paths under writable grants (a `.git`
+    /// link, a linked `~/.bashrc`), put back after the run.
+    pub links: Vec<KeptLink>,
 }
 
 /// Sources of tmpfs mounts: private per run, never the host's directory.
@@ -189,7 +190,7 @@ impl JailPlan {
                 },
             ],
             search_truncated: false,
-            git_links: Vec::new(),
+            links: Vec::new(),
         }
     }
 
@@ -207,7 +208,7 @@ impl JailPlan {
         }
         let found = carve_outs(policy, inputs);
         mounts.extend(pin_steps(policy, &found.carves));
-        let git_links = found.git_links;
+        let kept_links = found.links;
         mounts.extend(found.carves.into_iter().map(carve_step));
         mounts.extend(credential_masks(policy));
         let links = symlinks(policy, inputs, &mounts);
@@ -225,7 +226,7 @@ impl JailPlan {
         JailPlan {
             steps,
             search_truncated: found.truncated,
-            git_links,
+            links: kept_links,
         }
     }
 

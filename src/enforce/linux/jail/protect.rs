@@ -84,32 +84,48 @@ impl Create {
     }
 }
 
-/// A symbolic link git follows to code it runs, under a writable grant: a
-/// repository's `.git` (Android's `repo` makes them), or a git
-/// directory's `hooks` (`ln -s ../scripts/hooks .git/hooks`) or `config`.
-/// The link itself cannot be bound (a mount follows it; its target is),
-/// so a child could point it at a directory of its own; `super::sweep`
+/// A symbolic link to a protected path, under a writable grant: a
+/// repository's `.git` (Android's `repo` makes them), a git directory's
+/// `hooks` (`ln -s ../scripts/hooks .git/hooks`) or `config`, a start-up
+/// file or `PATH` directory kept by a dotfile manager (`~/.bashrc ->
+/// dotfiles/bashrc`, home-manager's links into `/nix/store`). The link
+/// itself cannot be bound (a mount follows it; its target is), so a child
+/// could put a file or directory of its own in its place; `super::sweep`
 /// puts it back after the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitLink {
+pub struct KeptLink {
     /// The directory holding the link (real, symlink-free).
     pub dir: PathBuf,
     /// The link's name in `dir`.
     pub name: String,
     /// What the link said when the run started.
     pub target: PathBuf,
+    /// Why what it leads to is protected.
+    pub reason: CarveReason,
 }
 
-/// Notes the link `dir/name` when `dir` is writable.
-fn push_git_link(found: &mut Found, dir: &Path, name: &str, writable: &dyn Fn(&Path) -> bool) {
-    if !writable(dir) {
+/// Notes `path` when it is a symbolic link in a writable directory.
+fn push_link(
+    found: &mut Found,
+    path: &Path,
+    reason: CarveReason,
+    writable: &dyn Fn(&Path) -> bool,
+) {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let Ok(dir) = parent.canonicalize() else {
+        return;
+    };
+    if !writable(&dir) || found.links.iter().any(|l| l.dir == dir && *l.name == *name) {
         return;
     }
-    if let Ok(target) = std::fs::read_link(dir.join(name)) {
-        found.git_links.push(GitLink {
-            dir: dir.to_path_buf(),
-            name: name.to_string(),
+    if let Ok(target) = std::fs::read_link(path) {
+        found.links.push(KeptLink {
+            dir,
+            name: name.to_string_lossy().into_owned(),
             target,
+            reason,
         });
     }
 }
@@ -118,7 +134,7 @@ fn push_git_link(found: &mut Found, dir: &Path, name: &str, writable: &dyn Fn(&P
 #[derive(Debug, Default)]
 pub struct Found {
     pub carves: Vec<Carve>,
-    pub git_links: Vec<GitLink>,
+    pub links: Vec<KeptLink>,
     /// The repository search hit [`MAX_DIRS`].
     pub truncated: bool,
 }
@@ -401,6 +417,7 @@ fn push_existing(
     let Ok(real) = path.canonicalize() else {
         return;
     };
+    push_link(found, path, reason, writable);
     if writable(&real) && !found.carves.iter().any(|c| c.path == real) {
         found.carves.push(Carve {
             path: real,
@@ -429,6 +446,9 @@ fn path_dirs(policy: &Policy, inputs: &ViewInputs, found: &mut Found) {
         if holds_workspace || !is_writable_bind(policy, &real) {
             continue;
         }
+        push_link(found, &dir, CarveReason::PathDirectory, &|p| {
+            is_writable_bind(policy, p)
+        });
         if missing && !real.parent().is_some_and(Path::is_dir) {
             continue;
         }
@@ -502,7 +522,12 @@ fn find_repositories(
             push_git_code(&visit.path.join(".git"), Create::Nothing, found, writable);
         }
         if git_link {
-            push_git_link(found, &visit.path, ".git", writable);
+            push_link(
+                found,
+                &visit.path.join(".git"),
+                CarveReason::GitCode,
+                writable,
+            );
         }
         if is_gitdir(&visit.path, &subdirs, has_head) {
             protect_gitdir(&visit.path, found, writable);
@@ -626,9 +651,7 @@ fn push_git_code(path: &Path, make: Create, found: &mut Found, writable: &dyn Fn
         Err(_) => return,
         Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
             Ok(real) if writable(&real) => {
-                if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
-                    push_git_link(found, dir, &name.to_string_lossy(), writable);
-                }
+                push_link(found, path, CarveReason::GitCode, writable);
                 (real, Create::Nothing)
             }
             _ => return,
@@ -672,7 +695,7 @@ mod tests {
         let mut budget = MAX_DIRS;
         find_repositories(root.path(), Depth::Any, &mut found, &mut budget, &|_| true);
         let mut links: Vec<_> = found
-            .git_links
+            .links
             .iter()
             .map(|l| (l.dir.join(&l.name), l.target.clone()))
             .collect();

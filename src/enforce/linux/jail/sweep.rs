@@ -7,11 +7,13 @@
 //!   bound read-only (a bind needs an inode), so the original process,
 //!   outside the jail, removes such a file once every process of the run
 //!   has ended, and says so;
-//! - a symbolic link git follows to code (a `.git` link to the git
-//!   directory, a `hooks` or `config` link in it): a mount follows a link,
-//!   so the link cannot be bound. A child pointed one at a directory of its
-//!   own, with hooks or a `core.fsmonitor`. One that no longer says what
-//!   it said is put back, and what stood there is kept aside, renamed.
+//! - a symbolic link to a protected path (a `.git` link to the git
+//!   directory, a `hooks` or `config` link in it, a `~/.bashrc` or `PATH`
+//!   directory a dotfile manager links): a mount follows a link, so the
+//!   link cannot be bound. A child put a file or directory of its own in
+//!   its place (hooks, a `core.fsmonitor`, shell code). One that no longer
+//!   says what it said is put back, and what stood there is kept aside,
+//!   renamed.
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -23,7 +25,7 @@ use nix::sys::stat::{fstat, fstatat};
 use nix::unistd::symlinkat;
 
 use super::plan::JailPlan;
-use super::protect::{CarveReason, GitLink};
+use super::protect::{CarveReason, KeptLink};
 
 /// The `commondir` files that did not exist when the run started.
 #[derive(Debug, Default)]
@@ -36,7 +38,7 @@ pub struct Sweep {
 /// directory a child swapped in (or a link in its place) is never written.
 #[derive(Debug)]
 struct NotedLink {
-    link: GitLink,
+    link: KeptLink,
     dev: u64,
     ino: u64,
 }
@@ -56,7 +58,7 @@ impl Sweep {
             .filter(|file| file.symlink_metadata().is_err())
             .collect();
         let links = plan
-            .git_links
+            .links
             .iter()
             .filter_map(|link| {
                 let meta = std::fs::symlink_metadata(&link.dir).ok()?;
@@ -96,7 +98,12 @@ impl Sweep {
 impl NotedLink {
     /// Puts the link back if it says anything else now.
     fn put_back(&self) {
-        let GitLink { dir, name, target } = &self.link;
+        let KeptLink {
+            dir,
+            name,
+            target,
+            reason,
+        } = &self.link;
         let name = name.as_str();
         let Ok(handle) = std::fs::OpenOptions::new()
             .read(true)
@@ -138,9 +145,8 @@ impl NotedLink {
             ),
         };
         let text = format!(
-            "warning[MGS2002]: a child changed `{}`, a link git follows to its hooks or config, \
-             which would make git take them from a directory of the child's and run their \
-             commands outside the sandbox; {outcome}\n",
+            "warning[MGS2002]: a child changed `{}`, a symbolic link to a path children may \
+             not write ({reason}); {outcome}\n",
             dir.join(name).display()
         );
         let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
