@@ -1394,7 +1394,8 @@ fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
     let config = "sandbox:\n  enabled: true\n  allow:\n    - path: \"~\"\n      mode: rw\n";
     let script = "echo evil >> ~/.bashrc && echo APPEND-OK; \
                   rm ~/.bashrc && echo evil > ~/.bashrc && echo RC-OK; \
-                  rm ~/bin && mkdir ~/bin && echo evil > ~/bin/ls && echo BIN-OK";
+                  rm ~/bin && mkdir ~/bin && echo evil > ~/bin/ls && echo BIN-OK; \
+                  rm ~/.config && mkdir -p ~/.config/git && echo evil > ~/.config/git/config && echo XDG-OK";
     for user in users() {
         let setup = || {
             let mut jail = Jail::with_config(user, config);
@@ -1402,6 +1403,16 @@ fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
             std::fs::write(jail.h.home_path("dotfiles/bashrc"), "#\n").unwrap();
             std::os::unix::fs::symlink("dotfiles/bashrc", jail.h.home_path(".bashrc")).unwrap();
             std::os::unix::fs::symlink("dotfiles/bin", jail.h.home_path("bin")).unwrap();
+            // The harness's `~/.config` (with its planted `op` store) moves
+            // under the dotfiles.
+            std::fs::rename(
+                jail.h.home_path(".config"),
+                jail.h.home_path("dotfiles/config"),
+            )
+            .unwrap();
+            std::fs::create_dir_all(jail.h.home_path("dotfiles/config/git")).unwrap();
+            std::fs::write(jail.h.home_path("dotfiles/config/git/config"), "#\n").unwrap();
+            std::os::unix::fs::symlink("dotfiles/config", jail.h.home_path(".config")).unwrap();
             let home = jail.h.home.display().to_string();
             jail.h.set_env("PATH", format!("{home}/bin:/usr/bin:/bin"));
             jail.hand_over();
@@ -1410,7 +1421,9 @@ fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
         let control = setup();
         let control_out = control.shell(Sandbox::GateOnly, script);
         assert!(
-            control_out.stdout.contains("RC-OK") && control_out.stdout.contains("BIN-OK"),
+            control_out.stdout.contains("RC-OK")
+                && control_out.stdout.contains("BIN-OK")
+                && control_out.stdout.contains("XDG-OK"),
             "{}",
             control_out.dump()
         );
@@ -1418,7 +1431,12 @@ fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
         let jail = setup();
         let jailed = jail.shell(Sandbox::On, script);
         assert!(!jailed.stdout.contains("APPEND-OK"), "{}", jailed.dump());
-        for (link, target) in [(".bashrc", "dotfiles/bashrc"), ("bin", "dotfiles/bin")] {
+        let links = [
+            (".bashrc", "dotfiles/bashrc"),
+            ("bin", "dotfiles/bin"),
+            (".config", "dotfiles/config"),
+        ];
+        for (link, target) in links {
             assert_eq!(
                 std::fs::read_link(jail.h.home_path(link)).unwrap(),
                 PathBuf::from(target),
@@ -1430,10 +1448,14 @@ fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
             std::fs::read_to_string(jail.h.home_path(".bashrc")).unwrap(),
             "#\n"
         );
+        assert_eq!(
+            std::fs::read_to_string(jail.h.home_path("dotfiles/config/git/config")).unwrap(),
+            "#\n"
+        );
         assert!(!jail.h.home_path("bin/ls").exists(), "{}", jailed.dump());
         assert_eq!(
             jailed.stderr.matches("put the link back").count(),
-            2,
+            3,
             "{}",
             jailed.dump()
         );

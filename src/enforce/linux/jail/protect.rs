@@ -104,8 +104,26 @@ pub struct KeptLink {
     pub reason: CarveReason,
 }
 
-/// Notes `path` when it is a symbolic link in a writable directory.
+/// Notes `path`, and each directory on the way to it, that is a symbolic
+/// link in a writable directory (a `~/.config` linked by a dotfile
+/// manager leads to `~/.config/git` as surely as a linked file does).
 fn push_link(
+    found: &mut Found,
+    path: &Path,
+    reason: CarveReason,
+    writable: &dyn Fn(&Path) -> bool,
+) {
+    for step in path.ancestors() {
+        if step
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            push_one_link(found, step, reason, writable);
+        }
+    }
+}
+
+fn push_one_link(
     found: &mut Found,
     path: &Path,
     reason: CarveReason,
