@@ -803,6 +803,61 @@ fn a_swapped_git_link_is_put_back_after_the_run() {
     }
 }
 
+/// A `core.hooksPath` that is a symbolic link in the work tree (`.hk ->
+/// tools/hooks`): the bind holds `tools/hooks`, and a child pointed the
+/// link at hooks of its own, which the user's next `git commit` ran.
+/// After the run magus puts the link back.
+#[test]
+fn a_linked_hooks_path_is_put_back_after_the_run() {
+    let script = "mkdir evil && printf '#!/bin/sh\\necho PWNED-hookspath >&2\\n' > evil/pre-commit && chmod +x evil/pre-commit && rm .hk && ln -s evil .hk && echo SWAP-OK";
+    for user in users() {
+        let setup = || {
+            let jail = Jail::new(User::Root);
+            let ws = &jail.h.ws;
+            let git = |args: &[&str]| {
+                let ok = Command::new("git").arg("-C").arg(ws).args(args).status();
+                assert!(ok.unwrap().success());
+            };
+            git(&["init", "-q", "."]);
+            std::fs::create_dir_all(ws.join("tools/hooks")).unwrap();
+            std::os::unix::fs::symlink("tools/hooks", ws.join(".hk")).unwrap();
+            git(&["config", "core.hooksPath", ".hk"]);
+            jail.handed_to(user)
+        };
+        let commit = |jail: &Jail| {
+            let out = Command::new("git")
+                .args(["-c", "safe.directory=*", "-c", "user.name=t"])
+                .args(["-c", "user.email=t@t", "-C"])
+                .arg(&jail.h.ws)
+                .args(["commit", "-q", "--allow-empty", "-m", "x"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        let control = setup();
+        let control_out = control.shell(Sandbox::GateOnly, script);
+        assert!(
+            commit(&control).contains("PWNED-hookspath"),
+            "{}",
+            control_out.dump()
+        );
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        let seen = commit(&jail);
+        assert!(
+            !seen.contains("PWNED"),
+            "{user:?}: {seen}\n{}",
+            jailed.dump()
+        );
+        assert_eq!(
+            std::fs::read_link(jail.h.ws_path(".hk")).unwrap(),
+            PathBuf::from("tools/hooks"),
+            "{}",
+            jailed.dump()
+        );
+    }
+}
+
 /// A git config that sends git into the work tree (husky's
 /// `core.hooksPath`, an `include.path` of a config committed to the
 /// repository, an alias or command given by path) made the read-only

@@ -392,6 +392,9 @@ fn push_named(
     if found.carves.iter().any(|c| c.path == real) {
         return false;
     }
+    // A hooks directory or program reached through a link (husky's
+    // `.husky` linked from elsewhere): the link is put back after the run.
+    push_link(found, path, CarveReason::GitConfigNamed, writable);
     found.carves.push(Carve {
         path: real,
         reason: CarveReason::GitConfigNamed,
