@@ -373,6 +373,13 @@ fn carve_out_text(plan: &JailPlan) -> String {
     if !any {
         out.push_str("  none\n");
     }
+    for link in &plan.links {
+        out.push_str(&format!(
+            "  {} -> {}  a link to it: put back after the run if a child changes it\n",
+            link.dir.join(&link.name).display(),
+            link.target.display()
+        ));
+    }
     if plan.search_truncated {
         out.push_str(&format!(
             "  (the repository search stopped after {} directories: deeper .git directories are not protected)\n",
