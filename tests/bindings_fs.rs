@@ -310,6 +310,45 @@ fn protected_workspace_files_are_refused_even_through_symlinks() {
     assert!(h.ws_path("payload.txt").exists());
 }
 
+/// Mercurial's `.hg` is protected like `.git`, at any depth: its `hgrc`
+/// runs hooks and loads extensions at the user's next `hg` command.
+#[test]
+fn a_mercurial_repository_is_protected_like_git() {
+    let h = Harness::new();
+    for dir in [".hg/store", "vendor/lib/.hg"] {
+        std::fs::create_dir_all(h.ws_path(dir)).unwrap();
+    }
+    std::fs::write(h.ws_path(".hg/requires"), "store\n").unwrap();
+    std::fs::write(h.ws_path("payload.txt"), "[hooks]\n").unwrap();
+    let mut probes = Vec::new();
+    for target in [".hg/hgrc", ".hg/requires", "vendor/lib/.hg/hgrc"] {
+        probes.push(("write", target.to_string(), String::new()));
+        probes.push(("append", target.to_string(), String::new()));
+    }
+    probes.push(("copy", "payload.txt".into(), ".hg/hgrc".into()));
+    probes.push(("move", ".hg".into(), "hg-aside".into()));
+    h.write_spell("hg", &probe_spell(&probes));
+    let out = h.run("hg", &[]);
+    assert_completed(&out);
+    for (op, target, _) in &probes {
+        assert_code(&out, op, target, "MGS2002");
+    }
+    // The jail makes a missing `hgrc` empty (a bind needs an inode).
+    for hgrc in [".hg/hgrc", "vendor/lib/.hg/hgrc"] {
+        let left = std::fs::read(h.ws_path(hgrc)).unwrap_or_default();
+        assert!(
+            left.is_empty(),
+            "{hgrc}: {}",
+            String::from_utf8_lossy(&left)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(h.ws_path(".hg/requires")).unwrap(),
+        "store\n"
+    );
+    assert!(!h.ws_path("hg-aside").exists());
+}
+
 #[test]
 fn a_workspace_symlink_to_a_secret_is_refused_naming_both_paths() {
     let h = Harness::new();

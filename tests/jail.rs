@@ -709,6 +709,46 @@ fn a_planted_config_worktree_does_not_run_at_the_next_git_status() {
     }
 }
 
+/// A Mercurial workspace: a child that adds `[hooks]` to `.hg/hgrc` (or
+/// writes the first one) has hg run its command at the user's next `hg
+/// status`, outside the sandbox; one that adds `share-safe` to
+/// `.hg/requires` makes hg read a config of its choosing. hg itself need
+/// not be installed: what is tested is that the files stay as they were.
+#[test]
+fn a_mercurial_repositorys_config_and_requirements_stay_read_only() {
+    let script = "printf '[hooks]\\npre-status = echo PWNED-hg\\n' >> .hg/hgrc && echo HGRC-OK; \
+                  echo share-safe >> .hg/requires && echo REQUIRES-OK; \
+                  echo data > .hg/store/planted && echo STORE-WRITABLE";
+    let requires = "dotencode\nfncache\nrevlogv1\nstore\n";
+    for hgrc_at_start in [None, Some("[ui]\nusername = u\n")] {
+        let setup = |user: User| {
+            let jail = Jail::new(User::Root);
+            std::fs::create_dir_all(jail.h.ws_path(".hg/store")).unwrap();
+            std::fs::write(jail.h.ws_path(".hg/requires"), requires).unwrap();
+            if let Some(text) = hgrc_at_start {
+                std::fs::write(jail.h.ws_path(".hg/hgrc"), text).unwrap();
+            }
+            jail.handed_to(user)
+        };
+        for user in users() {
+            let control = setup(user).shell(Sandbox::GateOnly, script);
+            let jail = setup(user);
+            let jailed = jail.shell(Sandbox::On, script);
+            assert_attack(user, &control, &jailed, &["HGRC-OK", "REQUIRES-OK"], "");
+            // The rest of `.hg` stays writable, for `hg commit`.
+            assert!(
+                jailed.stdout.contains("STORE-WRITABLE"),
+                "{}",
+                jailed.dump()
+            );
+            let hgrc = std::fs::read_to_string(jail.h.ws_path(".hg/hgrc")).unwrap();
+            assert_eq!(hgrc, hgrc_at_start.unwrap_or(""), "{user:?}");
+            let now = std::fs::read_to_string(jail.h.ws_path(".hg/requires")).unwrap();
+            assert_eq!(now, requires, "{user:?}");
+        }
+    }
+}
+
 /// A workspace whose `.git` is a symbolic link to its git directory (as
 /// Android's `repo` makes them), and whose `.git/hooks` is a link to a
 /// directory of the work tree: a link cannot be bound read-only (a mount

@@ -57,9 +57,11 @@ impl Denial {
 
     fn fix(&self, real: &Path, home: Option<&Path>) -> String {
         match self.reason {
-            DenialReason::Protected => "a spell may not change the sandbox policy or git hooks; \
-                 no magus.yaml entry can allow this"
-                .to_string(),
+            DenialReason::Protected => {
+                "a spell may not change the sandbox policy or a repository's \
+                 hooks and config (`.git`, `.hg`); no magus.yaml entry can allow this"
+                    .to_string()
+            }
             DenialReason::ForeignProcess => "reading another process's /proc entries is never \
                  allowed; no magus.yaml entry can allow this"
                 .to_string(),

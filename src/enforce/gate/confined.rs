@@ -107,7 +107,7 @@ impl Cwd {
         match self.writes {
             WritesBelow::Unprotected => true,
             WritesBelow::AtWorkspace => names.all(|n| !PROTECTED.iter().any(|p| is(n, p))),
-            WritesBelow::InWorkspace => names.all(|n| !is(n, GIT_DIR)),
+            WritesBelow::InWorkspace => names.all(|n| !VCS_DIRS.iter().any(|d| is(n, d))),
             WritesBelow::General => false,
         }
     }
@@ -155,12 +155,13 @@ impl Cwd {
 /// not only `.git/hooks`: git's config names commands too (`core.hooksPath`,
 /// `core.fsmonitor`, filters, aliases), and submodules keep their hooks and
 /// config at any depth under `.git/modules`. `.git` is protected at any
-/// depth of the workspace (a nested repository's too, see [`GIT_DIR`]).
-const PROTECTED: [&str; 3] = ["magus.yaml", "magus.lock", ".git"];
+/// depth of the workspace (a nested repository's too, see [`VCS_DIRS`]).
+/// Mercurial's `.hg` likewise: its `hgrc` runs hooks and loads extensions.
+const PROTECTED: [&str; 4] = ["magus.yaml", "magus.lock", ".git", ".hg"];
 
-/// A component that makes everything beneath it protected, wherever it
-/// appears in the workspace.
-const GIT_DIR: &str = ".git";
+/// Components that make everything beneath them protected, wherever they
+/// appear in the workspace: git's and Mercurial's repository directories.
+const VCS_DIRS: [&str; 2] = [".git", ".hg"];
 
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
@@ -586,7 +587,9 @@ fn is_protected_rest(rest: &Path) -> bool {
     PROTECTED
         .iter()
         .any(|protected| rest.starts_with(protected))
-        || rest.components().any(|c| c.as_os_str() == GIT_DIR)
+        || rest
+            .components()
+            .any(|c| VCS_DIRS.iter().any(|d| c.as_os_str() == *d))
 }
 
 fn follow_for(access: Access) -> Follow {

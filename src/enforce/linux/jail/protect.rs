@@ -1,7 +1,7 @@
 //! The protected paths of DESIGN §4 that children may not write even
 //! inside a writable grant, found once per run: the workspace's config and
-//! lock, what makes git run code in every repository under a writable
-//! grant, magus's own executable, `PATH` directories and the start-up files
+//! lock, what makes git or Mercurial run code in every repository under a
+//! writable grant, magus's own executable, `PATH` directories and the start-up files
 //! of shells, git and ssh. Each becomes a read-only bind over itself.
 //!
 //! A protected *file* that does not exist when the run starts cannot be
@@ -32,6 +32,9 @@ pub enum CarveReason {
     /// A hooks directory, included config or program that a git config
     /// names by path (`super::gitconfig`).
     GitConfigNamed,
+    /// A Mercurial repository's config or requirements: hg runs the hooks
+    /// and loads the extensions its config names.
+    HgCode,
 }
 
 impl fmt::Display for CarveReason {
@@ -48,6 +51,9 @@ impl fmt::Display for CarveReason {
             }
             CarveReason::GitConfigNamed => {
                 "named by a git config (core.hooksPath, include.path, a program): git runs or reads it"
+            }
+            CarveReason::HgCode => {
+                "Mercurial config/requirements: hg runs the hooks and loads the extensions it names"
             }
         })
     }
@@ -161,7 +167,8 @@ pub struct Found {
 /// writable grant cannot make every run slow; beyond it, `truncated`.
 pub const MAX_DIRS: usize = 50_000;
 
-/// Start-up files, relative to `$HOME`: the shells', git's and ssh's, and
+/// Start-up files, relative to `$HOME`: the shells', git's, Mercurial's
+/// and ssh's, and
 /// the user-wide configs of build tools that name programs to run (a
 /// grant of `~/.cargo`, as a Rust build needs, let a child add
 /// `build.rustc-wrapper` to `~/.cargo/config.toml`, run by every later
@@ -171,7 +178,7 @@ pub const MAX_DIRS: usize = 50_000;
 /// (either place) and `environment.d` (whose `LD_PRELOAD=` reaches every
 /// user service), the X session scripts, and the files Debian's and
 /// Fedora's default `~/.bashrc` sources.
-pub const STARTUP_FILES: [&str; 40] = [
+pub const STARTUP_FILES: [&str; 42] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -187,6 +194,8 @@ pub const STARTUP_FILES: [&str; 40] = [
     ".config/fish",
     ".gitconfig",
     ".config/git",
+    ".hgrc",
+    ".config/hg",
     ".ssh/config",
     ".ssh/rc",
     ".ssh/authorized_keys",
@@ -533,14 +542,25 @@ fn find_repositories(
             has_head,
             git_file,
             git_link,
+            hg_dir,
         }) = read_subdirs(&visit.path)
         else {
             continue;
         };
+        if hg_dir {
+            protect_hg(&visit.path.join(".hg"), found, writable);
+        }
         if git_file {
             // A worktree's or submodule's `.git` file ("gitdir: ..."): git
             // takes its hooks and config from wherever it points.
-            push_git_code(&visit.path.join(".git"), Create::Nothing, found, writable);
+            let dot_git = visit.path.join(".git");
+            push_code(
+                &dot_git,
+                Create::Nothing,
+                CarveReason::GitCode,
+                found,
+                writable,
+            );
         }
         if git_link {
             push_link(
@@ -595,6 +615,8 @@ struct Listing {
     git_file: bool,
     /// Its `.git` is a symbolic link.
     git_link: bool,
+    /// It holds a `.hg` directory (a Mercurial repository).
+    hg_dir: bool,
 }
 
 fn read_subdirs(dir: &Path) -> Option<Listing> {
@@ -604,6 +626,7 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         has_head: false,
         git_file: false,
         git_link: false,
+        hg_dir: false,
     };
     for entry in entries.flatten() {
         let Ok(kind) = entry.file_type() else {
@@ -613,6 +636,7 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         listing.has_head |= kind.is_file() && name == "HEAD";
         listing.git_file |= kind.is_file() && name == ".git";
         listing.git_link |= kind.is_symlink() && name == ".git";
+        listing.hg_dir |= kind.is_dir() && name == ".hg";
         if kind.is_dir() {
             listing.subdirs.push(entry.path());
         }
@@ -641,7 +665,34 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
             "config.worktree" if worktree_config_enabled(gitdir) => Create::File,
             _ => Create::Nothing,
         };
-        push_git_code(&gitdir.join(name), make, found, writable);
+        push_code(
+            &gitdir.join(name),
+            make,
+            CarveReason::GitCode,
+            found,
+            writable,
+        );
+    }
+}
+
+/// What Mercurial reads from a repository's `.hg` and runs code from:
+/// `hgrc` (`[hooks]` run commands; `[extensions]` load Python from any
+/// path), `hgrc-not-shared` (read in a share), and `requires`, which, with
+/// `shared` or `share-safe` added, makes hg follow `sharedpath` to another
+/// directory and read the config there.
+const HG_CODE: [&str; 3] = ["hgrc", "hgrc-not-shared", "requires"];
+
+/// Carves a Mercurial repository's code read-only. A missing `hgrc` is
+/// created empty (hg reads it once it exists; empty, it sets nothing), so
+/// a child cannot plant the first one; `.hg` itself stays writable, for
+/// `hg commit`.
+fn protect_hg(hg: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
+    for name in HG_CODE {
+        let make = match name {
+            "hgrc" => Create::File,
+            _ => Create::Nothing,
+        };
+        push_code(&hg.join(name), make, CarveReason::HgCode, found, writable);
     }
 }
 
@@ -665,14 +716,20 @@ fn worktree_config_enabled(gitdir: &Path) -> bool {
 /// is one, the real path it leads to, if that is writable (a bind would
 /// follow the link at set-up, so a planted `hooks -> ../../../home` would
 /// show a directory that is not granted in the view); when it is missing,
-/// an empty directory if `make` (else nothing: a bind needs an inode).
-fn push_git_code(path: &Path, make: Create, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
+/// what `make` says (else nothing: a bind needs an inode).
+fn push_code(
+    path: &Path,
+    make: Create,
+    reason: CarveReason,
+    found: &mut Found,
+    writable: &dyn Fn(&Path) -> bool,
+) {
     let (path, missing) = match path.symlink_metadata() {
         Err(_) if make != Create::Nothing => (path.to_path_buf(), make),
         Err(_) => return,
         Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
             Ok(real) if writable(&real) => {
-                push_link(found, path, CarveReason::GitCode, writable);
+                push_link(found, path, reason, writable);
                 (real, Create::Nothing)
             }
             _ => return,
@@ -682,7 +739,7 @@ fn push_git_code(path: &Path, make: Create, found: &mut Found, writable: &dyn Fn
     if !found.carves.iter().any(|c| c.path == path) {
         found.carves.push(Carve {
             path,
-            reason: CarveReason::GitCode,
+            reason,
             missing,
         });
     }
