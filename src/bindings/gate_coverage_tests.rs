@@ -202,6 +202,8 @@ fn checks() -> Vec<(&'static str, &'static str, Check)> {
         ("std", "toString", Pure("converts a value in memory")),
         ("std", "toInt", Pure("converts a value in memory")),
         ("std", "toDouble", Pure("converts a value in memory")),
+        ("std", "toUd", Pure("converts a value in memory")),
+        ("std", "parseUd", Pure("converts a value in memory")),
         ("std", "char", Pure("converts a value in memory")),
         ("std", "args", Pure("gives the spell's own arguments, already in memory")),
         ("std", "exit", Pure("asks the interpreter to end the run")),

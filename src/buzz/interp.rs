@@ -2809,6 +2809,7 @@ fn named_matches(name: &str, v: &Value) -> bool {
         "pat" => matches!(v, Value::Pattern(_)),
         "function" => matches!(v, Value::Function(_) | Value::Native(_)),
         "fib" => matches!(v, Value::Fiber(_)),
+        "ud" => matches!(v, Value::Ud(_)),
         _ => match v {
             Value::Object(o) => &*o.class.name == name,
             Value::EnumCase(e, _) => &*e.name == name,
