@@ -186,7 +186,11 @@ fn checks() -> Vec<(&'static str, &'static str, Check)> {
             Pure("appends through the gate to a path `open` checked, or stdout/stderr"),
         ),
         ("ioraw", "close", Pure("forgets a handle")),
-        ("ioraw", "runFile", Pure("refuses: io\\runFile is deliberately missing")),
+        (
+            "ioraw",
+            "runFile",
+            Denied("raw\\runFile(\"{secret}\")", "MGS2001"),
+        ),
         (
             "ioraw",
             "isTTY",

@@ -29,6 +29,7 @@ mod parser;
 #[cfg(all(test, unix))]
 pub(crate) mod program_tests;
 mod resolve;
+mod run_file;
 mod serialize;
 pub mod stack;
 mod std_module;

@@ -77,6 +77,7 @@ const TABLE: &[Entry] = &[
         T::Void,
     ),
     ("env", "names", &[], T::StrList),
+    ("ioraw", "runFile", &[("filename", T::Str, false)], T::Void),
 ];
 
 fn ty(t: T) -> Ty {
