@@ -233,7 +233,7 @@ fn checks() -> Vec<(&'static str, &'static str, Check)> {
         ("math", "tan", Pure("arithmetic on its arguments")),
         ("buzz:debug", "dump", Pure("writes to the interpreter's output handle (the spell's stdout)")),
         ("buzz:gc", "allocated", Pure("reads magus's own heap counter")),
-        ("buzz:gc", "collect", Pure("does nothing: values are reference-counted")),
+        ("buzz:gc", "collect", Pure("runs queued `collect` methods in the interpreter")),
         ("bufraw", "bytes", Pure("converts bytes in memory for buzz:buffer")),
         ("bufraw", "doubleBytes", Pure("converts bytes in memory for buzz:buffer")),
         ("bufraw", "doubleFrom", Pure("converts bytes in memory for buzz:buffer")),

@@ -257,6 +257,8 @@ impl Interpreter {
         self.prepare(program, args);
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
+        drop(globals);
+        super::finalize::discard();
         let _ = self.out.flush();
         self.finish(outcome)
     }
@@ -390,6 +392,7 @@ impl Interpreter {
         };
         let args = self.main_args(&main);
         let result = self.call_value(&main, args, Pos { line: 1, column: 1 })?;
+        self.run_finalizers(Pos { line: 1, column: 1 })?;
         Ok(exit_status(&result))
     }
 
@@ -706,6 +709,10 @@ impl Interpreter {
             decl: Some(decl.clone()),
             scope: Some(scope.clone()),
             statics: std::cell::RefCell::new(Vec::new()),
+            finalizes: decl
+                .methods
+                .iter()
+                .any(|m| !m.is_static && &*m.name == "collect"),
         });
         for field in decl.fields.iter().filter(|f| f.is_static) {
             let value = match &field.default {
@@ -1905,10 +1912,25 @@ impl Interpreter {
             let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), pos)?;
             fields.push((f.name.clone(), value));
         }
-        Ok(Value::Object(Rc::new(Instance {
+        let finalizes = class.finalizes;
+        let made = Value::Object(Rc::new(Instance {
             class,
             fields: std::cell::RefCell::new(fields),
-        })))
+        }));
+        if finalizes && super::finalize::queue_is_full() {
+            self.run_finalizers(pos)?;
+        }
+        Ok(made)
+    }
+
+    /// `gc\collect()`: runs the queued `collect` methods, then lets go of
+    /// the frames and argument lists kept for reuse, so `allocated()`
+    /// after it counts what the spell holds.
+    fn collect_garbage(&mut self, pos: Pos) -> Eval<Value> {
+        self.run_finalizers(pos)?;
+        self.spare = Spare::default();
+        self.flat_frames = Vec::new();
+        Ok(Value::Null)
     }
 
     pub(super) fn field_default(
@@ -2450,6 +2472,7 @@ impl Interpreter {
             ExitRequest::Continue => result.map_err(|raise| self.raised(raise, pos)),
             ExitRequest::Exit(status) => Err(Flow::Exit(status)),
             ExitRequest::RunFile(file) => self.run_file(&file.0, &file.1, pos),
+            ExitRequest::Collect => self.collect_garbage(pos),
         }
     }
 

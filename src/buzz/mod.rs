@@ -12,6 +12,7 @@ mod compile;
 mod crypto;
 mod error;
 mod fiber;
+mod finalize;
 mod generics;
 pub mod heap;
 mod imports;

@@ -63,6 +63,8 @@ pub(crate) enum ExitRequest {
     Continue,
     Exit(i32),
     RunFile(Box<(super::ast::Program, String)>),
+    /// `gc\collect()`: run the queued `collect` methods.
+    Collect,
 }
 
 /// One call of a native function: its arguments, where it was called from,
@@ -193,6 +195,12 @@ impl<'a> NativeCall<'a> {
     /// and runs it in an interpreter of its own, with this run's modules,
     /// loader and budgets (what `io\runFile` does). The native's own
     /// result is dropped; the call gives `null`, or what the file threw.
+    /// Once this native returns, runs the `collect` methods of freed
+    /// objects and lets go of spare memory (what `gc\collect()` does).
+    pub(crate) fn collect_garbage(&mut self) {
+        self.exit = ExitRequest::Collect;
+    }
+
     pub fn run_file(&mut self, program: super::ast::Program, source: String) {
         self.exit = ExitRequest::RunFile(Box::new((program, source)));
     }

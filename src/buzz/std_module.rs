@@ -182,13 +182,16 @@ pub fn debug_module() -> NativeModule {
 }
 
 /// `buzz:gc`. Magus's values are reference-counted: each is freed when its
-/// last reference goes, so `collect()` has nothing left to collect (and
-/// calls no `collect` method: objects have no finalizers here), and
-/// `allocated()` is the memory magus holds now, as the memory budget
-/// counts it.
+/// last reference goes. `collect()` runs the `collect` methods of freed
+/// objects that wait for a safe point (see `buzz::finalize`) and lets go
+/// of the interpreter's spare frames; `allocated()` is the memory magus
+/// holds now, as the memory budget counts it.
 pub fn gc_module() -> NativeModule {
     NativeModule::new("buzz:gc")
-        .function("collect", |_| Ok(Value::Null))
+        .function("collect", |c| {
+            c.collect_garbage();
+            Ok(Value::Null)
+        })
         .function("allocated", |_| {
             Ok(Value::Int(
                 i64::try_from(super::heap::in_use()).unwrap_or(i64::MAX),

@@ -802,6 +802,9 @@ pub struct Class {
     pub(crate) scope: Option<Rc<Scope>>,
     /// Static fields, by name.
     pub(crate) statics: RefCell<Vec<(Rc<str>, Value)>>,
+    /// It has a `collect` method, called after an instance is freed
+    /// (see `buzz::finalize`).
+    pub(crate) finalizes: bool,
 }
 
 impl Class {
@@ -813,6 +816,7 @@ impl Class {
             decl: None,
             scope: None,
             statics: RefCell::new(Vec::new()),
+            finalizes: false,
         }
     }
 
@@ -1287,6 +1291,10 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
         }
         Value::Object(rc) => {
             if let Ok(obj) = Rc::try_unwrap(rc) {
+                if obj.class.finalizes {
+                    // Its drop queues it for `collect`, fields and all.
+                    return drop(obj);
+                }
                 push_nested(work, obj.fields.take().into_iter().map(|(_, v)| v));
             }
         }
@@ -1353,6 +1361,9 @@ impl Drop for MapObj {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if self.class.finalizes && super::finalize::queue(self) {
+            return;
+        }
         let fields = self.fields.get_mut();
         if fields.iter().all(|(_, v)| drops_flat(v)) {
             return;
