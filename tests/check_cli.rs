@@ -148,3 +148,31 @@ fn a_run_time_index_error_keeps_its_place_and_gains_a_code() {
     assert_eq!(error["code"], "MGS1020");
     assert_eq!(error["spell"]["line"], 3);
 }
+
+/// A spell with a bad byte is refused at the line and column of that
+/// byte (a fuzzed file once got only a byte offset), by `check` and by
+/// `run`, and an import of such a file names the place too.
+#[test]
+fn a_spell_that_is_not_utf8_is_refused_at_its_line_and_column() {
+    let h = Harness::new();
+    std::fs::write(
+        h.ws_path("spells/bad.buzz"),
+        b"final a = 1;\nfinal b = \"x\xffy\";\n",
+    )
+    .unwrap();
+    for args in [&["check", "bad"][..], &["run", "bad"][..]] {
+        let out = magus(&h, args);
+        assert_ne!(out.status, Some(0), "{args:?}: {}", out.dump());
+        assert!(out.stderr.contains("is not valid UTF-8"), "{}", out.dump());
+        assert!(out.stderr.contains("bad.buzz:2:13"), "{}", out.dump());
+    }
+    h.write_spell("imp", "import \"bad\";\nfun main(args: [str]) > void {}\n");
+    let out = magus(&h, &["check", "imp"]);
+    assert_eq!(out.status, Some(2), "{}", out.dump());
+    assert!(
+        out.stderr.contains("bad.buzz:2:13: not valid UTF-8"),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stderr.contains("imp.buzz:1:1"), "{}", out.dump());
+}

@@ -65,10 +65,14 @@ pub fn source_loader(session: &Rc<Session>) -> crate::buzz::SourceLoader {
     Rc::new(move |path: &std::path::Path| {
         let bytes = session.check(session.gate().read(&path.to_string_lossy()))?;
         String::from_utf8(bytes).map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let kind = crate::diag::SourceKind::Spell;
+            let at = crate::diag::Location::at_byte(kind, path.to_path_buf(), e.as_bytes(), offset);
             crate::buzz::Raise::type_error(format!(
-                "{} is not valid UTF-8 (first bad byte at offset {})",
+                "{}:{}:{}: not valid UTF-8 (first bad byte at offset {offset})",
                 path.display(),
-                e.utf8_error().valid_up_to()
+                at.line,
+                at.column
             ))
         })
     })

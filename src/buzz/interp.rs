@@ -257,6 +257,8 @@ impl Interpreter {
         self.prepare(program, args);
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
+        drop(globals);
+        super::finalize::discard();
         let _ = self.out.flush();
         self.finish(outcome)
     }
@@ -297,6 +299,43 @@ impl Interpreter {
             flat_frames: Vec::new(),
             compile: self.compile,
         }
+    }
+
+    /// An interpreter for a file `io\runFile` runs: globals, types and
+    /// imports of its own (as upstream's new VM), on this thread, so it
+    /// shares this run's stack and memory budgets and its depth; it
+    /// borrows the output (see [`Interpreter::give_back_output`]).
+    pub(super) fn file_child(&mut self, file: &Path) -> Interpreter {
+        let out = std::mem::replace(&mut self.out, Box::new(std::io::sink()));
+        Interpreter {
+            file: Rc::from(file),
+            out,
+            modules: self.modules.clone(),
+            args: Vec::new(),
+            depth: self.depth,
+            calls: 0,
+            stack_base: self.stack_base,
+            stack_budget: self.stack_budget,
+            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            live_fibers: self.live_fibers.clone(),
+            types: HashMap::new(),
+            loader: self.loader.clone(),
+            importing: vec![file.to_path_buf()],
+            loaded: HashMap::new(),
+            libraries: self.libraries.clone(),
+            heap_budget: self.heap_budget,
+            namespace: Vec::new(),
+            spare: Spare::default(),
+            scratch: Scratch::default(),
+            flat_frames: Vec::new(),
+            compile: self.compile,
+        }
+    }
+
+    /// Takes back the output [`Interpreter::file_child`] lent `child`.
+    pub(super) fn give_back_output(&mut self, child: &mut Interpreter) {
+        let _ = child.out.flush();
+        self.out = std::mem::replace(&mut child.out, Box::new(std::io::sink()));
     }
 
     /// Measures the stack budget from here: for a fiber's body, on its
@@ -353,6 +392,7 @@ impl Interpreter {
         };
         let args = self.main_args(&main);
         let result = self.call_value(&main, args, Pos { line: 1, column: 1 })?;
+        self.run_finalizers(Pos { line: 1, column: 1 })?;
         Ok(exit_status(&result))
     }
 
@@ -669,6 +709,10 @@ impl Interpreter {
             decl: Some(decl.clone()),
             scope: Some(scope.clone()),
             statics: std::cell::RefCell::new(Vec::new()),
+            finalizes: decl
+                .methods
+                .iter()
+                .any(|m| !m.is_static && &*m.name == "collect"),
         });
         for field in decl.fields.iter().filter(|f| f.is_static) {
             let value = match &field.default {
@@ -1868,10 +1912,25 @@ impl Interpreter {
             let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), pos)?;
             fields.push((f.name.clone(), value));
         }
-        Ok(Value::Object(Rc::new(Instance {
+        let finalizes = class.finalizes;
+        let made = Value::Object(Rc::new(Instance {
             class,
             fields: std::cell::RefCell::new(fields),
-        })))
+        }));
+        if finalizes && super::finalize::queue_is_full() {
+            self.run_finalizers(pos)?;
+        }
+        Ok(made)
+    }
+
+    /// `gc\collect()`: runs the queued `collect` methods, then lets go of
+    /// the frames and argument lists kept for reuse, so `allocated()`
+    /// after it counts what the spell holds.
+    fn collect_garbage(&mut self, pos: Pos) -> Eval<Value> {
+        self.run_finalizers(pos)?;
+        self.spare = Spare::default();
+        self.flat_frames = Vec::new();
+        Ok(Value::Null)
     }
 
     pub(super) fn field_default(
@@ -2409,10 +2468,12 @@ impl Interpreter {
         scratch.names.clear();
         scratch.values.clear();
         self.scratch = scratch;
-        if let ExitRequest::Exit(status) = exit {
-            return Err(Flow::Exit(status));
+        match exit {
+            ExitRequest::Continue => result.map_err(|raise| self.raised(raise, pos)),
+            ExitRequest::Exit(status) => Err(Flow::Exit(status)),
+            ExitRequest::RunFile(file) => self.run_file(&file.0, &file.1, pos),
+            ExitRequest::Collect => self.collect_garbage(pos),
         }
-        result.map_err(|raise| self.raised(raise, pos))
     }
 
     /// A native's raise, thrown at `pos`.
@@ -2809,6 +2870,7 @@ fn named_matches(name: &str, v: &Value) -> bool {
         "pat" => matches!(v, Value::Pattern(_)),
         "function" => matches!(v, Value::Function(_) | Value::Native(_)),
         "fib" => matches!(v, Value::Fiber(_)),
+        "ud" => matches!(v, Value::Ud(_)),
         _ => match v {
             Value::Object(o) => &*o.class.name == name,
             Value::EnumCase(e, _) => &*e.name == name,

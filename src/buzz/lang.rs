@@ -9,7 +9,7 @@
 use super::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
 use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
 use super::lexer::Pos;
-use super::value::{Class, Instance, Pattern, Scope, Value};
+use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -39,9 +39,23 @@ impl Interpreter {
         let inferable = match &value {
             Value::InferredCase(_) => true,
             Value::Object(o) => o.class.is_anonymous(),
+            // A list not yet given a type (a literal): its items are
+            // inferred once; the type recorded then skips this after.
+            Value::List(l) => l
+                .shape
+                .ty
+                .borrow()
+                .as_ref()
+                .is_none_or(|t| matches!(t, Type::List(item) if matches!(**item, Type::Any))),
             _ => false,
         };
         if !inferable {
+            return Ok(value);
+        }
+        if let Value::List(list) = &value {
+            if let Some(item_ty) = named_items(ty) {
+                self.infer_items(list, item_ty, pos)?;
+            }
             return Ok(value);
         }
         let name = match ty {
@@ -61,6 +75,29 @@ impl Interpreter {
             }
             _ => Ok(value),
         }
+    }
+
+    /// `.case` and `.{ … }` items of a list given where `[item_ty]` is
+    /// expected (`final tasks: [Task] = [.{ … }]`), made what it names.
+    fn infer_items(&mut self, list: &ListObj, item_ty: &Type, pos: Pos) -> Eval<()> {
+        let len = list.items.borrow().len();
+        for i in 0..len {
+            let Some(item) = list.items.borrow().get(i).cloned() else {
+                break;
+            };
+            let anonymous = match &item {
+                Value::InferredCase(_) => true,
+                Value::Object(o) => o.class.is_anonymous(),
+                _ => false,
+            };
+            if anonymous {
+                let made = self.infer(item_ty, item, pos)?;
+                if let Some(slot) = list.items.borrow_mut().get_mut(i) {
+                    *slot = made;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// An anonymous object given where the object `class` is expected
@@ -286,4 +323,17 @@ pub(super) fn thrown_text(value: &Value) -> String {
         }
     }
     value.to_string()
+}
+
+/// The item type of `[Name]` (through `?` and `mut`), when it names one.
+fn named_items(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Optional(inner) | Type::Mut(inner) => named_items(inner),
+        Type::List(item) => match &**item {
+            Type::Mut(inner) if matches!(**inner, Type::Named(_)) => Some(inner),
+            Type::Named(_) => Some(item),
+            _ => None,
+        },
+        _ => None,
+    }
 }

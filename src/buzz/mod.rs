@@ -12,6 +12,7 @@ mod compile;
 mod crypto;
 mod error;
 mod fiber;
+mod finalize;
 mod generics;
 pub mod heap;
 mod imports;
@@ -29,6 +30,7 @@ mod parser;
 #[cfg(all(test, unix))]
 pub(crate) mod program_tests;
 mod resolve;
+mod run_file;
 mod serialize;
 pub mod stack;
 mod std_module;

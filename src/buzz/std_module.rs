@@ -30,6 +30,10 @@ pub fn std_module() -> NativeModule {
         .function("random", random)
         .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
         .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
+        .function("toUd", to_ud)
+        .function("parseUd", |c| {
+            Ok(c.arg_str(0)?.parse::<u64>().map_or(Value::Null, Value::Ud))
+        })
         .function("char", |c| {
             // One byte, clamped to 0..=255 as upstream (above 127 it is a
             // `str` that is not UTF-8).
@@ -39,6 +43,26 @@ pub fn std_module() -> NativeModule {
         .function("panic", |c| {
             Err(Raise::type_error(format!("panic: {}", c.arg(0)?)))
         })
+}
+
+/// `toUd(n)`: an int or a double (truncated) as user data; any other
+/// value is `0`, as upstream documents. A number outside `0..2^64` is an
+/// error where upstream's cast is undefined.
+fn to_ud(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
+    let n = call.arg(0)?;
+    let ud = match *n {
+        Value::Int(i) => u64::try_from(i).ok(),
+        // `as` saturates; the range test keeps out what it would clamp.
+        Value::Double(d) if (0.0..18_446_744_073_709_551_616.0).contains(&d) => Some(d as u64),
+        Value::Double(_) => None,
+        _ => Some(0),
+    };
+    match ud {
+        Some(ud) => Ok(Value::Ud(ud)),
+        None => Err(Raise::type_error(format!(
+            "std.toUd: {n} is not a ud (0 to 2^64-1)"
+        ))),
+    }
 }
 
 /// Writes the value and a newline, then flushes so that output stays in
@@ -158,13 +182,16 @@ pub fn debug_module() -> NativeModule {
 }
 
 /// `buzz:gc`. Magus's values are reference-counted: each is freed when its
-/// last reference goes, so `collect()` has nothing left to collect (and
-/// calls no `collect` method: objects have no finalizers here), and
-/// `allocated()` is the memory magus holds now, as the memory budget
-/// counts it.
+/// last reference goes. `collect()` runs the `collect` methods of freed
+/// objects that wait for a safe point (see `buzz::finalize`) and lets go
+/// of the interpreter's spare frames; `allocated()` is the memory magus
+/// holds now, as the memory budget counts it.
 pub fn gc_module() -> NativeModule {
     NativeModule::new("buzz:gc")
-        .function("collect", |_| Ok(Value::Null))
+        .function("collect", |c| {
+            c.collect_garbage();
+            Ok(Value::Null)
+        })
         .function("allocated", |_| {
             Ok(Value::Int(
                 i64::try_from(super::heap::in_use()).unwrap_or(i64::MAX),

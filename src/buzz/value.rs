@@ -60,6 +60,9 @@ pub enum Value {
     Bytes(Rc<[u8]>),
     /// A fiber (`fib<T, Y>`), made by `&f(…)` or `std\currentFiber()`.
     Fiber(Rc<super::fiber::Fiber>),
+    /// `ud`: upstream's user data, an opaque 64-bit handle; spells make
+    /// one with `std\toUd` or `std\parseUd` and can only compare it.
+    Ud(u64),
 }
 
 // Three words, and an absent value (`Option<Value>`) costs none more.
@@ -126,6 +129,7 @@ impl Value {
             Value::InferredCase(n) => Value::InferredCase(n.clone()),
             Value::Bytes(b) => Value::Bytes(b.clone()),
             Value::Fiber(f) => Value::Fiber(f.clone()),
+            Value::Ud(u) => Value::Ud(*u),
         }
     }
 }
@@ -272,6 +276,7 @@ impl Value {
             Value::InferredCase(_) => "enum case".into(),
             Value::Fiber(_) => "fib".into(),
             Value::Bytes(_) => "str".into(),
+            Value::Ud(_) => "ud".into(),
         }
     }
 
@@ -310,6 +315,8 @@ impl Value {
             Value::Fiber(f) => out.push_str(if f.is_main() { "main fiber" } else { "fiber" }),
             // Shown, not written: `print` and interpolation keep the bytes.
             Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
+            // Upstream's layout for user data.
+            Value::Ud(u) => out.push_str(&format!("userdata: 0x{u:x}")),
         }
     }
 
@@ -347,6 +354,7 @@ impl Value {
             (Value::Enum(a), Value::Enum(b)) => Rc::ptr_eq(a, b),
             (Value::Fiber(a), Value::Fiber(b)) => Rc::ptr_eq(a, b),
             (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            (Value::Ud(a), Value::Ud(b)) => a == b,
             _ => false,
         }
     }
@@ -506,6 +514,7 @@ enum KeyView<'a> {
     Ptr(usize),
     Case(usize, usize),
     Range(i64, i64),
+    Ud(u64),
 }
 
 impl KeyView<'_> {
@@ -532,6 +541,7 @@ impl KeyView<'_> {
             Value::InferredCase(x) => KeyView::Str(Cow::Borrowed(x)),
             Value::Fiber(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Bytes(b) => KeyView::Bytes(b),
+            Value::Ud(u) => KeyView::Ud(*u),
         }
     }
 
@@ -566,6 +576,10 @@ impl KeyView<'_> {
                 h.add(8);
                 h.add(*a as u64);
                 h.add(*b as u64);
+            }
+            KeyView::Ud(u) => {
+                h.add(9);
+                h.add(*u);
             }
         }
         h.finish()
@@ -788,6 +802,9 @@ pub struct Class {
     pub(crate) scope: Option<Rc<Scope>>,
     /// Static fields, by name.
     pub(crate) statics: RefCell<Vec<(Rc<str>, Value)>>,
+    /// It has a `collect` method, called after an instance is freed
+    /// (see `buzz::finalize`).
+    pub(crate) finalizes: bool,
 }
 
 impl Class {
@@ -799,6 +816,7 @@ impl Class {
             decl: None,
             scope: None,
             statics: RefCell::new(Vec::new()),
+            finalizes: false,
         }
     }
 
@@ -1273,6 +1291,10 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
         }
         Value::Object(rc) => {
             if let Ok(obj) = Rc::try_unwrap(rc) {
+                if obj.class.finalizes {
+                    // Its drop queues it for `collect`, fields and all.
+                    return drop(obj);
+                }
                 push_nested(work, obj.fields.take().into_iter().map(|(_, v)| v));
             }
         }
@@ -1339,6 +1361,9 @@ impl Drop for MapObj {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if self.class.finalizes && super::finalize::queue(self) {
+            return;
+        }
         let fields = self.fields.get_mut();
         if fields.iter().all(|(_, v)| drops_flat(v)) {
             return;

@@ -4,7 +4,7 @@
 //! of its opening comment.
 
 use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED, EXIT_NO_SPELL};
-use crate::diag::{edit_distance, Diagnostic};
+use crate::diag::{edit_distance, Diagnostic, Location, SourceKind};
 use crate::enforce::gate::{Denial, Gate, GateError};
 use crate::policy::Policy;
 use std::cell::OnceCell;
@@ -66,13 +66,17 @@ impl<'a> SpellReader<'a> {
                 status,
             }
         })?;
-        let source = String::from_utf8(bytes).map_err(|e| SpellError {
-            diagnostic: Box::new(Diagnostic::error(format!(
-                "spell {} is not valid UTF-8 (first bad byte at offset {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ))),
-            status: EXIT_CANNOT_RUN,
+        let source = String::from_utf8(bytes).map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let at = Location::at_byte(SourceKind::Spell, path.clone(), e.as_bytes(), offset);
+            SpellError {
+                diagnostic: Box::new(
+                    Diagnostic::error(format!("spell {} is not valid UTF-8", path.display()))
+                        .with_location(at)
+                        .with_label(format!("first bad byte (offset {offset})")),
+                ),
+                status: EXIT_CANNOT_RUN,
+            }
         })?;
         Ok((path, source))
     }

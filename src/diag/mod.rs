@@ -75,6 +75,29 @@ pub struct Location {
     pub column: u32,
 }
 
+impl Location {
+    /// Where byte `offset` of `bytes` lies, as a 1-based line and column
+    /// (the column counts characters of the valid text before it, so a
+    /// bad byte in a UTF-8 file is placed where an editor shows it).
+    pub fn at_byte(kind: SourceKind, file: PathBuf, bytes: &[u8], offset: usize) -> Location {
+        let before = &bytes[..offset.min(bytes.len())];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let newlines = before.iter().filter(|&&b| b == b'\n').count();
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count();
+        Location {
+            kind,
+            file,
+            line: u32::try_from(newlines + 1).unwrap_or(u32::MAX),
+            column: u32::try_from(column + 1).unwrap_or(u32::MAX),
+        }
+    }
+}
+
 /// One message for the user: a code (when the event has one), what
 /// happened, where, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,5 +201,22 @@ impl Diagnostic {
     /// True for [`Severity::Error`].
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::{Location, SourceKind};
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_byte_offset_becomes_a_line_and_a_character_column() {
+        let bytes = "ab\n\u{e9}\u{e9}x\ny".as_bytes();
+        let at = |offset| Location::at_byte(SourceKind::Spell, PathBuf::from("f"), bytes, offset);
+        assert_eq!((at(0).line, at(0).column), (1, 1));
+        assert_eq!((at(3).line, at(3).column), (2, 1));
+        // Two two-byte characters before `x`: column 3, not 5.
+        assert_eq!((at(7).line, at(7).column), (2, 3));
+        assert_eq!((at(99).line, at(99).column), (3, 2));
     }
 }

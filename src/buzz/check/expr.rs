@@ -369,12 +369,28 @@ impl Cx<'_, '_> {
                 Ty::Bool
             }
             UnOp::Neg => {
-                self.operand(&t, x, "`-`");
+                let usable = self.operand(&t, x, "`-`");
                 if t.is_number() {
-                    t
-                } else {
-                    Ty::Unknown
+                    return t;
                 }
+                // Only a type known not to be a number (a fuzzed `-false`
+                // once passed the check and failed at run time).
+                if usable
+                    && matches!(
+                        t,
+                        Ty::Bool | Ty::Str | Ty::Null | Ty::List(..) | Ty::Map(..)
+                    )
+                {
+                    let error = CheckError::Mismatch {
+                        context: "`-`".to_string(),
+                        expected: "int or double".to_string(),
+                        found: t.to_string(),
+                        help: None,
+                    };
+                    let width = self.width_of(x);
+                    self.report(error, x.pos, width);
+                }
+                Ty::Unknown
             }
             UnOp::BitNot => {
                 self.expect_type(&Ty::Int, &t, "`~`", x);

@@ -17,6 +17,8 @@ enum T {
     OptInt,
     OptDouble,
     Double,
+    Ud,
+    OptUd,
 }
 
 /// `(module, function, parameters (name, type, optional), result)`.
@@ -51,6 +53,8 @@ const TABLE: &[Entry] = &[
     ("std", "exit", &[("status", T::Int, false)], T::Void),
     ("std", "toInt", &[("value", T::Double, false)], T::Int),
     ("std", "toDouble", &[("value", T::Double, false)], T::Double),
+    ("std", "toUd", &[("n", T::Any, false)], T::Ud),
+    ("std", "parseUd", &[("string", T::Str, false)], T::OptUd),
     ("fs", "read", PATH, T::Str),
     ("fs", "write", PATH_TEXT, T::Void),
     ("fs", "append", PATH_TEXT, T::Void),
@@ -73,6 +77,7 @@ const TABLE: &[Entry] = &[
         T::Void,
     ),
     ("env", "names", &[], T::StrList),
+    ("ioraw", "runFile", &[("filename", T::Str, false)], T::Void),
 ];
 
 fn ty(t: T) -> Ty {
@@ -87,6 +92,8 @@ fn ty(t: T) -> Ty {
         T::OptStr => Ty::Optional(Box::new(Ty::Str)),
         T::OptInt => Ty::Optional(Box::new(Ty::Int)),
         T::OptDouble => Ty::Optional(Box::new(Ty::Double)),
+        T::Ud => Ty::Ud,
+        T::OptUd => Ty::Optional(Box::new(Ty::Ud)),
     }
 }
 

@@ -157,6 +157,8 @@ const CASES: &[Case] = &[
     Case { name: "argument name", code: "MGS1003", line: 3, source: "fun add(a: int, b: int = 1) > int => a + b;\nfun main(args: [str]) > void {\n    _ = add(1, c: 2);\n}\n" },
     Case { name: "argument type (sh.run takes a list)", code: "MGS1006", line: 3, source: "import \"sh\";\nfun main(args: [str]) > void {\n    sh\\run(\"cc -o x x.c\");\n}\n" },
     Case { name: "optional used as a value", code: "MGS1007", line: 4, source: "import \"env\";\nfun main(args: [str]) > void {\n    final home = env\\get(\"HOME\");\n    _ = home + \"/bin\";\n}\n" },
+    Case { name: "minus on a bool", code: "MGS1006", line: 2, source: "test \"t\" {\n    for (i: int = 0; -false; i = i + 1) {}\n}\n" },
+    Case { name: "foreach over a double", code: "MGS1006", line: 2, source: "test \"t\" {\n    foreach (n in -2.0) {}\n}\n" },
     Case { name: "condition not bool", code: "MGS1006", line: 2, source: "fun main(args: [str]) > void {\n    if (1) {}\n}\n" },
     Case { name: "deep-yield", code: "MGS1006", line: 5, source: "fun ticks() > void *> str {\n    _ = yield \"tick\";\n}\nfun relay() > void {\n    ticks();\n}\n" },
     Case { name: "deep-yield-missing-intermediate", code: "MGS1006", line: 6, source: "fun leaf() > int *> int? {\n    _ = yield 1;\n    return 2;\n}\nfun middle() > int {\n    return leaf();\n}\nfun entry() > int *> int? {\n    return middle();\n}\n" },

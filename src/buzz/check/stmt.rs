@@ -455,6 +455,18 @@ impl Cx<'_, '_> {
             Ty::Map(k, v, _) => (*k, *v),
             Ty::Str => (Ty::Int, Ty::Str),
             Ty::Range => (Ty::Int, Ty::Int),
+            // A scalar is known not to iterate (a fuzzed `foreach (n in
+            // -2.0)` once passed the check and failed at run time).
+            t @ (Ty::Int | Ty::Double | Ty::Bool) => {
+                let error = CheckError::Mismatch {
+                    context: "`foreach`".to_string(),
+                    expected: "a list, map, str, range or fiber".to_string(),
+                    found: t.to_string(),
+                    help: None,
+                };
+                self.report(error, iterable.pos, 1);
+                (Ty::Unknown, Ty::Unknown)
+            }
             _ => (Ty::Unknown, Ty::Unknown),
         };
         self.scopes.push(FrameKind::Loop {

@@ -27,6 +27,8 @@ pub enum Ty {
     Pattern,
     Range,
     TypeValue,
+    /// `ud`: opaque user data (`std\toUd`).
+    Ud,
     List(Box<Ty>, Mutable),
     Map(Box<Ty>, Box<Ty>, Mutable),
     Optional(Box<Ty>),
@@ -129,6 +131,7 @@ impl Types {
             "pat" => Ty::Pattern,
             "rg" => Ty::Range,
             "type" => Ty::TypeValue,
+            "ud" => Ty::Ud,
             _ if PRIMITIVES.contains(&name) => Ty::Unknown,
             _ => self.declared(name),
         }
@@ -254,6 +257,7 @@ impl fmt::Display for Ty {
             Ty::Pattern => f.write_str("pat"),
             Ty::Range => f.write_str("rg"),
             Ty::TypeValue => f.write_str("type"),
+            Ty::Ud => f.write_str("ud"),
             Ty::List(item, mu) => write!(f, "{}[{item}]", m(mu)),
             Ty::Map(k, v, mu) => write!(f, "{}{{{k}: {v}}}", m(mu)),
             Ty::Optional(inner) => write!(f, "{inner}?"),

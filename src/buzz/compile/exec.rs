@@ -1091,10 +1091,15 @@ impl Interpreter {
             };
             fields.push((f.name.clone(), value));
         }
-        Ok(Value::Object(Rc::new(crate::buzz::value::Instance {
+        let finalizes = class.finalizes;
+        let made = Value::Object(Rc::new(crate::buzz::value::Instance {
             class,
             fields: std::cell::RefCell::new(fields),
-        })))
+        }));
+        if finalizes && crate::buzz::finalize::queue_is_full() {
+            self.run_finalizers(i.pos)?;
+        }
+        Ok(made)
     }
 
     /// Checks that each field `i` gives is one of `decl`'s, and lays them
