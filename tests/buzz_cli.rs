@@ -362,66 +362,6 @@ fun main(args: [str]) > void {{
     h.assert_no_leak(&out);
 }
 
-/// `io\runFile` reads the file through the gate, as `fs.read` would: a
-/// Buzz file planted in the home directory is denied (MGS2001, caught as
-/// a `SandboxError`) and none of it runs; a file in the workspace runs.
-/// The control run, sandbox off, runs the planted file.
-fn run_file_spell(planted: &std::path::Path) -> String {
-    format!(
-        r#"import "buzz:std";
-import "buzz:io";
-
-fun main(args: [str]) > void {{
-    io\runFile("lib/mine.buzz");
-    try {{
-        io\runFile("{planted}");
-    }} catch (e: SandboxError) {{
-        std\print("denied {{e.code}}");
-    }}
-}}
-"#,
-        planted = planted.display()
-    )
-}
-
-fn run_file_harness(config: Option<&str>) -> (Harness, std::path::PathBuf) {
-    let h = match config {
-        Some(config) => Harness::with_config(config),
-        None => Harness::new(),
-    };
-    let planted = h.home_path("planted.buzz");
-    std::fs::write(
-        &planted,
-        "import \"buzz:std\";\nstd\\print(\"LEAK planted ran\");\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(h.ws_path("lib")).unwrap();
-    std::fs::write(
-        h.ws_path("lib/mine.buzz"),
-        "import \"buzz:std\";\nfun main() > void {\n    std\\print(\"mine ran\");\n}\n",
-    )
-    .unwrap();
-    h.write_spell("runner", &run_file_spell(&planted));
-    (h, planted)
-}
-
-#[test]
-fn run_file_is_read_through_the_gate() {
-    let (h, _) = run_file_harness(None);
-    let out = h.run("runner", &[]);
-    assert_eq!(out.status, Some(0), "{}", out.dump());
-    assert_eq!(out.stdout, "mine ran\ndenied MGS2001\n", "{}", out.dump());
-    h.assert_no_leak(&out);
-}
-
-#[test]
-fn control_run_file_off_the_sandbox_runs_the_planted_file() {
-    let (h, _) = run_file_harness(Some("sandbox:\n  enabled: false\n"));
-    let out = h.run("runner", &[]);
-    assert_eq!(out.status, Some(0), "{}", out.dump());
-    assert_eq!(out.stdout, "mine ran\nLEAK planted ran\n", "{}", out.dump());
-}
-
 const ACKERMANN: &str = r#"import "buzz:std";
 
 fun ack(m: int, n: int) > int {
@@ -460,31 +400,6 @@ fn deep_recursion_runs_to_ten_thousand_calls_then_stops_cleanly() {
         out.dump()
     );
     assert!(out.stderr.contains("forever.buzz:1:"), "{}", out.dump());
-}
-
-/// A file that runs itself stops at the nesting limit with a located
-/// error, not at the memory budget.
-#[test]
-fn a_file_that_runs_itself_stops_at_the_nesting_limit() {
-    let h = Harness::new();
-    std::fs::create_dir_all(h.ws_path("lib")).unwrap();
-    std::fs::write(
-        h.ws_path("lib/self.buzz"),
-        "import \"buzz:io\";\nio\\runFile(\"lib/self.buzz\");\n",
-    )
-    .unwrap();
-    h.write_spell(
-        "again",
-        "import \"buzz:io\";\nfun main(args: [str]) > void {\n    io\\runFile(\"lib/self.buzz\");\n}\n",
-    );
-    let out = h.run("again", &[]);
-    assert_eq!(out.status, Some(1), "{}", out.dump());
-    assert!(
-        out.stderr.contains("more than 64 files running"),
-        "{}",
-        out.dump()
-    );
-    assert!(out.stderr.contains("self.buzz:2:1"), "{}", out.dump());
 }
 
 /// `gc\allocated()` does not grow across `gc\collect()` when freed

@@ -190,7 +190,6 @@ pub fn io_natives(session: &Rc<Session>) -> NativeModule {
         let (id, bytes) = (call.arg_int(0)?, call.arg_str(1)?);
         write(s, &writer, id, bytes, call)
     });
-    let m = bind(m, session, "runFile", run_file);
     let (reader, closer) = (handles.clone(), handles);
     m.function("read", move |call| read(&reader, call))
         .function("close", move |call| {
@@ -199,6 +198,11 @@ pub fn io_natives(session: &Rc<Session>) -> NativeModule {
                 closer.borrow_mut().remove(&id);
             }
             Ok(Value::Null)
+        })
+        .function("runFile", |_| {
+            Err(Raise::type_error(
+                "io\\runFile is not available in magus: a spell cannot load and run another script",
+            ))
         })
         .function("isTTY", |call| {
             use std::io::IsTerminal;
@@ -209,34 +213,6 @@ pub fn io_natives(session: &Rc<Session>) -> NativeModule {
                 _ => false,
             }))
         })
-}
-
-/// `runFile(path)`: the file is read through the gate as `fs.read` reads
-/// it (a denial is the usual MGS2xxx), then parsed here and handed to the
-/// interpreter, which checks it before running it.
-fn run_file(s: &Session, call: &mut NativeCall<'_>) -> Result<Value, Raise> {
-    let path = call.arg_str(0)?;
-    let bytes = s.check(s.gate().read(path))?;
-    let file = std::path::PathBuf::from(path);
-    let source = String::from_utf8(bytes).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        let kind = crate::diag::SourceKind::Spell;
-        let at = crate::diag::Location::at_byte(kind, file.clone(), e.as_bytes(), offset);
-        compile_error(format!(
-            "{path}:{}:{}: not valid UTF-8 (first bad byte at offset {offset})",
-            at.line, at.column
-        ))
-    })?;
-    let program = crate::buzz::parse(&file, &source).map_err(|e| compile_error(e.to_string()))?;
-    call.run_file(program, source);
-    Ok(Value::Null)
-}
-
-fn compile_error(message: String) -> Raise {
-    Raise::new(Value::record(
-        "CompileError",
-        vec![("message", Value::str(message))],
-    ))
 }
 
 fn write(

@@ -301,43 +301,6 @@ impl Interpreter {
         }
     }
 
-    /// An interpreter for a file `io\runFile` runs: globals, types and
-    /// imports of its own (as upstream's new VM), on this thread, so it
-    /// shares this run's stack and memory budgets and its depth; it
-    /// borrows the output (see [`Interpreter::give_back_output`]).
-    pub(super) fn file_child(&mut self, file: &Path) -> Interpreter {
-        let out = std::mem::replace(&mut self.out, Box::new(std::io::sink()));
-        Interpreter {
-            file: Rc::from(file),
-            out,
-            modules: self.modules.clone(),
-            args: Vec::new(),
-            depth: self.depth,
-            calls: 0,
-            stack_base: self.stack_base,
-            stack_budget: self.stack_budget,
-            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
-            live_fibers: self.live_fibers.clone(),
-            types: HashMap::new(),
-            loader: self.loader.clone(),
-            importing: vec![file.to_path_buf()],
-            loaded: HashMap::new(),
-            libraries: self.libraries.clone(),
-            heap_budget: self.heap_budget,
-            namespace: Vec::new(),
-            spare: Spare::default(),
-            scratch: Scratch::default(),
-            flat_frames: Vec::new(),
-            compile: self.compile,
-        }
-    }
-
-    /// Takes back the output [`Interpreter::file_child`] lent `child`.
-    pub(super) fn give_back_output(&mut self, child: &mut Interpreter) {
-        let _ = child.out.flush();
-        self.out = std::mem::replace(&mut child.out, Box::new(std::io::sink()));
-    }
-
     /// Measures the stack budget from here: for a fiber's body, on its
     /// own stack.
     pub(super) fn begin_on_this_stack(&mut self) {
@@ -2471,7 +2434,6 @@ impl Interpreter {
         match exit {
             ExitRequest::Continue => result.map_err(|raise| self.raised(raise, pos)),
             ExitRequest::Exit(status) => Err(Flow::Exit(status)),
-            ExitRequest::RunFile(file) => self.run_file(&file.0, &file.1, pos),
             ExitRequest::Collect => self.collect_garbage(pos),
         }
     }

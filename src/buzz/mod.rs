@@ -30,7 +30,6 @@ mod parser;
 #[cfg(all(test, unix))]
 pub(crate) mod program_tests;
 mod resolve;
-mod run_file;
 mod serialize;
 pub mod stack;
 mod std_module;

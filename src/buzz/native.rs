@@ -57,12 +57,11 @@ impl Raise {
 /// A native function. It receives the call and returns a value or raises.
 pub type NativeFn = Rc<dyn Fn(&mut NativeCall<'_>) -> Result<Value, Raise>>;
 
-/// Whether a native asked the run to end (see [`NativeCall::exit`]), or
-/// to run another file (see [`NativeCall::run_file`]).
+/// Whether a native asked the run to end (see [`NativeCall::exit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExitRequest {
     Continue,
     Exit(i32),
-    RunFile(Box<(super::ast::Program, String)>),
     /// `gc\collect()`: run the queued `collect` methods.
     Collect,
 }
@@ -191,18 +190,10 @@ impl<'a> NativeCall<'a> {
         self.exit = ExitRequest::Exit(status);
     }
 
-    /// Once this native returns, checks `program` (whose text is `source`)
-    /// and runs it in an interpreter of its own, with this run's modules,
-    /// loader and budgets (what `io\runFile` does). The native's own
-    /// result is dropped; the call gives `null`, or what the file threw.
     /// Once this native returns, runs the `collect` methods of freed
     /// objects and lets go of spare memory (what `gc\collect()` does).
     pub(crate) fn collect_garbage(&mut self) {
         self.exit = ExitRequest::Collect;
-    }
-
-    pub fn run_file(&mut self, program: super::ast::Program, source: String) {
-        self.exit = ExitRequest::RunFile(Box::new((program, source)));
     }
 }
 

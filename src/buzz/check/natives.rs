@@ -77,7 +77,6 @@ const TABLE: &[Entry] = &[
         T::Void,
     ),
     ("env", "names", &[], T::StrList),
-    ("ioraw", "runFile", &[("filename", T::Str, false)], T::Void),
 ];
 
 fn ty(t: T) -> Ty {
