@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use super::protect::{carve_outs, Carve, CarveReason, Create, KeptLink};
+use super::protect::{carve_outs, Carve, CarveReason, KeptLink};
 use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
 
 /// One setup operation, applied in order.
@@ -430,11 +430,7 @@ fn carve_step(carve: Carve) -> Step {
         path: carve.path,
         access: BindAccess::ReadOnly,
         why: BindWhy::Carve(carve.reason),
-        if_missing: match carve.missing {
-            Create::Dir => IfMissing::MakeDir,
-            Create::File => IfMissing::MakeFile,
-            Create::Nothing => IfMissing::Fail,
-        },
+        if_missing: carve.missing,
     }
 }
 

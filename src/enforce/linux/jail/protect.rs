@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::gitconfig;
-use super::plan::ViewInputs;
+use super::plan::{IfMissing, ViewInputs};
 use crate::policy::{Access, GrantSource, Mode, NormalPath, Policy};
 
 /// Why a path is re-bound read-only.
@@ -64,29 +64,16 @@ impl fmt::Display for CarveReason {
 pub struct Carve {
     pub path: PathBuf,
     pub reason: CarveReason,
-    /// What to create when the path does not exist yet.
-    pub missing: Create,
+    /// What to create when the path does not exist yet (a bind needs an
+    /// inode).
+    pub missing: IfMissing,
 }
 
-/// What a carve-out that does not exist yet is created as, so it can be
-/// bound (a bind needs an inode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Create {
-    /// Nothing: it must exist.
-    Nothing,
-    /// An empty directory.
-    Dir,
-    /// An empty file (a `config.worktree` git reads once the repository's
-    /// config enables it: empty, it sets nothing).
-    File,
-}
-
-impl Create {
-    fn dir_if(missing: bool) -> Create {
-        match missing {
-            true => Create::Dir,
-            false => Create::Nothing,
-        }
+/// `IfMissing::MakeDir` where `missing`, else `IfMissing::Fail`.
+fn make_dir_if(missing: bool) -> IfMissing {
+    match missing {
+        true => IfMissing::MakeDir,
+        false => IfMissing::Fail,
     }
 }
 
@@ -261,7 +248,7 @@ fn push_startup_dir(found: &mut Found, home: &Path, rel: &str, writable: &dyn Fn
         found.carves.push(Carve {
             path: real,
             reason: CarveReason::StartupFile,
-            missing: Create::Dir,
+            missing: IfMissing::MakeDir,
         });
     }
 }
@@ -407,7 +394,7 @@ fn push_named(
     found.carves.push(Carve {
         path: real,
         reason: CarveReason::GitConfigNamed,
-        missing: Create::dir_if(missing),
+        missing: make_dir_if(missing),
     });
     true
 }
@@ -452,7 +439,7 @@ fn push_existing(
         found.carves.push(Carve {
             path: real,
             reason,
-            missing: Create::Nothing,
+            missing: IfMissing::Fail,
         });
     }
 }
@@ -486,7 +473,7 @@ fn path_dirs(policy: &Policy, inputs: &ViewInputs, found: &mut Found) {
             found.carves.push(Carve {
                 path: real,
                 reason: CarveReason::PathDirectory,
-                missing: Create::dir_if(missing),
+                missing: make_dir_if(missing),
             });
         }
     }
@@ -556,7 +543,7 @@ fn find_repositories(
             let dot_git = visit.path.join(".git");
             push_code(
                 &dot_git,
-                Create::Nothing,
+                IfMissing::Fail,
                 CarveReason::GitCode,
                 found,
                 writable,
@@ -661,9 +648,9 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
         // next `git status`), and is ignored by git elsewhere; a new
         // `commondir` is swept after the run.
         let make = match name {
-            "hooks" => Create::Dir,
-            "config.worktree" if worktree_config_enabled(gitdir) => Create::File,
-            _ => Create::Nothing,
+            "hooks" => IfMissing::MakeDir,
+            "config.worktree" if worktree_config_enabled(gitdir) => IfMissing::MakeFile,
+            _ => IfMissing::Fail,
         };
         push_code(
             &gitdir.join(name),
@@ -689,8 +676,8 @@ const HG_CODE: [&str; 3] = ["hgrc", "hgrc-not-shared", "requires"];
 fn protect_hg(hg: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
     for name in HG_CODE {
         let make = match name {
-            "hgrc" => Create::File,
-            _ => Create::Nothing,
+            "hgrc" => IfMissing::MakeFile,
+            _ => IfMissing::Fail,
         };
         push_code(&hg.join(name), make, CarveReason::HgCode, found, writable);
     }
@@ -719,22 +706,22 @@ fn worktree_config_enabled(gitdir: &Path) -> bool {
 /// what `make` says (else nothing: a bind needs an inode).
 fn push_code(
     path: &Path,
-    make: Create,
+    make: IfMissing,
     reason: CarveReason,
     found: &mut Found,
     writable: &dyn Fn(&Path) -> bool,
 ) {
     let (path, missing) = match path.symlink_metadata() {
-        Err(_) if make != Create::Nothing => (path.to_path_buf(), make),
+        Err(_) if make != IfMissing::Fail => (path.to_path_buf(), make),
         Err(_) => return,
         Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
             Ok(real) if writable(&real) => {
                 push_link(found, path, reason, writable);
-                (real, Create::Nothing)
+                (real, IfMissing::Fail)
             }
             _ => return,
         },
-        Ok(_) => (path.to_path_buf(), Create::Nothing),
+        Ok(_) => (path.to_path_buf(), IfMissing::Fail),
     };
     if !found.carves.iter().any(|c| c.path == path) {
         found.carves.push(Carve {
@@ -808,7 +795,7 @@ mod tests {
             .map(|c| (c.path.clone(), c.missing))
             .collect();
         assert!(
-            made.contains(&(git.join("worktrees/w/config.worktree"), Create::File)),
+            made.contains(&(git.join("worktrees/w/config.worktree"), IfMissing::MakeFile)),
             "{made:?}"
         );
     }
