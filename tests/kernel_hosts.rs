@@ -808,6 +808,10 @@ def http(tag, raw):
     c.sendall(raw.encode())
     data = b"".join(iter(lambda: c.recv(4096), b""))
     print(tag, data.split(b"\r\n")[0].decode(), "hello" if b"hello from" in data else "")
+def first_line(tag, raw):
+    c = proxy("HTTP_PROXY")
+    c.sendall(raw.encode())
+    print(tag, c.recv(4096).split(b"\r\n")[0].decode())
 def socks(tag, atyp, addr, port):
     c = proxy("ALL_PROXY")
     c.sendall(b"\x05\x01\x00"); c.recv(2)
@@ -817,6 +821,7 @@ http("ABS-HOSTHEADER", f"GET http://127.0.0.1:{B}/ HTTP/1.1\r\nHost: localhost:{
 http("ABS-PORT", f"GET http://localhost:{B}/ HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
 http("CONNECT-PORT", f"CONNECT localhost:{B} HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
 http("USERINFO", f"GET http://localhost:{A}@127.0.0.1:{B}/ HTTP/1.1\r\n\r\n")
+first_line("CONNECT-USERINFO", f"CONNECT localhost:{A}@127.0.0.1:{B} HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
 http("FRAGMENT", f"GET http://127.0.0.1:{B}#@localhost:{A}/ HTTP/1.1\r\n\r\n")
 http("BACKSLASH", f"GET http://127.0.0.1:{B}\\@localhost:{A}/ HTTP/1.1\r\n\r\n")
 http("SMUGGLE", f"GET http://localhost:{A}/ HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET http://127.0.0.1:{B}/ HTTP/1.1\r\nHost: 127.0.0.1:{B}\r\n\r\n")
@@ -837,6 +842,8 @@ for tag, host in [("127-1", "127.1"), ("HEX", "0x7f.1"), ("DECIMAL", "2130706433
         http("SPELLING-" + tag, line)
     except Exception as e:
         print("SPELLING-" + tag, "error", e)
+    if host:
+        first_line("CONNECT-SPELLING-" + tag, f"CONNECT {host}:{B} HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n")
 for tag, atyp, addr in [("V6", 4, bytes(15) + b"\x01"), ("V6-COMPAT", 4, bytes(12) + bytes([127, 0, 0, 1])),
                         ("ZERO", 1, bytes(4)), ("NAME-IP", 3, b"\x09127.0.0.1"), ("NAME-HEX", 3, b"\x060x7f.1"),
                         ("NAME-V6", 3, b"\x05[::1]"), ("NAME-DECIMAL", 3, b"\x0a2130706433"),
@@ -851,7 +858,8 @@ for tag, atyp, addr in [("V6", 4, bytes(15) + b"\x01"), ("V6-COMPAT", 4, bytes(1
 /// IPv4-mapped IPv6 literals; the unlisted server spelled every other
 /// way (`127.1`, `0x7f.1`, decimal, octal, `[::1]`, IPv4-mapped and
 /// -compatible IPv6, a zone, `%`-encoding, full-width letters, punycode,
-/// `0.0.0.0`, a NUL in a SOCKS name) by HTTP and SOCKS5. Nothing reaches the unlisted server; the
+/// `0.0.0.0`, a NUL in a SOCKS name) by HTTP (absolute URL and `CONNECT`,
+/// user info included) and SOCKS5. Nothing reaches the unlisted server; the
 /// listed one is reached under `LOCALHOST.` (the name is compared in
 /// lower case without its trailing dot). The control, the sandbox off,
 /// reaches the unlisted server directly.
@@ -919,6 +927,15 @@ fn crafted_requests_reach_only_the_listed_host() {
             assert!(!tag.contains("reply 0"), "{case:?} {tag}: {}", out.dump());
         }
         assert_eq!(out.lines_starting("SPELLING-").len(), 14, "{}", out.dump());
+        let tunnels = out.lines_starting("CONNECT-");
+        assert_eq!(tunnels.len(), 15, "{case:?}: {}", out.dump());
+        for tag in tunnels {
+            assert!(
+                tag.contains(" 400 ") || tag.contains(" 403 "),
+                "{case:?} {tag}: {}",
+                out.dump()
+            );
+        }
         assert_eq!(unlisted.hits(), 1, "{case:?}: {}", out.dump());
     }
 }
@@ -989,4 +1006,219 @@ fn a_listed_name_at_the_machines_own_public_address_is_refused() {
         "{}",
         out.dump()
     );
+}
+
+/// One request as a [`VhostServer`] saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    host: String,
+    path: String,
+    body: Vec<u8>,
+}
+
+/// A shared front end on 127.0.0.1 (a CDN, a virtual-hosting server): it
+/// serves whichever site a request's `Host` names and keeps every
+/// connection open for the next request, `Connection: close` or not. It
+/// records every request it serves.
+struct VhostServer {
+    port: u16,
+    seen: Arc<std::sync::Mutex<Vec<Seen>>>,
+}
+
+impl VhostServer {
+    fn start() -> VhostServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || serve_vhost(stream, &log));
+            }
+        });
+        VhostServer { port, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        std::thread::sleep(Duration::from_millis(100));
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+/// Serves requests on one connection until the client ends it.
+fn serve_vhost(stream: TcpStream, log: &std::sync::Mutex<Vec<Seen>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    while let Some(seen) = read_vhost_request(&mut reader) {
+        let body = format!("vhost {} {}\n", seen.host, seen.path);
+        log.lock().unwrap().push(seen);
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+        if stream
+            .write_all(format!("{head}{body}").as_bytes())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn read_vhost_request(reader: &mut impl BufRead) -> Option<Seen> {
+    let mut first = String::new();
+    if reader.read_line(&mut first).ok()? == 0 {
+        return None;
+    }
+    let (mut host, mut length, mut chunked) = (String::new(), 0usize, false);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        let value = value.trim().to_string();
+        match name.to_ascii_lowercase().as_str() {
+            "host" => host = value,
+            "content-length" => length = value.parse().ok()?,
+            "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+            _ => {}
+        }
+    }
+    let body = match chunked {
+        true => read_chunks(reader)?,
+        false => {
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).ok()?;
+            body
+        }
+    };
+    let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
+    Some(Seen { host, path, body })
+}
+
+fn read_chunks(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).ok()?;
+        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+        let mut data = vec![0u8; size + 2];
+        if size == 0 {
+            let mut end = String::new();
+            while end != "\r\n" {
+                end.clear();
+                if reader.read_line(&mut end).ok()? == 0 {
+                    return None;
+                }
+            }
+            return Some(body);
+        }
+        reader.read_exact(&mut data).ok()?;
+        body.extend_from_slice(&data[..size]);
+    }
+}
+
+/// Requests on one connection to the HTTP proxy (or, in the control run,
+/// which has no proxy variables, straight to the front end at `A`), each
+/// printed as `TAG answer...`: the first request names the listed
+/// `localhost:A`; what follows it on the same connection names another
+/// site by its `Host` header or by an absolute URL to `127.0.0.1:B`.
+const KEEP_ALIVE: &str = r#"
+import os, socket
+A, B = {A}, {B}
+def connect():
+    url = os.environ.get("HTTP_PROXY", f"http://127.0.0.1:{A}")
+    h, p = url.rsplit("/", 1)[1].split(":")
+    return socket.create_connection((h, int(p)), timeout=5)
+def answers(c):
+    data = b""
+    try:
+        for chunk in iter(lambda: c.recv(4096), b""):
+            data += chunk
+    except socket.timeout:
+        pass
+    return [l.decode() for l in data.split(b"\r\n") if l.startswith((b"HTTP/", b"vhost"))]
+FIRST = f"GET http://localhost:{A}/first HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n"
+def second(tag):
+    return (f"GET /exfil-{tag}-host HTTP/1.1\r\nHost: unlisted.example\r\n\r\n"
+            f"GET http://127.0.0.1:{B}/exfil-{tag}-absolute HTTP/1.1\r\nHost: 127.0.0.1:{B}\r\n\r\n")
+def once(tag, raw):
+    c = connect()
+    c.sendall(raw.encode())
+    print(tag, *answers(c))
+once("PIPELINED", FIRST + second("pipelined"))
+c = connect()
+c.sendall(FIRST.encode())
+first = c.recv(4096)
+c.sendall(second("keepalive").encode())
+print("KEEPALIVE", *[l.decode() for l in first.split(b"\r\n") if l.startswith((b"HTTP/", b"vhost"))], "then", *answers(c))
+once("LENGTH", f"POST http://localhost:{A}/upload-length HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello" + second("length"))
+once("CHUNKED", f"POST http://localhost:{A}/upload-chunked HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + second("chunked"))
+once("BOTH", f"POST http://localhost:{A}/upload-both HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + second("both"))
+"#;
+
+/// Plain-HTTP keep-alive through the proxy: after a request for the
+/// listed `localhost:A`, a second one on the same client connection (sent
+/// with the first, or after its answer; after a `Content-Length` or a
+/// chunked body) names an unlisted site by `Host` or an unlisted
+/// `127.0.0.1:B` by absolute URL. The front end at A serves any `Host`
+/// and ignores `Connection: close`, so whatever the proxy passes on after
+/// the first request reaches the unlisted site. Only the first request
+/// (with its body) is forwarded; both hosts' exfiltration paths are never
+/// requested, and a request with both `Content-Length` and
+/// `Transfer-Encoding` is refused (400). The control, sandbox off, sends
+/// the same bytes to the front end directly, and it serves every one.
+#[test]
+fn a_keep_alive_connection_carries_only_its_first_checked_request() {
+    let front = VhostServer::start();
+    let unlisted = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let py = KEEP_ALIVE
+        .replace("{A}", &front.port.to_string())
+        .replace("{B}", &unlisted.port.to_string());
+    let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
+    let control = run_script(SANDBOX_OFF, &script, Case::CALLER, &[]);
+    let paths: Vec<String> = front.seen().into_iter().map(|s| s.path).collect();
+    for tag in ["pipelined", "keepalive", "length", "chunked"] {
+        let path = format!("/exfil-{tag}-host");
+        assert!(
+            paths.contains(&path),
+            "control {tag}: {paths:?} {}",
+            control.dump()
+        );
+    }
+    let config = hosts_config(&format!("[\"localhost:{}\"]", front.port));
+    for case in cases() {
+        let out = run_script(&config, &script, case, &[]);
+        let seen = front.seen();
+        let listed = format!("localhost:{}", front.port);
+        let strays: Vec<&Seen> = seen.iter().filter(|s| s.host != listed).collect();
+        assert!(strays.is_empty(), "{case:?}: {strays:?} {}", out.dump());
+        assert!(
+            seen.iter().all(|s| !s.path.contains("exfil")),
+            "{case:?}: {seen:?} {}",
+            out.dump()
+        );
+        for (path, body) in [("/upload-length", "hello"), ("/upload-chunked", "hello")] {
+            assert!(
+                seen.iter()
+                    .any(|s| s.path == path && s.body == body.as_bytes()),
+                "{case:?} {path}: {seen:?} {}",
+                out.dump()
+            );
+        }
+        for tag in ["PIPELINED", "KEEPALIVE"] {
+            let line = out.lines_starting(&format!("{tag} ")).join("\n");
+            assert!(
+                line.contains("HTTP/1.1 200 OK vhost localhost:"),
+                "{case:?} {tag}: {}",
+                out.dump()
+            );
+        }
+        let both = out.lines_starting("BOTH ").join("\n");
+        assert!(both.contains("400"), "{case:?}: {}", out.dump());
+        assert_eq!(unlisted.hits(), 0, "{case:?}: {}", out.dump());
+    }
 }

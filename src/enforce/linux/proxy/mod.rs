@@ -17,6 +17,7 @@ mod address;
 mod confine;
 pub mod events;
 mod placement;
+pub mod request;
 mod serve;
 
 pub use events::{EgressSummary, Event, RefusalReason};

@@ -8,7 +8,11 @@
 use super::address::may_connect;
 use super::events::{Event, RefusalReason};
 use super::placement::{settle, Settled, BULK};
-use crate::policy::{hosts::normalize_host, HostList};
+use super::request::{
+    read_http_head, read_socks_greeting, read_socks_request, Advance, BodyEnd, Target, CMD_CONNECT,
+    MAX_HEAD, NO_AUTH, SOCKS_VERSION,
+};
+use crate::policy::HostList;
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::io::{self, Read, Write};
@@ -19,10 +23,6 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-/// The largest request head (or SOCKS request) the proxy reads.
-const MAX_HEAD: usize = 64 * 1024;
-/// Most headers a request may have.
-const MAX_HEADERS: usize = 100;
 /// The pipe (or buffer) each relay direction moves bytes through.
 const RELAY_BUFFER: usize = 1024 * 1024;
 /// The congestion control of legs between two sockets of this host
@@ -222,14 +222,6 @@ fn accept_one(listener: &TcpListener, protocol: Protocol, shared: &Arc<Shared>) 
     }
 }
 
-/// Where a client wants to go, as it asked.
-#[derive(Debug, Clone)]
-struct Target {
-    /// Normalised name or IP literal.
-    host: String,
-    port: u16,
-}
-
 /// Why a request did not get through.
 enum Failure {
     Refused(RefusalReason),
@@ -337,16 +329,6 @@ fn refuse(shared: &Shared, target: &Target, reason: RefusalReason, via: &str) {
 
 // ---- HTTP -----------------------------------------------------------------
 
-/// A parsed request head: what the client asked for and how to forward it.
-struct Head {
-    target: Target,
-    /// `CONNECT`: a tunnel; else the head to send upstream (origin-form).
-    tunnel: bool,
-    upstream_head: Vec<u8>,
-    /// Bytes read past the head (a body, or an early TLS hello).
-    rest: Vec<u8>,
-}
-
 fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
     let head = match read_http_head(&mut client)? {
         Ok(head) => head,
@@ -373,15 +355,35 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         }
     };
     let mut upstream = upstream;
-    let mut sent = head.rest.len() as u64;
-    if head.tunnel {
+    let Some(framing) = head.body else {
         client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
-    } else {
-        upstream.write_all(&head.upstream_head)?;
-        sent += head.upstream_head.len() as u64;
+        upstream.write_all(&head.rest)?;
+        return relay(
+            client,
+            upstream,
+            shared,
+            &head.target,
+            head.rest.len() as u64,
+        );
+    };
+    upstream.write_all(&head.upstream_head)?;
+    let mut body = BodyEnd::new(framing);
+    let early = body_part(&mut body, &head.rest);
+    upstream.write_all(early)?;
+    if early.len() < head.rest.len() {
+        // A request sent with the first (pipelined): dropped, and the
+        // server told that nothing follows (see `forward_body`).
+        let _ = upstream.shutdown(Shutdown::Write);
     }
-    upstream.write_all(&head.rest)?;
-    relay(client, upstream, shared, &head.target, sent)
+    let sent = (head.upstream_head.len() + early.len()) as u64;
+    relay_one_request(client, upstream, shared, &head.target, sent, body)
+}
+
+/// The part of `input` that belongs to the request body `body` follows.
+fn body_part<'a>(body: &mut BodyEnd, input: &'a [u8]) -> &'a [u8] {
+    match body.advance(input) {
+        Advance::More(n) | Advance::Ended(n) | Advance::Malformed(n) => &input[..n],
+    }
 }
 
 fn respond(client: &mut TcpStream, status: &str, line: &str) -> io::Result<()> {
@@ -398,127 +400,9 @@ fn respond(client: &mut TcpStream, status: &str, line: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads until a whole head parses. The outer error is the socket's;
-/// the inner one is a bad request, said to the client.
-fn read_http_head(client: &mut TcpStream) -> io::Result<Result<Head, &'static str>> {
-    let mut buf = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = client.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(Err("the connection closed before a whole request head"));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut request = httparse::Request::new(&mut headers);
-        match request.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                return Ok(head_of(&request, buf[len..].to_vec()));
-            }
-            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
-            Ok(httparse::Status::Partial) => return Ok(Err("the request head is too large")),
-            Err(_) => return Ok(Err("not an HTTP request")),
-        }
-    }
-}
-
-fn head_of(request: &httparse::Request<'_, '_>, rest: Vec<u8>) -> Result<Head, &'static str> {
-    let (Some(method), Some(path)) = (request.method, request.path) else {
-        return Err("not an HTTP request");
-    };
-    if method.eq_ignore_ascii_case("CONNECT") {
-        let target = authority(path, None).ok_or("CONNECT needs host:port")?;
-        return Ok(Head {
-            target,
-            tunnel: true,
-            upstream_head: Vec::new(),
-            rest,
-        });
-    }
-    let (scheme, after) = path
-        .split_once("://")
-        .ok_or("a proxy request needs an absolute URL (http://host/...)")?;
-    if !scheme.eq_ignore_ascii_case("http") {
-        return Err("only http:// URLs are forwarded; https goes through CONNECT");
-    }
-    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let target = authority(&after[..end], Some(80)).ok_or("the URL has no valid host")?;
-    let origin = match &after[end..] {
-        "" => "/".to_string(),
-        p if p.starts_with('?') => format!("/{p}"),
-        p => p.split('#').next().unwrap_or("/").to_string(),
-    };
-    Ok(Head {
-        target,
-        tunnel: false,
-        upstream_head: origin_form_head(method, &origin, &after[..end], request),
-        rest,
-    })
-}
-
-/// The head sent upstream: origin-form target, `Host` set to the checked
-/// authority (a different `Host` would pick another site on a shared
-/// server), the client's other headers without the proxy's own and
-/// connection management, and one request per upstream connection (so a
-/// second request on the same client connection is never for an
-/// unchecked host).
-fn origin_form_head(
-    method: &str,
-    origin: &str,
-    authority: &str,
-    request: &httparse::Request<'_, '_>,
-) -> Vec<u8> {
-    let mut out = format!("{method} {origin} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
-    for header in request.headers.iter() {
-        let name = header.name.to_ascii_lowercase();
-        let dropped = ["host", "connection", "keep-alive"].contains(&name.as_str());
-        if dropped || name.starts_with("proxy-") {
-            continue;
-        }
-        out.extend_from_slice(header.name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(header.value);
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"Connection: close\r\n\r\n");
-    out
-}
-
-/// `host:port`, `[v6]:port`, or `host` with `default` port; `None` for
-/// anything else (user info, empty host, bad port).
-fn authority(text: &str, default: Option<u16>) -> Option<Target> {
-    if text.contains('@') {
-        return None;
-    }
-    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']')?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().ok()?,
-            None if after.is_empty() => default?,
-            None => return None,
-        };
-        (inside, port)
-    } else {
-        match text.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().ok()?),
-            None => (text, default?),
-        }
-    };
-    if port == 0 {
-        return None;
-    }
-    Some(Target {
-        host: normalize_host(host).unwrap_or_else(|| host.escape_debug().to_string()),
-        port,
-    })
-}
-
 // ---- SOCKS5 (RFC 1928) ----------------------------------------------------
 
-const SOCKS_VERSION: u8 = 5;
-const NO_AUTH: u8 = 0;
 const NO_ACCEPTABLE: u8 = 0xff;
-const CMD_CONNECT: u8 = 1;
 const REPLY_OK: u8 = 0;
 const REPLY_NOT_ALLOWED: u8 = 2;
 const REPLY_HOST_UNREACHABLE: u8 = 4;
@@ -527,21 +411,15 @@ const REPLY_COMMAND: u8 = 7;
 const REPLY_ADDRESS_TYPE: u8 = 8;
 
 fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
-    let mut greeting = [0u8; 2];
-    client.read_exact(&mut greeting)?;
-    let mut methods = vec![0u8; usize::from(greeting[1])];
-    client.read_exact(&mut methods)?;
-    if greeting[0] != SOCKS_VERSION || !methods.contains(&NO_AUTH) {
+    if !read_socks_greeting(&mut client)? {
         return client.write_all(&[SOCKS_VERSION, NO_ACCEPTABLE]);
     }
     client.write_all(&[SOCKS_VERSION, NO_AUTH])?;
-    let mut request = [0u8; 4];
-    client.read_exact(&mut request)?;
-    let target = match read_socks_target(&mut client, request[3])? {
-        Some(target) => target,
-        None => return socks_reply(&mut client, REPLY_ADDRESS_TYPE),
+    let request = read_socks_request(&mut client)?;
+    let Some(target) = request.target else {
+        return socks_reply(&mut client, REPLY_ADDRESS_TYPE);
     };
-    if request[1] != CMD_CONNECT {
+    if request.command != CMD_CONNECT {
         return socks_reply(&mut client, REPLY_COMMAND);
     }
     match open(shared, &target) {
@@ -558,37 +436,6 @@ fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         }
         Err(Failure::Unreachable(_)) => socks_reply(&mut client, REPLY_HOST_UNREACHABLE),
     }
-}
-
-/// The destination of a SOCKS request; `None` for an unknown address type.
-fn read_socks_target(client: &mut TcpStream, kind: u8) -> io::Result<Option<Target>> {
-    let host = match kind {
-        1 => {
-            let mut ip = [0u8; 4];
-            client.read_exact(&mut ip)?;
-            std::net::Ipv4Addr::from(ip).to_string()
-        }
-        3 => {
-            let mut len = [0u8; 1];
-            client.read_exact(&mut len)?;
-            let mut name = vec![0u8; usize::from(len[0])];
-            client.read_exact(&mut name)?;
-            let name = String::from_utf8_lossy(&name).into_owned();
-            normalize_host(&name).unwrap_or_else(|| name.escape_debug().to_string())
-        }
-        4 => {
-            let mut ip = [0u8; 16];
-            client.read_exact(&mut ip)?;
-            std::net::Ipv6Addr::from(ip).to_string()
-        }
-        _ => return Ok(None),
-    };
-    let mut port = [0u8; 2];
-    client.read_exact(&mut port)?;
-    Ok(Some(Target {
-        host,
-        port: u16::from_be_bytes(port),
-    }))
 }
 
 /// A reply with an all-zero bound address (clients ignore it for CONNECT).
@@ -620,6 +467,69 @@ fn relay(
         received,
     });
     Ok(())
+}
+
+/// [`relay`] for one plain-HTTP request: the client's bytes go upstream
+/// only until its body ends (`body`); what it sends after that (a second,
+/// pipelined request, perhaps for another host or with another `Host`) is
+/// read and dropped, never forwarded, while the response comes back. A
+/// server that keeps its connection open despite `Connection: close`
+/// would otherwise serve that request unchecked.
+fn relay_one_request(
+    client: TcpStream,
+    upstream: TcpStream,
+    shared: &Shared,
+    target: &Target,
+    already_sent: u64,
+    body: BodyEnd,
+) -> io::Result<()> {
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
+    let (client_r, upstream_w) = (client.try_clone()?, upstream.try_clone()?);
+    let up = thread::Builder::new().spawn(move || forward_body(client_r, upstream_w, body))?;
+    let client_end = client.try_clone()?;
+    let received = pump(upstream, client);
+    // The response is over: the reader of the client's side stops too.
+    let _ = client_end.shutdown(Shutdown::Read);
+    let sent = up.join().unwrap_or(0) + already_sent;
+    shared.tell_later(Event::Closed {
+        host: target.host.clone(),
+        port: target.port,
+        sent,
+        received,
+    });
+    Ok(())
+}
+
+/// Copies the rest of the request body from `from` to `to`, then drops
+/// whatever else `from` sends until it ends; returns the bytes forwarded.
+/// A malformed chunked body ends the forwarding where the fault is. The
+/// first byte dropped half-closes `to`: a client that reuses its
+/// connection for another request then sees this one end (and retries
+/// on a new connection, which is checked) even where the server ignored
+/// `Connection: close`.
+fn forward_body(mut from: TcpStream, mut to: TcpStream, mut body: BodyEnd) -> u64 {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let part = match body.finished() {
+            true => &[][..],
+            false => body_part(&mut body, &buf[..n]),
+        };
+        if to.write_all(part).is_err() {
+            break;
+        }
+        total += part.len() as u64;
+        if part.len() < n {
+            let _ = to.shutdown(Shutdown::Write);
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+    total
 }
 
 /// Copies `from` to `to` until `from` ends, then half-closes `to`;
@@ -711,25 +621,6 @@ fn buffered(mut from: &TcpStream, mut to: &TcpStream) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn authorities_parse_or_are_refused() {
-        let t = authority("Example.COM:443", None).unwrap();
-        assert_eq!((t.host.as_str(), t.port), ("example.com", 443));
-        let t = authority("[::1]:8080", None).unwrap();
-        assert_eq!((t.host.as_str(), t.port), ("::1", 8080));
-        let t = authority("localhost", Some(80)).unwrap();
-        assert_eq!((t.host.as_str(), t.port), ("localhost", 80));
-        for bad in [
-            "user@evil.com:443",
-            "example.com",
-            "example.com:0",
-            "a:b",
-            "[::1",
-        ] {
-            assert!(authority(bad, None).is_none(), "{bad}");
-        }
-    }
-
     fn congestion(socket: &impl AsFd) -> String {
         use nix::sys::socket::{getsockopt, sockopt};
         let name = getsockopt(socket, sockopt::TcpCongestion).unwrap();
@@ -753,34 +644,5 @@ mod tests {
         drop(listener);
         let refused = connect(&addr).unwrap_err();
         assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
-    }
-
-    fn head(text: &str) -> Result<Head, &'static str> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut request = httparse::Request::new(&mut headers);
-        let len = match request.parse(text.as_bytes()).unwrap() {
-            httparse::Status::Complete(len) => len,
-            httparse::Status::Partial => panic!("partial"),
-        };
-        head_of(&request, text.as_bytes()[len..].to_vec())
-    }
-
-    #[test]
-    fn absolute_form_becomes_origin_form_without_proxy_headers() {
-        let h = head("GET http://LocalHost:8080/a?b HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\nBODY").unwrap();
-        assert!(!h.tunnel);
-        assert_eq!((h.target.host.as_str(), h.target.port), ("localhost", 8080));
-        let up = String::from_utf8(h.upstream_head).unwrap();
-        assert_eq!(
-            up,
-            "GET /a?b HTTP/1.1\r\nHost: LocalHost:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-        );
-        assert_eq!(h.rest, b"BODY");
-        let c = head("CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n").unwrap();
-        assert!(c.tunnel);
-        assert_eq!((c.target.host.as_str(), c.target.port), ("github.com", 443));
-        assert!(head("GET /relative HTTP/1.1\r\n\r\n").is_err());
-        assert!(head("GET https://a.com/ HTTP/1.1\r\n\r\n").is_err());
-        assert!(head("CONNECT a.com HTTP/1.1\r\n\r\n").is_err());
     }
 }
