@@ -709,22 +709,177 @@ fn a_planted_config_worktree_does_not_run_at_the_next_git_status() {
     }
 }
 
+/// `.gitattributes` (committed, so writable) and `.git/info/attributes`
+/// (the rest of `.git` stays writable) can name a filter, diff or merge
+/// driver for every file, but git runs a driver only when a config
+/// defines its command (`filter.NAME.clean`): a child writes both
+/// attribute files and tries to define the driver in the repository's
+/// config, the global one and an included file (red team round 6). The
+/// user's `git add`, `git diff` and `git status` afterwards, outside the
+/// sandbox, run nothing. The control (no jail: the config is writable)
+/// runs the planted driver.
+#[test]
+fn git_attributes_name_no_command_without_a_config_to_define_it() {
+    let driver = "sh -c \"echo PWNED-filter >&2; cat\"";
+    let script = format!(
+        "printf '* filter=evil diff=evil merge=evil\\n' > .gitattributes; \
+         mkdir -p .git/info && cp .gitattributes .git/info/attributes; \
+         git config filter.evil.clean '{driver}' && echo CONFIG-OK; \
+         git config diff.evil.textconv '{driver}' && echo TEXTCONV-OK; \
+         git config --global filter.evil.clean '{driver}' && echo GLOBAL-OK; \
+         echo changed >> magus.lock.txt; git add -A 2>/dev/null; echo STATUS-DONE"
+    );
+    let user_git = |jail: &Jail| {
+        let mut seen = String::new();
+        for args in [&["add", "-A"][..], &["diff", "HEAD"], &["status"]] {
+            let out = Command::new("git")
+                .args([
+                    "-c",
+                    "safe.directory=*",
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                ])
+                .arg("-C")
+                .arg(&jail.h.ws)
+                .args(args)
+                .env("HOME", jail.h.home_path(""))
+                .output()
+                .unwrap();
+            seen.push_str(&String::from_utf8_lossy(&out.stderr));
+        }
+        seen
+    };
+    for user in users() {
+        let control = repository_jail(user, false);
+        let control_out = control.shell(Sandbox::GateOnly, &script);
+        assert!(
+            user_git(&control).contains("PWNED-filter"),
+            "control: {}",
+            control_out.dump()
+        );
+        let jail = repository_jail(user, false);
+        let jailed = jail.shell(Sandbox::On, &script);
+        assert_attack(
+            user,
+            &control_out,
+            &jailed,
+            &["CONFIG-OK", "TEXTCONV-OK"],
+            "",
+        );
+        assert!(!jailed.stdout.contains("GLOBAL-OK"), "{}", jailed.dump());
+        assert!(jailed.stdout.contains("STATUS-DONE"), "{}", jailed.dump());
+        let seen = user_git(&jail);
+        assert!(
+            !seen.contains("PWNED"),
+            "{user:?}: {seen}\n{}",
+            jailed.dump()
+        );
+    }
+}
+
+/// A workspace inside the user's repository (`magus.yaml` in
+/// `monorepo/app`): the repository's `.git` is above the workspace, out of
+/// the view, but a child may create one at the workspace root (`git
+/// init` with a `core.fsmonitor`, or a `.git` file naming a planted git
+/// directory), which git finds before the user's: the user's next `git
+/// status` there, outside the sandbox, ran it (red team round 6). After
+/// the run magus moves it aside and says so; git then finds the user's
+/// repository again. The control (no jail) runs the planted command.
+#[test]
+fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set_aside() {
+    // git asks the fsmonitor only once there is an index: `git add`.
+    let planted_dir = format!(
+        "git init -q . && {} >> .git/config && git add magus.yaml",
+        fsmonitor("shadow")
+    );
+    let planted_file = format!(
+        "mkdir -p .cache/g && git init -q --bare .cache/g && {} >> .cache/g/config && \
+         echo \"gitdir: $PWD/.cache/g\" > .git && git config core.bare false && git add magus.yaml",
+        fsmonitor("shadow")
+    );
+    let setup = |user: User| {
+        let jail = Jail::new(User::Root);
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&jail.h.root)
+            .args(["init", "-q", "."])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        jail.handed_to(user)
+    };
+    let status = |jail: &Jail| {
+        let out = Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(&jail.h.ws)
+            .args(["status", "--short"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for user in users() {
+        for script in [&planted_dir, &planted_file] {
+            let control = setup(user);
+            let control_out = control.shell(Sandbox::GateOnly, script);
+            assert!(
+                status(&control).contains("PWNED-shadow"),
+                "control: {}",
+                control_out.dump()
+            );
+            let jail = setup(user);
+            let jailed = jail.shell(Sandbox::On, script);
+            assert!(jailed.stdout.contains("STATUS 0"), "{}", jailed.dump());
+            let seen = status(&jail);
+            assert!(
+                !seen.contains("PWNED"),
+                "{user:?}: {seen}\n{}",
+                jailed.dump()
+            );
+            assert!(
+                jailed.stderr.contains("magus moved it to")
+                    && jail
+                        .h
+                        .ws_path(".git.planted-during-magus-run.0")
+                        .symlink_metadata()
+                        .is_ok()
+                    && jail.h.ws_path(".git").symlink_metadata().is_err(),
+                "{user:?}: {}",
+                jailed.dump()
+            );
+        }
+    }
+}
+
 /// A Mercurial workspace: a child that adds `[hooks]` to `.hg/hgrc` (or
 /// writes the first one) has hg run its command at the user's next `hg
 /// status`, outside the sandbox; one that adds `share-safe` to
-/// `.hg/requires` makes hg read a config of its choosing. hg itself need
-/// not be installed: what is tested is that the files stay as they were.
+/// `.hg/requires` makes hg read a config of its choosing; in a share
+/// (`hg share`: `shared` and `share-safe` in `requires`), one that
+/// re-points `.hg/sharedpath` at a `.hg` of its own makes hg read that
+/// directory's `hgrc` (red team round 6). hg itself need not be
+/// installed: what is tested is that the files stay as they were.
 #[test]
 fn a_mercurial_repositorys_config_and_requirements_stay_read_only() {
     let script = "printf '[hooks]\\npre-status = echo PWNED-hg\\n' >> .hg/hgrc && echo HGRC-OK; \
                   echo share-safe >> .hg/requires && echo REQUIRES-OK; \
+                  mkdir -p planted/.hg && printf '[hooks]\\npre-status = echo PWNED-share\\n' > planted/.hg/hgrc; \
+                  echo \"$PWD/planted/.hg\" > .hg/sharedpath && echo SHAREDPATH-OK; \
                   echo data > .hg/store/planted && echo STORE-WRITABLE";
     let requires = "dotencode\nfncache\nrevlogv1\nstore\n";
-    for hgrc_at_start in [None, Some("[ui]\nusername = u\n")] {
+    let shared = "share-safe\nshared\n";
+    for (hgrc_at_start, share) in [(None, false), (Some("[ui]\nusername = u\n"), true)] {
+        let requires = match share {
+            true => format!("{requires}{shared}"),
+            false => requires.to_string(),
+        };
+        let sharedpath = "/srv/source/.hg\n";
         let setup = |user: User| {
             let jail = Jail::new(User::Root);
             std::fs::create_dir_all(jail.h.ws_path(".hg/store")).unwrap();
-            std::fs::write(jail.h.ws_path(".hg/requires"), requires).unwrap();
+            std::fs::write(jail.h.ws_path(".hg/requires"), &requires).unwrap();
+            std::fs::write(jail.h.ws_path(".hg/sharedpath"), sharedpath).unwrap();
             if let Some(text) = hgrc_at_start {
                 std::fs::write(jail.h.ws_path(".hg/hgrc"), text).unwrap();
             }
@@ -734,7 +889,10 @@ fn a_mercurial_repositorys_config_and_requirements_stay_read_only() {
             let control = setup(user).shell(Sandbox::GateOnly, script);
             let jail = setup(user);
             let jailed = jail.shell(Sandbox::On, script);
-            assert_attack(user, &control, &jailed, &["HGRC-OK", "REQUIRES-OK"], "");
+            let markers = ["HGRC-OK", "REQUIRES-OK", "SHAREDPATH-OK"];
+            assert_attack(user, &control, &jailed, &markers, "");
+            let now = std::fs::read_to_string(jail.h.ws_path(".hg/sharedpath")).unwrap();
+            assert_eq!(now, sharedpath, "{user:?}");
             // The rest of `.hg` stays writable, for `hg commit`.
             assert!(
                 jailed.stdout.contains("STORE-WRITABLE"),
@@ -1799,6 +1957,43 @@ fn protected_mounts_cannot_be_peeled() {
                 "{marker}: {}",
                 jailed.dump()
             );
+        }
+    }
+}
+
+/// A child that crashes leaves no core dump: it cannot raise
+/// `RLIMIT_CORE` (0, soft and hard), and the kernel writes nothing where
+/// `kernel.core_pattern` is a file (this machine's `core`) or hands the
+/// crash to a pipe helper (systemd-coredump, apport) that would keep the
+/// child's memory outside the sandbox after the run. The control, sandbox
+/// off, raises the limit and leaves a `core` file in the workspace.
+#[test]
+fn a_crashing_child_leaves_no_core_dump() {
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    let file_pattern = !pattern.starts_with('|');
+    let script = "ulimit -c unlimited 2>/dev/null && echo LIMIT-RAISED; \
+                  grep 'core file' /proc/self/limits | tr -s ' '; \
+                  /usr/bin/python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'; \
+                  ls core* >/dev/null 2>&1 && echo CORE-WRITTEN; rm -f core*";
+    let markers: &[&str] = match file_pattern {
+        true => &["LIMIT-RAISED", "CORE-WRITTEN"],
+        false => {
+            eprintln!("core_pattern is a pipe ({pattern:?}): no core file to look for");
+            &["LIMIT-RAISED"]
+        }
+    };
+    for user in users() {
+        let jail = Jail::new(user);
+        let control = jail.shell(Sandbox::Off, script);
+        for sandbox in [Sandbox::On, Sandbox::GateOnly] {
+            let jailed = jail.shell(sandbox, script);
+            assert_attack(user, &control, &jailed, markers, "");
+            assert!(
+                jailed.stdout.contains("Max core file size 0 0 bytes"),
+                "{}",
+                context(user, sandbox, &jailed)
+            );
+            jail.h.assert_no_leak(&jailed);
         }
     }
 }

@@ -425,6 +425,11 @@ fn confine(
             "cannot make magus untraceable by its children: {e}"
         )))
     })?;
+    enforce::limits::refuse_core_dumps().map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot turn core dumps off for the run: {e}"
+        )))
+    })?;
     enforce::jail::wait_until_sealed().map_err(|reason| {
         Box::new(
             Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),

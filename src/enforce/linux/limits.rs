@@ -182,6 +182,24 @@ pub fn apply_to_self(user_namespace: OwnUserNamespace) {
     }
 }
 
+/// No process of the run leaves a core dump: `RLIMIT_CORE` 0, soft and
+/// hard, set in magus proper before its first child, so every child
+/// inherits it and none can raise it (that needs `CAP_SYS_RESOURCE`).
+///
+/// Why: where `kernel.core_pattern` is a pipe (systemd-coredump, apport),
+/// the kernel hands a crashing child's memory (whatever it read from the
+/// workspace) to a root helper outside the sandbox, which keeps it after
+/// the run (the journal, `/var/crash`), and with error reporting on, sends
+/// it off the machine: a way out under `network: deny`. systemd-coredump
+/// stores nothing for a process whose limit is below a page. Where the
+/// pattern is a file (`core`), the dump is written as the crashing child,
+/// in the view and under Landlock, so only where the child could write
+/// anyway; with 0 it is not written at all. magus's own processes are
+/// not dumpable (`untraceable`) and dump nothing either way.
+pub fn refuse_core_dumps() -> nix::Result<()> {
+    setrlimit(Resource::RLIMIT_CORE, 0, 0)
+}
+
 /// Hook 4 (a child, between clone and exec; must not allocate): the
 /// `memory` bound. `RLIMIT_DATA` counts private writable mappings (heap,
 /// anonymous `mmap`) since Linux 4.7, not address space merely reserved.

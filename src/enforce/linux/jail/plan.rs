@@ -172,6 +172,26 @@ pub struct JailPlan {
     /// Symbolic links to protected paths under writable grants (a `.git`
     /// link, a linked `~/.bashrc`), put back after the run.
     pub links: Vec<KeptLink>,
+    /// The workspace root's `.git`, where there is none but a directory
+    /// above the workspace holds one (`magus.yaml` in `monorepo/app`):
+    /// one a child creates there would be found by git before the
+    /// user's repository, so it is moved aside after the run.
+    pub shadowing_git: Option<PathBuf>,
+}
+
+/// `workspace/.git` when it does not exist and a directory above the
+/// workspace holds a `.git` (the user's repository, which git would use
+/// there): see [`JailPlan::shadowing_git`].
+fn shadowing_git(workspace: &Path) -> Option<PathBuf> {
+    let own = workspace.join(".git");
+    if own.symlink_metadata().is_ok() {
+        return None;
+    }
+    workspace
+        .ancestors()
+        .skip(1)
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .then_some(own)
 }
 
 /// Sources of tmpfs mounts: private per run, never the host's directory.
@@ -191,6 +211,7 @@ impl JailPlan {
             ],
             search_truncated: false,
             links: Vec::new(),
+            shadowing_git: None,
         }
     }
 
@@ -227,6 +248,7 @@ impl JailPlan {
             steps,
             search_truncated: found.truncated,
             links: kept_links,
+            shadowing_git: shadowing_git(policy.workspace()),
         }
     }
 

@@ -664,10 +664,15 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
 
 /// What Mercurial reads from a repository's `.hg` and runs code from:
 /// `hgrc` (`[hooks]` run commands; `[extensions]` load Python from any
-/// path), `hgrc-not-shared` (read in a share), and `requires`, which, with
+/// path), `hgrc-not-shared` (read in a share), `requires`, which, with
 /// `shared` or `share-safe` added, makes hg follow `sharedpath` to another
-/// directory and read the config there.
-const HG_CODE: [&str; 3] = ["hgrc", "hgrc-not-shared", "requires"];
+/// directory and read the config there, and `sharedpath` itself: in a
+/// repository made by `hg share` (with `share-safe`, the default since hg
+/// 6.1) it names the source's `.hg`, whose `hgrc` hg reads, so a child
+/// re-pointing it at a directory of its own chose the config of the
+/// user's next hg command. A missing one is left missing: hg reads it
+/// only when `requires` (read-only) says `shared`.
+const HG_CODE: [&str; 4] = ["hgrc", "hgrc-not-shared", "requires", "sharedpath"];
 
 /// Carves a Mercurial repository's code read-only. A missing `hgrc` is
 /// created empty (hg reads it once it exists; empty, it sets nothing), so

@@ -13,7 +13,12 @@
 //!   link cannot be bound. A child put a file or directory of its own in
 //!   its place (hooks, a `core.fsmonitor`, shell code). One that no longer
 //!   says what it said is put back, and what stood there is kept aside,
-//!   renamed.
+//!   renamed;
+//! - a `.git` at the root of a workspace that lies inside the user's
+//!   repository (`monorepo/app`), where there was none: git finds it
+//!   before the repository above, so a child's `git init` with a
+//!   `core.fsmonitor` (or a `.git` file naming a planted directory) would
+//!   run at the user's next `git status` there. It is kept aside, renamed.
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -32,6 +37,8 @@ use super::protect::{CarveReason, KeptLink};
 pub struct Sweep {
     absent: Vec<PathBuf>,
     links: Vec<NotedLink>,
+    /// The workspace root's missing `.git` (`JailPlan::shadowing_git`).
+    shadowing_git: Option<PathBuf>,
 }
 
 /// A link git follows and the directory that holds it, by identity, so that a
@@ -69,7 +76,15 @@ impl Sweep {
                 })
             })
             .collect();
-        Sweep { absent, links }
+        let shadowing_git = plan
+            .shadowing_git
+            .clone()
+            .filter(|git| git.symlink_metadata().is_err());
+        Sweep {
+            absent,
+            links,
+            shadowing_git,
+        }
     }
 
     /// Once the run's PID namespace is gone: removes every noted
@@ -92,7 +107,34 @@ impl Sweep {
         for noted in &self.links {
             noted.put_back();
         }
+        if let Some(git) = &self.shadowing_git {
+            set_aside_shadowing_git(git);
+        }
     }
+}
+
+/// Renames a `.git` a child made at the workspace root (see the module
+/// doc) to `.git.planted-during-magus-run.N`, and says so. `rename`
+/// moves a link itself, never what it names.
+fn set_aside_shadowing_git(git: &Path) {
+    if git.symlink_metadata().is_err() {
+        return;
+    }
+    let aside = (0..100)
+        .map(|n| git.with_file_name(format!(".git.planted-during-magus-run.{n}")))
+        .find(|p| p.symlink_metadata().is_err());
+    let outcome = match aside.map(|to| std::fs::rename(git, &to).map(|()| to)) {
+        Some(Ok(to)) => format!("magus moved it to `{}`", to.display()),
+        Some(Err(e)) => format!("magus could not move it ({e}): remove it before running git"),
+        None => "magus could not move it: remove it before running git".to_string(),
+    };
+    let text = format!(
+        "warning[MGS2002]: a child created `{}` in a workspace that lies inside a git \
+         repository; git would take it for that repository and run the commands its config \
+         names outside the sandbox; {outcome}\n",
+        git.display()
+    );
+    let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
 }
 
 impl NotedLink {
