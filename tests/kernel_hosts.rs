@@ -1222,3 +1222,123 @@ fn a_keep_alive_connection_carries_only_its_first_checked_request() {
         assert_eq!(unlisted.hits(), 0, "{case:?}: {}", out.dump());
     }
 }
+
+/// Holds 900 idle connections to the HTTP proxy (in the control, with no
+/// proxy variables, to the server at `A`), says how many the other end
+/// closed, lets them go, and asks for `localhost:A` once more.
+const HOLD_CONNECTIONS: &str = r#"
+import os, socket, time
+A = {A}
+url = os.environ.get("HTTP_PROXY", f"http://127.0.0.1:{A}")
+h, p = url.rsplit("/", 1)[1].split(":")
+held = []
+for i in range(900):
+    try:
+        held.append(socket.create_connection((h, int(p)), timeout=5))
+    except OSError as e:
+        print("CONNECT-FAILED", e)
+        break
+print("HELD", len(held), flush=True)
+time.sleep(2)
+closed = 0
+for c in held:
+    c.setblocking(False)
+    try:
+        if c.recv(1) == b"":
+            closed += 1
+    except BlockingIOError:
+        pass
+    except OSError:
+        closed += 1
+print("CLOSED", closed, flush=True)
+for c in held:
+    c.close()
+time.sleep(0.5)
+c = socket.create_connection((h, int(p)), timeout=5)
+c.sendall(f"GET http://localhost:{A}/ HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n".encode())
+print("AFTER", c.recv(4096).split(b"\r\n")[0].decode())
+"#;
+
+/// The most threads any child of the magus whose command line names
+/// `ws` had, sampled until `stop` is set: the proxy is such a child.
+fn watch_proxy_threads(ws: PathBuf, stop: Arc<std::sync::atomic::AtomicBool>) -> usize {
+    let ws = ws.into_os_string().into_encoded_bytes();
+    let mut most = 0;
+    while !stop.load(Ordering::SeqCst) {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let pid = entry.file_name();
+            let Some(threads) = threads_if_child_of(&pid.to_string_lossy(), &ws) else {
+                continue;
+            };
+            most = most.max(threads);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    most
+}
+
+/// `Threads:` of process `pid` when its parent's command line holds `ws`.
+fn threads_if_child_of(pid: &str, ws: &[u8]) -> Option<usize> {
+    pid.parse::<u32>().ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+    let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).ok()?;
+    if !cmdline.windows(ws.len()).any(|w| w == ws) {
+        return None;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Threads:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A child holds 900 idle connections to the HTTP proxy, which runs
+/// outside the sandbox and outside `limits.processes`: it started a
+/// thread for each (an attack on the user's and the machine's thread
+/// limits, from a run bounded to 64 processes). The proxy now serves at
+/// most 256 clients at once and closes the rest at once; once the child
+/// lets go, a request goes through again. The control (sandbox off, no
+/// proxy) holds the 900 connections to the server directly. The proxy's
+/// threads are counted from outside, as root.
+#[test]
+fn idle_connections_do_not_grow_the_proxy_without_bound() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: counting the proxy's threads needs root");
+        return;
+    }
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let py = HOLD_CONNECTIONS.replace("{A}", &server.port.to_string());
+    let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
+    let control = run_script(SANDBOX_OFF, &script, Case::CALLER, &[]);
+    assert!(control.stdout.contains("HELD 900"), "{}", control.dump());
+    let config = format!(
+        "{}  limits:\n    processes: 64\n",
+        hosts_config(&format!("[\"localhost:{}\"]", server.port))
+    );
+    for case in cases() {
+        let h = Harness::with_config(&config);
+        h.write_spell("net", SHELL_SPELL);
+        std::fs::write(h.ws_path("net.sh"), &script).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let (ws, stop) = (h.ws.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || watch_proxy_threads(ws, stop))
+        };
+        let out = run_as(&h, case, "net", &[]);
+        stop.store(true, Ordering::SeqCst);
+        let most = watcher.join().unwrap();
+        h.assert_no_leak(&out);
+        assert!(out.stdout.contains("HELD 900"), "{case:?}: {}", out.dump());
+        assert!(
+            most > 0 && most < 300,
+            "{case:?}: {most} threads: {}",
+            out.dump()
+        );
+        let closed: usize = out.lines_starting("CLOSED ")[0][7..].parse().unwrap();
+        assert!(closed >= 900 - 256, "{case:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("AFTER HTTP/1.1 200"),
+            "{case:?}: {}",
+            out.dump()
+        );
+    }
+}

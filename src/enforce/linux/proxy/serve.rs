@@ -28,6 +28,12 @@ const RELAY_BUFFER: usize = 1024 * 1024;
 /// The congestion control of legs between two sockets of this host
 /// (see [`unpaced`]).
 const SHORT_PATH_CONGESTION: &str = "reno";
+/// Most clients served at once. Each holds one or two threads of the
+/// proxy, which runs outside the sandbox and outside `limits.processes`:
+/// without a bound, a child holding thousands of idle connections made
+/// it start a thread for each, against the user's (and the machine's)
+/// thread limits. Beyond it a new connection is closed at once.
+const MAX_CLIENTS: usize = 256;
 /// How long a connect to a listed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the proxy waits, when magus finishes, for open connections to
@@ -103,10 +109,16 @@ impl Shared {
         }
     }
 
-    fn enter(&self) {
-        if let Ok(mut n) = self.active.lock() {
-            *n += 1;
+    /// Counts a new client in, unless [`MAX_CLIENTS`] are being served.
+    fn try_enter(&self) -> bool {
+        let Ok(mut n) = self.active.lock() else {
+            return false;
+        };
+        if *n >= MAX_CLIENTS {
+            return false;
         }
+        *n += 1;
+        true
     }
 
     fn leave(&self) {
@@ -207,8 +219,11 @@ fn accept_one(listener: &TcpListener, protocol: Protocol, shared: &Arc<Shared>) 
     let Ok((client, _)) = listener.accept() else {
         return;
     };
+    if !shared.try_enter() {
+        // Closed unanswered: the client sees its connection end.
+        return;
+    }
     let worker = Arc::clone(shared);
-    shared.enter();
     let spawned = thread::Builder::new().spawn(move || {
         let _ = match protocol {
             Protocol::Http => http(client, &worker),
