@@ -5,8 +5,8 @@
 //! itself, the scheduler keeps pulling the relay onto its sender's CPU (a
 //! TCP wake-up asks for the waker's CPU when the waker is alone there),
 //! where the two take turns; on two CPUs that made a 100 MiB transfer
-//! 25–45% slower than a direct one in most runs (README, "proxy
-//! throughput"). So once a direction has moved [`BULK`] bytes, its thread
+//! 25–45% slower than a direct one in most runs (docs/benchmarks.md, "The
+//! proxy transfer"). So once a direction has moved [`BULK`] bytes, its thread
 //! binds itself to one CPU that its sender is not on, and stays there for
 //! the tunnel's life: the kernel then places the two endpoints around it.
 //!

@@ -322,8 +322,9 @@ fn wait_writable(fd: BorrowedFd<'_>, limit: Duration) -> io::Result<bool> {
 /// with a high-resolution timer, re-armed for nearly every packet; on a
 /// virtual machine each re-arm is an exit to the hypervisor, and on a
 /// leg between two sockets of this host there is no queue to pace for
-/// (README, "proxy throughput": it was most of the relay's CPU). Legs
-/// to other hosts keep the host's choice. A refusal leaves the default.
+/// (docs/benchmarks.md, "The proxy transfer": it was most of the relay's
+/// CPU). Legs to other hosts keep the host's choice. A refusal leaves the
+/// default.
 fn unpaced(socket: &impl AsFd) {
     use nix::sys::socket::{setsockopt, sockopt};
     let _ = setsockopt(
