@@ -1,9 +1,10 @@
-//! The proxy process's work: accept on the two listeners, read what the
-//! client asks for (an HTTP request head via `httparse`, or a SOCKS5
-//! request), decide on the *name* before anything is resolved, connect,
-//! and move bytes both ways. The main thread accepts; one thread per
-//! connection and direction; each refusal and each finished connection
-//! is reported to magus.
+//! The proxy process's work: accept on the two listeners (at most
+//! [`MAX_CLIENTS`] at once), read what the client asks for (through
+//! `request`: an HTTP request head, or a SOCKS5 request), decide on the
+//! *name* before anything is resolved, connect, and move bytes both ways
+//! (for plain HTTP, one request's worth from the client). The main thread
+//! accepts; one thread per connection and direction; each refusal and
+//! each finished connection is reported to magus.
 
 use super::address::may_connect;
 use super::events::{Event, RefusalReason};
