@@ -7,6 +7,7 @@ use super::scope::{BindingKind, FrameKind, Yields};
 use super::ty::is_arrow;
 use super::ty::{Mutable, Obj, Sig, Ty};
 use super::{nearest, CheckError, Cx};
+use crate::buzz::method_names::Receiver;
 use std::rc::Rc;
 
 /// List and map methods that change the receiver in place.
@@ -182,6 +183,7 @@ impl Cx<'_, '_> {
             Ty::Str | Ty::Range | Ty::Pattern => ("str", Mutable::Yes, &[]),
             _ => return None,
         };
+        self.builtin_exists(receiver, name, at);
         if mutable == Mutable::No && mutators.contains(&name) {
             let error = CheckError::Immutable {
                 method: name.to_string(),
@@ -194,6 +196,24 @@ impl Cx<'_, '_> {
             self.expr(&a.value);
         }
         Some(Ty::Unknown)
+    }
+
+    /// A method of `str`, lists, maps, ranges or patterns that the run
+    /// does not have: its table ([`Receiver`]) is the run's own.
+    fn builtin_exists(&mut self, receiver: &Ty, name: &str, at: &Expr) {
+        let Some(kind) = builtin_receiver(receiver) else {
+            return;
+        };
+        if kind.has(name) {
+            return;
+        }
+        let error = CheckError::UnknownMember {
+            owner: format!("`{receiver}`"),
+            name: name.to_string(),
+            near: nearest(name, kind.methods()),
+        };
+        let spot = self.spot(at.pos, name);
+        self.report(error, spot, name.chars().count());
     }
 
     pub(super) fn field(&mut self, object: &Expr, name: &str, optional: bool, e: &Expr) -> Ty {
@@ -275,7 +295,24 @@ impl Cx<'_, '_> {
                     .then(|| Ty::Case(decl.clone()));
                 (format!("enum `{}`", decl.name), names, found)
             }
-            _ => return Ty::Unknown,
+            Ty::Protocol(p) => {
+                let names: Vec<String> = p.methods.iter().map(|m| m.to_string()).collect();
+                let found = p
+                    .methods
+                    .iter()
+                    .any(|m| &**m == name)
+                    .then_some(Ty::Unknown);
+                (format!("protocol `{}`", p.name), names, found)
+            }
+            Ty::Int | Ty::Double | Ty::Bool | Ty::Ud => (format!("`{t}`"), Vec::new(), None),
+            _ => match builtin_receiver(t) {
+                Some(kind) => (
+                    format!("`{t}`"),
+                    kind.methods().map(str::to_string).collect(),
+                    kind.has(name).then_some(Ty::Unknown),
+                ),
+                None => return Ty::Unknown,
+            },
         };
         if let Some(found) = found {
             return found;
@@ -654,4 +691,16 @@ impl PosExt for super::super::lexer::Pos {
     fn before(self, other: Self) -> Self {
         self.min_line(other)
     }
+}
+
+/// The kind of built-in receiver a value of type `t` is, if it is one.
+fn builtin_receiver(t: &Ty) -> Option<Receiver> {
+    Some(match t {
+        Ty::Str => Receiver::Str,
+        Ty::List(..) => Receiver::List,
+        Ty::Map(..) => Receiver::Map,
+        Ty::Range => Receiver::Range,
+        Ty::Pattern => Receiver::Pattern,
+        _ => return None,
+    })
 }

@@ -223,6 +223,43 @@ fn each_upstream_compile_error_is_caught_before_the_run() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A method the run does not have, on a value whose type the checker
+/// knows: one row per kind of receiver, with the message and the place
+/// (`line:column`, underline width) the check gives before anything runs.
+#[test]
+fn unknown_methods_of_built_in_and_protocol_values_are_refused_before_the_run() {
+    let ws = Workspace::new();
+    let main = |body: &str| format!("fun main(args: [str]) > void {{\n    _ = args;\n{body}\n}}\n");
+    let rows = [
+        ("pat", main("    final p = $\"a+\";\n    _ = p.matchh(\"aa\");"), "`pat` has no member `matchh`", (4, 11, 6)),
+        ("map", main("    final m: {str: int} = {\"a\": 1};\n    _ = m.hasKeyy(\"a\");"), "`{str: int}` has no member `hasKeyy`", (4, 11, 7)),
+        ("list", main("    final l = mut [1, 2];\n    l.push(3);"), "`mut [int]` has no member `push`", (4, 7, 4)),
+        ("str", main("    _ = \"abc\".uppr();"), "`str` has no member `uppr`", (3, 15, 4)),
+        ("rg", main("    final r = 0..3;\n    _ = r.size();"), "`rg` has no member `size`", (4, 11, 4)),
+        ("int", main("    final n = 3;\n    _ = n.abs();"), "`int` has no member `abs`", (4, 11, 3)),
+        ("list, a field", main("    final l = [1];\n    _ = l.length;"), "`[int]` has no member `length`", (4, 11, 6)),
+        ("list, through `?.`", main("    final l: [int]? = null;\n    _ = l?.lenn();"), "`[int]` has no member `lenn`", (4, 12, 4)),
+        (
+            "protocol",
+            "protocol Named { fun name() > str; }\nobject<Named> Dog { fun name() > str => \"dog\"; fun bark() > str => \"woof\"; }\nfun greet(n: Named) > str {\n    return n.bark();\n}\n".to_string(),
+            "protocol `Named` has no member `bark`",
+            (4, 14, 4),
+        ),
+    ];
+    for (kind, source, message, (line, column, width)) in rows {
+        let ds = without_unused(ws.check(&source));
+        let Some(d) = ds.first() else {
+            panic!("{kind}: nothing reported");
+        };
+        let loc = d.location.as_ref().unwrap();
+        assert_eq!(
+            (d.code, d.message.as_str(), loc.line, loc.column, d.span),
+            (Some(Code::Mgs1002), message, line, column, width),
+            "{kind}"
+        );
+    }
+}
+
 #[test]
 fn an_imported_files_error_points_into_that_file() {
     let ws = workspace_with_libs();
