@@ -100,16 +100,16 @@ impl Cx<'_, '_> {
                     ty: callee_ty.to_string(),
                     use_: "a call".to_string(),
                 };
-                let w = self.width_of(callee);
-                self.report(error, callee.pos, w);
+                let (at, w) = self.span_of(callee);
+                self.report(error, at, w);
                 Ty::Unknown
             }
             other => {
                 let error = CheckError::NotCallable {
                     ty: other.to_string(),
                 };
-                let w = self.width_of(callee);
-                self.report(error, callee.pos, w);
+                let (at, w) = self.span_of(callee);
+                self.report(error, at, w);
                 Ty::Unknown
             }
         }
@@ -149,8 +149,8 @@ impl Cx<'_, '_> {
                     found: args.len(),
                     signature,
                 };
-                let w = self.width_of(&arg.value);
-                self.report(error, arg.value.pos, w);
+                let (at, w) = self.span_of(&arg.value);
+                self.report(error, at, w);
                 return;
             };
             given[i] = true;
@@ -238,8 +238,8 @@ impl Cx<'_, '_> {
                     ty: receiver.to_string(),
                     use_: format!("`.{name}`"),
                 };
-                let w = self.width_of(object);
-                self.report(error, object.pos, w);
+                let (at, w) = self.span_of(object);
+                self.report(error, at, w);
                 return Ty::Unknown;
             }
             (t, _) => t.clone(),
@@ -402,8 +402,8 @@ impl Cx<'_, '_> {
                 use_: "an index".to_string(),
                 name: var_name(index),
             };
-            let w = self.width_of(index);
-            self.report(error, index.pos, w);
+            let (at, w) = self.span_of(index);
+            self.report(error, at, w);
         }
         let item = match &t {
             Ty::List(item, _) => (**item).clone(),
@@ -438,8 +438,8 @@ impl Cx<'_, '_> {
                         method: "[…] =".to_string(),
                         kind,
                     };
-                    let w = self.width_of(object);
-                    self.report(error, object.pos, w);
+                    let (at, w) = self.span_of(object);
+                    self.report(error, at, w);
                 }
                 match t {
                     Ty::List(item, _) => *item,
@@ -537,6 +537,7 @@ impl Cx<'_, '_> {
         let var = Expr {
             kind: ExprKind::Var(name.clone(), Default::default()),
             pos: e.pos,
+            end: e.end,
         };
         self.expr(&var)
     }

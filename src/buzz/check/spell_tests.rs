@@ -260,6 +260,43 @@ fn unknown_methods_of_built_in_and_protocol_values_are_refused_before_the_run() 
     }
 }
 
+/// A finding about an expression underlines the whole expression as
+/// written, from its leftmost operand to its last token, not the one
+/// character its operator or member name starts at.
+#[test]
+fn a_finding_underlines_the_whole_expression() {
+    let ws = Workspace::new();
+    let prelude = "object P { name: str, }\nfun f(a: int, b: int) > int => a + b;\n";
+    let rows = [
+        ("    final s: str = n + 2;", "MGS1006", 20, 5),
+        ("    final s: str = f(n, 2);", "MGS1006", 20, 7),
+        (
+            "    final p = P{ name = \"x\" };\n    final k: int = p.name;",
+            "MGS1006",
+            20,
+            6,
+        ),
+        ("    final s: str = n * 2 - 1;", "MGS1006", 20, 9),
+        ("    _ = -true;", "MGS1006", 10, 4),
+    ];
+    for (body, code, column, width) in rows {
+        let source = format!(
+            "{prelude}fun main(args: [str]) > void {{\n    _ = args;\n    final n = 1;\n{body}\n}}\n"
+        );
+        let line = 6 + body.matches('\n').count() as u32;
+        let ds = without_unused(ws.check(&source));
+        let Some(d) = ds.first() else {
+            panic!("{body}: nothing reported");
+        };
+        let loc = d.location.as_ref().unwrap();
+        assert_eq!(
+            (d.code.map(|c| c.to_string()), loc.line, loc.column, d.span),
+            (Some(code.to_string()), line, column, width),
+            "{body}"
+        );
+    }
+}
+
 #[test]
 fn an_imported_files_error_points_into_that_file() {
     let ws = workspace_with_libs();
@@ -514,6 +551,64 @@ fn run_error(ws: &Workspace, source: &str) -> Diagnostic {
         .run(&program, Vec::new())
         .unwrap_err()
         .to_diagnostic()
+}
+
+/// A sandbox denial, uncaught, is placed on the argument that holds the
+/// refused path and underlines all of it, whether the call runs in the
+/// walker or compiled (in `main`) and whatever the argument is: a
+/// literal, a variable, an interpolation, a later argument, a list.
+#[test]
+fn a_denial_underlines_the_refused_argument_walked_and_compiled() {
+    let ws = Workspace::with_config("sandbox:\n  enabled: true\n");
+    let rows = [
+        ("    _ = fs.read(\"/etc/shadow\");", "MGS2001", 17, 13),
+        (
+            "    final p = \"/etc/shadow\";\n    _ = fs\\read(p);",
+            "MGS2001",
+            17,
+            1,
+        ),
+        (
+            "    final d = \"/etc\";\n    _ = fs.read(\"{d}/shadow\");",
+            "MGS2001",
+            17,
+            12,
+        ),
+        (
+            "    fs.copy(\"magus.yaml\", \"/etc/magus-copy\");",
+            "MGS2002",
+            27,
+            17,
+        ),
+        (
+            "    sh.run(\n        [\"/root/evil\", \"x\"]);",
+            "MGS2007",
+            9,
+            19,
+        ),
+    ];
+    for (body, code, column, width) in rows {
+        let source = format!(
+            "import \"fs\";\nimport \"sh\";\nfun main(args: [str]) > void {{\n    _ = args;\n{body}\n}}\n"
+        );
+        let line = 5 + body.matches('\n').count() as u32;
+        for compiled in [true, false] {
+            let path = ws.write("spells/probe.buzz", &source);
+            let program = buzz::parse(&path, &source).unwrap();
+            let d = Interpreter::new(&path, bindings::modules(&ws.session))
+                .with_output(Box::new(std::io::sink()))
+                .with_compiled(compiled)
+                .run(&program, Vec::new())
+                .unwrap_err()
+                .to_diagnostic();
+            let loc = d.location.as_ref().unwrap();
+            assert_eq!(
+                (d.code.map(|c| c.to_string()), loc.line, loc.column, d.span),
+                (Some(code.to_string()), line, column, width),
+                "{body} (compiled: {compiled})"
+            );
+        }
+    }
 }
 
 #[test]
