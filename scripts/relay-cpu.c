@@ -1,7 +1,7 @@
 /*
- * Where the proxy's throughput goes (README, "proxy throughput"): 100 MiB
- * over loopback, six ways, interleaved run by run so that load from other
- * work falls on all alike:
+ * Where the proxy's throughput goes (docs/benchmarks.md, "The proxy
+ * transfer"): 100 MiB over loopback, six ways, interleaved run by run so
+ * that load from other work falls on all alike:
  *   direct               the client to the server;
  *   splice               through a relay built as the proxy's
  *                        (src/enforce/linux/proxy/serve.rs: splice through

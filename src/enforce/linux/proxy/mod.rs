@@ -16,6 +16,7 @@
 mod address;
 mod confine;
 pub mod events;
+mod placement;
 mod serve;
 
 pub use events::{EgressSummary, Event, RefusalReason};

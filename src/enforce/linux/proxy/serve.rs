@@ -7,6 +7,7 @@
 
 use super::address::may_connect;
 use super::events::{Event, RefusalReason};
+use super::placement::{settle, Settled, BULK};
 use crate::policy::{hosts::normalize_host, HostList};
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -314,8 +315,9 @@ fn wait_writable(fd: BorrowedFd<'_>, limit: Duration) -> io::Result<bool> {
 /// with a high-resolution timer, re-armed for nearly every packet; on a
 /// virtual machine each re-arm is an exit to the hypervisor, and on a
 /// leg between two sockets of this host there is no queue to pace for
-/// (README, "proxy throughput": it was most of the relay's CPU). Legs
-/// to other hosts keep the host's choice. A refusal leaves the default.
+/// (docs/benchmarks.md, "The proxy transfer": it was most of the relay's
+/// CPU). Legs to other hosts keep the host's choice. A refusal leaves the
+/// default.
 fn unpaced(socket: &impl AsFd) {
     use nix::sys::socket::{setsockopt, sockopt};
     let _ = setsockopt(
@@ -656,6 +658,7 @@ fn spliced(from: &TcpStream, to: &TcpStream) -> Result<u64, Spliced> {
     // pipe still holds data.
     let flags = SpliceFFlags::SPLICE_F_MOVE;
     let mut total = 0u64;
+    let mut settled = None;
     loop {
         let n = match splice(from, None, &pipe_w, None, RELAY_BUFFER, flags) {
             Ok(0) => return Ok(total),
@@ -674,6 +677,15 @@ fn spliced(from: &TcpStream, to: &TcpStream) -> Result<u64, Spliced> {
             }
         }
         total += n as u64;
+        settle_once_bulk(&mut settled, from, total);
+    }
+}
+
+/// Settles the relay thread on a CPU once the direction carries bulk
+/// data (`placement`'s module doc says why).
+fn settle_once_bulk(settled: &mut Option<Settled>, from: &TcpStream, total: u64) {
+    if settled.is_none() && total >= BULK {
+        *settled = Some(settle(from.as_fd()));
     }
 }
 
@@ -681,6 +693,7 @@ fn spliced(from: &TcpStream, to: &TcpStream) -> Result<u64, Spliced> {
 fn buffered(mut from: &TcpStream, mut to: &TcpStream) -> u64 {
     let mut buf = vec![0u8; RELAY_BUFFER];
     let mut total = 0u64;
+    let mut settled = None;
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
@@ -690,6 +703,7 @@ fn buffered(mut from: &TcpStream, mut to: &TcpStream) -> u64 {
             break;
         }
         total += n as u64;
+        settle_once_bulk(&mut settled, from, total);
     }
     total
 }
