@@ -1,8 +1,9 @@
 //! The names of the built-in methods of `str`, lists, maps, ranges and
-//! patterns: one table, read by the checker (a name not in it is MGS1002
-//! before the run) and by the run (its "has no method" message). The
-//! tests below hold the run's dispatch in `methods.rs` and `callbacks.rs`
-//! to the table both ways, so the two cannot disagree.
+//! patterns, and of an enum case's fields: one table, read by the checker
+//! (a name not in it is MGS1002 before the run) and by the run (its "has
+//! no method" message). The tests below hold the run's dispatch in
+//! `methods.rs`, `callbacks.rs` and `interp.rs` to the table both ways,
+//! so the two cannot disagree.
 
 /// A kind of value whose methods are built in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,10 @@ const RANGE: &[&str] = &[
 
 const PATTERN: &[&str] = &["matchAgainst", "matchAllAgainst", "replace", "replaceAll"];
 
+/// The fields of an enum case (`Color.red.value`; `name` is magus's own,
+/// upstream has `value` only).
+pub(crate) const ENUM_CASE_FIELDS: &[&str] = &["value", "name"];
+
 impl Receiver {
     /// The word the run's messages use for it.
     pub(crate) fn word(self) -> &'static str {
@@ -116,7 +121,10 @@ pub(crate) fn no_such_method(receiver: Receiver, name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{no_such_method, Receiver, CALLBACK, CLONES, LIST, MAP, PATTERN, RANGE, STR};
+    use super::{
+        no_such_method, Receiver, CALLBACK, CLONES, ENUM_CASE_FIELDS, LIST, MAP, PATTERN, RANGE,
+        STR,
+    };
     use crate::buzz::interp::Flow;
     use crate::buzz::interp::Interpreter;
     use crate::buzz::lexer::Pos;
@@ -193,6 +201,24 @@ mod tests {
         }
         for name in [STR, LIST, MAP, RANGE, PATTERN, CLONES].concat() {
             assert!(!crate::buzz::callbacks::takes_callback(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_enum_case_has_exactly_the_fields_the_table_names() {
+        let interp = Interpreter::new("probe.buzz", Vec::new());
+        let e = crate::buzz::value::EnumType {
+            name: "Color".into(),
+            cases: vec![("red".into(), Value::Int(0))],
+        };
+        let case = Value::EnumCase(std::rc::Rc::new(e), 0);
+        let pos = Pos { line: 1, column: 1 };
+        for name in ENUM_CASE_FIELDS.iter().chain(STRANGERS) {
+            assert_eq!(
+                interp.field(&case, name, pos).is_ok(),
+                ENUM_CASE_FIELDS.contains(name),
+                "{name}"
+            );
         }
     }
 }

@@ -7,7 +7,7 @@ use super::scope::{BindingKind, FrameKind, Yields};
 use super::ty::is_arrow;
 use super::ty::{Mutable, Obj, Sig, Ty};
 use super::{nearest, CheckError, Cx};
-use crate::buzz::method_names::Receiver;
+use crate::buzz::method_names::{Receiver, ENUM_CASE_FIELDS};
 use std::rc::Rc;
 
 /// List and map methods that change the receiver in place.
@@ -305,6 +305,11 @@ impl Cx<'_, '_> {
                 (format!("protocol `{}`", p.name), names, found)
             }
             Ty::Int | Ty::Double | Ty::Bool | Ty::Ud => (format!("`{t}`"), Vec::new(), None),
+            Ty::Case(decl) => {
+                let names = ENUM_CASE_FIELDS.iter().map(|n| n.to_string()).collect();
+                let found = ENUM_CASE_FIELDS.contains(&name).then_some(Ty::Unknown);
+                (format!("a case of enum `{}`", decl.name), names, found)
+            }
             _ => match builtin_receiver(t) {
                 Some(kind) => (
                     format!("`{t}`"),

@@ -240,6 +240,12 @@ fn unknown_methods_of_built_in_and_protocol_values_are_refused_before_the_run() 
         ("list, a field", main("    final l = [1];\n    _ = l.length;"), "`[int]` has no member `length`", (4, 11, 6)),
         ("list, through `?.`", main("    final l: [int]? = null;\n    _ = l?.lenn();"), "`[int]` has no member `lenn`", (4, 12, 4)),
         (
+            "enum case",
+            "enum Color { red, }\nfun main(args: [str]) > void {\n    _ = args;\n    final c = Color.red;\n    _ = c.val;\n}\n".to_string(),
+            "a case of enum `Color` has no member `val`",
+            (5, 11, 3),
+        ),
+        (
             "protocol",
             "protocol Named { fun name() > str; }\nobject<Named> Dog { fun name() > str => \"dog\"; fun bark() > str => \"woof\"; }\nfun greet(n: Named) > str {\n    return n.bark();\n}\n".to_string(),
             "protocol `Named` has no member `bark`",
