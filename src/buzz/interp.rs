@@ -2501,21 +2501,28 @@ impl CallSpans for (&Expr, &[Arg]) {
 impl Interpreter {
     /// A native's refusal raised by the call at `pos`, placed on the part
     /// of the call `spans` says it is about, so its diagnostic underlines
-    /// that argument (or the callee) as written. Anything else passes.
+    /// that argument (or the callee) as written. One raised inside a
+    /// library magus writes in Buzz (`buzz:io`'s `File.open`) is placed
+    /// on the callee of the spell's call into it, not in the library's
+    /// source. Anything else passes.
     #[cold]
     pub(crate) fn place_refused(&self, flow: Flow, pos: Pos, spans: &dyn CallSpans) -> Flow {
         let Flow::Throw(mut t) = flow else {
             return flow;
         };
-        let slot = t.refused.take();
-        let span = slot
-            .filter(|_| t.pos == pos)
-            .and_then(|s| spans.slot(s as usize));
+        if is_library(&self.file) {
+            return Flow::Throw(t);
+        }
+        let slot = match t.refused.take() {
+            _ if is_library(&t.file) => Some(0),
+            slot => slot.filter(|_| t.pos == pos),
+        };
+        let span = slot.and_then(|s| spans.slot(s as usize));
         if let (Some((start, end)), Some(d)) = (span, t.diagnostic.as_mut()) {
             if d.location.is_none() {
                 d.location = Some(crate::diag::Location {
                     kind: crate::diag::SourceKind::Spell,
-                    file: t.file.to_path_buf(),
+                    file: self.file.to_path_buf(),
                     line: start.line,
                     column: start.column,
                 });
@@ -2524,6 +2531,12 @@ impl Interpreter {
         }
         Flow::Throw(t)
     }
+}
+
+/// Whether `file` is a library magus writes in Buzz (`<buzz:io>`), whose
+/// source the user never sees.
+fn is_library(file: &Path) -> bool {
+    file.as_os_str().as_encoded_bytes().starts_with(b"<")
 }
 
 /// Characters from `start` to `end` on one line; an expression that

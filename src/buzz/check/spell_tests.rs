@@ -592,16 +592,24 @@ fn a_denial_underlines_the_refused_argument_walked_and_compiled() {
             9,
             19,
         ),
+        // Refused inside `buzz:io` (written in Buzz): the spell's callee.
+        (
+            "    _ = io\\File.open(\"/etc/shadow\", mode: .read);",
+            "MGS2001",
+            9,
+            12,
+        ),
     ];
     for (body, code, column, width) in rows {
         let source = format!(
-            "import \"fs\";\nimport \"sh\";\nfun main(args: [str]) > void {{\n    _ = args;\n{body}\n}}\n"
+            "import \"fs\";\nimport \"sh\";\nimport \"buzz:io\";\nfun main(args: [str]) > void {{\n    _ = args;\n{body}\n}}\n"
         );
-        let line = 5 + body.matches('\n').count() as u32;
+        let line = 6 + body.matches('\n').count() as u32;
         for compiled in [true, false] {
             let path = ws.write("spells/probe.buzz", &source);
             let program = buzz::parse(&path, &source).unwrap();
             let d = Interpreter::new(&path, bindings::modules(&ws.session))
+                .with_libraries(bindings::libraries())
                 .with_output(Box::new(std::io::sink()))
                 .with_compiled(compiled)
                 .run(&program, Vec::new())
