@@ -160,9 +160,21 @@ fn an_uncaught_denial_stops_the_run_with_location_and_fix() {
         assert_eq!(out.status, Some(124), "{}", out.dump());
         assert_eq!(out.stdout, "before\n", "{}", out.dump());
         assert!(out.stderr.contains("error[MGS2001]"), "{}", out.dump());
-        let (line, col) = position(&source, "fs.read");
+        // Placed on the refused argument, and underlined whole.
+        let argument = buzz_str(&target);
+        let (line, col) = position(&source, &argument);
         let at = format!("{}:{line}:{col}", spell.display());
         assert!(out.stderr.contains(&at), "no `{at}`\n{}", out.dump());
+        let underline = format!(
+            "| {}{} `read` denied here\n",
+            " ".repeat(col - 1),
+            "^".repeat(argument.chars().count())
+        );
+        assert!(
+            out.stderr.contains(&underline),
+            "no `{underline}`\n{}",
+            out.dump()
+        );
         // Every planted file is a credential store: explained, no grant.
         assert!(
             out.stderr
@@ -203,7 +215,7 @@ fn json_format_gives_the_uncaught_denial_as_one_line() {
         .collect();
     assert_eq!(errors.len(), 1, "{}", out.dump());
     let e = &errors[0];
-    let (line, col) = position(&source, "fs.read");
+    let (line, col) = position(&source, &buzz_str(&target));
     assert_eq!(e["severity"], "error");
     assert_eq!(e["path"], target.as_str());
     assert!(e["message"].as_str().unwrap().contains(&target), "{e}");

@@ -296,7 +296,14 @@ fn an_uncaught_launch_refusal_exits_3() {
     let out = h.run("launch", &[]);
     assert_eq!(out.status, Some(124), "{}", out.dump());
     assert!(out.stderr.contains("error[MGS2007]"), "{}", out.dump());
-    assert!(out.stderr.contains("launch.buzz:3:5"), "{}", out.dump());
+    // Placed on the refused argument, the command list, underlined whole.
+    assert!(out.stderr.contains("launch.buzz:3:12"), "{}", out.dump());
+    let list = format!("[{}]", buzz_str(evil.display().to_string()));
+    let underline = format!(
+        "|            {} `exec` denied here\n",
+        "^".repeat(list.len())
+    );
+    assert!(out.stderr.contains(&underline), "{}", out.dump());
     assert!(out.stderr.contains("- path: ~/bin/evil"), "{}", out.dump());
     assert!(!h.ws_path("marker").exists());
 }

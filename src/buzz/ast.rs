@@ -262,7 +262,54 @@ pub struct EnumDecl {
 #[derive(Debug)]
 pub struct Expr {
     pub kind: ExprKind,
+    /// Where the run places its errors: the start, or the operator, the
+    /// member name or the `[` of a postfix form.
     pub pos: Pos,
+    /// Just past the expression's last token, for diagnostics only (the
+    /// run never reads it).
+    pub end: Pos,
+}
+
+impl Expr {
+    /// Where the expression as written starts: its leftmost operand's
+    /// start for the forms whose `pos` is an operator or a member name.
+    pub(crate) fn start(&self) -> Pos {
+        let mut e = self;
+        while let Some(left) = e.leftmost() {
+            e = left;
+        }
+        e.pos
+    }
+
+    fn leftmost(&self) -> Option<&Expr> {
+        match &self.kind {
+            ExprKind::Binary(_, l, _)
+            | ExprKind::And(l, _)
+            | ExprKind::Or(l, _)
+            | ExprKind::Coalesce(l, _)
+            | ExprKind::Range(l, _)
+            | ExprKind::Is(l, _)
+            | ExprKind::Force(l) => Some(&**l),
+            ExprKind::As { value: l, .. }
+            | ExprKind::Assign { target: l, .. }
+            | ExprKind::Call { callee: l, .. }
+            | ExprKind::Field { object: l, .. }
+            | ExprKind::Index { object: l, .. }
+            | ExprKind::OptionalIndex { object: l, .. }
+            | ExprKind::Catch { body: l, .. }
+            | ExprKind::Generic { callee: l, .. } => Some(&**l),
+            _ => None,
+        }
+        .filter(|l| (l.pos.line, l.pos.column) < (self.pos.line, self.pos.column))
+    }
+
+    /// How many characters the expression covers from [`Expr::start`]
+    /// when it fits on its line, else `None`.
+    pub(crate) fn width(&self) -> Option<u32> {
+        let start = self.start();
+        (start.line == self.end.line && self.end.column > start.column)
+            .then(|| self.end.column - start.column)
+    }
 }
 
 /// `local = value` or `local op= value` on a reassignable resolved local

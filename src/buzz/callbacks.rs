@@ -10,6 +10,8 @@ use std::cmp::Ordering;
 use std::rc::Rc;
 
 /// Whether `name` is a list or map method that takes a callback.
+/// (`method_names::CALLBACK` names the same five; its tests hold them
+/// together.)
 pub(crate) fn takes_callback(name: &str) -> bool {
     matches!(name, "forEach" | "map" | "filter" | "reduce" | "sort")
 }
@@ -198,7 +200,10 @@ pub(crate) fn pattern_method(p: &Pattern, name: &str, args: &[Value]) -> Result<
             let with = args.get(1).and_then(Value::as_str).unwrap_or("");
             replace(p, subject, with, name == "replaceAll")
         }
-        _ => Err(format!("pat has no method `{name}`")),
+        _ => Err(super::method_names::no_such_method(
+            super::method_names::Receiver::Pattern,
+            name,
+        )),
     }
 }
 

@@ -212,6 +212,7 @@ impl Interpreter {
                 pos,
                 file: self.file.clone(),
                 diagnostic: None,
+                refused: None,
             }))),
         }
     }

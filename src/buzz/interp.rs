@@ -56,6 +56,9 @@ pub(crate) struct Thrown {
     /// The file `pos` is in (the throw may be in an imported file).
     pub(crate) file: Rc<Path>,
     pub(crate) diagnostic: Option<Box<Diagnostic>>,
+    /// A native's refusal not yet placed on what the spell wrote: which
+    /// part of the call to underline (see [`CallSpans`]).
+    pub(crate) refused: Option<u32>,
 }
 
 /// Why evaluation stopped going forward.
@@ -705,6 +708,7 @@ impl Interpreter {
             pos,
             file: self.file.clone(),
             diagnostic: None,
+            refused: None,
         })))
     }
 
@@ -1837,6 +1841,7 @@ impl Interpreter {
             pos,
             file: self.file.clone(),
             diagnostic: Some(Box::new(diagnostic)),
+            refused: None,
         }))
     }
 
@@ -1958,7 +1963,9 @@ impl Interpreter {
                 None => self.field(&receiver, name, callee.pos)?,
             };
             let values = self.arguments(args, scope)?;
-            return self.call_value(&f, values, pos);
+            return self
+                .call_value(&f, values, pos)
+                .map_err(|flow| self.place_refused(flow, pos, &(callee, args)));
         }
         if let ExprKind::Var(name, res) = &callee.kind {
             if let Res::Global { hint } = res.get() {
@@ -1973,6 +1980,7 @@ impl Interpreter {
         }
         let values = self.arguments(args, scope)?;
         self.call_value(&f, values, pos)
+            .map_err(|flow| self.place_refused(flow, pos, &(callee, args)))
     }
 
     /// A call of the Buzz function `closure`: by slot when the arguments
@@ -2428,11 +2436,21 @@ impl Interpreter {
         };
         let result = (native.f)(&mut call);
         let exit = call.exit;
+        let refused = match &result {
+            Ok(_) => None,
+            Err(raise) => refused_slot(raise, &scratch.values),
+        };
         scratch.names.clear();
         scratch.values.clear();
         self.scratch = scratch;
         match exit {
-            ExitRequest::Continue => result.map_err(|raise| self.raised(raise, pos)),
+            ExitRequest::Continue => result.map_err(|raise| {
+                let mut flow = self.raised(raise, pos);
+                if let Flow::Throw(t) = &mut flow {
+                    t.refused = refused;
+                }
+                flow
+            }),
             ExitRequest::Exit(status) => Err(Flow::Exit(status)),
             ExitRequest::Collect => self.collect_garbage(pos),
         }
@@ -2445,7 +2463,90 @@ impl Interpreter {
             pos,
             file: self.file.clone(),
             diagnostic: raise.diagnostic,
+            refused: None,
         }))
+    }
+}
+
+/// Which part of a native call its raise is about, as a [`CallSpans`]
+/// slot: the argument that holds the path the diagnostic names (a `str`,
+/// or a list of them such as `sh.run`'s command), else the callee.
+#[cold]
+fn refused_slot(raise: &super::native::Raise, values: &[Value]) -> Option<u32> {
+    let path = raise.diagnostic.as_ref()?.path.as_deref()?;
+    let holds = |v: &Value| match v {
+        Value::List(list) => list.items.borrow().iter().any(|i| i.as_str() == Some(path)),
+        other => other.as_str() == Some(path),
+    };
+    let at = values.iter().position(holds).map_or(0, |i| i + 1);
+    Some(u32::try_from(at).unwrap_or(0))
+}
+
+/// Where a call's parts are written: slot 0 its callee, slot `i + 1`
+/// its argument `i`, each `(start, end)`.
+pub(crate) trait CallSpans {
+    fn slot(&self, i: usize) -> Option<(Pos, Pos)>;
+}
+
+impl CallSpans for (&Expr, &[Arg]) {
+    fn slot(&self, i: usize) -> Option<(Pos, Pos)> {
+        let e = match i {
+            0 => self.0,
+            i => &self.1.get(i - 1)?.value,
+        };
+        Some((e.start(), e.end))
+    }
+}
+
+impl Interpreter {
+    /// A native's refusal raised by the call at `pos`, placed on the part
+    /// of the call `spans` says it is about, so its diagnostic underlines
+    /// that argument (or the callee) as written. One raised inside a
+    /// library magus writes in Buzz (`buzz:io`'s `File.open`) is placed
+    /// on the callee of the spell's call into it, not in the library's
+    /// source. Anything else passes.
+    #[cold]
+    pub(crate) fn place_refused(&self, flow: Flow, pos: Pos, spans: &dyn CallSpans) -> Flow {
+        let Flow::Throw(mut t) = flow else {
+            return flow;
+        };
+        if is_library(&self.file) {
+            return Flow::Throw(t);
+        }
+        let slot = match t.refused.take() {
+            _ if is_library(&t.file) => Some(0),
+            slot => slot.filter(|_| t.pos == pos),
+        };
+        let span = slot.and_then(|s| spans.slot(s as usize));
+        if let (Some((start, end)), Some(d)) = (span, t.diagnostic.as_mut()) {
+            if d.location.is_none() {
+                d.location = Some(crate::diag::Location {
+                    kind: crate::diag::SourceKind::Spell,
+                    file: self.file.to_path_buf(),
+                    line: start.line,
+                    column: start.column,
+                });
+                d.span = span_width(start, end);
+            }
+        }
+        Flow::Throw(t)
+    }
+}
+
+/// Whether `file` is a library magus writes in Buzz (`<buzz:io>`), whose
+/// source the user never sees.
+fn is_library(file: &Path) -> bool {
+    file.as_os_str().as_encoded_bytes().starts_with(b"<")
+}
+
+/// Characters from `start` to `end` on one line; an expression that
+/// goes on to later lines is underlined to the end of its first (the
+/// renderer stops at the line's end).
+fn span_width(start: Pos, end: Pos) -> u32 {
+    if end.line == start.line {
+        end.column.saturating_sub(start.column).max(1)
+    } else {
+        u32::MAX
     }
 }
 

@@ -170,6 +170,7 @@ impl Interpreter {
             pos,
             file: self.file.clone(),
             diagnostic: Some(Box::new(diagnostic)),
+            refused: None,
         })))
     }
 

@@ -82,6 +82,8 @@ impl Tok {
 pub struct Token {
     pub tok: Tok,
     pub pos: Pos,
+    /// Just past its last character (the parser's expression ends).
+    pub end: Pos,
 }
 
 /// A lexical error with its position.
@@ -150,6 +152,7 @@ pub fn lex(source: &str) -> Vec<Token> {
         out.push(Token {
             tok: Tok::Error(Rc::from(e.message)),
             pos: e.pos,
+            end: e.pos,
         });
     }
     out
@@ -211,12 +214,20 @@ impl Lexer {
                 if stop == Stop::CloseBrace {
                     return self.error(pos, "unterminated interpolation in string, expected `}`");
                 }
-                out.push(Token { tok: Tok::Eof, pos });
+                out.push(Token {
+                    tok: Tok::Eof,
+                    pos,
+                    end: pos,
+                });
                 return Ok(());
             };
             if stop == Stop::CloseBrace && c == '}' && braces == 0 {
                 self.bump();
-                out.push(Token { tok: Tok::Eof, pos });
+                out.push(Token {
+                    tok: Tok::Eof,
+                    pos,
+                    end: pos,
+                });
                 return Ok(());
             }
             let test_name = c == '"'
@@ -244,7 +255,11 @@ impl Lexer {
                 Tok::Sym("}") => braces = braces.saturating_sub(1),
                 _ => {}
             }
-            out.push(Token { tok, pos });
+            out.push(Token {
+                tok,
+                pos,
+                end: self.pos,
+            });
         }
     }
 

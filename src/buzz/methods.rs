@@ -6,6 +6,7 @@ use super::ast::BinOp;
 use super::callbacks;
 use super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
 use super::lexer::Pos;
+use super::method_names::{no_such_method, Receiver};
 use super::value::{ListObj, MapObj, Shape, Value};
 use std::cmp::Ordering;
 use std::rc::Rc;
@@ -419,7 +420,7 @@ fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
         "utf8Codepoints" => Ok(Value::list(
             s.chars().map(|c| Value::str(c.to_string())).collect(),
         )),
-        _ => Err(format!("str has no method `{name}`")),
+        _ => Err(no_such_method(Receiver::Str, name)),
     }
 }
 
@@ -650,7 +651,7 @@ fn list_method(list: &ListObj, name: &str, args: &[Value]) -> Plain {
             Ok(shaped_list(list, list.items.borrow().clone(), mutable))
         }
         "fill" => list_fill(list, args),
-        _ => Err(format!("list has no method `{name}`")),
+        _ => Err(no_such_method(Receiver::List, name)),
     }
 }
 
@@ -763,7 +764,7 @@ fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
                     .collect(),
             ))
         }
-        _ => Err(format!("map has no method `{name}`")),
+        _ => Err(no_such_method(Receiver::Map, name)),
     }
 }
 
@@ -800,7 +801,7 @@ fn range_method(low: i64, high: i64, name: &str, args: &[Value]) -> Plain {
                     .collect(),
             ))
         }
-        _ => Err(format!("range has no method `{name}`")),
+        _ => Err(no_such_method(Receiver::Range, name)),
     }
 }
 

@@ -19,6 +19,7 @@ mod imports;
 mod interp;
 mod lang;
 mod lexer;
+mod method_names;
 mod methods;
 mod native;
 // Unix only, as the integration tests they were: on Windows the gate

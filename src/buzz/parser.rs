@@ -193,6 +193,13 @@ impl<'t> Parser<'t> {
         self.peek().pos
     }
 
+    /// Just past the last token consumed: where the expression that
+    /// token closes ends.
+    fn end(&self) -> Pos {
+        let last = self.at.min(self.tokens.len()).saturating_sub(1);
+        self.tokens.get(last).map_or(Pos::default(), |t| t.end)
+    }
+
     fn advance(&mut self) -> &'t Token {
         let t = self.peek();
         if self.at < self.tokens.len() {
@@ -363,10 +370,27 @@ impl<'t> Parser<'t> {
         if let Some(kind) = self.contextual_statement()? {
             return Ok(Stmt { kind, pos });
         }
+        if let Some(stmt) = self.keyword_statement(pos)? {
+            return Ok(stmt);
+        }
+        let expr = self.expression()?;
+        self.expect(";", "after expression")?;
+        Ok(Stmt {
+            kind: StmtKind::Expr(expr),
+            pos,
+        })
+    }
+
+    /// A statement that starts with a keyword, or `None`. Out of line:
+    /// its many arms make a large frame in a debug build, and nested
+    /// blocks (`from { out from { … } }`) recurse through
+    /// `statement_inner`, which stays small.
+    #[inline(never)]
+    fn keyword_statement(&mut self, pos: Pos) -> PResult<Option<Stmt>> {
         let kind = match spelled(&self.peek().tok) {
             Some("export") if matches!(self.peek_at(1), Tok::Ident(w) if &**w != "extern") => {
                 self.advance();
-                return self.export_names(pos);
+                return self.export_names(pos).map(Some);
             }
             Some("export") => {
                 self.advance();
@@ -374,7 +398,7 @@ impl<'t> Parser<'t> {
                 if let Some(name) = declared_name(&stmt.kind) {
                     self.exports.push(name);
                 }
-                return Ok(stmt);
+                return Ok(Some(stmt));
             }
             Some("namespace") => self.namespace()?,
             Some("import") => self.import()?,
@@ -402,13 +426,9 @@ impl<'t> Parser<'t> {
             Some("throw") => self.throw_stmt()?,
             Some("try") => self.try_stmt()?,
             Some("{") => StmtKind::Block(self.block("to open a block")?),
-            _ => {
-                let expr = self.expression()?;
-                self.expect(";", "after expression")?;
-                StmtKind::Expr(expr)
-            }
+            _ => return Ok(None),
         };
-        Ok(Stmt { kind, pos })
+        Ok(Some(Stmt { kind, pos }))
     }
 
     /// `export name;` or `export a\b as c;`: exports an existing name, or
@@ -419,6 +439,7 @@ impl<'t> Parser<'t> {
         let mut target = Expr {
             kind: ExprKind::Var(first.clone(), Resolved::default()),
             pos: first_pos,
+            end: self.end(),
         };
         let mut last = first;
         while self.eat("\\") {
@@ -431,6 +452,7 @@ impl<'t> Parser<'t> {
                     cache: Default::default(),
                 },
                 pos: first_pos,
+                end: self.end(),
             };
             last = name;
         }
@@ -1253,7 +1275,11 @@ impl<'t> Parser<'t> {
                 body: Box::new(target),
                 default: Box::new(default),
             };
-            return Ok(Expr { kind, pos });
+            return Ok(Expr {
+                kind,
+                pos,
+                end: self.end(),
+            });
         }
         Ok(target)
     }
@@ -1276,7 +1302,11 @@ impl<'t> Parser<'t> {
             op,
             value: Box::new(value),
         };
-        Ok(Expr { kind, pos })
+        Ok(Expr {
+            kind,
+            pos,
+            end: self.end(),
+        })
     }
 
     /// Precedence climbing: one frame per nesting level, not per precedence
@@ -1339,7 +1369,11 @@ impl<'t> Parser<'t> {
             BinKind::Coalesce => ExprKind::Coalesce(l, Box::new(self.binary(level + 1)?)),
             BinKind::Range => ExprKind::Range(l, Box::new(self.binary(level + 1)?)),
         };
-        Ok(Expr { kind, pos })
+        Ok(Expr {
+            kind,
+            pos,
+            end: self.end(),
+        })
     }
 
     fn unary(&mut self) -> PResult<Expr> {
@@ -1352,6 +1386,7 @@ impl<'t> Parser<'t> {
             return Ok(Expr {
                 kind: ExprKind::TypeOf(Box::new(operand)),
                 pos,
+                end: self.end(),
             });
         }
         let op = match spelled(&self.peek().tok) {
@@ -1365,6 +1400,7 @@ impl<'t> Parser<'t> {
         Ok(Expr {
             kind: ExprKind::Unary(op, Box::new(operand)),
             pos,
+            end: self.end(),
         })
     }
 
@@ -1388,14 +1424,26 @@ impl<'t> Parser<'t> {
         if &*word == "yield" {
             let operand = self.nested(Self::unary)?;
             let kind = ExprKind::Yield(Box::new(operand));
-            return Ok(Some(Expr { kind, pos }));
+            return Ok(Some(Expr {
+                kind,
+                pos,
+                end: self.end(),
+            }));
         }
         let operand = Box::new(self.nested(Self::primary)?);
         let kind = match &*word {
             "resume" => ExprKind::Resume(operand),
             _ => ExprKind::Resolve(operand),
         };
-        self.postfix_from(Expr { kind, pos }, pos).map(Some)
+        self.postfix_from(
+            Expr {
+                kind,
+                pos,
+                end: self.end(),
+            },
+            pos,
+        )
+        .map(Some)
     }
 
     /// `&f(x)`, `&obj.method(x)`: a postfix chain that must end in a call,
@@ -1411,7 +1459,11 @@ impl<'t> Parser<'t> {
             });
         }
         let kind = ExprKind::AsyncCall(Box::new(call));
-        Ok(Expr { kind, pos })
+        Ok(Expr {
+            kind,
+            pos,
+            end: self.end(),
+        })
     }
 
     fn postfix(&mut self) -> PResult<Expr> {
@@ -1475,6 +1527,7 @@ impl<'t> Parser<'t> {
                         cache: Default::default(),
                     },
                     pos,
+                    end: self.end(),
                 };
                 let ExprKind::Instance { fields, .. } = self.instance(Rc::from(""))? else {
                     return self.error("expected an object literal");
@@ -1485,6 +1538,7 @@ impl<'t> Parser<'t> {
                         fields,
                     },
                     pos,
+                    end: self.end(),
                 });
             }
             Some(sep) => {
@@ -1505,7 +1559,11 @@ impl<'t> Parser<'t> {
                     optional,
                     cache: Default::default(),
                 };
-                return Ok(Expr { kind, pos });
+                return Ok(Expr {
+                    kind,
+                    pos,
+                    end: self.end(),
+                });
             }
             None => return self.error("expected a postfix operator"),
         };
@@ -1514,7 +1572,11 @@ impl<'t> Parser<'t> {
         } else {
             token.pos
         };
-        Ok(Expr { kind, pos })
+        Ok(Expr {
+            kind,
+            pos,
+            end: self.end(),
+        })
     }
 
     /// Buzz 0.6's postfix forms: `::<T>` (skipped), `x?[i]`, and
@@ -1529,13 +1591,21 @@ impl<'t> Parser<'t> {
                 callee: Box::new(expr),
                 types,
             };
-            return Ok(Expr { kind, pos });
+            return Ok(Expr {
+                kind,
+                pos,
+                end: self.end(),
+            });
         }
         if self.eat("?") {
             let object = Box::new(expr);
             let pos = self.advance().pos;
             let kind = self.optional_subscript(object)?;
-            return Ok(Expr { kind, pos });
+            return Ok(Expr {
+                kind,
+                pos,
+                end: self.end(),
+            });
         }
         let pos = self.pos();
         let arg = self.primary()?;
@@ -1548,6 +1618,7 @@ impl<'t> Parser<'t> {
                 }],
             },
             pos,
+            end: self.end(),
         })
     }
 
@@ -1632,7 +1703,11 @@ impl<'t> Parser<'t> {
             }
             _ => return self.expected("an expression", "here"),
         };
-        Ok(Expr { kind, pos })
+        Ok(Expr {
+            kind,
+            pos,
+            end: self.end(),
+        })
     }
 
     /// Buzz 0.6's primaries: `from { … }`, `match`, `$"…"`, `.case`,
@@ -1672,6 +1747,7 @@ impl<'t> Parser<'t> {
             let mutable = Expr {
                 kind: ExprKind::Mutable(Box::new(literal)),
                 pos,
+                end: self.end(),
             };
             return self.postfix_from(mutable, pos);
         }
@@ -1687,7 +1763,11 @@ impl<'t> Parser<'t> {
                 return Ok(value);
             }
             let kind = ExprKind::Mutable(Box::new(value));
-            return Ok(Expr { kind, pos });
+            return Ok(Expr {
+                kind,
+                pos,
+                end: self.end(),
+            });
         }
         self.expected("a list, map or object literal", "after `mut`")
     }
@@ -1776,6 +1856,7 @@ impl<'t> Parser<'t> {
             return Ok(Expr {
                 kind: ExprKind::Block(body),
                 pos,
+                end: self.end(),
             });
         }
         self.expression()
@@ -1795,6 +1876,7 @@ impl<'t> Parser<'t> {
             let callee = Box::new(Expr {
                 kind: ExprKind::Var(name, Resolved::default()),
                 pos,
+                end: self.end(),
             });
             return Ok(ExprKind::Generic { callee, types });
         }
@@ -1832,6 +1914,7 @@ impl<'t> Parser<'t> {
                 let value = Expr {
                     kind: ExprKind::Var(name.clone(), Resolved::default()),
                     pos,
+                    end: self.end(),
                 };
                 fields.push((name, value));
                 if !self.eat(",") {

@@ -74,8 +74,8 @@ impl Cx<'_, '_> {
                 .iter()
                 .find_map(|(earlier, line)| Some((value.clash(earlier)?, *line)));
             if let Some((duplicate, line)) = clash {
-                let w = self.width_of(c);
-                self.report(CheckError::MatchOverlap { duplicate, line }, c.pos, w);
+                let (at, w) = self.span_of(c);
+                self.report(CheckError::MatchOverlap { duplicate, line }, at, w);
             }
             seen.push((value, c.pos.line));
         }
@@ -104,8 +104,8 @@ impl Cx<'_, '_> {
             return false;
         }
         let ty = found.clone().with_mutable(Mutable::Yes).to_string();
-        let w = self.width_of(default);
-        self.report(CheckError::MutableDefault { ty }, default.pos, w);
+        let (at, w) = self.span_of(default);
+        self.report(CheckError::MutableDefault { ty }, at, w);
         true
     }
 }

@@ -289,7 +289,7 @@ impl Cx<'_, '_> {
         if expected.accepts(found) {
             return;
         }
-        let width = self.width_of(at);
+        let (spot, width) = self.span_of(at);
         if let (Ty::Optional(inner), false) = (found, matches!(expected, Ty::Optional(_))) {
             if expected.accepts(inner) {
                 let error = CheckError::Optional {
@@ -298,7 +298,7 @@ impl Cx<'_, '_> {
                     ty: found.to_string(),
                     use_: context.to_string(),
                 };
-                self.report(error, at.pos, width);
+                self.report(error, spot, width);
                 return;
             }
         }
@@ -318,7 +318,7 @@ impl Cx<'_, '_> {
             found: found.to_string(),
             help,
         };
-        self.report(error, at.pos, width);
+        self.report(error, spot, width);
     }
 
     /// How an expression is named in a message: a variable by its name.
@@ -330,7 +330,16 @@ impl Cx<'_, '_> {
         }
     }
 
-    /// How many characters of the line to underline for `e`.
+    /// Where to place a finding about `e` and how many characters to
+    /// underline: the whole expression when it fits on its line.
+    pub(super) fn span_of(&self, e: &Expr) -> (super::super::lexer::Pos, usize) {
+        match e.width() {
+            Some(w) => (e.start(), w as usize),
+            None => (e.pos, self.width_of(e)),
+        }
+    }
+
+    /// How many characters of the line to underline for `e` from `e.pos`.
     pub(super) fn width_of(&self, e: &Expr) -> usize {
         match &e.kind {
             ExprKind::Var(n, _) => n.chars().count(),
@@ -387,8 +396,8 @@ impl Cx<'_, '_> {
                         found: t.to_string(),
                         help: None,
                     };
-                    let width = self.width_of(x);
-                    self.report(error, x.pos, width);
+                    let (at, width) = self.span_of(x);
+                    self.report(error, at, width);
                 }
                 Ty::Unknown
             }
@@ -408,8 +417,8 @@ impl Cx<'_, '_> {
                 ty: t.to_string(),
                 use_: op.to_string(),
             };
-            let width = self.width_of(x);
-            self.report(error, x.pos, width);
+            let (at, width) = self.span_of(x);
+            self.report(error, at, width);
             return false;
         }
         true
@@ -433,8 +442,8 @@ impl Cx<'_, '_> {
                     left: a.to_string(),
                     right: b.to_string(),
                 };
-                let width = self.width_of(l);
-                self.report(error, l.pos, width);
+                let (at, width) = self.span_of(l);
+                self.report(error, at, width);
                 Ty::Unknown
             }
         }
@@ -650,8 +659,8 @@ impl Cx<'_, '_> {
                         found: t.to_string(),
                         help: None,
                     };
-                    let w = self.width_of(c);
-                    self.report(error, c.pos, w);
+                    let (at, w) = self.span_of(c);
+                    self.report(error, at, w);
                 }
             }
             let t = self.arm(&arm.body, expected);

@@ -31,8 +31,8 @@ impl Cx<'_, '_> {
                         "declare what `{name}` yields after its result type: `> T *> {found}`"
                     )),
                 };
-                let w = self.width_of(value);
-                self.report(error, value.pos, w);
+                let (at, w) = self.span_of(value);
+                self.report(error, at, w);
             }
         }
     }

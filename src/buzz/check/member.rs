@@ -7,6 +7,7 @@ use super::scope::{BindingKind, FrameKind, Yields};
 use super::ty::is_arrow;
 use super::ty::{Mutable, Obj, Sig, Ty};
 use super::{nearest, CheckError, Cx};
+use crate::buzz::method_names::{Receiver, ENUM_CASE_FIELDS};
 use std::rc::Rc;
 
 /// List and map methods that change the receiver in place.
@@ -99,16 +100,16 @@ impl Cx<'_, '_> {
                     ty: callee_ty.to_string(),
                     use_: "a call".to_string(),
                 };
-                let w = self.width_of(callee);
-                self.report(error, callee.pos, w);
+                let (at, w) = self.span_of(callee);
+                self.report(error, at, w);
                 Ty::Unknown
             }
             other => {
                 let error = CheckError::NotCallable {
                     ty: other.to_string(),
                 };
-                let w = self.width_of(callee);
-                self.report(error, callee.pos, w);
+                let (at, w) = self.span_of(callee);
+                self.report(error, at, w);
                 Ty::Unknown
             }
         }
@@ -148,8 +149,8 @@ impl Cx<'_, '_> {
                     found: args.len(),
                     signature,
                 };
-                let w = self.width_of(&arg.value);
-                self.report(error, arg.value.pos, w);
+                let (at, w) = self.span_of(&arg.value);
+                self.report(error, at, w);
                 return;
             };
             given[i] = true;
@@ -182,6 +183,7 @@ impl Cx<'_, '_> {
             Ty::Str | Ty::Range | Ty::Pattern => ("str", Mutable::Yes, &[]),
             _ => return None,
         };
+        self.builtin_exists(receiver, name, at);
         if mutable == Mutable::No && mutators.contains(&name) {
             let error = CheckError::Immutable {
                 method: name.to_string(),
@@ -194,6 +196,24 @@ impl Cx<'_, '_> {
             self.expr(&a.value);
         }
         Some(Ty::Unknown)
+    }
+
+    /// A method of `str`, lists, maps, ranges or patterns that the run
+    /// does not have: its table ([`Receiver`]) is the run's own.
+    fn builtin_exists(&mut self, receiver: &Ty, name: &str, at: &Expr) {
+        let Some(kind) = builtin_receiver(receiver) else {
+            return;
+        };
+        if kind.has(name) {
+            return;
+        }
+        let error = CheckError::UnknownMember {
+            owner: format!("`{receiver}`"),
+            name: name.to_string(),
+            near: nearest(name, kind.methods()),
+        };
+        let spot = self.spot(at.pos, name);
+        self.report(error, spot, name.chars().count());
     }
 
     pub(super) fn field(&mut self, object: &Expr, name: &str, optional: bool, e: &Expr) -> Ty {
@@ -218,8 +238,8 @@ impl Cx<'_, '_> {
                     ty: receiver.to_string(),
                     use_: format!("`.{name}`"),
                 };
-                let w = self.width_of(object);
-                self.report(error, object.pos, w);
+                let (at, w) = self.span_of(object);
+                self.report(error, at, w);
                 return Ty::Unknown;
             }
             (t, _) => t.clone(),
@@ -275,7 +295,29 @@ impl Cx<'_, '_> {
                     .then(|| Ty::Case(decl.clone()));
                 (format!("enum `{}`", decl.name), names, found)
             }
-            _ => return Ty::Unknown,
+            Ty::Protocol(p) => {
+                let names: Vec<String> = p.methods.iter().map(|m| m.to_string()).collect();
+                let found = p
+                    .methods
+                    .iter()
+                    .any(|m| &**m == name)
+                    .then_some(Ty::Unknown);
+                (format!("protocol `{}`", p.name), names, found)
+            }
+            Ty::Int | Ty::Double | Ty::Bool | Ty::Ud => (format!("`{t}`"), Vec::new(), None),
+            Ty::Case(decl) => {
+                let names = ENUM_CASE_FIELDS.iter().map(|n| n.to_string()).collect();
+                let found = ENUM_CASE_FIELDS.contains(&name).then_some(Ty::Unknown);
+                (format!("a case of enum `{}`", decl.name), names, found)
+            }
+            _ => match builtin_receiver(t) {
+                Some(kind) => (
+                    format!("`{t}`"),
+                    kind.methods().map(str::to_string).collect(),
+                    kind.has(name).then_some(Ty::Unknown),
+                ),
+                None => return Ty::Unknown,
+            },
         };
         if let Some(found) = found {
             return found;
@@ -365,8 +407,8 @@ impl Cx<'_, '_> {
                 use_: "an index".to_string(),
                 name: var_name(index),
             };
-            let w = self.width_of(index);
-            self.report(error, index.pos, w);
+            let (at, w) = self.span_of(index);
+            self.report(error, at, w);
         }
         let item = match &t {
             Ty::List(item, _) => (**item).clone(),
@@ -401,8 +443,8 @@ impl Cx<'_, '_> {
                         method: "[…] =".to_string(),
                         kind,
                     };
-                    let w = self.width_of(object);
-                    self.report(error, object.pos, w);
+                    let (at, w) = self.span_of(object);
+                    self.report(error, at, w);
                 }
                 match t {
                     Ty::List(item, _) => *item,
@@ -500,6 +542,7 @@ impl Cx<'_, '_> {
         let var = Expr {
             kind: ExprKind::Var(name.clone(), Default::default()),
             pos: e.pos,
+            end: e.end,
         };
         self.expr(&var)
     }
@@ -654,4 +697,16 @@ impl PosExt for super::super::lexer::Pos {
     fn before(self, other: Self) -> Self {
         self.min_line(other)
     }
+}
+
+/// The kind of built-in receiver a value of type `t` is, if it is one.
+fn builtin_receiver(t: &Ty) -> Option<Receiver> {
+    Some(match t {
+        Ty::Str => Receiver::Str,
+        Ty::List(..) => Receiver::List,
+        Ty::Map(..) => Receiver::Map,
+        Ty::Range => Receiver::Range,
+        Ty::Pattern => Receiver::Pattern,
+        _ => return None,
+    })
 }

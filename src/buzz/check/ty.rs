@@ -41,6 +41,9 @@ pub enum Ty {
     Case(Rc<EnumDecl>),
     /// The enum itself (`Color.red`).
     Enum(Rc<EnumDecl>),
+    /// A value typed by a protocol of this file: only the protocol's
+    /// methods may be used on it (as upstream); any value fits it.
+    Protocol(Rc<ProtocolDecl>),
     Module(Rc<ModuleInfo>),
 }
 
@@ -148,6 +151,9 @@ impl Types {
         if let Some(decl) = self.enums.get(name) {
             return Ty::Case(decl.clone());
         }
+        if let Some(decl) = self.protocols.get(name) {
+            return Ty::Protocol(decl.clone());
+        }
         match self.imported.borrow().get(name) {
             Some(Ty::Class(obj)) => Ty::Instance(obj.clone()),
             Some(Ty::Enum(e)) => Ty::Case(e.clone()),
@@ -211,6 +217,8 @@ impl Ty {
     pub fn accepts(&self, found: &Ty) -> bool {
         match (self, found) {
             (Ty::Unknown, _) | (_, Ty::Unknown) => true,
+            // Which objects implement a protocol is left to the run.
+            (Ty::Protocol(_), _) | (_, Ty::Protocol(_)) => true,
             (Ty::Optional(_), Ty::Null) => true,
             (Ty::Optional(e), Ty::Optional(f)) => e.accepts(f),
             (Ty::Optional(e), f) => e.accepts(f),
@@ -266,6 +274,7 @@ impl fmt::Display for Ty {
             Ty::Class(o) => write!(f, "object {}", o.decl.name),
             Ty::Case(e) => f.write_str(&e.name),
             Ty::Enum(e) => write!(f, "enum {}", e.name),
+            Ty::Protocol(p) => f.write_str(&p.name),
             Ty::Module(m) => write!(f, "module {}", m.name),
         }
     }

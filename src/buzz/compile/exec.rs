@@ -399,6 +399,7 @@ impl Interpreter {
                     pos: stmt.pos,
                     file: self.file.clone(),
                     diagnostic: None,
+                    refused: None,
                 })))
             }
             StmtKind::Expr(_)
@@ -1165,6 +1166,7 @@ impl Interpreter {
         }
         let values = self.c_arguments(args, fr, env)?;
         self.call_value(f, values, pos)
+            .map_err(|flow| self.place_refused(flow, pos, args))
     }
 
     /// A call of the Buzz function `closure` (the walker's `call_closure`).
@@ -1275,6 +1277,7 @@ impl Interpreter {
         };
         let values = self.c_arguments(&c.args, fr, env)?;
         self.call_value(&f, values, c.pos)
+            .map_err(|flow| self.place_refused(flow, c.pos, &c.args))
     }
 
     /// Evaluates a built-in method's arguments (values only) and gives
@@ -1333,6 +1336,7 @@ impl Interpreter {
             Ok(())
         };
         self.call_native_with(native, pos, fill)
+            .map_err(|flow| self.place_refused(flow, pos, args))
     }
 
     /// The arguments of a built-in method: values only.

@@ -541,8 +541,13 @@ impl Lower {
         })
     }
 
-    fn args(&mut self, args: &[Arg]) -> Option<Args> {
+    fn args(&mut self, callee: &ast::Expr, args: &[Arg]) -> Option<Args> {
+        let spans = std::iter::once(callee)
+            .chain(args.iter().map(|a| &a.value))
+            .map(|e| (e.start(), e.end))
+            .collect();
         Some(Args {
+            spans,
             names: args.iter().map(|a| a.name.clone()).collect(),
             values: args
                 .iter()
@@ -567,7 +572,7 @@ impl Lower {
                 method: methods::Builtin::of(name),
                 optional: *optional,
                 cache: MemberCache::default(),
-                args: self.args(args)?,
+                args: self.args(callee, args)?,
                 at,
                 pos,
                 late: object.is_local() && !args.iter().any(|a| assigns(&a.value)),
@@ -579,13 +584,16 @@ impl Lower {
                 Expr::CallGlobal(Box::new(CallGlobal {
                     name: name.clone(),
                     res: global_res(hint),
-                    args: self.args(args)?,
+                    args: self.args(callee, args)?,
                     at,
                     pos,
                 }))
             }
             ExprKind::Generic { .. } => return None,
-            _ => Expr::CallValue(Box::new((self.expr(callee)?, self.args(args)?)), pos),
+            _ => Expr::CallValue(
+                Box::new((self.expr(callee)?, self.args(callee, args)?)),
+                pos,
+            ),
         })
     }
 

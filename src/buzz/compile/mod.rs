@@ -174,6 +174,15 @@ struct Args {
     /// order: the test is then a pointer check. Weak, so that its address
     /// cannot be reused by another declaration while it is kept here.
     ordered: std::cell::RefCell<std::rc::Weak<FunDecl>>,
+    /// Where the callee (slot 0) and each argument are written, read only
+    /// to place a native's refusal (see `Interpreter::place_refused`).
+    spans: Box<[(Pos, Pos)]>,
+}
+
+impl crate::buzz::interp::CallSpans for Args {
+    fn slot(&self, i: usize) -> Option<(Pos, Pos)> {
+        self.spans.get(i).copied()
+    }
 }
 
 enum Expr {
