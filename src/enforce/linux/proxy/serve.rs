@@ -470,20 +470,16 @@ fn relay(
     target: &Target,
     already_sent: u64,
 ) -> io::Result<()> {
-    // The relay adds no Nagle delay of its own: each end already chose.
-    let _ = client.set_nodelay(true);
-    let _ = upstream.set_nodelay(true);
-    let (client_r, upstream_w) = (client.try_clone()?, upstream.try_clone()?);
-    let up = thread::Builder::new().spawn(move || pump(client_r, upstream_w))?;
-    let received = pump(upstream, client);
-    let sent = up.join().unwrap_or(0) + already_sent;
-    shared.tell_later(Event::Closed {
-        host: target.host.clone(),
-        port: target.port,
-        sent,
-        received,
-    });
-    Ok(())
+    let half_close = HalfClose::Allowed;
+    relay_with(
+        client,
+        upstream,
+        shared,
+        target,
+        already_sent,
+        pump,
+        half_close,
+    )
 }
 
 /// [`relay`] for one plain-HTTP request: the client's bytes go upstream
@@ -500,14 +496,49 @@ fn relay_one_request(
     already_sent: u64,
     body: BodyEnd,
 ) -> io::Result<()> {
+    let forward = move |from, to| forward_body(from, to, body);
+    let half_close = HalfClose::EndsRequest;
+    relay_with(
+        client,
+        upstream,
+        shared,
+        target,
+        already_sent,
+        forward,
+        half_close,
+    )
+}
+
+/// What the upstream's end of its response means for the client's side.
+#[derive(PartialEq)]
+enum HalfClose {
+    /// A tunnel: the client may go on sending after the server is done.
+    Allowed,
+    /// One request: its response is over, so the client's side stops too.
+    EndsRequest,
+}
+
+/// Runs `up` (client to upstream) in a thread of its own and [`pump`]s the
+/// way back here, then reports the bytes.
+fn relay_with(
+    client: TcpStream,
+    upstream: TcpStream,
+    shared: &Shared,
+    target: &Target,
+    already_sent: u64,
+    up: impl FnOnce(TcpStream, TcpStream) -> u64 + Send + 'static,
+    half_close: HalfClose,
+) -> io::Result<()> {
+    // The relay adds no Nagle delay of its own: each end already chose.
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);
     let (client_r, upstream_w) = (client.try_clone()?, upstream.try_clone()?);
-    let up = thread::Builder::new().spawn(move || forward_body(client_r, upstream_w, body))?;
+    let up = thread::Builder::new().spawn(move || up(client_r, upstream_w))?;
     let client_end = client.try_clone()?;
     let received = pump(upstream, client);
-    // The response is over: the reader of the client's side stops too.
-    let _ = client_end.shutdown(Shutdown::Read);
+    if half_close == HalfClose::EndsRequest {
+        let _ = client_end.shutdown(Shutdown::Read);
+    }
     let sent = up.join().unwrap_or(0) + already_sent;
     shared.tell_later(Event::Closed {
         host: target.host.clone(),
