@@ -45,9 +45,9 @@ fn check_host(host: &str) -> Result<(), String> {
 fn check_head(head: &Head) -> Result<(), String> {
     check_host(&head.target.host)?;
     let Some(framing) = head.body else {
-        return match head.tunnel && head.upstream_head.is_empty() {
+        return match head.upstream_head.is_empty() {
             true => Ok(()),
-            false => Err("a plain request without body framing".into()),
+            false => Err("a tunnel (no body framing) with a head to send upstream".into()),
         };
     };
     check_upstream_head(head)?;

@@ -120,9 +120,8 @@ fn set_aside_shadowing_git(git: &Path) {
     if git.symlink_metadata().is_err() {
         return;
     }
-    let aside = (0..100)
-        .map(|n| git.with_file_name(format!(".git.planted-during-magus-run.{n}")))
-        .find(|p| p.symlink_metadata().is_err());
+    let taken = |name: &str| git.with_file_name(name).symlink_metadata().is_ok();
+    let aside = free_aside(".git", taken).map(|name| git.with_file_name(name));
     let outcome = match aside.map(|to| std::fs::rename(git, &to).map(|()| to)) {
         Some(Ok(to)) => format!("magus moved it to `{}`", to.display()),
         Some(Err(e)) => format!("magus could not move it ({e}): remove it before running git"),
@@ -135,6 +134,14 @@ fn set_aside_shadowing_git(git: &Path) {
         git.display()
     );
     let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
+}
+
+/// The first of `NAME.planted-during-magus-run.0` to `.99` that is not
+/// `taken`: where what a child planted at `name` is kept aside.
+fn free_aside(name: &str, taken: impl Fn(&str) -> bool) -> Option<String> {
+    (0..100)
+        .map(|n| format!("{name}.planted-during-magus-run.{n}"))
+        .find(|aside| !taken(aside))
 }
 
 impl NotedLink {
@@ -165,10 +172,7 @@ impl NotedLink {
         let exists = |entry: &str| fstatat(fd, entry, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok();
         let moved = match exists(name) {
             false => Ok(None),
-            true => match (0..100)
-                .map(|n| format!("{name}.planted-during-magus-run.{n}"))
-                .find(|aside| !exists(aside))
-            {
+            true => match free_aside(name, exists) {
                 Some(aside) => renameat(fd, name, fd, aside.as_str()).map(|()| Some(aside)),
                 None => Err(Errno::EEXIST),
             },

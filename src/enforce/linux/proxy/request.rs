@@ -33,11 +33,10 @@ pub struct Target {
 #[derive(Debug)]
 pub struct Head {
     pub target: Target,
-    /// `CONNECT`: a tunnel (raw bytes both ways); else one plain request.
-    pub tunnel: bool,
     /// The head to send upstream (origin-form); empty for a tunnel.
     pub upstream_head: Vec<u8>,
-    /// Where the request's body ends; `None` for a tunnel.
+    /// Where the request's body ends; `None` for a tunnel (`CONNECT`: raw
+    /// bytes both ways), else one plain request.
     pub body: Option<BodyFraming>,
     /// Bytes read past the head (a body, an early TLS hello, or whatever
     /// the client sent after its request).
@@ -77,7 +76,6 @@ pub fn head_of(request: &httparse::Request<'_, '_>, rest: Vec<u8>) -> Result<Hea
         let target = authority(path, None).ok_or("CONNECT needs host:port")?;
         return Ok(Head {
             target,
-            tunnel: true,
             upstream_head: Vec::new(),
             body: None,
             rest,
@@ -101,7 +99,6 @@ pub fn head_of(request: &httparse::Request<'_, '_>, rest: Vec<u8>) -> Result<Hea
     };
     Ok(Head {
         target,
-        tunnel: false,
         upstream_head: origin_form_head(method, &origin, &after[..end], request),
         body: Some(body),
         rest,
@@ -477,7 +474,6 @@ mod tests {
     #[test]
     fn absolute_form_becomes_origin_form_without_proxy_headers() {
         let h = head("GET http://LocalHost:8080/a?b HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nAccept: */*\r\n\r\nBODY").unwrap();
-        assert!(!h.tunnel);
         assert_eq!((h.target.host.as_str(), h.target.port), ("localhost", 8080));
         let up = String::from_utf8(h.upstream_head).unwrap();
         assert_eq!(
@@ -487,7 +483,6 @@ mod tests {
         assert_eq!(h.rest, b"BODY");
         assert_eq!(h.body, Some(BodyFraming::Length(0)));
         let c = head("CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n").unwrap();
-        assert!(c.tunnel);
         assert_eq!(c.body, None);
         assert_eq!((c.target.host.as_str(), c.target.port), ("github.com", 443));
         let f = head("GET http://a.com#x/y HTTP/1.1\r\n\r\n").unwrap();
