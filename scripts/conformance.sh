@@ -12,7 +12,7 @@
 # of upstream's README.md and an empty src/, which its tests look for.
 set -u
 dir=${1:?usage: conformance.sh UPSTREAM_TESTS_BEHAVIOR_DIR [MAGUS]}
-magus=${2:-$(dirname "$0")/../target/release/magus}
+magus=${2:-$(dirname "$0")/../target/$(rustc -vV | sed -n 's/^host: //p')/release/magus}
 ws=$(mktemp -d "${HOME:-/tmp}/.magus-conformance.XXXXXX")
 trap 'rm -rf "$ws"' EXIT
 : > "$ws/magus.yaml"

@@ -12,7 +12,7 @@
 # expected refusals: 2 a check error, 126 nothing ran, 124 a denial.
 set -u
 dir=${1:?usage: fuzzed.sh UPSTREAM_TESTS_FUZZED_DIR [MAGUS]}
-magus=${2:-$(dirname "$0")/../target/release/magus}
+magus=${2:-$(dirname "$0")/../target/$(rustc -vV | sed -n 's/^host: //p')/release/magus}
 ws=$(mktemp -d "${HOME:-/tmp}/.magus-fuzzed.XXXXXX")
 trap 'rm -rf "$ws"' EXIT
 printf 'sandbox:\n  enabled: true\n' > "$ws/magus.yaml"

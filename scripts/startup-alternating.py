@@ -8,8 +8,8 @@ versions), each round runs every binary on each workspace, in alternating
 order.
 
     cargo build --release --bin magus
-    python3 scripts/startup-alternating.py target/release/magus 100
-    python3 scripts/startup-alternating.py /tmp/magus-before target/release/magus 100
+    python3 scripts/startup-alternating.py target/x86_64-unknown-linux-gnu/release/magus 100
+    python3 scripts/startup-alternating.py /tmp/magus-before target/x86_64-unknown-linux-gnu/release/magus 100
 """
 import os
 import statistics
