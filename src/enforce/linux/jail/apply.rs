@@ -231,7 +231,8 @@ fn bind(
     access: BindAccess,
     if_missing: IfMissing,
 ) -> Result<(), Errno> {
-    if source.symlink_metadata().is_err() {
+    // A grant (most binds) is never made: no `lstat` for it.
+    if if_missing != IfMissing::Fail && source.symlink_metadata().is_err() {
         match if_missing {
             IfMissing::MakeDir => make_dirs(source)?,
             IfMissing::MakeFile => make_empty_file(source)?,

@@ -563,13 +563,7 @@ fn first_symlink(
             continue;
         };
         at.push(name);
-        let what = seen.entry(at.clone()).or_insert_with(|| {
-            match (std::fs::read_link(&at), at.symlink_metadata()) {
-                (Ok(target), _) => Seen::Link(target),
-                (Err(_), Ok(_)) => Seen::Present,
-                (Err(_), Err(_)) => Seen::Absent,
-            }
-        });
+        let what = seen.entry(at.clone()).or_insert_with(|| look_at(&at));
         match what.clone() {
             Seen::Link(target) => return Some((at, target)),
             Seen::Present => continue,
@@ -577,6 +571,19 @@ fn first_symlink(
         }
     }
     None
+}
+
+/// One `readlink` tells all three apart: `EINVAL` is a path that is there
+/// and no link, `ENOENT`/`ENOTDIR` one that is not; only another error
+/// (`EACCES` on the way) needs a second look.
+fn look_at(path: &Path) -> Seen {
+    match std::fs::read_link(path) {
+        Ok(target) => Seen::Link(target),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Seen::Present,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => Seen::Absent,
+        Err(_) if path.symlink_metadata().is_ok() => Seen::Present,
+        Err(_) => Seen::Absent,
+    }
 }
 
 /// A link is worth recreating only when what it leads to is granted.

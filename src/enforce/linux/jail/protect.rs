@@ -228,7 +228,13 @@ const STARTUP_DIRS: [&str; 7] = [
 /// A missing start-up directory under a writable grant: carved as a
 /// directory to create, at its real place (an existing `~/.config` may be
 /// a link; it is followed here, once, and never again by the bind).
-fn push_startup_dir(found: &mut Found, home: &Path, rel: &str, writable: &dyn Fn(&Path) -> bool) {
+fn push_startup_dir(
+    found: &mut Found,
+    home: &Path,
+    rel: &str,
+    writable: &dyn Fn(&Path) -> bool,
+    parents: &mut Canonical,
+) {
     let path = home.join(rel);
     if path.symlink_metadata().is_ok() {
         return; // Exists: a start-up file like the others.
@@ -236,11 +242,11 @@ fn push_startup_dir(found: &mut Found, home: &Path, rel: &str, writable: &dyn Fn
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return;
     };
-    let real = match parent.canonicalize() {
-        Ok(parent) => parent.join(name),
-        Err(_) => match home.canonicalize() {
+    let real = match parents.of(parent) {
+        Some(parent) => parent.join(name),
+        None => match parents.of(home) {
             // `~/.config` is missing too: both are made.
-            Ok(home) if parent.symlink_metadata().is_err() => home.join(rel),
+            Some(home) if parent.symlink_metadata().is_err() => home.join(rel),
             _ => return,
         },
     };
@@ -250,6 +256,21 @@ fn push_startup_dir(found: &mut Found, home: &Path, rel: &str, writable: &dyn Fn
             reason: CarveReason::StartupFile,
             missing: IfMissing::MakeDir,
         });
+    }
+}
+
+/// `canonicalize`, asked once per path: the start-up directories share a
+/// few parents (`~/.config`, `$HOME`), and each ask reads the link of
+/// every component on the way.
+#[derive(Default)]
+struct Canonical(std::collections::HashMap<PathBuf, Option<PathBuf>>);
+
+impl Canonical {
+    fn of(&mut self, path: &Path) -> Option<PathBuf> {
+        self.0
+            .entry(path.to_path_buf())
+            .or_insert_with(|| path.canonicalize().ok())
+            .clone()
     }
 }
 
@@ -278,8 +299,9 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     }
     path_dirs(policy, inputs, &mut found);
     if let Some(home) = &inputs.home {
+        let mut parents = Canonical::default();
         for rel in STARTUP_DIRS {
-            push_startup_dir(&mut found, home, rel, &writable);
+            push_startup_dir(&mut found, home, rel, &writable, &mut parents);
         }
         for rel in STARTUP_FILES {
             push_existing(
