@@ -5,8 +5,9 @@
 //! proxy (which runs outside the sandbox) against the machine or its LAN.
 //!
 //! The rule: an address that is not globally routable (loopback, private,
-//! link-local, shared CGNAT, unspecified, multicast, documentation...) is
-//! refused, except
+//! link-local and site-local, shared CGNAT, unspecified, multicast,
+//! documentation, IANA's protocol assignments in 2001::/23 such as Teredo,
+//! one that embeds an IPv4 address: NAT64, 6to4...) is refused, except
 //! - `localhost` and `*.localhost` may reach loopback addresses (RFC 6761
 //!   reserves them for loopback: no DNS answer is involved);
 //! - an address that is itself listed as an IP literal (`hosts: [10.0.0.5]`)
@@ -107,22 +108,37 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let [first, second, third, fourth, ..] = ip.segments();
     let unique_local = first & 0xfe00 == 0xfc00;
     let link_local = first & 0xffc0 == 0xfe80;
-    let documentation = first == 0x2001 && ip.segments()[1] == 0x0db8;
+    // fec0::/10, deprecated but still routed inside some sites.
+    let site_local = first & 0xffc0 == 0xfec0;
+    let documentation = (first == 0x2001 && second == 0x0db8) || first & 0xfff0 == 0x3ff0;
     // NAT64 and 6to4 embed an IPv4 address that may be private.
     let embeds_v4 = first == 0x0064 || first == 0x2002;
     // `::a.b.c.d` (deprecated IPv4-compatible addresses).
     let compatible_v4 = ip.segments()[..6].iter().all(|s| *s == 0);
+    // 100::/64 (discard), 5f00::/16 (segment-routing identifiers).
+    let discard = first == 0x0100 && second == 0 && third == 0 && fourth == 0;
+    let segment_routing = first == 0x5f00;
+    // 2001::/23, IANA's protocol assignments (Teredo, which embeds an IPv4
+    // address, benchmarking, ORCHID identifiers...), but for the few it
+    // lists as globally reachable (anycast services, AMT, AS112).
+    let global_assignment = matches!((second, third), (1, 0) | (3, _) | (4, 0x0112))
+        && (second != 1 || matches!(ip.segments()[3..], [0, 0, 0, 0, 1] | [0, 0, 0, 0, 2]));
+    let protocol_assignment = first == 0x2001 && second < 0x0200 && !global_assignment;
     !(ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
         || unique_local
         || link_local
+        || site_local
         || documentation
         || embeds_v4
-        || compatible_v4)
+        || compatible_v4
+        || discard
+        || segment_routing
+        || protocol_assignment)
 }
 
 #[cfg(test)]
@@ -159,11 +175,32 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            "fec0::1",
+            "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+            "2001:db8::1",
+            "3fff::1",
+            "100::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:20::1",
+            "2001:1::3",
+            "5f00::1",
         ] {
             let addr: IpAddr = addr.parse().unwrap();
             assert!(!may_connect(&hosts, "crates.io", addr, 443), "{addr}");
         }
-        for addr in ["151.101.1.1", "2a04:4e42::1", "::ffff:151.101.1.1"] {
+        // Public neighbours of the refused ranges stay reachable.
+        for addr in [
+            "151.101.1.1",
+            "2a04:4e42::1",
+            "::ffff:151.101.1.1",
+            "2001:4860::8888",
+            "2001:1::1",
+            "2001:1::2",
+            "2001:3::1",
+            "2001:4:112::1",
+            "2620:fe::fe",
+        ] {
             let addr: IpAddr = addr.parse().unwrap();
             assert!(may_connect(&hosts, "crates.io", addr, 443), "{addr}");
         }
