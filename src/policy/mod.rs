@@ -21,6 +21,7 @@ mod load;
 pub mod lock;
 pub mod native;
 pub mod path;
+pub(crate) mod real_paths;
 pub mod reference;
 mod regular;
 mod resolve;
@@ -44,6 +45,7 @@ pub use lock::{
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
+pub(crate) use real_paths::RealPaths;
 pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};

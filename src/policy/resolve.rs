@@ -164,7 +164,7 @@ fn builtins<'t>(
         Some(Mode::Rw) => &super::builtin::WINDOWS_RW,
         _ => &super::builtin::WINDOWS_RO,
     };
-    let mut real = SharedParents::default();
+    let mut real = super::RealPaths::default();
     table
         .iter()
         .filter_map(move |b| builtin_grant(b, env, &mut real))
@@ -173,9 +173,9 @@ fn builtins<'t>(
 fn builtin_grant(
     b: &Builtin,
     env: &[(OsString, OsString)],
-    real: &mut SharedParents,
+    real: &mut super::RealPaths,
 ) -> Option<Grant> {
-    let path = policy_path(&real.canonical(&builtin_path(b, env)?).ok()?).ok()?;
+    let path = policy_path(&real.through_parent(&builtin_path(b, env)?)?).ok()?;
     Some(Grant {
         path,
         mode: b.mode,
@@ -192,33 +192,6 @@ fn builtin_path(b: &Builtin, env: &[(OsString, OsString)]) -> Option<PathBuf> {
     let dir = PathBuf::from(lookup(env, var)?);
     let rest = rest.trim_start_matches(['\\', '/']);
     dir.is_absolute().then(|| dir.join(rest))
-}
-
-/// `canonicalize` for paths that share their parents (the built-ins'
-/// thirty `/etc/…`): each parent is resolved once, then one `readlink`
-/// of the path says whether its last component is a link (resolved in
-/// full) or not (the parent's real path and the name), where
-/// `canonicalize` reads the link of every component of every path.
-#[derive(Default)]
-struct SharedParents(std::collections::HashMap<PathBuf, Option<PathBuf>>);
-
-impl SharedParents {
-    fn canonical(&mut self, path: &Path) -> std::io::Result<PathBuf> {
-        use std::io::ErrorKind;
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return path.canonicalize();
-        };
-        let known = self.0.entry(parent.to_path_buf());
-        let Some(real_parent) = known.or_insert_with(|| parent.canonicalize().ok()) else {
-            return path.canonicalize();
-        };
-        match std::fs::read_link(path) {
-            // Not a link (`EINVAL`): there, and named as it is.
-            Err(e) if e.kind() == ErrorKind::InvalidInput => Ok(real_parent.join(name)),
-            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Err(e),
-            _ => path.canonicalize(),
-        }
-    }
 }
 
 /// The policy's form of the real path of `path`: canonical, and on
@@ -695,49 +668,6 @@ mod tests {
     use super::*;
     use crate::policy::config::Position;
 
-    /// The shared-parents shortcut answers as `canonicalize` does, for
-    /// every kind of path a built-in can be: a file, a directory, a link
-    /// to either, a path through a linked parent, a dangling link, a
-    /// missing path, a file used as a directory, and `..` on the way.
-    #[cfg(unix)]
-    #[test]
-    fn shared_parents_agree_with_canonicalize() {
-        use std::os::unix::fs::symlink;
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("etc/ssl")).unwrap();
-        std::fs::write(root.join("etc/passwd"), "x").unwrap();
-        std::fs::create_dir(root.join("usr")).unwrap();
-        std::fs::write(root.join("usr/os-release"), "x").unwrap();
-        symlink("../usr/os-release", root.join("etc/os-release")).unwrap();
-        symlink("ssl", root.join("etc/certs")).unwrap();
-        symlink("etc", root.join("linked")).unwrap();
-        symlink("nowhere", root.join("etc/dangling")).unwrap();
-        let paths = [
-            "etc/passwd",
-            "etc/ssl",
-            "etc/os-release",
-            "etc/certs",
-            "linked/passwd",
-            "linked/os-release",
-            "etc/dangling",
-            "etc/missing",
-            "missing/passwd",
-            "etc/passwd/below",
-            "usr/../etc/passwd",
-            "etc/ssl/..",
-        ];
-        let mut shared = SharedParents::default();
-        for rel in paths {
-            let path = root.join(rel);
-            let want = path.canonicalize().ok();
-            assert_eq!(shared.canonical(&path).ok(), want, "{rel}");
-        }
-    }
-
-    /// A store inside a grant is hidden; one the grant names (or lies in)
-    /// is not; a store reached through a linked parent is found where it
-    /// really is; a missing or linked store is not listed.
     #[test]
     fn credential_stores_inside_grants_are_hidden_unless_named() {
         let dir = tempfile::tempdir().unwrap();

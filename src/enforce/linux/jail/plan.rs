@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use super::protect::{carve_outs, Carve, CarveReason, KeptLink};
+use crate::policy::real_paths::{look, Looked};
 use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
 
 /// One setup operation, applied in order.
@@ -543,19 +544,10 @@ fn expand_home(spelled: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
-/// What one path is, for [`first_symlink`]: most spelled paths share their
-/// first components (`/etc`), so each is looked at once.
-#[derive(Clone)]
-enum Seen {
-    Link(PathBuf),
-    Present,
-    Absent,
-}
-
 /// The first component of `path` that is a symlink, and what it says.
 fn first_symlink(
     path: &Path,
-    seen: &mut std::collections::HashMap<PathBuf, Seen>,
+    seen: &mut std::collections::HashMap<PathBuf, Looked>,
 ) -> Option<(PathBuf, PathBuf)> {
     let mut at = PathBuf::from("/");
     for component in path.components() {
@@ -563,27 +555,16 @@ fn first_symlink(
             continue;
         };
         at.push(name);
-        let what = seen.entry(at.clone()).or_insert_with(|| look_at(&at));
+        // Most spelled paths share their first components (`/etc`): each
+        // is looked at once.
+        let what = seen.entry(at.clone()).or_insert_with(|| look(&at));
         match what.clone() {
-            Seen::Link(target) => return Some((at, target)),
-            Seen::Present => continue,
-            Seen::Absent => return None,
+            Looked::Link(target) => return Some((at, target)),
+            Looked::Present => continue,
+            Looked::Absent => return None,
         }
     }
     None
-}
-
-/// One `readlink` tells all three apart: `EINVAL` is a path that is there
-/// and no link, `ENOENT`/`ENOTDIR` one that is not; only another error
-/// (`EACCES` on the way) needs a second look.
-fn look_at(path: &Path) -> Seen {
-    match std::fs::read_link(path) {
-        Ok(target) => Seen::Link(target),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Seen::Present,
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => Seen::Absent,
-        Err(_) if path.symlink_metadata().is_ok() => Seen::Present,
-        Err(_) => Seen::Absent,
-    }
 }
 
 /// A link is worth recreating only when what it leads to is granted.

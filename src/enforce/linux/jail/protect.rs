@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::gitconfig;
 use super::plan::{IfMissing, ViewInputs};
-use crate::policy::{Access, GrantSource, Mode, NormalPath, Policy};
+use crate::policy::{Access, GrantSource, Mode, NormalPath, Policy, RealPaths};
 
 /// Why a path is re-bound read-only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +233,7 @@ fn push_startup_dir(
     home: &Path,
     rel: &str,
     writable: &dyn Fn(&Path) -> bool,
-    parents: &mut Canonical,
+    parents: &mut RealPaths,
 ) {
     let path = home.join(rel);
     if path.symlink_metadata().is_ok() {
@@ -256,21 +256,6 @@ fn push_startup_dir(
             reason: CarveReason::StartupFile,
             missing: IfMissing::MakeDir,
         });
-    }
-}
-
-/// `canonicalize`, asked once per path: the start-up directories share a
-/// few parents (`~/.config`, `$HOME`), and each ask reads the link of
-/// every component on the way.
-#[derive(Default)]
-struct Canonical(std::collections::HashMap<PathBuf, Option<PathBuf>>);
-
-impl Canonical {
-    fn of(&mut self, path: &Path) -> Option<PathBuf> {
-        self.0
-            .entry(path.to_path_buf())
-            .or_insert_with(|| path.canonicalize().ok())
-            .clone()
     }
 }
 
@@ -299,7 +284,7 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     }
     path_dirs(policy, inputs, &mut found);
     if let Some(home) = &inputs.home {
-        let mut parents = Canonical::default();
+        let mut parents = RealPaths::default();
         for rel in STARTUP_DIRS {
             push_startup_dir(&mut found, home, rel, &writable, &mut parents);
         }
