@@ -56,18 +56,14 @@ impl RealPaths {
         // A path whose parent has no real path (missing, not a directory,
         // unreadable) has none either.
         let real_parent = self.of(parent)?;
+        // `file_name` is never `.` or `..` (`components` drops the one,
+        // and a path ending in the other has none), so the join is exact.
         match look(path) {
-            Looked::Present if !is_dot(name) => Some(real_parent.join(name)),
+            Looked::Present => Some(real_parent.join(name)),
             Looked::Absent => None,
-            _ => path.canonicalize().ok(),
+            Looked::Link(_) => path.canonicalize().ok(),
         }
     }
-}
-
-/// `file_name` never returns `..`, but a name of `.` can come through an
-/// odd spelling on some platforms: resolved in full, not joined.
-fn is_dot(name: &std::ffi::OsStr) -> bool {
-    name == "." || name == ".."
 }
 
 #[cfg(all(test, unix))]

@@ -232,12 +232,11 @@ fn bind(
     if_missing: IfMissing,
 ) -> Result<(), Errno> {
     // A grant (most binds) is never made: no `lstat` for it.
-    if if_missing != IfMissing::Fail && source.symlink_metadata().is_err() {
-        match if_missing {
-            IfMissing::MakeDir => make_dirs(source)?,
-            IfMissing::MakeFile => make_empty_file(source)?,
-            IfMissing::Fail => {}
-        }
+    let missing = || source.symlink_metadata().is_err();
+    match if_missing {
+        IfMissing::MakeDir if missing() => make_dirs(source)?,
+        IfMissing::MakeFile if missing() => make_empty_file(source)?,
+        _ => {}
     }
     let is_dir = std::fs::metadata(source).map_err(io_errno)?.is_dir();
     mount_point(made, target, is_dir)?;

@@ -124,8 +124,10 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     // 2001::/23, IANA's protocol assignments (Teredo, which embeds an IPv4
     // address, benchmarking, ORCHID identifiers...), but for the few it
     // lists as globally reachable (anycast services, AMT, AS112).
-    let global_assignment = matches!((second, third), (1, 0) | (3, _) | (4, 0x0112))
-        && (second != 1 || matches!(ip.segments()[3..], [0, 0, 0, 0, 1] | [0, 0, 0, 0, 2]));
+    let global_assignment = matches!(
+        ip.segments(),
+        [_, 1, 0, 0, 0, 0, 0, 1 | 2] | [_, 3, ..] | [_, 4, 0x0112, ..]
+    );
     let protocol_assignment = first == 0x2001 && second < 0x0200 && !global_assignment;
     !(ip.is_unspecified()
         || ip.is_loopback()
