@@ -1240,17 +1240,22 @@ for i in range(900):
         break
 print("HELD", len(held), flush=True)
 time.sleep(2)
-closed = 0
+closed = busy = 0
 for c in held:
     c.setblocking(False)
     try:
-        if c.recv(1) == b"":
+        got = c.recv(4096)
+        if got.startswith(b"HTTP/1.1 503 "):
+            busy += 1
+            got = c.recv(4096)
+        if got == b"":
             closed += 1
     except BlockingIOError:
         pass
     except OSError:
         closed += 1
 print("CLOSED", closed, flush=True)
+print("BUSY", busy, flush=True)
 for c in held:
     c.close()
 time.sleep(0.5)
@@ -1295,8 +1300,9 @@ fn threads_if_child_of(pid: &str, ws: &[u8]) -> Option<usize> {
 /// outside the sandbox and outside `limits.processes`: it started a
 /// thread for each (an attack on the user's and the machine's thread
 /// limits, from a run bounded to 64 processes). The proxy now serves at
-/// most 256 clients at once and closes the rest at once; once the child
-/// lets go, a request goes through again. The control (sandbox off, no
+/// most 256 clients at once and answers the rest "503" and closes them
+/// at once, and magus says how many it turned away; once the child lets
+/// go, a request goes through again. The control (sandbox off, no
 /// proxy) holds the 900 connections to the server directly. The proxy's
 /// threads are counted from outside, as root.
 #[test]
@@ -1335,6 +1341,10 @@ fn idle_connections_do_not_grow_the_proxy_without_bound() {
         );
         let closed: usize = out.lines_starting("CLOSED ")[0][7..].parse().unwrap();
         assert!(closed >= 900 - 256, "{case:?}: {}", out.dump());
+        let busy: usize = out.lines_starting("BUSY ")[0][5..].parse().unwrap();
+        assert!(busy >= 900 - 256, "{case:?}: {}", out.dump());
+        let said = format!("the network proxy turned {busy} connection(s) away");
+        assert!(out.stderr.contains(&said), "{case:?}: {}", out.dump());
         assert!(
             out.stdout.contains("AFTER HTTP/1.1 200"),
             "{case:?}: {}",

@@ -4,7 +4,7 @@
 
 use crate::buzz::CallSite;
 use crate::diag::{Code, Diagnostic, Location, SourceKind};
-use crate::enforce::proxy::{EgressSummary, Event, RefusalReason};
+use crate::enforce::proxy::{EgressSummary, Event, RefusalReason, MAX_CLIENTS};
 use crate::policy::HostList;
 
 /// MGS2011 for one refusal; `site` is the `sh.*` call that was running
@@ -66,4 +66,18 @@ pub fn summary_diagnostic(summary: &EgressSummary) -> Diagnostic {
         d = d.with_note(line);
     }
     d
+}
+
+/// Said after every run in which the proxy turned clients away, whatever
+/// the verbosity: those children's downloads failed for a reason of the
+/// proxy's, not of the host's.
+pub fn turned_away_diagnostic(summary: &EgressSummary) -> Option<Diagnostic> {
+    let n = summary.turned_away;
+    (n > 0).then(|| {
+        Diagnostic::warning(format!(
+            "the network proxy turned {n} connection(s) away: it serves at most {MAX_CLIENTS} at once"
+        ))
+        .with_note("each was answered \"503 Service Unavailable\" (HTTP) or \"no acceptable method\" (SOCKS5) and closed")
+        .with_help("a program that holds many idle connections open (a crawler, a leak) keeps others out; let it close them")
+    })
 }

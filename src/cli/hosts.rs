@@ -202,6 +202,9 @@ pub(crate) fn finish(
     let Some(summary) = session.finish_egress() else {
         return;
     };
+    if let Some(d) = egress::turned_away_diagnostic(&summary) {
+        emit(&d);
+    }
     match format {
         MessageFormat::Json => {
             let line = serde_json::json!({
@@ -209,6 +212,7 @@ pub(crate) fn finish(
                 "kind": "egress",
                 "message": "network egress through the proxy",
                 "egress": summary.to_json(),
+                "turned_away": summary.turned_away,
             });
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         }

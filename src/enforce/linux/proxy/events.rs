@@ -1,6 +1,7 @@
 //! What the proxy process tells magus, one JSON line per event over their
 //! socket pair: a refusal (for MGS2011, said after the `sh.*` call that
-//! caused it) and a finished connection (for the egress summary).
+//! caused it), a finished connection (for the egress summary), and a
+//! client turned away because the proxy was serving all it may at once.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -49,6 +50,9 @@ pub enum Event {
         sent: u64,
         received: u64,
     },
+    /// A client was answered "busy" and closed before anything was read:
+    /// the proxy was serving [`MAX_CLIENTS`](super::MAX_CLIENTS) at once.
+    TurnedAway,
     /// The proxy has stopped; nothing follows.
     End,
 }
@@ -66,6 +70,8 @@ pub struct Egress {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EgressSummary {
     pub by_destination: BTreeMap<(String, u16), Egress>,
+    /// Clients answered "busy" (no destination is known for them).
+    pub turned_away: u64,
 }
 
 impl EgressSummary {
@@ -84,6 +90,7 @@ impl EgressSummary {
                 slot.sent += sent;
                 slot.received += received;
             }
+            Event::TurnedAway => self.turned_away += 1,
             Event::End => {}
         }
     }
@@ -107,7 +114,8 @@ impl EgressSummary {
             .collect()
     }
 
-    /// The summary as JSON: a list of `{host, port, connections, sent, received, refused}`.
+    /// The summary as JSON: a list of `{host, port, connections, sent, received, refused}`
+    /// (the clients turned away are counted beside it, [`Self::turned_away`]).
     pub fn to_json(&self) -> serde_json::Value {
         let rows = self.by_destination.iter().map(|((host, port), e)| {
             serde_json::json!({
@@ -148,6 +156,8 @@ mod tests {
                 reason: RefusalReason::NotListed,
                 via: "http".into(),
             },
+            Event::TurnedAway,
+            Event::TurnedAway,
         ];
         let mut summary = EgressSummary::default();
         for e in &events {
@@ -163,5 +173,6 @@ mod tests {
                 "localhost:80  2 connection(s), 11 B out, 102 B in, 0 refused"
             ]
         );
+        assert_eq!(summary.turned_away, 2);
     }
 }

@@ -21,6 +21,7 @@ pub mod request;
 mod serve;
 
 pub use events::{EgressSummary, Event, RefusalReason};
+pub use serve::MAX_CLIENTS;
 
 use crate::policy::{HostList, Network};
 use nix::unistd::{fork, ForkResult, Pid};

@@ -33,8 +33,9 @@ const SHORT_PATH_CONGESTION: &str = "reno";
 /// proxy, which runs outside the sandbox and outside `limits.processes`:
 /// without a bound, a child holding thousands of idle connections made
 /// it start a thread for each, against the user's (and the machine's)
-/// thread limits. Beyond it a new connection is closed at once.
-const MAX_CLIENTS: usize = 256;
+/// thread limits. Beyond it a new client is answered "busy" and closed
+/// at once ([`turn_away`]).
+pub const MAX_CLIENTS: usize = 256;
 /// How long a connect to a listed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the proxy waits, when magus finishes, for open connections to
@@ -221,7 +222,8 @@ fn accept_one(listener: &TcpListener, protocol: Protocol, shared: &Arc<Shared>) 
         return;
     };
     if !shared.try_enter() {
-        // Closed unanswered: the client sees its connection end.
+        turn_away(client, protocol);
+        shared.tell_later(Event::TurnedAway);
         return;
     }
     let worker = Arc::clone(shared);
@@ -236,6 +238,33 @@ fn accept_one(listener: &TcpListener, protocol: Protocol, shared: &Arc<Shared>) 
         // The client was dropped unanswered with the closure.
         shared.leave();
     }
+}
+
+/// Answers a client the proxy has no room for, before reading anything
+/// (a read could block this accepting thread), and closes it: HTTP 503
+/// with the reason, or SOCKS5's "no acceptable method", the only refusal
+/// its greeting has. A fresh socket's send buffer takes either whole.
+fn turn_away(mut client: TcpStream, protocol: Protocol) {
+    let _ = client.set_nonblocking(true);
+    let _ = match protocol {
+        Protocol::Http => client.write_all(busy_http().as_bytes()),
+        Protocol::Socks5 => client.write_all(&[SOCKS_VERSION, NO_ACCEPTABLE_METHOD]),
+    };
+    let _ = client.shutdown(Shutdown::Write);
+}
+
+/// SOCKS5's method byte for "none of yours is acceptable".
+const NO_ACCEPTABLE_METHOD: u8 = 0xff;
+
+/// The whole answer to an HTTP client turned away.
+fn busy_http() -> String {
+    let body = format!(
+        "magus: the proxy is serving {MAX_CLIENTS} connections at once; try again when some have ended\n"
+    );
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 /// Why a request did not get through.
@@ -692,5 +721,47 @@ mod tests {
         drop(listener);
         let refused = connect(&addr).unwrap_err();
         assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
+    }
+
+    /// The busy answer is one well-formed response whose length header
+    /// counts its body, so a client shows the reason.
+    #[test]
+    fn the_busy_answer_is_a_whole_503() {
+        let answer = busy_http();
+        let mut headers = [httparse::EMPTY_HEADER; 8];
+        let mut response = httparse::Response::new(&mut headers);
+        let httparse::Status::Complete(head) = response.parse(answer.as_bytes()).unwrap() else {
+            panic!("incomplete head: {answer:?}");
+        };
+        assert_eq!(response.code, Some(503));
+        let length = response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .map(|h| {
+                std::str::from_utf8(h.value)
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            });
+        assert_eq!(length, Some(answer.len() - head));
+        assert!(answer[head..].contains(&MAX_CLIENTS.to_string()));
+    }
+
+    /// A client beyond the limit hears why before its connection ends.
+    #[test]
+    fn a_client_turned_away_reads_the_reason_then_the_end() {
+        for (protocol, expected) in [
+            (Protocol::Http, busy_http().into_bytes()),
+            (Protocol::Socks5, vec![SOCKS_VERSION, NO_ACCEPTABLE_METHOD]),
+        ] {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (accepted, _) = listener.accept().unwrap();
+            turn_away(accepted, protocol);
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).unwrap();
+            assert_eq!(got, expected);
+        }
     }
 }
