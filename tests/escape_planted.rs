@@ -224,3 +224,40 @@ fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
     h.assert_no_leak(&out);
     assert!(out.stderr.contains("MGS2001"), "{}", out.dump());
 }
+
+/// The same plant two levels down: a child writes `sub/magus.yaml` and
+/// `sub/deeper/magus.yaml`, both turning the sandbox off, and a spell in
+/// `sub/deeper`. Discovery from `sub/deeper` used to compare only with
+/// the nearest enclosing config (the planted `sub/magus.yaml`, off), and
+/// ran the spell unconfined; every enclosing config counts now. The
+/// control names the workspace with `--workspace` (the user's choice)
+/// and reads the key.
+#[test]
+fn a_chain_of_planted_magus_yaml_files_is_not_obeyed_by_discovery() {
+    let h = Harness::new();
+    h.write_spell("t", SHELL_SPELL);
+    let spell = "import \"std\";\nimport \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    std.print(\"STOLEN {fs.read(\"{env.get(\"HOME\") ?? \"\"}/.ssh/id_rsa\")}\");\n    return 0;\n}\n";
+    std::fs::write(h.ws_path("build.buzz"), spell).unwrap();
+    let plant = "mkdir -p sub/deeper/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && cp sub/magus.yaml sub/deeper/magus.yaml && mv build.buzz sub/deeper/spells/build.buzz && echo PLANTED";
+    let planted = magus(&h, true, &["run", "t", plant]);
+    assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+    let key = h.secret("~/.ssh/id_rsa").to_string();
+    let deeper = h.ws_path("sub/deeper");
+
+    let mut named = h.command();
+    named.arg("--workspace").arg(&deeper).args(["run", "build"]);
+    let control = capture(&mut named);
+    assert!(control.stdout.contains(&key), "{}", control.dump());
+
+    let mut discovered = h.command();
+    discovered.current_dir(&deeper).args(["run", "build"]);
+    let out = capture(&mut discovered);
+    h.assert_no_leak(&out);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("turns the sandbox off inside the sandboxed workspace"),
+        "{}",
+        out.dump()
+    );
+}

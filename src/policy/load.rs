@@ -133,7 +133,8 @@ pub fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
 /// the user's next `magus run` started in that subdirectory run the
 /// spell unconfined (`tests/escape_planted.rs`). So a nested config that
 /// turns the sandbox off (or leaves it off) inside an enclosing workspace
-/// whose sandbox is on is refused unless the user names it with
+/// whose sandbox is on (at any level up, the nearest or not) is refused
+/// unless the user names it with
 /// `--workspace` or `MAGUS_SANDBOX_ENABLED`. A nested config with the
 /// sandbox on is used as it is, without a word: a warning would fire in
 /// every workspace kept inside another (test fixtures in a repository's
@@ -143,14 +144,19 @@ fn refuse_planted_nested(
     sandbox: Option<&super::config::SandboxConfig>,
     state_source: StateSource,
 ) -> Result<(), StartupError> {
-    let (Some(outer), Some(inner)) = (&workspace.enclosing, &workspace.config) else {
+    let Some(inner) = &workspace.config else {
         return Ok(());
     };
-    // An enclosing config that cannot be read counts as sandboxed.
-    let outer_on = load_config(outer).map_or(true, |c| c.sandbox.is_some_and(|s| s.enabled));
-    if !outer_on {
+    // Every level up, not only the nearest: a child may plant a config
+    // that turns the sandbox off at each level between its workspace and
+    // this one. An enclosing config that cannot be read counts as
+    // sandboxed.
+    let sandboxed = |outer: &&std::path::PathBuf| {
+        load_config(outer).map_or(true, |c| c.sandbox.is_some_and(|s| s.enabled))
+    };
+    let Some(outer) = workspace.enclosing.iter().find(sandboxed) else {
         return Ok(());
-    }
+    };
     let inner_on = sandbox.is_some_and(|s| s.enabled);
     if !inner_on && state_source != StateSource::Environment {
         return Err(StartupError::NestedOff {

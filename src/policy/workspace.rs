@@ -26,11 +26,13 @@ pub struct Workspace {
     /// The real (canonical) root.
     pub root: PathBuf,
     pub config: Option<PathBuf>,
-    /// Found by discovery inside another workspace: the `magus.yaml` of
-    /// the nearest enclosing one. Spells' programs there may write here,
-    /// so this workspace's own `magus.yaml` may have been planted by one
-    /// (`super::load::declare` decides what that allows).
-    pub enclosing: Option<PathBuf>,
+    /// Found by discovery inside other workspaces: the `magus.yaml` of
+    /// each enclosing one, nearest first. Spells' programs in any of them
+    /// may write here, and plant a chain of configs (one turning the
+    /// sandbox off at every level), so this workspace's own `magus.yaml`
+    /// may have been planted by one (`super::load::declare` decides what
+    /// that allows).
+    pub enclosing: Vec<PathBuf>,
 }
 
 /// Why no workspace could be found or used.
@@ -62,7 +64,7 @@ pub fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError
             Ok(Workspace {
                 root,
                 config,
-                enclosing: None,
+                enclosing: Vec::new(),
             })
         }
     }
@@ -75,7 +77,8 @@ fn discover(start: &Path) -> Result<Workspace, WorkspaceError> {
         if let Some(file) = config_file(dir.join(CONFIG_FILE_NAME))? {
             // Anything but a regular file above is no workspace of ours.
             let enclosing = ancestors
-                .find_map(|outer| config_file(outer.join(CONFIG_FILE_NAME)).ok().flatten());
+                .filter_map(|outer| config_file(outer.join(CONFIG_FILE_NAME)).ok().flatten())
+                .collect();
             return Ok(Workspace {
                 root: dir.to_path_buf(),
                 config: Some(file),
@@ -184,14 +187,20 @@ mod tests {
         std::fs::write(outer.join(CONFIG_FILE_NAME), "").unwrap();
         let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
         assert_eq!(ws.root, outer.canonicalize().unwrap());
-        assert_eq!(ws.enclosing, None);
+        assert_eq!(ws.enclosing, Vec::<PathBuf>::new());
         std::fs::write(inner.join(CONFIG_FILE_NAME), "").unwrap();
         let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
         assert_eq!(ws.root, inner.canonicalize().unwrap());
         let outer_config = outer.canonicalize().unwrap().join(CONFIG_FILE_NAME);
-        assert_eq!(ws.enclosing, Some(outer_config));
+        assert_eq!(ws.enclosing, [outer_config.clone()]);
+        // Every enclosing config, nearest first.
+        let middle = outer.join("inner");
+        std::fs::write(middle.join(CONFIG_FILE_NAME), "").unwrap();
+        let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
+        let middle_config = middle.canonicalize().unwrap().join(CONFIG_FILE_NAME);
+        assert_eq!(ws.enclosing, [middle_config, outer_config]);
         let explicit = find_workspace(WorkspaceArg::Explicit(&inner)).unwrap();
-        assert_eq!(explicit.enclosing, None);
+        assert_eq!(explicit.enclosing, Vec::<PathBuf>::new());
     }
 
     #[test]
