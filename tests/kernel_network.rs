@@ -11,7 +11,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,13 +42,15 @@ impl Seen {
 }
 
 /// The listeners of one test: TCP on two ports of 127.0.0.1 and one of
-/// ::1, UDP echo on both, and (as root) a raw ICMP socket.
+/// ::1, UDP echo on both, a `NETLINK_USERSOCK` socket in the host's
+/// network namespace, and (as root) a raw ICMP socket.
 struct Listeners {
     tcp4: u16,
     tcp6: u16,
     tcp4_other: u16,
     udp4: u16,
     udp6: u16,
+    netlink: u32,
     seen: Seen,
 }
 
@@ -60,6 +62,7 @@ impl Listeners {
         let tcp4_other = tcp_listener((Ipv4Addr::LOCALHOST, 0).into(), &seen);
         let udp4 = udp_echo((Ipv4Addr::LOCALHOST, 0).into(), &seen);
         let udp6 = udp_echo((Ipv6Addr::LOCALHOST, 0).into(), &seen);
+        let netlink = netlink_user_listener(&seen);
         if is_root() {
             icmp_listener(&seen);
         }
@@ -69,6 +72,7 @@ impl Listeners {
             tcp4_other,
             udp4,
             udp6,
+            netlink,
             seen,
         }
     }
@@ -110,6 +114,34 @@ fn udp_echo(addr: std::net::SocketAddr, seen: &Seen) -> u16 {
         }
     });
     port
+}
+
+/// A `NETLINK_USERSOCK` socket bound to a port id of its own: any process
+/// of the host's network namespace may send to it, without privilege (a
+/// message channel beside the TCP that port lists watch).
+fn netlink_user_listener(seen: &Seen) -> u32 {
+    use nix::sys::socket::{
+        bind, socket, AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType,
+    };
+    let fd: OwnedFd = socket(
+        AddressFamily::Netlink,
+        SockType::Raw,
+        SockFlag::empty(),
+        SockProtocol::NetlinkUserSock,
+    )
+    .expect("a NETLINK_USERSOCK socket");
+    // Port ids are per namespace and chosen by us: the test's pid, moved
+    // out of the range the kernel hands out by itself.
+    let id = 0x4d47_0000 | (std::process::id() & 0xffff);
+    bind(fd.as_raw_fd(), &NetlinkAddr::new(id, 0)).expect("bind the netlink listener");
+    let seen = seen.clone();
+    thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok(n) = nix::unistd::read(&fd, &mut buf) {
+            seen.add(&buf[..n]);
+        }
+    });
+    id
 }
 
 /// A raw ICMP socket sees every echo request sent to the host's loopback.
@@ -230,9 +262,11 @@ enum Target {
     Packet,
     /// The hypervisor's host over vsock (CID 2, port 1).
     VsockHost,
+    /// The host namespace's `NETLINK_USERSOCK` listener.
+    NetlinkUser,
 }
 
-const ROWS: [(&str, &str, Target); 16] = [
+const ROWS: [(&str, &str, Target); 17] = [
     ("tcp4", "tcp", Target::Tcp4),
     ("tcp6", "tcp", Target::Tcp6),
     ("tcp4-unlisted-port", "tcp", Target::Tcp4Other),
@@ -247,6 +281,7 @@ const ROWS: [(&str, &str, Target); 16] = [
     ("listen-unbound", "listen", Target::Listen),
     ("packet-socket", "packet", Target::Packet),
     ("vsock-to-host", "vsock", Target::VsockHost),
+    ("netlink-usersock", "netlink-user", Target::NetlinkUser),
     ("uring-tcp4-listed-port", "uring-tcp", Target::Tcp4),
     ("uring-tcp4", "uring-tcp", Target::Tcp4Other),
     ("uring-mptcp4", "uring-mptcp", Target::Tcp4Other),
@@ -326,15 +361,17 @@ fn workspace(user: User, mode: Mode, l: &Listeners) -> Harness {
 /// The spell: runs `rows.sh` in the workspace and prints what it printed.
 const SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    final out = sh.output([\"/bin/sh\", \"rows.sh\"]);\n    std.print(out.stdout);\n    std.print(out.stderr);\n    return out.status;\n}\n";
 
-fn target_args(target: Target, l: &Listeners) -> (&'static str, u16) {
+fn target_args(target: Target, l: &Listeners) -> (&'static str, u32) {
     match target {
-        Target::Tcp4 => ("127.0.0.1", l.tcp4),
-        Target::Tcp6 => ("::1", l.tcp6),
-        Target::Tcp4Other => ("127.0.0.1", l.tcp4_other),
-        Target::Udp4 => ("127.0.0.1", l.udp4),
-        Target::Udp6 => ("::1", l.udp6),
+        Target::Tcp4 => ("127.0.0.1", l.tcp4.into()),
+        Target::Tcp6 => ("::1", l.tcp6.into()),
+        Target::Tcp4Other => ("127.0.0.1", l.tcp4_other.into()),
+        Target::Udp4 => ("127.0.0.1", l.udp4.into()),
+        Target::Udp6 => ("::1", l.udp6.into()),
         Target::Icmp | Target::Listen | Target::Packet => ("127.0.0.1", 0),
         Target::VsockHost => ("host", 1),
+        // The port id, which the probe takes in place of a port.
+        Target::NetlinkUser => ("host", l.netlink),
     }
 }
 

@@ -15,6 +15,7 @@
 #include <linux/if_ether.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <linux/netlink.h>
 #include <linux/vm_sockets.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -220,6 +221,25 @@ static int vsock(int port) {
     return fail("connect");
 }
 
+/* NETLINK_USERSOCK, the one netlink protocol whose messages any user may
+ * send to another process's socket: unicast to the port id PORT (the
+ * test's listener) in this network namespace. */
+static int netlink_user(int port) {
+    int fd = socket(AF_NETLINK, SOCK_RAW, NETLINK_USERSOCK);
+    if (fd < 0) return fail("socket");
+    char buf[NLMSG_SPACE(256)];
+    struct nlmsghdr *h = (struct nlmsghdr *)buf;
+    size_t len = strlen(marker);
+    memset(buf, 0, sizeof buf);
+    h->nlmsg_len = NLMSG_LENGTH(len);
+    memcpy(NLMSG_DATA(h), marker, len);
+    struct sockaddr_nl to = {.nl_family = AF_NETLINK, .nl_pid = (unsigned)port};
+    if (sendto(fd, buf, h->nlmsg_len, 0, (struct sockaddr *)&to, sizeof to) < 0)
+        return fail("sendto");
+    printf("ok sent\n");
+    return 0;
+}
+
 /* Joins the network namespace at NSPATH (under magus, /proc/1/ns/net is
  * its reaper's: the host's), then connects to the host's listener. */
 static int setns_tcp(const char *host, int port, const char *nspath) {
@@ -340,6 +360,7 @@ int main(int argc, char **argv) {
     if (!strcmp(row, "listen") && argc > 5) return listen_unbound(host, argv[5]);
     if (!strcmp(row, "packet")) return packet();
     if (!strcmp(row, "vsock")) return vsock(port);
+    if (!strcmp(row, "netlink-user")) return netlink_user(port);
     if (!strcmp(row, "setns-tcp") && argc > 5) return setns_tcp(host, port, argv[5]);
     if (!strcmp(row, "uring-tcp")) return uring(host, port, SOCK_STREAM, 0);
     if (!strcmp(row, "uring-mptcp")) return uring(host, port, SOCK_STREAM, IPPROTO_MPTCP);

@@ -364,12 +364,31 @@ const NAMESPACED: [libc::c_int; 4] = [
     libc::AF_INET6,
 ];
 
-/// Under port lists: the [`NAMESPACED`] families, and of IPv4/IPv6 only
-/// stream sockets of protocol TCP, which Landlock's TCP rights see.
-/// Everything else is refused: UDP and ICMP datagrams, raw and packet
-/// sockets, SCTP, MPTCP, vsock.
+/// The netlink protocols kept where children share the host's network
+/// namespace (port lists, and `hosts` without a namespace): routes and
+/// addresses, socket diagnostics, generic netlink. Each carries messages
+/// between the kernel and a process only, for anyone without
+/// `CAP_NET_ADMIN`; `NETLINK_USERSOCK` lets any process send to any
+/// other's socket, a channel to a listener outside the sandbox that no
+/// port list sees.
+const HOST_NETLINK: [u64; 3] = [
+    libc::NETLINK_ROUTE as u64,
+    libc::NETLINK_SOCK_DIAG as u64,
+    libc::NETLINK_GENERIC as u64,
+];
+
+/// Under port lists: the [`NAMESPACED`] families, of netlink only the
+/// [`HOST_NETLINK`] protocols, and of IPv4/IPv6 only stream sockets of
+/// protocol TCP, which Landlock's TCP rights see. Everything else is
+/// refused: UDP and ICMP datagrams, raw and packet sockets, SCTP, MPTCP,
+/// vsock, `NETLINK_USERSOCK`.
 fn tcp_only_socket_rules() -> Result<Vec<SeccompRule>, EnforceError> {
     let mut rules = vec![family_is_not(&NAMESPACED)?];
+    let mut other_netlink = vec![arg_eq(0, libc::AF_NETLINK as u64)?];
+    for protocol in HOST_NETLINK {
+        other_netlink.push(arg_ne(2, protocol)?);
+    }
+    rules.push(SeccompRule::new(other_netlink)?);
     for family in [libc::AF_INET, libc::AF_INET6] {
         for kind in (0..=SOCK_TYPE_MASK).filter(|&t| t != libc::SOCK_STREAM as u64) {
             rules.push(SeccompRule::new(vec![
