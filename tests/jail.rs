@@ -1322,6 +1322,70 @@ fn a_planted_symlink_does_not_widen_the_next_runs_grants() {
     }
 }
 
+/// The jail gives each run a `/tmp` of its own, so a host directory under
+/// `/tmp` is no place the children write: a link a child planted to one
+/// (`ln -s /tmp/tmux-1000 data`, where `data` was missing) made the next
+/// run bind the host's directory (the user's tmux socket) into its view,
+/// while a warning said the entry "adds nothing". Now the link is refused
+/// as planted (MGS2004). Control: sandbox off, the link reads the host's
+/// file; and the same directory spelled by name is the user's own choice:
+/// granted, without "adds nothing".
+#[test]
+fn a_planted_link_to_a_host_directory_under_tmp_does_not_widen_the_next_run() {
+    let host_dir = PathBuf::from("/tmp").join(unique("host-tmux"));
+    std::fs::create_dir_all(&host_dir).unwrap();
+    std::fs::set_permissions(
+        &host_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let marker = format!("HOST-TMP-SECRET-{}", unique("m"));
+    std::fs::write(host_dir.join("socket-ish"), &marker).unwrap();
+    std::fs::set_permissions(
+        host_dir.join("socket-ish"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: data\n      mode: rw\n";
+    let plant = format!("ln -s {} data && echo PLANTED", host_dir.display());
+    let read = "cat data/socket-ish";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let off = jail.shell(Sandbox::Off, &plant);
+        assert!(off.stdout.contains("PLANTED"), "{}", off.dump());
+        let control = jail.shell(Sandbox::Off, read);
+        assert!(control.stdout.contains(&marker), "{}", control.dump());
+        std::fs::remove_file(jail.h.ws_path("data")).unwrap();
+
+        let planted = jail.shell(Sandbox::On, &plant);
+        assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        let jailed = jail.shell(Sandbox::On, read);
+        assert!(
+            !jailed.stdout.contains(&marker) && !jailed.stderr.contains(&marker),
+            "{}",
+            context(user, Sandbox::On, &jailed)
+        );
+        assert!(
+            jailed.stderr.contains("MGS2004") && !jailed.stderr.contains("adds nothing"),
+            "{}",
+            jailed.dump()
+        );
+
+        let direct = format!(
+            "sandbox:\n  enabled: true\n  allow:\n    - path: {}\n      mode: ro\n",
+            host_dir.display()
+        );
+        jail.h.write_config(&direct);
+        let named = jail.shell(
+            Sandbox::On,
+            &format!("cat {}/socket-ish", host_dir.display()),
+        );
+        assert!(named.stdout.contains(&marker), "{}", named.dump());
+        assert!(!named.stderr.contains("adds nothing"), "{}", named.dump());
+    }
+    std::fs::remove_dir_all(&host_dir).unwrap();
+}
+
 /// `$TMPDIR` is granted `rw` like a `sandbox.allow` entry. Without the
 /// jail (here: user namespaces refused, as on Ubuntu 24.04) children share
 /// the host's `/tmp`, so with `TMPDIR=/tmp/<me>` a child of one run

@@ -40,6 +40,17 @@ pub const TMPDIR_WHY: &str = "$TMPDIR";
 /// Why magus's cache directory is granted.
 pub const CACHE_WHY: &str = "magus cache";
 
+/// The built-in `rw` grants the jail replaces with a filesystem of the
+/// run's own (a fresh tmpfs, its own devpts): in the view nothing under
+/// them is the host's, so nothing a child writes there outlives the run,
+/// and a path the host has under them is not "a place children write".
+pub const PRIVATE_PER_RUN: [&str; 4] = [
+    "temporary files",
+    "shared memory",
+    "pseudo-terminals",
+    TMPDIR_WHY,
+];
+
 /// Fixed `rw` defaults (the workspace, `$TMPDIR` and the cache are added by
 /// resolution because they depend on the machine).
 pub const BUILTIN_RW: [Builtin; 5] = [

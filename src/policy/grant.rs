@@ -117,6 +117,14 @@ pub struct Grant {
     pub source: GrantSource,
 }
 
+impl Grant {
+    /// Whether the jail gives this grant a filesystem of the run's own
+    /// ([`super::builtin::PRIVATE_PER_RUN`]) instead of the host's path.
+    pub fn is_private_per_run(&self) -> bool {
+        matches!(&self.source, GrantSource::Builtin(why) if super::builtin::PRIVATE_PER_RUN.contains(why))
+    }
+}
+
 /// The `network` setting (DESIGN §3), enforced by Landlock ABI ≥ 4.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Network {

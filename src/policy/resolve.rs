@@ -76,11 +76,8 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
         .collect();
     let writable = writable_roots(&grants, &resolved);
     for (index, (entry, result)) in resolved.into_iter().enumerate() {
-        let others: Vec<&Path> = writable
-            .iter()
-            .filter(|(of, _)| *of != Some(index))
-            .map(|(_, path)| path.as_path())
-            .collect();
+        let others: Vec<&WritableRoot> =
+            writable.iter().filter(|w| w.entry != Some(index)).collect();
         match result.and_then(|(expanded, real)| refuse_planted(&expanded, real, &others)) {
             Ok(path) => grants.push(config_grant(entry, path)),
             Err(skipped) => diagnostics.push(mgs2004(inputs, entry, skipped)),
@@ -314,7 +311,16 @@ fn refuse_planted_machine_dirs(
             .filter(|(j, g)| *j != index && g.mode == Mode::Rw)
             .map(|(_, g)| g.path.as_path())
             .collect();
-        if others.iter().any(|w| lies_within(&grant.path, w)) {
+        // As for `sandbox.allow` entries (`refuse_planted`): only a place
+        // the children share with the host makes a link harmless.
+        let shared = grants
+            .iter()
+            .enumerate()
+            .filter(|(j, g)| *j != index && g.mode == Mode::Rw && !g.is_private_per_run());
+        if shared
+            .into_iter()
+            .any(|(_, w)| lies_within(&grant.path, &w.path))
+        {
             continue;
         }
         if let Some(link) = planted_link(spelled, &others) {
@@ -386,20 +392,33 @@ fn resolve_entry(
     }
 }
 
-/// Where spells (and their children) may write: every `rw` grant, each
-/// with the index of the `sandbox.allow` entry it comes from.
-fn writable_roots(
-    grants: &[Grant],
-    resolved: &[(&AllowEntry, Resolved)],
-) -> Vec<(Option<usize>, PathBuf)> {
-    let mut roots: Vec<(Option<usize>, PathBuf)> = grants
+/// A place spells (and their children) may write: an `rw` grant, with
+/// the index of the `sandbox.allow` entry it comes from, and whether the
+/// jail makes it private to each run ([`Grant::is_private_per_run`]).
+struct WritableRoot {
+    entry: Option<usize>,
+    path: PathBuf,
+    private: bool,
+}
+
+/// Every `rw` grant, built-in and declared.
+fn writable_roots(grants: &[Grant], resolved: &[(&AllowEntry, Resolved)]) -> Vec<WritableRoot> {
+    let mut roots: Vec<WritableRoot> = grants
         .iter()
         .filter(|g| g.mode == Mode::Rw)
-        .map(|g| (None, g.path.clone()))
+        .map(|g| WritableRoot {
+            entry: None,
+            path: g.path.clone(),
+            private: g.is_private_per_run(),
+        })
         .collect();
     for (index, (entry, result)) in resolved.iter().enumerate() {
         if let (Mode::Rw, Ok((_, real))) = (entry.mode, result) {
-            roots.push((Some(index), real.clone()));
+            roots.push(WritableRoot {
+                entry: Some(index),
+                path: real.clone(),
+                private: false,
+            });
         }
     }
     roots
@@ -409,13 +428,24 @@ fn writable_roots(
 /// link that lies in one is skipped: a spell's child could have planted
 /// that link during an earlier run (`ln -s ~ data` where `data` was
 /// missing), and this run would grant what it points at, `~/.ssh`
-/// included. Where the entry stays inside a writable place, the link
-/// gains nothing and is followed.
-fn refuse_planted(expanded: &Path, real: PathBuf, writable: &[&Path]) -> Result<PathBuf, Skipped> {
-    if writable.iter().any(|w| lies_within(&real, w)) {
+/// included. Where the entry stays inside a writable place the children
+/// share with the host, the link gains nothing and is followed. A place
+/// the jail makes private to each run (`/tmp`, `/dev/shm`, `/dev/pts`)
+/// is not one: `ln -s /tmp/tmux-1000 data` brought the host's tmux socket
+/// into the next run's view.
+fn refuse_planted(
+    expanded: &Path,
+    real: PathBuf,
+    writable: &[&WritableRoot],
+) -> Result<PathBuf, Skipped> {
+    if writable
+        .iter()
+        .any(|w| !w.private && lies_within(&real, &w.path))
+    {
         return Ok(real);
     }
-    match planted_link(expanded, writable) {
+    let places: Vec<&Path> = writable.iter().map(|w| w.path.as_path()).collect();
+    match planted_link(expanded, &places) {
         None => Ok(real),
         Some(link) => Err(Skipped {
             why: format!(
@@ -562,10 +592,12 @@ fn covered_warnings(inputs: &Inputs<'_>, grants: &[Grant]) -> Vec<Diagnostic> {
         else {
             continue;
         };
+        // In the jail a private `/tmp` holds nothing of the host's: an
+        // entry under it brings the host's directory in, so it does add.
         let Some(cover) = grants
             .iter()
             .enumerate()
-            .find(|&(j, other)| covers(j, other, i, grant))
+            .find(|&(j, other)| !other.is_private_per_run() && covers(j, other, i, grant))
         else {
             continue;
         };
