@@ -192,7 +192,7 @@ mod tests {
         let ws = find_workspace(WorkspaceArg::Discover { start: &inner }).unwrap();
         assert_eq!(ws.root, inner.canonicalize().unwrap());
         let outer_config = outer.canonicalize().unwrap().join(CONFIG_FILE_NAME);
-        assert_eq!(ws.enclosing, [outer_config.clone()]);
+        assert_eq!(ws.enclosing, std::slice::from_ref(&outer_config));
         // Every enclosing config, nearest first.
         let middle = outer.join("inner");
         std::fs::write(middle.join(CONFIG_FILE_NAME), "").unwrap();
