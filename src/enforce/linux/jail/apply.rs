@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::fs::DirBuilder;
 use std::ops::Bound;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -240,6 +241,16 @@ fn bind(
     }
     let is_dir = std::fs::metadata(source).map_err(io_errno)?.is_dir();
     mount_point(made, target, is_dir)?;
+    let read_only = access == BindAccess::ReadOnly;
+    match super::by_descriptor::bind(source, target, read_only) {
+        Err(Errno::ENOSYS) => bind_by_path(source, target, read_only),
+        other => other,
+    }
+}
+
+/// [`bind`] on a kernel without `openat2`, `open_tree` or `move_mount`:
+/// by path, which follows a link swapped in since the plan.
+pub(super) fn bind_by_path(source: &Path, target: &Path, read_only: bool) -> Result<(), Errno> {
     let none: Option<&str> = None;
     mount(
         Some(source),
@@ -248,7 +259,7 @@ fn bind(
         MsFlags::MS_BIND | MsFlags::MS_REC,
         none,
     )?;
-    if access == BindAccess::ReadOnly {
+    if read_only {
         remount_read_only(target)?;
     }
     Ok(())
@@ -282,6 +293,16 @@ const MOUNT_ATTR_RDONLY: u64 = 0x1;
 fn set_read_only(target: &Path) -> Result<(), Errno> {
     let path =
         std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
+    set_read_only_at(nix::fcntl::AT_FDCWD, &path, 0)
+}
+
+/// `mount_setattr(dir, path, flags, {attr_set: RDONLY})`: the mount at
+/// `path` beneath `dir` (with `AT_EMPTY_PATH`, the one `dir` names).
+pub(super) fn set_read_only_at(
+    dir: BorrowedFd<'_>,
+    path: &std::ffi::CStr,
+    flags: u32,
+) -> Result<(), Errno> {
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_RDONLY,
         attr_clr: 0,
@@ -293,9 +314,9 @@ fn set_read_only(target: &Path) -> Result<(), Errno> {
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
+            dir.as_raw_fd(),
             path.as_ptr(),
-            0u32,
+            flags,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )

@@ -9,6 +9,7 @@
 //! restricted process, and one jail for the run keeps spawning cheap.
 
 mod apply;
+mod by_descriptor;
 mod gitconfig;
 pub mod plan;
 pub mod protect;
