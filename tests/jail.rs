@@ -799,6 +799,14 @@ fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set
          echo \"gitdir: $PWD/.cache/g\" > .git && git config core.bare false && git add magus.yaml",
         fsmonitor("shadow")
     );
+    // The workspace root made a bare repository whose work tree is
+    // itself: git finds it before the repository above (red team,
+    // session 13).
+    let planted_bare = format!(
+        "git init -q --bare . && git config -f config core.bare false && \
+         git config -f config core.worktree . && {} >> config && git add magus.yaml",
+        fsmonitor("shadow")
+    );
     let setup = |user: User| {
         let jail = Jail::new(User::Root);
         let ok = Command::new("git")
@@ -820,7 +828,12 @@ fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     for user in users() {
-        for script in [&planted_dir, &planted_file] {
+        let planted = [
+            (&planted_dir, ".git"),
+            (&planted_file, ".git"),
+            (&planted_bare, "HEAD"),
+        ];
+        for (script, name) in planted {
             let control = setup(user);
             let control_out = control.shell(Sandbox::GateOnly, script);
             assert!(
@@ -837,14 +850,11 @@ fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set
                 "{user:?}: {seen}\n{}",
                 jailed.dump()
             );
+            let aside = format!("{name}.planted-during-magus-run.0");
             assert!(
                 jailed.stderr.contains("magus moved it to")
-                    && jail
-                        .h
-                        .ws_path(".git.planted-during-magus-run.0")
-                        .symlink_metadata()
-                        .is_ok()
-                    && jail.h.ws_path(".git").symlink_metadata().is_err(),
+                    && jail.h.ws_path(&aside).symlink_metadata().is_ok()
+                    && jail.h.ws_path(name).symlink_metadata().is_err(),
                 "{user:?}: {}",
                 jailed.dump()
             );
