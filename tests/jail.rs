@@ -1525,15 +1525,34 @@ fn credential_stores_inside_a_grant_are_hidden() {
         if user == User::Root {
             unjailed.kernel = Kernel::NoNamespaces;
         }
+        // Through a link a child made that stays beneath `~/.cargo`
+        // (red team, session 13): the gate opened it beneath the grant
+        // without asking where it led.
+        let link = unjailed.h.home_path(".cargo/registry/tok");
+        std::os::unix::fs::symlink("../credentials.toml", &link).unwrap();
+        let link = link.to_str().unwrap().to_string();
+        let through = capture(unjailed.command(Sandbox::Off).args(["f", &link]));
+        assert!(
+            through.stdout.contains(cargo.lines().nth(1).unwrap()),
+            "{}",
+            through.dump()
+        );
         for kernel in [Kernel::AsIs, unjailed.kernel] {
             unjailed.kernel = kernel;
-            let out = capture(unjailed.command(Sandbox::On).args(["f", token]));
-            assert!(
-                out.stdout.contains("CAUGHT MGS2001"),
-                "{kernel:?}: {}",
-                out.dump()
-            );
-            unjailed.h.assert_no_leak(&out);
+            for path in [token, link.as_str()] {
+                let out = capture(unjailed.command(Sandbox::On).args(["f", path]));
+                assert!(
+                    out.stdout.contains("CAUGHT MGS2001"),
+                    "{kernel:?} {path}: {}",
+                    out.dump()
+                );
+                unjailed.h.assert_no_leak(&out);
+                assert!(
+                    !out.stdout.contains(cargo.lines().nth(1).unwrap()),
+                    "{kernel:?} {path}: {}",
+                    out.dump()
+                );
+            }
         }
     }
 }

@@ -29,6 +29,12 @@ pub(super) struct Confined {
     /// NUL-terminated for the system call, reused.
     joined: RefCell<Vec<u8>>,
     own_pid: u32,
+    /// By grant index: whether a credential store the policy hides lies
+    /// within the grant. A read beneath such a root follows no link
+    /// unchecked: `~/.cargo/registry/tok -> ../credentials.toml`, a link
+    /// a child made, stays beneath `~/.cargo` and led `fs.read` to the
+    /// hidden token (red team, session 13).
+    hides: Vec<bool>,
 }
 
 /// What relative paths are made absolute against.
@@ -167,6 +173,8 @@ const VCS_DIRS: [&str; 2] = [".git", ".hg"];
 #[derive(Debug)]
 pub(super) struct Located<'p> {
     pub(super) root: &'p Root,
+    /// A hidden store lies within the root ([`Confined::hides`]).
+    hides: bool,
     /// Borrowed from the backend's scratch path on the common path, owned
     /// once a symlink was resolved.
     pub(super) abs: Cow<'p, NormalPath>,
@@ -196,6 +204,17 @@ impl Confined {
             Ok(normal) => Base::Normal(Cwd::new(normal, &policy, policy.workspace_key())),
             Err(_) => Base::Spelled(cwd.to_path_buf()),
         };
+        let hides = policy
+            .grants()
+            .iter()
+            .map(|g| {
+                let root = native::folded(&g.path);
+                let hidden = policy.hidden().iter();
+                hidden
+                    .map(|h| native::folded(h))
+                    .any(|h| crate::policy::lies_within(&h, &root))
+            })
+            .collect();
         Confined {
             policy,
             base,
@@ -203,6 +222,7 @@ impl Confined {
             scratch: RefCell::new(NormalPath::root()),
             joined: RefCell::new(Vec::new()),
             own_pid: std::process::id(),
+            hides,
         }
     }
 
@@ -324,6 +344,7 @@ impl Confined {
         };
         Ok(Located {
             root,
+            hides: self.hides.get(index).copied().unwrap_or(true),
             abs,
             rel_start,
         })
@@ -386,7 +407,8 @@ impl Confined {
         let root = self.root(index).ok()?;
         let mut joined = self.joined.try_borrow_mut().ok()?;
         let below = cwd.below_root(rel, index, root, &mut joined)?;
-        match root.open_beneath_c(below, flags, follow_for(access)) {
+        let hides = self.hides.get(index).copied().unwrap_or(true);
+        match root.open_beneath_c(below, flags, follow_for(access, hides)) {
             Ok(fd) => Some(Ok(fd)),
             Err(BeneathError::Escapes) => None,
             Err(BeneathError::Os(e)) => Some(Err(e)),
@@ -448,7 +470,7 @@ impl Confined {
     ) -> Result<Option<Handle>, GateError> {
         match located
             .root
-            .open_beneath(located.rel(), flags, follow_for(access))
+            .open_beneath(located.rel(), flags, follow_for(access, located.hides))
         {
             Ok(fd) => {
                 #[cfg(windows)]
@@ -592,11 +614,15 @@ fn is_protected_rest(rest: &Path) -> bool {
             .any(|c| VCS_DIRS.iter().any(|d| c.as_os_str() == *d))
 }
 
-fn follow_for(access: Access) -> Follow {
+fn follow_for(access: Access, root_hides: bool) -> Follow {
     match access {
         // A write must not follow a symlink unchecked: the link may lead to a
         // protected file beneath the same writable root.
         Access::Write => Follow::Never,
+        // Nor a read where a hidden store lies beneath the root: the link
+        // may lead into it. The open then goes the general way, which
+        // checks where the link leads.
+        Access::Read | Access::Execute if root_hides => Follow::Never,
         Access::Read | Access::Execute => Follow::BeneathOnly,
     }
 }
