@@ -130,9 +130,12 @@ fn netlink_user_listener(seen: &Seen) -> u32 {
         SockProtocol::NetlinkUserSock,
     )
     .expect("a NETLINK_USERSOCK socket");
-    // Port ids are per namespace and chosen by us: the test's pid, moved
-    // out of the range the kernel hands out by itself.
-    let id = 0x4d47_0000 | (std::process::id() & 0xffff);
+    // Port ids are per namespace and chosen by us, one per listener (the
+    // tests of this binary run at once): from the test's pid and a count,
+    // below 2^31 for the probe's `atoi`.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let count = NEXT.fetch_add(1, Ordering::Relaxed) & 0xfff;
+    let id = 0x4000_0000 | ((std::process::id() & 0x3_ffff) << 12) | count;
     bind(fd.as_raw_fd(), &NetlinkAddr::new(id, 0)).expect("bind the netlink listener");
     let seen = seen.clone();
     thread::spawn(move || {
