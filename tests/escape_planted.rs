@@ -179,33 +179,30 @@ fn spell_names_and_comments_reach_the_terminal_escaped() {
     assert!(listed.stdout.contains("\\u{1b}]52;c;"), "{}", listed.dump());
 }
 
-/// A child of a sandboxed run writes `sub/magus.yaml` turning the sandbox
-/// off, and `sub/spells/build.buzz` reading `~/.ssh/id_rsa`, anywhere in
-/// the workspace (only its root's `magus.yaml` is read-only). The user's
-/// next `magus run build` started in `sub` discovered the nearest config
-/// and ran the spell unconfined. Now a nested config that leaves the
-/// sandbox off inside a sandboxed workspace is refused unless named with
-/// `--workspace` (the control: named so, it runs and reads the key); one
-/// with the sandbox on is obeyed, so the spell is confined (MGS2001).
-#[test]
-fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
+/// A spell that prints the key, which a child of a sandboxed run plants
+/// with `plant` (the spell is at `build.buzz` when it starts).
+const STEALING_SPELL: &str = "import \"std\";\nimport \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    std.print(\"STOLEN {fs.read(\"{env.get(\"HOME\") ?? \"\"}/.ssh/id_rsa\")}\");\n    return 0;\n}\n";
+
+/// A sandboxed run's child runs `plant`, which leaves `build` and its
+/// configs under `dir`; then the control (`--workspace dir`, the user's
+/// choice: it reads the key) and `magus run build` discovered from `dir`,
+/// which must refuse the planted config. Returns the harness.
+fn planted_config_is_refused_at_discovery(plant: &str, dir: &str) -> Harness {
     let h = Harness::new();
     h.write_spell("t", SHELL_SPELL);
-    let spell = "import \"std\";\nimport \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    std.print(\"STOLEN {fs.read(\"{env.get(\"HOME\") ?? \"\"}/.ssh/id_rsa\")}\");\n    return 0;\n}\n";
-    std::fs::write(h.ws_path("build.buzz"), spell).unwrap();
-    let plant = "mkdir -p sub/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && mv build.buzz sub/spells/build.buzz && echo PLANTED";
+    std::fs::write(h.ws_path("build.buzz"), STEALING_SPELL).unwrap();
     let planted = magus(&h, true, &["run", "t", plant]);
     assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
     let key = h.secret("~/.ssh/id_rsa").to_string();
-    let sub = h.ws_path("sub");
+    let dir = h.ws_path(dir);
 
     let mut named = h.command();
-    named.arg("--workspace").arg(&sub).args(["run", "build"]);
+    named.arg("--workspace").arg(&dir).args(["run", "build"]);
     let control = capture(&mut named);
     assert!(control.stdout.contains(&key), "{}", control.dump());
 
     let mut discovered = h.command();
-    discovered.current_dir(&sub).args(["run", "build"]);
+    discovered.current_dir(&dir).args(["run", "build"]);
     let out = capture(&mut discovered);
     h.assert_no_leak(&out);
     assert_ne!(out.status, Some(0), "{}", out.dump());
@@ -216,7 +213,22 @@ fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
         out.dump()
     );
     assert!(out.stderr.contains("--workspace"), "{}", out.dump());
+    h
+}
 
+/// A child of a sandboxed run writes `sub/magus.yaml` turning the sandbox
+/// off, and `sub/spells/build.buzz` reading `~/.ssh/id_rsa`, anywhere in
+/// the workspace (only its root's `magus.yaml` is read-only). The user's
+/// next `magus run build` started in `sub` discovered the nearest config
+/// and ran the spell unconfined. Now a nested config that leaves the
+/// sandbox off inside a sandboxed workspace is refused unless named with
+/// `--workspace` (the control: named so, it runs and reads the key); one
+/// with the sandbox on is obeyed, so the spell is confined (MGS2001).
+#[test]
+fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
+    let plant = "mkdir -p sub/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && mv build.buzz sub/spells/build.buzz && echo PLANTED";
+    let h = planted_config_is_refused_at_discovery(plant, "sub");
+    let sub = h.ws_path("sub");
     std::fs::write(sub.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
     let mut discovered = h.command();
     discovered.current_dir(&sub).args(["run", "build"]);
@@ -229,35 +241,10 @@ fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
 /// `sub/deeper/magus.yaml`, both turning the sandbox off, and a spell in
 /// `sub/deeper`. Discovery from `sub/deeper` used to compare only with
 /// the nearest enclosing config (the planted `sub/magus.yaml`, off), and
-/// ran the spell unconfined; every enclosing config counts now. The
-/// control names the workspace with `--workspace` (the user's choice)
-/// and reads the key.
+/// ran the spell unconfined (red team, session 13); every enclosing
+/// config counts now.
 #[test]
 fn a_chain_of_planted_magus_yaml_files_is_not_obeyed_by_discovery() {
-    let h = Harness::new();
-    h.write_spell("t", SHELL_SPELL);
-    let spell = "import \"std\";\nimport \"fs\";\nimport \"env\";\nfun main(args: [str]) > int {\n    std.print(\"STOLEN {fs.read(\"{env.get(\"HOME\") ?? \"\"}/.ssh/id_rsa\")}\");\n    return 0;\n}\n";
-    std::fs::write(h.ws_path("build.buzz"), spell).unwrap();
     let plant = "mkdir -p sub/deeper/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && cp sub/magus.yaml sub/deeper/magus.yaml && mv build.buzz sub/deeper/spells/build.buzz && echo PLANTED";
-    let planted = magus(&h, true, &["run", "t", plant]);
-    assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
-    let key = h.secret("~/.ssh/id_rsa").to_string();
-    let deeper = h.ws_path("sub/deeper");
-
-    let mut named = h.command();
-    named.arg("--workspace").arg(&deeper).args(["run", "build"]);
-    let control = capture(&mut named);
-    assert!(control.stdout.contains(&key), "{}", control.dump());
-
-    let mut discovered = h.command();
-    discovered.current_dir(&deeper).args(["run", "build"]);
-    let out = capture(&mut discovered);
-    h.assert_no_leak(&out);
-    assert_ne!(out.status, Some(0), "{}", out.dump());
-    assert!(
-        out.stderr
-            .contains("turns the sandbox off inside the sandboxed workspace"),
-        "{}",
-        out.dump()
-    );
+    planted_config_is_refused_at_discovery(plant, "sub/deeper");
 }
