@@ -145,7 +145,7 @@ fn makes_a_bare_repository(head: &Path) -> bool {
 }
 
 /// Renames a `.git` (or `HEAD`) a child made at the workspace root (see
-/// the module doc) to `.git.planted-during-magus-run.N`, and says so.
+/// the module doc) to `NAME.planted-during-magus-run.N`, and says so.
 /// `rename` moves a link itself, never what it names.
 fn set_aside_shadowing_git(git: &Path) {
     if git.symlink_metadata().is_err() {
