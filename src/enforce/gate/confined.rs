@@ -22,19 +22,24 @@ pub(super) struct Confined {
     base: Base,
     /// Directory handles of granted roots, by grant index (the trie's
     /// answer), each opened on first use.
-    roots: Vec<OnceCell<Root>>,
+    roots: Vec<GrantRoot>,
     /// Where [`Confined::open`] builds each absolute path, reused.
     scratch: RefCell<NormalPath>,
     /// Where [`Confined::open_plain`] joins a spelling to the directory,
     /// NUL-terminated for the system call, reused.
     joined: RefCell<Vec<u8>>,
     own_pid: u32,
-    /// By grant index: whether a credential store the policy hides lies
-    /// within the grant. A read beneath such a root follows no link
-    /// unchecked: `~/.cargo/registry/tok -> ../credentials.toml`, a link
-    /// a child made, stays beneath `~/.cargo` and led `fs.read` to the
-    /// hidden token (red team, session 13).
-    hides: Vec<bool>,
+}
+
+/// One granted root: its handle, opened on first use, and whether a
+/// credential store the policy hides lies within it. A read beneath such
+/// a root follows no link unchecked: `~/.cargo/registry/tok ->
+/// ../credentials.toml`, a link a child made, stays beneath `~/.cargo`
+/// and led `fs.read` to the hidden token (red team, session 13).
+#[derive(Debug)]
+struct GrantRoot {
+    handle: OnceCell<Root>,
+    hides: bool,
 }
 
 /// What relative paths are made absolute against.
@@ -173,7 +178,7 @@ const VCS_DIRS: [&str; 2] = [".git", ".hg"];
 #[derive(Debug)]
 pub(super) struct Located<'p> {
     pub(super) root: &'p Root,
-    /// A hidden store lies within the root ([`Confined::hides`]).
+    /// A hidden store lies within the root ([`GrantRoot`]).
     hides: bool,
     /// Borrowed from the backend's scratch path on the common path, owned
     /// once a symlink was resolved.
@@ -197,24 +202,25 @@ impl Located<'_> {
 impl Confined {
     /// The backend over `policy`, resolving relative paths against `cwd`.
     pub(super) fn new(policy: Rc<Policy>, cwd: &Path) -> Confined {
-        let roots = std::iter::repeat_with(OnceCell::new)
-            .take(policy.grants().len())
-            .collect();
-        let base = match native::from_os(cwd) {
-            Ok(normal) => Base::Normal(Cwd::new(normal, &policy, policy.workspace_key())),
-            Err(_) => Base::Spelled(cwd.to_path_buf()),
-        };
-        let hides = policy
+        let roots = policy
             .grants()
             .iter()
             .map(|g| {
                 let root = native::folded(&g.path);
                 let hidden = policy.hidden().iter();
-                hidden
+                let hides = hidden
                     .map(|h| native::folded(h))
-                    .any(|h| crate::policy::lies_within(&h, &root))
+                    .any(|h| crate::policy::lies_within(&h, &root));
+                GrantRoot {
+                    handle: OnceCell::new(),
+                    hides,
+                }
             })
             .collect();
+        let base = match native::from_os(cwd) {
+            Ok(normal) => Base::Normal(Cwd::new(normal, &policy, policy.workspace_key())),
+            Err(_) => Base::Spelled(cwd.to_path_buf()),
+        };
         Confined {
             policy,
             base,
@@ -222,7 +228,6 @@ impl Confined {
             scratch: RefCell::new(NormalPath::root()),
             joined: RefCell::new(Vec::new()),
             own_pid: std::process::id(),
-            hides,
         }
     }
 
@@ -344,7 +349,7 @@ impl Confined {
         };
         Ok(Located {
             root,
-            hides: self.hides.get(index).copied().unwrap_or(true),
+            hides: self.hides(index),
             abs,
             rel_start,
         })
@@ -353,13 +358,19 @@ impl Confined {
     /// The handle of grant `index`'s root, opened on first use.
     fn root(&self, index: usize) -> io::Result<&Root> {
         let unknown = || io::Error::other("the trie named a grant the policy lacks");
-        let slot = self.roots.get(index).ok_or_else(unknown)?;
+        let slot = &self.roots.get(index).ok_or_else(unknown)?.handle;
         if let Some(root) = slot.get() {
             return Ok(root);
         }
         let grant = self.policy.grants().get(index).ok_or_else(unknown)?;
         let root = Root::open(&grant.path)?;
         Ok(slot.get_or_init(|| root))
+    }
+
+    /// Whether a hidden store lies within grant `index` (an unknown index
+    /// counts as yes).
+    fn hides(&self, index: usize) -> bool {
+        self.roots.get(index).is_none_or(|r| r.hides)
     }
 
     /// Opens `spelled` beneath the root that allows `access`: the common
@@ -407,7 +418,7 @@ impl Confined {
         let root = self.root(index).ok()?;
         let mut joined = self.joined.try_borrow_mut().ok()?;
         let below = cwd.below_root(rel, index, root, &mut joined)?;
-        let hides = self.hides.get(index).copied().unwrap_or(true);
+        let hides = self.hides(index);
         match root.open_beneath_c(below, flags, follow_for(access, hides)) {
             Ok(fd) => Some(Ok(fd)),
             Err(BeneathError::Escapes) => None,
