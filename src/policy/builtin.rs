@@ -40,15 +40,20 @@ pub const TMPDIR_WHY: &str = "$TMPDIR";
 /// Why magus's cache directory is granted.
 pub const CACHE_WHY: &str = "magus cache";
 
+/// The built-in `rw` grants the jail gives a fresh tmpfs of the run's
+/// own, never the host's directory.
+pub const PRIVATE_TMPFS: [&str; 3] = ["temporary files", "shared memory", TMPDIR_WHY];
+
 /// The built-in `rw` grants the jail replaces with a filesystem of the
-/// run's own (a fresh tmpfs, its own devpts): in the view nothing under
-/// them is the host's, so nothing a child writes there outlives the run,
-/// and a path the host has under them is not "a place children write".
+/// run's own ([`PRIVATE_TMPFS`], and its own devpts): in the view nothing
+/// under them is the host's, so nothing a child writes there outlives the
+/// run, and a path the host has under them is not "a place children
+/// write".
 pub const PRIVATE_PER_RUN: [&str; 4] = [
-    "temporary files",
-    "shared memory",
+    PRIVATE_TMPFS[0],
+    PRIVATE_TMPFS[1],
+    PRIVATE_TMPFS[2],
     "pseudo-terminals",
-    TMPDIR_WHY,
 ];
 
 /// Fixed `rw` defaults (the workspace, `$TMPDIR` and the cache are added by

@@ -30,7 +30,9 @@ mod trie;
 pub mod winpath;
 mod workspace;
 
-pub use builtin::{Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, TMPDIR_WHY, WINDOWS_RO, WINDOWS_RW};
+pub use builtin::{
+    Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, PRIVATE_TMPFS, TMPDIR_WHY, WINDOWS_RO, WINDOWS_RW,
+};
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
 pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};

@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::protect::{carve_outs, Carve, CarveReason, KeptLink};
 use crate::policy::real_paths::{look, Looked};
-use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, TMPDIR_WHY};
+use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, PRIVATE_TMPFS};
 
 /// One setup operation, applied in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,9 +195,6 @@ fn shadowing_git(workspace: &Path) -> Option<PathBuf> {
         .then_some(own)
 }
 
-/// Sources of tmpfs mounts: private per run, never the host's directory.
-const PRIVATE_TMP: [&str; 2] = ["temporary files", "shared memory"];
-
 impl JailPlan {
     /// Only a PID namespace with its own `/proc` over the host's view (for
     /// the kernel tests, which build their own Landlock policies).
@@ -362,7 +359,7 @@ fn stage_base() -> PathBuf {
 fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     let path = grant.path.clone();
     let private_tmp = match &grant.source {
-        GrantSource::Builtin(why) => PRIVATE_TMP.contains(why) || *why == TMPDIR_WHY,
+        GrantSource::Builtin(why) => PRIVATE_TMPFS.contains(why),
         _ => false,
     };
     if private_tmp {
