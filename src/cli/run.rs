@@ -52,6 +52,7 @@ use kernel_imports::*;
 mod kernel_imports {
     pub(super) use super::super::hosts::ProxySlot;
     pub(super) use crate::diag::render;
+    pub(super) use crate::enforce::jail::ahead::Ahead;
     pub(super) use crate::enforce::jail::UserNamespace;
     pub(super) use crate::enforce::jail::USERNS_VAR;
     pub(super) use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
@@ -320,6 +321,21 @@ pub(crate) fn scrubbed_before_resolution(
     needs_reexec(&child_env).then_some(child_env)
 }
 
+/// `network: deny` and `hosts` in a run of its own (not nested): starts
+/// making the jail's user and network namespaces on the other core while
+/// the grants are resolved and the view planned (`jail::ahead`).
+#[cfg(kernel_layer)]
+pub(crate) fn start_namespaces_ahead(declared: &Declared, env: &[(OsString, OsString)]) {
+    let policy = declared.without_grants();
+    let wanted = policy.state() == SandboxState::On
+        && enforce::network::needs_namespace(policy.network())
+        && nesting(env) == Nesting::Outermost
+        && userns_request(env) == UsernsRequest::Allowed;
+    if wanted {
+        enforce::jail::ahead::start();
+    }
+}
+
 #[cfg(kernel_layer)]
 fn needs_reexec(child_env: &ChildEnv) -> bool {
     !child_env.stripped.is_empty() || child_env.daemon_socket_withheld()
@@ -382,7 +398,12 @@ fn confine(
     }
     let setting = super::hosts::network_setting(policy, proxy);
     let jail = match nesting(env) {
-        Nesting::Outermost => isolate(policy, env, renderer, diagnostics, &setting, proxy)?,
+        Nesting::Outermost => {
+            // `deny` and `hosts`: the namespaces are being made ahead
+            // (`start_namespaces_ahead`), on the other core.
+            let ahead = enforce::jail::ahead::take_started();
+            isolate(policy, env, renderer, diagnostics, ahead, proxy)?
+        }
         Nesting::InsideMagus => Jail::Inherited,
     };
     // Where no jail was entered, the proxy is forked here: still before
@@ -391,8 +412,8 @@ fn confine(
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
-    // run, never per child. Where the jail's original process made the
-    // namespace while PID 1 built the view, magus joins it here. The
+    // run, never per child. Where the jail was entered with the namespace
+    // made ahead, magus was born in it and there is nothing to do. The
     // proxy's listeners are made right after, inside the namespace,
     // before seccomp refuses `listen`.
     let network_plan = enforce::network::enter(&setting, userns_request(env));
@@ -460,14 +481,14 @@ fn isolate(
     env: &[(OsString, OsString)],
     renderer: &Renderer,
     diagnostics: &mut Vec<Diagnostic>,
-    network: &crate::policy::Network,
+    ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
 ) -> Result<Jail, Box<Diagnostic>> {
     if !policy.limits().is_empty() {
         let over_time = over_time_diagnostic(policy.limits());
         enforce::limits::prepare(*policy.limits(), render(&over_time, renderer.format));
     }
-    let jail = enter_jail(policy, env, diagnostics, network, proxy)?;
+    let jail = enter_jail(policy, env, diagnostics, ahead, proxy)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
@@ -524,7 +545,7 @@ fn enter_jail(
     policy: &Policy,
     env: &[(OsString, OsString)],
     diagnostics: &mut Vec<Diagnostic>,
-    network: &crate::policy::Network,
+    ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
 ) -> Result<Jail, Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
@@ -534,12 +555,13 @@ fn enter_jail(
     // The last moment the proxy can be forked with the host's network
     // namespaces: everything before ran without a second process sharing
     // magus's pages (a fork write-protects them all, and each page written
-    // after it is copied).
+    // after it is copied). Forked once the namespaces made ahead are done
+    // (a fork while the helper shares magus's memory would cost a TLB
+    // flush on its core for every page); it closes the descriptors of the
+    // namespaces it inherits.
+    let made = ahead.map(Ahead::take).unwrap_or_default();
     proxy.start()?;
-    // `deny` and `hosts`: the network namespace is made meanwhile.
-    let meanwhile =
-        enforce::network::needs_namespace(network).then(enforce::network::make_meanwhile);
-    match enforce::jail::enter_with(&plan, userns_request(env), meanwhile) {
+    match enforce::jail::enter_with(&plan, userns_request(env), made) {
         JailStatus::Entered { user_namespace } => Ok(Jail::Entered(user_namespace)),
         JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
             Ok(Jail::Missing(reason))

@@ -19,6 +19,11 @@ mod prepare;
 #[cfg(kernel_layer)]
 mod vfork;
 
+// A stack and a signal mask for another clone that shares magus's memory
+// (`linux::jail::ahead`).
+#[cfg(kernel_layer)]
+pub(crate) use vfork::{with_signals_blocked, Stack};
+
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 

@@ -105,6 +105,8 @@ impl Sandbox {
                 return Err(LoadError::boxed(startup::reexec_scrubbed(&env, &child_env)));
             }
         }
+        #[cfg(kernel_layer)]
+        startup::start_namespaces_ahead(&declared, &env);
         let startup = declared.resolve(&env);
         crate::cli::lock::verify_for_run(&startup.policy, &env).map_err(LoadError::boxed)?;
         nested.map_err(|e| LoadError::new(e.to_diagnostic()))?;

@@ -106,7 +106,7 @@ fn empty_sigset() -> sigset_t {
 /// Runs `f` with every signal blocked on this thread, as `posix_spawn`
 /// does: until the child has reset the dispositions, a handler of magus
 /// running in it would run on magus's memory.
-fn with_signals_blocked<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
     // SAFETY: both sets are locals that sigfillset / pthread_sigmask fill.
     let old = unsafe {
         let mut all: sigset_t = std::mem::zeroed();
@@ -123,12 +123,12 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
 
 /// A private anonymous mapping used as the child's stack, with a guard
 /// page at its low end; unmapped on drop.
-struct Stack {
+pub(crate) struct Stack {
     base: *mut c_void,
 }
 
 impl Stack {
-    fn map() -> io::Result<Stack> {
+    pub(crate) fn map() -> io::Result<Stack> {
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
         let base = unsafe {
             libc::mmap(
@@ -152,15 +152,15 @@ impl Stack {
     }
 
     /// The stack grows down from here (page-aligned, so 16-aligned).
-    fn top(&self) -> *mut c_void {
+    pub(crate) fn top(&self) -> *mut c_void {
         self.base.wrapping_byte_add(GUARD_SIZE + STACK_SIZE)
     }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping `map` made; the child that used
-        // it has exec'd or exited (CLONE_VFORK), so nothing runs on it.
+        // SAFETY: unmaps exactly the mapping `map` made; its owner drops it
+        // only once the child that used it has exec'd or exited.
         unsafe { libc::munmap(self.base, GUARD_SIZE + STACK_SIZE) };
     }
 }

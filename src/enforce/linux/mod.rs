@@ -14,7 +14,6 @@ pub mod jail;
 pub mod landlock;
 pub mod limits;
 pub mod network;
-pub mod network_early;
 pub mod process;
 pub mod proxy;
 pub mod reexec;

@@ -22,8 +22,6 @@ use super::jail::UsernsRequest;
 use super::process::is_single_threaded;
 use crate::policy::Network;
 
-pub use super::network_early::make_meanwhile;
-
 /// Why `network: deny` could not get its own network namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetnsUnavailable {
@@ -185,10 +183,10 @@ impl NetworkPlan {
 /// needs `CAP_NET_ADMIN` in the namespace) and before seccomp and Landlock.
 /// Children inherit the namespace; it is never made per child.
 ///
-/// Where the jail's original process already made the namespace
-/// ([`super::network_early`]), magus joins it instead.
+/// Where magus was born in the namespace made ahead for the jail
+/// ([`super::jail::ahead`]), there is nothing to make.
 pub fn enter(network: &Network, request: UsernsRequest) -> NetworkPlan {
-    if needs_namespace(network) && super::network_early::join() {
+    if needs_namespace(network) && super::jail::ahead::joined_network() {
         return NetworkPlan::for_setting(network, Ok(()));
     }
     plan_with(network, request, enter_loopback_namespace)

@@ -8,6 +8,7 @@
 //! Why at startup and not per child: Landlock refuses every `mount(2)` to a
 //! restricted process, and one jail for the run keeps spawning cheap.
 
+pub mod ahead;
 mod apply;
 mod by_descriptor;
 mod gitconfig;
@@ -18,7 +19,6 @@ mod sweep;
 mod userns;
 
 use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixStream;
 use std::sync::{Mutex, OnceLock};
 
 use nix::errno::Errno;
@@ -156,31 +156,6 @@ pub fn wait_until_sealed() -> Result<(), JailUnavailable> {
     }
 }
 
-/// Work the original process does while PID 1 builds the view, given its
-/// end of a socket pair; magus proper holds the other end
-/// ([`take_handoff`]). The view takes a millisecond or so on one core
-/// while the other is idle: set-up that need not happen in magus proper
-/// (the network namespace, which costs about 0.4 ms) is done there
-/// instead of after it. On success the original never returns as
-/// magus, so whatever it changes in itself only affects a waiter.
-pub type Meanwhile<'a> = Box<dyn FnOnce(UnixStream) + 'a>;
-
-/// In magus proper: the other end of [`Meanwhile`]'s socket pair.
-static HANDOFF: Mutex<Option<UnixStream>> = Mutex::new(None);
-
-fn expect_handoff(end: UnixStream) {
-    if let Ok(mut handoff) = HANDOFF.lock() {
-        *handoff = Some(end);
-    }
-}
-
-/// In magus proper, once: the end of the socket pair on which the
-/// original process sends what its [`Meanwhile`] prepared (`None` without
-/// one, or when this run has no jail of its own).
-pub fn take_handoff() -> Option<UnixStream> {
-    HANDOFF.lock().ok().and_then(|mut h| h.take())
-}
-
 /// What [`enter`] achieved, once it has run.
 pub fn jail_status() -> Option<&'static JailStatus> {
     STATUS.get()
@@ -195,23 +170,19 @@ pub fn jail_status() -> Option<&'static JailStatus> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let status = enter_with(plan, request, None);
+    let status = enter_with(plan, request, ahead::Made::default());
     wait_until_built();
     status
 }
 
-/// [`enter`], with `meanwhile` run by the original process while PID 1
-/// builds the view (only when the namespaces were made and PID 1 forked),
-/// and returning in magus proper *before* the view is built: the caller
+/// [`enter`], joining the namespaces made ahead (`made`, see [`ahead`])
+/// instead of making them, and returning in magus proper *before* the
+/// view is built: the caller
 /// may do work that reads no path (join a network namespace, drop
 /// capabilities, install the syscall guard), and must call
 /// [`wait_until_built`] before anything that does.
-pub fn enter_with(
-    plan: &JailPlan,
-    request: UsernsRequest,
-    meanwhile: Option<Meanwhile<'_>>,
-) -> JailStatus {
-    let result = match try_enter(plan, request, meanwhile) {
+pub fn enter_with(plan: &JailPlan, request: UsernsRequest, made: ahead::Made) -> JailStatus {
+    let result = match try_enter(plan, request, made) {
         Ok(user_namespace) => JailStatus::Entered { user_namespace },
         Err(reason) => JailStatus::Unavailable { reason },
     };
@@ -222,13 +193,17 @@ pub fn enter_with(
 fn try_enter(
     plan: &JailPlan,
     request: UsernsRequest,
-    meanwhile: Option<Meanwhile<'_>>,
+    made: ahead::Made,
 ) -> Result<UserNamespace, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
     }
-    let user_namespace = userns::unshare_namespaces(request)?;
-    reaper::start(plan, meanwhile)?;
+    let user_namespace = userns::unshare_namespaces(request, made.user)?;
+    // Before PID 1 is forked: it, magus proper and every child are born
+    // in the network namespace (the descriptor is closed here, so none of
+    // them holds it).
+    ahead::join_network(made.network);
+    reaper::start(plan)?;
     Ok(user_namespace)
 }
 
@@ -244,7 +219,7 @@ pub fn probe(request: UsernsRequest) -> JailStatus {
     // syscalls and `_exit`s.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
-            let code = match userns::unshare_namespaces(request) {
+            let code = match userns::unshare_namespaces(request, None) {
                 Ok(_) if unshare(CloneFlags::CLONE_NEWNS).is_err() => 3,
                 Ok(UserNamespace::NotNeeded) => 0,
                 Ok(UserNamespace::Created) => 1,

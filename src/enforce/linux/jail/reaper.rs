@@ -11,7 +11,6 @@
 //! [`wait_for`]).
 
 use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::errno::Errno;
@@ -26,7 +25,7 @@ use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
-use super::{JailUnavailable, Meanwhile};
+use super::JailUnavailable;
 use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -38,20 +37,15 @@ const STEP: u8 = 2;
 const FORK: u8 = 3;
 
 /// Forks the namespace's PID 1 (the caller has unshared the PID
-/// namespace). Returns in magus proper (PID 2) once the view is built; the
-/// original process runs `meanwhile` while PID 1 builds it, and never
-/// returns on success: it waits and exits.
-pub(super) fn start(
-    plan: &JailPlan,
-    meanwhile: Option<Meanwhile<'_>>,
-) -> Result<(), JailUnavailable> {
+/// namespace). Returns in magus proper (PID 2) before the view is built
+/// (see `super::wait_until_built`); the original process never returns on
+/// success: it waits and exits.
+pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
     // terminal's mode.
     let sweep = Sweep::before(plan);
     let terminal = TerminalModes::note();
-    // Without a socket pair, magus proper does that work itself.
-    let handoff = meanwhile.and_then(|work| Some((work, UnixStream::pair().ok()?)));
     // Until the original knows whom to pass them to, the forwarded signals
     // wait (blocked) instead of killing it while magus runs on.
     let unblocked = block_forwarded();
@@ -61,10 +55,6 @@ pub(super) fn start(
     match forked {
         Ok(ForkResult::Parent { child }) => {
             drop(report_tx);
-            if let Some((work, (ours, theirs))) = handoff {
-                drop(theirs);
-                work(ours);
-            }
             let after = (&sweep, &terminal);
             let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after);
             restore_mask(&unblocked);
@@ -73,7 +63,7 @@ pub(super) fn start(
         Ok(ForkResult::Child) => {
             restore_mask(&unblocked);
             drop(report_rx);
-            become_init(report_tx, plan, handoff.map(|(_, (_, theirs))| theirs));
+            become_init(report_tx, plan);
             Ok(())
         }
         Err(errno) => {
@@ -179,8 +169,7 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 
 /// In PID 1: a mount namespace of its own (so a failure leaves the
 /// original's untouched), then fork magus proper, build the view, report,
-/// and reap. Returns only in the grandchild, which carries on as magus
-/// (and keeps `handoff`, the far end of the original's [`Meanwhile`]).
+/// and reap. Returns only in the grandchild, which carries on as magus.
 ///
 /// Magus proper is forked before the view is built, into the same mount
 /// namespace, so that the set-up that needs no file (the network
@@ -189,7 +178,7 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 /// path (`super::wait_until_built`). Each `pivot_root` of the plan moves
 /// its root with PID 1's; it holds nothing of the host's but its working
 /// directory, which it leaves for the view's root once built.
-fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
+fn become_init(report: OwnedFd, plan: &JailPlan) {
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWNS) {
         fail(&report, MOUNT_NAMESPACE, 0, errno);
     }
@@ -214,14 +203,10 @@ fn become_init(report: OwnedFd, plan: &JailPlan, handoff: Option<UnixStream>) {
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             super::expect_built(built_rx);
             super::expect_sealed(sealed_rx);
-            if let Some(end) = handoff {
-                super::expect_handoff(end);
-            }
         }
         Ok(ForkResult::Parent { child }) => {
             drop(built_rx);
             drop(sealed_rx);
-            drop(handoff);
             // Before the report: the original forwards here from then on.
             install_forwarding(child);
             // A failure ends PID 1, and with it magus proper (its

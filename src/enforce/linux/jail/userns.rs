@@ -5,8 +5,9 @@
 //! failed view leaves the original process's mounts untouched.
 
 use nix::errno::Errno;
-use nix::sched::{unshare, CloneFlags};
+use nix::sched::{setns, unshare, CloneFlags};
 use nix::unistd::{getegid, geteuid};
+use std::os::fd::OwnedFd;
 
 use super::{JailUnavailable, UserNamespace};
 
@@ -34,14 +35,22 @@ impl UsernsRequest {
     }
 }
 
-/// Unshares user (when allowed), IPC and PID namespaces. Root falls back
-/// to no user namespace when the kernel refuses one (the mounts are then
-/// not locked, but children hold no capability to peel them).
-pub(super) fn unshare_namespaces(request: UsernsRequest) -> Result<UserNamespace, JailUnavailable> {
+/// Unshares user (when allowed), IPC and PID namespaces; the user
+/// namespace made `ahead` (see `super::ahead`) is joined instead where
+/// there is one. Root falls back to no user namespace when the kernel
+/// refuses one (the mounts are then not locked, but children hold no
+/// capability to peel them).
+pub(super) fn unshare_namespaces(
+    request: UsernsRequest,
+    ahead: Option<OwnedFd>,
+) -> Result<UserNamespace, JailUnavailable> {
     if request == UsernsRequest::ForcedOff {
         return Err(JailUnavailable::UsernsForcedOff);
     }
-    let user_namespace = enter_user_namespace()?;
+    let user_namespace = match ahead {
+        Some(made) if setns(&made, CloneFlags::CLONE_NEWUSER).is_ok() => UserNamespace::Created,
+        _ => enter_user_namespace()?,
+    };
     unshare(CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWPID)
         .map_err(JailUnavailable::Unshare)?;
     Ok(user_namespace)
@@ -63,7 +72,7 @@ fn enter_user_namespace() -> Result<UserNamespace, JailUnavailable> {
 /// creates keep their owner and `id` reads the same inside. Only one id is
 /// mapped: every other owner shows as the overflow id, and nobody inside
 /// can become it.
-fn map_ids(uid: u32, gid: u32) -> Result<(), Errno> {
+pub(super) fn map_ids(uid: u32, gid: u32) -> Result<(), Errno> {
     let write = |file: &str, text: String| {
         std::fs::write(file, text).map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))
     };

@@ -25,8 +25,9 @@ use std::sync::OnceLock;
 static OWN: OnceLock<Vec<IpAddr>> = OnceLock::new();
 
 /// Notes the addresses of the machine's interfaces. Call in the proxy
-/// before it confines itself (the list comes from a netlink socket). An
-/// address added later is not seen; the run is short.
+/// before it confines itself (the list comes from a netlink socket), when
+/// the first client has connected. An address added later is not seen;
+/// the run is short.
 pub fn note_own_addresses() {
     let own = nix::ifaddrs::getifaddrs()
         .map(|all| {

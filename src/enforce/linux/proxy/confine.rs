@@ -1,4 +1,5 @@
-//! The proxy process confines itself before it serves a byte: it parses
+//! The proxy process confines itself before it serves a byte (when the
+//! first client connects; until then it only waits): it parses
 //! what sandboxed children send, outside their sandbox, so a bug in it must
 //! not hand them magus's privileges. It drops every capability and keeps
 //! read-only access to what name resolution reads (`/etc`, the libraries

@@ -138,11 +138,11 @@ impl Proxy {
     }
 
     /// [`Proxy::listen`] in two steps: the listeners, now (before seccomp
-    /// and Landlock), and [`Proxy::hand_over`] later. The proxy confines
-    /// itself only once it has them, so its set-up (about half a
-    /// millisecond of CPU) can wait until magus's own is done instead of
-    /// taking a core from the jail's while the view is built; a child's
-    /// connection waits in the listener's queue meanwhile.
+    /// and Landlock), and [`Proxy::hand_over`] later. The proxy sets
+    /// itself up only once it has them and a client connects, so its
+    /// set-up (about half a millisecond of CPU) never takes a core from the
+    /// jail's while the view is built; a child's connection waits in the
+    /// listener's queue meanwhile.
     pub fn bind(&mut self) -> Result<(), ProxyError> {
         let http = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
         let socks = TcpListener::bind("127.0.0.1:0").map_err(ProxyError::Listen)?;
@@ -290,16 +290,22 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
     if nix::unistd::getppid() != parent {
         exit_now(0);
     }
+    keep_only(&control);
     silence_stdio();
     // The channel's end before the listeners: magus stopped before its
     // sandbox was up, so there is nothing to serve. They come once magus
-    // is confined (`Proxy::hand_over`): the set-up below waits until then,
-    // and is done before the first byte is read from a client.
+    // is confined (`Proxy::hand_over`).
     let Some((http, socks)) = receive_listeners(&control) else {
         exit_now(0);
     };
-    address::note_own_addresses();
-    confine::confine_proxy();
+    // The set-up (about half a millisecond of CPU, on a core the spell's
+    // start wants) waits for the first client, and is done before a byte
+    // is read from it: a run whose children never use the network (most)
+    // pays nothing for it.
+    if serve::first_client(&http, &socks, &control) {
+        address::note_own_addresses();
+        confine::confine_proxy();
+    }
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };
@@ -315,6 +321,23 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
 fn receive_listeners(control: &UnixStream) -> Option<(TcpListener, TcpListener)> {
     let [http, socks] = super::handover::receive::<2>(control, LISTENERS_TAG)?;
     Some((TcpListener::from(http), TcpListener::from(socks)))
+}
+
+/// Closes every descriptor magus held at the fork but stdio and the
+/// channel: the proxy needs none of them, and some (the namespaces made
+/// ahead for the jail) are the children's, not the proxy's.
+fn keep_only(control: &UnixStream) {
+    let Ok(kept) = libc::c_uint::try_from(control.as_raw_fd()) else {
+        return;
+    };
+    // SAFETY: close_range closes descriptors only; none of those closed
+    // is used by this process again (the proxy has just been forked).
+    unsafe {
+        if kept > 3 {
+            libc::close_range(3, kept - 1, 0);
+        }
+        libc::close_range(kept + 1, libc::c_uint::MAX, 0);
+    }
 }
 
 fn silence_stdio() {

@@ -201,6 +201,15 @@ pub(super) fn serve_until_told(
     }
 }
 
+/// Waits until a client connects (`true`), or magus tells the proxy to
+/// stop, or goes, first (`false`). Nothing is accepted or read.
+pub(super) fn first_client(http: &TcpListener, socks: &TcpListener, control: &UnixStream) -> bool {
+    match wait_readable([control.as_fd(), http.as_fd(), socks.as_fd()]) {
+        Some([told, http_ready, socks_ready]) => !told && (http_ready || socks_ready),
+        None => false,
+    }
+}
+
 /// Which of `fds` can be read (or are closed); `None` if `poll` fails.
 fn wait_readable(fds: [BorrowedFd<'_>; 3]) -> Option<[bool; 3]> {
     let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::POLLIN));
