@@ -64,7 +64,7 @@ mod kernel_imports {
         Unavailable, Unenforced, UsernsRequest, ViewInputs,
     };
     pub(super) use crate::policy::limits::Seconds;
-    pub(super) use crate::policy::{Declared, Limits, DAEMON_SOCKET_VAR};
+    pub(super) use crate::policy::{Declared, Grant, Limits, DAEMON_SOCKET_VAR};
 }
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -430,15 +430,24 @@ fn confine(
             "cannot install the syscall guard: {e}"
         )))
     })?;
-    // Magus proper was forked while PID 1 built the view: the work above
-    // reads no path; Landlock opens every grant in the view.
-    enforce::jail::wait_until_built();
-    let request = landlock_request(env);
-    let domain = enforce::install_on_self(policy.grants(), &network, request).map_err(|e| {
+    // Magus proper was forked while PID 1 builds the view: the work above
+    // reads no path. Landlock's rules for the grants the view binds are
+    // made meanwhile, on the host's inodes (the view shows the same ones);
+    // those of the view's own mounts (the private `/tmp`, `/proc`...) once
+    // it is built, in it.
+    let landlock_failed = |e: enforce::EnforceError| {
         Box::new(Diagnostic::error(format!(
             "cannot install the Landlock sandbox: {e}"
         )))
-    })?;
+    };
+    let (ahead, in_view) = split_grants(policy);
+    let request = landlock_request(env);
+    let open = |grant: &Grant| enforce::jail::open_on_host(&grant.path);
+    let building = enforce::landlock::begin(&ahead, &network, request, open);
+    enforce::jail::wait_until_built();
+    let domain = building
+        .and_then(|b| b.finish(&in_view))
+        .map_err(landlock_failed)?;
     // Landlock's ptrace scoping is missing where Landlock is; a child
     // must not inject calls into magus either way (`untraceable`).
     enforce::untraceable::refuse_tracing().map_err(|e| {
@@ -467,6 +476,21 @@ fn confine(
         domain.status().abi(),
     ));
     Ok(domain)
+}
+
+/// The grants whose Landlock rules can be made before the view is built
+/// (it binds their host inode), and those made in the view: its own
+/// mounts, and every grant where this run has no jail of its own.
+#[cfg(kernel_layer)]
+fn split_grants(policy: &Policy) -> (Vec<Grant>, Vec<Grant>) {
+    if !enforce::jail::host_root_held() {
+        return (Vec::new(), policy.grants().to_vec());
+    }
+    policy
+        .grants()
+        .iter()
+        .cloned()
+        .partition(|g| !enforce::jail::plan::fresh_in_view(g))
 }
 
 /// Step 3, first part: the jail (or, where namespaces are refused, the

@@ -7,7 +7,7 @@
 use std::ffi::OsStr;
 use std::fmt;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use ::landlock::{
     Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, PathFdError, RestrictSelf,
@@ -316,6 +316,11 @@ fn path_rule(grant: &Grant) -> Result<PathBeneath<PathFd>, EnforceError> {
             source: io::Error::other(other.to_string()),
         },
     })?;
+    rule_on(grant, fd)
+}
+
+/// The rule for `grant`, on the file `fd` opened for it.
+fn rule_on<F: AsFd>(grant: &Grant, fd: F) -> Result<PathBeneath<F>, EnforceError> {
     let stat = nix::sys::stat::fstat(fd.as_fd()).map_err(|errno| EnforceError::OpenGrant {
         path: grant.path.clone(),
         source: io::Error::from(errno),
@@ -345,11 +350,7 @@ fn port_rules(network: &Network) -> Vec<NetPort> {
 /// filesystem right handled, `ro` = read + execute, `rw` = everything,
 /// TCP handled unless the network is allowed, both scopes handled.
 pub fn build_ruleset(grants: &[Grant], network: &Network) -> Result<RulesetCreated, EnforceError> {
-    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(TARGET_ABI))?;
-    if let Some(net) = handled_net(network) {
-        ruleset = ruleset.handle_access(net)?;
-    }
-    let mut created = ruleset.scope(Scope::from_all(TARGET_ABI))?.create()?;
+    let mut created = empty_ruleset(network)?;
     for grant in grants {
         created = created.add_rule(path_rule(grant)?)?;
     }
@@ -357,6 +358,16 @@ pub fn build_ruleset(grants: &[Grant], network: &Network) -> Result<RulesetCreat
         created = created.add_rule(port)?;
     }
     Ok(created)
+}
+
+/// A ruleset handling every right of `network` and the filesystem, with
+/// no rule yet.
+fn empty_ruleset(network: &Network) -> Result<RulesetCreated, EnforceError> {
+    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(TARGET_ABI))?;
+    if let Some(net) = handled_net(network) {
+        ruleset = ruleset.handle_access(net)?;
+    }
+    Ok(ruleset.scope(Scope::from_all(TARGET_ABI))?.create()?)
 }
 
 /// The Landlock domain magus runs in, and the means to nest each child
@@ -408,25 +419,92 @@ pub fn install_on_self(
     network: &Network,
     request: LandlockRequest,
 ) -> Result<Domain, EnforceError> {
+    begin(&[], network, request, |_| None)?.finish(grants)
+}
+
+/// [`install_on_self`] in two steps, for a jail whose view is still being
+/// built: the rules of `ahead` are made now, each on the file `open`
+/// gives for its grant (the host's inode, which the view binds: a rule
+/// follows the inode through every mount of it), and the rest, with the
+/// restriction itself, by [`Building::finish`] once the view is there.
+/// A grant `open` gives nothing for waits for `finish` too.
+pub fn begin(
+    ahead: &[Grant],
+    network: &Network,
+    request: LandlockRequest,
+    open: impl Fn(&Grant) -> Option<OwnedFd>,
+) -> Result<Building, EnforceError> {
     let status = probe(network, request);
-    if let LandlockStatus::Unavailable { reason } = status {
-        return Ok(Domain::unconfined(reason));
+    if let LandlockStatus::Unavailable { .. } = status {
+        return Ok(Building {
+            status,
+            created: None,
+            left: Vec::new(),
+        });
     }
-    if let Some(count) = thread_count().filter(|n| *n > 1) {
-        return Err(EnforceError::ThreadsRunning { count });
+    let mut created = empty_ruleset(network)?;
+    let mut left = Vec::new();
+    for grant in ahead {
+        match open(grant) {
+            Some(fd) => created = created.add_rule(rule_on(grant, fd)?)?,
+            None => left.push(grant.clone()),
+        }
     }
-    let created = build_ruleset(grants, network)?;
-    let for_children = created
-        .try_clone()
-        .map_err(|source| EnforceError::DupRuleset { source })?;
-    let restriction = created.restrict_self()?;
-    if restriction.ruleset == RulesetStatus::NotEnforced {
-        return Ok(Domain::unconfined(Unavailable::NotEnforced));
+    for port in port_rules(network) {
+        created = created.add_rule(port)?;
     }
-    Ok(Domain {
+    Ok(Building {
         status,
-        for_children: Some(for_children),
+        created: Some(created),
+        left,
     })
+}
+
+/// A domain [`begin`] has started: its ruleset, not yet in force.
+#[derive(Debug)]
+pub struct Building {
+    status: LandlockStatus,
+    /// `None` where Landlock is unavailable.
+    created: Option<RulesetCreated>,
+    /// The grants of `begin` it could not open.
+    left: Vec<Grant>,
+}
+
+impl Building {
+    /// Adds the rules of `grants` (opened by path, here and now) and of
+    /// those `begin` could not open, and puts the domain in force on the
+    /// calling process (see [`install_on_self`]).
+    pub fn finish(self, grants: &[Grant]) -> Result<Domain, EnforceError> {
+        let Building {
+            status,
+            created,
+            left,
+        } = self;
+        let Some(mut created) = created else {
+            let reason = match status {
+                LandlockStatus::Unavailable { reason } => reason,
+                LandlockStatus::Enforced { .. } => Unavailable::NotEnforced,
+            };
+            return Ok(Domain::unconfined(reason));
+        };
+        if let Some(count) = thread_count().filter(|n| *n > 1) {
+            return Err(EnforceError::ThreadsRunning { count });
+        }
+        for grant in left.iter().chain(grants) {
+            created = created.add_rule(path_rule(grant)?)?;
+        }
+        let for_children = created
+            .try_clone()
+            .map_err(|source| EnforceError::DupRuleset { source })?;
+        let restriction = created.restrict_self()?;
+        if restriction.ruleset == RulesetStatus::NotEnforced {
+            return Ok(Domain::unconfined(Unavailable::NotEnforced));
+        }
+        Ok(Domain {
+            status,
+            for_children: Some(for_children),
+        })
+    }
 }
 
 /// A prepared, not yet applied, nested restriction for one child.
@@ -532,5 +610,91 @@ mod tests {
         assert!(port_rules(&Network::Deny).is_empty());
         assert_eq!(handled_net(&Network::Allow), None);
         assert_eq!(handled_net(&Network::Deny), None);
+    }
+
+    /// What `begin` relies on: a rule made on a file opened one way covers
+    /// the same inode reached through a bind mount of it (the jail's view),
+    /// and a grant the opener gives nothing for is opened by path at
+    /// `finish`. In a child with namespaces of its own (Landlock is for
+    /// good, and the mount is the child's). The control: before the domain,
+    /// the ungranted directory reads.
+    #[test]
+    fn a_rule_made_ahead_follows_its_inode_through_a_bind() {
+        use nix::sys::wait::{waitpid, WaitStatus};
+        use nix::unistd::{fork, ForkResult};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for name in ["host", "view", "other", "late"] {
+            std::fs::create_dir(root.join(name)).unwrap();
+            std::fs::write(root.join(name).join("file"), name).unwrap();
+        }
+        // SAFETY: the child makes system calls, reads files and `_exit`s.
+        match unsafe { fork() }.expect("fork") {
+            ForkResult::Child => {
+                let code = rule_through_bind(&root);
+                // SAFETY: _exit is always safe.
+                unsafe { libc::_exit(code) }
+            }
+            ForkResult::Parent { child } => match waitpid(child, None).expect("wait") {
+                WaitStatus::Exited(_, 77) => eprintln!("skipped: no namespaces or Landlock"),
+                status => assert_eq!(status, WaitStatus::Exited(child, 0)),
+            },
+        }
+    }
+
+    fn rule_through_bind(root: &std::path::Path) -> i32 {
+        use nix::mount::{mount, MsFlags};
+        use nix::sched::{unshare, CloneFlags};
+        let probe_status = probe(&Network::Allow, LandlockRequest::Enforce);
+        let none: Option<&str> = None;
+        let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
+        if matches!(probe_status, LandlockStatus::Unavailable { .. })
+            || unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).is_err()
+            || mount(none, "/", none, private, none).is_err()
+        {
+            return 77;
+        }
+        let (host, view) = (root.join("host"), root.join("view"));
+        if mount(Some(&host), &view, none, MsFlags::MS_BIND, none).is_err() {
+            return 1;
+        }
+        let read = |name: &str| std::fs::read_to_string(root.join(name).join("file")).ok();
+        if read("other").as_deref() != Some("other") {
+            return 2;
+        }
+        let grant = |name: &str| Grant {
+            path: root.join(name),
+            mode: Mode::Ro,
+            source: crate::policy::GrantSource::Builtin("test"),
+        };
+        // The rule for `view` is made on `host`'s directory, as `begin`
+        // gets the host's inode for what the view binds; `late` is left
+        // to `finish`.
+        let open = |g: &Grant| match g.path.ends_with("view") {
+            true => std::fs::File::open(&host).ok().map(OwnedFd::from),
+            false => None,
+        };
+        let building = begin(
+            &[grant("view"), grant("late")],
+            &Network::Allow,
+            LandlockRequest::Enforce,
+            open,
+        );
+        let Ok(domain) = building.and_then(|b| b.finish(&[])) else {
+            return 3;
+        };
+        if domain.status().enforcement() == Enforcement::None {
+            return 77;
+        }
+        match (
+            read("view").as_deref(),
+            read("late").as_deref(),
+            read("other"),
+        ) {
+            (Some("host"), Some("late"), None) => 0,
+            (_, _, Some(_)) => 6,
+            (_, None, _) => 5,
+            _ => 4,
+        }
     }
 }

@@ -18,10 +18,12 @@ mod reaper;
 mod sweep;
 mod userns;
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use nix::errno::Errno;
+use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, ForkResult};
@@ -114,10 +116,12 @@ fn expect_built(from_init: OwnedFd) {
 /// Waits until PID 1 has built the view (magus proper is forked before
 /// it, see `reaper::become_init`), then moves this process's working
 /// directory, still the host directory magus started in, to the view's
-/// root. Call before anything that reads a path; without a jail of this
-/// run's own it returns at once. Where PID 1 failed, this process ends
+/// root, and closes the host's root ([`open_on_host`]). Call before
+/// anything that reads a path; without a jail of this run's own it
+/// returns at once. Where PID 1 failed, this process ends
 /// at once and says nothing: the original process names the failing step.
 pub fn wait_until_built() {
+    forget_host_root();
     let Some(fd) = BUILT.lock().ok().and_then(|mut b| b.take()) else {
         return;
     };
@@ -126,6 +130,59 @@ pub fn wait_until_built() {
     if !built || nix::unistd::chdir("/").is_err() {
         // SAFETY: _exit is always safe; the original reports the failure.
         unsafe { libc::_exit(1) }
+    }
+}
+
+/// In magus proper, until [`open_on_host`]'s caller is done: the host's
+/// root, as the jail's mount namespace had it before the view.
+static HOST_ROOT: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+fn open_host_root() -> Option<OwnedFd> {
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    openat2(AT_FDCWD, "/", how).ok()
+}
+
+fn expect_host_root(root: Option<OwnedFd>) {
+    if let Ok(mut slot) = HOST_ROOT.lock() {
+        *slot = root;
+    }
+}
+
+/// In magus proper, before [`wait_until_built`]: opens `path` (absolute,
+/// free of links, as a grant's path is) beneath the host's root as the
+/// jail's namespace had it before PID 1 moved its root, so that Landlock's
+/// rules for what the view binds can be made while the view is built (a
+/// bind shows the host's inode, and a rule follows the inode). `None`
+/// without a jail of this run's own, after [`forget_host_root`], or where
+/// the path does not open that way (a link on it): the caller then opens
+/// it in the view.
+pub fn open_on_host(path: &Path) -> Option<OwnedFd> {
+    let slot = HOST_ROOT.lock().ok()?;
+    let root = slot.as_ref()?;
+    let relative = path.strip_prefix("/").ok()?;
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+    match relative.as_os_str().is_empty() {
+        true => root.try_clone().ok(),
+        false => openat2(root.as_fd(), relative, how).ok(),
+    }
+}
+
+/// Whether [`open_on_host`] can open anything (this run has a jail of its
+/// own, and its host root is still held).
+pub fn host_root_held() -> bool {
+    HOST_ROOT.lock().is_ok_and(|slot| slot.is_some())
+}
+
+/// Closes the host's root: once the rules are made, magus proper must
+/// hold nothing of the host's tree (PID 1 detaches it from the view).
+/// [`wait_until_built`] does it too.
+pub fn forget_host_root() {
+    if let Ok(mut slot) = HOST_ROOT.lock() {
+        slot.take();
     }
 }
 

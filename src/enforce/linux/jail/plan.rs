@@ -358,11 +358,7 @@ fn stage_base() -> PathBuf {
 
 fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     let path = grant.path.clone();
-    let private_tmp = match &grant.source {
-        GrantSource::Builtin(why) => PRIVATE_TMPFS.contains(why),
-        _ => false,
-    };
-    if private_tmp {
+    if is_private_tmp(grant) {
         return vec![Step::Tmpfs {
             path,
             why: "private to this run",
@@ -387,6 +383,21 @@ fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
         why: BindWhy::Grant,
         if_missing: IfMissing::Fail,
     }]
+}
+
+/// A grant the view shows as a tmpfs of this run's own.
+fn is_private_tmp(grant: &crate::policy::Grant) -> bool {
+    match &grant.source {
+        GrantSource::Builtin(why) => PRIVATE_TMPFS.contains(why),
+        _ => false,
+    }
+}
+
+/// Whether the view shows `grant` as a mount of its own (a private tmpfs,
+/// `/proc`, the devpts), not the host's inode bound: what names it there
+/// is not the host's file (for Landlock's rule, see `landlock::begin`).
+pub fn fresh_in_view(grant: &crate::policy::Grant) -> bool {
+    is_private_tmp(grant) || matches!(grant.path.to_str(), Some("/proc" | "/dev/pts"))
 }
 
 /// Whether `path` is a device node (`/dev/null`, `/dev/tty`, a user's

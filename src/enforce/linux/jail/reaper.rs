@@ -194,6 +194,9 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
         Ok(pairs) => pairs,
         Err(errno) => fail(&report, FORK, 0, errno),
     };
+    // Before the plan moves this namespace's root: magus proper opens the
+    // grants the view binds through it while the view is built.
+    let host_root = super::open_host_root();
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
@@ -203,10 +206,12 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             super::expect_built(built_rx);
             super::expect_sealed(sealed_rx);
+            super::expect_host_root(host_root);
         }
         Ok(ForkResult::Parent { child }) => {
             drop(built_rx);
             drop(sealed_rx);
+            drop(host_root);
             // Before the report: the original forwards here from then on.
             install_forwarding(child);
             // A failure ends PID 1, and with it magus proper (its
