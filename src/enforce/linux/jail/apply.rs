@@ -10,12 +10,13 @@
 use std::collections::BTreeSet;
 use std::fs::DirBuilder;
 use std::ops::Bound;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sys::stat::{Mode, SFlag};
 use nix::sys::statvfs::{statvfs, FsFlags};
 use nix::unistd::{chdir, pivot_root};
 
@@ -239,13 +240,20 @@ fn bind(
         IfMissing::MakeFile if missing() => make_empty_file(source)?,
         _ => {}
     }
-    let is_dir = std::fs::metadata(source).map_err(io_errno)?.is_dir();
-    mount_point(made, target, is_dir)?;
     let read_only = access == BindAccess::ReadOnly;
-    match super::by_descriptor::bind(source, target, read_only) {
-        Err(Errno::ENOSYS) => bind_by_path(source, target, read_only),
-        other => other,
-    }
+    // The source opened first: its kind comes from the descriptor, without
+    // walking the path again.
+    let from = match super::by_descriptor::open_without_links(source) {
+        Err(Errno::ENOSYS) => {
+            let is_dir = std::fs::metadata(source).map_err(io_errno)?.is_dir();
+            mount_point(made, target, is_dir)?;
+            return bind_by_path(source, target, read_only);
+        }
+        other => other?,
+    };
+    let is_dir = nix::sys::stat::fstat(from.as_fd())?.st_mode & libc::S_IFMT == libc::S_IFDIR;
+    mount_point(made, target, is_dir)?;
+    super::by_descriptor::bind_from(from.as_fd(), target, read_only)
 }
 
 /// [`bind`] on a kernel without `openat2`, `open_tree` or `move_mount`:
@@ -351,13 +359,15 @@ fn mount_point(made: &mut Dirs, target: &Path, is_dir: bool) -> Result<(), Errno
     if is_dir {
         return made.make(target);
     }
-    if target.symlink_metadata().is_ok() {
-        return Ok(());
-    }
     if let Some(parent) = target.parent() {
         made.make(parent)?;
     }
-    std::fs::File::create(target).map(drop).map_err(io_errno)
+    // One call makes the empty file; whatever is there already (a file
+    // bound over again, or a link, which the bind then refuses) stays.
+    match nix::sys::stat::mknod(target, SFlag::S_IFREG, Mode::from_bits_truncate(0o644), 0) {
+        Err(Errno::EEXIST) => Ok(()),
+        other => other,
+    }
 }
 
 /// A new empty file, never through a link (`create_new` fails on any

@@ -30,11 +30,19 @@ const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 /// Binds `source` (recursively) at `target`, read-only when `read_only`
 /// (the top mount alone, as a bind remount would). `ENOSYS` when the
-/// kernel lacks `openat2`, `open_tree` or `move_mount`.
-pub(super) fn bind(source: &Path, target: &Path, read_only: bool) -> Result<(), Errno> {
+/// kernel lacks `openat2`, `open_tree` or `move_mount`. The view's steps
+/// open the source first (`apply::bind`, which reads its kind from the
+/// descriptor), then [`bind_from`]; the tests take both in one.
+#[cfg(test)]
+fn bind(source: &Path, target: &Path, read_only: bool) -> Result<(), Errno> {
     let from = open_without_links(source)?;
+    bind_from(from.as_fd(), target, read_only)
+}
+
+/// [`bind`] of a source already opened with [`open_without_links`].
+pub(super) fn bind_from(from: BorrowedFd<'_>, target: &Path, read_only: bool) -> Result<(), Errno> {
     let to = open_without_links(target)?;
-    let tree = clone_tree(from.as_fd())?;
+    let tree = clone_tree(from)?;
     if read_only {
         super::apply::set_read_only_at(tree.as_fd(), c"", libc::AT_EMPTY_PATH as u32)?;
     }
@@ -42,8 +50,9 @@ pub(super) fn bind(source: &Path, target: &Path, read_only: bool) -> Result<(), 
 }
 
 /// `path` as an `O_PATH` descriptor, refusing a symbolic link in any of
-/// its components. `openat2` asks to retry when a rename raced it.
-fn open_without_links(path: &Path) -> Result<OwnedFd, Errno> {
+/// its components. `openat2` asks to retry when a rename raced it;
+/// `ENOSYS` before Linux 5.6.
+pub(super) fn open_without_links(path: &Path) -> Result<OwnedFd, Errno> {
     let how = OpenHow::new()
         .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
