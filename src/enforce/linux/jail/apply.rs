@@ -253,7 +253,11 @@ fn bind(
     };
     let is_dir = nix::sys::stat::fstat(from.as_fd())?.st_mode & libc::S_IFMT == libc::S_IFDIR;
     mount_point(made, target, is_dir)?;
-    super::by_descriptor::bind_from(from.as_fd(), target, read_only)
+    match super::by_descriptor::bind_from(from.as_fd(), target, read_only) {
+        // `openat2` (5.6) but no `mount_setattr` (5.12): by path, as before.
+        Err(Errno::ENOSYS) => bind_by_path(source, target, read_only),
+        other => other,
+    }
 }
 
 /// [`bind`] on a kernel without `openat2`, `open_tree` or `move_mount`:
