@@ -308,8 +308,18 @@ fn set_read_only(target: &Path) -> Result<(), Errno> {
     set_read_only_at(nix::fcntl::AT_FDCWD, &path, 0)
 }
 
+/// Whether this kernel has `mount_setattr` (Linux 5.12), asked with a
+/// call that can only fail: without it the plan makes each read-only
+/// grant's submounts read-only one by one (`plan::read_only_submounts`).
+pub fn mount_setattr_available() -> bool {
+    // SAFETY: no pointer is passed; the kernel checks the descriptor first.
+    let rc = unsafe { libc::syscall(libc::SYS_mount_setattr, -1, 0usize, 0, 0usize, 0usize) };
+    !(rc == -1 && Errno::last() == Errno::ENOSYS)
+}
+
 /// `mount_setattr(dir, path, flags, {attr_set: RDONLY})`: the mount at
-/// `path` beneath `dir` (with `AT_EMPTY_PATH`, the one `dir` names).
+/// `path` beneath `dir` (with `AT_EMPTY_PATH`, the one `dir` names; with
+/// `AT_RECURSIVE`, its submounts too).
 pub(super) fn set_read_only_at(
     dir: BorrowedFd<'_>,
     path: &std::ffi::CStr,

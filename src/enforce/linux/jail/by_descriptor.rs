@@ -29,7 +29,7 @@ const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
 const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 /// Binds `source` (recursively) at `target`, read-only when `read_only`
-/// (the top mount alone, as a bind remount would). `ENOSYS` when the
+/// (with every submount of the tree). `ENOSYS` when the
 /// kernel lacks `openat2`, `open_tree` or `move_mount`. The view's steps
 /// open the source first (`apply::bind`, which reads its kind from the
 /// descriptor), then [`bind_from`]; the tests take both in one.
@@ -44,7 +44,10 @@ pub(super) fn bind_from(from: BorrowedFd<'_>, target: &Path, read_only: bool) ->
     let to = open_without_links(target)?;
     let tree = clone_tree(from)?;
     if read_only {
-        super::apply::set_read_only_at(tree.as_fd(), c"", libc::AT_EMPTY_PATH as u32)?;
+        // The whole tree: a host submount under a read-only grant stays
+        // read-only (one bound by a grant of its own is mounted over it).
+        let flags = libc::AT_EMPTY_PATH as u32 | libc::AT_RECURSIVE as u32;
+        super::apply::set_read_only_at(tree.as_fd(), c"", flags)?;
     }
     move_onto(tree.as_fd(), to.as_fd())
 }

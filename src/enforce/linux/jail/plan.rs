@@ -221,7 +221,12 @@ impl JailPlan {
             .iter()
             .flat_map(|g| grant_steps(policy, g))
             .collect();
-        mounts.extend(read_only_submounts(policy, &mounts, &host_mount_points()));
+        // With `mount_setattr`, a read-only bind is read-only with all its
+        // submounts at once; only older kernels need them one by one (and
+        // the mount table read to find them).
+        if !super::apply::mount_setattr_available() {
+            mounts.extend(read_only_submounts(policy, &mounts, &host_mount_points()));
+        }
         if let Some(home) = inputs.home.as_deref().and_then(real) {
             mounts.push(Step::Dir { path: home });
         }
