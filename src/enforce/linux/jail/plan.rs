@@ -524,7 +524,15 @@ fn symlinks(policy: &Policy, inputs: &ViewInputs, mounts: &[Step]) -> Vec<Step> 
         _ => None,
     }));
     let mut out: Vec<Step> = Vec::new();
-    let mut seen = std::collections::HashMap::new();
+    // A grant's path is real: neither it nor any parent is a link, and
+    // resolution has just asked the kernel so. Most spelled paths are
+    // grants, or lie beneath one's parents.
+    let mut seen: std::collections::HashMap<PathBuf, Looked> = policy
+        .grants()
+        .iter()
+        .flat_map(|g| g.path.ancestors())
+        .map(|p| (p.to_path_buf(), Looked::Present))
+        .collect();
     for path in spelled {
         let Some(link) = first_symlink(&path, &mut seen) else {
             continue;
