@@ -232,6 +232,17 @@ pub(super) fn enter_loopback_namespace() -> Result<(), NetnsUnavailable> {
 nix::ioctl_read_bad!(get_interface_flags, libc::SIOCGIFFLAGS, libc::ifreq);
 nix::ioctl_write_ptr_bad!(set_interface_flags, libc::SIOCSIFFLAGS, libc::ifreq);
 
+/// A `struct ifreq` naming `lo`, the rest zero. Allocates nothing and
+/// touches no `errno` (the helper of `jail::ahead` uses it too).
+pub(super) fn loopback_request() -> libc::ifreq {
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    request
+}
+
 /// `ip link set lo up`, with the two ioctls the kernel offers for it.
 fn bring_loopback_up() -> Result<(), Errno> {
     let fd = socket(
@@ -240,11 +251,7 @@ fn bring_loopback_up() -> Result<(), Errno> {
         SockFlag::SOCK_CLOEXEC,
         None,
     )?;
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
-        *slot = *byte as libc::c_char;
-    }
+    let mut request = loopback_request();
     // SAFETY: `request` is a valid ifreq naming an interface; the kernel
     // fills in `ifru_flags`.
     unsafe { get_interface_flags(fd.as_raw_fd(), &mut request) }?;

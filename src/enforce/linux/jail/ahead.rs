@@ -331,11 +331,7 @@ fn loopback_up() -> rustix::io::Result<()> {
         SocketFlags::CLOEXEC,
         None,
     )?;
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
-        *slot = *byte as libc::c_char;
-    }
+    let mut request = crate::enforce::linux::network::loopback_request();
     // SAFETY: both opcodes take a `struct ifreq` naming the interface; the
     // first fills in its flags, the second only reads it.
     let result = unsafe {
@@ -451,11 +447,7 @@ mod tests {
         ) else {
             return false;
         };
-        // SAFETY: ifreq is plain old data.
-        let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
-            *slot = *byte as libc::c_char;
-        }
+        let mut request = crate::enforce::linux::network::loopback_request();
         // SAFETY: SIOCGIFFLAGS fills in the flags of the named interface.
         let got = unsafe {
             rustix::ioctl::ioctl(
