@@ -1,7 +1,6 @@
 //! Descriptors handed between magus's processes over a Unix socket pair
-//! (`SCM_RIGHTS`), each message one tag byte saying what it carries: the
-//! namespaces made ahead (their helper to the jail's original process,
-//! `jail::ahead`) and the proxy's listeners (magus to the proxy). One place for the
+//! (`SCM_RIGHTS`), each message one tag byte saying what it carries (the
+//! proxy's listeners, magus to the proxy). One place for the
 //! `recvmsg` bookkeeping, so that every receiver takes ownership of what
 //! the kernel installed and checks the tag and the count alike.
 
@@ -23,19 +22,9 @@ pub fn send(channel: &UnixStream, tag: u8, fds: &[RawFd]) -> nix::Result<()> {
 /// the order sent) when it is `tag` with exactly `N` of them; `None` when
 /// the other end closed or sent anything else.
 pub fn receive<const N: usize>(channel: &UnixStream, tag: u8) -> Option<[OwnedFd; N]> {
-    match receive_any(channel)? {
-        (got, fds) if got == tag => fds.try_into().ok(),
-        _ => None,
-    }
-}
-
-/// Waits for one message and returns its tag and descriptors (close-on-exec,
-/// in the order sent), for a receiver that tells messages apart by tag;
-/// `None` when the other end closed or sent no single tag byte.
-pub fn receive_any(channel: &UnixStream) -> Option<(u8, Vec<OwnedFd>)> {
     let mut byte = [0u8; 1];
-    // Room for more than any sender sends, so that a surplus is seen (and
-    // closed) rather than truncated away.
+    // Room for more than expected, so that a surplus is seen (and closed)
+    // rather than truncated away.
     let mut space = nix::cmsg_space!([RawFd; 4]);
     let mut iov = [IoSliceMut::new(&mut byte)];
     let message = recvmsg::<()>(
@@ -57,10 +46,10 @@ pub fn receive_any(channel: &UnixStream) -> Option<(u8, Vec<OwnedFd>)> {
             );
         }
     }
-    if message.bytes != 1 {
+    if message.bytes != 1 || byte[0] != tag {
         return None;
     }
-    Some((byte[0], fds))
+    fds.try_into().ok()
 }
 
 #[cfg(test)]

@@ -54,39 +54,16 @@ pub struct Ahead {
 
 /// What the helper reads, and the two numbers it writes.
 struct Shared {
-    uid_map: IdMap,
-    gid_map: IdMap,
+    /// The lines of `uid_map` and `gid_map`, formatted before the clone
+    /// (the helper only reads their bytes).
+    uid_map: String,
+    gid_map: String,
     /// Root goes on without a user namespace where the kernel refuses one,
     /// as the jail does (`userns`).
     root: bool,
     /// The descriptors of the namespaces made, `-1` until then.
     user: AtomicI32,
     network: AtomicI32,
-}
-
-/// One line of `uid_map` or `gid_map`, formatted before the clone.
-struct IdMap {
-    bytes: [u8; 32],
-    len: usize,
-}
-
-impl IdMap {
-    /// `id id 1`: the caller's id mapped to itself, as `userns` maps it.
-    fn to_itself(id: u32) -> IdMap {
-        let mut map = IdMap {
-            bytes: [0; 32],
-            len: 0,
-        };
-        let line = format!("{id} {id} 1\n");
-        let len = line.len().min(map.bytes.len());
-        map.bytes[..len].copy_from_slice(&line.as_bytes()[..len]);
-        map.len = len;
-        map
-    }
-
-    fn line(&self) -> &[u8] {
-        self.bytes.get(..self.len).unwrap_or_default()
-    }
 }
 
 /// What the helper made, as descriptors of the namespaces (none at all
@@ -117,9 +94,6 @@ unsafe impl Send for Ahead {}
 /// namespaces (before its grants are resolved); [`take_started`] hands it
 /// to the jail. A helper nobody takes is reaped when the next one starts.
 pub fn start() {
-    if std::path::Path::new("/tmp/su/noahead").exists() {
-        return;
-    }
     let started = spawn();
     if let Ok(mut slot) = STARTED.lock() {
         *slot = started;
@@ -139,8 +113,8 @@ fn spawn() -> Option<Ahead> {
     }
     let (uid, gid) = (geteuid(), getegid());
     let shared = Box::new(Shared {
-        uid_map: IdMap::to_itself(uid.as_raw()),
-        gid_map: IdMap::to_itself(gid.as_raw()),
+        uid_map: super::userns::to_itself(uid.as_raw()),
+        gid_map: super::userns::to_itself(gid.as_raw()),
         root: uid.is_root(),
         user: AtomicI32::new(-1),
         network: AtomicI32::new(-1),
@@ -195,12 +169,6 @@ impl Ahead {
     /// not know (the proxy does).
     pub fn take(mut self) -> Made {
         self.reap();
-        let own = |slot: &AtomicI32| match slot.swap(-1, Ordering::Acquire) {
-            -1 => None,
-            // SAFETY: the helper opened it in this process's descriptor
-            // table (CLONE_FILES) and nothing else owns it.
-            fd => Some(unsafe { OwnedFd::from_raw_fd(fd) }),
-        };
         Made {
             user: own(&self.shared.user),
             network: own(&self.shared.network),
@@ -236,12 +204,22 @@ impl Drop for Ahead {
         if self.helper.as_raw() > 0 {
             self.reap();
         }
-        for slot in [&self.shared.user, &self.shared.network] {
-            if let fd @ 0.. = slot.swap(-1, Ordering::Acquire) {
-                // SAFETY: as in `take`: opened for us, owned by no one else.
-                drop(unsafe { OwnedFd::from_raw_fd(fd) });
-            }
+        // What `take` did not take is closed.
+        drop(own(&self.shared.user));
+        drop(own(&self.shared.network));
+    }
+}
+
+/// The descriptor the helper stored in `slot`, once; call after the
+/// helper has exited.
+fn own(slot: &AtomicI32) -> Option<OwnedFd> {
+    match slot.swap(-1, Ordering::Acquire) {
+        fd @ 0.. => {
+            // SAFETY: the helper opened it in this process's descriptor
+            // table (CLONE_FILES) and nothing else owns it.
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
         }
+        _ => None,
     }
 }
 
@@ -298,8 +276,8 @@ fn make(shared: &Shared) {
 /// The maps `userns` writes, written by the helper for its namespace.
 fn map_ids(shared: &Shared) -> rustix::io::Result<()> {
     write_file(c"/proc/self/setgroups", b"deny")?;
-    write_file(c"/proc/self/uid_map", shared.uid_map.line())?;
-    write_file(c"/proc/self/gid_map", shared.gid_map.line())
+    write_file(c"/proc/self/uid_map", shared.uid_map.as_bytes())?;
+    write_file(c"/proc/self/gid_map", shared.gid_map.as_bytes())
 }
 
 fn write_file(path: &CStr, text: &[u8]) -> rustix::io::Result<()> {

@@ -179,8 +179,8 @@ pub fn host_root_held() -> bool {
 
 /// Closes the host's root: once the rules are made, magus proper must
 /// hold nothing of the host's tree (PID 1 detaches it from the view).
-/// [`wait_until_built`] does it too.
-pub fn forget_host_root() {
+/// [`wait_until_built`] does it.
+fn forget_host_root() {
     if let Ok(mut slot) = HOST_ROOT.lock() {
         slot.take();
     }
@@ -308,4 +308,22 @@ fn probe_verdict(status: nix::Result<WaitStatus>) -> JailStatus {
         _ => JailUnavailable::Unshare(Errno::EPERM),
     };
     JailStatus::Unavailable { reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's root opens grants only until the view is built: after
+    /// [`wait_until_built`] no descriptor of it is held, and nothing opens
+    /// through it. The control: while held, a host path opens.
+    #[test]
+    fn the_host_root_is_let_go_once_the_view_is_built() {
+        expect_host_root(open_host_root());
+        assert!(host_root_held());
+        assert!(open_on_host(Path::new("/usr")).is_some(), "the control");
+        wait_until_built();
+        assert!(!host_root_held());
+        assert!(open_on_host(Path::new("/usr")).is_none());
+    }
 }

@@ -72,13 +72,19 @@ fn enter_user_namespace() -> Result<UserNamespace, JailUnavailable> {
 /// creates keep their owner and `id` reads the same inside. Only one id is
 /// mapped: every other owner shows as the overflow id, and nobody inside
 /// can become it.
-pub(super) fn map_ids(uid: u32, gid: u32) -> Result<(), Errno> {
+fn map_ids(uid: u32, gid: u32) -> Result<(), Errno> {
     let write = |file: &str, text: String| {
         std::fs::write(file, text).map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))
     };
     write("/proc/self/setgroups", "deny".to_owned())?;
-    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
+    write("/proc/self/uid_map", to_itself(uid))?;
+    write("/proc/self/gid_map", to_itself(gid))
+}
+
+/// The line of `uid_map` or `gid_map` that maps `id` to itself (the
+/// helper of `super::ahead` writes the same).
+pub(super) fn to_itself(id: u32) -> String {
+    format!("{id} {id} 1\n")
 }
 
 #[cfg(test)]
