@@ -435,12 +435,8 @@ pub fn begin(
     open: impl Fn(&Grant) -> Option<OwnedFd>,
 ) -> Result<Building, EnforceError> {
     let status = probe(network, request);
-    if let LandlockStatus::Unavailable { .. } = status {
-        return Ok(Building {
-            status,
-            created: None,
-            left: Vec::new(),
-        });
+    if let LandlockStatus::Unavailable { reason } = status {
+        return Ok(Building::Unavailable(reason));
     }
     let mut created = empty_ruleset(network)?;
     let mut left = Vec::new();
@@ -453,21 +449,24 @@ pub fn begin(
     for port in port_rules(network) {
         created = created.add_rule(port)?;
     }
-    Ok(Building {
+    Ok(Building::Started {
         status,
-        created: Some(created),
+        created,
         left,
     })
 }
 
 /// A domain [`begin`] has started: its ruleset, not yet in force.
 #[derive(Debug)]
-pub struct Building {
-    status: LandlockStatus,
-    /// `None` where Landlock is unavailable.
-    created: Option<RulesetCreated>,
-    /// The grants of `begin` it could not open.
-    left: Vec<Grant>,
+pub enum Building {
+    /// Landlock is not there (or forced off): nothing to put in force.
+    Unavailable(Unavailable),
+    Started {
+        status: LandlockStatus,
+        created: RulesetCreated,
+        /// The grants of `begin` it could not open.
+        left: Vec<Grant>,
+    },
 }
 
 impl Building {
@@ -475,17 +474,13 @@ impl Building {
     /// those `begin` could not open, and puts the domain in force on the
     /// calling process (see [`install_on_self`]).
     pub fn finish(self, grants: &[Grant]) -> Result<Domain, EnforceError> {
-        let Building {
-            status,
-            created,
-            left,
-        } = self;
-        let Some(mut created) = created else {
-            let reason = match status {
-                LandlockStatus::Unavailable { reason } => reason,
-                LandlockStatus::Enforced { .. } => Unavailable::NotEnforced,
-            };
-            return Ok(Domain::unconfined(reason));
+        let (status, mut created, left) = match self {
+            Building::Unavailable(reason) => return Ok(Domain::unconfined(reason)),
+            Building::Started {
+                status,
+                created,
+                left,
+            } => (status, created, left),
         };
         if let Some(count) = thread_count().filter(|n| *n > 1) {
             return Err(EnforceError::ThreadsRunning { count });
