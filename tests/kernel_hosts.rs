@@ -1352,3 +1352,84 @@ fn idle_connections_do_not_grow_the_proxy_without_bound() {
         );
     }
 }
+
+/// The processes forked by the magus whose command line holds `ws` that
+/// live in this test's (the host's) PID namespace, each with whether it
+/// is in this test's network namespace too. The jail's PID 1 is not one
+/// (its `NSpid` has two numbers); the proxy, once forked, is.
+fn host_children_of(ws: &[u8]) -> Vec<bool> {
+    let own_net = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.split_whitespace().collect::<Vec<_>>())
+        };
+        let (Some(ppid), Some(nspid)) = (field("PPid:"), field("NSpid:")) else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", ppid[0])).unwrap_or_default();
+        if nspid.len() != 1 || !cmdline.windows(ws.len()).any(|w| w == ws) {
+            continue;
+        }
+        let net = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+        found.push(net.as_ref() == Some(&own_net));
+    }
+    found
+}
+
+/// Runs `run` while sampling [`host_children_of`] the workspace every
+/// 20 ms; returns the run and the largest set seen.
+fn watched(h: &Harness, run: impl FnOnce() -> RunOutput) -> (RunOutput, Vec<bool>) {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let ws = h.ws.clone().into_os_string().into_encoded_bytes();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut most = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let seen = host_children_of(&ws);
+                if seen.len() > most.len() {
+                    most = seen;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            most
+        })
+    };
+    let out = run();
+    stop.store(true, Ordering::SeqCst);
+    (out, watcher.join().unwrap())
+}
+
+/// The proxy is forked by the jail's original process when the spell
+/// starts its first program, in the host's PID and network namespaces,
+/// beside the jail and never in it; a run that starts no program has no
+/// proxy process at all. The control: the same spell with one launch
+/// first, watched the same way, shows the proxy.
+#[test]
+fn the_proxy_is_forked_outside_the_jail_at_the_first_launch() {
+    let idle = "import \"buzz:os\";\nfun main(args: [str]) > void {\n    os.sleep(600.0);\n}\n";
+    let launch = "import \"buzz:os\";\nimport \"sh\";\nfun main(args: [str]) > void {\n    sh.run([\"/bin/true\"]);\n    os.sleep(600.0);\n}\n";
+    for case in cases().into_iter().filter(|c| c.mode == Mode::Namespace) {
+        let h = Harness::with_config(&hosts_config("[localhost]"));
+        h.write_spell("idle", idle);
+        h.write_spell("launch", launch);
+        let (out, seen) = watched(&h, || run_as(&h, case, "launch", &[]));
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
+        assert_eq!(
+            seen,
+            vec![true],
+            "{case:?}: the proxy, in the host's namespaces"
+        );
+        let (out, seen) = watched(&h, || run_as(&h, case, "idle", &[]));
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
+        assert!(seen.is_empty(), "{case:?}: {seen:?}");
+    }
+}

@@ -7,9 +7,14 @@ use crate::diag::{Code, Diagnostic, Location, SourceKind};
 use crate::enforce::proxy::{EgressSummary, Event, RefusalReason, MAX_CLIENTS};
 use crate::policy::HostList;
 
-/// MGS2011 for one refusal; `site` is the `sh.*` call that was running
-/// (`None` when the refusal came from a child still running at the end).
-pub fn refusal_diagnostic(event: &Event, site: Option<&CallSite>) -> Option<Diagnostic> {
+/// What to say of one event the proxy reported ([`Event::is_said`]):
+/// MGS2011 for a refusal, an error for a proxy that could not be started.
+/// `site` is the `sh.*` call that was running (`None` when the event came
+/// from a child still running at the end).
+pub fn event_diagnostic(event: &Event, site: Option<&CallSite>) -> Option<Diagnostic> {
+    if let Event::NotStarted { reason } = event {
+        return Some(not_started(reason));
+    }
     let Event::Refused {
         host,
         port,
@@ -40,6 +45,12 @@ pub fn refusal_diagnostic(event: &Event, site: Option<&CallSite>) -> Option<Diag
             .with_label("the program started here asked for it");
     }
     Some(d)
+}
+
+fn not_started(reason: &str) -> Diagnostic {
+    Diagnostic::error(format!("cannot start the network proxy: {reason}")).with_note(
+        "the spell's programs could reach no host: their connections to the proxy were refused",
+    )
 }
 
 fn fix(host: &str, port: u16, reason: RefusalReason) -> String {

@@ -93,11 +93,11 @@ impl Session {
     #[cfg(kernel_layer)]
     pub(super) fn after_call(&self, site: &CallSite) {
         let refusals = match self.egress.borrow_mut().as_mut() {
-            Some(proxy) => proxy.take_refusals(),
+            Some(proxy) => proxy.take_to_say(),
             None => return,
         };
         for event in &refusals {
-            if let Some(d) = egress::refusal_diagnostic(event, Some(site)) {
+            if let Some(d) = egress::event_diagnostic(event, Some(site)) {
                 self.emit(&d);
             }
         }
@@ -107,6 +107,25 @@ impl Session {
     #[cfg(not(kernel_layer))]
     pub(super) fn after_call(&self, _site: &CallSite) {}
 
+    /// Before a launch: the proxy gets its listeners, if it has not yet;
+    /// a deferred one is forked then (`Proxy::hand_over`), so a run that
+    /// starts no program never forks one.
+    #[cfg(kernel_layer)]
+    pub(super) fn proxy_ready(&self) -> Result<(), String> {
+        match self.egress.borrow_mut().as_mut() {
+            Some(proxy) => proxy
+                .hand_over()
+                .map_err(|e| format!("cannot start the network proxy: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Without the kernel layer there is no proxy.
+    #[cfg(not(kernel_layer))]
+    pub(super) fn proxy_ready(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Stops the proxy at the end of the run: MGS2011 for refusals no call
     /// has reported yet (a background child's), and the egress summary.
     #[cfg(kernel_layer)]
@@ -114,7 +133,7 @@ impl Session {
         let proxy = self.egress.borrow_mut().take()?;
         let (summary, refusals) = proxy.finish(self.launched.get());
         for event in &refusals {
-            if let Some(d) = egress::refusal_diagnostic(event, None) {
+            if let Some(d) = egress::event_diagnostic(event, None) {
                 self.emit(&d);
             }
         }

@@ -1,6 +1,6 @@
-//! `magus run`'s part of network by host name: fork the proxy before any
-//! restriction, hand it listeners made inside the children's network
-//! namespace, point children at it, close their other routes (and, with
+//! `magus run`'s part of network by host name: have the proxy forked
+//! outside every restriction, hand it listeners made inside the
+//! children's network namespace, point children at it, close their other routes (and, with
 //! no namespace, say the mode is partial), and end the run with its
 //! egress summary. Kept out of `run.rs` so the start-up sequence there
 //! stays a list of steps.
@@ -8,7 +8,7 @@
 use crate::bindings::{egress, Session};
 use crate::diag::{Diagnostic, MessageFormat, Verbosity};
 use crate::enforce::network::NetworkPlan;
-use crate::enforce::proxy::{Proxy, PARTIAL_REASON, PROXY_VARS};
+use crate::enforce::proxy::{Launcher, Proxy, PARTIAL_REASON, PROXY_VARS};
 use crate::policy::{ChildEnv, HostList, Network, Policy, SandboxState, FINGERPRINT_VAR};
 use std::ffi::OsString;
 use std::io::Write;
@@ -18,15 +18,17 @@ fn hosts_in_force(policy: &Policy) -> bool {
     policy.state() == SandboxState::On && matches!(policy.network(), Network::Hosts(_))
 }
 
-/// This run's proxy: decided early ([`wanted`]), forked late
-/// ([`ProxySlot::start`], just before the jail's namespaces), so that the
-/// work between (the view's compilation, the hidden programs' snapshot)
-/// runs before the fork and pays no copy-on-write faults for it.
+/// This run's proxy: decided early ([`wanted`]); in a jailed run forked
+/// by the jail's original process at the spell's first launch
+/// ([`ProxySlot::defer`]), otherwise forked just before the network step
+/// ([`ProxySlot::start`]).
 pub(super) enum ProxySlot {
     /// No proxy of this run's own (no `hosts`, or a nested run).
     Absent,
     /// `hosts` is in force and the proxy is not forked yet.
     Wanted(HostList),
+    /// To be forked by the jail's original process (`Proxy::deferred`).
+    Deferred(HostList, Proxy),
     Running(Proxy),
 }
 
@@ -43,6 +45,25 @@ impl ProxySlot {
         Ok(())
     }
 
+    /// Leaves the fork to the jail's original process, whose part
+    /// (the [`Launcher`]) this returns if the proxy is wanted.
+    pub(super) fn defer(&mut self) -> Result<Option<Launcher>, Box<Diagnostic>> {
+        let ProxySlot::Wanted(hosts) = self else {
+            return Ok(None);
+        };
+        let (proxy, launcher) = Proxy::deferred(hosts).map_err(|e| proxy_failed(&e))?;
+        *self = ProxySlot::Deferred(hosts.clone(), proxy);
+        Ok(Some(launcher))
+    }
+
+    /// The jail was not entered, so no original process waits to fork
+    /// the proxy: wanted again, for [`ProxySlot::start`].
+    pub(super) fn undefer(&mut self) {
+        if let ProxySlot::Deferred(hosts, _) = self {
+            *self = ProxySlot::Wanted(std::mem::take(hosts));
+        }
+    }
+
     /// Whether this run has (or will have) a proxy of its own.
     pub(super) fn is_own(&self) -> bool {
         !matches!(self, ProxySlot::Absent)
@@ -50,15 +71,15 @@ impl ProxySlot {
 
     pub(super) fn running(&mut self) -> Option<&mut Proxy> {
         match self {
-            ProxySlot::Running(proxy) => Some(proxy),
+            ProxySlot::Running(proxy) | ProxySlot::Deferred(_, proxy) => Some(proxy),
             _ => None,
         }
     }
 
-    /// The running proxy; `None` also for one never started.
+    /// The proxy, running or deferred; `None` also for one never started.
     pub(super) fn into_running(self) -> Option<Proxy> {
         match self {
-            ProxySlot::Running(proxy) => Some(proxy),
+            ProxySlot::Running(proxy) | ProxySlot::Deferred(_, proxy) => Some(proxy),
             _ => None,
         }
     }
@@ -120,11 +141,13 @@ pub(super) fn listen(
 }
 
 /// Once magus is confined, before any child: the listeners [`listen`]
-/// made go to the proxy, which sets itself up then (`Proxy::bind`).
+/// made go to a forked proxy, which sets itself up then
+/// (`Proxy::bind`). A deferred one gets them at the first launch
+/// (`Session::proxy_ready`).
 pub(super) fn hand_over(proxy: &mut ProxySlot) -> Result<(), Box<Diagnostic>> {
-    match proxy.running() {
-        Some(proxy) => proxy.hand_over().map_err(|e| proxy_failed(&e)),
-        None => Ok(()),
+    match proxy {
+        ProxySlot::Running(proxy) => proxy.hand_over().map_err(|e| proxy_failed(&e)),
+        _ => Ok(()),
     }
 }
 

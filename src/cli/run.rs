@@ -13,9 +13,10 @@
 //! 3. Enter the jail (user, IPC, PID and mount namespaces and the view
 //!    compiled from the policy; mounting is impossible once Landlock is
 //!    on, so a nested magus keeps the enclosing run's), for `network: deny`
-//!    and `hosts` a loopback-only network namespace (for `hosts`, the proxy
-//!    forked before the jail gets its listeners made inside it), drop every
-//!    capability, install the
+//!    and `hosts` a loopback-only network namespace (for `hosts`, the
+//!    proxy's listeners are made inside it; the proxy, outside, is forked
+//!    by the jail's original process at the spell's first launch), drop
+//!    every capability, install the
 //!    syscall guard (seccomp, with the network rules), then Landlock — all
 //!    on the lone main thread. The process that waits for magus (the
 //!    namespace's init, or a subreaper where no namespace can be made)
@@ -178,10 +179,11 @@ pub(crate) fn confine_process(
         give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
-    // network.hosts: decided here; the proxy process is forked just
-    // before the jail's namespaces and any restriction (`enter_jail`), so
-    // it keeps the host's network; its listeners are made in `confine`,
-    // inside the children's namespace.
+    // network.hosts: decided here; the proxy process is forked outside
+    // the jail and before any restriction (by the jail's original process
+    // at the first launch, see `enter_jail`), so it keeps the host's
+    // network; its listeners are made in `confine`, inside the children's
+    // namespace.
     #[cfg(kernel_layer)]
     let mut proxy = super::hosts::wanted(&policy, env, &mut child_env);
     // Before Landlock, which does not grant /dev/ptmx.
@@ -406,9 +408,6 @@ fn confine(
         }
         Nesting::InsideMagus => Jail::Inherited,
     };
-    // Where no jail was entered, the proxy is forked here: still before
-    // the network step's `setns`/`unshare`, seccomp and Landlock.
-    proxy.start()?;
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
@@ -576,18 +575,19 @@ fn enter_jail(
     if plan.search_truncated {
         diagnostics.push(search_truncated());
     }
-    // The last moment the proxy can be forked with the host's network
-    // namespaces: everything before ran without a second process sharing
-    // magus's pages (a fork write-protects them all, and each page written
-    // after it is copied). Forked once the namespaces made ahead are done
-    // (a fork while the helper shares magus's memory would cost a TLB
-    // flush on its core for every page); it closes the descriptors of the
-    // namespaces it inherits.
     let made = ahead.map(Ahead::take).unwrap_or_default();
-    proxy.start()?;
-    match enforce::jail::enter_with(&plan, userns_request(env), made) {
+    // The original process stays in the host's namespaces and forks the
+    // proxy when magus proper asks, at the spell's first launch.
+    let outside = proxy
+        .defer()?
+        .map(|launcher| Box::new(launcher) as Box<dyn enforce::jail::Outside>);
+    match enforce::jail::enter_with(&plan, userns_request(env), made, outside) {
         JailStatus::Entered { user_namespace } => Ok(Jail::Entered(user_namespace)),
         JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
+            // No original process waits outside to fork the proxy: fork it
+            // now, before `isolate` puts `sandbox.limits` on this process.
+            proxy.undefer();
+            proxy.start()?;
             Ok(Jail::Missing(reason))
         }
         JailStatus::Unavailable { reason } => Err(Box::new(

@@ -140,7 +140,7 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
         line: at.line,
         column: at.column,
     };
-    crate::bindings::egress::refusal_diagnostic(&event, Some(&site)).unwrap()
+    crate::bindings::egress::event_diagnostic(&event, Some(&site)).unwrap()
 }
 
 fn child_env_notes() -> Vec<Diagnostic> {

@@ -17,10 +17,11 @@
 //! and takes no lock; the descriptors of the namespaces it opens land in
 //! magus's table, and it stores their numbers in atomics.
 //!
-//! The original joins them where it would have made them: the user
-//! namespace with `setns` instead of `unshare` (the same user owns it, and
-//! the id maps are the same), and the network namespace before it forks
-//! PID 1, so PID 1, magus proper and every child are born in it. It
+//! They are joined where they would have been made: the user namespace
+//! by the original, with `setns` instead of `unshare` (the same user owns
+//! it, and the id maps are the same); the network namespace by PID 1,
+//! first thing, so magus proper and every child are born in it, while the
+//! original stays in the host's (it forks the proxy there). The helper
 //! decides nothing: whatever the helper could not make, the original (or
 //! magus proper, for the network) makes as before, and says why it could
 //! not.
@@ -136,30 +137,15 @@ fn spawn() -> Option<Ahead> {
         }
     })
     .ok()?;
-    elsewhere(helper);
+    // The scheduler tends to put a clone that shares the memory beside
+    // its parent, where it would wait for magus to block instead of using
+    // the idle core.
+    super::cores::elsewhere(helper);
     Some(Ahead {
         helper,
         shared,
         _stack: stack,
     })
-}
-
-/// Moves the helper off this process's core: the scheduler tends to put
-/// a clone that shares the memory beside its parent, where it would wait
-/// for magus to block instead of using the idle core. Where this is the
-/// only core allowed, it stays.
-fn elsewhere(helper: Pid) {
-    use nix::sched::{sched_getaffinity, sched_getcpu, sched_setaffinity};
-    let (Ok(here), Ok(mut others)) = (sched_getcpu(), sched_getaffinity(Pid::from_raw(0))) else {
-        return;
-    };
-    if others.unset(here).is_err() {
-        return;
-    }
-    let any_other = (0..nix::sched::CpuSet::count()).any(|cpu| others.is_set(cpu).unwrap_or(false));
-    if any_other {
-        let _ = sched_setaffinity(helper, &others);
-    }
 }
 
 impl Ahead {

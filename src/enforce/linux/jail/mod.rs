@@ -11,6 +11,7 @@
 pub mod ahead;
 mod apply;
 mod by_descriptor;
+mod cores;
 mod gitconfig;
 pub mod plan;
 pub mod protect;
@@ -18,7 +19,7 @@ mod reaper;
 mod sweep;
 mod userns;
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
@@ -30,7 +31,7 @@ use nix::unistd::{fork, ForkResult};
 
 pub use plan::{BindAccess, BindWhy, IfMissing, JailPlan, Step, ViewInputs};
 pub use protect::CarveReason;
-pub(crate) use reaper::forward_signals_to;
+pub(crate) use reaper::{forward_signals_to, stop_forwarding_signals};
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;
@@ -87,10 +88,10 @@ pub enum JailUnavailable {
 }
 
 impl JailUnavailable {
-    /// Whether the process that tried is as it was before, so the run can
-    /// go on without the jail. Once the PID namespace is unshared its first
-    /// process must live: when it fails, no child could ever be forked
-    /// again, so those failures end the run instead.
+    /// Whether the run can go on without the jail: the namespaces were
+    /// refused (as on a machine without them). A view that fails once PID
+    /// 1 builds it ends the run instead: the policy asked for it, and
+    /// going on without it would hide that.
     pub fn leaves_process_usable(&self) -> bool {
         matches!(
             self,
@@ -131,6 +132,7 @@ pub fn wait_until_built() {
         // SAFETY: _exit is always safe; the original reports the failure.
         unsafe { libc::_exit(1) }
     }
+    cores::restore();
 }
 
 /// In magus proper, until [`open_on_host`]'s caller is done: the host's
@@ -227,19 +229,25 @@ pub fn jail_status() -> Option<&'static JailStatus> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let status = enter_with(plan, request, ahead::Made::default());
+    let status = enter_with(plan, request, ahead::Made::default(), None);
     wait_until_built();
     status
 }
 
 /// [`enter`], joining the namespaces made ahead (`made`, see [`ahead`])
-/// instead of making them, and returning in magus proper *before* the
-/// view is built: the caller
-/// may do work that reads no path (join a network namespace, drop
+/// instead of making them, with the original serving `outside` while it
+/// waits, and returning in magus proper *before* the view is built: the
+/// caller may do work that reads no path (join a network namespace, drop
 /// capabilities, install the syscall guard), and must call
-/// [`wait_until_built`] before anything that does.
-pub fn enter_with(plan: &JailPlan, request: UsernsRequest, made: ahead::Made) -> JailStatus {
-    let result = match try_enter(plan, request, made) {
+/// [`wait_until_built`] before anything that does. Where it returns
+/// `Unavailable`, `outside` has been dropped unserved.
+pub fn enter_with(
+    plan: &JailPlan,
+    request: UsernsRequest,
+    made: ahead::Made,
+    outside: Option<Box<dyn Outside>>,
+) -> JailStatus {
+    let result = match try_enter(plan, request, made, outside) {
         Ok(user_namespace) => JailStatus::Entered { user_namespace },
         Err(reason) => JailStatus::Unavailable { reason },
     };
@@ -247,20 +255,31 @@ pub fn enter_with(plan: &JailPlan, request: UsernsRequest, made: ahead::Made) ->
     result
 }
 
+/// Work the original process does for magus proper while it waits
+/// outside the jail, in the host's network and PID namespaces, which no
+/// process of the jail can reach: forking the host-filtering proxy when
+/// the spell starts its first program (`crate::enforce::proxy::Launcher`).
+pub trait Outside {
+    /// Readable when magus proper asks for something.
+    fn requests(&self) -> BorrowedFd<'_>;
+    /// Answers what was asked; `false` once nothing more will be.
+    fn serve(&mut self) -> bool;
+}
+
 fn try_enter(
     plan: &JailPlan,
     request: UsernsRequest,
     made: ahead::Made,
+    outside: Option<Box<dyn Outside>>,
 ) -> Result<UserNamespace, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
     }
-    let user_namespace = userns::unshare_namespaces(request, made.user)?;
-    // Before PID 1 is forked: it, magus proper and every child are born
-    // in the network namespace (the descriptor is closed here, so none of
-    // them holds it).
-    ahead::join_network(made.network);
-    reaper::start(plan)?;
+    let user_namespace = userns::enter(request, made.user)?;
+    // PID 1 joins the network namespace before it forks magus proper, so
+    // magus proper and every child are born in it; the original stays in
+    // the host's.
+    reaper::start(plan, made.network, outside)?;
     Ok(user_namespace)
 }
 
@@ -276,7 +295,9 @@ pub fn probe(request: UsernsRequest) -> JailStatus {
     // syscalls and `_exit`s.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
-            let code = match userns::unshare_namespaces(request, None) {
+            let others = CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
+            let code = match userns::enter(request, None) {
+                Ok(_) if unshare(others).is_err() => 2,
                 Ok(_) if unshare(CloneFlags::CLONE_NEWNS).is_err() => 3,
                 Ok(UserNamespace::NotNeeded) => 0,
                 Ok(UserNamespace::Created) => 1,

@@ -1,6 +1,7 @@
-//! The processes of the jail: the original magus waits outside, the
-//! namespace's PID 1 builds the view and then reaps, and magus proper
-//! carries on as PID 2 inside. Both waiters only pass signals on and exit
+//! The processes of the jail: the original magus waits outside (and does
+//! what magus proper asks of it there, `super::Outside`), the namespace's
+//! PID 1 builds the view and then reaps, and magus proper carries on as
+//! PID 2 inside. Both waiters only pass signals on and exit
 //! with magus's status (death by signal `n` becomes `128 + n`); PID 1
 //! ends every other process of the namespace first and tells the
 //! original, which need not wait for PID 1's own exit.
@@ -10,11 +11,12 @@
 //! wall-time alarm whose ring ends the run ([`reap_and_exit`],
 //! [`wait_for`]).
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{
     sigaction, sigprocmask, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal,
@@ -25,7 +27,7 @@ use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
-use super::JailUnavailable;
+use super::{JailUnavailable, Outside};
 use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -35,12 +37,18 @@ const OK: u8 = 0;
 const MOUNT_NAMESPACE: u8 = 1;
 const STEP: u8 = 2;
 const FORK: u8 = 3;
+const IPC_NAMESPACE: u8 = 4;
 
-/// Forks the namespace's PID 1 (the caller has unshared the PID
-/// namespace). Returns in magus proper (PID 2) before the view is built
-/// (see `super::wait_until_built`); the original process never returns on
-/// success: it waits and exits.
-pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
+/// Forks the namespace's PID 1, in a new PID namespace, handing it the
+/// network namespace to join (`network`, made ahead). Returns in magus
+/// proper (PID 2) before the view is built (see
+/// `super::wait_until_built`); the original process never returns on
+/// success: it serves `outside` (see `super::Outside`), waits and exits.
+pub(super) fn start(
+    plan: &JailPlan,
+    network: Option<OwnedFd>,
+    outside: Option<Box<dyn Outside>>,
+) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
     // terminal's mode.
@@ -49,27 +57,66 @@ pub(super) fn start(plan: &JailPlan) -> Result<(), JailUnavailable> {
     // Until the original knows whom to pass them to, the forwarded signals
     // wait (blocked) instead of killing it while magus runs on.
     let unblocked = block_forwarded();
-    // SAFETY: the caller checked the process is single-threaded, so the
-    // child may run arbitrary code after fork.
-    let forked = unsafe { fork() };
+    // SAFETY: the caller checked the process is single-threaded.
+    let forked = unsafe { fork_as_init() };
     match forked {
         Ok(ForkResult::Parent { child }) => {
             drop(report_tx);
+            // Held until this process exits: the namespace's teardown (a
+            // kernel worker's half millisecond) then follows the run
+            // instead of racing its last steps when PID 1 exits.
+            let _network = network;
             let after = (&sweep, &terminal);
-            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after);
+            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
             restore_mask(&unblocked);
             result
         }
         Ok(ForkResult::Child) => {
             restore_mask(&unblocked);
             drop(report_rx);
-            become_init(report_tx, plan);
+            drop(outside);
+            become_init(report_tx, plan, network);
             Ok(())
         }
-        Err(errno) => {
+        // Out of processes or memory; anything else is the PID namespace
+        // refused (as `unshare` would have been).
+        Err(errno @ (Errno::EAGAIN | Errno::ENOMEM)) => {
             restore_mask(&unblocked);
             Err(JailUnavailable::Fork(errno))
         }
+        Err(errno) => {
+            restore_mask(&unblocked);
+            Err(JailUnavailable::Unshare(errno))
+        }
+    }
+}
+
+/// `fork`, the child being the first process of a new PID namespace.
+///
+/// Not `unshare(CLONE_NEWPID)` and `fork`: that would put every later
+/// child of the original in the jail's namespace, the proxy it may fork
+/// (`super::Outside`) included. glibc's `fork` takes no flags, so this is
+/// the system call itself, as bubblewrap makes it. The child's copy of
+/// glibc's thread descriptor keeps the parent's thread id: glibc reads it
+/// only as the owner of its locks, the same throughout this child, which
+/// starts no thread (`raise` asks the kernel, since glibc 2.34).
+///
+/// # Safety
+///
+/// As `fork`: the process must be single-threaded.
+unsafe fn fork_as_init() -> Result<ForkResult, Errno> {
+    let flags = (libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
+    let none: libc::c_ulong = 0;
+    // SAFETY: without CLONE_VM or a new stack the child runs on a copy of
+    // the caller's memory, as after `fork`; the caller's contract covers
+    // the rest.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags, none, none, none, none) };
+    match pid {
+        -1 => Err(Errno::last()),
+        0 => Ok(ForkResult::Child),
+        pid => Ok(ForkResult::Parent {
+            child: Pid::from_raw(pid as libc::pid_t),
+        }),
     }
 }
 
@@ -104,12 +151,14 @@ fn outer_wait_or_fail(
     plan: &JailPlan,
     mask: &SigSet,
     (sweep, terminal): (&Sweep, &TerminalModes),
+    outside: Option<Box<dyn Outside>>,
 ) -> Result<(), JailUnavailable> {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
     if n == REPORT_LEN && buf[0] == OK {
         install_forwarding(init);
         restore_mask(mask);
+        serve_until_reported(report, outside);
         let code = wait_for_end(init, report);
         sweep.after();
         terminal.restore();
@@ -123,6 +172,7 @@ fn outer_wait_or_fail(
     let errno = Errno::from_raw(i32::from_le_bytes([buf[5], buf[6], buf[7], buf[8]]));
     Err(match buf[0] {
         MOUNT_NAMESPACE => JailUnavailable::MountNamespace(errno),
+        IPC_NAMESPACE => JailUnavailable::Unshare(errno),
         STEP => JailUnavailable::Step {
             step: plan
                 .steps()
@@ -132,6 +182,33 @@ fn outer_wait_or_fail(
         },
         _ => JailUnavailable::Fork(errno),
     })
+}
+
+/// In the original process, once PID 1 has built the view: does what
+/// magus proper asks of `outside` until PID 1's last report is there (or
+/// PID 1 is gone).
+fn serve_until_reported(report: &OwnedFd, mut outside: Option<Box<dyn Outside>>) {
+    while let Some(service) = outside.as_mut() {
+        let (reported, asked) = {
+            let mut fds = [
+                PollFd::new(report.as_fd(), PollFlags::POLLIN),
+                PollFd::new(service.requests(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(Errno::EINTR) => continue,
+                Err(_) => return,
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            (ready(&fds[0]), ready(&fds[1]))
+        };
+        if asked && !service.serve() {
+            outside = None;
+        }
+        if reported {
+            return;
+        }
+    }
 }
 
 /// In the original process: magus's status, as PID 1 reports it once
@@ -167,8 +244,9 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
     got
 }
 
-/// In PID 1: a mount namespace of its own (so a failure leaves the
-/// original's untouched), then fork magus proper, build the view, report,
+/// In PID 1: the network namespace made ahead, IPC and mount namespaces
+/// of its own (so a failure leaves the original's untouched), then fork
+/// magus proper, build the view, report,
 /// and reap. Returns only in the grandchild, which carries on as magus.
 ///
 /// Magus proper is forked before the view is built, into the same mount
@@ -178,7 +256,11 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 /// path (`super::wait_until_built`). Each `pivot_root` of the plan moves
 /// its root with PID 1's; it holds nothing of the host's but its working
 /// directory, which it leaves for the view's root once built.
-fn become_init(report: OwnedFd, plan: &JailPlan) {
+fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
+    super::ahead::join_network(network);
+    if let Err(errno) = unshare(CloneFlags::CLONE_NEWIPC) {
+        fail(&report, IPC_NAMESPACE, 0, errno);
+    }
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWNS) {
         fail(&report, MOUNT_NAMESPACE, 0, errno);
     }
@@ -197,6 +279,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
     // Before the plan moves this namespace's root: magus proper opens the
     // grants the view binds through it while the view is built.
     let host_root = super::open_host_root();
+    super::cores::note();
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
@@ -209,6 +292,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan) {
             super::expect_host_root(host_root);
         }
         Ok(ForkResult::Parent { child }) => {
+            super::cores::elsewhere(child);
             drop(built_rx);
             drop(sealed_rx);
             drop(host_root);
@@ -266,6 +350,16 @@ pub(crate) fn forward_signals_to(target: Pid) {
     install_forwarding(target);
 }
 
+/// Gives [`FORWARDED`] their default action back, in a process forked by
+/// one that passes them on (the proxy, forked by the original).
+pub(crate) fn stop_forwarding_signals() {
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    for sig in FORWARDED {
+        // SAFETY: the default action installs no handler.
+        let _ = unsafe { sigaction(sig, &default) };
+    }
+}
+
 fn install_forwarding(target: Pid) {
     FORWARD_TO.store(target.as_raw(), Ordering::Relaxed);
     let action = SigAction::new(
@@ -284,8 +378,7 @@ fn install_forwarding(target: Pid) {
 /// kernel would kill whatever is left at this exit all the same).
 fn reap_and_exit(magus: Pid, report: OwnedFd) -> ! {
     install_forwarding(magus);
-    // It keeps its capabilities and the host's network namespace, so
-    // never let a child trace it (`crate::enforce::untraceable`).
+    // It keeps its capabilities, so never let a child trace it (`crate::enforce::untraceable`).
     let _ = crate::enforce::untraceable::refuse_tracing();
     // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
     crate::enforce::limits::arm_deadline();

@@ -1,8 +1,11 @@
-//! The namespaces the jail lives in: a user namespace (for root too, so
-//! every mount copied from the host is locked and cannot be peeled off),
-//! IPC (no System V object of the user's session is reachable) and PID.
-//! The mount namespace is made later, by the jail's first process, so a
-//! failed view leaves the original process's mounts untouched.
+//! The jail's user namespace (for root too, so every mount copied from
+//! the host is locked and cannot be peeled off), entered by the original
+//! process. The others are made with the jail's first process
+//! (`super::reaper`): PID by the `clone` that forks it, so the original
+//! stays in the host's (the proxy it may fork later must not live in the
+//! jail's); IPC (no System V object of the user's session is reachable)
+//! and mount by PID 1 itself, so a failed view leaves the original's
+//! mounts untouched.
 
 use nix::errno::Errno;
 use nix::sched::{setns, unshare, CloneFlags};
@@ -35,25 +38,21 @@ impl UsernsRequest {
     }
 }
 
-/// Unshares user (when allowed), IPC and PID namespaces; the user
-/// namespace made `ahead` (see `super::ahead`) is joined instead where
-/// there is one. Root falls back to no user namespace when the kernel
-/// refuses one (the mounts are then not locked, but children hold no
-/// capability to peel them).
-pub(super) fn unshare_namespaces(
+/// Enters a user namespace of its own (when allowed): the one made
+/// `ahead` (see `super::ahead`) where there is one. Root falls back to no
+/// user namespace when the kernel refuses one (the mounts are then not
+/// locked, but children hold no capability to peel them).
+pub(super) fn enter(
     request: UsernsRequest,
     ahead: Option<OwnedFd>,
 ) -> Result<UserNamespace, JailUnavailable> {
     if request == UsernsRequest::ForcedOff {
         return Err(JailUnavailable::UsernsForcedOff);
     }
-    let user_namespace = match ahead {
-        Some(made) if setns(&made, CloneFlags::CLONE_NEWUSER).is_ok() => UserNamespace::Created,
-        _ => enter_user_namespace()?,
-    };
-    unshare(CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWPID)
-        .map_err(JailUnavailable::Unshare)?;
-    Ok(user_namespace)
+    match ahead {
+        Some(made) if setns(&made, CloneFlags::CLONE_NEWUSER).is_ok() => Ok(UserNamespace::Created),
+        _ => enter_user_namespace(),
+    }
 }
 
 fn enter_user_namespace() -> Result<UserNamespace, JailUnavailable> {

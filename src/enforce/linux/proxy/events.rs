@@ -1,7 +1,8 @@
 //! What the proxy process tells magus, one JSON line per event over their
 //! socket pair: a refusal (for MGS2011, said after the `sh.*` call that
-//! caused it), a finished connection (for the egress summary), and a
-//! client turned away because the proxy was serving all it may at once.
+//! caused it), a finished connection (for the egress summary), a client
+//! turned away because the proxy was serving all it may at once, and
+//! (from the process that should have forked it) a proxy never started.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,6 +56,17 @@ pub enum Event {
     TurnedAway,
     /// The proxy has stopped; nothing follows.
     End,
+    /// The proxy could not be forked (written by the original process in
+    /// its stead): children's connections to its listeners are refused.
+    NotStarted { reason: String },
+}
+
+impl Event {
+    /// Whether magus says it to the user when it arrives (the rest only
+    /// counts in the egress summary).
+    pub fn is_said(&self) -> bool {
+        matches!(self, Event::Refused { .. } | Event::NotStarted { .. })
+    }
 }
 
 /// Per host and port: what went out and came back during one run.
@@ -91,7 +103,7 @@ impl EgressSummary {
                 slot.received += received;
             }
             Event::TurnedAway => self.turned_away += 1,
-            Event::End => {}
+            Event::End | Event::NotStarted { .. } => {}
         }
     }
 

@@ -1,17 +1,24 @@
 //! Network by host name (`network: {hosts: [...]}`): the filtering proxy
 //! children reach the network through, and magus's handle on it.
 //!
-//! magus forks the proxy as its own process *before* any restriction and
-//! before the jail, so it keeps the host's network namespace (Landlock and
-//! seccomp apply to a whole process, so proxy threads inside magus could
-//! not connect out). Later, from inside the children's loopback-only
-//! network namespace (or, where none can be made, on the host's loopback),
-//! magus creates the two listeners (HTTP and SOCKS5) on `127.0.0.1` and
-//! hands them to the proxy over their socket pair (`SCM_RIGHTS`): the
-//! proxy accepts connections that live in the children's namespace and
-//! dials out in its own. It holds only the scrubbed environment, and
-//! reports each refusal and finished connection to magus over the same
-//! pair; magus turns them into MGS2011 and the egress summary.
+//! The proxy is a process of its own, outside every restriction of the
+//! run and in the host's network namespace (Landlock and seccomp apply to
+//! a whole process, so proxy threads inside magus could not connect out).
+//! From inside the children's loopback-only network namespace (or, where
+//! none can be made, on the host's loopback), magus creates the two
+//! listeners (HTTP and SOCKS5) on `127.0.0.1` and hands them over
+//! (`SCM_RIGHTS`): the proxy accepts connections that live in the
+//! children's namespace and dials out in its own. It holds only the
+//! scrubbed environment, and reports each refusal and finished connection
+//! to magus over their socket pair; magus turns them into MGS2011 and the
+//! egress summary.
+//!
+//! Who forks it: in a jailed run, the original process, which waits
+//! outside the jail in the host's namespaces, when magus proper hands it
+//! the listeners at the spell's first launch ([`Proxy::deferred`],
+//! [`Launcher`]): a run that starts no program pays nothing for a proxy.
+//! Without a jail of the run's own, magus forks it before any restriction
+//! ([`Proxy::start`]).
 
 mod address;
 mod confine;
@@ -23,13 +30,14 @@ mod serve;
 pub use events::{EgressSummary, Event, RefusalReason};
 pub use serve::MAX_CLIENTS;
 
+use crate::enforce::jail::Outside;
 use crate::policy::{HostList, Network};
 use nix::unistd::{fork, ForkResult, Pid};
 use serve::{serve_until_told, Shared};
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,19 +95,74 @@ pub fn hosts_text(list: &HostList) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// magus's end of a running proxy.
+/// magus's end of a proxy.
 #[derive(Debug)]
 pub struct Proxy {
     /// The HTTP and SOCKS5 ports, once [`Proxy::listen`] has made them.
     ports: Option<(u16, u16)>,
     /// Made by [`Proxy::bind`], not yet handed over.
     pending: Option<[TcpListener; 2]>,
-    reports: BufReader<UnixStream>,
+    channel: Channel,
     summary: EgressSummary,
 }
 
-/// The one byte that carries the listeners (as `SCM_RIGHTS`).
+/// magus's line to the proxy.
+#[derive(Debug)]
+enum Channel {
+    /// The report channel of a proxy forked already (the listeners go
+    /// over it too).
+    Reports(BufReader<UnixStream>),
+    /// Where to ask the jail's original process to fork it. The report
+    /// channel is made when asking, by magus proper alone, so that no
+    /// process of the jail holds the proxy's end (its end of file says
+    /// the proxy is gone).
+    Deferred(UnixStream),
+}
+
+/// The one byte that carries the listeners (as `SCM_RIGHTS`) to a forked
+/// proxy.
 const LISTENERS_TAG: u8 = b'L';
+
+/// The one byte that carries the proxy's end of the report channel and
+/// the listeners to the original process, which forks the proxy.
+const LAUNCH_TAG: u8 = b'P';
+
+/// The original process's end of a deferred proxy (see the module doc):
+/// it forks the proxy when magus proper sends the listeners. It serves
+/// one request: a run has one proxy.
+#[derive(Debug)]
+pub struct Launcher {
+    requests: UnixStream,
+    hosts: HostList,
+}
+
+impl Outside for Launcher {
+    fn requests(&self) -> BorrowedFd<'_> {
+        self.requests.as_fd()
+    }
+
+    fn serve(&mut self) -> bool {
+        let Some([control, http, socks]) =
+            super::handover::receive::<3>(&self.requests, LAUNCH_TAG)
+        else {
+            return false;
+        };
+        let mut control = UnixStream::from(control);
+        let listeners = (TcpListener::from(http), TcpListener::from(socks));
+        if let Err(e) = fork_proxy(&control, &self.hosts, Some(listeners)) {
+            // Said by magus proper after the call whose child this was;
+            // the listeners close with this process's copies (and magus
+            // proper's), so no child waits on them.
+            let event = Event::NotStarted {
+                reason: e.to_string(),
+            };
+            if let Ok(line) = serde_json::to_string(&event) {
+                let _ = writeln!(control, "{line}");
+            }
+        }
+        false
+    }
+}
 
 impl Proxy {
     /// Forks the proxy process, which waits for its listeners, and returns
@@ -108,23 +171,30 @@ impl Proxy {
     /// namespaces, so the proxy keeps the host's network).
     pub fn start(hosts: &HostList) -> Result<Proxy, ProxyError> {
         let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
-        let parent = nix::unistd::getpid();
-        // SAFETY: magus is single-threaded here (the caller's contract), so
-        // the child may allocate and start threads.
-        match unsafe { fork() }.map_err(ProxyError::Fork)? {
-            ForkResult::Child => {
-                drop(ours);
-                proxy_main(parent, theirs, hosts.clone())
-            }
-            ForkResult::Parent { .. } => {
-                ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
-                Ok(Proxy {
-                    ports: None,
-                    pending: None,
-                    reports: BufReader::new(ours),
-                    summary: EgressSummary::default(),
-                })
-            }
+        fork_proxy(&theirs, hosts, None)?;
+        drop(theirs);
+        ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
+        Ok(Proxy::with(Channel::Reports(BufReader::new(ours))))
+    }
+
+    /// magus proper's handle on a proxy the original process forks at the
+    /// first launch (the module doc), and the original's [`Launcher`],
+    /// for `crate::enforce::jail::enter_with`.
+    pub fn deferred(hosts: &HostList) -> Result<(Proxy, Launcher), ProxyError> {
+        let (requests, served) = UnixStream::pair().map_err(ProxyError::Channel)?;
+        let launcher = Launcher {
+            requests: served,
+            hosts: hosts.clone(),
+        };
+        Ok((Proxy::with(Channel::Deferred(requests)), launcher))
+    }
+
+    fn with(channel: Channel) -> Proxy {
+        Proxy {
+            ports: None,
+            pending: None,
+            channel,
+            summary: EgressSummary::default(),
         }
     }
 
@@ -155,17 +225,29 @@ impl Proxy {
         Ok(())
     }
 
-    /// Sends the listeners [`Proxy::bind`] made to the proxy; call before
+    /// Sends the listeners [`Proxy::bind`] made to the proxy, or, for a
+    /// deferred one, to the original process, which forks it; call before
     /// any child is started. Nothing to do when they were sent already.
     pub fn hand_over(&mut self) -> Result<(), ProxyError> {
         let Some(listeners) = self.pending.take() else {
             return Ok(());
         };
-        let fds = listeners.each_ref().map(|l| l.as_raw_fd());
-        super::handover::send(self.reports.get_ref(), LISTENERS_TAG, &fds)
-            .map_err(ProxyError::Handover)?;
-        // The proxy holds its own copies now; magus keeps none, so no child
-        // inherits a listener.
+        let [http, socks] = listeners.each_ref().map(|l| l.as_raw_fd());
+        match &self.channel {
+            Channel::Reports(reports) => {
+                super::handover::send(reports.get_ref(), LISTENERS_TAG, &[http, socks])
+                    .map_err(ProxyError::Handover)?;
+            }
+            Channel::Deferred(requests) => {
+                let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
+                ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
+                let fds = [theirs.as_raw_fd(), http, socks];
+                super::handover::send(requests, LAUNCH_TAG, &fds).map_err(ProxyError::Handover)?;
+                self.channel = Channel::Reports(BufReader::new(ours));
+            }
+        }
+        // The proxy (or the original) holds its own copies now; magus
+        // keeps none, so no child inherits a listener.
         Ok(())
     }
 
@@ -211,17 +293,18 @@ impl Proxy {
             .collect()
     }
 
-    /// The refusals reported since the last call (without waiting), each
+    /// The events to say (refusals, and a proxy that could not be
+    /// started) reported since the last call, without waiting; each is
     /// also counted in the summary.
-    pub fn take_refusals(&mut self) -> Vec<Event> {
-        let mut refusals = Vec::new();
+    pub fn take_to_say(&mut self) -> Vec<Event> {
+        let mut said = Vec::new();
         while let Some(event) = self.next_event() {
             self.summary.record(&event);
-            if matches!(event, Event::Refused { .. }) {
-                refusals.push(event);
+            if event.is_said() {
+                said.push(event);
             }
         }
-        refusals
+        said
     }
 
     /// Asks the proxy to stop once its connections have ended, and returns
@@ -234,19 +317,20 @@ impl Proxy {
     /// the proxy, without the round trip that waits for its `End` (a
     /// wake-up of the proxy on the path to the run's exit).
     pub fn finish(mut self, children_started: bool) -> (EgressSummary, Vec<Event>) {
-        let mut refusals = self.take_refusals();
+        let mut refusals = self.take_to_say();
+        let Channel::Reports(reports) = &mut self.channel else {
+            // Never forked: no program was started.
+            return (self.summary, refusals);
+        };
         if !children_started {
-            // Shut the socket, not just this descriptor: the jail's
-            // original process and PID 1 hold copies of it from their
-            // forks, so closing ours alone would end the proxy only when
-            // the original exits, after magus (its parent-death signal);
-            // it would then exit, and free the listeners' namespace, while
-            // the caller has already moved on. Now it ends on the other
-            // core while the jail tears down.
-            let _ = self.reports.get_ref().shutdown(std::net::Shutdown::Both);
+            // Shut the socket, not just this descriptor: a process forked
+            // since may hold a copy, and would keep the proxy waiting
+            // until it exits. Now it ends on the other core while the jail
+            // tears down.
+            let _ = reports.get_ref().shutdown(std::net::Shutdown::Both);
             return (self.summary, refusals);
         }
-        let stream = self.reports.get_mut();
+        let stream = reports.get_mut();
         let waited = stream
             .set_nonblocking(false)
             .and_then(|()| stream.set_read_timeout(Some(FINISH_TIMEOUT)))
@@ -257,7 +341,7 @@ impl Proxy {
                     Some(Event::End) | None => break,
                     Some(event) => {
                         self.summary.record(&event);
-                        if matches!(event, Event::Refused { .. }) {
+                        if event.is_said() {
                             refusals.push(event);
                         }
                     }
@@ -275,34 +359,67 @@ impl Proxy {
     /// read timeout when blocking).
     fn next_event(&mut self) -> Option<Event> {
         let mut line = String::new();
-        match self.reports.read_line(&mut line) {
+        let Channel::Reports(reports) = &mut self.channel else {
+            return None;
+        };
+        match reports.read_line(&mut line) {
             Ok(0) | Err(_) => None,
             Ok(_) => serde_json::from_str(line.trim_end()).ok(),
         }
     }
 }
 
+/// Forks the proxy process, which reports over `control` (its end of the
+/// report channel) and serves `listeners`, or waits for them on
+/// `control` when `None`. The caller must be single-threaded.
+fn fork_proxy(
+    control: &UnixStream,
+    hosts: &HostList,
+    listeners: Option<(TcpListener, TcpListener)>,
+) -> Result<(), ProxyError> {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the callers are single-threaded (before the jail, or its
+    // original process, which runs no thread), so the child may allocate
+    // and start threads.
+    match unsafe { fork() }.map_err(ProxyError::Fork)? {
+        ForkResult::Child => proxy_main(parent, control, hosts.clone(), listeners),
+        ForkResult::Parent { .. } => Ok(()),
+    }
+}
+
 /// The proxy process: never returns. Its stdio goes to `/dev/null` so it
 /// holds no pipe a caller waits on; it dies with magus (parent death
 /// signal, and the report channel's end).
-fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
+fn proxy_main(
+    parent: Pid,
+    control: &UnixStream,
+    hosts: HostList,
+    listeners: Option<(TcpListener, TcpListener)>,
+) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
     if nix::unistd::getppid() != parent {
         exit_now(0);
     }
-    keep_only(&control);
+    // Forked by the jail's original process, it inherited its handlers,
+    // which pass signals on to the jail.
+    crate::enforce::jail::stop_forwarding_signals();
+    let mut kept = vec![control.as_raw_fd()];
+    if let Some((http, socks)) = &listeners {
+        kept.extend([http.as_raw_fd(), socks.as_raw_fd()]);
+    }
+    keep_only(&kept);
     silence_stdio();
     // The channel's end before the listeners: magus stopped before its
     // sandbox was up, so there is nothing to serve. They come once magus
     // is confined (`Proxy::hand_over`).
-    let Some((http, socks)) = receive_listeners(&control) else {
+    let Some((http, socks)) = listeners.or_else(|| receive_listeners(control)) else {
         exit_now(0);
     };
     // The set-up (about half a millisecond of CPU, on a core the spell's
     // start wants) waits for the first client, and is done before a byte
     // is read from it: a run whose children never use the network (most)
     // pays nothing for it.
-    if serve::first_client(&http, &socks, &control) {
+    if serve::first_client(&http, &socks, control) {
         address::note_own_addresses();
         confine::confine_proxy();
     }
@@ -311,7 +428,7 @@ fn proxy_main(parent: Pid, control: UnixStream, hosts: HostList) -> ! {
     };
     let shared = Arc::new(Shared::new(hosts, report));
     // Any line (`finish`) or the end of the channel (magus gone) ends it.
-    serve_until_told(&http, &socks, &control, &shared);
+    serve_until_told(&http, &socks, control, &shared);
     shared.finish();
     exit_now(0)
 }
@@ -323,21 +440,27 @@ fn receive_listeners(control: &UnixStream) -> Option<(TcpListener, TcpListener)>
     Some((TcpListener::from(http), TcpListener::from(socks)))
 }
 
-/// Closes every descriptor magus held at the fork but stdio and the
-/// channel: the proxy needs none of them, and some (the namespaces made
-/// ahead for the jail) are the children's, not the proxy's.
-fn keep_only(control: &UnixStream) {
-    let Ok(kept) = libc::c_uint::try_from(control.as_raw_fd()) else {
-        return;
-    };
-    // SAFETY: close_range closes descriptors only; none of those closed
-    // is used by this process again (the proxy has just been forked).
-    unsafe {
-        if kept > 3 {
-            libc::close_range(3, kept - 1, 0);
+/// Closes every descriptor magus held at the fork but stdio and `kept`:
+/// the proxy needs none of them, and some (the namespaces made ahead for
+/// the jail, the jail's pipes) are not the proxy's.
+fn keep_only(kept: &[RawFd]) {
+    let mut kept: Vec<libc::c_uint> = kept
+        .iter()
+        .filter_map(|&fd| libc::c_uint::try_from(fd).ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    kept.sort_unstable();
+    let mut first = 3;
+    for fd in kept {
+        // SAFETY: close_range closes descriptors only; none of those
+        // closed is used by this process again (it has just been forked).
+        if fd > first {
+            unsafe { libc::close_range(first, fd - 1, 0) };
         }
-        libc::close_range(kept + 1, libc::c_uint::MAX, 0);
+        first = first.max(fd + 1);
     }
+    // SAFETY: as above.
+    unsafe { libc::close_range(first, libc::c_uint::MAX, 0) };
 }
 
 fn silence_stdio() {
