@@ -63,7 +63,7 @@ pub(super) fn start(
         Ok(ForkResult::Parent { child }) => {
             drop(report_tx);
             // Held until this process exits: the namespace's teardown (a
-            // kernel worker's half millisecond) then follows the run
+            // kernel worker's ~0.75 ms of CPU) then follows the run
             // instead of racing its last steps when PID 1 exits.
             let _network = network;
             let after = (&sweep, &terminal);
