@@ -1356,8 +1356,9 @@ fn idle_connections_do_not_grow_the_proxy_without_bound() {
 /// The processes forked by the magus whose command line holds `ws` that
 /// live in this test's (the host's) PID namespace, each with whether it
 /// is in this test's network namespace too. The jail's PID 1 is not one
-/// (its `NSpid` has two numbers); the proxy, once forked, is.
-fn host_children_of(ws: &[u8]) -> Vec<bool> {
+/// (its `NSpid` has two numbers); the proxy, once forked, is, and so is,
+/// for a millisecond at the start, the helper that makes the namespaces.
+fn host_children_of(ws: &[u8]) -> Vec<(String, bool)> {
     let own_net = std::fs::read_link("/proc/self/ns/net").unwrap();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -1379,28 +1380,32 @@ fn host_children_of(ws: &[u8]) -> Vec<bool> {
             continue;
         }
         let net = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-        found.push(net.as_ref() == Some(&own_net));
+        found.push((pid, net.as_ref() == Some(&own_net)));
     }
     found
 }
 
 /// Runs `run` while sampling [`host_children_of`] the workspace every
-/// 20 ms; returns the run and the largest set seen.
+/// 20 ms; returns the run and, for each process that was there in at
+/// least five samples (the proxy lives through the spell's 600 ms sleep;
+/// the helper never lasts that long), whether it was in this test's
+/// network namespace.
 fn watched(h: &Harness, run: impl FnOnce() -> RunOutput) -> (RunOutput, Vec<bool>) {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
         let ws = h.ws.clone().into_os_string().into_encoded_bytes();
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
-            let mut most = Vec::new();
+            let mut seen = std::collections::BTreeMap::<String, (usize, bool)>::new();
             while !stop.load(Ordering::SeqCst) {
-                let seen = host_children_of(&ws);
-                if seen.len() > most.len() {
-                    most = seen;
+                for (pid, host_net) in host_children_of(&ws) {
+                    let entry = seen.entry(pid).or_insert((0, host_net));
+                    *entry = (entry.0 + 1, host_net);
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            most
+            let lasting = seen.into_values().filter(|(samples, _)| *samples >= 5);
+            lasting.map(|(_, host_net)| host_net).collect()
         })
     };
     let out = run();
@@ -1431,5 +1436,55 @@ fn the_proxy_is_forked_outside_the_jail_at_the_first_launch() {
         let (out, seen) = watched(&h, || run_as(&h, case, "idle", &[]));
         assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
         assert!(seen.is_empty(), "{case:?}: {seen:?}");
+    }
+}
+
+const MANY_THEN_ONE_REFUSED: &str = r#"
+import os, subprocess, urllib.request
+A = {A}
+ok = 0
+for i in range(600):
+    with urllib.request.urlopen(f"http://localhost:{A}/", timeout=10) as r:
+        ok += r.status == 200
+print("OK", ok, flush=True)
+code = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10",
+                       f"http://127.0.0.1:{A}/"], capture_output=True, text=True).stdout
+print("UNLISTED", code, flush=True)
+"#;
+
+/// One call whose child makes 600 connections, then one the list
+/// refuses: the proxy reports each to magus, the refusal before it
+/// answers. magus read those reports only after the call, so a few
+/// hundred of them filled the channel, the refusal blocked the proxy,
+/// and the child (and the run) waited for ever; now they are read as
+/// they come, the refused client gets its 403, and MGS2011 is said. The
+/// control (sandbox off) makes the same 600 and reaches `127.0.0.1`.
+#[test]
+fn many_connections_in_one_call_never_stall_the_proxy() {
+    let server = FileServer::start(tempfile::tempdir().unwrap().keep());
+    let py = MANY_THEN_ONE_REFUSED.replace("{A}", &server.port.to_string());
+    let script = format!("/usr/bin/python3 -c {}", shell_quote(&py));
+    let control = run_script(SANDBOX_OFF, &script, Case::CALLER, &[]);
+    assert!(
+        control.stdout.contains("OK 600") && control.stdout.contains("UNLISTED 200"),
+        "{}",
+        control.dump()
+    );
+    let config = hosts_config(&format!("[\"localhost:{}\"]", server.port));
+    for case in cases().into_iter().filter(|c| c.mode == Mode::Namespace) {
+        let out = run_script(&config, &script, case, &["-v"]);
+        assert!(out.stdout.contains("OK 600"), "{case:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("UNLISTED 403"),
+            "{case:?}: {}",
+            out.dump()
+        );
+        let said = format!(
+            "warning[MGS2011]: connection to `127.0.0.1:{}`",
+            server.port
+        );
+        assert!(out.stderr.contains(&said), "{case:?}: {}", out.dump());
+        let summary = format!("localhost:{}  600 connection(s)", server.port);
+        assert!(out.stderr.contains(&summary), "{case:?}: {}", out.dump());
     }
 }

@@ -24,6 +24,7 @@ mod address;
 mod confine;
 pub mod events;
 mod placement;
+mod reports;
 pub mod request;
 mod serve;
 
@@ -33,9 +34,10 @@ pub use serve::MAX_CLIENTS;
 use crate::enforce::jail::Outside;
 use crate::policy::{HostList, Network};
 use nix::unistd::{fork, ForkResult, Pid};
+use reports::Reports;
 use serve::{serve_until_told, Shared};
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -103,20 +105,21 @@ pub struct Proxy {
     /// Made by [`Proxy::bind`], not yet handed over.
     pending: Option<[TcpListener; 2]>,
     channel: Channel,
-    summary: EgressSummary,
 }
 
 /// magus's line to the proxy.
 #[derive(Debug)]
 enum Channel {
-    /// The report channel of a proxy forked already (the listeners go
-    /// over it too).
-    Reports(BufReader<UnixStream>),
+    /// The report channel of a proxy forked already, which waits for its
+    /// listeners on it.
+    Forked(UnixStream),
     /// Where to ask the jail's original process to fork it. The report
     /// channel is made when asking, by magus proper alone, so that no
     /// process of the jail holds the proxy's end (its end of file says
     /// the proxy is gone).
     Deferred(UnixStream),
+    /// The proxy has its listeners: its reports, read as they come.
+    Serving(Reports),
 }
 
 /// The one byte that carries the listeners (as `SCM_RIGHTS`) to a forked
@@ -173,8 +176,7 @@ impl Proxy {
         let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
         fork_proxy(&theirs, hosts, None)?;
         drop(theirs);
-        ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
-        Ok(Proxy::with(Channel::Reports(BufReader::new(ours))))
+        Ok(Proxy::with(Channel::Forked(ours)))
     }
 
     /// magus proper's handle on a proxy the original process forks at the
@@ -194,7 +196,6 @@ impl Proxy {
             ports: None,
             pending: None,
             channel,
-            summary: EgressSummary::default(),
         }
     }
 
@@ -233,19 +234,21 @@ impl Proxy {
             return Ok(());
         };
         let [http, socks] = listeners.each_ref().map(|l| l.as_raw_fd());
-        match &self.channel {
-            Channel::Reports(reports) => {
-                super::handover::send(reports.get_ref(), LISTENERS_TAG, &[http, socks])
+        let ours = match &self.channel {
+            Channel::Forked(ours) => {
+                super::handover::send(ours, LISTENERS_TAG, &[http, socks])
                     .map_err(ProxyError::Handover)?;
+                ours.try_clone().map_err(ProxyError::Channel)?
             }
             Channel::Deferred(requests) => {
                 let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
-                ours.set_nonblocking(true).map_err(ProxyError::Channel)?;
                 let fds = [theirs.as_raw_fd(), http, socks];
                 super::handover::send(requests, LAUNCH_TAG, &fds).map_err(ProxyError::Handover)?;
-                self.channel = Channel::Reports(BufReader::new(ours));
+                ours
             }
-        }
+            Channel::Serving(_) => return Ok(()),
+        };
+        self.channel = Channel::Serving(Reports::start(ours).map_err(ProxyError::Channel)?);
         // The proxy (or the original) holds its own copies now; magus
         // keeps none, so no child inherits a listener.
         Ok(())
@@ -294,77 +297,39 @@ impl Proxy {
     }
 
     /// The events to say (refusals, and a proxy that could not be
-    /// started) reported since the last call, without waiting; each is
-    /// also counted in the summary.
+    /// started) reported since the last call, without waiting; every
+    /// event is counted in the summary as it is read.
     pub fn take_to_say(&mut self) -> Vec<Event> {
-        let mut said = Vec::new();
-        while let Some(event) = self.next_event() {
-            self.summary.record(&event);
-            if event.is_said() {
-                said.push(event);
-            }
+        match &self.channel {
+            Channel::Serving(reports) => reports.take_to_say(),
+            _ => Vec::new(),
         }
-        said
     }
 
     /// Asks the proxy to stop once its connections have ended, and returns
-    /// the run's egress and the refusals not yet taken.
+    /// the run's egress and the events to say not yet taken.
     ///
     /// `children_started`: whether the run started any process. If none
     /// did, nothing could have connected (magus itself never does, and in
     /// the namespace only magus and its children reach the listeners), so
     /// no report can be on its way: magus closes the channel, which ends
     /// the proxy, without the round trip that waits for its `End` (a
-    /// wake-up of the proxy on the path to the run's exit).
-    pub fn finish(mut self, children_started: bool) -> (EgressSummary, Vec<Event>) {
-        let mut refusals = self.take_to_say();
-        let Channel::Reports(reports) = &mut self.channel else {
-            // Never forked: no program was started.
-            return (self.summary, refusals);
-        };
-        if !children_started {
-            // Shut the socket, not just this descriptor: a process forked
-            // since may hold a copy, and would keep the proxy waiting
-            // until it exits. Now it ends on the other core while the jail
-            // tears down.
-            let _ = reports.get_ref().shutdown(std::net::Shutdown::Both);
-            return (self.summary, refusals);
-        }
-        let stream = reports.get_mut();
-        let waited = stream
-            .set_nonblocking(false)
-            .and_then(|()| stream.set_read_timeout(Some(FINISH_TIMEOUT)))
-            .and_then(|()| stream.write_all(b"finish\n"));
-        if waited.is_ok() {
-            loop {
-                match self.next_event() {
-                    Some(Event::End) | None => break,
-                    Some(event) => {
-                        self.summary.record(&event);
-                        if event.is_said() {
-                            refusals.push(event);
-                        }
-                    }
-                }
+    /// wake-up of the proxy on the path to the run's exit). The proxy
+    /// exits by itself after `End`; a stuck one dies with the process
+    /// that forked it (parent-death signal). It is not killed by pid
+    /// here: magus may since have entered a PID namespace where that
+    /// number names another process.
+    pub fn finish(self, children_started: bool) -> (EgressSummary, Vec<Event>) {
+        match self.channel {
+            Channel::Serving(reports) => reports.finish(children_started, FINISH_TIMEOUT),
+            // Waiting for listeners that never came: the channel's end
+            // ends it.
+            Channel::Forked(ours) => {
+                let _ = ours.shutdown(std::net::Shutdown::Both);
+                (EgressSummary::default(), Vec::new())
             }
-        }
-        // The proxy exits by itself after `End`; a stuck one dies with the
-        // process that forked it (parent-death signal). It is not killed
-        // by pid here: magus may since have entered a PID namespace where
-        // that number names another process.
-        (self.summary, refusals)
-    }
-
-    /// One whole report line, if one is there (or arrives within the
-    /// read timeout when blocking).
-    fn next_event(&mut self) -> Option<Event> {
-        let mut line = String::new();
-        let Channel::Reports(reports) = &mut self.channel else {
-            return None;
-        };
-        match reports.read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => serde_json::from_str(line.trim_end()).ok(),
+            // Never forked: no program was started.
+            Channel::Deferred(_) => (EgressSummary::default(), Vec::new()),
         }
     }
 }
