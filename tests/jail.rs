@@ -785,8 +785,8 @@ fn git_attributes_name_no_command_without_a_config_to_define_it() {
 /// init` with a `core.fsmonitor`, or a `.git` file naming a planted git
 /// directory), which git finds before the user's: the user's next `git
 /// status` there, outside the sandbox, ran it (red team round 6). After
-/// the run magus moves it aside and says so; git then finds the user's
-/// repository again. The control (no jail) runs the planted command.
+/// the run magus moves it into the workspace's quarantine and says so
+/// (MGS2014); git then finds the user's repository again. The control (no jail) runs the planted command.
 #[test]
 fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set_aside() {
     // git asks the fsmonitor only once there is an index: `git add`.
@@ -850,10 +850,10 @@ fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set
                 "{user:?}: {seen}\n{}",
                 jailed.dump()
             );
-            let aside = format!("{name}.planted-during-magus-run.0");
             assert!(
-                jailed.stderr.contains("magus moved it to")
-                    && jail.h.ws_path(&aside).symlink_metadata().is_ok()
+                jailed.stderr.contains("warning[MGS2014]")
+                    && jailed.stderr.contains("magus moved it to")
+                    && jail.h.ws_path(".magus/quarantine").is_dir()
                     && jail.h.ws_path(name).symlink_metadata().is_err(),
                 "{user:?}: {}",
                 jailed.dump()

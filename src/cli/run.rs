@@ -56,6 +56,7 @@ mod kernel_imports {
     pub(super) use crate::enforce::jail::ahead::Ahead;
     pub(super) use crate::enforce::jail::UserNamespace;
     pub(super) use crate::enforce::jail::USERNS_VAR;
+    pub(super) use crate::enforce::leftovers::{Hold, Watch};
     pub(super) use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
     pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
     pub(super) use crate::enforce::proxy::Proxy;
@@ -511,12 +512,13 @@ fn isolate(
         let over_time = over_time_diagnostic(policy.limits());
         enforce::limits::prepare(*policy.limits(), render(&over_time, renderer.format));
     }
-    let jail = enter_jail(policy, env, diagnostics, ahead, proxy)?;
+    let (jail, watch) = enter_jail(policy, env, diagnostics, ahead, proxy)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
-            if let Err(e) = enforce::survivors::supervise_without_pid_namespace() {
+            let watch = watch.unwrap_or_else(|| Watch::before(Default::default(), Hold::Nothing));
+            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch) {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
                 )));
@@ -570,7 +572,7 @@ fn enter_jail(
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
-) -> Result<Jail, Box<Diagnostic>> {
+) -> Result<(Jail, Option<Watch>), Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
         diagnostics.push(search_truncated());
@@ -582,13 +584,16 @@ fn enter_jail(
         .defer()?
         .map(|launcher| Box::new(launcher) as Box<dyn enforce::jail::Outside>);
     match enforce::jail::enter_with(&plan, userns_request(env), made, outside) {
-        JailStatus::Entered { user_namespace } => Ok(Jail::Entered(user_namespace)),
+        JailStatus::Entered { user_namespace } => Ok((Jail::Entered(user_namespace), None)),
         JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
             // No original process waits outside to fork the proxy: fork it
             // now, before `isolate` puts `sandbox.limits` on this process.
             proxy.undefer();
             proxy.start()?;
-            Ok(Jail::Missing(reason))
+            // Nothing holds the protected paths read-only: noted now,
+            // before any child exists, and put back after the run.
+            let watch = Watch::before(plan.leftovers, Hold::Nothing);
+            Ok((Jail::Missing(reason), Some(watch)))
         }
         JailStatus::Unavailable { reason } => Err(Box::new(
             Diagnostic::error(format!("cannot build the jail: {reason}"))

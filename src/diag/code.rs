@@ -1,6 +1,6 @@
 //! The stable diagnostic codes: the spell checker's and the interpreter's
 //! (MGS1001–MGS1026) and the sandbox's (MGS2001–MGS2008,
-//! MGS2010–MGS2012).
+//! MGS2010–MGS2012, MGS2014; MGS2013 is kept for secrets by reference).
 //!
 //! A code names one kind of event the user may need to act on; its page in
 //! `docs/` (embedded for `magus explain`) says what it means and how to fix
@@ -87,6 +87,8 @@ pub enum Code {
     Mgs2011,
     /// The `network` setting is enforced by a fallback, or only in part.
     Mgs2012,
+    /// What a run left behind that would run later was set aside.
+    Mgs2014,
 }
 
 impl Code {
@@ -121,7 +123,7 @@ impl Code {
     ];
 
     /// The sandbox's codes, in numeric order.
-    pub const SANDBOX: [Code; 11] = [
+    pub const SANDBOX: [Code; 12] = [
         Code::Mgs2001,
         Code::Mgs2002,
         Code::Mgs2003,
@@ -133,11 +135,12 @@ impl Code {
         Code::Mgs2010,
         Code::Mgs2011,
         Code::Mgs2012,
+        Code::Mgs2014,
     ];
 
     /// Every code, in numeric order: the language's, then the sandbox's.
-    pub const ALL: [Code; 37] = {
-        let mut all = [Code::Mgs1001; 37];
+    pub const ALL: [Code; 38] = {
+        let mut all = [Code::Mgs1001; 38];
         let mut i = 0;
         while i < all.len() {
             all[i] = match i.checked_sub(Code::LANGUAGE.len()) {
@@ -189,6 +192,7 @@ impl Code {
             Code::Mgs2010 => "MGS2010",
             Code::Mgs2011 => "MGS2011",
             Code::Mgs2012 => "MGS2012",
+            Code::Mgs2014 => "MGS2014",
         }
     }
 
@@ -238,6 +242,7 @@ impl Code {
             Code::Mgs2010 => "sandbox policy mismatch (undeclared / fingerprint)",
             Code::Mgs2011 => "network host refused by the proxy",
             Code::Mgs2012 => "network setting enforced by a fallback, or only in part",
+            Code::Mgs2014 => "left behind by a run and set aside (would run later, unconfined)",
         }
     }
 }
@@ -251,7 +256,7 @@ impl fmt::Display for Code {
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008 and MGS2010–MGS2012"
+    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008, MGS2010–MGS2012 and MGS2014"
 )]
 pub struct UnknownCode(pub String);
 

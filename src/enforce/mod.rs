@@ -12,6 +12,8 @@ pub mod child;
 mod error;
 #[cfg(not(kernel_layer))]
 mod interpreter_only;
+#[cfg(unix)]
+pub mod leftovers;
 #[cfg(kernel_layer)]
 pub mod linux;
 

@@ -3,7 +3,8 @@
 //! Without one (user namespaces refused), magus forks a supervisor that
 //! is a child subreaper (`PR_SET_CHILD_SUBREAPER`): every orphan of the run,
 //! `setsid` and double forks included, is re-parented to it, and when
-//! magus ends (or the wall time runs out) it kills them until none is left.
+//! magus ends (or the wall time runs out) it kills them until none is left,
+//! then sweeps what the run left behind (`crate::enforce::leftovers`).
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
@@ -13,6 +14,7 @@ use nix::unistd::{fork, getpid, ForkResult, Pid};
 use super::limits;
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
+use crate::enforce::leftovers::{self, Watch};
 
 /// Why the supervisor could not be set up (the run goes on without it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -28,7 +30,7 @@ pub enum SupervisorError {
 
 /// Forks: returns in the child, which carries on as magus; the parent
 /// becomes the supervisor and never returns. Call on the lone main thread.
-pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
+pub fn supervise_without_pid_namespace(watch: Watch) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
     }
@@ -42,16 +44,17 @@ pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             Ok(())
         }
-        ForkResult::Parent { child } => supervise(child, &terminal),
+        ForkResult::Parent { child } => supervise(child, &terminal, &watch),
     }
 }
 
 /// Waits for magus (forwarding the signals sent to this process), then
 /// kills every descendant, puts the terminal's mode back and exits with
 /// magus's status.
-fn supervise(magus: Pid, terminal: &TerminalModes) -> ! {
+fn supervise(magus: Pid, terminal: &TerminalModes, watch: &Watch) -> ! {
     let end = || {
         kill_descendants();
+        leftovers::report::emit(&watch.after());
         terminal.restore();
     };
     // Outside the syscall guard and any network namespace: a child that

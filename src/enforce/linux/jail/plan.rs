@@ -10,7 +10,8 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use super::protect::{carve_outs, Carve, CarveReason, KeptLink};
+use super::protect::{carve_outs, leftover_inputs, Carve, CarveReason, KeptLink};
+use crate::enforce::leftovers;
 use crate::policy::real_paths::{look, Looked};
 use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, PRIVATE_TMPFS};
 
@@ -173,26 +174,8 @@ pub struct JailPlan {
     /// Symbolic links to protected paths under writable grants (a `.git`
     /// link, a linked `~/.bashrc`), put back after the run.
     pub links: Vec<KeptLink>,
-    /// The workspace root's `.git`, where there is none but a directory
-    /// above the workspace holds one (`magus.yaml` in `monorepo/app`):
-    /// one a child creates there would be found by git before the
-    /// user's repository, so it is moved aside after the run.
-    pub shadowing_git: Option<PathBuf>,
-}
-
-/// `workspace/.git` when it does not exist and a directory above the
-/// workspace holds a `.git` (the user's repository, which git would use
-/// there): see [`JailPlan::shadowing_git`].
-fn shadowing_git(workspace: &Path) -> Option<PathBuf> {
-    let own = workspace.join(".git");
-    if own.symlink_metadata().is_ok() {
-        return None;
-    }
-    workspace
-        .ancestors()
-        .skip(1)
-        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
-        .then_some(own)
+    /// Where the sweep after the run looks (`crate::enforce::leftovers`).
+    pub leftovers: leftovers::Inputs,
 }
 
 impl JailPlan {
@@ -209,7 +192,7 @@ impl JailPlan {
             ],
             search_truncated: false,
             links: Vec::new(),
-            shadowing_git: None,
+            leftovers: leftovers::Inputs::default(),
         }
     }
 
@@ -231,6 +214,7 @@ impl JailPlan {
             mounts.push(Step::Dir { path: home });
         }
         let found = carve_outs(policy, inputs);
+        let leftovers = leftover_inputs(policy, inputs, &found);
         mounts.extend(pin_steps(policy, &found.carves));
         let kept_links = found.links;
         mounts.extend(found.carves.into_iter().map(carve_step));
@@ -251,7 +235,7 @@ impl JailPlan {
             steps,
             search_truncated: found.truncated,
             links: kept_links,
-            shadowing_git: shadowing_git(policy.workspace()),
+            leftovers,
         }
     }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::gitconfig;
 use super::plan::{IfMissing, ViewInputs};
+use crate::enforce::leftovers;
 use crate::policy::{Access, GrantSource, Mode, NormalPath, Policy, RealPaths};
 
 /// Why a path is re-bound read-only.
@@ -146,6 +147,9 @@ fn push_one_link(
 pub struct Found {
     pub carves: Vec<Carve>,
     pub links: Vec<KeptLink>,
+    /// Every git directory, and `.git` file or link, the search met: what
+    /// the sweep after the run does not take for a new repository.
+    pub repositories: Vec<PathBuf>,
     /// The repository search hit [`MAX_DIRS`].
     pub truncated: bool,
 }
@@ -304,6 +308,43 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     found.truncated = budget == 0;
     git_config_named(policy, inputs.home.as_deref(), &mut found, &writable);
     found
+}
+
+/// Home files, besides [`STARTUP_FILES`], that a tool obeys later: the
+/// sweep after the run sets aside a new or changed one.
+const HOME_RUN_LATER: [&str; 2] = [".npmrc", ".mcp.json"];
+
+/// Where the sweep after the run looks (`crate::enforce::leftovers`):
+/// the workspace, the other writable grants of the user's, the home
+/// directory's start-up files under a writable grant, and what the search
+/// found when the run started.
+pub fn leftover_inputs(policy: &Policy, inputs: &ViewInputs, found: &Found) -> leftovers::Inputs {
+    let writable = |p: &Path| is_writable_bind(policy, p);
+    let grants = policy
+        .grants()
+        .iter()
+        .filter(|g| g.mode == Mode::Rw && matches!(g.source, GrantSource::Config { .. }))
+        .filter(|g| g.path.is_dir() && g.path != policy.workspace())
+        .map(|g| g.path.clone())
+        .collect();
+    let home = inputs.home.as_deref().and_then(|h| h.canonicalize().ok());
+    let home_files = home
+        .iter()
+        .flat_map(|home| {
+            STARTUP_FILES
+                .iter()
+                .chain(&HOME_RUN_LATER)
+                .map(|rel| home.join(rel))
+        })
+        .filter(|path| writable(path))
+        .collect();
+    leftovers::Inputs {
+        workspace: policy.workspace().to_path_buf(),
+        grants,
+        home_files,
+        repositories: found.repositories.clone(),
+        protected: found.carves.iter().map(|c| c.path.clone()).collect(),
+    }
 }
 
 /// How many paths git configs may add to the view, so a config naming
@@ -544,6 +585,9 @@ fn find_repositories(
         if hg_dir {
             protect_hg(&visit.path.join(".hg"), found, writable);
         }
+        if git_file || git_link {
+            found.repositories.push(visit.path.join(".git"));
+        }
         if git_file {
             // A worktree's or submodule's `.git` file ("gitdir: ..."): git
             // takes its hooks and config from wherever it points.
@@ -565,6 +609,7 @@ fn find_repositories(
             );
         }
         if is_gitdir(&visit.path, &subdirs, has_head) {
+            found.repositories.push(visit.path.clone());
             protect_gitdir(&visit.path, found, writable);
             let inner = subdirs
                 .into_iter()

@@ -28,6 +28,7 @@ use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
 use super::{JailUnavailable, Outside};
+use crate::enforce::leftovers::{self, Hold, Watch};
 use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -53,6 +54,7 @@ pub(super) fn start(
     // Before any child can write in a git directory, or change the
     // terminal's mode.
     let sweep = Sweep::before(plan);
+    let watch = Watch::before(plan.leftovers.clone(), Hold::Binds);
     let terminal = TerminalModes::note();
     // Until the original knows whom to pass them to, the forwarded signals
     // wait (blocked) instead of killing it while magus runs on.
@@ -66,7 +68,7 @@ pub(super) fn start(
             // kernel worker's ~0.75 ms of CPU) then follows the run
             // instead of racing its last steps when PID 1 exits.
             let _network = network;
-            let after = (&sweep, &terminal);
+            let after = (&sweep, &watch, &terminal);
             let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
             restore_mask(&unblocked);
             result
@@ -150,7 +152,7 @@ fn outer_wait_or_fail(
     report: &OwnedFd,
     plan: &JailPlan,
     mask: &SigSet,
-    (sweep, terminal): (&Sweep, &TerminalModes),
+    (sweep, watch, terminal): (&Sweep, &Watch, &TerminalModes),
     outside: Option<Box<dyn Outside>>,
 ) -> Result<(), JailUnavailable> {
     let mut buf = [0u8; REPORT_LEN];
@@ -161,6 +163,7 @@ fn outer_wait_or_fail(
         serve_until_reported(report, outside);
         let code = wait_for_end(init, report);
         sweep.after();
+        leftovers::report::emit(&watch.after());
         terminal.restore();
         exit_now(code);
     }

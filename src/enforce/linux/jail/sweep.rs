@@ -14,16 +14,9 @@
 //!   its place (hooks, a `core.fsmonitor`, shell code). One that no longer
 //!   says what it said is put back, and what stood there is kept aside,
 //!   renamed;
-//! - a `.git` at the root of a workspace that lies inside the user's
-//!   repository (`monorepo/app`), where there was none: git finds it
-//!   before the repository above, so a child's `git init` with a
-//!   `core.fsmonitor` (or a `.git` file naming a planted directory) would
-//!   run at the user's next `git status` there. It is kept aside, renamed.
-//!   So is a `HEAD` a child made there beside `objects` and `refs`: git
-//!   takes a directory holding those for a bare repository before it looks
-//!   further up (and a `config` beside them with `core.worktree` gives that
-//!   repository the workspace as its work tree), so the same `git status`
-//!   ran its `core.fsmonitor`. Without `HEAD` it is no repository to git.
+//!
+//! A new repository anywhere (the workspace root of a workspace inside the
+//! user's repository included) is `crate::enforce::leftovers`'s.
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -42,12 +35,6 @@ use super::protect::{CarveReason, KeptLink};
 pub struct Sweep {
     absent: Vec<PathBuf>,
     links: Vec<NotedLink>,
-    /// The workspace root's missing `.git` (`JailPlan::shadowing_git`).
-    shadowing_git: Option<PathBuf>,
-    /// The same root's `HEAD`, missing when the run started: one there
-    /// after it, beside `objects` and `refs`, makes the root a bare
-    /// repository to git.
-    shadowing_head: Option<PathBuf>,
 }
 
 /// A link git follows and the directory that holds it, by identity, so that a
@@ -85,21 +72,7 @@ impl Sweep {
                 })
             })
             .collect();
-        let shadowing_git = plan
-            .shadowing_git
-            .clone()
-            .filter(|git| git.symlink_metadata().is_err());
-        let shadowing_head = plan
-            .shadowing_git
-            .as_ref()
-            .map(|git| git.with_file_name("HEAD"))
-            .filter(|head| head.symlink_metadata().is_err());
-        Sweep {
-            absent,
-            links,
-            shadowing_git,
-            shadowing_head,
-        }
+        Sweep { absent, links }
     }
 
     /// Once the run's PID namespace is gone: removes every noted
@@ -122,52 +95,7 @@ impl Sweep {
         for noted in &self.links {
             noted.put_back();
         }
-        if let Some(git) = &self.shadowing_git {
-            set_aside_shadowing_git(git);
-        }
-        if let Some(head) = self
-            .shadowing_head
-            .as_deref()
-            .filter(|h| makes_a_bare_repository(h))
-        {
-            set_aside_shadowing_git(head);
-        }
     }
-}
-
-/// Whether `head` and its siblings `objects` and `refs` all exist: what
-/// git asks of a directory before it uses it as a repository (it checks
-/// those two with `access`, so a file would do as well as a directory).
-fn makes_a_bare_repository(head: &Path) -> bool {
-    ["HEAD", "objects", "refs"]
-        .iter()
-        .all(|name| head.with_file_name(name).symlink_metadata().is_ok())
-}
-
-/// Renames a `.git` (or `HEAD`) a child made at the workspace root (see
-/// the module doc) to `NAME.planted-during-magus-run.N`, and says so.
-/// `rename` moves a link itself, never what it names.
-fn set_aside_shadowing_git(git: &Path) {
-    if git.symlink_metadata().is_err() {
-        return;
-    }
-    let Some(name) = git.file_name().and_then(|n| n.to_str()) else {
-        return;
-    };
-    let taken = |name: &str| git.with_file_name(name).symlink_metadata().is_ok();
-    let aside = free_aside(name, taken).map(|name| git.with_file_name(name));
-    let outcome = match aside.map(|to| std::fs::rename(git, &to).map(|()| to)) {
-        Some(Ok(to)) => format!("magus moved it to `{}`", to.display()),
-        Some(Err(e)) => format!("magus could not move it ({e}): remove it before running git"),
-        None => "magus could not move it: remove it before running git".to_string(),
-    };
-    let text = format!(
-        "warning[MGS2002]: a child created `{}` in a workspace that lies inside a git \
-         repository; git would take it for that repository and run the commands its config \
-         names outside the sandbox; {outcome}\n",
-        git.display()
-    );
-    let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
 }
 
 /// The first of `NAME.planted-during-magus-run.0` to `.99` that is not

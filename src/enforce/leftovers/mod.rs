@@ -1,0 +1,236 @@
+//! What a run leaves behind that would run later, unconfined: a
+//! repository git would find, a hook, a tool's configuration, a changed
+//! protected file. Binds protect what exists when a run starts; this
+//! module looks after the rest once every process of the run has ended.
+//!
+//! [`Watch::before`] notes, before any child exists, when the run started
+//! (the file system's coarse clock, which stamps every change's `ctime`),
+//! the repositories there were, each repository's `HEAD`, and, where no
+//! bind holds them (no jail), the protected files' contents.
+//! [`Watch::after`] walks the writable grants and sets aside, into the
+//! workspace's quarantine (`.magus/quarantine/`), what the run created or
+//! changed among those names ([`names`]), puts noted files back, and lists
+//! the executables the run wrote in the workspace. It never follows a
+//! symbolic link, and it runs only once no process of the run is left, so
+//! nothing can race it. The user is told what moved, where, and how to
+//! take it back ([`report`]).
+
+mod aside;
+mod names;
+mod noted;
+pub mod report;
+mod scan;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+pub use aside::QUARANTINE;
+use noted::Noted;
+
+/// Where the sweep looks, decided from the policy when the run starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// The workspace root (real): searched at any depth.
+    pub workspace: PathBuf,
+    /// The other writable grants that outlive the run (real): searched at
+    /// their top and their direct entries, as the jail's repository search
+    /// does (a tool's cache may hold millions of files).
+    pub grants: Vec<PathBuf>,
+    /// Start-up files and directories in `$HOME` that lie under a writable
+    /// grant (real): a new or changed one is set aside.
+    pub home_files: Vec<PathBuf>,
+    /// Git directories, and `.git` files or links, there when the run
+    /// started: not new, and never walked into.
+    pub repositories: Vec<PathBuf>,
+    /// The protected paths (the jail's carve-outs): noted and put back
+    /// where no bind holds them ([`Hold::Nothing`]).
+    pub protected: Vec<PathBuf>,
+}
+
+/// What holds the protected paths read-only during the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The jail's read-only binds: nothing to note.
+    Binds,
+    /// Nothing (no mount namespace): their contents are noted at start and
+    /// put back after the run.
+    Nothing,
+}
+
+/// A point in time as file timestamps count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp {
+    secs: i64,
+    nanos: i64,
+}
+
+impl Stamp {
+    /// The clock the kernel stamps `ctime` with: a change made after this
+    /// call has a `ctime` at or after it. (A change in the same tick just
+    /// before it counts as the run's too, which errs on the safe side.)
+    fn now() -> Stamp {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let clock = nix::time::ClockId::CLOCK_REALTIME_COARSE;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let clock = nix::time::ClockId::CLOCK_REALTIME;
+        match nix::time::clock_gettime(clock) {
+            Ok(t) => Stamp {
+                secs: t.tv_sec(),
+                nanos: t.tv_nsec(),
+            },
+            // No clock: everything counts as changed by the run, so the
+            // sweep errs towards setting aside (never towards missing).
+            Err(_) => Stamp { secs: 0, nanos: 0 },
+        }
+    }
+
+    /// When `meta`'s inode last changed (content, name, mode or links).
+    fn changed(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            secs: meta.ctime(),
+            nanos: meta.ctime_nsec(),
+        }
+    }
+}
+
+/// The state of the grants when the run started.
+#[derive(Debug)]
+pub struct Watch {
+    since: Stamp,
+    inputs: Inputs,
+    known: HashSet<PathBuf>,
+    heads: Vec<(PathBuf, Vec<u8>)>,
+    noted: Vec<Noted>,
+}
+
+impl Watch {
+    /// Call before any process of the run exists.
+    pub fn before(inputs: Inputs, hold: Hold) -> Watch {
+        let since = Stamp::now();
+        let known: HashSet<PathBuf> = inputs.repositories.iter().cloned().collect();
+        let heads = inputs
+            .repositories
+            .iter()
+            .filter_map(|repo| noted::small_file(&repo.join("HEAD")).map(|t| (repo.clone(), t)))
+            .collect();
+        let noted = match hold {
+            Hold::Binds => Vec::new(),
+            Hold::Nothing => inputs
+                .protected
+                .iter()
+                .filter_map(|p| Noted::take(p))
+                .collect(),
+        };
+        Watch {
+            since,
+            inputs,
+            known,
+            heads,
+            noted,
+        }
+    }
+
+    /// Call once no process of the run is left: sets aside and puts back
+    /// (see the module doc) and returns what it did.
+    pub fn after(&self) -> Findings {
+        // No workspace: a plan made for the kernel tests, nothing to sweep.
+        if !self.inputs.workspace.is_absolute() {
+            return Findings::default();
+        }
+        let mut quarantine = aside::Quarantine::new(&self.inputs.workspace);
+        let mut findings = Findings::default();
+        for noted in &self.noted {
+            noted.put_back(self.since, &mut quarantine, &mut findings);
+        }
+        self.put_back_heads(&mut findings);
+        let skip: HashSet<&Path> = self.noted.iter().map(Noted::path).collect();
+        let mut scan = scan::Scan::new(self, &skip, &mut quarantine, &mut findings);
+        scan.workspace(&self.inputs.workspace);
+        for grant in &self.inputs.grants {
+            scan.grant(grant);
+        }
+        for path in &self.inputs.home_files {
+            scan.home_file(path);
+        }
+        quarantine.finish(&mut findings);
+        findings
+    }
+
+    /// A noted repository's `HEAD` that git would no longer accept (so it
+    /// would look above it for another repository) gets its noted text
+    /// back. A valid one is left as the run made it (`git checkout`).
+    fn put_back_heads(&self, findings: &mut Findings) {
+        for (repo, text) in &self.heads {
+            let head = repo.join("HEAD");
+            let now = noted::small_file(&head);
+            if now.as_deref().is_some_and(names::is_valid_head) {
+                continue;
+            }
+            let outcome = match noted::rewrite(&head, text, 0o644) {
+                Ok(()) => Outcome::PutBack,
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+            findings.items.push(Item {
+                path: head,
+                left: Left::BrokenHead,
+                outcome,
+            });
+        }
+    }
+}
+
+/// What the sweep did.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub items: Vec<Item>,
+    /// Executable files the run created or changed in the workspace (left
+    /// in place: the user may have asked for them).
+    pub executables: Vec<PathBuf>,
+    /// Where the quarantine's list of what it holds was written.
+    pub manifest: Option<PathBuf>,
+    /// The walk stopped at its budget: deeper entries were not looked at.
+    pub truncated: bool,
+    /// How many directory entries the walk looked at.
+    pub entries: usize,
+}
+
+/// One thing set aside or put back.
+#[derive(Debug)]
+pub struct Item {
+    /// Where it was.
+    pub path: PathBuf,
+    pub left: Left,
+    pub outcome: Outcome,
+}
+
+/// What the run left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    /// A `.git` that was not there: git would take it for a repository.
+    Repository,
+    /// `HEAD` (and its `config` or `commondir`) beside `objects` and
+    /// `refs`: git takes the directory for a bare repository.
+    BareRepository,
+    /// A file a tool obeys later (see [`names`]).
+    RunLater,
+    /// A start-up file in the home directory.
+    StartupFile,
+    /// A protected file or directory entry a child changed.
+    Protected,
+    /// A repository's `HEAD` made invalid.
+    BrokenHead,
+}
+
+/// What became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Moved to this path.
+    Moved(PathBuf),
+    /// Moved to this path, and the noted version put back.
+    Replaced(PathBuf),
+    /// The noted version put back over what stood there.
+    PutBack,
+    /// Could not be moved or put back: why.
+    Failed(String),
+}

@@ -1,0 +1,108 @@
+//! The names the sweep looks for, and how they are compared: as the file
+//! system may compare them (ASCII case folded, so `.GIT` or `Magus.Yaml`
+//! on a case-insensitive disk is caught), never as raw bytes alone.
+
+use std::ffi::OsStr;
+
+/// Files anywhere under a writable grant that a tool later obeys without
+/// asking: git reads `.gitmodules` at `git submodule update` (a
+/// `update = !command`), cargo every `.cargo/config*` above the directory it
+/// runs in, npm and yarn their rc files (scripts, registries, `node`
+/// paths), direnv `.envrc` (shell code, run at `cd` once allowed), editor
+/// agents `.mcp.json` (servers started as programs), magus its own policy.
+pub const RUN_LATER_FILES: [&str; 7] = [
+    ".gitmodules",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".envrc",
+    ".mcp.json",
+    "magus.yaml",
+    "magus.lock",
+];
+
+/// Directories whose every file is a run-later file: editors run the tasks
+/// and launch configurations there when a folder opens
+/// (`.vscode/tasks.json` with `runOn: folderOpen`).
+pub const EDITOR_DIRS: [&str; 2] = [".vscode", ".idea"];
+
+/// Where cargo looks for its configuration, in every directory above the
+/// one it runs in, and in `CARGO_HOME`.
+pub const CARGO_DIR: &str = ".cargo";
+
+/// In a `.cargo` directory, only what cargo reads as configuration.
+pub const CARGO_CONFIGS: [&str; 2] = ["config", "config.toml"];
+
+/// What git looks for in a directory before it takes it for a repository:
+/// `HEAD`, `objects` and `refs` (it checks the last two with `access`, so
+/// any kind of entry counts).
+pub const BARE_REPOSITORY: [&str; 3] = ["HEAD", "objects", "refs"];
+
+/// Beside `HEAD`, `objects` and `refs`, what names the commands git runs
+/// (`config`: `core.fsmonitor`, `core.hooksPath`...) or another directory
+/// whose config and hooks git then uses (`commondir`).
+pub const BARE_REPOSITORY_CODE: [&str; 2] = ["config", "commondir"];
+
+/// Whether `name` is `wanted`, compared as a case-insensitive file system
+/// would (ASCII case only: every name above is ASCII).
+pub fn is(name: &OsStr, wanted: &str) -> bool {
+    name.as_encoded_bytes()
+        .eq_ignore_ascii_case(wanted.as_bytes())
+}
+
+/// Whether `name` is one of `wanted`.
+pub fn is_any(name: &OsStr, wanted: &[&str]) -> bool {
+    wanted.iter().any(|w| is(name, w))
+}
+
+/// Whether `text` is a `HEAD` git accepts: a symbolic ref into `refs/`, or
+/// an object name (SHA-1 or SHA-256). Anything else makes git refuse the
+/// repository and look further up for another.
+pub fn is_valid_head(text: &[u8]) -> bool {
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    if let Some(target) = text.strip_prefix(b"ref: refs/") {
+        return !target.is_empty() && !target.contains(&b'\n');
+    }
+    matches!(text.len(), 40 | 64) && text.iter().all(u8::is_ascii_hexdigit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_compare_in_any_ascii_case() {
+        let cases = [
+            (".git", ".git", true),
+            (".GIT", ".git", true),
+            ("Magus.Yaml", "magus.yaml", true),
+            ("magus.yml", "magus.yaml", false),
+            ("HEAD", "HEAD", true),
+            ("head", "HEAD", true),
+            ("HEADS", "HEAD", false),
+        ];
+        for (name, wanted, expected) in cases {
+            assert_eq!(is(OsStr::new(name), wanted), expected, "{name} vs {wanted}");
+        }
+    }
+
+    #[test]
+    fn only_what_git_accepts_is_a_valid_head() {
+        let cases: [(&[u8], bool); 7] = [
+            (b"ref: refs/heads/main\n", true),
+            (b"ref: refs/heads/main", true),
+            (b"0123456789abcdef0123456789abcdef01234567\n", true),
+            (b"garbage\n", false),
+            (b"ref: refs/", false),
+            (b"ref: HEAD\n", false),
+            (b"", false),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                is_valid_head(text),
+                expected,
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+    }
+}

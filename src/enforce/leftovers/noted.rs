@@ -1,0 +1,239 @@
+//! Protected paths noted when no bind holds them read-only (no jail): a
+//! small file by its contents, a large one (magus's own executable) by its
+//! identity, a directory (`hooks`, a `PATH` directory) by its entries.
+//! After the run, what a child changed is set aside and the noted version
+//! put back.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::aside::Quarantine;
+use super::{Findings, Item, Left, Outcome, Stamp};
+
+/// Files up to this size are noted by content; larger ones by identity.
+const MAX_NOTED: u64 = 1 << 20;
+
+/// A directory's entries up to this size are noted by content.
+const MAX_NOTED_ENTRY: u64 = 64 << 10;
+
+/// How many entries of one directory are noted by content.
+const MAX_NOTED_ENTRIES: usize = 256;
+
+#[derive(Debug)]
+pub(super) enum Noted {
+    File {
+        path: PathBuf,
+        content: Vec<u8>,
+        mode: u32,
+    },
+    /// Too large to keep: changed is all that can be said.
+    Large {
+        path: PathBuf,
+        identity: (u64, u64, u64, i64, i64),
+    },
+    Dir {
+        path: PathBuf,
+        entries: Vec<(OsString, Vec<u8>, u32)>,
+    },
+}
+
+impl Noted {
+    pub(super) fn take(path: &Path) -> Option<Noted> {
+        let meta = path.symlink_metadata().ok()?;
+        let path = path.to_path_buf();
+        let mode = meta.permissions().mode() & 0o7777;
+        if meta.is_dir() {
+            return Some(Noted::Dir {
+                entries: dir_entries(&path),
+                path,
+            });
+        }
+        if !meta.is_file() {
+            return None;
+        }
+        if meta.len() > MAX_NOTED {
+            let identity = (
+                meta.dev(),
+                meta.ino(),
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+            );
+            return Some(Noted::Large { path, identity });
+        }
+        let content = small_file(&path)?;
+        Some(Noted::File {
+            path,
+            content,
+            mode,
+        })
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        match self {
+            Noted::File { path, .. } | Noted::Large { path, .. } | Noted::Dir { path, .. } => path,
+        }
+    }
+
+    /// Sets aside what a child changed and puts the noted version back.
+    pub(super) fn put_back(&self, since: Stamp, quarantine: &mut Quarantine, found: &mut Findings) {
+        match self {
+            Noted::File {
+                path,
+                content,
+                mode,
+            } => put_back_file(path, content, *mode, quarantine, found),
+            Noted::Large { path, identity } => {
+                let Ok(meta) = path.symlink_metadata() else {
+                    return;
+                };
+                let now = (
+                    meta.dev(),
+                    meta.ino(),
+                    meta.len(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                );
+                if now != *identity || Stamp::changed(&meta) >= since {
+                    let outcome = quarantine.set_aside(path);
+                    found.push(path, Left::Protected, outcome);
+                }
+            }
+            Noted::Dir { path, entries } => put_back_dir(path, entries, since, quarantine, found),
+        }
+    }
+}
+
+fn put_back_file(
+    path: &Path,
+    content: &[u8],
+    mode: u32,
+    quarantine: &mut Quarantine,
+    found: &mut Findings,
+) {
+    let unchanged = path.symlink_metadata().is_ok_and(|m| m.is_file())
+        && small_file(path).is_some_and(|now| now == content);
+    if unchanged {
+        return;
+    }
+    let outcome = match path.symlink_metadata() {
+        Err(_) => rewrite(path, content, mode).map_or_else(failed, |()| Outcome::PutBack),
+        Ok(_) => match quarantine.set_aside(path) {
+            Outcome::Moved(to) => {
+                rewrite(path, content, mode).map_or_else(failed, |()| Outcome::Replaced(to))
+            }
+            other => other,
+        },
+    };
+    found.push(path, Left::Protected, outcome);
+}
+
+fn put_back_dir(
+    dir: &Path,
+    noted: &[(OsString, Vec<u8>, u32)],
+    since: Stamp,
+    quarantine: &mut Quarantine,
+    found: &mut Findings,
+) {
+    // A directory swapped for a link or a file: set it aside whole.
+    if !dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        if dir.symlink_metadata().is_ok() {
+            let outcome = quarantine.set_aside(dir);
+            found.push(dir, Left::Protected, outcome);
+        }
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if Stamp::changed(&meta) < since {
+            continue;
+        }
+        let path = entry.path();
+        let outcome = quarantine.set_aside(&path);
+        found.push(&path, Left::Protected, outcome);
+    }
+    for (name, content, mode) in noted {
+        let path = dir.join(name);
+        if path.symlink_metadata().is_err() {
+            let outcome = rewrite(&path, content, *mode).map_or_else(failed, |()| Outcome::PutBack);
+            found.push(&path, Left::Protected, outcome);
+        }
+    }
+}
+
+fn failed(e: std::io::Error) -> Outcome {
+    Outcome::Failed(e.to_string())
+}
+
+/// A directory's small regular files, by content.
+fn dir_entries(dir: &Path) -> Vec<(OsString, Vec<u8>, u32)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
+            if meta.len() > MAX_NOTED_ENTRY {
+                return None;
+            }
+            let mode = meta.permissions().mode() & 0o7777;
+            Some((e.file_name(), small_file(&e.path())?, mode))
+        })
+        .take(MAX_NOTED_ENTRIES)
+        .collect()
+}
+
+/// A regular file's contents, up to [`MAX_NOTED`] bytes, never through a
+/// symbolic link.
+pub(super) fn small_file(path: &Path) -> Option<Vec<u8>> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut content = Vec::new();
+    Read::by_ref(&mut file)
+        .take(MAX_NOTED + 1)
+        .read_to_end(&mut content)
+        .ok()?;
+    (content.len() as u64 <= MAX_NOTED).then_some(content)
+}
+
+/// Writes `content` as a new file at `path`, after removing what stands
+/// there (a file or a link, never what a link names): magus may be root
+/// here, and a child may have left a link to anywhere.
+pub(super) fn rewrite(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(content)
+}
+
+impl Findings {
+    pub(super) fn push(&mut self, path: &Path, left: Left, outcome: Outcome) {
+        self.items.push(Item {
+            path: path.to_path_buf(),
+            left,
+            outcome,
+        });
+    }
+}

@@ -1,0 +1,180 @@
+//! What the sweep tells the user: one MGS2014 warning for each entry set
+//! aside or put back (what, where it went, how to take it back), and,
+//! under `-v` and always in JSON, the executables the run wrote in the
+//! workspace.
+
+use std::path::Path;
+
+use super::{Findings, Item, Left, Outcome};
+use crate::diag::{output_options, Code, Diagnostic, MessageFormat, Renderer, Verbosity};
+
+/// How many executables a run's note names, at most.
+const MAX_LISTED: usize = 50;
+
+/// Says what `found` holds on stderr, as the run's output options ask.
+pub fn emit(found: &Findings) {
+    let options = output_options();
+    let renderer = Renderer::new(options.format);
+    for diagnostic in diagnostics(found) {
+        renderer.emit(&diagnostic);
+    }
+    let listing = options.verbosity == Verbosity::Verbose || options.format == MessageFormat::Json;
+    if let Some(note) = executables(&found.executables).filter(|_| listing) {
+        renderer.emit(&note);
+    }
+}
+
+/// The warnings for what was set aside or put back.
+pub fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
+    let mut said: Vec<Diagnostic> = found.items.iter().map(item).collect();
+    if found.truncated {
+        said.push(
+            Diagnostic::warning(format!(
+                "the check after the run stopped after {} entries: what the run left deeper in \
+                 the workspace was not looked at",
+                found.entries
+            ))
+            .with_code(Code::Mgs2014)
+            .with_help(
+                "grant narrower `rw` directories, or keep generated trees out of the workspace",
+            ),
+        );
+    }
+    said
+}
+
+fn item(item: &Item) -> Diagnostic {
+    let path = item.path.display();
+    let what = match item.left {
+        Left::Repository => format!(
+            "the run created `{path}`: git would take it for a repository and run the commands \
+             its config and hooks name, outside the sandbox"
+        ),
+        Left::BareRepository => format!(
+            "the run made `{}` a repository to git (`HEAD` beside `objects` and `refs`); git \
+             would run the commands its config names there, outside the sandbox; `{path}` was \
+             part of it",
+            item.path.parent().unwrap_or(Path::new("/")).display()
+        ),
+        Left::RunLater => format!(
+            "the run created or changed `{path}`, which {} obeys later, outside the sandbox",
+            tool(&item.path)
+        ),
+        Left::StartupFile => format!(
+            "the run created or changed `{path}`, a start-up file that a shell, git, ssh or a \
+             build tool reads and obeys later, outside the sandbox"
+        ),
+        Left::Protected => format!(
+            "a child changed `{path}`, which children may not write (nothing held it read-only \
+             during this run)"
+        ),
+        Left::BrokenHead => format!(
+            "a child made `{path}` invalid, so git would look above it for another repository"
+        ),
+    };
+    let diagnostic = Diagnostic::warning(what)
+        .with_code(Code::Mgs2014)
+        .with_path(item.path.display().to_string());
+    outcome(diagnostic, &item.path, &item.outcome)
+}
+
+fn outcome(d: Diagnostic, path: &Path, outcome: &Outcome) -> Diagnostic {
+    let back = |to: &Path| {
+        format!(
+            "if it was intended, inspect it and move it back: mv '{}' '{}'",
+            to.display(),
+            path.display()
+        )
+    };
+    match outcome {
+        Outcome::Moved(to) => d
+            .with_note(format!("magus moved it to `{}`", to.display()))
+            .with_help(back(to)),
+        Outcome::Replaced(to) => d
+            .with_note(format!(
+                "magus moved the run's version to `{}` and put back the one it noted when the run started",
+                to.display()
+            ))
+            .with_help(back(to)),
+        Outcome::PutBack => d.with_note("magus put back the version it noted when the run started"),
+        Outcome::Failed(why) => d
+            .with_note(format!("magus could not set it aside: {why}"))
+            .with_help("remove it before you run git, cargo, npm or a shell there"),
+    }
+}
+
+/// Which tool reads the run-later file at `path`.
+fn tool(path: &Path) -> &'static str {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase());
+    let parent = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().to_ascii_lowercase());
+    match (name.as_deref(), parent.as_deref()) {
+        (Some(".gitmodules"), _) => "git",
+        (Some(".npmrc" | ".yarnrc.yml"), _) => "npm or yarn",
+        (Some(".envrc"), _) => "direnv",
+        (Some(".mcp.json"), _) => "an editor's agent",
+        (Some("magus.yaml" | "magus.lock"), _) => "magus",
+        (_, Some(".cargo")) => "cargo",
+        _ => "an editor",
+    }
+}
+
+/// The note listing the executables the run wrote in the workspace.
+fn executables(paths: &[std::path::PathBuf]) -> Option<Diagnostic> {
+    if paths.is_empty() {
+        return None;
+    }
+    let mut note = Diagnostic::note(format!(
+        "the run created or changed {} executable file{} in the workspace; check {} before you run {}",
+        paths.len(),
+        if paths.len() == 1 { "" } else { "s" },
+        if paths.len() == 1 { "it" } else { "them" },
+        if paths.len() == 1 { "it" } else { "them" },
+    ));
+    for path in paths.iter().take(MAX_LISTED) {
+        note = note.with_note(format!("executable: {}", path.display()));
+    }
+    if paths.len() > MAX_LISTED {
+        note = note.with_note(format!("and {} more", paths.len() - MAX_LISTED));
+    }
+    Some(note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn each_outcome_says_where_it_went_and_how_to_take_it_back() {
+        let moved = Item {
+            path: PathBuf::from("/w/src/HEAD"),
+            left: Left::BareRepository,
+            outcome: Outcome::Moved(PathBuf::from("/w/.magus/quarantine/r/src%2FHEAD")),
+        };
+        let text = crate::diag::render(&item(&moved), MessageFormat::Human);
+        assert!(text.contains("warning[MGS2014]"), "{text}");
+        assert!(text.contains("`/w/src` a repository to git"), "{text}");
+        assert!(
+            text.contains("mv '/w/.magus/quarantine/r/src%2FHEAD' '/w/src/HEAD'"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn run_later_files_name_their_tool() {
+        let cases = [
+            ("/h/.cargo/config", "cargo"),
+            ("/w/.envrc", "direnv"),
+            ("/w/.vscode/tasks.json", "an editor"),
+            ("/w/MAGUS.YAML", "magus"),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(tool(Path::new(path)), expected, "{path}");
+        }
+    }
+}

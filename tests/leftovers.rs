@@ -1,0 +1,355 @@
+//! What a run leaves behind must not run later, outside the sandbox
+//! (`docs/MGS2014.md`): a repository planted in the workspace, the
+//! workspace root turned into one, a tool's configuration created where
+//! none was, protected files rewritten where nothing held them read-only.
+//! Each attack runs through the real `magus`, as root and as uid 65534,
+//! with the jail and with namespaces refused; each has a control (the
+//! sandbox off) whose planted command does run at the user's next `git
+//! status`, `git commit` or `cargo build`.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use support::{capture, Harness, RunOutput};
+
+/// Runs one shell line as a child.
+const SHELL_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.shell(args[0])}\");\n    return 0;\n}\n";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum User {
+    Root,
+    Nobody,
+}
+
+/// How the kernel answers the run's namespace requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    AsIs,
+    /// User namespaces refused (`tests/jail/nouserns.c`).
+    NoUserNamespaces,
+    /// Every namespace refused (`nouserns --all`).
+    NoNamespaces,
+}
+
+/// The (user, kernel) pairs to attack from: the jail as root and as
+/// uid 65534, and no jail at all (uid 65534 without user namespaces,
+/// root without any namespace). Not root: the current user, as is.
+fn modes() -> Vec<(User, Kernel)> {
+    if !nix::unistd::geteuid().is_root() {
+        return vec![(User::Root, Kernel::AsIs)];
+    }
+    vec![
+        (User::Root, Kernel::AsIs),
+        (User::Nobody, Kernel::AsIs),
+        (User::Nobody, Kernel::NoUserNamespaces),
+        (User::Root, Kernel::NoNamespaces),
+    ]
+}
+
+fn nouserns_binary() -> &'static Path {
+    static BINARY: OnceLock<std::path::PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| support::compile_c("jail/nouserns.c", "nouserns"))
+}
+
+/// A workspace set up by `setup` (as root), then handed to `user`.
+struct Case {
+    h: Harness,
+    user: User,
+    kernel: Kernel,
+}
+
+impl Case {
+    fn new(mode: (User, Kernel), config: &str, setup: impl Fn(&Harness)) -> Case {
+        let h = Harness::with_config(config);
+        h.write_spell("t", SHELL_SPELL);
+        setup(&h);
+        if mode.0 == User::Nobody {
+            let ok = Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(&h.root)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+        Case {
+            h,
+            user: mode.0,
+            kernel: mode.1,
+        }
+    }
+
+    /// `sh.shell(script)` in a run, the sandbox on or off.
+    fn shell(&self, sandbox_on: bool, script: &str, extra: &[&str]) -> RunOutput {
+        let nouserns = nouserns_binary().to_str().unwrap();
+        let mut wrapper = match self.kernel {
+            Kernel::AsIs => vec![],
+            Kernel::NoUserNamespaces => vec![nouserns],
+            Kernel::NoNamespaces => vec![nouserns, "--all"],
+        };
+        if self.user == User::Nobody {
+            wrapper.extend([
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+            ]);
+        }
+        let mut cmd = self.h.wrapped_command(&wrapper);
+        if !sandbox_on {
+            cmd.env("MAGUS_SANDBOX_ENABLED", "0");
+        }
+        cmd.arg("--workspace").arg(&self.h.ws).args(extra);
+        capture(cmd.args(["run", "t", script]))
+    }
+
+    fn context(&self, out: &RunOutput) -> String {
+        format!("{:?} {:?}\n{}", self.user, self.kernel, out.dump())
+    }
+}
+
+/// `git ARGS` in `dir`, outside magus, as the user would type it: what
+/// it printed on stderr (where the planted commands print).
+fn user_git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+        ])
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn git_init(dir: &Path) {
+    let ok = Command::new("git")
+        .args(["init", "-q", "."])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// A `core.fsmonitor` printing `PWNED-<tag>`: git runs it at `git status`.
+fn fsmonitor(tag: &str) -> String {
+    format!("printf '[core]\\n\\tfsmonitor = \"echo PWNED-{tag} >&2; false\"\\n'")
+}
+
+/// A bare repository in `dir` whose work tree is itself, with a
+/// `core.fsmonitor`, and an index (git asks the monitor only then).
+fn plant_bare(dir: &str, tag: &str) -> String {
+    format!(
+        "cd {dir} && git init -q --bare . && git config -f config core.bare false && \
+         git config -f config core.worktree . && {} >> config && git add -A . && echo PLANTED",
+        fsmonitor(tag)
+    )
+}
+
+fn assert_set_aside(case: &Case, out: &RunOutput, paths: &[&str]) {
+    for rel in paths {
+        let path = case.h.ws_path(rel);
+        assert!(
+            out.stderr.contains(&format!("`{}`", path.display()))
+                && out.stderr.contains("warning[MGS2014]"),
+            "no notice for {rel}: {}",
+            case.context(out)
+        );
+        assert!(path.symlink_metadata().is_err(), "{rel} is still there");
+    }
+    assert!(
+        case.h.ws_path(".magus/quarantine").is_dir(),
+        "{}",
+        case.context(out)
+    );
+}
+
+/// A workspace that is a git repository with a `src/` directory: a child
+/// makes `src` a bare repository whose config names a `core.fsmonitor`.
+/// The user's next `git status` in `src/`, outside magus, ran it.
+#[test]
+fn a_bare_repository_planted_in_a_subdirectory_runs_nothing_later() {
+    let setup = |h: &Harness| {
+        git_init(&h.ws);
+        std::fs::create_dir_all(h.ws_path("src")).unwrap();
+        std::fs::write(h.ws_path("src/lib.rs"), "").unwrap();
+    };
+    let script = plant_bare("src", "src");
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, &script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_git(&control.h.ws_path("src"), &["status"]);
+        assert!(seen.contains("PWNED-src"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = case.shell(true, &script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let seen = user_git(&case.h.ws_path("src"), &["status"]);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        assert_set_aside(&case, &out, &["src/HEAD", "src/config"]);
+    }
+}
+
+/// The workspace is a repository: a child writes garbage into
+/// `.git/HEAD` (git then finds `.git` invalid and falls through to the
+/// directory itself) and makes the root a bare repository with a
+/// `core.fsmonitor`. After the run `.git/HEAD` is what it was, the
+/// planted `HEAD` and `config` are set aside, and `git status` runs
+/// nothing.
+#[test]
+fn the_workspace_root_made_a_bare_repository_runs_nothing_later() {
+    let setup = |h: &Harness| git_init(&h.ws);
+    let script = format!("echo garbage > .git/HEAD && {}", plant_bare(".", "root"));
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, &script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_git(&control.h.ws, &["status"]);
+        assert!(seen.contains("PWNED-root"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let head = std::fs::read(case.h.ws_path(".git/HEAD")).unwrap();
+        let out = case.shell(true, &script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let seen = user_git(&case.h.ws, &["status"]);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        assert_eq!(std::fs::read(case.h.ws_path(".git/HEAD")).unwrap(), head);
+        assert_set_aside(&case, &out, &["HEAD", "config"]);
+    }
+}
+
+/// With `~/.cargo` granted `rw` (a Rust build needs it) and its
+/// `config.toml` protected, a child creates the legacy `~/.cargo/config`
+/// (cargo reads it first) naming a `rustc-wrapper`: the user's next
+/// `cargo build`, anywhere, ran it. After the run it is set aside.
+#[test]
+fn a_cargo_config_created_under_a_granted_cargo_home_runs_nothing_later() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.cargo\n      mode: rw\n";
+    let setup = |h: &Harness| {
+        std::fs::create_dir_all(h.home_path(".cargo")).unwrap();
+        std::fs::write(h.home_path(".cargo/config.toml"), "[net]\noffline = true\n").unwrap();
+        let wrapper = h.ws_path("wrapper.sh");
+        std::fs::write(&wrapper, "#!/bin/sh\necho PWNED-cargo >&2\nexec \"$@\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let krate = h.root.join("crate");
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::write(
+            krate.join("Cargo.toml"),
+            "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        std::fs::write(krate.join("src/lib.rs"), "").unwrap();
+    };
+    let script = "printf '[build]\\nrustc-wrapper = \"%s/wrapper.sh\"\\n' \"$PWD\" > $HOME/.cargo/config && echo PLANTED";
+    let cargo_build = |h: &Harness| {
+        let out = Command::new("cargo")
+            .args(["build", "--offline", "--quiet"])
+            .current_dir(h.root.join("crate"))
+            .env("CARGO_HOME", h.home_path(".cargo"))
+            .env("CARGO_TARGET_DIR", h.root.join("crate/target"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    if Command::new("cargo").arg("--version").output().is_err() {
+        eprintln!("skipped: no cargo on PATH");
+        return;
+    }
+    for mode in modes() {
+        let control = Case::new(mode, config, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = cargo_build(&control.h);
+        assert!(seen.contains("PWNED-cargo"), "control: {seen}");
+
+        let case = Case::new(mode, config, setup);
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let legacy = case.h.home_path(".cargo/config");
+        assert!(legacy.symlink_metadata().is_err(), "{}", case.context(&out));
+        assert!(
+            out.stderr.contains(&format!("`{}`", legacy.display())),
+            "{}",
+            case.context(&out)
+        );
+        let seen = cargo_build(&case.h);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+    }
+}
+
+/// Where nothing holds them read-only (no jail: namespaces refused), a
+/// child rewrites `magus.yaml` to turn the sandbox off, plants a
+/// pre-commit hook and a `core.hooksPath` in `.git/config`. After the run
+/// magus.yaml and the config are what they were, the hook is set aside,
+/// and the user's next `git commit` runs nothing.
+#[test]
+fn protected_files_a_child_rewrote_without_a_jail_are_put_back() {
+    let setup = |h: &Harness| {
+        git_init(&h.ws);
+        std::fs::write(h.ws_path("README"), "x").unwrap();
+    };
+    let script = "echo 'sandbox: {enabled: false}' > magus.yaml; \
+        printf '#!/bin/sh\\necho PWNED-hook >&2\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit; \
+        echo PLANTED";
+    let no_jail: Vec<_> = modes()
+        .into_iter()
+        .filter(|(_, k)| *k != Kernel::AsIs)
+        .collect();
+    for mode in no_jail {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_git(&control.h.ws, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        assert!(seen.contains("PWNED-hook"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let yaml = std::fs::read(case.h.ws_path("magus.yaml")).unwrap();
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        assert_eq!(std::fs::read(case.h.ws_path("magus.yaml")).unwrap(), yaml);
+        let seen = user_git(&case.h.ws, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        assert_set_aside(&case, &out, &[".git/hooks/pre-commit"]);
+    }
+}
+
+/// A run that writes an executable says so under `-v` and in JSON, and
+/// not otherwise; the file stays (a build makes them).
+#[test]
+fn executables_the_run_wrote_are_listed_under_verbose_and_in_json() {
+    let script = "mkdir -p bin && printf '#!/bin/sh\\n' > bin/tool && chmod +x bin/tool && echo data > plain.txt";
+    let case = Case::new((User::Root, Kernel::AsIs), support::SANDBOX_ON, |_| {});
+    let quiet = case.shell(true, script, &[]);
+    assert!(!quiet.stderr.contains("bin/tool"), "{}", quiet.dump());
+    let verbose = case.shell(true, script, &["-v"]);
+    let tool = case.h.ws_path("bin/tool");
+    assert!(
+        verbose
+            .stderr
+            .contains(&format!("executable: {}", tool.display())),
+        "{}",
+        verbose.dump()
+    );
+    assert!(!verbose.stderr.contains("plain.txt"), "{}", verbose.dump());
+    let json = case.shell(true, script, &["--message-format", "json"]);
+    let listed = json
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|v| {
+            v.to_string()
+                .contains(&format!("executable: {}", tool.display()))
+        });
+    assert!(listed, "{}", json.dump());
+    assert!(tool.is_file());
+}
