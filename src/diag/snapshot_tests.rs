@@ -1,4 +1,4 @@
-//! The human rendering of every diagnostic code (MGS2001–MGS2008, MGS2010),
+//! The human rendering of every sandbox diagnostic code (MGS2001–MGS2014),
 //! built by the real constructors, pinned with `insta`; and the JSON form
 //! of the same diagnostics checked for the documented fields. Temporary
 //! paths are replaced by `[TMP]` so the snapshots are the same everywhere.
@@ -247,6 +247,20 @@ fn mgs2012_ports_unenforced() -> Diagnostic {
     crate::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
 }
 
+fn mgs2014(scene: &Scene) -> Diagnostic {
+    use crate::enforce::leftovers::{report, Findings, Item, Left, Outcome};
+    let ws = scene.root.join("ws");
+    let found = Findings {
+        items: vec![Item {
+            path: ws.join("src/HEAD"),
+            left: Left::BareRepository,
+            outcome: Outcome::Moved(ws.join(".magus/quarantine/run-1-2/src%2FHEAD")),
+        }],
+        ..Findings::default()
+    };
+    report::diagnostics(&found).remove(0)
+}
+
 /// Every snapshot: `(name, diagnostic)`.
 fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
     vec![
@@ -271,6 +285,7 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2011_refused", mgs2011(scene)),
         ("mgs2012_deny_seccomp", mgs2012_deny_by_seccomp()),
         ("mgs2012_ports_unenforced", mgs2012_ports_unenforced()),
+        ("mgs2014_set_aside", mgs2014(scene)),
     ]
 }
 

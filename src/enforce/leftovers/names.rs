@@ -9,21 +9,26 @@ use std::ffi::OsStr;
 /// `update = !command`), cargo every `.cargo/config*` above the directory it
 /// runs in, npm and yarn their rc files (scripts, registries, `node`
 /// paths), direnv `.envrc` (shell code, run at `cd` once allowed), editor
-/// agents `.mcp.json` (servers started as programs), magus its own policy.
-pub const RUN_LATER_FILES: [&str; 7] = [
+/// agents `.mcp.json` and `.claude.json` (servers started as programs),
+/// ripgrep `.ripgreprc` (flags such as `--pre COMMAND`), magus its own
+/// policy.
+pub const RUN_LATER_FILES: [&str; 9] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
     ".envrc",
     ".mcp.json",
+    ".claude.json",
+    ".ripgreprc",
     "magus.yaml",
     "magus.lock",
 ];
 
 /// Directories whose every file is a run-later file: editors run the tasks
 /// and launch configurations there when a folder opens
-/// (`.vscode/tasks.json` with `runOn: folderOpen`).
-pub const EDITOR_DIRS: [&str; 2] = [".vscode", ".idea"];
+/// (`.vscode/tasks.json` with `runOn: folderOpen`), a coding agent the
+/// hooks its settings name (`.claude/settings.json`).
+pub const EDITOR_DIRS: [&str; 3] = [".vscode", ".idea", ".claude"];
 
 /// Where cargo looks for its configuration, in every directory above the
 /// one it runs in, and in `CARGO_HOME`.

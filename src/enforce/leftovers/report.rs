@@ -116,9 +116,11 @@ fn tool(path: &Path) -> &'static str {
         (Some(".gitmodules"), _) => "git",
         (Some(".npmrc" | ".yarnrc.yml"), _) => "npm or yarn",
         (Some(".envrc"), _) => "direnv",
-        (Some(".mcp.json"), _) => "an editor's agent",
+        (Some(".mcp.json" | ".claude.json"), _) => "an editor's agent",
+        (Some(".ripgreprc"), _) => "ripgrep",
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
         (_, Some(".cargo")) => "cargo",
+        (_, Some(".claude")) => "a coding agent",
         _ => "an editor",
     }
 }

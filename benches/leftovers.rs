@@ -1,0 +1,57 @@
+//! The sweep after a run (`enforce::leftovers`) on a workspace of 10,000
+//! files in 500 directories with a repository: what noting the state
+//! costs at start-up, and what the walk costs once the run has ended
+//! (nothing changed, so nothing moves: the price every run pays).
+//!
+//! Run: `cargo bench --bench leftovers -- --warm-up-time 1 --measurement-time 3`
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use magus_sandbox::__private::enforce::leftovers::{Hold, Inputs, Watch};
+use std::hint::black_box;
+use std::path::Path;
+
+const DIRS: usize = 500;
+const FILES_PER_DIR: usize = 20;
+
+/// `DIRS` directories two levels deep, `FILES_PER_DIR` files in each, and
+/// a `.git` at the root.
+fn workspace(root: &Path) -> Inputs {
+    for d in 0..DIRS {
+        let dir = root.join(format!("d{}", d % 25)).join(format!("e{d}"));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        for f in 0..FILES_PER_DIR {
+            std::fs::write(dir.join(format!("f{f}.rs")), "x").expect("a file");
+        }
+    }
+    let git = root.join(".git");
+    for sub in ["objects", "refs/heads", "hooks"] {
+        std::fs::create_dir_all(git.join(sub)).expect("the repository");
+    }
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    Inputs {
+        workspace: root.to_path_buf(),
+        repositories: vec![git],
+        ..Inputs::default()
+    }
+}
+
+fn sweep(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let inputs = workspace(dir.path());
+    let mut group = c.benchmark_group("leftovers");
+    group.bench_function("note at start (10,000 files)", |b| {
+        b.iter(|| black_box(Watch::before(inputs.clone(), Hold::Binds)))
+    });
+    let watch = Watch::before(inputs.clone(), Hold::Binds);
+    group.bench_function("sweep after the run (10,000 files)", |b| {
+        b.iter(|| {
+            let found = watch.after();
+            assert!(found.items.is_empty() && found.entries > 10_000);
+            black_box(found)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sweep);
+criterion_main!(benches);
