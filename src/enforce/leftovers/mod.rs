@@ -20,11 +20,14 @@ mod names;
 mod noted;
 pub mod report;
 mod scan;
+#[cfg(test)]
+mod tests;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use aside::QUARANTINE;
+pub use names::is_run_later;
 use noted::Noted;
 
 /// Where the sweep looks, decided from the policy when the run starts.
@@ -45,6 +48,11 @@ pub struct Inputs {
     /// The protected paths (the jail's carve-outs): noted and put back
     /// where no bind holds them ([`Hold::Nothing`]).
     pub protected: Vec<PathBuf>,
+    /// Run-later files and directories there at the start
+    /// ([`is_run_later`]): each is noted by its `ctime`, so that one
+    /// changed just before the run (in the clock's last tick) is not taken
+    /// for the run's.
+    pub existing: Vec<PathBuf>,
 }
 
 /// What holds the protected paths read-only during the run.
@@ -84,6 +92,17 @@ impl Stamp {
         }
     }
 
+    /// Whether what `meta` describes changed during the run: its `ctime`
+    /// differs from the one noted at the start, or, where none was, is at
+    /// or after the start.
+    fn changed_since(meta: &std::fs::Metadata, noted: Option<&Stamp>, since: Stamp) -> bool {
+        let now = Stamp::changed(meta);
+        match noted {
+            Some(then) => now != *then,
+            None => now >= since,
+        }
+    }
+
     /// When `meta`'s inode last changed (content, name, mode or links).
     fn changed(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
@@ -99,16 +118,26 @@ impl Stamp {
 pub struct Watch {
     since: Stamp,
     inputs: Inputs,
-    known: HashSet<PathBuf>,
+    /// The repositories there at the start, by path, with the identity
+    /// (device, inode) of what stood there: one swapped for another (or
+    /// for a link) is new.
+    known: HashMap<PathBuf, (u64, u64)>,
     heads: Vec<(PathBuf, Vec<u8>)>,
     noted: Vec<Noted>,
+    /// The `ctime` of each existing run-later file and home start-up file
+    /// (and of what their directories hold) when the run started.
+    stamps: HashMap<PathBuf, Stamp>,
 }
 
 impl Watch {
     /// Call before any process of the run exists.
     pub fn before(inputs: Inputs, hold: Hold) -> Watch {
         let since = Stamp::now();
-        let known: HashSet<PathBuf> = inputs.repositories.iter().cloned().collect();
+        let known = inputs
+            .repositories
+            .iter()
+            .filter_map(|repo| Some((repo.clone(), identity(&repo.symlink_metadata().ok()?))))
+            .collect();
         let heads = inputs
             .repositories
             .iter()
@@ -122,12 +151,17 @@ impl Watch {
                 .filter_map(|p| Noted::take(p))
                 .collect(),
         };
+        let mut stamps = HashMap::new();
+        for path in inputs.existing.iter().chain(&inputs.home_files) {
+            noted::stamps(path, &mut stamps);
+        }
         Watch {
             since,
             inputs,
             known,
             heads,
             noted,
+            stamps,
         }
     }
 
@@ -144,7 +178,8 @@ impl Watch {
             noted.put_back(self.since, &mut quarantine, &mut findings);
         }
         self.put_back_heads(&mut findings);
-        let skip: HashSet<&Path> = self.noted.iter().map(Noted::path).collect();
+        // Protected paths are bound read-only, or noted and put back above.
+        let skip: HashSet<&Path> = self.inputs.protected.iter().map(PathBuf::as_path).collect();
         let mut scan = scan::Scan::new(self, &skip, &mut quarantine, &mut findings);
         scan.workspace(&self.inputs.workspace);
         for grant in &self.inputs.grants {
@@ -163,6 +198,9 @@ impl Watch {
     fn put_back_heads(&self, findings: &mut Findings) {
         for (repo, text) in &self.heads {
             let head = repo.join("HEAD");
+            if !unmoved(&head) {
+                continue;
+            }
             let now = noted::small_file(&head);
             if now.as_deref().is_some_and(names::is_valid_head) {
                 continue;
@@ -178,6 +216,20 @@ impl Watch {
             });
         }
     }
+}
+
+/// A file's device and inode.
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// Whether the directories above `path` (real when noted) are still what
+/// they were, with no link among them: a child may have put a link to
+/// anywhere in place of one, and the sweep may run as root.
+fn unmoved(path: &Path) -> bool {
+    path.parent()
+        .is_some_and(|parent| parent.canonicalize().is_ok_and(|real| real == parent))
 }
 
 /// What the sweep did.

@@ -47,6 +47,11 @@ pub const BARE_REPOSITORY: [&str; 3] = ["HEAD", "objects", "refs"];
 /// whose config and hooks git then uses (`commondir`).
 pub const BARE_REPOSITORY_CODE: [&str; 2] = ["config", "commondir"];
 
+/// Whether an entry named `name` is, or holds, run-later files.
+pub fn is_run_later(name: &OsStr) -> bool {
+    is_any(name, &RUN_LATER_FILES) || is_any(name, &EDITOR_DIRS) || is(name, CARGO_DIR)
+}
+
 /// Whether `name` is `wanted`, compared as a case-insensitive file system
 /// would (ASCII case only: every name above is ASCII).
 pub fn is(name: &OsStr, wanted: &str) -> bool {

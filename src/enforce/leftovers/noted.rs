@@ -79,6 +79,9 @@ impl Noted {
 
     /// Sets aside what a child changed and puts the noted version back.
     pub(super) fn put_back(&self, since: Stamp, quarantine: &mut Quarantine, found: &mut Findings) {
+        if !super::unmoved(self.path()) {
+            return;
+        }
         match self {
             Noted::File {
                 path,
@@ -170,6 +173,38 @@ fn put_back_dir(
 
 fn failed(e: std::io::Error) -> Outcome {
     Outcome::Failed(e.to_string())
+}
+
+/// How many entries of one run-later directory get their `ctime` noted.
+const MAX_STAMPED: usize = 1_000;
+
+/// Notes the `ctime` of `path`, and of everything in it when it is a
+/// directory (up to [`MAX_STAMPED`] entries), never following a link.
+pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, Stamp>) {
+    let Ok(meta) = path.symlink_metadata() else {
+        return;
+    };
+    into.insert(path.to_path_buf(), Stamp::changed(&meta));
+    if !meta.is_dir() {
+        return;
+    }
+    let mut pending = vec![path.to_path_buf()];
+    let mut left = MAX_STAMPED;
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if left == 0 {
+                return;
+            }
+            left -= 1;
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+            into.insert(entry.path(), Stamp::changed(&meta));
+        }
+    }
 }
 
 /// A directory's small regular files, by content.

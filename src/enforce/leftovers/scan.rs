@@ -4,7 +4,7 @@
 //! following a link, and looks only at what changed since the run began
 //! (`ctime`, which no process can set back).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::{FileType, Metadata};
 use std::os::unix::fs::PermissionsExt;
@@ -25,7 +25,8 @@ const GRANT_DEPTH: usize = 1;
 
 pub(super) struct Scan<'a> {
     since: Stamp,
-    known: &'a HashSet<PathBuf>,
+    stamps: &'a HashMap<PathBuf, Stamp>,
+    known: &'a HashMap<PathBuf, (u64, u64)>,
     skip: &'a HashSet<&'a Path>,
     quarantine_dir: PathBuf,
     quarantine: &'a mut Quarantine,
@@ -58,6 +59,7 @@ impl<'a> Scan<'a> {
     ) -> Scan<'a> {
         Scan {
             since: watch.since,
+            stamps: &watch.stamps,
             known: &watch.known,
             skip,
             quarantine_dir: watch.inputs.workspace.join(QUARANTINE),
@@ -78,7 +80,7 @@ impl<'a> Scan<'a> {
     /// A start-up file (or directory) of the home directory: set aside
     /// when the run made or changed it, or anything in it.
     pub(super) fn home_file(&mut self, path: &Path) {
-        if self.skip.contains(path) {
+        if self.skip.contains(path) || !super::unmoved(path) {
             return;
         }
         let Ok(meta) = path.symlink_metadata() else {
@@ -138,7 +140,7 @@ impl<'a> Scan<'a> {
     fn subdir(&self, name: &OsString, path: PathBuf, within: Within) -> Option<(PathBuf, Within)> {
         // Repositories (known, or just set aside) are not walked into; nor
         // is the quarantine.
-        if is(name, ".git") || self.known.contains(&path) || path == self.quarantine_dir {
+        if is(name, ".git") || self.known.contains_key(&path) || path == self.quarantine_dir {
             return None;
         }
         let within = match is_any(name, &names::EDITOR_DIRS) {
@@ -152,13 +154,13 @@ impl<'a> Scan<'a> {
     /// and `refs` side by side where there was no repository.
     fn look_for_repositories(&mut self, dir: &Path, entries: &[Entry], names: &[&OsString]) {
         for entry in entries.iter().filter(|e| is(&e.name, ".git")) {
-            if !self.known.contains(&entry.path) {
+            if !self.is_known(&entry.path) {
                 self.set_aside_path_if_changed(&entry.path, Left::Repository);
             }
         }
         let has = |wanted: &str| names.iter().any(|n| is(n, wanted));
         let bare = names::BARE_REPOSITORY.iter().all(|w| has(w));
-        if !bare || self.known.contains(dir) {
+        if !bare || self.is_known(dir) {
             return;
         }
         let parts = || {
@@ -180,6 +182,12 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// A repository there at the start, still the same one.
+    fn is_known(&self, path: &Path) -> bool {
+        let now = path.symlink_metadata().ok().map(|m| super::identity(&m));
+        now.is_some() && self.known.get(path) == now.as_ref()
+    }
+
     fn list_if_executable(&mut self, path: &Path) {
         let Ok(meta) = path.symlink_metadata() else {
             return;
@@ -191,7 +199,7 @@ impl<'a> Scan<'a> {
 
     fn changed(&self, path: &Path) -> bool {
         path.symlink_metadata()
-            .is_ok_and(|m| Stamp::changed(&m) >= self.since)
+            .is_ok_and(|m| Stamp::changed_since(&m, self.stamps.get(path), self.since))
     }
 
     fn set_aside_path_if_changed(&mut self, path: &Path, left: Left) {
@@ -201,7 +209,7 @@ impl<'a> Scan<'a> {
     }
 
     fn set_aside_if_changed(&mut self, path: &Path, meta: &Metadata, left: Left) {
-        if Stamp::changed(meta) < self.since {
+        if !Stamp::changed_since(meta, self.stamps.get(path), self.since) {
             return;
         }
         let outcome = self.quarantine.set_aside(path);

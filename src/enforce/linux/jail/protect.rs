@@ -150,6 +150,10 @@ pub struct Found {
     /// Every git directory, and `.git` file or link, the search met: what
     /// the sweep after the run does not take for a new repository.
     pub repositories: Vec<PathBuf>,
+    /// The run-later files and directories the search met
+    /// (`leftovers::is_run_later`): the sweep compares them with what
+    /// they were, not with the time the run started.
+    pub run_later: Vec<PathBuf>,
     /// The repository search hit [`MAX_DIRS`].
     pub truncated: bool,
 }
@@ -343,6 +347,7 @@ pub fn leftover_inputs(policy: &Policy, inputs: &ViewInputs, found: &Found) -> l
         grants,
         home_files,
         repositories: found.repositories.clone(),
+        existing: found.run_later.clone(),
         protected: found.carves.iter().map(|c| c.path.clone()).collect(),
     }
 }
@@ -578,10 +583,12 @@ fn find_repositories(
             git_file,
             git_link,
             hg_dir,
+            run_later,
         }) = read_subdirs(&visit.path)
         else {
             continue;
         };
+        found.run_later.extend(run_later);
         if hg_dir {
             protect_hg(&visit.path.join(".hg"), found, writable);
         }
@@ -656,6 +663,8 @@ struct Listing {
     git_link: bool,
     /// It holds a `.hg` directory (a Mercurial repository).
     hg_dir: bool,
+    /// Its run-later entries (`leftovers::is_run_later`).
+    run_later: Vec<PathBuf>,
 }
 
 fn read_subdirs(dir: &Path) -> Option<Listing> {
@@ -666,6 +675,7 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         git_file: false,
         git_link: false,
         hg_dir: false,
+        run_later: Vec::new(),
     };
     for entry in entries.flatten() {
         let Ok(kind) = entry.file_type() else {
@@ -676,6 +686,9 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         listing.git_file |= kind.is_file() && name == ".git";
         listing.git_link |= kind.is_symlink() && name == ".git";
         listing.hg_dir |= kind.is_dir() && name == ".hg";
+        if leftovers::is_run_later(&name) {
+            listing.run_later.push(entry.path());
+        }
         if kind.is_dir() {
             listing.subdirs.push(entry.path());
         }

