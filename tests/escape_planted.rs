@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::process::Command;
+
 use support::{capture, Harness, RunOutput};
 
 /// Runs one shell line as a child.
@@ -28,6 +30,18 @@ fn realistic_secrets(h: &Harness) {
         format!("[default]\naws_secret_access_key = {aws}\n"),
     )
     .unwrap();
+}
+
+/// The run said it set `rel` aside (MGS2014), and it is gone.
+fn assert_set_aside(h: &Harness, run: &RunOutput, rel: &str) {
+    let path = h.ws_path(rel);
+    assert!(
+        run.stderr.contains("warning[MGS2014]")
+            && run.stderr.contains(&format!("`{}`", path.display())),
+        "{rel}: {}",
+        run.dump()
+    );
+    assert!(path.symlink_metadata().is_err(), "{rel} is still there");
 }
 
 /// `magus --workspace WS ARGS...`, the sandbox on or off.
@@ -106,6 +120,10 @@ fn a_lock_planted_as_a_link_or_fifo_prints_no_secret_and_hangs_nothing() {
     cmd.current_dir(&h.ws).arg("--workspace").arg(&h.ws);
     let planted = capture(cmd.args(["run", "t", &plant]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
+    // The run's end sets the new lock aside (docs/leftovers.md); the next
+    // run must hold even against one it missed, so it is planted again.
+    assert_set_aside(&h, &planted, "magus.lock");
+    std::os::unix::fs::symlink(h.home_path(".npmrc"), h.ws_path("magus.lock")).unwrap();
     assert!(h.ws_path("magus.lock").is_symlink());
     // The control: what the planted link leads to is the secret (before
     // the fix, every run quoted it: `1 | //registry...:_authToken=...`).
@@ -126,6 +144,9 @@ fn a_lock_planted_as_a_link_or_fifo_prints_no_secret_and_hangs_nothing() {
         "mkfifo magus.lock".as_ref(),
     ]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
+    assert_set_aside(&h, &planted, "magus.lock");
+    let fifo = Command::new("mkfifo").arg(h.ws_path("magus.lock")).status();
+    assert!(fifo.is_ok_and(|s| s.success()));
     let out = magus(&h, true, &["run", "t", "true"]);
     assert!(out.stderr.contains("not a regular file"), "{}", out.dump());
 }
@@ -145,6 +166,8 @@ fn a_config_planted_as_a_link_prints_no_secret() {
     cmd.current_dir(&h.ws).arg("--workspace").arg(&h.ws);
     let planted = capture(cmd.args(["run", "t", &plant]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
+    assert_set_aside(&h, &planted, "magus.yaml");
+    std::os::unix::fs::symlink(h.home_path(".npmrc"), h.ws_path("magus.yaml")).unwrap();
     // The control: the planted link leads to the secret.
     let through = std::fs::read_to_string(h.ws_path("magus.yaml")).unwrap();
     assert!(through.contains(h.secret("~/.npmrc")), "{through}");
@@ -187,12 +210,18 @@ const STEALING_SPELL: &str = "import \"std\";\nimport \"fs\";\nimport \"env\";\n
 /// configs under `dir`; then the control (`--workspace dir`, the user's
 /// choice: it reads the key) and `magus run build` discovered from `dir`,
 /// which must refuse the planted config. Returns the harness.
-fn planted_config_is_refused_at_discovery(plant: &str, dir: &str) -> Harness {
+fn planted_config_is_refused_at_discovery(plant: &str, dir: &str, configs: &[&str]) -> Harness {
     let h = Harness::new();
     h.write_spell("t", SHELL_SPELL);
     std::fs::write(h.ws_path("build.buzz"), STEALING_SPELL).unwrap();
     let planted = magus(&h, true, &["run", "t", plant]);
     assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+    // The run's end sets each planted config aside; discovery must hold
+    // even against one it missed, so they are planted again.
+    for config in configs {
+        assert_set_aside(&h, &planted, config);
+        std::fs::write(h.ws_path(config), "sandbox:\n  enabled: false\n").unwrap();
+    }
     let key = h.secret("~/.ssh/id_rsa").to_string();
     let dir = h.ws_path(dir);
 
@@ -227,7 +256,7 @@ fn planted_config_is_refused_at_discovery(plant: &str, dir: &str) -> Harness {
 #[test]
 fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
     let plant = "mkdir -p sub/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && mv build.buzz sub/spells/build.buzz && echo PLANTED";
-    let h = planted_config_is_refused_at_discovery(plant, "sub");
+    let h = planted_config_is_refused_at_discovery(plant, "sub", &["sub/magus.yaml"]);
     let sub = h.ws_path("sub");
     std::fs::write(sub.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
     let mut discovered = h.command();
@@ -246,5 +275,9 @@ fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
 #[test]
 fn a_chain_of_planted_magus_yaml_files_is_not_obeyed_by_discovery() {
     let plant = "mkdir -p sub/deeper/spells && printf 'sandbox:\\n  enabled: false\\n' > sub/magus.yaml && cp sub/magus.yaml sub/deeper/magus.yaml && mv build.buzz sub/deeper/spells/build.buzz && echo PLANTED";
-    planted_config_is_refused_at_discovery(plant, "sub/deeper");
+    planted_config_is_refused_at_discovery(
+        plant,
+        "sub/deeper",
+        &["sub/magus.yaml", "sub/deeper/magus.yaml"],
+    );
 }

@@ -12,7 +12,7 @@ pub mod child;
 mod error;
 #[cfg(not(kernel_layer))]
 mod interpreter_only;
-#[cfg(unix)]
+#[cfg(kernel_layer)]
 pub mod leftovers;
 #[cfg(kernel_layer)]
 pub mod linux;

@@ -16,6 +16,7 @@
 //! take it back ([`report`]).
 
 mod aside;
+mod inert;
 mod names;
 mod noted;
 pub mod report;
@@ -92,17 +93,6 @@ impl Stamp {
         }
     }
 
-    /// Whether what `meta` describes changed during the run: its `ctime`
-    /// differs from the one noted at the start, or, where none was, is at
-    /// or after the start.
-    fn changed_since(meta: &std::fs::Metadata, noted: Option<&Stamp>, since: Stamp) -> bool {
-        let now = Stamp::changed(meta);
-        match noted {
-            Some(then) => now != *then,
-            None => now >= since,
-        }
-    }
-
     /// When `meta`'s inode last changed (content, name, mode or links).
     fn changed(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
@@ -121,12 +111,12 @@ pub struct Watch {
     /// The repositories there at the start, by path, with the identity
     /// (device, inode) of what stood there: one swapped for another (or
     /// for a link) is new.
-    known: HashMap<PathBuf, (u64, u64)>,
+    known: HashMap<PathBuf, Identity>,
     heads: Vec<(PathBuf, Vec<u8>)>,
     noted: Vec<Noted>,
     /// The `ctime` of each existing run-later file and home start-up file
     /// (and of what their directories hold) when the run started.
-    stamps: HashMap<PathBuf, Stamp>,
+    stamps: HashMap<PathBuf, Seen>,
 }
 
 impl Watch {
@@ -136,7 +126,7 @@ impl Watch {
         let known = inputs
             .repositories
             .iter()
-            .filter_map(|repo| Some((repo.clone(), identity(&repo.symlink_metadata().ok()?))))
+            .filter_map(|repo| Some((repo.clone(), Identity::of(repo)?)))
             .collect();
         let heads = inputs
             .repositories
@@ -218,10 +208,51 @@ impl Watch {
     }
 }
 
-/// A file's device and inode.
-fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
+/// What a path is, for telling one entry from another in its place: a
+/// link by what it says (one `jail::sweep` put back is the same link), any
+/// other entry by its device and inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Identity {
+    Inode(u64, u64),
+    Link(PathBuf),
+}
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = path.symlink_metadata().ok()?;
+        match meta.file_type().is_symlink() {
+            true => std::fs::read_link(path).ok().map(Identity::Link),
+            false => Some(Identity::Inode(meta.dev(), meta.ino())),
+        }
+    }
+}
+
+/// What stood at a path when the run started, for telling whether the
+/// run changed it: an entry by its `ctime`, a link by what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Entry(Stamp),
+    Link(PathBuf),
+}
+
+impl Seen {
+    fn of(path: &Path, meta: &std::fs::Metadata) -> Option<Seen> {
+        match meta.file_type().is_symlink() {
+            true => std::fs::read_link(path).ok().map(Seen::Link),
+            false => Some(Seen::Entry(Stamp::changed(meta))),
+        }
+    }
+
+    /// Whether `meta`, now at `path`, changed during the run: it differs
+    /// from what was seen at the start, or, where nothing was, its `ctime`
+    /// is at or after the start.
+    fn changed(seen: Option<&Seen>, path: &Path, meta: &std::fs::Metadata, since: Stamp) -> bool {
+        match seen {
+            Some(seen) => Seen::of(path, meta).as_ref() != Some(seen),
+            None => Stamp::changed(meta) >= since,
+        }
+    }
 }
 
 /// Whether the directories above `path` (real when noted) are still what

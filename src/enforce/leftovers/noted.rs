@@ -10,7 +10,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::aside::Quarantine;
-use super::{Findings, Item, Left, Outcome, Stamp};
+use super::{Findings, Item, Left, Outcome, Seen, Stamp};
 
 /// Files up to this size are noted by content; larger ones by identity.
 const MAX_NOTED: u64 = 1 << 20;
@@ -180,11 +180,13 @@ const MAX_STAMPED: usize = 1_000;
 
 /// Notes the `ctime` of `path`, and of everything in it when it is a
 /// directory (up to [`MAX_STAMPED`] entries), never following a link.
-pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, Stamp>) {
+pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, Seen>) {
     let Ok(meta) = path.symlink_metadata() else {
         return;
     };
-    into.insert(path.to_path_buf(), Stamp::changed(&meta));
+    if let Some(seen) = Seen::of(path, &meta) {
+        into.insert(path.to_path_buf(), seen);
+    }
     if !meta.is_dir() {
         return;
     }
@@ -199,10 +201,13 @@ pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, 
                 return;
             }
             left -= 1;
+            let path = entry.path();
             if meta.is_dir() {
-                pending.push(entry.path());
+                pending.push(path.clone());
             }
-            into.insert(entry.path(), Stamp::changed(&meta));
+            if let Some(seen) = Seen::of(&path, &meta) {
+                into.insert(path, seen);
+            }
         }
     }
 }

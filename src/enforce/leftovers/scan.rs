@@ -11,8 +11,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::aside::{Quarantine, QUARANTINE};
+use super::inert;
 use super::names::{self, is, is_any};
-use super::{Findings, Left, Stamp, Watch};
+use super::{Findings, Identity, Left, Seen, Stamp, Watch};
 
 /// How many entries one sweep looks at, at most: beyond it the sweep
 /// says so (`Findings::truncated`) instead of making the run's end slow.
@@ -25,10 +26,11 @@ const GRANT_DEPTH: usize = 1;
 
 pub(super) struct Scan<'a> {
     since: Stamp,
-    stamps: &'a HashMap<PathBuf, Stamp>,
-    known: &'a HashMap<PathBuf, (u64, u64)>,
+    stamps: &'a HashMap<PathBuf, Seen>,
+    known: &'a HashMap<PathBuf, Identity>,
     skip: &'a HashSet<&'a Path>,
     quarantine_dir: PathBuf,
+    workspace: PathBuf,
     quarantine: &'a mut Quarantine,
     found: &'a mut Findings,
     budget: usize,
@@ -63,6 +65,7 @@ impl<'a> Scan<'a> {
             known: &watch.known,
             skip,
             quarantine_dir: watch.inputs.workspace.join(QUARANTINE),
+            workspace: watch.inputs.workspace.clone(),
             quarantine,
             found,
             budget: MAX_ENTRIES,
@@ -127,9 +130,10 @@ impl<'a> Scan<'a> {
         if kind.is_dir() {
             return self.subdir(&name, path, within);
         }
-        if within == Within::EditorConfig || is_any(&name, &names::RUN_LATER_FILES) {
-            self.set_aside_path_if_changed(&path, Left::RunLater);
-        } else if in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS) {
+        let run_later = within == Within::EditorConfig
+            || is_any(&name, &names::RUN_LATER_FILES)
+            || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
+        if run_later {
             self.set_aside_path_if_changed(&path, Left::RunLater);
         } else if within == Within::Workspace && kind.is_file() {
             self.list_if_executable(&path);
@@ -154,13 +158,13 @@ impl<'a> Scan<'a> {
     /// and `refs` side by side where there was no repository.
     fn look_for_repositories(&mut self, dir: &Path, entries: &[Entry], names: &[&OsString]) {
         for entry in entries.iter().filter(|e| is(&e.name, ".git")) {
-            if !self.is_known(&entry.path) {
+            if !self.is_known(&entry.path) && !self.is_inert_repository(entry) {
                 self.set_aside_path_if_changed(&entry.path, Left::Repository);
             }
         }
         let has = |wanted: &str| names.iter().any(|n| is(n, wanted));
         let bare = names::BARE_REPOSITORY.iter().all(|w| has(w));
-        if !bare || self.is_known(dir) {
+        if !bare || self.is_known(dir) || inert::is_inert(dir, &|p| self.is_known(p)) {
             return;
         }
         let parts = || {
@@ -182,9 +186,26 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// A new `.git` git would only read (see [`inert`]): a directory, or a
+    /// `.git` file naming one in the workspace. A link is never inert.
+    fn is_inert_repository(&self, entry: &Entry) -> bool {
+        let known = |p: &Path| self.is_known(p);
+        if entry.kind.is_dir() {
+            return inert::is_inert(&entry.path, &known);
+        }
+        if !entry.kind.is_file() {
+            return false;
+        }
+        inert::gitlink_target(&entry.path).is_some_and(|gitdir| {
+            gitdir.starts_with(&self.workspace)
+                && gitdir.is_dir()
+                && inert::is_inert(&gitdir, &known)
+        })
+    }
+
     /// A repository there at the start, still the same one.
     fn is_known(&self, path: &Path) -> bool {
-        let now = path.symlink_metadata().ok().map(|m| super::identity(&m));
+        let now = Identity::of(path);
         now.is_some() && self.known.get(path) == now.as_ref()
     }
 
@@ -199,7 +220,7 @@ impl<'a> Scan<'a> {
 
     fn changed(&self, path: &Path) -> bool {
         path.symlink_metadata()
-            .is_ok_and(|m| Stamp::changed_since(&m, self.stamps.get(path), self.since))
+            .is_ok_and(|m| Seen::changed(self.stamps.get(path), path, &m, self.since))
     }
 
     fn set_aside_path_if_changed(&mut self, path: &Path, left: Left) {
@@ -209,7 +230,7 @@ impl<'a> Scan<'a> {
     }
 
     fn set_aside_if_changed(&mut self, path: &Path, meta: &Metadata, left: Left) {
-        if !Stamp::changed_since(meta, self.stamps.get(path), self.since) {
+        if !Seen::changed(self.stamps.get(path), path, meta, self.since) {
             return;
         }
         let outcome = self.quarantine.set_aside(path);

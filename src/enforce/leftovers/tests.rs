@@ -63,10 +63,14 @@ fn what_an_ordinary_build_does_sets_nothing_aside() {
 #[test]
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
-    let cases: [(&str, Plant, &[(&str, Left)]); 6] = [
+    type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
+    let cases: [Case; 6] = [
         (
             "a new .git",
-            |r| std::fs::create_dir_all(r.join("src/.git/hooks")).unwrap(),
+            |r| {
+                std::fs::create_dir_all(r.join("src/.git/hooks")).unwrap();
+                std::fs::write(r.join("src/.git/config"), "[core]\n\tfsmonitor = x\n").unwrap();
+            },
             &[(".git", Left::Repository)],
         ),
         (
@@ -76,7 +80,7 @@ fn planted_repositories_and_configs_are_set_aside() {
                     std::fs::create_dir_all(r.join(d)).unwrap();
                 }
                 std::fs::write(r.join("src/HEAD"), "ref: refs/heads/x\n").unwrap();
-                std::fs::write(r.join("src/config"), "[core]\n").unwrap();
+                std::fs::write(r.join("src/config"), "[core]\n\tworktree = .\n").unwrap();
             },
             &[
                 ("HEAD", Left::BareRepository),
@@ -128,6 +132,26 @@ fn planted_repositories_and_configs_are_set_aside() {
         }
         drop(dir);
     }
+}
+
+/// What `git init` and `git clone` make runs nothing: it stays.
+#[test]
+fn a_new_repository_that_runs_nothing_stays() {
+    let (_dir, found) = sweep(Hold::Binds, |root| {
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q", "src/dep"])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q", "--bare", "src/dep.git"])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    });
+    assert!(found.items.is_empty(), "{:?}", found.items);
 }
 
 #[test]

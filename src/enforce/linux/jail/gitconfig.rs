@@ -50,6 +50,26 @@ pub fn named_paths(config: &Path, bases: Bases<'_>) -> Named {
     named
 }
 
+/// Every `section.key = value` of the config file `config` (section and
+/// key lower-cased, subsections dropped), or `None` when it cannot be
+/// read whole (missing, not a file, over 1 MiB). Includes are entries
+/// like any other: not followed.
+pub fn entries(config: &Path) -> Option<Vec<(String, String, String)>> {
+    const MAX_LEN: u64 = 1 << 20;
+    let meta = std::fs::symlink_metadata(config).ok()?;
+    if !meta.is_file() || meta.len() > MAX_LEN {
+        return None;
+    }
+    let text = std::fs::read(config).ok()?;
+    let entries = parse(&String::from_utf8_lossy(&text));
+    Some(
+        entries
+            .into_iter()
+            .map(|e| (e.section, e.key, e.value))
+            .collect(),
+    )
+}
+
 /// Whether the config file `config` mentions `word` (lower case)
 /// anywhere, in any case; a missing or unreadable file mentions nothing.
 pub fn mentions(config: &Path, word: &str) -> bool {

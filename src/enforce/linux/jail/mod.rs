@@ -12,7 +12,7 @@ pub mod ahead;
 mod apply;
 mod by_descriptor;
 mod cores;
-mod gitconfig;
+pub(crate) mod gitconfig;
 pub mod plan;
 pub mod protect;
 mod reaper;

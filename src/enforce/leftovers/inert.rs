@@ -1,0 +1,158 @@
+//! Whether a repository the run made is one git would only read: what
+//! `git init` and `git clone` write, and nothing that names a command.
+//! Such a repository is left where it is (a spell may clone its
+//! dependencies); any other is set aside.
+//!
+//! An allow-list, not a deny-list: git has dozens of keys that run a
+//! program (`core.fsmonitor`, `core.sshCommand`, `filter.*.clean`,
+//! `alias.*`, `credential.helper`, an `ext::` remote...) and gains more;
+//! a key not listed here makes the repository suspect.
+
+use std::path::Path;
+
+use crate::enforce::jail::gitconfig;
+
+/// `section.key` pairs `git init`, `git clone` and ordinary use write to a
+/// repository's own config, none of which runs anything.
+const INERT_KEYS: [(&str, &str); 27] = [
+    ("core", "repositoryformatversion"),
+    ("core", "filemode"),
+    ("core", "bare"),
+    ("core", "logallrefupdates"),
+    ("core", "ignorecase"),
+    ("core", "precomposeunicode"),
+    ("core", "symlinks"),
+    ("core", "autocrlf"),
+    ("core", "eol"),
+    ("core", "sharedrepository"),
+    ("remote", "url"),
+    ("remote", "pushurl"),
+    ("remote", "fetch"),
+    ("remote", "push"),
+    ("remote", "mirror"),
+    ("remote", "tagopt"),
+    ("remote", "promisor"),
+    ("remote", "partialclonefilter"),
+    ("branch", "remote"),
+    ("branch", "merge"),
+    ("branch", "rebase"),
+    ("extensions", "objectformat"),
+    ("extensions", "refstorage"),
+    ("extensions", "partialclone"),
+    ("extensions", "worktreeconfig"),
+    ("user", "name"),
+    ("user", "email"),
+];
+
+/// Whether the git directory `gitdir` runs nothing: its config (and
+/// `config.worktree`) holds only [`INERT_KEYS`], no remote is a command
+/// (`ext::`, `fd::`), its hooks are all `*.sample`, and its `commondir`,
+/// if any, sends git to a repository that was there before the run (`git
+/// worktree add` makes one; that repository's config and hooks are
+/// protected).
+pub(super) fn is_inert(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
+    let configs_inert = ["config", "config.worktree"]
+        .iter()
+        .all(|name| config_is_inert(&gitdir.join(name)));
+    configs_inert && hooks_are_samples(&gitdir.join("hooks")) && common_is_known(gitdir, known)
+}
+
+fn common_is_known(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
+    let file = gitdir.join("commondir");
+    if absent(&file) {
+        return true;
+    }
+    let Some(text) = super::noted::small_file(&file) else {
+        return false;
+    };
+    let named = String::from_utf8_lossy(&text).trim().to_string();
+    gitdir
+        .join(named)
+        .canonicalize()
+        .is_ok_and(|common| known(&common))
+}
+
+/// The git directory a `.git` file (`gitdir: PATH`) names, resolved as
+/// git does (relative to the file's directory).
+pub(super) fn gitlink_target(file: &Path) -> Option<std::path::PathBuf> {
+    let text = super::noted::small_file(file)?;
+    let text = String::from_utf8_lossy(&text);
+    let named = text.trim().strip_prefix("gitdir:")?.trim().to_string();
+    file.parent()?.join(named).canonicalize().ok()
+}
+
+fn config_is_inert(config: &Path) -> bool {
+    if absent(config) {
+        return true;
+    }
+    let Some(entries) = gitconfig::entries(config) else {
+        return false;
+    };
+    entries.iter().all(|(section, key, value)| {
+        let listed = INERT_KEYS.iter().any(|(s, k)| s == section && k == key);
+        listed && !is_command_url(value)
+    })
+}
+
+/// A remote git reaches by running a command of the URL's choosing.
+fn is_command_url(value: &str) -> bool {
+    let lower = value.trim().to_ascii_lowercase();
+    lower.starts_with("ext::") || lower.starts_with("fd::")
+}
+
+fn hooks_are_samples(hooks: &Path) -> bool {
+    match hooks.symlink_metadata() {
+        Err(_) => true,
+        Ok(meta) if !meta.is_dir() => false,
+        Ok(_) => std::fs::read_dir(hooks).is_ok_and(|entries| {
+            entries.flatten().all(|e| {
+                let sample = e.file_name().to_string_lossy().ends_with(".sample");
+                sample && e.file_type().is_ok_and(|t| t.is_file())
+            })
+        }),
+    }
+}
+
+fn absent(path: &Path) -> bool {
+    path.symlink_metadata().is_err()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_init_and_clone_write_is_inert() {
+        let cases = [
+            ("[core]\n\trepositoryformatversion = 0\n\tbare = false\n", true),
+            ("[remote \"origin\"]\n\turl = https://example.com/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n", true),
+            ("[core]\n\tfsmonitor = \"echo x\"\n", false),
+            ("[core]\n\tworktree = ..\n", false),
+            ("[remote \"o\"]\n\turl = ext::sh -c evil\n", false),
+            ("[alias]\n\tst = !evil\n", false),
+            ("[include]\n\tpath = ../x\n", false),
+            ("[Core]\n\tHooksPath = h\n", false),
+        ];
+        for (config, inert) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("config"), config).unwrap();
+            assert_eq!(is_inert(dir.path(), &|_| false), inert, "{config}");
+        }
+    }
+
+    #[test]
+    fn a_hook_that_is_not_a_sample_or_a_commondir_is_not_inert() {
+        let dir = tempfile::tempdir().unwrap();
+        let hooks = dir.path().join("hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        std::fs::write(hooks.join("pre-commit.sample"), "").unwrap();
+        assert!(is_inert(dir.path(), &|_| false));
+        std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\n").unwrap();
+        assert!(!is_inert(dir.path(), &|_| false));
+        std::fs::remove_file(hooks.join("pre-commit")).unwrap();
+        std::fs::write(dir.path().join("commondir"), "..\n").unwrap();
+        assert!(!is_inert(dir.path(), &|_| false));
+        let parent = dir.path().parent().unwrap().canonicalize().unwrap();
+        assert!(is_inert(dir.path(), &|p| p == parent));
+    }
+}
