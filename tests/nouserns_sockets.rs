@@ -312,7 +312,7 @@ fn the_users_tmux_server_and_ssh_agent_cannot_be_reached() {
         assert_one_warning(
             user,
             &jailed,
-            &["unix sockets (socketpair aside)", "command line"],
+            &["unix sockets (stream socketpairs aside)", "command line"],
         );
         let control = run.shell(false, &script);
         for worked in ["SENT-OK", "AGENT-OK", shown.as_str(), comment.as_str()] {
@@ -474,6 +474,42 @@ fn assert_one_warning(user: User, out: &RunOutput, names: &[&str]) {
             out.stderr.contains(name),
             "{user:?} lacks {name:?}: {}",
             out.dump()
+        );
+    }
+}
+
+/// magus itself needs no unix socket of its own once the guard is in
+/// force (its channels are socketpairs made before): a nested magus, a
+/// child of the run and so under the refusal, runs a spell whose child
+/// is refused in turn. The control: the same spell's child makes its
+/// socket with the sandbox off.
+#[test]
+fn a_nested_magus_runs_under_the_refusal() {
+    let magus = env!("CARGO_BIN_EXE_magus");
+    let config =
+        format!("sandbox:\n  enabled: true\n  allow:\n    - path: {magus}\n      mode: ro\n");
+    let inner = "/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_UNIX); print(\\\"MADE-OK\\\")\"";
+    for (user, refuse) in cases() {
+        let run = Run::new(user, refuse, &config);
+        let ws = run.h.ws.display().to_string();
+        let script = format!("{magus} --workspace {ws} run t '{inner}' && echo NESTED-OK");
+        let out = run.shell(true, &script);
+        assert!(
+            out.stdout.contains("NESTED-OK"),
+            "{}",
+            context(user, true, &out)
+        );
+        assert!(
+            out.stdout.contains("STATUS 1"),
+            "the inner child: {}",
+            out.dump()
+        );
+        assert!(!out.stdout.contains("MADE-OK"), "{}", out.dump());
+        let control = run.shell(false, &script);
+        assert!(
+            control.stdout.contains("MADE-OK"),
+            "{}",
+            context(user, false, &control)
         );
     }
 }

@@ -696,8 +696,8 @@ fn unjailed_refusals(sockets: &UnixSockets) -> String {
     const IPC: &str = "System V IPC, POSIX message queues and keyrings";
     match sockets {
         UnixSockets::Refused => format!(
-            "unix sockets (socketpair aside), {IPC} are refused instead, \
-             except the sockets magus.yaml grants"
+            "unix sockets (stream socketpairs aside), {IPC} are refused instead, \
+             except a socket magus.yaml grants by name"
         ),
         UnixSockets::OpenedBy(path) => format!(
             "{IPC} are refused instead; unix sockets are not, because magus.yaml grants \
