@@ -61,7 +61,7 @@ fn startup_diagnostics(
     let mut resolution = startup.diagnostics.clone();
     let child_env = policy.child_env(env);
     if policy.state() == SandboxState::On {
-        resolution.extend(kernel.warnings());
+        resolution.extend(kernel.warnings(policy));
     }
     startup_report(ReportInput {
         policy,
@@ -97,7 +97,7 @@ impl KernelReport {
     }
 
     /// What `magus run` would warn about the kernel, in the same words.
-    fn warnings(&self) -> Vec<Diagnostic> {
+    fn warnings(&self, policy: &Policy) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         if let LandlockStatus::Unavailable { reason } = &self.landlock {
             out.push(super::run::landlock_unavailable(*reason));
@@ -107,7 +107,12 @@ impl KernelReport {
             JailStatus::Entered { user_namespace } => super::run::Jail::Entered(*user_namespace),
             JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
         };
-        out.extend(super::run::partial_enforcement(&self.landlock, &jail));
+        let sockets = super::run::unix_sockets(&self.landlock, &jail, policy);
+        out.extend(super::run::partial_enforcement(
+            &self.landlock,
+            &jail,
+            &sockets,
+        ));
         out
     }
 
@@ -239,7 +244,7 @@ impl KernelReport {
         KernelReport
     }
 
-    fn warnings(&self) -> Vec<Diagnostic> {
+    fn warnings(&self, policy: &Policy) -> Vec<Diagnostic> {
         vec![super::run::interpreter_only()]
     }
 

@@ -61,6 +61,7 @@ mod kernel_imports {
     pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
     pub(super) use crate::enforce::proxy::Proxy;
     pub(super) use crate::enforce::seccomp::GuardMode;
+    pub(super) use crate::enforce::unix_sockets::UnixSockets;
     pub(super) use crate::enforce::{
         JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus, SyscallGuard,
         Unavailable, Unenforced, UsernsRequest, ViewInputs,
@@ -466,16 +467,30 @@ fn confine(
         )
     })?;
     super::hosts::hand_over(proxy)?;
+    let sockets = unix_sockets(domain.status(), &jail, policy);
+    sockets.install_for_children().map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot refuse unix sockets to children: {e}"
+        )))
+    })?;
     if let LandlockStatus::Unavailable { reason } = domain.status() {
         diagnostics.push(landlock_unavailable(*reason));
     }
-    diagnostics.extend(partial_enforcement(domain.status(), &jail));
+    diagnostics.extend(partial_enforcement(domain.status(), &jail, &sockets));
     diagnostics.extend(network_fallback(network_plan, domain.status()));
     diagnostics.extend(super::hosts::partial_mode(
         network_plan,
         domain.status().abi(),
     ));
     Ok(domain)
+}
+
+/// What children may do with unix sockets: nothing to add in the jail,
+/// refused without it unless `magus.yaml` grants a socket.
+#[cfg(kernel_layer)]
+pub(super) fn unix_sockets(landlock: &LandlockStatus, jail: &Jail, policy: &Policy) -> UnixSockets {
+    let jailed = !matches!(jail, Jail::Missing(_));
+    enforce::unix_sockets::decide(jailed, landlock, policy.grants())
 }
 
 /// The grants whose Landlock rules can be made before the view is built
@@ -627,7 +642,11 @@ pub(super) fn userns_request(env: &[(OsString, OsString)]) -> UsernsRequest {
 /// The warning said at every run when part of the sandbox is not in force:
 /// Landlock rights the kernel lacks, no jail (and so no PID namespace).
 #[cfg(kernel_layer)]
-pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Option<Diagnostic> {
+pub(super) fn partial_enforcement(
+    landlock: &LandlockStatus,
+    jail: &Jail,
+    sockets: &UnixSockets,
+) -> Option<Diagnostic> {
     let mut missing = Vec::new();
     let mut help = Vec::new();
     if let LandlockStatus::Enforced { abi, unenforced } = landlock {
@@ -646,8 +665,9 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
             "no jail ({reason}): children see the host's filesystem outside the grants \
              (unix sockets in /tmp and /run/user, other terminals in /dev/pts, other \
              sessions' /tmp and /dev/shm files, metadata of ungranted paths), \
-             every process in /proc, and protected paths inside writable grants; \
-             System V IPC, POSIX message queues and keyrings are refused instead"
+             every process in /proc with its command line (no PID namespace), \
+             and protected paths inside writable grants; {}",
+            unjailed_refusals(sockets)
         ));
         help.push(jail_help(reason));
     }
@@ -672,6 +692,28 @@ pub(super) fn partial_enforcement(landlock: &LandlockStatus, jail: &Jail) -> Opt
         ))
         .with_help(help.join("; ")),
     )
+}
+
+/// What the syscall guard refuses children where there is no jail, and
+/// what stays open to them for want of it.
+#[cfg(kernel_layer)]
+fn unjailed_refusals(sockets: &UnixSockets) -> String {
+    const IPC: &str = "System V IPC, POSIX message queues and keyrings";
+    match sockets {
+        UnixSockets::Refused => format!(
+            "unix sockets (stream socketpairs aside), {IPC} are refused instead, \
+             except a socket magus.yaml grants by name"
+        ),
+        UnixSockets::OpenedBy(path) => format!(
+            "{IPC} are refused instead; unix sockets are not, because magus.yaml grants \
+             the socket {}, and seccomp cannot tell one socket from another: children can \
+             reach every socket the user can (tmux, ssh-agent, the session bus)",
+            path.display()
+        ),
+        UnixSockets::Confined => {
+            format!("{IPC} are refused instead, and Landlock keeps unix sockets to the grants")
+        }
+    }
 }
 
 /// What the jail makes up for: without `resolve_unix` (ABI 9) Landlock

@@ -22,7 +22,7 @@ pub use interpreter_only::{platform, Domain, ReexecState};
 #[cfg(kernel_layer)]
 pub use linux::{
     capabilities, jail, landlock, limits, network, process, proxy, reexec, seccomp, survivors,
-    untraceable,
+    unix_sockets, untraceable,
 };
 
 pub use child::{ChildStdio, ConfinedChild, ConfinedCommand, RawStream};

@@ -21,6 +21,7 @@ pub mod resolve;
 pub mod seccomp;
 pub mod survivors;
 pub mod terminal;
+pub mod unix_sockets;
 pub mod untraceable;
 
 // The kernel layer's API, re-exported by `crate::enforce`.

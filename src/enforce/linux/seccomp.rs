@@ -31,6 +31,7 @@
 //! - for children only, `openat2` fails with `ENOSYS` (see
 //!   [`children_program`]): its mode is out of seccomp's sight, so it is the
 //!   one way left to create a set-uid file. Magus keeps it for the gate.
+//!   Without a jail, children's unix sockets too (`super::unix_sockets`).
 //!
 //! Built with `seccompiler` before any fork; installing it allocates
 //! nothing. Every other syscall is allowed.
@@ -153,14 +154,17 @@ fn merge(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, more: BTreeMap<i64, Vec<Se
     }
 }
 
-fn apply(program: &BpfProgram) -> io::Result<()> {
+pub(super) fn apply(program: &BpfProgram) -> io::Result<()> {
     seccompiler::apply_filter(program).map_err(|e| match e {
         seccompiler::Error::Prctl(source) | seccompiler::Error::Seccomp(source) => source,
         _ => io::Error::from_raw_os_error(libc::EINVAL),
     })
 }
 
-fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, EnforceError> {
+pub(super) fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    errno: i32,
+) -> Result<BpfProgram, EnforceError> {
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -363,14 +367,15 @@ fn children_program() -> Result<BpfProgram, EnforceError> {
 }
 
 /// Adds the children's program to the calling process, once the guard is in
-/// force on magus (nothing otherwise). For the child between clone and
-/// exec: it reads a value set before any child existed and allocates
-/// nothing. Returns the errno of a refused install.
+/// force on magus (nothing otherwise), and the refusal of unix sockets
+/// where the run has one ([`super::unix_sockets`]). For the child between
+/// clone and exec: it reads values set before any child existed and
+/// allocates nothing. Returns the errno of a refused install.
 pub(crate) fn apply_to_child() -> Result<(), libc::c_int> {
-    match FOR_CHILDREN.get() {
-        Some(program) => apply(program).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL)),
-        None => Ok(()),
+    if let Some(program) = FOR_CHILDREN.get() {
+        apply(program).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))?;
     }
+    super::unix_sockets::apply_to_child()
 }
 
 /// Without the jail's IPC namespace, System V IPC and POSIX message
