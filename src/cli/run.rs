@@ -516,6 +516,8 @@ fn isolate(
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
+            let over = over_processes_diagnostic();
+            enforce::limits::prepare_supervised(render(&over, renderer.format));
             if let Err(e) = enforce::survivors::supervise_without_pid_namespace() {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
@@ -540,6 +542,21 @@ fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
         Seconds(wall)
     ))
     .with_help("raise `limits.wall_time` in magus.yaml (and re-lock) if the spell needs longer")
+}
+
+/// Said by the supervisor (no PID namespace) when the run holds more
+/// processes than its bound and no `pids` cgroup made the forks fail.
+#[cfg(kernel_layer)]
+fn over_processes_diagnostic() -> Diagnostic {
+    let (count, declared) = enforce::limits::supervised_processes();
+    let bound = match declared {
+        true => format!("sandbox.limits.processes ({count})"),
+        false => format!("the run's default bound of {count} processes (no PID namespace)"),
+    };
+    Diagnostic::error(format!(
+        "the run exceeded {bound}, threads included; magus and every process it started were killed"
+    ))
+    .with_help("raise `limits.processes` in magus.yaml (and re-lock) if the spell needs more")
 }
 
 #[cfg(kernel_layer)]

@@ -1,15 +1,27 @@
-//! No survivors without a PID namespace (DESIGN §6a). With one, the
+//! No survivors without a PID namespace (docs/survivors.md). With one, the
 //! namespace's init exiting makes the kernel kill every process left in it.
 //! Without one (user namespaces refused), magus forks a supervisor that
 //! is a child subreaper (`PR_SET_CHILD_SUBREAPER`): every orphan of the run,
-//! `setsid` and double forks included, is re-parented to it, and when
-//! magus ends (or the wall time runs out) it kills them until none is left.
+//! `setsid` and double forks included, is re-parented to it; it bounds the
+//! run's processes ([`cgroup`], [`watch`]), and when magus ends (or the wall
+//! time runs out, or it is asked to end) it stops and kills them ([`tree`]).
+
+mod cgroup;
+mod tree;
+mod watch;
+
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::{fork, getpid, ForkResult, Pid};
+use nix::fcntl::OFlag;
+use nix::sys::signal::{kill, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::sys::time::TimeSpec;
+use nix::unistd::{fork, getpid, pipe2, read, write, ForkResult, Pid};
 
+use self::cgroup::RunCgroup;
+use self::tree::Reaped;
+use self::watch::Watch;
 use super::limits;
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
@@ -28,30 +40,88 @@ pub enum SupervisorError {
 
 /// Forks: returns in the child, which carries on as magus; the parent
 /// becomes the supervisor and never returns. Call on the lone main thread.
+///
+/// A cgroup of the run's own is made first where this user may; the
+/// supervisor moves magus proper into it before magus runs on, and tells
+/// it whether a `pids` cgroup now holds its process bound.
 pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
     }
     nix::sys::prctl::set_child_subreaper(true).map_err(SupervisorError::Subreaper)?;
     let terminal = TerminalModes::note();
+    let (count, _) = limits::supervised_processes();
+    let mut cgroup = RunCgroup::make(count.saturating_add(limits::MAGUS_OWN_TASKS));
+    let (go_rx, go_tx) = pipe2(OFlag::O_CLOEXEC).map_err(SupervisorError::Fork)?;
     // SAFETY: single-threaded (checked above), so the child may run
     // arbitrary code after fork.
-    match unsafe { fork() }.map_err(SupervisorError::Fork)? {
-        ForkResult::Child => {
+    match unsafe { fork() } {
+        Err(errno) => {
+            cgroup.remove();
+            Err(SupervisorError::Fork(errno))
+        }
+        Ok(ForkResult::Child) => {
+            drop(go_tx);
             let _ = nix::sys::prctl::set_child_subreaper(false);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+            limits::held_by_supervisor(wait_to_go(&go_rx));
             Ok(())
         }
-        ForkResult::Parent { child } => supervise(child, &terminal),
+        Ok(ForkResult::Parent { child }) => {
+            drop(go_rx);
+            let bounded = cgroup.adopt(child);
+            let _ = write(&go_tx, &[u8::from(bounded)]);
+            drop(go_tx);
+            let watch =
+                (!bounded).then(|| Watch::new(count.saturating_add(limits::MAGUS_OWN_TASKS)));
+            supervise(child, &terminal, &cgroup, watch)
+        }
     }
 }
 
+/// In magus proper: waits until the supervisor has placed it; returns
+/// whether a `pids` cgroup holds its bound.
+fn wait_to_go(go: &OwnedFd) -> bool {
+    let mut byte = [0u8];
+    loop {
+        match read(go, &mut byte) {
+            Err(Errno::EINTR) => continue,
+            Ok(1) => return byte[0] == 1,
+            _ => return false,
+        }
+    }
+}
+
+/// How the wait for magus ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Magus ended with this status (and is reaped).
+    Magus(i32),
+    OverTime,
+    /// The run holds this many tasks, more than its bound.
+    OverProcesses(u64),
+    /// `SIGTERM` or `SIGINT`, and magus did not end within [`GRACE`].
+    AskedToEnd(Signal),
+    /// No child left, magus's status never seen.
+    Lost,
+}
+
+/// How long magus has to end by itself once the supervisor is asked to
+/// end (magus got the signal too: passed on, or from the terminal).
+const GRACE: Duration = Duration::from_millis(500);
+
 /// Waits for magus (forwarding the signals sent to this process), then
-/// kills every descendant, puts the terminal's mode back and exits with
-/// magus's status.
-fn supervise(magus: Pid, terminal: &TerminalModes) -> ! {
+/// stops and kills every descendant, puts the terminal's mode back and
+/// exits with magus's status, or as the limit or signal that ended it.
+fn supervise(
+    magus: Pid,
+    terminal: &TerminalModes,
+    cgroup: &RunCgroup,
+    mut watch: Option<Watch>,
+) -> ! {
     let end = || {
-        kill_descendants();
+        super::jail::forget_forward_target();
+        end_run(cgroup);
         terminal.restore();
     };
     // Outside the syscall guard and any network namespace: a child that
@@ -60,74 +130,92 @@ fn supervise(magus: Pid, terminal: &TerminalModes) -> ! {
         let _ = kill(magus, Signal::SIGKILL);
     }
     super::jail::forward_signals_to(magus);
+    let mask = block_wakeups();
     limits::arm_deadline();
-    let status = loop {
-        // A ring between two waits (see `limits::on_alarm`).
-        if limits::over_time() {
-            end();
-            limits::exit_over_time()
-        }
-        match waitpid(Pid::from_raw(-1), None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == magus => break code,
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == magus => break 128 + sig as i32,
-            Err(Errno::EINTR) if limits::over_time() => {
-                end();
-                limits::exit_over_time()
-            }
-            Err(Errno::ECHILD) => break 1,
-            _ => continue,
-        }
-    };
+    let ending = wait_for_magus(magus, &mask, watch.as_mut());
     end();
-    // SAFETY: _exit skips atexit handlers, which belong to magus proper.
-    unsafe { libc::_exit(status) }
+    match ending {
+        Ending::Magus(code) => exit_now(code),
+        Ending::OverTime => limits::exit_over_time(),
+        Ending::OverProcesses(_) => limits::exit_over_processes(),
+        Ending::AskedToEnd(sig) => exit_now(128 + sig as i32),
+        Ending::Lost => exit_now(1),
+    }
 }
 
-/// Kills this process's children until it has none: each killed one's
-/// own children are re-parented here (subreaper) and killed next round.
-pub fn kill_descendants() {
+/// Blocks what wakes the supervisor (a child's end, the wall-time alarm,
+/// the forwarded signals) outside its waits, so none lands between a
+/// check and the wait; returns the mask to wait with.
+fn block_wakeups() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in [
+        Signal::SIGCHLD,
+        Signal::SIGALRM,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        set.add(sig);
+    }
+    // A handler, so that a child's end interrupts the wait (SIGCHLD's
+    // default is to be discarded).
+    let wake = nix::sys::signal::SigAction::new(
+        nix::sys::signal::SigHandler::Handler(on_child),
+        nix::sys::signal::SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler does nothing.
+    let _ = unsafe { nix::sys::signal::sigaction(Signal::SIGCHLD, &wake) };
+    let mut old = SigSet::empty();
+    let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old));
+    old
+}
+
+extern "C" fn on_child(_: libc::c_int) {}
+
+/// Reaps every zombie each round (orphans of the run come here by the
+/// thousand) until magus's own status is seen, or a limit or signal ends
+/// the wait.
+fn wait_for_magus(magus: Pid, mask: &SigSet, mut watch: Option<&mut Watch>) -> Ending {
+    let me = getpid().as_raw();
+    let mut asked: Option<Instant> = None;
     loop {
-        for child in children_of(getpid()) {
-            let _ = kill(child, Signal::SIGKILL);
+        match tree::reap_pending(Some(magus)) {
+            Reaped::Main(code) => return Ending::Magus(code),
+            Reaped::NoChildLeft => return Ending::Lost,
+            Reaped::Running => {}
         }
-        match waitpid(Pid::from_raw(-1), None) {
-            Err(Errno::ECHILD) => return,
-            Err(Errno::EINTR) | Ok(_) => continue,
-            Err(_) => return,
+        if limits::over_time() {
+            return Ending::OverTime;
         }
+        if let Some(sig) = super::jail::asked_to_end() {
+            if asked.get_or_insert_with(Instant::now).elapsed() >= GRACE {
+                return Ending::AskedToEnd(sig);
+            }
+        }
+        if let Some(count) = watch.as_deref_mut().and_then(|w| w.over(me)) {
+            return Ending::OverProcesses(count);
+        }
+        let timeout = (asked.is_some() || watch.is_some()).then(|| TimeSpec::from(watch::TICK));
+        let _ = nix::poll::ppoll(&mut [], timeout, Some(*mask));
     }
 }
 
-/// The processes whose parent is `parent`, from `/proc/<pid>/stat`.
-fn children_of(parent: Pid) -> Vec<Pid> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| parent_of(pid) == Some(parent.as_raw()))
-        .map(Pid::from_raw)
-        .collect()
-}
-
-/// Field 4 of `/proc/<pid>/stat`, read after the last `)` because the
-/// command name in field 2 may hold spaces and parentheses.
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_parent_of_this_process_is_read_from_proc() {
-        let me = std::process::id() as i32;
-        let parent = nix::unistd::getppid().as_raw();
-        assert_eq!(parent_of(me), Some(parent));
-        assert_eq!(parent_of(-5), None);
+/// Ends every process of the run: `cgroup.kill` where there is one, then
+/// every descendant stopped until none runs (so a child forking every
+/// millisecond cannot keep ahead), killed, and reaped; the cgroup goes.
+fn end_run(cgroup: &RunCgroup) {
+    let me = getpid().as_raw();
+    if cgroup.can_kill() {
+        cgroup.kill();
     }
+    tree::stop_all(me);
+    tree::kill_all(me);
+    cgroup.remove();
+}
+
+fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit skips atexit handlers, which belong to magus proper.
+    unsafe { libc::_exit(code) }
 }
