@@ -165,7 +165,8 @@ fn default_processes() -> u32 {
 }
 
 /// In magus proper, forked by the supervisor: how the supervisor holds
-/// the bound (`in_cgroup`: a `pids` cgroup; else it counts).
+/// the bound (`in_cgroup`: a `pids` cgroup; else it counts). Said again
+/// once magus is moved into the cgroup.
 pub fn held_by_supervisor(in_cgroup: bool) {
     let (count, declared) = supervised_processes();
     if in_cgroup && !declared {

@@ -10,7 +10,8 @@ mod cgroup;
 mod tree;
 mod watch;
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -41,54 +42,68 @@ pub enum SupervisorError {
 /// Forks: returns in the child, which carries on as magus; the parent
 /// becomes the supervisor and never returns. Call on the lone main thread.
 ///
-/// A cgroup of the run's own is made first where this user may; the
-/// supervisor moves magus proper into it before magus runs on, and tells
-/// it whether a `pids` cgroup now holds its process bound.
+/// The supervisor makes a cgroup of the run's own where this user may and
+/// moves magus proper into it, which costs the kernel an RCU grace period
+/// (~10 ms): it does so while magus sets up, and magus waits for it only
+/// before its first child ([`wait_until_placed`]): threads move with the
+/// process, a child started before would not.
 pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
     }
     nix::sys::prctl::set_child_subreaper(true).map_err(SupervisorError::Subreaper)?;
     let terminal = TerminalModes::note();
-    let (count, _) = limits::supervised_processes();
-    let mut cgroup = RunCgroup::make(count.saturating_add(limits::MAGUS_OWN_TASKS));
-    let (go_rx, go_tx) = pipe2(OFlag::O_CLOEXEC).map_err(SupervisorError::Fork)?;
+    let (placed_rx, placed_tx) = pipe2(OFlag::O_CLOEXEC).map_err(SupervisorError::Fork)?;
     // SAFETY: single-threaded (checked above), so the child may run
     // arbitrary code after fork.
-    match unsafe { fork() } {
-        Err(errno) => {
-            cgroup.remove();
-            Err(SupervisorError::Fork(errno))
-        }
-        Ok(ForkResult::Child) => {
-            drop(go_tx);
+    match unsafe { fork() }.map_err(SupervisorError::Fork)? {
+        ForkResult::Child => {
+            drop(placed_tx);
             let _ = nix::sys::prctl::set_child_subreaper(false);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-            limits::held_by_supervisor(wait_to_go(&go_rx));
+            PLACED.store(placed_rx.into_raw_fd(), Ordering::Relaxed);
+            // Counted by the supervisor until it says a cgroup holds it.
+            limits::held_by_supervisor(false);
             Ok(())
         }
-        Ok(ForkResult::Parent { child }) => {
-            drop(go_rx);
-            let bounded = cgroup.adopt(child);
-            let _ = write(&go_tx, &[u8::from(bounded)]);
-            drop(go_tx);
-            let watch =
-                (!bounded).then(|| Watch::new(count.saturating_add(limits::MAGUS_OWN_TASKS)));
-            supervise(child, &terminal, &cgroup, watch)
+        ForkResult::Parent { child } => {
+            drop(placed_rx);
+            supervise(child, &terminal, placed_tx)
         }
     }
 }
 
-/// In magus proper: waits until the supervisor has placed it; returns
-/// whether a `pids` cgroup holds its bound.
-fn wait_to_go(go: &OwnedFd) -> bool {
+/// The run's bound in tasks: the declared or default count, and magus
+/// proper's own threads.
+fn bound() -> u32 {
+    let (count, _) = limits::supervised_processes();
+    count.saturating_add(limits::MAGUS_OWN_TASKS)
+}
+
+/// In magus proper: the read end of the pipe the supervisor writes once it
+/// has moved magus into the run's cgroup; -1 once read (or never made).
+static PLACED: AtomicI32 = AtomicI32::new(-1);
+
+/// In magus proper, before it starts a child: waits until the supervisor
+/// has moved it into the run's cgroup (at once after the first time, and
+/// where there is no supervisor), and notes whether a `pids` cgroup now
+/// holds the process bound.
+pub fn wait_until_placed() {
+    let fd = PLACED.swap(-1, Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: the descriptor was stored by this process and taken once.
+    let placed = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut byte = [0u8];
-    loop {
-        match read(go, &mut byte) {
+    let got = loop {
+        match read(&placed, &mut byte) {
             Err(Errno::EINTR) => continue,
-            Ok(1) => return byte[0] == 1,
-            _ => return false,
+            other => break other,
         }
+    };
+    if got == Ok(1) && byte[0] == 1 {
+        limits::held_by_supervisor(true);
     }
 }
 
@@ -98,8 +113,8 @@ enum Ending {
     /// Magus ended with this status (and is reaped).
     Magus(i32),
     OverTime,
-    /// The run holds this many tasks, more than its bound.
-    OverProcesses(u64),
+    /// The run holds more tasks than its bound.
+    OverProcesses,
     /// `SIGTERM` or `SIGINT`, and magus did not end within [`GRACE`].
     AskedToEnd(Signal),
     /// No child left, magus's status never seen.
@@ -113,23 +128,24 @@ const GRACE: Duration = Duration::from_millis(500);
 /// Waits for magus (forwarding the signals sent to this process), then
 /// stops and kills every descendant, puts the terminal's mode back and
 /// exits with magus's status, or as the limit or signal that ended it.
-fn supervise(
-    magus: Pid,
-    terminal: &TerminalModes,
-    cgroup: &RunCgroup,
-    mut watch: Option<Watch>,
-) -> ! {
-    let end = || {
-        super::jail::forget_forward_target();
-        end_run(cgroup);
-        terminal.restore();
-    };
+fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
     if super::untraceable::refuse_tracing().is_err() {
         let _ = kill(magus, Signal::SIGKILL);
     }
     super::jail::forward_signals_to(magus);
+    // Where no pids cgroup holds the bound, the supervisor counts.
+    let mut cgroup = RunCgroup::make(bound());
+    let bounded = cgroup.adopt(magus);
+    let _ = write(&placed, &[u8::from(bounded)]);
+    drop(placed);
+    let mut watch = (!bounded).then(|| Watch::new(bound()));
+    let end = || {
+        super::jail::forget_forward_target();
+        end_run(&cgroup);
+        terminal.restore();
+    };
     let mask = block_wakeups();
     limits::arm_deadline();
     let ending = wait_for_magus(magus, &mask, watch.as_mut());
@@ -137,7 +153,7 @@ fn supervise(
     match ending {
         Ending::Magus(code) => exit_now(code),
         Ending::OverTime => limits::exit_over_time(),
-        Ending::OverProcesses(_) => limits::exit_over_processes(),
+        Ending::OverProcesses => limits::exit_over_processes(),
         Ending::AskedToEnd(sig) => exit_now(128 + sig as i32),
         Ending::Lost => exit_now(1),
     }
@@ -194,8 +210,8 @@ fn wait_for_magus(magus: Pid, mask: &SigSet, mut watch: Option<&mut Watch>) -> E
                 return Ending::AskedToEnd(sig);
             }
         }
-        if let Some(count) = watch.as_deref_mut().and_then(|w| w.over(me)) {
-            return Ending::OverProcesses(count);
+        if watch.as_deref_mut().is_some_and(|w| w.over(me)) {
+            return Ending::OverProcesses;
         }
         let timeout = (asked.is_some() || watch.is_some()).then(|| TimeSpec::from(watch::TICK));
         let _ = nix::poll::ppoll(&mut [], timeout, Some(*mask));

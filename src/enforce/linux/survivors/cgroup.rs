@@ -48,7 +48,12 @@ impl RunCgroup {
         run
     }
 
-    /// Moves `child` (magus proper, before it runs on) into each
+    /// Whether a `pids.max` will bound the run once magus is moved in.
+    pub fn bounds(&self) -> bool {
+        (self.v2.is_some() && self.v2_pids) || self.pids_v1.is_some()
+    }
+
+    /// Moves `child` (magus proper, before its first child) into each
     /// directory; one that refuses it is given up. Returns whether a
     /// `pids.max` now bounds the child and all it will start.
     pub fn adopt(&mut self, child: Pid) -> bool {
@@ -58,7 +63,7 @@ impl RunCgroup {
                 let _ = std::fs::remove_dir(dir);
             }
         }
-        (self.v2.is_some() && self.v2_pids) || self.pids_v1.is_some()
+        self.bounds()
     }
 
     /// Whether it can kill the whole run at once (cgroup v2, Linux 5.14+).
