@@ -3,8 +3,8 @@
 //! Without one (user namespaces refused), magus forks a supervisor that
 //! is a child subreaper (`PR_SET_CHILD_SUBREAPER`): every orphan of the run,
 //! `setsid` and double forks included, is re-parented to it; it bounds the
-//! run's processes ([`cgroup`], [`watch`]), and when magus ends (or the wall
-//! time runs out, or it is asked to end) it stops and kills them ([`tree`]).
+//! run's processes (`cgroup`, `watch`), and when magus ends (or the wall
+//! time runs out, or it is asked to end) it stops and kills them (`tree`).
 
 mod cgroup;
 mod tree;

@@ -107,7 +107,8 @@ fn physical_memory() -> u64 {
     if unsafe { libc::sysinfo(&mut info) } != 0 {
         return 1 << 30;
     }
-    u64::from(info.totalram).saturating_mul(u64::from(info.mem_unit.max(1)))
+    // `c_ulong`: 64 bits here, 32 on 32-bit targets.
+    (info.totalram as u64).saturating_mul(u64::from(info.mem_unit.max(1)))
 }
 
 /// Whether a bind (or a fresh `/proc`) may be written through. A
