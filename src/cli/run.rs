@@ -56,7 +56,7 @@ mod kernel_imports {
     pub(super) use crate::enforce::jail::ahead::Ahead;
     pub(super) use crate::enforce::jail::UserNamespace;
     pub(super) use crate::enforce::jail::USERNS_VAR;
-    pub(super) use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+    pub(super) use crate::enforce::limits::{BoundSource, OwnUserNamespace, ProcessBound};
     pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
     pub(super) use crate::enforce::proxy::Proxy;
     pub(super) use crate::enforce::seccomp::GuardMode;
@@ -548,10 +548,12 @@ fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
 /// processes than its bound and no `pids` cgroup made the forks fail.
 #[cfg(kernel_layer)]
 fn over_processes_diagnostic() -> Diagnostic {
-    let (count, declared) = enforce::limits::supervised_processes();
-    let bound = match declared {
-        true => format!("sandbox.limits.processes ({count})"),
-        false => format!("the run's default bound of {count} processes (no PID namespace)"),
+    let (count, source) = enforce::limits::supervised_processes();
+    let bound = match source {
+        BoundSource::Declared => format!("sandbox.limits.processes ({count})"),
+        BoundSource::Default => {
+            format!("the run's default bound of {count} processes (no PID namespace)")
+        }
     };
     Diagnostic::error(format!(
         "the run exceeded {bound}, threads included; magus and every process it started were killed"

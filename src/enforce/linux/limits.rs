@@ -146,13 +146,21 @@ pub fn prepare_supervised(over_processes_message: String) {
     let _ = OVER_PROCESSES_MESSAGE.set(over_processes_message);
 }
 
+/// Where a supervised run's process bound comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundSource {
+    /// `sandbox.limits.processes`.
+    Declared,
+    /// [`DEFAULT_PROCESSES`], at most a quarter of `pid_max`.
+    Default,
+}
+
 /// How many processes (threads included, magus proper among them) a run
-/// without a PID namespace may hold, and whether `processes` declared it
-/// (else [`DEFAULT_PROCESSES`], at most a quarter of `pid_max`).
-pub fn supervised_processes() -> (u32, bool) {
+/// without a PID namespace may hold, and where that number comes from.
+pub fn supervised_processes() -> (u32, BoundSource) {
     match limits().processes {
-        Some(count) => (count, true),
-        None => (default_processes(), false),
+        Some(count) => (count, BoundSource::Declared),
+        None => (default_processes(), BoundSource::Default),
     }
 }
 
@@ -165,19 +173,16 @@ fn default_processes() -> u32 {
 }
 
 /// In magus proper, forked by the supervisor: how the supervisor holds
-/// the bound (`in_cgroup`: a `pids` cgroup; else it counts). Said again
-/// once magus is moved into the cgroup.
-pub fn held_by_supervisor(in_cgroup: bool) {
-    let (count, declared) = supervised_processes();
-    if in_cgroup && !declared {
-        DEFAULT_HELD.store(count, Ordering::Relaxed);
-    }
-    let bound = match in_cgroup {
-        true => ProcessBound::PidsCgroup,
-        false => ProcessBound::Supervisor,
-    };
-    if declared {
-        bound.store();
+/// the bound, [`ProcessBound::Supervisor`] (it counts) until it says
+/// [`ProcessBound::PidsCgroup`] once magus is moved into the cgroup.
+pub fn held_by_supervisor(bound: ProcessBound) {
+    let (count, source) = supervised_processes();
+    match source {
+        BoundSource::Declared => bound.store(),
+        BoundSource::Default if bound == ProcessBound::PidsCgroup => {
+            DEFAULT_HELD.store(count, Ordering::Relaxed);
+        }
+        BoundSource::Default => {}
     }
 }
 

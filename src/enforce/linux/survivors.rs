@@ -1,10 +1,9 @@
-//! No survivors without a PID namespace (docs/survivors.md). With one, the
-//! namespace's init exiting makes the kernel kill every process left in it.
-//! Without one (user namespaces refused), magus forks a supervisor that
-//! is a child subreaper (`PR_SET_CHILD_SUBREAPER`): every orphan of the run,
-//! `setsid` and double forks included, is re-parented to it; it bounds the
-//! run's processes (`cgroup`, `watch`), and when magus ends (or the wall
-//! time runs out, or it is asked to end) it stops and kills them (`tree`).
+//! No survivors without a PID namespace (docs/survivors.md; with one, the
+//! kernel kills what is left when its init exits). Where user namespaces
+//! are refused, magus forks a supervisor, a child subreaper, so every
+//! orphan of the run is re-parented to it; it bounds the run's processes
+//! (`cgroup`, `watch`), and when magus ends, the wall time runs out or it
+//! is asked to end, it stops and kills them all (`tree`).
 
 mod cgroup;
 mod tree;
@@ -23,7 +22,7 @@ use nix::unistd::{fork, getpid, pipe2, read, write, ForkResult, Pid};
 use self::cgroup::RunCgroup;
 use self::tree::Reaped;
 use self::watch::Watch;
-use super::limits;
+use super::limits::{self, ProcessBound};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
 
@@ -63,7 +62,7 @@ pub fn supervise_without_pid_namespace() -> Result<(), SupervisorError> {
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             PLACED.store(placed_rx.into_raw_fd(), Ordering::Relaxed);
             // Counted by the supervisor until it says a cgroup holds it.
-            limits::held_by_supervisor(false);
+            limits::held_by_supervisor(ProcessBound::Supervisor);
             Ok(())
         }
         ForkResult::Parent { child } => {
@@ -103,7 +102,7 @@ pub fn wait_until_placed() {
         }
     };
     if got == Ok(1) && byte[0] == 1 {
-        limits::held_by_supervisor(true);
+        limits::held_by_supervisor(ProcessBound::PidsCgroup);
     }
 }
 

@@ -1,10 +1,9 @@
-//! A cgroup of the run's own, for the supervisor used without a PID
-//! namespace, made where this user may (root, or a delegated cgroup v2
+//! A cgroup of the run's own for the supervisor used without a PID
+//! namespace, where this user may make one (root, a delegated cgroup v2
 //! subtree): cgroup v2's `cgroup.kill` ends every process in it at once,
-//! and a `pids` controller (cgroup v2's, or the v1 `pids` hierarchy)
-//! bounds how many tasks the run holds, real root included, which
-//! `RLIMIT_NPROC` does not bind. Made before magus proper is forked; the
-//! supervisor moves it in before it runs on, and stays outside itself.
+//! and a `pids` controller (v2's, or the v1 `pids` hierarchy) bounds the
+//! run's tasks, real root included. The supervisor moves magus proper in
+//! and stays outside.
 
 use std::path::{Path, PathBuf};
 

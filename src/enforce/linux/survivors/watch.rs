@@ -1,11 +1,9 @@
-//! The run's process bound where no `pids` cgroup holds it (no PID
-//! namespace, and no cgroup this user may make): the supervisor counts
-//! the tasks of its descendants and ends the run past the bound. Counting
-//! reads `/proc` once per process, so it is done at most once a second,
-//! and only while the whole machine holds more tasks than the bound (the
-//! kernel's count, one line of `/proc/loadavg`): the run alone cannot
-//! exceed it otherwise. Reactive: a fork past the bound succeeds until
-//! the next count.
+//! The run's process bound where no `pids` cgroup holds it: the supervisor
+//! counts its descendants' tasks and ends the run past the bound. Counting
+//! reads `/proc` once per process, so it runs at most once a second, and
+//! only while the whole machine holds more tasks than the bound (one line
+//! of `/proc/loadavg`), since the run alone cannot exceed it otherwise.
+//! Reactive: a fork past the bound succeeds until the next count.
 
 use std::time::{Duration, Instant};
 
