@@ -17,7 +17,7 @@ use super::fs::bind;
 use super::Session;
 use crate::buzz::{CallSite, NativeModule, Raise, Value};
 use crate::enforce::gate::GateError;
-use crate::enforce::{ChildStdio, ConfinedChild, ConfinedCommand};
+use crate::enforce::{ChildStdio, ConfinedChild, ConfinedCommand, EnforceError};
 use std::io::Write;
 use std::process::ExitStatus;
 use std::rc::Rc;
@@ -75,7 +75,7 @@ impl Session {
             .current_dir(self.gate().current_directory())
             .stdio(ChildStdio::Inherit, stdout, stderr)
             .spawn(self.domain())
-            .map_err(|e| raise_exec(program, &e.to_string()))
+            .map_err(|e| raise_exec(program, &launch_error(&e)))
     }
 
     /// A refused launch; the refusal of a program behind a version
@@ -144,6 +144,20 @@ impl Session {
             self.emit(&note);
         }
     }
+}
+
+/// Why a launch failed; where the run's own process bound refused the
+/// fork (`EAGAIN`), the setting that holds it is named.
+fn launch_error(error: &EnforceError) -> String {
+    let text = error.to_string();
+    #[cfg(kernel_layer)]
+    if let EnforceError::Spawn { source, .. } = error {
+        let why = source.raw_os_error();
+        if let Some(note) = why.and_then(crate::enforce::limits::launch_refused) {
+            return format!("{text}: {note}");
+        }
+    }
+    text
 }
 
 /// The exit status as a shell reports it: the code, or 128 + the signal.

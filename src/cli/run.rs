@@ -57,7 +57,7 @@ mod kernel_imports {
     pub(super) use crate::enforce::jail::UserNamespace;
     pub(super) use crate::enforce::jail::USERNS_VAR;
     pub(super) use crate::enforce::leftovers::{Hold, Watch};
-    pub(super) use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+    pub(super) use crate::enforce::limits::{BoundSource, OwnUserNamespace, ProcessBound};
     pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
     pub(super) use crate::enforce::proxy::Proxy;
     pub(super) use crate::enforce::seccomp::GuardMode;
@@ -532,6 +532,8 @@ fn isolate(
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
+            let over = over_processes_diagnostic();
+            enforce::limits::prepare_supervised(render(&over, renderer.format));
             let watch = watch.unwrap_or_else(|| Watch::before(Default::default(), Hold::Nothing));
             if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch) {
                 diagnostics.push(Diagnostic::warning(format!(
@@ -557,6 +559,23 @@ fn over_time_diagnostic(limits: &Limits) -> Diagnostic {
         Seconds(wall)
     ))
     .with_help("raise `limits.wall_time` in magus.yaml (and re-lock) if the spell needs longer")
+}
+
+/// Said by the supervisor (no PID namespace) when the run holds more
+/// processes than its bound and no `pids` cgroup made the forks fail.
+#[cfg(kernel_layer)]
+fn over_processes_diagnostic() -> Diagnostic {
+    let (count, source) = enforce::limits::supervised_processes();
+    let bound = match source {
+        BoundSource::Declared => format!("sandbox.limits.processes ({count})"),
+        BoundSource::Default => {
+            format!("the run's default bound of {count} processes (no PID namespace)")
+        }
+    };
+    Diagnostic::error(format!(
+        "the run exceeded {bound}, threads included; magus and every process it started were killed"
+    ))
+    .with_help("raise `limits.processes` in magus.yaml (and re-lock) if the spell needs more")
 }
 
 #[cfg(kernel_layer)]

@@ -120,6 +120,8 @@ impl ConfinedCommand {
     pub fn spawn(&self, domain: &Domain) -> Result<ConfinedChild, EnforceError> {
         let restriction = domain.child_restriction()?;
         let prepared = Prepared::new(self)?;
+        // Without a PID namespace: in the run's cgroup before any child.
+        crate::enforce::survivors::wait_until_placed();
         let pid = vfork::clone_and_exec(&prepared, &restriction).map_err(|source| {
             EnforceError::Spawn {
                 program: self.program.clone(),

@@ -6,6 +6,9 @@
 //!   the PID namespace's own `pid_max` (per namespace since Linux 6.14) caps
 //!   it; otherwise `RLIMIT_NPROC`, which in magus's user namespace counts
 //!   only this run's processes. See [`in_new_pid_namespace`], [`apply_to_self`].
+//!   Without a PID namespace the supervisor also bounds it, declared or
+//!   not ([`supervised_processes`]): a `pids` cgroup of the run's own where
+//!   one can be made, else its own count ([`super::survivors`]).
 //! - `memory`: `RLIMIT_DATA` (private writable memory) of each child, set
 //!   between clone and exec ([`apply_to_child`]). magus's own interpreter
 //!   has its own budget (`buzz::heap`), so magus is never the one aborted.
@@ -13,7 +16,7 @@
 //!   namespace's init, or the fallback [`super::survivors`] supervisor);
 //!   when it rings, everything is killed and the run exits [`EXIT_OVER_TIME`].
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use nix::sys::resource::{setrlimit, Resource};
@@ -25,6 +28,16 @@ use crate::policy::Limits;
 /// Exit status of a run stopped by `sandbox.limits.wall_time`.
 pub const EXIT_OVER_TIME: i32 = 123;
 
+/// Exit status of a run the supervisor stopped for holding more processes
+/// than its bound (where no `pids` cgroup makes the fork itself fail).
+pub const EXIT_OVER_PROCESSES: i32 = 122;
+
+/// The bound on a run's processes and threads without a PID namespace
+/// when `processes` is not declared (docs/survivors.md): at most this, and
+/// at most a quarter of the machine's `pid_max`, so that a run filling
+/// its share leaves the rest of the machine able to fork.
+pub const DEFAULT_PROCESSES: u32 = 8192;
+
 /// The kernel never hands out PIDs below this one again after wrapping
 /// (`RESERVED_PIDS` in kernel/pid.c), so the namespace's PIDs are moved
 /// past it before magus proper is forked; `pid_max` then leaves exactly
@@ -34,7 +47,7 @@ const RESERVED_PIDS: u32 = 300;
 /// Tasks of magus proper's own that the declared count leaves out: the
 /// interpreter's thread (a large stack for deep recursion) and the thread
 /// relaying a running child's output.
-const MAGUS_OWN_TASKS: u32 = 2;
+pub const MAGUS_OWN_TASKS: u32 = 2;
 
 /// The first kernel where `/proc/sys/kernel/pid_max` belongs to the PID
 /// namespace; before it, writing it would change the whole machine's.
@@ -47,6 +60,13 @@ struct Plan {
 }
 
 static PLAN: OnceLock<Plan> = OnceLock::new();
+
+/// Said by the supervisor when the run holds more processes than its bound.
+static OVER_PROCESSES_MESSAGE: OnceLock<String> = OnceLock::new();
+
+/// The default bound a `pids` cgroup holds for this run, when
+/// `processes` is not declared; 0 otherwise (for [`launch_refused`]).
+static DEFAULT_HELD: AtomicU32 = AtomicU32::new(0);
 
 /// How the `processes` bound is held (an [`ProcessBound`] as a byte, so it
 /// survives the fork from the namespace's init to magus proper).
@@ -72,6 +92,12 @@ pub enum ProcessBound {
     RlimitForUser,
     /// Real root without a per-namespace `pid_max`: nothing caps it.
     Unenforced,
+    /// A `pids` cgroup of the run's own (no PID namespace): exact, root
+    /// included.
+    PidsCgroup,
+    /// Without a PID namespace, where no `pids` cgroup could be made: the
+    /// supervisor counts the run's tasks and ends the run past the bound.
+    Supervisor,
 }
 
 impl ProcessBound {
@@ -81,6 +107,8 @@ impl ProcessBound {
             2 => ProcessBound::RlimitInUserNamespace,
             3 => ProcessBound::RlimitForUser,
             4 => ProcessBound::Unenforced,
+            5 => ProcessBound::PidsCgroup,
+            6 => ProcessBound::Supervisor,
             _ => ProcessBound::None,
         }
     }
@@ -92,6 +120,8 @@ impl ProcessBound {
             ProcessBound::RlimitInUserNamespace => 2,
             ProcessBound::RlimitForUser => 3,
             ProcessBound::Unenforced => 4,
+            ProcessBound::PidsCgroup => 5,
+            ProcessBound::Supervisor => 6,
         };
         PROCESS_BOUND.store(b, Ordering::Relaxed);
     }
@@ -108,6 +138,86 @@ pub fn prepare(limits: Limits, over_time_message: String) {
 
 fn limits() -> Limits {
     PLAN.get().map(|p| p.limits).unwrap_or_default()
+}
+
+/// Before the supervisor is forked: what it says when the run holds more
+/// processes than [`supervised_processes`] (rendered by the caller).
+pub fn prepare_supervised(over_processes_message: String) {
+    let _ = OVER_PROCESSES_MESSAGE.set(over_processes_message);
+}
+
+/// Where a supervised run's process bound comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundSource {
+    /// `sandbox.limits.processes`.
+    Declared,
+    /// [`DEFAULT_PROCESSES`], at most a quarter of `pid_max`.
+    Default,
+}
+
+/// How many processes (threads included, magus proper among them) a run
+/// without a PID namespace may hold, and where that number comes from.
+pub fn supervised_processes() -> (u32, BoundSource) {
+    match limits().processes {
+        Some(count) => (count, BoundSource::Declared),
+        None => (default_processes(), BoundSource::Default),
+    }
+}
+
+fn default_processes() -> u32 {
+    let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok())
+        .unwrap_or(32_768);
+    DEFAULT_PROCESSES.min(pid_max / 4).max(1)
+}
+
+/// In magus proper, forked by the supervisor: how the supervisor holds
+/// the bound, [`ProcessBound::Supervisor`] (it counts) until it says
+/// [`ProcessBound::PidsCgroup`] once magus is moved into the cgroup.
+pub fn held_by_supervisor(bound: ProcessBound) {
+    let (count, source) = supervised_processes();
+    match source {
+        BoundSource::Declared => bound.store(),
+        BoundSource::Default if bound == ProcessBound::PidsCgroup => {
+            DEFAULT_HELD.store(count, Ordering::Relaxed);
+        }
+        BoundSource::Default => {}
+    }
+}
+
+/// What to add to the error of a launch that failed with `errno`: where
+/// `EAGAIN` comes from the run's own process bound, the setting's name.
+pub fn launch_refused(errno: i32) -> Option<String> {
+    if errno != libc::EAGAIN {
+        return None;
+    }
+    let bound = process_bound();
+    let held = !matches!(
+        bound,
+        ProcessBound::None | ProcessBound::Unenforced | ProcessBound::Supervisor
+    );
+    if let (Some(count), true) = (limits().processes, held) {
+        return Some(format!(
+            "the run holds as many processes as `sandbox.limits.processes: {count}` allows (threads count)"
+        ));
+    }
+    match DEFAULT_HELD.load(Ordering::Relaxed) {
+        0 => None,
+        count => Some(format!(
+            "the run holds as many processes as its default bound allows ({count}, threads count, without a PID namespace); `sandbox.limits.processes` sets another"
+        )),
+    }
+}
+
+/// Says the run held more processes than its bound, then exits
+/// [`EXIT_OVER_PROCESSES`]. The caller kills what is left first.
+pub fn exit_over_processes() -> ! {
+    if let Some(text) = OVER_PROCESSES_MESSAGE.get() {
+        let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
+    }
+    // SAFETY: _exit skips atexit handlers, which belong to magus proper.
+    unsafe { libc::_exit(EXIT_OVER_PROCESSES) }
 }
 
 /// Hook 2 (the PID namespace's init, before the view is built, which
@@ -165,11 +275,14 @@ pub fn apply_to_self(user_namespace: OwnUserNamespace) {
     let Some(count) = limits.processes else {
         return;
     };
-    if process_bound() == ProcessBound::NamespacePidMax {
+    let held = process_bound();
+    if held == ProcessBound::NamespacePidMax || held == ProcessBound::PidsCgroup {
         return;
     }
     if nix::unistd::getuid().is_root() {
-        ProcessBound::Unenforced.store();
+        if held != ProcessBound::Supervisor {
+            ProcessBound::Unenforced.store();
+        }
         return;
     }
     let (extra, bound) = match user_namespace {
@@ -223,7 +336,8 @@ pub fn predict_process_bound(
     let root = nix::unistd::getuid().is_root();
     match (root, pid_namespace, own_user_ns) {
         (true, true, _) if kernel_at_least(PER_NAMESPACE_PID_MAX) => ProcessBound::NamespacePidMax,
-        (true, _, _) => ProcessBound::Unenforced,
+        (true, true, _) => ProcessBound::Unenforced,
+        (true, false, _) => ProcessBound::Supervisor,
         (false, _, OwnUserNamespace::Yes) => ProcessBound::RlimitInUserNamespace,
         (false, _, OwnUserNamespace::No) => ProcessBound::RlimitForUser,
     }
@@ -308,6 +422,10 @@ fn process_how(bound: ProcessBound) -> &'static str {
         }
         ProcessBound::RlimitForUser => {
             "RLIMIT_NPROC, which counts every process of this user on the machine"
+        }
+        ProcessBound::PidsCgroup => "a pids cgroup of the run's own (threads count)",
+        ProcessBound::Supervisor => {
+            "a pids cgroup of the run's own where one can be made (threads count), else the supervisor counts and ends the run past it"
         }
         ProcessBound::Unenforced | ProcessBound::None => {
             "NOT enforced: real root ignores RLIMIT_NPROC and this kernel has no per-namespace pid_max (Linux 6.14+)"

@@ -1,20 +1,32 @@
-//! No survivors without a PID namespace (DESIGN §6a). With one, the
-//! namespace's init exiting makes the kernel kill every process left in it.
-//! Without one (user namespaces refused), magus forks a supervisor that
-//! is a child subreaper (`PR_SET_CHILD_SUBREAPER`): every orphan of the run,
-//! `setsid` and double forks included, is re-parented to it, and when
-//! magus ends (or the wall time runs out) it kills them until none is left,
-//! then sweeps what the run left behind (`crate::enforce::leftovers`).
+//! No survivors without a PID namespace (docs/survivors.md; with one, the
+//! kernel kills what is left when its init exits). Where user namespaces
+//! are refused, magus forks a supervisor, a child subreaper, so every
+//! orphan of the run is re-parented to it; it bounds the run's processes
+//! (`cgroup`, `watch`), and when magus ends, the wall time runs out or it
+//! is asked to end, it stops and kills them all (`tree`), then sweeps
+//! what the run left behind (`crate::enforce::leftovers`).
+
+mod cgroup;
+mod tree;
+mod watch;
+
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::{fork, getpid, ForkResult, Pid};
+use nix::fcntl::OFlag;
+use nix::sys::signal::{kill, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::sys::time::TimeSpec;
+use nix::unistd::{fork, getpid, pipe2, read, write, ForkResult, Pid};
 
-use super::limits;
+use self::cgroup::RunCgroup;
+use self::tree::Reaped;
+use self::watch::Watch;
+use super::limits::{self, ProcessBound};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
-use crate::enforce::leftovers::{self, Watch};
+use crate::enforce::leftovers::{self, Watch as Leftovers};
 
 /// Why the supervisor could not be set up (the run goes on without it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -30,107 +42,198 @@ pub enum SupervisorError {
 
 /// Forks: returns in the child, which carries on as magus; the parent
 /// becomes the supervisor and never returns. Call on the lone main thread.
-pub fn supervise_without_pid_namespace(watch: Watch) -> Result<(), SupervisorError> {
+///
+/// The supervisor makes a cgroup of the run's own where this user may and
+/// moves magus proper into it, which costs the kernel an RCU grace period
+/// (~10 ms): it does so while magus sets up, and magus waits for it only
+/// before its first child ([`wait_until_placed`]): threads move with the
+/// process, a child started before would not.
+pub fn supervise_without_pid_namespace(left: Leftovers) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
     }
     nix::sys::prctl::set_child_subreaper(true).map_err(SupervisorError::Subreaper)?;
     let terminal = TerminalModes::note();
+    let (placed_rx, placed_tx) = pipe2(OFlag::O_CLOEXEC).map_err(SupervisorError::Fork)?;
     // SAFETY: single-threaded (checked above), so the child may run
     // arbitrary code after fork.
     match unsafe { fork() }.map_err(SupervisorError::Fork)? {
         ForkResult::Child => {
+            drop(placed_tx);
             let _ = nix::sys::prctl::set_child_subreaper(false);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+            PLACED.store(placed_rx.into_raw_fd(), Ordering::Relaxed);
+            // Counted by the supervisor until it says a cgroup holds it.
+            limits::held_by_supervisor(ProcessBound::Supervisor);
             Ok(())
         }
-        ForkResult::Parent { child } => supervise(child, &terminal, &watch),
+        ForkResult::Parent { child } => {
+            drop(placed_rx);
+            supervise(child, &terminal, placed_tx, &left)
+        }
     }
 }
 
-/// Waits for magus (forwarding the signals sent to this process), then
-/// kills every descendant, puts the terminal's mode back and exits with
-/// magus's status.
-fn supervise(magus: Pid, terminal: &TerminalModes, watch: &Watch) -> ! {
-    let end = || {
-        kill_descendants();
-        leftovers::report::emit(&watch.after());
-        terminal.restore();
+/// The run's bound in tasks: the declared or default count, and magus
+/// proper's own threads.
+fn bound() -> u32 {
+    let (count, _) = limits::supervised_processes();
+    count.saturating_add(limits::MAGUS_OWN_TASKS)
+}
+
+/// In magus proper: the read end of the pipe the supervisor writes once it
+/// has moved magus into the run's cgroup; -1 once read (or never made).
+static PLACED: AtomicI32 = AtomicI32::new(-1);
+
+/// In magus proper, before it starts a child: waits until the supervisor
+/// has moved it into the run's cgroup (at once after the first time, and
+/// where there is no supervisor), and notes whether a `pids` cgroup now
+/// holds the process bound.
+pub fn wait_until_placed() {
+    let fd = PLACED.swap(-1, Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: the descriptor was stored by this process and taken once.
+    let placed = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut byte = [0u8];
+    let got = loop {
+        match read(&placed, &mut byte) {
+            Err(Errno::EINTR) => continue,
+            other => break other,
+        }
     };
+    if got == Ok(1) && byte[0] == 1 {
+        limits::held_by_supervisor(ProcessBound::PidsCgroup);
+    }
+}
+
+/// How the wait for magus ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Magus ended with this status (and is reaped).
+    Magus(i32),
+    OverTime,
+    /// The run holds more tasks than its bound.
+    OverProcesses,
+    /// `SIGTERM` or `SIGINT`, and magus did not end within [`GRACE`].
+    AskedToEnd(Signal),
+    /// No child left, magus's status never seen.
+    Lost,
+}
+
+/// How long magus has to end by itself once the supervisor is asked to
+/// end (magus got the signal too: passed on, or from the terminal).
+const GRACE: Duration = Duration::from_millis(500);
+
+/// Waits for magus (forwarding the signals sent to this process), then
+/// stops and kills every descendant, puts the terminal's mode back and
+/// exits with magus's status, or as the limit or signal that ended it.
+fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Leftovers) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
     if super::untraceable::refuse_tracing().is_err() {
         let _ = kill(magus, Signal::SIGKILL);
     }
     super::jail::forward_signals_to(magus);
+    // Where no pids cgroup holds the bound, the supervisor counts.
+    let mut cgroup = RunCgroup::make(bound());
+    let bounded = cgroup.adopt(magus);
+    let _ = write(&placed, &[u8::from(bounded)]);
+    drop(placed);
+    let mut watch = (!bounded).then(|| Watch::new(bound()));
+    let end = || {
+        super::jail::forget_forward_target();
+        end_run(&cgroup);
+        leftovers::report::emit(&left.after());
+        terminal.restore();
+    };
+    let mask = block_wakeups();
     limits::arm_deadline();
-    let status = loop {
-        // A ring between two waits (see `limits::on_alarm`).
-        if limits::over_time() {
-            end();
-            limits::exit_over_time()
-        }
-        match waitpid(Pid::from_raw(-1), None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == magus => break code,
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == magus => break 128 + sig as i32,
-            Err(Errno::EINTR) if limits::over_time() => {
-                end();
-                limits::exit_over_time()
-            }
-            Err(Errno::ECHILD) => break 1,
-            _ => continue,
-        }
-    };
+    let ending = wait_for_magus(magus, &mask, watch.as_mut());
     end();
-    // SAFETY: _exit skips atexit handlers, which belong to magus proper.
-    unsafe { libc::_exit(status) }
+    match ending {
+        Ending::Magus(code) => exit_now(code),
+        Ending::OverTime => limits::exit_over_time(),
+        Ending::OverProcesses => limits::exit_over_processes(),
+        Ending::AskedToEnd(sig) => exit_now(128 + sig as i32),
+        Ending::Lost => exit_now(1),
+    }
 }
 
-/// Kills this process's children until it has none: each killed one's
-/// own children are re-parented here (subreaper) and killed next round.
-pub fn kill_descendants() {
+/// Blocks what wakes the supervisor (a child's end, the wall-time alarm,
+/// the forwarded signals) outside its waits, so none lands between a
+/// check and the wait; returns the mask to wait with.
+fn block_wakeups() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in [
+        Signal::SIGCHLD,
+        Signal::SIGALRM,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        set.add(sig);
+    }
+    // A handler, so that a child's end interrupts the wait (SIGCHLD's
+    // default is to be discarded).
+    let wake = nix::sys::signal::SigAction::new(
+        nix::sys::signal::SigHandler::Handler(on_child),
+        nix::sys::signal::SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler does nothing.
+    let _ = unsafe { nix::sys::signal::sigaction(Signal::SIGCHLD, &wake) };
+    let mut old = SigSet::empty();
+    let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old));
+    old
+}
+
+extern "C" fn on_child(_: libc::c_int) {}
+
+/// Reaps every zombie each round (orphans of the run come here by the
+/// thousand) until magus's own status is seen, or a limit or signal ends
+/// the wait.
+fn wait_for_magus(magus: Pid, mask: &SigSet, mut watch: Option<&mut Watch>) -> Ending {
+    let me = getpid().as_raw();
+    let mut asked: Option<Instant> = None;
     loop {
-        for child in children_of(getpid()) {
-            let _ = kill(child, Signal::SIGKILL);
+        match tree::reap_pending(Some(magus)) {
+            Reaped::Main(code) => return Ending::Magus(code),
+            Reaped::NoChildLeft => return Ending::Lost,
+            Reaped::Running => {}
         }
-        match waitpid(Pid::from_raw(-1), None) {
-            Err(Errno::ECHILD) => return,
-            Err(Errno::EINTR) | Ok(_) => continue,
-            Err(_) => return,
+        if limits::over_time() {
+            return Ending::OverTime;
         }
+        if let Some(sig) = super::jail::asked_to_end() {
+            if asked.get_or_insert_with(Instant::now).elapsed() >= GRACE {
+                return Ending::AskedToEnd(sig);
+            }
+        }
+        if watch.as_deref_mut().is_some_and(|w| w.over(me)) {
+            return Ending::OverProcesses;
+        }
+        let timeout = (asked.is_some() || watch.is_some()).then(|| TimeSpec::from(watch::TICK));
+        let _ = nix::poll::ppoll(&mut [], timeout, Some(*mask));
     }
 }
 
-/// The processes whose parent is `parent`, from `/proc/<pid>/stat`.
-fn children_of(parent: Pid) -> Vec<Pid> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| parent_of(pid) == Some(parent.as_raw()))
-        .map(Pid::from_raw)
-        .collect()
-}
-
-/// Field 4 of `/proc/<pid>/stat`, read after the last `)` because the
-/// command name in field 2 may hold spaces and parentheses.
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_parent_of_this_process_is_read_from_proc() {
-        let me = std::process::id() as i32;
-        let parent = nix::unistd::getppid().as_raw();
-        assert_eq!(parent_of(me), Some(parent));
-        assert_eq!(parent_of(-5), None);
+/// Ends every process of the run: `cgroup.kill` where there is one, then
+/// every descendant stopped until none runs (so a child forking every
+/// millisecond cannot keep ahead), killed, and reaped; the cgroup goes.
+fn end_run(cgroup: &RunCgroup) {
+    let me = getpid().as_raw();
+    if cgroup.can_kill() {
+        cgroup.kill();
     }
+    tree::stop_all(me);
+    tree::kill_all(me);
+    cgroup.remove();
+}
+
+fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit skips atexit handlers, which belong to magus proper.
+    unsafe { libc::_exit(code) }
 }

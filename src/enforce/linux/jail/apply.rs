@@ -77,7 +77,7 @@ impl Builder {
                 Ok(())
             }
             Step::Dir { path } => made.make(&at(path)),
-            Step::Tmpfs { path, .. } => fresh(made, &at(path), "tmpfs", "mode=1777"),
+            Step::Tmpfs { path, size, .. } => fresh(made, &at(path), "tmpfs", &size.options()),
             Step::Bind {
                 path,
                 access,

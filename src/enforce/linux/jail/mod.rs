@@ -31,7 +31,9 @@ use nix::unistd::{fork, ForkResult};
 
 pub use plan::{BindAccess, BindWhy, IfMissing, JailPlan, Step, ViewInputs};
 pub use protect::CarveReason;
-pub(crate) use reaper::{forward_signals_to, stop_forwarding_signals};
+pub(crate) use reaper::{
+    asked_to_end, forget_forward_target, forward_signals_to, stop_forwarding_signals,
+};
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;

@@ -30,8 +30,12 @@ pub enum Step {
     /// An empty directory, for a path that must exist though nothing in it
     /// is granted (`$HOME`).
     Dir { path: PathBuf },
-    /// A fresh tmpfs, private to this run.
-    Tmpfs { path: PathBuf, why: &'static str },
+    /// A fresh tmpfs, private to this run, of at most `size`.
+    Tmpfs {
+        path: PathBuf,
+        why: &'static str,
+        size: TmpfsSize,
+    },
     /// The host's `path` bound at the same path.
     Bind {
         path: PathBuf,
@@ -61,6 +65,51 @@ pub enum Step {
     /// The new root replaces the staging root; PID 1 then detaches the
     /// host's root (`apply::detach_host_root`) while magus proper sets up.
     PivotRoot,
+}
+
+/// How much a private tmpfs (`/tmp`, `/dev/shm`, `$TMPDIR`) may hold: its
+/// pages are memory, so without `size=` a child could fill the machine's
+/// RAM there whatever `limits.memory` says; and without `nr_inodes=`,
+/// empty files, which `size=` does not count, take kernel memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TmpfsSize {
+    pub bytes: u64,
+    pub inodes: u64,
+}
+
+/// Bytes of a private tmpfs per inode it may hold.
+const BYTES_PER_INODE: u64 = 16 << 10;
+/// Inodes a private tmpfs may hold at least, however small.
+const MIN_INODES: u64 = 1024;
+
+impl TmpfsSize {
+    /// `limits.memory` where declared, else a quarter of the machine's
+    /// RAM (tmpfs's own default is half); one inode per 16 KiB, at least
+    /// 1024. Each private tmpfs gets this much (docs/survivors.md).
+    pub fn for_memory(memory: Option<u64>) -> TmpfsSize {
+        let bytes = memory.unwrap_or_else(|| physical_memory() / 4).max(1 << 20);
+        TmpfsSize {
+            bytes,
+            inodes: (bytes / BYTES_PER_INODE).max(MIN_INODES),
+        }
+    }
+
+    /// The mount options, after `mode=1777`.
+    pub fn options(&self) -> String {
+        format!("mode=1777,size={},nr_inodes={}", self.bytes, self.inodes)
+    }
+}
+
+/// The machine's RAM in bytes (1 GiB if it cannot be read).
+fn physical_memory() -> u64 {
+    // SAFETY: sysinfo fills the struct it is given and nothing else.
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, with a valid pointer.
+    if unsafe { libc::sysinfo(&mut info) } != 0 {
+        return 1 << 30;
+    }
+    // `c_ulong`: 64 bits here, 32 on 32-bit targets.
+    (info.totalram as u64).saturating_mul(u64::from(info.mem_unit.max(1)))
 }
 
 /// Whether a bind (or a fresh `/proc`) may be written through. A
@@ -351,6 +400,7 @@ fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
         return vec![Step::Tmpfs {
             path,
             why: "private to this run",
+            size: TmpfsSize::for_memory(policy.limits().memory),
         }];
     }
     match path.to_str() {
@@ -734,6 +784,21 @@ mod tests {
     }
 
     #[test]
+    fn a_private_tmpfs_holds_at_most_the_memory_limit() {
+        let size = TmpfsSize::for_memory(Some(64 << 20));
+        assert_eq!((size.bytes, size.inodes), (64 << 20, 4096));
+        assert_eq!(size.options(), "mode=1777,size=67108864,nr_inodes=4096");
+        let small = TmpfsSize::for_memory(Some(16 << 20));
+        assert_eq!(small.inodes, MIN_INODES);
+        let default = TmpfsSize::for_memory(None);
+        assert_eq!(default.bytes, physical_memory() / 4);
+        assert_eq!(
+            default.inodes,
+            (default.bytes / BYTES_PER_INODE).max(MIN_INODES)
+        );
+    }
+
+    #[test]
     fn each_grant_becomes_its_step_between_stage_and_pivot() {
         let (_dir, policy, inputs) = fixture();
         let plan = JailPlan::compile(&policy, &inputs);
@@ -746,6 +811,7 @@ mod tests {
             Step::Tmpfs {
                 path: at("/tmp"),
                 why: "private to this run",
+                size: TmpfsSize::for_memory(None),
             },
             Step::Proc {
                 path: at("/proc"),

@@ -331,13 +331,21 @@ fn send_report(fd: &OwnedFd, stage: u8, index: usize, errno: Errno) {
     let _ = write(fd, &buf);
 }
 
-/// The process signals are passed on to, for the forwarding handler.
+/// The process signals are passed on to, for the forwarding handler; 0
+/// once it is reaped (its PID may then name another process).
 static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
+
+/// The last `SIGTERM` or `SIGINT` received, however sent (0 for none):
+/// the supervisor without a PID namespace ends the run on it.
+static ASKED_TO_END: AtomicI32 = AtomicI32::new(0);
 
 /// Passes a signal on when a process sent it with `kill`; signals the
 /// terminal raises (`SI_KERNEL`) already reach magus through its process
 /// group, so they are not doubled.
 extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    if sig == libc::SIGTERM || sig == libc::SIGINT {
+        ASKED_TO_END.store(sig, Ordering::Relaxed);
+    }
     let target = FORWARD_TO.load(Ordering::Relaxed);
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let from_process = !info.is_null() && unsafe { (*info).si_code } <= 0;
@@ -351,6 +359,18 @@ extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
 /// process with `kill` on to `target` (also for `survivors`' supervisor).
 pub(crate) fn forward_signals_to(target: Pid) {
     install_forwarding(target);
+}
+
+/// From now on the forwarded signals go nowhere: call once the target is
+/// reaped, before its PID can be handed to another process.
+pub(crate) fn forget_forward_target() {
+    FORWARD_TO.store(0, Ordering::Relaxed);
+}
+
+/// The `SIGTERM` or `SIGINT` this process received since it began to
+/// forward, if any.
+pub(crate) fn asked_to_end() -> Option<Signal> {
+    Signal::try_from(ASKED_TO_END.load(Ordering::Relaxed)).ok()
 }
 
 /// Gives [`FORWARDED`] their default action back, in a process forked by
@@ -422,8 +442,14 @@ fn wait_for(which: Pid, main: Pid) -> i32 {
             crate::enforce::limits::exit_over_time()
         }
         match waitpid(which, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == main => return code,
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return 128 + sig as i32,
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => {
+                forget_forward_target();
+                return code;
+            }
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                forget_forward_target();
+                return 128 + sig as i32;
+            }
             // Only PID 1 arms the alarm; its exit kills the whole namespace.
             Err(Errno::EINTR) if crate::enforce::limits::over_time() => {
                 crate::enforce::limits::exit_over_time()
