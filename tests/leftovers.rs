@@ -83,6 +83,24 @@ impl Case {
 
     /// `sh.shell(script)` in a run, the sandbox on or off.
     fn shell(&self, sandbox_on: bool, script: &str, extra: &[&str]) -> RunOutput {
+        let mut cmd = self.command(sandbox_on, &[]);
+        cmd.arg("--workspace").arg(&self.h.ws).args(extra);
+        capture(cmd.args(["run", "t", script]))
+    }
+
+    /// `EXE run SPELL ARGS...`: a magus other than the one cargo built
+    /// (a copy in the workspace), started through a shell that drops the
+    /// built one's path, which the harness appends.
+    fn run_exe(&self, sandbox_on: bool, exe: &Path, spell: &str, args: &[&str]) -> RunOutput {
+        let exec = format!("exec '{}' \"$@\"", exe.display());
+        let mut cmd = self.command(sandbox_on, &["sh", "-c", &exec]);
+        cmd.arg("--workspace").arg(&self.h.ws);
+        capture(cmd.args(["run", spell]).args(args))
+    }
+
+    /// magus under the case's user and kernel, after `tail` (a program
+    /// the harness's magus is appended to).
+    fn command(&self, sandbox_on: bool, tail: &[&str]) -> Command {
         let nouserns = nouserns_binary().to_str().unwrap();
         let mut wrapper = match self.kernel {
             Kernel::AsIs => vec![],
@@ -97,12 +115,12 @@ impl Case {
                 "--clear-groups",
             ]);
         }
+        wrapper.extend(tail);
         let mut cmd = self.h.wrapped_command(&wrapper);
         if !sandbox_on {
             cmd.env("MAGUS_SANDBOX_ENABLED", "0");
         }
-        cmd.arg("--workspace").arg(&self.h.ws).args(extra);
-        capture(cmd.args(["run", "t", script]))
+        cmd
     }
 
     fn context(&self, out: &RunOutput) -> String {
@@ -353,3 +371,63 @@ fn executables_the_run_wrote_are_listed_under_verbose_and_in_json() {
     assert!(listed, "{}", json.dump());
     assert!(tool.is_file());
 }
+
+/// `magus` built in the workspace (`target/release/magus`) and run from
+/// there: a spell may not replace it with `fs.*` (MGS2002: it is the
+/// running magus), a child's `rm` and `cp` over it fail in the jail (a
+/// read-only bind), and where nothing holds it (no jail) the replacement
+/// is set aside after the run, so the next run of it is not the
+/// attacker's program. The control (the sandbox off) replaces it.
+#[test]
+fn the_running_magus_in_the_workspace_is_not_replaced() {
+    let setup = |h: &Harness| {
+        let exe = h.ws_path("target/release/magus");
+        std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_magus"), &exe).unwrap();
+        std::fs::write(h.ws_path("evil"), "#!/bin/sh\necho PWNED-exe\n").unwrap();
+        h.write_spell("fs", FS_REPLACE_SPELL);
+    };
+    let child = "rm -f target/release/magus && cp evil target/release/magus && chmod +x target/release/magus && echo REPLACED";
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let exe = control.h.ws_path("target/release/magus");
+        let out = control.run_exe(false, &exe, "fs", &[exe.to_str().unwrap()]);
+        assert!(
+            out.stdout.contains("FS-REPLACED"),
+            "{}",
+            control.context(&out)
+        );
+        assert_eq!(std::fs::read(&exe).unwrap(), b"#!/bin/sh\necho PWNED-exe\n");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let exe = case.h.ws_path("target/release/magus");
+        let original = std::fs::read(&exe).unwrap();
+        let out = case.run_exe(true, &exe, "fs", &[exe.to_str().unwrap()]);
+        assert!(
+            out.stdout.contains("FS-MGS2002") && !out.stdout.contains("FS-REPLACED"),
+            "{}",
+            case.context(&out)
+        );
+        let out = case.run_exe(true, &exe, "t", &[child]);
+        let replaced = out.stdout.contains("REPLACED");
+        assert_eq!(
+            replaced,
+            case.kernel != Kernel::AsIs,
+            "{}",
+            case.context(&out)
+        );
+        match std::fs::read(&exe) {
+            Ok(now) => assert_eq!(now, original, "{}", case.context(&out)),
+            // Without a jail: the replacement was set aside, and said so.
+            Err(_) => assert!(
+                out.stderr.contains(&format!("`{}`", exe.display())),
+                "{}",
+                case.context(&out)
+            ),
+        }
+    }
+}
+
+/// Replaces the file named by `args[0]` through `fs.*` alone: a new file
+/// moved over it.
+const FS_REPLACE_SPELL: &str = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    try {\n        fs.write(\"{args[0]}.new\", \"#!/bin/sh\\necho PWNED-exe\\n\");\n        fs.move(\"{args[0]}.new\", args[0]);\n        std.print(\"FS-REPLACED\");\n    } catch (e: SandboxError) {\n        std.print(\"FS-{e.code}\");\n    }\n    return 0;\n}\n";
