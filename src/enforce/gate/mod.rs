@@ -18,11 +18,15 @@ mod ambient;
 mod confined;
 mod denial;
 mod fs_ops;
+#[cfg(all(test, unix))]
+mod names_tests;
+mod noted;
 mod program;
+mod repository;
 #[cfg(all(test, windows))]
 mod windows_tests;
 
-pub use denial::{Denial, DenialReason, FsOp, GateError};
+pub use denial::{Denial, DenialReason, FsOp, GateError, Protection};
 pub use program::{HiddenPrograms, ProgramLookup};
 
 use crate::policy::Policy;
