@@ -9,8 +9,6 @@
 //! system compiled against libfuse3 (Debian's `libfuse3-dev`) and mounted
 //! by the test (root): this kernel casefolds no ext4 or tmpfs directory.
 
-#[path = "scratch/mod.rs"]
-mod scratch;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -203,7 +201,7 @@ impl CaseInsensitiveMount {
         let helper = casefold_binary()?;
         let dir = tempfile::Builder::new()
             .prefix("magus-casefold-")
-            .tempdir_in(scratch::base())
+            .tempdir_in(support::scratch_base())
             .map_err(|e| format!("a scratch directory: {e}"))?;
         let (backing, mnt) = (dir.path().join("backing"), dir.path().join("mnt"));
         for d in [dir.path(), &backing, &mnt] {

@@ -467,6 +467,12 @@ pub fn open_to_everyone(dir: &Path) {
     }
 }
 
+/// Where tests put their own directories (never under `/tmp`, see
+/// `tests/scratch`).
+pub fn scratch_base() -> PathBuf {
+    scratch::base()
+}
+
 /// Whether this run can switch to uid 65534 (root, with `setpriv`).
 pub fn can_switch_user() -> bool {
     nix::unistd::geteuid().is_root()

@@ -33,8 +33,9 @@ pub(super) struct Confined {
     joined: RefCell<Vec<u8>>,
     own_pid: u32,
     /// The protected and hidden files by identity, noted before the first
-    /// open that compares a handle with them.
-    noted: OnceCell<Noted>,
+    /// open that compares a handle with them (boxed: most runs never
+    /// note them, and the backend stays small).
+    noted: OnceCell<Box<Noted>>,
 }
 
 /// One granted root: its handle, opened on first use, and whether a
@@ -590,7 +591,7 @@ impl Confined {
 
     /// The protected and hidden files by identity, noted on first use.
     pub(super) fn noted(&self) -> &Noted {
-        self.noted.get_or_init(|| Noted::of(&self.policy))
+        self.noted.get_or_init(|| Box::new(Noted::of(&self.policy)))
     }
 
     /// What the trie cannot say: protected workspace files and other

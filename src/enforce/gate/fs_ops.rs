@@ -56,11 +56,11 @@ impl Confined {
     }
 
     fn open_for_write(&self, spelled: &str, op: FsOp, mode: WriteMode) -> Result<File, GateError> {
-        let extra = match mode {
-            WriteMode::Truncate => OFlag::empty(),
-            WriteMode::Append => OFlag::O_APPEND,
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT;
+        let flags = match mode {
+            WriteMode::Truncate => flags,
+            WriteMode::Append => flags | OFlag::O_APPEND,
         };
-        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | extra;
         let file = File::from(self.open(spelled, Access::Write, op, flags)?);
         if mode == WriteMode::Truncate {
             truncate(&file).map_err(|e| GateError::io(op, spelled, e))?;

@@ -152,18 +152,25 @@ fn identity_of(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 
 #[cfg(unix)]
 fn handle_identity(handle: &Handle) -> Option<(u64, u64)> {
-    let st = nix::sys::stat::fstat(handle).ok()?;
-    // `st_dev` and `st_ino` are unsigned on every Unix (a widening cast).
-    #[allow(clippy::useless_conversion)]
-    Some((u64::from(st.st_dev), u64::from(st.st_ino)))
+    nix::sys::stat::fstat(handle)
+        .ok()
+        .map(|st| identity_of_stat(&st))
 }
 
 #[cfg(unix)]
 fn identity_at(dir: &Handle, name: &std::ffi::OsStr) -> Option<(u64, u64)> {
     use nix::fcntl::AtFlags;
     let st = nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
-    #[allow(clippy::useless_conversion)]
-    Some((u64::from(st.st_dev), u64::from(st.st_ino)))
+    Some(identity_of_stat(&st))
+}
+
+/// The identity `std`'s `MetadataExt` gives, from a `stat`: `dev_t` is
+/// signed on macOS and the inode type varies, so both are cast as `std`
+/// casts them.
+#[cfg(unix)]
+#[allow(clippy::unnecessary_cast)]
+fn identity_of_stat(st: &nix::sys::stat::FileStat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
 }
 
 // Windows: a file's volume serial number and index are not in stable
