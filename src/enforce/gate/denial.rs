@@ -63,7 +63,9 @@ impl fmt::Display for FsOp {
 pub enum DenialReason {
     /// No grant covers the path with the needed rights.
     NotGranted,
-    /// `magus.yaml`, `magus.lock` or anything under `.git` in the workspace.
+    /// `magus.yaml`, `magus.lock` or anything under `.git` in the workspace
+    /// (in any case, or by device and inode), or a name that would make
+    /// its directory a git repository ([`Denial::protection`] says so).
     Protected,
     /// `/proc/<pid>` of another process.
     ForeignProcess,
