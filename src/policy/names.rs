@@ -9,21 +9,24 @@
 
 use std::path::Path;
 
-/// Whether the name `name` (one component, in bytes) is `target` on some
-/// case-insensitive file system. `target` is lower-case ASCII, as every
-/// protected and hidden name is; a name in ASCII is compared without
-/// allocating, any other by its [`key`].
-pub fn is_name(name: &[u8], target: &str) -> bool {
-    debug_assert!(!target.bytes().any(|b| b.is_ascii_uppercase()));
+/// Which of `targets` the name `name` (one component, in bytes) is on
+/// some case-insensitive file system, if any. The targets are lower-case
+/// ASCII, as every protected and hidden name is; a name in ASCII is
+/// compared without allocating, any other by its [`key`], made once. A
+/// name that is not UTF-8 is none of them: case-insensitive file systems
+/// take UTF-8 names only (ext4's casefolding compares any other byte by
+/// byte).
+pub fn which(name: &[u8], targets: &[&str]) -> Option<usize> {
+    debug_assert!(targets
+        .iter()
+        .all(|t| !t.bytes().any(|b| b.is_ascii_uppercase())));
     if name.is_ascii() {
-        return name.eq_ignore_ascii_case(target.as_bytes());
+        return targets
+            .iter()
+            .position(|t| name.eq_ignore_ascii_case(t.as_bytes()));
     }
-    match std::str::from_utf8(name) {
-        Ok(name) => key(name) == target,
-        // Case-insensitive file systems take UTF-8 names only (ext4's
-        // casefolding compares any other name byte by byte).
-        Err(_) => false,
-    }
+    let key = key(std::str::from_utf8(name).ok()?);
+    targets.iter().position(|t| key == *t)
 }
 
 /// Whether two names are the same on some case-insensitive file system.
@@ -106,6 +109,10 @@ pub fn strip_prefix<'p>(path: &'p Path, ancestor: &Path) -> Option<&'p Path> {
 mod tests {
     use super::*;
 
+    fn is_name(name: &[u8], target: &str) -> bool {
+        which(name, &[target]).is_some()
+    }
+
     #[test]
     fn every_case_insensitive_spelling_is_the_name() {
         for (name, target) in [
@@ -123,6 +130,15 @@ mod tests {
         ] {
             assert!(is_name(name.as_bytes(), target), "{name:?}");
         }
+    }
+
+    #[test]
+    fn which_finds_the_target_a_name_is() {
+        let targets = ["magus.yaml", "magus.lock", ".git"];
+        assert_eq!(which(b".GIT", &targets), Some(2));
+        assert_eq!(which("MAGUS.LOC\u{212a}".as_bytes(), &targets), Some(1));
+        assert_eq!(which(b"magus.yml", &targets), None);
+        assert_eq!(which(b"\xff.git", &targets), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::noted::{self, Noted};
 use super::repository::GitName;
 use super::{Denial, DenialReason, FsOp, GateError};
 use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Handle, OFlag, Root};
-use crate::policy::names::{self, is_name};
+use crate::policy::names;
 use crate::policy::path::PATH_MAX;
 use crate::policy::{native, normalize, Access, NormalPath, PlainRelative, Policy, TrieCursor};
 use std::borrow::Cow;
@@ -199,12 +199,12 @@ const VCS_DIRS: [&str; 2] = [".git", ".hg"];
 /// `name` is one of [`PROTECTED`] on some case-insensitive disk (every
 /// name is compared so, on every platform: see `policy::names`).
 fn is_protected_name(name: &[u8]) -> bool {
-    PROTECTED.iter().any(|p| is_name(name, p))
+    names::which(name, &PROTECTED).is_some()
 }
 
 /// `name` is one of [`VCS_DIRS`], compared as [`is_protected_name`] does.
 fn is_vcs_dir(name: &[u8]) -> bool {
-    VCS_DIRS.iter().any(|d| is_name(name, d))
+    names::which(name, &VCS_DIRS).is_some()
 }
 
 /// A path that passed the check: the root that allows it and the rest.

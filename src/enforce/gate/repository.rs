@@ -7,7 +7,7 @@
 //! command run there. So `fs.*` may not write the name that would complete
 //! such a directory, nor a `config` into one (docs/protected-names.md).
 
-use crate::policy::names::is_name;
+use crate::policy::names;
 
 /// A name git looks for in a directory it may take for a repository.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,14 +19,17 @@ pub(super) enum GitName {
     Commondir,
 }
 
-/// Each name, as git spells it and as it is compared (lower case).
-const NAMES: [(GitName, &str, &str); 5] = [
-    (GitName::Head, "HEAD", "head"),
-    (GitName::Objects, "objects", "objects"),
-    (GitName::Refs, "refs", "refs"),
-    (GitName::Config, "config", "config"),
-    (GitName::Commondir, "commondir", "commondir"),
+/// Each name, as git spells it.
+const NAMES: [(GitName, &str); 5] = [
+    (GitName::Head, "HEAD"),
+    (GitName::Objects, "objects"),
+    (GitName::Refs, "refs"),
+    (GitName::Config, "config"),
+    (GitName::Commondir, "commondir"),
 ];
+
+/// The same names as they are compared (lower case), in the same order.
+const FOLDED: [&str; 5] = ["head", "objects", "refs", "config", "commondir"];
 
 impl GitName {
     /// The name `name` is in any case (`head` is git's `HEAD` on a
@@ -38,18 +41,16 @@ impl GitName {
         if name.is_ascii() && !(4..=9).contains(&name.len()) {
             return None;
         }
-        NAMES
-            .iter()
-            .find(|(_, _, folded)| is_name(name, folded))
-            .map(|(kind, _, _)| *kind)
+        let at = names::which(name, &FOLDED)?;
+        NAMES.get(at).map(|(kind, _)| *kind)
     }
 
     /// Git's own spelling.
     pub(super) fn spelled(self) -> &'static str {
         NAMES
             .iter()
-            .find(|(kind, _, _)| *kind == self)
-            .map_or("", |(_, spelled, _)| spelled)
+            .find(|(kind, _)| *kind == self)
+            .map_or("", |(_, spelled)| spelled)
     }
 
     /// What, held already by the directory this name is written in, makes
