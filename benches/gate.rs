@@ -11,7 +11,11 @@
 //!     exactly its system calls and the ungated call, with a table of the
 //!     differences printed at the end (target ≤ 100 ns);
 //! (e) `magus_spell_exists`: the real binary, Landlock on, running spells
-//!     of 10,000 and 20,000 `fs.exists`, per call from the difference.
+//!     of 10,000 and 20,000 `fs.exists`, per call from the difference;
+//! (f) `write_1k`: `Gate::write` of 1 KiB over an existing file beside
+//!     `std::fs::write` (no target; the gate opens without `O_TRUNC`,
+//!     compares the handle's identity with the protected files, then
+//!     truncates: docs/protected-names.md).
 //!
 //! Run: `cargo bench --bench gate -- --warm-up-time 1 --measurement-time 4`
 
@@ -19,7 +23,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use magus_sandbox::__private::bindings::{self, Session};
 use magus_sandbox::__private::buzz::{self, Interpreter, Program};
 use magus_sandbox::__private::enforce::beneath::{Follow, Root};
-use magus_sandbox::__private::enforce::gate::Gate;
+use magus_sandbox::__private::enforce::gate::{Gate, WriteMode};
 use magus_sandbox::__private::enforce::landlock::Unavailable;
 use magus_sandbox::__private::enforce::Domain;
 use magus_sandbox::__private::policy::{self, Policy, SandboxState, StartupInput, WorkspaceArg};
@@ -99,6 +103,37 @@ fn bench_read(c: &mut Criterion) {
         b.iter(|| gate.read(black_box("data/file.bin")).expect("gated read"))
     });
     group.finish();
+}
+
+/// `fs.write` of 1 KiB over an existing file, gated and not, in thread
+/// CPU time; the medians and their difference printed at the end.
+fn bench_write(c: &mut Criterion) {
+    let fx = Fixture::new();
+    let gate = Gate::new(Rc::new(fx.policy(SandboxState::On)), fx.ws.clone());
+    let data = vec![b'y'; 1024];
+    let out = fx.ws.join("data/out.bin");
+    std::fs::write(&out, &data).expect("the file written over");
+    let mut group = c.benchmark_group("write_1k");
+    group.sample_size(SAMPLES);
+    let mut medians = Medians::default();
+    medians.bench(&mut group, "ungated_write_std_fs_write", || {
+        std::fs::write(black_box(&out), &data).expect("write")
+    });
+    medians.bench(&mut group, "gate_write_relative", || {
+        let spelled = black_box("data/out.bin");
+        gate.write(spelled, &data, WriteMode::Truncate)
+            .expect("gated write")
+    });
+    group.finish();
+    let ungated = medians.get("ungated_write_std_fs_write");
+    let gated = medians.get("gate_write_relative");
+    if let (Some(ungated), Some(gated)) = (ungated, gated) {
+        println!(
+            "\nwrite_1k, thread CPU ns per call (medians): ungated {ungated:.0}, \
+             gated {gated:.0}, gated - ungated {:.0}",
+            gated - ungated
+        );
+    }
 }
 
 /// A session built as `magus run` builds it, minus Landlock (which would
@@ -474,6 +509,7 @@ criterion_group!(
     bench_exists_spell,
     bench_exists_syscalls,
     bench_gate_above_floor,
+    bench_write,
     bench_spell_through_magus
 );
 criterion_main!(benches);

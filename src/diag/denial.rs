@@ -4,7 +4,7 @@
 //! can (protected paths, other processes, credential stores).
 
 use super::Diagnostic;
-use crate::enforce::gate::{Denial, DenialReason};
+use crate::enforce::gate::{Denial, DenialReason, Protection};
 use crate::policy::native::{folded, to_os};
 use crate::policy::{Access, Mode};
 use std::path::Path;
@@ -19,7 +19,15 @@ impl Denial {
         };
         let why = match self.reason {
             DenialReason::NotGranted => "denied by the sandbox".to_string(),
-            DenialReason::Protected => "denied: it is a protected path".to_string(),
+            DenialReason::Protected => match self.protection.as_deref() {
+                Some(Protection::Repository { dir, holds }) => format!(
+                    "denied: it is a protected path, since git would take `{}` for a \
+                     repository (it holds {})",
+                    to_os(dir).display(),
+                    names_of(holds)
+                ),
+                None => "denied: it is a protected path".to_string(),
+            },
             DenialReason::ForeignProcess => "denied: it belongs to another process".to_string(),
             DenialReason::WindowsPath(kind) => format!("denied: it is {kind}"),
         };
@@ -57,6 +65,13 @@ impl Denial {
 
     fn fix(&self, real: &Path, home: Option<&Path>) -> String {
         match self.reason {
+            DenialReason::Protected if self.protection.is_some() => {
+                "a spell may not make a directory into a git repository (`HEAD` beside \
+                 `objects` and `refs`, or beside `commondir`) nor write such a directory's \
+                 `config`: the next git command there, outside the sandbox, would run what \
+                 that config names; no magus.yaml entry can allow this"
+                    .to_string()
+            }
             DenialReason::Protected => {
                 "a spell may not change the sandbox policy or a repository's \
                  hooks and config (`.git`, `.hg`); no magus.yaml entry can allow this"
@@ -70,6 +85,16 @@ impl Denial {
                 .to_string(),
             DenialReason::NotGranted => allow_entry(real, self.access.needed_mode(), home),
         }
+    }
+}
+
+/// `` `a` and `b` `` (each name quoted, the last two joined by "and").
+fn names_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod hosts;
 pub mod limits;
 mod load;
 pub mod lock;
+pub mod names;
 pub mod native;
 pub mod path;
 pub(crate) mod real_paths;

@@ -131,9 +131,15 @@ impl Harness {
 
     /// A harness with `config` as the workspace's `magus.yaml`.
     pub fn with_config(config: &str) -> Harness {
+        Harness::with_config_in(&scratch::base(), config)
+    }
+
+    /// [`Harness::with_config`], made in `base` (a test's own mount, say;
+    /// never under `/tmp`).
+    pub fn with_config_in(base: &Path, config: &str) -> Harness {
         let dir = tempfile::Builder::new()
             .prefix("magus-test-")
-            .tempdir_in(scratch::base())
+            .tempdir_in(base)
             .expect("create the harness directory");
         let root = dir.path().canonicalize().expect("canonical harness root");
         assert!(
@@ -459,6 +465,12 @@ pub fn open_to_everyone(dir: &Path) {
             }
         }
     }
+}
+
+/// Where tests put their own directories (never under `/tmp`, see
+/// `tests/scratch`).
+pub fn scratch_base() -> PathBuf {
+    scratch::base()
 }
 
 /// Whether this run can switch to uid 65534 (root, with `setpriv`).

@@ -4,8 +4,11 @@
 //! protected workspace paths, other processes' `/proc`), and opened beneath
 //! the handle of the granted root that allowed it.
 
+use super::noted::{self, Noted};
+use super::repository::GitName;
 use super::{Denial, DenialReason, FsOp, GateError};
 use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Handle, OFlag, Root};
+use crate::policy::names;
 use crate::policy::path::PATH_MAX;
 use crate::policy::{native, normalize, Access, NormalPath, PlainRelative, Policy, TrieCursor};
 use std::borrow::Cow;
@@ -29,6 +32,10 @@ pub(super) struct Confined {
     /// NUL-terminated for the system call, reused.
     joined: RefCell<Vec<u8>>,
     own_pid: u32,
+    /// The protected and hidden files by identity, noted before the first
+    /// open that compares a handle with them (boxed: most runs never
+    /// note them, and the backend stays small).
+    noted: OnceCell<Box<Noted>>,
 }
 
 /// One granted root: its handle, opened on first use, and whether a
@@ -62,6 +69,9 @@ struct Cwd {
     /// `/` or a path under `/proc`: a spelling below may name another
     /// process's entry, so the general path checks each one.
     near_proc: bool,
+    /// A hidden store lies below this directory, or it lies in one: every
+    /// spelling below goes the general way, which refuses the store.
+    near_hidden: bool,
     writes: WritesBelow,
     /// The grant whose root is this very directory, if one is.
     own_root: Option<usize>,
@@ -87,19 +97,27 @@ impl Cwd {
     fn new(path: NormalPath, policy: &Policy, workspace: &Path) -> Cwd {
         let bytes = path.as_os_str().as_encoded_bytes();
         let near_proc = bytes == b"/" || bytes.starts_with(b"/proc");
-        let writes = match native::folded(&path).strip_prefix(workspace) {
-            Ok(rest) if rest.as_os_str().is_empty() => WritesBelow::AtWorkspace,
-            Ok(rest) if is_protected_rest(rest) => WritesBelow::General,
-            Ok(_) => WritesBelow::InWorkspace,
-            Err(_) if workspace.starts_with(native::folded(&path)) => WritesBelow::General,
-            Err(_) => WritesBelow::Unprotected,
+        let folded = native::folded(&path);
+        // Names compared as a case-insensitive disk compares them: a
+        // directory spelled `/Users/me/WS` there is the workspace `ws`.
+        let writes = match names::strip_prefix(&folded, workspace) {
+            Some(rest) if rest.as_os_str().is_empty() => WritesBelow::AtWorkspace,
+            Some(rest) if is_protected_rest(rest) => WritesBelow::General,
+            Some(_) => WritesBelow::InWorkspace,
+            None if names::lies_within(workspace, &folded) => WritesBelow::General,
+            None => WritesBelow::Unprotected,
         };
+        let near_hidden = policy.hidden().iter().any(|h| {
+            let h = native::folded(h);
+            names::lies_within(&h, &folded) || names::lies_within(&folded, &h)
+        });
         let own_root = policy.grants().iter().position(|g| g.path == *path);
         Cwd {
             own_root,
             cursor: policy.cursor(&path),
             path,
             near_proc,
+            near_hidden,
             writes,
         }
     }
@@ -107,18 +125,22 @@ impl Cwd {
     /// Whether none of the gate's own refusals can apply to `rel` below
     /// this directory, so the trie's answer is the whole answer.
     fn is_ordinary(&self, rel: PlainRelative<'_>, access: Access) -> bool {
-        if self.near_proc {
+        if self.near_proc || self.near_hidden {
             return false;
         }
         if access != Access::Write {
             return true;
         }
-        let mut names = rel.as_bytes().split(|&b| b == b'/');
-        let is = |name: &[u8], protected: &str| name == protected.as_bytes();
+        let bytes = rel.as_bytes();
+        let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+        if GitName::of(last).is_some() {
+            return false;
+        }
+        let mut names = bytes.split(|&b| b == b'/');
         match self.writes {
             WritesBelow::Unprotected => true,
-            WritesBelow::AtWorkspace => names.all(|n| !PROTECTED.iter().any(|p| is(n, p))),
-            WritesBelow::InWorkspace => names.all(|n| !VCS_DIRS.iter().any(|d| is(n, d))),
+            WritesBelow::AtWorkspace => names.all(|n| !is_protected_name(n)),
+            WritesBelow::InWorkspace => names.all(|n| !is_vcs_dir(n)),
             WritesBelow::General => false,
         }
     }
@@ -174,6 +196,17 @@ const PROTECTED: [&str; 4] = ["magus.yaml", "magus.lock", ".git", ".hg"];
 /// appear in the workspace: git's and Mercurial's repository directories.
 const VCS_DIRS: [&str; 2] = [".git", ".hg"];
 
+/// `name` is one of [`PROTECTED`] on some case-insensitive disk (every
+/// name is compared so, on every platform: see `policy::names`).
+fn is_protected_name(name: &[u8]) -> bool {
+    names::which(name, &PROTECTED).is_some()
+}
+
+/// `name` is one of [`VCS_DIRS`], compared as [`is_protected_name`] does.
+fn is_vcs_dir(name: &[u8]) -> bool {
+    names::which(name, &VCS_DIRS).is_some()
+}
+
 /// A path that passed the check: the root that allows it and the rest.
 #[derive(Debug)]
 pub(super) struct Located<'p> {
@@ -210,7 +243,7 @@ impl Confined {
                 let hidden = policy.hidden().iter();
                 let hides = hidden
                     .map(|h| native::folded(h))
-                    .any(|h| crate::policy::lies_within(&h, &root));
+                    .any(|h| names::lies_within(&h, &root));
                 GrantRoot {
                     handle: OnceCell::new(),
                     hides,
@@ -228,6 +261,7 @@ impl Confined {
             scratch: RefCell::new(NormalPath::root()),
             joined: RefCell::new(Vec::new()),
             own_pid: std::process::id(),
+            noted: OnceCell::new(),
         }
     }
 
@@ -420,6 +454,9 @@ impl Confined {
         let below = cwd.below_root(rel, index, root, &mut joined)?;
         let hides = self.hides(index);
         match root.open_beneath_c(below, flags, follow_for(access, hides)) {
+            // A protected or hidden file by another name: the general way
+            // says why.
+            Ok(fd) if self.noted_entry(&fd, access, hides).is_some() => None,
             Ok(fd) => Some(Ok(fd)),
             Err(BeneathError::Escapes) => None,
             Err(BeneathError::Os(e)) => Some(Err(e)),
@@ -479,6 +516,9 @@ impl Confined {
         op: FsOp,
         flags: OFlag,
     ) -> Result<Option<Handle>, GateError> {
+        if access == Access::Write {
+            self.refuse_repository(located, spelled, op)?;
+        }
         match located
             .root
             .open_beneath(located.rel(), flags, follow_for(access, located.hides))
@@ -486,6 +526,13 @@ impl Confined {
             Ok(fd) => {
                 #[cfg(windows)]
                 self.recheck_final(&fd, located, spelled, access, op)?;
+                if let Some(entry) = self.noted_entry(&fd, access, located.hides) {
+                    let leads_to = Some(entry.path.clone());
+                    let reason = entry.kind.reason();
+                    return Err(
+                        Denial::new(op, access, spelled, &located.abs, leads_to, reason).into(),
+                    );
+                }
                 Ok(Some(fd))
             }
             Err(BeneathError::Escapes) => Ok(None),
@@ -522,6 +569,29 @@ impl Confined {
         }
         let reason = DenialReason::NotGranted;
         Err(Denial::new(op, access, spelled, &located.abs, leads_to, reason).into())
+    }
+
+    /// The protected or hidden file `handle` is, by device and inode,
+    /// where `access` calls for a look: on every write, and on a read
+    /// beneath a root that `hides` a store (other reads make no system
+    /// call more). A read may reach a protected file; a write reaches
+    /// neither.
+    pub(super) fn noted_entry(
+        &self,
+        handle: &Handle,
+        access: Access,
+        hides: bool,
+    ) -> Option<&noted::Entry> {
+        if access != Access::Write && !hides {
+            return None;
+        }
+        let entry = self.noted().find(handle)?;
+        (access == Access::Write || entry.kind == noted::Kind::Hidden).then_some(entry)
+    }
+
+    /// The protected and hidden files by identity, noted on first use.
+    pub(super) fn noted(&self) -> &Noted {
+        self.noted.get_or_init(|| Box::new(Noted::of(&self.policy)))
     }
 
     /// What the trie cannot say: protected workspace files and other
@@ -573,28 +643,39 @@ impl Confined {
         if hidden.is_empty() {
             return false;
         }
-        // Windows compares names in any case (`.SSH` is `.ssh`).
+        // Names in any case, as a case-insensitive disk compares them
+        // (`.SSH` is `.ssh`, `CREDENTIALS.toml` is `credentials.toml`).
         let path = native::folded(path);
         hidden
             .iter()
-            .any(|h| crate::policy::lies_within(&path, &native::folded(h)))
+            .any(|h| names::lies_within(&path, &native::folded(h)))
     }
 
-    /// `path` is a protected path or lies beneath one.
+    /// `path` is a protected path or lies beneath one, its names compared
+    /// in any case.
     fn is_protected(&self, path: &Path) -> bool {
-        native::folded(path)
-            .strip_prefix(self.policy.workspace_key())
-            .is_ok_and(is_protected_rest)
+        names::strip_prefix(&native::folded(path), self.policy.workspace_key())
+            .is_some_and(is_protected_rest)
     }
 
     /// `path` is a protected path or a directory holding one (the
-    /// workspace and its ancestors included).
+    /// workspace and its ancestors included), its names compared in any
+    /// case.
     fn holds_protected(&self, path: &Path) -> bool {
         let workspace = self.policy.workspace_key();
         let path = native::folded(path);
-        match path.strip_prefix(workspace) {
-            Ok(rest) => PROTECTED.iter().any(|p| Path::new(p).starts_with(rest)),
-            Err(_) => workspace.starts_with(path),
+        let Some(rest) = names::strip_prefix(&path, workspace) else {
+            return names::lies_within(workspace, &path);
+        };
+        let mut below = rest
+            .as_os_str()
+            .as_encoded_bytes()
+            .split(|&b| b == b'/')
+            .filter(|n| !n.is_empty());
+        match (below.next(), below.next()) {
+            (None, _) => true,
+            (Some(name), None) => is_protected_name(name),
+            (Some(_), Some(_)) => false,
         }
     }
 }
@@ -615,14 +696,15 @@ fn spelled_below(base: &Path, spelled: &str) -> Result<NormalPath, crate::policy
 }
 
 /// `rest` (a path below the workspace) is protected or lies beneath a
-/// protected path.
+/// protected path, its names compared in any case.
 fn is_protected_rest(rest: &Path) -> bool {
-    PROTECTED
-        .iter()
-        .any(|protected| rest.starts_with(protected))
-        || rest
-            .components()
-            .any(|c| VCS_DIRS.iter().any(|d| c.as_os_str() == *d))
+    let mut below = rest
+        .as_os_str()
+        .as_encoded_bytes()
+        .split(|&b| b == b'/')
+        .filter(|n| !n.is_empty());
+    let first = below.next();
+    first.is_some_and(|name| is_protected_name(name) || is_vcs_dir(name)) || below.any(is_vcs_dir)
 }
 
 fn follow_for(access: Access, root_hides: bool) -> Follow {

@@ -63,7 +63,9 @@ impl fmt::Display for FsOp {
 pub enum DenialReason {
     /// No grant covers the path with the needed rights.
     NotGranted,
-    /// `magus.yaml`, `magus.lock` or anything under `.git` in the workspace.
+    /// `magus.yaml`, `magus.lock` or anything under `.git` in the workspace
+    /// (in any case, or by device and inode), or a name that would make
+    /// its directory a git repository ([`Denial::protection`] says so).
     Protected,
     /// `/proc/<pid>` of another process.
     ForeignProcess,
@@ -81,9 +83,26 @@ pub struct Denial {
     pub spelled: String,
     /// The absolute, normalised path that was checked.
     pub checked: PathBuf,
-    /// Where the path really leads, when a symlink made it differ.
+    /// Where the path really leads, when a symlink made it differ (or the
+    /// protected or hidden file it is, when its name did not say so).
     pub leads_to: Option<PathBuf>,
     pub reason: DenialReason,
+    /// What makes a [`DenialReason::Protected`] path protected, when its
+    /// own name does not say it (boxed: a gate error stays small on the
+    /// paths where nothing is refused).
+    pub protection: Option<Box<Protection>>,
+}
+
+/// Why a path is protected when its name alone does not say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Protection {
+    /// Git would take `dir` for a repository once the path was written:
+    /// it holds these (git's spellings) already.
+    Repository {
+        dir: PathBuf,
+        holds: Vec<&'static str>,
+    },
 }
 
 impl Denial {
@@ -102,7 +121,14 @@ impl Denial {
             checked: checked.to_path_buf(),
             leads_to,
             reason,
+            protection: None,
         }
+    }
+
+    /// This denial, saying what makes the path protected.
+    pub fn protected_by(mut self, protection: Protection) -> Denial {
+        self.protection = Some(Box::new(protection));
+        self
     }
 
     /// MGS2001 for reads, MGS2002 for writes, MGS2007 for launches.

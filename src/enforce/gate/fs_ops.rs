@@ -3,12 +3,15 @@
 //! root. (With the sandbox off, [`super::ambient`] serves them.)
 
 use super::confined::{Confined, Located};
-use super::{FsOp, GateError, WriteMode};
+use super::repository::GitName;
+use super::{Denial, DenialReason, FsOp, GateError, Protection, WriteMode};
 use crate::enforce::beneath::{BeneathError, Follow, Handle, OFlag, HANDLE};
 use crate::policy::Access;
 use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::path::Path;
 
 #[cfg(unix)]
 mod unix;
@@ -53,13 +56,16 @@ impl Confined {
     }
 
     fn open_for_write(&self, spelled: &str, op: FsOp, mode: WriteMode) -> Result<File, GateError> {
-        let extra = match mode {
-            WriteMode::Truncate => OFlag::O_TRUNC,
-            WriteMode::Append => OFlag::O_APPEND,
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT;
+        let flags = match mode {
+            WriteMode::Truncate => flags,
+            WriteMode::Append => flags | OFlag::O_APPEND,
         };
-        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | extra;
-        let fd = self.open(spelled, Access::Write, op, flags)?;
-        Ok(File::from(fd))
+        let file = File::from(self.open(spelled, Access::Write, op, flags)?);
+        if mode == WriteMode::Truncate {
+            truncate(&file).map_err(|e| GateError::io(op, spelled, e))?;
+        }
+        Ok(file)
     }
 
     /// Whether the path exists. Asking is a read: an ungranted path is
@@ -93,34 +99,121 @@ impl Confined {
     pub(super) fn make_directory(&self, spelled: &str) -> Result<(), GateError> {
         let op = FsOp::MakeDirectory;
         let located = self.locate(spelled, Access::Write, op)?;
-        let located = match self.make_beneath(&located) {
-            Err(BeneathError::Escapes) => {
+        let located = match self.make_beneath(&located, spelled, op) {
+            Err(Made::Beneath(BeneathError::Escapes)) => {
                 self.relocate(spelled, &located.abs, Access::Write, op)?
             }
-            Err(BeneathError::Os(e)) => return Err(GateError::io(op, spelled, e)),
+            Err(Made::Beneath(BeneathError::Os(e))) => return Err(GateError::io(op, spelled, e)),
+            Err(Made::Refused(e)) => return Err(e),
             Ok(()) => return Ok(()),
         };
-        match self.make_beneath(&located) {
-            Err(BeneathError::Escapes) => Err(GateError::Raced {
+        match self.make_beneath(&located, spelled, op) {
+            Err(Made::Beneath(BeneathError::Escapes)) => Err(GateError::Raced {
                 op,
                 spelled: spelled.to_string(),
             }),
-            Err(BeneathError::Os(e)) => Err(GateError::io(op, spelled, e)),
+            Err(Made::Beneath(BeneathError::Os(e))) => Err(GateError::io(op, spelled, e)),
+            Err(Made::Refused(e)) => Err(e),
             Ok(()) => Ok(()),
         }
     }
 
     /// Creates each missing component in turn, each parent opened beneath
-    /// the root without following symlinks.
-    fn make_beneath(&self, located: &Located) -> Result<(), BeneathError> {
+    /// the root without following symlinks, and none in a protected or
+    /// hidden directory, nor one that would complete a repository.
+    fn make_beneath(&self, located: &Located, spelled: &str, op: FsOp) -> Result<(), Made> {
         let mut parent = std::path::PathBuf::new();
         for component in located.rel().components() {
             let flags = HANDLE | OFlag::O_DIRECTORY;
             let dir = located.root.open_beneath(&parent, flags, Follow::Never)?;
-            at::make_directory(&dir, component.as_os_str())?;
+            let name = component.as_os_str();
+            if !at::holds(&dir, name) {
+                let dir_path = located.root.path().join(&parent);
+                self.refuse_in_noted(&dir, spelled, &located.abs, op)?;
+                self.refuse_git_name(&dir, &dir_path, name, spelled, &located.abs, op)?;
+            }
+            at::make_directory(&dir, name)?;
             parent.push(component);
         }
         Ok(())
+    }
+
+    /// Refuses an entry made or changed in `dir` when `dir` is, by
+    /// identity, a protected directory (`.git`, its `hooks`) or a hidden
+    /// store: a spelling the name check did not equate reached it.
+    fn refuse_in_noted(
+        &self,
+        dir: &Handle,
+        spelled: &str,
+        abs: &Path,
+        op: FsOp,
+    ) -> Result<(), GateError> {
+        let Some(entry) = self.noted().find(dir) else {
+            return Ok(());
+        };
+        let leads_to = Some(entry.path.clone());
+        let reason = entry.kind.reason();
+        Err(Denial::new(op, Access::Write, spelled, abs, leads_to, reason).into())
+    }
+
+    /// Refuses writing the final name of `located` when git would then
+    /// take its directory for a repository (`repository`).
+    pub(super) fn refuse_repository(
+        &self,
+        located: &Located,
+        spelled: &str,
+        op: FsOp,
+    ) -> Result<(), GateError> {
+        let rel = located.rel();
+        let Some(name) = rel.file_name() else {
+            return Ok(());
+        };
+        if GitName::of(name.as_encoded_bytes()).is_none() {
+            return Ok(());
+        }
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let flags = HANDLE | OFlag::O_DIRECTORY;
+        // A directory that cannot be opened here cannot be written in
+        // either: the open that follows says why (or relocates, and the
+        // real directory is checked then).
+        let Ok(dir) = located.root.open_beneath(parent, flags, Follow::Never) else {
+            return Ok(());
+        };
+        let dir_path = located.root.path().join(parent);
+        self.refuse_git_name(&dir, &dir_path, name, spelled, &located.abs, op)
+    }
+
+    /// Refuses writing `name` in the directory `dir` (at `dir_path`) when
+    /// it is one of git's names and what `dir` holds would make it a
+    /// repository with it.
+    fn refuse_git_name(
+        &self,
+        dir: &Handle,
+        dir_path: &Path,
+        name: &OsStr,
+        spelled: &str,
+        abs: &Path,
+        op: FsOp,
+    ) -> Result<(), GateError> {
+        let Some(git) = GitName::of(name.as_encoded_bytes()) else {
+            return Ok(());
+        };
+        let Some(held) = git.completes(|n| at::holds(dir, OsStr::new(n.spelled()))) else {
+            return Ok(());
+        };
+        let protection = Protection::Repository {
+            dir: dir_path.to_path_buf(),
+            holds: held.iter().map(|n| n.spelled()).collect(),
+        };
+        let denial = Denial::new(
+            op,
+            Access::Write,
+            spelled,
+            abs,
+            None,
+            DenialReason::Protected,
+        );
+        Err(denial.protected_by(protection).into())
     }
 
     /// Removes a file, a symlink or an empty directory.
@@ -154,6 +247,12 @@ impl Confined {
         // which a symlinked parent may have moved: check that name too.
         let real_parent = at::path_of(&fd).map_err(|e| GateError::io(op, spelled, e))?;
         self.refuse_protected_entry(spelled, &abs, &real_parent.join(name), op)?;
+        // And by identity: the directory, and the entry itself.
+        self.refuse_in_noted(&fd, spelled, &abs, op)?;
+        if let Some(entry) = self.noted().find_at(&fd, name) {
+            let (leads_to, reason) = (Some(entry.path.clone()), entry.kind.reason());
+            return Err(Denial::new(op, Access::Write, spelled, &abs, leads_to, reason).into());
+        }
         Ok((fd, name.to_os_string()))
     }
 
@@ -164,6 +263,11 @@ impl Confined {
         let op = FsOp::Move;
         let (from_dir, from_name) = self.open_parent(from, op)?;
         let (to_dir, to_name) = self.open_parent(to, op)?;
+        if GitName::of(to_name.as_encoded_bytes()).is_some() {
+            let to_abs = self.absolute(to, Access::Write, op)?;
+            let to_parent = at::path_of(&to_dir).map_err(|e| GateError::io(op, to, e))?;
+            self.refuse_git_name(&to_dir, &to_parent, &to_name, to, &to_abs, op)?;
+        }
         match at::rename(&from_dir, &from_name, &to_dir, &to_name) {
             Ok(()) => Ok(()),
             Err(e) if at::crosses_devices(&e) => {
@@ -178,12 +282,38 @@ impl Confined {
     pub(super) fn copy(&self, from: &str, to: &str) -> Result<(), GateError> {
         let op = FsOp::Copy;
         let source = self.open(from, Access::Read, op, OFlag::O_RDONLY)?;
-        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC;
-        let target = self.open(to, Access::Write, op, flags)?;
-        io::copy(&mut File::from(source), &mut File::from(target))
+        let target = self.open_for_write(to, op, WriteMode::Truncate)?;
+        io::copy(&mut File::from(source), &mut &target)
             .map(|_| ())
             .map_err(|e| GateError::io(op, to, e))
     }
+}
+
+/// Why [`Confined::make_beneath`] stopped.
+enum Made {
+    /// The open or the `mkdir` failed (or left the root).
+    Beneath(BeneathError),
+    /// The gate refused a directory it would have made.
+    Refused(GateError),
+}
+
+impl From<BeneathError> for Made {
+    fn from(e: BeneathError) -> Made {
+        Made::Beneath(e)
+    }
+}
+
+impl From<GateError> for Made {
+    fn from(e: GateError) -> Made {
+        Made::Refused(e)
+    }
+}
+
+/// Empties a file opened for writing: the write opens without `O_TRUNC`,
+/// so nothing is lost before the handle is known to be no protected file
+/// by another name (`Confined::noted_entry`).
+fn truncate(file: &File) -> io::Result<()> {
+    file.set_len(0)
 }
 
 /// Reads a whole file and lends it to `with`. Most files a spell reads are

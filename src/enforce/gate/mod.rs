@@ -4,8 +4,10 @@
 //! is what the operation touches.
 //!
 //! The gate also refuses what Landlock cannot express: writes to the
-//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/**`)
-//! and reads of other processes' `/proc/<pid>` entries. It never prints;
+//! workspace's protected paths (`magus.yaml`, `magus.lock`, `.git/**`, in
+//! any case and by device and inode, see [`noted`]), writes that would
+//! make a directory a git repository ([`repository`]), and reads of other
+//! processes' `/proc/<pid>` entries. It never prints;
 //! denials are [`Denial`] values that the bindings turn into `SandboxError`.
 //!
 //! Authority is chosen once, when the gate is made: a sandboxed run gets the
@@ -18,11 +20,15 @@ mod ambient;
 mod confined;
 mod denial;
 mod fs_ops;
+#[cfg(all(test, unix))]
+mod names_tests;
+mod noted;
 mod program;
+mod repository;
 #[cfg(all(test, windows))]
 mod windows_tests;
 
-pub use denial::{Denial, DenialReason, FsOp, GateError};
+pub use denial::{Denial, DenialReason, FsOp, GateError, Protection};
 pub use program::{HiddenPrograms, ProgramLookup};
 
 use crate::policy::Policy;

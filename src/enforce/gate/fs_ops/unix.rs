@@ -18,6 +18,12 @@ pub(super) fn make_directory(dir: &Handle, name: &OsStr) -> Result<(), BeneathEr
     }
 }
 
+/// Whether `dir` holds an entry `name` (a link counts, whatever it leads
+/// to). On a case-insensitive disk any spelling of it does.
+pub(super) fn holds(dir: &Handle, name: &OsStr) -> bool {
+    fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+}
+
 /// Removes the file, symlink or empty directory `name` in `parent`.
 pub(super) fn remove(parent: &Handle, name: &OsStr) -> io::Result<()> {
     let is_dir = fstatat(parent.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)

@@ -22,6 +22,12 @@ pub(super) fn make_directory(parent: &Handle, name: &OsStr) -> Result<(), Beneat
     }
 }
 
+/// Whether `parent` holds an entry `name` (a link counts, whatever it
+/// leads to); NTFS matches any case of it.
+pub(super) fn holds(parent: &Handle, name: &OsStr) -> bool {
+    dir(parent).and_then(|d| d.symlink_metadata(name)).is_ok()
+}
+
 /// Removes the file, symlink or empty directory `name` in `parent`.
 pub(super) fn remove(parent: &Handle, name: &OsStr) -> io::Result<()> {
     let parent = dir(parent)?;
