@@ -21,6 +21,7 @@ mod load;
 pub mod lock;
 pub mod native;
 pub mod path;
+pub mod presets;
 pub(crate) mod real_paths;
 pub mod reference;
 mod regular;
