@@ -111,8 +111,9 @@ const V4_BLOCKS: [Block; 14] = [
 ];
 
 /// The IPv6 counterpart; `::1` and `::` come before the block that holds
-/// them, so that they are named for what they are.
-const V6_BLOCKS: [Block; 17] = [
+/// them, so that they are named for what they are. `::ffff:a.b.c.d` is
+/// never looked up here: it is judged as `a.b.c.d` (`canonical`).
+const V6_BLOCKS: [Block; 16] = [
     Block {
         net: IpAddr::V6(Ipv6Addr::UNSPECIFIED),
         len: 128,
@@ -141,14 +142,6 @@ const V6_BLOCKS: [Block; 17] = [
     v6(0xfe80, 0, 10, "link-local"),
     v6(0xfec0, 0, 10, "site-local, deprecated"),
     v6(0xff00, 0, 8, "multicast"),
-    // Never reached: `::ffff:a.b.c.d` is read as `a.b.c.d` first
-    // (`canonical`); listed so that a caller that skips that step still
-    // gets an answer.
-    Block {
-        net: IpAddr::V6(Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0)),
-        len: 96,
-        what: "IPv4-mapped",
-    },
 ];
 
 impl Block {

@@ -297,20 +297,7 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
         .to_socket_addrs()
         .map_err(Failure::Unreachable)?
         .collect();
-    let mut refused: Vec<Resolved> = Vec::new();
-    let mut allowed: Vec<&SocketAddr> = Vec::new();
-    for addr in &addrs {
-        match barred(hosts, &target.host, addr.ip(), target.port) {
-            None => allowed.push(addr),
-            Some(why) if !refused.iter().any(|r| r.address == addr.ip()) => {
-                refused.push(Resolved {
-                    address: addr.ip(),
-                    why: why.to_string(),
-                });
-            }
-            Some(_) => {}
-        }
-    }
+    let (allowed, refused) = sort_addresses(hosts, target, &addrs);
     if allowed.is_empty() && !addrs.is_empty() {
         return Err(Failure::Refused(RefusalReason::PrivateAddress, refused));
     }
@@ -322,6 +309,28 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
         }
     }
     Err(Failure::Unreachable(last))
+}
+
+/// The addresses the name resolved to that the DNS-rebinding rule lets
+/// the proxy connect to, and the others (each once), with why.
+fn sort_addresses<'a>(
+    hosts: &HostList,
+    target: &Target,
+    addrs: &'a [SocketAddr],
+) -> (Vec<&'a SocketAddr>, Vec<Resolved>) {
+    let mut allowed = Vec::new();
+    let mut refused: Vec<Resolved> = Vec::new();
+    for addr in addrs {
+        match barred(hosts, &target.host, addr.ip(), target.port) {
+            None => allowed.push(addr),
+            Some(_) if refused.iter().any(|r| r.address == addr.ip()) => {}
+            Some(why) => refused.push(Resolved {
+                address: addr.ip(),
+                why: why.to_string(),
+            }),
+        }
+    }
+    (allowed, refused)
 }
 
 /// A connection to `addr`; one on this host is [`unpaced`] from its SYN,
