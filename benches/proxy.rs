@@ -351,9 +351,7 @@ fn bench_curl(c: &mut Criterion) {
 criterion_group!(benches, bench_transfer, bench_curl);
 
 fn main() {
-    let hosts = HostList {
-        rules: vec![HostRule::parse("localhost").expect("rule")],
-    };
+    let hosts = HostList::of(vec![HostRule::parse("localhost").expect("rule")]);
     let mut proxy = Proxy::start(&hosts).expect("the proxy starts");
     proxy.listen().expect("the proxy listens");
     let _ = PROXY.set(proxy);

@@ -525,8 +525,9 @@ fn a_port_restriction_refuses_other_ports() {
 }
 
 /// The DNS-rebinding rule: `127.1` is a *name* (not an IP literal) that
-/// resolves to 127.0.0.1; listed alone it is refused, listed with the
-/// address it resolves to it is reached.
+/// resolves to 127.0.0.1; listed alone it is refused, and MGS2011 says
+/// where it led, which rule that broke, and the entry that allows it;
+/// listed with that entry it is reached.
 #[test]
 fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed() {
     let server = FileServer::start(tempfile::tempdir().unwrap().keep());
@@ -551,7 +552,19 @@ fn a_listed_name_resolving_to_loopback_is_refused_unless_its_address_is_listed()
             "{}",
             out.dump()
         );
-        let allowed = run_script(&hosts_config("[\"127.1\", 127.0.0.1]"), &script, case, &[]);
+        let said = "`127.1` resolved to 127.0.0.1, in 127.0.0.0/8 (loopback): \
+                    a listed name may not lead to a private or reserved address";
+        assert!(out.stderr.contains(said), "{}", out.dump());
+        assert!(
+            out.stdout.contains(said),
+            "the 403 says it too: {}",
+            out.dump()
+        );
+        let entry = format!("\"127.0.0.1:{}\"", server.port);
+        assert!(out.stderr.contains(&format!("- {entry}")), "{}", out.dump());
+        // The entry MGS2011 offers is enough.
+        let config = hosts_config(&format!("[\"127.1\", {entry}]"));
+        let allowed = run_script(&config, &script, case, &[]);
         assert!(
             allowed.stdout.contains("hello from the test server"),
             "{}",
@@ -978,19 +991,7 @@ fn a_listed_name_at_the_machines_own_public_address_is_refused() {
         h.write_spell("net", SHELL_SPELL);
         let script = format!("{} http://thisbox.test:8123/own.txt", curl());
         std::fs::write(h.ws_path("net.sh"), script).unwrap();
-        let magus = h.command();
-        let mut cmd = Command::new("unshare");
-        cmd.args(["--net", "--mount", "--", "/bin/sh", "-c", OWN_ADDRESS, "sh"]);
-        cmd.arg(magus.get_program()).args(magus.get_args());
-        cmd.arg("--workspace").arg(&h.ws).args(["run", "net"]);
-        cmd.env_clear().current_dir(&h.root);
-        for (k, v) in magus.get_envs() {
-            if let Some(v) = v {
-                cmd.env(k, v);
-            }
-        }
-        cmd.env("OWN_DIR", own.path());
-        capture(&mut cmd)
+        in_namespace(&h, OWN_ADDRESS, own.path())
     };
     let control = run(SANDBOX_OFF);
     assert!(
@@ -1006,6 +1007,138 @@ fn a_listed_name_at_the_machines_own_public_address_is_refused() {
         "{}",
         out.dump()
     );
+    assert!(
+        out.stderr.contains(
+            "`thisbox.test` resolved to 203.0.114.1, one of this machine's own addresses"
+        ),
+        "{}",
+        out.dump()
+    );
+}
+
+/// Inside a network namespace of the test's: `registry.test` is
+/// 198.18.0.5 (benchmarking, reserved, where some networks put a registry
+/// mirror), an address of the namespace's `lo`, with a web server on it.
+const RESERVED_REGISTRY: &str = r#"set -e
+ip link set lo up
+ip addr add 198.18.0.5/32 dev lo
+printf '198.18.0.5 registry.test\n' > "$OWN_DIR/hosts"
+mount --bind "$OWN_DIR/hosts" /etc/hosts
+/usr/bin/python3 -m http.server --bind 198.18.0.5 8124 --directory "$OWN_DIR/www" >/dev/null 2>&1 &
+server=$!
+for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://198.18.0.5:8124/ && break; sleep 0.1; done
+set +e
+"$@"; status=$?
+kill $server
+exit $status
+"#;
+
+/// The issue's case: a listed registry name that resolves to a reserved
+/// address. MGS2011 (one, though curl asks three times) names the address,
+/// its block and the rule, and offers the entry that allows it; with that
+/// entry added the registry is reached. The control, sandbox off, reaches
+/// it directly.
+#[test]
+fn a_listed_name_at_a_reserved_address_names_the_address_and_the_rule() {
+    if !nix::unistd::geteuid().is_root() || !Path::new("/usr/sbin/ip").exists() {
+        eprintln!("skipped: needs root and ip(8)");
+        return;
+    }
+    let own = tempfile::tempdir().unwrap();
+    std::fs::create_dir(own.path().join("www")).unwrap();
+    std::fs::write(own.path().join("www/index.txt"), "registry-index\n").unwrap();
+    let run = |config: &str| {
+        let h = Harness::with_config(config);
+        h.write_spell("net", SHELL_SPELL);
+        let script = format!(
+            "for i in 1 2 3; do {} http://registry.test:8124/index.txt; done",
+            curl()
+        );
+        std::fs::write(h.ws_path("net.sh"), script).unwrap();
+        in_namespace(&h, RESERVED_REGISTRY, own.path())
+    };
+    let control = run(SANDBOX_OFF);
+    assert!(
+        control.stdout.contains("registry-index"),
+        "{}",
+        control.dump()
+    );
+    let out = run(&hosts_config("[registry.test]"));
+    assert!(!out.stdout.contains("registry-index"), "{}", out.dump());
+    assert_eq!(out.stderr_count("warning[MGS2011]"), 1, "{}", out.dump());
+    for said in [
+        "connection to `registry.test:8124` refused 3 times",
+        "`registry.test` resolved to 198.18.0.5, in 198.18.0.0/15 (benchmarking, reserved): \
+         a listed name may not lead to a private or reserved address",
+        "- \"198.18.0.5:8124\"",
+    ] {
+        assert!(out.stderr.contains(said), "{said}\n{}", out.dump());
+    }
+    let allowed = run(&hosts_config("[registry.test, \"198.18.0.5:8124\"]"));
+    assert_eq!(
+        allowed.stdout.matches("registry-index").count(),
+        3,
+        "{}",
+        allowed.dump()
+    );
+}
+
+/// `magus run net` in a network and mount namespace of its own, set up by
+/// `script` (which gets `OWN_DIR`, and runs magus as its arguments).
+fn in_namespace(h: &Harness, script: &str, own: &Path) -> RunOutput {
+    let magus = h.command();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--net", "--mount", "--", "/bin/sh", "-c", script, "sh"]);
+    cmd.arg(magus.get_program()).args(magus.get_args());
+    cmd.arg("--workspace").arg(&h.ws).args(["run", "net"]);
+    cmd.env_clear().current_dir(&h.root);
+    for (k, v) in magus.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("OWN_DIR", own);
+    capture(&mut cmd)
+}
+
+/// Retries are one diagnostic: seven refusals of one host and port in one
+/// call are one MGS2011 that says "refused 7 times"; another port in the
+/// same call is another. The control, sandbox off, reaches the server
+/// eight times; nothing reaches it through the proxy.
+#[test]
+fn retries_of_one_host_are_one_mgs2011_with_a_count() {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let (server, other) = (FileServer::start(dir.clone()), FileServer::start(dir));
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7; do {c} http://127.0.0.1:{p}/; done; {c} http://127.0.0.1:{q}/; exit 0",
+        c = curl(),
+        p = server.port,
+        q = other.port
+    );
+    for case in cases() {
+        let control = run_script(SANDBOX_OFF, &script, case, &[]);
+        assert_eq!(
+            control.stdout.matches("hello from the test server").count(),
+            8,
+            "control: {}",
+            control.dump()
+        );
+        let before = (server.hits(), other.hits());
+        let out = run_script(&hosts_config("[localhost]"), &script, case, &[]);
+        assert_eq!((server.hits(), other.hits()), before, "{}", out.dump());
+        assert_eq!(out.stderr_count("warning[MGS2011]"), 2, "{}", out.dump());
+        let seven = format!(
+            "warning[MGS2011]: connection to `127.0.0.1:{}` refused 7 times by the sandbox's network proxy",
+            server.port
+        );
+        let once = format!(
+            "warning[MGS2011]: connection to `127.0.0.1:{}` refused by the sandbox's network proxy",
+            other.port
+        );
+        assert!(out.stderr.contains(&seven), "{}", out.dump());
+        assert!(out.stderr.contains(&once), "{}", out.dump());
+        assert_eq!(out.stderr_count("net.buzz:3:12"), 2, "{}", out.dump());
+    }
 }
 
 /// One request as a [`VhostServer`] saw it.

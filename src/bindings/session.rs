@@ -89,17 +89,16 @@ impl Session {
         self
     }
 
-    /// After a `sh.*` call: MGS2011 for each host its children were refused.
+    /// After a `sh.*` call: MGS2011 for each host (and port) its children
+    /// were refused, once however often they asked.
     #[cfg(kernel_layer)]
     pub(super) fn after_call(&self, site: &CallSite) {
         let refusals = match self.egress.borrow_mut().as_mut() {
             Some(proxy) => proxy.take_to_say(),
             None => return,
         };
-        for event in &refusals {
-            if let Some(d) = egress::event_diagnostic(event, Some(site)) {
-                self.emit(&d);
-            }
+        for d in egress::diagnostics(&refusals, Some(site)) {
+            self.emit(&d);
         }
     }
 
@@ -132,10 +131,8 @@ impl Session {
     pub fn finish_egress(&self) -> Option<EgressSummary> {
         let proxy = self.egress.borrow_mut().take()?;
         let (summary, refusals) = proxy.finish(self.launched.get());
-        for event in &refusals {
-            if let Some(d) = egress::event_diagnostic(event, None) {
-                self.emit(&d);
-            }
+        for d in egress::diagnostics(&refusals, None) {
+            self.emit(&d);
         }
         Some(summary)
     }

@@ -324,6 +324,39 @@ fn hosts_list(list: &crate::policy::HostList) -> Vec<String> {
     list.rules.iter().map(|r| r.to_string()).collect()
 }
 
+/// Each preset named in `hosts:`, expanded (its rules are in the hosts
+/// line already): `  @crates-io = index.crates.io:443, ...  (cargo: ...)`.
+fn preset_lines(network: &Network) -> String {
+    let Network::Hosts(list) = network else {
+        return String::new();
+    };
+    list.presets
+        .iter()
+        .map(|p| {
+            let rules: Vec<String> = p.rules().iter().map(|r| r.to_string()).collect();
+            format!(
+                "  {:<14} = {}  ({})\n",
+                p.spelled(),
+                rules.join(", "),
+                p.purpose
+            )
+        })
+        .collect()
+}
+
+/// The presets named in `hosts:`, expanded, for JSON.
+fn presets_json(list: &crate::policy::HostList) -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> = list
+        .presets
+        .iter()
+        .map(|p| {
+            let rules: Vec<String> = p.rules().iter().map(|r| r.to_string()).collect();
+            (p.spelled(), json!(rules))
+        })
+        .collect();
+    serde_json::Value::Object(map)
+}
+
 fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
     let mut out = String::new();
     let config = policy
@@ -362,6 +395,7 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
         "network          {}\n",
         network_text(policy.network())
     ));
+    out.push_str(&preset_lines(policy.network()));
     out.push_str(&kernel.human(policy));
     out
 }
@@ -441,11 +475,13 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
         #[cfg(kernel_layer)]
         Network::Hosts(list) => json!({
             "hosts": list.rules.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+            "presets": presets_json(list),
             "mechanism": kernel.network.describe(),
         }),
         #[cfg(not(kernel_layer))]
         Network::Hosts(list) => json!({
             "hosts": hosts_list(list),
+            "presets": presets_json(list),
             "mechanism": "none: not enforced without the kernel layer",
         }),
     };

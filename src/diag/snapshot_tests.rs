@@ -133,6 +133,7 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
         port: 443,
         reason: RefusalReason::NotListed,
         via: "http".into(),
+        resolved: Vec::new(),
     };
     let at = scene.spell_at(7, 5);
     let site = crate::buzz::CallSite {
@@ -141,6 +142,32 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
         column: at.column,
     };
     crate::bindings::egress::event_diagnostic(&event, Some(&site)).unwrap()
+}
+
+/// A listed name that led to a reserved address, asked for seven times
+/// in one call (a client retrying): one diagnostic, the address, its
+/// block and the rule.
+fn mgs2011_rebinding(scene: &Scene) -> Diagnostic {
+    use crate::enforce::proxy::{Event, RefusalReason, Resolved};
+    let event = Event::Refused {
+        host: "index.crates.io".into(),
+        port: 443,
+        reason: RefusalReason::PrivateAddress,
+        via: "http".into(),
+        resolved: vec![Resolved {
+            address: "198.18.0.5".parse().unwrap(),
+            why: "in 198.18.0.0/15 (benchmarking, reserved)".into(),
+        }],
+    };
+    let at = scene.spell_at(7, 5);
+    let site = crate::buzz::CallSite {
+        file: at.file,
+        line: at.line,
+        column: at.column,
+    };
+    let mut all = crate::bindings::egress::diagnostics(&vec![event; 7], Some(&site));
+    assert_eq!(all.len(), 1);
+    all.remove(0)
 }
 
 fn child_env_notes() -> Vec<Diagnostic> {
@@ -283,6 +310,7 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2010_undeclared", mgs2010_undeclared()),
         ("mgs2010_nested", mgs2010_nested()),
         ("mgs2011_refused", mgs2011(scene)),
+        ("mgs2011_rebinding", mgs2011_rebinding(scene)),
         ("mgs2012_deny_seccomp", mgs2012_deny_by_seccomp()),
         ("mgs2012_ports_unenforced", mgs2012_ports_unenforced()),
         ("mgs2014_set_aside", mgs2014(scene)),

@@ -102,7 +102,7 @@ fn canonical_network(network: &Network) -> Network {
             let mut rules = list.rules.clone();
             rules.sort();
             rules.dedup();
-            Network::Hosts(HostList { rules })
+            Network::Hosts(HostList::of(rules))
         }
         other => other.clone(),
     }
@@ -234,6 +234,27 @@ mod tests {
             empty.fingerprint(),
             canonical("sandbox: {}\n").fingerprint()
         );
+    }
+
+    /// The lock pins what a preset opens, not its name: written out, the
+    /// same hosts give the same fingerprint, and another preset (or a
+    /// preset whose hosts changed) another one.
+    #[test]
+    fn a_preset_is_fingerprinted_as_its_hosts() {
+        let preset = canonical("sandbox:\n  network: {hosts: [\"@crates-io\"]}\n");
+        let written = canonical(
+            "sandbox:\n  network: {hosts: [static.crates.io:443, crates.io:443, index.crates.io:443]}\n",
+        );
+        assert_eq!(preset, written);
+        assert_eq!(preset.fingerprint(), written.fingerprint());
+        assert!(
+            preset.to_string().ends_with(
+                "network hosts [\"crates.io:443\", \"index.crates.io:443\", \"static.crates.io:443\"]\n"
+            ),
+            "{preset}"
+        );
+        let other = canonical("sandbox:\n  network: {hosts: [\"@pypi\"]}\n");
+        assert_ne!(preset.fingerprint(), other.fingerprint());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! The proxy (`enforce::proxy`) asks [`HostList::permits`] with the name
 //! exactly as the client sent it, before anything is resolved.
 
+use super::presets::Preset;
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -195,10 +196,22 @@ pub fn normalize_host(requested: &str) -> Option<String> {
 /// The `hosts:` list of a policy.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HostList {
+    /// Every rule, the presets' entries included.
     pub rules: Vec<HostRule>,
+    /// The presets named in `magus.yaml` (`"@crates-io"`), in the order
+    /// written, for `sandbox check`; their rules are in `rules` already.
+    pub presets: Vec<&'static Preset>,
 }
 
 impl HostList {
+    /// A list of these rules, named by no preset.
+    pub fn of(rules: Vec<HostRule>) -> HostList {
+        HostList {
+            rules,
+            presets: Vec::new(),
+        }
+    }
+
     /// Whether a client may reach `requested:port`, judged on the name as
     /// asked (see [`normalize_host`]).
     pub fn permits(&self, requested: &str, port: u16) -> bool {
@@ -291,9 +304,7 @@ mod tests {
 
     #[test]
     fn subdomain_rules_cover_subdomains_only() {
-        let list = HostList {
-            rules: vec![rule("*.crates.io"), rule("github.com:443")],
-        };
+        let list = HostList::of(vec![rule("*.crates.io"), rule("github.com:443")]);
         assert!(list.permits("static.crates.io", 443));
         assert!(list.permits("A.B.Crates.IO.", 80));
         assert!(!list.permits("crates.io", 443));
@@ -306,9 +317,7 @@ mod tests {
 
     #[test]
     fn ip_literals_match_only_when_listed() {
-        let list = HostList {
-            rules: vec![rule("localhost"), rule("*.0.1"), rule("[::1]")],
-        };
+        let list = HostList::of(vec![rule("localhost"), rule("*.0.1"), rule("[::1]")]);
         assert!(list.permits("localhost", 1));
         assert!(!list.permits("127.0.0.1", 1));
         assert!(list.permits("[::1]", 1));

@@ -404,7 +404,7 @@ fn host_list(text: &str) -> Result<Network, LockSyntax> {
         .iter()
         .map(|s| HostRule::parse(s).map_err(|_| bad("host entry", s)))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Network::Hosts(HostList { rules }))
+    Ok(Network::Hosts(HostList::of(rules)))
 }
 
 /// The order [`CanonicalPolicy::from_declared`] produces, so a lock whose

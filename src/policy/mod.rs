@@ -22,6 +22,7 @@ pub mod lock;
 pub mod names;
 pub mod native;
 pub mod path;
+pub mod presets;
 pub(crate) mod real_paths;
 pub mod reference;
 mod regular;

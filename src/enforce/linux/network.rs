@@ -492,7 +492,7 @@ mod tests {
 
     fn hosts() -> Network {
         let rule = crate::policy::HostRule::parse("crates.io").unwrap();
-        Network::Hosts(crate::policy::HostList { rules: vec![rule] })
+        Network::Hosts(crate::policy::HostList::of(vec![rule]))
     }
 
     #[test]

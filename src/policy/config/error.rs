@@ -73,6 +73,12 @@ pub enum ConfigErrorKind {
         spelled: String,
         problem: crate::policy::HostError,
     },
+    #[error("invalid host entry: {0}")]
+    UnknownPreset(crate::policy::presets::UnknownPreset),
+    /// `hosts: [@crates-io]`: YAML reserves `@` at the start of a plain
+    /// value, so the parser stops there.
+    #[error("YAML syntax error: a value cannot start with `@` unless it is quoted")]
+    UnquotedPreset,
     #[error("`hosts` cannot be combined with `connect_tcp` or `bind_tcp`")]
     HostsWithPorts,
     #[error("`hosts` is empty")]
@@ -118,7 +124,11 @@ impl ConfigErrorKind {
             ConfigErrorKind::BadPort(_) => "list TCP ports as numbers, e.g. `[443, 8080]`".into(),
             ConfigErrorKind::BadLimit { key, .. } => limit_hint(key).into(),
             ConfigErrorKind::BadHost { .. } => {
-                "write a name (`crates.io`), sub-domains (`*.crates.io`), either with a port (`github.com:443`)".into()
+                "write a name (`crates.io`), sub-domains (`*.crates.io`), either with a port (`github.com:443`), or a preset (`\"@crates-io\"`)".into()
+            }
+            ConfigErrorKind::UnknownPreset(unknown) => unknown.hint(),
+            ConfigErrorKind::UnquotedPreset => {
+                "quote a preset, as in `hosts: [\"@crates-io\"]` (YAML reserves `@`)".into()
             }
             ConfigErrorKind::HostsWithPorts => {
                 "with `hosts`, every connection goes through magus's proxy: keep `hosts` or the port lists, not both".into()

@@ -17,6 +17,7 @@ use super::env::EnvPattern;
 use super::grant::{Mode, Network};
 use super::hosts::{HostList, HostRule};
 use super::limits::{check_processes, parse_memory, parse_wall_time, LimitError, Limits};
+use super::presets;
 use schema::{RawAllow, RawFile, RawLimits, RawNetwork, RawPorts, RawSandbox};
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 use std::io::Read;
@@ -86,8 +87,8 @@ pub fn parse_config(file: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError
         at(file, Position { line, column }, ConfigErrorKind::NotUtf8)
     })?;
     let options = serde_saphyr::options! { with_snippet: false, strict_booleans: true };
-    let raw: RawFile =
-        serde_saphyr::from_str_with_options(text, options).map_err(|e| from_yaml(file, &e))?;
+    let raw: RawFile = serde_saphyr::from_str_with_options(text, options)
+        .map_err(|e| from_yaml(file, text, &e))?;
     if let Some(near) = raw.other_keys.iter().find(|k| near_sandbox(&k.value)) {
         let kind = ConfigErrorKind::NearSandbox(near.value.escape_debug().to_string());
         return Err(at(file, position(near), kind));
@@ -173,7 +174,7 @@ fn position<T>(spanned: &Spanned<T>) -> Position {
 }
 
 /// Maps a parser error to our kinds, keeping its position.
-fn from_yaml(file: &Path, err: &serde_saphyr::Error) -> ConfigError {
+fn from_yaml(file: &Path, text: &str, err: &serde_saphyr::Error) -> ConfigError {
     let pos =
         err.location()
             .filter(|l| l.line() > 0)
@@ -181,7 +182,22 @@ fn from_yaml(file: &Path, err: &serde_saphyr::Error) -> ConfigError {
                 line: clamp(l.line()),
                 column: clamp(l.column()),
             });
-    at(file, pos, classify(innermost(err)))
+    let kind = match classify(innermost(err)) {
+        ConfigErrorKind::Syntax(_) if char_at(text, pos) == Some(presets::PRESET_SIGIL) => {
+            ConfigErrorKind::UnquotedPreset
+        }
+        kind => kind,
+    };
+    at(file, pos, kind)
+}
+
+/// The character at a 1-based line and column (in characters).
+fn char_at(text: &str, pos: Position) -> Option<char> {
+    let line = text
+        .lines()
+        .nth(usize::try_from(pos.line).ok()?.checked_sub(1)?)?;
+    line.chars()
+        .nth(usize::try_from(pos.column).ok()?.checked_sub(1)?)
 }
 
 fn innermost(mut err: &serde_saphyr::Error) -> &serde_saphyr::Error {
@@ -383,18 +399,33 @@ fn validate_hosts(
     if hosts.is_empty() {
         return Err((at, ConfigErrorKind::NoHosts));
     }
-    let mut rules = hosts
-        .iter()
-        .map(|h| {
-            HostRule::parse(&h.value).map_err(|problem| {
-                let spelled = h.value.escape_debug().to_string();
-                (position(h), ConfigErrorKind::BadHost { spelled, problem })
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    rules.sort();
-    rules.dedup();
-    Ok(Network::Hosts(HostList { rules }))
+    let mut list = HostList::default();
+    for h in &hosts {
+        add_host_entry(&mut list, h)?;
+    }
+    list.rules.sort();
+    list.rules.dedup();
+    Ok(Network::Hosts(list))
+}
+
+/// One `hosts:` entry: a host rule, or a preset (`"@crates-io"`), whose
+/// rules are added in its stead.
+fn add_host_entry(list: &mut HostList, h: &Spanned<String>) -> Result<(), Invalid> {
+    if presets::is_preset(&h.value) {
+        let preset = presets::lookup(&h.value)
+            .map_err(|unknown| (position(h), ConfigErrorKind::UnknownPreset(unknown)))?;
+        if !list.presets.contains(&preset) {
+            list.presets.push(preset);
+        }
+        list.rules.extend(preset.rules());
+        return Ok(());
+    }
+    let rule = HostRule::parse(&h.value).map_err(|problem| {
+        let spelled = h.value.escape_debug().to_string();
+        (position(h), ConfigErrorKind::BadHost { spelled, problem })
+    })?;
+    list.rules.push(rule);
+    Ok(())
 }
 
 fn validate_ports(raw: RawPorts) -> Result<Network, Invalid> {
@@ -506,6 +537,48 @@ mod tests {
             );
             assert_eq!((err.line, err.column), at, "{text}");
         }
+    }
+
+    #[test]
+    fn a_preset_expands_to_its_rules_and_is_remembered() {
+        let text =
+            "sandbox:\n  network:\n    hosts: [\"@pypi\", pypi.org:443, \"@PyPI\", localhost]\n";
+        let Network::Hosts(list) = parse(text).unwrap().sandbox.unwrap().network else {
+            panic!("not hosts");
+        };
+        let spelled: Vec<String> = list.rules.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            spelled,
+            ["files.pythonhosted.org:443", "localhost", "pypi.org:443"]
+        );
+        let names: Vec<&str> = list.presets.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["pypi"]);
+    }
+
+    #[test]
+    fn an_unknown_or_unquoted_preset_is_an_error_at_its_entry() {
+        let err = parse("sandbox:\n  network:\n    hosts: [a.io, \"@crate-io\"]\n").unwrap_err();
+        assert!(
+            matches!(&err.kind, ConfigErrorKind::UnknownPreset(u) if u.spelled == "@crate-io"),
+            "{err}"
+        );
+        assert_eq!((err.line, err.column), (3, 19));
+        assert!(
+            err.hint().starts_with("did you mean `@crates-io`?"),
+            "{}",
+            err.hint()
+        );
+        for text in [
+            "sandbox:\n  network:\n    hosts: [@npm]\n",
+            "sandbox:\n  network:\n    hosts:\n      - @npm\n",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(matches!(err.kind, ConfigErrorKind::UnquotedPreset), "{err}");
+            assert!(err.hint().contains("\"@crates-io\""), "{}", err.hint());
+        }
+        // Any other syntax error keeps its own words.
+        let err = parse("sandbox:\n  network:\n    hosts: [`npm]\n").unwrap_err();
+        assert!(matches!(err.kind, ConfigErrorKind::Syntax(_)), "{err}");
     }
 
     #[test]

@@ -341,12 +341,11 @@ mod tests {
     #[test]
     fn adding_a_host_widens_and_removing_one_narrows() {
         let hosts = |list: &[&str]| {
-            Network::Hosts(crate::policy::HostList {
-                rules: list
-                    .iter()
+            Network::Hosts(crate::policy::HostList::of(
+                list.iter()
                     .map(|h| crate::policy::HostRule::parse(h).unwrap())
                     .collect(),
-            })
+            ))
         };
         let locked = policy(&[], &[], hosts(&["crates.io"]));
         let wider = policy(&[], &[], hosts(&["crates.io", "*.github.com:443"]));

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 /// Why the proxy refused a request; each names its own fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,8 +21,13 @@ pub enum RefusalReason {
     PrivateAddress,
 }
 
+/// The rule a listed name broke, said after where it led.
+pub const REBINDING_RULE: &str =
+    "a listed name may not lead to a private or reserved address, by the DNS-rebinding rule";
+
 impl RefusalReason {
-    /// One line, for the HTTP 403 body and MGS2011's note.
+    /// One line, for the HTTP 403 body and MGS2011's note; for
+    /// [`RefusalReason::PrivateAddress`], [`rebinding_text`] says more.
     pub fn text(self) -> &'static str {
         match self {
             RefusalReason::NotListed => "the host is not in network.hosts",
@@ -31,6 +37,38 @@ impl RefusalReason {
             }
         }
     }
+}
+
+/// An address a listed name resolved to, and why the proxy would not
+/// connect to it (`in 198.18.0.0/15 (benchmarking, reserved)`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub address: IpAddr,
+    pub why: String,
+}
+
+/// How many resolved addresses a message names; a name with more says
+/// how many it left out.
+const ADDRESSES_SAID: usize = 4;
+
+/// `` `reg.example` resolved to 198.18.0.5, in 198.18.0.0/15
+/// (benchmarking, reserved): a listed name may not lead to ... ``.
+pub fn rebinding_text(host: &str, resolved: &[Resolved]) -> String {
+    if resolved.is_empty() {
+        return RefusalReason::PrivateAddress.text().to_string();
+    }
+    let mut each: Vec<String> = resolved
+        .iter()
+        .take(ADDRESSES_SAID)
+        .map(|r| format!("{}, {}", r.address, r.why))
+        .collect();
+    if resolved.len() > ADDRESSES_SAID {
+        each.push(format!("{} more", resolved.len() - ADDRESSES_SAID));
+    }
+    format!(
+        "`{host}` resolved to {}: {REBINDING_RULE}",
+        each.join("; and to ")
+    )
 }
 
 /// One line of the proxy's report.
@@ -43,6 +81,10 @@ pub enum Event {
         reason: RefusalReason,
         /// `http` or `socks5`.
         via: String,
+        /// For [`RefusalReason::PrivateAddress`]: every address the name
+        /// resolved to, and why each was barred.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        resolved: Vec<Resolved>,
     },
     Closed {
         host: String,
@@ -167,6 +209,17 @@ mod tests {
                 port: 80,
                 reason: RefusalReason::NotListed,
                 via: "http".into(),
+                resolved: Vec::new(),
+            },
+            Event::Refused {
+                host: "reg.example".into(),
+                port: 443,
+                reason: RefusalReason::PrivateAddress,
+                via: "socks5".into(),
+                resolved: vec![Resolved {
+                    address: "198.18.0.5".parse().unwrap(),
+                    why: "in 198.18.0.0/15 (benchmarking, reserved)".into(),
+                }],
             },
             Event::TurnedAway,
             Event::TurnedAway,
@@ -182,9 +235,40 @@ mod tests {
             summary.lines(),
             [
                 "127.0.0.1:80  0 connection(s), 0 B out, 0 B in, 1 refused",
-                "localhost:80  2 connection(s), 11 B out, 102 B in, 0 refused"
+                "localhost:80  2 connection(s), 11 B out, 102 B in, 0 refused",
+                "reg.example:443  0 connection(s), 0 B out, 0 B in, 1 refused"
             ]
         );
         assert_eq!(summary.turned_away, 2);
+    }
+
+    #[test]
+    fn a_rebinding_refusal_says_where_the_name_led() {
+        let at = |a: &str, why: &str| Resolved {
+            address: a.parse().unwrap(),
+            why: why.into(),
+        };
+        assert_eq!(
+            rebinding_text(
+                "reg.example",
+                &[at("198.18.0.5", "in 198.18.0.0/15 (benchmarking, reserved)")]
+            ),
+            "`reg.example` resolved to 198.18.0.5, in 198.18.0.0/15 (benchmarking, reserved): \
+             a listed name may not lead to a private or reserved address, by the DNS-rebinding rule"
+        );
+        let many: Vec<Resolved> = (1..=6)
+            .map(|i| at(&format!("10.0.0.{i}"), "in 10.0.0.0/8 (private)"))
+            .collect();
+        let text = rebinding_text("reg.example", &many);
+        assert!(
+            text.starts_with(
+                "`reg.example` resolved to 10.0.0.1, in 10.0.0.0/8 (private); and to 10.0.0.2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("10.0.0.4, in 10.0.0.0/8 (private); and to 2 more:"),
+            "{text}"
+        );
     }
 }

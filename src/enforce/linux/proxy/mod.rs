@@ -28,7 +28,7 @@ mod reports;
 pub mod request;
 mod serve;
 
-pub use events::{EgressSummary, Event, RefusalReason};
+pub use events::{rebinding_text, EgressSummary, Event, RefusalReason, Resolved};
 pub use serve::MAX_CLIENTS;
 
 use crate::enforce::jail::Outside;

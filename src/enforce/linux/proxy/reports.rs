@@ -174,6 +174,7 @@ mod tests {
             port,
             reason: RefusalReason::NotListed,
             via: "http".into(),
+            resolved: Vec::new(),
         }
     }
 

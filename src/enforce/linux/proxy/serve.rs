@@ -6,8 +6,8 @@
 //! accepts; one thread per connection and direction; each refusal and
 //! each finished connection is reported to magus.
 
-use super::address::may_connect;
-use super::events::{Event, RefusalReason};
+use super::address::barred;
+use super::events::{rebinding_text, Event, RefusalReason, Resolved};
 use super::placement::{settle, Settled, BULK};
 use super::request::{
     read_http_head, read_socks_greeting, read_socks_request, Advance, BodyEnd, Target, CMD_CONNECT,
@@ -278,7 +278,8 @@ fn busy_http() -> String {
 
 /// Why a request did not get through.
 enum Failure {
-    Refused(RefusalReason),
+    /// By a rule: the reason, and for the rebinding rule where the name led.
+    Refused(RefusalReason, Vec<Resolved>),
     Unreachable(io::Error),
 }
 
@@ -290,18 +291,15 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
             true => RefusalReason::PortNotListed,
             false => RefusalReason::NotListed,
         };
-        return Err(Failure::Refused(reason));
+        return Err(Failure::Refused(reason, Vec::new()));
     }
     let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
         .to_socket_addrs()
         .map_err(Failure::Unreachable)?
         .collect();
-    let allowed: Vec<&SocketAddr> = addrs
-        .iter()
-        .filter(|a| may_connect(hosts, &target.host, a.ip(), target.port))
-        .collect();
+    let (allowed, refused) = sort_addresses(hosts, target, &addrs);
     if allowed.is_empty() && !addrs.is_empty() {
-        return Err(Failure::Refused(RefusalReason::PrivateAddress));
+        return Err(Failure::Refused(RefusalReason::PrivateAddress, refused));
     }
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the name has no address");
     for addr in allowed {
@@ -311,6 +309,28 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
         }
     }
     Err(Failure::Unreachable(last))
+}
+
+/// The addresses the name resolved to that the DNS-rebinding rule lets
+/// the proxy connect to, and the others (each once), with why.
+fn sort_addresses<'a>(
+    hosts: &HostList,
+    target: &Target,
+    addrs: &'a [SocketAddr],
+) -> (Vec<&'a SocketAddr>, Vec<Resolved>) {
+    let mut allowed = Vec::new();
+    let mut refused: Vec<Resolved> = Vec::new();
+    for addr in addrs {
+        match barred(hosts, &target.host, addr.ip(), target.port) {
+            None => allowed.push(addr),
+            Some(_) if refused.iter().any(|r| r.address == addr.ip()) => {}
+            Some(why) => refused.push(Resolved {
+                address: addr.ip(),
+                why: why.to_string(),
+            }),
+        }
+    }
+    (allowed, refused)
 }
 
 /// A connection to `addr`; one on this host is [`unpaced`] from its SYN,
@@ -373,13 +393,30 @@ fn unpaced(socket: &impl AsFd) {
     );
 }
 
-fn refuse(shared: &Shared, target: &Target, reason: RefusalReason, via: &str) {
+/// Reports a refusal to magus (before the client hears of it) and
+/// returns the line the client is told.
+fn refuse(
+    shared: &Shared,
+    target: &Target,
+    reason: RefusalReason,
+    resolved: Vec<Resolved>,
+    via: &str,
+) -> String {
+    let why = match reason {
+        RefusalReason::PrivateAddress => rebinding_text(&target.host, &resolved),
+        other => other.text().to_string(),
+    };
     shared.tell_now(&Event::Refused {
         host: target.host.clone(),
         port: target.port,
         reason,
         via: via.to_string(),
+        resolved,
     });
+    format!(
+        "magus: {}:{} refused: {why} (MGS2011)",
+        target.host, target.port
+    )
 }
 
 // ---- HTTP -----------------------------------------------------------------
@@ -391,14 +428,8 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
     };
     let upstream = match open(shared, &head.target) {
         Ok(upstream) => upstream,
-        Err(Failure::Refused(reason)) => {
-            refuse(shared, &head.target, reason, "http");
-            let line = format!(
-                "magus: {}:{} refused: {} (MGS2011)",
-                head.target.host,
-                head.target.port,
-                reason.text()
-            );
+        Err(Failure::Refused(reason, resolved)) => {
+            let line = refuse(shared, &head.target, reason, resolved, "http");
             return respond(&mut client, "403 Forbidden", &line);
         }
         Err(Failure::Unreachable(e)) => {
@@ -482,8 +513,8 @@ fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
             socks_reply(&mut client, REPLY_OK)?;
             relay(client, upstream, shared, &target, 0)
         }
-        Err(Failure::Refused(reason)) => {
-            refuse(shared, &target, reason, "socks5");
+        Err(Failure::Refused(reason, resolved)) => {
+            refuse(shared, &target, reason, resolved, "socks5");
             socks_reply(&mut client, REPLY_NOT_ALLOWED)
         }
         Err(Failure::Unreachable(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
