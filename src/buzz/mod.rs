@@ -47,7 +47,7 @@ pub use lexer::MAX_INTERPOLATION_DEPTH;
 pub use native::{CallSite, NativeCall, NativeFn, NativeModule, Raise};
 pub use parser::MAX_NESTING;
 pub use std_module::{math_module, std_module};
-pub use testing::TestOutcome;
+pub use testing::{test_names, TestOutcome};
 pub use value::{
     Class, Closure, EnumType, Instance, ListObj, MapObj, ModuleObj, NativeFunction, Scope, Value,
 };
@@ -73,6 +73,7 @@ pub fn parse(file: &Path, source: &str) -> Result<Program, BuzzError> {
             column: e.pos.column,
         },
         message: e.message,
+        help: e.help,
     })
 }
 

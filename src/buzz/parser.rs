@@ -20,6 +20,9 @@ pub const MAX_NESTING: usize = 200;
 pub struct ParseError {
     pub pos: Pos,
     pub message: String,
+    /// How to fix it, when the parser can tell (a `let` from another
+    /// language).
+    pub help: Option<String>,
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -76,6 +79,7 @@ fn tuple_rules(named: bool, positional: usize, pos: Pos) -> PResult<()> {
     Err(ParseError {
         pos,
         message: message.into(),
+        help: None,
     })
 }
 
@@ -303,6 +307,7 @@ impl<'t> Parser<'t> {
         Err(ParseError {
             pos: self.pos(),
             message,
+            help: None,
         })
     }
 
@@ -314,9 +319,18 @@ impl<'t> Parser<'t> {
     fn expect(&mut self, word: &str, context: &str) -> PResult<Pos> {
         let pos = self.pos();
         if self.eat(word) {
-            Ok(pos)
-        } else {
-            self.expected(&format!("`{word}`"), context)
+            return Ok(pos);
+        }
+        let missing = self.expected(&format!("`{word}`"), context);
+        // A missing `;` is missed at the end of the line that lacks it,
+        // not at the next line's first token (as rustc says it).
+        let lexical = matches!(self.peek().tok, Tok::Error(_));
+        match missing {
+            Err(mut e) if word == ";" && self.at > 0 && !lexical => {
+                e.pos = self.end();
+                Err(e)
+            }
+            other => other,
         }
     }
 
@@ -367,6 +381,7 @@ impl<'t> Parser<'t> {
 
     fn statement_inner(&mut self) -> PResult<Stmt> {
         let pos = self.pos();
+        self.no_let()?;
         if let Some(kind) = self.contextual_statement()? {
             return Ok(Stmt { kind, pos });
         }
@@ -378,6 +393,28 @@ impl<'t> Parser<'t> {
         Ok(Stmt {
             kind: StmtKind::Expr(expr),
             pos,
+        })
+    }
+
+    /// `let x = ...` from another language: Buzz declares with `final`
+    /// and `var`, and without this the error would be a missing `;`
+    /// after the name `let`.
+    fn no_let(&self) -> PResult<()> {
+        let Tok::Ident(word) = &self.peek().tok else {
+            return Ok(());
+        };
+        let named = matches!(self.peek_at(1), Tok::Ident(_) | Tok::Kw("mut"));
+        if &**word != "let" || !named {
+            return Ok(());
+        }
+        Err(ParseError {
+            pos: self.pos(),
+            message: "`let` is not a Buzz keyword".into(),
+            help: Some(
+                "Buzz declares with `final` (bound once) or `var` (may be assigned again): \
+                 `final name = value;`, `var count = 0;`"
+                    .into(),
+            ),
         })
     }
 
@@ -1294,6 +1331,7 @@ impl<'t> Parser<'t> {
                 pos: target.pos,
                 message: "invalid assignment target: expected a variable, field or subscript"
                     .into(),
+                help: None,
             });
         }
         let value = self.expression()?;
@@ -1456,6 +1494,7 @@ impl<'t> Parser<'t> {
             return Err(ParseError {
                 pos,
                 message: "expected a call after `&` (it makes the call a fiber: `&f(x)`)".into(),
+                help: None,
             });
         }
         let kind = ExprKind::AsyncCall(Box::new(call));
@@ -2086,8 +2125,8 @@ mod tests {
             (
                 "semi",
                 "fun main() > void {\n  final x = 1\n}",
-                3,
-                1,
+                2,
+                14,
                 "expected `;` after variable declaration, found `}`",
             ),
             (

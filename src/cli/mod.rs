@@ -9,6 +9,7 @@ mod check;
 pub(crate) mod checking;
 #[cfg(kernel_layer)]
 pub(crate) mod hosts;
+mod init;
 pub(crate) mod lock;
 mod report;
 pub(crate) mod run;
@@ -105,6 +106,11 @@ impl GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start a workspace here (or in `--workspace DIR`): a commented
+    /// magus.yaml with the sandbox on and spells/hello.buzz with a test
+    /// block. Overwrites nothing.
+    #[command(after_help = EXIT_HELP)]
+    Init,
     /// Run a spell: `spells/NAME.buzz` of the workspace (`NAME` or
     /// `NAME.buzz`), or a path to a `.buzz` file. Every argument after the
     /// spell goes to its `main(args)` verbatim, `--help` included; without a
@@ -124,6 +130,9 @@ enum Command {
     Test {
         /// Spell names or paths to `.buzz` files.
         spells: Vec<String>,
+        /// Run only the tests whose name contains TEXT.
+        #[arg(long, value_name = "TEXT")]
+        filter: Option<String>,
     },
     /// Check spells without running them: names, arguments, mutability,
     /// types and control flow of each spell and the files it imports
@@ -207,9 +216,12 @@ pub fn main() -> i32 {
                 args: spell_args,
             },
         ),
-        Some(Command::Test { spells }) => run::run(global, &env, reexec, run::Job::Test { spells }),
+        Some(Command::Test { spells, filter }) => {
+            run::run(global, &env, reexec, run::Job::Test { spells, filter })
+        }
         Some(Command::Check { spells }) => checking::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
+        Some(Command::Init) => init::init(global),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
         Some(Command::Completions { shell }) => {
