@@ -405,3 +405,126 @@ fn let_gets_a_hint_that_buzz_declares_with_final_and_var() {
         .unwrap_or_else(|| panic!("no help\n{}", out.dump()));
     assert!(help.contains("`final`") && help.contains("`var`"), "{help}");
 }
+
+// ---------------------------------------------------------------- completion
+
+/// `magus completions SHELL`.
+fn completion_script(h: &Harness, shell: &str) -> String {
+    let out = capture(h.command().args(["completions", shell]));
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    out.stdout
+}
+
+#[test]
+fn completion_scripts_ask_for_spells_and_offer_codes() {
+    let h = Harness::new();
+    let bash = completion_script(&h, "bash");
+    assert!(bash.contains("list --names"), "bash");
+    assert!(bash.contains("complete -F _magus_with_spells"), "bash");
+    assert!(bash.contains("MGS3001"), "bash");
+    let zsh = completion_script(&h, "zsh");
+    assert!(
+        zsh.contains("_call_program spells magus list --names"),
+        "zsh"
+    );
+    let spell_args: Vec<&str> = zsh
+        .lines()
+        .filter(|l| l.starts_with("'::spell -- ") || l.starts_with("'*::spells -- "))
+        .collect();
+    // `run`'s spell, and the spells of `test` and `check`.
+    assert_eq!(spell_args.len(), 3, "{spell_args:?}");
+    assert!(
+        spell_args.iter().all(|l| l.ends_with(":_magus_spells' \\")),
+        "{spell_args:?}"
+    );
+    assert!(zsh.contains("MGS3001\\:\"no workspace"), "zsh");
+    let fish = completion_script(&h, "fish");
+    assert!(fish.contains("magus $ws list --names"), "fish");
+    assert!(
+        fish.contains("complete -c magus -n __fish_magus_wants_spell -a \"(__fish_magus_spells)\""),
+        "fish"
+    );
+    assert!(
+        fish.contains("__fish_magus_using_subcommand explain\" -f -a \"MGS1001\t'unknown name'"),
+        "fish"
+    );
+    // The spells come from the workspace at hand: `magus list --names`.
+    h.write_spell("build", "fun main(args: [str]) > void {}\n");
+    h.write_spell("release", "fun main(args: [str]) > void {}\n");
+    let names = magus(&h, &["list", "--names"]);
+    assert_eq!(names.stdout, "build\nrelease\n", "{}", names.dump());
+}
+
+/// What bash completes for the words of `line` (the last one being
+/// completed), with the script sourced and `magus` the binary under test.
+fn bash_complete(h: &Harness, script: &Path, words: &[&str]) -> Vec<String> {
+    let magus = env!("CARGO_BIN_EXE_magus");
+    let mut all = vec![magus];
+    all.extend_from_slice(words);
+    let quoted: Vec<String> = all.iter().map(|w| format!("'{w}'")).collect();
+    let program = format!(
+        "source '{}'\nCOMP_WORDS=({})\nCOMP_CWORD={}\nCOMP_LINE=\"${{COMP_WORDS[*]}}\"\nCOMP_POINT=${{#COMP_LINE}}\n_magus_with_spells \"${{COMP_WORDS[0]}}\" \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        script.display(),
+        quoted.join(" "),
+        all.len() - 1
+    );
+    let cmd = h.command();
+    let mut bash = std::process::Command::new("bash");
+    bash.env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&h.ws)
+        .args(["--norc", "-c", &program]);
+    let out = capture(&mut bash);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    out.stdout
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_the_spells_of_the_workspace_and_the_codes() {
+    let h = Harness::new();
+    h.write_spell("build", "fun main(args: [str]) > void {}\n");
+    h.write_spell("bench", "fun main(args: [str]) > void {}\n");
+    h.write_spell("release", "fun main(args: [str]) > void {}\n");
+    let script = h.root.join("magus.bash");
+    std::fs::write(&script, completion_script(&h, "bash")).unwrap();
+    let spells = ["bench", "build", "release"];
+    assert_eq!(bash_complete(&h, &script, &["run", ""]), spells);
+    assert_eq!(
+        bash_complete(&h, &script, &["run", "b"]),
+        ["bench", "build"]
+    );
+    assert_eq!(bash_complete(&h, &script, &["test", "build", ""]), spells);
+    assert_eq!(
+        bash_complete(&h, &script, &["-q", "check", "r"]),
+        ["release"]
+    );
+    // Past the spell of `run`, the words are the spell's own.
+    let after = bash_complete(&h, &script, &["run", "build", ""]);
+    assert!(
+        after.iter().all(|w| !spells.contains(&w.as_str())),
+        "{after:?}"
+    );
+    // Another workspace named on the line.
+    let other = h.root.join("other");
+    std::fs::create_dir_all(other.join("spells")).unwrap();
+    std::fs::write(other.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
+    std::fs::write(
+        other.join("spells/deploy.buzz"),
+        "fun main(args: [str]) > void {}\n",
+    )
+    .unwrap();
+    let named = other.to_str().unwrap();
+    assert_eq!(
+        bash_complete(&h, &script, &["--workspace", named, "run", ""]),
+        ["deploy"]
+    );
+    assert_eq!(
+        bash_complete(&h, &script, &["explain", "MGS300"]),
+        ["MGS3001", "MGS3002", "MGS3003", "MGS3004", "MGS3005", "MGS3006", "MGS3007", "MGS3008"]
+    );
+    assert!(bash_complete(&h, &script, &["ex"]).contains(&"explain".to_string()));
+}

@@ -72,8 +72,8 @@ pub fn parse(file: &Path, source: &str) -> Result<Program, BuzzError> {
             line: e.pos.line,
             column: e.pos.column,
         },
+        help: parser::help_for(&e.message).map(str::to_string),
         message: e.message,
-        help: e.help,
     })
 }
 

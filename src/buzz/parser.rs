@@ -20,9 +20,18 @@ pub const MAX_NESTING: usize = 200;
 pub struct ParseError {
     pub pos: Pos,
     pub message: String,
-    /// How to fix it, when the parser can tell (a `let` from another
-    /// language).
-    pub help: Option<String>,
+}
+
+/// The error for `let name = ...`, and its help (see [`help_for`]).
+const LET_MESSAGE: &str = "`let` is not a Buzz keyword";
+const LET_HELP: &str = "Buzz declares with `final` (bound once) or `var` (may be assigned \
+    again): `final name = value;`, `var count = 0;`";
+
+/// How to fix the syntax error `message`, when the parser can tell. Kept
+/// out of [`ParseError`]: every frame of the recursive descent holds a
+/// `PResult`, and a larger error costs stack at every level.
+pub fn help_for(message: &str) -> Option<&'static str> {
+    (message == LET_MESSAGE).then_some(LET_HELP)
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -79,7 +88,6 @@ fn tuple_rules(named: bool, positional: usize, pos: Pos) -> PResult<()> {
     Err(ParseError {
         pos,
         message: message.into(),
-        help: None,
     })
 }
 
@@ -307,7 +315,6 @@ impl<'t> Parser<'t> {
         Err(ParseError {
             pos: self.pos(),
             message,
-            help: None,
         })
     }
 
@@ -321,9 +328,16 @@ impl<'t> Parser<'t> {
         if self.eat(word) {
             return Ok(pos);
         }
+        self.missing(word, context)
+    }
+
+    /// The error for a missing `word`. Out of line, as the frames of the
+    /// recursive descent stay small. A missing `;` is said at the end of
+    /// the line that lacks it, not at the next line's first token (as
+    /// rustc says it).
+    #[inline(never)]
+    fn missing<T>(&self, word: &str, context: &str) -> PResult<T> {
         let missing = self.expected(&format!("`{word}`"), context);
-        // A missing `;` is missed at the end of the line that lacks it,
-        // not at the next line's first token (as rustc says it).
         let lexical = matches!(self.peek().tok, Tok::Error(_));
         match missing {
             Err(mut e) if word == ";" && self.at > 0 && !lexical => {
@@ -398,7 +412,8 @@ impl<'t> Parser<'t> {
 
     /// `let x = ...` from another language: Buzz declares with `final`
     /// and `var`, and without this the error would be a missing `;`
-    /// after the name `let`.
+    /// after the name `let`. Out of line, to keep `statement_inner` small.
+    #[inline(never)]
     fn no_let(&self) -> PResult<()> {
         let Tok::Ident(word) = &self.peek().tok else {
             return Ok(());
@@ -409,12 +424,7 @@ impl<'t> Parser<'t> {
         }
         Err(ParseError {
             pos: self.pos(),
-            message: "`let` is not a Buzz keyword".into(),
-            help: Some(
-                "Buzz declares with `final` (bound once) or `var` (may be assigned again): \
-                 `final name = value;`, `var count = 0;`"
-                    .into(),
-            ),
+            message: LET_MESSAGE.into(),
         })
     }
 
@@ -1331,7 +1341,6 @@ impl<'t> Parser<'t> {
                 pos: target.pos,
                 message: "invalid assignment target: expected a variable, field or subscript"
                     .into(),
-                help: None,
             });
         }
         let value = self.expression()?;
@@ -1494,7 +1503,6 @@ impl<'t> Parser<'t> {
             return Err(ParseError {
                 pos,
                 message: "expected a call after `&` (it makes the call a fiber: `&f(x)`)".into(),
-                help: None,
             });
         }
         let kind = ExprKind::AsyncCall(Box::new(call));

@@ -7,6 +7,7 @@
 mod args;
 mod check;
 pub(crate) mod checking;
+mod completions;
 #[cfg(kernel_layer)]
 pub(crate) mod hosts;
 mod init;
@@ -145,11 +146,17 @@ enum Command {
     /// List the workspace's spells, each with the first sentence of its
     /// opening comment.
     #[command(after_help = EXIT_HELP)]
-    List,
+    List {
+        /// Print only the names, one a line (for scripts and shell
+        /// completion).
+        #[arg(long)]
+        names: bool,
+    },
     /// Print the page of a diagnostic code, e.g. `magus explain MGS2001`.
     #[command(after_help = EXIT_HELP)]
     Explain {
         /// The code, e.g. MGS2001.
+        #[arg(value_parser = completions::CodeParser, hide_possible_values = true)]
         code: String,
     },
     /// Inspect and lock the sandbox policy.
@@ -202,9 +209,8 @@ pub fn main() -> i32 {
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let global = &cli.global;
     match cli.command {
-        None | Some(Command::Run { spell: None, .. }) | Some(Command::List) => {
-            spells::list(global, &env)
-        }
+        None | Some(Command::Run { spell: None, .. }) => spells::list(global, &env, false),
+        Some(Command::List { names }) => spells::list(global, &env, names),
         Some(Command::Run {
             spell: Some(spell), ..
         }) => run::run(
@@ -225,8 +231,8 @@ pub fn main() -> i32 {
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
         Some(Command::Completions { shell }) => {
-            let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "magus", &mut std::io::stdout());
+            let script = completions::script(shell, &mut Cli::command(), "magus");
+            let _ = std::io::stdout().write_all(&script);
             0
         }
     }
