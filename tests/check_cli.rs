@@ -56,11 +56,13 @@ fn magus_check_exits_0_when_clean_and_2_on_errors() {
     );
     let good = magus(&h, &["check", "good"]);
     assert_eq!(good.status, Some(0), "{}", good.dump());
-    assert!(
-        good.stdout.is_empty() && good.stderr.is_empty(),
+    assert_eq!(
+        good.stdout,
+        "checked 1 spell, no problems\n",
         "{}",
         good.dump()
     );
+    assert!(good.stderr.is_empty(), "{}", good.dump());
     let bad = magus(&h, &["check", "typo"]);
     assert_eq!(bad.status, Some(2), "{}", bad.dump());
     assert!(

@@ -124,7 +124,7 @@ fn malformed_config_exits_2_with_file_line_column() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(
-        stderr.contains("error: invalid magus.yaml: invalid mode `write`"),
+        stderr.contains("error[MGS3006]: invalid magus.yaml: invalid mode `write`"),
         "{stderr}"
     );
     assert!(

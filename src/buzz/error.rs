@@ -17,6 +17,8 @@ pub enum BuzzError {
         site: CallSite,
         /// What the parser expected.
         message: String,
+        /// How to fix it, when the parser can tell.
+        help: Option<String>,
     },
     /// An unknown name, a wrong type, a bad subscript, an overflow, runaway
     /// recursion and the like.
@@ -97,6 +99,9 @@ impl BuzzError {
                 }
                 if let Some(label) = self.label() {
                     d = d.with_label(label);
+                }
+                if let BuzzError::Syntax { help: Some(h), .. } = self {
+                    d = d.with_help(h.clone());
                 }
                 if let BuzzError::SourceTooLarge { file, .. } = self {
                     d = d.with_path(file.display().to_string());

@@ -44,6 +44,15 @@ pub(super) fn library_key(spec: &str) -> Option<&str> {
     }
 }
 
+/// How a spell imports the module seen as `name`, as the spells magus
+/// ships write it: upstream's libraries by their `buzz:` name.
+pub(super) fn import_spec(name: &str) -> String {
+    match name {
+        "std" | "math" => format!("buzz:{name}"),
+        _ => name.to_string(),
+    }
+}
+
 /// The name a module is seen as without an alias: `buzz:fs` is `fs`.
 pub(super) fn default_name(spec: &str) -> &str {
     let tail = spec.rsplit(['/', ':']).next().unwrap_or(spec);

@@ -1439,7 +1439,8 @@ impl Interpreter {
     #[inline(never)]
     fn unknown_name(&self, name: &str, pos: Pos) -> Flow {
         if self.modules.contains_key(name) {
-            return self.fail(pos, format!("module `{name}` is not imported: add `import \"{name}\";` at the top of the spell"));
+            let spec = super::imports::import_spec(name);
+            return self.fail(pos, format!("module `{name}` is not imported: add `import \"{spec}\";` at the top of the spell"));
         }
         self.fail(pos, format!("unknown name `{name}`"))
     }

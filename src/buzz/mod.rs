@@ -47,7 +47,7 @@ pub use lexer::MAX_INTERPOLATION_DEPTH;
 pub use native::{CallSite, NativeCall, NativeFn, NativeModule, Raise};
 pub use parser::MAX_NESTING;
 pub use std_module::{math_module, std_module};
-pub use testing::TestOutcome;
+pub use testing::{test_names, TestOutcome};
 pub use value::{
     Class, Closure, EnumType, Instance, ListObj, MapObj, ModuleObj, NativeFunction, Scope, Value,
 };
@@ -72,6 +72,7 @@ pub fn parse(file: &Path, source: &str) -> Result<Program, BuzzError> {
             line: e.pos.line,
             column: e.pos.column,
         },
+        help: parser::help_for(&e.message).map(str::to_string),
         message: e.message,
     })
 }

@@ -22,6 +22,18 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// The error for `let name = ...`, and its help (see [`help_for`]).
+const LET_MESSAGE: &str = "`let` is not a Buzz keyword";
+const LET_HELP: &str = "Buzz declares with `final` (bound once) or `var` (may be assigned \
+    again): `final name = value;`, `var count = 0;`";
+
+/// How to fix the syntax error `message`, when the parser can tell. Kept
+/// out of [`ParseError`]: every frame of the recursive descent holds a
+/// `PResult`, and a larger error costs stack at every level.
+pub fn help_for(message: &str) -> Option<&'static str> {
+    (message == LET_MESSAGE).then_some(LET_HELP)
+}
+
 type PResult<T> = Result<T, ParseError>;
 
 /// Parses `source` into statements; `file` is recorded in the program.
@@ -314,9 +326,25 @@ impl<'t> Parser<'t> {
     fn expect(&mut self, word: &str, context: &str) -> PResult<Pos> {
         let pos = self.pos();
         if self.eat(word) {
-            Ok(pos)
-        } else {
-            self.expected(&format!("`{word}`"), context)
+            return Ok(pos);
+        }
+        self.missing(word, context)
+    }
+
+    /// The error for a missing `word`. Out of line, as the frames of the
+    /// recursive descent stay small. A missing `;` is said at the end of
+    /// the line that lacks it, not at the next line's first token (as
+    /// rustc says it).
+    #[inline(never)]
+    fn missing<T>(&self, word: &str, context: &str) -> PResult<T> {
+        let missing = self.expected(&format!("`{word}`"), context);
+        let lexical = matches!(self.peek().tok, Tok::Error(_));
+        match missing {
+            Err(mut e) if word == ";" && self.at > 0 && !lexical => {
+                e.pos = self.end();
+                Err(e)
+            }
+            other => other,
         }
     }
 
@@ -367,6 +395,7 @@ impl<'t> Parser<'t> {
 
     fn statement_inner(&mut self) -> PResult<Stmt> {
         let pos = self.pos();
+        self.no_let()?;
         if let Some(kind) = self.contextual_statement()? {
             return Ok(Stmt { kind, pos });
         }
@@ -378,6 +407,24 @@ impl<'t> Parser<'t> {
         Ok(Stmt {
             kind: StmtKind::Expr(expr),
             pos,
+        })
+    }
+
+    /// `let x = ...` from another language: Buzz declares with `final`
+    /// and `var`, and without this the error would be a missing `;`
+    /// after the name `let`. Out of line, to keep `statement_inner` small.
+    #[inline(never)]
+    fn no_let(&self) -> PResult<()> {
+        let Tok::Ident(word) = &self.peek().tok else {
+            return Ok(());
+        };
+        let named = matches!(self.peek_at(1), Tok::Ident(_) | Tok::Kw("mut"));
+        if &**word != "let" || !named {
+            return Ok(());
+        }
+        Err(ParseError {
+            pos: self.pos(),
+            message: LET_MESSAGE.into(),
         })
     }
 
@@ -2086,8 +2133,8 @@ mod tests {
             (
                 "semi",
                 "fun main() > void {\n  final x = 1\n}",
-                3,
-                1,
+                2,
+                14,
                 "expected `;` after variable declaration, found `}`",
             ),
             (

@@ -16,6 +16,17 @@ pub struct TestOutcome {
     pub failure: Option<BuzzError>,
 }
 
+/// The names of `program`'s `test` blocks, in order.
+pub fn test_names(program: &Program) -> impl Iterator<Item = &str> {
+    program
+        .statements
+        .iter()
+        .filter_map(|stmt| match &stmt.kind {
+            StmtKind::Test { name, .. } => Some(&**name),
+            _ => None,
+        })
+}
+
 impl TestOutcome {
     pub fn passed(&self) -> bool {
         self.failure.is_none()
@@ -27,6 +38,16 @@ impl Interpreter {
     /// top level (before any test) is the `Err`; an exit (`std.exit`,
     /// `os\exit`) in a test fails that test and stops the run.
     pub fn run_tests(&mut self, program: &Program) -> Result<Vec<TestOutcome>, BuzzError> {
+        self.run_tests_where(program, |_| true)
+    }
+
+    /// [`Interpreter::run_tests`], running only the tests whose name
+    /// `keep` accepts (the top level runs all the same).
+    pub fn run_tests_where(
+        &mut self,
+        program: &Program,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<TestOutcome>, BuzzError> {
         self.prepare(program, Vec::new());
         let globals = Scope::new(None);
         let top = self.run_declarations(program, &globals);
@@ -36,6 +57,9 @@ impl Interpreter {
             let StmtKind::Test { name, body } = &stmt.kind else {
                 continue;
             };
+            if !keep(name) {
+                continue;
+            }
             let (result, exited) = match self.exec_block(body, &globals) {
                 Ok(()) | Err(Flow::Return(_)) => (Ok(0), false),
                 // The spell asked to stop (as `buzz:test`'s `summary` does

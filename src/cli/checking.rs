@@ -8,11 +8,13 @@ use super::spells::{spell_files, SpellReader};
 use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{Interpreter, Program};
-use crate::diag::{Code, Diagnostic, Renderer};
+use crate::diag::{Code, Diagnostic, Renderer, Severity, Verbosity};
 use crate::enforce::gate::Gate;
 use crate::enforce::Domain;
 use crate::policy::Policy;
+use std::cell::Cell;
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -46,7 +48,12 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
     } else {
         names.to_vec()
     };
-    let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
+    let tally = Rc::new(Cell::new(Tally::default()));
+    let counted = tally.clone();
+    let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| {
+        counted.set(counted.get().add(d.severity));
+        renderer.emit(d);
+    });
     let policy = startup.policy.clone();
     let session = checking_session(startup.policy, sink.clone());
     let reader = SpellReader::new(&policy);
@@ -55,7 +62,7 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         let (file, source) = match reader.read_spell(name) {
             Ok(found) => found,
             Err(e) => {
-                renderer.emit(&e.diagnostic);
+                sink(&e.diagnostic);
                 status = EXIT_CHECK_FAILED;
                 continue;
             }
@@ -65,7 +72,57 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
             status = EXIT_CHECK_FAILED;
         }
     }
+    if global.verbosity() != Verbosity::Quiet {
+        let _ = writeln!(std::io::stdout(), "{}", tally.get().summary(names.len()));
+    }
     status
+}
+
+/// What a check found, for its closing line.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    errors: usize,
+    warnings: usize,
+}
+
+impl Tally {
+    fn add(self, severity: Severity) -> Tally {
+        match severity {
+            Severity::Error => Tally {
+                errors: self.errors + 1,
+                ..self
+            },
+            Severity::Warning => Tally {
+                warnings: self.warnings + 1,
+                ..self
+            },
+            Severity::Note => self,
+        }
+    }
+
+    /// `checked 10 spells, no problems`, or what was found.
+    fn summary(self, spells: usize) -> String {
+        let checked = format!("checked {}", plural(spells, "spell"));
+        let mut found = Vec::new();
+        if self.errors > 0 {
+            found.push(plural(self.errors, "error"));
+        }
+        if self.warnings > 0 {
+            found.push(plural(self.warnings, "warning"));
+        }
+        match found.is_empty() {
+            true => format!("{checked}, no problems"),
+            false => format!("{checked}: {}", found.join(", ")),
+        }
+    }
+}
+
+/// `1 spell`, `2 spells`.
+pub(super) fn plural(n: usize, word: &str) -> String {
+    match n {
+        1 => format!("1 {word}"),
+        _ => format!("{n} {word}s"),
+    }
 }
 
 /// The session of a check: the gate of `policy` (imports are read through

@@ -7,8 +7,10 @@
 mod args;
 mod check;
 pub(crate) mod checking;
+mod completions;
 #[cfg(kernel_layer)]
 pub(crate) mod hosts;
+mod init;
 pub(crate) mod lock;
 mod report;
 pub(crate) mod run;
@@ -105,6 +107,11 @@ impl GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start a workspace here (or in `--workspace DIR`): a commented
+    /// magus.yaml with the sandbox on and spells/hello.buzz with a test
+    /// block. Overwrites nothing.
+    #[command(after_help = EXIT_HELP)]
+    Init,
     /// Run a spell: `spells/NAME.buzz` of the workspace (`NAME` or
     /// `NAME.buzz`), or a path to a `.buzz` file. Every argument after the
     /// spell goes to its `main(args)` verbatim, `--help` included; without a
@@ -124,6 +131,9 @@ enum Command {
     Test {
         /// Spell names or paths to `.buzz` files.
         spells: Vec<String>,
+        /// Run only the tests whose name contains TEXT.
+        #[arg(long, value_name = "TEXT")]
+        filter: Option<String>,
     },
     /// Check spells without running them: names, arguments, mutability,
     /// types and control flow of each spell and the files it imports
@@ -136,11 +146,17 @@ enum Command {
     /// List the workspace's spells, each with the first sentence of its
     /// opening comment.
     #[command(after_help = EXIT_HELP)]
-    List,
+    List {
+        /// Print only the names, one a line (for scripts and shell
+        /// completion).
+        #[arg(long)]
+        names: bool,
+    },
     /// Print the page of a diagnostic code, e.g. `magus explain MGS2001`.
     #[command(after_help = EXIT_HELP)]
     Explain {
         /// The code, e.g. MGS2001.
+        #[arg(value_parser = completions::CodeParser, hide_possible_values = true)]
         code: String,
     },
     /// Inspect and lock the sandbox policy.
@@ -193,9 +209,8 @@ pub fn main() -> i32 {
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let global = &cli.global;
     match cli.command {
-        None | Some(Command::Run { spell: None, .. }) | Some(Command::List) => {
-            spells::list(global, &env)
-        }
+        None | Some(Command::Run { spell: None, .. }) => spells::list(global, &env, false),
+        Some(Command::List { names }) => spells::list(global, &env, names),
         Some(Command::Run {
             spell: Some(spell), ..
         }) => run::run(
@@ -207,14 +222,17 @@ pub fn main() -> i32 {
                 args: spell_args,
             },
         ),
-        Some(Command::Test { spells }) => run::run(global, &env, reexec, run::Job::Test { spells }),
+        Some(Command::Test { spells, filter }) => {
+            run::run(global, &env, reexec, run::Job::Test { spells, filter })
+        }
         Some(Command::Check { spells }) => checking::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
+        Some(Command::Init) => init::init(global),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
         Some(Command::Completions { shell }) => {
-            let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "magus", &mut std::io::stdout());
+            let script = completions::script(shell, &mut Cli::command(), "magus");
+            let _ = std::io::stdout().write_all(&script);
             0
         }
     }

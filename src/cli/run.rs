@@ -81,8 +81,14 @@ const KEPT_FOR_MAGUS: [&str; 3] = ["TMPDIR", "XDG_CACHE_HOME", "CLICOLOR_FORCE"]
 /// What to do once the sandbox is up: run one spell's `main`, or the
 /// `test` blocks of some spells (all of them when none is named).
 pub(super) enum Job {
-    Run { spell: String, args: Vec<String> },
-    Test { spells: Vec<String> },
+    Run {
+        spell: String,
+        args: Vec<String>,
+    },
+    Test {
+        spells: Vec<String>,
+        filter: Option<String>,
+    },
 }
 
 /// Does `job` in the sandbox, started through the library's facade
@@ -229,12 +235,12 @@ fn read_spells(policy: &Policy, job: &Job) -> Result<Vec<(PathBuf, String)>, Spe
     let workspace = policy.workspace();
     let names: Vec<String> = match job {
         Job::Run { spell, .. } => vec![spell.clone()],
-        Job::Test { spells } if spells.is_empty() => {
+        Job::Test { spells, .. } if spells.is_empty() => {
             let mut all = super::spells::spell_files(&workspace.join("spells"));
             all.sort();
             all.into_iter().map(|(name, _)| name).collect()
         }
-        Job::Test { spells } => spells.clone(),
+        Job::Test { spells, .. } => spells.clone(),
     };
     let reader = SpellReader::new(policy);
     names.iter().map(|name| reader.read_spell(name)).collect()
@@ -892,8 +898,17 @@ fn execute(runtime: &Runtime, spells: Vec<(PathBuf, String)>, job: Job) -> i32 {
                 }
             }
         }
-        Job::Test { .. } => {
-            super::test::run_tests(&spells, |file| runtime.interpreter(file), runtime.sink())
+        Job::Test { filter, .. } => {
+            let run = super::test::TestRun {
+                workspace: runtime.policy().workspace(),
+                filter: filter.as_deref(),
+            };
+            super::test::run_tests(
+                &spells,
+                &run,
+                |file| runtime.interpreter(file),
+                runtime.sink(),
+            )
         }
     }
 }

@@ -176,8 +176,9 @@ fn near_name(wanted: &str, spells: &[(String, PathBuf)]) -> Option<String> {
         .map(|(_, name)| name.clone())
 }
 
-/// `magus`, `magus run` and `magus list`: each spell with its description.
-pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
+/// `magus`, `magus run` and `magus list`: each spell with its description
+/// (only the names under `--names`).
+pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)], names_only: bool) -> i32 {
     let startup = match load(global, env) {
         Ok(startup) => startup,
         Err(status) => return status,
@@ -195,6 +196,14 @@ pub(super) fn list(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
         .max()
         .unwrap_or(0);
     let mut out = String::new();
+    if names_only {
+        for (name, _) in &spells {
+            out.push_str(name);
+            out.push('\n');
+        }
+        let _ = std::io::stdout().write_all(out.as_bytes());
+        return 0;
+    }
     for (name, path) in &spells {
         let summary = printable(&description(&reader, path).unwrap_or_default());
         out.push_str(format!("{name:<width$}  {summary}").trim_end());

@@ -1,17 +1,50 @@
 //! `magus test`: the report of the spells' `test "name" { }` blocks. The
 //! sandbox start-up is `magus run`'s (see `run.rs`); this file only runs
-//! the tests and prints one line per test and the closing
-//! `N passed, N failed` line.
+//! the tests (those whose name holds `--filter`'s text, when given) and
+//! prints one line per test, paths relative to the workspace, and the
+//! closing `N passed, N failed` line.
 
 use super::EXIT_SPELL_FAILED;
 use crate::bindings::DiagnosticSink;
-use crate::buzz::{BuzzError, Interpreter, TestOutcome};
+use crate::buzz::{test_names, BuzzError, Interpreter, Program, TestOutcome};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Runs every test of `spells`; exit status 0 only if all passed.
+/// Which tests run, and how their files are named.
+pub(super) struct TestRun<'a> {
+    /// The workspace root, which file names are printed relative to.
+    pub workspace: &'a Path,
+    /// Only tests whose name contains this text run.
+    pub filter: Option<&'a str>,
+}
+
+impl TestRun<'_> {
+    fn keeps(&self, name: &str) -> bool {
+        self.filter.is_none_or(|f| name.contains(f))
+    }
+
+    /// `file` relative to the workspace when it lies inside it.
+    fn shown(&self, file: &Path) -> String {
+        file.strip_prefix(self.workspace)
+            .unwrap_or(file)
+            .display()
+            .to_string()
+    }
+}
+
+/// What the tests came to.
+#[derive(Default)]
+struct Count {
+    passed: usize,
+    failed: usize,
+    filtered: usize,
+}
+
+/// Runs the tests of `spells` that `run` keeps; exit status 0 only if
+/// all passed.
 pub(super) fn run_tests(
     spells: &[(PathBuf, String)],
+    run: &TestRun<'_>,
     interpreter: impl Fn(&Path) -> Interpreter,
     sink: &DiagnosticSink,
 ) -> i32 {
@@ -23,56 +56,104 @@ pub(super) fn run_tests(
         say("0 passed, 0 failed (the check found errors; nothing ran)");
         return super::EXIT_CANNOT_RUN;
     }
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let mut count = Count::default();
     for (file, source) in spells {
-        let outcomes = crate::buzz::parse(file, source)
-            .and_then(|program| interpreter(file).run_tests(&program));
-        match outcomes {
-            Ok(outcomes) => {
-                for outcome in &outcomes {
-                    report(file, outcome, sink);
-                }
-                let ok = outcomes.iter().filter(|o| o.passed()).count();
-                passed += ok;
-                failed += outcomes.len() - ok;
+        match crate::buzz::parse(file, source) {
+            Ok(program) => {
+                let make = || interpreter(file);
+                run_spell(file, &program, run, make, &mut count, sink)
             }
-            Err(e) => {
-                say(&format!("FAIL {} (before its tests ran)", file.display()));
-                sink(&e.to_diagnostic());
-                failed += 1;
-            }
+            Err(e) => before_tests(run, file, &e, &mut count, sink),
         }
     }
-    say(&format!("{passed} passed, {failed} failed"));
-    if failed == 0 {
+    closing(run, &count, sink);
+    if count.failed == 0 {
         0
     } else {
         EXIT_SPELL_FAILED
     }
 }
 
+/// The kept tests of one spell; a spell none of whose tests is kept does
+/// not run at all (its top level included).
+fn run_spell(
+    file: &Path,
+    program: &Program,
+    run: &TestRun<'_>,
+    interpreter: impl FnOnce() -> Interpreter,
+    count: &mut Count,
+    sink: &DiagnosticSink,
+) {
+    let (kept, skipped): (Vec<&str>, Vec<&str>) = test_names(program).partition(|n| run.keeps(n));
+    count.filtered += skipped.len();
+    if kept.is_empty() {
+        return;
+    }
+    match interpreter().run_tests_where(program, |n| run.keeps(n)) {
+        Ok(outcomes) => {
+            for outcome in &outcomes {
+                report(run, file, outcome, sink);
+            }
+            let ok = outcomes.iter().filter(|o| o.passed()).count();
+            count.passed += ok;
+            count.failed += outcomes.len() - ok;
+        }
+        Err(e) => before_tests(run, file, &e, count, sink),
+    }
+}
+
+fn before_tests(
+    run: &TestRun<'_>,
+    file: &Path,
+    e: &BuzzError,
+    count: &mut Count,
+    sink: &DiagnosticSink,
+) {
+    say(&format!("FAIL {} (before its tests ran)", run.shown(file)));
+    sink(&e.to_diagnostic());
+    count.failed += 1;
+}
+
+/// `N passed, N failed`, with `, N filtered out` under `--filter`; a
+/// filter that kept nothing is said, since it is most likely a typo.
+fn closing(run: &TestRun<'_>, count: &Count, sink: &DiagnosticSink) {
+    let Some(filter) = run.filter else {
+        say(&format!("{} passed, {} failed", count.passed, count.failed));
+        return;
+    };
+    say(&format!(
+        "{} passed, {} failed, {} filtered out",
+        count.passed, count.failed, count.filtered
+    ));
+    if count.passed + count.failed == 0 {
+        let d = crate::diag::Diagnostic::warning(format!("no test name contains `{filter}`"))
+            .with_help("`--filter TEXT` runs the tests whose name holds TEXT (case matters)");
+        sink(&d);
+    }
+}
+
 /// `ok   file: name`, or `FAIL file: name: file:line:col: message` with the
 /// full diagnostic on stderr.
-fn report(file: &Path, outcome: &TestOutcome, sink: &DiagnosticSink) {
+fn report(run: &TestRun<'_>, file: &Path, outcome: &TestOutcome, sink: &DiagnosticSink) {
     match &outcome.failure {
-        None => say(&format!("ok   {}: {}", file.display(), outcome.name)),
+        None => say(&format!("ok   {}: {}", run.shown(file), outcome.name)),
         Some(error) => {
             say(&format!(
                 "FAIL {}: {}: {}",
-                file.display(),
+                run.shown(file),
                 outcome.name,
-                located(error)
+                located(run, error)
             ));
             sink(&error.to_diagnostic());
         }
     }
 }
 
-fn located(error: &BuzzError) -> String {
+fn located(run: &TestRun<'_>, error: &BuzzError) -> String {
     match error.site() {
         Some(site) => format!(
             "{}:{}:{}: {}",
-            site.file.display(),
+            run.shown(&site.file),
             site.line,
             site.column,
             error.message()

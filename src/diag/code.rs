@@ -1,6 +1,7 @@
 //! The stable diagnostic codes: the spell checker's and the interpreter's
 //! (MGS1001–MGS1026) and the sandbox's (MGS2001–MGS2008,
-//! MGS2010–MGS2012, MGS2014; MGS2013 is kept for secrets by reference).
+//! MGS2010–MGS2012, MGS2014; MGS2013 is kept for secrets by reference), and
+//! the workspace's and `magus.yaml`'s (MGS3001–MGS3008).
 //!
 //! A code names one kind of event the user may need to act on; its page in
 //! `docs/` (embedded for `magus explain`) says what it means and how to fix
@@ -89,6 +90,22 @@ pub enum Code {
     Mgs2012,
     /// What a run left behind that would run later was set aside.
     Mgs2014,
+    /// No workspace: no `magus.yaml` here or above, or `--workspace` unusable.
+    Mgs3001,
+    /// `magus.yaml` cannot be read (not a file, too large, not UTF-8).
+    Mgs3002,
+    /// `magus.yaml` is not valid YAML (or repeats a key).
+    Mgs3003,
+    /// An unknown key in `magus.yaml`.
+    Mgs3004,
+    /// A value of the wrong type, or a missing key, in `magus.yaml`.
+    Mgs3005,
+    /// An invalid value in `magus.yaml` (mode, path, host, port, limit...).
+    Mgs3006,
+    /// `MAGUS_SANDBOX_ENABLED` is neither `1` nor `0`.
+    Mgs3007,
+    /// A nested `magus.yaml` that turns the sandbox off was refused.
+    Mgs3008,
 }
 
 impl Code {
@@ -138,14 +155,32 @@ impl Code {
         Code::Mgs2014,
     ];
 
-    /// Every code, in numeric order: the language's, then the sandbox's.
-    pub const ALL: [Code; 38] = {
-        let mut all = [Code::Mgs1001; 38];
+    /// The workspace's and `magus.yaml`'s codes, in numeric order.
+    pub const CONFIG: [Code; 8] = [
+        Code::Mgs3001,
+        Code::Mgs3002,
+        Code::Mgs3003,
+        Code::Mgs3004,
+        Code::Mgs3005,
+        Code::Mgs3006,
+        Code::Mgs3007,
+        Code::Mgs3008,
+    ];
+
+    /// Every code, in numeric order: the language's, the sandbox's, then
+    /// the configuration's.
+    pub const ALL: [Code; 46] = {
+        let mut all = [Code::Mgs1001; 46];
         let mut i = 0;
+        let sandbox = Code::LANGUAGE.len();
+        let config = sandbox + Code::SANDBOX.len();
         while i < all.len() {
-            all[i] = match i.checked_sub(Code::LANGUAGE.len()) {
-                None => Code::LANGUAGE[i],
-                Some(j) => Code::SANDBOX[j],
+            all[i] = if i < sandbox {
+                Code::LANGUAGE[i]
+            } else if i < config {
+                Code::SANDBOX[i - sandbox]
+            } else {
+                Code::CONFIG[i - config]
             };
             i += 1;
         }
@@ -193,6 +228,14 @@ impl Code {
             Code::Mgs2011 => "MGS2011",
             Code::Mgs2012 => "MGS2012",
             Code::Mgs2014 => "MGS2014",
+            Code::Mgs3001 => "MGS3001",
+            Code::Mgs3002 => "MGS3002",
+            Code::Mgs3003 => "MGS3003",
+            Code::Mgs3004 => "MGS3004",
+            Code::Mgs3005 => "MGS3005",
+            Code::Mgs3006 => "MGS3006",
+            Code::Mgs3007 => "MGS3007",
+            Code::Mgs3008 => "MGS3008",
         }
     }
 
@@ -243,6 +286,14 @@ impl Code {
             Code::Mgs2011 => "network host refused by the proxy",
             Code::Mgs2012 => "network setting enforced by a fallback, or only in part",
             Code::Mgs2014 => "left behind by a run and set aside (would run later, unconfined)",
+            Code::Mgs3001 => "no workspace (no magus.yaml here or above)",
+            Code::Mgs3002 => "magus.yaml cannot be read",
+            Code::Mgs3003 => "magus.yaml is not valid YAML",
+            Code::Mgs3004 => "unknown key in magus.yaml",
+            Code::Mgs3005 => "wrong type or missing key in magus.yaml",
+            Code::Mgs3006 => "invalid value in magus.yaml",
+            Code::Mgs3007 => "MAGUS_SANDBOX_ENABLED is not 1 or 0",
+            Code::Mgs3008 => "nested magus.yaml turning the sandbox off refused",
         }
     }
 }
@@ -256,7 +307,7 @@ impl fmt::Display for Code {
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008, MGS2010–MGS2012 and MGS2014"
+    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008, MGS2010–MGS2012, MGS2014 and MGS3001–MGS3008"
 )]
 pub struct UnknownCode(pub String);
 

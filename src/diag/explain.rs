@@ -44,6 +44,14 @@ pub fn explain_page(code: Code) -> &'static str {
         Code::Mgs2011 => include_str!("../../docs/MGS2011.md"),
         Code::Mgs2012 => include_str!("../../docs/MGS2012.md"),
         Code::Mgs2014 => include_str!("../../docs/MGS2014.md"),
+        Code::Mgs3001 => include_str!("../../docs/MGS3001.md"),
+        Code::Mgs3002 => include_str!("../../docs/MGS3002.md"),
+        Code::Mgs3003 => include_str!("../../docs/MGS3003.md"),
+        Code::Mgs3004 => include_str!("../../docs/MGS3004.md"),
+        Code::Mgs3005 => include_str!("../../docs/MGS3005.md"),
+        Code::Mgs3006 => include_str!("../../docs/MGS3006.md"),
+        Code::Mgs3007 => include_str!("../../docs/MGS3007.md"),
+        Code::Mgs3008 => include_str!("../../docs/MGS3008.md"),
     }
 }
 

@@ -1,4 +1,5 @@
-//! The human rendering of every sandbox diagnostic code (MGS2001–MGS2014),
+//! The human rendering of every sandbox diagnostic code (MGS2001–MGS2014)
+//! and every workspace and `magus.yaml` code (MGS3001–MGS3008),
 //! built by the real constructors, pinned with `insta`; and the JSON form
 //! of the same diagnostics checked for the documented fields. Temporary
 //! paths are replaced by `[TMP]` so the snapshots are the same everywhere.
@@ -288,8 +289,95 @@ fn mgs2014(scene: &Scene) -> Diagnostic {
     report::diagnostics(&found).remove(0)
 }
 
+/// The error of `magus.yaml` holding `yaml`, as startup reports it.
+fn config_error(scene: &Scene, name: &str, yaml: &[u8]) -> Diagnostic {
+    let dir = scene.root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("magus.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    match parse_config(&file, yaml) {
+        Err(e) => policy::StartupError::from(e).to_diagnostic(),
+        Ok(_) => panic!("{name}: the config is valid"),
+    }
+}
+
+/// The error startup reports for `workspace` with `env`.
+fn startup_error(workspace: WorkspaceArg<'_>, env: &[(OsString, OsString)]) -> Diagnostic {
+    let declared = policy::declare(StartupInput { workspace, env })
+        .and_then(|d| d.refuse_planted_nested().map(|()| d));
+    match declared {
+        Err(e) => e.to_diagnostic(),
+        Ok(_) => panic!("startup succeeded"),
+    }
+}
+
+/// A workspace inside a sandboxed one, whose `magus.yaml` turns it off.
+fn mgs3008(scene: &Scene) -> Diagnostic {
+    let outer = scene.root.join("outer");
+    let inner = outer.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(outer.join("magus.yaml"), "sandbox:\n  enabled: true\n").unwrap();
+    std::fs::write(inner.join("magus.yaml"), "sandbox:\n  enabled: false\n").unwrap();
+    startup_error(WorkspaceArg::Discover { start: &inner }, &[])
+}
+
+/// Every snapshot of a workspace or `magus.yaml` error (MGS30xx).
+fn config_all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
+    let empty = scene.root.join("home");
+    let bad_override = [(
+        OsString::from("MAGUS_SANDBOX_ENABLED"),
+        OsString::from("yes"),
+    )];
+    vec![
+        (
+            "mgs3001_no_workspace",
+            startup_error(WorkspaceArg::Discover { start: &empty }, &[]),
+        ),
+        (
+            "mgs3002_not_utf8",
+            config_error(scene, "c2", b"sandbox:\n  enabled: tr\xffe\n"),
+        ),
+        (
+            "mgs3003_syntax",
+            config_error(scene, "c3", b"sandbox:\n  enabled: true\n  allow: [\n"),
+        ),
+        (
+            "mgs3004_unknown_key",
+            config_error(scene, "c4", b"sandbox:\n  enabled: true\n  alow: []\n"),
+        ),
+        (
+            "mgs3005_missing_key",
+            config_error(
+                scene,
+                "c5",
+                b"sandbox:\n  enabled: true\n  allow:\n    - path: ~/.cargo\n",
+            ),
+        ),
+        (
+            "mgs3006_bad_mode",
+            config_error(
+                scene,
+                "c6",
+                b"sandbox:\n  enabled: true\n  allow:\n    - path: ~/.cargo\n      mode: rwx\n",
+            ),
+        ),
+        (
+            "mgs3007_override",
+            startup_error(WorkspaceArg::Explicit(&empty), &bad_override),
+        ),
+        ("mgs3008_nested_off", mgs3008(scene)),
+    ]
+}
+
 /// Every snapshot: `(name, diagnostic)`.
 fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
+    let mut all = sandbox_all(scene);
+    all.extend(config_all(scene));
+    all
+}
+
+/// Every snapshot of a sandbox code (MGS20xx).
+fn sandbox_all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
     vec![
         ("mgs2001_read", mgs2001(scene)),
         ("mgs2001_symlink", mgs2001_symlink()),
@@ -321,7 +409,7 @@ fn all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
 fn every_code_renders_as_pinned() {
     let scene = Scene::new();
     let all = all(&scene);
-    for code in Code::SANDBOX {
+    for code in Code::SANDBOX.into_iter().chain(Code::CONFIG) {
         assert!(
             all.iter().any(|(_, d)| d.code == Some(code)),
             "no snapshot of {code}"

@@ -10,7 +10,7 @@ use super::workspace::{
     enabled_override, find_workspace, BadOverride, WorkspaceArg, WorkspaceError, ENABLED_VAR,
 };
 use super::{Policy, SandboxState, StateSource};
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use std::ffi::OsString;
 
 /// What [`startup`] needs.
@@ -56,20 +56,26 @@ impl StartupError {
         match self {
             StartupError::Config(e) => e.to_diagnostic(),
             StartupError::Workspace(e @ WorkspaceError::NotFound { .. }) => {
-                Diagnostic::error(e.to_string()).with_help(
-                    "run magus inside a workspace (a directory with magus.yaml), or pass `--workspace DIR`",
-                )
+                Diagnostic::error(e.to_string())
+                    .with_code(Code::Mgs3001)
+                    .with_help(
+                        "run `magus init` to start a workspace here (it writes magus.yaml and \
+                         spells/hello.buzz), or pass `--workspace DIR`",
+                    )
             }
             StartupError::Workspace(e @ WorkspaceError::ConfigNotAFile(_)) => {
                 Diagnostic::error(e.to_string())
+                    .with_code(Code::Mgs3002)
                     .with_help("magus.yaml must be a file; rename or remove what is there")
             }
-            StartupError::Workspace(e) => Diagnostic::error(e.to_string()),
+            StartupError::Workspace(e) => Diagnostic::error(e.to_string()).with_code(Code::Mgs3001),
             StartupError::Override(e) => Diagnostic::error(e.to_string())
+                .with_code(Code::Mgs3007)
                 .with_help(format!("unset {ENABLED_VAR}, or set it to 1 or 0")),
             StartupError::NestedOff { inner, .. } => {
                 let root = inner.parent().unwrap_or(inner);
                 Diagnostic::error(self.to_string())
+                    .with_code(Code::Mgs3008)
                     .with_path(inner.display().to_string())
                     .with_help(format!(
                         "if this magus.yaml is yours, name its workspace: `magus --workspace {} ...`",

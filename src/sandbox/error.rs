@@ -204,6 +204,7 @@ mod tests {
         let error = SpellError::cannot_run(BuzzError::Syntax {
             site: site(),
             message: "expected `}`".into(),
+            help: None,
         });
         assert_eq!(error.exit_status(), EXIT_CANNOT_RUN);
         let location = error.diagnostic().location.as_ref().expect("a location");

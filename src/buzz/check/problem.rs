@@ -236,7 +236,10 @@ impl CheckError {
                 near: n,
                 module,
             } => near(n).or_else(|| {
-                module.then(|| format!("add `import \"{name}\";` at the top of the spell"))
+                module.then(|| {
+                    let spec = crate::buzz::imports::import_spec(name);
+                    format!("add `import \"{spec}\";` at the top of the spell")
+                })
             }),
             CheckError::UnknownMember { near: n, .. }
             | CheckError::Import { near: n, .. }

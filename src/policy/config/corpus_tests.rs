@@ -70,7 +70,7 @@ fn config_errors_render_with_file_line_column_and_hint() {
     let err = load_config(&file).unwrap_err();
     let text = render(&err.to_diagnostic(), MessageFormat::Human);
     assert!(
-        text.starts_with("error: invalid magus.yaml: invalid mode `rx`"),
+        text.starts_with("error[MGS3006]: invalid magus.yaml: invalid mode `rx`"),
         "{text}"
     );
     assert!(text.contains("bad_mode.yaml:4:13\n"), "{text}");

@@ -4,7 +4,7 @@
 //! `sandbox:`; every failure ends up here.
 
 use super::MAX_CONFIG_BYTES;
-use crate::diag::{Diagnostic, Location, SourceKind};
+use crate::diag::{edit_distance, Code, Diagnostic, Location, SourceKind};
 use crate::policy::env::PatternError;
 use crate::policy::limits::LimitError;
 use std::path::PathBuf;
@@ -86,6 +86,23 @@ pub enum ConfigErrorKind {
 }
 
 impl ConfigErrorKind {
+    /// The diagnostic code (MGS3002–MGS3006) of this kind of mistake.
+    pub fn code(&self) -> Code {
+        match self {
+            ConfigErrorKind::Read(_)
+            | ConfigErrorKind::NotRegular
+            | ConfigErrorKind::TooLarge { .. }
+            | ConfigErrorKind::NotUtf8 => Code::Mgs3002,
+            ConfigErrorKind::Syntax(_) | ConfigErrorKind::DuplicateKey(_) => Code::Mgs3003,
+            ConfigErrorKind::UnknownKey { .. } | ConfigErrorKind::NearSandbox(_) => Code::Mgs3004,
+            ConfigErrorKind::WrongType(_) | ConfigErrorKind::MissingKey { .. } => Code::Mgs3005,
+            // Every other kind is a value the schema accepts in shape but
+            // not in content (a mode, a path, a host, a limit...), and so
+            // is any kind added later unless it says otherwise.
+            _ => Code::Mgs3006,
+        }
+    }
+
     /// How to fix it, in one or two lines.
     pub fn hint(&self) -> String {
         match self {
@@ -100,7 +117,7 @@ impl ConfigErrorKind {
             }
             ConfigErrorKind::NotUtf8 => "save magus.yaml as UTF-8".into(),
             ConfigErrorKind::Syntax(_) => "fix the YAML syntax at this position".into(),
-            ConfigErrorKind::UnknownKey { allowed, .. } => unknown_key_hint(allowed),
+            ConfigErrorKind::UnknownKey { key, allowed, .. } => unknown_key_hint(key, allowed),
             ConfigErrorKind::DuplicateKey(key) => {
                 format!("`{key}` appears twice in the same mapping; keep one of them")
             }
@@ -155,9 +172,34 @@ fn limit_hint(key: &str) -> &'static str {
     }
 }
 
-fn unknown_key_hint(allowed: &[&'static str]) -> String {
+fn unknown_key_hint(key: &str, allowed: &[&'static str]) -> String {
     let keys: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
-    format!("the allowed keys here are {}", keys.join(", "))
+    let listed = format!("the allowed keys here are {}", keys.join(", "));
+    match nearest_key(key, allowed) {
+        Some(near) => format!("did you mean `{near}`? ({listed})"),
+        None => listed,
+    }
+}
+
+/// The allowed key `key` is most likely a typo of: the same but for case,
+/// `-` for `_` or a plural `s`, or one within a third of its length in
+/// edits (at least one).
+fn nearest_key(key: &str, allowed: &[&'static str]) -> Option<&'static str> {
+    let plain = |k: &str| k.to_lowercase().replace('-', "_");
+    let wanted = plain(key);
+    let same = allowed.iter().find(|k| {
+        let k = plain(k);
+        k == wanted || k.trim_end_matches('s') == wanted.trim_end_matches('s')
+    });
+    if let Some(k) = same {
+        return Some(k);
+    }
+    allowed
+        .iter()
+        .map(|k| (edit_distance(&wanted, k), *k))
+        .filter(|(d, k)| *d <= (k.chars().count() / 3).max(1))
+        .min()
+        .map(|(_, k)| k)
 }
 
 fn missing_key_hint(key: &str) -> String {
@@ -172,6 +214,7 @@ impl ConfigError {
     /// The error as a diagnostic pointing into `magus.yaml`.
     pub fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::error(format!("invalid magus.yaml: {}", self.kind))
+            .with_code(self.kind.code())
             .with_location(Location {
                 kind: SourceKind::Config,
                 file: self.file.clone(),
