@@ -6,7 +6,7 @@
 //! Run: `cargo bench --bench leftovers -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::__private::enforce::leftovers::{Hold, Inputs, Watch};
+use magus_sandbox::__private::enforce::leftovers::{Inputs, Watch};
 use std::hint::black_box;
 use std::path::Path;
 
@@ -40,9 +40,9 @@ fn sweep(c: &mut Criterion) {
     let inputs = workspace(dir.path());
     let mut group = c.benchmark_group("leftovers");
     group.bench_function("note at start (10,000 files)", |b| {
-        b.iter(|| black_box(Watch::before(inputs.clone(), Hold::Binds)))
+        b.iter(|| black_box(Watch::before(inputs.clone())))
     });
-    let watch = Watch::before(inputs.clone(), Hold::Binds);
+    let watch = Watch::before(inputs.clone());
     group.bench_function("sweep after the run (10,000 files)", |b| {
         b.iter(|| {
             let found = watch.after();

@@ -512,3 +512,55 @@ fn a_bare_repository_cannot_be_planted_with_fs_alone() {
         }
     }
 }
+
+/// Children (not `fs.*`) on a case-insensitive disk, with the whole
+/// sandbox: the jail's read-only binds hold `magus.yaml` and `.git`'s
+/// code by their spelling only, so `MAGUS.YAML`, `.GIT/hooks/pre-commit`
+/// and `.GIT/config` reach the files around them. After the run the
+/// sweep puts back what it noted and sets aside the new hook
+/// (docs/leftovers.md): the user's next run keeps its sandbox, and `git
+/// commit` and `git status` run nothing. The control (sandbox off) keeps
+/// every change.
+#[cfg(kernel_layer)]
+#[test]
+fn protected_names_children_write_in_another_case_are_undone_after_the_run() {
+    let Some(mount) =
+        mount_or_skip("protected_names_children_write_in_another_case_are_undone_after_the_run")
+    else {
+        return;
+    };
+    let script = "printf 'sandbox:\\n  enabled: false\\n' > MAGUS.YAML; \
+        printf '#!/bin/sh\\necho PWNED-hook >&2\\n' > .GIT/hooks/pre-commit; \
+        chmod +x .GIT/hooks/pre-commit; \
+        printf '[core]\\n\\tfsmonitor = \"echo PWNED-config >&2; false\"\\n' >> .GIT/config; \
+        echo PLANTED";
+    let shell = format!(
+        "import \"sh\";\nimport \"std\";\nfun main(args: [str]) > int {{\n    sh.shell({});\n    std.print(\"DONE\");\n    return 0;\n}}\n",
+        literal(script)
+    );
+    for user in users() {
+        for sandbox in [Sandbox::Off, Sandbox::On] {
+            let (h, _secret) = case_insensitive_workspace(&mount, User::Root);
+            h.write_spell("plant", &shell);
+            std::fs::write(h.ws_path("README"), "x").unwrap();
+            hand_over(&h, user);
+            let out = run(&h, user, sandbox, "plant");
+            let context = format!("{user:?} {sandbox:?}\n{}", out.dump());
+            assert!(out.stdout.contains("DONE"), "{context}");
+            let yaml = std::fs::read_to_string(h.ws_path("magus.yaml")).unwrap_or_default();
+            let seen = git(&h.ws, &["commit", "-q", "--allow-empty", "-m", "x"])
+                + &git(&h.ws, &["status", "--short"]);
+            if sandbox == Sandbox::Off {
+                assert!(yaml.contains("enabled: false"), "control: {context}");
+                assert!(
+                    seen.contains("PWNED-hook") && seen.contains("PWNED-config"),
+                    "control: {seen}"
+                );
+                continue;
+            }
+            assert_eq!(yaml, CARGO_GRANTED, "{context}");
+            assert!(!seen.contains("PWNED"), "{seen}\n{context}");
+            assert!(out.stderr.contains("warning[MGS2014]"), "{context}");
+        }
+    }
+}

@@ -56,7 +56,7 @@ mod kernel_imports {
     pub(super) use crate::enforce::jail::ahead::Ahead;
     pub(super) use crate::enforce::jail::UserNamespace;
     pub(super) use crate::enforce::jail::USERNS_VAR;
-    pub(super) use crate::enforce::leftovers::{Hold, Watch};
+    pub(super) use crate::enforce::leftovers::Watch;
     pub(super) use crate::enforce::limits::{BoundSource, OwnUserNamespace, ProcessBound};
     pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
     pub(super) use crate::enforce::proxy::Proxy;
@@ -540,7 +540,7 @@ fn isolate(
         Jail::Missing(_) => {
             let over = over_processes_diagnostic();
             enforce::limits::prepare_supervised(render(&over, renderer.format));
-            let watch = watch.unwrap_or_else(|| Watch::before(Default::default(), Hold::Nothing));
+            let watch = watch.unwrap_or_else(|| Watch::before(Default::default()));
             if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch) {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
@@ -632,7 +632,7 @@ fn enter_jail(
             proxy.start()?;
             // Nothing holds the protected paths read-only: noted now,
             // before any child exists, and put back after the run.
-            let watch = Watch::before(plan.leftovers, Hold::Nothing);
+            let watch = Watch::before(plan.leftovers);
             Ok((Jail::Missing(reason), Some(watch)))
         }
         JailStatus::Unavailable { reason } => Err(Box::new(

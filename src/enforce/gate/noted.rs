@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// A protected workspace path (`magus.yaml`, `magus.lock`, `.git` and
-    /// what it holds): writes are refused.
+    /// what it holds) or the running magus executable: writes are refused.
     Protected,
     /// A credential store the policy hides, or a file in one: every
     /// access is refused.
@@ -78,6 +78,11 @@ impl Noted {
                     }
                 }
             }
+        }
+        // The running magus: built in the workspace (`target/release`), a
+        // spell that replaced it would run as the user's next magus.
+        if let Ok(exe) = std::env::current_exe() {
+            noted.add(&exe, Kind::Protected);
         }
         for hidden in policy.hidden() {
             if noted.add(hidden, Kind::Hidden) {

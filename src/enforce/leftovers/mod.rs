@@ -5,8 +5,8 @@
 //!
 //! [`Watch::before`] notes, before any child exists, when the run started
 //! (the file system's coarse clock, which stamps every change's `ctime`),
-//! the repositories there were, each repository's `HEAD`, and, where no
-//! bind holds them (no jail), the protected files' contents.
+//! the repositories there were, each repository's `HEAD`, and the
+//! protected files' contents.
 //! [`Watch::after`] walks the writable grants and sets aside, into the
 //! workspace's quarantine (`.magus/quarantine/`), what the run created or
 //! changed among those names ([`names`]), puts noted files back, and lists
@@ -47,23 +47,15 @@ pub struct Inputs {
     /// started: not new, and never walked into.
     pub repositories: Vec<PathBuf>,
     /// The protected paths (the jail's carve-outs): noted and put back
-    /// where no bind holds them ([`Hold::Nothing`]).
+    /// after the run. Binds hold them during it, but only by their
+    /// spelling: on a case-insensitive disk another spelling reaches the
+    /// same file, and without a jail nothing holds them.
     pub protected: Vec<PathBuf>,
     /// Run-later files and directories there at the start
     /// ([`is_run_later`]): each is noted by its `ctime`, so that one
     /// changed just before the run (in the clock's last tick) is not taken
     /// for the run's.
     pub existing: Vec<PathBuf>,
-}
-
-/// What holds the protected paths read-only during the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hold {
-    /// The jail's read-only binds: nothing to note.
-    Binds,
-    /// Nothing (no mount namespace): their contents are noted at start and
-    /// put back after the run.
-    Nothing,
 }
 
 /// A point in time as file timestamps count it.
@@ -121,7 +113,7 @@ pub struct Watch {
 
 impl Watch {
     /// Call before any process of the run exists.
-    pub fn before(inputs: Inputs, hold: Hold) -> Watch {
+    pub fn before(inputs: Inputs) -> Watch {
         let since = Stamp::now();
         let known = inputs
             .repositories
@@ -133,14 +125,11 @@ impl Watch {
             .iter()
             .filter_map(|repo| noted::small_file(&repo.join("HEAD")).map(|t| (repo.clone(), t)))
             .collect();
-        let noted = match hold {
-            Hold::Binds => Vec::new(),
-            Hold::Nothing => inputs
-                .protected
-                .iter()
-                .filter_map(|p| Noted::take(p))
-                .collect(),
-        };
+        let noted = inputs
+            .protected
+            .iter()
+            .filter_map(|p| Noted::take(p))
+            .collect();
         let mut stamps = HashMap::new();
         for path in inputs.existing.iter().chain(&inputs.home_files) {
             noted::stamps(path, &mut stamps);

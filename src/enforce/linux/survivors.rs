@@ -141,7 +141,8 @@ fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Lefto
     let bounded = cgroup.adopt(magus);
     let _ = write(&placed, &[u8::from(bounded)]);
     drop(placed);
-    let mut watch = (!bounded).then(|| Watch::new(bound()));
+    let me = getpid().as_raw();
+    let mut watch = (!bounded).then(|| Watch::new(bound(), me, magus.as_raw()));
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);

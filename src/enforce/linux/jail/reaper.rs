@@ -28,7 +28,7 @@ use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
 use super::{JailUnavailable, Outside};
-use crate::enforce::leftovers::{self, Hold, Watch};
+use crate::enforce::leftovers::{self, Watch};
 use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -54,7 +54,11 @@ pub(super) fn start(
     // Before any child can write in a git directory, or change the
     // terminal's mode.
     let sweep = Sweep::before(plan);
-    let watch = Watch::before(plan.leftovers.clone(), Hold::Binds);
+    // The binds hold the protected paths by their spelling; on a
+    // case-insensitive disk (FUSE, a casefolded directory) another
+    // spelling reaches the same file around them, so their contents are
+    // noted here too and put back after the run.
+    let watch = Watch::before(plan.leftovers.clone());
     let terminal = TerminalModes::note();
     // Until the original knows whom to pass them to, the forwarded signals
     // wait (blocked) instead of killing it while magus runs on.

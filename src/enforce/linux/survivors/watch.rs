@@ -18,14 +18,27 @@ const COUNT_EVERY: Duration = Duration::from_secs(1);
 pub struct Watch {
     bound: u64,
     counted: Option<Instant>,
+    /// The supervisor's children born before magus proper: the `hosts`
+    /// proxy, forked before the supervisor where there is no jail. It
+    /// serves the run from outside `limits.processes` (its clients are
+    /// bounded on their own), so its threads are not the run's.
+    outside: Vec<(i32, u64)>,
 }
 
 impl Watch {
-    /// Watches for more than `bound` tasks.
-    pub fn new(bound: u32) -> Watch {
+    /// Watches for more than `bound` tasks among the descendants of
+    /// `root` (the supervisor), but for those of its children that exist
+    /// already and are not `magus`.
+    pub fn new(bound: u32, root: i32, magus: i32) -> Watch {
+        let outside = tree::descendants(root, |_| {})
+            .into_iter()
+            .filter(|p| p.ppid == root && p.pid != magus)
+            .map(|p| (p.pid, p.start))
+            .collect();
         Watch {
             bound: u64::from(bound),
             counted: None,
+            outside,
         }
     }
 
@@ -41,6 +54,7 @@ impl Watch {
         self.counted = Some(Instant::now());
         let count: u64 = tree::descendants(root, |_| {})
             .iter()
+            .filter(|p| !self.outside.contains(&(p.pid, p.start)))
             .map(|p| u64::from(p.threads.max(1)))
             .sum();
         count > self.bound
@@ -73,6 +87,6 @@ mod tests {
     #[test]
     fn a_run_under_its_bound_is_left_alone() {
         let me = std::process::id() as i32;
-        assert!(!Watch::new(u32::MAX).over(me));
+        assert!(!Watch::new(u32::MAX, me, 0).over(me));
     }
 }
