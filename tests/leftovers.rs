@@ -11,28 +11,9 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
+use support::runas::{hand_over, wrapper, Kernel, User, SHELL_SPELL};
 use support::{capture, Harness, RunOutput};
-
-/// Runs one shell line as a child.
-const SHELL_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.shell(args[0])}\");\n    return 0;\n}\n";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum User {
-    Root,
-    Nobody,
-}
-
-/// How the kernel answers the run's namespace requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kernel {
-    AsIs,
-    /// User namespaces refused (`tests/jail/nouserns.c`).
-    NoUserNamespaces,
-    /// Every namespace refused (`nouserns --all`).
-    NoNamespaces,
-}
 
 /// The (user, kernel) pairs to attack from: the jail as root and as
 /// uid 65534, and no jail at all (uid 65534 without user namespaces,
@@ -49,11 +30,6 @@ fn modes() -> Vec<(User, Kernel)> {
     ]
 }
 
-fn nouserns_binary() -> &'static Path {
-    static BINARY: OnceLock<std::path::PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| support::compile_c("jail/nouserns.c", "nouserns"))
-}
-
 /// A workspace set up by `setup` (as root), then handed to `user`.
 struct Case {
     h: Harness,
@@ -66,14 +42,7 @@ impl Case {
         let h = Harness::with_config(config);
         h.write_spell("t", SHELL_SPELL);
         setup(&h);
-        if mode.0 == User::Nobody {
-            let ok = Command::new("chown")
-                .args(["-R", "65534:65534"])
-                .arg(&h.root)
-                .status()
-                .unwrap();
-            assert!(ok.success());
-        }
+        hand_over(&h.root, mode.0);
         Case {
             h,
             user: mode.0,
@@ -101,20 +70,7 @@ impl Case {
     /// magus under the case's user and kernel, after `tail` (a program
     /// the harness's magus is appended to).
     fn command(&self, sandbox_on: bool, tail: &[&str]) -> Command {
-        let nouserns = nouserns_binary().to_str().unwrap();
-        let mut wrapper = match self.kernel {
-            Kernel::AsIs => vec![],
-            Kernel::NoUserNamespaces => vec![nouserns],
-            Kernel::NoNamespaces => vec![nouserns, "--all"],
-        };
-        if self.user == User::Nobody {
-            wrapper.extend([
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-            ]);
-        }
+        let mut wrapper = wrapper(self.user, self.kernel);
         wrapper.extend(tail);
         let mut cmd = self.h.wrapped_command(&wrapper);
         if !sandbox_on {

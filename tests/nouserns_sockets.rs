@@ -13,40 +13,22 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use support::runas::{hand_over, wrapper, Kernel, User, AS_NOBODY, SHELL_SPELL};
 use support::{capture, Harness, RunOutput};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum User {
-    Root,
-    Nobody,
-}
 
 /// The two ways a run ends up without the jail, each as the user it
 /// concerns: uid 65534 where user namespaces are refused (Ubuntu's
 /// default since 23.10), root where every namespace is (a container).
-fn cases() -> Vec<(User, &'static [&'static str])> {
+fn cases() -> Vec<(User, Kernel)> {
     if !nix::unistd::geteuid().is_root() {
         return Vec::new();
     }
-    vec![(User::Nobody, &[]), (User::Root, &["--all"])]
-}
-
-const SHELL_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.shell(args[0])}\");\n    return 0;\n}\n";
-
-const AS_NOBODY: [&str; 4] = [
-    "setpriv",
-    "--reuid=65534",
-    "--regid=65534",
-    "--clear-groups",
-];
-
-/// `tests/jail/nouserns.c`, compiled once per test binary.
-fn nouserns_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| support::compile_c("jail/nouserns.c", "nouserns-sockets"))
+    vec![
+        (User::Nobody, Kernel::NoUserNamespaces),
+        (User::Root, Kernel::NoNamespaces),
+    ]
 }
 
 fn unique(tag: &str) -> String {
@@ -60,27 +42,20 @@ fn unique(tag: &str) -> String {
 struct Run {
     h: Harness,
     user: User,
-    refuse: &'static [&'static str],
+    kernel: Kernel,
 }
 
 impl Run {
-    fn new(user: User, refuse: &'static [&'static str], config: &str) -> Run {
+    fn new(user: User, kernel: Kernel, config: &str) -> Run {
         let h = Harness::with_config(config);
         h.write_spell("t", SHELL_SPELL);
-        let run = Run { h, user, refuse };
+        let run = Run { h, user, kernel };
         run.chown(&run.h.root.clone());
         run
     }
 
     fn chown(&self, path: &Path) {
-        if self.user == User::Nobody {
-            let status = Command::new("chown")
-                .args(["-R", "65534:65534"])
-                .arg(path)
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }
+        hand_over(path, self.user);
     }
 
     /// `program` run as the run's user, outside magus.
@@ -90,12 +65,7 @@ impl Run {
 
     /// `sh.shell(script)` in a run, the sandbox on or off.
     fn shell(&self, on: bool, script: &str) -> RunOutput {
-        let mut wrapper = vec![nouserns_binary().to_str().unwrap()];
-        wrapper.extend(self.refuse);
-        if self.user == User::Nobody {
-            wrapper.extend(AS_NOBODY);
-        }
-        let mut cmd = self.h.wrapped_command(&wrapper);
+        let mut cmd = self.h.wrapped_command(&wrapper(self.user, self.kernel));
         if !on {
             cmd.env("MAGUS_SANDBOX_ENABLED", "0");
         }
@@ -276,8 +246,8 @@ fn appears(path: &Path) -> bool {
 /// one warning says so.
 #[test]
 fn the_users_tmux_server_and_ssh_agent_cannot_be_reached() {
-    for (user, refuse) in cases() {
-        let run = Run::new(user, refuse, support::SANDBOX_ON);
+    for (user, kernel) in cases() {
+        let run = Run::new(user, kernel, support::SANDBOX_ON);
         let dir = SocketDir::new(&run);
         let tmux = Tmux::start(&run, &dir);
         let comment = unique("agent-key");
@@ -350,8 +320,8 @@ fn a_datagram_socketpair_cannot_send_to_a_path() {
                 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n\
                 a.sendto(sys.argv[2].encode(), sys.argv[1])\n\
                 print('DGRAM-OK')";
-    for (user, refuse) in cases() {
-        let run = Run::new(user, refuse, support::SANDBOX_ON);
+    for (user, kernel) in cases() {
+        let run = Run::new(user, kernel, support::SANDBOX_ON);
         let dir = SocketDir::new(&run);
         let path = dir.0.join("dgram.sock");
         let receiver = UnixDatagram::bind(&path).unwrap();
@@ -391,8 +361,8 @@ fn received(socket: &UnixDatagram) -> Option<String> {
 /// the sandbox on, and the warning says what that opens.
 #[test]
 fn a_socket_granted_by_name_can_be_reached() {
-    for (user, refuse) in cases() {
-        let staging = Run::new(user, refuse, support::SANDBOX_ON);
+    for (user, kernel) in cases() {
+        let staging = Run::new(user, kernel, support::SANDBOX_ON);
         let dir = SocketDir::new(&staging);
         let tmux = Tmux::start(&staging, &dir);
         let config = format!(
@@ -448,8 +418,8 @@ fn ordinary_work_runs_without_unix_sockets() {
         "seq 20000 | sort -rn | head -n 1 | grep -qx 20000".to_string(),
         format!("curl -sS --noproxy '*' http://127.0.0.1:{port}/ | grep -q {body}"),
     ];
-    for (user, refuse) in cases() {
-        let run = Run::new(user, refuse, support::SANDBOX_ON);
+    for (user, kernel) in cases() {
+        let run = Run::new(user, kernel, support::SANDBOX_ON);
         for (i, line) in lines.iter().enumerate() {
             let out = run.shell(true, line);
             assert!(
@@ -489,8 +459,8 @@ fn a_nested_magus_runs_under_the_refusal() {
     let config =
         format!("sandbox:\n  enabled: true\n  allow:\n    - path: {magus}\n      mode: ro\n");
     let inner = "/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_UNIX); print(\\\"MADE-OK\\\")\"";
-    for (user, refuse) in cases() {
-        let run = Run::new(user, refuse, &config);
+    for (user, kernel) in cases() {
+        let run = Run::new(user, kernel, &config);
         let ws = run.h.ws.display().to_string();
         let script = format!("{magus} --workspace {ws} run t '{inner}' && echo NESTED-OK");
         let out = run.shell(true, &script);

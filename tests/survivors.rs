@@ -10,34 +10,15 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use support::runas::{self, hand_over, Kernel, User};
 use support::{buzz_str, capture, Harness};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum User {
-    Root,
-    Nobody,
-}
-
-/// How the kernel answers the run's namespace requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kernel {
-    AsIs,
-    /// `CLONE_NEWUSER` refused (Ubuntu's default for ordinary users).
-    NoUserNamespaces,
-    /// Every namespace refused (a container without `CAP_SYS_ADMIN`):
-    /// root, which needs no user namespace, then has no PID namespace
-    /// either.
-    NoNamespaces,
-}
 
 /// Who the attacks run as: root, and uid 65534 when root can switch.
 fn users() -> Vec<User> {
@@ -59,12 +40,6 @@ fn without_pid_namespace(user: User) -> Kernel {
         User::Root => Kernel::NoNamespaces,
         User::Nobody => Kernel::NoUserNamespaces,
     }
-}
-
-/// `tests/jail/nouserns.c`, compiled once per test binary.
-fn nouserns() -> &'static Path {
-    static BINARY: OnceLock<std::path::PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| support::compile_c("jail/nouserns.c", "nouserns"))
 }
 
 /// Runs `args` as a direct child of magus and prints its status.
@@ -113,30 +88,13 @@ const READ_ONLY_CGROUPS: &str = "grep -E ' - cgroup2? ' /proc/self/mountinfo | c
 /// `magus --workspace WS run SPELL ARGS...` for `case`, the sandbox on or
 /// off.
 fn command(h: &Harness, case: Case, sandbox: bool, spell: &str, args: &[&str]) -> Command {
-    let nouserns = nouserns().to_str().unwrap();
     let mut wrapper = vec![];
     if case.cgroups_read_only {
         wrapper.extend(["unshare", "-m", "--propagation", "private", "--"]);
         wrapper.extend(["sh", "-c", READ_ONLY_CGROUPS, "sh"]);
     }
-    match case.kernel {
-        Kernel::AsIs => {}
-        Kernel::NoUserNamespaces => wrapper.push(nouserns),
-        Kernel::NoNamespaces => wrapper.extend([nouserns, "--all"]),
-    }
-    if case.user == User::Nobody {
-        let chown = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(&h.root)
-            .status();
-        assert!(chown.is_ok_and(|s| s.success()), "chown the harness");
-        wrapper.extend([
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ]);
-    }
+    wrapper.extend(runas::wrapper(case.user, case.kernel));
+    hand_over(&h.root, case.user);
     let mut cmd = h.wrapped_command(&wrapper);
     if !sandbox {
         cmd.env("MAGUS_SANDBOX_ENABLED", "0");

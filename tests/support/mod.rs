@@ -9,6 +9,8 @@
 #[path = "../scratch/mod.rs"]
 mod scratch;
 
+pub mod runas;
+
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
