@@ -212,11 +212,25 @@ pub fn main() -> i32 {
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
-        Some(Command::Completions { shell }) => {
-            let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "magus", &mut std::io::stdout());
-            0
+        Some(Command::Completions { shell }) => completions(global, shell),
+    }
+}
+
+/// `magus completions SHELL`. clap_complete panics when its writer fails,
+/// so the script is made in memory and written here, where a closed
+/// stdout (`magus completions fish | head -1`) ends the command quietly,
+/// as it does every other command.
+fn completions(global: &GlobalArgs, shell: clap_complete::Shell) -> i32 {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "magus", &mut script);
+    let written = std::io::stdout().lock().write_all(&script);
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let d = Diagnostic::error(format!("cannot write the completion script: {e}"));
+            Renderer::new(global.message_format).emit(&d);
+            EXIT_CONFIG
         }
+        _ => 0,
     }
 }
 
