@@ -315,8 +315,11 @@ fn readme_snippet() -> Result<(), Box<dyn std::error::Error>> {
 /// there, both run it.
 fn errors_print_as_sentences(user: &User) -> Result<(), String> {
     let h = workspace("sandbox:\n  enabled: true\n");
-    std::fs::rename(h.ws_path("spells/hello.buzz"), h.ws_path("spells/later.buzz"))
-        .map_err(|e| e.to_string())?;
+    std::fs::rename(
+        h.ws_path("spells/hello.buzz"),
+        h.ws_path("spells/later.buzz"),
+    )
+    .map_err(|e| e.to_string())?;
     let out = run_child(&h, user, CHILD, &[]);
     check(
         out.status == Some(127),
@@ -332,16 +335,24 @@ fn errors_print_as_sentences(user: &User) -> Result<(), String> {
         &out,
     )?;
     let out = run_child(&h, user, SNIPPET, &[]);
-    check(out.status == Some(1), || "the snippet did not fail".into(), &out)?;
     check(
-        out.stderr.starts_with("Error: error: cannot read spell `hello`")
+        out.status == Some(1),
+        || "the snippet did not fail".into(),
+        &out,
+    )?;
+    check(
+        out.stderr
+            .starts_with("Error: error: cannot read spell `hello`")
             && !out.stderr.contains("diagnostic:")
             && !out.stderr.contains("Diagnostic {"),
         || "the snippet's error is a dump".into(),
         &out,
     )?;
-    std::fs::rename(h.ws_path("spells/later.buzz"), h.ws_path("spells/hello.buzz"))
-        .map_err(|e| e.to_string())?;
+    std::fs::rename(
+        h.ws_path("spells/later.buzz"),
+        h.ws_path("spells/hello.buzz"),
+    )
+    .map_err(|e| e.to_string())?;
     for role in [CHILD, SNIPPET] {
         let out = run_child(&h, user, role, &[]);
         check(

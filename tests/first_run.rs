@@ -10,7 +10,9 @@
 //! without Landlock (`MAGUS_SANDBOX_LANDLOCK=0`) and without the jail
 //! (`MAGUS_SANDBOX_USERNS=0`), as root and as uid 65534 (when the test
 //! runs as root), with a control run where one shows the case means
-//! something.
+//! something. A magus without the kernel layer has no jail: the cases
+//! about the jail are for the kernel build alone.
+#![cfg_attr(not(kernel_layer), allow(dead_code))]
 
 mod support;
 
@@ -138,7 +140,12 @@ fn launch_case(user: User) -> Case {
     h.write_spell("launch", LAUNCH);
     tool(&h.home_path(".cargo/bin/onlyhere"));
     tool(&h.home_path("tools/alsohere"));
-    let start_path = format!("{}:{}", h.home_path(".cargo/bin").display(), "/usr/bin:/bin");
+    tool(&h.home_path("in-home"));
+    let start_path = format!(
+        "{}:{}",
+        h.home_path(".cargo/bin").display(),
+        "/usr/bin:/bin"
+    );
     h.set_env("PATH", start_path);
     Case::new(h, user)
 }
@@ -162,10 +169,14 @@ fn a_program_installed_nowhere_is_not_found_and_one_in_an_ungranted_directory_is
             (&tools_path, "ruff"),
             (&tools_path, spelled_missing),
         ];
-        let refused: [(&str, &str, PathBuf); 3] = [
+        let in_home = h.home_path("in-home");
+        let in_home = in_home.to_str().unwrap();
+        let refused: [(&str, &str, PathBuf); 4] = [
             (&cargo_path, "onlyhere", h.home_path(".cargo/bin/onlyhere")),
             (&tools_path, "alsohere", h.home_path("tools/alsohere")),
             (&cargo_path, spelled_present, h.home_path("tools/alsohere")),
+            // `HOME` itself is in the jail's view, empty.
+            (&cargo_path, in_home, h.home_path("in-home")),
         ];
         for mode in CONFINED {
             for (path, program) in nowhere {
@@ -174,7 +185,9 @@ fn a_program_installed_nowhere_is_not_found_and_one_in_an_ungranted_directory_is
                 assert_eq!(out.status, Some(0), "{program}: {what}");
                 assert!(
                     out.stdout.contains("EXEC-ERROR")
-                        && (out.stdout.contains("program not found on the sandboxed PATH")
+                        && (out
+                            .stdout
+                            .contains("program not found on the sandboxed PATH")
                             || out.stdout.contains("no such program")),
                     "{program} is not an ExecError: {what}"
                 );
@@ -212,7 +225,11 @@ fn a_program_installed_nowhere_is_not_found_and_one_in_an_ungranted_directory_is
 #[test]
 fn a_spell_path_typed_in_a_subdirectory_is_relative_to_it() {
     let h = Harness::new();
-    let say = |what: &str| format!("import \"std\";\nfun main(args: [str]) > void {{\n    std.print(\"{what}\");\n}}\n");
+    let say = |what: &str| {
+        format!(
+            "import \"std\";\nfun main(args: [str]) > void {{\n    std.print(\"{what}\");\n}}\n"
+        )
+    };
     std::fs::create_dir_all(h.ws_path("sub")).unwrap();
     std::fs::write(h.ws_path("x.buzz"), say("THE-ROOT-ONE")).unwrap();
     std::fs::write(h.ws_path("sub/x.buzz"), say("THE-SUB-ONE")).unwrap();
@@ -254,6 +271,7 @@ fun main(args: [str]) > int {
 /// layouts: `HOME` reached through a link (the jail's view has no such
 /// link), and an ungranted shim directory whose shims lead to a granted
 /// `mise` (the jail hides the directory).
+#[cfg(kernel_layer)]
 #[test]
 fn mgs2006_is_said_at_the_shims_launch_in_every_mode() {
     for user in users() {
@@ -262,7 +280,10 @@ fn mgs2006_is_said_at_the_shims_launch_in_every_mode() {
             for mode in CONFINED {
                 let out = case.run(mode, "r", &["python3"]);
                 let what = format!("{layout}: {}", context(user, mode, &out));
-                assert!(out.stdout.contains("TOOL-RAN"), "the shim did not run: {what}");
+                assert!(
+                    out.stdout.contains("TOOL-RAN"),
+                    "the shim did not run: {what}"
+                );
                 assert_eq!(
                     out.stderr.matches("warning[MGS2006]").count(),
                     1,
@@ -283,7 +304,9 @@ fn mgs2006_is_said_at_the_shims_launch_in_every_mode() {
 /// The mise layouts of [`mgs2006_is_said_at_the_shims_launch_in_every_mode`].
 fn shim_case(user: User, layout: &str) -> Case {
     let config = match layout {
-        "linked home" => "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.local/share/mise\n      mode: ro\n",
+        "linked home" => {
+            "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.local/share/mise\n      mode: ro\n"
+        }
         _ => "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.local/bin\n      mode: ro\n",
     };
     let mut h = Harness::with_config(config);
@@ -304,7 +327,10 @@ fn shim_case(user: User, layout: &str) -> Case {
             h.home.clone()
         }
     };
-    let path = format!("{}:/usr/bin:/bin", home.join(".local/share/mise/shims").display());
+    let path = format!(
+        "{}:/usr/bin:/bin",
+        home.join(".local/share/mise/shims").display()
+    );
     h.set_env("HOME", &home);
     h.set_env("PATH", path);
     h.set_env("MISE_SHELL", "bash");
@@ -324,6 +350,7 @@ fun main(args: [str]) > int {
 /// Issue 35: a child's failure to read an absent `~/.ssh/id_rsa` was
 /// blamed on the sandbox. The control: one on a planted key that exists
 /// (`~/.aws/credentials`) is.
+#[cfg(kernel_layer)]
 #[test]
 fn a_childs_failure_on_a_file_that_exists_nowhere_is_not_blamed_on_the_sandbox() {
     for user in users() {
@@ -351,9 +378,15 @@ fn a_childs_failure_on_a_file_that_exists_nowhere_is_not_blamed_on_the_sandbox()
             };
             assert!(out.stdout.contains("STATUS 1"), "{what}");
             assert!(!blamed(&absent), "the absent key was blamed: {what}");
-            assert!(!blamed(&new_in_absent_dir), "an absent directory was blamed: {what}");
+            assert!(
+                !blamed(&new_in_absent_dir),
+                "an absent directory was blamed: {what}"
+            );
             assert!(blamed(&present), "the control was not blamed: {what}");
-            assert!(blamed(&new_in_home), "the write to HOME was not blamed: {what}");
+            assert!(
+                blamed(&new_in_home),
+                "the write to HOME was not blamed: {what}"
+            );
             case.h.assert_no_leak(&out);
         }
     }
@@ -377,6 +410,7 @@ fun main(args: [str]) > void {
 /// say so once per run when the spell makes one with `fs.*`. Without the
 /// jail `/tmp` is the host's (the control): nothing is said, and the file
 /// stays.
+#[cfg(kernel_layer)]
 #[test]
 fn a_write_into_the_runs_own_tmp_is_said_once_to_be_discarded() {
     let note = "which is discarded when the run ends";
@@ -391,7 +425,10 @@ fn a_write_into_the_runs_own_tmp_is_said_once_to_be_discarded() {
             assert!(out.stdout.contains("WROTE"), "{what}");
             assert_eq!(out.stderr.matches(note).count(), 1, "{what}");
             assert!(out.stderr.contains(&format!("`/tmp/{name}`")), "{what}");
-            assert!(!Path::new("/tmp").join(&name).exists(), "it was kept: {what}");
+            assert!(
+                !Path::new("/tmp").join(&name).exists(),
+                "it was kept: {what}"
+            );
         }
         let name = format!("magus-first-run-{}-host", std::process::id());
         let out = case.run(Mode::NoJail, "w", &[&name]);
@@ -494,5 +531,45 @@ fn every_command_ends_quietly_on_a_closed_stdout() {
             out.dump()
         );
         assert_eq!(out.status, Some(0), "magus {args:?}: {}", out.dump());
+    }
+}
+
+/// Lists the sockets among a child's descriptors, then (the control that
+/// the listing sees one) after opening one of its own.
+const SOCKET_PROBE: &str = r#"import os, socket
+
+def sockets():
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink("/proc/self/fd/" + name)
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            found.append(link)
+    return found
+
+print("INHERITED", len(sockets()))
+s = socket.socket(socket.AF_UNIX)
+print("OWN", len(sockets()))
+"#;
+
+/// magus proper asks the jail's original process what the host holds at
+/// a path (the two items above) over a socket; no child gets that socket.
+#[cfg(kernel_layer)]
+#[test]
+fn no_child_inherits_the_socket_that_asks_outside_the_jail() {
+    for user in users() {
+        let h = Harness::new();
+        h.write_spell("r", RUN);
+        std::fs::write(h.ws_path("probe.py"), SOCKET_PROBE).unwrap();
+        let case = Case::new(h, user);
+        let probe = case.h.ws_path("probe.py");
+        for mode in [Mode::Jailed, Mode::JailOnly] {
+            let out = case.run(mode, "r", &["/usr/bin/python3", probe.to_str().unwrap()]);
+            let what = context(user, mode, &out);
+            assert!(out.stdout.contains("OWN 1"), "the control: {what}");
+            assert!(out.stdout.contains("INHERITED 0"), "{what}");
+        }
     }
 }

@@ -61,7 +61,8 @@ fn discarded_note(path: &Path, dir: &Path) -> Diagnostic {
     .with_help("write what must outlive the run under the workspace (said once per run)")
 }
 
-#[cfg(test)]
+// Unix paths, as the policy spells them there.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::policy::{GrantSource, Mode, SandboxState};

@@ -244,7 +244,7 @@ impl KernelReport {
         KernelReport
     }
 
-    fn warnings(&self, policy: &Policy) -> Vec<Diagnostic> {
+    fn warnings(&self, _policy: &Policy) -> Vec<Diagnostic> {
         vec![super::run::interpreter_only()]
     }
 

@@ -140,7 +140,7 @@ impl Gate {
         if self.hidden.lookup_path(candidate).is_some() || is_executable(candidate) {
             return true;
         }
-        if !hidden_from_view(candidate) || self.hidden.covers(candidate) {
+        if self.hidden.covers(candidate) || !self.may_be_hidden(candidate) {
             return false;
         }
         matches!(
@@ -222,16 +222,19 @@ impl Gate {
     }
 }
 
-/// Whether the view lacks what `candidate` names: its directory, or the
-/// target of the link it is. (Without a jail nothing is hidden, and the
-/// host's answer is this process's own.)
-fn hidden_from_view(candidate: &Path) -> bool {
-    let dir_missing = candidate
-        .parent()
-        .is_some_and(|dir| std::fs::symlink_metadata(dir).is_err());
-    let dangling =
-        std::fs::symlink_metadata(candidate).is_ok() && std::fs::metadata(candidate).is_err();
-    dir_missing || dangling
+impl Gate {
+    /// Whether the jail's view may lack a program at `candidate` that the
+    /// host has: the path is not granted (the view shows a granted path
+    /// as the host has it), or it is a link whose target the view lacks.
+    /// (Without a jail the host's answer is this process's own.)
+    fn may_be_hidden(&self, candidate: &Path) -> bool {
+        let Backend::Confined(confined) = &self.backend else {
+            return false;
+        };
+        let dangling =
+            std::fs::symlink_metadata(candidate).is_ok() && std::fs::metadata(candidate).is_err();
+        dangling || !confined.may_execute(candidate)
+    }
 }
 
 /// A program spelled as a path, not a name to look up on `PATH`: it has
