@@ -6,7 +6,7 @@
 
 use super::Session;
 use crate::diag::Diagnostic;
-use crate::policy::{lies_within, normalize, Grant, Policy};
+use crate::policy::{lies_within, normalize, Grant, GrantSource, Policy, PRIVATE_TMPFS};
 use std::path::Path;
 
 /// Where the run's temporary directories live, and whether the note that
@@ -49,7 +49,10 @@ fn per_run_grant<'p>(policy: &'p Policy, path: &Path) -> Option<&'p Grant> {
         .iter()
         .filter(|g| lies_within(path, &g.path))
         .max_by_key(|g| g.path.as_os_str().len())?;
-    deepest.is_private_per_run().then_some(deepest)
+    // A fresh tmpfs of the run's own; not the run's own devpts, whose
+    // entries are terminals, not files a spell keeps.
+    let fresh = matches!(&deepest.source, GrantSource::Builtin(why) if PRIVATE_TMPFS.contains(why));
+    fresh.then_some(deepest)
 }
 
 fn discarded_note(path: &Path, dir: &Path) -> Diagnostic {
@@ -65,7 +68,7 @@ fn discarded_note(path: &Path, dir: &Path) -> Diagnostic {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use crate::policy::{GrantSource, Mode, SandboxState};
+    use crate::policy::{Mode, SandboxState};
     use std::path::PathBuf;
 
     fn grant(path: &str, source: GrantSource) -> Grant {
@@ -91,6 +94,7 @@ mod tests {
                 grant("/tmp", GrantSource::Builtin("temporary files")),
                 grant("/tmp/shared", shared),
                 grant("/dev/shm", GrantSource::Builtin("shared memory")),
+                grant("/dev/pts", GrantSource::Builtin("pseudo-terminals")),
             ],
             Default::default(),
             Vec::new(),
@@ -102,6 +106,7 @@ mod tests {
             ("/tmp/shared/out.txt", None),
             ("/tmpx/out.txt", None),
             ("/ws/tmp/out.txt", None),
+            ("/dev/pts/3", None),
         ];
         for (path, want) in cases {
             let got = per_run_grant(&policy, Path::new(path)).map(|g| g.path.clone());

@@ -130,7 +130,7 @@ impl Sandbox {
 
     /// Reads a spell, named as `magus run` takes it: `NAME` or `NAME.buzz`
     /// for `spells/NAME.buzz` of the workspace, or a path (anything with a
-    /// `/`). Read now, because the sandbox may not grant the spell's file
+    /// `/`, relative to the process's current directory). Read now, because the sandbox may not grant the spell's file
     /// once installed; a spell in the workspace is read through the gate
     /// (a link out of it is MGS2001).
     pub fn spell(&self, name: &str) -> Result<Spell, SpellError> {
