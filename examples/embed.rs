@@ -11,42 +11,38 @@
 //! It prints the spell's output and exits with the spell's status. The
 //! test `tests/embed_example.rs` runs this very `main`.
 
-use magus_sandbox::{CompatLevel, Diagnostic, Sandbox};
+use magus_sandbox::{CompatLevel, Sandbox, SpellError};
+use std::error::Error;
 use std::process::ExitCode;
 
 /// The status `magus` exits with when it cannot set the sandbox up.
 const EXIT_CONFIG: u8 = 125;
 
 pub fn main() -> ExitCode {
-    // First thing, on the only thread: `install` may re-execute this
-    // program with a scrubbed environment, and then `main` starts again.
-    let sandbox = match Sandbox::discover(".") {
-        Ok(sandbox) => sandbox,
-        Err(e) => return fail(e.diagnostic(), EXIT_CONFIG),
-    };
-    // Read before the sandbox closes, like `magus run hello`.
-    let spell = match sandbox.spell("hello") {
-        Ok(spell) => spell,
-        Err(e) => return fail(e.diagnostic(), status_byte(e.exit_status())),
-    };
-    let installed = match sandbox.install(CompatLevel::BestEffort) {
-        Ok(installed) => installed,
-        Err(e) => return fail(e.diagnostic(), EXIT_CONFIG),
-    };
-    // What the kernel could not put in force, said as `magus run` says it.
-    for warning in installed.diagnostics() {
-        eprint!("{warning}");
-    }
-    match installed.enter(move |runtime| runtime.run(&spell, Vec::new())) {
-        Ok(Ok(status)) => ExitCode::from(status_byte(status)),
-        Ok(Err(e)) => fail(e.diagnostic(), status_byte(e.exit_status())),
-        Err(e) => fail(e.diagnostic(), EXIT_CONFIG),
+    match run() {
+        Ok(status) => ExitCode::from(status_byte(status)),
+        Err(e) => {
+            // `Display` is one sentence; `e.diagnostic()` (on each of the
+            // facade's error types) renders it as `magus` does, with the
+            // location and the fix.
+            eprintln!("error: {e}");
+            let status = e.downcast_ref::<SpellError>().map(SpellError::exit_status);
+            ExitCode::from(status.map_or(EXIT_CONFIG, status_byte))
+        }
     }
 }
 
-fn fail(diagnostic: &Diagnostic, status: u8) -> ExitCode {
-    eprint!("{diagnostic}");
-    ExitCode::from(status)
+/// What `magus run hello` does, in the facade's four steps.
+fn run() -> Result<i32, Box<dyn Error>> {
+    // First thing, on the only thread: `install` may re-execute this
+    // program with a scrubbed environment, and then `main` starts again.
+    let sandbox = Sandbox::discover(".")?; // magus.yaml resolved, magus.lock checked
+    let spell = sandbox.spell("hello")?; // read while the workspace is open
+    let installed = sandbox.install(CompatLevel::BestEffort)?; // jail, seccomp, Landlock
+    for warning in installed.diagnostics() {
+        eprint!("{warning}"); // what the kernel could not enforce, as `magus run` says it
+    }
+    Ok(installed.enter(move |runtime| runtime.run(&spell, Vec::new()))??)
 }
 
 /// Statuses from the facade are 0-255 already.

@@ -22,6 +22,9 @@ const CHILD: &str = "--embed-example";
 /// The argument that makes it install with `CompatLevel::HardRequirement`
 /// and say what happened (`installed`, or the refusal).
 const HARD: &str = "--hard-requirement";
+/// The argument that makes it run the README's snippet, whose errors `?`
+/// returns from a `main` (Rust prints them with `Debug`).
+const SNIPPET: &str = "--readme-snippet";
 
 const HELLO: &str = r#"import "buzz:std";
 import "fs";
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         Some(CHILD) => return embed::main(),
         Some(HARD) => return install_hard(),
+        Some(SNIPPET) => return std::process::Termination::report(readme_snippet()),
         _ => {}
     }
     let mut cases: Vec<Case> = vec![
@@ -58,6 +62,10 @@ fn main() -> ExitCode {
             control_reads_the_key,
         ),
     ];
+    cases.push((
+        "an_error_prints_as_one_sentence_not_a_dump",
+        errors_print_as_sentences,
+    ));
     if cfg!(kernel_layer) {
         cases.push((
             "hard_requirement_refuses_a_sandbox_turned_off",
@@ -282,6 +290,78 @@ fn hard_refuses_interpreter_only(user: &User) -> Result<(), String> {
         || "installed anyway".into(),
         &out,
     )
+}
+
+/// The README's library example as a user pastes it into their `main`:
+/// every error returned with `?`.
+fn readme_snippet() -> Result<(), Box<dyn std::error::Error>> {
+    use magus_sandbox::{CompatLevel, Sandbox};
+    let sandbox = Sandbox::discover(".")?;
+    let spell = sandbox.spell("hello")?;
+    let installed = sandbox.install(CompatLevel::BestEffort)?;
+    for warning in installed.diagnostics() {
+        eprint!("{warning}");
+    }
+    let status = installed.enter(|runtime| runtime.run(&spell, Vec::new()))??;
+    println!("status {status}");
+    Ok(())
+}
+
+/// Issue 35: errors returned to an embedder printed as `Debug` dumps of
+/// their fields. A workspace without the `hello` spell: the example says
+/// the error's `Display` (one sentence, one line) and exits 127 as
+/// `magus run` would; the README's snippet, returning it from `main`,
+/// prints the diagnostic as `magus` does. The control: with the spell
+/// there, both run it.
+fn errors_print_as_sentences(user: &User) -> Result<(), String> {
+    let h = workspace("sandbox:\n  enabled: true\n");
+    std::fs::rename(
+        h.ws_path("spells/hello.buzz"),
+        h.ws_path("spells/later.buzz"),
+    )
+    .map_err(|e| e.to_string())?;
+    let out = run_child(&h, user, CHILD, &[]);
+    check(
+        out.status == Some(127),
+        || format!("exit status {:?}", out.status),
+        &out,
+    )?;
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    check(
+        lines.len() == 1
+            && lines[0].starts_with("error: cannot read spell `hello`")
+            && out.stderr.ends_with('\n'),
+        || "not one sentence on one line".into(),
+        &out,
+    )?;
+    let out = run_child(&h, user, SNIPPET, &[]);
+    check(
+        out.status == Some(1),
+        || "the snippet did not fail".into(),
+        &out,
+    )?;
+    check(
+        out.stderr
+            .starts_with("Error: error: cannot read spell `hello`")
+            && !out.stderr.contains("diagnostic:")
+            && !out.stderr.contains("Diagnostic {"),
+        || "the snippet's error is a dump".into(),
+        &out,
+    )?;
+    std::fs::rename(
+        h.ws_path("spells/later.buzz"),
+        h.ws_path("spells/hello.buzz"),
+    )
+    .map_err(|e| e.to_string())?;
+    for role in [CHILD, SNIPPET] {
+        let out = run_child(&h, user, role, &[]);
+        check(
+            out.status == Some(0) && out.stdout.contains("hello from the embedded sandbox"),
+            || format!("control {role}: exit status {:?}", out.status),
+            &out,
+        )?;
+    }
+    Ok(())
 }
 
 fn check(cond: bool, why: impl FnOnce() -> String, out: &RunOutput) -> Result<(), String> {

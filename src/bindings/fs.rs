@@ -22,11 +22,13 @@ pub fn module(session: &Rc<Session>) -> NativeModule {
     let m = bind(m, session, "write", |s, call| {
         let (path, text) = (call.arg_str(0)?, call.arg_str(1)?);
         s.check(s.gate().write(path, text.as_bytes(), WriteMode::Truncate))?;
+        s.wrote(path);
         Ok(Value::Null)
     });
     let m = bind(m, session, "append", |s, call| {
         let (path, text) = (call.arg_str(0)?, call.arg_str(1)?);
         s.check(s.gate().write(path, text.as_bytes(), WriteMode::Append))?;
+        s.wrote(path);
         Ok(Value::Null)
     });
     let m = bind(m, session, "exists", |s, call| {
@@ -37,15 +39,21 @@ pub fn module(session: &Rc<Session>) -> NativeModule {
         Ok(Value::list(names.into_iter().map(Value::str).collect()))
     });
     let m = bind(m, session, "makeDirectory", |s, call| {
-        s.check(s.gate().make_directory(call.arg_str(0)?))?;
+        let path = call.arg_str(0)?;
+        s.check(s.gate().make_directory(path))?;
+        s.wrote(path);
         Ok(Value::Null)
     });
     let m = bind(m, session, "copy", |s, call| {
-        s.check(s.gate().copy(call.arg_str(0)?, call.arg_str(1)?))?;
+        let (from, to) = (call.arg_str(0)?, call.arg_str(1)?);
+        s.check(s.gate().copy(from, to))?;
+        s.wrote(to);
         Ok(Value::Null)
     });
     let m = bind(m, session, "move", |s, call| {
-        s.check(s.gate().rename(call.arg_str(0)?, call.arg_str(1)?))?;
+        let (from, to) = (call.arg_str(0)?, call.arg_str(1)?);
+        s.check(s.gate().rename(from, to))?;
+        s.wrote(to);
         Ok(Value::Null)
     });
     let m = bind(m, session, "delete", |s, call| {

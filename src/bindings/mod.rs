@@ -14,11 +14,13 @@ mod fs;
 // Unix paths and modes (as the integration tests they were).
 #[cfg(all(test, unix))]
 mod gate_coverage_tests;
+mod scratch;
 mod session;
 mod sh;
 mod upstream;
 
 pub use errors::{EXEC_ERROR, FILE_SYSTEM_ERROR, SANDBOX_ERROR};
+pub use scratch::TempDirs;
 pub use session::{DiagnosticSink, Session, ShimNote};
 pub use sh::prepare_terminal;
 

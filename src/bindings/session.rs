@@ -4,6 +4,7 @@
 
 #[cfg(kernel_layer)]
 use super::egress;
+use super::scratch::TempDirs;
 use crate::buzz::CallSite;
 use crate::diag::Diagnostic;
 use crate::enforce::gate::Gate;
@@ -44,6 +45,8 @@ pub struct Session {
     launched: Cell<bool>,
     /// MGS2006 notes, each with whether it has been said.
     shim_notes: RefCell<Vec<(ShimNote, bool)>>,
+    /// Whether `/tmp` and the like are the run's own (see `scratch`).
+    pub(super) temp_dirs: Cell<TempDirs>,
     sink: DiagnosticSink,
     /// The host-filtering proxy, when `network.hosts` is in force.
     #[cfg(kernel_layer)]
@@ -70,6 +73,7 @@ impl Session {
             launch_notes: RefCell::new(launch_notes),
             launched: Cell::new(false),
             shim_notes: RefCell::new(Vec::new()),
+            temp_dirs: Cell::new(TempDirs::Host),
             sink,
             #[cfg(kernel_layer)]
             egress: RefCell::new(None),
@@ -79,6 +83,13 @@ impl Session {
     /// The MGS2006 notes to say when a launch meets a shim.
     pub fn with_shim_notes(self, notes: Vec<ShimNote>) -> Session {
         *self.shim_notes.borrow_mut() = notes.into_iter().map(|n| (n, false)).collect();
+        self
+    }
+
+    /// Where the run's temporary directories are: the run's own in a jail
+    /// of its own, whose writes there by `fs.*` get a note once.
+    pub fn with_temp_dirs(self, temp_dirs: TempDirs) -> Session {
+        self.temp_dirs.set(temp_dirs);
         self
     }
 
@@ -192,9 +203,11 @@ impl Session {
     }
 
     /// Says the once-per-run launch notes the first time, and the MGS2006
-    /// note of the version manager `program` belongs to the first time
-    /// one of its programs is launched.
-    pub(super) fn before_launch(&self, program: &Path) {
+    /// note of the version manager the program belongs to the first time
+    /// one of its programs is launched. `program` holds where it was found
+    /// on `PATH` and the path it is started by, which differ where the
+    /// jail hides the `PATH` directory (the shim is started by its target).
+    pub(super) fn before_launch(&self, program: &[&Path]) {
         if !self.launched.replace(true) {
             for note in self.launch_notes.borrow_mut().drain(..) {
                 self.emit(&note);
@@ -204,7 +217,7 @@ impl Session {
             .shim_notes
             .borrow_mut()
             .iter_mut()
-            .filter(|(note, said)| !said && note.covers(program))
+            .filter(|(note, said)| !said && program.iter().any(|p| note.covers(p)))
             .map(|(note, said)| {
                 *said = true;
                 note.diagnostic.clone()

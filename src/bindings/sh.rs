@@ -66,7 +66,7 @@ impl Session {
             .gate()
             .resolve_program(program, self.child_path().as_deref());
         let lookup = lookup.map_err(|e| self.launch_denied(e))?;
-        self.before_launch(&lookup.found);
+        self.before_launch(&[&lookup.on_path, &lookup.found]);
         self.proxy_ready().map_err(|e| raise_exec(program, &e))?;
         let _ = std::io::stdout().flush();
         ConfinedCommand::new(&lookup.found)

@@ -34,7 +34,9 @@ pub fn fs_module(session: &Rc<Session>) -> NativeModule {
         ))
     });
     let m = bind(m, session, "makeDirectory", |s, call| {
-        s.check(s.gate().make_directory(call.arg_str(0)?))?;
+        let path = call.arg_str(0)?;
+        s.check(s.gate().make_directory(path))?;
+        s.wrote(path);
         Ok(Value::Null)
     });
     let m = bind(m, session, "deleteFile", |s, call| {
@@ -50,7 +52,9 @@ pub fn fs_module(session: &Rc<Session>) -> NativeModule {
         Ok(Value::Null)
     });
     let m = bind(m, session, "move", |s, call| {
-        s.check(s.gate().rename(call.arg_str(0)?, call.arg_str(1)?))?;
+        let (from, to) = (call.arg_str(0)?, call.arg_str(1)?);
+        s.check(s.gate().rename(from, to))?;
+        s.wrote(to);
         Ok(Value::Null)
     });
     let m = bind(m, session, "list", |s, call| {
@@ -93,7 +97,11 @@ fn fs_error(message: String) -> Raise {
 pub fn os_module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("buzz:os");
     let m = bind(m, session, "env", |s, call| {
-        Ok(Value::optional(s.env_get(call.arg_str(0)?).map(Value::str)))
+        // As upstream: an empty name is no variable, whatever the
+        // environment holds.
+        let name = call.arg_str(0)?;
+        let value = s.env_get(name).filter(|_| !name.is_empty());
+        Ok(Value::optional(value.map(Value::str)))
     });
     let m = bind(m, session, "execute", |s, call| {
         Ok(Value::Int(
@@ -172,10 +180,12 @@ pub fn io_natives(session: &Rc<Session>) -> NativeModule {
                 },
                 1 => {
                     s.check(s.gate().write(path, b"", WriteMode::Truncate))?;
+                    s.wrote(path);
                     Handle::Writing { path: path.into() }
                 }
                 _ => {
                     s.check(s.gate().write(path, b"", WriteMode::Append))?;
+                    s.wrote(path);
                     Handle::Writing { path: path.into() }
                 }
             };
@@ -222,6 +232,11 @@ fn write(
     bytes: &str,
     call: &mut NativeCall<'_>,
 ) -> Result<Value, Raise> {
+    // Upstream's `File.write` returns before anything else when there is
+    // nothing to write: no error, even for a file not open for writing.
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
     let path = match handles.borrow().get(&id) {
         Some(Handle::Writing { path }) => Some(path.clone()),
         Some(Handle::Stdout | Handle::Stderr) => None,

@@ -175,6 +175,15 @@ pub(crate) fn pattern_method(p: &Pattern, name: &str, args: &[Value]) -> Result<
         .and_then(Value::as_str)
         .ok_or_else(|| format!("`{name}` needs a str argument"))?;
     let bytes = subject.as_bytes();
+    // Upstream returns early on an empty subject, before the pattern is
+    // tried: no match (`null`), and the subject itself from a replace, even
+    // for a pattern that matches the empty string (`$"x*"`).
+    if bytes.is_empty() && super::method_names::PATTERN.contains(&name) {
+        return Ok(match name {
+            "replace" | "replaceAll" => Value::str(""),
+            _ => Value::Null,
+        });
+    }
     match name {
         "matchAgainst" => Ok(match captures(p, bytes, 0)? {
             Some((list, _)) => list,

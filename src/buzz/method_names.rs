@@ -76,7 +76,7 @@ const RANGE: &[&str] = &[
     "toList",
 ];
 
-const PATTERN: &[&str] = &["matchAgainst", "matchAllAgainst", "replace", "replaceAll"];
+pub(crate) const PATTERN: &[&str] = &["matchAgainst", "matchAllAgainst", "replace", "replaceAll"];
 
 /// The fields of an enum case (`Color.red.value`; `name` is magus's own,
 /// upstream has `value` only).

@@ -66,7 +66,7 @@ fn to_ud(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
 }
 
 /// Writes the value and a newline, then flushes so that output stays in
-/// order with children that share stdout.
+/// order with children that share stdout; an empty text writes nothing.
 fn print(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     // A `str` is written as its bytes, UTF-8 or not, as upstream.
     // A count bumped, not the text copied: `call` is borrowed again below.
@@ -75,6 +75,11 @@ fn print(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
         Some(bytes) => std::borrow::Cow::Borrowed(bytes),
         None => std::borrow::Cow::Owned(value.to_string().into_bytes()),
     };
+    // Upstream's native returns before writing anything, newline included,
+    // when the text is empty: `std\print("")` prints nothing.
+    if text.is_empty() {
+        return Ok(Value::Null);
+    }
     let out = call.out();
     let written = out
         .write_all(&text)

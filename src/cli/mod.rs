@@ -230,11 +230,24 @@ pub fn main() -> i32 {
         Some(Command::Init) => init::init(global),
         Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
-        Some(Command::Completions { shell }) => {
-            let script = completions::script(shell, &mut Cli::command(), "magus");
-            let _ = std::io::stdout().write_all(&script);
-            0
+        Some(Command::Completions { shell }) => completions(global, shell),
+    }
+}
+
+/// `magus completions SHELL`. clap_complete panics when its writer fails,
+/// so the script is made in memory and written here, where a closed
+/// stdout (`magus completions fish | head -1`) ends the command quietly,
+/// as it does every other command.
+fn completions(global: &GlobalArgs, shell: clap_complete::Shell) -> i32 {
+    let script = completions::script(shell, &mut Cli::command(), "magus");
+    let written = std::io::stdout().lock().write_all(&script);
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let d = Diagnostic::error(format!("cannot write the completion script: {e}"));
+            Renderer::new(global.message_format).emit(&d);
+            EXIT_CONFIG
         }
+        _ => 0,
     }
 }
 

@@ -20,7 +20,8 @@ pub(crate) struct SpellError {
 }
 
 /// The spell's path and source: `spells/NAME.buzz` (`NAME` or
-/// `NAME.buzz`), or a path to a file (anything with a `/`).
+/// `NAME.buzz`), or a path to a file (anything with a `/`, relative to the
+/// current directory).
 ///
 /// A spell in the workspace is read through the gate of `policy`, as an
 /// import is: a child of an earlier run can link `spells/x.buzz` to
@@ -51,7 +52,10 @@ impl<'a> SpellReader<'a> {
     pub(crate) fn read_spell(&self, spell: &str) -> Result<(PathBuf, String), SpellError> {
         let dir = self.policy.workspace().join("spells");
         let path = if spell.contains('/') {
-            PathBuf::from(spell)
+            // Typed on the command line: relative to the current directory,
+            // as in every tool, never to the workspace root; made absolute
+            // here so the message names the file that was tried.
+            std::path::absolute(spell).unwrap_or_else(|_| PathBuf::from(spell))
         } else {
             let name = spell.strip_suffix(".buzz").unwrap_or(spell);
             dir.join(format!("{name}.buzz"))

@@ -10,6 +10,7 @@
 pub mod beneath;
 pub mod child;
 mod error;
+pub mod host;
 #[cfg(not(kernel_layer))]
 mod interpreter_only;
 #[cfg(kernel_layer)]

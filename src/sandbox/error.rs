@@ -8,14 +8,20 @@ use crate::diag::{Code, Diagnostic};
 use std::path::Path;
 
 /// Defines an error type of one stage: a diagnostic, shown by `Display`
-/// as its message.
+/// as its message (one sentence) and by `Debug` as `magus` prints it.
 macro_rules! stage_error {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, thiserror::Error)]
+        #[derive(thiserror::Error)]
         #[error("{}", .diagnostic.message)]
         pub struct $name {
             diagnostic: Box<Diagnostic>,
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                debug_as_rendered(&self.diagnostic, f)
+            }
         }
 
         impl $name {
@@ -56,11 +62,24 @@ impl From<Box<Diagnostic>> for InstallError {
 }
 
 /// Why a spell could not be read or did not end with an exit status.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[error("{}", .diagnostic.message)]
 pub struct SpellError {
     diagnostic: Box<Diagnostic>,
     status: i32,
+}
+
+impl std::fmt::Debug for SpellError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_as_rendered(&self.diagnostic, f)
+    }
+}
+
+/// `Debug` of the facade's errors: the diagnostic as `magus` prints it,
+/// not a dump of its fields, since `Debug` is what Rust prints for an
+/// error that `?` returns from `main` (`Error: error[MGS2010]: ...`).
+fn debug_as_rendered(diagnostic: &Diagnostic, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.write_str(diagnostic.to_string().trim_end())
 }
 
 impl SpellError {

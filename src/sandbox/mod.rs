@@ -130,7 +130,7 @@ impl Sandbox {
 
     /// Reads a spell, named as `magus run` takes it: `NAME` or `NAME.buzz`
     /// for `spells/NAME.buzz` of the workspace, or a path (anything with a
-    /// `/`). Read now, because the sandbox may not grant the spell's file
+    /// `/`, relative to the process's current directory). Read now, because the sandbox may not grant the spell's file
     /// once installed; a spell in the workspace is read through the gate
     /// (a link out of it is MGS2001).
     pub fn spell(&self, name: &str) -> Result<Spell, SpellError> {
@@ -300,7 +300,9 @@ impl Runtime {
             report.at_first_launch,
             sink.clone(),
         );
-        let session = session.with_shim_notes(report.at_shim);
+        let session = session
+            .with_shim_notes(report.at_shim)
+            .with_temp_dirs(temp_dirs());
         #[cfg(kernel_layer)]
         let session = session.with_egress(proxy);
         let session = Rc::new(session);
@@ -375,6 +377,23 @@ impl Runtime {
             &*self.sink,
         );
     }
+}
+
+/// Whether this process lives in a jail of its own, whose `/tmp` (and
+/// `/dev/shm`, `$TMPDIR`) are the run's and are discarded at its end.
+#[cfg(kernel_layer)]
+fn temp_dirs() -> bindings::TempDirs {
+    use crate::enforce::jail::{jail_status, JailStatus};
+    match jail_status() {
+        Some(JailStatus::Entered { .. }) => bindings::TempDirs::PerRun,
+        _ => bindings::TempDirs::Host,
+    }
+}
+
+/// Without the kernel layer there is no jail: the host's directories.
+#[cfg(not(kernel_layer))]
+fn temp_dirs() -> bindings::TempDirs {
+    bindings::TempDirs::Host
 }
 
 #[cfg(test)]

@@ -1,23 +1,27 @@
 //! Attributing a child's failure to the sandbox: a child denied by the
 //! kernel only says "Permission denied" (or, in the jail, that the path
-//! does not exist); if the path it names is one the
-//! policy does not grant, magus says which rule refused it and how to fix
-//! it, so a kernel denial is not a mystery.
+//! does not exist); if the path it names is one the policy does not grant
+//! and the host has something there, magus says which rule refused it and
+//! how to fix it, so a kernel denial is not a mystery.
 
 use crate::diag::allow_entry;
 use crate::diag::{Code, Diagnostic};
 use crate::enforce::gate::Gate;
+use crate::enforce::host::host_entry;
 use crate::policy::{normalize, Access, NormalPath};
 use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Phrases with which programs report an `EACCES` / `EPERM`, and the
-/// `ENOENT` of a path the jail's view does not hold (only an ungranted
-/// path gets a note, so a file missing inside a grant gets none).
-const DENIAL_PHRASES: [&str; 3] = [
+/// `ENOENT` of a path the jail's view does not hold or the `EROFS` of a
+/// write where it holds only a read-only skeleton (only an ungranted path
+/// that exists outside gets a note, so a file missing inside a grant, or
+/// everywhere, gets none).
+const DENIAL_PHRASES: [&str; 4] = [
     "Permission denied",
     "Operation not permitted",
     "No such file or directory",
+    "Read-only file system",
 ];
 
 /// Words with which programs say a refused operation was a write.
@@ -114,6 +118,9 @@ fn note_for(
         } else {
             return None;
         };
+    if !exists_outside(&path, access) {
+        return None;
+    }
     let shown = path.display();
     let message = match access {
         Access::Write => {
@@ -127,6 +134,22 @@ fn note_for(
             .with_path(shown.to_string())
             .with_help(allow_entry(&path, access.needed_mode(), home)),
     )
+}
+
+/// Whether the sandbox is what the child met at `path`: the host has
+/// something there (for a write, at least the directory it would be made
+/// in). A child that fails on a file that exists nowhere failed on its
+/// own, even where the path is not granted: in the jail both look alike to
+/// the child ("No such file or directory"), so the host is asked.
+fn exists_outside(path: &NormalPath, access: Access) -> bool {
+    let path = path.as_path();
+    if host_entry(path).is_present() {
+        return true;
+    }
+    access == Access::Write
+        && path
+            .parent()
+            .is_some_and(|dir| host_entry(dir).is_present())
 }
 
 #[cfg(test)]

@@ -566,6 +566,14 @@ fn run_error(ws: &Workspace, source: &str) -> Diagnostic {
 #[test]
 fn a_denial_underlines_the_refused_argument_walked_and_compiled() {
     let ws = Workspace::with_config("sandbox:\n  enabled: true\n");
+    // A program outside the grants (the workspace is under `/tmp`): one
+    // that exists, since a missing one is "not found", not a denial.
+    let outside = tempfile::tempdir_in(crate::scratch::base()).unwrap();
+    let evil = outside.path().join("evil");
+    std::fs::write(&evil, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&evil, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let evil = evil.to_str().unwrap();
+    let run_evil = format!("    sh.run(\n        [\"{evil}\", \"x\"]);");
     let rows = [
         ("    _ = fs.read(\"/etc/shadow\");", "MGS2001", 17, 13),
         (
@@ -586,12 +594,7 @@ fn a_denial_underlines_the_refused_argument_walked_and_compiled() {
             27,
             17,
         ),
-        (
-            "    sh.run(\n        [\"/root/evil\", \"x\"]);",
-            "MGS2007",
-            9,
-            19,
-        ),
+        (run_evil.as_str(), "MGS2007", 9, evil.len() as u32 + 9),
         // Refused inside `buzz:io` (written in Buzz): the spell's callee.
         (
             "    _ = io\\File.open(\"/etc/shadow\", mode: .read);",

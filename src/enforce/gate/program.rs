@@ -10,10 +10,13 @@
 //! manager's shim would give way to the system's program of the same name.
 //! [`HiddenPrograms`], taken before the jail is entered, keeps what those
 //! directories held, so the lookup finds what the user's `PATH` names and
-//! refuses it as it would outside the jail.
+//! refuses it as it would outside the jail; for what the snapshot never saw
+//! (a `PATH` the spell set, a link to a hidden file) the host is asked
+//! (`enforce::host`). A program found nowhere is "not found", never a
+//! refusal.
 
-use super::confined::Confined;
 use super::{Backend, Denial, DenialReason, FsOp, Gate, GateError};
+use crate::enforce::host::{host_entry, HostEntry};
 use crate::policy::Access;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -22,10 +25,14 @@ use std::path::{Path, PathBuf};
 /// Where a program name was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgramLookup {
-    /// The path the program was found at (what `sh.which` returns).
+    /// The path the program is started by (what `sh.which` returns): where
+    /// it was found, or its real path where the view lacks that.
     pub found: PathBuf,
     /// Its real, symlink-free path (what is executed and checked).
     pub real: PathBuf,
+    /// Where it was found: the `PATH` directory's entry, as the user's
+    /// `PATH` spells it (a version manager's shim, say).
+    pub on_path: PathBuf,
 }
 
 /// What the ungranted directories of the child's `PATH` held when the run
@@ -85,25 +92,22 @@ impl HiddenPrograms {
         HiddenPrograms { dirs }
     }
 
-    /// Where `dir/name` led, when `dir` is a hidden directory that held
-    /// `name`: the entry itself, or its symlink's target.
-    fn lookup(&self, dir: &Path, name: &str) -> Option<&Path> {
-        self.dirs
-            .get(dir)?
-            .get(OsStr::new(name))
-            .map(PathBuf::as_path)
-    }
-
-    /// [`HiddenPrograms::lookup`] of a whole path.
+    /// Where `path` led, when its directory is a hidden one that held it.
     fn lookup_path(&self, path: &Path) -> Option<&Path> {
         let (dir, name) = (path.parent()?, path.file_name()?);
         self.dirs.get(dir)?.get(name).map(PathBuf::as_path)
+    }
+
+    /// Whether `path`'s directory is one the snapshot read (so what it did
+    /// not hold is not there).
+    fn covers(&self, path: &Path) -> bool {
+        path.parent().is_some_and(|dir| self.dirs.contains_key(dir))
     }
 }
 
 impl Gate {
     /// Finds `program` on `path_var` (the child's `PATH`), without checking:
-    /// the first directory that holds it, counting a hidden one.
+    /// the first directory that holds it, counting one the jail hides.
     pub fn which(&self, program: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
         if program.is_empty() {
             return None;
@@ -113,51 +117,74 @@ impl Gate {
             return names
                 .iter()
                 .map(|name| self.cwd.join(name))
-                .find(|abs| is_executable(abs));
+                .find(|abs| self.is_program(abs));
         }
         // `split_paths` splits on `;` on Windows, `:` elsewhere.
         std::env::split_paths(path_var?)
             .filter(|dir| dir.is_absolute())
             .find_map(|dir| {
-                names.iter().map(|name| dir.join(name)).find(|found| {
-                    let name = found
-                        .file_name()
-                        .and_then(OsStr::to_str)
-                        .unwrap_or_default();
-                    self.hidden.lookup(&dir, name).is_some() || is_executable(found)
-                })
+                names
+                    .iter()
+                    .map(|name| dir.join(name))
+                    .find(|found| self.is_program(found))
             })
     }
 
-    /// The real path of `found`. One the jail hides is resolved from the
-    /// snapshot: a symlink's target is resolved in the view (where it
-    /// exists when it is granted), else it stands for itself and is
-    /// checked, and refused, as it is.
-    fn real_path(&self, found: &Path) -> std::io::Result<PathBuf> {
-        match self.hidden.lookup_path(found) {
-            Some(leads_to) => Ok(crate::policy::normalize(Path::new("/"), leads_to)
-                .ok()
-                .and_then(|target| std::fs::canonicalize(target).ok())
-                .unwrap_or_else(|| leads_to.to_path_buf())),
-            None => std::fs::canonicalize(found),
+    /// Whether `candidate` is a program: as the snapshot of a hidden
+    /// `PATH` directory has it, as this process sees it, or, where the
+    /// view lacks it (a directory or a link's target the jail hides), as
+    /// the host has it: the shell would find it there, so the lookup must
+    /// too, and then refuse it, rather than go on to a later directory or
+    /// call it missing.
+    fn is_program(&self, candidate: &Path) -> bool {
+        if self.hidden.lookup_path(candidate).is_some() || is_executable(candidate) {
+            return true;
         }
+        if self.hidden.covers(candidate) || !self.may_be_hidden(candidate) {
+            return false;
+        }
+        matches!(
+            host_entry(candidate),
+            HostEntry::Present {
+                executable: true,
+                ..
+            }
+        )
     }
 
-    /// Finds `program` and checks that the sandbox lets it run.
+    /// The real path of `found`. One the jail hides is resolved from the
+    /// snapshot (a symlink's target is resolved in the view, where it
+    /// exists when it is granted, else it stands for itself and is
+    /// checked, and refused, as it is), or else from the host.
+    fn real_path(&self, found: &Path) -> std::io::Result<PathBuf> {
+        if let Some(leads_to) = self.hidden.lookup_path(found) {
+            return Ok(crate::policy::normalize(Path::new("/"), leads_to)
+                .ok()
+                .and_then(|target| std::fs::canonicalize(target).ok())
+                .unwrap_or_else(|| leads_to.to_path_buf()));
+        }
+        std::fs::canonicalize(found).or_else(|e| match host_entry(found) {
+            HostEntry::Present { real, .. } => Ok(real),
+            HostEntry::Absent => Err(e),
+        })
+    }
+
+    /// Finds `program` and checks that the sandbox lets it run. A program
+    /// found nowhere on `PATH` is an I/O error ("not found"); one found
+    /// first where the policy does not let it run is a denial (MGS2007)
+    /// naming where it was found, which exists.
     pub fn resolve_program(
         &self,
         program: &str,
         path_var: Option<&OsStr>,
     ) -> Result<ProgramLookup, GateError> {
         let op = FsOp::Exec;
-        if let Backend::Confined(confined) = &self.backend {
-            self.refuse_unseen(confined, program, path_var)?;
-        }
         let found = self.which(program, path_var).ok_or_else(|| {
-            let e = std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "program not found on the sandboxed PATH",
-            );
+            let why = match is_spelled_path(program) {
+                true => "no such program",
+                false => "program not found on the sandboxed PATH",
+            };
+            let e = std::io::Error::new(std::io::ErrorKind::NotFound, why);
             GateError::io(op, program, e)
         })?;
         let real = self
@@ -179,60 +206,34 @@ impl Gate {
             );
             return Err(denial.into());
         }
-        // A program found in a hidden directory (a link to a granted one)
-        // is started by its real path, the only one that exists in the jail.
-        let found = match self.hidden.lookup_path(&found) {
-            Some(_) => real.clone(),
-            None => found,
+        // A program found where the view has nothing (a hidden directory,
+        // or a link to a granted file) is started by its real path, the
+        // only one that exists in the jail.
+        let on_path = found.clone();
+        let found = match std::fs::metadata(&found) {
+            Ok(_) => found,
+            Err(_) => real.clone(),
         };
-        Ok(ProgramLookup { found, real })
+        Ok(ProgramLookup {
+            found,
+            real,
+            on_path,
+        })
     }
 }
 
 impl Gate {
-    /// In the jail an ungranted program does not exist in magus's view
-    /// either, so "not found" would hide the reason: a path spelled with a
-    /// `/` is checked before it is looked for, and a bare name that no
-    /// `PATH` directory holds (the hidden ones of [`HiddenPrograms`]
-    /// included) is refused at the first ungranted directory the jail
-    /// hides, a `PATH` the spell set after start-up being one the snapshot
-    /// never saw.
-    fn refuse_unseen(
-        &self,
-        confined: &Confined,
-        program: &str,
-        path_var: Option<&OsStr>,
-    ) -> Result<(), GateError> {
-        let candidate = if is_spelled_path(program) {
-            Some(self.cwd.join(program))
-        } else if self.which(program, path_var).is_none() {
-            std::env::split_paths(path_var.unwrap_or_default())
-                .filter(|dir| dir.is_absolute() && !dir.exists())
-                .map(|dir| dir.join(program))
-                .find(|candidate| !confined.may_execute(candidate))
-        } else {
-            None
+    /// Whether the jail's view may lack a program at `candidate` that the
+    /// host has: the path is not granted (the view shows a granted path
+    /// as the host has it), or it is a link whose target the view lacks.
+    /// (Without a jail the host's answer is this process's own.)
+    fn may_be_hidden(&self, candidate: &Path) -> bool {
+        let Backend::Confined(confined) = &self.backend else {
+            return false;
         };
-        let Some(candidate) = candidate else {
-            return Ok(());
-        };
-        let Ok(real) = crate::enforce::beneath::resolve_existing_prefix(&candidate) else {
-            return Ok(());
-        };
-        if confined.may_execute(&real) {
-            return Ok(());
-        }
-        let leads_to = (real != candidate).then(|| real.clone());
-        let reason = DenialReason::NotGranted;
-        let denial = Denial::new(
-            FsOp::Exec,
-            Access::Execute,
-            program,
-            &candidate,
-            leads_to,
-            reason,
-        );
-        Err(denial.into())
+        let dangling =
+            std::fs::symlink_metadata(candidate).is_ok() && std::fs::metadata(candidate).is_err();
+        dangling || !confined.may_execute(candidate)
     }
 }
 

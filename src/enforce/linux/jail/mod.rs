@@ -13,6 +13,7 @@ mod apply;
 mod by_descriptor;
 mod cores;
 pub(crate) mod gitconfig;
+pub mod host_paths;
 pub mod plan;
 pub mod protect;
 mod reaper;
@@ -260,7 +261,8 @@ pub fn enter_with(
 /// Work the original process does for magus proper while it waits
 /// outside the jail, in the host's network and PID namespaces, which no
 /// process of the jail can reach: forking the host-filtering proxy when
-/// the spell starts its first program (`crate::enforce::proxy::Launcher`).
+/// the spell starts its first program (`crate::enforce::proxy::Launcher`),
+/// and saying what the host holds at a path ([`host_paths`]).
 pub trait Outside {
     /// Readable when magus proper asks for something.
     fn requests(&self) -> BorrowedFd<'_>;
@@ -278,10 +280,21 @@ fn try_enter(
         return Err(JailUnavailable::ThreadsRunning);
     }
     let user_namespace = userns::enter(request, made.user)?;
+    // Without it magus proper only misses what the view hides: it says
+    // "not found" where the host has a file, as a nested run does.
+    let answering = host_paths::pair().ok();
+    let services: Vec<Box<dyn Outside>> = outside
+        .into_iter()
+        .chain(answering.map(|a| Box::new(a) as Box<dyn Outside>))
+        .collect();
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
     // the host's.
-    reaper::start(plan, made.network, outside)?;
+    let started = reaper::start(plan, made.network, services);
+    if started.is_err() {
+        host_paths::forget();
+    }
+    started?;
     Ok(user_namespace)
 }
 

@@ -48,7 +48,7 @@ const IPC_NAMESPACE: u8 = 4;
 pub(super) fn start(
     plan: &JailPlan,
     network: Option<OwnedFd>,
-    outside: Option<Box<dyn Outside>>,
+    outside: Vec<Box<dyn Outside>>,
 ) -> Result<(), JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
@@ -68,6 +68,7 @@ pub(super) fn start(
     match forked {
         Ok(ForkResult::Parent { child }) => {
             drop(report_tx);
+            super::host_paths::forget();
             // Held until this process exits: the namespace's teardown (a
             // kernel worker's ~0.75 ms of CPU) then follows the run
             // instead of racing its last steps when PID 1 exits.
@@ -157,7 +158,7 @@ fn outer_wait_or_fail(
     plan: &JailPlan,
     mask: &SigSet,
     (sweep, watch, terminal): (&Sweep, &Watch, &TerminalModes),
-    outside: Option<Box<dyn Outside>>,
+    outside: Vec<Box<dyn Outside>>,
 ) -> Result<(), JailUnavailable> {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
@@ -192,29 +193,46 @@ fn outer_wait_or_fail(
 }
 
 /// In the original process, once PID 1 has built the view: does what
-/// magus proper asks of `outside` until PID 1's last report is there (or
-/// PID 1 is gone).
-fn serve_until_reported(report: &OwnedFd, mut outside: Option<Box<dyn Outside>>) {
-    while let Some(service) = outside.as_mut() {
-        let (reported, asked) = {
-            let mut fds = [
-                PollFd::new(report.as_fd(), PollFlags::POLLIN),
-                PollFd::new(service.requests(), PollFlags::POLLIN),
-            ];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(Errno::EINTR) => continue,
-                Err(_) => return,
-            }
-            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-            (ready(&fds[0]), ready(&fds[1]))
+/// magus proper asks of each of `outside` until PID 1's last report is
+/// there (or PID 1 is gone); a service that is done is dropped.
+fn serve_until_reported(report: &OwnedFd, mut outside: Vec<Box<dyn Outside>>) {
+    while !outside.is_empty() {
+        let Some((reported, asked)) = poll_services(report, &outside) else {
+            return;
         };
-        if asked && !service.serve() {
-            outside = None;
-        }
+        let mut index = 0;
+        outside.retain_mut(|service| {
+            let keep = !asked[index] || service.serve();
+            index += 1;
+            keep
+        });
         if reported {
             return;
         }
+    }
+}
+
+/// Waits until PID 1 reports or a service is asked something: whether
+/// the report is there, and which services were asked. `None` when
+/// polling fails for good.
+fn poll_services(report: &OwnedFd, outside: &[Box<dyn Outside>]) -> Option<(bool, Vec<bool>)> {
+    loop {
+        let mut fds = vec![PollFd::new(report.as_fd(), PollFlags::POLLIN)];
+        fds.extend(
+            outside
+                .iter()
+                .map(|s| PollFd::new(s.requests(), PollFlags::POLLIN)),
+        );
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(Errno::EINTR) => continue,
+            Err(_) => return None,
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+            .collect();
+        return Some((ready[0], ready[1..].to_vec()));
     }
 }
 
@@ -300,6 +318,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
         }
         Ok(ForkResult::Parent { child }) => {
             super::cores::elsewhere(child);
+            super::host_paths::forget();
             drop(built_rx);
             drop(sealed_rx);
             drop(host_root);
