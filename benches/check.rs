@@ -69,6 +69,7 @@ fn bench_check(c: &mut Criterion) {
             .arg("--workspace")
             .arg(dir.path())
             .args(["check", "big"])
+            .stdout(std::process::Stdio::null())
             .status()
             .expect("magus runs");
         assert!(status.success());

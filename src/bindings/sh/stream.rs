@@ -265,9 +265,12 @@ impl Launch {
             (Kind::Terminal(terminal), _) => Relay::terminal(terminal),
             (Kind::Json, Some(read)) => {
                 let program = program.to_string();
-                Relay::spawn(move || relay_json(read, &program), None)
+                Relay::spawn(
+                    move || relay_json(read, &program, &mut std::io::stderr()),
+                    None,
+                )
             }
-            (_, Some(read)) => Relay::spawn(move || relay_raw(read), None),
+            (_, Some(read)) => Relay::spawn(move || relay_raw(read, &mut std::io::stderr()), None),
             (_, None) => Relay::default(),
         }
     }
@@ -382,27 +385,27 @@ fn copy_available(master: BorrowedFd<'_>, tail: &mut Tail) -> bool {
     }
 }
 
-/// Copies a pipe to stderr as it comes.
-fn relay_raw(mut pipe: PipeReader) -> Vec<u8> {
+/// Copies a pipe to `out` (stderr) as it comes.
+fn relay_raw(mut pipe: PipeReader, out: &mut impl Write) -> Vec<u8> {
     let mut tail = Tail::default();
     let mut buf = [0u8; 8192];
     while let Ok(n) = pipe.read(&mut buf) {
         if n == 0 {
             break;
         }
-        let _ = std::io::stderr().write_all(&buf[..n]);
+        let _ = out.write_all(&buf[..n]);
         tail.push(&buf[..n]);
     }
     tail.0
 }
 
-/// Wraps each line of a pipe as one JSON object on stderr.
-fn relay_json(mut pipe: PipeReader, program: &str) -> Vec<u8> {
+/// Wraps each line of a pipe as one JSON object on `out` (stderr).
+fn relay_json(mut pipe: PipeReader, program: &str, out: &mut impl Write) -> Vec<u8> {
     let mut tail = Tail::default();
     let mut pending = Vec::new();
     let mut buf = [0u8; 8192];
-    let say = |line: &[u8]| {
-        let _ = std::io::stderr().write_all(render_child_line_json(program, line).as_bytes());
+    let mut say = |line: &[u8]| {
+        let _ = out.write_all(render_child_line_json(program, line).as_bytes());
     };
     while let Ok(n) = pipe.read(&mut buf) {
         if n == 0 {
@@ -443,10 +446,21 @@ mod tests {
         let (read, write) = cloexec_pipe().unwrap();
         (&write).write_all(b"one\ntwo").unwrap();
         drop(write);
-        assert_eq!(relay_json(read, "prog"), b"one\ntwo");
+        let mut said = Vec::new();
+        assert_eq!(relay_json(read, "prog", &mut said), b"one\ntwo");
+        let said = String::from_utf8(said).unwrap();
+        let lines: Vec<serde_json::Value> = said
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{said}");
+        assert_eq!(lines[0]["message"], "one");
+        assert_eq!(lines[1]["program"], "prog");
         let (read, write) = cloexec_pipe().unwrap();
         (&write).write_all(b"raw").unwrap();
         drop(write);
-        assert_eq!(relay_raw(read), b"raw");
+        let mut said = Vec::new();
+        assert_eq!(relay_raw(read, &mut said), b"raw");
+        assert_eq!(said, b"raw");
     }
 }

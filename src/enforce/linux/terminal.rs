@@ -49,6 +49,11 @@ impl TerminalModes {
     /// that changed (the descriptor must still be the same terminal), and
     /// says so on stderr.
     pub fn restore(&self) {
+        self.restore_saying(&say);
+    }
+
+    /// [`TerminalModes::restore`], telling `tell` what it put back.
+    fn restore_saying(&self, tell: &dyn Fn(u32, &str)) {
         for was in &self.noted {
             let Some(now) = terminal_on(was.fd) else {
                 continue;
@@ -63,7 +68,7 @@ impl TerminalModes {
                 Ok(()) => format!("magus put back {:o}", was.mode),
                 Err(e) => format!("magus could not put back {:o} ({})", was.mode, e.desc()),
             };
-            say(now.mode, &outcome);
+            tell(now.mode, &outcome);
         }
     }
 }
@@ -109,8 +114,13 @@ mod tests {
         assert_eq!(was.mode, 0o620);
         let modes = TerminalModes { noted: vec![was] };
         fchmod(&pty.slave, Mode::from_bits_truncate(0o666)).unwrap();
-        modes.restore();
+        let told = std::cell::RefCell::new(Vec::new());
+        modes.restore_saying(&|mode, outcome| told.borrow_mut().push((mode, outcome.to_string())));
         assert_eq!(terminal_on(fd).unwrap().mode, 0o620);
+        assert_eq!(
+            told.into_inner(),
+            [(0o666, "magus put back 620".to_string())]
+        );
         let file = tempfile::tempfile().unwrap();
         assert_eq!(terminal_on(file.as_raw_fd()), None);
     }
