@@ -1512,17 +1512,24 @@ fn host_children_of(ws: &[u8]) -> Vec<(String, bool)> {
         if nspid.len() != 1 || !cmdline.windows(ws.len()).any(|w| w == ws) {
             continue;
         }
-        let net = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-        found.push((pid, net.as_ref() == Some(&own_net)));
+        // A process on its way out has no namespace links left: such a
+        // sample says nothing (taken for "elsewhere", it made the proxy's
+        // last sample, and so the proxy, look as if it lived in another
+        // namespace).
+        let Ok(net) = std::fs::read_link(format!("/proc/{pid}/ns/net")) else {
+            continue;
+        };
+        found.push((pid, net == own_net));
     }
     found
 }
 
 /// Runs `run` while sampling [`host_children_of`] the workspace every
 /// 20 ms; returns the run and, for each process that was there in at
-/// least five samples (the proxy lives through the spell's 600 ms sleep;
-/// the helper never lasts that long), whether it was in this test's
-/// network namespace.
+/// least two samples (the proxy lives through the spell's 600 ms sleep,
+/// but two test binaries on two cores leave the sampler few turns; the
+/// namespace helper may last as long, and is told apart by its network
+/// namespace), whether it was in this test's network namespace.
 fn watched(h: &Harness, run: impl FnOnce() -> RunOutput) -> (RunOutput, Vec<bool>) {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
@@ -1537,7 +1544,7 @@ fn watched(h: &Harness, run: impl FnOnce() -> RunOutput) -> (RunOutput, Vec<bool
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let lasting = seen.into_values().filter(|(samples, _)| *samples >= 5);
+            let lasting = seen.into_values().filter(|(samples, _)| *samples >= 2);
             lasting.map(|(_, host_net)| host_net).collect()
         })
     };
@@ -1561,14 +1568,18 @@ fn the_proxy_is_forked_outside_the_jail_at_the_first_launch() {
         h.write_spell("launch", launch);
         let (out, seen) = watched(&h, || run_as(&h, case, "launch", &[]));
         assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
+        // The proxy, in the host's network namespace. The namespace
+        // helper (`jail::ahead`), a child in the children's new namespace,
+        // may be seen too; it is not the proxy and is not asked about.
         assert_eq!(
-            seen,
-            vec![true],
-            "{case:?}: the proxy, in the host's namespaces"
+            seen.iter().filter(|host_net| **host_net).count(),
+            1,
+            "{case:?}: the proxy, in the host's namespaces: {seen:?}\n{}",
+            out.dump()
         );
         let (out, seen) = watched(&h, || run_as(&h, case, "idle", &[]));
         assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
-        assert!(seen.is_empty(), "{case:?}: {seen:?}");
+        assert!(!seen.contains(&true), "{case:?}: a proxy: {seen:?}");
     }
 }
 
