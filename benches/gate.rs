@@ -1,4 +1,4 @@
-//! Per-call cost of the interpreter-level gate (DESIGN §11):
+//! Per-call cost of the interpreter-level gate (docs/benchmarks.md):
 //! (a) `Gate::read` of a 1 KiB file in a granted root against a raw
 //!     `std::fs::read` of the same file, target ≤ 1.10×;
 //! (b) a spell making 10,000 `fs.exists` calls, sandbox on against off,
@@ -196,7 +196,7 @@ fn bench_exists_syscalls(c: &mut Criterion) {
     group.finish();
 }
 
-/// The gate's own work per call (DESIGN §11, ≤ 100 ns above the floor):
+/// The gate's own work per call (docs/benchmarks.md, ≤ 100 ns above the floor):
 /// each gated call beside exactly the system calls it makes (the floor,
 /// with the path already NUL-terminated, so no user-space work but the
 /// calls) and beside the unsandboxed call, all in one run, so

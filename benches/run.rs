@@ -1,4 +1,4 @@
-//! `magus run` of an empty spell, sandbox on against off (DESIGN §11:
+//! `magus run` of an empty spell, sandbox on against off (docs/benchmarks.md:
 //! ≤ 15 ms wall, ≤ 5 ms more than off). The on side pays for everything a
 //! real run does: policy resolution, the scrubbing re-exec (a secret is in
 //! the environment), the jail (namespaces and the view), dropping every

@@ -1,4 +1,4 @@
-//! Child spawn cost (DESIGN §11, target ≤ 1.15×): `/bin/true` started with
+//! Child spawn cost (docs/benchmarks.md, target ≤ 1.15×): `/bin/true` started with
 //! an env scrub and a nested Landlock domain (`ConfinedCommand`, a
 //! vfork-style clone) against a plain `std::process::Command` (std's
 //! `posix_spawn` path), both from the same process in the same run.
@@ -66,7 +66,7 @@ fn bench_policy() -> Vec<Grant> {
         .collect()
 }
 
-/// The child environment the policy's allowlist gives (DESIGN §7).
+/// The child environment the policy's allowlist gives (docs/configuration.md).
 fn scrubbed_env() -> Vec<(OsString, OsString)> {
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     magus_sandbox::__private::policy::ChildEnv::build(&vars, &[]).vars

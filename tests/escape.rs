@@ -1,4 +1,4 @@
-//! The escape suite (DESIGN §12): every attack is a spell in `tests/escape/`
+//! The escape suite (docs/escape-suite.md): every attack is a spell in `tests/escape/`
 //! run by the real `magus` binary in a fixture workspace, against a fake
 //! `HOME` (outside `/tmp`) full of planted secrets with random contents and
 //! an environment full of secret variables, in both modes: with Landlock,

@@ -270,7 +270,7 @@ fn a_nested_magus_yaml_planted_by_a_child_is_not_obeyed_by_discovery() {
 /// `sub/deeper/magus.yaml`, both turning the sandbox off, and a spell in
 /// `sub/deeper`. Discovery from `sub/deeper` used to compare only with
 /// the nearest enclosing config (the planted `sub/magus.yaml`, off), and
-/// ran the spell unconfined (red team, session 13); every enclosing
+/// ran the spell unconfined (found by a red-team run); every enclosing
 /// config counts now.
 #[test]
 fn a_chain_of_planted_magus_yaml_files_is_not_obeyed_by_discovery() {

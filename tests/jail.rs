@@ -1,4 +1,4 @@
-//! The jail (DESIGN §6a) attacked through the real `magus` binary, as root
+//! The jail (docs/jail.md) attacked through the real `magus` binary, as root
 //! and as uid 65534: each attack first runs with the sandbox off (the
 //! control, which must succeed, so a pass means something), then on.
 //! Probes live in `tests/jail/probe.py`; each prints `<NAME>-OK` only when
@@ -802,8 +802,8 @@ fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set
         fsmonitor("shadow")
     );
     // The workspace root made a bare repository whose work tree is
-    // itself: git finds it before the repository above (red team,
-    // session 13).
+    // itself: git finds it before the repository above (found by a
+    // red-team run).
     let planted_bare = format!(
         "git init -q --bare . && git config -f config core.bare false && \
          git config -f config core.worktree . && {} >> config && git add magus.yaml",
@@ -1528,7 +1528,7 @@ fn credential_stores_inside_a_grant_are_hidden() {
             unjailed.kernel = Kernel::NoNamespaces;
         }
         // Through a link a child made that stays beneath `~/.cargo`
-        // (red team, session 13): the gate opened it beneath the grant
+        // (found by a red-team run): the gate opened it beneath the grant
         // without asking where it led.
         let link = unjailed.h.home_path(".cargo/registry/tok");
         std::os::unix::fs::symlink("../credentials.toml", &link).unwrap();

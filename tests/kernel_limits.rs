@@ -1,4 +1,4 @@
-//! No survivors and bounded use (DESIGN §6a), through the real `magus`
+//! No survivors and bounded use (docs/survivors.md), through the real `magus`
 //! binary, as root and as uid 65534: a `setsid` or double-forked process a
 //! spell starts is gone when `magus run` returns (and when magus is killed),
 //! `sandbox.limits` caps processes, child memory and wall time with a clear

@@ -1,5 +1,5 @@
 //! `network:` through the real `magus` binary, tried as an attacker would
-//! (DESIGN §6b, §12), as root and as uid 65534. Listeners magus does not
+//! (docs/network.md, docs/escape-suite.md), as root and as uid 65534. Listeners magus does not
 //! control sit on 127.0.0.1 and ::1; a child of the spell (`tests/net/
 //! probe.c`, compiled here) tries one trick per row and every run is
 //! judged twice: by what the probe says, and by what the listeners saw.

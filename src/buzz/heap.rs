@@ -1,4 +1,4 @@
-//! The interpreter's memory budget (DESIGN §6a): a global allocator that
+//! The interpreter's memory budget (docs/configuration.md, `limits`): a global allocator that
 //! counts the bytes magus holds, so a runaway spell (a string or list
 //! doubled forever, a list of huge strings) stops with a located "memory
 //! limit" error at its next evaluation step instead of an out-of-memory

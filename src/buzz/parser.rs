@@ -91,7 +91,7 @@ fn tuple_rules(named: bool, positional: usize, pos: Pos) -> PResult<()> {
     })
 }
 
-/// What magus deliberately leaves out of Buzz (DESIGN §10), by the
+/// What magus deliberately leaves out of Buzz (docs/buzz.md), by the
 /// identifier that starts it: spells get this error, located.
 const MISSING: &[(&str, &str)] = &[
     ("zdef", "`zdef` (FFI to native code) is not available in magus: spells reach the system only through the gated fs/sh/env and buzz:fs/os/io"),

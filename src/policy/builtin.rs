@@ -1,4 +1,4 @@
-//! The default allowlist of DESIGN §4: what every sandboxed run may touch
+//! The default allowlist (docs/configuration.md): what every sandboxed run may touch
 //! besides the workspace. Each entry says why it is there; `sandbox check`
 //! prints that reason. Paths that do not exist on this machine are skipped
 //! by resolution, quietly.

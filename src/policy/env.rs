@@ -1,6 +1,6 @@
 //! The environment allowlist: which variables a sandboxed child receives.
 //!
-//! A child gets the fixed allowlist of DESIGN §7 plus the configured
+//! A child gets the fixed allowlist (docs/configuration.md) plus the configured
 //! passthrough, never `MAGUS_DAEMON_SOCKET`. The names of everything else are
 //! recorded (names only: a value must never reach any output).
 

@@ -1,5 +1,5 @@
 //! The canonical form of the policy *as declared* and its SHA-256
-//! fingerprint (DESIGN §8). Only what `magus.yaml` says goes in (entries as
+//! fingerprint (docs/configuration.md). Only what `magus.yaml` says goes in (entries as
 //! written, never resolved paths), so the fingerprint is the same on every
 //! machine. `magus.lock` stores both; this module does not read or write it.
 

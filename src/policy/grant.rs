@@ -84,7 +84,7 @@ impl Access {
 /// Where a grant came from, so every decision can be explained.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GrantSource {
-    /// Part of the default allowlist (DESIGN §4); the text says why.
+    /// Part of the default allowlist (docs/configuration.md); the text says why.
     Builtin(&'static str),
     /// The workspace root.
     Workspace,
@@ -125,7 +125,7 @@ impl Grant {
     }
 }
 
-/// The `network` setting (DESIGN §3), enforced by Landlock ABI ≥ 4.
+/// The `network` setting (docs/network.md), enforced by Landlock ABI ≥ 4.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Network {
     /// No network restriction (the default).

@@ -1,4 +1,4 @@
-//! `magus.lock` (DESIGN §8): the fingerprint and canonical text of the
+//! `magus.lock` (docs/configuration.md): the fingerprint and canonical text of the
 //! declared policy, written by `magus sandbox lock`, read and verified at
 //! every startup. A mismatch is MGS2010 (fingerprint, undeclared, or a
 //! nested magus whose policy differs from the one it runs inside). This

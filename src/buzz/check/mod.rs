@@ -1,4 +1,4 @@
-//! The checking pass (DESIGN §10, "Checked before anything runs"): names,
+//! The checking pass (docs/buzz.md, "Checked before anything runs"): names,
 //! arity, mutability, types and control flow of a spell and every file it
 //! imports, before its first statement executes, so a typo never runs half
 //! a build. It reports [`Problem`]s with `MGS1xxx` codes and never runs

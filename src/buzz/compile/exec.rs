@@ -1517,7 +1517,7 @@ fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
 /// [`double_tree`] with a literal, a local or a local's field read here,
 /// not in a call. Its first arms repeat `double_tree`'s on purpose: a
 /// shared `#[inline(always)]` reader of the three leaves cost nbody 4%
-/// and spectral 2.6% more instructions (callgrind, end of session 9).
+/// and spectral 2.6% more instructions (callgrind, 2026-12-02).
 #[inline(always)]
 fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
     match n {

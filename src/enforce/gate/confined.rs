@@ -42,7 +42,7 @@ pub(super) struct Confined {
 /// credential store the policy hides lies within it. A read beneath such
 /// a root follows no link unchecked: `~/.cargo/registry/tok ->
 /// ../credentials.toml`, a link a child made, stays beneath `~/.cargo`
-/// and led `fs.read` to the hidden token (red team, session 13).
+/// and led `fs.read` to the hidden token (found by a red-team run).
 #[derive(Debug)]
 struct GrantRoot {
     handle: OnceCell<Root>,

@@ -1,4 +1,4 @@
-//! No capabilities, root included (DESIGN §6a): before any spell runs,
+//! No capabilities, root included (docs/design.md): before any spell runs,
 //! magus locks its securebits (root gains nothing at `execve`, set-uid
 //! gives nothing) and empties every capability set, bounding and ambient
 //! too, so no child ever holds one — not `CAP_DAC_READ_SEARCH` (file

@@ -1,4 +1,4 @@
-//! The Landlock domain compiled from the resolved policy (DESIGN §6): the
+//! The Landlock domain compiled from the resolved policy (docs/design.md): the
 //! ruleset built from `[Grant]` + [`Network`] with the official `landlock`
 //! crate, its installation on magus itself, a descriptor kept for nesting
 //! every child one level deeper, and the typed report of what the running

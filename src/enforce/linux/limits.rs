@@ -1,4 +1,4 @@
-//! Enforces `sandbox.limits` (DESIGN §6a "bounded use") once, at start-up,
+//! Enforces `sandbox.limits` (docs/configuration.md, "limits") once, at start-up,
 //! for magus and everything it starts. It decides nothing: the bounds come
 //! parsed from `policy::limits`, and each is applied where it must be:
 //!

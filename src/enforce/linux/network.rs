@@ -1,4 +1,4 @@
-//! The `network:` setting made real (DESIGN §6b): which mechanism enforces
+//! The `network:` setting made real (docs/network.md): which mechanism enforces
 //! it on this machine ([`NetworkPlan`]), the loopback-only network
 //! namespace of `network: deny`, and the seccomp rules that close what
 //! Landlock's TCP rights and the namespace do not see (MPTCP, TCP Fast
@@ -347,7 +347,7 @@ pub fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
     // that a future kernel might add.
     rules.insert(libc::SYS_socketpair, vec![family_is_not(&[libc::AF_UNIX])?]);
     // io_uring's IORING_OP_SOCKET, CONNECT and SENDMSG never pass through
-    // this filter (DESIGN §6b; Docker's default profile refuses it too).
+    // this filter (docs/network.md; Docker's default profile refuses it too).
     for nr in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,

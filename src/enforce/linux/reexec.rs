@@ -1,4 +1,4 @@
-//! The scrubbing re-exec (DESIGN §6): before any spell code runs, magus
+//! The scrubbing re-exec (docs/design.md): before any spell code runs, magus
 //! executes itself again (`/proc/self/exe`, same argv) with the scrubbed
 //! environment, so its `/proc/<pid>/environ` holds no secret. The names of
 //! the stripped variables ride along in `MAGUS_SANDBOX_STRIPPED` (for

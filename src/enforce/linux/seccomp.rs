@@ -3,7 +3,7 @@
 //! Landlock cannot see them:
 //!
 //! - `ioctl(fd, TIOCSTI)` and `ioctl(fd, TIOCLINUX)`, which push input into
-//!   the user's terminal (DESIGN §7; Flatpak filters the same way), and
+//!   the user's terminal (docs/design.md; Flatpak filters the same way), and
 //!   `ioctl(fd, TIOCSETD)`, which changes the terminal's line discipline:
 //!   no privilege needed, and it outlives the run (`N_NULL` leaves the
 //!   user's terminal dead), while every other discipline is kernel code
@@ -14,7 +14,7 @@
 //!   page cache included), port I/O, and making device nodes (a block
 //!   device node in the workspace is the whole disk).
 //!
-//! - what reaches around the jail's view (DESIGN §6a): file handles, new
+//! - what reaches around the jail's view (docs/jail.md): file handles, new
 //!   mounts and namespaces, keyrings, fanotify, io_uring (whose requests
 //!   seccomp cannot read); and `clone3`, whose flags
 //!   seccomp cannot read, fails with `ENOSYS` so libc falls back to
@@ -186,7 +186,7 @@ const NAMESPACE_FLAGS: [u64; 8] = [
     libc::CLONE_NEWTIME as u64,
 ];
 
-/// The jail's rules (DESIGN §6a): no way around the view. File handles
+/// The jail's rules (docs/jail.md): no way around the view. File handles
 /// open any inode of a mounted filesystem (`open_by_handle_at`), mounts
 /// and new namespaces rebuild or peel the view, `setns` joins another,
 /// keyrings hold the session's secrets, fanotify watches whole

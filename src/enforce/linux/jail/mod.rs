@@ -1,4 +1,4 @@
-//! The jail (DESIGN §6a): once per run, before Landlock, magus enters new
+//! The jail (docs/jail.md): once per run, before Landlock, magus enters new
 //! user, IPC, PID and mount namespaces and a filesystem view compiled from
 //! the policy, so children see only what is granted: no user's sockets in
 //! `/tmp` or `/run/user`, no other terminal, nothing to stat or chmod

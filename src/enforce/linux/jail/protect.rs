@@ -1,4 +1,4 @@
-//! The protected paths of DESIGN §4 that children may not write even
+//! The protected paths (docs/jail.md) that children may not write even
 //! inside a writable grant, found once per run: the workspace's config and
 //! lock, what makes git or Mercurial run code in every repository under a
 //! writable grant, magus's own executable, `PATH` directories and the start-up files
