@@ -41,6 +41,9 @@ struct Entry {
     name: OsString,
     path: PathBuf,
     kind: FileType,
+    /// For `lstat` relative to the directory read (`fstatat`), which
+    /// costs half of one by the whole path on a deep tree.
+    dirent: std::fs::DirEntry,
 }
 
 /// Where a directory lies, for what is looked for in it.
@@ -123,7 +126,12 @@ impl<'a> Scan<'a> {
     /// One entry: set aside or listed as it needs; the directory to walk
     /// next, if it is one.
     fn look_at(&mut self, dir: &Path, entry: Entry, within: Within) -> Option<(PathBuf, Within)> {
-        let Entry { name, path, kind } = entry;
+        let Entry {
+            name,
+            path,
+            kind,
+            dirent,
+        } = entry;
         if self.skip.contains(path.as_path()) {
             return None;
         }
@@ -136,7 +144,7 @@ impl<'a> Scan<'a> {
         if run_later {
             self.set_aside_path_if_changed(&path, Left::RunLater);
         } else if within == Within::Workspace && kind.is_file() {
-            self.list_if_executable(&path);
+            self.list_if_executable(&path, &dirent);
         }
         None
     }
@@ -209,8 +217,9 @@ impl<'a> Scan<'a> {
         now.is_some() && self.known.get(path) == now.as_ref()
     }
 
-    fn list_if_executable(&mut self, path: &Path) {
-        let Ok(meta) = path.symlink_metadata() else {
+    fn list_if_executable(&mut self, path: &Path, dirent: &std::fs::DirEntry) {
+        // Never follows a final link (`DirEntry::metadata`).
+        let Ok(meta) = dirent.metadata() else {
             return;
         };
         if meta.permissions().mode() & 0o111 != 0 && Stamp::changed(&meta) >= self.since {
@@ -257,6 +266,7 @@ impl<'a> Scan<'a> {
                 name: entry.file_name(),
                 path: entry.path(),
                 kind,
+                dirent: entry,
             });
         }
         read
