@@ -1,12 +1,13 @@
 //! The sweep after a run (`enforce::leftovers`) on a workspace of 10,000
 //! files in 500 directories with a repository: what noting the state
 //! costs at start-up, and what the walk costs once the run has ended
-//! (nothing changed, so nothing moves: the price every run pays).
+//! (nothing changed, so nothing moves: the price every run pays), with
+//! and without the listing of executables that `-v` and JSON ask for.
 //!
 //! Run: `cargo bench --bench leftovers -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::__private::enforce::leftovers::{Inputs, Watch};
+use magus_sandbox::__private::enforce::leftovers::{Executables, Inputs, Watch};
 use std::hint::black_box;
 use std::path::Path;
 
@@ -28,9 +29,19 @@ fn workspace(root: &Path) -> Inputs {
         std::fs::create_dir_all(git.join(sub)).expect("the repository");
     }
     std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    // The directories the jail's start-up search lists.
+    let mut directories = vec![root.to_path_buf()];
+    for d in 0..DIRS {
+        let parent = root.join(format!("d{}", d % 25));
+        if d < 25 {
+            directories.push(parent.clone());
+        }
+        directories.push(parent.join(format!("e{d}")));
+    }
     Inputs {
         workspace: root.to_path_buf(),
         repositories: vec![git],
+        directories: Some(directories),
         ..Inputs::default()
     }
 }
@@ -39,17 +50,29 @@ fn sweep(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let inputs = workspace(dir.path());
     let mut group = c.benchmark_group("leftovers");
+    // (Each iteration clones the inputs, which a run does not.)
     group.bench_function("note at start (10,000 files)", |b| {
         b.iter(|| black_box(Watch::before(inputs.clone())))
     });
     let watch = Watch::before(inputs.clone());
-    group.bench_function("sweep after the run (10,000 files)", |b| {
-        b.iter(|| {
-            let found = watch.after();
-            assert!(found.items.is_empty() && found.entries > 10_000);
-            black_box(found)
-        })
-    });
+    for (name, executables) in [
+        ("sweep after the run (10,000 files)", Executables::Skip),
+        (
+            "sweep after the run, listing executables (-v, JSON)",
+            Executables::List,
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let found = watch.after(executables);
+                assert!(found.items.is_empty());
+                // Listing executables reads every file; otherwise only
+                // what changed is read (here, next to nothing).
+                assert_eq!(executables == Executables::List, found.entries > 10_000);
+                black_box(found)
+            })
+        });
+    }
     group.finish();
 }
 

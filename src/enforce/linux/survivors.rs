@@ -146,7 +146,7 @@ fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Lefto
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
-        leftovers::report::emit(&left.after());
+        leftovers::report::sweep_and_say(left);
         terminal.restore();
     };
     let mask = block_wakeups();

@@ -154,6 +154,9 @@ pub struct Found {
     /// (`leftovers::is_run_later`): the sweep compares them with what
     /// they were, not with the time the run started.
     pub run_later: Vec<PathBuf>,
+    /// The workspace's directories the search read: after the run the
+    /// sweep reads again only those changed since, and new ones.
+    pub directories: Vec<PathBuf>,
     /// The repository search hit [`MAX_DIRS`].
     pub truncated: bool,
 }
@@ -348,6 +351,7 @@ pub fn leftover_inputs(policy: &Policy, inputs: &ViewInputs, found: &Found) -> l
         home_files,
         repositories: found.repositories.clone(),
         existing: found.run_later.clone(),
+        directories: (!found.truncated).then(|| found.directories.clone()),
         protected: found.carves.iter().map(|c| c.path.clone()).collect(),
     }
 }
@@ -589,6 +593,9 @@ fn find_repositories(
             continue;
         };
         found.run_later.extend(run_later);
+        if depth == Depth::Any {
+            found.directories.push(visit.path.clone());
+        }
         if hg_dir {
             protect_hg(&visit.path.join(".hg"), found, writable);
         }

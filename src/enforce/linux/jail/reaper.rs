@@ -168,7 +168,7 @@ fn outer_wait_or_fail(
         serve_until_reported(report, outside);
         let code = wait_for_end(init, report);
         sweep.after();
-        leftovers::report::emit(&watch.after());
+        leftovers::report::sweep_and_say(watch);
         terminal.restore();
         exit_now(code);
     }
