@@ -32,9 +32,17 @@ fn realistic_secrets(h: &Harness) {
     .unwrap();
 }
 
-/// The run said it set `rel` aside (MGS2014), and it is gone.
-fn assert_set_aside(h: &Harness, run: &RunOutput, rel: &str) {
+/// With the kernel layer, the run said it set `rel` aside (MGS2014) and it
+/// is gone (docs/leftovers.md); the interpreter-only build has no sweep,
+/// and the plant is still there. Whether it was set aside (and must be
+/// planted again, to test the later defences against one the sweep
+/// missed).
+fn set_aside(h: &Harness, run: &RunOutput, rel: &str) -> bool {
     let path = h.ws_path(rel);
+    if cfg!(not(kernel_layer)) {
+        assert!(path.symlink_metadata().is_ok(), "{rel}: {}", run.dump());
+        return false;
+    }
     assert!(
         run.stderr.contains("warning[MGS2014]")
             && run.stderr.contains(&format!("`{}`", path.display())),
@@ -42,6 +50,7 @@ fn assert_set_aside(h: &Harness, run: &RunOutput, rel: &str) {
         run.dump()
     );
     assert!(path.symlink_metadata().is_err(), "{rel} is still there");
+    true
 }
 
 /// `magus --workspace WS ARGS...`, the sandbox on or off.
@@ -122,8 +131,9 @@ fn a_lock_planted_as_a_link_or_fifo_prints_no_secret_and_hangs_nothing() {
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
     // The run's end sets the new lock aside (docs/leftovers.md); the next
     // run must hold even against one it missed, so it is planted again.
-    assert_set_aside(&h, &planted, "magus.lock");
-    std::os::unix::fs::symlink(h.home_path(".npmrc"), h.ws_path("magus.lock")).unwrap();
+    if set_aside(&h, &planted, "magus.lock") {
+        std::os::unix::fs::symlink(h.home_path(".npmrc"), h.ws_path("magus.lock")).unwrap();
+    }
     assert!(h.ws_path("magus.lock").is_symlink());
     // The control: what the planted link leads to is the secret (before
     // the fix, every run quoted it: `1 | //registry...:_authToken=...`).
@@ -144,9 +154,10 @@ fn a_lock_planted_as_a_link_or_fifo_prints_no_secret_and_hangs_nothing() {
         "mkfifo magus.lock".as_ref(),
     ]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
-    assert_set_aside(&h, &planted, "magus.lock");
-    let fifo = Command::new("mkfifo").arg(h.ws_path("magus.lock")).status();
-    assert!(fifo.is_ok_and(|s| s.success()));
+    if set_aside(&h, &planted, "magus.lock") {
+        let fifo = Command::new("mkfifo").arg(h.ws_path("magus.lock")).status();
+        assert!(fifo.is_ok_and(|s| s.success()));
+    }
     let out = magus(&h, true, &["run", "t", "true"]);
     assert!(out.stderr.contains("not a regular file"), "{}", out.dump());
 }
@@ -166,8 +177,9 @@ fn a_config_planted_as_a_link_prints_no_secret() {
     cmd.current_dir(&h.ws).arg("--workspace").arg(&h.ws);
     let planted = capture(cmd.args(["run", "t", &plant]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
-    assert_set_aside(&h, &planted, "magus.yaml");
-    std::os::unix::fs::symlink(h.home_path(".npmrc"), h.ws_path("magus.yaml")).unwrap();
+    if set_aside(&h, &planted, "magus.yaml") {
+        std::os::unix::fs::symlink(h.home_path(".npmrc"), h.ws_path("magus.yaml")).unwrap();
+    }
     // The control: the planted link leads to the secret.
     let through = std::fs::read_to_string(h.ws_path("magus.yaml")).unwrap();
     assert!(through.contains(h.secret("~/.npmrc")), "{through}");
@@ -219,8 +231,9 @@ fn planted_config_is_refused_at_discovery(plant: &str, dir: &str, configs: &[&st
     // The run's end sets each planted config aside; discovery must hold
     // even against one it missed, so they are planted again.
     for config in configs {
-        assert_set_aside(&h, &planted, config);
-        std::fs::write(h.ws_path(config), "sandbox:\n  enabled: false\n").unwrap();
+        if set_aside(&h, &planted, config) {
+            std::fs::write(h.ws_path(config), "sandbox:\n  enabled: false\n").unwrap();
+        }
     }
     let key = h.secret("~/.ssh/id_rsa").to_string();
     let dir = h.ws_path(dir);
