@@ -953,24 +953,33 @@ fn crafted_requests_reach_only_the_listed_host() {
     }
 }
 
-/// Gives the run a network of its own where the machine has a public
-/// address (203.0.114.1, on its loopback interface: no module needed), a
-/// service on it, and a
-/// name for it (`thisbox.test`, in an `/etc/hosts` bound for this run
-/// only): `"$@"` runs there, then the service stops.
-const OWN_ADDRESS: &str = r#"set -e
+/// A network of the run's own where `address` is on loopback (no module
+/// needed), a web server on `address:port` serves `$OWN_DIR/www`, and
+/// `name` is `address` (in an `/etc/hosts` bound for this run only):
+/// `"$@"` runs there, then the server stops.
+fn serving_at(address: &str, name: &str, port: u16) -> String {
+    format!(
+        r#"set -e
 ip link set lo up
-ip addr add 203.0.114.1/32 dev lo
-printf '203.0.114.1 thisbox.test\n' > "$OWN_DIR/hosts"
+ip addr add {address}/32 dev lo
+printf '{address} {name}\n' > "$OWN_DIR/hosts"
 mount --bind "$OWN_DIR/hosts" /etc/hosts
-/usr/bin/python3 -m http.server --bind 203.0.114.1 8123 --directory "$OWN_DIR/www" >/dev/null 2>&1 &
+/usr/bin/python3 -m http.server --bind {address} {port} --directory "$OWN_DIR/www" >/dev/null 2>&1 &
 server=$!
-for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://203.0.114.1:8123/ && break; sleep 0.1; done
+for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://{address}:{port}/ && break; sleep 0.1; done
 set +e
 "$@"; status=$?
 kill $server
 exit $status
-"#;
+"#
+    )
+}
+
+/// The machine's own public address (203.0.114.1) and a name for it,
+/// `thisbox.test` (see [`serving_at`]).
+fn own_address() -> String {
+    serving_at("203.0.114.1", "thisbox.test", 8123)
+}
 
 /// A listed name pointed at the machine's own public address (by a DNS
 /// answer its owner controls; here `/etc/hosts`) does not let the proxy,
@@ -991,7 +1000,7 @@ fn a_listed_name_at_the_machines_own_public_address_is_refused() {
         h.write_spell("net", SHELL_SPELL);
         let script = format!("{} http://thisbox.test:8123/own.txt", curl());
         std::fs::write(h.ws_path("net.sh"), script).unwrap();
-        in_namespace(&h, OWN_ADDRESS, own.path())
+        in_namespace(&h, &own_address(), own.path())
     };
     let control = run(SANDBOX_OFF);
     assert!(
@@ -1019,19 +1028,9 @@ fn a_listed_name_at_the_machines_own_public_address_is_refused() {
 /// Inside a network namespace of the test's: `registry.test` is
 /// 198.18.0.5 (benchmarking, reserved, where some networks put a registry
 /// mirror), an address of the namespace's `lo`, with a web server on it.
-const RESERVED_REGISTRY: &str = r#"set -e
-ip link set lo up
-ip addr add 198.18.0.5/32 dev lo
-printf '198.18.0.5 registry.test\n' > "$OWN_DIR/hosts"
-mount --bind "$OWN_DIR/hosts" /etc/hosts
-/usr/bin/python3 -m http.server --bind 198.18.0.5 8124 --directory "$OWN_DIR/www" >/dev/null 2>&1 &
-server=$!
-for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://198.18.0.5:8124/ && break; sleep 0.1; done
-set +e
-"$@"; status=$?
-kill $server
-exit $status
-"#;
+fn reserved_registry() -> String {
+    serving_at("198.18.0.5", "registry.test", 8124)
+}
 
 /// The issue's case: a listed registry name that resolves to a reserved
 /// address. MGS2011 (one, though curl asks three times) names the address,
@@ -1055,7 +1054,7 @@ fn a_listed_name_at_a_reserved_address_names_the_address_and_the_rule() {
             curl()
         );
         std::fs::write(h.ws_path("net.sh"), script).unwrap();
-        in_namespace(&h, RESERVED_REGISTRY, own.path())
+        in_namespace(&h, &reserved_registry(), own.path())
     };
     let control = run(SANDBOX_OFF);
     assert!(
