@@ -11,6 +11,10 @@ use crate::diag::{output_options, Code, Diagnostic, MessageFormat, Renderer, Ver
 /// How many executables a run's note names, at most.
 const MAX_LISTED: usize = 50;
 
+/// How many entries set aside are said one by one; a run that left
+/// thousands (to drown the terminal) gets one line for the rest.
+const MAX_SAID: usize = 50;
+
 /// Sweeps what the run left ([`Watch::after`]) and says what it did on
 /// stderr, as the run's output options ask. Call once no process of the
 /// run is left.
@@ -41,7 +45,20 @@ pub fn emit(found: &Findings) {
 
 /// The warnings for what was set aside or put back.
 pub fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
-    let mut said: Vec<Diagnostic> = found.items.iter().map(item).collect();
+    let mut said: Vec<Diagnostic> = found.items.iter().take(MAX_SAID).map(item).collect();
+    if let Some(more) = found.items.len().checked_sub(MAX_SAID).filter(|n| *n > 0) {
+        let listed = found.manifest.as_ref().map_or_else(
+            || "see the quarantine's MANIFEST".to_string(),
+            |m| format!("`{}` lists them all", m.display()),
+        );
+        said.push(
+            Diagnostic::warning(format!(
+                "and {more} more entries the run left behind were set aside or put back"
+            ))
+            .with_code(Code::Mgs2014)
+            .with_note(listed),
+        );
+    }
     if found.truncated {
         said.push(
             Diagnostic::warning(format!(

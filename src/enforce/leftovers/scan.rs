@@ -82,6 +82,9 @@ impl<'a> Scan<'a> {
     /// the executables are listed (each file is looked at); else only the
     /// directories changed since the start, and what is new in them.
     pub(super) fn workspace(&mut self, root: &Path, directories: Option<&[PathBuf]>) {
+        if !is_real_dir(root) {
+            return;
+        }
         match (directories, self.executables) {
             (Some(dirs), Executables::Skip) => self.changed_directories(root, dirs),
             _ => self.walk(root, Within::Workspace, usize::MAX),
@@ -154,7 +157,11 @@ impl<'a> Scan<'a> {
     }
 
     pub(super) fn grant(&mut self, root: &Path) {
-        self.walk(root, Within::Grant, GRANT_DEPTH);
+        // A grant a child swapped for a link (its parent granted too)
+        // would send the walk, and the renames, elsewhere.
+        if is_real_dir(root) {
+            self.walk(root, Within::Grant, GRANT_DEPTH);
+        }
     }
 
     /// A start-up file (or directory) of the home directory: set aside
@@ -358,6 +365,12 @@ impl<'a> Scan<'a> {
         }
         read
     }
+}
+
+/// `path` is a directory, and no link stands on the way to it.
+fn is_real_dir(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.is_dir())
+        && path.canonicalize().is_ok_and(|real| real == path)
 }
 
 fn in_cargo_dir(dir: &Path) -> bool {

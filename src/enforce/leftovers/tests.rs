@@ -288,3 +288,43 @@ fn run_later_files_there_at_the_start_are_compared_with_what_they_were() {
         );
     }
 }
+
+/// A workspace a child swapped for a link to elsewhere (its parent being
+/// granted too) is not walked: nothing there is moved.
+#[test]
+fn a_workspace_swapped_for_a_link_is_not_walked() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let inputs = workspace(&root);
+    let watch = Watch::before(inputs);
+    let elsewhere = base.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join(".envrc"), "mine\n").unwrap();
+    std::fs::rename(&root, base.join("old-ws")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &root).unwrap();
+    let found = watch.after(Executables::List);
+    assert!(elsewhere.join(".envrc").exists(), "{:?}", found.items);
+}
+
+/// Thousands of entries left behind are all set aside, and said in at
+/// most fifty warnings and one line for the rest.
+#[test]
+fn thousands_of_leftovers_are_said_in_a_bounded_number_of_lines() {
+    let (_dir, found) = sweep(|root| {
+        for i in 0..300 {
+            let sub = root.join(format!("src/d{i}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(sub.join(".envrc"), "x").unwrap();
+        }
+    });
+    assert_eq!(found.items.len(), 300);
+    let said = super::report::diagnostics(&found);
+    assert_eq!(said.len(), 51);
+    assert!(
+        said[50].message.contains("250 more"),
+        "{}",
+        said[50].message
+    );
+}
