@@ -5,8 +5,6 @@
 //! directory; everything below it takes them as inputs.
 
 mod args;
-mod check;
-pub(crate) mod checking;
 mod completions;
 #[cfg(kernel_layer)]
 pub(crate) mod hosts;
@@ -14,6 +12,8 @@ mod init;
 pub(crate) mod lock;
 mod report;
 pub(crate) mod run;
+mod sandbox_check;
+pub(crate) mod spell_check;
 pub(crate) mod spells;
 mod test;
 
@@ -225,10 +225,10 @@ pub fn main() -> i32 {
         Some(Command::Test { spells, filter }) => {
             run::run(global, &env, reexec, run::Job::Test { spells, filter })
         }
-        Some(Command::Check { spells }) => checking::check(global, &env, &spells),
+        Some(Command::Check { spells }) => spell_check::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Init) => init::init(global),
-        Some(Command::Sandbox(SandboxCommand::Check)) => check::sandbox_check(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Check)) => sandbox_check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
         Some(Command::Completions { shell }) => completions(global, shell),
     }

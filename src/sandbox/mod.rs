@@ -12,8 +12,8 @@ pub use error::{InstallError, LoadError, SpellError};
 
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
-use crate::cli::checking;
 use crate::cli::run::{self as startup, Confinement};
+use crate::cli::spell_check;
 use crate::diag::{output_options, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 #[cfg(kernel_layer)]
@@ -152,9 +152,9 @@ impl Sandbox {
             let into = found.clone();
             let sink: DiagnosticSink =
                 Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
-            let session = checking::checking_session(policy, sink.clone());
-            let interpreter = checking::checking_interpreter(&spell.path, &session);
-            checking::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
+            let session = spell_check::checking_session(policy, sink.clone());
+            let interpreter = spell_check::checking_interpreter(&spell.path, &session);
+            spell_check::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
             found.take()
         });
         checked.unwrap_or_else(|e| vec![error::no_interpreter_thread(&e)])
@@ -350,7 +350,7 @@ impl Runtime {
         // Checked before anything runs: a type error on line 9 must not
         // leave line 3's writes behind.
         let refusal =
-            crate::cli::checking::refusal(&interpreter, &program, &spell.source, &self.sink);
+            crate::cli::spell_check::refusal(&interpreter, &program, &spell.source, &self.sink);
         if let Some(status) = refusal {
             return Err(SpellError::refused_by_check(&spell.path, status));
         }
