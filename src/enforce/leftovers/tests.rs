@@ -328,3 +328,63 @@ fn thousands_of_leftovers_are_said_in_a_bounded_number_of_lines() {
         said[50].message
     );
 }
+
+/// A new `.git` file (a gitlink) is a repository git follows wherever it
+/// points: it stays only where it names a directory of the workspace
+/// that runs nothing; one naming a directory elsewhere, or a new `.git`
+/// link, is set aside.
+#[test]
+fn new_gitlinks_and_git_links_stay_only_where_they_run_nothing() {
+    type Plant = fn(&Path);
+    let cases: [(&str, Plant, bool); 4] = [
+        (
+            "a gitlink to an inert directory of the workspace",
+            |r| {
+                std::fs::create_dir_all(r.join("src/store/objects")).unwrap();
+                std::fs::write(r.join("src/store/HEAD"), "ref: refs/heads/main\n").unwrap();
+                std::fs::write(r.join("src/.git"), "gitdir: store\n").unwrap();
+            },
+            false,
+        ),
+        (
+            "a gitlink to a directory with an fsmonitor",
+            |r| {
+                std::fs::create_dir_all(r.join("src/store/objects")).unwrap();
+                std::fs::write(r.join("src/store/HEAD"), "ref: refs/heads/main\n").unwrap();
+                std::fs::write(r.join("src/store/config"), "[core]\n\tfsmonitor = x\n").unwrap();
+                std::fs::write(r.join("src/.git"), "gitdir: store\n").unwrap();
+            },
+            true,
+        ),
+        (
+            "a gitlink out of the workspace",
+            |r| {
+                std::fs::write(r.join("src/.git"), "gitdir: /\n").unwrap();
+            },
+            true,
+        ),
+        (
+            "a .git link",
+            |r| {
+                std::os::unix::fs::symlink("/", r.join("src/.git")).unwrap();
+            },
+            true,
+        ),
+    ];
+    for (what, plant, set_aside) in cases {
+        for walk in [Walk::Whole, Walk::Changed] {
+            let (dir, found) = sweep_by(walk, plant);
+            let root = dir.path().canonicalize().unwrap();
+            let git_aside = found
+                .items
+                .iter()
+                .any(|i| i.path == root.join("src/.git") && i.left == Left::Repository);
+            assert_eq!(git_aside, set_aside, "{what} ({walk:?}): {:?}", found.items);
+            assert_eq!(
+                root.join("src/.git").symlink_metadata().is_ok(),
+                !set_aside,
+                "{what} ({walk:?})"
+            );
+        }
+    }
+}
