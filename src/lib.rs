@@ -93,10 +93,8 @@ pub use sandbox::{
 /// [`SpellError::exit_status`]); a spell's own status is whatever its
 /// `main` returns (0-255).
 pub mod exit {
-    pub use crate::cli::spell_check::EXIT_CHECK_FAILED as CHECK_FAILED;
-    pub use crate::cli::{
-        EXIT_CANNOT_RUN as CANNOT_RUN, EXIT_CONFIG as CONFIG, EXIT_DENIED as DENIED,
-        EXIT_NO_SPELL as NO_SPELL, EXIT_SPELL_FAILED as SPELL_FAILED,
+    pub use crate::sandbox::exit::{
+        CANNOT_RUN, CHECK_FAILED, CONFIG, DENIED, NO_SPELL, SPELL_FAILED,
     };
 }
 

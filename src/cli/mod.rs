@@ -32,20 +32,11 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Exit status of a spell that failed: a runtime error, an uncaught
-/// `throw`, or a `main` returning a status outside 0–255. (A spell's own
-/// status is whatever its `main` returns.)
-pub const EXIT_SPELL_FAILED: i32 = 1;
-/// Exit status of a spell stopped by an uncaught sandbox denial.
-pub const EXIT_DENIED: i32 = 124;
-/// Exit status of magus itself failing: usage, configuration, policy lock
-/// (MGS2010), or setting up the sandbox.
-pub const EXIT_CONFIG: i32 = 125;
-/// Exit status of a spell that was found but cannot run: unreadable, not
-/// UTF-8, or rejected before its first statement (a syntax error).
-pub const EXIT_CANNOT_RUN: i32 = 126;
-/// Exit status when no spell has the name given.
-pub const EXIT_NO_SPELL: i32 = 127;
+// The exit statuses are the library's (`crate::sandbox::exit`).
+pub use crate::sandbox::exit::{
+    CANNOT_RUN as EXIT_CANNOT_RUN, CONFIG as EXIT_CONFIG, DENIED as EXIT_DENIED,
+    NO_SPELL as EXIT_NO_SPELL, SPELL_FAILED as EXIT_SPELL_FAILED,
+};
 
 /// The exit statuses, at the end of every `--help`.
 const EXIT_HELP: &str = "Exit status: a spell's own status (what its `main` returns, 0-255; \

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 /// Exit status of `magus check` when a spell has errors.
-pub const EXIT_CHECK_FAILED: i32 = 2;
+pub use crate::sandbox::exit::CHECK_FAILED as EXIT_CHECK_FAILED;
 
 /// `magus check`: checks the named spells (every spell of the workspace
 /// when none is named); 0 when all are clean, 2 when any is not.

@@ -2,8 +2,10 @@
 //! `magus` would print (rendered by `diag`, never assembled here from
 //! strings the caller must parse).
 
+use super::exit::{
+    CANNOT_RUN as EXIT_CANNOT_RUN, DENIED as EXIT_DENIED, SPELL_FAILED as EXIT_SPELL_FAILED,
+};
 use crate::buzz::BuzzError;
-use crate::cli::{EXIT_CANNOT_RUN, EXIT_DENIED, EXIT_SPELL_FAILED};
 use crate::diag::{Code, Diagnostic};
 use std::path::Path;
 

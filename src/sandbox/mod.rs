@@ -7,6 +7,7 @@
 //! is its own type, so a spell cannot run before the sandbox is installed.
 
 mod error;
+pub mod exit;
 
 pub use error::{InstallError, LoadError, SpellError};
 
@@ -400,8 +401,8 @@ fn temp_dirs() -> bindings::TempDirs {
 mod tests {
     //! Loading only: `install` confines the whole process, so it is tested
     //! in child processes (`tests/embed_example.rs`), never here.
+    use super::exit::{CANNOT_RUN as EXIT_CANNOT_RUN, NO_SPELL as EXIT_NO_SPELL};
     use super::*;
-    use crate::cli::{EXIT_CANNOT_RUN, EXIT_NO_SPELL};
 
     fn workspace(config: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("a temporary workspace");
