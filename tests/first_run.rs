@@ -17,7 +17,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use support::{capture, Harness, RunOutput};
 
 /// How a run is confined.
@@ -61,12 +60,7 @@ struct Case {
 impl Case {
     fn new(h: Harness, user: User) -> Case {
         if user == User::Nobody {
-            let status = Command::new("chown")
-                .args(["-R", "65534:65534"])
-                .arg(&h.root)
-                .status()
-                .expect("run chown");
-            assert!(status.success());
+            support::runas::hand_over(&h.root, support::runas::User::Nobody);
         }
         Case { h, user }
     }

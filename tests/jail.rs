@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+use support::runas::assert_one_warning;
 use support::{capture, Harness, RunOutput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -2617,28 +2618,6 @@ fn read_only_grants_are_read_only_all_the_way_down() {
 fn nouserns_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| support::compile_c("jail/nouserns.c", "nouserns"))
-}
-
-/// The one warning of a run whose kernel refused namespaces, said once.
-fn assert_one_warning(user: User, out: &RunOutput, names: &[&str]) {
-    assert_eq!(
-        out.stderr.matches("only partly in force").count(),
-        1,
-        "{user:?}: {}",
-        out.dump()
-    );
-    for name in names {
-        assert!(
-            out.stderr.contains(name),
-            "{user:?} lacks {name:?}: {}",
-            out.dump()
-        );
-    }
-    assert!(
-        !out.stderr.contains("MAGUS_SANDBOX_USERNS"),
-        "the kernel refused, not the override: {}",
-        out.dump()
-    );
 }
 
 /// A kernel that refuses namespaces for real (`EPERM` from `unshare`, not

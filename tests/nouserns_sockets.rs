@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::runas::{hand_over, wrapper, Kernel, User, AS_NOBODY, SHELL_SPELL};
+use support::runas::{
+    assert_one_warning, hand_over, wrapper, Kernel, User, AS_NOBODY, SHELL_SPELL,
+};
 use support::{capture, Harness, RunOutput};
 
 /// The two ways a run ends up without the jail, each as the user it
@@ -428,23 +430,6 @@ fn ordinary_work_runs_without_unix_sockets() {
                 out.dump()
             );
         }
-    }
-}
-
-/// The one warning of a run whose kernel refused namespaces, said once.
-fn assert_one_warning(user: User, out: &RunOutput, names: &[&str]) {
-    assert_eq!(
-        out.stderr.matches("only partly in force").count(),
-        1,
-        "{user:?}: {}",
-        out.dump()
-    );
-    for name in names {
-        assert!(
-            out.stderr.contains(name),
-            "{user:?} lacks {name:?}: {}",
-            out.dump()
-        );
     }
 }
 

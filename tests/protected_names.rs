@@ -17,13 +17,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::runas::{hand_over, User, AS_NOBODY};
 use support::{buzz_str, capture, Harness, RunOutput};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum User {
-    Root,
-    Nobody,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sandbox {
@@ -42,28 +37,11 @@ fn users() -> Vec<User> {
     }
 }
 
-/// Gives the harness to `user` (again, after planting).
-fn hand_over(h: &Harness, user: User) {
-    if user == User::Nobody {
-        let status = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(&h.root)
-            .status()
-            .expect("run chown");
-        assert!(status.success());
-    }
-}
-
 /// `magus --workspace WS run NAME` as `user`, in `sandbox`.
 fn run(h: &Harness, user: User, sandbox: Sandbox, name: &str) -> RunOutput {
     let wrapper: &[&str] = match user {
         User::Root => &[],
-        User::Nobody => &[
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ],
+        User::Nobody => &AS_NOBODY,
     };
     let mut cmd = h.wrapped_command(wrapper);
     match sandbox {
@@ -352,7 +330,7 @@ fn case_insensitive_workspace(mount: &CaseInsensitiveMount, user: User) -> (Harn
     .expect("the token");
     std::fs::write(cargo.join("config.toml"), "[build]\n").expect("cargo's config");
     h.write_spell("names", &probe_spell(&case_attacks(&h)));
-    hand_over(&h, user);
+    hand_over(&h.root, user);
     (h, secret)
 }
 
@@ -470,7 +448,7 @@ fn a_bare_repository_cannot_be_planted_with_fs_alone() {
             std::fs::write(h.ws_path(&format!("{dir}/main.c")), "int main;\n").expect("a file");
         }
         h.write_spell("plant", &probe_spell(&probes));
-        hand_over(&h, user);
+        hand_over(&h.root, user);
         h
     };
     for user in users() {
@@ -546,7 +524,7 @@ fn protected_names_children_write_in_another_case_are_undone_after_the_run() {
             let (h, _secret) = case_insensitive_workspace(&mount, User::Root);
             h.write_spell("plant", &shell);
             std::fs::write(h.ws_path("README"), "x").unwrap();
-            hand_over(&h, user);
+            hand_over(&h.root, user);
             let out = run(&h, user, sandbox, "plant");
             let context = format!("{user:?} {sandbox:?}\n{}", out.dump());
             assert!(out.stdout.contains("DONE"), "{context}");

@@ -69,3 +69,26 @@ pub fn hand_over(dir: &Path, user: User) {
         assert!(status.success());
     }
 }
+
+/// The one warning of a run whose kernel refused namespaces (for real, not
+/// by `MAGUS_SANDBOX_USERNS`), said once, naming each of `names`.
+pub fn assert_one_warning(who: impl std::fmt::Debug, out: &super::RunOutput, names: &[&str]) {
+    assert_eq!(
+        out.stderr.matches("only partly in force").count(),
+        1,
+        "{who:?}: {}",
+        out.dump()
+    );
+    for name in names {
+        assert!(
+            out.stderr.contains(name),
+            "{who:?} lacks {name:?}: {}",
+            out.dump()
+        );
+    }
+    assert!(
+        !out.stderr.contains("MAGUS_SANDBOX_USERNS"),
+        "the kernel refused, not the override: {}",
+        out.dump()
+    );
+}
