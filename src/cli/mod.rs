@@ -304,15 +304,25 @@ fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
 
 /// Finds the workspace and resolves its policy, or reports why not.
 fn load(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Startup, i32> {
-    Ok(declare(global, env)?.resolve(env))
+    Ok(declare(global, env, None)?.resolve(env))
 }
 
-/// Finds the workspace and reads its declared policy, or reports why not.
-fn declare(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Declared, i32> {
+/// Finds the workspace and reads its declared policy (with `spell`'s own
+/// section, when it names one), or reports why not.
+fn declare(
+    global: &GlobalArgs,
+    env: &[(OsString, OsString)],
+    spell: Option<&str>,
+) -> Result<Declared, i32> {
     let renderer = Renderer::new(global.message_format);
     let cwd = current_dir(&renderer)?;
     let workspace = workspace_arg(global, &cwd);
-    policy::declare(StartupInput { workspace, env }).map_err(|err| {
+    policy::declare(StartupInput {
+        workspace,
+        env,
+        spell,
+    })
+    .map_err(|err| {
         renderer.emit(&err.to_diagnostic());
         EXIT_CONFIG
     })

@@ -204,6 +204,7 @@ fn mgs2004(scene: &Scene) -> Diagnostic {
     let startup = policy::startup(StartupInput {
         workspace: WorkspaceArg::Explicit(&ws),
         env: &env,
+        spell: None,
     })
     .unwrap();
     by_code(startup.diagnostics, Code::Mgs2004)
@@ -303,8 +304,12 @@ fn config_error(scene: &Scene, name: &str, yaml: &[u8]) -> Diagnostic {
 
 /// The error startup reports for `workspace` with `env`.
 fn startup_error(workspace: WorkspaceArg<'_>, env: &[(OsString, OsString)]) -> Diagnostic {
-    let declared = policy::declare(StartupInput { workspace, env })
-        .and_then(|d| d.refuse_planted_nested().map(|()| d));
+    let declared = policy::declare(StartupInput {
+        workspace,
+        env,
+        spell: None,
+    })
+    .and_then(|d| d.refuse_planted_nested().map(|()| d));
     match declared {
         Err(e) => e.to_diagnostic(),
         Ok(_) => panic!("startup succeeded"),

@@ -767,6 +767,7 @@ mod tests {
             path: path.into(),
             mode,
             at: Position { line, column: 13 },
+            spell: None,
         }
     }
 
