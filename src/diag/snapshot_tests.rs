@@ -236,7 +236,7 @@ fn policy_declaring(yaml: Option<&str>, state: SandboxState, source: StateSource
 }
 
 fn mgs2010_fingerprint() -> Diagnostic {
-    let lock = Lock::new(canonical(LOCKED));
+    let lock = Lock::new(canonical(LOCKED), Vec::new());
     let policy = policy_declaring(Some(WIDER), SandboxState::On, StateSource::Default);
     match verify(&lock, &policy) {
         LockState::Mismatch(m) => m.to_diagnostic(),
@@ -249,8 +249,8 @@ fn mgs2010_undeclared() -> Diagnostic {
 }
 
 fn mgs2010_nested() -> Diagnostic {
-    let outer = Lock::new(canonical(LOCKED)).fingerprint;
-    let inner = Some(Lock::new(canonical(WIDER)).fingerprint);
+    let outer = Lock::new(canonical(LOCKED), Vec::new()).fingerprint;
+    let inner = Some(Lock::new(canonical(WIDER), Vec::new()).fingerprint);
     Mismatch::Nested { outer, inner }.to_diagnostic()
 }
 

@@ -37,7 +37,7 @@ pub use builtin::{
 };
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
-pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
+pub use fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
 pub use grant::{
     lies_within, Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode,
 };
