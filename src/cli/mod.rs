@@ -168,7 +168,11 @@ enum SandboxCommand {
     /// kernel protections in force and every startup diagnostic in full;
     /// exit 125 on errors or when magus.lock does not match.
     #[command(after_help = EXIT_HELP)]
-    Check,
+    Check {
+        /// Show the effective policy of this spell: the workspace's plus
+        /// its own `spells: NAME:` section, each grant with its line.
+        spell: Option<String>,
+    },
     /// Write magus.lock: the fingerprint and canonical text of the declared
     /// sandbox policy. Every `magus run` then refuses a policy that differs
     /// (MGS2010). Review and commit it with magus.yaml.
@@ -219,7 +223,9 @@ pub fn main() -> i32 {
         Some(Command::Check { spells }) => spell_check::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Init) => init::init(global),
-        Some(Command::Sandbox(SandboxCommand::Check)) => sandbox_check::sandbox_check(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Check { spell })) => {
+            sandbox_check::sandbox_check(global, &env, spell.as_deref())
+        }
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
         Some(Command::Completions { shell }) => completions(global, shell),
     }

@@ -54,8 +54,8 @@ pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
-    enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
-    ENABLED_VAR,
+    enabled_override, find_workspace, lookup, spell_names, BadOverride, Workspace, WorkspaceArg,
+    WorkspaceError, ENABLED_VAR,
 };
 
 use std::ffi::OsString;
