@@ -218,7 +218,10 @@ pub fn main() -> i32 {
             },
         ),
         Some(Command::Test { spells, filter }) => {
-            run::run(global, &env, reexec, run::Job::Test { spells, filter })
+            match test::in_processes_per_policy(global, &env, &spells, filter.as_deref()) {
+                Some(status) => status,
+                None => run::run(global, &env, reexec, run::Job::Test { spells, filter }),
+            }
         }
         Some(Command::Check { spells }) => spell_check::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),

@@ -193,6 +193,11 @@ impl Declared {
         self.state
     }
 
+    /// The workspace root (real path) and its `magus.yaml`, when it has one.
+    pub fn workspace_and_config(&self) -> (&std::path::Path, Option<&ConfigFile>) {
+        (&self.workspace.root, self.config.as_ref())
+    }
+
     /// The same declaration for another spell (`magus test` and `magus
     /// check` take each spell under its own policy): `name` is a spell's
     /// name, or `None` for the workspace's policy alone.

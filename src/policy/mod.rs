@@ -54,7 +54,7 @@ pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
-    enabled_override, find_workspace, lookup, spell_names, BadOverride, Workspace, WorkspaceArg,
+    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace, WorkspaceArg,
     WorkspaceError, ENABLED_VAR,
 };
 
