@@ -59,7 +59,6 @@ mod kernel_imports {
     pub(super) use crate::enforce::leftovers::Watch;
     pub(super) use crate::enforce::limits::{BoundSource, OwnUserNamespace, ProcessBound};
     pub(super) use crate::enforce::network::{NetnsUnavailable, NetworkPlan};
-    pub(super) use crate::enforce::proxy::Proxy;
     pub(super) use crate::enforce::seccomp::GuardMode;
     pub(super) use crate::enforce::unix_sockets::UnixSockets;
     pub(super) use crate::enforce::{
@@ -68,6 +67,7 @@ mod kernel_imports {
     };
     pub(super) use crate::policy::limits::Seconds;
     pub(super) use crate::policy::{Declared, Grant, Limits, DAEMON_SOCKET_VAR};
+    pub(super) use crate::proxy::Proxy;
 }
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

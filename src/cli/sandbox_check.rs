@@ -338,7 +338,7 @@ fn network_text(network: &Network) -> String {
         ),
         Network::Hosts(list) => format!(
             "hosts {} via magus's proxy (mechanism: kernel, network, below)",
-            crate::enforce::proxy::hosts_text(list)
+            crate::proxy::hosts_text(list)
         ),
     }
 }

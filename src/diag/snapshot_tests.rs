@@ -128,7 +128,7 @@ fn mgs2007(scene: &Scene) -> Diagnostic {
 }
 
 fn mgs2011(scene: &Scene) -> Diagnostic {
-    use crate::enforce::proxy::{Event, RefusalReason};
+    use crate::proxy::{Event, RefusalReason};
     let event = Event::Refused {
         host: "exfil.example".into(),
         port: 443,
@@ -149,7 +149,7 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
 /// in one call (a client retrying): one diagnostic, the address, its
 /// block and the rule.
 fn mgs2011_rebinding(scene: &Scene) -> Diagnostic {
-    use crate::enforce::proxy::{Event, RefusalReason, Resolved};
+    use crate::proxy::{Event, RefusalReason, Resolved};
     let event = Event::Refused {
         host: "index.crates.io".into(),
         port: 443,
