@@ -437,8 +437,9 @@ fn completion_scripts_ask_for_spells_and_offer_codes() {
         .lines()
         .filter(|l| l.starts_with("'::spell -- ") || l.starts_with("'*::spells -- "))
         .collect();
-    // `run`'s spell, and the spells of `test` and `check`.
-    assert_eq!(spell_args.len(), 3, "{spell_args:?}");
+    // `run`'s spell, the spells of `test` and `check`, and the spell of
+    // `sandbox check`.
+    assert_eq!(spell_args.len(), 4, "{spell_args:?}");
     assert!(
         spell_args.iter().all(|l| l.ends_with(":_magus_spells' \\")),
         "{spell_args:?}"

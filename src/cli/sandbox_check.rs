@@ -6,7 +6,6 @@
 
 use super::lock::LockReport;
 use super::{declare, GlobalArgs, EXIT_CONFIG};
-use crate::sandbox::exit::NO_SPELL as EXIT_NO_SPELL;
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
 #[cfg(kernel_layer)]
 use crate::enforce::jail::{protect, UserNamespace};
@@ -20,6 +19,7 @@ use crate::policy::config::ConfigFile;
 use crate::policy::{
     self, Grant, GrantSource, Network, Policy, SandboxState, Startup, StateSource,
 };
+use crate::sandbox::exit::NO_SPELL as EXIT_NO_SPELL;
 use crate::sandbox::startup::{self, startup_report, ReportInput};
 use serde_json::json;
 use std::ffi::OsString;
@@ -402,7 +402,9 @@ fn presets_json(list: &crate::policy::HostList) -> serde_json::Value {
 fn spell_text(config: Option<&ConfigFile>, name: &str) -> String {
     let section = config.and_then(|c| c.spell(name)).map(|s| s.at.line);
     match section {
-        Some(line) => format!("the workspace's policy and `spells: {name}:` at magus.yaml line {line}"),
+        Some(line) => {
+            format!("the workspace's policy and `spells: {name}:` at magus.yaml line {line}")
+        }
         None => "the workspace's policy: it has no `spells:` section".into(),
     }
 }
@@ -424,7 +426,10 @@ fn human_report(
     out.push_str(&format!("workspace    {}\n", policy.workspace().display()));
     out.push_str(&format!("config       {config}\n"));
     if let Some(name) = policy.spell_name() {
-        out.push_str(&format!("spell        {name} ({})\n", spell_text(config_file, name)));
+        out.push_str(&format!(
+            "spell        {name} ({})\n",
+            spell_text(config_file, name)
+        ));
     }
     out.push_str(&format!("sandbox      {}\n", state_text(policy)));
     out.push_str(&format!("fingerprint  {fingerprint}\n"));

@@ -54,8 +54,8 @@ pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
-    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace, WorkspaceArg,
-    WorkspaceError, ENABLED_VAR,
+    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace,
+    WorkspaceArg, WorkspaceError, ENABLED_VAR,
 };
 
 use std::ffi::OsString;
@@ -103,6 +103,8 @@ pub struct Policy {
     /// The spell whose effective policy this is (`spells/NAME.buzz`), so
     /// that a denial can name the section that would allow it.
     spell: Option<String>,
+    /// Whether `magus.yaml` has a `spells:` section for [`Policy::spell`].
+    own_section: bool,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve::hidden_stores`).
@@ -143,6 +145,7 @@ impl Policy {
             declared: None,
             limits: Limits::default(),
             spell: None,
+            own_section: false,
             hidden: Vec::new(),
             trie,
         }

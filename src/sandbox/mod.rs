@@ -111,7 +111,8 @@ impl Sandbox {
         env: Vec<(OsString, OsString)>,
         reexec: Option<ReexecState>,
     ) -> Result<Sandbox, LoadError> {
-        let loaded = startup::load(workspace, spell, &env, reexec.as_ref()).map_err(LoadError::new)?;
+        let loaded =
+            startup::load(workspace, spell, &env, reexec.as_ref()).map_err(LoadError::new)?;
         Ok(Sandbox {
             loaded,
             env,
