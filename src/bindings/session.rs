@@ -7,7 +7,7 @@ use super::egress;
 use super::scratch::TempDirs;
 use crate::buzz::CallSite;
 use crate::diag::Diagnostic;
-use crate::enforce::gate::Gate;
+use crate::enforce::gate::{Denial, FsOp, Gate};
 #[cfg(kernel_layer)]
 use crate::enforce::proxy::{EgressSummary, Proxy};
 use crate::enforce::Domain;
@@ -40,6 +40,8 @@ pub struct Session {
     /// The environment every child gets, as the spell sees it.
     env: RefCell<BTreeMap<OsString, OsString>>,
     home: Option<PathBuf>,
+    /// The spell being run, whose `spells:` section a denial's help names.
+    spell: RefCell<Option<String>>,
     /// Notes due at the first launch (MGS2003, MGS2008), said once.
     launch_notes: RefCell<Vec<Diagnostic>>,
     launched: Cell<bool>,
@@ -70,6 +72,7 @@ impl Session {
             domain,
             env: RefCell::new(env),
             home,
+            spell: RefCell::new(None),
             launch_notes: RefCell::new(launch_notes),
             launched: Cell::new(false),
             shim_notes: RefCell::new(Vec::new()),
@@ -167,6 +170,32 @@ impl Session {
     /// spells paths, so it compares with a denial's).
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
+    }
+
+    /// Names the spell being run (`NAME` of `spells/NAME.buzz`), or none
+    /// for a spell file elsewhere.
+    pub fn name_spell(&self, name: Option<&str>) {
+        *self.spell.borrow_mut() = name.map(str::to_string);
+    }
+
+    /// The spell being run, when it is one of the workspace's.
+    pub fn spell_name(&self) -> Option<String> {
+        self.spell.borrow().clone()
+    }
+
+    /// How `denial` reads to the user in this run: the fix names the
+    /// spell's own section, and a refused program behind a version
+    /// manager's shim points at the manager's fix (MGS2006's), since
+    /// granting the shim alone does not make it work.
+    pub fn denial_diagnostic(&self, denial: &Denial) -> Diagnostic {
+        let d = denial.to_diagnostic_in(self.home(), self.spell_name().as_deref());
+        let fix = (denial.op == FsOp::Exec)
+            .then(|| self.shim_fix(&denial.checked))
+            .flatten();
+        match fix {
+            Some(fix) => d.with_help(fix),
+            None => d,
+        }
     }
 
     pub(super) fn env_get(&self, name: &str) -> Option<String> {

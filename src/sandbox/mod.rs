@@ -15,6 +15,7 @@ use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
 use crate::cli::run::{self as startup, Confinement};
 use crate::cli::spell_check;
+use crate::cli::spells::workspace_spell_name;
 use crate::diag::{output_options, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 #[cfg(kernel_layer)]
@@ -148,14 +149,23 @@ impl Sandbox {
     /// `magus run`.
     pub fn check(&self, spell: &Spell) -> Vec<Diagnostic> {
         let policy = self.policy().clone();
+        let env = self.env.clone();
         let checked = stack::run_on_interpreter_stack(move || {
             let found: Rc<RefCell<Vec<Diagnostic>>> = Rc::default();
             let into = found.clone();
             let sink: DiagnosticSink =
                 Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
-            let session = spell_check::checking_session(policy, sink.clone());
+            let session = spell_check::checking_session(policy, &env, sink.clone());
+            let workspace = session.gate().policy().workspace().to_path_buf();
+            session.name_spell(workspace_spell_name(&workspace, &spell.path).as_deref());
             let interpreter = spell_check::checking_interpreter(&spell.path, &session);
-            spell_check::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
+            spell_check::spell_and_calls_are_clean(
+                &interpreter,
+                &session,
+                &spell.path,
+                &spell.source,
+                &sink,
+            );
             found.take()
         });
         checked.unwrap_or_else(|e| vec![error::no_interpreter_thread(&e)])
@@ -348,10 +358,19 @@ impl Runtime {
     pub fn run(&self, spell: &Spell, args: Vec<String>) -> Result<i32, SpellError> {
         let program = spell.parse().map_err(SpellError::cannot_run)?;
         let mut interpreter = self.interpreter(&spell.path);
-        // Checked before anything runs: a type error on line 9 must not
-        // leave line 3's writes behind.
-        let refusal =
-            crate::cli::spell_check::refusal(&interpreter, &program, &spell.source, &self.sink);
+        let workspace = self.policy().workspace().to_path_buf();
+        let name = workspace_spell_name(&workspace, &spell.path);
+        self.session.name_spell(name.as_deref());
+        // Checked before anything runs: a type error on line 9, or a read
+        // there that the sandbox will refuse, must not leave line 3's
+        // writes behind.
+        let refusal = crate::cli::spell_check::refusal(
+            &interpreter,
+            Some(&self.session),
+            &program,
+            &spell.source,
+            &self.sink,
+        );
         if let Some(status) = refusal {
             return Err(SpellError::refused_by_check(&spell.path, status));
         }
