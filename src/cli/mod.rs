@@ -15,6 +15,7 @@ pub(crate) mod run;
 mod sandbox_check;
 pub(crate) mod spell_check;
 pub(crate) mod spells;
+mod suggest;
 mod test;
 
 #[cfg(not(kernel_layer))]
@@ -174,6 +175,14 @@ enum SandboxCommand {
     /// (MGS2010). Review and commit it with magus.yaml.
     #[command(after_help = EXIT_HELP)]
     Lock,
+    /// Print the smallest `spells: SPELL:` section of magus.yaml that the
+    /// spell's literal paths, programs and variable names need (never a
+    /// credential store); nothing runs. Exit 0.
+    #[command(after_help = EXIT_HELP)]
+    Suggest {
+        /// The spell's name (`build`), one of the workspace's `spells/`.
+        spell: String,
+    },
 }
 
 /// Runs the CLI and returns the process exit status.
@@ -221,6 +230,9 @@ pub fn main() -> i32 {
         Some(Command::Init) => init::init(global),
         Some(Command::Sandbox(SandboxCommand::Check)) => sandbox_check::sandbox_check(global, &env),
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Suggest { spell })) => {
+            suggest::suggest(global, &env, &spell)
+        }
         Some(Command::Completions { shell }) => completions(global, shell),
     }
 }

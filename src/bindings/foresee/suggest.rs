@@ -67,6 +67,18 @@ fn yaml_key_path(shown: &str) -> String {
     }
 }
 
+/// `path`, or its nearest ancestor that exists.
+fn existing(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// `/` or the home directory itself: never proposed whole.
+fn is_too_wide(path: &Path, home: Option<&Path>) -> bool {
+    path.parent().is_none() || home == Some(path)
+}
+
 /// What `program`'s literal calls need that `session`'s policy refuses.
 pub fn suggest(program: &Program, session: &Session) -> Suggestion {
     let mut found = Suggestion::default();
@@ -134,6 +146,15 @@ impl Suggestion {
             ));
             return;
         }
+        // A grant must exist when the sandbox is installed (MGS2004): a
+        // file the run makes is granted by the directory it goes in.
+        let Some(path) = existing(&path).filter(|p| !is_too_wide(p, home)) else {
+            self.refused.push(format!(
+                "`{}`: nothing of it exists yet but `/` or `~`, too wide a grant",
+                denial.spelled
+            ));
+            return;
+        };
         let mode = denial.access.needed_mode();
         match self.allow.iter_mut().find(|(p, _)| *p == path) {
             Some((_, held)) => *held = (*held).max(mode),
