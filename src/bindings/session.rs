@@ -40,8 +40,6 @@ pub struct Session {
     /// The environment every child gets, as the spell sees it.
     env: RefCell<BTreeMap<OsString, OsString>>,
     home: Option<PathBuf>,
-    /// The spell being run, whose `spells:` section a denial's help names.
-    spell: RefCell<Option<String>>,
     /// Notes due at the first launch (MGS2003, MGS2008), said once.
     launch_notes: RefCell<Vec<Diagnostic>>,
     launched: Cell<bool>,
@@ -72,7 +70,6 @@ impl Session {
             domain,
             env: RefCell::new(env),
             home,
-            spell: RefCell::new(None),
             launch_notes: RefCell::new(launch_notes),
             launched: Cell::new(false),
             shim_notes: RefCell::new(Vec::new()),
@@ -172,15 +169,10 @@ impl Session {
         self.home.as_deref()
     }
 
-    /// Names the spell being run (`NAME` of `spells/NAME.buzz`), or none
-    /// for a spell file elsewhere.
-    pub fn name_spell(&self, name: Option<&str>) {
-        *self.spell.borrow_mut() = name.map(str::to_string);
-    }
-
-    /// The spell being run, when it is one of the workspace's.
-    pub fn spell_name(&self) -> Option<String> {
-        self.spell.borrow().clone()
+    /// The spell whose policy this is, when it is one of the workspace's:
+    /// a denial's help names its `spells:` section.
+    pub fn spell_name(&self) -> Option<&str> {
+        self.gate.policy().spell_name()
     }
 
     /// How `denial` reads to the user in this run: the fix names the
@@ -188,7 +180,7 @@ impl Session {
     /// manager's shim points at the manager's fix (MGS2006's), since
     /// granting the shim alone does not make it work.
     pub fn denial_diagnostic(&self, denial: &Denial) -> Diagnostic {
-        let d = denial.to_diagnostic_in(self.home(), self.spell_name().as_deref());
+        let d = denial.to_diagnostic_in(self.home(), self.spell_name());
         let fix = (denial.op == FsOp::Exec)
             .then(|| self.shim_fix(&denial.checked))
             .flatten();

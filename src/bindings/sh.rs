@@ -132,8 +132,7 @@ impl Session {
         if status.success() || !self.gate().is_on() {
             return;
         }
-        let spell = self.spell_name();
-        for note in attribute::denials_in(self.gate(), stderr, self.home(), spell.as_deref()) {
+        for note in attribute::denials_in(self.gate(), stderr, self.home(), self.spell_name()) {
             self.emit(&note);
         }
     }

@@ -234,17 +234,6 @@ fn printable(text: &str) -> String {
 }
 
 /// `(name, path)` of every `*.buzz` file in `dir`.
-/// The name under `spells:` of the spell at `file`: `NAME` for
-/// `spells/NAME.buzz` of `workspace`, `None` for a file elsewhere.
-pub(crate) fn workspace_spell_name(workspace: &Path, file: &Path) -> Option<String> {
-    let name = file.file_name()?.to_str()?.strip_suffix(".buzz")?;
-    let dir = file.parent()?;
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let spells = workspace.join("spells");
-    let spells = std::fs::canonicalize(&spells).unwrap_or(spells);
-    (dir == spells && !name.is_empty()).then(|| name.to_string())
-}
-
 pub(super) fn spell_files(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();

@@ -3,8 +3,8 @@
 //! `bindings::foresee`), or says that it needs nothing. Nothing runs.
 
 use super::spell_check::checking_session;
-use super::spells::{workspace_spell_name, SpellReader};
-use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_NO_SPELL};
+use super::spells::SpellReader;
+use super::{declare, GlobalArgs, EXIT_CANNOT_RUN, EXIT_NO_SPELL};
 use crate::bindings::{foresee, DiagnosticSink};
 use crate::diag::{Diagnostic, Renderer};
 use crate::policy::SandboxState;
@@ -17,8 +17,8 @@ use std::rc::Rc;
 /// read or parsed.
 pub(super) fn suggest(global: &GlobalArgs, env: &[(OsString, OsString)], spell: &str) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let startup = match load(global, env) {
-        Ok(startup) => startup,
+    let startup = match declare(global, env, Some(spell)) {
+        Ok(declared) => declared.resolve(env),
         Err(status) => return status,
     };
     let policy = startup.policy.clone();
@@ -29,8 +29,7 @@ pub(super) fn suggest(global: &GlobalArgs, env: &[(OsString, OsString)], spell: 
             return e.status;
         }
     };
-    let workspace = policy.workspace().to_path_buf();
-    let Some(name) = workspace_spell_name(&workspace, &file) else {
+    let Some(name) = policy.spell_name().map(str::to_string) else {
         renderer.emit(&outside_spells(&file));
         return EXIT_NO_SPELL;
     };
@@ -43,7 +42,6 @@ pub(super) fn suggest(global: &GlobalArgs, env: &[(OsString, OsString)], spell: 
     };
     let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
     let session = checking_session(startup.policy, env, sink);
-    session.name_spell(Some(&name));
     let text = match policy.state() {
         SandboxState::Off => format!(
             "the sandbox is off in this workspace: spell `{name}` is refused nothing, \

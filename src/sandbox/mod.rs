@@ -15,7 +15,6 @@ use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
 use crate::cli::run::{self as startup, Confinement};
 use crate::cli::spell_check;
-use crate::cli::spells::workspace_spell_name;
 use crate::diag::{output_options, Diagnostic, Renderer};
 use crate::enforce::gate::Gate;
 #[cfg(kernel_layer)]
@@ -63,37 +62,53 @@ impl Sandbox {
     /// this process is the one [`Sandbox::install`] re-executed, it takes
     /// the re-exec's own variables out of the environment.
     pub fn load(dir: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
-        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()))
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()), None)
+    }
+
+    /// Like [`Sandbox::load`], under the policy of one spell: the
+    /// workspace's plus the spell's own `spells: NAME:` section of
+    /// `magus.yaml` (`spell` is `NAME`, `NAME.buzz`, or a path to a file in
+    /// the workspace's `spells/`), as `magus run NAME` loads it.
+    pub fn load_spell(dir: impl AsRef<Path>, spell: &str) -> Result<Sandbox, LoadError> {
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()), Some(spell))
     }
 
     /// Like [`Sandbox::load`], for the nearest ancestor of `start` (itself
     /// included) holding a `magus.yaml`, as `magus` finds its workspace.
     pub fn discover(start: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
-        Sandbox::load_process(WorkspaceArg::Discover {
-            start: start.as_ref(),
-        })
+        Sandbox::load_process(
+            WorkspaceArg::Discover {
+                start: start.as_ref(),
+            },
+            None,
+        )
     }
 
-    fn load_process(workspace: WorkspaceArg<'_>) -> Result<Sandbox, LoadError> {
+    fn load_process(
+        workspace: WorkspaceArg<'_>,
+        spell: Option<&str>,
+    ) -> Result<Sandbox, LoadError> {
         // Before the environment is read: the re-executed process takes
         // the stripped names out of it.
         #[cfg(kernel_layer)]
         let reexec = crate::enforce::take_reexec_state();
         #[cfg(not(kernel_layer))]
         let reexec: Option<ReexecState> = None;
-        Sandbox::load_from(workspace, std::env::vars_os().collect(), reexec)
+        Sandbox::load_from(workspace, spell, std::env::vars_os().collect(), reexec)
     }
 
     /// The CLI's entry: the environment and the re-exec state it took
     /// itself, first thing in `main`.
     pub(crate) fn load_from(
         workspace: WorkspaceArg<'_>,
+        spell: Option<&str>,
         env: Vec<(OsString, OsString)>,
         reexec: Option<ReexecState>,
     ) -> Result<Sandbox, LoadError> {
         let input = StartupInput {
             workspace,
             env: &env,
+            spell,
         };
         let declared = policy::declare(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
         // Said after the lock's check: a lock beside a planted config
@@ -156,8 +171,6 @@ impl Sandbox {
             let sink: DiagnosticSink =
                 Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
             let session = spell_check::checking_session(policy, &env, sink.clone());
-            let workspace = session.gate().policy().workspace().to_path_buf();
-            session.name_spell(workspace_spell_name(&workspace, &spell.path).as_deref());
             let interpreter = spell_check::checking_interpreter(&spell.path, &session);
             spell_check::spell_and_calls_are_clean(
                 &interpreter,
@@ -358,9 +371,6 @@ impl Runtime {
     pub fn run(&self, spell: &Spell, args: Vec<String>) -> Result<i32, SpellError> {
         let program = spell.parse().map_err(SpellError::cannot_run)?;
         let mut interpreter = self.interpreter(&spell.path);
-        let workspace = self.policy().workspace().to_path_buf();
-        let name = workspace_spell_name(&workspace, &spell.path);
-        self.session.name_spell(name.as_deref());
         // Checked before anything runs: a type error on line 9, or a read
         // there that the sandbox will refuse, must not leave line 3's
         // writes behind.
@@ -431,7 +441,7 @@ mod tests {
     }
 
     fn load(dir: &Path) -> Result<Sandbox, LoadError> {
-        Sandbox::load_from(WorkspaceArg::Explicit(dir), Vec::new(), None)
+        Sandbox::load_from(WorkspaceArg::Explicit(dir), None, Vec::new(), None)
     }
 
     #[test]

@@ -33,7 +33,11 @@ impl Suggestion {
     /// The `spells: NAME:` section, YAML to paste into magus.yaml, and a
     /// comment line for each need no entry can meet.
     pub fn to_yaml(&self, spell: &str, home: Option<&Path>) -> String {
-        let mut out = format!("spells:\n  {}:\n", yaml_key(spell));
+        let mut out = format!(
+            "# add to magus.yaml (into the spell's section, if it has one already):\n\
+             spells:\n  {}:\n",
+            yaml_key(spell)
+        );
         if !self.allow.is_empty() {
             out.push_str("    allow:\n");
             for (path, mode) in &self.allow {
