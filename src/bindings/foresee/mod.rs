@@ -89,4 +89,6 @@ fn diagnostic(
 }
 
 #[cfg(all(test, unix))]
+mod corpus_tests;
+#[cfg(all(test, unix))]
 mod tests;
