@@ -2,12 +2,13 @@
 //! section of magus.yaml that the spell's literal calls need (see
 //! `bindings::foresee`), or says that it needs nothing. Nothing runs.
 
-use super::spell_check::checking_session;
-use super::spells::SpellReader;
-use super::{declare, GlobalArgs, EXIT_CANNOT_RUN, EXIT_NO_SPELL};
+use super::{declare, GlobalArgs, EXIT_CANNOT_RUN};
 use crate::bindings::{foresee, DiagnosticSink};
 use crate::diag::{Diagnostic, Renderer};
 use crate::policy::SandboxState;
+use crate::sandbox::exit::NO_SPELL as EXIT_NO_SPELL;
+use crate::sandbox::spell_checker::checking_session;
+use crate::sandbox::spell_reader::SpellReader;
 use std::ffi::OsString;
 use std::io::Write;
 use std::rc::Rc;
@@ -25,8 +26,8 @@ pub(super) fn suggest(global: &GlobalArgs, env: &[(OsString, OsString)], spell: 
     let (file, source) = match SpellReader::new(&policy).read_spell(spell) {
         Ok(found) => found,
         Err(e) => {
-            renderer.emit(&e.diagnostic);
-            return e.status;
+            renderer.emit(e.diagnostic());
+            return e.exit_status();
         }
     };
     let Some(name) = policy.spell_name().map(str::to_string) else {

@@ -128,7 +128,7 @@ fn mgs2007(scene: &Scene) -> Diagnostic {
 }
 
 fn mgs2011(scene: &Scene) -> Diagnostic {
-    use crate::enforce::proxy::{Event, RefusalReason};
+    use crate::proxy::{Event, RefusalReason};
     let event = Event::Refused {
         host: "exfil.example".into(),
         port: 443,
@@ -149,7 +149,7 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
 /// in one call (a client retrying): one diagnostic, the address, its
 /// block and the rule.
 fn mgs2011_rebinding(scene: &Scene) -> Diagnostic {
-    use crate::enforce::proxy::{Event, RefusalReason, Resolved};
+    use crate::proxy::{Event, RefusalReason, Resolved};
     let event = Event::Refused {
         host: "index.crates.io".into(),
         port: 443,
@@ -262,7 +262,7 @@ fn mgs2012_deny_by_seccomp() -> Diagnostic {
         abi: 7,
         unenforced: Vec::new(),
     };
-    crate::cli::network_fallback(plan, &landlock).expect("a fallback is reported")
+    crate::sandbox::startup::network_fallback(plan, &landlock).expect("a fallback is reported")
 }
 
 fn mgs2012_ports_unenforced() -> Diagnostic {
@@ -273,7 +273,7 @@ fn mgs2012_ports_unenforced() -> Diagnostic {
         abi: 3,
         unenforced: vec![Unenforced::Network { since_abi: 4 }],
     };
-    crate::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
+    crate::sandbox::startup::network_fallback(plan, &landlock).expect("ABI 3 is reported")
 }
 
 fn mgs2014(scene: &Scene) -> Diagnostic {
@@ -394,7 +394,7 @@ fn sandbox_all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2004_skipped", mgs2004(scene)),
         (
             "mgs2005_landlock",
-            crate::cli::landlock_unavailable(Unavailable::ForcedOff),
+            crate::sandbox::startup::landlock_unavailable(Unavailable::ForcedOff),
         ),
         ("mgs2006_shim", mgs2006()),
         ("mgs2007_exec", mgs2007(scene)),

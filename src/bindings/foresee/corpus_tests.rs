@@ -45,7 +45,7 @@ fn session(workspace: &Path, env: &[(OsString, OsString)]) -> Rc<Session> {
         .resolve(env)
         .policy;
     let sink: super::super::DiagnosticSink = Rc::new(|_: &Diagnostic| {});
-    crate::cli::spell_check::checking_session(policy, env, sink)
+    crate::sandbox::spell_checker::checking_session(policy, env, sink)
 }
 
 /// Whether `denial`, foreseen for `gated`, is what the run meets.
