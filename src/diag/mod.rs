@@ -18,7 +18,7 @@ mod suggest;
 
 pub use code::{Code, UnknownCode};
 pub use credentials::{credential_help, credential_store, HOME_DIRS, HOME_FILES, SYSTEM_FILES};
-pub use denial::allow_entry;
+pub use denial::{allow_entry, allow_entry_in, shown_path, yaml_key};
 pub use explain::explain_page;
 pub use output::{
     output_options, set_output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity,
