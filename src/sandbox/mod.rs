@@ -273,6 +273,7 @@ impl Runtime {
             policy,
             domain,
             proxy,
+            temp_dirs,
             hidden,
             child_env,
             report,
@@ -293,7 +294,7 @@ impl Runtime {
         );
         let session = session
             .with_shim_notes(report.at_shim)
-            .with_temp_dirs(startup::temp_dirs());
+            .with_temp_dirs(temp_dirs);
         let session = Rc::new(startup::with_proxy(session, proxy));
         Ok(Runtime {
             session,

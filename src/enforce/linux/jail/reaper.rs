@@ -42,14 +42,14 @@ const IPC_NAMESPACE: u8 = 4;
 
 /// Forks the namespace's PID 1, in a new PID namespace, handing it the
 /// network namespace to join (`network`, made ahead). Returns in magus
-/// proper (PID 2) before the view is built (see
-/// `super::wait_until_built`); the original process never returns on
+/// proper (PID 2) before the view is built, with the pipes PID 1 reports
+/// on (see `super::Building`); the original process never returns on
 /// success: it serves `outside` (see `super::Outside`), waits and exits.
 pub(super) fn start(
     plan: &JailPlan,
     network: Option<OwnedFd>,
     outside: Vec<Box<dyn Outside>>,
-) -> Result<(), JailUnavailable> {
+) -> Result<Reports, JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
     // terminal's mode.
@@ -74,16 +74,15 @@ pub(super) fn start(
             // instead of racing its last steps when PID 1 exits.
             let _network = network;
             let after = (&sweep, &watch, &terminal);
-            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
+            let failed = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
             restore_mask(&unblocked);
-            result
+            Err(failed)
         }
         Ok(ForkResult::Child) => {
             restore_mask(&unblocked);
             drop(report_rx);
             drop(outside);
-            become_init(report_tx, plan, network);
-            Ok(())
+            Ok(become_init(report_tx, plan, network))
         }
         // Out of processes or memory; anything else is the PID namespace
         // refused (as `unshare` would have been).
@@ -96,6 +95,16 @@ pub(super) fn start(
             Err(JailUnavailable::Unshare(errno))
         }
     }
+}
+
+/// What magus proper holds of PID 1 while it builds the view: the pipes
+/// it says "built" and "sealed" on, the host's root (to open grants by
+/// while the view is built) and the CPUs to take back.
+pub(super) struct Reports {
+    pub built: OwnedFd,
+    pub sealed: OwnedFd,
+    pub host_root: Option<OwnedFd>,
+    pub allowed: super::cores::Allowed,
 }
 
 /// `fork`, the child being the first process of a new PID namespace.
@@ -151,7 +160,8 @@ fn restore_mask(old: &SigSet) {
 
 /// In the original process: wait for PID 1's report; on success wait for
 /// the namespace to end (PID 1's exit ends every process in it), sweep,
-/// put the terminal's mode back, and exit with its status (never returns).
+/// put the terminal's mode back, and exit with its status (never returns);
+/// on failure, why.
 fn outer_wait_or_fail(
     init: Pid,
     report: &OwnedFd,
@@ -159,7 +169,7 @@ fn outer_wait_or_fail(
     mask: &SigSet,
     (sweep, watch, terminal): (&Sweep, &Watch, &TerminalModes),
     outside: Vec<Box<dyn Outside>>,
-) -> Result<(), JailUnavailable> {
+) -> JailUnavailable {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
     if n == REPORT_LEN && buf[0] == OK {
@@ -174,11 +184,11 @@ fn outer_wait_or_fail(
     }
     let _ = waitpid(init, None);
     if n < REPORT_LEN {
-        return Err(JailUnavailable::ReaperLost);
+        return JailUnavailable::ReaperLost;
     }
     let index = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
     let errno = Errno::from_raw(i32::from_le_bytes([buf[5], buf[6], buf[7], buf[8]]));
-    Err(match buf[0] {
+    match buf[0] {
         MOUNT_NAMESPACE => JailUnavailable::MountNamespace(errno),
         IPC_NAMESPACE => JailUnavailable::Unshare(errno),
         STEP => JailUnavailable::Step {
@@ -189,7 +199,7 @@ fn outer_wait_or_fail(
             errno,
         },
         _ => JailUnavailable::Fork(errno),
-    })
+    }
 }
 
 /// In the original process, once PID 1 has built the view: does what
@@ -281,7 +291,7 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 /// path (`super::wait_until_built`). Each `pivot_root` of the plan moves
 /// its root with PID 1's; it holds nothing of the host's but its working
 /// directory, which it leaves for the view's root once built.
-fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
+fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) -> Reports {
     super::ahead::join_network(network);
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWIPC) {
         fail(&report, IPC_NAMESPACE, 0, errno);
@@ -304,7 +314,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
     // Before the plan moves this namespace's root: magus proper opens the
     // grants the view binds through it while the view is built.
     let host_root = super::open_host_root();
-    super::cores::note();
+    let allowed = super::cores::note();
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
@@ -312,9 +322,12 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
             drop(built_tx);
             drop(sealed_tx);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-            super::expect_built(built_rx);
-            super::expect_sealed(sealed_rx);
-            super::expect_host_root(host_root);
+            Reports {
+                built: built_rx,
+                sealed: sealed_rx,
+                host_root,
+                allowed,
+            }
         }
         Ok(ForkResult::Parent { child }) => {
             super::cores::elsewhere(child);
