@@ -4,7 +4,7 @@
  * that load from other work falls on all alike:
  *   direct               the client to the server;
  *   splice               through a relay built as the proxy's
- *                        (src/enforce/linux/proxy/serve.rs: splice through
+ *                        (src/proxy/serve.rs: splice through
  *                        a 1 MiB pipe, TCP_NODELAY, no SPLICE_F_MORE, both
  *                        of its legs on Reno, unpaced, chosen before the
  *                        connection exists);

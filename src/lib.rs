@@ -73,6 +73,10 @@ mod enforce;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
 #[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod policy;
+#[cfg(kernel_layer)]
+#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+mod proxy;
 mod sandbox;
 
 // Where unit tests put fake `HOME`s and workspaces: the same rule as the
@@ -126,6 +130,10 @@ pub mod __private {
     }
     pub mod enforce {
         pub use crate::enforce::*;
+    }
+    #[cfg(kernel_layer)]
+    pub mod proxy {
+        pub use crate::proxy::*;
     }
     pub mod policy {
         pub use crate::policy::*;

@@ -4,10 +4,10 @@
 //! would forward must say what it checked. Shared by the `proxy` fuzz
 //! target and the corpus replay test.
 
-use magus_sandbox::__private::enforce::linux::proxy::request::{
+use magus_sandbox::__private::policy::hosts::normalize_host;
+use magus_sandbox::__private::proxy::request::{
     authority, read_http_head, read_socks_greeting, read_socks_request, Advance, BodyEnd, Head,
 };
-use magus_sandbox::__private::policy::hosts::normalize_host;
 use std::io::Cursor;
 
 /// Runs both readers on `data`; a forwarded head that disagrees with

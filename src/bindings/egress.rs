@@ -5,10 +5,8 @@
 
 use crate::buzz::CallSite;
 use crate::diag::{Code, Diagnostic, Location, SourceKind};
-use crate::enforce::proxy::{
-    rebinding_text, EgressSummary, Event, RefusalReason, Resolved, MAX_CLIENTS,
-};
 use crate::policy::HostList;
+use crate::proxy::{rebinding_text, EgressSummary, Event, RefusalReason, Resolved, MAX_CLIENTS};
 
 /// What to say of the events the proxy reported during one `sh.*` call
 /// (or, with `site` `None`, after the spell ended): one MGS2011 per host,

@@ -8,9 +8,9 @@ use super::scratch::TempDirs;
 use crate::buzz::CallSite;
 use crate::diag::Diagnostic;
 use crate::enforce::gate::Gate;
-#[cfg(kernel_layer)]
-use crate::enforce::proxy::{EgressSummary, Proxy};
 use crate::enforce::Domain;
+#[cfg(kernel_layer)]
+use crate::proxy::{EgressSummary, Proxy};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};

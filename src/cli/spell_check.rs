@@ -1,8 +1,9 @@
 //! `magus check [SPELL...]`: the library's spell checker
-//! (`crate::sandbox::spell_checker`) over the named spells, every finding
+//! (`crate::sandbox::spell_checker`) over the named spells, each under its
+//! own policy (the workspace's and its `spells:` section), every finding
 //! said, and a closing count. Nothing runs.
 
-use super::{load, GlobalArgs};
+use super::{declare, GlobalArgs};
 use crate::bindings::DiagnosticSink;
 use crate::diag::{Diagnostic, Renderer, Severity, Verbosity};
 use crate::sandbox::spell_checker::{checking_interpreter, checking_session, spell_is_clean};
@@ -30,10 +31,11 @@ pub(super) fn check(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[
 
 fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let startup = match load(global, env) {
-        Ok(startup) => startup,
+    let declared = match declare(global, env, None) {
+        Ok(declared) => declared,
         Err(status) => return status,
     };
+    let startup = declared.clone().resolve(env);
     let workspace = startup.policy.workspace().to_path_buf();
     let names = if names.is_empty() {
         let mut all = spell_files(&workspace.join("spells"));
@@ -48,9 +50,7 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         counted.set(counted.get().add(d.severity));
         renderer.emit(d);
     });
-    let policy = startup.policy.clone();
-    let session = checking_session(startup.policy, sink.clone());
-    let reader = SpellReader::new(&policy);
+    let reader = SpellReader::new(&startup.policy);
     let mut status = 0;
     for name in &names {
         let (file, source) = match reader.read_spell(name) {
@@ -61,6 +61,10 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
                 continue;
             }
         };
+        // Each spell under its own policy: the workspace's and its section.
+        let spell = crate::policy::spell_name(&workspace, name);
+        let policy = declared.for_spell(spell.as_deref()).resolve(env).policy;
+        let session = checking_session(policy, sink.clone());
         let interpreter = checking_interpreter(&file, &session);
         if !spell_is_clean(&interpreter, &file, &source, &sink) {
             status = EXIT_CHECK_FAILED;

@@ -22,7 +22,7 @@ pub mod linux;
 pub use interpreter_only::{platform, Domain, ReexecState};
 #[cfg(kernel_layer)]
 pub use linux::{
-    capabilities, jail, landlock, limits, network, process, proxy, reexec, seccomp, survivors,
+    capabilities, jail, landlock, limits, network, process, reexec, seccomp, survivors,
     unix_sockets, untraceable,
 };
 

@@ -1,6 +1,6 @@
 //! `network: {hosts: [...]}` entries: what a host rule is, how one is
 //! written in `magus.yaml`, and whether a name a client asked for matches.
-//! The proxy (`enforce::proxy`) asks [`HostList::permits`] with the name
+//! The proxy (`crate::proxy`) asks [`HostList::permits`] with the name
 //! exactly as the client sent it, before anything is resolved.
 
 use super::presets::Preset;

@@ -19,7 +19,7 @@ use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
 use crate::diag::{Diagnostic, OutputOptions, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::ReexecState;
-use crate::policy::{Policy, SandboxState, WorkspaceArg};
+use crate::policy::{Policy, SandboxState, StartupInput, WorkspaceArg};
 use startup::{Confinement, Loaded};
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -71,32 +71,52 @@ impl Sandbox {
     /// this process is the one [`Sandbox::install`] re-executed, it takes
     /// the re-exec's own variables out of the environment.
     pub fn load(dir: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
-        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()))
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()), None)
+    }
+
+    /// Like [`Sandbox::load`], under the policy of one spell: the
+    /// workspace's plus the spell's own `spells: NAME:` section of
+    /// `magus.yaml` (`spell` is `NAME`, `NAME.buzz`, or a path to a file in
+    /// the workspace's `spells/`), as `magus run NAME` loads it.
+    pub fn load_spell(dir: impl AsRef<Path>, spell: &str) -> Result<Sandbox, LoadError> {
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()), Some(spell))
     }
 
     /// Like [`Sandbox::load`], for the nearest ancestor of `start` (itself
     /// included) holding a `magus.yaml`, as `magus` finds its workspace.
     pub fn discover(start: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
-        Sandbox::load_process(WorkspaceArg::Discover {
-            start: start.as_ref(),
-        })
+        Sandbox::load_process(
+            WorkspaceArg::Discover {
+                start: start.as_ref(),
+            },
+            None,
+        )
     }
 
-    fn load_process(workspace: WorkspaceArg<'_>) -> Result<Sandbox, LoadError> {
+    fn load_process(
+        workspace: WorkspaceArg<'_>,
+        spell: Option<&str>,
+    ) -> Result<Sandbox, LoadError> {
         // Before the environment is read: the re-executed process takes
         // the stripped names out of it.
         let reexec = startup::take_reexec_state();
-        Sandbox::load_from(workspace, std::env::vars_os().collect(), reexec)
+        Sandbox::load_from(workspace, spell, std::env::vars_os().collect(), reexec)
     }
 
     /// The CLI's entry: the environment and the re-exec state it took
     /// itself, first thing in `main`.
     pub(crate) fn load_from(
         workspace: WorkspaceArg<'_>,
+        spell: Option<&str>,
         env: Vec<(OsString, OsString)>,
         reexec: Option<ReexecState>,
     ) -> Result<Sandbox, LoadError> {
-        let loaded = startup::load(workspace, &env, reexec.as_ref()).map_err(LoadError::new)?;
+        let input = StartupInput {
+            workspace,
+            env: &env,
+            spell,
+        };
+        let loaded = startup::load(input, reexec.as_ref()).map_err(LoadError::new)?;
         Ok(Sandbox {
             loaded,
             env,
@@ -376,7 +396,7 @@ mod tests {
     }
 
     fn load(dir: &Path) -> Result<Sandbox, LoadError> {
-        Sandbox::load_from(WorkspaceArg::Explicit(dir), Vec::new(), None)
+        Sandbox::load_from(WorkspaceArg::Explicit(dir), None, Vec::new(), None)
     }
 
     #[test]

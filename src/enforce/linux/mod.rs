@@ -1,6 +1,6 @@
 //! The Linux kernel layer: the jail (namespaces and the view), Landlock,
-//! the seccomp syscall guard, capabilities, the network namespace and the
-//! host-filtering proxy, sandbox limits, the survivor supervisor, the
+//! the seccomp syscall guard, capabilities, the network namespace (the
+//! host-filtering proxy it leads to is `crate::proxy`), sandbox limits, the survivor supervisor, the
 //! user's terminal put back as found, and the scrubbed re-exec. Everything here speaks to Linux-only system calls;
 //! the rest of `enforce` (the gate, child launch) is the interpreter layer.
 
@@ -15,7 +15,6 @@ pub mod landlock;
 pub mod limits;
 pub mod network;
 pub mod process;
-pub mod proxy;
 pub mod reexec;
 pub mod resolve;
 pub mod seccomp;

@@ -165,10 +165,10 @@ impl NetworkPlan {
                     Listen::Allowed => "",
                 }
             ),
-            NetworkPlan::ProxyNamespace => super::proxy::MECHANISM.into(),
+            NetworkPlan::ProxyNamespace => crate::proxy::MECHANISM.into(),
             NetworkPlan::ProxyPorts { why } => format!(
                 "{} (no network namespace: {why})",
-                super::proxy::MECHANISM_PARTIAL
+                crate::proxy::MECHANISM_PARTIAL
             ),
         }
     }

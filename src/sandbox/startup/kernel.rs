@@ -20,7 +20,6 @@ use crate::enforce::jail::ahead::{self, Ahead};
 use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
 use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
-use crate::enforce::proxy::Proxy;
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::unix_sockets::UnixSockets;
 use crate::enforce::{
@@ -30,6 +29,7 @@ use crate::enforce::{
 use crate::policy::{
     ChildEnv, Declared, Grant, Policy, SandboxState, DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
 };
+use crate::proxy::Proxy;
 use std::ffi::{OsStr, OsString};
 
 /// The jail's namespaces being made ahead by a helper, from `load` to

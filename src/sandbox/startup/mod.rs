@@ -51,7 +51,7 @@ use crate::enforce::{Domain, ReexecState};
 use crate::policy::lock::LockState;
 use crate::policy::{
     self, check_lock, check_nested, effective_fingerprint, Access, ChildEnv, NormalPath, Policy,
-    SandboxState, Startup, StartupInput, WorkspaceArg, FINGERPRINT_VAR,
+    SandboxState, Startup, StartupInput, FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -67,11 +67,10 @@ pub(crate) struct Loaded {
 /// not return when it happens), the namespaces started ahead, the grants
 /// resolved, the lock checked. Nothing is restricted yet.
 pub(crate) fn load(
-    workspace: WorkspaceArg<'_>,
-    env: &[(OsString, OsString)],
+    input: StartupInput<'_>,
     reexec: Option<&ReexecState>,
 ) -> Result<Loaded, Box<Diagnostic>> {
-    let input = StartupInput { workspace, env };
+    let env = input.env;
     let declared = policy::declare(input).map_err(|e| Box::new(e.to_diagnostic()))?;
     // Said after the lock's check: a lock beside a planted config that
     // turns the sandbox off already refuses it (MGS2010).

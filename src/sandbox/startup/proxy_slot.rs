@@ -8,8 +8,8 @@
 use crate::bindings::{egress, Session};
 use crate::diag::{Diagnostic, MessageFormat, Verbosity};
 use crate::enforce::network::NetworkPlan;
-use crate::enforce::proxy::{Launcher, Proxy, PARTIAL_REASON, PROXY_VARS};
 use crate::policy::{ChildEnv, HostList, Network, Policy, SandboxState, FINGERPRINT_VAR};
+use crate::proxy::{Launcher, Proxy, PARTIAL_REASON, PROXY_VARS};
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -104,7 +104,7 @@ pub(crate) fn wanted(
     ProxySlot::Wanted(hosts.clone())
 }
 
-fn proxy_failed(e: &crate::enforce::proxy::ProxyError) -> Box<Diagnostic> {
+fn proxy_failed(e: &crate::proxy::ProxyError) -> Box<Diagnostic> {
     Box::new(
         Diagnostic::error(format!("cannot start the network proxy: {e}"))
             .with_note("`network.hosts` needs magus's proxy; no spell runs without it"),

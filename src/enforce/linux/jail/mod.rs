@@ -242,7 +242,7 @@ pub fn enter_with(
 /// Work the original process does for magus proper while it waits
 /// outside the jail, in the host's network and PID namespaces, which no
 /// process of the jail can reach: forking the host-filtering proxy when
-/// the spell starts its first program (`crate::enforce::proxy::Launcher`),
+/// the spell starts its first program (`crate::proxy::Launcher`),
 /// and saying what the host holds at a path ([`host_paths`]).
 pub trait Outside {
     /// Readable when magus proper asks for something.

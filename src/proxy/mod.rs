@@ -146,7 +146,7 @@ impl Outside for Launcher {
 
     fn serve(&mut self) -> bool {
         let Some([control, http, socks]) =
-            super::handover::receive::<3>(&self.requests, LAUNCH_TAG)
+            crate::enforce::linux::handover::receive::<3>(&self.requests, LAUNCH_TAG)
         else {
             return false;
         };
@@ -236,14 +236,15 @@ impl Proxy {
         let [http, socks] = listeners.each_ref().map(|l| l.as_raw_fd());
         let ours = match &self.channel {
             Channel::Forked(ours) => {
-                super::handover::send(ours, LISTENERS_TAG, &[http, socks])
+                crate::enforce::linux::handover::send(ours, LISTENERS_TAG, &[http, socks])
                     .map_err(ProxyError::Handover)?;
                 ours.try_clone().map_err(ProxyError::Channel)?
             }
             Channel::Deferred(requests) => {
                 let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
                 let fds = [theirs.as_raw_fd(), http, socks];
-                super::handover::send(requests, LAUNCH_TAG, &fds).map_err(ProxyError::Handover)?;
+                crate::enforce::linux::handover::send(requests, LAUNCH_TAG, &fds)
+                    .map_err(ProxyError::Handover)?;
                 ours
             }
             Channel::Serving(_) => return Ok(()),
@@ -401,7 +402,7 @@ fn proxy_main(
 /// Waits for magus's [`LISTENERS_TAG`] byte and the two listeners it
 /// carries (HTTP, then SOCKS5).
 fn receive_listeners(control: &UnixStream) -> Option<(TcpListener, TcpListener)> {
-    let [http, socks] = super::handover::receive::<2>(control, LISTENERS_TAG)?;
+    let [http, socks] = crate::enforce::linux::handover::receive::<2>(control, LISTENERS_TAG)?;
     Some((TcpListener::from(http), TcpListener::from(socks)))
 }
 

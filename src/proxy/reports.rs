@@ -160,7 +160,7 @@ fn read_until_ended(stream: &UnixStream, shared: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::enforce::linux::proxy::events::RefusalReason;
+    use crate::proxy::events::RefusalReason;
 
     fn line(event: &Event) -> Vec<u8> {
         let mut line = serde_json::to_vec(event).unwrap();
