@@ -1,7 +1,7 @@
 //! `magus check [SPELL...]`: the library's spell checker
-//! (`crate::sandbox::spell_checker`) over the named spells, each under its
-//! own policy (the workspace's and its `spells:` section), every finding
-//! said, and a closing count. Nothing runs.
+//! (`crate::sandbox::spell_checker`) over the named spells, every finding
+//! said, and a closing count. Each spell is checked under its own policy
+//! (the workspace's and its `spells:` section). Nothing runs.
 
 use super::{declare, GlobalArgs};
 use crate::bindings::DiagnosticSink;

@@ -19,7 +19,7 @@ use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
 use crate::diag::{Diagnostic, OutputOptions, Renderer};
 use crate::enforce::gate::Gate;
 use crate::enforce::ReexecState;
-use crate::policy::{Policy, SandboxState, StartupInput, WorkspaceArg};
+use crate::policy::{Policy, SandboxState, WorkspaceArg};
 use startup::{Confinement, Loaded};
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -111,12 +111,8 @@ impl Sandbox {
         env: Vec<(OsString, OsString)>,
         reexec: Option<ReexecState>,
     ) -> Result<Sandbox, LoadError> {
-        let input = StartupInput {
-            workspace,
-            env: &env,
-            spell,
-        };
-        let loaded = startup::load(input, reexec.as_ref()).map_err(LoadError::new)?;
+        let loaded =
+            startup::load(workspace, spell, &env, reexec.as_ref()).map_err(LoadError::new)?;
         Ok(Sandbox {
             loaded,
             env,

@@ -51,7 +51,7 @@ use crate::enforce::{Domain, ReexecState};
 use crate::policy::lock::LockState;
 use crate::policy::{
     self, check_lock, check_nested, effective_fingerprint, Access, ChildEnv, NormalPath, Policy,
-    SandboxState, Startup, StartupInput, FINGERPRINT_VAR,
+    SandboxState, Startup, StartupInput, WorkspaceArg, FINGERPRINT_VAR,
 };
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -67,10 +67,16 @@ pub(crate) struct Loaded {
 /// not return when it happens), the namespaces started ahead, the grants
 /// resolved, the lock checked. Nothing is restricted yet.
 pub(crate) fn load(
-    input: StartupInput<'_>,
+    workspace: WorkspaceArg<'_>,
+    spell: Option<&str>,
+    env: &[(OsString, OsString)],
     reexec: Option<&ReexecState>,
 ) -> Result<Loaded, Box<Diagnostic>> {
-    let env = input.env;
+    let input = StartupInput {
+        workspace,
+        env,
+        spell,
+    };
     let declared = policy::declare(input).map_err(|e| Box::new(e.to_diagnostic()))?;
     // Said after the lock's check: a lock beside a planted config that
     // turns the sandbox off already refuses it (MGS2010).
