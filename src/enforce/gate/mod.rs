@@ -19,6 +19,7 @@
 mod ambient;
 mod confined;
 mod denial;
+mod denial_diagnostic;
 mod fs_ops;
 #[cfg(all(test, unix))]
 mod names_tests;
@@ -29,6 +30,7 @@ mod repository;
 mod windows_tests;
 
 pub use denial::{Denial, DenialReason, FsOp, GateError, Protection};
+pub use denial_diagnostic::allow_entry;
 pub use program::{HiddenPrograms, ProgramLookup};
 
 use crate::policy::Policy;

@@ -48,7 +48,7 @@ use crate::bindings;
 use crate::diag::{Diagnostic, OutputOptions};
 use crate::enforce::gate::HiddenPrograms;
 use crate::enforce::{Domain, ReexecState};
-use crate::policy::lock::LockState;
+use crate::policy::lock_file::LockState;
 use crate::policy::{
     self, check_lock, check_nested, effective_fingerprint, Access, ChildEnv, NormalPath, Policy,
     SandboxState, Startup, StartupInput, WorkspaceArg, FINGERPRINT_VAR,
