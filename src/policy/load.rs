@@ -5,7 +5,7 @@
 
 use super::config::{load_config, ConfigError, ConfigFile, SandboxConfig};
 use super::fingerprint::CanonicalPolicy;
-use super::resolve::{resolve, Inputs};
+use super::resolve_grants::{resolve, Inputs};
 use super::workspace::{
     enabled_override, find_workspace, spell_name, spell_names, BadOverride, WorkspaceArg,
     WorkspaceError, ENABLED_VAR,

@@ -1,9 +1,10 @@
 //! How `magus.lock` problems read to a user: MGS2010 in its three forms
 //! (fingerprint, undeclared, nested) and the errors of a lock that cannot
-//! be read or trusted. The facts come from `policy::lock`.
+//! be read or trusted. Each type of the lock file builds its own
+//! diagnostic; `diag` only renders it.
 
-use super::{Code, Diagnostic, Location, SourceKind};
-use crate::policy::lock::{Change, LockError, Mismatch, Undeclared};
+use super::{Change, LockError, Mismatch, Undeclared};
+use crate::diag::{Code, Diagnostic, Location, SourceKind};
 use crate::policy::{ENABLED_VAR, FINGERPRINT_VAR};
 use std::path::Path;
 

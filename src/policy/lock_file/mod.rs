@@ -3,15 +3,16 @@
 //! every startup. A mismatch is MGS2010 (fingerprint, undeclared, or a
 //! nested magus whose policy differs from the one it runs inside). This
 //! module reads, writes and verifies the lock file and returns facts; the
-//! words of MGS2010 are `diag`'s (`src/diag/lock.rs`).
+//! words of MGS2010 are built beside it (`diagnostic.rs`).
 
+mod diagnostic;
 mod diff;
 
 pub use diff::{diff, Change, Direction};
 
 use super::fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
-use super::regular::{open_regular, OpenFailure};
 use super::{lookup, HostList, HostRule, Limits, Mode, Network, Policy, SandboxState, StateSource};
+use crate::regular_file::{open_regular, OpenFailure};
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
