@@ -37,7 +37,6 @@ pub(crate) use reaper::{
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;
-use crate::enforce::limits::LimitsPlan;
 
 /// Whether magus and its children live in the jail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,9 +212,7 @@ fn open_host_root() -> Option<OwnedFd> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let limits = LimitsPlan::default();
-    let entered = enter_with(plan, request, ahead::Made::default(), None, &limits);
-    let entered = entered.and_then(|building| {
+    let entered = enter_with(plan, request, ahead::Made::default(), None).and_then(|building| {
         let user_namespace = building.user_namespace();
         building.wait_until_built().wait_until_sealed()?;
         Ok(user_namespace)
@@ -238,7 +235,27 @@ pub fn enter_with(
     request: UsernsRequest,
     made: ahead::Made,
     outside: Option<Box<dyn Outside>>,
-    limits: &LimitsPlan,
+) -> Result<Building, JailUnavailable> {
+    try_enter(plan, request, made, outside)
+}
+
+/// Work the original process does for magus proper while it waits
+/// outside the jail, in the host's network and PID namespaces, which no
+/// process of the jail can reach: forking the host-filtering proxy when
+/// the spell starts its first program (`crate::proxy::Launcher`),
+/// and saying what the host holds at a path ([`host_paths`]).
+pub trait Outside {
+    /// Readable when magus proper asks for something.
+    fn requests(&self) -> BorrowedFd<'_>;
+    /// Answers what was asked; `false` once nothing more will be.
+    fn serve(&mut self) -> bool;
+}
+
+fn try_enter(
+    plan: &JailPlan,
+    request: UsernsRequest,
+    made: ahead::Made,
+    outside: Option<Box<dyn Outside>>,
 ) -> Result<Building, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
@@ -253,8 +270,8 @@ pub fn enter_with(
         .collect();
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
-    // the host's. It holds `limits` (the PID bound, the wall time).
-    let started = reaper::start(plan, made.network, services, limits);
+    // the host's.
+    let started = reaper::start(plan, made.network, services);
     if started.is_err() {
         host_paths::forget();
     }
@@ -262,18 +279,6 @@ pub fn enter_with(
         user_namespace,
         reports: started?,
     })
-}
-
-/// Work the original process does for magus proper while it waits
-/// outside the jail, in the host's network and PID namespaces, which no
-/// process of the jail can reach: forking the host-filtering proxy when
-/// the spell starts its first program (`crate::proxy::Launcher`),
-/// and saying what the host holds at a path ([`host_paths`]).
-pub trait Outside {
-    /// Readable when magus proper asks for something.
-    fn requests(&self) -> BorrowedFd<'_>;
-    /// Answers what was asked; `false` once nothing more will be.
-    fn serve(&mut self) -> bool;
 }
 
 /// Whether [`enter`] could make the namespaces here, asked in a throw-away
