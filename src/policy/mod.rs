@@ -27,6 +27,7 @@ pub(crate) mod real_paths;
 pub mod reference;
 mod regular;
 mod resolve;
+pub mod secrets;
 pub mod shims;
 mod trie;
 pub mod winpath;
@@ -51,6 +52,7 @@ pub use lock::{
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
 pub(crate) use real_paths::RealPaths;
 pub(crate) use regular::open_regular;
+pub use secrets::{SecretBinding, SecretSource};
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{

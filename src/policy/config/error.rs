@@ -83,6 +83,10 @@ pub enum ConfigErrorKind {
     HostsWithPorts,
     #[error("`hosts` is empty")]
     NoHosts,
+    #[error("invalid secret entry `{spelled}`: {why}")]
+    BadSecret { spelled: String, why: &'static str },
+    #[error("the secret `{0}` is declared twice")]
+    DuplicateSecret(String),
 }
 
 impl ConfigErrorKind {
@@ -152,6 +156,12 @@ impl ConfigErrorKind {
             }
             ConfigErrorKind::NoHosts => {
                 "list at least one host, or write `network: deny` for no network".into()
+            }
+            ConfigErrorKind::BadSecret { .. } => {
+                "a secret is `{name: VAR, from: {env: VAR} or {file: /path}, hosts: [api.example.com], rules: [{methods: [GET], paths: [\"/api/*\"]}]}` (docs/secrets.md)".into()
+            }
+            ConfigErrorKind::DuplicateSecret(name) => {
+                format!("keep one `{name}` entry in this spell's `secrets:`")
             }
         }
     }
