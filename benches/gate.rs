@@ -75,6 +75,7 @@ impl Fixture {
         let startup = policy::startup(StartupInput {
             workspace: WorkspaceArg::Explicit(&self.ws),
             env: &env,
+            spell: None,
         })
         .expect("the bench policy resolves");
         assert_eq!(startup.policy.state(), state);

@@ -283,6 +283,7 @@ impl Fixture {
         let startup = policy::startup(StartupInput {
             workspace: WorkspaceArg::Explicit(&self.ws),
             env: &env,
+            spell: None,
         })
         .expect("policy resolves");
         assert_eq!(startup.policy.state(), SandboxState::On);

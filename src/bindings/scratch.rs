@@ -85,6 +85,7 @@ mod tests {
             spelled: "/tmp/shared".into(),
             line: 3,
             column: 9,
+            spell: None,
         };
         let policy = crate::policy::Policy::new(
             SandboxState::On,

@@ -6,7 +6,7 @@
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, Renderer};
 use crate::policy::lock::{diff, lock_file, Lock, LockState};
-use crate::policy::{check_lock, check_nested, CanonicalPolicy, Policy};
+use crate::policy::{check_lock, check_nested, CanonicalPolicy, CanonicalSection, Policy};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
@@ -28,7 +28,13 @@ pub(super) fn sandbox_lock(global: &GlobalArgs, env: &[(OsString, OsString)]) ->
     };
     let file = lock_file(policy.workspace());
     let previous = Lock::read(&file);
-    let lock = Lock::new(declared.clone());
+    let sections = startup
+        .config
+        .iter()
+        .flat_map(|c| &c.spells)
+        .map(CanonicalSection::from_declared)
+        .collect();
+    let lock = Lock::new(declared.clone(), sections);
     if let Ok(Some(old)) = &previous {
         if old.fingerprint == lock.fingerprint {
             say(&format!(
@@ -76,9 +82,27 @@ fn report(file: &Path, lock: &Lock, previous: Option<&Lock>) -> String {
         for change in diff(&old.policy, &lock.policy) {
             out.push_str(&format!("  {change}\n"));
         }
+        for name in spell_names(old, lock) {
+            for change in diff(&old.effective(Some(name)), &lock.effective(Some(name))) {
+                out.push_str(&format!("  spell {name}: {change}\n"));
+            }
+        }
     }
     out.push_str("review it and commit it with magus.yaml\n");
     out
+}
+
+/// The spells either lock has a section for, sorted, each once.
+fn spell_names<'a>(old: &'a Lock, new: &'a Lock) -> Vec<&'a str> {
+    let mut names: Vec<&str> = old
+        .spells
+        .iter()
+        .chain(&new.spells)
+        .map(|s| s.section.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 fn say(text: &str) {

@@ -168,7 +168,11 @@ enum SandboxCommand {
     /// kernel protections in force and every startup diagnostic in full;
     /// exit 125 on errors or when magus.lock does not match.
     #[command(after_help = EXIT_HELP)]
-    Check,
+    Check {
+        /// Show the effective policy of this spell: the workspace's plus
+        /// its own `spells: NAME:` section, each grant with its line.
+        spell: Option<String>,
+    },
     /// Write magus.lock: the fingerprint and canonical text of the declared
     /// sandbox policy. Every `magus run` then refuses a policy that differs
     /// (MGS2010). Review and commit it with magus.yaml.
@@ -214,12 +218,17 @@ pub fn main() -> i32 {
             },
         ),
         Some(Command::Test { spells, filter }) => {
-            run::run(global, &env, reexec, run::Job::Test { spells, filter })
+            match test::in_processes_per_policy(global, &env, &spells, filter.as_deref()) {
+                Some(status) => status,
+                None => run::run(global, &env, reexec, run::Job::Test { spells, filter }),
+            }
         }
         Some(Command::Check { spells }) => spell_check::check(global, &env, &spells),
         Some(Command::Explain { code }) => explain(global, &code),
         Some(Command::Init) => init::init(global),
-        Some(Command::Sandbox(SandboxCommand::Check)) => sandbox_check::sandbox_check(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Check { spell })) => {
+            sandbox_check::sandbox_check(global, &env, spell.as_deref())
+        }
         Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
         Some(Command::Completions { shell }) => completions(global, shell),
     }
@@ -304,15 +313,25 @@ fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
 
 /// Finds the workspace and resolves its policy, or reports why not.
 fn load(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Startup, i32> {
-    Ok(declare(global, env)?.resolve(env))
+    Ok(declare(global, env, None)?.resolve(env))
 }
 
-/// Finds the workspace and reads its declared policy, or reports why not.
-fn declare(global: &GlobalArgs, env: &[(OsString, OsString)]) -> Result<Declared, i32> {
+/// Finds the workspace and reads its declared policy (with `spell`'s own
+/// section, when it names one), or reports why not.
+fn declare(
+    global: &GlobalArgs,
+    env: &[(OsString, OsString)],
+    spell: Option<&str>,
+) -> Result<Declared, i32> {
     let renderer = Renderer::new(global.message_format);
     let cwd = current_dir(&renderer)?;
     let workspace = workspace_arg(global, &cwd);
-    policy::declare(StartupInput { workspace, env }).map_err(|err| {
+    policy::declare(StartupInput {
+        workspace,
+        env,
+        spell,
+    })
+    .map_err(|err| {
         renderer.emit(&err.to_diagnostic());
         EXIT_CONFIG
     })

@@ -119,7 +119,14 @@ fn start(
     };
     let cwd = super::current_dir(renderer)?;
     let workspace = super::workspace_arg(global, &cwd);
-    let sandbox = Sandbox::load_from(workspace, env.to_vec(), reexec)
+    let spell = match &job {
+        Job::Run { spell, .. } => Some(spell.as_str()),
+        Job::Test { spells, .. } => match spells.as_slice() {
+            [one] => Some(one.as_str()),
+            _ => None,
+        },
+    };
+    let sandbox = Sandbox::load_from(workspace, spell, env.to_vec(), reexec)
         .map_err(|e| config_error(e.diagnostic()))?;
     let spells = read_spells(sandbox.policy(), &job).map_err(|e| {
         renderer.emit(&e.diagnostic);

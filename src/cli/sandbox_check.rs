@@ -6,7 +6,7 @@
 
 use super::lock::LockReport;
 use super::report::{startup_report, ReportInput};
-use super::{load, GlobalArgs, EXIT_CONFIG};
+use super::{declare, GlobalArgs, EXIT_CONFIG, EXIT_NO_SPELL};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
 #[cfg(kernel_layer)]
 use crate::enforce::jail::{protect, UserNamespace};
@@ -16,6 +16,7 @@ use crate::enforce::limits::{self, OwnUserNamespace};
 use crate::enforce::network::NetworkPlan;
 #[cfg(kernel_layer)]
 use crate::enforce::{self, JailPlan, JailStatus, LandlockStatus, ViewInputs};
+use crate::policy::config::ConfigFile;
 use crate::policy::{
     self, Grant, GrantSource, Network, Policy, SandboxState, Startup, StateSource,
 };
@@ -24,9 +25,13 @@ use std::ffi::OsString;
 use std::io::Write;
 
 /// `magus sandbox check`: the policy to stdout, diagnostics to stderr.
-pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
+pub(super) fn sandbox_check(
+    global: &GlobalArgs,
+    env: &[(OsString, OsString)],
+    spell: Option<&str>,
+) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let startup = match load(global, env) {
+    let startup = match load_for(global, env, spell) {
         Ok(startup) => startup,
         Err(status) => return status,
     };
@@ -34,7 +39,7 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
     let kernel = KernelReport::probe(policy, env);
     let lock = LockReport::of(policy);
     let report = match global.message_format {
-        MessageFormat::Human => human_report(policy, &kernel, &lock),
+        MessageFormat::Human => human_report(policy, startup.config.as_ref(), &kernel, &lock),
         MessageFormat::Json => json_report(policy, &kernel, &lock),
     };
     let _ = std::io::stdout().lock().write_all(report.as_bytes());
@@ -48,6 +53,32 @@ pub(super) fn sandbox_check(global: &GlobalArgs, env: &[(OsString, OsString)]) -
     } else {
         0
     }
+}
+
+/// The workspace's policy, or with `spell` the effective policy of that
+/// spell of the workspace (a name that is none is an error, with the
+/// nearest name).
+fn load_for(
+    global: &GlobalArgs,
+    env: &[(OsString, OsString)],
+    spell: Option<&str>,
+) -> Result<Startup, i32> {
+    let declared = declare(global, env, spell)?;
+    let startup = declared.resolve(env);
+    let Some(name) = startup.policy.spell_name().or(spell) else {
+        return Ok(startup);
+    };
+    let known = policy::spell_names(startup.policy.workspace());
+    if known.iter().any(|k| k == name) {
+        return Ok(startup);
+    }
+    let mut d = Diagnostic::error(format!("no spell `{name}` in this workspace's spells/"));
+    d = match crate::diag::nearest(name, known.iter().map(String::as_str)) {
+        Some(near) => d.with_help(format!("did you mean `{near}`?")),
+        None => d.with_help("`magus list` shows the workspace's spells"),
+    };
+    Renderer::new(global.message_format).emit(&d);
+    Err(EXIT_NO_SPELL)
 }
 
 /// Every diagnostic `magus run` would give at startup, in the same words,
@@ -222,9 +253,18 @@ fn state_text(policy: &Policy) -> String {
 
 fn source_text(grant: &Grant) -> String {
     match &grant.source {
-        GrantSource::Config { spelled, line, .. } => {
-            format!("magus.yaml line {line} ({spelled})")
-        }
+        GrantSource::Config {
+            spelled,
+            line,
+            spell: None,
+            ..
+        } => format!("magus.yaml line {line} ({spelled})"),
+        GrantSource::Config {
+            spelled,
+            line,
+            spell: Some(name),
+            ..
+        } => format!("magus.yaml line {line} ({spelled}), spells: {name}:"),
         other => other.to_string(),
     }
 }
@@ -357,7 +397,21 @@ fn presets_json(list: &crate::policy::HostList) -> serde_json::Value {
     serde_json::Value::Object(map)
 }
 
-fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> String {
+/// Whether the spell has its own section, and where.
+fn spell_text(config: Option<&ConfigFile>, name: &str) -> String {
+    let section = config.and_then(|c| c.spell(name)).map(|s| s.at.line);
+    match section {
+        Some(line) => format!("the workspace's policy and `spells: {name}:` at magus.yaml line {line}"),
+        None => "the workspace's policy: it has no `spells:` section".into(),
+    }
+}
+
+fn human_report(
+    policy: &Policy,
+    config_file: Option<&ConfigFile>,
+    kernel: &KernelReport,
+    lock: &LockReport,
+) -> String {
     let mut out = String::new();
     let config = policy
         .config_file()
@@ -368,6 +422,9 @@ fn human_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> St
         .map_or("none (no sandbox section)".into(), |f| f.to_string());
     out.push_str(&format!("workspace    {}\n", policy.workspace().display()));
     out.push_str(&format!("config       {config}\n"));
+    if let Some(name) = policy.spell_name() {
+        out.push_str(&format!("spell        {name} ({})\n", spell_text(config_file, name)));
+    }
     out.push_str(&format!("sandbox      {}\n", state_text(policy)));
     out.push_str(&format!("fingerprint  {fingerprint}\n"));
     out.push_str(&format!("lock         {}\n\npaths\n", lock.text));
@@ -455,7 +512,10 @@ fn json_grant(grant: &Grant) -> serde_json::Value {
             spelled,
             line,
             column,
-        } => json!({"kind": "config", "spelled": spelled, "line": line, "column": column}),
+            spell,
+        } => {
+            json!({"kind": "config", "spelled": spelled, "line": line, "column": column, "spell": spell})
+        }
     };
     json!({
         "path": grant.path.display().to_string(),
@@ -489,6 +549,7 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
         "workspace": policy.workspace().display().to_string(),
         "config": policy.config_file().as_ref().map(|f| f.display().to_string()),
         "sandbox": state_text(policy),
+        "spell": policy.spell_name(),
         "fingerprint": policy.fingerprint().map(|f| f.to_string()),
         "lock": lock.tag,
         "grants": policy.grants().iter().map(json_grant).collect::<Vec<_>>(),

@@ -1,11 +1,11 @@
 //! `magus check [SPELL...]`, and the check that `magus run` and `magus test`
 //! make before running anything: the spell checker of `buzz::check` over
 //! each spell and every file it imports. Nothing runs; imported files are
-//! read through the gate of the workspace's policy, as a run would read
-//! them.
+//! read through the gate of the spell's own policy (the workspace's and
+//! its `spells:` section), as a run would read them.
 
 use super::spells::{spell_files, SpellReader};
-use super::{load, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
+use super::{declare, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{Interpreter, Program};
 use crate::diag::{Code, Diagnostic, Renderer, Severity, Verbosity};
@@ -36,10 +36,11 @@ pub(super) fn check(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[
 
 fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
     let renderer = Renderer::new(global.message_format);
-    let startup = match load(global, env) {
-        Ok(startup) => startup,
+    let declared = match declare(global, env, None) {
+        Ok(declared) => declared,
         Err(status) => return status,
     };
+    let startup = declared.clone().resolve(env);
     let workspace = startup.policy.workspace().to_path_buf();
     let names = if names.is_empty() {
         let mut all = spell_files(&workspace.join("spells"));
@@ -54,9 +55,7 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         counted.set(counted.get().add(d.severity));
         renderer.emit(d);
     });
-    let policy = startup.policy.clone();
-    let session = checking_session(startup.policy, sink.clone());
-    let reader = SpellReader::new(&policy);
+    let reader = SpellReader::new(&startup.policy);
     let mut status = 0;
     for name in &names {
         let (file, source) = match reader.read_spell(name) {
@@ -67,6 +66,10 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
                 continue;
             }
         };
+        // Each spell under its own policy: the workspace's and its section.
+        let spell = crate::policy::spell_name(&workspace, name);
+        let policy = declared.for_spell(spell.as_deref()).resolve(env).policy;
+        let session = checking_session(policy, sink.clone());
         let interpreter = checking_interpreter(&file, &session);
         if !spell_is_clean(&interpreter, &file, &source, &sink) {
             status = EXIT_CHECK_FAILED;

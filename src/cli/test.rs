@@ -167,3 +167,94 @@ fn say(line: &str) {
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
 }
+
+/// `magus test` over spells whose policies differ: the sandbox confines
+/// the whole process and cannot be undone, so each spell with its own
+/// `spells:` section is tested by a `magus test` of its own, and the
+/// spells without one together. `None` when one process serves them all
+/// (no section among them, or a single spell), and `magus test` goes on
+/// as usual. Each process prints its own results and closing line; the
+/// status is the first that is not 0.
+pub(super) fn in_processes_per_policy(
+    global: &super::GlobalArgs,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    spells: &[String],
+    filter: Option<&str>,
+) -> Option<i32> {
+    let declared = match super::declare(global, env, None) {
+        Ok(declared) => declared,
+        Err(status) => return Some(status),
+    };
+    let (root, config) = declared.workspace_and_config();
+    let config = config.filter(|c| !c.spells.is_empty())?;
+    let named = match spells.is_empty() {
+        true => crate::policy::spell_names(root),
+        false => spells.to_vec(),
+    };
+    let groups = groups_by_policy(root, config, named);
+    if groups.len() < 2 {
+        return None;
+    }
+    let status = groups
+        .iter()
+        .map(|group| test_in_process(global, root, group, filter))
+        .fold(0, |first, status| if first == 0 { status } else { first });
+    Some(status)
+}
+
+/// The spells with a section each alone, then the others together.
+fn groups_by_policy(
+    root: &Path,
+    config: &crate::policy::config::ConfigFile,
+    names: Vec<String>,
+) -> Vec<Vec<String>> {
+    let (own, shared): (Vec<String>, Vec<String>) = names.into_iter().partition(|name| {
+        crate::policy::spell_name(root, name).is_some_and(|n| config.spell(&n).is_some())
+    });
+    let mut groups: Vec<Vec<String>> = own.into_iter().map(|n| vec![n]).collect();
+    if !shared.is_empty() {
+        groups.push(shared);
+    }
+    groups
+}
+
+/// `magus test` of `spells` in a new process, with this one's options.
+fn test_in_process(
+    global: &super::GlobalArgs,
+    root: &Path,
+    spells: &[String],
+    filter: Option<&str>,
+) -> i32 {
+    use clap::ValueEnum;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return cannot_start(global, &e),
+    };
+    let mut command = std::process::Command::new(exe);
+    command.arg("--workspace").arg(root);
+    for (flag, value) in [
+        ("--message-format", global.message_format.to_possible_value()),
+        ("--color", global.color.to_possible_value()),
+    ] {
+        if let Some(value) = value {
+            command.arg(flag).arg(value.get_name());
+        }
+    }
+    command.args(global.quiet.then_some("--quiet"));
+    command.args(global.verbose.then_some("--verbose"));
+    command.arg("test");
+    if let Some(filter) = filter {
+        command.arg("--filter").arg(filter);
+    }
+    command.arg("--").args(spells);
+    match command.status() {
+        Ok(status) => status.code().unwrap_or(super::EXIT_CANNOT_RUN),
+        Err(e) => cannot_start(global, &e),
+    }
+}
+
+fn cannot_start(global: &super::GlobalArgs, e: &std::io::Error) -> i32 {
+    let d = crate::diag::Diagnostic::error(format!("cannot start magus for a spell's tests: {e}"));
+    crate::diag::Renderer::new(global.message_format).emit(&d);
+    super::EXIT_CANNOT_RUN
+}

@@ -64,10 +64,11 @@ impl Mismatch {
     pub fn to_diagnostic(&self) -> Diagnostic {
         match self {
             Mismatch::Fingerprint {
+                spell,
                 locked,
                 declared,
                 changes,
-            } => fingerprint_diagnostic(locked, declared, changes),
+            } => fingerprint_diagnostic(spell.as_deref(), locked, declared, changes),
             Mismatch::Undeclared(why) => {
                 Diagnostic::error("sandbox policy does not match magus.lock (undeclared)")
                     .with_code(Code::Mgs2010)
@@ -82,8 +83,19 @@ impl Mismatch {
     }
 }
 
-fn fingerprint_diagnostic(locked: &str, declared: &str, changes: &[Change]) -> Diagnostic {
-    let mut d = Diagnostic::error("sandbox policy does not match magus.lock (fingerprint)")
+fn fingerprint_diagnostic(
+    spell: Option<&str>,
+    locked: &str,
+    declared: &str,
+    changes: &[Change],
+) -> Diagnostic {
+    let message = match spell {
+        Some(name) => {
+            format!("the sandbox policy of spell `{name}` does not match magus.lock (fingerprint)")
+        }
+        None => "sandbox policy does not match magus.lock (fingerprint)".to_string(),
+    };
+    let mut d = Diagnostic::error(message)
         .with_code(Code::Mgs2010)
         .with_note(format!(
             "locked {}, declared {}",

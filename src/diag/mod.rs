@@ -26,7 +26,7 @@ pub use output::{
 pub use render::{
     render, render_child_line_json, render_human, render_json, MessageFormat, Renderer,
 };
-pub use suggest::edit_distance;
+pub use suggest::{edit_distance, nearest};
 
 use std::path::PathBuf;
 

@@ -234,6 +234,7 @@ fn mgs2004(scene: &Scene) -> Diagnostic {
     let startup = policy::startup(StartupInput {
         workspace: WorkspaceArg::Explicit(&ws),
         env: &env,
+        spell: None,
     })
     .unwrap();
     by_code(startup.diagnostics, Code::Mgs2004)
@@ -265,7 +266,7 @@ fn policy_declaring(yaml: Option<&str>, state: SandboxState, source: StateSource
 }
 
 fn mgs2010_fingerprint() -> Diagnostic {
-    let lock = Lock::new(canonical(LOCKED));
+    let lock = Lock::new(canonical(LOCKED), Vec::new());
     let policy = policy_declaring(Some(WIDER), SandboxState::On, StateSource::Default);
     match verify(&lock, &policy) {
         LockState::Mismatch(m) => m.to_diagnostic(),
@@ -278,8 +279,8 @@ fn mgs2010_undeclared() -> Diagnostic {
 }
 
 fn mgs2010_nested() -> Diagnostic {
-    let outer = Lock::new(canonical(LOCKED)).fingerprint;
-    let inner = Some(Lock::new(canonical(WIDER)).fingerprint);
+    let outer = Lock::new(canonical(LOCKED), Vec::new()).fingerprint;
+    let inner = Some(Lock::new(canonical(WIDER), Vec::new()).fingerprint);
     Mismatch::Nested { outer, inner }.to_diagnostic()
 }
 
@@ -333,8 +334,12 @@ fn config_error(scene: &Scene, name: &str, yaml: &[u8]) -> Diagnostic {
 
 /// The error startup reports for `workspace` with `env`.
 fn startup_error(workspace: WorkspaceArg<'_>, env: &[(OsString, OsString)]) -> Diagnostic {
-    let declared = policy::declare(StartupInput { workspace, env })
-        .and_then(|d| d.refuse_planted_nested().map(|()| d));
+    let declared = policy::declare(StartupInput {
+        workspace,
+        env,
+        spell: None,
+    })
+    .and_then(|d| d.refuse_planted_nested().map(|()| d));
     match declared {
         Err(e) => e.to_diagnostic(),
         Ok(_) => panic!("startup succeeded"),

@@ -25,3 +25,14 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     }
     d[a.len()][b.len()]
 }
+
+/// The candidate nearest to `wanted`, if one is near enough to be a typo:
+/// at most a third of its length in edits (at least one), and not equal.
+pub fn nearest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(wanted, c), c))
+        .filter(|(d, c)| *d > 0 && *d <= (c.chars().count() / 3).max(1))
+        .min()
+        .map(|(_, c)| c)
+}

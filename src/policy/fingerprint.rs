@@ -3,7 +3,7 @@
 //! written, never resolved paths), so the fingerprint is the same on every
 //! machine. `magus.lock` stores both; this module does not read or write it.
 
-use super::config::SandboxConfig;
+use super::config::{merged_network, SandboxConfig, SpellSection};
 use super::grant::{Mode, Network};
 use super::hosts::HostList;
 use super::limits::Limits;
@@ -81,6 +81,88 @@ impl CanonicalPolicy {
     }
 }
 
+/// One spell's section (`spells: NAME:`) in canonical form: what it adds
+/// to the workspace's policy, sorted like [`CanonicalPolicy`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalSection {
+    pub name: String,
+    pub allow: Vec<(String, Mode)>,
+    pub passthrough: Vec<String>,
+    /// `None` when the section keeps the workspace's `network`.
+    pub network: Option<Network>,
+}
+
+impl CanonicalSection {
+    /// The canonical form of a declared section.
+    pub fn from_declared(section: &SpellSection) -> CanonicalSection {
+        let mut canonical = CanonicalSection {
+            name: section.name.clone(),
+            allow: section
+                .allow
+                .iter()
+                .map(|e| (e.path.clone(), e.mode))
+                .collect(),
+            passthrough: section
+                .passthrough
+                .iter()
+                .map(|p| p.pattern.to_string())
+                .collect(),
+            network: section.network.as_ref().map(canonical_network),
+        };
+        canonical.sort();
+        canonical
+    }
+
+    /// Sorts and deduplicates, as a lock read back must be.
+    pub(crate) fn sort(&mut self) {
+        self.allow.sort();
+        self.allow.dedup();
+        self.passthrough.sort();
+        self.passthrough.dedup();
+        if let Some(network) = &mut self.network {
+            *network = canonical_network(network);
+        }
+    }
+}
+
+impl CanonicalPolicy {
+    /// The effective policy of a spell with `section`, exactly as
+    /// [`SandboxConfig::for_spell`] merges the declared forms, so the
+    /// lock's record of a spell and the run's policy fingerprint alike.
+    pub fn with_section(&self, section: &CanonicalSection) -> CanonicalPolicy {
+        let mut merged = self.clone();
+        merged.allow.extend(section.allow.iter().cloned());
+        merged.allow.sort();
+        merged.allow.dedup();
+        merged
+            .passthrough
+            .extend(section.passthrough.iter().cloned());
+        merged.passthrough.sort();
+        merged.passthrough.dedup();
+        if let Some(network) = &section.network {
+            merged.network = canonical_network(&merged_network(&self.network, network));
+        }
+        merged
+    }
+}
+
+impl fmt::Display for CanonicalSection {
+    /// `spell "NAME"`, then its facts one per line as in the policy.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "spell {}", quoted(&self.name))?;
+        for (path, mode) in &self.allow {
+            writeln!(f, "allow {mode} {}", quoted(path))?;
+        }
+        for name in &self.passthrough {
+            writeln!(f, "passthrough {}", quoted(name))?;
+        }
+        match &self.network {
+            Some(network) => write_network(f, network),
+            None => Ok(()),
+        }
+    }
+}
+
 fn canonical_network(network: &Network) -> Network {
     match network {
         Network::Ports {
@@ -135,21 +217,25 @@ impl fmt::Display for CanonicalPolicy {
         for name in &self.passthrough {
             writeln!(f, "passthrough {}", quoted(name))?;
         }
-        match &self.network {
-            Network::Allow => writeln!(f, "network allow")?,
-            Network::Deny => writeln!(f, "network deny")?,
-            Network::Ports {
-                connect_tcp,
-                bind_tcp,
-            } => writeln!(
-                f,
-                "network connect_tcp {} bind_tcp {}",
-                ports(connect_tcp),
-                ports(bind_tcp)
-            )?,
-            Network::Hosts(list) => writeln!(f, "network hosts {}", host_list_text(list))?,
-        }
+        write_network(f, &self.network)?;
         write_limits(f, &self.limits)
+    }
+}
+
+fn write_network(f: &mut fmt::Formatter<'_>, network: &Network) -> fmt::Result {
+    match network {
+        Network::Allow => writeln!(f, "network allow"),
+        Network::Deny => writeln!(f, "network deny"),
+        Network::Ports {
+            connect_tcp,
+            bind_tcp,
+        } => writeln!(
+            f,
+            "network connect_tcp {} bind_tcp {}",
+            ports(connect_tcp),
+            ports(bind_tcp)
+        ),
+        Network::Hosts(list) => writeln!(f, "network hosts {}", host_list_text(list)),
     }
 }
 

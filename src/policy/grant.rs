@@ -96,6 +96,9 @@ pub enum GrantSource {
         line: u32,
         /// 1-based column of the entry's `path:` value.
         column: u32,
+        /// The spell whose `spells:` section holds the entry; `None` for
+        /// the workspace's `sandbox.allow`.
+        spell: Option<String>,
     },
 }
 
@@ -104,7 +107,16 @@ impl fmt::Display for GrantSource {
         match self {
             GrantSource::Builtin(why) => write!(f, "built-in ({why})"),
             GrantSource::Workspace => f.write_str("workspace root"),
-            GrantSource::Config { line, .. } => write!(f, "magus.yaml line {line}"),
+            GrantSource::Config {
+                line,
+                spell: None,
+                ..
+            } => write!(f, "magus.yaml line {line}"),
+            GrantSource::Config {
+                line,
+                spell: Some(name),
+                ..
+            } => write!(f, "magus.yaml line {line}, `spells: {name}:`"),
         }
     }
 }

@@ -3,14 +3,16 @@
 //! point the CLI needs; it reads the file system but never the process
 //! environment (that is passed in).
 
-use super::config::{load_config, ConfigError, ConfigFile};
+use super::config::{load_config, ConfigError, ConfigFile, SandboxConfig};
 use super::fingerprint::CanonicalPolicy;
 use super::resolve::{resolve, Inputs};
 use super::workspace::{
-    enabled_override, find_workspace, BadOverride, WorkspaceArg, WorkspaceError, ENABLED_VAR,
+    enabled_override, find_workspace, spell_name, spell_names, BadOverride, WorkspaceArg,
+    WorkspaceError, ENABLED_VAR,
 };
 use super::{Policy, SandboxState, StateSource};
 use crate::diag::{Code, Diagnostic};
+use std::borrow::Cow;
 use std::ffi::OsString;
 
 /// What [`startup`] needs.
@@ -19,6 +21,10 @@ pub struct StartupInput<'a> {
     pub workspace: WorkspaceArg<'a>,
     /// The environment magus was started with.
     pub env: &'a [(OsString, OsString)],
+    /// The spell to run as given (`build`, `build.buzz` or a path), whose
+    /// `spells:` section joins the workspace's policy; `None` for the
+    /// workspace's policy alone (`magus list`, `sandbox check`).
+    pub spell: Option<&'a str>,
 }
 
 /// A resolved policy and the diagnostics resolution produced (warnings and
@@ -97,12 +103,14 @@ pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
 /// what a sandboxed child's environment lacks ([`Declared::without_grants`]),
 /// which is all the process before the scrubbing re-exec needs, so only
 /// the re-executed process canonicalises the grants.
+#[derive(Debug, Clone)]
 pub struct Declared {
     workspace: super::workspace::Workspace,
     config: Option<ConfigFile>,
     state: SandboxState,
     state_source: StateSource,
-    passthrough: Vec<super::EnvPattern>,
+    /// The spell whose section applies (see [`Declared::for_spell`]).
+    spell: Option<String>,
 }
 
 /// Finds the workspace, loads `magus.yaml` and applies
@@ -110,6 +118,9 @@ pub struct Declared {
 pub fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
     let workspace = find_workspace(input.workspace)?;
     let config = workspace.config.as_deref().map(load_config).transpose()?;
+    if let Some(config) = config.as_ref().filter(|c| !c.spells.is_empty()) {
+        config.check_spell_names(&spell_names(&workspace.root))?;
+    }
     let sandbox = config.as_ref().and_then(|c| c.sandbox.as_ref());
     let (state, state_source) = match enabled_override(input.env)? {
         Some(on) => (state_of(on), StateSource::Environment),
@@ -118,17 +129,13 @@ pub fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
             None => (SandboxState::Off, StateSource::Default),
         },
     };
-    let mut passthrough: Vec<_> = sandbox
-        .map(|s| s.passthrough.iter().map(|p| p.pattern.clone()).collect())
-        .unwrap_or_default();
-    passthrough.sort();
-    passthrough.dedup();
+    let spell = input.spell.and_then(|arg| spell_name(&workspace.root, arg));
     Ok(Declared {
         workspace,
         config,
         state,
         state_source,
-        passthrough,
+        spell,
     })
 }
 
@@ -186,28 +193,68 @@ impl Declared {
         self.state
     }
 
+    /// The workspace root (real path) and its `magus.yaml`, when it has one.
+    pub fn workspace_and_config(&self) -> (&std::path::Path, Option<&ConfigFile>) {
+        (&self.workspace.root, self.config.as_ref())
+    }
+
+    /// The same declaration for another spell (`magus test` and `magus
+    /// check` take each spell under its own policy): `name` is a spell's
+    /// name, or `None` for the workspace's policy alone.
+    pub fn for_spell(&self, name: Option<&str>) -> Declared {
+        Declared {
+            spell: name.map(str::to_string),
+            ..self.clone()
+        }
+    }
+
+    /// The effective `sandbox:` section: the workspace's, with the
+    /// spell's own section merged in when it has one.
+    fn sandbox(&self) -> Option<Cow<'_, SandboxConfig>> {
+        let config = self.config.as_ref()?;
+        let sandbox = config.sandbox.as_ref()?;
+        match self.spell.as_deref().and_then(|name| config.spell(name)) {
+            Some(section) => Some(Cow::Owned(sandbox.for_spell(section))),
+            None => Some(Cow::Borrowed(sandbox)),
+        }
+    }
+
+    fn passthrough(sandbox: Option<&SandboxConfig>) -> Vec<super::EnvPattern> {
+        let mut passthrough: Vec<_> = sandbox
+            .map(|s| s.passthrough.iter().map(|p| p.pattern.clone()).collect())
+            .unwrap_or_default();
+        passthrough.sort();
+        passthrough.dedup();
+        passthrough
+    }
+
     /// The declared policy with no grant resolved: it grants nothing, and
     /// serves only to decide a child's environment before resolution.
     pub fn without_grants(&self) -> Policy {
-        let sandbox = self.config.as_ref().and_then(|c| c.sandbox.as_ref());
-        let network = sandbox.map(|s| s.network.clone()).unwrap_or_default();
+        let sandbox = self.sandbox();
+        let network = sandbox
+            .as_ref()
+            .map(|s| s.network.clone())
+            .unwrap_or_default();
         let root = self.workspace.root.clone();
-        let passthrough = self.passthrough.clone();
+        let passthrough = Self::passthrough(sandbox.as_deref());
         let mut policy = Policy::new(self.state, root, Vec::new(), network, passthrough);
         policy.state_source = self.state_source;
+        policy.spell = self.spell.clone();
         policy
     }
 
     /// The second half of [`startup`]: resolves the grants.
     pub fn resolve(self, env: &[(OsString, OsString)]) -> Startup {
+        let effective = self.sandbox().map(Cow::into_owned);
         let Declared {
             workspace,
             config,
             state,
             state_source,
-            passthrough,
+            spell,
         } = self;
-        let sandbox = config.as_ref().and_then(|c| c.sandbox.as_ref());
+        let sandbox = effective.as_ref();
         let resolution = resolve(&Inputs {
             workspace: &workspace.root,
             config_file: workspace.config.as_deref(),
@@ -219,13 +266,14 @@ impl Declared {
             workspace.root,
             resolution.grants,
             sandbox.map(|s| s.network.clone()).unwrap_or_default(),
-            passthrough,
+            Self::passthrough(sandbox),
         );
         policy.state_source = state_source;
         policy.config_file = workspace.config;
         policy.declared = sandbox.map(CanonicalPolicy::from_declared);
         policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
         policy.hidden = resolution.hidden;
+        policy.spell = spell;
         Startup {
             policy,
             config,

@@ -9,7 +9,7 @@ mod diff;
 
 pub use diff::{diff, Change, Direction};
 
-use super::fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
+use super::fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
 use super::regular::{open_regular, OpenFailure};
 use super::{lookup, HostList, HostRule, Limits, Mode, Network, Policy, SandboxState, StateSource};
 use std::ffi::OsString;
@@ -34,7 +34,8 @@ const LOCK_COMMENT: &str = "\
 # start (MGS2010) when magus.yaml declares anything else.
 # Review every change to this file: a new `allow` line, `ro` becoming `rw`,
 # a new `passthrough` name, a looser `network` or a raised or removed
-# `limit` widens what spells reach.
+# `limit` widens what spells reach. A `spell` section is what one spell
+# adds (`spells: NAME:`), with the fingerprint of that spell's policy.
 ";
 
 /// A parsed (or about to be written) `magus.lock`.
@@ -42,7 +43,19 @@ const LOCK_COMMENT: &str = "\
 pub struct Lock {
     /// `sha256:<hex>` as recorded; always the fingerprint of `policy`.
     pub fingerprint: String,
+    /// The workspace's `sandbox:` section.
     pub policy: CanonicalPolicy,
+    /// Each `spells: NAME:` section, sorted by name.
+    pub spells: Vec<LockedSpell>,
+}
+
+/// One spell's section in the lock, with the fingerprint of the spell's
+/// effective policy (the workspace's plus the section).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedSpell {
+    /// `sha256:<hex>` of `policy.with_section(&section)`.
+    pub fingerprint: String,
+    pub section: CanonicalSection,
 }
 
 /// What a line of `magus.lock` got wrong.
@@ -65,6 +78,8 @@ pub enum LockSyntax {
     Repeated(&'static str),
     #[error("the `{0}` line is missing")]
     Missing(&'static str),
+    #[error("`{0}` holds for every spell and belongs before the first `spell` line")]
+    AfterSpell(String),
 }
 
 /// Why `magus.lock` could not be read, trusted or written.
@@ -105,20 +120,46 @@ pub enum LockError {
 }
 
 impl Lock {
-    /// The lock of a declared policy.
-    pub fn new(policy: CanonicalPolicy) -> Lock {
+    /// The lock of a declared policy and its spells' sections.
+    pub fn new(policy: CanonicalPolicy, mut sections: Vec<CanonicalSection>) -> Lock {
+        sections.sort_by(|a, b| a.name.cmp(&b.name));
+        let spells = sections
+            .into_iter()
+            .map(|section| LockedSpell {
+                fingerprint: policy.with_section(&section).fingerprint().to_string(),
+                section,
+            })
+            .collect();
         Lock {
             fingerprint: policy.fingerprint().to_string(),
             policy,
+            spells,
         }
     }
 
-    /// The file's text: the comment, the fingerprint, the canonical policy.
+    /// The file's text: the comment, the fingerprint, the canonical
+    /// policy, then each spell's section with its effective fingerprint.
     pub fn to_text(&self) -> String {
-        format!(
+        let mut text = format!(
             "{LOCK_COMMENT}fingerprint {}\n\n{}",
             self.fingerprint, self.policy
-        )
+        );
+        for spell in &self.spells {
+            text.push_str(&format!(
+                "\n{}fingerprint {}\n",
+                spell.section, spell.fingerprint
+            ));
+        }
+        text
+    }
+
+    /// The locked effective policy of `spell` (the workspace's alone for
+    /// `None` or a spell the lock has no section for).
+    pub fn effective(&self, spell: Option<&str>) -> CanonicalPolicy {
+        match spell.and_then(|name| self.spells.iter().find(|s| s.section.name == name)) {
+            Some(locked) => self.policy.with_section(&locked.section),
+            None => self.policy.clone(),
+        }
     }
 
     /// Parses a lock's text; `file` is only used in errors.
@@ -206,6 +247,54 @@ impl Lock {
     }
 }
 
+fn record_fingerprint(
+    slot: &mut Option<(String, u32)>,
+    value: &str,
+    number: u32,
+) -> Result<(), LockSyntax> {
+    let hex = value.strip_prefix("sha256:").unwrap_or("");
+    let valid = hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !valid {
+        return Err(LockSyntax::BadFingerprint(value.to_string()));
+    }
+    if slot.is_some() {
+        return Err(LockSyntax::Repeated("fingerprint"));
+    }
+    *slot = Some((value.to_string(), number));
+    Ok(())
+}
+
+impl ParsedSpell {
+    /// A fact of the spell's section: `allow`, `passthrough`, `network`.
+    fn line(&mut self, word: &str, rest: &str, line: &str) -> Result<(), LockSyntax> {
+        let section = &mut self.section;
+        match word {
+            "allow" => {
+                let (mode, path) = rest.split_once(' ').unwrap_or((rest, ""));
+                let Ok(mode) = mode.parse::<Mode>() else {
+                    return Err(bad("mode (ro or rw)", mode));
+                };
+                section
+                    .allow
+                    .push((quoted(path.trim(), "allow path")?, mode));
+                Ok(())
+            }
+            "passthrough" => {
+                section.passthrough.push(quoted(rest, "passthrough name")?);
+                Ok(())
+            }
+            "network" => {
+                if section.network.replace(network_line(rest)?).is_some() {
+                    return Err(LockSyntax::Repeated("network"));
+                }
+                Ok(())
+            }
+            "enabled" | "limit" => Err(LockSyntax::AfterSpell(word.to_string())),
+            _ => Err(LockSyntax::UnknownLine(line.to_string())),
+        }
+    }
+}
+
 /// The lines seen so far of one lock.
 #[derive(Default)]
 struct LockParser {
@@ -216,6 +305,14 @@ struct LockParser {
     passthrough: Vec<String>,
     network: Option<Network>,
     limits: Limits,
+    /// The `spell` sections so far; facts after a `spell` line are its.
+    spells: Vec<ParsedSpell>,
+}
+
+/// A `spell` section being read: its fingerprint line and its facts.
+struct ParsedSpell {
+    fingerprint: Option<(String, u32)>,
+    section: CanonicalSection,
 }
 
 impl LockParser {
@@ -234,10 +331,16 @@ impl LockParser {
         if !self.header
             && matches!(
                 word,
-                "enabled" | "allow" | "passthrough" | "network" | "limit"
+                "enabled" | "allow" | "passthrough" | "network" | "limit" | "spell"
             )
         {
             return Err(LockSyntax::BeforeHeader);
+        }
+        if word == "spell" {
+            return self.spell(rest);
+        }
+        if let Some(spell) = self.spells.last_mut() {
+            return spell.line(word, rest, line);
         }
         match word {
             "enabled" => self.enabled(rest),
@@ -254,15 +357,27 @@ impl LockParser {
     }
 
     fn fingerprint(&mut self, value: &str, number: u32) -> Result<(), LockSyntax> {
-        let hex = value.strip_prefix("sha256:").unwrap_or("");
-        let valid = hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        if !valid {
-            return Err(LockSyntax::BadFingerprint(value.to_string()));
+        match self.spells.last_mut() {
+            Some(spell) => record_fingerprint(&mut spell.fingerprint, value, number),
+            None => record_fingerprint(&mut self.fingerprint, value, number),
         }
-        if self.fingerprint.is_some() {
-            return Err(LockSyntax::Repeated("fingerprint"));
+    }
+
+    /// `spell "NAME"`: the start of a spell's section.
+    fn spell(&mut self, rest: &str) -> Result<(), LockSyntax> {
+        let name = quoted(rest, "spell name")?;
+        if self.spells.iter().any(|s| s.section.name == name) {
+            return Err(LockSyntax::Repeated("spell"));
         }
-        self.fingerprint = Some((value.to_string(), number));
+        self.spells.push(ParsedSpell {
+            fingerprint: None,
+            section: CanonicalSection {
+                name,
+                allow: Vec::new(),
+                passthrough: Vec::new(),
+                network: None,
+            },
+        });
         Ok(())
     }
 
@@ -288,11 +403,7 @@ impl LockParser {
     }
 
     fn network(&mut self, rest: &str) -> Result<(), LockSyntax> {
-        let network = match Network::from_word(rest) {
-            Some(word) => word,
-            None if rest.starts_with("hosts ") => host_list(&rest["hosts ".len()..])?,
-            None => port_lists(rest)?,
-        };
+        let network = network_line(rest)?;
         if self.network.replace(network).is_some() {
             return Err(LockSyntax::Repeated("network"));
         }
@@ -346,19 +457,53 @@ impl LockParser {
             limits: self.limits,
         };
         canonicalise(&mut policy);
-        let computed = policy.fingerprint().to_string();
-        if computed != recorded {
-            return Err(LockError::Inconsistent {
-                file: file.to_path_buf(),
-                line,
-                recorded,
-                computed,
+        consistent(file, line, &recorded, &policy)?;
+        let mut spells = Vec::new();
+        for parsed in self.spells {
+            let (recorded, line) = parsed.fingerprint.ok_or_else(|| missing("fingerprint"))?;
+            let mut section = parsed.section;
+            section.sort();
+            consistent(file, line, &recorded, &policy.with_section(&section))?;
+            spells.push(LockedSpell {
+                fingerprint: recorded,
+                section,
             });
         }
+        spells.sort_by(|a, b| a.section.name.cmp(&b.section.name));
         Ok(Lock {
             fingerprint: recorded,
             policy,
+            spells,
         })
+    }
+}
+
+/// A recorded fingerprint must be that of the policy recorded with it: a
+/// lock edited by hand is refused.
+fn consistent(
+    file: &Path,
+    line: u32,
+    recorded: &str,
+    policy: &CanonicalPolicy,
+) -> Result<(), LockError> {
+    let computed = policy.fingerprint().to_string();
+    if computed != recorded {
+        return Err(LockError::Inconsistent {
+            file: file.to_path_buf(),
+            line,
+            recorded: recorded.to_string(),
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// The value of a `network` line.
+fn network_line(rest: &str) -> Result<Network, LockSyntax> {
+    match Network::from_word(rest) {
+        Some(word) => Ok(word),
+        None if rest.starts_with("hosts ") => host_list(&rest["hosts ".len()..]),
+        None => port_lists(rest),
     }
 }
 
@@ -448,6 +593,8 @@ pub enum Undeclared {
 pub enum Mismatch {
     /// The declared policy changed since `magus sandbox lock`.
     Fingerprint {
+        /// The spell whose effective policy changed, when the run names one.
+        spell: Option<String>,
         locked: String,
         declared: String,
         changes: Vec<Change>,
@@ -497,13 +644,16 @@ pub fn verify(lock: &Lock, policy: &Policy) -> LockState {
         return LockState::Mismatch(Mismatch::Undeclared(Undeclared::SectionRemoved));
     };
     let fingerprint = declared.fingerprint().to_string();
-    if fingerprint == lock.fingerprint {
+    let locked = lock.effective(policy.spell_name());
+    let locked_fingerprint = locked.fingerprint().to_string();
+    if fingerprint == locked_fingerprint {
         return LockState::Matches { fingerprint };
     }
     LockState::Mismatch(Mismatch::Fingerprint {
-        locked: lock.fingerprint.clone(),
+        spell: policy.spell_name().map(str::to_string),
+        locked: locked_fingerprint,
         declared: fingerprint,
-        changes: diff(&lock.policy, declared),
+        changes: diff(&locked, declared),
     })
 }
 
@@ -570,7 +720,7 @@ mod tests {
 
     #[test]
     fn a_written_lock_parses_back_to_the_same_lock() {
-        let lock = Lock::new(canonical(YAML));
+        let lock = Lock::new(canonical(YAML), Vec::new());
         let text = lock.to_text();
         assert!(text.starts_with("# magus.lock: generated by `magus sandbox lock`"));
         assert!(text.contains(&format!("\nfingerprint {}\n", lock.fingerprint)));
@@ -580,7 +730,7 @@ mod tests {
     #[test]
     fn limits_survive_a_lock_round_trip() {
         let yaml = format!("{YAML}  limits: {{wall_time: 2h, processes: 64, memory: 512MiB}}\n");
-        let lock = Lock::new(canonical(&yaml));
+        let lock = Lock::new(canonical(&yaml), Vec::new());
         let text = lock.to_text();
         assert!(text.contains("\nlimit memory 536870912\n"), "{text}");
         assert_eq!(Lock::parse(Path::new("magus.lock"), &text).unwrap(), lock);
@@ -596,7 +746,7 @@ mod tests {
     #[test]
     fn a_lock_with_hosts_parses_back_and_rejects_bad_entries() {
         let yaml = "sandbox:\n  enabled: true\n  network: {hosts: [\"github.com:443\", \"*.crates.io\", \"[::1]\"]}\n";
-        let lock = Lock::new(canonical(yaml));
+        let lock = Lock::new(canonical(yaml), Vec::new());
         let text = lock.to_text();
         assert!(text.contains("network hosts ["), "{text}");
         assert_eq!(Lock::parse(Path::new("magus.lock"), &text).unwrap(), lock);
@@ -606,7 +756,7 @@ mod tests {
 
     #[test]
     fn reordered_lines_still_verify() {
-        let lock = Lock::new(canonical(YAML));
+        let lock = Lock::new(canonical(YAML), Vec::new());
         let text = lock.to_text();
         let mut lines: Vec<&str> = text.lines().collect();
         let n = lines.len();
@@ -628,7 +778,7 @@ mod tests {
 
     #[test]
     fn malformed_locks_name_the_line() {
-        let good = Lock::new(canonical(YAML)).to_text();
+        let good = Lock::new(canonical(YAML), Vec::new()).to_text();
         let fp_line = good
             .lines()
             .position(|l| l.starts_with("fingerprint"))
@@ -709,13 +859,103 @@ mod tests {
         policy
     }
 
+    const SPELLS: &str = "sandbox:\n  enabled: true\n  network: {hosts: [crates.io]}\nspells:\n  a:\n    allow: [{path: data, mode: ro}]\n    env: {passthrough: [TOKEN_A]}\n    network: {hosts: [localhost]}\n  b: {network: deny}\n";
+
+    fn file(text: &str) -> crate::policy::config::ConfigFile {
+        parse_config(Path::new("magus.yaml"), text.as_bytes()).unwrap()
+    }
+
+    fn spell_lock(text: &str) -> Lock {
+        let file = file(text);
+        let sections = file
+            .spells
+            .iter()
+            .map(CanonicalSection::from_declared)
+            .collect();
+        Lock::new(
+            CanonicalPolicy::from_declared(&file.sandbox.unwrap()),
+            sections,
+        )
+    }
+
+    /// What a run of `spell` declares: the merged section, fingerprinted
+    /// as the run does it.
+    fn effective(text: &str, spell: &str) -> CanonicalPolicy {
+        let file = file(text);
+        let sandbox = file.sandbox.as_ref().unwrap();
+        match file.spell(spell) {
+            Some(section) => CanonicalPolicy::from_declared(&sandbox.for_spell(section)),
+            None => CanonicalPolicy::from_declared(sandbox),
+        }
+    }
+
+    #[test]
+    fn spell_sections_round_trip_with_their_effective_fingerprints() {
+        let lock = spell_lock(SPELLS);
+        let text = lock.to_text();
+        assert!(text.contains("\nspell \"a\"\nallow ro \"data\"\npassthrough \"TOKEN_A\"\nnetwork hosts [\"localhost\"]\nfingerprint sha256:"), "{text}");
+        assert_eq!(Lock::parse(Path::new("magus.lock"), &text).unwrap(), lock);
+        for spell in ["a", "b", "c"] {
+            let locked = lock.effective(Some(spell));
+            assert_eq!(locked, effective(SPELLS, spell), "{spell}");
+        }
+        // A spell's facts edited by hand no longer match its fingerprint.
+        let edited = text.replace("allow ro \"data\"", "allow rw \"data\"");
+        let err = Lock::parse(Path::new("magus.lock"), &edited).unwrap_err();
+        assert!(matches!(err, LockError::Inconsistent { .. }), "{err}");
+        let late = text.replace("network deny\n", "network deny\nenabled true\n");
+        let err = Lock::parse(Path::new("magus.lock"), &late).unwrap_err();
+        assert!(
+            err.to_string().contains("before the first `spell`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn widening_one_spell_is_a_mismatch_for_that_spell_only() {
+        let lock = spell_lock(SPELLS);
+        let wider = SPELLS.replace("mode: ro", "mode: rw");
+        let at = crate::policy::Position {
+            line: 2,
+            column: 12,
+        };
+        let run = |spell: &str| {
+            let mut policy = policy_with(
+                Some(effective(&wider, spell)),
+                SandboxState::On,
+                StateSource::Config(at),
+            );
+            policy.spell = Some(spell.to_string());
+            verify(&lock, &policy)
+        };
+        let LockState::Mismatch(Mismatch::Fingerprint { spell, changes, .. }) = run("a") else {
+            panic!("a must not match");
+        };
+        assert_eq!(spell.as_deref(), Some("a"));
+        assert_eq!(changes[0].to_string(), "widened: ~ allow data: ro → rw");
+        assert!(matches!(run("b"), LockState::Matches { .. }));
+        assert!(matches!(run("other"), LockState::Matches { .. }));
+        // A section added later for a spell the lock has none for.
+        let added = format!("{SPELLS}  c: {{allow: [{{path: ~/x, mode: ro}}]}}\n");
+        let mut policy = policy_with(
+            Some(effective(&added, "c")),
+            SandboxState::On,
+            StateSource::Config(at),
+        );
+        policy.spell = Some("c".into());
+        assert!(matches!(
+            verify(&lock, &policy),
+            LockState::Mismatch(Mismatch::Fingerprint { .. })
+        ));
+    }
+
     #[test]
     fn verification_names_each_form_of_mismatch() {
         let at = crate::policy::Position {
             line: 2,
             column: 12,
         };
-        let lock = Lock::new(canonical(YAML));
+        let lock = Lock::new(canonical(YAML), Vec::new());
         let same = policy_with(
             Some(canonical(YAML)),
             SandboxState::On,

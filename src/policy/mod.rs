@@ -38,7 +38,7 @@ pub use builtin::{
 };
 pub use config::{ConfigError, ConfigErrorKind, Position};
 pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
-pub use fingerprint::{CanonicalPolicy, Fingerprint, CANONICAL_HEADER};
+pub use fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
 pub use grant::{
     lies_within, Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode,
 };
@@ -56,8 +56,8 @@ pub use secrets::{SecretBinding, SecretSource};
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
-    enabled_override, find_workspace, lookup, BadOverride, Workspace, WorkspaceArg, WorkspaceError,
-    ENABLED_VAR,
+    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace, WorkspaceArg,
+    WorkspaceError, ENABLED_VAR,
 };
 
 use std::ffi::OsString;
@@ -102,6 +102,9 @@ pub struct Policy {
     declared: Option<CanonicalPolicy>,
     /// `sandbox.limits` as declared (enforced only with the sandbox on).
     limits: Limits,
+    /// The spell whose effective policy this is (`spells/NAME.buzz`), so
+    /// that a denial can name the section that would allow it.
+    spell: Option<String>,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve::hidden_stores`).
@@ -141,6 +144,7 @@ impl Policy {
             passthrough,
             declared: None,
             limits: Limits::default(),
+            spell: None,
             hidden: Vec::new(),
             trie,
         }
@@ -234,6 +238,13 @@ impl Policy {
     /// `sandbox.limits` as declared (enforced only with the sandbox on).
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The spell this policy is for (`NAME` of `spells/NAME.buzz`), when
+    /// the run names one: its grants are the workspace's plus its own
+    /// `spells: NAME:` section.
+    pub fn spell_name(&self) -> Option<&str> {
+        self.spell.as_deref()
     }
 
     /// Where the trie walk of `dir` ends, for [`Policy::check_below`].

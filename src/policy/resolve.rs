@@ -349,6 +349,7 @@ fn config_grant(entry: &AllowEntry, path: PathBuf) -> Grant {
             spelled: entry.path.clone(),
             line: entry.at.line,
             column: entry.at.column,
+            spell: entry.spell.clone(),
         },
     }
 }
@@ -588,6 +589,7 @@ fn covered_warnings(inputs: &Inputs<'_>, grants: &[Grant]) -> Vec<Diagnostic> {
             spelled,
             line,
             column,
+            ..
         } = &grant.source
         else {
             continue;
@@ -767,6 +769,7 @@ mod tests {
             path: path.into(),
             mode,
             at: Position { line, column: 13 },
+            spell: None,
         }
     }
 

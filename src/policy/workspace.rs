@@ -147,6 +147,43 @@ pub fn enabled_override(env: &[(OsString, OsString)]) -> Result<Option<bool>, Ba
     }
 }
 
+/// The directory of a workspace's spells, relative to its root.
+pub const SPELLS_DIR: &str = "spells";
+
+/// The names of the workspace's spells (`spells/NAME.buzz`), sorted: what
+/// a key under `spells:` in `magus.yaml` may name.
+pub fn spell_names(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root.join(SPELLS_DIR)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            Some(name.strip_suffix(".buzz")?.to_string())
+        })
+        .filter(|name| !name.is_empty())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The name under `spells:` of the spell that `arg` (as given to `magus
+/// run`) names: `NAME` or `NAME.buzz`, or a path (anything with a `/`) to
+/// a file directly in the workspace's `spells/`. `None` for a spell file
+/// elsewhere, which runs under the workspace's policy alone.
+pub fn spell_name(root: &Path, arg: &str) -> Option<String> {
+    if !arg.contains('/') {
+        let name = arg.strip_suffix(".buzz").unwrap_or(arg);
+        return (!name.is_empty()).then(|| name.to_string());
+    }
+    let path = std::path::absolute(arg).ok()?;
+    let name = path.file_name()?.to_str()?.strip_suffix(".buzz")?;
+    let parent = std::fs::canonicalize(path.parent()?).ok()?;
+    (parent == root.join(SPELLS_DIR) && !name.is_empty()).then(|| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,37 +62,53 @@ impl Sandbox {
     /// this process is the one [`Sandbox::install`] re-executed, it takes
     /// the re-exec's own variables out of the environment.
     pub fn load(dir: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
-        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()))
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()), None)
+    }
+
+    /// Like [`Sandbox::load`], under the policy of one spell: the
+    /// workspace's plus the spell's own `spells: NAME:` section of
+    /// `magus.yaml` (`spell` is `NAME`, `NAME.buzz`, or a path to a file in
+    /// the workspace's `spells/`), as `magus run NAME` loads it.
+    pub fn load_spell(dir: impl AsRef<Path>, spell: &str) -> Result<Sandbox, LoadError> {
+        Sandbox::load_process(WorkspaceArg::Explicit(dir.as_ref()), Some(spell))
     }
 
     /// Like [`Sandbox::load`], for the nearest ancestor of `start` (itself
     /// included) holding a `magus.yaml`, as `magus` finds its workspace.
     pub fn discover(start: impl AsRef<Path>) -> Result<Sandbox, LoadError> {
-        Sandbox::load_process(WorkspaceArg::Discover {
-            start: start.as_ref(),
-        })
+        Sandbox::load_process(
+            WorkspaceArg::Discover {
+                start: start.as_ref(),
+            },
+            None,
+        )
     }
 
-    fn load_process(workspace: WorkspaceArg<'_>) -> Result<Sandbox, LoadError> {
+    fn load_process(
+        workspace: WorkspaceArg<'_>,
+        spell: Option<&str>,
+    ) -> Result<Sandbox, LoadError> {
         // Before the environment is read: the re-executed process takes
         // the stripped names out of it.
         #[cfg(kernel_layer)]
         let reexec = crate::enforce::take_reexec_state();
         #[cfg(not(kernel_layer))]
         let reexec: Option<ReexecState> = None;
-        Sandbox::load_from(workspace, std::env::vars_os().collect(), reexec)
+        Sandbox::load_from(workspace, spell, std::env::vars_os().collect(), reexec)
     }
 
     /// The CLI's entry: the environment and the re-exec state it took
     /// itself, first thing in `main`.
     pub(crate) fn load_from(
         workspace: WorkspaceArg<'_>,
+        spell: Option<&str>,
         env: Vec<(OsString, OsString)>,
         reexec: Option<ReexecState>,
     ) -> Result<Sandbox, LoadError> {
         let input = StartupInput {
             workspace,
             env: &env,
+            spell,
         };
         let declared = policy::declare(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
         // Said after the lock's check: a lock beside a planted config
@@ -412,7 +428,7 @@ mod tests {
     }
 
     fn load(dir: &Path) -> Result<Sandbox, LoadError> {
-        Sandbox::load_from(WorkspaceArg::Explicit(dir), Vec::new(), None)
+        Sandbox::load_from(WorkspaceArg::Explicit(dir), None, Vec::new(), None)
     }
 
     #[test]

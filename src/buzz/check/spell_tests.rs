@@ -35,6 +35,7 @@ impl Workspace {
         let startup = policy::startup(StartupInput {
             workspace: WorkspaceArg::Explicit(dir.path()),
             env: &env,
+            spell: None,
         })
         .expect("policy resolves");
         let gate = Gate::new(Rc::new(startup.policy), dir.path().to_path_buf());

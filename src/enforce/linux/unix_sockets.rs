@@ -177,6 +177,7 @@ mod tests {
             spelled: "x".into(),
             line: 1,
             column: 1,
+            spell: None,
         }
     }
 

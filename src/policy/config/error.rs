@@ -83,6 +83,23 @@ pub enum ConfigErrorKind {
     HostsWithPorts,
     #[error("`hosts` is empty")]
     NoHosts,
+    #[error(
+        "unknown top-level key `{0}`, which would leave every spell with the workspace's policy"
+    )]
+    NearSpells(String),
+    #[error("`spells:` without a `sandbox:` section")]
+    SpellsWithoutSandbox,
+    #[error("a spell's section cannot turn the sandbox on or off")]
+    SpellSwitch,
+    #[error("invalid spell name `{0}`")]
+    BadSpellName(String),
+    #[error("no spell `{name}` in spells/")]
+    UnknownSpell {
+        name: String,
+        near: Option<String>,
+        /// How many spells the workspace has.
+        known: usize,
+    },
     #[error("invalid secret entry `{spelled}`: {why}")]
     BadSecret { spelled: String, why: &'static str },
     #[error("the secret `{0}` is declared twice")]
@@ -98,7 +115,9 @@ impl ConfigErrorKind {
             | ConfigErrorKind::TooLarge { .. }
             | ConfigErrorKind::NotUtf8 => Code::Mgs3002,
             ConfigErrorKind::Syntax(_) | ConfigErrorKind::DuplicateKey(_) => Code::Mgs3003,
-            ConfigErrorKind::UnknownKey { .. } | ConfigErrorKind::NearSandbox(_) => Code::Mgs3004,
+            ConfigErrorKind::UnknownKey { .. }
+            | ConfigErrorKind::NearSandbox(_)
+            | ConfigErrorKind::NearSpells(_) => Code::Mgs3004,
             ConfigErrorKind::WrongType(_) | ConfigErrorKind::MissingKey { .. } => Code::Mgs3005,
             // Every other kind is a value the schema accepts in shape but
             // not in content (a mode, a path, a host, a limit...), and so
@@ -156,6 +175,27 @@ impl ConfigErrorKind {
             }
             ConfigErrorKind::NoHosts => {
                 "list at least one host, or write `network: deny` for no network".into()
+            }
+            ConfigErrorKind::NearSpells(_) => {
+                "did you mean `spells`? (per-spell sections live under `spells:`)".into()
+            }
+            ConfigErrorKind::SpellsWithoutSandbox => {
+                "a spell's section adds to the workspace's: add `sandbox: {enabled: true}` above it".into()
+            }
+            ConfigErrorKind::SpellSwitch => {
+                "`enabled` belongs to the `sandbox:` section and holds for every spell; remove it here".into()
+            }
+            ConfigErrorKind::BadSpellName(_) => {
+                "a key under `spells:` is a spell's name, `NAME` for spells/NAME.buzz".into()
+            }
+            ConfigErrorKind::UnknownSpell { near: Some(near), .. } => {
+                format!("did you mean `{near}`? (a key under `spells:` names spells/NAME.buzz)")
+            }
+            ConfigErrorKind::UnknownSpell { known: 0, .. } => {
+                "the workspace has no spells yet: a key under `spells:` names spells/NAME.buzz".into()
+            }
+            ConfigErrorKind::UnknownSpell { .. } => {
+                "a key under `spells:` names spells/NAME.buzz; `magus list` shows the spells".into()
             }
             ConfigErrorKind::BadSecret { .. } => {
                 "a secret is `{name: VAR, from: {env: VAR} or {file: /path}, hosts: [api.example.com], rules: [{methods: [GET], paths: [\"/api/*\"]}]}` (docs/secrets.md)".into()

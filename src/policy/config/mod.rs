@@ -4,7 +4,9 @@
 //! resolved against the machine.
 //!
 //! `magus.yaml` belongs to the whole task runner, so top-level keys other
-//! than `sandbox` are ignored; everything under `sandbox:` is strict.
+//! than `sandbox` and `spells` are ignored; everything under them is
+//! strict. A spell's section is merged into the workspace's by
+//! [`SandboxConfig::for_spell`] (docs/configuration.md, "Per-spell policy").
 
 #[cfg(test)]
 mod corpus_tests;
@@ -18,7 +20,7 @@ use super::grant::{Mode, Network};
 use super::hosts::{HostList, HostRule};
 use super::limits::{check_processes, parse_memory, parse_wall_time, LimitError, Limits};
 use super::presets;
-use schema::{RawAllow, RawFile, RawLimits, RawNetwork, RawPorts, RawSandbox};
+use schema::{RawAllow, RawFile, RawLimits, RawNetwork, RawPorts, RawSandbox, RawSpell};
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -36,7 +38,7 @@ pub struct Position {
     pub column: u32,
 }
 
-/// One `sandbox.allow` entry as written.
+/// One `allow` entry as written, in `sandbox:` or in a spell's section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllowEntry {
     /// The path exactly as written (`~/.cargo`, `tools`, `/opt/x`).
@@ -44,6 +46,8 @@ pub struct AllowEntry {
     pub mode: Mode,
     /// Where the `path:` value is.
     pub at: Position,
+    /// The spell whose section holds the entry; `None` for `sandbox:`.
+    pub spell: Option<String>,
 }
 
 /// One `sandbox.env.passthrough` entry.
@@ -66,12 +70,91 @@ pub struct SandboxConfig {
     pub limits: Limits,
 }
 
+/// One spell's section under `spells:`, as declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpellSection {
+    /// The spell's name (`spells/NAME.buzz`).
+    pub name: String,
+    /// Where the name is written.
+    pub at: Position,
+    /// Added to the workspace's `sandbox.allow`.
+    pub allow: Vec<AllowEntry>,
+    /// Added to the workspace's passthrough.
+    pub passthrough: Vec<PassthroughEntry>,
+    /// In place of the workspace's `network`, except that a `hosts` list
+    /// is added to a workspace `hosts` list.
+    pub network: Option<Network>,
+}
+
 /// A loaded `magus.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigFile {
     pub file: PathBuf,
     /// `None` when the file has no `sandbox:` section (or it is empty).
     pub sandbox: Option<SandboxConfig>,
+    /// The `spells:` sections, in file order.
+    pub spells: Vec<SpellSection>,
+}
+
+impl ConfigFile {
+    /// The section of spell `name`, if it has one.
+    pub fn spell(&self, name: &str) -> Option<&SpellSection> {
+        self.spells.iter().find(|s| s.name == name)
+    }
+
+    /// Refuses a section whose spell is not among `known` (the names of
+    /// `spells/*.buzz`): a misspelt name would leave the spell with less
+    /// than its author meant, or a renamed spell with nothing, silently.
+    pub fn check_spell_names(&self, known: &[String]) -> Result<(), ConfigError> {
+        let Some(unknown) = self.spells.iter().find(|s| !known.contains(&s.name)) else {
+            return Ok(());
+        };
+        let kind = ConfigErrorKind::UnknownSpell {
+            name: unknown.name.escape_debug().to_string(),
+            near: crate::diag::nearest(&unknown.name, known.iter().map(String::as_str))
+                .map(str::to_string),
+            known: known.len(),
+        };
+        Err(at(&self.file, unknown.at, kind))
+    }
+}
+
+impl SandboxConfig {
+    /// The effective configuration of a spell with `section`: its `allow`
+    /// and passthrough entries added to the workspace's, its `network` in
+    /// place of the workspace's, except that `hosts` lists add up. Nothing
+    /// else (enabled, limits) can differ between spells.
+    pub fn for_spell(&self, section: &SpellSection) -> SandboxConfig {
+        let mut merged = self.clone();
+        merged.allow.extend(section.allow.iter().cloned());
+        merged
+            .passthrough
+            .extend(section.passthrough.iter().cloned());
+        if let Some(network) = &section.network {
+            merged.network = merged_network(&self.network, network);
+        }
+        merged
+    }
+}
+
+/// A spell's `network` over the workspace's: replaced, except two `hosts`
+/// lists, which are joined.
+pub(crate) fn merged_network(workspace: &Network, spell: &Network) -> Network {
+    match (workspace, spell) {
+        (Network::Hosts(ours), Network::Hosts(theirs)) => {
+            let mut list = ours.clone();
+            list.rules.extend(theirs.rules.iter().cloned());
+            list.rules.sort();
+            list.rules.dedup();
+            for preset in &theirs.presets {
+                if !list.presets.contains(preset) {
+                    list.presets.push(*preset);
+                }
+            }
+            Network::Hosts(list)
+        }
+        (_, spell) => spell.clone(),
+    }
 }
 
 /// Reads and validates `file`.
@@ -93,14 +176,41 @@ pub fn parse_config(file: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError
         let kind = ConfigErrorKind::NearSandbox(near.value.escape_debug().to_string());
         return Err(at(file, position(near), kind));
     }
+    if let Some(near) = raw.other_keys.iter().find(|k| near_spells(&k.value)) {
+        let kind = ConfigErrorKind::NearSpells(near.value.escape_debug().to_string());
+        return Err(at(file, position(near), kind));
+    }
     let sandbox = raw
         .sandbox
         .map(|s| validate(s).map_err(|(pos, kind)| at(file, pos, kind)))
         .transpose()?;
+    let spells = match raw.spells {
+        None => Vec::new(),
+        Some((key, _)) if sandbox.is_none() => {
+            return Err(at(
+                file,
+                position(&key),
+                ConfigErrorKind::SpellsWithoutSandbox,
+            ));
+        }
+        Some((_, sections)) => sections
+            .0
+            .into_iter()
+            .map(|(name, raw)| validate_spell(name, raw).map_err(|(pos, kind)| at(file, pos, kind)))
+            .collect::<Result<_, _>>()?,
+    };
     Ok(ConfigFile {
         file: file.to_path_buf(),
         sandbox,
+        spells,
     })
+}
+
+/// A top-level key that is surely a misspelt `spells` (`spell`, `Spells`):
+/// ignored, it would leave every spell with the workspace's policy only.
+fn near_spells(key: &str) -> bool {
+    let lower = key.trim().to_lowercase();
+    lower == "spells" || crate::diag::edit_distance(&lower, "spells") <= 1
 }
 
 /// Whether a top-level key other than `sandbox` is so close to it that it
@@ -276,6 +386,40 @@ fn user_message(err: &serde_saphyr::Error) -> String {
 
 type Invalid = (Position, ConfigErrorKind);
 
+fn validate_spell(name: Spanned<String>, raw: RawSpell) -> Result<SpellSection, Invalid> {
+    if let Some(enabled) = &raw.enabled {
+        return Err((position(enabled), ConfigErrorKind::SpellSwitch));
+    }
+    let spelled = name.value.clone();
+    let valid = !spelled.is_empty()
+        && !spelled.contains(['/', '\\', '\0'])
+        && spelled != "."
+        && spelled != "..";
+    if !valid {
+        let shown = spelled.escape_debug().to_string();
+        return Err((position(&name), ConfigErrorKind::BadSpellName(shown)));
+    }
+    let tag = |mut entry: AllowEntry| {
+        entry.spell = Some(spelled.clone());
+        entry
+    };
+    let allow = raw.allow.unwrap_or_default();
+    let passthrough = raw.env.and_then(|e| e.passthrough).unwrap_or_default();
+    Ok(SpellSection {
+        at: position(&name),
+        allow: allow
+            .into_iter()
+            .map(|a| validate_allow(a).map(tag))
+            .collect::<Result<_, _>>()?,
+        passthrough: passthrough
+            .into_iter()
+            .map(validate_passthrough)
+            .collect::<Result<_, _>>()?,
+        network: raw.network.map(validate_network).transpose()?,
+        name: spelled,
+    })
+}
+
 fn validate(raw: RawSandbox) -> Result<SandboxConfig, Invalid> {
     let allow = raw.allow.unwrap_or_default();
     let passthrough = raw.env.and_then(|e| e.passthrough).unwrap_or_default();
@@ -354,6 +498,7 @@ fn validate_allow(raw: RawAllow) -> Result<AllowEntry, Invalid> {
         path: raw.path.value,
         mode,
         at: path_at,
+        spell: None,
     })
 }
 
@@ -477,6 +622,7 @@ mod tests {
                     line: 5,
                     column: 13
                 },
+                spell: None,
             }]
         );
         let patterns: Vec<String> = sandbox
@@ -619,6 +765,106 @@ mod tests {
         ] {
             assert!(parse(text).is_ok(), "{text}");
         }
+    }
+
+    const SPELLS: &str = "sandbox:\n  enabled: true\n  allow: [{path: ~/.cargo, mode: ro}]\n  env: {passthrough: [GOPATH]}\n  network: {hosts: [crates.io]}\nspells:\n  deps:\n    allow:\n      - path: ~/.cache/pip\n        mode: rw\n    env: {passthrough: [\"PIP_*\"]}\n    network: {hosts: [pypi.org, crates.io]}\n  lint: {network: deny}\n  fmt:\n";
+
+    #[test]
+    fn a_spell_section_adds_grants_and_names_and_joins_hosts() {
+        let file = parse(SPELLS).unwrap();
+        let names: Vec<&str> = file.spells.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["deps", "lint", "fmt"]);
+        let sandbox = file.sandbox.as_ref().unwrap();
+        let deps = sandbox.for_spell(file.spell("deps").unwrap());
+        let paths: Vec<(&str, Option<&str>)> = deps
+            .allow
+            .iter()
+            .map(|a| (a.path.as_str(), a.spell.as_deref()))
+            .collect();
+        assert_eq!(paths, [("~/.cargo", None), ("~/.cache/pip", Some("deps"))]);
+        assert_eq!(
+            deps.allow[1].at,
+            Position {
+                line: 9,
+                column: 15
+            }
+        );
+        let names: Vec<String> = deps
+            .passthrough
+            .iter()
+            .map(|p| p.pattern.to_string())
+            .collect();
+        assert_eq!(names, ["GOPATH", "PIP_*"]);
+        let Network::Hosts(hosts) = &deps.network else {
+            panic!("{:?}", deps.network)
+        };
+        let hosts: Vec<String> = hosts.rules.iter().map(|r| r.to_string()).collect();
+        assert_eq!(hosts, ["crates.io", "pypi.org"]);
+        // `network` in a section replaces the workspace's; an empty
+        // section changes nothing; `enabled` and `limits` never differ.
+        let lint = sandbox.for_spell(file.spell("lint").unwrap());
+        assert_eq!(lint.network, Network::Deny);
+        assert_eq!(lint.allow, sandbox.allow);
+        assert_eq!(&sandbox.for_spell(file.spell("fmt").unwrap()), sandbox);
+    }
+
+    #[test]
+    fn spell_sections_are_strict() {
+        for (text, at, what) in [
+            (
+                "sandbox: {}\nspells:\n  a: {enabled: false}\n",
+                (3, 16),
+                "cannot turn the sandbox",
+            ),
+            (
+                "sandbox: {}\nspells:\n  a: {limits: {memory: 1GiB}}\n",
+                (3, 7),
+                "unknown key `limits`",
+            ),
+            (
+                "sandbox: {}\nspells:\n  a: {allow: [{path: x, mode: rx}]}\n",
+                (3, 31),
+                "invalid mode",
+            ),
+            ("spells:\n  a: {}\n", (1, 1), "without a `sandbox:`"),
+            (
+                "sandbox: {}\nspell:\n  a: {}\n",
+                (2, 1),
+                "unknown top-level key `spell`",
+            ),
+            (
+                "sandbox: {}\nspells:\n  ../x: {}\n",
+                (3, 3),
+                "invalid spell name",
+            ),
+            (
+                "sandbox: {}\nspells:\n  a: {}\n  a: {}\n",
+                (4, 3),
+                "duplicate",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.to_string().contains(what), "{text}: {err}");
+            assert_eq!((err.line, err.column), at, "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_section_for_no_spell_is_an_error_with_the_nearest_name() {
+        let file = parse(SPELLS).unwrap();
+        let known = ["deps".to_string(), "fmt".to_string(), "lint".to_string()];
+        file.check_spell_names(&known).unwrap();
+        let err = file.check_spell_names(&known[..2]).unwrap_err();
+        assert!(err.to_string().contains("no spell `lint`"), "{err}");
+        assert_eq!((err.line, err.column), (13, 3));
+        let file = parse("sandbox: {}\nspells:\n  dpes: {}\n").unwrap();
+        let err = file.check_spell_names(&known).unwrap_err();
+        assert!(
+            err.hint().starts_with("did you mean `deps`?"),
+            "{}",
+            err.hint()
+        );
+        assert_eq!(err.kind.code(), crate::diag::Code::Mgs3006);
     }
 
     #[test]

@@ -7,12 +7,14 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 use std::fmt;
 
-/// The whole file: only `sandbox` is ours, other top-level keys belong to
-/// the rest of the task runner and are ignored, but their names and
-/// positions are kept so that a misspelt `sandbox` can be caught.
+/// The whole file: `sandbox` and `spells` are ours, other top-level keys
+/// belong to the rest of the task runner and are ignored, but their names
+/// and positions are kept so that a misspelt `sandbox` can be caught.
 #[derive(Debug, Default)]
 pub(super) struct RawFile {
     pub sandbox: Option<RawSandbox>,
+    /// Where `spells:` is, and its sections in file order.
+    pub spells: Option<(Spanned<String>, RawSpells)>,
     pub other_keys: Vec<Spanned<String>>,
 }
 
@@ -49,6 +51,18 @@ impl<'de> Visitor<'de> for FileVisitor {
                         return Err(de::Error::custom("duplicate key `sandbox`"));
                     }
                     file.sandbox = map.next_value::<Option<RawSandbox>>()?;
+                }
+                TopKey::Name(name) if name == "spells" => {
+                    if file.spells.is_some() {
+                        return Err(de::Error::custom("duplicate key `spells`"));
+                    }
+                    let sections = map.next_value::<Option<RawSpells>>()?.unwrap_or_default();
+                    let key = Spanned {
+                        value: name,
+                        referenced: key.referenced,
+                        defined: key.defined,
+                    };
+                    file.spells = Some((key, sections));
                 }
                 TopKey::Name(name) => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -132,6 +146,52 @@ pub(super) struct RawSandbox {
     pub limits: Option<RawLimits>,
 }
 
+/// `spells:`: each spell's own section, keyed by the spell's name, in the
+/// order written (the names keep their positions for "unknown spell").
+#[derive(Debug, Default)]
+pub(super) struct RawSpells(pub Vec<(Spanned<String>, RawSpell)>);
+
+impl<'de> Deserialize<'de> for RawSpells {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SpellsVisitor;
+        impl<'de> Visitor<'de> for SpellsVisitor {
+            type Value = RawSpells;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping from spell names to their sections")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSpells, A::Error> {
+                let mut sections: Vec<(Spanned<String>, RawSpell)> = Vec::new();
+                while let Some(name) = map.next_key::<Spanned<String>>()? {
+                    if sections.iter().any(|(n, _)| n.value == name.value) {
+                        let shown = name.value.escape_debug();
+                        return Err(de::Error::custom(format!("duplicate key `{shown}`")));
+                    }
+                    let section = map.next_value::<Option<RawSpell>>()?.unwrap_or_default();
+                    sections.push((name, section));
+                }
+                Ok(RawSpells(sections))
+            }
+        }
+        deserializer.deserialize_map(SpellsVisitor)
+    }
+}
+
+/// One spell's section: what it adds to (or, for `network`, puts in place
+/// of) the workspace's `sandbox:` section. `enabled` is read only to be
+/// refused with its own message: a spell cannot switch the sandbox.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpell {
+    #[serde(default)]
+    pub enabled: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub allow: Option<Vec<RawAllow>>,
+    #[serde(default)]
+    pub env: Option<RawEnv>,
+    #[serde(default)]
+    pub network: Option<Spanned<RawNetwork>>,
+}
+
 /// `limits:` values stay strings (or a number) here; their units are
 /// checked in `config::validate`, which can point at the value.
 #[derive(Debug, Deserialize)]
@@ -204,8 +264,10 @@ impl<'de> Visitor<'de> for NetworkVisitor {
 /// Which section a list of allowed keys belongs to, for messages.
 pub(super) fn section_of(allowed: &[&'static str]) -> &'static str {
     let has = |k: &str| allowed.contains(&k);
-    if has("enabled") {
+    if has("enabled") && has("limits") {
         "sandbox"
+    } else if has("enabled") {
+        "a spell's section under `spells:`"
     } else if has("mode") {
         "sandbox.allow entry"
     } else if has("passthrough") {

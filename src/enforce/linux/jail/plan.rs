@@ -699,6 +699,7 @@ mod tests {
             spelled: "~".into(),
             line: 1,
             column: 1,
+            spell: None,
         };
         let grants = vec![
             grant(&ws, Mode::Rw, GrantSource::Workspace),
