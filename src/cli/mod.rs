@@ -13,6 +13,8 @@ pub(crate) mod lock;
 mod report;
 pub(crate) mod run;
 mod sandbox_check;
+#[cfg(kernel_layer)]
+pub(crate) mod secrets;
 pub(crate) mod spell_check;
 pub(crate) mod spells;
 mod test;

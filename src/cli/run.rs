@@ -186,7 +186,10 @@ pub(crate) fn confine_process(
                 // Decided in step 1 (`Sandbox::load`) already; this only
                 // guards against a secret-bearing environment ever
                 // reaching a spell.
-                None if needs_reexec(&child_env) => return Err(reexec_scrubbed(env, &child_env)),
+                None if needs_reexec(&child_env) => {
+                    let kept = super::secrets::kept_for_magus(&policy);
+                    return Err(reexec_scrubbed(env, &child_env, &kept));
+                }
                 None => {}
                 Some(state) => restore_stripped(&mut child_env, state),
             }
@@ -200,7 +203,22 @@ pub(crate) fn confine_process(
     // network; its listeners are made in `confine`, inside the children's
     // namespace.
     #[cfg(kernel_layer)]
-    let mut proxy = super::hosts::wanted(&policy, env, &mut child_env);
+    let secrets = prepare_secrets(&policy, env)?;
+    #[cfg(not(kernel_layer))]
+    if policy.state() == SandboxState::On && !policy.secrets().is_empty() {
+        return Err(Box::new(
+            Diagnostic::error("this spell declares `secrets:`, which cannot be kept from it here: magus was built without its kernel layer (Linux, the `kernel` feature)")
+                .with_note("magus hands a secret only to its proxy, outside the sandbox, and only the kernel layer forces a child's traffic through it; magus never falls back to passing the value")
+                .with_help("run the spell with magus built for Linux with the default `kernel` feature, or remove its `secrets:`"),
+        ));
+    }
+    #[cfg(kernel_layer)]
+    let mut proxy = super::hosts::wanted(
+        &policy,
+        env,
+        &mut child_env,
+        secrets.as_ref().map(|s| std::sync::Arc::clone(&s.vault)),
+    );
     // Before Landlock, which does not grant /dev/ptmx.
     bindings::prepare_terminal(options.format);
     let mut resolution = startup.diagnostics;
@@ -213,6 +231,18 @@ pub(crate) fn confine_process(
     let domain = confine(&policy, &mut proxy, env, &renderer, &mut resolution)?;
     #[cfg(kernel_layer)]
     let proxy = proxy.into_running();
+    #[cfg(kernel_layer)]
+    if let Some(secrets) = secrets {
+        let Prepared {
+            vault,
+            placeholders,
+            bundle,
+        } = secrets;
+        // magus proper's reference: the proxy (or the process that forks
+        // it) holds its own; the last one wipes the values.
+        drop(vault);
+        super::secrets::give_children(&policy, &placeholders, &bundle, &mut child_env)?;
+    }
     #[cfg(kernel_layer)]
     super::hosts::point_children(proxy.as_ref(), &mut child_env);
     #[cfg(not(kernel_layer))]
@@ -234,6 +264,53 @@ pub(crate) fn confine_process(
         child_env,
         report,
     })
+}
+
+/// A run's secrets, ready before the jail: the vault for the proxy, the
+/// placeholders and CA bundle for children.
+#[cfg(kernel_layer)]
+struct Prepared {
+    vault: std::sync::Arc<crate::proxy::vault::Vault>,
+    placeholders: Vec<(String, String)>,
+    bundle: String,
+}
+
+/// Reads the secrets' values (before the jail) and makes the vault;
+/// `None` for a spell without `secrets:`. Refused where the proxy could
+/// be gone around: sandbox off, a nested run, no user namespaces.
+#[cfg(kernel_layer)]
+fn prepare_secrets(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+) -> Result<Option<Prepared>, Box<Diagnostic>> {
+    use super::secrets::{bundle, read_values, unsupported};
+    if policy.secrets().is_empty() {
+        return Ok(None);
+    }
+    if policy.state() != SandboxState::On {
+        return Err(unsupported("the sandbox is off for this run"));
+    }
+    if nesting(env) == Nesting::InsideMagus {
+        return Err(unsupported("this magus runs inside another magus's sandbox, whose proxy it cannot give a secret to"));
+    }
+    if userns_request(env) != UsernsRequest::Allowed {
+        return Err(unsupported(
+            "user namespaces are turned off for magus (MAGUS_SANDBOX_USERNS=0)",
+        ));
+    }
+    let values = read_values(policy, env)?;
+    let roots = crate::policy::lookup(env, "SSL_CERT_FILE").map(PathBuf::from);
+    let vault = crate::proxy::vault::Vault::new(values, roots).map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot prepare the secrets: {e}"
+        )))
+    })?;
+    let bundle = bundle(vault.authority.cert_pem(), env);
+    Ok(Some(Prepared {
+        placeholders: vault.child_vars(),
+        vault: std::sync::Arc::new(vault),
+        bundle,
+    }))
 }
 
 /// The spells `job` names (every spell of the workspace for a bare
@@ -364,6 +441,7 @@ fn needs_reexec(child_env: &ChildEnv) -> bool {
 pub(crate) fn reexec_scrubbed(
     env: &[(OsString, OsString)],
     child_env: &ChildEnv,
+    kept_for_secrets: &[String],
 ) -> Box<Diagnostic> {
     if let Err(d) = keep_inherited_descriptors() {
         return d;
@@ -372,6 +450,14 @@ pub(crate) fn reexec_scrubbed(
     kept.extend(
         env.iter()
             .filter(|(k, _)| KEPT_FOR_MAGUS.iter().any(|name| k == OsStr::new(name)))
+            .cloned(),
+    );
+    // Read by magus for secrets by reference; `give_children` keeps them
+    // from children.
+    kept.retain(|(k, _)| !kept_for_secrets.iter().any(|n| k == OsStr::new(n)));
+    kept.extend(
+        env.iter()
+            .filter(|(k, _)| kept_for_secrets.iter().any(|n| k == OsStr::new(n)))
             .cloned(),
     );
     let mut stripped: Vec<OsString> = child_env.stripped.iter().map(OsString::from).collect();
@@ -431,6 +517,11 @@ fn confine(
     // proxy's listeners are made right after, inside the namespace,
     // before seccomp refuses `listen`.
     let network_plan = enforce::network::enter(&setting, userns_request(env));
+    if !policy.secrets().is_empty() && network_plan != NetworkPlan::ProxyNamespace {
+        return Err(super::secrets::unsupported(
+            "no network namespace could be made for the spell's programs (user namespaces are refused on this machine)",
+        ));
+    }
     let network = super::hosts::listen(proxy, network_plan, &setting)?;
     enforce::capabilities::drop_all_capabilities()
         .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;

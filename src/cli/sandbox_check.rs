@@ -401,7 +401,9 @@ fn presets_json(list: &crate::policy::HostList) -> serde_json::Value {
 fn spell_text(config: Option<&ConfigFile>, name: &str) -> String {
     let section = config.and_then(|c| c.spell(name)).map(|s| s.at.line);
     match section {
-        Some(line) => format!("the workspace's policy and `spells: {name}:` at magus.yaml line {line}"),
+        Some(line) => {
+            format!("the workspace's policy and `spells: {name}:` at magus.yaml line {line}")
+        }
         None => "the workspace's policy: it has no `spells:` section".into(),
     }
 }
@@ -423,7 +425,10 @@ fn human_report(
     out.push_str(&format!("workspace    {}\n", policy.workspace().display()));
     out.push_str(&format!("config       {config}\n"));
     if let Some(name) = policy.spell_name() {
-        out.push_str(&format!("spell        {name} ({})\n", spell_text(config_file, name)));
+        out.push_str(&format!(
+            "spell        {name} ({})\n",
+            spell_text(config_file, name)
+        ));
     }
     out.push_str(&format!("sandbox      {}\n", state_text(policy)));
     out.push_str(&format!("fingerprint  {fingerprint}\n"));

@@ -233,7 +233,10 @@ fn test_in_process(
     let mut command = std::process::Command::new(exe);
     command.arg("--workspace").arg(root);
     for (flag, value) in [
-        ("--message-format", global.message_format.to_possible_value()),
+        (
+            "--message-format",
+            global.message_format.to_possible_value(),
+        ),
         ("--color", global.color.to_possible_value()),
     ] {
         if let Some(value) = value {

@@ -108,9 +108,7 @@ impl fmt::Display for GrantSource {
             GrantSource::Builtin(why) => write!(f, "built-in ({why})"),
             GrantSource::Workspace => f.write_str("workspace root"),
             GrantSource::Config {
-                line,
-                spell: None,
-                ..
+                line, spell: None, ..
             } => write!(f, "magus.yaml line {line}"),
             GrantSource::Config {
                 line,

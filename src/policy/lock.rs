@@ -289,6 +289,10 @@ impl ParsedSpell {
                 }
                 Ok(())
             }
+            "secret" => {
+                section.secrets.push(quoted(rest, "secret")?);
+                Ok(())
+            }
             "enabled" | "limit" => Err(LockSyntax::AfterSpell(word.to_string())),
             _ => Err(LockSyntax::UnknownLine(line.to_string())),
         }
@@ -376,6 +380,7 @@ impl LockParser {
                 allow: Vec::new(),
                 passthrough: Vec::new(),
                 network: None,
+                secrets: Vec::new(),
             },
         });
         Ok(())
@@ -455,6 +460,7 @@ impl LockParser {
             passthrough: self.passthrough,
             network: self.network.ok_or_else(|| missing("network"))?,
             limits: self.limits,
+            secrets: Vec::new(),
         };
         canonicalise(&mut policy);
         consistent(file, line, &recorded, &policy)?;
@@ -686,6 +692,7 @@ pub fn effective_fingerprint(policy: &Policy) -> Option<Fingerprint> {
         passthrough: Vec::new(),
         network: Network::Allow,
         limits: Limits::default(),
+        secrets: Vec::new(),
     });
     declared.enabled = true;
     Some(declared.fingerprint())

@@ -56,8 +56,8 @@ pub use secrets::{SecretBinding, SecretSource};
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
-    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace, WorkspaceArg,
-    WorkspaceError, ENABLED_VAR,
+    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace,
+    WorkspaceArg, WorkspaceError, ENABLED_VAR,
 };
 
 use std::ffi::OsString;
@@ -105,6 +105,8 @@ pub struct Policy {
     /// The spell whose effective policy this is (`spells/NAME.buzz`), so
     /// that a denial can name the section that would allow it.
     spell: Option<String>,
+    /// The spell's `secrets:` (docs/secrets.md); empty for most.
+    secrets: Vec<SecretBinding>,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve::hidden_stores`).
@@ -145,6 +147,7 @@ impl Policy {
             declared: None,
             limits: Limits::default(),
             spell: None,
+            secrets: Vec::new(),
             hidden: Vec::new(),
             trie,
         }
@@ -238,6 +241,11 @@ impl Policy {
     /// `sandbox.limits` as declared (enforced only with the sandbox on).
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The spell's secrets by reference (docs/secrets.md).
+    pub fn secrets(&self) -> &[SecretBinding] {
+        &self.secrets
     }
 
     /// The spell this policy is for (`NAME` of `spells/NAME.buzz`), when

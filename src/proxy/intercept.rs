@@ -192,6 +192,21 @@ impl Interceptor {
         let mut up = StreamOwned::new(conn, upstream);
         if rewritten.expect_continue {
             down.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+            down.flush()?;
+        }
+        // A body that fits in memory is read and checked whole before the
+        // head (which carries the value) leaves: a refused request then
+        // reaches the host not at all.
+        let rest = hold_body(&mut down, rest, rewritten.framing)?;
+        if let Some(held) = self.vault.found_in(&rest) {
+            let refusal = exfiltration(held, "was in a request body, where it is never replaced");
+            tell(&refusal);
+            respond(&mut down, "403 Forbidden", &refusal.line(target));
+            return Ok(Served {
+                sent: 0,
+                received: 0,
+                refusal: Some(refusal),
+            });
         }
         up.write_all(&rewritten.head)?;
         let mut sent = rewritten.head.len() as u64;
@@ -477,6 +492,32 @@ fn check_rules(held: &Held, method: &str, path: &str) -> Result<(), Refusal> {
             request: format!("{method} {bare}"),
             rules,
         }),
+    }
+}
+
+/// How much of a request body is read before anything is sent upstream.
+const BODY_HOLD: usize = 1024 * 1024;
+
+/// Reads the body after `rest` until it ends (by its framing) or
+/// [`BODY_HOLD`] bytes are held; returns what was read.
+fn hold_body(down: &mut impl Read, rest: Vec<u8>, framing: BodyFraming) -> io::Result<Vec<u8>> {
+    let mut body = BodyEnd::new(framing);
+    let mut held = rest;
+    let mut seen = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        if let Advance::Ended(_) | Advance::Malformed(_) = body.advance(&held[seen..]) {
+            return Ok(held);
+        }
+        seen = held.len();
+        if body.finished() || held.len() >= BODY_HOLD {
+            return Ok(held);
+        }
+        let n = down.read(&mut buf)?;
+        if n == 0 {
+            return Ok(held);
+        }
+        held.extend_from_slice(&buf[..n]);
     }
 }
 

@@ -119,7 +119,10 @@ impl Sandbox {
         #[cfg(kernel_layer)]
         if reexec.is_none() {
             if let Some(child_env) = startup::scrubbed_before_resolution(&declared, &env) {
-                return Err(LoadError::boxed(startup::reexec_scrubbed(&env, &child_env)));
+                let kept = crate::cli::secrets::kept_for_magus(&declared.without_grants());
+                return Err(LoadError::boxed(startup::reexec_scrubbed(
+                    &env, &child_env, &kept,
+                )));
             }
         }
         #[cfg(kernel_layer)]
