@@ -125,9 +125,6 @@ pub mod __private {
     pub mod buzz {
         pub use crate::buzz::*;
     }
-    pub mod cli {
-        pub use crate::cli::*;
-    }
     pub mod diag {
         pub use crate::diag::*;
     }

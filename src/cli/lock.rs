@@ -6,7 +6,7 @@
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, Renderer};
 use crate::policy::lock::{diff, lock_file, Lock, LockState};
-use crate::policy::{check_lock, check_nested, CanonicalPolicy, CanonicalSection, Policy};
+use crate::policy::{check_lock, CanonicalPolicy, CanonicalSection, Policy};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
@@ -107,21 +107,6 @@ fn spell_names<'a>(old: &'a Lock, new: &'a Lock) -> Vec<&'a str> {
 
 fn say(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
-
-/// The lock checks of `magus run`, in order: the workspace's `magus.lock`,
-/// then the policy of an enclosing sandboxed run. Any failure is an error
-/// diagnostic and no spell may run.
-pub(crate) fn verify_for_run(
-    policy: &Policy,
-    env: &[(OsString, OsString)],
-) -> Result<(), Box<Diagnostic>> {
-    match check_lock(policy) {
-        Err(e) => return Err(Box::new(e.to_diagnostic())),
-        Ok(LockState::Mismatch(m)) => return Err(Box::new(m.to_diagnostic())),
-        Ok(LockState::Absent | LockState::Matches { .. }) => {}
-    }
-    check_nested(env, policy).map_err(|m| Box::new(m.to_diagnostic()))
 }
 
 /// The lock state as `magus sandbox check` reports it.

@@ -6,23 +6,13 @@
 
 mod args;
 mod completions;
-#[cfg(kernel_layer)]
-pub(crate) mod hosts;
 mod init;
-pub(crate) mod lock;
-mod report;
-pub(crate) mod run;
+mod lock;
+mod run;
 mod sandbox_check;
-#[cfg(kernel_layer)]
-pub(crate) mod secrets;
-pub(crate) mod spell_check;
-pub(crate) mod spells;
+mod spell_check;
+mod spells;
 mod test;
-
-#[cfg(not(kernel_layer))]
-pub use run::interpreter_only;
-#[cfg(kernel_layer)]
-pub use run::{landlock_unavailable, network_fallback};
 
 use crate::diag::{
     set_output_options, Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer,
@@ -35,9 +25,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 // The exit statuses are the library's (`crate::sandbox::exit`).
-pub use crate::sandbox::exit::{
-    CANNOT_RUN as EXIT_CANNOT_RUN, CONFIG as EXIT_CONFIG, DENIED as EXIT_DENIED,
-    NO_SPELL as EXIT_NO_SPELL, SPELL_FAILED as EXIT_SPELL_FAILED,
+use crate::sandbox::exit::{
+    CANNOT_RUN as EXIT_CANNOT_RUN, CONFIG as EXIT_CONFIG, SPELL_FAILED as EXIT_SPELL_FAILED,
 };
 
 /// The exit statuses, at the end of every `--help`.
@@ -89,6 +78,15 @@ struct GlobalArgs {
 }
 
 impl GlobalArgs {
+    /// The output options these flags ask for.
+    fn output(&self) -> OutputOptions {
+        OutputOptions {
+            format: self.message_format,
+            color: self.color,
+            verbosity: self.verbosity(),
+        }
+    }
+
     fn verbosity(&self) -> Verbosity {
         match (self.quiet, self.verbose) {
             (true, _) => Verbosity::Quiet,
@@ -186,20 +184,13 @@ enum SandboxCommand {
 pub fn main() -> i32 {
     // Before anything reads the environment: a re-executed magus takes the
     // names of the stripped variables out of it (see `enforce::reexec`).
-    #[cfg(kernel_layer)]
-    let reexec = crate::enforce::take_reexec_state();
-    #[cfg(not(kernel_layer))]
-    let reexec: Option<crate::enforce::ReexecState> = None;
+    let reexec = crate::sandbox::startup::take_reexec_state();
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (cli, spell_args) = match parse(&argv) {
         Ok(parsed) => parsed,
         Err(status) => return status,
     };
-    set_output_options(OutputOptions {
-        format: cli.global.message_format,
-        color: cli.global.color,
-        verbosity: cli.global.verbosity(),
-    });
+    set_output_options(cli.global.output());
     if cli.global.message_format == MessageFormat::Json {
         json_panics();
     }

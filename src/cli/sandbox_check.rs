@@ -5,8 +5,7 @@
 //! interpreter layer is all there is.
 
 use super::lock::LockReport;
-use super::report::{startup_report, ReportInput};
-use super::{declare, GlobalArgs, EXIT_CONFIG, EXIT_NO_SPELL};
+use super::{declare, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
 #[cfg(kernel_layer)]
 use crate::enforce::jail::{protect, UserNamespace};
@@ -20,6 +19,8 @@ use crate::policy::config::ConfigFile;
 use crate::policy::{
     self, Grant, GrantSource, Network, Policy, SandboxState, Startup, StateSource,
 };
+use crate::sandbox::exit::NO_SPELL as EXIT_NO_SPELL;
+use crate::sandbox::startup::{self, startup_report, ReportInput};
 use serde_json::json;
 use std::ffi::OsString;
 use std::io::Write;
@@ -118,11 +119,11 @@ struct KernelReport {
 #[cfg(kernel_layer)]
 impl KernelReport {
     fn probe(policy: &Policy, env: &[(OsString, OsString)]) -> KernelReport {
-        let request = super::run::landlock_request(env);
+        let request = startup::landlock_request(env);
         KernelReport {
             landlock: crate::enforce::probe_landlock(policy.network(), request),
-            jail: crate::enforce::jail::probe(super::run::userns_request(env)),
-            network: enforce::network::probe(policy.network(), super::run::userns_request(env)),
+            jail: crate::enforce::jail::probe(startup::userns_request(env)),
+            network: enforce::network::probe(policy.network(), startup::userns_request(env)),
             plan: JailPlan::compile(policy, &ViewInputs::from_env(env)),
         }
     }
@@ -131,15 +132,15 @@ impl KernelReport {
     fn warnings(&self, policy: &Policy) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         if let LandlockStatus::Unavailable { reason } = &self.landlock {
-            out.push(super::run::landlock_unavailable(*reason));
+            out.push(startup::landlock_unavailable(*reason));
         }
-        out.extend(super::run::network_fallback(self.network, &self.landlock));
+        out.extend(startup::network_fallback(self.network, &self.landlock));
         let jail = match &self.jail {
-            JailStatus::Entered { user_namespace } => super::run::Jail::Entered(*user_namespace),
-            JailStatus::Unavailable { reason } => super::run::Jail::Missing(reason.clone()),
+            JailStatus::Entered { user_namespace } => startup::Jail::Entered(*user_namespace),
+            JailStatus::Unavailable { reason } => startup::Jail::Missing(reason.clone()),
         };
-        let sockets = super::run::unix_sockets(&self.landlock, &jail, policy);
-        out.extend(super::run::partial_enforcement(
+        let sockets = startup::unix_sockets(&self.landlock, &jail, policy);
+        out.extend(startup::partial_enforcement(
             &self.landlock,
             &jail,
             &sockets,
@@ -285,7 +286,7 @@ impl KernelReport {
     }
 
     fn warnings(&self, _policy: &Policy) -> Vec<Diagnostic> {
-        vec![super::run::interpreter_only()]
+        vec![startup::interpreter_only()]
     }
 
     fn layer_text(&self) -> String {

@@ -1,21 +1,16 @@
-//! `magus check [SPELL...]`, and the check that `magus run` and `magus test`
-//! make before running anything: the spell checker of `buzz::check` over
-//! each spell and every file it imports. Nothing runs; imported files are
-//! read through the gate of the spell's own policy (the workspace's and
-//! its `spells:` section), as a run would read them.
+//! `magus check [SPELL...]`: the library's spell checker
+//! (`crate::sandbox::spell_checker`) over the named spells, every finding
+//! said, and a closing count. Each spell is checked under its own policy
+//! (the workspace's and its `spells:` section). Nothing runs.
 
-use super::spells::{spell_files, SpellReader};
-use super::{declare, GlobalArgs, EXIT_CANNOT_RUN, EXIT_DENIED};
-use crate::bindings::{self, DiagnosticSink, Session};
-use crate::buzz::{Interpreter, Program};
-use crate::diag::{Code, Diagnostic, Renderer, Severity, Verbosity};
-use crate::enforce::gate::Gate;
-use crate::enforce::Domain;
-use crate::policy::Policy;
+use super::{declare, GlobalArgs};
+use crate::bindings::DiagnosticSink;
+use crate::diag::{Diagnostic, Renderer, Severity, Verbosity};
+use crate::sandbox::spell_checker::{checking_interpreter, checking_session, spell_is_clean};
+use crate::sandbox::spell_reader::{spell_files, SpellReader};
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
 use std::rc::Rc;
 
 /// Exit status of `magus check` when a spell has errors.
@@ -61,7 +56,7 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         let (file, source) = match reader.read_spell(name) {
             Ok(found) => found,
             Err(e) => {
-                sink(&e.diagnostic);
+                sink(e.diagnostic());
                 status = EXIT_CHECK_FAILED;
                 continue;
             }
@@ -121,79 +116,9 @@ impl Tally {
 }
 
 /// `1 spell`, `2 spells`.
-pub(super) fn plural(n: usize, word: &str) -> String {
+fn plural(n: usize, word: &str) -> String {
     match n {
         1 => format!("1 {word}"),
         _ => format!("{n} {word}s"),
     }
-}
-
-/// The session of a check: the gate of `policy` (imports are read through
-/// it), and a domain that confines nothing, since nothing runs.
-pub(crate) fn checking_session(policy: Policy, sink: DiagnosticSink) -> Rc<Session> {
-    let workspace = policy.workspace().to_path_buf();
-    let gate = Gate::new(Rc::new(policy), workspace);
-    #[cfg(kernel_layer)]
-    let domain = Domain::unconfined(crate::enforce::Unavailable::ForcedOff);
-    #[cfg(not(kernel_layer))]
-    let domain = Domain::interpreter_only();
-    Rc::new(Session::new(gate, domain, Vec::new(), Vec::new(), sink))
-}
-
-/// An interpreter with the modules and loader a run has, used only for
-/// its tables.
-pub(crate) fn checking_interpreter(file: &Path, session: &Rc<Session>) -> Interpreter {
-    Interpreter::new(file, bindings::modules(session))
-        .with_loader(bindings::source_loader(session))
-        .with_libraries(bindings::libraries())
-}
-
-/// Parses and checks one spell, saying every error; true when it may run.
-pub(crate) fn spell_is_clean(
-    interpreter: &Interpreter,
-    file: &Path,
-    source: &str,
-    sink: &DiagnosticSink,
-) -> bool {
-    match crate::buzz::parse(file, source) {
-        Ok(program) => program_is_clean(interpreter, &program, source, sink),
-        Err(e) => {
-            sink(&e.to_diagnostic());
-            false
-        }
-    }
-}
-
-/// Checks a parsed spell, saying every error; true when it may run.
-pub(super) fn program_is_clean(
-    interpreter: &Interpreter,
-    program: &Program,
-    source: &str,
-    sink: &DiagnosticSink,
-) -> bool {
-    refusal(interpreter, program, source, sink).is_none()
-}
-
-/// Checks a parsed spell before a run, saying every finding; the exit
-/// status that stops the run, or `None` when it may go on: 124 when the
-/// sandbox denied reading an imported file (as the run would have been
-/// stopped), else 126 (the spell cannot run).
-pub(crate) fn refusal(
-    interpreter: &Interpreter,
-    program: &Program,
-    source: &str,
-    sink: &DiagnosticSink,
-) -> Option<i32> {
-    let report = interpreter.check(program, source);
-    let diagnostics = report.diagnostics();
-    for d in &diagnostics {
-        sink(d);
-    }
-    if report.is_clean() {
-        return None;
-    }
-    let denied = diagnostics
-        .iter()
-        .any(|d| matches!(d.code, Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007)));
-    Some(if denied { EXIT_DENIED } else { EXIT_CANNOT_RUN })
 }

@@ -50,7 +50,8 @@ pub(super) fn run_tests(
 ) -> i32 {
     // Checked before anything runs (issue #14): one bad spell runs nothing.
     let clean = spells.iter().fold(true, |clean, (file, source)| {
-        super::spell_check::spell_is_clean(&interpreter(file), file, source, sink) && clean
+        crate::sandbox::spell_checker::spell_is_clean(&interpreter(file), file, source, sink)
+            && clean
     });
     if !clean {
         say("0 passed, 0 failed (the check found errors; nothing ran)");

@@ -292,7 +292,7 @@ fn mgs2012_deny_by_seccomp() -> Diagnostic {
         abi: 7,
         unenforced: Vec::new(),
     };
-    crate::cli::network_fallback(plan, &landlock).expect("a fallback is reported")
+    crate::sandbox::startup::network_fallback(plan, &landlock).expect("a fallback is reported")
 }
 
 fn mgs2012_ports_unenforced() -> Diagnostic {
@@ -303,7 +303,7 @@ fn mgs2012_ports_unenforced() -> Diagnostic {
         abi: 3,
         unenforced: vec![Unenforced::Network { since_abi: 4 }],
     };
-    crate::cli::network_fallback(plan, &landlock).expect("ABI 3 is reported")
+    crate::sandbox::startup::network_fallback(plan, &landlock).expect("ABI 3 is reported")
 }
 
 fn mgs2014(scene: &Scene) -> Diagnostic {
@@ -424,7 +424,7 @@ fn sandbox_all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2004_skipped", mgs2004(scene)),
         (
             "mgs2005_landlock",
-            crate::cli::landlock_unavailable(Unavailable::ForcedOff),
+            crate::sandbox::startup::landlock_unavailable(Unavailable::ForcedOff),
         ),
         ("mgs2006_shim", mgs2006()),
         ("mgs2007_exec", mgs2007(scene)),

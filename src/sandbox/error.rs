@@ -27,12 +27,10 @@ macro_rules! stage_error {
         }
 
         impl $name {
-            pub(crate) fn new(diagnostic: Diagnostic) -> $name {
-                $name::boxed(Box::new(diagnostic))
-            }
-
-            pub(crate) fn boxed(diagnostic: Box<Diagnostic>) -> $name {
-                $name { diagnostic }
+            pub(crate) fn new(diagnostic: impl Into<Box<Diagnostic>>) -> $name {
+                $name {
+                    diagnostic: diagnostic.into(),
+                }
             }
 
             /// The error as `magus` reports it: message, location, help.
@@ -59,7 +57,7 @@ stage_error!(
 
 impl From<Box<Diagnostic>> for InstallError {
     fn from(diagnostic: Box<Diagnostic>) -> InstallError {
-        InstallError::boxed(diagnostic)
+        InstallError::new(diagnostic)
     }
 }
 

@@ -1,26 +1,26 @@
 //! The library's facade: load a workspace's policy, install the sandbox on
 //! the process, then run spells with the natives bound to the gate.
 //!
-//! It owns no step of its own: it wraps the start-up sequence of
-//! `magus run` (`cli::run`, which fixes the one order that works), so the
-//! `magus` binary and an embedder start a spell the same way. Each stage
-//! is its own type, so a spell cannot run before the sandbox is installed.
+//! The start-up sequence is [`startup`]'s (one working order, as two
+//! linear steps); each stage of the facade is its own type, so a spell
+//! cannot run before the sandbox is installed. The `magus` binary and an
+//! embedder start a spell the same way, through these types.
 
 mod error;
 pub mod exit;
+pub(crate) mod spell_checker;
+pub(crate) mod spell_reader;
+pub(crate) mod startup;
 
 pub use error::{InstallError, LoadError, SpellError};
 
 use crate::bindings::{self, DiagnosticSink, Session};
 use crate::buzz::{stack, BuzzError, Interpreter, NativeModule, Program};
-use crate::cli::run::{self as startup, Confinement};
-use crate::cli::spell_check;
-use crate::diag::{output_options, Diagnostic, Renderer};
+use crate::diag::{Diagnostic, OutputOptions, Renderer};
 use crate::enforce::gate::Gate;
-#[cfg(kernel_layer)]
-use crate::enforce::LandlockStatus;
 use crate::enforce::ReexecState;
-use crate::policy::{self, Policy, SandboxState, Startup, StartupInput, WorkspaceArg};
+use crate::policy::{Policy, SandboxState, WorkspaceArg};
+use startup::{Confinement, Loaded};
 use std::cell::RefCell;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -48,9 +48,18 @@ pub enum CompatLevel {
 /// process is restricted while this exists.
 #[derive(Debug)]
 pub struct Sandbox {
-    startup: Startup,
+    loaded: Loaded,
     env: Vec<(OsString, OsString)>,
     reexec: Option<ReexecState>,
+    output: OutputOptions,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("startup", &self.startup)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sandbox {
@@ -90,10 +99,7 @@ impl Sandbox {
     ) -> Result<Sandbox, LoadError> {
         // Before the environment is read: the re-executed process takes
         // the stripped names out of it.
-        #[cfg(kernel_layer)]
-        let reexec = crate::enforce::take_reexec_state();
-        #[cfg(not(kernel_layer))]
-        let reexec: Option<ReexecState> = None;
+        let reexec = startup::take_reexec_state();
         Sandbox::load_from(workspace, spell, std::env::vars_os().collect(), reexec)
     }
 
@@ -105,47 +111,31 @@ impl Sandbox {
         env: Vec<(OsString, OsString)>,
         reexec: Option<ReexecState>,
     ) -> Result<Sandbox, LoadError> {
-        let input = StartupInput {
-            workspace,
-            env: &env,
-            spell,
-        };
-        let declared = policy::declare(input).map_err(|e| LoadError::new(e.to_diagnostic()))?;
-        // Said after the lock's check: a lock beside a planted config
-        // that turns the sandbox off already refuses it (MGS2010).
-        let nested = declared.refuse_planted_nested();
-        // The scrubbing re-exec comes before the grants are resolved, so
-        // they are resolved once, by the re-executed process.
-        #[cfg(kernel_layer)]
-        if reexec.is_none() {
-            if let Some(child_env) = startup::scrubbed_before_resolution(&declared, &env) {
-                let kept = crate::cli::secrets::kept_for_magus(&declared.without_grants());
-                return Err(LoadError::boxed(startup::reexec_scrubbed(
-                    &env, &child_env, &kept,
-                )));
-            }
-        }
-        #[cfg(kernel_layer)]
-        startup::start_namespaces_ahead(&declared, &env);
-        let startup = declared.resolve(&env);
-        crate::cli::lock::verify_for_run(&startup.policy, &env).map_err(LoadError::boxed)?;
-        nested.map_err(|e| LoadError::new(e.to_diagnostic()))?;
+        let loaded =
+            startup::load(workspace, spell, &env, reexec.as_ref()).map_err(LoadError::new)?;
         Ok(Sandbox {
-            startup,
+            loaded,
             env,
             reexec,
+            output: OutputOptions::default(),
         })
+    }
+
+    /// How the run's diagnostics are printed (the CLI's `--message-format`,
+    /// `--color`, `-q`/`-v`); the defaults otherwise.
+    pub(crate) fn with_output(self, output: OutputOptions) -> Sandbox {
+        Sandbox { output, ..self }
     }
 
     /// The resolved policy.
     pub fn policy(&self) -> &Policy {
-        &self.startup.policy
+        &self.loaded.startup.policy
     }
 
     /// What resolving the policy found worth saying (warnings and notes);
     /// [`Installed::diagnostics`] repeats them with the kernel's findings.
     pub fn diagnostics(&self) -> &[Diagnostic] {
-        &self.startup.diagnostics
+        &self.loaded.startup.diagnostics
     }
 
     /// Reads a spell, named as `magus run` takes it: `NAME` or `NAME.buzz`
@@ -154,8 +144,7 @@ impl Sandbox {
     /// once installed; a spell in the workspace is read through the gate
     /// (a link out of it is MGS2001).
     pub fn spell(&self, name: &str) -> Result<Spell, SpellError> {
-        let (path, source) = crate::cli::spells::read_spell(self.policy(), name)
-            .map_err(|e| SpellError::new(*e.diagnostic, e.status))?;
+        let (path, source) = spell_reader::read_spell(self.policy(), name)?;
         Ok(Spell { path, source })
     }
 
@@ -172,9 +161,9 @@ impl Sandbox {
             let into = found.clone();
             let sink: DiagnosticSink =
                 Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
-            let session = spell_check::checking_session(policy, sink.clone());
-            let interpreter = spell_check::checking_interpreter(&spell.path, &session);
-            spell_check::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
+            let session = spell_checker::checking_session(policy, sink.clone());
+            let interpreter = spell_checker::checking_interpreter(&spell.path, &session);
+            spell_checker::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
             found.take()
         });
         checked.unwrap_or_else(|e| vec![error::no_interpreter_thread(&e)])
@@ -197,12 +186,16 @@ impl Sandbox {
             self.require_kernel()?;
         }
         let Sandbox {
-            startup,
+            loaded,
             env,
             reexec,
+            output,
         } = self;
-        let confinement = startup::confine_process(startup, &env, reexec)?;
-        Ok(Installed { confinement })
+        let confinement = startup::confine(loaded, &env, reexec, output)?;
+        Ok(Installed {
+            confinement,
+            output,
+        })
     }
 
     /// [`CompatLevel::HardRequirement`]'s checks, made with probes only.
@@ -211,20 +204,10 @@ impl Sandbox {
         if policy.state() == SandboxState::Off {
             return Err(InstallError::new(error::sandbox_off()));
         }
-        #[cfg(kernel_layer)]
-        {
-            let request = startup::landlock_request(&self.env);
-            match crate::enforce::landlock::probe(policy.network(), request) {
-                LandlockStatus::Unavailable { reason } => Err(InstallError::new(error::required(
-                    startup::landlock_unavailable(reason),
-                ))),
-                LandlockStatus::Enforced { .. } => Ok(()),
-            }
+        match startup::kernel_missing(policy, &self.env) {
+            Some(missing) => Err(InstallError::new(error::required(missing))),
+            None => Ok(()),
         }
-        #[cfg(not(kernel_layer))]
-        Err(InstallError::new(error::required(
-            crate::cli::interpreter_only(),
-        )))
     }
 }
 
@@ -256,6 +239,7 @@ impl Spell {
 /// spells' run needs.
 pub struct Installed {
     confinement: Confinement,
+    output: OutputOptions,
 }
 
 impl Installed {
@@ -276,9 +260,12 @@ impl Installed {
     /// large stack, from the workspace root; stops the network proxy (if
     /// `network.hosts` started one) when `f` returns.
     pub fn enter<T: Send>(self, f: impl FnOnce(&Runtime) -> T + Send) -> Result<T, InstallError> {
-        let confinement = self.confinement;
+        let Installed {
+            confinement,
+            output,
+        } = self;
         let on_stack = stack::run_on_interpreter_stack(move || {
-            let runtime = Runtime::start(confinement)?;
+            let runtime = Runtime::start(confinement, output)?;
             let out = f(&runtime);
             runtime.finish();
             Ok(out)
@@ -293,14 +280,14 @@ pub struct Runtime {
     session: Rc<Session>,
     sink: DiagnosticSink,
     heap_budget: usize,
+    output: OutputOptions,
 }
 
 impl Runtime {
-    fn start(confinement: Confinement) -> Result<Runtime, InstallError> {
+    fn start(confinement: Confinement, output: OutputOptions) -> Result<Runtime, InstallError> {
         let Confinement {
             policy,
             domain,
-            #[cfg(kernel_layer)]
             proxy,
             hidden,
             child_env,
@@ -311,7 +298,7 @@ impl Runtime {
         std::env::set_current_dir(&workspace)
             .map_err(|e| InstallError::new(error::no_workspace(&workspace, &e)))?;
         let gate = Gate::new(Rc::new(policy), workspace).with_hidden_programs(hidden);
-        let renderer = Renderer::new(output_options().format);
+        let renderer = Renderer::new(output.format);
         let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
         let session = Session::new(
             gate,
@@ -322,14 +309,13 @@ impl Runtime {
         );
         let session = session
             .with_shim_notes(report.at_shim)
-            .with_temp_dirs(temp_dirs());
-        #[cfg(kernel_layer)]
-        let session = session.with_egress(proxy);
-        let session = Rc::new(session);
+            .with_temp_dirs(startup::temp_dirs());
+        let session = Rc::new(startup::with_proxy(session, proxy));
         Ok(Runtime {
             session,
             sink,
             heap_budget,
+            output,
         })
     }
 
@@ -369,8 +355,7 @@ impl Runtime {
         let mut interpreter = self.interpreter(&spell.path);
         // Checked before anything runs: a type error on line 9 must not
         // leave line 3's writes behind.
-        let refusal =
-            crate::cli::spell_check::refusal(&interpreter, &program, &spell.source, &self.sink);
+        let refusal = spell_checker::refusal(&interpreter, &program, &spell.source, &self.sink);
         if let Some(status) = refusal {
             return Err(SpellError::refused_by_check(&spell.path, status));
         }
@@ -387,33 +372,8 @@ impl Runtime {
 
     /// The end of the run: the proxy stops and its summary is said.
     fn finish(&self) {
-        #[cfg(kernel_layer)]
-        let options = output_options();
-        #[cfg(kernel_layer)]
-        crate::cli::hosts::finish(
-            &self.session,
-            options.format,
-            options.verbosity,
-            &*self.sink,
-        );
+        startup::finish(&self.session, self.output, &*self.sink);
     }
-}
-
-/// Whether this process lives in a jail of its own, whose `/tmp` (and
-/// `/dev/shm`, `$TMPDIR`) are the run's and are discarded at its end.
-#[cfg(kernel_layer)]
-fn temp_dirs() -> bindings::TempDirs {
-    use crate::enforce::jail::{jail_status, JailStatus};
-    match jail_status() {
-        Some(JailStatus::Entered { .. }) => bindings::TempDirs::PerRun,
-        _ => bindings::TempDirs::Host,
-    }
-}
-
-/// Without the kernel layer there is no jail: the host's directories.
-#[cfg(not(kernel_layer))]
-fn temp_dirs() -> bindings::TempDirs {
-    bindings::TempDirs::Host
 }
 
 #[cfg(test)]

@@ -31,7 +31,6 @@ use std::io;
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -83,27 +82,18 @@ static JOINED_NETWORK: AtomicBool = AtomicBool::new(false);
 /// the namespaces take well under a millisecond.
 const POLL_FOR: Duration = Duration::from_millis(5);
 
-/// The helper [`start`] started, until [`take_started`].
-static STARTED: Mutex<Option<Ahead>> = Mutex::new(None);
-
 // SAFETY: `Ahead` owns its stack mapping and its `Shared` outright; the
 // raw pointer inside `Stack` is never shared with another owner, so the
 // value may move to (and be dropped on) another thread.
 unsafe impl Send for Ahead {}
 
 /// Starts the helper as soon as the policy says the run needs both
-/// namespaces (before its grants are resolved); [`take_started`] hands it
-/// to the jail. A helper nobody takes is reaped when the next one starts.
-pub fn start() {
-    let started = spawn();
-    if let Ok(mut slot) = STARTED.lock() {
-        *slot = started;
-    }
-}
-
-/// The helper [`start`] started, once.
-pub fn take_started() -> Option<Ahead> {
-    STARTED.lock().ok().and_then(|mut slot| slot.take())
+/// namespaces (before its grants are resolved); the caller hands what it
+/// returns to the jail ([`Ahead::take`]). Dropped untaken, the helper is
+/// reaped. `None` when no helper could start: the jail makes the
+/// namespaces itself.
+pub fn start() -> Option<Ahead> {
+    spawn()
 }
 
 /// Clones the helper; `None` when it cannot, or where `rustix` would make
@@ -355,8 +345,7 @@ mod tests {
 
     fn in_child() -> i32 {
         let started_in = own_network();
-        start();
-        let Some(ahead) = take_started() else {
+        let Some(ahead) = start() else {
             return 1;
         };
         let made = ahead.take();

@@ -51,7 +51,7 @@ pub struct ReportInput<'a> {
     pub child_env: &'a ChildEnv,
     /// What resolving and confining found, said before the spell at every
     /// run: MGS2004, MGS2005, and any other "said at every run" warning of
-    /// the kernel layer (`run::confine` pushes them here).
+    /// the kernel layer (`startup::confine` pushes them here).
     pub resolution: Vec<Diagnostic>,
     pub verbosity: Verbosity,
 }

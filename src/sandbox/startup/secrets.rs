@@ -6,8 +6,37 @@
 
 use crate::diag::Diagnostic;
 use crate::policy::{lookup, Network, Policy, SandboxState, SecretBinding, SecretSource};
+use crate::proxy::vault::Vault;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A run's secrets, ready before the jail: the vault for the proxy, the
+/// placeholders and CA bundle for children.
+pub(crate) struct Prepared {
+    pub vault: Arc<Vault>,
+    pub placeholders: Vec<(String, String)>,
+    pub bundle: String,
+}
+
+/// Reads the values and makes the vault (placeholders and per-run CA).
+pub(crate) fn prepare(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+) -> Result<Prepared, Box<Diagnostic>> {
+    let values = read_values(policy, env)?;
+    let roots = lookup(env, "SSL_CERT_FILE").map(PathBuf::from);
+    let vault = Vault::new(values, roots).map_err(|e| {
+        Box::new(Diagnostic::error(format!(
+            "cannot prepare the secrets: {e}"
+        )))
+    })?;
+    Ok(Prepared {
+        bundle: bundle(vault.authority.cert_pem(), env),
+        placeholders: vault.child_vars(),
+        vault: Arc::new(vault),
+    })
+}
 
 /// The largest secret file magus reads.
 const MAX_SECRET_FILE: u64 = 64 * 1024;

@@ -1,9 +1,9 @@
-//! `magus run`'s part of network by host name: have the proxy forked
+//! The start-up's part of network by host name: have the proxy forked
 //! outside every restriction, hand it listeners made inside the
-//! children's network namespace, point children at it, close their other routes (and, with
-//! no namespace, say the mode is partial), and end the run with its
-//! egress summary. Kept out of `run.rs` so the start-up sequence there
-//! stays a list of steps.
+//! children's network namespace, point children at it, close their other
+//! routes (and, with no namespace, say the mode is partial), and end the
+//! run with its egress summary. Kept out of `kernel.rs` so the start-up
+//! sequence there stays a list of steps.
 
 use crate::bindings::{egress, Session};
 use crate::diag::{Diagnostic, MessageFormat, Verbosity};
@@ -27,7 +27,7 @@ fn hosts_in_force(policy: &Policy) -> bool {
 /// by the jail's original process at the spell's first launch
 /// ([`ProxySlot::defer`]), otherwise forked just before the network step
 /// ([`ProxySlot::start`]).
-pub(super) enum ProxySlot {
+pub(crate) enum ProxySlot {
     /// No proxy of this run's own (no `hosts`, or a nested run).
     Absent,
     /// `hosts` is in force and the proxy is not forked yet.
@@ -42,7 +42,7 @@ impl ProxySlot {
     /// otherwise. Must run while magus is single-threaded, before the
     /// jail, seccomp and Landlock (the proxy keeps the host's network and
     /// none of magus's restrictions).
-    pub(super) fn start(&mut self) -> Result<(), Box<Diagnostic>> {
+    pub(crate) fn start(&mut self) -> Result<(), Box<Diagnostic>> {
         if let ProxySlot::Wanted(hosts, secrets) = self {
             let proxy =
                 Proxy::start_guarding(hosts, secrets.take()).map_err(|e| proxy_failed(&e))?;
@@ -53,7 +53,7 @@ impl ProxySlot {
 
     /// Leaves the fork to the jail's original process, whose part
     /// (the [`Launcher`]) this returns if the proxy is wanted.
-    pub(super) fn defer(&mut self) -> Result<Option<Launcher>, Box<Diagnostic>> {
+    pub(crate) fn defer(&mut self) -> Result<Option<Launcher>, Box<Diagnostic>> {
         let ProxySlot::Wanted(hosts, secrets) = self else {
             return Ok(None);
         };
@@ -65,18 +65,18 @@ impl ProxySlot {
 
     /// The jail was not entered, so no original process waits to fork
     /// the proxy: wanted again, for [`ProxySlot::start`].
-    pub(super) fn undefer(&mut self) {
+    pub(crate) fn undefer(&mut self) {
         if let ProxySlot::Deferred(hosts, secrets, _) = self {
             *self = ProxySlot::Wanted(std::mem::take(hosts), secrets.take());
         }
     }
 
     /// Whether this run has (or will have) a proxy of its own.
-    pub(super) fn is_own(&self) -> bool {
+    pub(crate) fn is_own(&self) -> bool {
         !matches!(self, ProxySlot::Absent)
     }
 
-    pub(super) fn running(&mut self) -> Option<&mut Proxy> {
+    pub(crate) fn running(&mut self) -> Option<&mut Proxy> {
         match self {
             ProxySlot::Running(proxy) | ProxySlot::Deferred(_, _, proxy) => Some(proxy),
             _ => None,
@@ -84,7 +84,7 @@ impl ProxySlot {
     }
 
     /// The proxy, running or deferred; `None` also for one never started.
-    pub(super) fn into_running(self) -> Option<Proxy> {
+    pub(crate) fn into_running(self) -> Option<Proxy> {
         match self {
             ProxySlot::Running(proxy) | ProxySlot::Deferred(_, _, proxy) => Some(proxy),
             _ => None,
@@ -97,7 +97,7 @@ impl ProxySlot {
 /// starts none: the enclosing run's namespace (or Landlock domain) lets
 /// it reach only the outer proxy, so it hands its children the outer
 /// proxy's variables.
-pub(super) fn wanted(
+pub(crate) fn wanted(
     policy: &Policy,
     env: &[(OsString, OsString)],
     child_env: &mut ChildEnv,
@@ -109,7 +109,7 @@ pub(super) fn wanted(
     if !hosts_in_force(policy) || inherit_outer_proxy(policy, env, child_env) {
         return ProxySlot::Absent;
     }
-    // A secret's hosts are reachable for the spell, as the place its
+    // A secret's hosts are reachable for the spell, as the places its
     // value goes (the proxy terminates TLS for them).
     let mut hosts = hosts.clone();
     for secret in policy.secrets() {
@@ -129,7 +129,7 @@ fn proxy_failed(e: &crate::proxy::ProxyError) -> Box<Diagnostic> {
 
 /// The setting the network step enforces: a nested run with `hosts` makes
 /// no namespace and adds no rule (the enclosing run's hold it).
-pub(super) fn network_setting(policy: &Policy, proxy: &ProxySlot) -> Network {
+pub(crate) fn network_setting(policy: &Policy, proxy: &ProxySlot) -> Network {
     match (proxy.is_own(), policy.network()) {
         (false, Network::Hosts(_)) => Network::Allow,
         (_, other) => other.clone(),
@@ -141,7 +141,7 @@ pub(super) fn network_setting(policy: &Policy, proxy: &ProxySlot) -> Network {
 /// the host's loopback); [`hand_over`] sends them. Returns the network rule
 /// Landlock enforces: in the namespace none is needed; without one,
 /// connect to the proxy's two ports only.
-pub(super) fn listen(
+pub(crate) fn listen(
     proxy: &mut ProxySlot,
     plan: NetworkPlan,
     setting: &Network,
@@ -160,7 +160,7 @@ pub(super) fn listen(
 /// made go to a forked proxy, which sets itself up then
 /// (`Proxy::bind`). A deferred one gets them at the first launch
 /// (`Session::proxy_ready`).
-pub(super) fn hand_over(proxy: &mut ProxySlot) -> Result<(), Box<Diagnostic>> {
+pub(crate) fn hand_over(proxy: &mut ProxySlot) -> Result<(), Box<Diagnostic>> {
     match proxy {
         ProxySlot::Running(proxy) => proxy.hand_over().map_err(|e| proxy_failed(&e)),
         _ => Ok(()),
@@ -168,7 +168,7 @@ pub(super) fn hand_over(proxy: &mut ProxySlot) -> Result<(), Box<Diagnostic>> {
 }
 
 /// Children get the proxy variables of this run's own proxy.
-pub(super) fn point_children(proxy: Option<&Proxy>, child_env: &mut ChildEnv) {
+pub(crate) fn point_children(proxy: Option<&Proxy>, child_env: &mut ChildEnv) {
     if let Some(proxy) = proxy {
         set_vars(child_env, proxy.child_vars());
     }
@@ -178,7 +178,7 @@ pub(super) fn point_children(proxy: Option<&Proxy>, child_env: &mut ChildEnv) {
 /// Called before the scrubbing re-exec too, so that they survive it (they
 /// are then part of the child environment the re-exec keeps). Returns
 /// whether this run is nested.
-pub(super) fn inherit_outer_proxy(
+pub(crate) fn inherit_outer_proxy(
     policy: &Policy,
     env: &[(OsString, OsString)],
     child_env: &mut ChildEnv,
@@ -211,7 +211,7 @@ const NET_ABI: u8 = 4;
 /// Said at every run with `hosts` where no network namespace could be
 /// made: the mode is partial; `abi` is the Landlock ABI in force (`None`:
 /// no Landlock), which decides whether direct TCP is closed at all.
-pub(super) fn partial_mode(plan: NetworkPlan, abi: Option<u8>) -> Option<Diagnostic> {
+pub(crate) fn partial_mode(plan: NetworkPlan, abi: Option<u8>) -> Option<Diagnostic> {
     let NetworkPlan::ProxyPorts { why } = plan else {
         return None;
     };

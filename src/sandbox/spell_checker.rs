@@ -1,0 +1,84 @@
+//! The spell checker of `buzz::check` over a spell and every file it
+//! imports, as `magus check` and the check before every run make it:
+//! nothing runs, and imported files are read through the gate of the
+//! workspace's policy, as a run would read them.
+
+use super::exit::{CANNOT_RUN, DENIED};
+use crate::bindings::{self, DiagnosticSink, Session};
+use crate::buzz::{Interpreter, Program};
+use crate::diag::Code;
+use crate::enforce::gate::Gate;
+use crate::enforce::Domain;
+use crate::policy::Policy;
+use std::path::Path;
+use std::rc::Rc;
+
+/// The session of a check: the gate of `policy` (imports are read through
+/// it), and a domain that confines nothing, since nothing runs.
+pub(crate) fn checking_session(policy: Policy, sink: DiagnosticSink) -> Rc<Session> {
+    let workspace = policy.workspace().to_path_buf();
+    let gate = Gate::new(Rc::new(policy), workspace);
+    #[cfg(kernel_layer)]
+    let domain = Domain::unconfined(crate::enforce::Unavailable::ForcedOff);
+    #[cfg(not(kernel_layer))]
+    let domain = Domain::interpreter_only();
+    Rc::new(Session::new(gate, domain, Vec::new(), Vec::new(), sink))
+}
+
+/// An interpreter with the modules and loader a run has, used only for
+/// its tables.
+pub(crate) fn checking_interpreter(file: &Path, session: &Rc<Session>) -> Interpreter {
+    Interpreter::new(file, bindings::modules(session))
+        .with_loader(bindings::source_loader(session))
+        .with_libraries(bindings::libraries())
+}
+
+/// Parses and checks one spell, saying every error; true when it may run.
+pub(crate) fn spell_is_clean(
+    interpreter: &Interpreter,
+    file: &Path,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> bool {
+    match crate::buzz::parse(file, source) {
+        Ok(program) => program_is_clean(interpreter, &program, source, sink),
+        Err(e) => {
+            sink(&e.to_diagnostic());
+            false
+        }
+    }
+}
+
+/// Checks a parsed spell, saying every error; true when it may run.
+fn program_is_clean(
+    interpreter: &Interpreter,
+    program: &Program,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> bool {
+    refusal(interpreter, program, source, sink).is_none()
+}
+
+/// Checks a parsed spell before a run, saying every finding; the exit
+/// status that stops the run, or `None` when it may go on: 124 when the
+/// sandbox denied reading an imported file (as the run would have been
+/// stopped), else 126 (the spell cannot run).
+pub(crate) fn refusal(
+    interpreter: &Interpreter,
+    program: &Program,
+    source: &str,
+    sink: &DiagnosticSink,
+) -> Option<i32> {
+    let report = interpreter.check(program, source);
+    let diagnostics = report.diagnostics();
+    for d in &diagnostics {
+        sink(d);
+    }
+    if report.is_clean() {
+        return None;
+    }
+    let denied = diagnostics
+        .iter()
+        .any(|d| matches!(d.code, Some(Code::Mgs2001 | Code::Mgs2002 | Code::Mgs2007)));
+    Some(if denied { DENIED } else { CANNOT_RUN })
+}
