@@ -223,6 +223,8 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
          curl -sS --max-time 10 -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/api/bearer\n\
          curl -sS --max-time 10 -u \"user:$GITHUB_TOKEN\" https://localhost:{b}/api/basic\n\
          /usr/bin/python3 -c 'import os,urllib.request as u; r=u.Request(\"https://localhost:{b}/api/py\", headers={{\"Authorization\": \"Bearer \"+os.environ[\"GITHUB_TOKEN\"]}}); print(u.urlopen(r).read().decode().strip(), \"py\")'\n\
+         git -c http.extraHeader=\"Authorization: Bearer $GITHUB_TOKEN\" ls-remote https://localhost:{b}/api/repo.git >/dev/null 2>&1; echo GIT-DONE\n\
+         echo \"ENVIRONS $(cat /proc/[0-9]*/environ 2>/dev/null | grep -c PLANTED)\"\n\
          echo END\n",
         b = bound.port
     );
@@ -259,11 +261,17 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
             out.dump()
         );
         let log = bound.log();
-        // Bearer twice (curl, Python) as is; Basic as base64, checked by
-        // the server (its third AUTH-OK).
+        // Bearer three times (curl, Python, git) as is; Basic as base64,
+        // checked by the server (its third AUTH-OK).
+        assert!(log.contains("User-Agent: git/"), "{user:?}: {log}");
+        assert!(
+            out.stdout.contains("ENVIRONS 0\n"),
+            "{user:?}: {}",
+            out.dump()
+        );
         assert_eq!(
             log.matches(VALUE).count(),
-            2,
+            3,
             "{user:?}: the bound host's log: {log}"
         );
         assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
