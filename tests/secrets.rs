@@ -410,3 +410,99 @@ fn without_user_namespaces_a_spell_with_secrets_does_not_run() {
     assert!(bound.log().is_empty(), "{}", bound.log());
     assert_value_nowhere(&h, &out, User::Caller);
 }
+
+/// `from: {file: PATH}` outside the workspace is read by magus (its
+/// trailing newline dropped); a file inside the workspace, where spells
+/// can read it, is refused before anything runs.
+#[test]
+fn a_file_source_outside_the_workspace_works_and_one_inside_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let b = bound.port;
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{VALUE}\n")).unwrap();
+    let script = format!(
+        "curl -sS --max-time 10 -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/api/file\n"
+    );
+    let with_file = |path: &Path| {
+        format!(
+            "sandbox:\n  enabled: true\n  network: deny\nspells:\n  probe:\n    network: {{hosts: [\"localhost:{b}\"]}}\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {{file: {:?}}}\n        hosts: [\"localhost:{b}\"]\n",
+            path.display().to_string()
+        )
+    };
+    let h = harness(&with_file(&token), &script);
+    let mut cmd = h.command();
+    cmd.env("SSL_CERT_FILE", &ca.pem)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(out.stdout.contains("AUTH-OK"), "{}", out.dump());
+    assert_eq!(bound.log().matches(VALUE).count(), 1, "{}", bound.log());
+    assert_value_nowhere(&h, &out, User::Caller);
+
+    bound.clear();
+    let h = harness("sandbox:\n  enabled: true\n", &script);
+    let inside = h.ws_path("token.txt");
+    std::fs::write(&inside, VALUE).unwrap();
+    h.write_config(&with_file(&inside));
+    let mut cmd = h.command();
+    cmd.env("SSL_CERT_FILE", &ca.pem)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr.contains("inside the workspace"),
+        "{}",
+        out.dump()
+    );
+    assert!(bound.log().is_empty(), "{}", bound.log());
+}
+
+/// A spell without `secrets:` is as before: no CA file, no CA variable,
+/// no placeholder; its TLS to a listed host is a plain tunnel (the
+/// server's own certificate, trusted through the test CA, is what the
+/// client sees).
+#[test]
+fn a_spell_without_secrets_gets_no_ca_and_no_termination() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let b = bound.port;
+    let config = format!(
+        "sandbox:\n  enabled: true\n  env:\n    passthrough: [CA_PEM]\n  network:\n    hosts: [\"localhost:{b}\"]\n"
+    );
+    let script = format!(
+        "test -e /tmp/magus-secrets-ca.pem && echo CA-FILE\n\
+         env | grep -E '^(SSL_CERT_FILE|CURL_CA_BUNDLE|GITHUB_TOKEN)=' || echo NO-CA-VARS\n\
+         printf '%s' \"$CA_PEM\" > \"$TMPDIR/ca.pem\"\n\
+         curl -sS --max-time 10 --cacert \"$TMPDIR/ca.pem\" https://localhost:{b}/api/x\n"
+    );
+    for user in users() {
+        let h = harness(&config, &script);
+        open_to_everyone(&h.root);
+        let mut cmd = match user {
+            User::Caller => h.command(),
+            User::Nobody => h.command_as_nobody(),
+        };
+        cmd.env("CA_PEM", std::fs::read_to_string(&ca.pem).unwrap())
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["run", "probe"]);
+        let out = capture(&mut cmd);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(!out.stdout.contains("CA-FILE"), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("NO-CA-VARS"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        // Only the server's own certificate (under the test CA) could
+        // have answered: no terminating proxy in between.
+        assert!(out.stdout.contains("NO-AUTH"), "{user:?}: {}", out.dump());
+    }
+}
