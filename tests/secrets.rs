@@ -149,8 +149,8 @@ fn users() -> Vec<User> {
     }
 }
 
-const SPELL: &str =
-    "import \"sh\";\nfun main(args: [str]) > int {\n    return sh.run([\"/bin/sh\", \"probe.sh\"]);\n}\n";
+/// Runs `probe.sh`, after saying what `env.get` gives the spell.
+const SPELL: &str = "import \"std\";\nimport \"env\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"ENV.GET {env.get(\"GITHUB_TOKEN\") ?? \"null\"}\");\n    return sh.run([\"/bin/sh\", \"probe.sh\"]);\n}\n";
 
 /// The config: the spell `probe` with `GITHUB_TOKEN` bound to the bound
 /// server, GET and POST under `/api/` only; the attacker's address is a
@@ -234,6 +234,11 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
         let out = run(&h, user, &ca.pem);
         assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
         assert!(
+            out.stdout.contains("ENV.GET magus-secret-"),
+            "{user:?}: env.get: {}",
+            out.dump()
+        );
+        assert!(
             out.stdout.contains("SEEN=magus-secret-"),
             "{user:?}: {}",
             out.dump()
@@ -307,7 +312,11 @@ fn the_placeholder_goes_nowhere_else_and_rules_hold() {
         let h = harness(&config(b, a), &script);
         let out = run(&h, user, &ca.pem);
         assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
-        let statuses: Vec<&str> = out.stdout.lines().collect();
+        let statuses: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.len() == 3 && l.bytes().all(|b| b.is_ascii_digit()))
+            .collect();
         // Plain HTTP (URL, header, body) and the name: refused by the
         // proxy (403, or 000 where the CONNECT was refused).
         assert_eq!(
