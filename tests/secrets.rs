@@ -515,3 +515,32 @@ fn a_spell_without_secrets_gets_no_ca_and_no_termination() {
         assert!(out.stdout.contains("NO-AUTH"), "{user:?}: {}", out.dump());
     }
 }
+
+/// `magus sandbox check SPELL` lists the spell's secrets (names, sources,
+/// hosts, rules) and never a value, in human output and JSON.
+#[test]
+fn sandbox_check_lists_the_secrets_without_values() {
+    let h = harness(&config(8443, 9443), "true\n");
+    for json in [false, true] {
+        let mut cmd = h.command();
+        cmd.env("MAGUS_TEST_TOKEN", VALUE)
+            .arg("--workspace")
+            .arg(&h.ws);
+        if json {
+            cmd.args(["--message-format", "json"]);
+        }
+        let out = capture(cmd.args(["sandbox", "check", "probe"]));
+        assert_eq!(out.status, Some(0), "{}", out.dump());
+        assert!(
+            out.stdout.contains("GITHUB_TOKEN from env:MAGUS_TEST_TOKEN hosts [localhost:8443] rules [{methods: [GET, POST], paths: [\\\"/api/*\\\"]}]")
+                || out.stdout.contains("GITHUB_TOKEN from env:MAGUS_TEST_TOKEN hosts [localhost:8443] rules [{methods: [GET, POST], paths: [\"/api/*\"]}]"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            !out.stdout.contains(VALUE) && !out.stderr.contains(VALUE),
+            "{}",
+            out.dump()
+        );
+    }
+}
