@@ -178,3 +178,54 @@ impl Suggestion {
         self.refused.retain(|r| seen.insert(r.clone()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Suggestion;
+    use crate::policy::Mode;
+    use std::path::{Path, PathBuf};
+
+    /// An entry an ancestor already covers with at least its mode goes;
+    /// the section is YAML a user pastes, with `~` for the home and odd
+    /// names quoted.
+    #[test]
+    fn covered_entries_go_and_the_section_is_pasteable() {
+        let mut s = Suggestion {
+            allow: vec![
+                (PathBuf::from("/srv/data/in.txt"), Mode::Ro),
+                (PathBuf::from("/srv/data"), Mode::Rw),
+                (PathBuf::from("/srv/tools/x"), Mode::Rw),
+                (PathBuf::from("/srv/tools"), Mode::Ro),
+                (PathBuf::from("/home/u/my dir"), Mode::Ro),
+            ],
+            passthrough: vec!["TOKEN".into()],
+            refused: vec!["a".into(), "a".into()],
+        };
+        s.narrow();
+        let kept: Vec<&Path> = s.allow.iter().map(|(p, _)| p.as_path()).collect();
+        assert_eq!(
+            kept,
+            [
+                Path::new("/srv/data"),
+                Path::new("/srv/tools/x"),
+                Path::new("/srv/tools"),
+                Path::new("/home/u/my dir"),
+            ]
+        );
+        let yaml = s.to_yaml("my spell", Some(Path::new("/home/u")));
+        let want = "# add to magus.yaml (into the spell's section, if it has one already):\n\
+                    spells:\n  \"my spell\":\n    allow:\n      \
+                    - path: /srv/data\n        mode: rw\n      \
+                    - path: /srv/tools/x\n        mode: rw\n      \
+                    - path: /srv/tools\n        mode: ro\n      \
+                    - path: \"~/my dir\"\n        mode: ro\n    \
+                    env:\n      passthrough: [TOKEN]\n# not proposed: a\n";
+        assert_eq!(yaml, want);
+        // magus.yaml's own parser takes it, section and all.
+        let config = format!("sandbox:\n  enabled: true\n{yaml}");
+        let parsed =
+            crate::policy::config::parse_config(Path::new("magus.yaml"), config.as_bytes());
+        let parsed = parsed.expect("a valid magus.yaml");
+        assert_eq!(parsed.spells.len(), 1);
+    }
+}
