@@ -83,10 +83,13 @@ fn is_too_wide(path: &Path, home: Option<&Path>) -> bool {
     path.parent().is_none() || home == Some(path)
 }
 
-/// What `program`'s literal calls need that `session`'s policy refuses.
+/// What the literal calls of `program` and the files it imports need that
+/// `session`'s policy refuses.
 pub fn suggest(program: &Program, session: &Session) -> Suggestion {
     let mut found = Suggestion::default();
-    for call in calls(program) {
+    let imported = super::imports::imported(program, session);
+    let files = std::iter::once(program).chain(&imported);
+    for call in files.flat_map(calls) {
         for need in &call.needs {
             found.add(need, session);
         }
