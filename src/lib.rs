@@ -77,6 +77,7 @@ mod policy;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
 #[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod proxy;
+mod regular_file;
 mod sandbox;
 
 // Where unit tests put fake `HOME`s and workspaces: the same rule as the

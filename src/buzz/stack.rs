@@ -19,7 +19,7 @@ const MAX_HEADROOM: usize = 64 << 20;
 /// private writable memory, which that limit counts; a nested run inherits
 /// its parent's `limits.memory`), so the thread can always be made. The
 /// heap budget takes a quarter of the same limit, and may briefly hold
-/// three times that (see `cli::run::heap_budget`): 1/8 + 3/4 fits.
+/// three times that (see `sandbox::startup::heap_budget`): 1/8 + 3/4 fits.
 /// `RLIMIT_DATA` (the soft limit) divided by `share`; unlimited, unknown
 /// or on an OS without it (Windows), `usize::MAX`.
 pub(crate) fn data_limit_over(share: u64) -> usize {

@@ -7,9 +7,9 @@
 mod args;
 mod completions;
 mod init;
-mod lock;
 mod run;
 mod sandbox_check;
+mod sandbox_lock;
 mod spell_check;
 mod spells;
 mod suggest;
@@ -231,7 +231,7 @@ pub fn main() -> i32 {
         Some(Command::Sandbox(SandboxCommand::Check { spell })) => {
             sandbox_check::sandbox_check(global, &env, spell.as_deref())
         }
-        Some(Command::Sandbox(SandboxCommand::Lock)) => lock::sandbox_lock(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Lock)) => sandbox_lock::sandbox_lock(global, &env),
         Some(Command::Sandbox(SandboxCommand::Suggest { spell })) => {
             suggest::suggest(global, &env, &spell)
         }

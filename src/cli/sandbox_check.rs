@@ -4,7 +4,7 @@
 //! Landlock, the jail and the network; without it, it says the
 //! interpreter layer is all there is.
 
-use super::lock::LockReport;
+use super::sandbox_lock::LockReport;
 use super::{declare, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
 #[cfg(kernel_layer)]

@@ -6,10 +6,7 @@
 //! diagnostic codes and the explain pages.
 
 mod code;
-mod credentials;
-mod denial;
 mod explain;
-mod lock;
 mod output;
 mod render;
 #[cfg(all(test, kernel_layer))]
@@ -17,8 +14,6 @@ mod snapshot_tests;
 mod suggest;
 
 pub use code::{Code, UnknownCode};
-pub use credentials::{credential_help, credential_store, HOME_DIRS, HOME_FILES, SYSTEM_FILES};
-pub use denial::{allow_entry, allow_entry_in, shown_path, yaml_key};
 pub use explain::explain_page;
 pub use output::{
     output_options, set_output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity,

@@ -206,7 +206,7 @@ fn push_field(out: &mut String, gutter: &str, name: &str, text: &str) {
 fn source_line(file: &std::path::Path, line: u32) -> Option<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    crate::policy::open_regular(file)
+    crate::regular_file::open_regular(file)
         .ok()?
         .take(SNIPPET_READ_LIMIT)
         .read_to_end(&mut bytes)

@@ -11,7 +11,7 @@ use crate::enforce::gate::{Denial, DenialReason, FsOp};
 use crate::enforce::landlock::{LandlockStatus, Unavailable, Unenforced};
 use crate::enforce::network::{Listen, NetnsUnavailable, NetworkPlan};
 use crate::policy::config::parse_config;
-use crate::policy::lock::{verify, Lock, LockState, Mismatch, Undeclared};
+use crate::policy::lock_file::{verify, Lock, LockState, Mismatch, Undeclared};
 use crate::policy::shims::find_shims;
 use crate::policy::{
     self, Access, CanonicalPolicy, ChildEnv, Network, Policy, SandboxState, StartupInput,

@@ -9,6 +9,7 @@
 
 mod builtin;
 pub mod config;
+pub mod credentials;
 mod env;
 // Unix paths and modes (as the integration tests they were).
 #[cfg(all(test, unix))]
@@ -18,15 +19,14 @@ mod grant;
 pub mod hosts;
 pub mod limits;
 mod load;
-pub mod lock;
+pub mod lock_file;
 pub mod names;
 pub mod native;
 pub mod path;
 pub mod presets;
 pub(crate) mod real_paths;
 pub mod reference;
-mod regular;
-mod resolve;
+mod resolve_grants;
 pub mod shims;
 mod trie;
 pub mod winpath;
@@ -44,13 +44,12 @@ pub use grant::{
 pub use hosts::{HostError, HostList, HostPattern, HostRule};
 pub use limits::Limits;
 pub use load::{declare, startup, Declared, Startup, StartupError, StartupInput};
-pub use lock::{
+pub use lock_file::{
     check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
     FINGERPRINT_VAR, LOCK_FILE_NAME,
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
 pub(crate) use real_paths::RealPaths;
-pub(crate) use regular::open_regular;
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
@@ -103,9 +102,11 @@ pub struct Policy {
     /// The spell whose effective policy this is (`spells/NAME.buzz`), so
     /// that a denial can name the section that would allow it.
     spell: Option<String>,
+    /// Whether `magus.yaml` has a `spells:` section for [`Policy::spell`].
+    own_section: bool,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
-    /// (`resolve::hidden_stores`).
+    /// (`resolve_grants::hidden_stores`).
     pub(crate) hidden: Vec<PathBuf>,
     trie: PathTrie,
 }
@@ -143,6 +144,7 @@ impl Policy {
             declared: None,
             limits: Limits::default(),
             spell: None,
+            own_section: false,
             hidden: Vec::new(),
             trie,
         }

@@ -298,6 +298,7 @@ impl Runtime {
             policy,
             domain,
             proxy,
+            temp_dirs,
             hidden,
             child_env,
             report,
@@ -318,7 +319,7 @@ impl Runtime {
         );
         let session = session
             .with_shim_notes(report.at_shim)
-            .with_temp_dirs(startup::temp_dirs());
+            .with_temp_dirs(temp_dirs);
         let session = Rc::new(startup::with_proxy(session, proxy));
         Ok(Runtime {
             session,

@@ -6,8 +6,9 @@
 use super::table::Gated;
 use super::{calls, Session};
 use crate::buzz::Program;
-use crate::diag::{credential_store, shown_path, yaml_key};
+use crate::enforce::gate::{shown_path, yaml_key};
 use crate::enforce::gate::{Denial, DenialReason, GateError, PathUse};
+use crate::policy::credentials::credential_store;
 use crate::policy::{ChildEnv, Mode};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

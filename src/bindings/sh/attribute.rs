@@ -4,8 +4,8 @@
 //! and the host has something there, magus says which rule refused it and
 //! how to fix it, so a kernel denial is not a mystery.
 
-use crate::diag::allow_entry_in;
 use crate::diag::{Code, Diagnostic};
+use crate::enforce::gate::allow_entry_in;
 use crate::enforce::gate::Gate;
 use crate::enforce::host::host_entry;
 use crate::policy::{normalize, Access, NormalPath};

@@ -1,8 +1,8 @@
 //! What the gate answers when it says no: a [`Denial`] carries everything
 //! the diagnostic needs (the operation, the path as spelled, where it
 //! really leads, and why) as facts. How that reads to a user, the sentence
-//! and the `magus.yaml` lines that would allow it, is `diag`'s business
-//! (`src/diag/denial.rs`).
+//! and the `magus.yaml` lines that would allow it, is built beside it
+//! (`denial_diagnostic.rs`); `diag` only renders it.
 
 use crate::diag::Code;
 use crate::policy::{Access, PathError, WinPathError, WinRefusal};

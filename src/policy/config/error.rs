@@ -26,7 +26,7 @@ pub struct ConfigError {
 pub enum ConfigErrorKind {
     #[error("cannot read the file: {0}")]
     Read(#[source] std::io::Error),
-    /// A link, FIFO or device: see `policy::regular`.
+    /// A link, FIFO or device: see `crate::regular_file`.
     #[error("the file is not a regular file (a symbolic link, FIFO or device)")]
     NotRegular,
     #[error("the file is {size} bytes; magus.yaml may be at most {MAX_CONFIG_BYTES} bytes")]

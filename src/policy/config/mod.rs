@@ -223,7 +223,7 @@ fn near_sandbox(key: &str) -> bool {
 }
 
 fn read_bounded(file: &Path) -> Result<Vec<u8>, ConfigErrorKind> {
-    use crate::policy::regular::{open_regular, OpenFailure};
+    use crate::regular_file::{open_regular, OpenFailure};
     let handle = open_regular(file).map_err(|e| match e {
         OpenFailure::NotRegular => ConfigErrorKind::NotRegular,
         OpenFailure::Io(e) => ConfigErrorKind::Read(e),

@@ -14,17 +14,17 @@ use super::notices::{
     partial_enforcement, search_truncated, unenforced_processes,
 };
 use super::proxy_slot::{self, ProxySlot};
-use crate::bindings::{self, Session};
+use crate::bindings::{Session, TempDirs};
 use crate::diag::{render, Diagnostic, MessageFormat, OutputOptions};
 use crate::enforce::jail::ahead::{self, Ahead};
-use crate::enforce::jail::{UserNamespace, USERNS_VAR};
+use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
-use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+use crate::enforce::limits::{LimitsPlan, OwnUserNamespace, ProcessBound};
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::unix_sockets::UnixSockets;
 use crate::enforce::{
-    self, Domain, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
-    ReexecState, SyscallGuard, Unavailable, UsernsRequest, ViewInputs,
+    self, Domain, JailPlan, JailUnavailable, LandlockRequest, LandlockStatus, ReexecState,
+    SyscallGuard, Unavailable, UsernsRequest, ViewInputs,
 };
 use crate::policy::{
     ChildEnv, Declared, Grant, Policy, SandboxState, DAEMON_SOCKET_VAR, FINGERPRINT_VAR,
@@ -40,10 +40,12 @@ pub(crate) type StartedAhead = Option<Ahead>;
 /// process (none without `network.hosts`, or in a nested run).
 pub(crate) type RunProxy = Option<Proxy>;
 
-/// What step 3 leaves: the kernel's domain, and the run's proxy.
+/// What step 3 leaves: the kernel's domain, the run's proxy, and whose
+/// temporary directories children get.
 pub(crate) struct Confined {
     pub domain: Domain,
     pub proxy: RunProxy,
+    pub temp_dirs: TempDirs,
 }
 
 /// Step 1's re-exec, decided on the declared policy alone: when the
@@ -106,10 +108,19 @@ pub(crate) fn confine(
     said: &mut Vec<Diagnostic>,
 ) -> Result<Confined, Box<Diagnostic>> {
     let mut slot = proxy_slot::wanted(policy, env, child_env);
-    let domain = confine_kernel(policy, &mut slot, env, ahead, output.format, said)?;
+    let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output.format, said)?;
     let proxy = slot.into_running();
     proxy_slot::point_children(proxy.as_ref(), child_env);
-    Ok(Confined { domain, proxy })
+    // In a jail of its own, `/tmp`, `/dev/shm` and `$TMPDIR` are the run's.
+    let temp_dirs = match jail {
+        Some(Jail::Entered(_)) => TempDirs::PerRun,
+        _ => TempDirs::Host,
+    };
+    Ok(Confined {
+        domain,
+        proxy,
+        temp_dirs,
+    })
 }
 
 /// The MGS2005 a Landlock probe finds, or nothing when a domain would be
@@ -119,14 +130,6 @@ pub(crate) fn kernel_missing(policy: &Policy, env: &[(OsString, OsString)]) -> O
     match enforce::landlock::probe(policy.network(), request) {
         LandlockStatus::Unavailable { reason } => Some(landlock_unavailable(reason)),
         LandlockStatus::Enforced { .. } => None,
-    }
-}
-
-/// In a jail of its own, `/tmp`, `/dev/shm` and `$TMPDIR` are the run's.
-pub(crate) fn temp_dirs() -> bindings::TempDirs {
-    match enforce::jail::jail_status() {
-        Some(JailStatus::Entered { .. }) => bindings::TempDirs::PerRun,
-        _ => bindings::TempDirs::Host,
     }
 }
 
@@ -226,18 +229,18 @@ fn confine_kernel(
     ahead: StartedAhead,
     format: MessageFormat,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Domain, Box<Diagnostic>> {
+) -> Result<(Domain, Option<Jail>), Box<Diagnostic>> {
     if policy.state() == SandboxState::Off {
-        return Ok(Domain::unconfined(Unavailable::ForcedOff));
+        return Ok((Domain::unconfined(Unavailable::ForcedOff), None));
     }
     let setting = proxy_slot::network_setting(policy, proxy);
-    let jail = match nesting(env) {
+    let (jail, building) = match nesting(env) {
         Nesting::Outermost => {
             // `deny` and `hosts`: the namespaces are being made ahead
             // (`start_ahead`), on the other core.
             isolate(policy, env, format, diagnostics, ahead, proxy)?
         }
-        Nesting::InsideMagus => Jail::Inherited,
+        Nesting::InsideMagus => (Jail::Inherited, None),
     };
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
@@ -270,13 +273,13 @@ fn confine_kernel(
             "cannot install the Landlock sandbox: {e}"
         )))
     };
-    let (ahead, in_view) = split_grants(policy);
+    let (ahead, in_view) = split_grants(policy, building.as_ref());
     let request = landlock_request(env);
-    let open = |grant: &Grant| enforce::jail::open_on_host(&grant.path);
-    let building = enforce::landlock::begin(&ahead, &network, request, open);
-    enforce::jail::wait_until_built();
-    let domain = building
-        .and_then(|b| b.finish(&in_view))
+    let open = |grant: &Grant| building.as_ref()?.open_on_host(&grant.path);
+    let rules = enforce::landlock::begin(&ahead, &network, request, open);
+    let built = building.map(Building::wait_until_built);
+    let domain = rules
+        .and_then(|r| r.finish(&in_view))
         .map_err(landlock_failed)?;
     // Landlock's ptrace scoping is missing where Landlock is; a child
     // must not inject calls into magus either way (`untraceable`).
@@ -290,11 +293,14 @@ fn confine_kernel(
             "cannot turn core dumps off for the run: {e}"
         )))
     })?;
-    enforce::jail::wait_until_sealed().map_err(|reason| {
-        Box::new(
-            Diagnostic::error(format!("cannot build the jail: {reason}")).with_note("no spell ran"),
-        )
-    })?;
+    built
+        .map_or(Ok(()), Built::wait_until_sealed)
+        .map_err(|reason| {
+            Box::new(
+                Diagnostic::error(format!("cannot build the jail: {reason}"))
+                    .with_note("no spell ran"),
+            )
+        })?;
     proxy_slot::hand_over(proxy)?;
     let sockets = unix_sockets(domain.status(), &jail, policy);
     sockets.install_for_children().map_err(|e| {
@@ -311,7 +317,7 @@ fn confine_kernel(
         network_plan,
         domain.status().abi(),
     ));
-    Ok(domain)
+    Ok((domain, Some(jail)))
 }
 
 /// What children may do with unix sockets: nothing to add in the jail,
@@ -324,8 +330,8 @@ pub(crate) fn unix_sockets(landlock: &LandlockStatus, jail: &Jail, policy: &Poli
 /// The grants whose Landlock rules can be made before the view is built
 /// (it binds their host inode), and those made in the view: its own
 /// mounts, and every grant where this run has no jail of its own.
-fn split_grants(policy: &Policy) -> (Vec<Grant>, Vec<Grant>) {
-    if !enforce::jail::host_root_held() {
+fn split_grants(policy: &Policy, building: Option<&Building>) -> (Vec<Grant>, Vec<Grant>) {
+    if !building.is_some_and(Building::host_root_held) {
         return (Vec::new(), policy.grants().to_vec());
     }
     policy
@@ -338,9 +344,10 @@ fn split_grants(policy: &Policy) -> (Vec<Grant>, Vec<Grant>) {
 /// Step 3, first part: the jail (or, where namespaces are refused, the
 /// subreaper that kills survivors), with `sandbox.limits` hooked in.
 ///
-/// `enforce::limits` hooks: `prepare` here; `in_new_pid_namespace` and
-/// `arm_deadline` in the jail's PID 1 (`jail::reaper`); `apply_to_self`
-/// here, in magus proper; `apply_to_child` in `child::vfork`.
+/// `enforce::limits` hooks: `prepare` here makes the plan, which the
+/// jail's PID 1 (`in_new_pid_namespace`, `arm_deadline`, in
+/// `jail::reaper`) or the supervisor gets; `apply_to_self` here, in magus
+/// proper; `apply_to_child` in `child::vfork`.
 fn isolate(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -348,20 +355,23 @@ fn isolate(
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
-) -> Result<Jail, Box<Diagnostic>> {
-    if !policy.limits().is_empty() {
-        let over_time = over_time_diagnostic(policy.limits());
-        enforce::limits::prepare(*policy.limits(), render(&over_time, format));
-    }
-    let (jail, watch) = enter_jail(policy, env, diagnostics, ahead, proxy)?;
+) -> Result<(Jail, Option<Building>), Box<Diagnostic>> {
+    let limits = policy.limits();
+    // Rendered only when a wall time can run out.
+    let over_time = match limits.wall_time {
+        Some(_) => render(&over_time_diagnostic(limits), format),
+        None => String::new(),
+    };
+    let plan = enforce::limits::prepare(*limits, over_time);
+    let (jail, building, watch) = enter_jail(policy, env, diagnostics, ahead, proxy, &plan)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
-            let over = over_processes_diagnostic();
-            enforce::limits::prepare_supervised(render(&over, format));
+            let over = over_processes_diagnostic(limits);
+            let plan = plan.clone().with_over_processes(render(&over, format));
             let watch = watch.unwrap_or_else(|| Watch::before(Default::default()));
-            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch) {
+            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch, &plan) {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
                 )));
@@ -369,11 +379,10 @@ fn isolate(
             OwnUserNamespace::No
         }
     };
-    enforce::limits::apply_to_self(own_user_namespace);
-    if enforce::limits::process_bound() == ProcessBound::Unenforced {
+    if enforce::limits::apply_to_self(&plan, own_user_namespace) == ProcessBound::Unenforced {
         diagnostics.push(unenforced_processes());
     }
-    Ok(jail)
+    Ok((jail, building))
 }
 
 /// What became of the jail for this run.
@@ -394,7 +403,8 @@ fn enter_jail(
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
-) -> Result<(Jail, Option<Watch>), Box<Diagnostic>> {
+    limits: &LimitsPlan,
+) -> Result<(Jail, Option<Building>, Option<Watch>), Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
         diagnostics.push(search_truncated());
@@ -405,9 +415,13 @@ fn enter_jail(
     let outside = proxy
         .defer()?
         .map(|launcher| Box::new(launcher) as Box<dyn enforce::jail::Outside>);
-    match enforce::jail::enter_with(&plan, userns_request(env), made, outside) {
-        JailStatus::Entered { user_namespace } => Ok((Jail::Entered(user_namespace), None)),
-        JailStatus::Unavailable { reason } if reason.leaves_process_usable() => {
+    match enforce::jail::enter_with(&plan, userns_request(env), made, outside, limits) {
+        Ok(building) => Ok((
+            Jail::Entered(building.user_namespace()),
+            Some(building),
+            None,
+        )),
+        Err(reason) if reason.leaves_process_usable() => {
             // No original process waits outside to fork the proxy: fork it
             // now, before `isolate` puts `sandbox.limits` on this process.
             proxy.undefer();
@@ -415,9 +429,9 @@ fn enter_jail(
             // Nothing holds the protected paths read-only: noted now,
             // before any child exists, and put back after the run.
             let watch = Watch::before(plan.leftovers);
-            Ok((Jail::Missing(reason), Some(watch)))
+            Ok((Jail::Missing(reason), None, Some(watch)))
         }
-        JailStatus::Unavailable { reason } => Err(Box::new(
+        Err(reason) => Err(Box::new(
             Diagnostic::error(format!("cannot build the jail: {reason}"))
                 .with_note("no spell ran")
                 .with_help(format!(

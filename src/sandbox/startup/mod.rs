@@ -48,7 +48,7 @@ use crate::bindings;
 use crate::diag::{Diagnostic, OutputOptions};
 use crate::enforce::gate::HiddenPrograms;
 use crate::enforce::{Domain, ReexecState};
-use crate::policy::lock::LockState;
+use crate::policy::lock_file::LockState;
 use crate::policy::{
     self, check_lock, check_nested, effective_fingerprint, Access, ChildEnv, NormalPath, Policy,
     SandboxState, Startup, StartupInput, WorkspaceArg, FINGERPRINT_VAR,
@@ -110,6 +110,9 @@ pub(crate) struct Confinement {
     pub policy: Policy,
     pub domain: Domain,
     pub proxy: RunProxy,
+    /// Whether this process lives in a jail of its own, whose `/tmp` (and
+    /// `/dev/shm`, `$TMPDIR`) are the run's and are discarded at its end.
+    pub temp_dirs: bindings::TempDirs,
     pub hidden: HiddenPrograms,
     pub child_env: ChildEnv,
     pub report: StartupReport,
@@ -144,8 +147,11 @@ pub(crate) fn confine(
         SandboxState::Off => HiddenPrograms::default(),
     };
     let mut said = startup.diagnostics;
-    let platform::Confined { domain, proxy } =
-        platform::confine(&policy, env, &mut child_env, ahead, output, &mut said)?;
+    let platform::Confined {
+        domain,
+        proxy,
+        temp_dirs,
+    } = platform::confine(&policy, env, &mut child_env, ahead, output, &mut said)?;
     let report = startup_report(ReportInput {
         policy: &policy,
         config: startup.config.as_ref(),
@@ -158,6 +164,7 @@ pub(crate) fn confine(
         policy,
         domain,
         proxy,
+        temp_dirs,
         hidden,
         child_env,
         report,
@@ -245,10 +252,4 @@ pub(crate) fn take_reexec_state() -> Option<ReexecState> {
 /// in force, or nothing when one would.
 pub(crate) fn kernel_missing(policy: &Policy, env: &[(OsString, OsString)]) -> Option<Diagnostic> {
     platform::kernel_missing(policy, env)
-}
-
-/// Whether this process lives in a jail of its own, whose `/tmp` (and
-/// `/dev/shm`, `$TMPDIR`) are the run's and are discarded at its end.
-pub(crate) fn temp_dirs() -> bindings::TempDirs {
-    platform::temp_dirs()
 }

@@ -4,7 +4,7 @@
 //! gate in the interpreter confines the spell.
 
 use super::notices::interpreter_only;
-use crate::bindings::{self, Session};
+use crate::bindings::{Session, TempDirs};
 use crate::diag::{Diagnostic, OutputOptions};
 use crate::enforce::{Domain, ReexecState};
 use crate::policy::{ChildEnv, Declared, Policy, SandboxState};
@@ -20,6 +20,7 @@ pub(crate) type RunProxy = ();
 pub(crate) struct Confined {
     pub domain: Domain,
     pub proxy: RunProxy,
+    pub temp_dirs: TempDirs,
 }
 
 /// No re-exec here: the state of one cannot exist (`ReexecState` is
@@ -75,6 +76,8 @@ pub(crate) fn confine(
     Ok(Confined {
         domain: Domain::interpreter_only(),
         proxy: (),
+        // Without the kernel layer there is no jail: the host's directories.
+        temp_dirs: TempDirs::Host,
     })
 }
 
@@ -84,11 +87,6 @@ pub(crate) fn kernel_missing(
     _env: &[(OsString, OsString)],
 ) -> Option<Diagnostic> {
     Some(interpreter_only())
-}
-
-/// Without the kernel layer there is no jail: the host's directories.
-pub(crate) fn temp_dirs() -> bindings::TempDirs {
-    bindings::TempDirs::Host
 }
 
 /// No proxy to attach.

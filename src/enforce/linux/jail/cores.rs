@@ -13,10 +13,10 @@
 
 use nix::sched::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
-use std::sync::Mutex;
 
-/// The CPUs magus proper may use, noted by PID 1 before it forks it.
-static ALLOWED: Mutex<Option<CpuSet>> = Mutex::new(None);
+/// The CPUs magus proper may use, noted by PID 1 before it forks it (the
+/// forked copy carries it into magus proper).
+pub(super) struct Allowed(Option<CpuSet>);
 
 /// Moves `child` (forked, not yet run) to the CPUs the caller may use but
 /// the one it is on. Where that is the only one, it stays.
@@ -35,16 +35,13 @@ pub(super) fn elsewhere(child: Pid) {
 
 /// In PID 1, before it forks magus proper: the mask [`restore`] gives
 /// back.
-pub(super) fn note() {
-    if let (Ok(mask), Ok(mut slot)) = (sched_getaffinity(Pid::from_raw(0)), ALLOWED.lock()) {
-        *slot = Some(mask);
-    }
+pub(super) fn note() -> Allowed {
+    Allowed(sched_getaffinity(Pid::from_raw(0)).ok())
 }
 
 /// In magus proper: the CPUs it had before [`elsewhere`] moved it.
-pub(super) fn restore() {
-    let noted = ALLOWED.lock().ok().and_then(|mut slot| slot.take());
-    if let Some(mask) = noted {
+pub(super) fn restore(allowed: Allowed) {
+    if let Allowed(Some(mask)) = allowed {
         let _ = sched_setaffinity(Pid::from_raw(0), &mask);
     }
 }
@@ -64,13 +61,13 @@ mod tests {
         // thread's state is all it needs.
         match unsafe { nix::unistd::fork() }.unwrap() {
             nix::unistd::ForkResult::Child => {
-                note();
+                let allowed = note();
                 elsewhere(Pid::from_raw(0));
                 let moved = sched_getaffinity(Pid::from_raw(0)).unwrap();
                 let fewer = (0..CpuSet::count())
                     .filter(|&c| moved.is_set(c).unwrap())
                     .count();
-                restore();
+                restore(allowed);
                 let back = sched_getaffinity(Pid::from_raw(0)).unwrap();
                 let ok = (count < 2 || fewer == count - 1) && back == before;
                 // SAFETY: _exit is always safe.

@@ -22,7 +22,6 @@ mod userns;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
 
 use nix::errno::Errno;
 use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
@@ -38,6 +37,7 @@ pub(crate) use reaper::{
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;
+use crate::enforce::limits::LimitsPlan;
 
 /// Whether magus and its children live in the jail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,44 +103,98 @@ impl JailUnavailable {
     }
 }
 
-static STATUS: OnceLock<JailStatus> = OnceLock::new();
+/// Magus proper, just inside the jail: PID 1 is still building the view.
+/// The order is in the types: work that reads no path may run now, and
+/// Landlock's rules for what the view binds are made through
+/// [`Building::open_on_host`]; then [`Building::wait_until_built`], then
+/// [`Built::wait_until_sealed`] before any spell code or child runs.
+#[must_use = "magus proper must wait until PID 1 has built and sealed the view"]
+pub struct Building {
+    user_namespace: UserNamespace,
+    reports: reaper::Reports,
+}
 
-/// In magus proper: where PID 1 says the host's root is detached.
-static SEALED: Mutex<Option<OwnedFd>> = Mutex::new(None);
+impl Building {
+    /// Whether a user namespace holds the jail.
+    pub fn user_namespace(&self) -> UserNamespace {
+        self.user_namespace
+    }
 
-/// In magus proper: where PID 1 says the view is built.
-static BUILT: Mutex<Option<OwnedFd>> = Mutex::new(None);
+    /// Opens `path` (absolute, free of links, as a grant's path is)
+    /// beneath the host's root as the jail's namespace had it before PID 1
+    /// moved its root, so that Landlock's rules for what the view binds
+    /// can be made while the view is built (a bind shows the host's inode,
+    /// and a rule follows the inode). `None` where the root could not be
+    /// opened, or the path does not open that way (a link on it): the
+    /// caller then opens it in the view.
+    pub fn open_on_host(&self, path: &Path) -> Option<OwnedFd> {
+        let root = self.reports.host_root.as_ref()?;
+        let relative = path.strip_prefix("/").ok()?;
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+        match relative.as_os_str().is_empty() {
+            true => root.try_clone().ok(),
+            false => openat2(root.as_fd(), relative, how).ok(),
+        }
+    }
 
-fn expect_built(from_init: OwnedFd) {
-    if let Ok(mut built) = BUILT.lock() {
-        *built = Some(from_init);
+    /// Whether [`Building::open_on_host`] can open anything.
+    pub fn host_root_held(&self) -> bool {
+        self.reports.host_root.is_some()
+    }
+
+    /// Waits until PID 1 has built the view (magus proper is forked before
+    /// it, see `reaper::become_init`), then moves this process's working
+    /// directory, still the host directory magus started in, to the view's
+    /// root, and closes the host's root: once the rules are made, magus
+    /// proper holds nothing of the host's tree (PID 1 detaches it from the
+    /// view). Where PID 1 failed, this process ends at once and says
+    /// nothing: the original process names the failing step.
+    pub fn wait_until_built(self) -> Built {
+        let reaper::Reports {
+            built,
+            sealed,
+            host_root,
+            allowed,
+        } = self.reports;
+        drop(host_root);
+        let mut buf = [0u8; 4];
+        let ok = reaper::read_full(&built, &mut buf) == buf.len() && i32::from_le_bytes(buf) == 0;
+        if !ok || nix::unistd::chdir("/").is_err() {
+            // SAFETY: _exit is always safe; the original reports the failure.
+            unsafe { libc::_exit(1) }
+        }
+        cores::restore(allowed);
+        Built { sealed }
     }
 }
 
-/// Waits until PID 1 has built the view (magus proper is forked before
-/// it, see `reaper::become_init`), then moves this process's working
-/// directory, still the host directory magus started in, to the view's
-/// root, and closes the host's root ([`open_on_host`]). Call before
-/// anything that reads a path; without a jail of this run's own it
-/// returns at once. Where PID 1 failed, this process ends
-/// at once and says nothing: the original process names the failing step.
-pub fn wait_until_built() {
-    forget_host_root();
-    let Some(fd) = BUILT.lock().ok().and_then(|mut b| b.take()) else {
-        return;
-    };
-    let mut buf = [0u8; 4];
-    let built = reaper::read_full(&fd, &mut buf) == buf.len() && i32::from_le_bytes(buf) == 0;
-    if !built || nix::unistd::chdir("/").is_err() {
-        // SAFETY: _exit is always safe; the original reports the failure.
-        unsafe { libc::_exit(1) }
-    }
-    cores::restore();
+/// Magus proper in the built view; PID 1 is detaching the host's root.
+#[must_use = "no spell code or child may run before the view is sealed"]
+pub struct Built {
+    sealed: OwnedFd,
 }
 
-/// In magus proper, until [`open_on_host`]'s caller is done: the host's
-/// root, as the jail's mount namespace had it before the view.
-static HOST_ROOT: Mutex<Option<OwnedFd>> = Mutex::new(None);
+impl Built {
+    /// Waits until PID 1 has detached the host's root from the view (the
+    /// last step of the plan, done while this process drops its
+    /// capabilities and installs the syscall guard and Landlock). Call
+    /// before any spell code or child runs.
+    pub fn wait_until_sealed(self) -> Result<(), JailUnavailable> {
+        let mut buf = [0u8; 4];
+        if reaper::read_full(&self.sealed, &mut buf) < buf.len() {
+            return Err(JailUnavailable::ReaperLost);
+        }
+        match i32::from_le_bytes(buf) {
+            0 => Ok(()),
+            raw => Err(JailUnavailable::Step {
+                step: "detach the host's root".to_string(),
+                errno: Errno::from_raw(raw),
+            }),
+        }
+    }
+}
 
 fn open_host_root() -> Option<OwnedFd> {
     let how = OpenHow::new()
@@ -149,81 +203,8 @@ fn open_host_root() -> Option<OwnedFd> {
     openat2(AT_FDCWD, "/", how).ok()
 }
 
-fn expect_host_root(root: Option<OwnedFd>) {
-    if let Ok(mut slot) = HOST_ROOT.lock() {
-        *slot = root;
-    }
-}
-
-/// In magus proper, before [`wait_until_built`]: opens `path` (absolute,
-/// free of links, as a grant's path is) beneath the host's root as the
-/// jail's namespace had it before PID 1 moved its root, so that Landlock's
-/// rules for what the view binds can be made while the view is built (a
-/// bind shows the host's inode, and a rule follows the inode). `None`
-/// without a jail of this run's own, after [`forget_host_root`], or where
-/// the path does not open that way (a link on it): the caller then opens
-/// it in the view.
-pub fn open_on_host(path: &Path) -> Option<OwnedFd> {
-    let slot = HOST_ROOT.lock().ok()?;
-    let root = slot.as_ref()?;
-    let relative = path.strip_prefix("/").ok()?;
-    let how = OpenHow::new()
-        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-    match relative.as_os_str().is_empty() {
-        true => root.try_clone().ok(),
-        false => openat2(root.as_fd(), relative, how).ok(),
-    }
-}
-
-/// Whether [`open_on_host`] can open anything (this run has a jail of its
-/// own, and its host root is still held).
-pub fn host_root_held() -> bool {
-    HOST_ROOT.lock().is_ok_and(|slot| slot.is_some())
-}
-
-/// Closes the host's root: once the rules are made, magus proper must
-/// hold nothing of the host's tree (PID 1 detaches it from the view).
-/// [`wait_until_built`] does it.
-fn forget_host_root() {
-    if let Ok(mut slot) = HOST_ROOT.lock() {
-        slot.take();
-    }
-}
-
-fn expect_sealed(from_init: OwnedFd) {
-    if let Ok(mut sealed) = SEALED.lock() {
-        *sealed = Some(from_init);
-    }
-}
-
-/// Waits until PID 1 has detached the host's root from the view (the
-/// last step of the plan, done while this process drops its capabilities
-/// and installs the syscall guard and Landlock). Call before any spell
-/// code or child runs; without a jail of this run's own it returns at once.
-pub fn wait_until_sealed() -> Result<(), JailUnavailable> {
-    let Some(fd) = SEALED.lock().ok().and_then(|mut s| s.take()) else {
-        return Ok(());
-    };
-    let mut buf = [0u8; 4];
-    if reaper::read_full(&fd, &mut buf) < buf.len() {
-        return Err(JailUnavailable::ReaperLost);
-    }
-    match i32::from_le_bytes(buf) {
-        0 => Ok(()),
-        raw => Err(JailUnavailable::Step {
-            step: "detach the host's root".to_string(),
-            errno: Errno::from_raw(raw),
-        }),
-    }
-}
-
-/// What [`enter`] achieved, once it has run.
-pub fn jail_status() -> Option<&'static JailStatus> {
-    STATUS.get()
-}
-
-/// Moves magus into the jail of `plan`.
+/// Moves magus into the jail of `plan`, and waits until the view is
+/// built and sealed.
 ///
 /// Call once, on the lone main thread, after the scrubbing re-exec and
 /// before capabilities are dropped, the syscall guard and Landlock. On
@@ -232,50 +213,33 @@ pub fn jail_status() -> Option<&'static JailStatus> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let status = enter_with(plan, request, ahead::Made::default(), None);
-    wait_until_built();
-    status
+    let limits = LimitsPlan::default();
+    let entered = enter_with(plan, request, ahead::Made::default(), None, &limits);
+    let entered = entered.and_then(|building| {
+        let user_namespace = building.user_namespace();
+        building.wait_until_built().wait_until_sealed()?;
+        Ok(user_namespace)
+    });
+    match entered {
+        Ok(user_namespace) => JailStatus::Entered { user_namespace },
+        Err(reason) => JailStatus::Unavailable { reason },
+    }
 }
 
 /// [`enter`], joining the namespaces made ahead (`made`, see [`ahead`])
 /// instead of making them, with the original serving `outside` while it
-/// waits, and returning in magus proper *before* the view is built: the
-/// caller may do work that reads no path (join a network namespace, drop
-/// capabilities, install the syscall guard), and must call
-/// [`wait_until_built`] before anything that does. Where it returns
-/// `Unavailable`, `outside` has been dropped unserved.
+/// waits, and returning in magus proper *before* the view is built, as a
+/// [`Building`]: the caller may do work that reads no path (join a network
+/// namespace, drop capabilities, install the syscall guard), and must
+/// wait on it before anything that does. Where it fails, `outside` has
+/// been dropped unserved.
 pub fn enter_with(
     plan: &JailPlan,
     request: UsernsRequest,
     made: ahead::Made,
     outside: Option<Box<dyn Outside>>,
-) -> JailStatus {
-    let result = match try_enter(plan, request, made, outside) {
-        Ok(user_namespace) => JailStatus::Entered { user_namespace },
-        Err(reason) => JailStatus::Unavailable { reason },
-    };
-    let _ = STATUS.set(result.clone());
-    result
-}
-
-/// Work the original process does for magus proper while it waits
-/// outside the jail, in the host's network and PID namespaces, which no
-/// process of the jail can reach: forking the host-filtering proxy when
-/// the spell starts its first program (`crate::proxy::Launcher`),
-/// and saying what the host holds at a path ([`host_paths`]).
-pub trait Outside {
-    /// Readable when magus proper asks for something.
-    fn requests(&self) -> BorrowedFd<'_>;
-    /// Answers what was asked; `false` once nothing more will be.
-    fn serve(&mut self) -> bool;
-}
-
-fn try_enter(
-    plan: &JailPlan,
-    request: UsernsRequest,
-    made: ahead::Made,
-    outside: Option<Box<dyn Outside>>,
-) -> Result<UserNamespace, JailUnavailable> {
+    limits: &LimitsPlan,
+) -> Result<Building, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
     }
@@ -289,13 +253,27 @@ fn try_enter(
         .collect();
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
-    // the host's.
-    let started = reaper::start(plan, made.network, services);
+    // the host's. It holds `limits` (the PID bound, the wall time).
+    let started = reaper::start(plan, made.network, services, limits);
     if started.is_err() {
         host_paths::forget();
     }
-    started?;
-    Ok(user_namespace)
+    Ok(Building {
+        user_namespace,
+        reports: started?,
+    })
+}
+
+/// Work the original process does for magus proper while it waits
+/// outside the jail, in the host's network and PID namespaces, which no
+/// process of the jail can reach: forking the host-filtering proxy when
+/// the spell starts its first program (`crate::proxy::Launcher`),
+/// and saying what the host holds at a path ([`host_paths`]).
+pub trait Outside {
+    /// Readable when magus proper asks for something.
+    fn requests(&self) -> BorrowedFd<'_>;
+    /// Answers what was asked; `false` once nothing more will be.
+    fn serve(&mut self) -> bool;
 }
 
 /// Whether [`enter`] could make the namespaces here, asked in a throw-away
@@ -349,17 +327,53 @@ fn probe_verdict(status: nix::Result<WaitStatus>) -> JailStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
-    /// The host's root opens grants only until the view is built: after
-    /// [`wait_until_built`] no descriptor of it is held, and nothing opens
-    /// through it. The control: while held, a host path opens.
+    /// The host's root opens grants only while the view is built: a
+    /// [`Built`] holds no descriptor of it. The control: while building,
+    /// a host path opens. In a child, so the test runner keeps its
+    /// directory (waiting for "built" moves it to `/`).
     #[test]
     fn the_host_root_is_let_go_once_the_view_is_built() {
-        expect_host_root(open_host_root());
-        assert!(host_root_held());
-        assert!(open_on_host(Path::new("/usr")).is_some(), "the control");
-        wait_until_built();
-        assert!(!host_root_held());
-        assert!(open_on_host(Path::new("/usr")).is_none());
+        // SAFETY: the child makes system calls and `_exit`s.
+        match unsafe { fork() }.expect("fork") {
+            ForkResult::Child => {
+                // SAFETY: _exit is always safe.
+                unsafe { libc::_exit(host_root_in_child()) }
+            }
+            ForkResult::Parent { child } => {
+                let status = waitpid(child, None).expect("wait");
+                assert_eq!(status, WaitStatus::Exited(child, 0));
+            }
+        }
+    }
+
+    fn host_root_in_child() -> i32 {
+        let (built_rx, built_tx) = nix::unistd::pipe().expect("pipe");
+        let (sealed_rx, _sealed_tx) = nix::unistd::pipe().expect("pipe");
+        let _ = nix::unistd::write(&built_tx, &0i32.to_le_bytes());
+        let host_root = open_host_root();
+        let raw = host_root.as_ref().map(|fd| fd.as_raw_fd());
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        let open = |raw: Option<i32>| {
+            raw.is_some_and(|fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
+        };
+        let building = Building {
+            user_namespace: UserNamespace::NotNeeded,
+            reports: reaper::Reports {
+                built: built_rx,
+                sealed: sealed_rx,
+                host_root,
+                allowed: cores::note(),
+            },
+        };
+        if !open(raw) || building.open_on_host(Path::new("/usr")).is_none() {
+            return 1;
+        }
+        let _built = building.wait_until_built();
+        match open(raw) {
+            true => 2,
+            false => 0,
+        }
     }
 }

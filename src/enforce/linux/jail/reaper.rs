@@ -29,6 +29,7 @@ use super::plan::JailPlan;
 use super::sweep::Sweep;
 use super::{JailUnavailable, Outside};
 use crate::enforce::leftovers::{self, Watch};
+use crate::enforce::limits::LimitsPlan;
 use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -42,14 +43,15 @@ const IPC_NAMESPACE: u8 = 4;
 
 /// Forks the namespace's PID 1, in a new PID namespace, handing it the
 /// network namespace to join (`network`, made ahead). Returns in magus
-/// proper (PID 2) before the view is built (see
-/// `super::wait_until_built`); the original process never returns on
+/// proper (PID 2) before the view is built, with the pipes PID 1 reports
+/// on (see `super::Building`); the original process never returns on
 /// success: it serves `outside` (see `super::Outside`), waits and exits.
 pub(super) fn start(
     plan: &JailPlan,
     network: Option<OwnedFd>,
     outside: Vec<Box<dyn Outside>>,
-) -> Result<(), JailUnavailable> {
+    limits: &LimitsPlan,
+) -> Result<Reports, JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
     // terminal's mode.
@@ -74,16 +76,15 @@ pub(super) fn start(
             // instead of racing its last steps when PID 1 exits.
             let _network = network;
             let after = (&sweep, &watch, &terminal);
-            let result = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
+            let failed = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
             restore_mask(&unblocked);
-            result
+            Err(failed)
         }
         Ok(ForkResult::Child) => {
             restore_mask(&unblocked);
             drop(report_rx);
             drop(outside);
-            become_init(report_tx, plan, network);
-            Ok(())
+            Ok(become_init(report_tx, plan, network, limits))
         }
         // Out of processes or memory; anything else is the PID namespace
         // refused (as `unshare` would have been).
@@ -96,6 +97,16 @@ pub(super) fn start(
             Err(JailUnavailable::Unshare(errno))
         }
     }
+}
+
+/// What magus proper holds of PID 1 while it builds the view: the pipes
+/// it says "built" and "sealed" on, the host's root (to open grants by
+/// while the view is built) and the CPUs to take back.
+pub(super) struct Reports {
+    pub built: OwnedFd,
+    pub sealed: OwnedFd,
+    pub host_root: Option<OwnedFd>,
+    pub allowed: super::cores::Allowed,
 }
 
 /// `fork`, the child being the first process of a new PID namespace.
@@ -151,7 +162,8 @@ fn restore_mask(old: &SigSet) {
 
 /// In the original process: wait for PID 1's report; on success wait for
 /// the namespace to end (PID 1's exit ends every process in it), sweep,
-/// put the terminal's mode back, and exit with its status (never returns).
+/// put the terminal's mode back, and exit with its status (never returns);
+/// on failure, why.
 fn outer_wait_or_fail(
     init: Pid,
     report: &OwnedFd,
@@ -159,7 +171,7 @@ fn outer_wait_or_fail(
     mask: &SigSet,
     (sweep, watch, terminal): (&Sweep, &Watch, &TerminalModes),
     outside: Vec<Box<dyn Outside>>,
-) -> Result<(), JailUnavailable> {
+) -> JailUnavailable {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
     if n == REPORT_LEN && buf[0] == OK {
@@ -174,11 +186,11 @@ fn outer_wait_or_fail(
     }
     let _ = waitpid(init, None);
     if n < REPORT_LEN {
-        return Err(JailUnavailable::ReaperLost);
+        return JailUnavailable::ReaperLost;
     }
     let index = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
     let errno = Errno::from_raw(i32::from_le_bytes([buf[5], buf[6], buf[7], buf[8]]));
-    Err(match buf[0] {
+    match buf[0] {
         MOUNT_NAMESPACE => JailUnavailable::MountNamespace(errno),
         IPC_NAMESPACE => JailUnavailable::Unshare(errno),
         STEP => JailUnavailable::Step {
@@ -189,7 +201,7 @@ fn outer_wait_or_fail(
             errno,
         },
         _ => JailUnavailable::Fork(errno),
-    })
+    }
 }
 
 /// In the original process, once PID 1 has built the view: does what
@@ -248,7 +260,8 @@ fn poll_services(report: &OwnedFd, outside: &[Box<dyn Outside>]) -> Option<(bool
 fn wait_for_end(init: Pid, report: &OwnedFd) -> i32 {
     let mut code = [0u8; 4];
     let reported = read_full(report, &mut code) == code.len();
-    let exited = wait_for(init, init);
+    // The original arms no alarm: the wall time is PID 1's.
+    let exited = wait_for(init, init, &LimitsPlan::default());
     if reported {
         i32::from_le_bytes(code)
     } else {
@@ -281,7 +294,12 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 /// path (`super::wait_until_built`). Each `pivot_root` of the plan moves
 /// its root with PID 1's; it holds nothing of the host's but its working
 /// directory, which it leaves for the view's root once built.
-fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
+fn become_init(
+    report: OwnedFd,
+    plan: &JailPlan,
+    network: Option<OwnedFd>,
+    limits: &LimitsPlan,
+) -> Reports {
     super::ahead::join_network(network);
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWIPC) {
         fail(&report, IPC_NAMESPACE, 0, errno);
@@ -293,7 +311,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
     // proper is forked (a no-op unless declared), and before the view
     // makes `/proc` read-only. The sysctls act on the writer's own PID
     // namespace whichever `/proc` they are reached through.
-    crate::enforce::limits::in_new_pid_namespace();
+    crate::enforce::limits::in_new_pid_namespace(limits);
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let pipes = pipe2(OFlag::O_CLOEXEC).and_then(|built| Ok((built, pipe2(OFlag::O_CLOEXEC)?)));
@@ -304,7 +322,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
     // Before the plan moves this namespace's root: magus proper opens the
     // grants the view binds through it while the view is built.
     let host_root = super::open_host_root();
-    super::cores::note();
+    let allowed = super::cores::note();
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
@@ -312,9 +330,12 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
             drop(built_tx);
             drop(sealed_tx);
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-            super::expect_built(built_rx);
-            super::expect_sealed(sealed_rx);
-            super::expect_host_root(host_root);
+            Reports {
+                built: built_rx,
+                sealed: sealed_rx,
+                host_root,
+                allowed,
+            }
         }
         Ok(ForkResult::Parent { child }) => {
             super::cores::elsewhere(child);
@@ -335,7 +356,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) {
             let sealed = detach_host_root().err().map_or(0, |errno| errno as i32);
             let _ = write(&sealed_tx, &sealed.to_le_bytes());
             drop(sealed_tx);
-            reap_and_exit(child, report);
+            reap_and_exit(child, report, limits);
         }
         Err(errno) => fail(&report, FORK, 0, errno),
     }
@@ -422,13 +443,13 @@ fn install_forwarding(target: Pid) {
 /// PID 1: reap every orphan; when magus ends, end every other process of
 /// the namespace, tell the original, and exit with magus's status (the
 /// kernel would kill whatever is left at this exit all the same).
-fn reap_and_exit(magus: Pid, report: OwnedFd) -> ! {
+fn reap_and_exit(magus: Pid, report: OwnedFd, limits: &LimitsPlan) -> ! {
     install_forwarding(magus);
     // It keeps its capabilities, so never let a child trace it (`crate::enforce::untraceable`).
     let _ = crate::enforce::untraceable::refuse_tracing();
     // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
-    crate::enforce::limits::arm_deadline();
-    let code = wait_for(Pid::from_raw(-1), magus);
+    crate::enforce::limits::arm_deadline(limits);
+    let code = wait_for(Pid::from_raw(-1), magus, limits);
     end_namespace();
     let _ = write(&report, &code.to_le_bytes());
     exit_now(code)
@@ -454,7 +475,7 @@ fn end_namespace() {
 }
 
 /// Waits on `which` until `main` ends; returns its status.
-fn wait_for(which: Pid, main: Pid) -> i32 {
+fn wait_for(which: Pid, main: Pid, limits: &LimitsPlan) -> i32 {
     if which == main {
         install_forwarding(main);
     }
@@ -462,7 +483,7 @@ fn wait_for(which: Pid, main: Pid) -> i32 {
         // A ring between two waits is seen here (and rings again, see
         // `limits::on_alarm`, in case it came just after this check).
         if crate::enforce::limits::over_time() {
-            crate::enforce::limits::exit_over_time()
+            crate::enforce::limits::exit_over_time(limits)
         }
         match waitpid(which, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => {
@@ -475,7 +496,7 @@ fn wait_for(which: Pid, main: Pid) -> i32 {
             }
             // Only PID 1 arms the alarm; its exit kills the whole namespace.
             Err(Errno::EINTR) if crate::enforce::limits::over_time() => {
-                crate::enforce::limits::exit_over_time()
+                crate::enforce::limits::exit_over_time(limits)
             }
             Err(Errno::EINTR) | Ok(_) => continue,
             Err(_) => return 1,

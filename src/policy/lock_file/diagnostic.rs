@@ -1,9 +1,10 @@
 //! How `magus.lock` problems read to a user: MGS2010 in its three forms
 //! (fingerprint, undeclared, nested) and the errors of a lock that cannot
-//! be read or trusted. The facts come from `policy::lock`.
+//! be read or trusted. Each type of the lock file builds its own
+//! diagnostic; `diag` only renders it.
 
-use super::{Code, Diagnostic, Location, SourceKind};
-use crate::policy::lock::{Change, LockError, Mismatch, Undeclared};
+use super::{Change, LockError, Mismatch, Undeclared};
+use crate::diag::{Code, Diagnostic, Location, SourceKind};
 use crate::policy::{ENABLED_VAR, FINGERPRINT_VAR};
 use std::path::Path;
 
@@ -89,19 +90,19 @@ fn fingerprint_diagnostic(
     declared: &str,
     changes: &[Change],
 ) -> Diagnostic {
-    let message = match spell {
-        Some(name) => {
-            format!("the sandbox policy of spell `{name}` does not match magus.lock (fingerprint)")
-        }
-        None => "sandbox policy does not match magus.lock (fingerprint)".to_string(),
-    };
-    let mut d = Diagnostic::error(message)
-        .with_code(Code::Mgs2010)
-        .with_note(format!(
-            "locked {}, declared {}",
-            short(locked),
-            short(declared)
+    let mut d = Diagnostic::error("sandbox policy does not match magus.lock (fingerprint)")
+        .with_code(Code::Mgs2010);
+    if let Some(name) = spell {
+        d = d.with_note(format!(
+            "spell `{name}` runs under the `sandbox:` section and `spells: {name}:`; \
+             other spells run on while their own policy matches"
         ));
+    }
+    d = d.with_note(format!(
+        "locked {}, declared {}",
+        short(locked),
+        short(declared)
+    ));
     for change in changes {
         d = d.with_note(change.to_string());
     }

@@ -10,9 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The `magus.yaml` `magus init` writes.
-pub(crate) const CONFIG: &str = include_str!("init/magus.yaml.in");
+pub(crate) const CONFIG: &str = include_str!("magus.yaml.in");
 /// The `spells/hello.buzz` `magus init` writes.
-pub(crate) const HELLO: &str = include_str!("init/hello.buzz");
+pub(crate) const HELLO: &str = include_str!("hello.buzz");
 
 /// The files `magus init` writes, relative to the new workspace.
 const FILES: [(&str, &str); 2] = [("magus.yaml", CONFIG), ("spells/hello.buzz", HELLO)];

@@ -5,7 +5,7 @@
 
 use super::{load, GlobalArgs, EXIT_CONFIG};
 use crate::diag::{Diagnostic, Renderer};
-use crate::policy::lock::{diff, lock_file, Lock, LockState};
+use crate::policy::lock_file::{diff, lock_file, Lock, LockState};
 use crate::policy::{check_lock, CanonicalPolicy, CanonicalSection, Policy};
 use std::ffi::OsString;
 use std::io::Write;

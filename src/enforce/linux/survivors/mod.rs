@@ -23,7 +23,7 @@ use nix::unistd::{fork, getpid, pipe2, read, write, ForkResult, Pid};
 use self::cgroup::RunCgroup;
 use self::tree::Reaped;
 use self::watch::Watch;
-use super::limits::{self, ProcessBound};
+use super::limits::{self, LimitsPlan};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
 use crate::enforce::leftovers::{self, Watch as Leftovers};
@@ -48,7 +48,10 @@ pub enum SupervisorError {
 /// (~10 ms): it does so while magus sets up, and magus waits for it only
 /// before its first child ([`wait_until_placed`]): threads move with the
 /// process, a child started before would not.
-pub fn supervise_without_pid_namespace(left: Leftovers) -> Result<(), SupervisorError> {
+pub fn supervise_without_pid_namespace(
+    left: Leftovers,
+    plan: &LimitsPlan,
+) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
     }
@@ -64,20 +67,20 @@ pub fn supervise_without_pid_namespace(left: Leftovers) -> Result<(), Supervisor
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             PLACED.store(placed_rx.into_raw_fd(), Ordering::Relaxed);
             // Counted by the supervisor until it says a cgroup holds it.
-            limits::held_by_supervisor(ProcessBound::Supervisor);
+            limits::held_by_supervisor(plan.limits());
             Ok(())
         }
         ForkResult::Parent { child } => {
             drop(placed_rx);
-            supervise(child, &terminal, placed_tx, &left)
+            supervise(child, &terminal, placed_tx, &left, plan)
         }
     }
 }
 
 /// The run's bound in tasks: the declared or default count, and magus
 /// proper's own threads.
-fn bound() -> u32 {
-    let (count, _) = limits::supervised_processes();
+fn bound(plan: &LimitsPlan) -> u32 {
+    let (count, _) = limits::supervised_processes(plan.limits());
     count.saturating_add(limits::MAGUS_OWN_TASKS)
 }
 
@@ -104,7 +107,7 @@ pub fn wait_until_placed() {
         }
     };
     if got == Ok(1) && byte[0] == 1 {
-        limits::held_by_supervisor(ProcessBound::PidsCgroup);
+        limits::placed_in_pids_cgroup();
     }
 }
 
@@ -129,7 +132,13 @@ const GRACE: Duration = Duration::from_millis(500);
 /// Waits for magus (forwarding the signals sent to this process), then
 /// stops and kills every descendant, puts the terminal's mode back and
 /// exits with magus's status, or as the limit or signal that ended it.
-fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Leftovers) -> ! {
+fn supervise(
+    magus: Pid,
+    terminal: &TerminalModes,
+    placed: OwnedFd,
+    left: &Leftovers,
+    plan: &LimitsPlan,
+) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
     if super::untraceable::refuse_tracing().is_err() {
@@ -137,12 +146,12 @@ fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Lefto
     }
     super::jail::forward_signals_to(magus);
     // Where no pids cgroup holds the bound, the supervisor counts.
-    let mut cgroup = RunCgroup::make(bound());
+    let mut cgroup = RunCgroup::make(bound(plan));
     let bounded = cgroup.adopt(magus);
     let _ = write(&placed, &[u8::from(bounded)]);
     drop(placed);
     let me = getpid().as_raw();
-    let mut watch = (!bounded).then(|| Watch::new(bound(), me, magus.as_raw()));
+    let mut watch = (!bounded).then(|| Watch::new(bound(plan), me, magus.as_raw()));
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
@@ -150,13 +159,13 @@ fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Lefto
         terminal.restore();
     };
     let mask = block_wakeups();
-    limits::arm_deadline();
+    limits::arm_deadline(plan);
     let ending = wait_for_magus(magus, &mask, watch.as_mut());
     end();
     match ending {
         Ending::Magus(code) => exit_now(code),
-        Ending::OverTime => limits::exit_over_time(),
-        Ending::OverProcesses => limits::exit_over_processes(),
+        Ending::OverTime => limits::exit_over_time(plan),
+        Ending::OverProcesses => limits::exit_over_processes(plan),
         Ending::AskedToEnd(sig) => exit_now(128 + sig as i32),
         Ending::Lost => exit_now(1),
     }

@@ -3,8 +3,9 @@
 //! fix: the exact `magus.yaml` lines that would allow it, or why no entry
 //! can (protected paths, other processes, credential stores).
 
-use super::Diagnostic;
-use crate::enforce::gate::{Denial, DenialReason, Protection};
+use super::{Denial, DenialReason, Protection};
+use crate::diag::Diagnostic;
+use crate::policy::credentials::{credential_help, credential_store};
 use crate::policy::native::{folded, to_os};
 use crate::policy::{Access, Mode};
 use std::path::Path;
@@ -118,8 +119,8 @@ pub fn allow_entry_in(path: &Path, mode: Mode, home: Option<&Path>, spell: Optio
     // Windows compares paths without regard to case (a no-op elsewhere).
     let (path, home) = (folded(path), home.map(folded));
     let home = home.as_deref();
-    if let Some(store) = super::credential_store(&path, home) {
-        return super::credential_help(&store);
+    if let Some(store) = credential_store(&path, home) {
+        return credential_help(&store);
     }
     let shown = shown_path(&path, home);
     match spell.map(yaml_key) {

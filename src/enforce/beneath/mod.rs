@@ -132,7 +132,9 @@ impl Root {
             rel
         };
         #[cfg(kernel_layer)]
-        if let Some(opened) = super::linux::resolve::open_beneath(self.fd(), rel, flags, follow) {
+        if let Some(opened) =
+            super::linux::openat2_beneath::open_beneath(self.fd(), rel, flags, follow)
+        {
             return opened.map_err(|e| classify(io::Error::from(e)));
         }
         walk::open_beneath(self.fd(), rel, flags, follow)
@@ -150,7 +152,8 @@ impl Root {
     ) -> Result<OwnedFd, BeneathError> {
         #[cfg(kernel_layer)]
         if self.kind == RootKind::Directory && !rel.is_empty() {
-            if let Some(opened) = super::linux::resolve::open_beneath(self.fd(), rel, flags, follow)
+            if let Some(opened) =
+                super::linux::openat2_beneath::open_beneath(self.fd(), rel, flags, follow)
             {
                 return opened.map_err(|e| classify(io::Error::from(e)));
             }
@@ -168,7 +171,7 @@ impl Root {
             )));
         }
         #[cfg(kernel_layer)]
-        if let Some(opened) = super::linux::resolve::open_no_symlinks(&self.path, flags) {
+        if let Some(opened) = super::linux::openat2_beneath::open_no_symlinks(&self.path, flags) {
             return opened.map_err(|e| classify(io::Error::from(e)));
         }
         // Without the kernel's resolve: refuse a final symlink, and check the rest after.

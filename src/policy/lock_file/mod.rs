@@ -3,15 +3,16 @@
 //! every startup. A mismatch is MGS2010 (fingerprint, undeclared, or a
 //! nested magus whose policy differs from the one it runs inside). This
 //! module reads, writes and verifies the lock file and returns facts; the
-//! words of MGS2010 are `diag`'s (`src/diag/lock.rs`).
+//! words of MGS2010 are built beside it (`diagnostic.rs`).
 
+mod diagnostic;
 mod diff;
 
 pub use diff::{diff, Change, Direction};
 
 use super::fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
-use super::regular::{open_regular, OpenFailure};
 use super::{lookup, HostList, HostRule, Limits, Mode, Network, Policy, SandboxState, StateSource};
+use crate::regular_file::{open_regular, OpenFailure};
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -593,7 +594,9 @@ pub enum Undeclared {
 pub enum Mismatch {
     /// The declared policy changed since `magus sandbox lock`.
     Fingerprint {
-        /// The spell whose effective policy changed, when the run names one.
+        /// The spell run, when it has a `spells:` section (in `magus.yaml`
+        /// or in the lock), so the message can say only its policy is at
+        /// stake.
         spell: Option<String>,
         locked: String,
         declared: String,
@@ -650,7 +653,12 @@ pub fn verify(lock: &Lock, policy: &Policy) -> LockState {
         return LockState::Matches { fingerprint };
     }
     LockState::Mismatch(Mismatch::Fingerprint {
-        spell: policy.spell_name().map(str::to_string),
+        spell: policy
+            .spell_name()
+            .filter(|name| {
+                policy.own_section || lock.spells.iter().any(|s| s.section.name == *name)
+            })
+            .map(str::to_string),
         locked: locked_fingerprint,
         declared: fingerprint,
         changes: diff(&locked, declared),

@@ -97,7 +97,7 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
     }
 }
 
-/// The credential stores (`crate::diag::credentials`) that exist and lie
+/// The credential stores (`super::credentials`) that exist and lie
 /// strictly inside a grant that does not name them. A grant of `~/.cargo`
 /// (what a Rust build needs, and the README's example) held
 /// `~/.cargo/credentials.toml`, the crates.io token a compromised
@@ -106,7 +106,7 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
 /// (the entry is the store or lies in it) is the user's explicit choice.
 /// A link is left alone: what it leads to is not granted by this grant.
 fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
-    use crate::diag::{HOME_DIRS, HOME_FILES};
+    use super::credentials::{HOME_DIRS, HOME_FILES};
     let Some(home) = real_home else {
         return Vec::new();
     };
