@@ -171,10 +171,14 @@ impl Code {
         Code::Mgs3008,
     ];
 
+    /// How many codes there are: a code added to one group counts here
+    /// without another edit.
+    const COUNT: usize = Code::LANGUAGE.len() + Code::SANDBOX.len() + Code::CONFIG.len();
+
     /// Every code, in numeric order: the language's, the sandbox's, then
     /// the configuration's.
-    pub const ALL: [Code; 46] = {
-        let mut all = [Code::Mgs1001; 46];
+    pub const ALL: [Code; Code::COUNT] = {
+        let mut all = [Code::Mgs1001; Code::COUNT];
         let mut i = 0;
         let sandbox = Code::LANGUAGE.len();
         let config = sandbox + Code::SANDBOX.len();

@@ -43,9 +43,9 @@ pub fn credential_store(path: &Path, home: Option<&Path>) -> Option<String> {
 pub fn credential_help(store: &str) -> String {
     format!(
         "`{store}` is a credential store: magus offers no grant for it, because a grant\n\
-         reaches every spell and every program spells start, a compromised one included;\n\
-         if a task needs a credential, pass that task a narrowly scoped token (a variable\n\
-         in `sandbox.env.passthrough`), or run that one command outside magus"
+         reaches every program the spell starts, a compromised one included; if a task\n\
+         needs a credential, bind a narrowly scoped token to that spell's hosts (`secrets:`\n\
+         under `spells: NAME:`, docs/secrets.md), or run that one command outside magus"
     )
 }
 
