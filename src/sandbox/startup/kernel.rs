@@ -15,7 +15,7 @@ use super::notices::{
 };
 use super::proxy_slot::{self, ProxySlot};
 use crate::bindings::{Session, TempDirs};
-use crate::diag::{render, Diagnostic, MessageFormat, OutputOptions};
+use crate::diag::{render, Diagnostic, OutputOptions};
 use crate::enforce::jail::ahead::{self, Ahead};
 use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
@@ -108,7 +108,7 @@ pub(crate) fn confine(
     said: &mut Vec<Diagnostic>,
 ) -> Result<Confined, Box<Diagnostic>> {
     let mut slot = proxy_slot::wanted(policy, env, child_env);
-    let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output.format, said)?;
+    let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output, said)?;
     let proxy = slot.into_running();
     proxy_slot::point_children(proxy.as_ref(), child_env);
     // In a jail of its own, `/tmp`, `/dev/shm` and `$TMPDIR` are the run's.
@@ -227,7 +227,7 @@ fn confine_kernel(
     proxy: &mut ProxySlot,
     env: &[(OsString, OsString)],
     ahead: StartedAhead,
-    format: MessageFormat,
+    output: OutputOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<(Domain, Option<Jail>), Box<Diagnostic>> {
     if policy.state() == SandboxState::Off {
@@ -238,7 +238,7 @@ fn confine_kernel(
         Nesting::Outermost => {
             // `deny` and `hosts`: the namespaces are being made ahead
             // (`start_ahead`), on the other core.
-            isolate(policy, env, format, diagnostics, ahead, proxy)?
+            isolate(policy, env, output, diagnostics, ahead, proxy)?
         }
         Nesting::InsideMagus => (Jail::Inherited, None),
     };
@@ -351,7 +351,7 @@ fn split_grants(policy: &Policy, building: Option<&Building>) -> (Vec<Grant>, Ve
 fn isolate(
     policy: &Policy,
     env: &[(OsString, OsString)],
-    format: MessageFormat,
+    output: OutputOptions,
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
@@ -359,19 +359,24 @@ fn isolate(
     let limits = policy.limits();
     // Rendered only when a wall time can run out.
     let over_time = match limits.wall_time {
-        Some(_) => render(&over_time_diagnostic(limits), format),
+        Some(_) => render(&over_time_diagnostic(limits), output.format),
         None => String::new(),
     };
     let plan = enforce::limits::prepare(*limits, over_time);
-    let (jail, building, watch) = enter_jail(policy, env, diagnostics, ahead, proxy, &plan)?;
+    let (jail, building, watch) =
+        enter_jail(policy, env, diagnostics, ahead, proxy, (&plan, output))?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
             let over = over_processes_diagnostic(limits);
-            let plan = plan.clone().with_over_processes(render(&over, format));
+            let plan = plan
+                .clone()
+                .with_over_processes(render(&over, output.format));
             let watch = watch.unwrap_or_else(|| Watch::before(Default::default()));
-            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch, &plan) {
+            let supervised =
+                enforce::survivors::supervise_without_pid_namespace(watch, &plan, output);
+            if let Err(e) = supervised {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
                 )));
@@ -403,7 +408,7 @@ fn enter_jail(
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
-    limits: &LimitsPlan,
+    (limits, output): (&LimitsPlan, OutputOptions),
 ) -> Result<(Jail, Option<Building>, Option<Watch>), Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
@@ -415,7 +420,8 @@ fn enter_jail(
     let outside = proxy
         .defer()?
         .map(|launcher| Box::new(launcher) as Box<dyn enforce::jail::Outside>);
-    match enforce::jail::enter_with(&plan, userns_request(env), made, outside, limits) {
+    let request = userns_request(env);
+    match enforce::jail::enter_with(&plan, request, made, outside, limits, output) {
         Ok(building) => Ok((
             Jail::Entered(building.user_namespace()),
             Some(building),

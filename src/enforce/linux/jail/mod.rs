@@ -37,6 +37,7 @@ pub(crate) use reaper::{
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;
+use crate::diag::OutputOptions;
 use crate::enforce::limits::LimitsPlan;
 
 /// Whether magus and its children live in the jail.
@@ -214,7 +215,8 @@ fn open_host_root() -> Option<OwnedFd> {
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
     let limits = LimitsPlan::default();
-    let entered = enter_with(plan, request, ahead::Made::default(), None, &limits);
+    let made = ahead::Made::default();
+    let entered = enter_with(plan, request, made, None, &limits, OutputOptions::default());
     let entered = entered.and_then(|building| {
         let user_namespace = building.user_namespace();
         building.wait_until_built().wait_until_sealed()?;
@@ -239,6 +241,7 @@ pub fn enter_with(
     made: ahead::Made,
     outside: Option<Box<dyn Outside>>,
     limits: &LimitsPlan,
+    output: OutputOptions,
 ) -> Result<Building, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
@@ -254,7 +257,7 @@ pub fn enter_with(
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
     // the host's. It holds `limits` (the PID bound, the wall time).
-    let started = reaper::start(plan, made.network, services, limits);
+    let started = reaper::start(plan, made.network, services, limits, output);
     if started.is_err() {
         host_paths::forget();
     }

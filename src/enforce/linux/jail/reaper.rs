@@ -28,6 +28,7 @@ use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
 use super::{JailUnavailable, Outside};
+use crate::diag::OutputOptions;
 use crate::enforce::leftovers::{self, Watch};
 use crate::enforce::limits::LimitsPlan;
 use crate::enforce::linux::terminal::TerminalModes;
@@ -51,6 +52,7 @@ pub(super) fn start(
     network: Option<OwnedFd>,
     outside: Vec<Box<dyn Outside>>,
     limits: &LimitsPlan,
+    output: OutputOptions,
 ) -> Result<Reports, JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
@@ -76,7 +78,8 @@ pub(super) fn start(
             // instead of racing its last steps when PID 1 exits.
             let _network = network;
             let after = (&sweep, &watch, &terminal);
-            let failed = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
+            let failed =
+                outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside, output);
             restore_mask(&unblocked);
             Err(failed)
         }
@@ -171,6 +174,7 @@ fn outer_wait_or_fail(
     mask: &SigSet,
     (sweep, watch, terminal): (&Sweep, &Watch, &TerminalModes),
     outside: Vec<Box<dyn Outside>>,
+    output: OutputOptions,
 ) -> JailUnavailable {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
@@ -180,7 +184,7 @@ fn outer_wait_or_fail(
         serve_until_reported(report, outside);
         let code = wait_for_end(init, report);
         sweep.after();
-        leftovers::report::sweep_and_say(watch);
+        leftovers::report::sweep_and_say(watch, output);
         terminal.restore();
         exit_now(code);
     }

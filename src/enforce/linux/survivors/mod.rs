@@ -26,6 +26,7 @@ use self::watch::Watch;
 use super::limits::{self, LimitsPlan};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
+use crate::diag::OutputOptions;
 use crate::enforce::leftovers::{self, Watch as Leftovers};
 
 /// Why the supervisor could not be set up (the run goes on without it).
@@ -51,6 +52,7 @@ pub enum SupervisorError {
 pub fn supervise_without_pid_namespace(
     left: Leftovers,
     plan: &LimitsPlan,
+    output: OutputOptions,
 ) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
@@ -72,7 +74,7 @@ pub fn supervise_without_pid_namespace(
         }
         ForkResult::Parent { child } => {
             drop(placed_rx);
-            supervise(child, &terminal, placed_tx, &left, plan)
+            supervise(child, &terminal, placed_tx, &left, (plan, output))
         }
     }
 }
@@ -137,7 +139,7 @@ fn supervise(
     terminal: &TerminalModes,
     placed: OwnedFd,
     left: &Leftovers,
-    plan: &LimitsPlan,
+    (plan, output): (&LimitsPlan, OutputOptions),
 ) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
@@ -155,7 +157,7 @@ fn supervise(
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
-        leftovers::report::sweep_and_say(left);
+        leftovers::report::sweep_and_say(left, output);
         terminal.restore();
     };
     let mask = block_wakeups();
