@@ -149,41 +149,56 @@ fn uncaught_spell(target: &str) -> String {
     )
 }
 
+/// [`uncaught_spell`] reading the path given as its first argument.
+fn uncaught_spell_of_arg() -> String {
+    "import \"std\";\nimport \"fs\";\n\nfun main(args: [str]) > int {\n    std.print(\"before\");\n    final text = fs.read(args[0]);\n    std.print(\"after {text}\");\n    return 0;\n}\n".to_string()
+}
+
 #[test]
 fn an_uncaught_denial_stops_the_run_with_location_and_fix() {
     let h = Harness::new();
     for (i, rel) in SECRET_FILES.iter().enumerate() {
         let target = h.home_path(rel).display().to_string();
-        let source = uncaught_spell(&target);
-        let spell = h.write_spell(&format!("uncaught{i}"), &source);
-        let out = h.run(&format!("uncaught{i}"), &[]);
-        assert_eq!(out.status, Some(124), "{}", out.dump());
-        assert_eq!(out.stdout, "before\n", "{}", out.dump());
-        assert!(out.stderr.contains("error[MGS2001]"), "{}", out.dump());
-        // Placed on the refused argument, and underlined whole.
-        let argument = buzz_str(&target);
-        let (line, col) = position(&source, &argument);
-        let at = format!("{}:{line}:{col}", spell.display());
-        assert!(out.stderr.contains(&at), "no `{at}`\n{}", out.dump());
-        let underline = format!(
-            "| {}{} `read` denied here\n",
-            " ".repeat(col - 1),
-            "^".repeat(argument.chars().count())
-        );
-        assert!(
-            out.stderr.contains(&underline),
-            "no `{underline}`\n{}",
-            out.dump()
-        );
-        // Every planted file is a credential store: explained, no grant.
-        assert!(
-            out.stderr
-                .contains("is a credential store: magus offers no grant"),
-            "{}",
-            out.dump()
-        );
-        assert!(!out.stderr.contains("- path:"), "{}", out.dump());
-        h.assert_no_leak(&out);
+        // A literal path is refused by the check before the run (nothing
+        // of the spell runs); one given as an argument by the run itself,
+        // after line 5. Both at the argument, with the same fix.
+        for (source, args, before) in [
+            (uncaught_spell(&target), vec![], ""),
+            (uncaught_spell_of_arg(), vec![target.as_str()], "before\n"),
+        ] {
+            let spell = h.write_spell(&format!("uncaught{i}"), &source);
+            let out = h.run(&format!("uncaught{i}"), &args);
+            assert_eq!(out.status, Some(124), "{}", out.dump());
+            assert_eq!(out.stdout, before, "{}", out.dump());
+            assert!(out.stderr.contains("error[MGS2001]"), "{}", out.dump());
+            // Placed on the refused argument, and underlined whole.
+            let argument = match args.is_empty() {
+                true => buzz_str(&target),
+                false => "args[0]".to_string(),
+            };
+            let (line, col) = position(&source, &argument);
+            let at = format!("{}:{line}:{col}", spell.display());
+            assert!(out.stderr.contains(&at), "no `{at}`\n{}", out.dump());
+            let underline = format!(
+                "| {}{} `read` denied here\n",
+                " ".repeat(col - 1),
+                "^".repeat(argument.chars().count())
+            );
+            assert!(
+                out.stderr.contains(&underline),
+                "no `{underline}`\n{}",
+                out.dump()
+            );
+            // Every planted file is a credential store: explained, no grant.
+            assert!(
+                out.stderr
+                    .contains("is a credential store: magus offers no grant"),
+                "{}",
+                out.dump()
+            );
+            assert!(!out.stderr.contains("- path:"), "{}", out.dump());
+            h.assert_no_leak(&out);
+        }
     }
     let out = {
         h.write_spell("shadow", &uncaught_spell("/etc/shadow"));

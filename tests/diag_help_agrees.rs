@@ -116,7 +116,13 @@ fn every_code() -> BTreeMap<String, Vec<Option<String>>> {
 /// What a help offers that the page must also teach.
 fn offered(help: &str) -> Vec<String> {
     let mut items = Vec::new();
+    let mut after_spells = false;
     for line in help.lines().map(str::trim) {
+        // The key under `spells:` is the spell's own name, which no page
+        // can know.
+        if std::mem::replace(&mut after_spells, line == "spells:") {
+            continue;
+        }
         let line = line.trim_start_matches("- ");
         if let Some((key, value)) = line.split_once(':') {
             // A quoted list item (`- "host:443"`) is a value, not a key.

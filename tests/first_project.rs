@@ -435,10 +435,15 @@ fn completion_scripts_ask_for_spells_and_offer_codes() {
     );
     let spell_args: Vec<&str> = zsh
         .lines()
-        .filter(|l| l.starts_with("'::spell -- ") || l.starts_with("'*::spells -- "))
+        .filter(|l| {
+            ["'::spell -- ", "':spell -- ", "'*::spells -- "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
         .collect();
-    // `run`'s spell, and the spells of `test` and `check`.
-    assert_eq!(spell_args.len(), 3, "{spell_args:?}");
+    // The spell of `run`, `sandbox check` and `sandbox suggest`, and the
+    // spells of `test` and `check`.
+    assert_eq!(spell_args.len(), 5, "{spell_args:?}");
     assert!(
         spell_args.iter().all(|l| l.ends_with(":_magus_spells' \\")),
         "{spell_args:?}"
@@ -508,6 +513,15 @@ fn bash_completes_the_spells_of_the_workspace_and_the_codes() {
         bash_complete(&h, &script, &["-q", "check", "r"]),
         ["release"]
     );
+    for sub in ["check", "suggest"] {
+        assert_eq!(bash_complete(&h, &script, &["sandbox", sub, ""]), spells);
+        let past = bash_complete(&h, &script, &["sandbox", sub, "build", ""]);
+        assert!(
+            past.iter().all(|w| !spells.contains(&w.as_str())),
+            "{past:?}"
+        );
+    }
+    assert!(!bash_complete(&h, &script, &["sandbox", "lock", ""]).contains(&"build".to_string()));
     // Past the spell of `run`, the words are the spell's own.
     let after = bash_complete(&h, &script, &["run", "build", ""]);
     assert!(

@@ -2,7 +2,7 @@
 //!
 //! [`Gate`]: crate::enforce::gate::Gate
 
-use super::errors::raise_gate;
+use super::errors::{raise_denial_as, raise_gate};
 use super::Session;
 use crate::buzz::{NativeCall, NativeModule, Raise, Value};
 use crate::enforce::gate::{GateError, WriteMode};
@@ -80,6 +80,15 @@ pub(super) fn bind(
 impl Session {
     /// Turns a gate result into a Buzz result.
     pub(super) fn check<T>(&self, result: Result<T, GateError>) -> Result<T, Raise> {
-        result.map_err(|e| raise_gate(e, self.home()))
+        result.map_err(|e| self.raise(e))
+    }
+
+    /// The Buzz error for a gate failure; a denial reads as
+    /// [`Session::denial_diagnostic`] says it.
+    pub(super) fn raise(&self, error: GateError) -> Raise {
+        match error {
+            GateError::Denied(denial) => raise_denial_as(&denial, self.denial_diagnostic(&denial)),
+            other => raise_gate(other, self.home()),
+        }
     }
 }

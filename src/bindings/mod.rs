@@ -10,6 +10,7 @@
 pub mod egress;
 mod env;
 mod errors;
+pub mod foresee;
 mod fs;
 // Unix paths and modes (as the integration tests they were).
 #[cfg(all(test, unix))]

@@ -7,7 +7,7 @@ use super::egress;
 use super::scratch::TempDirs;
 use crate::buzz::CallSite;
 use crate::diag::{Diagnostic, MessageFormat};
-use crate::enforce::gate::Gate;
+use crate::enforce::gate::{Denial, FsOp, Gate};
 use crate::enforce::Domain;
 #[cfg(kernel_layer)]
 use crate::proxy::{EgressSummary, Proxy};
@@ -182,6 +182,27 @@ impl Session {
     /// spells paths, so it compares with a denial's).
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
+    }
+
+    /// The spell whose policy this is, when it is one of the workspace's:
+    /// a denial's help names its `spells:` section.
+    pub fn spell_name(&self) -> Option<&str> {
+        self.gate.policy().spell_name()
+    }
+
+    /// How `denial` reads to the user in this run: the fix names the
+    /// spell's own section, and a refused program behind a version
+    /// manager's shim points at the manager's fix (MGS2006's), since
+    /// granting the shim alone does not make it work.
+    pub fn denial_diagnostic(&self, denial: &Denial) -> Diagnostic {
+        let d = denial.to_diagnostic_in(self.home(), self.spell_name());
+        let fix = (denial.op == FsOp::Exec)
+            .then(|| self.shim_fix(&denial.checked))
+            .flatten();
+        match fix {
+            Some(fix) => d.with_help(fix),
+            None => d,
+        }
     }
 
     pub(super) fn env_get(&self, name: &str) -> Option<String> {

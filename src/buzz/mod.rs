@@ -5,7 +5,7 @@
 //! Entry points: [`parse`] and [`run_spell`]; native modules are built with
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].
 
-mod ast;
+pub(crate) mod ast;
 mod callbacks;
 pub mod check;
 mod compile;

@@ -1,6 +1,7 @@
 //! `magus completions SHELL`: clap's script for the shell, plus what clap
 //! cannot know ahead of time: the spell names of the workspace at hand,
-//! asked of `magus list --names` when `run`, `test` or `check` wants one.
+//! asked of `magus list --names` when `run`, `test`, `check`, `sandbox
+//! check` or `sandbox suggest` wants one.
 //! The diagnostic codes `explain` takes are static possible values
 //! ([`CodeParser`]), which clap's scripts offer by themselves.
 
@@ -23,7 +24,8 @@ pub(super) fn script(shell: Shell, command: &mut clap::Command, bin: &str) -> Ve
 }
 
 /// After clap's `_magus`: a wrapper that offers the spells where a spell
-/// goes (the first word after `run`; any word after `test` and `check`)
+/// goes (the first word after `run`, `sandbox check` and `sandbox
+/// suggest`; any word after `test` and `check`)
 /// and hands every other place to `_magus`. Registered last, it replaces
 /// clap's registration; without spells to offer (a path, no workspace)
 /// bash falls back to file names.
@@ -40,16 +42,16 @@ _magus_spells() {
 }
 
 _magus_with_spells() {
-    local i word cmd="" after=0 cur="${COMP_WORDS[COMP_CWORD]}"
+    local i word cmd="" sub="" after=0 cur="${COMP_WORDS[COMP_CWORD]}"
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$word" in
             --workspace|--message-format|--color) ((i++)) ;;
             -*) ;;
-            *) if [[ -z "$cmd" ]]; then cmd="$word"; else ((after++)); fi ;;
+            *) if [[ -z "$cmd" ]]; then cmd="$word"; else [[ -z "$sub" ]] && sub="$word"; ((after++)); fi ;;
         esac
     done
-    if [[ "$cur" != -* ]] && { [[ "$cmd" == run && $after -eq 0 ]] || [[ "$cmd" == test || "$cmd" == check ]]; }; then
+    if [[ "$cur" != -* ]] && { [[ "$cmd" == run && $after -eq 0 ]] || [[ "$cmd" == test || "$cmd" == check ]] || [[ "$cmd" == sandbox && $after -eq 1 && ( "$sub" == check || "$sub" == suggest ) ]]; }; then
         COMPREPLY=( $(compgen -W "$(_magus_spells)" -- "$cur") )
         return 0
     fi
@@ -59,12 +61,15 @@ _magus_with_spells() {
 complete -F _magus_with_spells -o bashdefault -o default magus
 "#;
 
-/// clap's zsh script with the spell arguments of `run`, `test` and
-/// `check` completed by `_magus_spells`.
+/// clap's zsh script with the spell arguments of `run`, `test`,
+/// `check`, `sandbox check` and `sandbox suggest` completed by
+/// `_magus_spells`.
 fn zsh(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
-        let spell = line.starts_with("'::spell -- ") || line.starts_with("'*::spells -- ");
+        let spell = ["'::spell -- ", "':spell -- ", "'*::spells -- "]
+            .iter()
+            .any(|p| line.starts_with(p));
         match line.strip_suffix(":_default' \\") {
             Some(head) if spell => out.push_str(&format!("{head}:_magus_spells' \\")),
             _ => out.push_str(line),
@@ -88,8 +93,9 @@ _magus_spells() {
 
 "#;
 
-/// After clap's lines: the spells, for the first word after `run` and
-/// every word after `test` and `check`.
+/// After clap's lines: the spells, for the first word after `run`,
+/// `sandbox check` and `sandbox suggest`, and every word after `test`
+/// and `check`.
 const FISH: &str = r#"
 function __fish_magus_spells
     set -l tokens (commandline -opc)
@@ -108,6 +114,7 @@ end
 function __fish_magus_wants_spell
     set -l tokens (commandline -opc)
     set -l cmd
+    set -l sub
     set -l after 0
     set -l skip 0
     for token in $tokens[2..-1]
@@ -123,11 +130,15 @@ function __fish_magus_wants_spell
                 if test -z "$cmd"
                     set cmd $token
                 else
+                    if test -z "$sub"
+                        set sub $token
+                    end
                     set after (math $after + 1)
                 end
         end
     end
     test "$cmd" = run -a $after -eq 0; or test "$cmd" = test; or test "$cmd" = check
+    or test "$cmd" = sandbox -a $after -eq 1 -a \( "$sub" = check -o "$sub" = suggest \)
 end
 
 complete -c magus -n __fish_magus_wants_spell -a "(__fish_magus_spells)" -d spell

@@ -12,6 +12,7 @@ mod sandbox_check;
 mod sandbox_lock;
 mod spell_check;
 mod spells;
+mod suggest;
 mod test;
 
 use crate::diag::{
@@ -178,6 +179,14 @@ enum SandboxCommand {
     /// (MGS2010). Review and commit it with magus.yaml.
     #[command(after_help = EXIT_HELP)]
     Lock,
+    /// Print the smallest `spells: SPELL:` section of magus.yaml that the
+    /// spell's literal paths, programs and variable names need (never a
+    /// credential store); nothing runs. Exit 0.
+    #[command(after_help = EXIT_HELP)]
+    Suggest {
+        /// The spell's name (`build`), one of the workspace's `spells/`.
+        spell: String,
+    },
 }
 
 /// Runs the CLI and returns the process exit status.
@@ -223,6 +232,9 @@ pub fn main() -> i32 {
             sandbox_check::sandbox_check(global, &env, spell.as_deref())
         }
         Some(Command::Sandbox(SandboxCommand::Lock)) => sandbox_lock::sandbox_lock(global, &env),
+        Some(Command::Sandbox(SandboxCommand::Suggest { spell })) => {
+            suggest::suggest(global, &env, &spell)
+        }
         Some(Command::Completions { shell }) => completions(global, shell),
     }
 }

@@ -6,7 +6,9 @@
 use super::{declare, GlobalArgs};
 use crate::bindings::DiagnosticSink;
 use crate::diag::{Diagnostic, Renderer, Severity, Verbosity};
-use crate::sandbox::spell_checker::{checking_interpreter, checking_session, spell_is_clean};
+use crate::sandbox::spell_checker::{
+    checking_interpreter, checking_session, spell_and_calls_are_clean,
+};
 use crate::sandbox::spell_reader::{spell_files, SpellReader};
 use std::cell::Cell;
 use std::ffi::OsString;
@@ -64,9 +66,9 @@ fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]
         // Each spell under its own policy: the workspace's and its section.
         let spell = crate::policy::spell_name(&workspace, name);
         let policy = declared.for_spell(spell.as_deref()).resolve(env).policy;
-        let session = checking_session(policy, sink.clone());
+        let session = checking_session(policy, env, sink.clone());
         let interpreter = checking_interpreter(&file, &session);
-        if !spell_is_clean(&interpreter, &file, &source, &sink) {
+        if !spell_and_calls_are_clean(&interpreter, &session, &file, &source, &sink) {
             status = EXIT_CHECK_FAILED;
         }
     }

@@ -273,6 +273,9 @@ impl Declared {
         policy.declared = sandbox.map(CanonicalPolicy::from_declared);
         policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
         policy.hidden = resolution.hidden;
+        policy.own_section = spell
+            .as_deref()
+            .is_some_and(|name| config.as_ref().is_some_and(|c| c.spell(name).is_some()));
         policy.spell = spell;
         Startup {
             policy,

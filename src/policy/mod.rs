@@ -102,6 +102,8 @@ pub struct Policy {
     /// The spell whose effective policy this is (`spells/NAME.buzz`), so
     /// that a denial can name the section that would allow it.
     spell: Option<String>,
+    /// Whether `magus.yaml` has a `spells:` section for [`Policy::spell`].
+    own_section: bool,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve_grants::hidden_stores`).
@@ -142,6 +144,7 @@ impl Policy {
             declared: None,
             limits: Limits::default(),
             spell: None,
+            own_section: false,
             hidden: Vec::new(),
             trie,
         }

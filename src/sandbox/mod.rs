@@ -156,14 +156,21 @@ impl Sandbox {
     /// `magus run`.
     pub fn check(&self, spell: &Spell) -> Vec<Diagnostic> {
         let policy = self.policy().clone();
+        let env = self.env.clone();
         let checked = stack::run_on_interpreter_stack(move || {
             let found: Rc<RefCell<Vec<Diagnostic>>> = Rc::default();
             let into = found.clone();
             let sink: DiagnosticSink =
                 Rc::new(move |d: &Diagnostic| into.borrow_mut().push(d.clone()));
-            let session = spell_checker::checking_session(policy, sink.clone());
+            let session = spell_checker::checking_session(policy, &env, sink.clone());
             let interpreter = spell_checker::checking_interpreter(&spell.path, &session);
-            spell_checker::spell_is_clean(&interpreter, &spell.path, &spell.source, &sink);
+            spell_checker::spell_and_calls_are_clean(
+                &interpreter,
+                &session,
+                &spell.path,
+                &spell.source,
+                &sink,
+            );
             found.take()
         });
         checked.unwrap_or_else(|e| vec![error::no_interpreter_thread(&e)])
@@ -355,9 +362,16 @@ impl Runtime {
     pub fn run(&self, spell: &Spell, args: Vec<String>) -> Result<i32, SpellError> {
         let program = spell.parse().map_err(SpellError::cannot_run)?;
         let mut interpreter = self.interpreter(&spell.path);
-        // Checked before anything runs: a type error on line 9 must not
-        // leave line 3's writes behind.
-        let refusal = spell_checker::refusal(&interpreter, &program, &spell.source, &self.sink);
+        // Checked before anything runs: a type error on line 9, or a read
+        // there that the sandbox will refuse, must not leave line 3's
+        // writes behind.
+        let refusal = spell_checker::refusal(
+            &interpreter,
+            Some(&self.session),
+            &program,
+            &spell.source,
+            &self.sink,
+        );
         if let Some(status) = refusal {
             return Err(SpellError::refused_by_check(&spell.path, status));
         }

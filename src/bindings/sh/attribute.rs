@@ -5,7 +5,7 @@
 //! how to fix it, so a kernel denial is not a mystery.
 
 use crate::diag::{Code, Diagnostic};
-use crate::enforce::gate::allow_entry;
+use crate::enforce::gate::allow_entry_in;
 use crate::enforce::gate::Gate;
 use crate::enforce::host::host_entry;
 use crate::policy::{normalize, Access, NormalPath};
@@ -39,8 +39,14 @@ const WRITE_WORDS: [&str; 8] = [
 /// At most this many notes per failing child.
 const MAX_NOTES: usize = 3;
 
-/// Notes for the ungranted paths named on denial lines of `stderr`.
-pub fn denials_in(gate: &Gate, stderr: &[u8], home: Option<&Path>) -> Vec<Diagnostic> {
+/// Notes for the ungranted paths named on denial lines of `stderr`; the
+/// fix goes in `spell`'s own section when the run names one.
+pub fn denials_in(
+    gate: &Gate,
+    stderr: &[u8],
+    home: Option<&Path>,
+    spell: Option<&str>,
+) -> Vec<Diagnostic> {
     let text = String::from_utf8_lossy(stderr);
     let mut seen = BTreeSet::new();
     text.lines()
@@ -52,7 +58,7 @@ pub fn denials_in(gate: &Gate, stderr: &[u8], home: Option<&Path>) -> Vec<Diagno
                 .map(move |p| (p, wanted))
         })
         .filter(|(p, _)| seen.insert(p.clone()))
-        .filter_map(|(p, wanted)| note_for(gate, p, wanted, home))
+        .filter_map(|(p, wanted)| note_for(gate, p, wanted, (home, spell)))
         .take(MAX_NOTES)
         .collect()
 }
@@ -104,7 +110,7 @@ fn note_for(
     gate: &Gate,
     path: NormalPath,
     wanted: Access,
-    home: Option<&Path>,
+    (home, spell): (Option<&Path>, Option<&str>),
 ) -> Option<Diagnostic> {
     let policy = gate.policy();
     let readable = policy.check(&path, Access::Read).is_allowed();
@@ -132,7 +138,7 @@ fn note_for(
         Diagnostic::note(message)
             .with_code(code)
             .with_path(shown.to_string())
-            .with_help(allow_entry(&path, access.needed_mode(), home)),
+            .with_help(allow_entry_in(&path, access.needed_mode(), home, spell)),
     )
 }
 

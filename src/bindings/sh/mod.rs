@@ -12,7 +12,7 @@ mod stream;
 
 pub use stream::prepare_terminal;
 
-use super::errors::{raise_denial_as, raise_exec, raise_gate};
+use super::errors::raise_exec;
 use super::fs::bind;
 use super::Session;
 use crate::buzz::{CallSite, NativeModule, Raise, Value};
@@ -78,17 +78,9 @@ impl Session {
             .map_err(|e| raise_exec(program, &launch_error(&e, self.gate().policy().limits())))
     }
 
-    /// A refused launch; the refusal of a program behind a version
-    /// manager's shim points at the manager's fix (MGS2006's), since
-    /// granting the shim alone does not make it work.
+    /// A refused launch, said as [`Session::denial_diagnostic`] says it.
     fn launch_denied(&self, error: GateError) -> Raise {
-        if let GateError::Denied(denial) = &error {
-            if let Some(fix) = self.shim_fix(&denial.checked) {
-                let diagnostic = denial.to_diagnostic(self.home()).with_help(fix);
-                return raise_denial_as(denial, diagnostic);
-            }
-        }
-        raise_gate(error, self.home())
+        self.raise(error)
     }
 
     /// `sh.run` and `sh.shell`: output streams live, on the user's terminal
@@ -141,7 +133,7 @@ impl Session {
         if status.success() || !self.gate().is_on() {
             return;
         }
-        for note in attribute::denials_in(self.gate(), stderr, self.home()) {
+        for note in attribute::denials_in(self.gate(), stderr, self.home(), self.spell_name()) {
             self.emit(&note);
         }
     }

@@ -45,6 +45,12 @@ impl Denial {
     /// The diagnostic shown when the spell does not catch the error.
     /// `home` lets the suggested entry use `~`.
     pub fn to_diagnostic(&self, home: Option<&Path>) -> Diagnostic {
+        self.to_diagnostic_in(home, None)
+    }
+
+    /// [`Denial::to_diagnostic`] for a run of the spell `spell`, whose own
+    /// `spells:` section the suggested entry goes in.
+    pub fn to_diagnostic_in(&self, home: Option<&Path>, spell: Option<&str>) -> Diagnostic {
         let real = self.leads_to.as_deref().unwrap_or(&self.checked);
         let mut d = Diagnostic::error(self.message())
             .with_code(self.code())
@@ -61,10 +67,10 @@ impl Denial {
             let checked = to_os(&self.checked);
             d = d.with_note(format!("checked as `{}`", checked.display()));
         }
-        d.with_help(self.fix(real, home))
+        d.with_help(self.fix(real, home, spell))
     }
 
-    fn fix(&self, real: &Path, home: Option<&Path>) -> String {
+    fn fix(&self, real: &Path, home: Option<&Path>, spell: Option<&str>) -> String {
         match self.reason {
             DenialReason::Protected if self.protection.is_some() => {
                 "a spell may not make a directory into a git repository (`HEAD` beside \
@@ -84,7 +90,9 @@ impl Denial {
             DenialReason::WindowsPath(_) => "the sandbox takes drive paths (`C:\\dir\\file`) and \
                  relative ones; no magus.yaml entry can allow this spelling"
                 .to_string(),
-            DenialReason::NotGranted => allow_entry(real, self.access.needed_mode(), home),
+            DenialReason::NotGranted => {
+                allow_entry_in(real, self.access.needed_mode(), home, spell)
+            }
         }
     }
 }
@@ -99,22 +107,53 @@ fn names_of(names: &[&str]) -> String {
     }
 }
 
-/// The `magus.yaml` lines that would grant `path` with `mode`; for a
-/// credential store, why no such lines are offered instead.
+/// The `magus.yaml` lines that would grant `path` with `mode` to every
+/// spell; for a credential store, why no such lines are offered instead.
 pub fn allow_entry(path: &Path, mode: Mode, home: Option<&Path>) -> String {
+    allow_entry_in(path, mode, home, None)
+}
+
+/// [`allow_entry`] for the spell `spell`: the lines go in its own
+/// `spells:` section, so no other spell gets the grant.
+pub fn allow_entry_in(path: &Path, mode: Mode, home: Option<&Path>, spell: Option<&str>) -> String {
     // Windows compares paths without regard to case (a no-op elsewhere).
     let (path, home) = (folded(path), home.map(folded));
     let home = home.as_deref();
     if let Some(store) = credential_store(&path, home) {
         return credential_help(&store);
     }
-    let shown = match home.and_then(|h| path.strip_prefix(h).ok()) {
+    let shown = shown_path(&path, home);
+    match spell.map(yaml_key) {
+        Some(name) => format!(
+            "to allow it, add under `spells: {name}:` in magus.yaml (only if you trust \
+             this spell with it):\n\
+             spells:\n  {name}:\n    allow:\n      - path: {shown}\n        mode: {mode}"
+        ),
+        None => format!(
+            "to allow it, add to magus.yaml (only if you trust this spell with it):\n\
+             sandbox:\n  allow:\n    - path: {shown}\n      mode: {mode}"
+        ),
+    }
+}
+
+/// A spell's name as a YAML mapping key: as it is when plain, else
+/// double-quoted (a JSON string is a YAML one).
+pub fn yaml_key(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    match plain {
+        true => name.to_string(),
+        false => serde_json::to_string(name).unwrap_or_else(|_| format!("{name:?}")),
+    }
+}
+
+/// `path` as a user writes it in `magus.yaml`: `~/...` under `home`.
+pub fn shown_path(path: &Path, home: Option<&Path>) -> String {
+    match home.and_then(|h| path.strip_prefix(h).ok()) {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),
-        None => to_os(&path).display().to_string(),
-    };
-    format!(
-        "to allow it, add to magus.yaml (only if you trust this spell with it):\n\
-         sandbox:\n  allow:\n    - path: {shown}\n      mode: {mode}"
-    )
+        None => to_os(path).display().to_string(),
+    }
 }

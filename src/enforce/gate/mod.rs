@@ -20,6 +20,7 @@ mod ambient;
 mod confined;
 mod denial;
 mod denial_diagnostic;
+mod foresee;
 mod fs_ops;
 #[cfg(all(test, unix))]
 mod names_tests;
@@ -30,7 +31,8 @@ mod repository;
 mod windows_tests;
 
 pub use denial::{Denial, DenialReason, FsOp, GateError, Protection};
-pub use denial_diagnostic::allow_entry;
+pub use denial_diagnostic::{allow_entry, allow_entry_in, shown_path, yaml_key};
+pub use foresee::PathUse;
 pub use program::{HiddenPrograms, ProgramLookup};
 
 use crate::policy::Policy;

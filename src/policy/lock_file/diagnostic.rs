@@ -90,19 +90,19 @@ fn fingerprint_diagnostic(
     declared: &str,
     changes: &[Change],
 ) -> Diagnostic {
-    let message = match spell {
-        Some(name) => {
-            format!("the sandbox policy of spell `{name}` does not match magus.lock (fingerprint)")
-        }
-        None => "sandbox policy does not match magus.lock (fingerprint)".to_string(),
-    };
-    let mut d = Diagnostic::error(message)
-        .with_code(Code::Mgs2010)
-        .with_note(format!(
-            "locked {}, declared {}",
-            short(locked),
-            short(declared)
+    let mut d = Diagnostic::error("sandbox policy does not match magus.lock (fingerprint)")
+        .with_code(Code::Mgs2010);
+    if let Some(name) = spell {
+        d = d.with_note(format!(
+            "spell `{name}` runs under the `sandbox:` section and `spells: {name}:`; \
+             other spells run on while their own policy matches"
         ));
+    }
+    d = d.with_note(format!(
+        "locked {}, declared {}",
+        short(locked),
+        short(declared)
+    ));
     for change in changes {
         d = d.with_note(change.to_string());
     }

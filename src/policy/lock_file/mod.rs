@@ -594,7 +594,9 @@ pub enum Undeclared {
 pub enum Mismatch {
     /// The declared policy changed since `magus sandbox lock`.
     Fingerprint {
-        /// The spell whose effective policy changed, when the run names one.
+        /// The spell run, when it has a `spells:` section (in `magus.yaml`
+        /// or in the lock), so the message can say only its policy is at
+        /// stake.
         spell: Option<String>,
         locked: String,
         declared: String,
@@ -651,7 +653,12 @@ pub fn verify(lock: &Lock, policy: &Policy) -> LockState {
         return LockState::Matches { fingerprint };
     }
     LockState::Mismatch(Mismatch::Fingerprint {
-        spell: policy.spell_name().map(str::to_string),
+        spell: policy
+            .spell_name()
+            .filter(|name| {
+                policy.own_section || lock.spells.iter().any(|s| s.section.name == *name)
+            })
+            .map(str::to_string),
         locked: locked_fingerprint,
         declared: fingerprint,
         changes: diff(&locked, declared),
