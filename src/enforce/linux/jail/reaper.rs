@@ -380,11 +380,13 @@ fn send_report(fd: &OwnedFd, stage: u8, index: usize, errno: Errno) {
 }
 
 /// The process signals are passed on to, for the forwarding handler; 0
-/// once it is reaped (its PID may then name another process).
+/// once it is reaped (its PID may then name another process). Global:
+/// the forwarding signal handler reads it.
 static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
 
 /// The last `SIGTERM` or `SIGINT` received, however sent (0 for none):
-/// the supervisor without a PID namespace ends the run on it.
+/// the supervisor without a PID namespace ends the run on it. Global: the
+/// signal handler writes it.
 static ASKED_TO_END: AtomicI32 = AtomicI32::new(0);
 
 /// Passes a signal on when a process sent it with `kill`; signals the

@@ -88,6 +88,8 @@ fn bound(plan: &LimitsPlan) -> u32 {
 
 /// In magus proper: the read end of the pipe the supervisor writes once it
 /// has moved magus into the run's cgroup; -1 once read (or never made).
+/// Global: the spawn path waits on it before the first child
+/// ([`wait_until_placed`]), and holds no run value.
 static PLACED: AtomicI32 = AtomicI32::new(-1);
 
 /// In magus proper, before it starts a child: waits until the supervisor
