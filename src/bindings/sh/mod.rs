@@ -75,7 +75,7 @@ impl Session {
             .current_dir(self.gate().current_directory())
             .stdio(ChildStdio::Inherit, stdout, stderr)
             .spawn(self.domain())
-            .map_err(|e| raise_exec(program, &launch_error(&e, self.gate().policy().limits())))
+            .map_err(|e| raise_exec(program, &launch_error(&e)))
     }
 
     /// A refused launch, said as [`Session::denial_diagnostic`] says it.
@@ -141,14 +141,12 @@ impl Session {
 
 /// Why a launch failed; where the run's own process bound refused the
 /// fork (`EAGAIN`), the setting that holds it is named.
-#[cfg_attr(not(kernel_layer), allow(unused_variables))]
-fn launch_error(error: &EnforceError, limits: &crate::policy::Limits) -> String {
+fn launch_error(error: &EnforceError) -> String {
     let text = error.to_string();
     #[cfg(kernel_layer)]
     if let EnforceError::Spawn { source, .. } = error {
         let why = source.raw_os_error();
-        let refused = |errno| crate::enforce::limits::launch_refused(errno, limits);
-        if let Some(note) = why.and_then(refused) {
+        if let Some(note) = why.and_then(crate::enforce::limits::launch_refused) {
             return format!("{text}: {note}");
         }
     }

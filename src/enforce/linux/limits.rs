@@ -17,6 +17,7 @@
 //!   when it rings, everything is killed and the run exits [`EXIT_OVER_TIME`].
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -52,57 +53,39 @@ pub const MAGUS_OWN_TASKS: u32 = 2;
 /// namespace; before it, writing it would change the whole machine's.
 const PER_NAMESPACE_PID_MAX: (u32, u32) = (6, 14);
 
-/// The run's `sandbox.limits` as the processes that hold them need them:
-/// the declared bounds and what is said when one ends the run, made once
-/// by [`prepare`] and handed to the process that waits for magus (the
-/// jail's PID 1, or the supervisor), which gets its own copy at the fork.
-#[derive(Debug, Clone, Default)]
-pub struct LimitsPlan {
+/// What was declared, and the message said when the wall time runs out.
+struct Plan {
     limits: Limits,
     over_time_message: String,
-    over_processes_message: String,
 }
 
-impl LimitsPlan {
-    /// The declared bounds.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
+/// Set by [`prepare`] before the jail's PID 1 or the supervisor is forked;
+/// global because those forked processes read it (and a refused launch,
+/// through [`launch_refused`], which holds no run value). A value handed
+/// to them instead is possible (see the start-up's notes).
+static PLAN: OnceLock<Plan> = OnceLock::new();
 
-    /// What the supervisor says when the run holds more processes than
-    /// its bound (rendered by the caller, only where it supervises).
-    pub fn with_over_processes(self, over_processes_message: String) -> LimitsPlan {
-        LimitsPlan {
-            over_processes_message,
-            ..self
-        }
-    }
-}
-
-// The statics below are the ones a signal handler, a forked child or the
-// spawn path (which holds no plan) must reach:
+/// Said by the supervisor when the run holds more processes than its bound;
+/// set before it is forked, read in it.
+static OVER_PROCESSES_MESSAGE: OnceLock<String> = OnceLock::new();
 
 /// The default bound a `pids` cgroup holds for this run, when
-/// `processes` is not declared; 0 otherwise (for [`launch_refused`]).
-/// Written in magus proper when the supervisor says the cgroup holds it
-/// ([`placed_in_pids_cgroup`], from the spawn path), read at a refused launch.
+/// `processes` is not declared; 0 otherwise (for [`launch_refused`], on
+/// the spawn path, which holds no run value).
 static DEFAULT_HELD: AtomicU32 = AtomicU32::new(0);
-
-/// The default bound the supervisor counts, noted in magus proper at the
-/// fork (0 when `processes` is declared), for [`placed_in_pids_cgroup`].
-static DEFAULT_SUPERVISED: AtomicU32 = AtomicU32::new(0);
 
 /// How the `processes` bound is held (an [`ProcessBound`] as a byte, so it
 /// survives the fork from the namespace's init to magus proper, and is
 /// read at a refused launch).
 static PROCESS_BOUND: AtomicU8 = AtomicU8::new(0);
 
-/// `RLIMIT_DATA` for children, in bytes; 0 for none. Read in each child
-/// between clone and exec ([`apply_to_child`]), which must not allocate
-/// and is reached from every launch site.
+/// `RLIMIT_DATA` for children, in bytes; 0 for none. Global: each child
+/// applies it between clone and exec ([`apply_to_child`]), where it may not
+/// allocate, and every launch site reaches it.
 static CHILD_DATA: AtomicU64 = AtomicU64::new(0);
 
-/// Set by the `SIGALRM` handler when the wall time has run out.
+/// Set by the `SIGALRM` handler when the wall time has run out (global:
+/// the handler writes it).
 static OVER_TIME: AtomicBool = AtomicBool::new(false);
 
 /// How the `processes` bound is enforced in this run.
@@ -154,14 +137,23 @@ impl ProcessBound {
     }
 }
 
-/// Hook 1 (`sandbox::startup`, before the PID namespace): the plan of the
-/// declared bounds, with the wall-time message rendered by the caller.
-pub fn prepare(limits: Limits, over_time_message: String) -> LimitsPlan {
-    LimitsPlan {
+/// Hook 1 (`cli::run::confine`, before the PID namespace): remembers the
+/// declared bounds and the wall-time message, rendered by the caller.
+pub fn prepare(limits: Limits, over_time_message: String) {
+    let _ = PLAN.set(Plan {
         limits,
         over_time_message,
-        over_processes_message: String::new(),
-    }
+    });
+}
+
+fn limits() -> Limits {
+    PLAN.get().map(|p| p.limits).unwrap_or_default()
+}
+
+/// Before the supervisor is forked: what it says when the run holds more
+/// processes than [`supervised_processes`] (rendered by the caller).
+pub fn prepare_supervised(over_processes_message: String) {
+    let _ = OVER_PROCESSES_MESSAGE.set(over_processes_message);
 }
 
 /// Where a supervised run's process bound comes from.
@@ -175,8 +167,8 @@ pub enum BoundSource {
 
 /// How many processes (threads included, magus proper among them) a run
 /// without a PID namespace may hold, and where that number comes from.
-pub fn supervised_processes(limits: &Limits) -> (u32, BoundSource) {
-    match limits.processes {
+pub fn supervised_processes() -> (u32, BoundSource) {
+    match limits().processes {
         Some(count) => (count, BoundSource::Declared),
         None => (default_processes(), BoundSource::Default),
     }
@@ -190,28 +182,23 @@ fn default_processes() -> u32 {
     DEFAULT_PROCESSES.min(pid_max / 4).max(1)
 }
 
-/// In magus proper, forked by the supervisor: the supervisor holds the
-/// bound, [`ProcessBound::Supervisor`] (it counts), until it says
-/// [`placed_in_pids_cgroup`].
-pub fn held_by_supervisor(limits: &Limits) {
-    match supervised_processes(limits) {
-        (_, BoundSource::Declared) => ProcessBound::Supervisor.store(),
-        (count, BoundSource::Default) => DEFAULT_SUPERVISED.store(count, Ordering::Relaxed),
-    }
-}
-
-/// In magus proper, once the supervisor has moved it into a `pids` cgroup
-/// of the run's own: the cgroup holds the bound now.
-pub fn placed_in_pids_cgroup() {
-    match DEFAULT_SUPERVISED.load(Ordering::Relaxed) {
-        0 => ProcessBound::PidsCgroup.store(),
-        default => DEFAULT_HELD.store(default, Ordering::Relaxed),
+/// In magus proper, forked by the supervisor: how the supervisor holds
+/// the bound, [`ProcessBound::Supervisor`] (it counts) until it says
+/// [`ProcessBound::PidsCgroup`] once magus is moved into the cgroup.
+pub fn held_by_supervisor(bound: ProcessBound) {
+    let (count, source) = supervised_processes();
+    match source {
+        BoundSource::Declared => bound.store(),
+        BoundSource::Default if bound == ProcessBound::PidsCgroup => {
+            DEFAULT_HELD.store(count, Ordering::Relaxed);
+        }
+        BoundSource::Default => {}
     }
 }
 
 /// What to add to the error of a launch that failed with `errno`: where
 /// `EAGAIN` comes from the run's own process bound, the setting's name.
-pub fn launch_refused(errno: i32, limits: &Limits) -> Option<String> {
+pub fn launch_refused(errno: i32) -> Option<String> {
     if errno != libc::EAGAIN {
         return None;
     }
@@ -220,7 +207,7 @@ pub fn launch_refused(errno: i32, limits: &Limits) -> Option<String> {
         bound,
         ProcessBound::None | ProcessBound::Unenforced | ProcessBound::Supervisor
     );
-    if let (Some(count), true) = (limits.processes, held) {
+    if let (Some(count), true) = (limits().processes, held) {
         return Some(format!(
             "the run holds as many processes as `sandbox.limits.processes: {count}` allows (threads count)"
         ));
@@ -235,9 +222,10 @@ pub fn launch_refused(errno: i32, limits: &Limits) -> Option<String> {
 
 /// Says the run held more processes than its bound, then exits
 /// [`EXIT_OVER_PROCESSES`]. The caller kills what is left first.
-pub fn exit_over_processes(plan: &LimitsPlan) -> ! {
-    let text = plan.over_processes_message.as_bytes();
-    let _ = nix::unistd::write(std::io::stderr(), text);
+pub fn exit_over_processes() -> ! {
+    if let Some(text) = OVER_PROCESSES_MESSAGE.get() {
+        let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
+    }
     // SAFETY: _exit skips atexit handlers, which belong to magus proper.
     unsafe { libc::_exit(EXIT_OVER_PROCESSES) }
 }
@@ -248,8 +236,8 @@ pub fn exit_over_processes(plan: &LimitsPlan) -> ! {
 /// keeps `pid_max` per namespace and this process may write it (root;
 /// an unprivileged user's namespace-`root` is not mapped, so its sysctl
 /// is not writable).
-pub fn in_new_pid_namespace(plan: &LimitsPlan) {
-    let Some(count) = plan.limits.processes else {
+pub fn in_new_pid_namespace() {
+    let Some(count) = limits().processes else {
         return;
     };
     if !kernel_at_least(PER_NAMESPACE_PID_MAX) {
@@ -289,12 +277,8 @@ pub enum OwnUserNamespace {
 /// uid in that namespace: magus's waiting parent and the namespace's init
 /// are two of them, so two are added to the declared count (and, either
 /// way, [`MAGUS_OWN_TASKS`]).
-pub fn apply_to_self(plan: &LimitsPlan, user_namespace: OwnUserNamespace) -> ProcessBound {
-    set_bounds(&plan.limits, user_namespace);
-    process_bound()
-}
-
-fn set_bounds(limits: &Limits, user_namespace: OwnUserNamespace) {
+pub fn apply_to_self(user_namespace: OwnUserNamespace) {
+    let limits = limits();
     if let Some(bytes) = limits.memory {
         CHILD_DATA.store(bytes, Ordering::Relaxed);
     }
@@ -370,7 +354,7 @@ pub fn predict_process_bound(
 }
 
 /// How `processes` is enforced, once [`apply_to_self`] has run.
-fn process_bound() -> ProcessBound {
+pub fn process_bound() -> ProcessBound {
     ProcessBound::from_byte(PROCESS_BOUND.load(Ordering::Relaxed))
 }
 
@@ -386,8 +370,8 @@ extern "C" fn on_alarm(_: libc::c_int) {
 /// Hook 5 (the process that waits for magus, right before it waits):
 /// starts the wall-time alarm. Without `SA_RESTART`, so the wait returns
 /// `EINTR` when it rings and the waiter asks [`over_time`].
-pub fn arm_deadline(plan: &LimitsPlan) {
-    let Some(wall) = plan.limits.wall_time else {
+pub fn arm_deadline() {
+    let Some(wall) = limits().wall_time else {
         return;
     };
     let action = SigAction::new(
@@ -409,9 +393,11 @@ pub fn over_time() -> bool {
 
 /// Says why the run is ending, then exits [`EXIT_OVER_TIME`]. The caller
 /// kills what is left first (or, as a namespace's init, by exiting).
-pub fn exit_over_time(plan: &LimitsPlan) -> ! {
-    let text = plan.over_time_message.as_bytes();
-    let _ = nix::unistd::write(std::io::stderr(), text);
+pub fn exit_over_time() -> ! {
+    if let Some(plan) = PLAN.get() {
+        let text = plan.over_time_message.as_bytes();
+        let _ = nix::unistd::write(std::io::stderr(), text);
+    }
     // SAFETY: _exit skips atexit handlers, which belong to magus proper.
     unsafe { libc::_exit(EXIT_OVER_TIME) }
 }

@@ -38,7 +38,6 @@ pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;
 use crate::diag::OutputOptions;
-use crate::enforce::limits::LimitsPlan;
 
 /// Whether magus and its children live in the jail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,9 +214,8 @@ fn open_host_root() -> Option<OwnedFd> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let limits = LimitsPlan::default();
     let made = ahead::Made::default();
-    let entered = enter_with(plan, request, made, None, &limits, OutputOptions::default());
+    let entered = enter_with(plan, request, made, None, OutputOptions::default());
     match entered {
         Ok(building) => {
             let user_namespace = building.user_namespace();
@@ -243,7 +241,6 @@ pub fn enter_with(
     request: UsernsRequest,
     made: ahead::Made,
     outside: Option<Box<dyn Outside>>,
-    limits: &LimitsPlan,
     output: OutputOptions,
 ) -> Result<Building, JailUnavailable> {
     if !is_single_threaded() {
@@ -259,8 +256,8 @@ pub fn enter_with(
         .collect();
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
-    // the host's. It holds `limits` (the PID bound, the wall time).
-    let started = reaper::start(plan, made.network, services, limits, output);
+    // the host's.
+    let started = reaper::start(plan, made.network, services, output);
     if started.is_err() {
         host_paths::forget();
     }

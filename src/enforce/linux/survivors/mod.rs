@@ -23,7 +23,7 @@ use nix::unistd::{fork, getpid, pipe2, read, write, ForkResult, Pid};
 use self::cgroup::RunCgroup;
 use self::tree::Reaped;
 use self::watch::Watch;
-use super::limits::{self, LimitsPlan};
+use super::limits::{self, ProcessBound};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
 use crate::diag::OutputOptions;
@@ -51,7 +51,6 @@ pub enum SupervisorError {
 /// process, a child started before would not.
 pub fn supervise_without_pid_namespace(
     left: Leftovers,
-    plan: &LimitsPlan,
     output: OutputOptions,
 ) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
@@ -69,20 +68,20 @@ pub fn supervise_without_pid_namespace(
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             PLACED.store(placed_rx.into_raw_fd(), Ordering::Relaxed);
             // Counted by the supervisor until it says a cgroup holds it.
-            limits::held_by_supervisor(plan.limits());
+            limits::held_by_supervisor(ProcessBound::Supervisor);
             Ok(())
         }
         ForkResult::Parent { child } => {
             drop(placed_rx);
-            supervise(child, &terminal, placed_tx, &left, (plan, output))
+            supervise(child, &terminal, placed_tx, &left, output)
         }
     }
 }
 
 /// The run's bound in tasks: the declared or default count, and magus
 /// proper's own threads.
-fn bound(plan: &LimitsPlan) -> u32 {
-    let (count, _) = limits::supervised_processes(plan.limits());
+fn bound() -> u32 {
+    let (count, _) = limits::supervised_processes();
     count.saturating_add(limits::MAGUS_OWN_TASKS)
 }
 
@@ -111,7 +110,7 @@ pub fn wait_until_placed() {
         }
     };
     if got == Ok(1) && byte[0] == 1 {
-        limits::placed_in_pids_cgroup();
+        limits::held_by_supervisor(ProcessBound::PidsCgroup);
     }
 }
 
@@ -141,7 +140,7 @@ fn supervise(
     terminal: &TerminalModes,
     placed: OwnedFd,
     left: &Leftovers,
-    (plan, output): (&LimitsPlan, OutputOptions),
+    output: OutputOptions,
 ) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
@@ -150,12 +149,12 @@ fn supervise(
     }
     super::jail::forward_signals_to(magus);
     // Where no pids cgroup holds the bound, the supervisor counts.
-    let mut cgroup = RunCgroup::make(bound(plan));
+    let mut cgroup = RunCgroup::make(bound());
     let bounded = cgroup.adopt(magus);
     let _ = write(&placed, &[u8::from(bounded)]);
     drop(placed);
     let me = getpid().as_raw();
-    let mut watch = (!bounded).then(|| Watch::new(bound(plan), me, magus.as_raw()));
+    let mut watch = (!bounded).then(|| Watch::new(bound(), me, magus.as_raw()));
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
@@ -163,13 +162,13 @@ fn supervise(
         terminal.restore();
     };
     let mask = block_wakeups();
-    limits::arm_deadline(plan);
+    limits::arm_deadline();
     let ending = wait_for_magus(magus, &mask, watch.as_mut());
     end();
     match ending {
         Ending::Magus(code) => exit_now(code),
-        Ending::OverTime => limits::exit_over_time(plan),
-        Ending::OverProcesses => limits::exit_over_processes(plan),
+        Ending::OverTime => limits::exit_over_time(),
+        Ending::OverProcesses => limits::exit_over_processes(),
         Ending::AskedToEnd(sig) => exit_now(128 + sig as i32),
         Ending::Lost => exit_now(1),
     }
