@@ -106,6 +106,12 @@ fn every_code() -> BTreeMap<String, Vec<Option<String>>> {
     h.write_config("sandbox:\n  enabled: true\n  network:\n    hosts: [localhost]\n");
     let refused = "import \"sh\";\nfun main(args: [str]) > void { sh.run([\"curl\", \"-fsS\", \"http://127.0.0.1:9/\"]); }\n";
     seen.extend(run_json(&h, refused));
+    // MGS2013: a secret's placeholder on its way to a host it is not
+    // bound to (plain HTTP, which the proxy reads).
+    h.write_config("sandbox:\n  enabled: true\n  network:\n    hosts: [localhost]\nspells:\n  probe:\n    secrets:\n      - name: TOKEN\n        from: {env: MAGUS_TEST_TOKEN}\n        hosts: [\"localhost:1\"]\n");
+    h.set_env("MAGUS_TEST_TOKEN", "planted-token-value");
+    let exfil = "import \"sh\";\nfun main(args: [str]) > void { sh.shell(\"curl -fsS http://localhost:9/?t=$TOKEN\"); }\n";
+    seen.extend(run_json(&h, exfil));
     let mut by_code: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
     for (code, help) in seen {
         by_code.entry(code).or_default().push(help);
@@ -154,7 +160,10 @@ fn every_codes_help_agrees_with_its_explain_page() {
         // Only the kernel layer (the proxy, the network rules, the sweep
         // after the run) raises these.
         #[cfg(not(kernel_layer))]
-        if matches!(code, Code::Mgs2011 | Code::Mgs2012 | Code::Mgs2014) {
+        if matches!(
+            code,
+            Code::Mgs2011 | Code::Mgs2012 | Code::Mgs2013 | Code::Mgs2014
+        ) {
             continue;
         }
         let helps = by_code

@@ -383,3 +383,52 @@ fn the_repositorys_own_spells_check_clean_under_its_magus_yaml() {
     assert!(!has_error(&out), "{}", out.dump());
     assert!(!out.stderr.contains("MGS2001"), "{}", out.dump());
 }
+
+#[test]
+fn an_imported_files_literal_calls_are_looked_at_too() {
+    for user in users() {
+        let h = harness(user);
+        let secret = buzz_str(h.home_path(".aws/credentials").display().to_string());
+        let lib = h.ws_path("spells/lib");
+        std::fs::create_dir_all(&lib).expect("spells/lib");
+        let helpers = format!(
+            "import \"fs\";\nexport fun leak() > str {{ return fs.read({secret}); }}\nexport final early = fs.exists({secret});\n"
+        );
+        std::fs::write(lib.join("helpers.buzz"), &helpers).expect("helpers");
+        hand_over(&lib, user);
+        let spell = after_marker("    std.print(helpers\\leak());")
+            .replace("import \"fs\";", "import \"fs\";\nimport \"lib/helpers\";");
+        h.write_spell("s", &spell);
+        let check = magus(&h, user, true, &["check", "s"]);
+        assert_eq!(check.status, Some(2), "{user:?}: {}", check.dump());
+        // Its top level runs at the import: an error. Its function, called
+        // from anywhere: a warning.
+        assert!(
+            check.stderr.contains("spells/lib/helpers.buzz:3:32"),
+            "{user:?}: {}",
+            check.dump()
+        );
+        assert!(
+            check.stderr.contains("spells/lib/helpers.buzz:2:42"),
+            "{user:?}: {}",
+            check.dump()
+        );
+        assert_eq!(check.stderr_count("error[MGS2001]"), 1, "{}", check.dump());
+        assert_eq!(
+            check.stderr_count("warning[MGS2001]"),
+            1,
+            "{}",
+            check.dump()
+        );
+        let run = magus(&h, user, true, &["run", "s"]);
+        assert_eq!(run.status, Some(124), "{user:?}: {}", run.dump());
+        assert!(
+            !h.ws_path("marker.txt").exists(),
+            "{user:?}: {}",
+            run.dump()
+        );
+        // The control: with the sandbox off, nothing is foreseen.
+        let control = magus(&h, user, false, &["check", "s"]);
+        assert_eq!(control.status, Some(0), "{user:?}: {}", control.dump());
+    }
+}

@@ -268,3 +268,38 @@ fn explain_mgs2005_names_the_platforms_and_what_is_confined() {
         assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
     }
 }
+
+/// Without the kernel layer nothing forces a child's traffic through a
+/// proxy: a spell with `secrets:` does not run (the error says why), and
+/// the value is printed nowhere. The control (the token passed through)
+/// shows the same spell would print it.
+#[cfg(not(kernel_layer))]
+#[test]
+fn a_spell_with_secrets_does_not_run_without_the_kernel_layer() {
+    const VALUE: &str = "planted-token-VALUE-0123";
+    for user in users() {
+        let mut h = harness(user);
+        h.write_spell(
+            "probe",
+            "import \"std\";\nimport \"env\";\nfun main(args: [str]) > int {\n    std.print(\"TOKEN {env.get(\"GITHUB_TOKEN\") ?? \"null\"}\");\n    return 0;\n}\n",
+        );
+        h.set_env("GITHUB_TOKEN", VALUE);
+        h.write_config("sandbox:\n  enabled: true\n  network: {hosts: [api.github.com]}\nspells:\n  probe:\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {env: GITHUB_TOKEN}\n        hosts: [api.github.com]\n");
+        let out = magus(&h, user, true, &["run", "probe"]);
+        assert_ne!(out.status, Some(0), "{}", out.dump());
+        assert!(out.stderr.contains("declares `secrets:`"), "{}", out.dump());
+        assert!(out.stderr.contains("kernel layer"), "{}", out.dump());
+        assert!(
+            !out.stdout.contains(VALUE) && !out.stderr.contains(VALUE),
+            "{}",
+            out.dump()
+        );
+        h.write_config("sandbox:\n  enabled: true\n  env:\n    passthrough: [GITHUB_TOKEN]\n");
+        let control = magus(&h, user, true, &["run", "probe"]);
+        assert!(
+            control.stdout.contains(VALUE),
+            "control: {}",
+            control.dump()
+        );
+    }
+}

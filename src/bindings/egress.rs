@@ -19,6 +19,21 @@ pub fn diagnostics(events: &[Event], site: Option<&CallSite>) -> Vec<Diagnostic>
     for event in events {
         match event {
             Event::NotStarted { reason } => out.push(not_started(reason)),
+            Event::SecretRefused {
+                host,
+                port,
+                secret,
+                why,
+                rules,
+            } => {
+                let d = secret_refused(host, *port, secret, why, rules.as_deref(), site);
+                if !out
+                    .iter()
+                    .any(|o| o.message == d.message && o.notes == d.notes)
+                {
+                    out.push(d);
+                }
+            }
             Event::Refused {
                 host,
                 port,
@@ -158,6 +173,48 @@ impl Refusals {
             lines.trim_end()
         )
     }
+}
+
+/// MGS2013: a secret's placeholder on its way where its value may not go,
+/// or a request to a bound host outside the secret's rules. Never the
+/// value (the event carries none).
+fn secret_refused(
+    host: &str,
+    port: u16,
+    secret: &str,
+    why: &str,
+    rules: Option<&str>,
+    site: Option<&CallSite>,
+) -> Diagnostic {
+    let (message, help) = match rules {
+        Some(rules) => (
+            format!("a request to `{host}:{port}` with the secret `{secret}` was refused: it breaks the secret's rules"),
+            format!("the secret's rules allow only {rules}; widen its `rules:` in magus.yaml only if the spell needs this request"),
+        ),
+        None => (
+            format!("a request to `{host}:{port}` carrying the placeholder of the secret `{secret}` was refused (exfiltration attempt)"),
+            "if this host should receive the secret, add it to the secret's `hosts:` in magus.yaml; otherwise find what in the spell sends it there".to_string(),
+        ),
+    };
+    let note = match rules {
+        Some(_) => why.to_string(),
+        None => format!("the placeholder {why}"),
+    };
+    let mut d = Diagnostic::warning(message)
+        .with_code(Code::Mgs2013)
+        .with_note(note)
+        .with_help(help);
+    if let Some(site) = site {
+        d = d
+            .with_location(Location {
+                kind: SourceKind::Spell,
+                file: site.file.clone(),
+                line: site.line,
+                column: site.column,
+            })
+            .with_label("the program started here sent it");
+    }
+    d
 }
 
 /// The lines of `magus.yaml` above a `hosts:` entry.

@@ -459,7 +459,24 @@ fn human_report(
         network_text(policy.network())
     ));
     out.push_str(&preset_lines(policy.network()));
+    out.push_str(&secret_lines(policy));
     out.push_str(&kernel.human(policy));
+    out
+}
+
+/// The spell's secrets by reference (docs/secrets.md), one per line:
+/// names, sources, hosts and rules, never a value.
+fn secret_lines(policy: &Policy) -> String {
+    let mut out = String::new();
+    for (i, secret) in policy.secrets().iter().enumerate() {
+        let label = if i == 0 { "secrets" } else { "" };
+        let line = secret.canonical();
+        let line = line.strip_prefix("secret ").unwrap_or(&line);
+        out.push_str(&format!("{label:<16} {line}\n"));
+    }
+    if !out.is_empty() {
+        out.push_str("                 (the spell sees a placeholder; magus's proxy adds the value for these hosts only)\n");
+    }
     out
 }
 
@@ -561,6 +578,7 @@ fn json_report(policy: &Policy, kernel: &KernelReport, lock: &LockReport) -> Str
         "grants": policy.grants().iter().map(json_grant).collect::<Vec<_>>(),
         "passthrough": policy.passthrough().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "network": network,
+        "secrets": policy.secrets().iter().map(|s| s.canonical()).collect::<Vec<_>>(),
     });
     for (key, member) in kernel.json(policy) {
         value[key] = member;

@@ -1,6 +1,6 @@
 //! The stable diagnostic codes: the spell checker's and the interpreter's
 //! (MGS1001–MGS1026) and the sandbox's (MGS2001–MGS2008,
-//! MGS2010–MGS2012, MGS2014; MGS2013 is kept for secrets by reference), and
+//! MGS2010–MGS2014), and
 //! the workspace's and `magus.yaml`'s (MGS3001–MGS3008).
 //!
 //! A code names one kind of event the user may need to act on; its page in
@@ -88,6 +88,9 @@ pub enum Code {
     Mgs2011,
     /// The `network` setting is enforced by a fallback, or only in part.
     Mgs2012,
+    /// A secret's placeholder was on its way to a host it is not bound to
+    /// (an exfiltration attempt), and the proxy refused it.
+    Mgs2013,
     /// What a run left behind that would run later was set aside.
     Mgs2014,
     /// No workspace: no `magus.yaml` here or above, or `--workspace` unusable.
@@ -140,7 +143,7 @@ impl Code {
     ];
 
     /// The sandbox's codes, in numeric order.
-    pub const SANDBOX: [Code; 12] = [
+    pub const SANDBOX: [Code; 13] = [
         Code::Mgs2001,
         Code::Mgs2002,
         Code::Mgs2003,
@@ -152,6 +155,7 @@ impl Code {
         Code::Mgs2010,
         Code::Mgs2011,
         Code::Mgs2012,
+        Code::Mgs2013,
         Code::Mgs2014,
     ];
 
@@ -227,6 +231,7 @@ impl Code {
             Code::Mgs2010 => "MGS2010",
             Code::Mgs2011 => "MGS2011",
             Code::Mgs2012 => "MGS2012",
+            Code::Mgs2013 => "MGS2013",
             Code::Mgs2014 => "MGS2014",
             Code::Mgs3001 => "MGS3001",
             Code::Mgs3002 => "MGS3002",
@@ -285,6 +290,9 @@ impl Code {
             Code::Mgs2010 => "sandbox policy mismatch (undeclared / fingerprint)",
             Code::Mgs2011 => "network host refused by the proxy",
             Code::Mgs2012 => "network setting enforced by a fallback, or only in part",
+            Code::Mgs2013 => {
+                "secret placeholder sent where the secret is not bound (exfiltration attempt)"
+            }
             Code::Mgs2014 => "left behind by a run and set aside (would run later, unconfined)",
             Code::Mgs3001 => "no workspace (no magus.yaml here or above)",
             Code::Mgs3002 => "magus.yaml cannot be read",
@@ -307,7 +315,7 @@ impl fmt::Display for Code {
 /// The text given was not one of the codes in [`Code::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008, MGS2010–MGS2012, MGS2014 and MGS3001–MGS3008"
+    "unknown diagnostic code `{0}`: codes are MGS1001–MGS1026, MGS2001–MGS2008, MGS2010–MGS2014 and MGS3001–MGS3008"
 )]
 pub struct UnknownCode(pub String);
 

@@ -43,6 +43,7 @@ pub fn explain_page(code: Code) -> &'static str {
         Code::Mgs2010 => include_str!("../../docs/MGS2010.md"),
         Code::Mgs2011 => include_str!("../../docs/MGS2011.md"),
         Code::Mgs2012 => include_str!("../../docs/MGS2012.md"),
+        Code::Mgs2013 => include_str!("../../docs/MGS2013.md"),
         Code::Mgs2014 => include_str!("../../docs/MGS2014.md"),
         Code::Mgs3001 => include_str!("../../docs/MGS3001.md"),
         Code::Mgs3002 => include_str!("../../docs/MGS3002.md"),

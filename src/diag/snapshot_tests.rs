@@ -145,6 +145,36 @@ fn mgs2011(scene: &Scene) -> Diagnostic {
     crate::bindings::egress::event_diagnostic(&event, Some(&site)).unwrap()
 }
 
+/// MGS2013: the placeholder of `GITHUB_TOKEN` in a header to another
+/// host, and a request to the bound host outside the secret's rules.
+fn mgs2013(scene: &Scene, rules: Option<&str>) -> Diagnostic {
+    use crate::proxy::Event;
+    let (host, why) = match rules {
+        None => (
+            "exfil.example",
+            "was on its way to a host it is not bound to (in the name of a `CONNECT` target)",
+        ),
+        Some(_) => (
+            "api.github.com",
+            "the request `DELETE /repos/o/n` is outside the secret's rules",
+        ),
+    };
+    let event = Event::SecretRefused {
+        host: host.into(),
+        port: 443,
+        secret: "GITHUB_TOKEN".into(),
+        why: why.into(),
+        rules: rules.map(str::to_string),
+    };
+    let at = scene.spell_at(7, 5);
+    let site = crate::buzz::CallSite {
+        file: at.file,
+        line: at.line,
+        column: at.column,
+    };
+    crate::bindings::egress::event_diagnostic(&event, Some(&site)).unwrap()
+}
+
 /// A listed name that led to a reserved address, asked for seven times
 /// in one call (a client retrying): one diagnostic, the address, its
 /// block and the rule.
@@ -406,6 +436,14 @@ fn sandbox_all(scene: &Scene) -> Vec<(&'static str, Diagnostic)> {
         ("mgs2011_rebinding", mgs2011_rebinding(scene)),
         ("mgs2012_deny_seccomp", mgs2012_deny_by_seccomp()),
         ("mgs2012_ports_unenforced", mgs2012_ports_unenforced()),
+        ("mgs2013_exfiltration", mgs2013(scene, None)),
+        (
+            "mgs2013_rule",
+            mgs2013(
+                scene,
+                Some("{methods: [GET, POST], paths: [\"/repos/o/n/releases*\"]}"),
+            ),
+        ),
         ("mgs2014_set_aside", mgs2014(scene)),
     ]
 }

@@ -7,6 +7,7 @@ use super::config::{merged_network, SandboxConfig, SpellSection};
 use super::grant::{Mode, Network};
 use super::hosts::HostList;
 use super::limits::Limits;
+use super::secrets::SecretBinding;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
@@ -28,6 +29,10 @@ pub struct CanonicalPolicy {
     /// `sandbox.limits`, in canonical units (seconds, bytes). Written only
     /// when a bound is set, so locks made before limits existed still hold.
     pub limits: Limits,
+    /// The spell's secrets, each [`SecretBinding::canonical`] (names,
+    /// sources, hosts, rules; never a value), sorted. Only an effective
+    /// policy has them; written only when there are some.
+    pub secrets: Vec<String>,
 }
 
 /// A hex SHA-256 of a [`CanonicalPolicy`]'s text.
@@ -70,6 +75,7 @@ impl CanonicalPolicy {
             passthrough,
             network: canonical_network(&config.network),
             limits: config.limits,
+            secrets: canonical_secrets(&config.secrets),
         }
     }
 
@@ -90,6 +96,8 @@ pub struct CanonicalSection {
     pub passthrough: Vec<String>,
     /// `None` when the section keeps the workspace's `network`.
     pub network: Option<Network>,
+    /// Canonical lines of the section's secrets, sorted.
+    pub secrets: Vec<String>,
 }
 
 impl CanonicalSection {
@@ -108,6 +116,7 @@ impl CanonicalSection {
                 .map(|p| p.pattern.to_string())
                 .collect(),
             network: section.network.as_ref().map(canonical_network),
+            secrets: canonical_secrets(&section.secrets),
         };
         canonical.sort();
         canonical
@@ -119,6 +128,8 @@ impl CanonicalSection {
         self.allow.dedup();
         self.passthrough.sort();
         self.passthrough.dedup();
+        self.secrets.sort();
+        self.secrets.dedup();
         if let Some(network) = &mut self.network {
             *network = canonical_network(network);
         }
@@ -142,6 +153,7 @@ impl CanonicalPolicy {
         if let Some(network) = &section.network {
             merged.network = canonical_network(&merged_network(&self.network, network));
         }
+        merged.secrets = section.secrets.clone();
         merged
     }
 }
@@ -156,11 +168,26 @@ impl fmt::Display for CanonicalSection {
         for name in &self.passthrough {
             writeln!(f, "passthrough {}", quoted(name))?;
         }
-        match &self.network {
-            Some(network) => write_network(f, network),
-            None => Ok(()),
+        if let Some(network) = &self.network {
+            write_network(f, network)?;
         }
+        write_secrets(f, &self.secrets)
     }
+}
+
+fn canonical_secrets(secrets: &[SecretBinding]) -> Vec<String> {
+    let mut lines: Vec<String> = secrets.iter().map(SecretBinding::canonical).collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+/// `secret "secret NAME from env:VAR hosts [...] rules [...]"`.
+fn write_secrets(f: &mut fmt::Formatter<'_>, secrets: &[String]) -> fmt::Result {
+    for line in secrets {
+        writeln!(f, "secret {}", quoted(line))?;
+    }
+    Ok(())
 }
 
 fn canonical_network(network: &Network) -> Network {
@@ -218,7 +245,8 @@ impl fmt::Display for CanonicalPolicy {
             writeln!(f, "passthrough {}", quoted(name))?;
         }
         write_network(f, &self.network)?;
-        write_limits(f, &self.limits)
+        write_limits(f, &self.limits)?;
+        write_secrets(f, &self.secrets)
     }
 }
 

@@ -241,6 +241,7 @@ impl Declared {
         let mut policy = Policy::new(self.state, root, Vec::new(), network, passthrough);
         policy.state_source = self.state_source;
         policy.spell = self.spell.clone();
+        policy.secrets = sandbox.map(|s| s.secrets.clone()).unwrap_or_default();
         policy
     }
 
@@ -272,6 +273,7 @@ impl Declared {
         policy.config_file = workspace.config;
         policy.declared = sandbox.map(CanonicalPolicy::from_declared);
         policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
+        policy.secrets = sandbox.map(|s| s.secrets.clone()).unwrap_or_default();
         policy.hidden = resolution.hidden;
         policy.own_section = spell
             .as_deref()

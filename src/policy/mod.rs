@@ -27,6 +27,7 @@ pub mod presets;
 pub(crate) mod real_paths;
 pub mod reference;
 mod resolve_grants;
+pub mod secrets;
 pub mod shims;
 mod trie;
 pub mod winpath;
@@ -50,6 +51,7 @@ pub use lock_file::{
 };
 pub use path::{normalize, NormalPath, PathError, PlainRelative};
 pub(crate) use real_paths::RealPaths;
+pub use secrets::{SecretBinding, SecretSource};
 pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
@@ -104,6 +106,8 @@ pub struct Policy {
     spell: Option<String>,
     /// Whether `magus.yaml` has a `spells:` section for [`Policy::spell`].
     own_section: bool,
+    /// The spell's `secrets:` (docs/secrets.md); empty for most.
+    secrets: Vec<SecretBinding>,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve_grants::hidden_stores`).
@@ -145,6 +149,7 @@ impl Policy {
             limits: Limits::default(),
             spell: None,
             own_section: false,
+            secrets: Vec::new(),
             hidden: Vec::new(),
             trie,
         }
@@ -238,6 +243,11 @@ impl Policy {
     /// `sandbox.limits` as declared (enforced only with the sandbox on).
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The spell's secrets by reference (docs/secrets.md).
+    pub fn secrets(&self) -> &[SecretBinding] {
+        &self.secrets
     }
 
     /// The spell this policy is for (`NAME` of `spells/NAME.buzz`), when

@@ -96,6 +96,18 @@ pub enum Event {
     /// A client was answered "busy" and closed before anything was read:
     /// the proxy was serving [`MAX_CLIENTS`](super::MAX_CLIENTS) at once.
     TurnedAway,
+    /// A request carrying a secret's placeholder where its value may not
+    /// go, or breaking the secret's rules (MGS2013). Never the value.
+    SecretRefused {
+        host: String,
+        port: u16,
+        /// The secret's name (the variable).
+        secret: String,
+        why: String,
+        /// For a rule refusal: the rules, as written.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rules: Option<String>,
+    },
     /// The proxy has stopped; nothing follows.
     End,
     /// The proxy could not be forked (written by the original process in
@@ -107,7 +119,10 @@ impl Event {
     /// Whether magus says it to the user when it arrives (the rest only
     /// counts in the egress summary).
     pub fn is_said(&self) -> bool {
-        matches!(self, Event::Refused { .. } | Event::NotStarted { .. })
+        matches!(
+            self,
+            Event::Refused { .. } | Event::NotStarted { .. } | Event::SecretRefused { .. }
+        )
     }
 }
 
@@ -132,7 +147,9 @@ impl EgressSummary {
     /// Counts one event.
     pub fn record(&mut self, event: &Event) {
         match event {
-            Event::Refused { host, port, .. } => self.slot(host, *port).refused += 1,
+            Event::Refused { host, port, .. } | Event::SecretRefused { host, port, .. } => {
+                self.slot(host, *port).refused += 1
+            }
             Event::Closed {
                 host,
                 port,

@@ -23,16 +23,19 @@
 mod address;
 mod confine;
 pub mod events;
+pub mod intercept;
 mod placement;
 mod reports;
 pub mod request;
 mod serve;
+pub mod vault;
 
 pub use events::{rebinding_text, EgressSummary, Event, RefusalReason, Resolved};
 pub use serve::MAX_CLIENTS;
 
 use crate::enforce::jail::Outside;
 use crate::policy::{HostList, Network};
+use intercept::Interceptor;
 use nix::unistd::{fork, ForkResult, Pid};
 use reports::Reports;
 use serve::{serve_until_told, Shared};
@@ -43,6 +46,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
+use vault::Vault;
 
 /// How the host list is enforced where magus can make a network
 /// namespace.
@@ -137,6 +141,7 @@ const LAUNCH_TAG: u8 = b'P';
 pub struct Launcher {
     requests: UnixStream,
     hosts: HostList,
+    secrets: Option<Arc<Vault>>,
 }
 
 impl Outside for Launcher {
@@ -152,7 +157,8 @@ impl Outside for Launcher {
         };
         let mut control = UnixStream::from(control);
         let listeners = (TcpListener::from(http), TcpListener::from(socks));
-        if let Err(e) = fork_proxy(&control, &self.hosts, Some(listeners)) {
+        let secrets = self.secrets.clone();
+        if let Err(e) = fork_proxy(&control, &self.hosts, secrets, Some(listeners)) {
             // Said by magus proper after the call whose child this was;
             // the listeners close with this process's copies (and magus
             // proper's), so no child waits on them.
@@ -173,8 +179,17 @@ impl Proxy {
     /// before Landlock and seccomp are installed (and before the jail's
     /// namespaces, so the proxy keeps the host's network).
     pub fn start(hosts: &HostList) -> Result<Proxy, ProxyError> {
+        Proxy::start_guarding(hosts, None)
+    }
+
+    /// [`Proxy::start`] for a run with secrets: the proxy terminates TLS
+    /// for the hosts they are bound to (`intercept`).
+    pub fn start_guarding(
+        hosts: &HostList,
+        secrets: Option<Arc<Vault>>,
+    ) -> Result<Proxy, ProxyError> {
         let (ours, theirs) = UnixStream::pair().map_err(ProxyError::Channel)?;
-        fork_proxy(&theirs, hosts, None)?;
+        fork_proxy(&theirs, hosts, secrets, None)?;
         drop(theirs);
         Ok(Proxy::with(Channel::Forked(ours)))
     }
@@ -183,10 +198,19 @@ impl Proxy {
     /// first launch (the module doc), and the original's [`Launcher`],
     /// for `crate::enforce::jail::enter_with`.
     pub fn deferred(hosts: &HostList) -> Result<(Proxy, Launcher), ProxyError> {
+        Proxy::deferred_guarding(hosts, None)
+    }
+
+    /// [`Proxy::deferred`] for a run with secrets.
+    pub fn deferred_guarding(
+        hosts: &HostList,
+        secrets: Option<Arc<Vault>>,
+    ) -> Result<(Proxy, Launcher), ProxyError> {
         let (requests, served) = UnixStream::pair().map_err(ProxyError::Channel)?;
         let launcher = Launcher {
             requests: served,
             hosts: hosts.clone(),
+            secrets,
         };
         Ok((Proxy::with(Channel::Deferred(requests)), launcher))
     }
@@ -341,6 +365,7 @@ impl Proxy {
 fn fork_proxy(
     control: &UnixStream,
     hosts: &HostList,
+    secrets: Option<Arc<Vault>>,
     listeners: Option<(TcpListener, TcpListener)>,
 ) -> Result<(), ProxyError> {
     let parent = nix::unistd::getpid();
@@ -348,7 +373,7 @@ fn fork_proxy(
     // original process, which runs no thread), so the child may allocate
     // and start threads.
     match unsafe { fork() }.map_err(ProxyError::Fork)? {
-        ForkResult::Child => proxy_main(parent, control, hosts.clone(), listeners),
+        ForkResult::Child => proxy_main(parent, control, hosts.clone(), secrets, listeners),
         ForkResult::Parent { .. } => Ok(()),
     }
 }
@@ -360,6 +385,7 @@ fn proxy_main(
     parent: Pid,
     control: &UnixStream,
     hosts: HostList,
+    secrets: Option<Arc<Vault>>,
     listeners: Option<(TcpListener, TcpListener)>,
 ) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
@@ -385,14 +411,20 @@ fn proxy_main(
     // start wants) waits for the first client, and is done before a byte
     // is read from it: a run whose children never use the network (most)
     // pays nothing for it.
+    let mut tls = None;
     if serve::first_client(&http, &socks, control) {
         address::note_own_addresses();
+        // The roots are read before the confinement, which would hide a
+        // roots file outside `/etc`; without them no bound host can be
+        // verified, so the proxy serves no secret (tunnels to bound hosts
+        // then fail at the client, which never saw the value anyway).
+        tls = secrets.and_then(|vault| Interceptor::new(vault).ok());
         confine::confine_proxy();
     }
     let Ok(report) = control.try_clone() else {
         exit_now(1);
     };
-    let shared = Arc::new(Shared::new(hosts, report));
+    let shared = Arc::new(Shared::new(hosts, tls, report));
     // Any line (`finish`) or the end of the channel (magus gone) ends it.
     serve_until_told(&http, &socks, control, &shared);
     shared.finish();

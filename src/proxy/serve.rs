@@ -8,6 +8,7 @@
 
 use super::address::barred;
 use super::events::{rebinding_text, Event, RefusalReason, Resolved};
+use super::intercept::{percent_decoded, Interceptor, Refusal};
 use super::placement::{settle, Settled, BULK};
 use super::request::{
     read_http_head, read_socks_greeting, read_socks_request, Advance, BodyEnd, Target, CMD_CONNECT,
@@ -53,6 +54,8 @@ const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 /// thread, and its `End` is written straight away.
 pub(super) struct Shared {
     pub hosts: HostList,
+    /// The TLS side for a run's secrets; `None` without `secrets:`.
+    pub secrets: Option<Interceptor>,
     report: Arc<Mutex<UnixStream>>,
     writer: Mutex<Option<Writer>>,
     active: Mutex<usize>,
@@ -79,9 +82,10 @@ impl Writer {
 }
 
 impl Shared {
-    pub fn new(hosts: HostList, report: UnixStream) -> Shared {
+    pub fn new(hosts: HostList, secrets: Option<Interceptor>, report: UnixStream) -> Shared {
         Shared {
             hosts,
+            secrets,
             report: Arc::new(Mutex::new(report)),
             writer: Mutex::new(None),
             active: Mutex::new(0),
@@ -426,6 +430,15 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         Ok(head) => head,
         Err(why) => return respond(&mut client, "400 Bad Request", why),
     };
+    let carried = [head.target.host.as_bytes(), &head.upstream_head, &head.rest];
+    let kind = match head.body {
+        None => "in the name of a `CONNECT` target",
+        Some(_) => "in a plain-HTTP request (never replaced: only TLS to a bound host is)",
+    };
+    if let Some(refusal) = placeholder_in(shared, &carried, kind) {
+        let line = say_secret_refusal(shared, &head.target, &refusal);
+        return respond(&mut client, "403 Forbidden", &line);
+    }
     let upstream = match open(shared, &head.target) {
         Ok(upstream) => upstream,
         Err(Failure::Refused(reason, resolved)) => {
@@ -443,6 +456,9 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut upstream = upstream;
     let Some(framing) = head.body else {
         client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+        if let Some(tls) = bound(shared, &head.target) {
+            return intercept(tls, client, head.rest, upstream, shared, &head.target);
+        }
         upstream.write_all(&head.rest)?;
         return relay(
             client,
@@ -508,9 +524,20 @@ fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
     if request.command != CMD_CONNECT {
         return socks_reply(&mut client, REPLY_COMMAND);
     }
+    if let Some(refusal) = placeholder_in(
+        shared,
+        &[target.host.as_bytes()],
+        "in the name of a SOCKS5 target",
+    ) {
+        say_secret_refusal(shared, &target, &refusal);
+        return socks_reply(&mut client, REPLY_NOT_ALLOWED);
+    }
     match open(shared, &target) {
         Ok(upstream) => {
             socks_reply(&mut client, REPLY_OK)?;
+            if let Some(tls) = bound(shared, &target) {
+                return intercept(tls, client, Vec::new(), upstream, shared, &target);
+            }
             relay(client, upstream, shared, &target, 0)
         }
         Err(Failure::Refused(reason, resolved)) => {
@@ -527,6 +554,64 @@ fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
 /// A reply with an all-zero bound address (clients ignore it for CONNECT).
 fn socks_reply(client: &mut TcpStream, code: u8) -> io::Result<()> {
     client.write_all(&[SOCKS_VERSION, code, 0, 1, 0, 0, 0, 0, 0, 0])
+}
+
+// ---- secrets ---------------------------------------------------------------
+
+/// The TLS side, if a secret is bound to `target` (its tunnel is then
+/// terminated rather than relayed).
+fn bound<'s>(shared: &'s Shared, target: &Target) -> Option<&'s Interceptor> {
+    shared
+        .secrets
+        .as_ref()
+        .filter(|tls| tls.vault.binds(&target.host, target.port))
+}
+
+/// A placeholder in what the proxy read of a request that is not
+/// terminated (its target's name, a plain-HTTP head and the start of its
+/// body), escaped or not.
+fn placeholder_in(shared: &Shared, parts: &[&[u8]], kind: &str) -> Option<Refusal> {
+    let vault = &shared.secrets.as_ref()?.vault;
+    let held = parts.iter().find_map(|p| {
+        vault
+            .found_in(p)
+            .or_else(|| vault.found_in(&percent_decoded(p)))
+    })?;
+    Some(Refusal::Exfiltration {
+        secret: held.binding.name.clone(),
+        why: format!("was on its way to a host it is not bound to ({kind})"),
+    })
+}
+
+/// Reports an MGS2013 refusal to magus (before the client hears of it)
+/// and returns the line the client is told.
+fn say_secret_refusal(shared: &Shared, target: &Target, refusal: &Refusal) -> String {
+    if let Some(event) = refusal.event(target) {
+        shared.tell_now(&event);
+    }
+    refusal.line(target)
+}
+
+/// Serves a tunnel to a bound host through the TLS side.
+fn intercept(
+    tls: &Interceptor,
+    client: TcpStream,
+    early: Vec<u8>,
+    upstream: TcpStream,
+    shared: &Shared,
+    target: &Target,
+) -> io::Result<()> {
+    let tell = |refusal: &Refusal| {
+        say_secret_refusal(shared, target, refusal);
+    };
+    let served = tls.serve(client, early, upstream, target, &tell)?;
+    shared.tell_later(Event::Closed {
+        host: target.host.clone(),
+        port: target.port,
+        sent: served.sent,
+        received: served.received,
+    });
+    Ok(())
 }
 
 // ---- relaying -------------------------------------------------------------

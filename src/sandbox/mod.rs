@@ -151,7 +151,9 @@ impl Sandbox {
     /// Checks a spell as `magus check` does, without running or
     /// restricting anything: parse errors, then every finding of the spell
     /// checker (MGS1xxx) over the spell and the files it imports, which are
-    /// read through the gate of this policy. Empty when the spell is clean;
+    /// read through the gate of this policy, and the denials this policy
+    /// will give the spell's literal paths and programs (MGS2001, MGS2002,
+    /// MGS2007; docs/check.md). Empty when the spell is clean;
     /// any [`Severity::Error`](crate::Severity::Error) among them stops
     /// `magus run`.
     pub fn check(&self, spell: &Spell) -> Vec<Diagnostic> {

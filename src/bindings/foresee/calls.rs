@@ -100,8 +100,15 @@ struct Walker {
     edges: Vec<(Context, Rc<str>)>,
 }
 
-/// The gated calls of `program` (not of the files it imports).
+/// The gated calls of the spell `program` (not of the files it imports).
 pub fn calls(program: &Program) -> Vec<Call> {
+    calls_in(program, true)
+}
+
+/// The gated calls of `program`, the spell itself (whose `main` the run
+/// calls) or a file it imports (whose top level runs at the import, and
+/// whose functions are counted as called from anywhere).
+pub fn calls_in(program: &Program, spell: bool) -> Vec<Call> {
     let mut w = Walker {
         scopes: vec![HashMap::new()],
         guarded: false,
@@ -114,7 +121,7 @@ pub fn calls(program: &Program) -> Vec<Call> {
     for stmt in &program.statements {
         w.top_stmt(stmt);
     }
-    let reached = reached(&w.edges);
+    let reached = reached(&w.edges, spell);
     w.found
         .into_iter()
         .map(|f| Call {
@@ -125,10 +132,13 @@ pub fn calls(program: &Program) -> Vec<Call> {
         .collect()
 }
 
-/// The contexts the run reaches outside any `try`: the top level, `main`,
-/// and what they call directly, transitively.
-fn reached(edges: &[(Context, Rc<str>)]) -> HashSet<Context> {
-    let mut reached = HashSet::from([Context::Load, Context::Fun(Rc::from("main"))]);
+/// The contexts the run reaches outside any `try`: the top level, a
+/// spell's `main`, and what they call directly, transitively.
+fn reached(edges: &[(Context, Rc<str>)], spell: bool) -> HashSet<Context> {
+    let mut reached = HashSet::from([Context::Load]);
+    if spell {
+        reached.insert(Context::Fun(Rc::from("main")));
+    }
     loop {
         let before = reached.len();
         for (from, to) in edges {

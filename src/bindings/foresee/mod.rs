@@ -1,11 +1,13 @@
 //! Denials found before the run: each `fs.*`, `sh.*` and gated `buzz:`
 //! call whose path or program the source settles is put to the very gate
 //! the run would use (`Gate::foresee`, `Gate::resolve_program`), and
-//! what it refuses is said with the run's own code and help. Also what
+//! what it refuses is said with the run's own code and help; the spell's
+//! own imported files are looked at too (`imports`). Also what
 //! those calls need granted, for `magus sandbox suggest` (see `suggest`).
 //! docs/check.md describes both.
 
 mod calls;
+mod imports;
 mod suggest;
 mod table;
 
@@ -26,14 +28,23 @@ pub fn denials(program: &Program, session: &Session) -> Vec<Diagnostic> {
     if !session.gate().is_on() {
         return Vec::new();
     }
-    calls(program)
+    let mut found = denials_in(program, &calls(program), session);
+    for file in imports::imported(program, session) {
+        found.extend(denials_in(&file, &calls::calls_in(&file, false), session));
+    }
+    found
+}
+
+/// The diagnostics of the denials `calls` of `file` would meet.
+fn denials_in(file: &Program, calls: &[Call], session: &Session) -> Vec<Diagnostic> {
+    calls
         .iter()
         .filter_map(|call| {
             let (denial, at) = call
                 .checks
                 .iter()
                 .find_map(|(g, at)| Some((foreseen(g, session)?, *at)))?;
-            Some(diagnostic(call, &denial, at, session, program))
+            Some(diagnostic(call, &denial, at, session, file))
         })
         .collect()
 }

@@ -84,10 +84,13 @@ fn is_too_wide(path: &Path, home: Option<&Path>) -> bool {
     path.parent().is_none() || home == Some(path)
 }
 
-/// What `program`'s literal calls need that `session`'s policy refuses.
+/// What the literal calls of `program` and the files it imports need that
+/// `session`'s policy refuses.
 pub fn suggest(program: &Program, session: &Session) -> Suggestion {
     let mut found = Suggestion::default();
-    for call in calls(program) {
+    let imported = super::imports::imported(program, session);
+    let files = std::iter::once(program).chain(&imported);
+    for call in files.flat_map(calls) {
         for need in &call.needs {
             found.add(need, session);
         }
@@ -177,5 +180,56 @@ impl Suggestion {
         });
         let mut seen = std::collections::HashSet::new();
         self.refused.retain(|r| seen.insert(r.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Suggestion;
+    use crate::policy::Mode;
+    use std::path::{Path, PathBuf};
+
+    /// An entry an ancestor already covers with at least its mode goes;
+    /// the section is YAML a user pastes, with `~` for the home and odd
+    /// names quoted.
+    #[test]
+    fn covered_entries_go_and_the_section_is_pasteable() {
+        let mut s = Suggestion {
+            allow: vec![
+                (PathBuf::from("/srv/data/in.txt"), Mode::Ro),
+                (PathBuf::from("/srv/data"), Mode::Rw),
+                (PathBuf::from("/srv/tools/x"), Mode::Rw),
+                (PathBuf::from("/srv/tools"), Mode::Ro),
+                (PathBuf::from("/home/u/my dir"), Mode::Ro),
+            ],
+            passthrough: vec!["TOKEN".into()],
+            refused: vec!["a".into(), "a".into()],
+        };
+        s.narrow();
+        let kept: Vec<&Path> = s.allow.iter().map(|(p, _)| p.as_path()).collect();
+        assert_eq!(
+            kept,
+            [
+                Path::new("/srv/data"),
+                Path::new("/srv/tools/x"),
+                Path::new("/srv/tools"),
+                Path::new("/home/u/my dir"),
+            ]
+        );
+        let yaml = s.to_yaml("my spell", Some(Path::new("/home/u")));
+        let want = "# add to magus.yaml (into the spell's section, if it has one already):\n\
+                    spells:\n  \"my spell\":\n    allow:\n      \
+                    - path: /srv/data\n        mode: rw\n      \
+                    - path: /srv/tools/x\n        mode: rw\n      \
+                    - path: /srv/tools\n        mode: ro\n      \
+                    - path: \"~/my dir\"\n        mode: ro\n    \
+                    env:\n      passthrough: [TOKEN]\n# not proposed: a\n";
+        assert_eq!(yaml, want);
+        // magus.yaml's own parser takes it, section and all.
+        let config = format!("sandbox:\n  enabled: true\n{yaml}");
+        let parsed =
+            crate::policy::config::parse_config(Path::new("magus.yaml"), config.as_bytes());
+        let parsed = parsed.expect("a valid magus.yaml");
+        assert_eq!(parsed.spells.len(), 1);
     }
 }

@@ -100,6 +100,10 @@ pub enum ConfigErrorKind {
         /// How many spells the workspace has.
         known: usize,
     },
+    #[error("invalid secret entry `{spelled}`: {why}")]
+    BadSecret { spelled: String, why: &'static str },
+    #[error("the secret `{0}` is declared twice")]
+    DuplicateSecret(String),
 }
 
 impl ConfigErrorKind {
@@ -192,6 +196,12 @@ impl ConfigErrorKind {
             }
             ConfigErrorKind::UnknownSpell { .. } => {
                 "a key under `spells:` names spells/NAME.buzz; `magus list` shows the spells".into()
+            }
+            ConfigErrorKind::BadSecret { .. } => {
+                "a secret is `{name: VAR, from: {env: VAR} or {file: /path}, hosts: [api.example.com], rules: [{methods: [GET], paths: [\"/api/*\"]}]}` (docs/secrets.md)".into()
+            }
+            ConfigErrorKind::DuplicateSecret(name) => {
+                format!("keep one `{name}` entry in this spell's `secrets:`")
             }
         }
     }

@@ -20,6 +20,7 @@ use super::grant::{Mode, Network};
 use super::hosts::{HostList, HostRule};
 use super::limits::{check_processes, parse_memory, parse_wall_time, LimitError, Limits};
 use super::presets;
+use crate::policy::secrets::SecretBinding;
 use schema::{RawAllow, RawFile, RawLimits, RawNetwork, RawPorts, RawSandbox, RawSpell};
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 use std::io::Read;
@@ -68,6 +69,9 @@ pub struct SandboxConfig {
     pub network: Network,
     /// `sandbox.limits`; every bound `None` when absent.
     pub limits: Limits,
+    /// The spell's `secrets:` (only a spell's section has them; merged in
+    /// by [`SandboxConfig::for_spell`]).
+    pub secrets: Vec<SecretBinding>,
 }
 
 /// One spell's section under `spells:`, as declared.
@@ -84,6 +88,8 @@ pub struct SpellSection {
     /// In place of the workspace's `network`, except that a `hosts` list
     /// is added to a workspace `hosts` list.
     pub network: Option<Network>,
+    /// Secrets by reference (docs/secrets.md).
+    pub secrets: Vec<SecretBinding>,
 }
 
 /// A loaded `magus.yaml`.
@@ -133,6 +139,7 @@ impl SandboxConfig {
         if let Some(network) = &section.network {
             merged.network = merged_network(&self.network, network);
         }
+        merged.secrets = section.secrets.clone();
         merged
     }
 }
@@ -416,6 +423,7 @@ fn validate_spell(name: Spanned<String>, raw: RawSpell) -> Result<SpellSection, 
             .map(validate_passthrough)
             .collect::<Result<_, _>>()?,
         network: raw.network.map(validate_network).transpose()?,
+        secrets: crate::policy::secrets::validate_secrets(raw.secrets.unwrap_or_default())?,
         name: spelled,
     })
 }
@@ -436,6 +444,7 @@ fn validate(raw: RawSandbox) -> Result<SandboxConfig, Invalid> {
             .collect::<Result<_, _>>()?,
         network: raw.network.map_or(Ok(Network::Allow), validate_network)?,
         limits: raw.limits.map_or(Ok(Limits::default()), validate_limits)?,
+        secrets: Vec::new(),
     })
 }
 

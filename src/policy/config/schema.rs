@@ -190,6 +190,10 @@ pub(super) struct RawSpell {
     pub env: Option<RawEnv>,
     #[serde(default)]
     pub network: Option<Spanned<RawNetwork>>,
+    /// Secrets by reference (docs/secrets.md), validated by
+    /// `policy::secrets`.
+    #[serde(default)]
+    pub secrets: Option<Vec<crate::policy::secrets::RawSecret>>,
 }
 
 /// `limits:` values stay strings (or a number) here; their units are

@@ -49,6 +49,7 @@ pub fn diff(locked: &CanonicalPolicy, declared: &CanonicalPolicy) -> Vec<Change>
     passthrough_changes(&locked.passthrough, &declared.passthrough, &mut changes);
     network_changes(&locked.network, &declared.network, &mut changes);
     limit_changes(&locked.limits, &declared.limits, &mut changes);
+    secret_changes(&locked.secrets, &declared.secrets, &mut changes);
     changes.sort_by_key(|c| c.direction == Direction::Narrowed);
     changes
 }
@@ -119,6 +120,19 @@ fn passthrough_changes(locked: &[String], declared: &[String], out: &mut Vec<Cha
             Direction::Narrowed,
             format!("- env.passthrough {name}"),
         );
+    }
+}
+
+/// A secret added or changed (another host, rule or source) widens: the
+/// value may go somewhere it could not; one removed narrows.
+fn secret_changes(locked: &[String], declared: &[String], out: &mut Vec<Change>) {
+    let (old, new): (BTreeSet<&String>, BTreeSet<&String>) =
+        (locked.iter().collect(), declared.iter().collect());
+    for line in new.difference(&old) {
+        push(out, Direction::Widened, format!("+ {line}"));
+    }
+    for line in old.difference(&new) {
+        push(out, Direction::Narrowed, format!("- {line}"));
     }
 }
 
@@ -276,6 +290,7 @@ mod tests {
             passthrough: passthrough.iter().map(|s| s.to_string()).collect(),
             network,
             limits: Limits::default(),
+            secrets: Vec::new(),
         }
     }
 

@@ -290,6 +290,10 @@ impl ParsedSpell {
                 }
                 Ok(())
             }
+            "secret" => {
+                section.secrets.push(quoted(rest, "secret")?);
+                Ok(())
+            }
             "enabled" | "limit" => Err(LockSyntax::AfterSpell(word.to_string())),
             _ => Err(LockSyntax::UnknownLine(line.to_string())),
         }
@@ -377,6 +381,7 @@ impl LockParser {
                 allow: Vec::new(),
                 passthrough: Vec::new(),
                 network: None,
+                secrets: Vec::new(),
             },
         });
         Ok(())
@@ -456,6 +461,7 @@ impl LockParser {
             passthrough: self.passthrough,
             network: self.network.ok_or_else(|| missing("network"))?,
             limits: self.limits,
+            secrets: Vec::new(),
         };
         canonicalise(&mut policy);
         consistent(file, line, &recorded, &policy)?;
@@ -694,6 +700,7 @@ pub fn effective_fingerprint(policy: &Policy) -> Option<Fingerprint> {
         passthrough: Vec::new(),
         network: Network::Allow,
         limits: Limits::default(),
+        secrets: Vec::new(),
     });
     declared.enabled = true;
     Some(declared.fingerprint())
@@ -917,6 +924,36 @@ mod tests {
             err.to_string().contains("before the first `spell`"),
             "{err}"
         );
+    }
+
+    const SECRETS: &str = "sandbox:\n  enabled: true\n  network: {hosts: [crates.io]}\nspells:\n  p:\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {env: GH}\n        hosts: [api.github.com]\n        rules: [{methods: [GET]}]\n";
+
+    /// A spell's secrets (never a value) are in its section and its
+    /// effective fingerprint; a wider host or rule is a widening.
+    #[test]
+    fn secrets_round_trip_and_widening_them_changes_the_fingerprint() {
+        let lock = spell_lock(SECRETS);
+        let text = lock.to_text();
+        assert!(text.contains("secret \"secret GITHUB_TOKEN from env:GH hosts [api.github.com] rules [{methods: [GET]}]\"\n"), "{text}");
+        assert_eq!(Lock::parse(Path::new("magus.lock"), &text).unwrap(), lock);
+        assert_eq!(lock.effective(Some("p")), effective(SECRETS, "p"));
+        let wider = SECRETS.replace("[api.github.com]", "[api.github.com, evil.example]");
+        let (old, new) = (effective(SECRETS, "p"), effective(&wider, "p"));
+        assert_ne!(old.fingerprint(), new.fingerprint());
+        let changes = super::diff::diff(&old, &new);
+        assert!(
+            changes
+                .iter()
+                .any(|c| c.direction == super::diff::Direction::Widened
+                    && c.text.contains("evil.example")),
+            "{changes:?}"
+        );
+        let without = SECRETS
+            .split("    secrets:")
+            .next()
+            .unwrap()
+            .replace("  p:\n", "  p: {}\n");
+        assert_ne!(effective(&without, "p").fingerprint(), old.fingerprint());
     }
 
     #[test]

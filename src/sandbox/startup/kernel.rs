@@ -14,12 +14,14 @@ use super::notices::{
     partial_enforcement, search_truncated, unenforced_processes,
 };
 use super::proxy_slot::{self, ProxySlot};
+use super::secrets;
 use crate::bindings::{Session, TempDirs};
 use crate::diag::{render, Diagnostic, OutputOptions};
 use crate::enforce::jail::ahead::{self, Ahead};
 use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
 use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+use crate::enforce::network::NetworkPlan;
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::unix_sockets::UnixSockets;
 use crate::enforce::{
@@ -60,7 +62,10 @@ pub(crate) fn reexec_before_resolution(
         return Ok(());
     }
     match scrubbed_before_resolution(declared, env) {
-        Some(child_env) => Err(reexec_scrubbed(env, &child_env)),
+        Some(child_env) => {
+            let kept = secrets::kept_for_magus(&declared.without_grants());
+            Err(reexec_scrubbed(env, &child_env, &kept))
+        }
         None => Ok(()),
     }
 }
@@ -86,7 +91,7 @@ pub(crate) fn scrub_or_restore(
 ) -> Result<(), Box<Diagnostic>> {
     keep_inherited_descriptors()?;
     match reexec {
-        None if needs_reexec(child_env) => Err(reexec_scrubbed(env, child_env)),
+        None if needs_reexec(child_env) => Err(reexec_scrubbed(env, child_env, &[])),
         None => Ok(()),
         Some(state) => {
             restore_stripped(child_env, state);
@@ -107,10 +112,23 @@ pub(crate) fn confine(
     output: OutputOptions,
     said: &mut Vec<Diagnostic>,
 ) -> Result<Confined, Box<Diagnostic>> {
-    let mut slot = proxy_slot::wanted(policy, env, child_env);
+    let prepared = prepare_secrets(policy, env)?;
+    let vault = prepared.as_ref().map(|p| std::sync::Arc::clone(&p.vault));
+    let mut slot = proxy_slot::wanted(policy, env, child_env, vault);
     let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output, said)?;
     let proxy = slot.into_running();
     proxy_slot::point_children(proxy.as_ref(), child_env);
+    if let Some(prepared) = prepared {
+        let secrets::Prepared {
+            vault,
+            placeholders,
+            bundle,
+        } = prepared;
+        // magus proper's reference: the proxy (or the process that forks
+        // it) holds its own; the last one dropped wipes the values.
+        drop(vault);
+        secrets::give_children(policy, &placeholders, &bundle, child_env)?;
+    }
     // In a jail of its own, `/tmp`, `/dev/shm` and `$TMPDIR` are the run's.
     let temp_dirs = match jail {
         Some(Jail::Entered(_)) => TempDirs::PerRun,
@@ -121,6 +139,33 @@ pub(crate) fn confine(
         proxy,
         temp_dirs,
     })
+}
+
+/// Reads the secrets' values (before the jail) and makes the vault;
+/// `None` for a spell without `secrets:`. Refused where the proxy could
+/// be gone around: sandbox off, a nested run, no user namespaces.
+fn prepare_secrets(
+    policy: &Policy,
+    env: &[(OsString, OsString)],
+) -> Result<Option<secrets::Prepared>, Box<Diagnostic>> {
+    use secrets::unsupported;
+    if policy.secrets().is_empty() {
+        return Ok(None);
+    }
+    if policy.state() != SandboxState::On {
+        return Err(unsupported("the sandbox is off for this run"));
+    }
+    if nesting(env) == Nesting::InsideMagus {
+        return Err(unsupported(
+            "this magus runs inside another magus's sandbox, whose proxy it cannot give a secret to",
+        ));
+    }
+    if userns_request(env) != UsernsRequest::Allowed {
+        return Err(unsupported(
+            "user namespaces are turned off for magus (MAGUS_SANDBOX_USERNS=0)",
+        ));
+    }
+    secrets::prepare(policy, env).map(Some)
 }
 
 /// The MGS2005 a Landlock probe finds, or nothing when a domain would be
@@ -185,7 +230,11 @@ fn needs_reexec(child_env: &ChildEnv) -> bool {
 
 /// Replaces this process with one that holds only the scrubbed
 /// environment; inherited descriptors above stderr are closed on exec.
-fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv) -> Box<Diagnostic> {
+fn reexec_scrubbed(
+    env: &[(OsString, OsString)],
+    child_env: &ChildEnv,
+    kept_for_secrets: &[String],
+) -> Box<Diagnostic> {
     if let Err(d) = keep_inherited_descriptors() {
         return d;
     }
@@ -193,6 +242,14 @@ fn reexec_scrubbed(env: &[(OsString, OsString)], child_env: &ChildEnv) -> Box<Di
     kept.extend(
         env.iter()
             .filter(|(k, _)| KEPT_FOR_MAGUS.iter().any(|name| k == OsStr::new(name)))
+            .cloned(),
+    );
+    // Read by magus for secrets by reference (`secrets::give_children`
+    // keeps them from children).
+    kept.retain(|(k, _)| !kept_for_secrets.iter().any(|n| k == OsStr::new(n)));
+    kept.extend(
+        env.iter()
+            .filter(|(k, _)| kept_for_secrets.iter().any(|n| k == OsStr::new(n)))
             .cloned(),
     );
     let mut stripped: Vec<OsString> = child_env.stripped.iter().map(OsString::from).collect();
@@ -250,6 +307,11 @@ fn confine_kernel(
     // proxy's listeners are made right after, inside the namespace,
     // before seccomp refuses `listen`.
     let network_plan = enforce::network::enter(&setting, userns_request(env));
+    if !policy.secrets().is_empty() && network_plan != NetworkPlan::ProxyNamespace {
+        return Err(secrets::unsupported(
+            "no network namespace could be made for the spell's programs (user namespaces are refused on this machine)",
+        ));
+    }
     let network = proxy_slot::listen(proxy, network_plan, &setting)?;
     enforce::capabilities::drop_all_capabilities()
         .map_err(|e| Box::new(Diagnostic::error(format!("cannot drop capabilities: {e}"))))?;

@@ -29,6 +29,8 @@ mod portable;
 #[cfg(kernel_layer)]
 pub(crate) mod proxy_slot;
 mod report;
+#[cfg(kernel_layer)]
+mod secrets;
 
 #[cfg(kernel_layer)]
 use kernel as platform;

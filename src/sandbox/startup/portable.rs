@@ -70,6 +70,13 @@ pub(crate) fn confine(
     _output: OutputOptions,
     said: &mut Vec<Diagnostic>,
 ) -> Result<Confined, Box<Diagnostic>> {
+    if policy.state() == SandboxState::On && !policy.secrets().is_empty() {
+        return Err(Box::new(
+            Diagnostic::error("this spell declares `secrets:`, which cannot be kept from it here: magus was built without its kernel layer (Linux, the `kernel` feature)")
+                .with_note("magus hands a secret only to its proxy, outside the sandbox, and only the kernel layer forces a child's traffic through it; magus never falls back to passing the value")
+                .with_help("run the spell with magus built for Linux with the default `kernel` feature, or remove its `secrets:`"),
+        ));
+    }
     if policy.state() == SandboxState::On {
         said.push(interpreter_only());
     }

@@ -9,7 +9,12 @@ use crate::bindings::{egress, Session};
 use crate::diag::{Diagnostic, MessageFormat, Verbosity};
 use crate::enforce::network::NetworkPlan;
 use crate::policy::{ChildEnv, HostList, Network, Policy, SandboxState, FINGERPRINT_VAR};
+use crate::proxy::vault::Vault;
 use crate::proxy::{Launcher, Proxy, PARTIAL_REASON, PROXY_VARS};
+use std::sync::Arc;
+
+/// The secrets the proxy holds for this run, if any (docs/secrets.md).
+type Guarded = Option<Arc<Vault>>;
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -26,9 +31,9 @@ pub(crate) enum ProxySlot {
     /// No proxy of this run's own (no `hosts`, or a nested run).
     Absent,
     /// `hosts` is in force and the proxy is not forked yet.
-    Wanted(HostList),
+    Wanted(HostList, Guarded),
     /// To be forked by the jail's original process (`Proxy::deferred`).
-    Deferred(HostList, Proxy),
+    Deferred(HostList, Guarded, Proxy),
     Running(Proxy),
 }
 
@@ -38,8 +43,9 @@ impl ProxySlot {
     /// jail, seccomp and Landlock (the proxy keeps the host's network and
     /// none of magus's restrictions).
     pub(crate) fn start(&mut self) -> Result<(), Box<Diagnostic>> {
-        if let ProxySlot::Wanted(hosts) = self {
-            let proxy = Proxy::start(hosts).map_err(|e| proxy_failed(&e))?;
+        if let ProxySlot::Wanted(hosts, secrets) = self {
+            let proxy =
+                Proxy::start_guarding(hosts, secrets.take()).map_err(|e| proxy_failed(&e))?;
             *self = ProxySlot::Running(proxy);
         }
         Ok(())
@@ -48,19 +54,20 @@ impl ProxySlot {
     /// Leaves the fork to the jail's original process, whose part
     /// (the [`Launcher`]) this returns if the proxy is wanted.
     pub(crate) fn defer(&mut self) -> Result<Option<Launcher>, Box<Diagnostic>> {
-        let ProxySlot::Wanted(hosts) = self else {
+        let ProxySlot::Wanted(hosts, secrets) = self else {
             return Ok(None);
         };
-        let (proxy, launcher) = Proxy::deferred(hosts).map_err(|e| proxy_failed(&e))?;
-        *self = ProxySlot::Deferred(hosts.clone(), proxy);
+        let (proxy, launcher) =
+            Proxy::deferred_guarding(hosts, secrets.clone()).map_err(|e| proxy_failed(&e))?;
+        *self = ProxySlot::Deferred(hosts.clone(), secrets.take(), proxy);
         Ok(Some(launcher))
     }
 
     /// The jail was not entered, so no original process waits to fork
     /// the proxy: wanted again, for [`ProxySlot::start`].
     pub(crate) fn undefer(&mut self) {
-        if let ProxySlot::Deferred(hosts, _) = self {
-            *self = ProxySlot::Wanted(std::mem::take(hosts));
+        if let ProxySlot::Deferred(hosts, secrets, _) = self {
+            *self = ProxySlot::Wanted(std::mem::take(hosts), secrets.take());
         }
     }
 
@@ -71,7 +78,7 @@ impl ProxySlot {
 
     pub(crate) fn running(&mut self) -> Option<&mut Proxy> {
         match self {
-            ProxySlot::Running(proxy) | ProxySlot::Deferred(_, proxy) => Some(proxy),
+            ProxySlot::Running(proxy) | ProxySlot::Deferred(_, _, proxy) => Some(proxy),
             _ => None,
         }
     }
@@ -79,7 +86,7 @@ impl ProxySlot {
     /// The proxy, running or deferred; `None` also for one never started.
     pub(crate) fn into_running(self) -> Option<Proxy> {
         match self {
-            ProxySlot::Running(proxy) | ProxySlot::Deferred(_, proxy) => Some(proxy),
+            ProxySlot::Running(proxy) | ProxySlot::Deferred(_, _, proxy) => Some(proxy),
             _ => None,
         }
     }
@@ -94,6 +101,7 @@ pub(crate) fn wanted(
     policy: &Policy,
     env: &[(OsString, OsString)],
     child_env: &mut ChildEnv,
+    secrets: Guarded,
 ) -> ProxySlot {
     let Network::Hosts(hosts) = policy.network() else {
         return ProxySlot::Absent;
@@ -101,7 +109,15 @@ pub(crate) fn wanted(
     if !hosts_in_force(policy) || inherit_outer_proxy(policy, env, child_env) {
         return ProxySlot::Absent;
     }
-    ProxySlot::Wanted(hosts.clone())
+    // A secret's hosts are reachable for the spell, as the places its
+    // value goes (the proxy terminates TLS for them).
+    let mut hosts = hosts.clone();
+    for secret in policy.secrets() {
+        hosts.rules.extend(secret.hosts.iter().cloned());
+    }
+    hosts.rules.sort();
+    hosts.rules.dedup();
+    ProxySlot::Wanted(hosts, secrets)
 }
 
 fn proxy_failed(e: &crate::proxy::ProxyError) -> Box<Diagnostic> {

@@ -216,15 +216,18 @@ fn open_host_root() -> Option<OwnedFd> {
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
     let made = ahead::Made::default();
     let entered = enter_with(plan, request, made, None, OutputOptions::default());
+    let entered = entered.map(|building| {
+        let user_namespace = building.user_namespace();
+        // Returns once the view is built, as it always has: PID 1 seals it
+        // (detaches the host's root) while the caller drops capabilities
+        // and installs the guard and Landlock, which `enter`'s callers (the
+        // kernel test harness) do next and do not wait for. The seal's pipe
+        // stays open for the life of the process: PID 1 writes to it.
+        std::mem::forget(building.wait_until_built());
+        user_namespace
+    });
     match entered {
-        Ok(building) => {
-            let user_namespace = building.user_namespace();
-            // The seal's report stays unread for the process's life, as
-            // the harness has always had it: it does not wait for PID 1
-            // to detach the host's root.
-            std::mem::forget(building.wait_until_built());
-            JailStatus::Entered { user_namespace }
-        }
+        Ok(user_namespace) => JailStatus::Entered { user_namespace },
         Err(reason) => JailStatus::Unavailable { reason },
     }
 }

