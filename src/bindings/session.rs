@@ -6,7 +6,7 @@
 use super::egress;
 use super::scratch::TempDirs;
 use crate::buzz::CallSite;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, MessageFormat};
 use crate::enforce::gate::{Denial, FsOp, Gate};
 use crate::enforce::Domain;
 #[cfg(kernel_layer)]
@@ -48,6 +48,9 @@ pub struct Session {
     /// Whether `/tmp` and the like are the run's own (see `scratch`).
     pub(super) temp_dirs: Cell<TempDirs>,
     sink: DiagnosticSink,
+    /// How the run's diagnostics are printed: in JSON, a child's output
+    /// is relayed as JSON lines too.
+    format: MessageFormat,
     /// The host-filtering proxy, when `network.hosts` is in force.
     #[cfg(kernel_layer)]
     egress: RefCell<Option<Proxy>>,
@@ -75,9 +78,21 @@ impl Session {
             shim_notes: RefCell::new(Vec::new()),
             temp_dirs: Cell::new(TempDirs::Host),
             sink,
+            format: MessageFormat::Human,
             #[cfg(kernel_layer)]
             egress: RefCell::new(None),
         }
+    }
+
+    /// How the run's diagnostics are printed (`--message-format`).
+    pub fn with_message_format(mut self, format: MessageFormat) -> Session {
+        self.format = format;
+        self
+    }
+
+    /// How the run's diagnostics are printed.
+    pub(crate) fn message_format(&self) -> MessageFormat {
+        self.format
     }
 
     /// The MGS2006 notes to say when a launch meets a shim.

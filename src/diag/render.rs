@@ -2,7 +2,7 @@
 //! tools. The source snippet is read from the file at render time, so the
 //! layers that build diagnostics never carry file contents around.
 
-use super::output::{output_options, stderr_colored, Verbosity};
+use super::output::{output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity};
 use super::{Diagnostic, Severity, SourceKind};
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
@@ -26,9 +26,9 @@ pub enum Color {
 
 impl Color {
     /// As `--color` says (see [`stderr_colored`]).
-    pub fn for_stderr() -> Color {
+    pub fn for_stderr(choice: ColorChoice) -> Color {
         let env = |name: &str| std::env::var(name).ok();
-        if stderr_colored(output_options().color, &env) {
+        if stderr_colored(choice, &env) {
             Color::Always
         } else {
             Color::Never
@@ -41,13 +41,26 @@ impl Color {
 pub struct Renderer {
     pub format: MessageFormat,
     pub color: Color,
+    /// `-q`: only errors are said.
+    quiet: bool,
 }
 
 impl Renderer {
+    /// The CLI's renderer: `format`, with the colour and verbosity the
+    /// command line set for this process (`set_output_options`).
     pub fn new(format: MessageFormat) -> Self {
-        Renderer {
+        Renderer::for_output(OutputOptions {
             format,
-            color: Color::for_stderr(),
+            ..output_options()
+        })
+    }
+
+    /// A renderer for the output options a library caller passed in.
+    pub fn for_output(options: OutputOptions) -> Self {
+        Renderer {
+            format: options.format,
+            color: Color::for_stderr(options.color),
+            quiet: options.verbosity == Verbosity::Quiet,
         }
     }
 
@@ -55,7 +68,7 @@ impl Renderer {
     /// errors are said then); a failed write to stderr is ignored because
     /// there is nowhere left to report it.
     pub fn emit(&self, diagnostic: &Diagnostic) {
-        if output_options().verbosity == Verbosity::Quiet && !diagnostic.is_error() {
+        if self.quiet && !diagnostic.is_error() {
             return;
         }
         let text = match self.format {

@@ -308,7 +308,7 @@ impl Runtime {
         std::env::set_current_dir(&workspace)
             .map_err(|e| InstallError::new(error::no_workspace(&workspace, &e)))?;
         let gate = Gate::new(Rc::new(policy), workspace).with_hidden_programs(hidden);
-        let renderer = Renderer::new(output.format);
+        let renderer = Renderer::for_output(output);
         let sink: DiagnosticSink = Rc::new(move |d: &Diagnostic| renderer.emit(d));
         let session = Session::new(
             gate,
@@ -319,7 +319,8 @@ impl Runtime {
         );
         let session = session
             .with_shim_notes(report.at_shim)
-            .with_temp_dirs(temp_dirs);
+            .with_temp_dirs(temp_dirs)
+            .with_message_format(output.format);
         let session = Rc::new(startup::with_proxy(session, proxy));
         Ok(Runtime {
             session,

@@ -86,7 +86,8 @@ impl Session {
     /// `sh.run` and `sh.shell`: output streams live, on the user's terminal
     /// when magus's is one (see `stream`); its tail explains a denial.
     pub(super) fn run_relayed(&self, argv: &[String], site: &CallSite) -> Result<i32, Raise> {
-        let launch = stream::Launch::plan().map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
+        let launch = stream::Launch::plan(self.message_format())
+            .map_err(|e| raise_exec(&argv[0], &e.to_string()))?;
         let (stdout, stderr) = launch.stdio();
         let spawned = self.spawn(argv, stdout, stderr);
         let relay = launch.relay(&argv[0]);

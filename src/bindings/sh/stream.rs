@@ -28,7 +28,7 @@
 //! real terminal's size at each launch; a resize while a child runs
 //! reaches the pseudo-terminal at the next launch.
 
-use crate::diag::{output_options, render_child_line_json, MessageFormat};
+use crate::diag::{render_child_line_json, MessageFormat};
 use crate::enforce::ChildStdio;
 use crate::enforce::RawStream;
 #[cfg(unix)]
@@ -192,9 +192,10 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// The plan for a launch now.
-    pub fn plan() -> std::io::Result<Launch> {
-        if output_options().format == MessageFormat::Json {
+    /// The plan for a launch now, for a run whose diagnostics are
+    /// printed in `format`.
+    pub fn plan(format: MessageFormat) -> std::io::Result<Launch> {
+        if format == MessageFormat::Json {
             return Launch::piped(Kind::Json, false);
         }
         if std::io::stderr().is_terminal() {

@@ -266,7 +266,7 @@ fn unmoved(path: &Path) -> bool {
 /// costs an `lstat` of every file of the workspace (about 1 µs each: 10
 /// ms for 10,000 files), where the rest of the walk reads directories
 /// only; they are shown only under `-v` and in JSON
-/// ([`report::executables_wanted`]), so other runs skip it.
+/// ([`report::executables_wanted`], as the run's output options ask), so other runs skip it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Executables {
     List,

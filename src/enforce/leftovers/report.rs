@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::{Executables, Findings, Item, Left, Outcome, Watch};
-use crate::diag::{output_options, Code, Diagnostic, MessageFormat, Renderer, Verbosity};
+use crate::diag::{Code, Diagnostic, MessageFormat, OutputOptions, Renderer, Verbosity};
 
 /// How many executables a run's note names, at most.
 const MAX_LISTED: usize = 50;
@@ -18,14 +18,13 @@ const MAX_SAID: usize = 50;
 /// Sweeps what the run left ([`Watch::after`]) and says what it did on
 /// stderr, as the run's output options ask. Call once no process of the
 /// run is left.
-pub fn sweep_and_say(watch: &Watch) {
-    emit(&watch.after(executables_wanted()));
+pub fn sweep_and_say(watch: &Watch, output: OutputOptions) {
+    emit(&watch.after(executables_wanted(output)), output);
 }
 
 /// Whether the run's output shows the executables it wrote: under `-v`,
 /// and always in JSON.
-pub fn executables_wanted() -> Executables {
-    let options = output_options();
+pub fn executables_wanted(options: OutputOptions) -> Executables {
     match options.verbosity == Verbosity::Verbose || options.format == MessageFormat::Json {
         true => Executables::List,
         false => Executables::Skip,
@@ -33,8 +32,8 @@ pub fn executables_wanted() -> Executables {
 }
 
 /// Says what `found` holds on stderr, as the run's output options ask.
-pub fn emit(found: &Findings) {
-    let renderer = Renderer::new(output_options().format);
+pub fn emit(found: &Findings, output: OutputOptions) {
+    let renderer = Renderer::for_output(output);
     for diagnostic in diagnostics(found) {
         renderer.emit(&diagnostic);
     }

@@ -59,23 +59,33 @@ struct Plan {
     over_time_message: String,
 }
 
+/// Set by [`prepare`] before the jail's PID 1 or the supervisor is forked;
+/// global because those forked processes read it (and a refused launch,
+/// through [`launch_refused`], which holds no run value). A value handed
+/// to them instead is possible (see the start-up's notes).
 static PLAN: OnceLock<Plan> = OnceLock::new();
 
-/// Said by the supervisor when the run holds more processes than its bound.
+/// Said by the supervisor when the run holds more processes than its bound;
+/// set before it is forked, read in it.
 static OVER_PROCESSES_MESSAGE: OnceLock<String> = OnceLock::new();
 
 /// The default bound a `pids` cgroup holds for this run, when
-/// `processes` is not declared; 0 otherwise (for [`launch_refused`]).
+/// `processes` is not declared; 0 otherwise (for [`launch_refused`], on
+/// the spawn path, which holds no run value).
 static DEFAULT_HELD: AtomicU32 = AtomicU32::new(0);
 
 /// How the `processes` bound is held (an [`ProcessBound`] as a byte, so it
-/// survives the fork from the namespace's init to magus proper).
+/// survives the fork from the namespace's init to magus proper, and is
+/// read at a refused launch).
 static PROCESS_BOUND: AtomicU8 = AtomicU8::new(0);
 
-/// `RLIMIT_DATA` for children, in bytes; 0 for none.
+/// `RLIMIT_DATA` for children, in bytes; 0 for none. Global: each child
+/// applies it between clone and exec ([`apply_to_child`]), where it may not
+/// allocate, and every launch site reaches it.
 static CHILD_DATA: AtomicU64 = AtomicU64::new(0);
 
-/// Set by the `SIGALRM` handler when the wall time has run out.
+/// Set by the `SIGALRM` handler when the wall time has run out (global:
+/// the handler writes it).
 static OVER_TIME: AtomicBool = AtomicBool::new(false);
 
 /// How the `processes` bound is enforced in this run.

@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::enforce::beneath::Follow;
 
 /// Set once `openat2` answered `ENOSYS`; every later open uses the walk.
+/// Global: a fact about the kernel, cached for the process (STYLE's
+/// "cached unavailable flag").
 static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
 /// Opens `rel` beneath `dir`; `None` when the kernel has no `openat2`.

@@ -27,6 +27,9 @@ pub struct ReexecState {
     pub stripped: Vec<OsString>,
 }
 
+/// What the re-exec left in the environment, read and removed once, first
+/// thing in `main`. Global: a fact of the process's start (as its
+/// arguments are), which the re-exec also asks to refuse a loop.
 static STATE: OnceLock<Option<ReexecState>> = OnceLock::new();
 
 /// Reads and removes the re-exec marker and the stripped names from this

@@ -96,7 +96,8 @@ pub struct SyscallGuard {
 }
 
 /// The children's addition, set once the guard is in force on magus; a
-/// child applies it between clone and exec ([`apply_to_child`]).
+/// child applies it between clone and exec ([`apply_to_child`]). Global:
+/// that child may not allocate or lock, and every launch site reaches it.
 static FOR_CHILDREN: OnceLock<BpfProgram> = OnceLock::new();
 
 impl SyscallGuard {

@@ -80,7 +80,9 @@ fn is_socket(path: &Path) -> bool {
         .is_ok_and(|m| m.file_type().is_socket())
 }
 
-/// The children's filter, set once before any child starts.
+/// The children's filter, set once before any child starts. Global: each
+/// child installs it between clone and exec, where it may not allocate or
+/// lock, and every launch site reaches it.
 static FOR_CHILDREN: OnceLock<BpfProgram> = OnceLock::new();
 
 impl UnixSockets {

@@ -16,7 +16,7 @@ use super::notices::{
 use super::proxy_slot::{self, ProxySlot};
 use super::secrets;
 use crate::bindings::{Session, TempDirs};
-use crate::diag::{render, Diagnostic, MessageFormat, OutputOptions};
+use crate::diag::{render, Diagnostic, OutputOptions};
 use crate::enforce::jail::ahead::{self, Ahead};
 use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
@@ -115,7 +115,7 @@ pub(crate) fn confine(
     let prepared = prepare_secrets(policy, env)?;
     let vault = prepared.as_ref().map(|p| std::sync::Arc::clone(&p.vault));
     let mut slot = proxy_slot::wanted(policy, env, child_env, vault);
-    let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output.format, said)?;
+    let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output, said)?;
     let proxy = slot.into_running();
     proxy_slot::point_children(proxy.as_ref(), child_env);
     if let Some(prepared) = prepared {
@@ -284,7 +284,7 @@ fn confine_kernel(
     proxy: &mut ProxySlot,
     env: &[(OsString, OsString)],
     ahead: StartedAhead,
-    format: MessageFormat,
+    output: OutputOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<(Domain, Option<Jail>), Box<Diagnostic>> {
     if policy.state() == SandboxState::Off {
@@ -295,7 +295,7 @@ fn confine_kernel(
         Nesting::Outermost => {
             // `deny` and `hosts`: the namespaces are being made ahead
             // (`start_ahead`), on the other core.
-            isolate(policy, env, format, diagnostics, ahead, proxy)?
+            isolate(policy, env, output, diagnostics, ahead, proxy)?
         }
         Nesting::InsideMagus => (Jail::Inherited, None),
     };
@@ -412,24 +412,24 @@ fn split_grants(policy: &Policy, building: Option<&Building>) -> (Vec<Grant>, Ve
 fn isolate(
     policy: &Policy,
     env: &[(OsString, OsString)],
-    format: MessageFormat,
+    output: OutputOptions,
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
 ) -> Result<(Jail, Option<Building>), Box<Diagnostic>> {
     if !policy.limits().is_empty() {
         let over_time = over_time_diagnostic(policy.limits());
-        enforce::limits::prepare(*policy.limits(), render(&over_time, format));
+        enforce::limits::prepare(*policy.limits(), render(&over_time, output.format));
     }
-    let (jail, building, watch) = enter_jail(policy, env, diagnostics, ahead, proxy)?;
+    let (jail, building, watch) = enter_jail(policy, env, diagnostics, ahead, proxy, output)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
             let over = over_processes_diagnostic();
-            enforce::limits::prepare_supervised(render(&over, format));
+            enforce::limits::prepare_supervised(render(&over, output.format));
             let watch = watch.unwrap_or_else(|| Watch::before(Default::default()));
-            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch) {
+            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch, output) {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
                 )));
@@ -462,6 +462,7 @@ fn enter_jail(
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
+    output: OutputOptions,
 ) -> Result<(Jail, Option<Building>, Option<Watch>), Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
@@ -473,7 +474,8 @@ fn enter_jail(
     let outside = proxy
         .defer()?
         .map(|launcher| Box::new(launcher) as Box<dyn enforce::jail::Outside>);
-    match enforce::jail::enter_with(&plan, userns_request(env), made, outside) {
+    let request = userns_request(env);
+    match enforce::jail::enter_with(&plan, request, made, outside, output) {
         Ok(building) => Ok((
             Jail::Entered(building.user_namespace()),
             Some(building),

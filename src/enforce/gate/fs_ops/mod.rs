@@ -362,7 +362,8 @@ fn read_all(file: &File) -> io::Result<Vec<u8>> {
 const FIRST_READ: usize = 8 * 1024;
 
 thread_local! {
-    /// [`read_all_with`]'s first read lands here.
+    /// [`read_all_with`]'s first read lands here: a buffer reused per
+    /// thread, so a small read allocates nothing.
     static FIRST: std::cell::RefCell<Vec<u8>> =
         std::cell::RefCell::new(Vec::with_capacity(FIRST_READ));
 }

@@ -75,7 +75,9 @@ pub struct Made {
 }
 
 /// Set in the original once it joined the network namespace made ahead;
-/// PID 1 and magus proper inherit it with the namespace.
+/// PID 1 and magus proper inherit it with the namespace. Global: it is set
+/// in the original before the forks, and read by magus proper's network
+/// step (`network::enter`), past the jail's own types.
 static JOINED_NETWORK: AtomicBool = AtomicBool::new(false);
 
 /// How long [`Ahead::take`] polls for the helper's exit before it blocks:

@@ -26,7 +26,9 @@ pub const MAX_QUESTIONS: usize = 16_384;
 /// The longest path asked about (`PATH_MAX`).
 const MAX_PATH: usize = 4096;
 
-/// In magus proper: the asking end, once the jail is entered.
+/// In magus proper: the asking end, once the jail is entered. Global: it
+/// is made before the jail's processes are forked and asked from deep in
+/// a launch's diagnostics (`bindings::sh`), which hold no run value.
 static ASKING: Mutex<Option<UnixStream>> = Mutex::new(None);
 
 /// The original's end, served while it waits (see `reaper`).

@@ -37,6 +37,7 @@ pub(crate) use reaper::{
 pub use userns::{UsernsRequest, USERNS_VAR};
 
 use super::process::is_single_threaded;
+use crate::diag::OutputOptions;
 
 /// Whether magus and its children live in the jail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,7 +204,8 @@ fn open_host_root() -> Option<OwnedFd> {
 }
 
 /// Moves magus into the jail of `plan`, and waits until the view is
-/// built and sealed.
+/// built (for the kernel test harness, which builds the sandbox piece by
+/// piece; a run waits for the seal too, see [`Built`]).
 ///
 /// Call once, on the lone main thread, after the scrubbing re-exec and
 /// before capabilities are dropped, the syscall guard and Landlock. On
@@ -212,7 +214,9 @@ fn open_host_root() -> Option<OwnedFd> {
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
-    let entered = enter_with(plan, request, ahead::Made::default(), None).map(|building| {
+    let made = ahead::Made::default();
+    let entered = enter_with(plan, request, made, None, OutputOptions::default());
+    let entered = entered.map(|building| {
         let user_namespace = building.user_namespace();
         // Returns once the view is built, as it always has: PID 1 seals it
         // (detaches the host's root) while the caller drops capabilities
@@ -240,27 +244,7 @@ pub fn enter_with(
     request: UsernsRequest,
     made: ahead::Made,
     outside: Option<Box<dyn Outside>>,
-) -> Result<Building, JailUnavailable> {
-    try_enter(plan, request, made, outside)
-}
-
-/// Work the original process does for magus proper while it waits
-/// outside the jail, in the host's network and PID namespaces, which no
-/// process of the jail can reach: forking the host-filtering proxy when
-/// the spell starts its first program (`crate::proxy::Launcher`),
-/// and saying what the host holds at a path ([`host_paths`]).
-pub trait Outside {
-    /// Readable when magus proper asks for something.
-    fn requests(&self) -> BorrowedFd<'_>;
-    /// Answers what was asked; `false` once nothing more will be.
-    fn serve(&mut self) -> bool;
-}
-
-fn try_enter(
-    plan: &JailPlan,
-    request: UsernsRequest,
-    made: ahead::Made,
-    outside: Option<Box<dyn Outside>>,
+    output: OutputOptions,
 ) -> Result<Building, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
@@ -276,7 +260,7 @@ fn try_enter(
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
     // the host's.
-    let started = reaper::start(plan, made.network, services);
+    let started = reaper::start(plan, made.network, services, output);
     if started.is_err() {
         host_paths::forget();
     }
@@ -284,6 +268,18 @@ fn try_enter(
         user_namespace,
         reports: started?,
     })
+}
+
+/// Work the original process does for magus proper while it waits
+/// outside the jail, in the host's network and PID namespaces, which no
+/// process of the jail can reach: forking the host-filtering proxy when
+/// the spell starts its first program (`crate::proxy::Launcher`),
+/// and saying what the host holds at a path ([`host_paths`]).
+pub trait Outside {
+    /// Readable when magus proper asks for something.
+    fn requests(&self) -> BorrowedFd<'_>;
+    /// Answers what was asked; `false` once nothing more will be.
+    fn serve(&mut self) -> bool;
 }
 
 /// Whether [`enter`] could make the namespaces here, asked in a throw-away

@@ -28,6 +28,7 @@ use super::apply::{apply, detach_host_root, StepFailure};
 use super::plan::JailPlan;
 use super::sweep::Sweep;
 use super::{JailUnavailable, Outside};
+use crate::diag::OutputOptions;
 use crate::enforce::leftovers::{self, Watch};
 use crate::enforce::linux::terminal::TerminalModes;
 
@@ -49,6 +50,7 @@ pub(super) fn start(
     plan: &JailPlan,
     network: Option<OwnedFd>,
     outside: Vec<Box<dyn Outside>>,
+    output: OutputOptions,
 ) -> Result<Reports, JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
@@ -74,7 +76,8 @@ pub(super) fn start(
             // instead of racing its last steps when PID 1 exits.
             let _network = network;
             let after = (&sweep, &watch, &terminal);
-            let failed = outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside);
+            let failed =
+                outer_wait_or_fail(child, &report_rx, plan, &unblocked, after, outside, output);
             restore_mask(&unblocked);
             Err(failed)
         }
@@ -169,6 +172,7 @@ fn outer_wait_or_fail(
     mask: &SigSet,
     (sweep, watch, terminal): (&Sweep, &Watch, &TerminalModes),
     outside: Vec<Box<dyn Outside>>,
+    output: OutputOptions,
 ) -> JailUnavailable {
     let mut buf = [0u8; REPORT_LEN];
     let n = read_full(report, &mut buf);
@@ -178,7 +182,7 @@ fn outer_wait_or_fail(
         serve_until_reported(report, outside);
         let code = wait_for_end(init, report);
         sweep.after();
-        leftovers::report::sweep_and_say(watch);
+        leftovers::report::sweep_and_say(watch, output);
         terminal.restore();
         exit_now(code);
     }
@@ -368,11 +372,13 @@ fn send_report(fd: &OwnedFd, stage: u8, index: usize, errno: Errno) {
 }
 
 /// The process signals are passed on to, for the forwarding handler; 0
-/// once it is reaped (its PID may then name another process).
+/// once it is reaped (its PID may then name another process). Global:
+/// the forwarding signal handler reads it.
 static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
 
 /// The last `SIGTERM` or `SIGINT` received, however sent (0 for none):
-/// the supervisor without a PID namespace ends the run on it.
+/// the supervisor without a PID namespace ends the run on it. Global: the
+/// signal handler writes it.
 static ASKED_TO_END: AtomicI32 = AtomicI32::new(0);
 
 /// Passes a signal on when a process sent it with `kill`; signals the

@@ -26,6 +26,7 @@ use self::watch::Watch;
 use super::limits::{self, ProcessBound};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
+use crate::diag::OutputOptions;
 use crate::enforce::leftovers::{self, Watch as Leftovers};
 
 /// Why the supervisor could not be set up (the run goes on without it).
@@ -48,7 +49,10 @@ pub enum SupervisorError {
 /// (~10 ms): it does so while magus sets up, and magus waits for it only
 /// before its first child ([`wait_until_placed`]): threads move with the
 /// process, a child started before would not.
-pub fn supervise_without_pid_namespace(left: Leftovers) -> Result<(), SupervisorError> {
+pub fn supervise_without_pid_namespace(
+    left: Leftovers,
+    output: OutputOptions,
+) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
     }
@@ -69,7 +73,7 @@ pub fn supervise_without_pid_namespace(left: Leftovers) -> Result<(), Supervisor
         }
         ForkResult::Parent { child } => {
             drop(placed_rx);
-            supervise(child, &terminal, placed_tx, &left)
+            supervise(child, &terminal, placed_tx, &left, output)
         }
     }
 }
@@ -83,6 +87,8 @@ fn bound() -> u32 {
 
 /// In magus proper: the read end of the pipe the supervisor writes once it
 /// has moved magus into the run's cgroup; -1 once read (or never made).
+/// Global: the spawn path waits on it before the first child
+/// ([`wait_until_placed`]), and holds no run value.
 static PLACED: AtomicI32 = AtomicI32::new(-1);
 
 /// In magus proper, before it starts a child: waits until the supervisor
@@ -129,7 +135,13 @@ const GRACE: Duration = Duration::from_millis(500);
 /// Waits for magus (forwarding the signals sent to this process), then
 /// stops and kills every descendant, puts the terminal's mode back and
 /// exits with magus's status, or as the limit or signal that ended it.
-fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Leftovers) -> ! {
+fn supervise(
+    magus: Pid,
+    terminal: &TerminalModes,
+    placed: OwnedFd,
+    left: &Leftovers,
+    output: OutputOptions,
+) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
     if super::untraceable::refuse_tracing().is_err() {
@@ -146,7 +158,7 @@ fn supervise(magus: Pid, terminal: &TerminalModes, placed: OwnedFd, left: &Lefto
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
-        leftovers::report::sweep_and_say(left);
+        leftovers::report::sweep_and_say(left, output);
         terminal.restore();
     };
     let mask = block_wakeups();
