@@ -457,3 +457,50 @@ fn magus_test_runs_each_spells_tests_under_its_own_policy() {
         assert!(!out.stdout.contains(&w.data), "{user:?}: {}", out.dump());
     }
 }
+
+#[test]
+fn magus_check_finds_b_s_literal_read_under_b_s_policy_only() {
+    let server = Server::start(unique("served-page"));
+    for user in users() {
+        let w = World::new(user);
+        // The same literal read, outside any `try`, in both spells (line 5).
+        let source = format!(
+            "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {{\n    std.print(\"BEFORE\");\n    std.print(\"READ {{fs.read(\"{}\")}}\");\n    return 0;\n}}\n",
+            w.file.display()
+        );
+        w.h.write_spell("a", &source);
+        w.h.write_spell("b", &source);
+        let check = w.magus(&["check"]);
+        assert_eq!(check.status, Some(2), "{user:?}: {}", check.dump());
+        assert_eq!(
+            check.stderr.matches("error[MGS2001]").count(),
+            1,
+            "{user:?}: {}",
+            check.dump()
+        );
+        assert!(
+            check.stderr.contains("spells/b.buzz:5:")
+                && !check.stderr.contains("spells/a.buzz")
+                && check.stderr.contains("spells: b:"),
+            "{user:?}: {}",
+            check.dump()
+        );
+        // Control: `a` runs and reads; `b` does not start.
+        let a = w.run("a", &server);
+        assert_eq!(a.status, Some(0), "{user:?}: {}", a.dump());
+        assert!(
+            a.stdout.contains(&format!("READ {}", w.data)),
+            "{user:?}: {}",
+            a.dump()
+        );
+        let b = w.run("b", &server);
+        assert_ne!(b.status, Some(0), "{user:?}: {}", b.dump());
+        assert!(b.stdout.is_empty(), "{user:?}: {}", b.dump());
+        assert!(
+            b.stderr.contains("error[MGS2001]") && b.stderr.contains("nothing ran"),
+            "{user:?}: {}",
+            b.dump()
+        );
+        assert!(!b.stderr.contains(&w.data), "{user:?}: {}", b.dump());
+    }
+}
