@@ -70,11 +70,12 @@ export fun catIt(path: str) > str {
 "#;
 
 /// The spells' child: the variable (shell and `printenv`), the file
-/// (`cat`), the server (`curl`), each on a line of its own.
+/// (`cat`), the server (`curl`) and who it runs as, each on a line of its own.
 const PROBE: &str = r#"printf 'CHILDENV %s\n' "${PER_SPELL_ONLY_A-unset}"
 printf 'PRINTENV %s\n' "$(printenv PER_SPELL_ONLY_A)"
 printf 'CAT %s\n' "$(cat "$1")"
 printf 'CURL %s\n' "$(curl -fsS --max-time 10 "$2")"
+printf 'UID %s\n' "$(id -u)"
 "#;
 
 /// An HTTP server on 127.0.0.1 answering every request with `page`,
@@ -240,6 +241,11 @@ impl World {
             "PROBE 0".to_string(),
             format!("FSREAD {}", self.data),
         ];
+        let uid = match who {
+            User::Root => nix::unistd::geteuid().as_raw(),
+            User::Nobody => 65534,
+        };
+        assert_eq!(self.line(out, "UID "), format!("UID {uid}"), "{who:?}");
         for line in expect {
             let prefix = line.split(' ').next().unwrap();
             assert_eq!(self.line(out, &format!("{prefix} ")), line, "{who:?}");
