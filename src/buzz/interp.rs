@@ -2261,6 +2261,9 @@ impl Interpreter {
 
     /// Runs `decl`'s body in its bound frame `scope`: what it returns.
     fn run_frame(&mut self, decl: &FunDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let Some(f) = self.compiled_of(decl) {
+            return self.frame_call_compiled((decl, f), scope, pos);
+        }
         // Positions inside the function are in the file it was written in.
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
             self.exec_body(&decl.body, scope)

@@ -1,17 +1,11 @@
 //! Lowering a function's syntax tree to the compiled form, or declining.
 //!
-//! Supported: literals, locals, globals, operators, `and`/`or`/`??`/`!`,
-//! `is`, `typeof`, ranges, fields, indexes (`?[ ]` too), assignments
-//! (plain and compound) to locals, globals, fields and items, calls of
-//! globals, methods, module functions and values, templates, list and
-//! map literals, `mut`, inline `if`, `catch` expressions, object
-//! instances; `final`/`var`, blocks, `if` (with `->`/`as` bindings),
-//! `while`, `do … until`, `for`, `foreach`, `break`, `continue`, `return`
-//! and `throw`. Anything else declines the whole function: nested `fun`
-//! or lambdas (they could capture locals), `try`, fibers (`&`, `resume`,
-//! `resolve`, `yield`), generics, local objects, enums, imports and
-//! protocols, `match`, `from` blocks, casts, anonymous objects and a name
-//! the resolver left to a run-time search.
+//! Every statement and expression kind lowers except those that would
+//! capture this function's locals: a nested `fun`, a lambda, and local
+//! objects, enums, protocols and imports (their methods and defaults close
+//! over the scope). A function holding one is declined whole and runs in
+//! the walker. A name the resolver left to a run-time search (a generic
+//! parameter) is read by name from the environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the
 //! function's own level keeps its slot numbers, each nested level gets
@@ -25,7 +19,7 @@ use crate::buzz::methods;
 /// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
 pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     let frame = decl.frame.get();
-    if !frame.resolved || !decl.generics.is_empty() || decl.yields.is_some() {
+    if !frame.resolved {
         return None;
     }
     let mut l = Lower::new(frame);
@@ -153,6 +147,8 @@ impl Lower {
             S::Continue(label) => StmtKind::Continue(label.clone()),
             S::Return(value) => StmtKind::Return(maybe(value.as_ref(), |e| self.expr(e))?),
             S::Throw(e) => StmtKind::Throw(self.expr(e)?),
+            S::Out(e) => StmtKind::Out(self.expr(e)?),
+            S::Try { body, clauses } => self.try_stmt(body, clauses)?,
             _ => return None,
         };
         Some(Stmt {
@@ -472,8 +468,149 @@ impl Lower {
                 fields,
                 class,
             } => self.instance(object, fields, class, pos)?,
+            ExprKind::InstanceOf { class, fields } => {
+                let fields = self.fields(fields)?;
+                Expr::InstanceOf(Box::new(Instance {
+                    name: Rc::from(""),
+                    class: self.expr(class)?,
+                    fields,
+                    pos,
+                    layout: OnceCell::new(),
+                }))
+            }
+            _ => Expr::Extra(Box::new(self.extra(e)?)),
+        })
+    }
+
+    /// The constructs [`Extra`] holds; `None` for a lambda.
+    fn extra(&mut self, e: &ast::Expr) -> Option<Extra> {
+        let pos = e.pos;
+        Some(match &e.kind {
+            ExprKind::Block(body) => Extra::Block(self.block(body)?),
+            ExprKind::Match {
+                subject,
+                arms,
+                otherwise,
+            } => Extra::Match(Match {
+                subject: self.expr(subject)?,
+                arms: arms
+                    .iter()
+                    .map(|a| Some((self.exprs(&a.conditions)?, self.expr(&a.body)?)))
+                    .collect::<Option<_>>()?,
+                otherwise: maybe(otherwise.as_deref(), |o| self.expr(o))?,
+                pos,
+            }),
+            ExprKind::As {
+                value,
+                ty,
+                optional,
+            } => Extra::As(self.expr(value)?, ty.clone(), *optional, pos),
+            ExprKind::Pattern(source) => Extra::Pattern(source.clone(), pos),
+            ExprKind::TypeValue(ty) => Extra::TypeValue(ty.clone()),
+            ExprKind::TypedList { ty, items } => Extra::TypedList(
+                (**ty).clone(),
+                items
+                    .iter()
+                    .map(|i| Some((self.expr(i)?, i.pos)))
+                    .collect::<Option<_>>()?,
+            ),
+            ExprKind::AnonObject(fields) => Extra::AnonObject(
+                fields
+                    .iter()
+                    .map(|(n, e)| Some((n.clone(), self.expr(e)?)))
+                    .collect::<Option<_>>()?,
+            ),
+            ExprKind::AsyncCall(call) => self.async_call(call, pos)?,
+            ExprKind::Resume(x) => Extra::Resume(self.expr(x)?, x.pos, pos, false),
+            ExprKind::Resolve(x) => Extra::Resume(self.expr(x)?, x.pos, pos, true),
+            ExprKind::Yield(x) => Extra::Yield(self.expr(x)?),
+            ExprKind::Generic { callee, types } => {
+                Extra::Generic(self.expr(callee)?, types.clone())
+            }
             _ => return None,
         })
+    }
+
+    /// `&call`: the callee's parts and the arguments, run when it is made.
+    fn async_call(&mut self, call: &ast::Expr, pos: Pos) -> Option<Extra> {
+        let ExprKind::Call { callee, args } = &call.kind else {
+            return None;
+        };
+        if let ExprKind::Field {
+            object,
+            name,
+            optional: false,
+            ..
+        } = &callee.kind
+        {
+            let receiver = self.expr(object)?;
+            let args = self.args(callee, args)?;
+            return Some(Extra::AsyncMethod(
+                receiver,
+                name.clone(),
+                callee.pos,
+                args,
+                pos,
+            ));
+        }
+        Some(Extra::Async(
+            self.expr(callee)?,
+            self.args(callee, args)?,
+            pos,
+        ))
+    }
+
+    fn call_generic(
+        &mut self,
+        callee: &ast::Expr,
+        inner: &ast::Expr,
+        types: &[Type],
+        args: &[Arg],
+        pos: Pos,
+    ) -> Option<CallGeneric> {
+        let (target, method) = match &inner.kind {
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+                ..
+            } => (&**object, Some((name.clone(), *optional, inner.pos))),
+            _ => (inner, None),
+        };
+        Some(CallGeneric {
+            callee: self.expr(target)?,
+            method,
+            types: types.to_vec(),
+            args: self.args(callee, args)?,
+            pos,
+        })
+    }
+
+    fn try_stmt(&mut self, body: &[ast::Stmt], clauses: &[ast::CatchClause]) -> Option<StmtKind> {
+        let body = self.block(body)?;
+        let clauses = clauses
+            .iter()
+            .map(|c| {
+                self.with_level(|l| {
+                    let binding = match &c.binding {
+                        Some((_, ty)) => Some((l.declared(&c.slot)?, ty.clone())),
+                        None => None,
+                    };
+                    Some(Clause {
+                        binding,
+                        body: l.stmts(&c.body)?,
+                    })
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(StmtKind::Try(Box::new(Try { body, clauses })))
+    }
+
+    fn fields(&mut self, fields: &[(Rc<str>, ast::Expr)]) -> Option<Vec<(Rc<str>, Expr, Pos)>> {
+        fields
+            .iter()
+            .map(|(n, e)| Some((n.clone(), self.expr(e)?, e.pos)))
+            .collect()
     }
 
     fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
@@ -484,7 +621,11 @@ impl Lower {
                 res: global_res(hint),
                 pos,
             },
-            Res::Dynamic => return None,
+            Res::Dynamic => Expr::Extra(Box::new(Extra::Named(
+                name.clone(),
+                Resolved::default(),
+                pos,
+            ))),
         })
     }
 
@@ -589,7 +730,12 @@ impl Lower {
                     pos,
                 }))
             }
-            ExprKind::Generic { .. } => return None,
+            ExprKind::Generic {
+                callee: inner,
+                types,
+            } => Expr::Extra(Box::new(Extra::CallGeneric(Box::new(
+                self.call_generic(callee, inner, types, args, pos)?,
+            )))),
             _ => Expr::CallValue(
                 Box::new((self.expr(callee)?, self.args(callee, args)?)),
                 pos,
@@ -618,10 +764,7 @@ impl Lower {
         class: &Resolved,
         pos: Pos,
     ) -> Option<Expr> {
-        let fields = fields
-            .iter()
-            .map(|(n, e)| Some((n.clone(), self.expr(e)?, e.pos)))
-            .collect::<Option<_>>()?;
+        let fields = self.fields(fields)?;
         Some(Expr::Instance(Box::new(Instance {
             name: object.clone(),
             class: self.var_read(object, class, pos)?,
