@@ -645,4 +645,7 @@ pub struct Frame {
     pub method: bool,
     /// How many slots the frame needs.
     pub size: u32,
+    /// The body (or a function nested in it) reads or writes a local of
+    /// an enclosing function: it captures.
+    pub captures: bool,
 }

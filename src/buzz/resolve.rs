@@ -17,6 +17,10 @@
 //! the globals, kept by name: imports and hoisted declarations land there
 //! in an order known only at run time.
 //!
+//! A function whose body (or a function inside it) finds a local of an
+//! enclosing function is marked as capturing ([`Frame::captures`]): the
+//! compiled form cannot keep such locals in its flat frame.
+//!
 //! Generic parameters and local `protocol` names stay bound by name in
 //! their call's frame ([`Res::Dynamic`]); a name found in no scope is a
 //! global, whose lookup falls back to that search (so a local `import`
@@ -54,6 +58,11 @@ enum Entry {
 struct Level {
     names: Vec<(Rc<str>, Entry)>,
     next: u32,
+    /// A function's own level (its frame).
+    function: bool,
+    /// A name of an enclosing function's level was found from inside this
+    /// function's level.
+    captures: bool,
 }
 
 struct Resolver {
@@ -111,22 +120,35 @@ impl Resolver {
         slot.set(res);
     }
 
-    fn lookup(&self, name: &str) -> Res {
+    fn lookup(&mut self, name: &str) -> Res {
         for (depth, level) in self.levels.iter().rev().enumerate() {
             let found = level.names.iter().rev().find(|(n, _)| &**n == name);
             match found {
                 Some((_, Entry::Slot { slot, fixed })) => {
+                    let (slot, fixed) = (*slot, *fixed);
+                    self.mark_captures(depth);
                     return Res::Local {
                         depth: depth as u32,
-                        slot: *slot,
-                        fixed: *fixed,
-                    }
+                        slot,
+                        fixed,
+                    };
                 }
                 Some((_, Entry::Named)) => return Res::Dynamic,
                 None => {}
             }
         }
         Res::Global { hint: 0 }
+    }
+
+    /// A local found `depth` levels out: every function level crossed on
+    /// the way captures it.
+    fn mark_captures(&mut self, depth: usize) {
+        let inner = self.levels.len().saturating_sub(depth);
+        for level in &mut self.levels[inner..] {
+            if level.function {
+                level.captures = true;
+            }
+        }
     }
 
     // ----- statements -----
@@ -290,25 +312,29 @@ impl Resolver {
     /// A function's frame: `this` (for a method), then the parameters, each
     /// default read with the earlier ones bound, then the body.
     fn function(&mut self, decl: &FunDecl, method: bool) {
-        let ((), size) = self.with_level(|r| {
-            if method {
-                r.declare(&this_name(), true);
-            }
-            for name in &decl.generics {
-                r.declare_named(name);
-            }
-            for param in &decl.params {
-                if let Some(e) = &param.default {
-                    r.expr(e);
-                }
-                r.declare(&param.name, true);
-            }
-            r.stmts(&decl.body);
+        self.levels.push(Level {
+            function: true,
+            ..Level::default()
         });
+        if method {
+            self.declare(&this_name(), true);
+        }
+        for name in &decl.generics {
+            self.declare_named(name);
+        }
+        for param in &decl.params {
+            if let Some(e) = &param.default {
+                self.expr(e);
+            }
+            self.declare(&param.name, true);
+        }
+        self.stmts(&decl.body);
+        let level = self.levels.pop().unwrap_or_default();
         decl.frame.set(Frame {
             resolved: true,
             method,
-            size,
+            size: level.next,
+            captures: level.captures,
         });
     }
 

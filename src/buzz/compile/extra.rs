@@ -7,7 +7,7 @@ use super::*;
 use crate::buzz::fiber::Deferred;
 use crate::buzz::interp::{Eval, Flow, Interpreter};
 use crate::buzz::lang::anon_object_of;
-use crate::buzz::value::{ListObj, Scope};
+use crate::buzz::value::{Closure, ListObj, Scope};
 
 impl Interpreter {
     /// `try { … } catch …`: the first clause whose type holds what was
@@ -84,6 +84,11 @@ impl Interpreter {
                 let f = self.c_eval(callee, fr, env)?;
                 Ok(self.with_type_args(f, types, env))
             }
+            Extra::Lambda(decl) => Ok(Value::Function(Rc::new(Closure {
+                decl: decl.clone(),
+                scope: env.clone(),
+                type_args: Vec::new(),
+            }))),
             Extra::CallGeneric(call) => self.c_call_generic(call, fr, env),
             Extra::Named(name, res, pos) => self.variable(name, res, env, *pos),
         }

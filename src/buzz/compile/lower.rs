@@ -1,7 +1,8 @@
 //! Lowering a function's syntax tree to the compiled form, or declining.
 //!
 //! Every statement and expression kind lowers except those that would
-//! capture this function's locals: a nested `fun`, a lambda, and local
+//! capture this function's locals: a nested `fun` or lambda that reads or
+//! writes one (the resolver marks it: `Frame::captures`), and local
 //! objects, enums, protocols and imports (their methods and defaults close
 //! over the scope). A function holding one is declined whole and runs in
 //! the walker. A name the resolver left to a run-time search (a generic
@@ -148,6 +149,12 @@ impl Lower {
             S::Return(value) => StmtKind::Return(maybe(value.as_ref(), |e| self.expr(e))?),
             S::Throw(e) => StmtKind::Throw(self.expr(e)?),
             S::Out(e) => StmtKind::Out(self.expr(e)?),
+            S::Fun(decl) if !decl.frame.get().captures => StmtKind::StoreLocal {
+                slot: self.declared(&decl.slot)?,
+                op: None,
+                value: Expr::Extra(Box::new(Extra::Lambda(decl.clone()))),
+                pos: stmt.pos,
+            },
             S::Try { body, clauses } => self.try_stmt(body, clauses)?,
             _ => return None,
         };
@@ -527,6 +534,7 @@ impl Lower {
             ExprKind::Generic { callee, types } => {
                 Extra::Generic(self.expr(callee)?, types.clone())
             }
+            ExprKind::Lambda(decl) if !decl.frame.get().captures => Extra::Lambda(decl.clone()),
             _ => return None,
         })
     }

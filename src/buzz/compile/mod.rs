@@ -13,10 +13,10 @@
 //! numbers and calls without a scope, and each node keeps the position its
 //! errors name, so covering the rest of the language (`try`, `match`,
 //! `from`, casts, fibers, generics: [`extra`]) took new nodes, not a new
-//! engine. What it still declines, and the walker runs, is a function that
-//! declares a nested function, a lambda, or a local object, enum, protocol
-//! or import: those capture the function's locals, which live in the flat
-//! frame (upvalues are the missing piece, see `docs/buzz.md`).
+//! engine. What it still declines, and the walker runs, is a function
+//! holding a nested function or lambda that captures its locals, or a
+//! local object, enum, protocol or import: the captured locals would have
+//! to outlive the flat frame (upvalues are the missing piece).
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own
@@ -292,6 +292,9 @@ enum Extra {
     /// written, where the operator is.
     Resume(Expr, Pos, Pos, bool),
     Yield(Expr),
+    /// A lambda or local `fun` that captures nothing of this function:
+    /// a closure over the environment.
+    Lambda(Rc<FunDecl>),
     /// `f::<T, …>` as a value.
     Generic(Expr, Vec<Type>),
     /// `f::<T, …>(args)` and `receiver.name::<T, …>(args)`.

@@ -202,8 +202,8 @@ fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
     assert_eq!(ending.result, Ok(0));
     let text = String::from_utf8(ending.output).unwrap();
     assert!(text.starts_with("113 [31, 11, 21] 2 5 5\n"), "{text}");
-    // `shapes` makes a lambda: declined, run by the walker.
-    assert_eq!(names, ["bump", "loops", "main"], "{text}");
+    // `shapes` makes a lambda that captures nothing: compiled too.
+    assert_eq!(names, ["bump", "loops", "shapes", "main"], "{text}");
 }
 
 /// The constructs the compiled form once declined: `try`, `from`
@@ -282,7 +282,21 @@ fun fibers() > str {
     return "{seen}| {resolve g}";
 }
 
+fun lambdas(n: int) > int {
+    fun twice(x: int) > int {
+        return x * 2;
+    }
+    final add = fun (a: int, b: int) > int => a + b;
+    return add(twice(n), [1, 2].map::<int>(fun (i: int, x: int) > int => x * 10)[1]);
+}
+
+fun captures(n: int) > int {
+    final add = fun (a: int) > int => a + n;
+    return add(1);
+}
+
 fun main() > void {
+    std.print("{lambdas(4)} {captures(4)}");
     std.print("{attempts(1)} / {attempts(5)}");
     std.print(shapes(3));
     std.print(shapes("a"));
@@ -301,12 +315,13 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
     assert!(
-        text.starts_with("small bare / caught big 5 bare\n"),
+        text.starts_with("28 5\nsmall bare / caught big 5 bare\n"),
         "{text}"
     );
+    // `captures` reads its parameter from a lambda: declined.
     assert_eq!(
         names,
-        ["attempts", "shapes", "first", "counter", "fibers", "main"],
+        ["attempts", "shapes", "first", "counter", "fibers", "lambdas", "main"],
         "{text}"
     );
 }
