@@ -33,6 +33,10 @@ both() {
     c=$?
     MAGUS_BUZZ_NO_COMPILE=1 "$magus" --workspace "$ws" "$@" <"$input" >"$ws/w.out" 2>"$ws/w.err"
     w=$?
+    # upstream's `testing.buzz` prints how long its tests took.
+    for f in "$ws"/c.out "$ws"/w.out; do
+        sed -E 's/ in [0-9.e-]+ seconds/ in N seconds/' "$f" >"$f.t" && mv "$f.t" "$f"
+    done
     if [ "$c" -eq "$w" ] && cmp -s "$ws/c.out" "$ws/w.out" && cmp -s "$ws/c.err" "$ws/w.err"; then
         same=$((same + 1))
         printf 'SAME %s (exit %s)\n' "$label" "$c"

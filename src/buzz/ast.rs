@@ -223,6 +223,9 @@ pub struct FunDecl {
     pub frame: Cell<Frame>,
     /// Its compiled form, made at its first call (see [`super::compile`]).
     pub compiled: super::compile::Cache,
+    /// The enclosing functions' locals it captures, each as (levels out
+    /// from where the function is made, slot) (filled by the resolver).
+    pub captured: std::cell::OnceCell<Box<[(u32, u32)]>>,
 }
 
 #[derive(Debug)]
@@ -648,4 +651,8 @@ pub struct Frame {
     /// The body (or a function nested in it) reads or writes a local of
     /// an enclosing function: it captures.
     pub captures: bool,
+    /// One of those locals may change after the function is made (a
+    /// `var`, a local `fun`, a name declared twice in one scope): the
+    /// function must share it, not copy it.
+    pub shares: bool,
 }

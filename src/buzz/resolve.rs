@@ -48,6 +48,9 @@ enum Entry {
     Slot {
         slot: u32,
         fixed: bool,
+        /// Declared again in the same level (a local `fun` always is:
+        /// once ahead, once where it stands): a copy of it may go stale.
+        again: bool,
     },
     /// Bound by name at run time (generic parameters, local protocols).
     Named,
@@ -63,6 +66,11 @@ struct Level {
     /// A name of an enclosing function's level was found from inside this
     /// function's level.
     captures: bool,
+    /// One of those names may change after this function is made.
+    shares: bool,
+    /// Those names, each as (levels out from where this function is
+    /// made, slot).
+    captured: Vec<(u32, u32)>,
 }
 
 struct Resolver {
@@ -89,16 +97,29 @@ impl Resolver {
         };
         let found = level.names.iter_mut().rev().find(|(n, _)| n == name);
         let slot = match found {
-            Some((_, Entry::Slot { slot, fixed: f })) => {
+            Some((
+                _,
+                Entry::Slot {
+                    slot,
+                    fixed: f,
+                    again,
+                },
+            )) => {
                 *f = fixed;
+                *again = true;
                 *slot
             }
             _ => {
                 let slot = level.next;
                 level.next += 1;
-                level
-                    .names
-                    .push((name.clone(), Entry::Slot { slot, fixed }));
+                level.names.push((
+                    name.clone(),
+                    Entry::Slot {
+                        slot,
+                        fixed,
+                        again: false,
+                    },
+                ));
                 slot
             }
         };
@@ -124,9 +145,9 @@ impl Resolver {
         for (depth, level) in self.levels.iter().rev().enumerate() {
             let found = level.names.iter().rev().find(|(n, _)| &**n == name);
             match found {
-                Some((_, Entry::Slot { slot, fixed })) => {
-                    let (slot, fixed) = (*slot, *fixed);
-                    self.mark_captures(depth);
+                Some((_, Entry::Slot { slot, fixed, again })) => {
+                    let (slot, fixed, copyable) = (*slot, *fixed, *fixed && !*again);
+                    self.mark_captures(depth, slot, copyable);
                     return Res::Local {
                         depth: depth as u32,
                         slot,
@@ -142,11 +163,17 @@ impl Resolver {
 
     /// A local found `depth` levels out: every function level crossed on
     /// the way captures it.
-    fn mark_captures(&mut self, depth: usize) {
+    fn mark_captures(&mut self, depth: usize, slot: u32, copyable: bool) {
         let inner = self.levels.len().saturating_sub(depth);
-        for level in &mut self.levels[inner..] {
+        for (at, level) in self.levels.iter_mut().enumerate().skip(inner) {
             if level.function {
                 level.captures = true;
+                level.shares |= !copyable;
+                // Levels between where this function is made and the name's.
+                let out = (at - inner) as u32;
+                if !level.captured.contains(&(out, slot)) {
+                    level.captured.push((out, slot));
+                }
             }
         }
     }
@@ -335,7 +362,10 @@ impl Resolver {
             method,
             size: level.next,
             captures: level.captures,
+            shares: level.shares,
         });
+        // Resolved once per program; a second time would find the same.
+        let _ = decl.captured.set(level.captured.into());
     }
 
     // ----- expressions -----

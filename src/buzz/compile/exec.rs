@@ -170,7 +170,14 @@ impl Interpreter {
         for (i, slot) in frame.iter_mut().take(own).enumerate() {
             *slot = scope.set(i as u32, Value::Null);
         }
-        let result = self.run_compiled(decl, f, &mut frame, scope, pos);
+        // The scope it was made in, as a direct call's environment is;
+        // a generic function keeps its frame, where `T` is bound (and it
+        // then reads no enclosing local: see `lower::function`).
+        let env = match &scope.parent {
+            Some(parent) if decl.generics.is_empty() => parent,
+            _ => scope,
+        };
+        let result = self.run_compiled(decl, f, &mut frame, env, pos);
         self.give_back_frame(frame);
         result
     }

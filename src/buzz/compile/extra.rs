@@ -89,6 +89,11 @@ impl Interpreter {
                 scope: env.clone(),
                 type_args: Vec::new(),
             }))),
+            Extra::Closure(c) => Ok(self.c_closure(c, fr, env)),
+            Extra::Outer(out, slot, name, pos) => match env.ancestor(*out) {
+                Some(scope) => Ok(scope.get(*slot)),
+                None => self.variable(name, &Resolved::default(), env, *pos),
+            },
             Extra::CallGeneric(call) => self.c_call_generic(call, fr, env),
             Extra::Named(name, res, pos) => self.variable(name, res, env, *pos),
         }
@@ -119,6 +124,25 @@ impl Interpreter {
         let f = self.with_type_args(f, &call.types, env);
         let values = self.c_arguments(&call.args, fr, env)?;
         self.call_value(&f, values, call.pos)
+    }
+
+    /// A closure over copies of the locals it captures, in the chain of
+    /// scopes the walker's closure would hold.
+    fn c_closure(&mut self, c: &Copying, fr: &mut [Value], env: &Rc<Scope>) -> Value {
+        let mut scope = env.clone();
+        for level in (0..c.levels).rev() {
+            scope = Scope::with_capacity(scope, 0);
+            for &(out, slot, index) in &c.copies {
+                if out == level {
+                    scope.set(slot, fr[index as usize].clone());
+                }
+            }
+        }
+        Value::Function(Rc::new(Closure {
+            decl: c.decl.clone(),
+            scope,
+            type_args: Vec::new(),
+        }))
     }
 
     /// The walker's `match_value`: the subject, then each arm's

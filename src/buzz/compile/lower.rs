@@ -25,6 +25,11 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     }
     let mut l = Lower::new(frame);
     let body = l.stmts(&decl.body)?;
+    if l.outer && !decl.generics.is_empty() {
+        // A generic function's environment is its own walker frame (where
+        // its type parameters are bound), not the scope it was made in.
+        return None;
+    }
     let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
     let accessor = accessor::Accessor::of(decl, &body);
     Some(Function {
@@ -43,6 +48,9 @@ struct Lower {
     next: u32,
     /// Lowering the general form of an [`Expr::Arith`]: no nested one.
     in_arith: bool,
+    /// Reads an enclosing function's local, or makes a closure that
+    /// copies this one's: both count levels out from the environment.
+    outer: bool,
 }
 
 impl Lower {
@@ -52,6 +60,7 @@ impl Lower {
             own: frame.size,
             next: frame.size,
             in_arith: false,
+            outer: false,
         }
     }
 
@@ -149,10 +158,10 @@ impl Lower {
             S::Return(value) => StmtKind::Return(maybe(value.as_ref(), |e| self.expr(e))?),
             S::Throw(e) => StmtKind::Throw(self.expr(e)?),
             S::Out(e) => StmtKind::Out(self.expr(e)?),
-            S::Fun(decl) if !decl.frame.get().captures => StmtKind::StoreLocal {
+            S::Fun(decl) => StmtKind::StoreLocal {
                 slot: self.declared(&decl.slot)?,
                 op: None,
-                value: Expr::Extra(Box::new(Extra::Lambda(decl.clone()))),
+                value: Expr::Extra(Box::new(self.closure(decl)?)),
                 pos: stmt.pos,
             },
             S::Try { body, clauses } => self.try_stmt(body, clauses)?,
@@ -534,9 +543,37 @@ impl Lower {
             ExprKind::Generic { callee, types } => {
                 Extra::Generic(self.expr(callee)?, types.clone())
             }
-            ExprKind::Lambda(decl) if !decl.frame.get().captures => Extra::Lambda(decl.clone()),
+            ExprKind::Lambda(decl) => self.closure(decl)?,
             _ => return None,
         })
+    }
+
+    /// A lambda or local `fun`: over the environment when it captures
+    /// nothing of this function; with a copy of each local it captures
+    /// when none of them can change after it is made; else declined.
+    fn closure(&mut self, decl: &Rc<FunDecl>) -> Option<Extra> {
+        let frame = decl.frame.get();
+        if !frame.captures {
+            return Some(Extra::Lambda(decl.clone()));
+        }
+        if frame.shares {
+            return None;
+        }
+        let levels = self.levels.len();
+        let mut copies = Vec::new();
+        for &(out, slot) in decl.captured.get()?.iter() {
+            // A local of a function outside this one is already in the
+            // environment's chain.
+            if (out as usize) < levels {
+                copies.push((out, slot, self.local(out, slot)?));
+            }
+        }
+        self.outer = true;
+        Some(Extra::Closure(Box::new(Copying {
+            decl: decl.clone(),
+            levels: u32::try_from(levels).ok()?,
+            copies,
+        })))
     }
 
     /// `&call`: the callee's parts and the arguments, run when it is made.
@@ -623,6 +660,11 @@ impl Lower {
 
     fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
         Some(match res.get() {
+            Res::Local { depth, slot, .. } if depth as usize >= self.levels.len() => {
+                self.outer = true;
+                let out = depth - u32::try_from(self.levels.len()).ok()?;
+                Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos)))
+            }
             Res::Local { depth, slot, .. } => Expr::Local(self.local(depth, slot)?),
             Res::Global { hint } => Expr::Global {
                 name: name.clone(),

@@ -295,6 +295,12 @@ enum Extra {
     /// A lambda or local `fun` that captures nothing of this function:
     /// a closure over the environment.
     Lambda(Rc<FunDecl>),
+    /// A lambda or local `fun` capturing locals that cannot change after
+    /// it is made: a closure over copies of them.
+    Closure(Box<Copying>),
+    /// A local of an enclosing function: levels out from the environment,
+    /// slot (the name and place for the walker's fallback by name).
+    Outer(u32, u32, Rc<str>, Pos),
     /// `f::<T, …>` as a value.
     Generic(Expr, Vec<Type>),
     /// `f::<T, …>(args)` and `receiver.name::<T, …>(args)`.
@@ -302,6 +308,18 @@ enum Extra {
     /// A name bound at run time in the call's frame (a generic
     /// parameter, a local `protocol`): found by name, as the walker does.
     Named(Rc<str>, Resolved, Pos),
+}
+
+/// A closure that copies the locals it captures: the scope chain the
+/// walker would give it, one scope per level of this function between
+/// where it is made and the function's own, holding only those copies.
+struct Copying {
+    decl: Rc<FunDecl>,
+    /// Levels of this function open where the closure is made.
+    levels: u32,
+    /// Each copied local: levels out from where it is made, its slot
+    /// there, its index in the flat frame.
+    copies: Vec<(u32, u32, u32)>,
 }
 
 /// A generic call: the callee's parts, the type arguments, the arguments.

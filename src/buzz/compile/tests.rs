@@ -295,8 +295,40 @@ fun captures(n: int) > int {
     return add(1);
 }
 
+fun steps() > str {
+    final fs: mut [fun () > int] = mut [];
+    foreach (i in 0..3) {
+        final k = i * 10;
+        fs.append(fun () > int => i + k);
+    }
+    var j = 0;
+    while (j < 2) {
+        final m = j;
+        fs.append(fun () > int {
+            final deeper = fun () > int => m + 100;
+            return deeper();
+        });
+        j += 1;
+    }
+    var text = "";
+    foreach (f in fs) {
+        text = text + "{f()} ";
+    }
+    return text;
+}
+
+fun shared() > int {
+    var count = 0;
+    final bump = fun () > void {
+        count = count + 1;
+    };
+    bump();
+    bump();
+    return count;
+}
+
 fun main() > void {
-    std.print("{lambdas(4)} {captures(4)}");
+    std.print("{lambdas(4)} {captures(4)} {steps()} {shared()}");
     std.print("{attempts(1)} / {attempts(5)}");
     std.print(shapes(3));
     std.print(shapes("a"));
@@ -315,13 +347,16 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
     assert!(
-        text.starts_with("28 5\nsmall bare / caught big 5 bare\n"),
+        text.starts_with("28 5 0 11 22 100 101  2\nsmall bare / caught big 5 bare\n"),
         "{text}"
     );
-    // `captures` reads its parameter from a lambda: declined.
+    // `shared` changes a `var` from a lambda: declined.
     assert_eq!(
         names,
-        ["attempts", "shapes", "first", "counter", "fibers", "lambdas", "main"],
+        [
+            "attempts", "shapes", "first", "counter", "fibers", "lambdas", "captures", "steps",
+            "main"
+        ],
         "{text}"
     );
 }
