@@ -2034,6 +2034,11 @@ impl Interpreter {
         self.run_direct(callee.decl, inner, pos)
     }
 
+    /// Whether functions run compiled (`MAGUS_BUZZ_NO_COMPILE` unset).
+    pub(super) fn compiles(&self) -> bool {
+        self.compile
+    }
+
     /// `decl`'s compiled form, when compilation is on and it compiles.
     #[inline]
     pub(super) fn compiled_of<'d>(

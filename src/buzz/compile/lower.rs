@@ -40,6 +40,18 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     })
 }
 
+/// Lowers a top-level block (a `test` body), run in a scope of its own
+/// under the globals: its level is the only one, laid out as a nested
+/// level is. `None` when it uses anything outside the compiled form.
+pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
+    // No function level: nothing resolves to the first (empty) level.
+    let mut l = Lower::new(Frame::default());
+    let body = l.block(body)?;
+    // A closure copying its locals would count that empty first level as
+    // a scope of the chain, which the walker does not make.
+    (!l.outer).then_some((body, l.next as usize))
+}
+
 struct Lower {
     /// Each nested level's map from the resolver's slot to a frame index;
     /// the function's own level (first) maps each slot to itself.

@@ -29,6 +29,7 @@ mod extra;
 mod lower;
 
 use super::ast::{BinOp, FunDecl, MemberCache, Resolved, Type, UnOp};
+use super::interp::Interpreter;
 use super::lexer::Pos;
 use super::value::Value;
 use std::cell::OnceCell;
@@ -65,6 +66,24 @@ pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
         .0
         .get_or_init(|| lower::function(decl).map(Box::new))
         .as_deref()
+}
+
+impl Interpreter {
+    /// Runs a top-level block (a `test` body) compiled, in a frame of its
+    /// own under `globals`; `None` when compilation is off or the block is
+    /// declined (the walker then runs it).
+    pub(crate) fn run_block_compiled(
+        &mut self,
+        body: &[super::ast::Stmt],
+        globals: &Rc<super::value::Scope>,
+    ) -> Option<super::interp::Eval<()>> {
+        if !self.compiles() {
+            return None;
+        }
+        let (body, size) = lower::block(body)?;
+        let mut frame = vec![Value::Null; size];
+        Some(self.c_all(&body, &mut frame, globals))
+    }
 }
 
 /// A compiled function body.

@@ -684,3 +684,73 @@ fn deep_recursion_on_an_ordinary_thread_ends_in_the_same_clean_error() {
     );
     assert_eq!(Err(err), walked);
 }
+
+/// `test` blocks run compiled (`magus test`): each outcome, and what they
+/// print, is the walker's.
+#[test]
+fn test_blocks_end_the_same_compiled_and_walked() {
+    let source = r#"
+import "std";
+
+fun half(n: int) > int {
+    return n / 2;
+}
+
+test "passes" {
+    final items = [1, 2, 3];
+    var total = 0;
+    foreach (i in items) {
+        total += half(i * 2);
+    }
+    std.print("total {total}");
+    std.assert(total == 6, message: "sum");
+}
+
+test "fails where it divides" {
+    final zero = half(1);
+    std.print("{10 / zero}");
+}
+
+test "catches" {
+    try {
+        throw "no";
+    } catch (e: str) {
+        std.print("caught {e}");
+    }
+    final double = fun (x: int) > int => x * 2;
+    std.print("{double(21)}");
+}
+"#;
+    let run_tests = |compile: bool| {
+        buzz::stack::run_on_interpreter_stack(move || {
+            let file = Path::new("tests.buzz");
+            let program = buzz::parse(file, source).unwrap();
+            let out = Captured::default();
+            let outcomes = Interpreter::new(file, Vec::new())
+                .with_output(Box::new(out.clone()))
+                .with_compiled(compile)
+                .run_tests(&program)
+                .unwrap();
+            let ends: Vec<(String, Option<String>)> = outcomes
+                .into_iter()
+                .map(|o| (o.name, o.failure.map(|e| e.to_string())))
+                .collect();
+            let printed = String::from_utf8_lossy(&out.0.borrow()).into_owned();
+            (ends, printed)
+        })
+        .unwrap()
+    };
+    let (walked, fast) = (run_tests(false), run_tests(true));
+    assert_eq!(fast, walked);
+    assert_eq!(fast.1, "total 6\ncaught no\n42\n");
+    let failure = fast.0[1].1.as_deref().unwrap_or_default();
+    assert!(
+        failure.contains("20:20") && failure.contains("division by zero"),
+        "{failure}"
+    );
+    assert!(
+        fast.0[0].1.is_none() && fast.0[2].1.is_none(),
+        "{:?}",
+        fast.0
+    );
+}
