@@ -186,6 +186,9 @@ impl Resolver {
         if !self.levels.is_empty() {
             for stmt in body {
                 if let StmtKind::Fun(decl) = &stmt.kind {
+                    // Bound only where it stands: a function made before
+                    // then must share the slot, not copy it (still null).
+                    self.declare(&decl.name, true);
                     self.declare(&decl.name, true);
                 }
             }

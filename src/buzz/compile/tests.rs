@@ -317,6 +317,16 @@ fun steps() > str {
     return text;
 }
 
+fun siblings(n: int) > int {
+    fun first(x: int) > int {
+        return second(x) + 1;
+    }
+    fun second(x: int) > int {
+        return x * n;
+    }
+    return first(2);
+}
+
 fun shared() > int {
     var count = 0;
     final bump = fun () > void {
@@ -328,7 +338,7 @@ fun shared() > int {
 }
 
 fun main() > void {
-    std.print("{lambdas(4)} {captures(4)} {steps()} {shared()}");
+    std.print("{lambdas(4)} {captures(4)} {steps()} {shared()} {siblings(3)}");
     std.print("{attempts(1)} / {attempts(5)}");
     std.print(shapes(3));
     std.print(shapes("a"));
@@ -347,7 +357,7 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
     assert!(
-        text.starts_with("28 5 0 11 22 100 101  2\nsmall bare / caught big 5 bare\n"),
+        text.starts_with("28 5 0 11 22 100 101  2 7\nsmall bare / caught big 5 bare\n"),
         "{text}"
     );
     // `shared` changes a `var` from a lambda: declined.
