@@ -223,9 +223,22 @@ pub struct FunDecl {
     pub frame: Cell<Frame>,
     /// Its compiled form, made at its first call (see [`super::compile`]).
     pub compiled: super::compile::Cache,
+    /// What it captures and what is captured of it (filled by the
+    /// resolver).
+    pub captured: std::cell::OnceCell<Captures>,
+}
+
+/// A function's captures, as the resolver found them.
+#[derive(Debug, Default)]
+pub struct Captures {
     /// The enclosing functions' locals it captures, each as (levels out
-    /// from where the function is made, slot) (filled by the resolver).
-    pub captured: std::cell::OnceCell<Box<[(u32, u32)]>>,
+    /// from where the function is made, slot).
+    pub outer: Box<[(u32, u32)]>,
+    /// The slots of its own level that functions inside it capture.
+    pub own: Box<[u32]>,
+    /// A function inside it shares a local of one of its nested levels
+    /// (a block's, a loop's): only a scope per level could hold it.
+    pub nested_shared: bool,
 }
 
 #[derive(Debug)]

@@ -71,6 +71,10 @@ struct Level {
     /// Those names, each as (levels out from where this function is
     /// made, slot).
     captured: Vec<(u32, u32)>,
+    /// Slots of this (function) level that inner functions capture.
+    own: Vec<u32>,
+    /// An inner function shares a local of a nested level of this one.
+    nested_shared: bool,
 }
 
 struct Resolver {
@@ -165,6 +169,12 @@ impl Resolver {
     /// the way captures it.
     fn mark_captures(&mut self, depth: usize, slot: u32, copyable: bool) {
         let inner = self.levels.len().saturating_sub(depth);
+        let Some(found) = inner.checked_sub(1) else {
+            return;
+        };
+        if (inner..self.levels.len()).any(|at| self.levels[at].function) {
+            self.mark_owner(found, slot, copyable);
+        }
         for (at, level) in self.levels.iter_mut().enumerate().skip(inner) {
             if level.function {
                 level.captures = true;
@@ -175,6 +185,22 @@ impl Resolver {
                     level.captured.push((out, slot));
                 }
             }
+        }
+    }
+
+    /// A local of level `found`, captured by an inner function: noted on
+    /// the function whose level (or nested level) holds it.
+    fn mark_owner(&mut self, found: usize, slot: u32, copyable: bool) {
+        let Some(owner) = (0..=found).rev().find(|&at| self.levels[at].function) else {
+            return;
+        };
+        let level = &mut self.levels[owner];
+        if owner == found {
+            if !level.own.contains(&slot) {
+                level.own.push(slot);
+            }
+        } else if !copyable {
+            level.nested_shared = true;
         }
     }
 
@@ -368,7 +394,11 @@ impl Resolver {
             shares: level.shares,
         });
         // Resolved once per program; a second time would find the same.
-        let _ = decl.captured.set(level.captured.into());
+        let _ = decl.captured.set(Captures {
+            outer: level.captured.into(),
+            own: level.own.into(),
+            nested_shared: level.nested_shared,
+        });
     }
 
     // ----- expressions -----

@@ -250,6 +250,14 @@ impl Interpreter {
         env: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
+        let own;
+        let env = match &f.own {
+            None => env,
+            Some(slots) => {
+                own = self.own_scope(slots, frame, env);
+                &own
+            }
+        };
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
             self.c_body(&f.body, frame, env)
         } else {
@@ -265,6 +273,20 @@ impl Interpreter {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// The scope of a call whose own level's shared locals live there
+    /// (the walker's frame for them): its parameters among them moved in.
+    #[cold]
+    #[inline(never)]
+    fn own_scope(&mut self, slots: &[u32], frame: &mut [Value], env: &Rc<Scope>) -> Rc<Scope> {
+        let scope = Scope::with_capacity(env.clone(), 0);
+        for &slot in slots {
+            if let Some(v) = frame.get_mut(slot as usize) {
+                drop(scope.set(slot, std::mem::take(v)));
+            }
+        }
+        scope
     }
 
     /// A function's own statements; a `return` among them gives its value
@@ -418,6 +440,15 @@ impl Interpreter {
             } => self.c_for(init, cond.as_ref(), step, (body, label), fr, env),
             StmtKind::ForEach(each) => self.c_foreach(each, fr, env),
             StmtKind::Out(e) => Err(Flow::Out(self.c_eval(e, fr, env)?)),
+            StmtKind::VarInScope {
+                slot,
+                init,
+                ty,
+                name,
+            } => {
+                let var = (*slot, init.as_ref(), ty.as_ref(), name);
+                self.c_var_in_scope(var, stmt.pos, fr, env)
+            }
             StmtKind::Try(t) => self.c_try(t, fr, env),
             StmtKind::Break(label) => Err(Flow::Break(label.clone())),
             StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),

@@ -94,6 +94,7 @@ impl Interpreter {
                 Some(scope) => Ok(scope.get(*slot)),
                 None => self.variable(name, &Resolved::default(), env, *pos),
             },
+            Extra::Store(store) => self.c_store_scope(store, fr, env),
             Extra::CallGeneric(call) => self.c_call_generic(call, fr, env),
             Extra::Named(name, res, pos) => self.variable(name, res, env, *pos),
         }
@@ -124,6 +125,44 @@ impl Interpreter {
         let f = self.with_type_args(f, &call.types, env);
         let values = self.c_arguments(&call.args, fr, env)?;
         self.call_value(&f, values, call.pos)
+    }
+
+    /// A store into a local kept in a scope: the value, then (for `op=`)
+    /// the operator on the old value, as the walker's assignment does.
+    fn c_store_scope(&mut self, s: &ScopeStore, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let new = self.c_eval(&s.value, fr, env)?;
+        let Some(scope) = env.ancestor(s.out) else {
+            return self.assign_var(&s.name, s.op, new, env, s.at, s.pos);
+        };
+        let v = match s.op {
+            None => new,
+            Some(op) => {
+                let old = scope.get(s.slot);
+                crate::buzz::methods::binary(op, &old, &new).map_err(|m| self.fail(s.pos, m))?
+            }
+        };
+        drop(scope.set(s.slot, v.clone()));
+        Ok(v)
+    }
+
+    /// A declaration of a local kept in the call's scope (`env`).
+    pub(super) fn c_var_in_scope(
+        &mut self,
+        (slot, init, ty, name): (u32, Option<&Expr>, Option<&Type>, &Rc<str>),
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
+        let value = match init {
+            Some(e) => self.c_eval(e, fr, env)?,
+            None => Value::Null,
+        };
+        let value = match ty {
+            Some(ty) => self.conform_with(ty, value, || format!("`{name}`"), pos)?,
+            None => value,
+        };
+        drop(env.set(slot, value));
+        Ok(())
     }
 
     /// A closure over copies of the locals it captures, in the chain of

@@ -24,8 +24,20 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         return None;
     }
     let mut l = Lower::new(frame);
-    let body = l.stmts(&decl.body)?;
-    if l.outer && !decl.generics.is_empty() {
+    let mut body = l.stmts(&decl.body);
+    if body.is_none() && l.wants_scope {
+        // A closure shares a local of this function's own level: those
+        // locals move to a scope made at each call, the rest stay flat.
+        let caps = decl.captured.get()?;
+        if caps.nested_shared {
+            return None;
+        }
+        l = Lower::new(frame);
+        l.own_slots = Some(caps.own.clone());
+        body = l.stmts(&decl.body);
+    }
+    let body = body?;
+    if (l.outer || l.own_slots.is_some()) && !decl.generics.is_empty() {
         // A generic function's environment is its own walker frame (where
         // its type parameters are bound), not the scope it was made in.
         return None;
@@ -37,6 +49,7 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         size: l.next as usize,
         checks,
         accessor,
+        own: l.own_slots,
     })
 }
 
@@ -63,6 +76,12 @@ struct Lower {
     /// Reads an enclosing function's local, or makes a closure that
     /// copies this one's: both count levels out from the environment.
     outer: bool,
+    /// A closure shares (not copies) a local: lowered again with
+    /// `own_slots`.
+    wants_scope: bool,
+    /// The slots of this function's own level kept in a scope made at
+    /// each call (the environment inside the body), for closures to share.
+    own_slots: Option<Box<[u32]>>,
 }
 
 impl Lower {
@@ -73,6 +92,8 @@ impl Lower {
             next: frame.size,
             in_arith: false,
             outer: false,
+            wants_scope: false,
+            own_slots: None,
         }
     }
 
@@ -90,7 +111,7 @@ impl Lower {
     fn local(&mut self, depth: u32, slot: u32) -> Option<u32> {
         let at = self.levels.len().checked_sub(1 + depth as usize)?;
         if at == 0 {
-            return (slot < self.own).then_some(slot);
+            return (slot < self.own && !self.in_scope(depth, slot)).then_some(slot);
         }
         let level = self.levels.get_mut(at)?;
         if let Some((_, index)) = level.iter().find(|(s, _)| *s == slot) {
@@ -100,6 +121,42 @@ impl Lower {
         self.next = self.next.checked_add(1)?;
         level.push((slot, index));
         Some(index)
+    }
+
+    /// Whether the resolver's `(depth, slot)` is one of the own level's
+    /// locals kept in the call's scope.
+    fn in_scope(&self, depth: u32, slot: u32) -> bool {
+        let own_level = depth as usize + 1 == self.levels.len();
+        own_level && self.own_slots.as_ref().is_some_and(|o| o.contains(&slot))
+    }
+
+    /// Levels out from the environment of a local `depth` levels out from
+    /// here, when it is outside this function.
+    fn outside(&self, depth: u32) -> Option<u32> {
+        let levels = u32::try_from(self.levels.len()).ok()?;
+        let base = u32::from(self.own_slots.is_some());
+        depth.checked_sub(levels).map(|out| out + base)
+    }
+
+    /// A store into a scope: `out` levels out from the environment (the
+    /// call's own scope is 0 when the function keeps one).
+    fn store_scope(
+        &mut self,
+        (out, slot): (u32, u32),
+        (name, at): (&Rc<str>, Pos),
+        op: Option<BinOp>,
+        value: &ast::Expr,
+        pos: Pos,
+    ) -> Option<Expr> {
+        Some(Expr::Extra(Box::new(Extra::Store(Box::new(ScopeStore {
+            out,
+            slot,
+            name: name.clone(),
+            op,
+            value: self.expr(value)?,
+            at,
+            pos,
+        })))))
     }
 
     /// The frame index a declaration binds.
@@ -170,12 +227,7 @@ impl Lower {
             S::Return(value) => StmtKind::Return(maybe(value.as_ref(), |e| self.expr(e))?),
             S::Throw(e) => StmtKind::Throw(self.expr(e)?),
             S::Out(e) => StmtKind::Out(self.expr(e)?),
-            S::Fun(decl) => StmtKind::StoreLocal {
-                slot: self.declared(&decl.slot)?,
-                op: None,
-                value: Expr::Extra(Box::new(self.closure(decl)?)),
-                pos: stmt.pos,
-            },
+            S::Fun(decl) => self.local_fun(decl, stmt.pos)?,
             S::Try { body, clauses } => self.try_stmt(body, clauses)?,
             _ => return None,
         };
@@ -188,7 +240,8 @@ impl Lower {
     /// An expression statement; `local = v` and `local op= v` store
     /// without making the assignment's value (as the walker's does).
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
-        if let Some(store) = e.as_local_store() {
+        let flat = |l: &Self, depth, slot| !l.in_scope(depth, slot) && l.outside(depth).is_none();
+        if let Some(store) = e.as_local_store().filter(|s| flat(self, s.depth, s.slot)) {
             return Some(StmtKind::StoreLocal {
                 slot: self.local(store.depth, store.slot)?,
                 op: store.op,
@@ -217,7 +270,7 @@ impl Lower {
         let Res::Local { depth, slot, .. } = res.get() else {
             return None;
         };
-        if assigns(value) {
+        if assigns(value) || self.in_scope(depth, slot) || self.outside(depth).is_some() {
             return None;
         }
         let lowered = (|| {
@@ -235,6 +288,11 @@ impl Lower {
     }
 
     fn var(&mut self, decl: &ast::VarDecl) -> Option<StmtKind> {
+        if let Res::Local { depth: 0, slot, .. } = decl.slot.get() {
+            if self.in_scope(0, slot) {
+                return self.var_in_scope(decl, slot);
+            }
+        }
         let init = maybe(decl.init.as_ref(), |e| self.expr(e))?;
         if decl.ty.is_none() {
             // Nothing to check: the store of `local = value` (the slot is
@@ -249,6 +307,17 @@ impl Lower {
         Some(StmtKind::Var {
             slot: self.declared(&decl.slot)?,
             init,
+            ty: decl.ty.clone(),
+            name: decl.name.clone(),
+        })
+    }
+
+    /// A declaration of a local kept in the call's scope: checked as
+    /// [`StmtKind::Var`] is, then stored there.
+    fn var_in_scope(&mut self, decl: &ast::VarDecl, slot: u32) -> Option<StmtKind> {
+        Some(StmtKind::VarInScope {
+            slot,
+            init: maybe(decl.init.as_ref(), |e| self.expr(e))?,
             ty: decl.ty.clone(),
             name: decl.name.clone(),
         })
@@ -560,6 +629,27 @@ impl Lower {
         })
     }
 
+    /// `fun name(…) { … }` in a body: its closure bound to its slot.
+    fn local_fun(&mut self, decl: &Rc<FunDecl>, pos: Pos) -> Option<StmtKind> {
+        let value = Expr::Extra(Box::new(self.closure(decl)?));
+        if let Res::Local { depth: 0, slot, .. } = decl.slot.get() {
+            if self.in_scope(0, slot) {
+                return Some(StmtKind::VarInScope {
+                    slot,
+                    init: Some(value),
+                    ty: None,
+                    name: decl.name.clone(),
+                });
+            }
+        }
+        Some(StmtKind::StoreLocal {
+            slot: self.declared(&decl.slot)?,
+            op: None,
+            value,
+            pos,
+        })
+    }
+
     /// A lambda or local `fun`: over the environment when it captures
     /// nothing of this function; with a copy of each local it captures
     /// when none of them can change after it is made; else declined.
@@ -568,12 +658,14 @@ impl Lower {
         if !frame.captures {
             return Some(Extra::Lambda(decl.clone()));
         }
-        if frame.shares {
+        if frame.shares && self.own_slots.is_none() {
+            self.wants_scope = true;
             return None;
         }
-        let levels = self.levels.len();
+        // The own level, when kept in a scope, is the environment itself.
+        let levels = self.levels.len() - usize::from(self.own_slots.is_some());
         let mut copies = Vec::new();
-        for &(out, slot) in decl.captured.get()?.iter() {
+        for &(out, slot) in decl.captured.get()?.outer.iter() {
             // A local of a function outside this one is already in the
             // environment's chain.
             if (out as usize) < levels {
@@ -672,9 +764,12 @@ impl Lower {
 
     fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
         Some(match res.get() {
-            Res::Local { depth, slot, .. } if depth as usize >= self.levels.len() => {
+            Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
+                Expr::Extra(Box::new(Extra::Outer(0, slot, name.clone(), pos)))
+            }
+            Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
                 self.outer = true;
-                let out = depth - u32::try_from(self.levels.len()).ok()?;
+                let out = self.outside(depth)?;
                 Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos)))
             }
             Res::Local { depth, slot, .. } => Expr::Local(self.local(depth, slot)?),
@@ -706,6 +801,14 @@ impl Lower {
             ExprKind::Var(name, res) => match res.get() {
                 Res::Local { fixed: true, .. } => {
                     Expr::AssignFinal(self.boxed(value)?, name.clone(), at)
+                }
+                Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
+                    self.store_scope((0, slot), (name, at), op, value, pos)?
+                }
+                Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
+                    self.outer = true;
+                    let out = self.outside(depth)?;
+                    self.store_scope((out, slot), (name, at), op, value, pos)?
                 }
                 Res::Local { depth, slot, .. } => Expr::AssignLocal {
                     slot: self.local(depth, slot)?,

@@ -97,6 +97,9 @@ pub(crate) struct Function {
     /// A method whose body only reads or stores a field (or an item of
     /// one): run without a frame where it is plain.
     accessor: Option<accessor::Accessor>,
+    /// The own level's slots that closures share: kept in a scope made at
+    /// each call, which is the environment inside the body.
+    own: Option<Box<[u32]>>,
 }
 
 /// A parameter (or field) type a value is checked against without the
@@ -177,6 +180,14 @@ enum StmtKind {
     Throw(Expr),
     /// `out value;` of a `from { … }` block.
     Out(Expr),
+    /// A declaration of a local kept in the call's scope (the
+    /// environment), checked as [`StmtKind::Var`] is.
+    VarInScope {
+        slot: u32,
+        init: Option<Expr>,
+        ty: Option<Type>,
+        name: Rc<str>,
+    },
     Try(Box<Try>),
 }
 
@@ -317,9 +328,11 @@ enum Extra {
     /// A lambda or local `fun` capturing locals that cannot change after
     /// it is made: a closure over copies of them.
     Closure(Box<Copying>),
-    /// A local of an enclosing function: levels out from the environment,
-    /// slot (the name and place for the walker's fallback by name).
+    /// A local in a scope: levels out from the environment, slot (the
+    /// name and place for the walker's fallback by name).
     Outer(u32, u32, Rc<str>, Pos),
+    /// `name = value` or `name op= value` of a local in a scope.
+    Store(Box<ScopeStore>),
     /// `f::<T, …>` as a value.
     Generic(Expr, Vec<Type>),
     /// `f::<T, …>(args)` and `receiver.name::<T, …>(args)`.
@@ -339,6 +352,18 @@ struct Copying {
     /// Each copied local: levels out from where it is made, its slot
     /// there, its index in the flat frame.
     copies: Vec<(u32, u32, u32)>,
+}
+
+/// A store into a local kept in a scope (as [`Extra::Outer`] reads it).
+struct ScopeStore {
+    out: u32,
+    slot: u32,
+    name: Rc<str>,
+    op: Option<BinOp>,
+    value: Expr,
+    /// Where the name is written, and the assignment's own position.
+    at: Pos,
+    pos: Pos,
 }
 
 /// A generic call: the callee's parts, the type arguments, the arguments.

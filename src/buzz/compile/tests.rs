@@ -327,18 +327,36 @@ fun siblings(n: int) > int {
     return first(2);
 }
 
-fun shared() > int {
-    var count = 0;
+fun shared(start: int) > int {
+    var count = start;
     final bump = fun () > void {
         count = count + 1;
     };
     bump();
+    count *= 10;
     bump();
-    return count;
+    final read = fun () > int => count;
+    foreach (i in 0..2) {
+        count += i;
+    }
+    return read();
+}
+
+fun nested() > int {
+    var total = 0;
+    if (total == 0) {
+        var inner = 1;
+        final add = fun () > void {
+            inner = inner + 1;
+        };
+        add();
+        total = inner;
+    }
+    return total;
 }
 
 fun main() > void {
-    std.print("{lambdas(4)} {captures(4)} {steps()} {shared()} {siblings(3)}");
+    std.print("{lambdas(4)} {captures(4)} {steps()} {shared(1)} {siblings(3)} {nested()}");
     std.print("{attempts(1)} / {attempts(5)}");
     std.print(shapes(3));
     std.print(shapes("a"));
@@ -357,15 +375,15 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
     assert!(
-        text.starts_with("28 5 0 11 22 100 101  2 7\nsmall bare / caught big 5 bare\n"),
+        text.starts_with("28 5 0 11 22 100 101  22 7 2\nsmall bare / caught big 5 bare\n"),
         "{text}"
     );
-    // `shared` changes a `var` from a lambda: declined.
+    // `nested` shares a block's `var` with a lambda: declined.
     assert_eq!(
         names,
         [
             "attempts", "shapes", "first", "counter", "fibers", "lambdas", "captures", "steps",
-            "main"
+            "siblings", "shared", "main"
         ],
         "{text}"
     );
