@@ -1,11 +1,13 @@
 //! Lowering a function's syntax tree to the compiled form, or declining.
 //!
-//! Every statement and expression kind lowers except those that would
-//! capture this function's locals: a nested `fun` or lambda that reads or
-//! writes one (the resolver marks it: `Frame::captures`), and local
-//! objects, enums, protocols and imports (their methods and defaults close
-//! over the scope). A function holding one is declined whole and runs in
-//! the walker. A name the resolver left to a run-time search (a generic
+//! Every statement and expression kind lowers. A nested `fun` or lambda
+//! that captures (the resolver marks it: `Frame::captures`) copies what it
+//! captures when nothing of it can change after it is made, else shares
+//! it: the function is then lowered again with its own level's shared
+//! locals in a scope made at each call. Declined whole (run by the
+//! walker): a closure sharing a local of a nested block, a generic
+//! function with closures, and local objects, enums, protocols and
+//! imports (their methods and defaults close over the scope). A name the resolver left to a run-time search (a generic
 //! parameter) is read by name from the environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the

@@ -13,10 +13,12 @@
 //! numbers and calls without a scope, and each node keeps the position its
 //! errors name, so covering the rest of the language (`try`, `match`,
 //! `from`, casts, fibers, generics: [`extra`]) took new nodes, not a new
-//! engine. What it still declines, and the walker runs, is a function
-//! holding a nested function or lambda that captures its locals, or a
-//! local object, enum, protocol or import: the captured locals would have
-//! to outlive the flat frame (upvalues are the missing piece).
+//! engine. Closures take the walker's scope chain: locals fixed before a
+//! closure is made are copied into it ([`Copying`]); locals it shares live
+//! in a scope made at each call (`Function::own`). What it still declines,
+//! and the walker runs, is a function whose closure shares a local of one
+//! of its blocks (that needs a scope per block), a generic function with
+//! closures, and local objects, enums, protocols and imports.
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own
