@@ -165,19 +165,24 @@ impl Interpreter {
         scope: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let own = decl.frame.get().size as usize;
-        let mut frame = self.flat_frame(f.size.max(own));
-        for (i, slot) in frame.iter_mut().take(own).enumerate() {
-            *slot = scope.set(i as u32, Value::Null);
+        let size = decl.frame.get().size as usize;
+        let mut frame = self.flat_frame(f.size.max(size));
+        let generic = !decl.generics.is_empty();
+        // A generic function's frame, where `T` is bound, is its own
+        // level's scope: the shared locals stay in it.
+        let stays = |i: usize| generic && f.own.as_ref().is_some_and(|o| o.contains(&(i as u32)));
+        for (i, slot) in frame.iter_mut().take(size).enumerate() {
+            if !stays(i) {
+                *slot = scope.set(i as u32, Value::Null);
+            }
         }
-        // The scope it was made in, as a direct call's environment is;
-        // a generic function keeps its frame, where `T` is bound (and it
-        // then reads no enclosing local: see `lower::function`).
-        let env = match &scope.parent {
-            Some(parent) if decl.generics.is_empty() => parent,
-            _ => scope,
+        let result = match (&scope.parent, generic) {
+            // The scope it was made in, as a direct call's environment is.
+            (Some(parent), false) => self.run_compiled(decl, f, &mut frame, parent, pos),
+            (_, true) if f.own.is_some() => self.run_in(decl, f, &mut frame, scope, pos),
+            // A generic function without closures: `T` is read by name.
+            _ => self.run_compiled(decl, f, &mut frame, scope, pos),
         };
-        let result = self.run_compiled(decl, f, &mut frame, env, pos);
         self.give_back_frame(frame);
         result
     }
@@ -250,14 +255,26 @@ impl Interpreter {
         env: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
-        let own;
-        let env = match &f.own {
-            None => env,
+        match &f.own {
+            None => self.run_in(decl, f, frame, env, pos),
             Some(slots) => {
-                own = self.own_scope(slots, frame, env);
-                &own
+                let own = self.own_scope(slots, frame, env);
+                self.run_in(decl, f, frame, &own, pos)
             }
-        };
+        }
+    }
+
+    /// [`Interpreter::run_compiled`] with `env` the environment of the
+    /// body (the own level's scope, when the function keeps one).
+    #[inline(always)]
+    fn run_in(
+        &mut self,
+        decl: &FunDecl,
+        f: &Function,
+        frame: &mut [Value],
+        env: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
             self.c_body(&f.body, frame, env)
         } else {

@@ -27,7 +27,10 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     }
     let mut l = Lower::new(frame);
     let mut body = l.stmts(&decl.body);
-    if body.is_none() && l.wants_scope {
+    // A generic function's closures hang from its walker frame, where its
+    // type parameters are bound: that frame is its own level's scope.
+    let generic_outer = body.is_some() && l.outer && !decl.generics.is_empty();
+    if (body.is_none() && l.wants_scope) || generic_outer {
         // A closure shares a local of this function's own level: those
         // locals move to a scope made at each call, the rest stay flat.
         let caps = decl.captured.get()?;
@@ -39,11 +42,6 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         body = l.stmts(&decl.body);
     }
     let body = body?;
-    if (l.outer || l.own_slots.is_some()) && !decl.generics.is_empty() {
-        // A generic function's environment is its own walker frame (where
-        // its type parameters are bound), not the scope it was made in.
-        return None;
-    }
     let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
     let accessor = accessor::Accessor::of(decl, &body);
     Some(Function {

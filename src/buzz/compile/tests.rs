@@ -342,6 +342,15 @@ fun shared(start: int) > int {
     return read();
 }
 
+fun holds::<T>(value: any) > bool {
+    var seen = 0;
+    final check = fun () > bool {
+        seen += 1;
+        return value is T;
+    };
+    return check() and seen == 1;
+}
+
 fun nested() > int {
     var total = 0;
     if (total == 0) {
@@ -357,6 +366,7 @@ fun nested() > int {
 
 fun main() > void {
     std.print("{lambdas(4)} {captures(4)} {steps()} {shared(1)} {siblings(3)} {nested()}");
+    std.print("{holds::<int>(3)} {holds::<str>(3)} {holds(3)}");
     std.print("{attempts(1)} / {attempts(5)}");
     std.print(shapes(3));
     std.print(shapes("a"));
@@ -375,7 +385,9 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
     assert!(
-        text.starts_with("28 5 0 11 22 100 101  22 7 2\nsmall bare / caught big 5 bare\n"),
+        text.starts_with(
+            "28 5 0 11 22 100 101  22 7 2\ntrue false false\nsmall bare / caught big 5 bare\n"
+        ),
         "{text}"
     );
     // `nested` shares a block's `var` with a lambda: declined.
@@ -383,7 +395,7 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
         names,
         [
             "attempts", "shapes", "first", "counter", "fibers", "lambdas", "captures", "steps",
-            "siblings", "shared", "main"
+            "siblings", "shared", "holds", "main"
         ],
         "{text}"
     );
