@@ -5,9 +5,9 @@
 //! captures when nothing of it can change after it is made, else shares
 //! it: the function is then lowered again with its own level's shared
 //! locals in a scope made at each call. Declined whole (run by the
-//! walker): a closure sharing a local of a nested block, a generic
-//! function with closures, and local objects, enums, protocols and
-//! imports (their methods and defaults close over the scope). A name the resolver left to a run-time search (a generic
+//! walker): a closure sharing a local of a nested block, and local
+//! objects, enums, protocols and imports (their methods and defaults
+//! close over the scope). A name the resolver left to a run-time search (a generic
 //! parameter) is read by name from the environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the

@@ -17,8 +17,8 @@
 //! closure is made are copied into it ([`Copying`]); locals it shares live
 //! in a scope made at each call (`Function::own`). What it still declines,
 //! and the walker runs, is a function whose closure shares a local of one
-//! of its blocks (that needs a scope per block), a generic function with
-//! closures, and local objects, enums, protocols and imports.
+//! of its blocks (that needs a scope per block), and local objects,
+//! enums, protocols and imports.
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own
