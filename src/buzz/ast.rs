@@ -223,6 +223,22 @@ pub struct FunDecl {
     pub frame: Cell<Frame>,
     /// Its compiled form, made at its first call (see [`super::compile`]).
     pub compiled: super::compile::Cache,
+    /// What it captures and what is captured of it (filled by the
+    /// resolver).
+    pub captured: std::cell::OnceCell<Captures>,
+}
+
+/// A function's captures, as the resolver found them.
+#[derive(Debug, Default)]
+pub struct Captures {
+    /// The enclosing functions' locals it captures, each as (levels out
+    /// from where the function is made, slot).
+    pub outer: Box<[(u32, u32)]>,
+    /// The slots of its own level that functions inside it capture.
+    pub own: Box<[u32]>,
+    /// A function inside it shares a local of one of its nested levels
+    /// (a block's, a loop's): only a scope per level could hold it.
+    pub nested_shared: bool,
 }
 
 #[derive(Debug)]
@@ -645,4 +661,11 @@ pub struct Frame {
     pub method: bool,
     /// How many slots the frame needs.
     pub size: u32,
+    /// The body (or a function nested in it) reads or writes a local of
+    /// an enclosing function: it captures.
+    pub captures: bool,
+    /// One of those locals may change after the function is made (a
+    /// `var`, a local `fun`, a name declared twice in one scope): the
+    /// function must share it, not copy it.
+    pub shares: bool,
 }

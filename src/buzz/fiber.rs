@@ -132,7 +132,7 @@ impl FiberSelf {
 }
 
 /// A call made into a fiber: what to call and with what.
-enum Deferred {
+pub(super) enum Deferred {
     Value(Value, Args),
     Method(Value, Rc<str>, Args),
 }
@@ -151,6 +151,11 @@ impl Interpreter {
             return Err(self.fail(pos, "expected a call after `&`"));
         };
         let deferred = self.deferred(callee, args, scope)?;
+        self.make_fiber(deferred, pos)
+    }
+
+    /// A fiber of a call whose callee and arguments are evaluated.
+    pub(super) fn make_fiber(&mut self, deferred: Deferred, pos: Pos) -> Eval<Value> {
         if self.live_fibers.get() >= MAX_FIBERS {
             return Err(self.fail(
                 pos,
@@ -203,7 +208,13 @@ impl Interpreter {
     /// `resume fiber`: the yielded value, or `null` once the call returns;
     /// resuming a fiber that is over throws "Fiber is over", as upstream.
     pub(super) fn resume(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let fiber = self.fiber_operand(e, scope, "resume")?;
+        let v = self.eval(e, scope)?;
+        self.resume_value(v, e.pos, pos)
+    }
+
+    /// `resume` of `v`, the operand written at `at`.
+    pub(super) fn resume_value(&mut self, v: Value, at: Pos, pos: Pos) -> Eval<Value> {
+        let fiber = self.fiber_operand(v, at, "resume")?;
         match self.step(&fiber, false, pos)? {
             Step::Yielded(v) => Ok(v),
             Step::Returned(_) => Ok(Value::Null),
@@ -219,7 +230,13 @@ impl Interpreter {
 
     /// `resolve fiber`: runs it to its end and gives what its call returned.
     pub(super) fn resolve(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let fiber = self.fiber_operand(e, scope, "resolve")?;
+        let v = self.eval(e, scope)?;
+        self.resolve_value(v, e.pos, pos)
+    }
+
+    /// `resolve` of `v`, the operand written at `at`.
+    pub(super) fn resolve_value(&mut self, v: Value, at: Pos, pos: Pos) -> Eval<Value> {
+        let fiber = self.fiber_operand(v, at, "resolve")?;
         loop {
             match self.step(&fiber, true, pos)? {
                 Step::Yielded(_) => {}
@@ -278,11 +295,11 @@ impl Interpreter {
         }
     }
 
-    fn fiber_operand(&mut self, e: &Expr, scope: &Rc<Scope>, op: &str) -> Eval<Rc<Fiber>> {
-        match self.eval(e, scope)? {
+    fn fiber_operand(&mut self, v: Value, at: Pos, op: &str) -> Eval<Rc<Fiber>> {
+        match v {
             Value::Fiber(f) => Ok(f),
             other => Err(self.fail(
-                e.pos,
+                at,
                 format!(
                     "`{op}` expects a fiber (made by `&f(…)`), got {}",
                     other.type_name()

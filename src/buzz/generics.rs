@@ -67,7 +67,7 @@ impl Interpreter {
 
     /// `f` with `types` for its generic parameters, each read in `scope`
     /// (so `g::<T>` inside a generic function passes on its own `T`).
-    fn with_type_args(&self, f: Value, types: &[Type], scope: &Rc<Scope>) -> Value {
+    pub(super) fn with_type_args(&self, f: Value, types: &[Type], scope: &Rc<Scope>) -> Value {
         match &f {
             Value::Function(c) if !c.decl.generics.is_empty() => {
                 let type_args = types

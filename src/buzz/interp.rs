@@ -2034,6 +2034,11 @@ impl Interpreter {
         self.run_direct(callee.decl, inner, pos)
     }
 
+    /// Whether functions run compiled (`MAGUS_BUZZ_NO_COMPILE` unset).
+    pub(super) fn compiles(&self) -> bool {
+        self.compile
+    }
+
     /// `decl`'s compiled form, when compilation is on and it compiles.
     #[inline]
     pub(super) fn compiled_of<'d>(
@@ -2261,6 +2266,9 @@ impl Interpreter {
 
     /// Runs `decl`'s body in its bound frame `scope`: what it returns.
     fn run_frame(&mut self, decl: &FunDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
+        if let Some(f) = self.compiled_of(decl) {
+            return self.frame_call_compiled((decl, f), scope, pos);
+        }
         // Positions inside the function are in the file it was written in.
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
             self.exec_body(&decl.body, scope)

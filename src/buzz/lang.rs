@@ -26,10 +26,7 @@ impl Interpreter {
         for (name, e) in fields {
             values.push((name.clone(), self.eval(e, scope)?));
         }
-        Ok(Value::Object(Rc::new(Instance {
-            class: Rc::new(Class::native("obj")),
-            fields: RefCell::new(values),
-        })))
+        Ok(anon_object_of(values))
     }
 
     /// Turns `.case` and `.{ … }` into what the declared type `ty` names.
@@ -149,6 +146,18 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         let v = self.eval(value, scope)?;
+        self.cast_value(v, ty, optional, scope, pos)
+    }
+
+    /// `v as ty` (`as?` when `optional`), `v` already evaluated.
+    pub(super) fn cast_value(
+        &mut self,
+        v: Value,
+        ty: &Type,
+        optional: bool,
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
         let v = self.infer(ty, v, pos)?;
         if self.holds(ty, &v, scope) {
             return Ok(v);
@@ -208,7 +217,7 @@ impl Interpreter {
 
     /// Whether `value` meets the `match` condition `c`: ranges hold
     /// numbers, patterns match strings, types hold values, else equality.
-    fn matches(&self, value: &Value, c: &Value) -> bool {
+    pub(super) fn matches(&self, value: &Value, c: &Value) -> bool {
         match (value, c) {
             (Value::Int(_) | Value::Double(_), Value::Range(low, high)) => {
                 let x = value.as_double().unwrap_or_default();
@@ -337,4 +346,12 @@ fn named_items(ty: &Type) -> Option<&Type> {
         },
         _ => None,
     }
+}
+
+/// An anonymous object `.{ … }` of fields already evaluated.
+pub(super) fn anon_object_of(values: Vec<(Rc<str>, Value)>) -> Value {
+    Value::Object(Rc::new(Instance {
+        class: Rc::new(Class::native("obj")),
+        fields: RefCell::new(values),
+    }))
 }

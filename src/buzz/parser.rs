@@ -808,6 +808,7 @@ impl<'t> Parser<'t> {
             slot: Resolved::default(),
             frame: Default::default(),
             compiled: Default::default(),
+            captured: Default::default(),
         })
     }
 

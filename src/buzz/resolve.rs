@@ -17,6 +17,10 @@
 //! the globals, kept by name: imports and hoisted declarations land there
 //! in an order known only at run time.
 //!
+//! A function whose body (or a function inside it) finds a local of an
+//! enclosing function is marked as capturing ([`Frame::captures`]): the
+//! compiled form cannot keep such locals in its flat frame.
+//!
 //! Generic parameters and local `protocol` names stay bound by name in
 //! their call's frame ([`Res::Dynamic`]); a name found in no scope is a
 //! global, whose lookup falls back to that search (so a local `import`
@@ -44,6 +48,9 @@ enum Entry {
     Slot {
         slot: u32,
         fixed: bool,
+        /// Declared again in the same level (a local `fun` always is:
+        /// once ahead, once where it stands): a copy of it may go stale.
+        again: bool,
     },
     /// Bound by name at run time (generic parameters, local protocols).
     Named,
@@ -54,6 +61,20 @@ enum Entry {
 struct Level {
     names: Vec<(Rc<str>, Entry)>,
     next: u32,
+    /// A function's own level (its frame).
+    function: bool,
+    /// A name of an enclosing function's level was found from inside this
+    /// function's level.
+    captures: bool,
+    /// One of those names may change after this function is made.
+    shares: bool,
+    /// Those names, each as (levels out from where this function is
+    /// made, slot).
+    captured: Vec<(u32, u32)>,
+    /// Slots of this (function) level that inner functions capture.
+    own: Vec<u32>,
+    /// An inner function shares a local of a nested level of this one.
+    nested_shared: bool,
 }
 
 struct Resolver {
@@ -80,16 +101,29 @@ impl Resolver {
         };
         let found = level.names.iter_mut().rev().find(|(n, _)| n == name);
         let slot = match found {
-            Some((_, Entry::Slot { slot, fixed: f })) => {
+            Some((
+                _,
+                Entry::Slot {
+                    slot,
+                    fixed: f,
+                    again,
+                },
+            )) => {
                 *f = fixed;
+                *again = true;
                 *slot
             }
             _ => {
                 let slot = level.next;
                 level.next += 1;
-                level
-                    .names
-                    .push((name.clone(), Entry::Slot { slot, fixed }));
+                level.names.push((
+                    name.clone(),
+                    Entry::Slot {
+                        slot,
+                        fixed,
+                        again: false,
+                    },
+                ));
                 slot
             }
         };
@@ -111,22 +145,63 @@ impl Resolver {
         slot.set(res);
     }
 
-    fn lookup(&self, name: &str) -> Res {
+    fn lookup(&mut self, name: &str) -> Res {
         for (depth, level) in self.levels.iter().rev().enumerate() {
             let found = level.names.iter().rev().find(|(n, _)| &**n == name);
             match found {
-                Some((_, Entry::Slot { slot, fixed })) => {
+                Some((_, Entry::Slot { slot, fixed, again })) => {
+                    let (slot, fixed, copyable) = (*slot, *fixed, *fixed && !*again);
+                    self.mark_captures(depth, slot, copyable);
                     return Res::Local {
                         depth: depth as u32,
-                        slot: *slot,
-                        fixed: *fixed,
-                    }
+                        slot,
+                        fixed,
+                    };
                 }
                 Some((_, Entry::Named)) => return Res::Dynamic,
                 None => {}
             }
         }
         Res::Global { hint: 0 }
+    }
+
+    /// A local found `depth` levels out: every function level crossed on
+    /// the way captures it.
+    fn mark_captures(&mut self, depth: usize, slot: u32, copyable: bool) {
+        let inner = self.levels.len().saturating_sub(depth);
+        let Some(found) = inner.checked_sub(1) else {
+            return;
+        };
+        if (inner..self.levels.len()).any(|at| self.levels[at].function) {
+            self.mark_owner(found, slot, copyable);
+        }
+        for (at, level) in self.levels.iter_mut().enumerate().skip(inner) {
+            if level.function {
+                level.captures = true;
+                level.shares |= !copyable;
+                // Levels between where this function is made and the name's.
+                let out = (at - inner) as u32;
+                if !level.captured.contains(&(out, slot)) {
+                    level.captured.push((out, slot));
+                }
+            }
+        }
+    }
+
+    /// A local of level `found`, captured by an inner function: noted on
+    /// the function whose level (or nested level) holds it.
+    fn mark_owner(&mut self, found: usize, slot: u32, copyable: bool) {
+        let Some(owner) = (0..=found).rev().find(|&at| self.levels[at].function) else {
+            return;
+        };
+        let level = &mut self.levels[owner];
+        if owner == found {
+            if !level.own.contains(&slot) {
+                level.own.push(slot);
+            }
+        } else if !copyable {
+            level.nested_shared = true;
+        }
     }
 
     // ----- statements -----
@@ -137,6 +212,9 @@ impl Resolver {
         if !self.levels.is_empty() {
             for stmt in body {
                 if let StmtKind::Fun(decl) = &stmt.kind {
+                    // Bound only where it stands: a function made before
+                    // then must share the slot, not copy it (still null).
+                    self.declare(&decl.name, true);
                     self.declare(&decl.name, true);
                 }
             }
@@ -290,25 +368,36 @@ impl Resolver {
     /// A function's frame: `this` (for a method), then the parameters, each
     /// default read with the earlier ones bound, then the body.
     fn function(&mut self, decl: &FunDecl, method: bool) {
-        let ((), size) = self.with_level(|r| {
-            if method {
-                r.declare(&this_name(), true);
-            }
-            for name in &decl.generics {
-                r.declare_named(name);
-            }
-            for param in &decl.params {
-                if let Some(e) = &param.default {
-                    r.expr(e);
-                }
-                r.declare(&param.name, true);
-            }
-            r.stmts(&decl.body);
+        self.levels.push(Level {
+            function: true,
+            ..Level::default()
         });
+        if method {
+            self.declare(&this_name(), true);
+        }
+        for name in &decl.generics {
+            self.declare_named(name);
+        }
+        for param in &decl.params {
+            if let Some(e) = &param.default {
+                self.expr(e);
+            }
+            self.declare(&param.name, true);
+        }
+        self.stmts(&decl.body);
+        let level = self.levels.pop().unwrap_or_default();
         decl.frame.set(Frame {
             resolved: true,
             method,
-            size,
+            size: level.next,
+            captures: level.captures,
+            shares: level.shares,
+        });
+        // Resolved once per program; a second time would find the same.
+        let _ = decl.captured.set(Captures {
+            outer: level.captured.into(),
+            own: level.own.into(),
+            nested_shared: level.nested_shared,
         });
     }
 

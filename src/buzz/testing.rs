@@ -60,7 +60,11 @@ impl Interpreter {
             if !keep(name) {
                 continue;
             }
-            let (result, exited) = match self.exec_block(body, &globals) {
+            let ran = match self.run_block_compiled(body, &globals) {
+                Some(ran) => ran,
+                None => self.exec_block(body, &globals),
+            };
+            let (result, exited) = match ran {
                 Ok(()) | Err(Flow::Return(_)) => (Ok(0), false),
                 // The spell asked to stop (as `buzz:test`'s `summary` does
                 // on a failed assertion): this test fails and none after

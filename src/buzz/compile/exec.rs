@@ -155,6 +155,38 @@ impl Interpreter {
         result
     }
 
+    /// A compiled function the walker bound in `scope` by its general
+    /// path (named arguments, defaults, type arguments): the bound slots
+    /// move to a flat frame, and `scope` stays the environment, where its
+    /// generic parameters are found by name.
+    pub(in crate::buzz) fn frame_call_compiled(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        scope: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
+        let size = decl.frame.get().size as usize;
+        let mut frame = self.flat_frame(f.size.max(size));
+        let generic = !decl.generics.is_empty();
+        // A generic function's frame, where `T` is bound, is its own
+        // level's scope: the shared locals stay in it.
+        let stays = |i: usize| generic && f.own.as_ref().is_some_and(|o| o.contains(&(i as u32)));
+        for (i, slot) in frame.iter_mut().take(size).enumerate() {
+            if !stays(i) {
+                *slot = scope.set(i as u32, Value::Null);
+            }
+        }
+        let result = match (&scope.parent, generic) {
+            // The scope it was made in, as a direct call's environment is.
+            (Some(parent), false) => self.run_compiled(decl, f, &mut frame, parent, pos),
+            (_, true) if f.own.is_some() => self.run_in(decl, f, &mut frame, scope, pos),
+            // A generic function without closures: `T` is read by name.
+            _ => self.run_compiled(decl, f, &mut frame, scope, pos),
+        };
+        self.give_back_frame(frame);
+        result
+    }
+
     /// A direct call with its frame filled: the parameters' types, then
     /// the depth checks, then the body (the walker's `call_direct` order).
     #[inline(always)]
@@ -223,6 +255,26 @@ impl Interpreter {
         env: &Rc<Scope>,
         pos: Pos,
     ) -> Eval<Value> {
+        match &f.own {
+            None => self.run_in(decl, f, frame, env, pos),
+            Some(slots) => {
+                let own = self.own_scope(slots, frame, env);
+                self.run_in(decl, f, frame, &own, pos)
+            }
+        }
+    }
+
+    /// [`Interpreter::run_compiled`] with `env` the environment of the
+    /// body (the own level's scope, when the function keeps one).
+    #[inline(always)]
+    fn run_in(
+        &mut self,
+        decl: &FunDecl,
+        f: &Function,
+        frame: &mut [Value],
+        env: &Rc<Scope>,
+        pos: Pos,
+    ) -> Eval<Value> {
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
             self.c_body(&f.body, frame, env)
         } else {
@@ -238,6 +290,20 @@ impl Interpreter {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// The scope of a call whose own level's shared locals live there
+    /// (the walker's frame for them): its parameters among them moved in.
+    #[cold]
+    #[inline(never)]
+    fn own_scope(&mut self, slots: &[u32], frame: &mut [Value], env: &Rc<Scope>) -> Rc<Scope> {
+        let scope = Scope::with_capacity(env.clone(), 0);
+        for &slot in slots {
+            if let Some(v) = frame.get_mut(slot as usize) {
+                drop(scope.set(slot, std::mem::take(v)));
+            }
+        }
+        scope
     }
 
     /// A function's own statements; a `return` among them gives its value
@@ -319,7 +385,7 @@ impl Interpreter {
 
     // ----- statements -----
 
-    fn c_all(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+    pub(super) fn c_all(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         for stmt in body {
             self.c_exec(stmt, fr, env)?;
         }
@@ -390,6 +456,17 @@ impl Interpreter {
                 label,
             } => self.c_for(init, cond.as_ref(), step, (body, label), fr, env),
             StmtKind::ForEach(each) => self.c_foreach(each, fr, env),
+            StmtKind::Out(e) => Err(Flow::Out(self.c_eval(e, fr, env)?)),
+            StmtKind::VarInScope {
+                slot,
+                init,
+                ty,
+                name,
+            } => {
+                let var = (*slot, init.as_ref(), ty.as_ref(), name);
+                self.c_var_in_scope(var, stmt.pos, fr, env)
+            }
+            StmtKind::Try(t) => self.c_try(t, fr, env),
             StmtKind::Break(label) => Err(Flow::Break(label.clone())),
             StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
             StmtKind::Throw(e) => {
@@ -806,6 +883,8 @@ impl Interpreter {
                 other => other,
             },
             Expr::Instance(i) => self.c_instance(i, fr, env),
+            Expr::InstanceOf(i) => self.c_instance_of(i, fr, env),
+            Expr::Extra(x) => self.c_extra(x, fr, env),
             Expr::Arith(_)
             | Expr::Const(_)
             | Expr::Local(_)
@@ -1058,8 +1137,30 @@ impl Interpreter {
     /// `Name{ field = value, … }` (the walker's `instance`): given fields
     /// evaluated in the order the object declares them.
     fn c_instance(&mut self, i: &Instance, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
-        let name = &i.name;
-        let class = match self.c_eval(&i.class, fr, env)? {
+        let class = self.c_eval(&i.class, fr, env)?;
+        self.c_build(i, &i.name, class, fr, env)
+    }
+
+    /// `.{ … }` of an object type given as a value: named after it.
+    fn c_instance_of(&mut self, i: &Instance, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let class = self.c_eval(&i.class, fr, env)?;
+        let name: Rc<str> = match &class {
+            Value::Class(c) => c.name.clone(),
+            other => Rc::from(other.type_name()),
+        };
+        self.c_build(i, &name, class, fr, env)
+    }
+
+    /// An instance of `class` (written as `name`) with `i`'s fields.
+    fn c_build(
+        &mut self,
+        i: &Instance,
+        name: &Rc<str>,
+        class: Value,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let class = match class {
             Value::Class(c) => c,
             other => {
                 return Err(self.fail(
@@ -1073,7 +1174,7 @@ impl Interpreter {
         };
         let layout = match i.layout.get() {
             Some(l) if std::ptr::eq(l.decl.as_ptr(), Rc::as_ptr(&decl)) => Cow::Borrowed(l),
-            _ => self.instance_layout(i, &decl)?,
+            _ => self.instance_layout(i, name, &decl)?,
         };
         let mut fields = Vec::with_capacity(layout.given.len());
         let laid = layout.given.iter().zip(layout.checks.iter());
@@ -1109,11 +1210,11 @@ impl Interpreter {
     fn instance_layout<'a>(
         &self,
         i: &'a Instance,
+        name: &str,
         decl: &Rc<ast::ObjectDecl>,
     ) -> Eval<Cow<'a, Layout>> {
         for (field, _, pos) in &i.fields {
             if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
-                let name = &i.name;
                 return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
             }
         }
@@ -1355,7 +1456,12 @@ impl Interpreter {
     }
 
     /// Arguments as the general call path takes them: names and values.
-    fn c_arguments(&mut self, args: &Args, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Named> {
+    pub(super) fn c_arguments(
+        &mut self,
+        args: &Args,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Named> {
         let mut out = self.spare_args();
         out.reserve(args.values.len());
         for (name, e) in args.names.iter().zip(&args.values) {

@@ -1,17 +1,14 @@
 //! Lowering a function's syntax tree to the compiled form, or declining.
 //!
-//! Supported: literals, locals, globals, operators, `and`/`or`/`??`/`!`,
-//! `is`, `typeof`, ranges, fields, indexes (`?[ ]` too), assignments
-//! (plain and compound) to locals, globals, fields and items, calls of
-//! globals, methods, module functions and values, templates, list and
-//! map literals, `mut`, inline `if`, `catch` expressions, object
-//! instances; `final`/`var`, blocks, `if` (with `->`/`as` bindings),
-//! `while`, `do … until`, `for`, `foreach`, `break`, `continue`, `return`
-//! and `throw`. Anything else declines the whole function: nested `fun`
-//! or lambdas (they could capture locals), `try`, fibers (`&`, `resume`,
-//! `resolve`, `yield`), generics, local objects, enums, imports and
-//! protocols, `match`, `from` blocks, casts, anonymous objects and a name
-//! the resolver left to a run-time search.
+//! Every statement and expression kind lowers. A nested `fun` or lambda
+//! that captures (the resolver marks it: `Frame::captures`) copies what it
+//! captures when nothing of it can change after it is made, else shares
+//! it: the function is then lowered again with its own level's shared
+//! locals in a scope made at each call. Declined whole (run by the
+//! walker): a closure sharing a local of a nested block, and local
+//! objects, enums, protocols and imports (their methods and defaults
+//! close over the scope). A name the resolver left to a run-time search (a generic
+//! parameter) is read by name from the environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the
 //! function's own level keeps its slot numbers, each nested level gets
@@ -25,11 +22,26 @@ use crate::buzz::methods;
 /// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
 pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     let frame = decl.frame.get();
-    if !frame.resolved || !decl.generics.is_empty() || decl.yields.is_some() {
+    if !frame.resolved {
         return None;
     }
     let mut l = Lower::new(frame);
-    let body = l.stmts(&decl.body)?;
+    let mut body = l.stmts(&decl.body);
+    // A generic function's closures hang from its walker frame, where its
+    // type parameters are bound: that frame is its own level's scope.
+    let generic_outer = body.is_some() && l.outer && !decl.generics.is_empty();
+    if (body.is_none() && l.wants_scope) || generic_outer {
+        // A closure shares a local of this function's own level: those
+        // locals move to a scope made at each call, the rest stay flat.
+        let caps = decl.captured.get()?;
+        if caps.nested_shared {
+            return None;
+        }
+        l = Lower::new(frame);
+        l.own_slots = Some(caps.own.clone());
+        body = l.stmts(&decl.body);
+    }
+    let body = body?;
     let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
     let accessor = accessor::Accessor::of(decl, &body);
     Some(Function {
@@ -37,7 +49,20 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         size: l.next as usize,
         checks,
         accessor,
+        own: l.own_slots,
     })
+}
+
+/// Lowers a top-level block (a `test` body), run in a scope of its own
+/// under the globals: its level is the only one, laid out as a nested
+/// level is. `None` when it uses anything outside the compiled form.
+pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
+    // No function level: nothing resolves to the first (empty) level.
+    let mut l = Lower::new(Frame::default());
+    let body = l.block(body)?;
+    // A closure copying its locals would count that empty first level as
+    // a scope of the chain, which the walker does not make.
+    (!l.outer).then_some((body, l.next as usize))
 }
 
 struct Lower {
@@ -48,6 +73,15 @@ struct Lower {
     next: u32,
     /// Lowering the general form of an [`Expr::Arith`]: no nested one.
     in_arith: bool,
+    /// Reads an enclosing function's local, or makes a closure that
+    /// copies this one's: both count levels out from the environment.
+    outer: bool,
+    /// A closure shares (not copies) a local: lowered again with
+    /// `own_slots`.
+    wants_scope: bool,
+    /// The slots of this function's own level kept in a scope made at
+    /// each call (the environment inside the body), for closures to share.
+    own_slots: Option<Box<[u32]>>,
 }
 
 impl Lower {
@@ -57,6 +91,9 @@ impl Lower {
             own: frame.size,
             next: frame.size,
             in_arith: false,
+            outer: false,
+            wants_scope: false,
+            own_slots: None,
         }
     }
 
@@ -74,7 +111,7 @@ impl Lower {
     fn local(&mut self, depth: u32, slot: u32) -> Option<u32> {
         let at = self.levels.len().checked_sub(1 + depth as usize)?;
         if at == 0 {
-            return (slot < self.own).then_some(slot);
+            return (slot < self.own && !self.in_scope(depth, slot)).then_some(slot);
         }
         let level = self.levels.get_mut(at)?;
         if let Some((_, index)) = level.iter().find(|(s, _)| *s == slot) {
@@ -84,6 +121,42 @@ impl Lower {
         self.next = self.next.checked_add(1)?;
         level.push((slot, index));
         Some(index)
+    }
+
+    /// Whether the resolver's `(depth, slot)` is one of the own level's
+    /// locals kept in the call's scope.
+    fn in_scope(&self, depth: u32, slot: u32) -> bool {
+        let own_level = depth as usize + 1 == self.levels.len();
+        own_level && self.own_slots.as_ref().is_some_and(|o| o.contains(&slot))
+    }
+
+    /// Levels out from the environment of a local `depth` levels out from
+    /// here, when it is outside this function.
+    fn outside(&self, depth: u32) -> Option<u32> {
+        let levels = u32::try_from(self.levels.len()).ok()?;
+        let base = u32::from(self.own_slots.is_some());
+        depth.checked_sub(levels).map(|out| out + base)
+    }
+
+    /// A store into a scope: `out` levels out from the environment (the
+    /// call's own scope is 0 when the function keeps one).
+    fn store_scope(
+        &mut self,
+        (out, slot): (u32, u32),
+        (name, at): (&Rc<str>, Pos),
+        op: Option<BinOp>,
+        value: &ast::Expr,
+        pos: Pos,
+    ) -> Option<Expr> {
+        Some(Expr::Extra(Box::new(Extra::Store(Box::new(ScopeStore {
+            out,
+            slot,
+            name: name.clone(),
+            op,
+            value: self.expr(value)?,
+            at,
+            pos,
+        })))))
     }
 
     /// The frame index a declaration binds.
@@ -153,6 +226,9 @@ impl Lower {
             S::Continue(label) => StmtKind::Continue(label.clone()),
             S::Return(value) => StmtKind::Return(maybe(value.as_ref(), |e| self.expr(e))?),
             S::Throw(e) => StmtKind::Throw(self.expr(e)?),
+            S::Out(e) => StmtKind::Out(self.expr(e)?),
+            S::Fun(decl) => self.local_fun(decl, stmt.pos)?,
+            S::Try { body, clauses } => self.try_stmt(body, clauses)?,
             _ => return None,
         };
         Some(Stmt {
@@ -164,7 +240,8 @@ impl Lower {
     /// An expression statement; `local = v` and `local op= v` store
     /// without making the assignment's value (as the walker's does).
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
-        if let Some(store) = e.as_local_store() {
+        let flat = |l: &Self, depth, slot| !l.in_scope(depth, slot) && l.outside(depth).is_none();
+        if let Some(store) = e.as_local_store().filter(|s| flat(self, s.depth, s.slot)) {
             return Some(StmtKind::StoreLocal {
                 slot: self.local(store.depth, store.slot)?,
                 op: store.op,
@@ -193,7 +270,7 @@ impl Lower {
         let Res::Local { depth, slot, .. } = res.get() else {
             return None;
         };
-        if assigns(value) {
+        if assigns(value) || self.in_scope(depth, slot) || self.outside(depth).is_some() {
             return None;
         }
         let lowered = (|| {
@@ -211,6 +288,11 @@ impl Lower {
     }
 
     fn var(&mut self, decl: &ast::VarDecl) -> Option<StmtKind> {
+        if let Res::Local { depth: 0, slot, .. } = decl.slot.get() {
+            if self.in_scope(0, slot) {
+                return self.var_in_scope(decl, slot);
+            }
+        }
         let init = maybe(decl.init.as_ref(), |e| self.expr(e))?;
         if decl.ty.is_none() {
             // Nothing to check: the store of `local = value` (the slot is
@@ -225,6 +307,17 @@ impl Lower {
         Some(StmtKind::Var {
             slot: self.declared(&decl.slot)?,
             init,
+            ty: decl.ty.clone(),
+            name: decl.name.clone(),
+        })
+    }
+
+    /// A declaration of a local kept in the call's scope: checked as
+    /// [`StmtKind::Var`] is, then stored there.
+    fn var_in_scope(&mut self, decl: &ast::VarDecl, slot: u32) -> Option<StmtKind> {
+        Some(StmtKind::VarInScope {
+            slot,
+            init: maybe(decl.init.as_ref(), |e| self.expr(e))?,
             ty: decl.ty.clone(),
             name: decl.name.clone(),
         })
@@ -472,19 +565,224 @@ impl Lower {
                 fields,
                 class,
             } => self.instance(object, fields, class, pos)?,
+            ExprKind::InstanceOf { class, fields } => {
+                let fields = self.fields(fields)?;
+                Expr::InstanceOf(Box::new(Instance {
+                    name: Rc::from(""),
+                    class: self.expr(class)?,
+                    fields,
+                    pos,
+                    layout: OnceCell::new(),
+                }))
+            }
+            _ => Expr::Extra(Box::new(self.extra(e)?)),
+        })
+    }
+
+    /// The constructs [`Extra`] holds; `None` for a lambda.
+    fn extra(&mut self, e: &ast::Expr) -> Option<Extra> {
+        let pos = e.pos;
+        Some(match &e.kind {
+            ExprKind::Block(body) => Extra::Block(self.block(body)?),
+            ExprKind::Match {
+                subject,
+                arms,
+                otherwise,
+            } => Extra::Match(Match {
+                subject: self.expr(subject)?,
+                arms: arms
+                    .iter()
+                    .map(|a| Some((self.exprs(&a.conditions)?, self.expr(&a.body)?)))
+                    .collect::<Option<_>>()?,
+                otherwise: maybe(otherwise.as_deref(), |o| self.expr(o))?,
+                pos,
+            }),
+            ExprKind::As {
+                value,
+                ty,
+                optional,
+            } => Extra::As(self.expr(value)?, ty.clone(), *optional, pos),
+            ExprKind::Pattern(source) => Extra::Pattern(source.clone(), pos),
+            ExprKind::TypeValue(ty) => Extra::TypeValue(ty.clone()),
+            ExprKind::TypedList { ty, items } => Extra::TypedList(
+                (**ty).clone(),
+                items
+                    .iter()
+                    .map(|i| Some((self.expr(i)?, i.pos)))
+                    .collect::<Option<_>>()?,
+            ),
+            ExprKind::AnonObject(fields) => Extra::AnonObject(
+                fields
+                    .iter()
+                    .map(|(n, e)| Some((n.clone(), self.expr(e)?)))
+                    .collect::<Option<_>>()?,
+            ),
+            ExprKind::AsyncCall(call) => self.async_call(call, pos)?,
+            ExprKind::Resume(x) => Extra::Resume(self.expr(x)?, x.pos, pos, false),
+            ExprKind::Resolve(x) => Extra::Resume(self.expr(x)?, x.pos, pos, true),
+            ExprKind::Yield(x) => Extra::Yield(self.expr(x)?),
+            ExprKind::Generic { callee, types } => {
+                Extra::Generic(self.expr(callee)?, types.clone())
+            }
+            ExprKind::Lambda(decl) => self.closure(decl)?,
             _ => return None,
         })
     }
 
+    /// `fun name(…) { … }` in a body: its closure bound to its slot.
+    fn local_fun(&mut self, decl: &Rc<FunDecl>, pos: Pos) -> Option<StmtKind> {
+        let value = Expr::Extra(Box::new(self.closure(decl)?));
+        if let Res::Local { depth: 0, slot, .. } = decl.slot.get() {
+            if self.in_scope(0, slot) {
+                return Some(StmtKind::VarInScope {
+                    slot,
+                    init: Some(value),
+                    ty: None,
+                    name: decl.name.clone(),
+                });
+            }
+        }
+        Some(StmtKind::StoreLocal {
+            slot: self.declared(&decl.slot)?,
+            op: None,
+            value,
+            pos,
+        })
+    }
+
+    /// A lambda or local `fun`: over the environment when it captures
+    /// nothing of this function; with a copy of each local it captures
+    /// when none of them can change after it is made; else declined.
+    fn closure(&mut self, decl: &Rc<FunDecl>) -> Option<Extra> {
+        let frame = decl.frame.get();
+        if !frame.captures {
+            return Some(Extra::Lambda(decl.clone()));
+        }
+        if frame.shares && self.own_slots.is_none() {
+            self.wants_scope = true;
+            return None;
+        }
+        // The own level, when kept in a scope, is the environment itself.
+        let levels = self.levels.len() - usize::from(self.own_slots.is_some());
+        let mut copies = Vec::new();
+        for &(out, slot) in decl.captured.get()?.outer.iter() {
+            // A local of a function outside this one is already in the
+            // environment's chain.
+            if (out as usize) < levels {
+                copies.push((out, slot, self.local(out, slot)?));
+            }
+        }
+        self.outer = true;
+        Some(Extra::Closure(Box::new(Copying {
+            decl: decl.clone(),
+            levels: u32::try_from(levels).ok()?,
+            copies,
+        })))
+    }
+
+    /// `&call`: the callee's parts and the arguments, run when it is made.
+    fn async_call(&mut self, call: &ast::Expr, pos: Pos) -> Option<Extra> {
+        let ExprKind::Call { callee, args } = &call.kind else {
+            return None;
+        };
+        if let ExprKind::Field {
+            object,
+            name,
+            optional: false,
+            ..
+        } = &callee.kind
+        {
+            let receiver = self.expr(object)?;
+            let args = self.args(callee, args)?;
+            return Some(Extra::AsyncMethod(
+                receiver,
+                name.clone(),
+                callee.pos,
+                args,
+                pos,
+            ));
+        }
+        Some(Extra::Async(
+            self.expr(callee)?,
+            self.args(callee, args)?,
+            pos,
+        ))
+    }
+
+    fn call_generic(
+        &mut self,
+        callee: &ast::Expr,
+        inner: &ast::Expr,
+        types: &[Type],
+        args: &[Arg],
+        pos: Pos,
+    ) -> Option<CallGeneric> {
+        let (target, method) = match &inner.kind {
+            ExprKind::Field {
+                object,
+                name,
+                optional,
+                ..
+            } => (&**object, Some((name.clone(), *optional, inner.pos))),
+            _ => (inner, None),
+        };
+        Some(CallGeneric {
+            callee: self.expr(target)?,
+            method,
+            types: types.to_vec(),
+            args: self.args(callee, args)?,
+            pos,
+        })
+    }
+
+    fn try_stmt(&mut self, body: &[ast::Stmt], clauses: &[ast::CatchClause]) -> Option<StmtKind> {
+        let body = self.block(body)?;
+        let clauses = clauses
+            .iter()
+            .map(|c| {
+                self.with_level(|l| {
+                    let binding = match &c.binding {
+                        Some((_, ty)) => Some((l.declared(&c.slot)?, ty.clone())),
+                        None => None,
+                    };
+                    Some(Clause {
+                        binding,
+                        body: l.stmts(&c.body)?,
+                    })
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(StmtKind::Try(Box::new(Try { body, clauses })))
+    }
+
+    fn fields(&mut self, fields: &[(Rc<str>, ast::Expr)]) -> Option<Vec<(Rc<str>, Expr, Pos)>> {
+        fields
+            .iter()
+            .map(|(n, e)| Some((n.clone(), self.expr(e)?, e.pos)))
+            .collect()
+    }
+
     fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
         Some(match res.get() {
+            Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
+                Expr::Extra(Box::new(Extra::Outer(0, slot, name.clone(), pos)))
+            }
+            Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
+                self.outer = true;
+                let out = self.outside(depth)?;
+                Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos)))
+            }
             Res::Local { depth, slot, .. } => Expr::Local(self.local(depth, slot)?),
             Res::Global { hint } => Expr::Global {
                 name: name.clone(),
                 res: global_res(hint),
                 pos,
             },
-            Res::Dynamic => return None,
+            Res::Dynamic => Expr::Extra(Box::new(Extra::Named(
+                name.clone(),
+                Resolved::default(),
+                pos,
+            ))),
         })
     }
 
@@ -503,6 +801,14 @@ impl Lower {
             ExprKind::Var(name, res) => match res.get() {
                 Res::Local { fixed: true, .. } => {
                     Expr::AssignFinal(self.boxed(value)?, name.clone(), at)
+                }
+                Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
+                    self.store_scope((0, slot), (name, at), op, value, pos)?
+                }
+                Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
+                    self.outer = true;
+                    let out = self.outside(depth)?;
+                    self.store_scope((out, slot), (name, at), op, value, pos)?
                 }
                 Res::Local { depth, slot, .. } => Expr::AssignLocal {
                     slot: self.local(depth, slot)?,
@@ -589,7 +895,12 @@ impl Lower {
                     pos,
                 }))
             }
-            ExprKind::Generic { .. } => return None,
+            ExprKind::Generic {
+                callee: inner,
+                types,
+            } => Expr::Extra(Box::new(Extra::CallGeneric(Box::new(
+                self.call_generic(callee, inner, types, args, pos)?,
+            )))),
             _ => Expr::CallValue(
                 Box::new((self.expr(callee)?, self.args(callee, args)?)),
                 pos,
@@ -618,10 +929,7 @@ impl Lower {
         class: &Resolved,
         pos: Pos,
     ) -> Option<Expr> {
-        let fields = fields
-            .iter()
-            .map(|(n, e)| Some((n.clone(), self.expr(e)?, e.pos)))
-            .collect::<Option<_>>()?;
+        let fields = self.fields(fields)?;
         Some(Expr::Instance(Box::new(Instance {
             name: object.clone(),
             class: self.var_read(object, class, pos)?,
