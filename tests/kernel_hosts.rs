@@ -11,38 +11,19 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use support::counting_server::CountingServer;
 use support::{can_switch_user, capture, open_to_everyone, Harness, RunOutput};
 
 /// A static file server on 127.0.0.1 that counts every TCP connection it
 /// accepts, so "nothing reached it" is a number.
-struct FileServer {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-}
+struct FileServer;
 
 impl FileServer {
-    fn start(root: PathBuf) -> FileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&hits);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                counter.fetch_add(1, Ordering::SeqCst);
-                let root = root.clone();
-                std::thread::spawn(move || serve_one(stream, &root));
-            }
-        });
-        FileServer { port, hits }
-    }
-
-    fn hits(&self) -> usize {
-        // Let a connection that is on its way be counted.
-        std::thread::sleep(Duration::from_millis(100));
-        self.hits.load(Ordering::SeqCst)
+    fn start(root: PathBuf) -> CountingServer {
+        CountingServer::start(move |stream| serve_one(stream, &root))
     }
 }
 

@@ -8,11 +8,9 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use support::counting_server::CountingServer;
 use support::runas::{hand_over, User, AS_NOBODY};
 use support::{can_switch_user, capture, Harness, RunOutput};
 
@@ -80,35 +78,19 @@ printf 'UID %s\n' "$(id -u)"
 
 /// An HTTP server on 127.0.0.1 answering every request with `page`,
 /// counting the connections it accepts.
-struct Server {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-}
+struct Server(CountingServer);
 
 impl Server {
     fn start(page: String) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&hits);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                counter.fetch_add(1, Ordering::SeqCst);
-                let page = page.clone();
-                std::thread::spawn(move || answer(stream, &page));
-            }
-        });
-        Server { port, hits }
+        Server(CountingServer::start(move |stream| answer(stream, &page)))
     }
 
     fn hits(&self) -> usize {
-        // Let a connection on its way be counted.
-        std::thread::sleep(Duration::from_millis(100));
-        self.hits.load(Ordering::SeqCst)
+        self.0.hits()
     }
 
     fn url(&self) -> String {
-        format!("http://localhost:{}/", self.port)
+        format!("http://localhost:{}/", self.0.port)
     }
 }
 
@@ -346,7 +328,7 @@ fn spell_b_gets_neither_the_host_nor_the_directory_nor_the_variable_that_a_gets(
         assert!(
             b.stderr.contains(&format!(
                 "warning[MGS2011]: connection to `localhost:{}`",
-                server.port
+                server.0.port
             )),
             "{user:?}: {}",
             b.dump()

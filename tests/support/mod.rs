@@ -9,6 +9,7 @@
 #[path = "../scratch/mod.rs"]
 mod scratch;
 
+pub mod counting_server;
 pub mod runas;
 
 use std::collections::hash_map::RandomState;
