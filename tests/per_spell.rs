@@ -492,3 +492,60 @@ fn magus_check_finds_b_s_literal_read_under_b_s_policy_only() {
         assert!(!b.stderr.contains(&w.data), "{user:?}: {}", b.dump());
     }
 }
+
+/// Spell `b` tries to plant code in `spells/a.buzz`, which runs later
+/// under `a`'s wider policy: through `fs.write` and through a child.
+const PLANTER: &str = r#"import "buzz:std";
+import "fs";
+import "sh";
+fun main(args: [str]) > void {
+    try {
+        fs.write("spells/a.buzz", args[0]);
+        std\print("FSWRITE planted");
+    } catch {
+        std\print("FSWRITE refused");
+    }
+    _ = sh.run(["sh", "-c", "printf '%s' \"$0\" >> spells/a.buzz", args[0]]);
+}
+"#;
+
+#[test]
+fn spell_b_cannot_plant_code_in_a_spell_that_runs_later_with_more() {
+    use support::runas::{wrapper, Kernel};
+    let planted = unique("// planted-by-b");
+    for user in users() {
+        for kernel in [Kernel::AsIs, Kernel::NoUserNamespaces] {
+            let w = World::new(user);
+            w.h.write_spell("b", PLANTER);
+            let a_file = w.h.ws_path("spells/a.buzz");
+            let run_b = || {
+                hand_over(&w.h.root, user);
+                let mut cmd = w.h.wrapped_command(&wrapper(user, kernel));
+                cmd.arg("--workspace")
+                    .arg(&w.h.ws)
+                    .args(["run", "b", &planted]);
+                capture(&mut cmd)
+            };
+            let out = run_b();
+            let who = format!("{user:?} {kernel:?}");
+            assert!(
+                out.stdout.contains("FSWRITE refused"),
+                "{who}: {}",
+                out.dump()
+            );
+            assert!(out.stderr.contains("MGS2002"), "{who}: {}", out.dump());
+            let after = std::fs::read_to_string(&a_file).unwrap();
+            assert_eq!(after, SPELL, "{who}: spells/a.buzz changed: {}", out.dump());
+            // Control: with the sandbox off, both plant.
+            w.h.write_config("sandbox:\n  enabled: false\n");
+            let off = run_b();
+            assert!(
+                off.stdout.contains("FSWRITE planted"),
+                "{who}: {}",
+                off.dump()
+            );
+            let after = std::fs::read_to_string(&a_file).unwrap();
+            assert_eq!(after.matches(&planted).count(), 2, "{who} control: {after}");
+        }
+    }
+}

@@ -56,7 +56,7 @@ pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
 pub use winpath::{WinPathError, WinRefusal};
 pub use workspace::{
     enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace,
-    WorkspaceArg, WorkspaceError, ENABLED_VAR,
+    WorkspaceArg, WorkspaceError, ENABLED_VAR, SPELLS_DIR,
 };
 
 use std::ffi::OsString;

@@ -190,7 +190,10 @@ impl Cwd {
 /// config at any depth under `.git/modules`. `.git` is protected at any
 /// depth of the workspace (a nested repository's too, see [`VCS_DIRS`]).
 /// Mercurial's `.hg` likewise: its `hgrc` runs hooks and loads extensions.
-const PROTECTED: [&str; 4] = ["magus.yaml", "magus.lock", ".git", ".hg"];
+/// `spells`: each spell runs under its own policy (`spells:` sections), so
+/// a spell that rewrote another would run its code with the other's
+/// grants, network and secrets at the next run.
+const PROTECTED: [&str; 5] = ["magus.yaml", "magus.lock", "spells", ".git", ".hg"];
 
 /// Components that make everything beneath them protected, wherever they
 /// appear in the workspace: git's and Mercurial's repository directories.

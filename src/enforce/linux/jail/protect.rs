@@ -24,6 +24,9 @@ pub enum CarveReason {
     PolicyFile,
     /// A repository's hooks or config: git runs what they name.
     GitCode,
+    /// The workspace's `spells/`: a spell must not rewrite one that runs
+    /// later under a wider policy of its own.
+    SpellCode,
     /// The running magus executable.
     MagusExecutable,
     /// A directory on `PATH`: what is planted there runs unconfined later.
@@ -43,6 +46,9 @@ impl fmt::Display for CarveReason {
         f.write_str(match self {
             CarveReason::PolicyFile => "magus policy file: a child must not widen the next run",
             CarveReason::GitCode => "git hooks/config: git runs the commands they name",
+            CarveReason::SpellCode => {
+                "the workspace's spells: each runs under its own policy, so a rewritten one would run with another's grants"
+            }
             CarveReason::MagusExecutable => "the running magus executable",
             CarveReason::PathDirectory => {
                 "directory on PATH: a program planted here would run unconfined later"
@@ -290,6 +296,8 @@ pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     if let Some(config) = &policy.config_file() {
         push_existing(&mut found, config, CarveReason::PolicyFile, &writable);
     }
+    let spells = policy.workspace().join(crate::policy::SPELLS_DIR);
+    push_existing(&mut found, &spells, CarveReason::SpellCode, &writable);
     if let Some(exe) = inputs.exe.as_deref() {
         push_existing(&mut found, exe, CarveReason::MagusExecutable, &writable);
     }
