@@ -285,6 +285,69 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
     }
 }
 
+/// Where undici is (`.ci/run` installs it there): Node 20's own `fetch`
+/// ignores `HTTPS_PROXY`, and undici's `EnvHttpProxyAgent` as its global
+/// dispatcher is how a Node program makes it use the proxy.
+fn undici() -> Option<PathBuf> {
+    let root = std::env::var_os("MAGUS_UNDICI")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/magus-undici")))?;
+    let module = root.join("node_modules/undici");
+    module.join("package.json").is_file().then_some(module)
+}
+
+/// Python's `requests` and Node's `fetch` authenticate to the bound host
+/// with the real value, while they only ever hold the placeholder.
+#[test]
+fn requests_and_node_fetch_authenticate_with_the_value() {
+    let module = undici().unwrap_or_else(|| {
+        panic!("undici is not installed: run .ci/run's npm line (MAGUS_UNDICI)")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let script = format!(
+        "/usr/bin/python3 -c 'import os,requests; r=requests.get(\"https://localhost:{b}/api/requests\", headers={{\"Authorization\": \"Bearer \"+os.environ[\"GITHUB_TOKEN\"]}}); print(r.text.strip(), \"requests\", os.environ[\"GITHUB_TOKEN\"][:13])'\n\
+         node -e 'const u=require(\"./node_modules/undici\"); u.setGlobalDispatcher(new u.EnvHttpProxyAgent()); fetch(\"https://localhost:{b}/api/node\", {{headers: {{Authorization: \"Bearer \"+process.env.GITHUB_TOKEN}}}}).then(r => r.text()).then(t => console.log(t.trim(), \"node\", process.env.GITHUB_TOKEN.slice(0, 13)), e => console.log(\"NODE-ERR\", e.cause || e))'\n\
+         echo END\n",
+        b = bound.port
+    );
+    for user in users() {
+        bound.clear();
+        let h = harness(&config(bound.port, attacker.port), &script);
+        std::fs::create_dir(h.ws_path("node_modules")).unwrap();
+        let copied = Command::new("cp")
+            .arg("-r")
+            .arg(&module)
+            .arg(h.ws_path("node_modules/undici"))
+            .status()
+            .unwrap();
+        assert!(copied.success(), "cp of undici");
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        for client in ["requests", "node"] {
+            assert!(
+                out.stdout
+                    .contains(&format!("AUTH-OK {client} magus-secret-")),
+                "{user:?}: {client}: {}",
+                out.dump()
+            );
+        }
+        let log = bound.log();
+        assert!(log.contains("python-requests/"), "{user:?}: {log}");
+        assert!(log.contains("/api/node"), "{user:?}: {log}");
+        assert_eq!(
+            log.matches(VALUE).count(),
+            2,
+            "{user:?}: the bound host's log: {log}"
+        );
+        assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
+        assert_value_nowhere(&h, &out, user);
+        assert!(attacker.log().is_empty());
+    }
+}
+
 #[test]
 fn the_placeholder_goes_nowhere_else_and_rules_hold() {
     let dir = tempfile::tempdir().unwrap();
