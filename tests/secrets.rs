@@ -29,8 +29,9 @@ struct Server {
 }
 
 const SERVER: &str = r#"
-import http.server, ssl, sys, base64
+import http.server, ssl, sys, base64, os
 cert, key, log, value = sys.argv[1:5]
+files = sys.argv[5] if len(sys.argv) > 5 else None
 class H(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         n = int(self.headers.get('Content-Length') or 0)
@@ -39,8 +40,11 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write(('%s %s\n%s\n' % (self.command, self.path, self.headers)).encode() + body + b'\n----\n')
         auth = self.headers.get('Authorization') or ''
         basic = 'Basic ' + base64.b64encode(('user:' + value).encode()).decode()
-        ok = auth in ('Bearer ' + value, basic)
+        ok = auth in ('Bearer ' + value, basic, value)
         out = b'AUTH-OK\n' if ok else b'NO-AUTH\n'
+        path = os.path.join(files or '', self.path.split('?')[0].lstrip('/'))
+        if ok and files and os.path.isfile(path):
+            out = open(path, 'rb').read()
         self.send_response(200 if ok else 401)
         self.send_header('Content-Length', str(len(out)))
         self.send_header('Connection', 'close')
@@ -58,6 +62,12 @@ s.serve_forever()
 
 impl Server {
     fn start(dir: &Path, name: &str, ca: &TestCa, san: &str) -> Server {
+        Server::serving(dir, name, ca, san, None)
+    }
+
+    /// [`Server::start`], answering an authenticated request for a file
+    /// under `files` with the file.
+    fn serving(dir: &Path, name: &str, ca: &TestCa, san: &str, files: Option<&Path>) -> Server {
         let (cert, key) = ca.leaf(dir, name, san);
         let log = dir.join(format!("{name}.log"));
         std::fs::write(&log, "").unwrap();
@@ -67,6 +77,7 @@ impl Server {
             .arg(&key)
             .arg(&log)
             .arg(VALUE)
+            .args(files)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -165,6 +176,11 @@ fn config(bound: u16, attacker: u16) -> String {
 /// magus's environment and the test CA as its roots.
 fn run(h: &Harness, user: User, ca: &Path) -> RunOutput {
     open_to_everyone(&h.root);
+    run_as_is(h, user, ca)
+}
+
+/// [`run`] with the harness's permissions as they are.
+fn run_as_is(h: &Harness, user: User, ca: &Path) -> RunOutput {
     let mut cmd = match user {
         User::Caller => h.command(),
         User::Nobody => h.command_as_nobody(),
@@ -343,6 +359,127 @@ fn requests_and_node_fetch_authenticate_with_the_value() {
             "{user:?}: the bound host's log: {log}"
         );
         assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
+        assert_value_nowhere(&h, &out, user);
+        assert!(attacker.log().is_empty());
+    }
+}
+
+/// A sparse registry under `root/api/registry` holding the crate `foo`
+/// 0.1.0 (index, `.crate`, `config.json` with `auth-required`), served
+/// from the bound host at `port`.
+fn stage_registry(root: &Path, port: u16) {
+    use sha2::Digest;
+    let reg = root.join("api/registry");
+    let src = root.join("foo-0.1.0");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::write(
+        src.join("Cargo.toml"),
+        "[package]\nname = \"foo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("src/lib.rs"), "pub fn foo() {}\n").unwrap();
+    let dl = reg.join("dl/foo/0.1.0");
+    std::fs::create_dir_all(&dl).unwrap();
+    let made = Command::new("tar")
+        .arg("-czf")
+        .arg(dl.join("download"))
+        .arg("-C")
+        .arg(root)
+        .arg("foo-0.1.0")
+        .status()
+        .unwrap();
+    assert!(made.success(), "tar of the crate");
+    let cksum = sha2::Sha256::digest(std::fs::read(dl.join("download")).unwrap());
+    let cksum: String = cksum.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::create_dir_all(reg.join("3/f")).unwrap();
+    std::fs::write(
+        reg.join("3/f/foo"),
+        format!("{{\"name\":\"foo\",\"vers\":\"0.1.0\",\"deps\":[],\"cksum\":\"{cksum}\",\"features\":{{}},\"yanked\":false,\"v\":2}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        reg.join("config.json"),
+        format!("{{\"dl\":\"https://localhost:{port}/api/registry/dl\",\"auth-required\":true}}"),
+    )
+    .unwrap();
+}
+
+/// `cargo vendor` from a sparse registry on the bound host that requires
+/// the token (`auth-required`): cargo sends the placeholder, the registry
+/// gets the value, the crate is downloaded (`cargo fetch` would also ask
+/// for `rustc`, which is not in the view). cargo is the one running this
+/// test (`CARGO`), copied into the workspace: the toolchain under `/root`
+/// is outside the view (and closed to uid 65534).
+#[test]
+fn cargo_downloads_from_a_registry_that_needs_the_token() {
+    let cargo = PathBuf::from(std::env::var_os("CARGO").expect("cargo runs the tests"));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let files = dir.path().join("files");
+    let bound = Server::serving(dir.path(), "bound", &ca, "localhost", Some(&files));
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let b = bound.port;
+    stage_registry(&files, b);
+    let script = format!(
+        "export CARGO_HOME=\"$PWD/cargo-home\" CARGO_REGISTRIES_LOCAL_INDEX=sparse+https://localhost:{b}/api/registry/ CARGO_REGISTRIES_LOCAL_TOKEN=\"$GITHUB_TOKEN\" CARGO_NET_RETRY=0 CARGO_REGISTRIES_LOCAL_CREDENTIAL_PROVIDER=cargo:token\n\
+         cd app && \"$CARGO_BIN\" vendor --versioned-dirs >/dev/null && echo CARGO-FETCHED\n\
+         test -f \"$CARGO_HOME\"/registry/cache/*/foo-0.1.0.crate && echo CRATE-THERE\n"
+    );
+    for user in users() {
+        bound.clear();
+        let h = harness("sandbox:\n  enabled: true\n", &script);
+        // Outside the workspace (whose files children may not execute),
+        // granted read and execute.
+        let tools = h.root.join("tools");
+        std::fs::create_dir_all(&tools).unwrap();
+        std::fs::copy(&cargo, tools.join("cargo")).unwrap();
+        let cargo_in = tools.join("cargo").display().to_string();
+        std::fs::write(
+            h.ws_path("probe.sh"),
+            script.replace("\"$CARGO_BIN\"", &cargo_in),
+        )
+        .unwrap();
+        let granted = format!(
+            "sandbox:\n  enabled: true\n  allow:\n    - path: {:?}\n      mode: ro\n",
+            tools.display().to_string()
+        );
+        h.write_config(&config(b, attacker.port).replacen(
+            "sandbox:\n  enabled: true\n",
+            &granted,
+            1,
+        ));
+        std::fs::create_dir_all(h.ws_path("app/src")).unwrap();
+        std::fs::write(
+            h.ws_path("app/Cargo.toml"),
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nfoo = { version = \"0.1\", registry = \"local\" }\n",
+        )
+        .unwrap();
+        std::fs::write(h.ws_path("app/src/main.rs"), "fn main() {}\n").unwrap();
+        open_to_everyone(&h.root);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tools.join("cargo"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let out = run_as_is(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("CARGO-FETCHED"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("CRATE-THERE"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        let log = bound.log();
+        assert!(log.contains("User-Agent: cargo"), "{user:?}: {log}");
+        assert!(
+            log.contains(&format!("Authorization: {VALUE}")),
+            "{user:?}: the registry got the token: {log}"
+        );
+        assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
+        // The workspace holds cargo's caches and the crate now: none of it
+        // has the value.
         assert_value_nowhere(&h, &out, user);
         assert!(attacker.log().is_empty());
     }
