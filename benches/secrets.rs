@@ -121,8 +121,8 @@ fn serve_one(config: Arc<ServerConfig>, stream: TcpStream) {
             Ok(n) => got += n,
         }
     }
-    let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n");
-    let _ = tls.write_all(reply.as_bytes());
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
+    let _ = tls.write_all(reply);
     tls.conn.send_close_notify();
     let _ = tls.flush();
 }
