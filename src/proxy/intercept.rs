@@ -165,6 +165,11 @@ impl Interceptor {
         target: &Target,
         tell: &dyn Fn(&Refusal),
     ) -> io::Result<Served> {
+        // Each TLS record is written as it is made; without this, Nagle's
+        // algorithm holds a small one back until the peer's delayed ACK
+        // (about 40 ms on the first request).
+        let _ = client.set_nodelay(true);
+        let _ = upstream.set_nodelay(true);
         let conn = ServerConnection::new(self.server_config(&target.host)?).map_err(tls_err)?;
         let mut down = StreamOwned::new(
             conn,
@@ -310,7 +315,7 @@ fn read_head(down: &mut impl Read) -> io::Result<(Vec<u8>, Vec<u8>)> {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 /// The request to send upstream.
@@ -570,7 +575,8 @@ fn forward_body(
         if read == 0 {
             return Ok(Ok(sent));
         }
-        piece = buf[..read].to_vec();
+        piece.clear();
+        piece.extend_from_slice(&buf[..read]);
     }
 }
 

@@ -158,11 +158,16 @@ impl Vault {
         self.secrets.iter().any(|s| s.binding.bound_to(host, port))
     }
 
-    /// The first secret whose placeholder occurs in `bytes`.
+    /// The first secret whose placeholder occurs in `bytes`. Every
+    /// placeholder starts with [`PLACEHOLDER_PREFIX`]: one vectorised
+    /// search for it, then a comparison per secret where it occurs, keeps
+    /// a body's scan at memory speed whatever the number of secrets.
     pub fn found_in(&self, bytes: &[u8]) -> Option<&Held> {
-        self.secrets
-            .iter()
-            .find(|s| contains(bytes, s.placeholder.as_bytes()))
+        memchr::memmem::find_iter(bytes, PLACEHOLDER_PREFIX.as_bytes()).find_map(|at| {
+            self.secrets
+                .iter()
+                .find(|s| bytes[at..].starts_with(s.placeholder.as_bytes()))
+        })
     }
 
     /// The variables children see: each secret's name and placeholder.
@@ -215,7 +220,7 @@ fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
 
 /// Whether `needle` occurs in `haystack`.
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 
 #[cfg(test)]
