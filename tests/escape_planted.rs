@@ -76,9 +76,17 @@ fn spell_symlinks_planted_by_a_child_print_no_secret() {
         h.home_path(".npmrc").display(),
         h.home_path(".aws/credentials").display()
     );
+    // `spells/` is protected: a sandboxed child cannot plant there.
     let mut cmd = h.command();
     cmd.current_dir(&h.ws).arg("--workspace").arg(&h.ws);
-    let planted = capture(cmd.args(["run", "t", &plant]));
+    let refused = capture(cmd.args(["run", "t", &plant]));
+    assert!(!refused.stdout.contains("STATUS 0"), "{}", refused.dump());
+    assert!(!h.ws_path("spells/npm.buzz").exists());
+    // Planted some other way (an unsandboxed run, a pulled branch): every
+    // later command must still print no byte of what the links lead to.
+    let mut cmd = h.command();
+    cmd.current_dir(&h.ws).env("MAGUS_SANDBOX_ENABLED", "0");
+    let planted = capture(cmd.arg("--workspace").arg(&h.ws).args(["run", "t", &plant]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
     assert!(h.ws_path("spells/npm.buzz").is_symlink());
     // The control: with the sandbox off, magus reads the linked files.
@@ -199,9 +207,11 @@ fn spell_names_and_comments_reach_the_terminal_escaped() {
     let h = Harness::new();
     h.write_spell("t", SHELL_SPELL);
     let plant = "printf '// \\033]52;c;cm0gLXJmIH4K\\007 x\\n' > \"spells/$(printf 'a\\033]0;T\\007')\".buzz";
+    // `spells/` is protected from sandboxed children; the name is planted
+    // by an unsandboxed run, as by any other tool.
     let mut cmd = h.command();
-    cmd.current_dir(&h.ws).arg("--workspace").arg(&h.ws);
-    let planted = capture(cmd.args(["run", "t", plant]));
+    cmd.current_dir(&h.ws).env("MAGUS_SANDBOX_ENABLED", "0");
+    let planted = capture(cmd.arg("--workspace").arg(&h.ws).args(["run", "t", plant]));
     assert!(planted.stdout.contains("STATUS 0"), "{}", planted.dump());
     // The control: the planted name holds the escape byte.
     let names: Vec<String> = std::fs::read_dir(h.ws_path("spells"))
