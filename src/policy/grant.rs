@@ -178,7 +178,7 @@ pub enum SandboxState {
 /// Unix paths are compared name by name in one pass over their bytes that
 /// stops at the first name that differs, usually the first or second,
 /// where checking both paths whole before comparing cost 0.2 ms a run.
-pub fn lies_within(path: &std::path::Path, ancestor: &std::path::Path) -> bool {
+pub(crate) fn lies_within(path: &std::path::Path, ancestor: &std::path::Path) -> bool {
     let (p, a) = (
         path.as_os_str().as_encoded_bytes(),
         ancestor.as_os_str().as_encoded_bytes(),

@@ -435,7 +435,7 @@ fn is_private_tmp(grant: &crate::policy::Grant) -> bool {
 /// Whether the view shows `grant` as a mount of its own (a private tmpfs,
 /// `/proc`, the devpts), not the host's inode bound: what names it there
 /// is not the host's file (for Landlock's rule, see `landlock::begin`).
-pub fn fresh_in_view(grant: &crate::policy::Grant) -> bool {
+pub(crate) fn fresh_in_view(grant: &crate::policy::Grant) -> bool {
     is_private_tmp(grant) || matches!(grant.path.to_str(), Some("/proc" | "/dev/pts"))
 }
 
