@@ -47,37 +47,29 @@
 
 #![deny(missing_docs)]
 // Internals are `pub(crate)`: a `pub` item is the facade's or `testing`'s.
-#![warn(unreachable_pub)]
+// Judged with `testing` built (the `internals` feature, which every test
+// and bench build turns on): without it, what only `testing` exports is
+// reachable from nowhere.
+#![cfg_attr(feature = "internals", warn(unreachable_pub))]
 
 // The internals: documented for the crate's own developers (their docs
 // link private items, for `cargo doc --document-private-items`), not part
-// of the API. Their `pub` items are visible to the crate only, since the
-// modules are private; only the re-exports below (and, with the
-// `internals` feature, `__private`) leave it. Without that feature, the
-// `pub` items that only the benches, fuzz targets and kernel harness use
-// are unused: dead code is judged as with the feature on, where every
-// `pub` item is reachable.
+// of the API. Their items are `pub(crate)`; only the re-exports below (and,
+// with the `internals` feature, `testing`) leave the crate.
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod bindings;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod buzz;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod cli;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod diag;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod enforce;
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod policy;
 #[cfg(kernel_layer)]
 #[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 mod proxy;
 mod regular_file;
 mod sandbox;

@@ -30,12 +30,14 @@ pub(crate) use child::ConfinedChild;
 pub(crate) use child::RawStream;
 pub use child::{ChildStdio, ConfinedCommand};
 pub use error::EnforceError;
+#[cfg(all(kernel_layer, feature = "internals"))]
+pub use linux::install_on_self;
 #[cfg(kernel_layer)]
 pub(crate) use linux::probe_landlock;
 #[cfg(kernel_layer)]
 pub use linux::{
-    install_on_self, reexec_scrubbed, take_reexec_state, Domain, JailPlan, LandlockRequest,
-    SyscallGuard, Unavailable, UsernsRequest, ViewInputs,
+    reexec_scrubbed, take_reexec_state, Domain, JailPlan, LandlockRequest, SyscallGuard,
+    Unavailable, UsernsRequest, ViewInputs,
 };
 #[cfg(kernel_layer)]
 pub(crate) use linux::{

@@ -94,6 +94,7 @@ impl StartupError {
 
 /// Finds the workspace, loads `magus.yaml`, applies
 /// `MAGUS_SANDBOX_ENABLED`, and resolves the policy.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
     Ok(declare(input)?.resolve(input.env))
 }

@@ -25,6 +25,8 @@ pub(crate) mod native;
 pub(crate) mod path;
 pub(crate) mod presets;
 pub(crate) mod real_paths;
+// The naive oracle the trie is tested against (unit tests, benches, fuzz).
+#[cfg(any(test, feature = "internals"))]
 pub(crate) mod reference;
 mod resolve_grants;
 pub(crate) mod secrets;
@@ -47,11 +49,13 @@ pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
 pub(crate) use hosts::HostError;
 pub use hosts::{HostList, HostRule};
 pub(crate) use limits::Limits;
+#[cfg(any(test, feature = "internals"))]
+pub use load::startup;
 pub(crate) use load::Startup;
 #[cfg(all(test, kernel_layer))]
 pub(crate) use load::StartupError;
+pub use load::StartupInput;
 pub(crate) use load::{declare, Declared};
-pub use load::{startup, StartupInput};
 pub(crate) use lock_file::{check_lock, check_nested, effective_fingerprint, FINGERPRINT_VAR};
 pub use path::{normalize, NormalPath};
 pub(crate) use path::{PathError, PlainRelative};
@@ -84,7 +88,7 @@ pub enum StateSource {
 ///
 /// Its fields are private so that the grants, the trie the gate checks and
 /// the Landlock rules built from the grants can never drift apart: a
-/// policy is made by resolution ([`startup`]) or by [`Policy::new`], which
+/// policy is made by resolution ([`crate::Sandbox::load`]) or by [`Policy::new`], which
 /// builds the trie from the grants, and is read through accessors.
 #[derive(Debug, Clone)]
 pub struct Policy {

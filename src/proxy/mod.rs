@@ -90,10 +90,6 @@ pub enum ProxyError {
     Handover(#[source] nix::Error),
     #[error("cannot fork the proxy process: {0}")]
     Fork(#[source] nix::Error),
-    #[error("cannot build the socket filter: {0}")]
-    Filter(String),
-    #[error("cannot install the socket filter: {0}")]
-    Install(#[source] io::Error),
 }
 
 /// `["crates.io", "*.crates.io"]` as one line for `sandbox check`.
@@ -179,6 +175,7 @@ impl Proxy {
     /// magus's handle. Must be called while magus is single-threaded and
     /// before Landlock and seccomp are installed (and before the jail's
     /// namespaces, so the proxy keeps the host's network).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn start(hosts: &HostList) -> Result<Proxy, ProxyError> {
         Proxy::start_guarding(hosts, None)
     }
@@ -198,6 +195,7 @@ impl Proxy {
     /// magus proper's handle on a proxy the original process forks at the
     /// first launch (the module doc), and the original's [`Launcher`],
     /// for `crate::enforce::jail::enter_with`.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn deferred(hosts: &HostList) -> Result<(Proxy, Launcher), ProxyError> {
         Proxy::deferred_guarding(hosts, None)
     }
@@ -228,6 +226,7 @@ impl Proxy {
     /// namespace (the children's, when magus has entered it) and hands them
     /// to the proxy. Call once, before seccomp (which may refuse `listen`)
     /// and Landlock (which may refuse `bind`).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn listen(&mut self) -> Result<(), ProxyError> {
         self.bind()?;
         self.hand_over()

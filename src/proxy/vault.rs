@@ -175,6 +175,7 @@ impl Vault {
 
     /// Forgets the values (magus proper's copy, once the proxy has its
     /// own): placeholders and the CA certificate stay.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn forget_values(&mut self) {
         for s in &mut self.secrets {
             wipe(&mut s.value);

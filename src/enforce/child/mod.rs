@@ -42,6 +42,7 @@ pub enum ChildStdio {
     /// A pipe magus reads or writes.
     Piped,
     /// `/dev/null`.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     Null,
     /// A copy of this descriptor of magus (a pseudo-terminal's slave, say;
     /// a handle on Windows). It must stay open until `spawn` returns.

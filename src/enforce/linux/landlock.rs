@@ -139,6 +139,7 @@ pub enum LandlockStatus {
 
 impl LandlockStatus {
     /// Full, partial, or none.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn enforcement(&self) -> Enforcement {
         match self {
             LandlockStatus::Enforced { unenforced, .. } if unenforced.is_empty() => {
@@ -417,6 +418,7 @@ impl Domain {
 /// restricts only the calling thread and what it later creates) and after
 /// [`super::jail::enter`], because a restricted
 /// process can no longer mount the private `/proc`.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn install_on_self(
     grants: &[Grant],
     network: &Network,

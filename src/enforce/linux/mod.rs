@@ -28,7 +28,10 @@ pub(crate) use ::landlock::RulesetError;
 pub use jail::{JailPlan, UsernsRequest, ViewInputs};
 pub(crate) use jail::{JailStatus, JailUnavailable};
 pub(crate) use landlock::probe as probe_landlock;
-pub use landlock::{install_on_self, Domain, LandlockRequest, Unavailable};
+pub use landlock::{Domain, LandlockRequest, Unavailable};
+// Only the benches and the kernel harness install a bare domain.
+#[cfg(feature = "internals")]
+pub use landlock::install_on_self;
 pub(crate) use landlock::{ChildRestriction, LandlockStatus, Unenforced};
 pub(crate) use reexec::ReexecState;
 pub use reexec::{reexec_scrubbed, take_reexec_state};

@@ -311,6 +311,7 @@ impl PathTrie {
     }
 
     /// Number of nodes, `/` included (for tests and benches).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }

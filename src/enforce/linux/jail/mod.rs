@@ -213,6 +213,7 @@ fn open_host_root() -> Option<OwnedFd> {
 /// the view; the original process only waits and exits with magus's
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
     let made = ahead::Made::default();
     let entered = enter_with(plan, request, made, None, OutputOptions::default());

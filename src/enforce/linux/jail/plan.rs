@@ -230,6 +230,7 @@ pub struct JailPlan {
 impl JailPlan {
     /// Only a PID namespace with its own `/proc` over the host's view (for
     /// the kernel tests, which build their own Landlock policies).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn pid_only() -> JailPlan {
         JailPlan {
             steps: vec![
@@ -306,6 +307,7 @@ impl JailPlan {
 
     /// Whether `path` exists in the view (ignoring what lies inside bound
     /// grants, which is the host's): the deepest step at or above it.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn covering_step(&self, path: &Path) -> Option<&Step> {
         self.steps
             .iter()
