@@ -55,21 +55,29 @@
 // The internals: documented for the crate's own developers (their docs
 // link private items, for `cargo doc --document-private-items`), not part
 // of the API. Their items are `pub(crate)`; only the re-exports below (and,
-// with the `internals` feature, `testing`) leave the crate.
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+// with the `internals` feature, `testing`) leave the crate. What the
+// facade reaches must be documented; what only `testing` reaches need not.
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod bindings;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod buzz;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod cli;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod diag;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod enforce;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod policy;
 #[cfg(kernel_layer)]
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod proxy;
 mod regular_file;
 mod sandbox;

@@ -122,8 +122,11 @@ impl fmt::Display for GrantSource {
 /// One granted path: real (symlink-free, absolute), with its mode and source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
+    /// The granted path (real, absolute).
     pub path: PathBuf,
+    /// What the grant allows beneath it.
     pub mode: Mode,
+    /// Where the grant came from, for diagnostics.
     pub source: GrantSource,
 }
 
@@ -168,7 +171,9 @@ impl Network {
 /// Whether the sandbox is on for this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxState {
+    /// Both layers enforce the policy.
     On,
+    /// Nothing is confined: the sandbox is turned off for this run.
     Off,
 }
 

@@ -70,10 +70,12 @@ impl NormalPath {
         NormalPath(PathBuf::from("/"))
     }
 
+    /// The path, borrowed.
     pub fn as_path(&self) -> &Path {
         &self.0
     }
 
+    /// The path, owned.
     pub fn into_path_buf(self) -> PathBuf {
         self.0
     }
