@@ -3,7 +3,7 @@
 //! and the parse and check alone through the library. Target: under 50 ms.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::__private::buzz::{self, Interpreter};
+use magus_sandbox::testing::buzz::{self, Interpreter};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;

@@ -20,13 +20,13 @@
 //! Run: `cargo bench --bench gate -- --warm-up-time 1 --measurement-time 4`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::__private::bindings::{self, Session};
-use magus_sandbox::__private::buzz::{self, Interpreter, Program};
-use magus_sandbox::__private::enforce::beneath::{Follow, Root};
-use magus_sandbox::__private::enforce::gate::{Gate, WriteMode};
-use magus_sandbox::__private::enforce::landlock::Unavailable;
-use magus_sandbox::__private::enforce::Domain;
-use magus_sandbox::__private::policy::{self, Policy, SandboxState, StartupInput, WorkspaceArg};
+use magus_sandbox::testing::bindings::{self, Session};
+use magus_sandbox::testing::buzz::{self, Interpreter, Program};
+use magus_sandbox::testing::enforce::beneath::{Follow, Root};
+use magus_sandbox::testing::enforce::gate::{Gate, WriteMode};
+use magus_sandbox::testing::enforce::landlock::Unavailable;
+use magus_sandbox::testing::enforce::Domain;
+use magus_sandbox::testing::policy::{self, Policy, SandboxState, StartupInput, WorkspaceArg};
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
 use std::ffi::{CStr, OsString};
 use std::hint::black_box;

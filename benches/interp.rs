@@ -6,7 +6,7 @@
 //! `benches/compare.py` times them against (issue 14).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::__private::buzz::{self, Interpreter};
+use magus_sandbox::testing::buzz::{self, Interpreter};
 use std::path::Path;
 
 /// 1,000,000 integer additions in a `while` loop.

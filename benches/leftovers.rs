@@ -7,7 +7,7 @@
 //! Run: `cargo bench --bench leftovers -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use magus_sandbox::__private::enforce::leftovers::{Executables, Inputs, Watch};
+use magus_sandbox::testing::enforce::leftovers::{Executables, Inputs, Watch};
 use std::hint::black_box;
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! Run: `cargo bench --bench policy -- --warm-up-time 1 --measurement-time 2`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use magus_sandbox::__private::policy::{
+use magus_sandbox::testing::policy::{
     new_policy, reference, Access, Grant, GrantSource, Mode, Network, NormalPath, Policy,
     SandboxState,
 };

@@ -14,8 +14,8 @@
 //! `curl` or `openssl` is missing.
 
 use criterion::{criterion_group, Criterion, Throughput};
-use magus_sandbox::__private::policy::{HostList, HostRule};
-use magus_sandbox::__private::proxy::Proxy;
+use magus_sandbox::testing::policy::{HostList, HostRule};
+use magus_sandbox::testing::proxy::Proxy;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

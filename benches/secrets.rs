@@ -11,9 +11,9 @@
 //!   iteration a new connection (the proxy serves one request per tunnel).
 
 use criterion::{criterion_group, Criterion, Throughput};
-use magus_sandbox::__private::policy::{HostList, HostRule, Position, SecretBinding, SecretSource};
-use magus_sandbox::__private::proxy::vault::Vault;
-use magus_sandbox::__private::proxy::Proxy;
+use magus_sandbox::testing::policy::{HostList, HostRule, Position, SecretBinding, SecretSource};
+use magus_sandbox::testing::proxy::vault::Vault;
+use magus_sandbox::testing::proxy::Proxy;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::StreamOwned;

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use criterion::Criterion;
-use magus_sandbox::__private::enforce::{
+use magus_sandbox::testing::enforce::{
     install_on_self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
-use magus_sandbox::__private::policy::{Grant, GrantSource, Mode, Network};
+use magus_sandbox::testing::policy::{Grant, GrantSource, Mode, Network};
 
 fn grant(path: &Path, mode: Mode) -> Grant {
     Grant {
@@ -69,13 +69,13 @@ fn bench_policy() -> Vec<Grant> {
 /// The child environment the policy's allowlist gives (docs/configuration.md).
 fn scrubbed_env() -> Vec<(OsString, OsString)> {
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    magus_sandbox::__private::policy::ChildEnv::build(&vars, &[]).vars
+    magus_sandbox::testing::policy::ChildEnv::build(&vars, &[]).vars
 }
 
 fn confine_self() -> Domain {
     let guard = SyscallGuard::build(
-        magus_sandbox::__private::enforce::seccomp::GuardMode::Jailed,
-        magus_sandbox::__private::enforce::network::NetworkSeccomp::None,
+        magus_sandbox::testing::enforce::seccomp::GuardMode::Jailed,
+        magus_sandbox::testing::enforce::network::NetworkSeccomp::None,
     )
     .expect("seccomp filter builds");
     guard.install_on_self().expect("seccomp filter installs");

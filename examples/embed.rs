@@ -18,7 +18,7 @@ use std::process::ExitCode;
 /// The status `magus` exits with when it cannot set the sandbox up.
 const EXIT_CONFIG: u8 = 125;
 
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     match run() {
         Ok(status) => ExitCode::from(status_byte(status)),
         Err(e) => {

@@ -41,41 +41,43 @@
 //! [`Diagnostic::render`].
 //!
 //! Everything else is private to the crate. The non-default `internals`
-//! feature exposes it as the hidden module `__private`, unstable and
-//! outside any semver promise, only for this package's own benches, fuzz
-//! targets and kernel test harness.
+//! feature exposes the few internals this package's own benches, fuzz
+//! targets and kernel test harness use as the hidden module `testing`,
+//! unstable and outside any semver promise.
 
 #![deny(missing_docs)]
+// Internals are `pub(crate)`: a `pub` item is the facade's or `testing`'s.
+// Judged with `testing` built (the `internals` feature, which every test
+// and bench build turns on): without it, what only `testing` exports is
+// reachable from nowhere.
+#![cfg_attr(feature = "internals", warn(unreachable_pub))]
 
 // The internals: documented for the crate's own developers (their docs
 // link private items, for `cargo doc --document-private-items`), not part
-// of the API. Their `pub` items are visible to the crate only, since the
-// modules are private; only the re-exports below (and, with the
-// `internals` feature, `__private`) leave it. Without that feature, the
-// `pub` items that only the benches, fuzz targets and kernel harness use
-// are unused: dead code is judged as with the feature on, where every
-// `pub` item is reachable.
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+// of the API. Their items are `pub(crate)`; only the re-exports below (and,
+// with the `internals` feature, `testing`) leave the crate. What the
+// facade reaches must be documented; what only `testing` reaches need not.
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod bindings;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod buzz;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod cli;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod diag;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod enforce;
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod policy;
 #[cfg(kernel_layer)]
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+#[allow(rustdoc::private_intra_doc_links)]
+#[cfg_attr(feature = "internals", allow(missing_docs))]
 mod proxy;
 mod regular_file;
 mod sandbox;
@@ -113,43 +115,6 @@ pub fn cli_main() -> i32 {
     cli::main()
 }
 
-/// Not public API: the internal modules, for this package's own benches,
-/// fuzz targets and kernel test harness only (the `internals` feature).
-/// Anything here may change or vanish in any release.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
-pub mod __private {
-    #![allow(missing_docs)]
-    pub mod bindings {
-        pub use crate::bindings::*;
-    }
-    pub mod buzz {
-        pub use crate::buzz::*;
-    }
-    pub mod diag {
-        pub use crate::diag::*;
-    }
-    pub mod enforce {
-        pub use crate::enforce::*;
-    }
-    #[cfg(kernel_layer)]
-    pub mod proxy {
-        pub use crate::proxy::*;
-    }
-    pub mod policy {
-        pub use crate::policy::*;
-        use std::path::PathBuf;
-
-        /// `Policy::new`, the crate's own: a policy from resolved grants,
-        /// for the benches and the kernel harness.
-        pub fn new_policy(
-            state: SandboxState,
-            workspace: PathBuf,
-            grants: Vec<Grant>,
-            network: Network,
-            passthrough: Vec<EnvPattern>,
-        ) -> Policy {
-            Policy::new(state, workspace, grants, network, passthrough)
-        }
-    }
-}
+pub mod testing;

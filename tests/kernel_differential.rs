@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 use kernel_support::*;
-use magus_sandbox::__private::policy::{Access, Mode};
+use magus_sandbox::testing::policy::{Access, Mode};
 
 fn main() {
     main_with(

@@ -3,12 +3,12 @@
 //! diagnostic renders, never a panic. Shared by the `config` fuzz target and
 //! the corpus replay test.
 
-use magus_sandbox::__private::policy::config::parse_config;
+use magus_sandbox::testing::policy::config::parse_config;
 use std::path::Path;
 
 /// Runs the loader on `data`; an error that points outside the input is
 /// reported as a failure.
-pub fn check(data: &[u8]) -> Result<(), String> {
+pub(crate) fn check(data: &[u8]) -> Result<(), String> {
     let Err(error) = parse_config(Path::new("magus.yaml"), data) else {
         return Ok(());
     };

@@ -4,8 +4,8 @@
 //! would forward must say what it checked. Shared by the `proxy` fuzz
 //! target and the corpus replay test.
 
-use magus_sandbox::__private::policy::hosts::normalize_host;
-use magus_sandbox::__private::proxy::request::{
+use magus_sandbox::testing::policy::hosts::normalize_host;
+use magus_sandbox::testing::proxy::request::{
     authority, read_http_head, read_socks_greeting, read_socks_request, Advance, BodyEnd, Head,
 };
 use std::io::Cursor;
@@ -13,7 +13,7 @@ use std::io::Cursor;
 /// Runs both readers on `data`; a forwarded head that disagrees with
 /// the checked target, or a body end that depends on how the bytes were
 /// split, is a failure.
-pub fn check(data: &[u8]) -> Result<(), String> {
+pub(crate) fn check(data: &[u8]) -> Result<(), String> {
     if let Ok(Ok(head)) = read_http_head(&mut Cursor::new(data)) {
         check_head(&head)?;
     }

@@ -1,9 +1,9 @@
 //! One differential case for the path trie, decoded from fuzzer bytes:
 //! grants, a base directory and spelled paths. Shared by the `trie` fuzz
 //! target, the corpus replay test and nothing else; it only decodes and
-//! compares, the code under test is `magus_sandbox::__private::policy`.
+//! compares, the code under test is `magus_sandbox::testing::policy`.
 
-use magus_sandbox::__private::policy::{
+use magus_sandbox::testing::policy::{
     normalize, reference, Access, Grant, GrantSource, Mode, NormalPath, PathTrie,
 };
 use std::ffi::OsStr;
@@ -23,7 +23,7 @@ const SEPARATOR: u8 = 0xff;
 const ACCESSES: [Access; 3] = [Access::Read, Access::Write, Access::Execute];
 
 /// A decoded case.
-pub struct TrieCase {
+pub(crate) struct TrieCase {
     pub grants: Vec<Grant>,
     pub base: PathBuf,
     pub spelled: Vec<Vec<u8>>,
@@ -55,7 +55,7 @@ impl Bytes<'_> {
 
 /// Decodes `data`: a grant count, each grant's mode and path, the base,
 /// then the rest as spelled paths (one token a byte, ended by [`SEPARATOR`]).
-pub fn decode(data: &[u8]) -> TrieCase {
+pub(crate) fn decode(data: &[u8]) -> TrieCase {
     let mut input = Bytes(data);
     let count = input.next() % 17;
     let grants = (0..count)
@@ -94,7 +94,7 @@ pub fn decode(data: &[u8]) -> TrieCase {
 /// normalised, and that the raw spelling is accepted as a [`NormalPath`]
 /// exactly when normalising leaves it unchanged; the first disagreement is
 /// the error.
-pub fn check(case: &TrieCase) -> Result<(), String> {
+pub(crate) fn check(case: &TrieCase) -> Result<(), String> {
     let trie = PathTrie::new(&case.grants);
     for spelled in &case.spelled {
         let raw = Path::new(OsStr::from_bytes(spelled));

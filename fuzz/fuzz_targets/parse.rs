@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use magus_sandbox::__private::buzz::{parse, Interpreter};
+use magus_sandbox::testing::buzz::{parse, Interpreter};
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {

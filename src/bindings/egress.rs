@@ -13,7 +13,7 @@ use crate::proxy::{rebinding_text, EgressSummary, Event, RefusalReason, Resolved
 /// port and reason, however often a client retried ("refused 7 times"),
 /// in the order first refused; an error for a proxy that could not be
 /// started.
-pub fn diagnostics(events: &[Event], site: Option<&CallSite>) -> Vec<Diagnostic> {
+pub(crate) fn diagnostics(events: &[Event], site: Option<&CallSite>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut refusals: Vec<Refusals> = Vec::new();
     for event in events {
@@ -52,7 +52,8 @@ pub fn diagnostics(events: &[Event], site: Option<&CallSite>) -> Vec<Diagnostic>
 }
 
 /// What to say of one event ([`diagnostics`] of it alone).
-pub fn event_diagnostic(event: &Event, site: Option<&CallSite>) -> Option<Diagnostic> {
+#[cfg(test)]
+pub(crate) fn event_diagnostic(event: &Event, site: Option<&CallSite>) -> Option<Diagnostic> {
     diagnostics(std::slice::from_ref(event), site).pop()
 }
 
@@ -227,7 +228,7 @@ fn not_started(reason: &str) -> Diagnostic {
 }
 
 /// The egress summary as a note: one line per host and port.
-pub fn summary_diagnostic(summary: &EgressSummary) -> Diagnostic {
+pub(crate) fn summary_diagnostic(summary: &EgressSummary) -> Diagnostic {
     let lines = summary.lines();
     let mut d = Diagnostic::note(match lines.len() {
         0 => "network egress: no connection through the proxy".to_string(),
@@ -242,7 +243,7 @@ pub fn summary_diagnostic(summary: &EgressSummary) -> Diagnostic {
 /// Said after every run in which the proxy turned clients away, whatever
 /// the verbosity: those children's downloads failed for a reason of the
 /// proxy's, not of the host's.
-pub fn turned_away_diagnostic(summary: &EgressSummary) -> Option<Diagnostic> {
+pub(crate) fn turned_away_diagnostic(summary: &EgressSummary) -> Option<Diagnostic> {
     let n = summary.turned_away;
     (n > 0).then(|| {
         Diagnostic::warning(format!(

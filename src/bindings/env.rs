@@ -8,7 +8,7 @@ use crate::buzz::{NativeModule, Raise, Value};
 use std::rc::Rc;
 
 /// The `env` module bound to `session`.
-pub fn module(session: &Rc<Session>) -> NativeModule {
+pub(super) fn module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("env");
     let m = bind(m, session, "get", |s, call| {
         let name = call.arg_str(0)?;

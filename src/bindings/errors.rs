@@ -8,15 +8,15 @@ use crate::enforce::gate::{Denial, FsOp, GateError};
 use std::path::Path;
 
 /// Type name of a sandbox denial, as spells `catch` it.
-pub const SANDBOX_ERROR: &str = "SandboxError";
+pub(crate) const SANDBOX_ERROR: &str = "SandboxError";
 /// Type name of a filesystem failure that is not a denial.
-pub const FILE_SYSTEM_ERROR: &str = "FileSystemError";
+pub(crate) const FILE_SYSTEM_ERROR: &str = "FileSystemError";
 /// Type name of a process-launch failure that is not a denial.
-pub const EXEC_ERROR: &str = "ExecError";
+pub(crate) const EXEC_ERROR: &str = "ExecError";
 
 /// The Buzz error for a gate failure.
 #[cold]
-pub fn raise_gate(error: GateError, home: Option<&Path>) -> Raise {
+pub(super) fn raise_gate(error: GateError, home: Option<&Path>) -> Raise {
     match error {
         GateError::Denied(denial) => raise_denial(&denial, home),
         GateError::Io {
@@ -35,7 +35,7 @@ fn raise_denial(denial: &Denial, home: Option<&Path>) -> Raise {
 
 /// The Buzz error for a denial, shown uncaught as `diagnostic`.
 #[cold]
-pub fn raise_denial_as(denial: &Denial, diagnostic: Diagnostic) -> Raise {
+pub(super) fn raise_denial_as(denial: &Denial, diagnostic: Diagnostic) -> Raise {
     let value = Value::record(
         SANDBOX_ERROR,
         vec![
@@ -71,7 +71,7 @@ fn raise_fs(error: &GateError) -> Raise {
 
 /// The Buzz error for a launch that failed for a reason other than a denial.
 #[cold]
-pub fn raise_exec(program: &str, message: &str) -> Raise {
+pub(super) fn raise_exec(program: &str, message: &str) -> Raise {
     let text = format!("cannot run `{program}`: {message}");
     let value = Value::record(
         EXEC_ERROR,

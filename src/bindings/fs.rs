@@ -9,7 +9,7 @@ use crate::enforce::gate::{GateError, WriteMode};
 use std::rc::Rc;
 
 /// The `fs` module bound to `session`.
-pub fn module(session: &Rc<Session>) -> NativeModule {
+pub(super) fn module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("fs");
     let m = bind(m, session, "read", |s, call| {
         // The string is made from the gate's read buffer: one UTF-8 pass

@@ -7,10 +7,10 @@
 //! session (see `upstream`).
 
 #[cfg(kernel_layer)]
-pub mod egress;
+pub(crate) mod egress;
 mod env;
 mod errors;
-pub mod foresee;
+pub(crate) mod foresee;
 mod fs;
 // Unix paths and modes (as the integration tests they were).
 #[cfg(all(test, unix))]
@@ -20,10 +20,10 @@ mod session;
 mod sh;
 mod upstream;
 
-pub use errors::{EXEC_ERROR, FILE_SYSTEM_ERROR, SANDBOX_ERROR};
-pub use scratch::TempDirs;
-pub use session::{DiagnosticSink, Session, ShimNote};
-pub use sh::prepare_terminal;
+pub(crate) use scratch::TempDirs;
+pub(crate) use session::ShimNote;
+pub use session::{DiagnosticSink, Session};
+pub(crate) use sh::prepare_terminal;
 
 use crate::buzz::NativeModule;
 use std::rc::Rc;
@@ -42,7 +42,7 @@ pub fn modules(session: &Rc<Session>) -> Vec<NativeModule> {
 
 /// The libraries written in Buzz over these modules: `buzz:io` and
 /// `buzz:test`.
-pub fn libraries() -> &'static [(&'static str, &'static str)] {
+pub(crate) fn libraries() -> &'static [(&'static str, &'static str)] {
     &[
         ("buzz:io", upstream::IO_LIBRARY),
         ("buzz:test", upstream::TEST_LIBRARY),
@@ -63,7 +63,7 @@ pub(crate) fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// How `import "lib/common";` reads the spell's own files: through the
 /// gate, so an import is allowed or denied exactly as `fs.read` would be.
-pub fn source_loader(session: &Rc<Session>) -> crate::buzz::SourceLoader {
+pub(crate) fn source_loader(session: &Rc<Session>) -> crate::buzz::SourceLoader {
     let session = Rc::clone(session);
     Rc::new(move |path: &std::path::Path| {
         let bytes = session.check(session.gate().read(&path.to_string_lossy()))?;

@@ -19,14 +19,14 @@ use std::rc::Rc;
 const MAX_DELETE_DEPTH: usize = 64;
 
 /// `buzz:io`, written in Buzz over the `ioraw` natives.
-pub const IO_LIBRARY: &str = include_str!("io.buzz");
+pub(super) const IO_LIBRARY: &str = include_str!("io.buzz");
 
 /// `buzz:test` (upstream's `Tester`), written in Buzz over `buzz:io` and
 /// `buzz:os`: it reaches nothing they do not.
-pub const TEST_LIBRARY: &str = include_str!("test.buzz");
+pub(super) const TEST_LIBRARY: &str = include_str!("test.buzz");
 
 /// `buzz:fs` bound to `session`.
-pub fn fs_module(session: &Rc<Session>) -> NativeModule {
+pub(super) fn fs_module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("buzz:fs");
     let m = bind(m, session, "currentDirectory", |s, _| {
         Ok(Value::str(
@@ -94,7 +94,7 @@ fn fs_error(message: String) -> Raise {
 
 /// `buzz:os` bound to `session`: the environment is the scrubbed child
 /// environment and `execute` is `sh.run`.
-pub fn os_module(session: &Rc<Session>) -> NativeModule {
+pub(super) fn os_module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("buzz:os");
     let m = bind(m, session, "env", |s, call| {
         // As upstream: an empty name is no variable, whatever the
@@ -159,7 +159,7 @@ type Handles = Rc<RefCell<HashMap<i64, Handle>>>;
 
 /// The natives under `buzz:io`'s `File`: handles 0, 1, 2 are the standard
 /// streams; others are files opened through the gate.
-pub fn io_natives(session: &Rc<Session>) -> NativeModule {
+pub(super) fn io_natives(session: &Rc<Session>) -> NativeModule {
     let handles: Handles = Rc::new(RefCell::new(HashMap::from([
         (0, Handle::Stdin),
         (1, Handle::Stdout),

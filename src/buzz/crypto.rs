@@ -40,7 +40,7 @@ fn sha512_truncated_256(data: &[u8]) -> Vec<u8> {
 }
 
 /// `cryptoraw.digest(algorithm, data:)`.
-pub fn natives() -> NativeModule {
+pub(super) fn natives() -> NativeModule {
     NativeModule::new("cryptoraw").function("digest", |c| {
         let algorithm = c.arg_int(0)?;
         let hash = usize::try_from(algorithm)

@@ -23,10 +23,10 @@ use std::io::Write;
 use std::rc::{Rc, Weak};
 
 /// Stack reserved for each fiber; the kernel commits it only as touched.
-pub const FIBER_STACK: usize = 8 << 20;
+pub(super) const FIBER_STACK: usize = 8 << 20;
 
 /// Most fibers alive at once.
-pub const MAX_FIBERS: usize = 4096;
+pub(super) const MAX_FIBERS: usize = 4096;
 
 /// What a resumer hands a fiber.
 pub(super) struct Resume {

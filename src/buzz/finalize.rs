@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 /// How many freed objects may wait for their `collect` before making
 /// another object of such a type runs them.
-pub const QUEUE_LIMIT: usize = 4096;
+pub(super) const QUEUE_LIMIT: usize = 4096;
 
 thread_local! {
     /// Freed objects whose `collect` has not run yet.

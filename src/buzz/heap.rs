@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// The budget when `sandbox.limits.memory` is not declared (or the
 /// sandbox is off): 1 GiB of live heap for the whole magus process.
-pub const DEFAULT_HEAP_BUDGET: usize = 1 << 30;
+pub(crate) const DEFAULT_HEAP_BUDGET: usize = 1 << 30;
 
 /// Live bytes, less what threads hold in their [`PENDING`] tallies (so
 /// it may dip below zero for a moment: a batched thread's unflushed
@@ -57,20 +57,20 @@ fn count(delta: isize) {
 /// Makes the calling thread count its allocations in a thread-local tally
 /// until [`count_this_thread_shared`]. For the interpreter's thread,
 /// which allocates and frees at every step.
-pub fn count_this_thread_locally() {
+pub(crate) fn count_this_thread_locally() {
     LOCAL.with(|local| local.set(true));
 }
 
 /// Adds the calling thread's tally to the shared count and makes it count
 /// there directly again.
-pub fn count_this_thread_shared() {
+pub(crate) fn count_this_thread_shared() {
     LOCAL.with(|local| local.set(false));
     let tally = PENDING.with(|pending| pending.replace(0));
     IN_USE.fetch_add(tally, Ordering::Relaxed);
 }
 
 /// The system allocator, counting live bytes.
-pub struct CountingAllocator;
+pub(crate) struct CountingAllocator;
 
 // SAFETY: every call is passed unchanged to `System`; the counter is only
 // bookkeeping and never affects what is returned.
@@ -120,12 +120,12 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// Counts `bytes` of memory reserved outside the allocator (a fiber's
 /// stack) as held, until [`release_reserved`].
-pub fn charge_reserved(bytes: usize) {
+pub(crate) fn charge_reserved(bytes: usize) {
     IN_USE.fetch_add(signed(bytes), Ordering::Relaxed);
 }
 
 /// Stops counting what [`charge_reserved`] counted.
-pub fn release_reserved(bytes: usize) {
+pub(crate) fn release_reserved(bytes: usize) {
     IN_USE.fetch_sub(signed(bytes), Ordering::Relaxed);
 }
 
@@ -133,7 +133,7 @@ pub fn release_reserved(bytes: usize) {
 /// stacks: exact for the calling thread's own allocations, up to
 /// [`BATCH`] bytes late for each other thread that counts locally.
 #[inline]
-pub fn in_use() -> usize {
+pub(crate) fn in_use() -> usize {
     let shared = IN_USE.load(Ordering::Relaxed);
     let own = PENDING.with(Cell::get);
     usize::try_from(shared.wrapping_add(own)).unwrap_or(0)

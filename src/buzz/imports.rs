@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 /// Reads a spell's own file for `import` (the host routes it through the
 /// gate, so a denial raises the same `SandboxError` as `fs.read`).
-pub type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
+pub(crate) type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 
 /// Upstream libraries magus does not offer, and why.
 pub(super) const REFUSED: &[(&str, &str)] = &[

@@ -24,21 +24,21 @@ use std::rc::Rc;
 /// Reached only on the interpreter's own large stack (see
 /// [`super::stack`]); on an ordinary 8 MiB thread the stack budget below
 /// stops a spell first, with the same clean error.
-pub const MAX_CALL_DEPTH: usize = 10_000;
+pub(crate) const MAX_CALL_DEPTH: usize = 10_000;
 
 /// Deepest nesting of evaluation steps (expressions, statements and calls
 /// together), on the interpreter's own stack. A Buzz call nests about a
 /// dozen steps.
-pub const MAX_EVAL_DEPTH: usize = 200_000;
+pub(crate) const MAX_EVAL_DEPTH: usize = 200_000;
 
 /// Default stack budget: evaluation stops once it has used this much stack
 /// below the frame that called [`Interpreter::run`]. Sized for an 8 MiB
 /// thread; [`super::stack::run_on_interpreter_stack`] raises it.
-pub const STACK_BUDGET: usize = 4 << 20;
+pub(crate) const STACK_BUDGET: usize = 4 << 20;
 
 /// Longest string and list a spell may build (bytes, items).
-pub const MAX_STR_LEN: usize = 256 << 20;
-pub const MAX_LIST_LEN: usize = 32 << 20;
+pub(crate) const MAX_STR_LEN: usize = 256 << 20;
+pub(crate) const MAX_LIST_LEN: usize = 32 << 20;
 
 /// Upstream libraries magus writes in Buzz (no FFI) and every interpreter
 /// has.

@@ -35,7 +35,7 @@ fn text_part(bytes: Vec<u8>) -> StrPart {
 
 /// One piece of a string literal.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StrPart {
+pub(super) enum StrPart {
     Text(String),
     /// Text whose bytes are not UTF-8 (a `\ddd` escape above 127 that
     /// does not complete a character, as in `"\232"`).
@@ -46,7 +46,7 @@ pub enum StrPart {
 
 /// A token kind. Keywords and punctuation are spelled as they appear.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tok {
+pub(super) enum Tok {
     Ident(Rc<str>),
     Int(i64),
     Double(f64),
@@ -64,7 +64,7 @@ pub enum Tok {
 
 impl Tok {
     /// How the token is named in "expected …, found …" messages.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             Tok::Ident(name) => format!("identifier `{name}`"),
             Tok::Int(_) | Tok::Double(_) => "a number".to_string(),
@@ -79,7 +79,7 @@ impl Tok {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Token {
+pub(super) struct Token {
     pub tok: Tok,
     pub pos: Pos,
     /// Just past its last character (the parser's expression ends).
@@ -88,7 +88,7 @@ pub struct Token {
 
 /// A lexical error with its position.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LexError {
+pub(super) struct LexError {
     pub pos: Pos,
     pub message: String,
 }
@@ -136,11 +136,11 @@ const SYMBOLS: &[&str] = &[
 ];
 
 /// Deepest nesting of string interpolations (`"{"{"…"}"}"`).
-pub const MAX_INTERPOLATION_DEPTH: usize = 32;
+pub(crate) const MAX_INTERPOLATION_DEPTH: usize = 32;
 
 /// Lexes `source` into tokens ending with [`Tok::Eof`], or with a
 /// [`Tok::Error`] where a character-level error stopped it.
-pub fn lex(source: &str) -> Vec<Token> {
+pub(super) fn lex(source: &str) -> Vec<Token> {
     let mut lexer = Lexer {
         chars: source.chars().collect(),
         at: 0,

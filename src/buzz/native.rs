@@ -55,7 +55,7 @@ impl Raise {
 }
 
 /// A native function. It receives the call and returns a value or raises.
-pub type NativeFn = Rc<dyn Fn(&mut NativeCall<'_>) -> Result<Value, Raise>>;
+pub(crate) type NativeFn = Rc<dyn Fn(&mut NativeCall<'_>) -> Result<Value, Raise>>;
 
 /// Whether a native asked the run to end (see [`NativeCall::exit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

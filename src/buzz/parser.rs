@@ -13,11 +13,11 @@ use std::rc::Rc;
 /// Deepest syntactic nesting accepted (see the module doc). Real spells nest
 /// a few dozen levels; the evaluator's own limits are sized so a tree this
 /// deep is safe on an 8 MiB stack in a debug build.
-pub const MAX_NESTING: usize = 200;
+pub(crate) const MAX_NESTING: usize = 200;
 
 /// A syntax error with its position.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ParseError {
+pub(super) struct ParseError {
     pub pos: Pos,
     pub message: String,
 }
@@ -30,14 +30,14 @@ const LET_HELP: &str = "Buzz declares with `final` (bound once) or `var` (may be
 /// How to fix the syntax error `message`, when the parser can tell. Kept
 /// out of [`ParseError`]: every frame of the recursive descent holds a
 /// `PResult`, and a larger error costs stack at every level.
-pub fn help_for(message: &str) -> Option<&'static str> {
+pub(super) fn help_for(message: &str) -> Option<&'static str> {
     (message == LET_MESSAGE).then_some(LET_HELP)
 }
 
 type PResult<T> = Result<T, ParseError>;
 
 /// Parses `source` into statements; `file` is recorded in the program.
-pub fn parse_program(file: &Path, source: &str) -> PResult<Program> {
+pub(super) fn parse_program(file: &Path, source: &str) -> PResult<Program> {
     let tokens = lex(source);
     let mut parser = Parser {
         tokens: &tokens,

@@ -9,7 +9,7 @@ use super::value::{Value, MAX_VALUE_DEPTH};
 use serde_json::Value as Json;
 
 /// The `jsonraw` natives.
-pub fn module() -> NativeModule {
+pub(super) fn module() -> NativeModule {
     NativeModule::new("jsonraw")
         .function("encode", encode)
         .function("decode", decode)

@@ -5,7 +5,7 @@
 //! [`super::MAX_CALL_DEPTH`] calls, never in a stack overflow.
 
 /// Stack reserved for the interpreter thread, at most.
-pub const INTERPRETER_STACK: usize = 1 << 30;
+pub(crate) const INTERPRETER_STACK: usize = 1 << 30;
 
 /// The least stack the interpreter thread gets, however tight the limits.
 const MIN_STACK: usize = 8 << 20;
@@ -35,14 +35,14 @@ pub(crate) fn data_limit_over(share: u64) -> usize {
     };
 }
 
-pub fn interpreter_stack() -> usize {
+pub(crate) fn interpreter_stack() -> usize {
     let inherited = data_limit_over(8);
     INTERPRETER_STACK.min(inherited).max(MIN_STACK)
 }
 
 /// The stack budget to give an interpreter on a thread with `stack` bytes
 /// of stack (see [`super::Interpreter::with_stack_budget`]).
-pub fn stack_budget(stack: usize) -> usize {
+pub(crate) fn stack_budget(stack: usize) -> usize {
     stack - (stack / 8).min(MAX_HEADROOM)
 }
 
@@ -67,7 +67,9 @@ impl Drop for LocalTally {
 /// returns its result. Fails only when the thread cannot be created; a
 /// panic in `f` is resumed on the caller. The thread counts its memory
 /// in a tally of its own ([`super::heap::count_this_thread_locally`]).
-pub fn run_on_interpreter_stack<T: Send>(f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
+pub(crate) fn run_on_interpreter_stack<T: Send>(
+    f: impl FnOnce() -> T + Send,
+) -> std::io::Result<T> {
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("buzz".into())

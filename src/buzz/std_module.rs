@@ -6,7 +6,7 @@ use super::native::{NativeCall, NativeModule, Raise};
 use super::value::Value;
 
 /// The `std` module, registered by every [`super::Interpreter`].
-pub fn std_module() -> NativeModule {
+pub(crate) fn std_module() -> NativeModule {
     NativeModule::new("std")
         .function("print", print)
         .function("currentFiber", |c| Ok(c.fiber.value()))
@@ -129,7 +129,7 @@ const UPSTREAM_PI: f64 = 3.1415926535898;
 type Unary = fn(f64) -> f64;
 
 /// Upstream's `buzz:math`: pure functions of their arguments.
-pub fn math_module() -> NativeModule {
+pub(crate) fn math_module() -> NativeModule {
     let unary: [(&str, Unary); 9] = [
         ("abs", f64::abs),
         ("acos", f64::acos),
@@ -174,7 +174,7 @@ pub fn math_module() -> NativeModule {
 /// `buzz:debug`: `dump(value)` prints the value on the spell's output as
 /// `std\print` shows it (upstream's own layout quotes strings and spreads
 /// objects over lines; this is the same information on one line).
-pub fn debug_module() -> NativeModule {
+pub(super) fn debug_module() -> NativeModule {
     NativeModule::new("buzz:debug").function("dump", |c| {
         let text = c.arg(0)?.to_string();
         let out = c.out();
@@ -191,7 +191,7 @@ pub fn debug_module() -> NativeModule {
 /// objects that wait for a safe point (see `buzz::finalize`) and lets go
 /// of the interpreter's spare frames; `allocated()` is the memory magus
 /// holds now, as the memory budget counts it.
-pub fn gc_module() -> NativeModule {
+pub(super) fn gc_module() -> NativeModule {
     NativeModule::new("buzz:gc")
         .function("collect", |c| {
             c.collect_garbage();
@@ -215,7 +215,7 @@ fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
 }
 
 /// Natives under `buzz:buffer` (see `buffer.buzz`): bytes to and from text.
-pub fn buffer_natives() -> NativeModule {
+pub(super) fn buffer_natives() -> NativeModule {
     NativeModule::new("bufraw")
         .function("zeros", |c| {
             let n = usize::try_from(c.arg_int(0)?).unwrap_or(0);

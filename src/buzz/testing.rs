@@ -17,7 +17,7 @@ pub struct TestOutcome {
 }
 
 /// The names of `program`'s `test` blocks, in order.
-pub fn test_names(program: &Program) -> impl Iterator<Item = &str> {
+pub(crate) fn test_names(program: &Program) -> impl Iterator<Item = &str> {
     program
         .statements
         .iter()

@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// How deep printing and `==` look into nested containers.
-pub const MAX_VALUE_DEPTH: usize = 64;
+pub(super) const MAX_VALUE_DEPTH: usize = 64;
 
 /// A Buzz value. Cloning is cheap: containers and objects are shared.
 ///
@@ -485,7 +485,7 @@ impl ListObj {
 /// The static type a list or map was made with (`[str]`, `{str: int}`)
 /// and whether it is `mut`: only `typeof` reads it.
 #[derive(Default)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub(crate) ty: RefCell<Option<Type>>,
     pub(crate) mutable: std::cell::Cell<bool>,
 }
@@ -964,7 +964,7 @@ pub struct ModuleObj {
 /// its index, so a call site (`math\sqrt(…)`) remembers where it found
 /// its member and checks only the name there next time.
 #[derive(Default)]
-pub struct Members {
+pub(crate) struct Members {
     entries: Vec<(Rc<str>, Value)>,
     index: HashMap<Rc<str>, usize, FastBuild>,
 }
@@ -1034,7 +1034,7 @@ pub(crate) struct Slot {
 /// ([`super::resolve`]) gave them; `vars` holds what is bound by name: a
 /// file's top-level names (its globals), a call's generic parameters, and
 /// every binding of a tree that was never resolved.
-pub struct Scope {
+pub(crate) struct Scope {
     pub(crate) slots: RefCell<Vec<Value>>,
     pub(crate) vars: RefCell<Vec<Slot>>,
     pub(crate) parent: Option<Rc<Scope>>,

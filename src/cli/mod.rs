@@ -190,7 +190,7 @@ enum SandboxCommand {
 }
 
 /// Runs the CLI and returns the process exit status.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     // Before anything reads the environment: a re-executed magus takes the
     // names of the stripped variables out of it (see `enforce::reexec`).
     let reexec = crate::sandbox::startup::take_reexec_state();

@@ -120,7 +120,7 @@ pub(super) struct LockReport {
 }
 
 impl LockReport {
-    pub fn of(policy: &Policy) -> LockReport {
+    pub(super) fn of(policy: &Policy) -> LockReport {
         let (tag, text, diagnostic) = match check_lock(policy) {
             Ok(LockState::Absent) => (
                 "none",

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::rc::Rc;
 
 /// Exit status of `magus check` when a spell has errors.
-pub use crate::sandbox::exit::CHECK_FAILED as EXIT_CHECK_FAILED;
+pub(super) use crate::sandbox::exit::CHECK_FAILED as EXIT_CHECK_FAILED;
 
 /// `magus check`: checks the named spells (every spell of the workspace
 /// when none is named); 0 when all are clean, 2 when any is not.

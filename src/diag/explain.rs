@@ -4,7 +4,7 @@
 use super::Code;
 
 /// The Markdown page for `code`.
-pub fn explain_page(code: Code) -> &'static str {
+pub(crate) fn explain_page(code: Code) -> &'static str {
     match code {
         Code::Mgs1001 => include_str!("../../docs/MGS1001.md"),
         Code::Mgs1002 => include_str!("../../docs/MGS1002.md"),

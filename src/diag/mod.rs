@@ -13,15 +13,14 @@ mod render;
 mod snapshot_tests;
 mod suggest;
 
-pub use code::{Code, UnknownCode};
-pub use explain::explain_page;
-pub use output::{
-    output_options, set_output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity,
-};
-pub use render::{
-    render, render_child_line_json, render_human, render_json, MessageFormat, Renderer,
-};
-pub use suggest::{edit_distance, nearest};
+pub use code::Code;
+pub(crate) use explain::explain_page;
+pub(crate) use output::{set_output_options, ColorChoice, OutputOptions, Verbosity};
+#[cfg(any(kernel_layer, test))]
+pub(crate) use render::render;
+pub use render::MessageFormat;
+pub(crate) use render::{render_child_line_json, Renderer};
+pub(crate) use suggest::{edit_distance, nearest};
 
 use std::path::PathBuf;
 

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 /// `--color`: when to colour human output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     /// Colour when stderr is a terminal, `NO_COLOR` is unset or empty, or
     /// `CLICOLOR_FORCE` is set to something other than `0`.
     #[default]
@@ -23,7 +23,7 @@ pub enum ColorChoice {
 
 /// How much a run says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Verbosity {
+pub(crate) enum Verbosity {
     /// `-q`: errors only.
     Quiet,
     /// One line per event that needs attention; detail on request.
@@ -35,7 +35,7 @@ pub enum Verbosity {
 
 /// The settings of this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OutputOptions {
+pub(crate) struct OutputOptions {
     /// `--message-format`.
     pub format: MessageFormat,
     pub color: ColorChoice,
@@ -46,17 +46,17 @@ static OPTIONS: OnceLock<OutputOptions> = OnceLock::new();
 
 /// Sets the options of this process; the first call wins (the CLI calls it
 /// once, right after parsing its arguments).
-pub fn set_output_options(options: OutputOptions) {
+pub(crate) fn set_output_options(options: OutputOptions) {
     let _ = OPTIONS.set(options);
 }
 
 /// The options in force (the defaults when the CLI set none, as in tests).
-pub fn output_options() -> OutputOptions {
+pub(crate) fn output_options() -> OutputOptions {
     OPTIONS.get().copied().unwrap_or_default()
 }
 
 /// Whether human output on stderr is coloured, given the environment.
-pub fn stderr_colored(choice: ColorChoice, env: &dyn Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn stderr_colored(choice: ColorChoice, env: &dyn Fn(&str) -> Option<String>) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,

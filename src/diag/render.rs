@@ -19,14 +19,14 @@ pub enum MessageFormat {
 
 /// Whether to colour human output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Color {
+pub(crate) enum Color {
     Always,
     Never,
 }
 
 impl Color {
     /// As `--color` says (see [`stderr_colored`]).
-    pub fn for_stderr(choice: ColorChoice) -> Color {
+    pub(crate) fn for_stderr(choice: ColorChoice) -> Color {
         let env = |name: &str| std::env::var(name).ok();
         if stderr_colored(choice, &env) {
             Color::Always
@@ -38,7 +38,7 @@ impl Color {
 
 /// Prints diagnostics to stderr in one format.
 #[derive(Debug, Clone, Copy)]
-pub struct Renderer {
+pub(crate) struct Renderer {
     pub format: MessageFormat,
     pub color: Color,
     /// `-q`: only errors are said.
@@ -48,7 +48,7 @@ pub struct Renderer {
 impl Renderer {
     /// The CLI's renderer: `format`, with the colour and verbosity the
     /// command line set for this process (`set_output_options`).
-    pub fn new(format: MessageFormat) -> Self {
+    pub(crate) fn new(format: MessageFormat) -> Self {
         Renderer::for_output(OutputOptions {
             format,
             ..output_options()
@@ -56,7 +56,7 @@ impl Renderer {
     }
 
     /// A renderer for the output options a library caller passed in.
-    pub fn for_output(options: OutputOptions) -> Self {
+    pub(crate) fn for_output(options: OutputOptions) -> Self {
         Renderer {
             format: options.format,
             color: Color::for_stderr(options.color),
@@ -67,7 +67,7 @@ impl Renderer {
     /// Writes one diagnostic to stderr, unless `-q` silences it (only
     /// errors are said then); a failed write to stderr is ignored because
     /// there is nowhere left to report it.
-    pub fn emit(&self, diagnostic: &Diagnostic) {
+    pub(crate) fn emit(&self, diagnostic: &Diagnostic) {
         if self.quiet && !diagnostic.is_error() {
             return;
         }
@@ -80,7 +80,7 @@ impl Renderer {
 }
 
 /// Renders one diagnostic in `format`, without colour.
-pub fn render(diagnostic: &Diagnostic, format: MessageFormat) -> String {
+pub(crate) fn render(diagnostic: &Diagnostic, format: MessageFormat) -> String {
     match format {
         MessageFormat::Human => render_human(diagnostic, Color::Never),
         MessageFormat::Json => render_json(diagnostic),
@@ -105,7 +105,7 @@ impl std::fmt::Display for Diagnostic {
 /// rustc-style text, ending with a blank line. A diagnostic with nothing
 /// but a message (and maybe a code) is one line, with no blank line after
 /// it: the form of the notes said at every run.
-pub fn render_human(d: &Diagnostic, color: Color) -> String {
+pub(crate) fn render_human(d: &Diagnostic, color: Color) -> String {
     let paint = Paint(color);
     let mut out = String::new();
     let head = match d.code {
@@ -235,7 +235,7 @@ const SNIPPET_READ_LIMIT: u64 = 4 << 20;
 /// One JSON object and a newline. Fields: `code`, `severity`, `message`,
 /// `path`, `spell` (or `config`) location, `notes`, `help`, and `explain`
 /// (the `magus explain CODE` command, the human form's last note).
-pub fn render_json(d: &Diagnostic) -> String {
+pub(crate) fn render_json(d: &Diagnostic) -> String {
     let mut obj = Map::new();
     obj.insert("code".into(), json!(d.code.map(|c| c.as_str())));
     obj.insert("severity".into(), json!(d.severity.as_str()));
@@ -269,7 +269,7 @@ pub fn render_json(d: &Diagnostic) -> String {
 /// (`--message-format json` keeps magus's stderr one object per line):
 /// `{"severity": "child", "stream": "stderr", "program": ..., "message": ...}`,
 /// the line without its newline, decoded lossily.
-pub fn render_child_line_json(program: &str, line: &[u8]) -> String {
+pub(crate) fn render_child_line_json(program: &str, line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let text = text.strip_suffix('\n').unwrap_or(&text);
     let text = text.strip_suffix('\r').unwrap_or(text);

@@ -2,7 +2,7 @@
 
 /// Edit distance by characters, a swap of neighbours counting as one
 /// edit (optimal string alignment), the usual measure of a typo.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
     let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for (i, row) in d.iter_mut().enumerate() {
@@ -28,7 +28,10 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The candidate nearest to `wanted`, if one is near enough to be a typo:
 /// at most a third of its length in edits (at least one), and not equal.
-pub fn nearest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(
+    wanted: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (edit_distance(wanted, c), c))

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 /// A failure of the kernel layer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+// Most variants are the kernel layer's; without it only the launch fails.
+#[cfg_attr(not(kernel_layer), allow(dead_code))]
 pub enum EnforceError {
     /// Another thread already runs: a restriction of this thread alone
     /// would leave it unconfined.

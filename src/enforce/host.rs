@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// What the host holds at a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostEntry {
+pub(crate) enum HostEntry {
     /// Nothing, or nothing this user could reach without the sandbox.
     Absent,
     /// A file or directory, with its real (symlink-free) path.
@@ -18,13 +18,13 @@ pub enum HostEntry {
 
 impl HostEntry {
     /// Whether something is there.
-    pub fn is_present(&self) -> bool {
+    pub(crate) fn is_present(&self) -> bool {
         matches!(self, HostEntry::Present { .. })
     }
 }
 
 /// What the host holds at `path` (absolute).
-pub fn host_entry(path: &Path) -> HostEntry {
+pub(crate) fn host_entry(path: &Path) -> HostEntry {
     #[cfg(kernel_layer)]
     if let Some(answer) = super::jail::host_paths::ask(path) {
         return answer;
@@ -33,7 +33,7 @@ pub fn host_entry(path: &Path) -> HostEntry {
 }
 
 /// [`host_entry`] as this process sees it.
-pub fn look_up(path: &Path) -> HostEntry {
+pub(crate) fn look_up(path: &Path) -> HostEntry {
     let Ok(real) = std::fs::canonicalize(path) else {
         return HostEntry::Absent;
     };

@@ -20,10 +20,10 @@ impl Domain {
 
 /// The scrubbing re-exec is part of the kernel layer; without it there is
 /// never a state to hand over.
-pub type ReexecState = Infallible;
+pub(crate) type ReexecState = Infallible;
 
 /// The platform as MGS2005 and `magus sandbox check` name it.
-pub fn platform() -> &'static str {
+pub(crate) fn platform() -> &'static str {
     match std::env::consts::OS {
         "macos" => "macOS",
         "windows" => "Windows",

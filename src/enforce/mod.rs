@@ -7,32 +7,40 @@
 //! build.rs); everything else here is the interpreter layer every OS gets.
 //! Without the kernel layer, `interpreter_only` stands in for its domain.
 
-pub mod beneath;
-pub mod child;
+pub(crate) mod beneath;
+pub(crate) mod child;
 mod error;
-pub mod host;
+pub(crate) mod host;
 #[cfg(not(kernel_layer))]
 mod interpreter_only;
 #[cfg(kernel_layer)]
-pub mod leftovers;
+pub(crate) mod leftovers;
 #[cfg(kernel_layer)]
-pub mod linux;
+pub(crate) mod linux;
 
 #[cfg(not(kernel_layer))]
-pub use interpreter_only::{platform, Domain, ReexecState};
+pub(crate) use interpreter_only::{platform, Domain, ReexecState};
 #[cfg(kernel_layer)]
-pub use linux::{
-    capabilities, jail, landlock, limits, network, process, reexec, seccomp, survivors,
-    unix_sockets, untraceable,
+pub(crate) use linux::{
+    capabilities, jail, landlock, limits, network, process, seccomp, survivors, unix_sockets,
+    untraceable,
 };
 
-pub use child::{ChildStdio, ConfinedChild, ConfinedCommand, RawStream};
+pub(crate) use child::ConfinedChild;
+pub(crate) use child::RawStream;
+pub use child::{ChildStdio, ConfinedCommand};
 pub use error::EnforceError;
+#[cfg(all(kernel_layer, feature = "internals"))]
+pub use linux::install_on_self;
+#[cfg(kernel_layer)]
+pub(crate) use linux::probe_landlock;
 #[cfg(kernel_layer)]
 pub use linux::{
-    install_on_self, probe_landlock, reexec_scrubbed, take_reexec_state, ChildRestriction, Domain,
-    Enforcement, JailPlan, JailStatus, JailUnavailable, LandlockRequest, LandlockStatus,
-    ReexecState, SyscallGuard, SyscallGuardStatus, Unavailable, Unenforced, UsernsRequest,
-    ViewInputs,
+    reexec_scrubbed, take_reexec_state, Domain, JailPlan, LandlockRequest, SyscallGuard,
+    Unavailable, UsernsRequest, ViewInputs,
 };
-pub mod gate;
+#[cfg(kernel_layer)]
+pub(crate) use linux::{
+    ChildRestriction, JailStatus, JailUnavailable, LandlockStatus, ReexecState, Unenforced,
+};
+pub(crate) mod gate;

@@ -13,7 +13,7 @@ use super::grant::Mode;
 
 /// One fixed default grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Builtin {
+pub(crate) struct Builtin {
     pub path: &'static str,
     pub mode: Mode,
     pub why: &'static str,
@@ -36,20 +36,20 @@ const fn ro(path: &'static str, why: &'static str) -> Builtin {
 }
 
 /// Why `$TMPDIR` is granted.
-pub const TMPDIR_WHY: &str = "$TMPDIR";
+pub(crate) const TMPDIR_WHY: &str = "$TMPDIR";
 /// Why magus's cache directory is granted.
-pub const CACHE_WHY: &str = "magus cache";
+pub(crate) const CACHE_WHY: &str = "magus cache";
 
 /// The built-in `rw` grants the jail gives a fresh tmpfs of the run's
 /// own, never the host's directory.
-pub const PRIVATE_TMPFS: [&str; 3] = ["temporary files", "shared memory", TMPDIR_WHY];
+pub(crate) const PRIVATE_TMPFS: [&str; 3] = ["temporary files", "shared memory", TMPDIR_WHY];
 
 /// The built-in `rw` grants the jail replaces with a filesystem of the
 /// run's own ([`PRIVATE_TMPFS`], and its own devpts): in the view nothing
 /// under them is the host's, so nothing a child writes there outlives the
 /// run, and a path the host has under them is not "a place children
 /// write".
-pub const PRIVATE_PER_RUN: [&str; 4] = [
+pub(super) const PRIVATE_PER_RUN: [&str; 4] = [
     PRIVATE_TMPFS[0],
     PRIVATE_TMPFS[1],
     PRIVATE_TMPFS[2],
@@ -58,7 +58,7 @@ pub const PRIVATE_PER_RUN: [&str; 4] = [
 
 /// Fixed `rw` defaults (the workspace, `$TMPDIR` and the cache are added by
 /// resolution because they depend on the machine).
-pub const BUILTIN_RW: [Builtin; 5] = [
+pub(crate) const BUILTIN_RW: [Builtin; 5] = [
     rw("/tmp", "temporary files"),
     rw("/dev/null", "null device"),
     rw("/dev/tty", "controlling terminal"),
@@ -77,7 +77,7 @@ const OS: &str = "OS identification";
 const TERMINAL: &str = "terminal settings";
 
 /// Fixed `ro` (read + execute) defaults.
-pub const BUILTIN_RO: [Builtin; 44] = [
+pub(crate) const BUILTIN_RO: [Builtin; 44] = [
     ro("/usr", SYSTEM),
     ro("/bin", SYSTEM),
     ro("/sbin", SYSTEM),
@@ -127,7 +127,8 @@ pub const BUILTIN_RO: [Builtin; 44] = [
 /// Windows' fixed `rw` defaults: none. The null device is a reserved name
 /// the path model refuses (`NUL`), and the temporary directory and the
 /// cache are the machine's (`%TEMP%`, `%LOCALAPPDATA%\magus`).
-pub const WINDOWS_RW: [Builtin; 0] = [];
+#[cfg(any(windows, test))]
+pub(crate) const WINDOWS_RW: [Builtin; 0] = [];
 
 /// Windows' fixed `ro` (read + execute) defaults, each below a variable of
 /// the environment magus started with, as `/usr` and `/opt` are on Unix:
@@ -135,7 +136,8 @@ pub const WINDOWS_RW: [Builtin; 0] = [];
 /// on purpose: `%SystemRoot%` itself (`Panther` and other set-up logs can
 /// hold passwords), `%ProgramData%` (services' data and keys), and every
 /// part of the user's profile.
-pub const WINDOWS_RO: [Builtin; 4] = [
+#[cfg(any(windows, test))]
+pub(crate) const WINDOWS_RO: [Builtin; 4] = [
     ro("%SystemRoot%\\System32", SYSTEM),
     ro("%SystemRoot%\\SysWOW64", "32-bit system code"),
     ro("%ProgramFiles%", "installed programs"),

@@ -7,10 +7,11 @@
 use std::path::Path;
 
 /// Directories under `$HOME` whose whole contents are credentials.
-pub const HOME_DIRS: [&str; 6] = [".ssh", ".aws", ".gnupg", ".config/op", ".kube", ".docker"];
+pub(crate) const HOME_DIRS: [&str; 6] =
+    [".ssh", ".aws", ".gnupg", ".config/op", ".kube", ".docker"];
 
 /// Single files under `$HOME` that hold credentials.
-pub const HOME_FILES: [&str; 8] = [
+pub(crate) const HOME_FILES: [&str; 8] = [
     ".vault-token",
     ".npmrc",
     ".netrc",
@@ -22,11 +23,11 @@ pub const HOME_FILES: [&str; 8] = [
 ];
 
 /// System files that hold credentials.
-pub const SYSTEM_FILES: [&str; 2] = ["/etc/shadow", "/etc/gshadow"];
+pub(crate) const SYSTEM_FILES: [&str; 2] = ["/etc/shadow", "/etc/gshadow"];
 
 /// The credential store `path` is or lies in (as the user would write it,
 /// e.g. `~/.ssh`), if it is one.
-pub fn credential_store(path: &Path, home: Option<&Path>) -> Option<String> {
+pub(crate) fn credential_store(path: &Path, home: Option<&Path>) -> Option<String> {
     if let Some(system) = SYSTEM_FILES.iter().find(|f| path == Path::new(f)) {
         return Some((*system).to_string());
     }
@@ -40,7 +41,7 @@ pub fn credential_store(path: &Path, home: Option<&Path>) -> Option<String> {
 
 /// The help of a denial of a credential store: why no grant is offered,
 /// and what to do instead.
-pub fn credential_help(store: &str) -> String {
+pub(crate) fn credential_help(store: &str) -> String {
     format!(
         "`{store}` is a credential store: magus offers no grant for it, because a grant\n\
          reaches every program the spell starts, a compromised one included; if a task\n\

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::fmt;
 
 /// The variable that is always withheld from sandboxed children (MGS2008).
-pub const DAEMON_SOCKET_VAR: &str = "MAGUS_DAEMON_SOCKET";
+pub(crate) const DAEMON_SOCKET_VAR: &str = "MAGUS_DAEMON_SOCKET";
 
 /// Variables every child receives when they are set.
 const KEPT_NAMES: [&str; 11] = [

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use std::fmt;
 
 /// The first line of the canonical text; bump it if the format changes.
-pub const CANONICAL_HEADER: &str = "magus-sandbox-policy v1";
+pub(crate) const CANONICAL_HEADER: &str = "magus-sandbox-policy v1";
 
 /// The declared policy in a canonical order: allow entries sorted by path
 /// then mode (exact repeats collapse), passthrough sorted and unique, ports

@@ -122,8 +122,11 @@ impl fmt::Display for GrantSource {
 /// One granted path: real (symlink-free, absolute), with its mode and source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
+    /// The granted path (real, absolute).
     pub path: PathBuf,
+    /// What the grant allows beneath it.
     pub mode: Mode,
+    /// Where the grant came from, for diagnostics.
     pub source: GrantSource,
 }
 
@@ -168,7 +171,9 @@ impl Network {
 /// Whether the sandbox is on for this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxState {
+    /// Both layers enforce the policy.
     On,
+    /// Nothing is confined: the sandbox is turned off for this run.
     Off,
 }
 
@@ -178,7 +183,7 @@ pub enum SandboxState {
 /// Unix paths are compared name by name in one pass over their bytes that
 /// stops at the first name that differs, usually the first or second,
 /// where checking both paths whole before comparing cost 0.2 ms a run.
-pub fn lies_within(path: &std::path::Path, ancestor: &std::path::Path) -> bool {
+pub(crate) fn lies_within(path: &std::path::Path, ancestor: &std::path::Path) -> bool {
     let (p, a) = (
         path.as_os_str().as_encoded_bytes(),
         ancestor.as_os_str().as_encoded_bytes(),

@@ -10,14 +10,14 @@ use std::fmt;
 use std::time::Duration;
 
 /// The smallest `memory` accepted: magus itself needs a few MiB.
-pub const MIN_MEMORY: u64 = 16 << 20;
+pub(crate) const MIN_MEMORY: u64 = 16 << 20;
 
 /// The largest `processes` accepted: the kernel's own PID ceiling (2^22)
 /// minus the 300 PIDs it reserves at the bottom of every namespace.
-pub const MAX_PROCESSES: u32 = (1 << 22) - 301;
+pub(crate) const MAX_PROCESSES: u32 = (1 << 22) - 301;
 
 /// The longest `wall_time` accepted (`alarm(2)` counts seconds in a u32).
-pub const MAX_WALL_TIME_SECS: u64 = u32::MAX as u64;
+pub(crate) const MAX_WALL_TIME_SECS: u64 = u32::MAX as u64;
 
 /// Every bound of `sandbox.limits`; `None` means unbounded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub enum LimitError {
 }
 
 /// `30s`, `10m`, `2h`, `1d` → a duration.
-pub fn parse_wall_time(text: &str) -> Result<Duration, LimitError> {
+pub(crate) fn parse_wall_time(text: &str) -> Result<Duration, LimitError> {
     let (number, unit) = split_number(text.trim())?;
     let scale = match unit {
         "" => return Err(LimitError::MissingUnit("30s` or `10m")),
@@ -76,7 +76,7 @@ pub fn parse_wall_time(text: &str) -> Result<Duration, LimitError> {
 }
 
 /// `512MiB`, `2GiB` → bytes.
-pub fn parse_memory(text: &str) -> Result<u64, LimitError> {
+pub(crate) fn parse_memory(text: &str) -> Result<u64, LimitError> {
     let (number, unit) = split_number(text.trim())?;
     let shift = match unit {
         "KiB" => 10,
@@ -96,7 +96,7 @@ pub fn parse_memory(text: &str) -> Result<u64, LimitError> {
 }
 
 /// A count of processes, 1 to [`MAX_PROCESSES`].
-pub fn check_processes(count: i64) -> Result<u32, LimitError> {
+pub(crate) fn check_processes(count: i64) -> Result<u32, LimitError> {
     if count <= 0 {
         return Err(LimitError::Zero);
     }
@@ -127,7 +127,7 @@ fn split_number(text: &str) -> Result<(u64, &str), LimitError> {
 
 /// A byte count shown in the largest binary unit that divides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bytes(pub u64);
+pub(crate) struct Bytes(pub u64);
 
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -142,7 +142,7 @@ impl fmt::Display for Bytes {
 
 /// A duration shown in the largest unit that divides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Seconds(pub u64);
+pub(crate) struct Seconds(pub u64);
 
 impl fmt::Display for Seconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -94,6 +94,7 @@ impl StartupError {
 
 /// Finds the workspace, loads `magus.yaml`, applies
 /// `MAGUS_SANDBOX_ENABLED`, and resolves the policy.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
     Ok(declare(input)?.resolve(input.env))
 }
@@ -104,7 +105,7 @@ pub fn startup(input: StartupInput<'_>) -> Result<Startup, StartupError> {
 /// which is all the process before the scrubbing re-exec needs, so only
 /// the re-executed process canonicalises the grants.
 #[derive(Debug, Clone)]
-pub struct Declared {
+pub(crate) struct Declared {
     workspace: super::workspace::Workspace,
     config: Option<ConfigFile>,
     state: SandboxState,
@@ -115,7 +116,7 @@ pub struct Declared {
 
 /// Finds the workspace, loads `magus.yaml` and applies
 /// `MAGUS_SANDBOX_ENABLED`.
-pub fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
+pub(crate) fn declare(input: StartupInput<'_>) -> Result<Declared, StartupError> {
     let workspace = find_workspace(input.workspace)?;
     let config = workspace.config.as_deref().map(load_config).transpose()?;
     if let Some(config) = config.as_ref().filter(|c| !c.spells.is_empty()) {
@@ -184,24 +185,20 @@ impl Declared {
     /// Before spells run (`magus run`, `magus test`, an embedder): refuses
     /// a nested `magus.yaml` that may have been planted
     /// ([`refuse_planted_nested`]). Commands that run nothing skip it.
-    pub fn refuse_planted_nested(&self) -> Result<(), StartupError> {
+    pub(crate) fn refuse_planted_nested(&self) -> Result<(), StartupError> {
         let sandbox = self.config.as_ref().and_then(|c| c.sandbox.as_ref());
         refuse_planted_nested(&self.workspace, sandbox, self.state_source)
     }
 
-    pub fn state(&self) -> SandboxState {
-        self.state
-    }
-
     /// The workspace root (real path) and its `magus.yaml`, when it has one.
-    pub fn workspace_and_config(&self) -> (&std::path::Path, Option<&ConfigFile>) {
+    pub(crate) fn workspace_and_config(&self) -> (&std::path::Path, Option<&ConfigFile>) {
         (&self.workspace.root, self.config.as_ref())
     }
 
     /// The same declaration for another spell (`magus test` and `magus
     /// check` take each spell under its own policy): `name` is a spell's
     /// name, or `None` for the workspace's policy alone.
-    pub fn for_spell(&self, name: Option<&str>) -> Declared {
+    pub(crate) fn for_spell(&self, name: Option<&str>) -> Declared {
         Declared {
             spell: name.map(str::to_string),
             ..self.clone()
@@ -230,7 +227,8 @@ impl Declared {
 
     /// The declared policy with no grant resolved: it grants nothing, and
     /// serves only to decide a child's environment before resolution.
-    pub fn without_grants(&self) -> Policy {
+    #[cfg(kernel_layer)]
+    pub(crate) fn without_grants(&self) -> Policy {
         let sandbox = self.sandbox();
         let network = sandbox
             .as_ref()
@@ -246,7 +244,7 @@ impl Declared {
     }
 
     /// The second half of [`startup`]: resolves the grants.
-    pub fn resolve(self, env: &[(OsString, OsString)]) -> Startup {
+    pub(crate) fn resolve(self, env: &[(OsString, OsString)]) -> Startup {
         let effective = self.sandbox().map(Cow::into_owned);
         let Declared {
             workspace,

@@ -8,56 +8,69 @@
 //! [`Policy::check`]; child launches use [`Policy::child_env`].
 
 mod builtin;
-pub mod config;
-pub mod credentials;
+pub(crate) mod config;
+pub(crate) mod credentials;
 mod env;
 // Unix paths and modes (as the integration tests they were).
 #[cfg(all(test, unix))]
 mod env_tests;
 mod fingerprint;
 mod grant;
-pub mod hosts;
-pub mod limits;
+pub(crate) mod hosts;
+pub(crate) mod limits;
 mod load;
-pub mod lock_file;
-pub mod names;
-pub mod native;
-pub mod path;
-pub mod presets;
+pub(crate) mod lock_file;
+pub(crate) mod names;
+pub(crate) mod native;
+pub(crate) mod path;
+pub(crate) mod presets;
 pub(crate) mod real_paths;
-pub mod reference;
+// The naive oracle the trie is tested against (unit tests, benches, fuzz).
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod reference;
 mod resolve_grants;
-pub mod secrets;
-pub mod shims;
+pub(crate) mod secrets;
+pub(crate) mod shims;
 mod trie;
-pub mod winpath;
+pub(crate) mod winpath;
 mod workspace;
 
-pub use builtin::{
-    Builtin, BUILTIN_RO, BUILTIN_RW, CACHE_WHY, PRIVATE_TMPFS, TMPDIR_WHY, WINDOWS_RO, WINDOWS_RW,
-};
-pub use config::{ConfigError, ConfigErrorKind, Position};
-pub use env::{ChildEnv, DaemonSocket, EnvPattern, PatternError, DAEMON_SOCKET_VAR};
-pub use fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
-pub use grant::{
-    lies_within, Access, Grant, GrantSource, Mode, Network, SandboxState, UnknownMode,
-};
-pub use hosts::{HostError, HostList, HostPattern, HostRule};
-pub use limits::Limits;
-pub use load::{declare, startup, Declared, Startup, StartupError, StartupInput};
-pub use lock_file::{
-    check_lock, check_nested, effective_fingerprint, Lock, LockError, LockState, Mismatch,
-    FINGERPRINT_VAR, LOCK_FILE_NAME,
-};
-pub use path::{normalize, NormalPath, PathError, PlainRelative};
+pub(crate) use builtin::PRIVATE_TMPFS;
+#[cfg(kernel_layer)]
+pub(crate) use builtin::{BUILTIN_RO, BUILTIN_RW, CACHE_WHY};
+pub(crate) use config::Position;
+pub use env::ChildEnv;
+#[cfg(kernel_layer)]
+pub(crate) use env::DAEMON_SOCKET_VAR;
+pub(crate) use env::{DaemonSocket, EnvPattern};
+pub(crate) use fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint};
+pub(crate) use grant::lies_within;
+pub use grant::{Access, Grant, GrantSource, Mode, Network, SandboxState};
+pub(crate) use hosts::HostError;
+pub use hosts::{HostList, HostRule};
+pub(crate) use limits::Limits;
+#[cfg(any(test, feature = "internals"))]
+pub use load::startup;
+pub(crate) use load::Startup;
+#[cfg(all(test, kernel_layer))]
+pub(crate) use load::StartupError;
+pub use load::StartupInput;
+pub(crate) use load::{declare, Declared};
+pub(crate) use lock_file::{check_lock, check_nested, effective_fingerprint, FINGERPRINT_VAR};
+pub use path::{normalize, NormalPath};
+pub(crate) use path::{PathError, PlainRelative};
 pub(crate) use real_paths::RealPaths;
-pub use secrets::{SecretBinding, SecretSource};
-pub use trie::{Decision, PathTrie, TrieCursor, Verdict};
-pub use winpath::{WinPathError, WinRefusal};
-pub use workspace::{
-    enabled_override, find_workspace, lookup, spell_name, spell_names, BadOverride, Workspace,
-    WorkspaceArg, WorkspaceError, ENABLED_VAR, SPELLS_DIR,
-};
+pub(crate) use secrets::SecretBinding;
+#[cfg(kernel_layer)]
+pub(crate) use secrets::SecretSource;
+pub(crate) use trie::TrieCursor;
+pub use trie::{Decision, PathTrie};
+pub(crate) use winpath::WinPathError;
+pub(crate) use winpath::WinRefusal;
+pub use workspace::WorkspaceArg;
+#[cfg(kernel_layer)]
+pub(crate) use workspace::SPELLS_DIR;
+pub(crate) use workspace::{find_workspace, lookup, spell_name, spell_names, ENABLED_VAR};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -77,7 +90,7 @@ pub enum StateSource {
 ///
 /// Its fields are private so that the grants, the trie the gate checks and
 /// the Landlock rules built from the grants can never drift apart: a
-/// policy is made by resolution ([`startup`]) or by [`Policy::new`], which
+/// policy is made by resolution ([`crate::Sandbox::load`]) or by [`Policy::new`], which
 /// builds the trie from the grants, and is read through accessors.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -119,7 +132,7 @@ pub struct Policy {
 impl Policy {
     /// A policy from already-resolved grants (for tests, benches, and
     /// callers that resolve elsewhere). Nothing is declared. Not API: the
-    /// package's benches and kernel harness reach it through `__private`
+    /// package's benches and kernel harness reach it through `testing`
     /// (`internals`); an embedder gets its policy from
     /// [`crate::Sandbox::load`], so only resolution builds one.
     pub(crate) fn new(

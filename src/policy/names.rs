@@ -16,7 +16,7 @@ use std::path::Path;
 /// name that is not UTF-8 is none of them: case-insensitive file systems
 /// take UTF-8 names only (ext4's casefolding compares any other byte by
 /// byte).
-pub fn which(name: &[u8], targets: &[&str]) -> Option<usize> {
+pub(crate) fn which(name: &[u8], targets: &[&str]) -> Option<usize> {
     debug_assert!(targets
         .iter()
         .all(|t| !t.bytes().any(|b| b.is_ascii_uppercase())));
@@ -30,7 +30,7 @@ pub fn which(name: &[u8], targets: &[&str]) -> Option<usize> {
 }
 
 /// Whether two names are the same on some case-insensitive file system.
-pub fn same_name(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_name(a: &[u8], b: &[u8]) -> bool {
     if a.is_ascii() && b.is_ascii() {
         return a.eq_ignore_ascii_case(b);
     }
@@ -45,7 +45,7 @@ pub fn same_name(a: &[u8], b: &[u8]) -> bool {
 /// ignores, fully case-folded (`ß` is `ss`, the Kelvin sign `K` is `k`,
 /// the long `ſ` is `s`), and decomposed again, since folding can undo the
 /// decomposition (the caseless match of Unicode's definition D145).
-pub fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     let decomposed: String = name.nfd().filter(|&c| !is_hfs_ignorable(c)).collect();
     unicase::UniCase::new(decomposed)
@@ -73,7 +73,7 @@ fn names(path: &Path) -> impl Iterator<Item = &[u8]> {
 
 /// Whether `path` is `ancestor` or lies below it, names compared by
 /// [`same_name`]. Both are absolute and normal.
-pub fn lies_within(path: &Path, ancestor: &Path) -> bool {
+pub(crate) fn lies_within(path: &Path, ancestor: &Path) -> bool {
     let mut path = names(path);
     names(ancestor).all(|want| path.next().is_some_and(|name| same_name(name, want)))
 }
@@ -81,7 +81,7 @@ pub fn lies_within(path: &Path, ancestor: &Path) -> bool {
 /// `path` below `ancestor`, names compared by [`same_name`]: the rest of
 /// `path` (empty for `ancestor` itself), or `None` when it does not lie
 /// there. Both are absolute and normal.
-pub fn strip_prefix<'p>(path: &'p Path, ancestor: &Path) -> Option<&'p Path> {
+pub(crate) fn strip_prefix<'p>(path: &'p Path, ancestor: &Path) -> Option<&'p Path> {
     let bytes = path.as_os_str().as_encoded_bytes();
     let mut at = 0;
     for want in names(ancestor) {

@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// The policy path of a path the OS handed back (a canonical path, a
 /// current directory, a handle's final path).
-pub fn from_os(path: &Path) -> Result<NormalPath, WinPathError> {
+pub(crate) fn from_os(path: &Path) -> Result<NormalPath, WinPathError> {
     #[cfg(windows)]
     {
         super::winpath::key_of_os(path.as_os_str().as_encoded_bytes())
@@ -24,7 +24,7 @@ pub fn from_os(path: &Path) -> Result<NormalPath, WinPathError> {
 
 /// `spelled`, as a spell writes it, made absolute against `base` (a
 /// policy path) and resolved lexically.
-pub fn join(base: &NormalPath, spelled: &str) -> Result<NormalPath, WinPathError> {
+pub(crate) fn join(base: &NormalPath, spelled: &str) -> Result<NormalPath, WinPathError> {
     #[cfg(windows)]
     {
         super::winpath::join(base, spelled.as_bytes())
@@ -39,7 +39,7 @@ pub fn join(base: &NormalPath, spelled: &str) -> Result<NormalPath, WinPathError
 /// lower case (NTFS's names are case-insensitive); elsewhere `path`.
 ///
 /// [`folded`]: super::winpath::fold
-pub fn folded(path: &Path) -> Cow<'_, Path> {
+pub(crate) fn folded(path: &Path) -> Cow<'_, Path> {
     #[cfg(windows)]
     {
         super::winpath::fold(path)
@@ -52,7 +52,7 @@ pub fn folded(path: &Path) -> Cow<'_, Path> {
 
 /// The path to hand the OS for `path`: a policy key made a Windows path
 /// again; any other path (and every path on Unix) as it is.
-pub fn to_os(path: &Path) -> Cow<'_, Path> {
+pub(crate) fn to_os(path: &Path) -> Cow<'_, Path> {
     #[cfg(windows)]
     if let Some(os) = super::winpath::os_of_key(path) {
         return Cow::Owned(os.into());

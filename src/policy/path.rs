@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 /// The kernel's `PATH_MAX`, which counts the terminating NUL: the longest
 /// path a system call accepts is one byte shorter.
-pub const PATH_MAX: usize = 4096;
+pub(crate) const PATH_MAX: usize = 4096;
 
 /// The kernel's `NAME_MAX`: the longest single component, in bytes.
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 
 /// Why a spelled path cannot be normalised.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -70,10 +70,12 @@ impl NormalPath {
         NormalPath(PathBuf::from("/"))
     }
 
+    /// The path, borrowed.
     pub fn as_path(&self) -> &Path {
         &self.0
     }
 
+    /// The path, owned.
     pub fn into_path_buf(self) -> PathBuf {
         self.0
     }
@@ -196,7 +198,7 @@ fn is_plain_relative(spelled: &[u8]) -> bool {
 /// # Example
 ///
 /// ```
-/// use magus_sandbox::__private::policy::normalize;
+/// use magus_sandbox::testing::policy::normalize;
 /// use std::path::Path;
 /// let p = normalize(Path::new("/work/ws"), "src/../target//out/").unwrap();
 /// assert_eq!(p.as_path(), Path::new("/work/ws/target/out"));

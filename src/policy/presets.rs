@@ -8,7 +8,7 @@
 use super::hosts::HostRule;
 
 /// What a preset entry in `hosts:` starts with.
-pub const PRESET_SIGIL: char = '@';
+pub(crate) const PRESET_SIGIL: char = '@';
 
 /// One named preset.
 #[derive(Debug, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl Preset {
 
 /// Every preset. Only port 443: each tool reaches its registry over
 /// HTTPS, and an entry without a port would also open plain HTTP.
-pub const PRESETS: &[Preset] = &[
+pub(crate) const PRESETS: &[Preset] = &[
     Preset {
         name: "crates-io",
         purpose: "cargo: the sparse index, crate downloads, the web API for search and publish",
@@ -101,12 +101,12 @@ impl UnknownPreset {
 }
 
 /// Whether an entry as written is a preset rather than a host.
-pub fn is_preset(entry: &str) -> bool {
+pub(crate) fn is_preset(entry: &str) -> bool {
     entry.trim_start().starts_with(PRESET_SIGIL)
 }
 
 /// The preset an entry (`@crates-io`, case and spaces aside) names.
-pub fn lookup(entry: &str) -> Result<&'static Preset, UnknownPreset> {
+pub(crate) fn lookup(entry: &str) -> Result<&'static Preset, UnknownPreset> {
     let name = entry.trim().trim_start_matches(PRESET_SIGIL).to_lowercase();
     if let Some(p) = PRESETS.iter().find(|p| p.name == name) {
         return Ok(p);

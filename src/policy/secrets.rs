@@ -13,7 +13,7 @@ use std::fmt;
 
 /// The variables magus itself sets for children of a run with secrets
 /// (and the proxy's); a secret may not take one of their names.
-pub const RESERVED_NAMES: [&str; 15] = [
+pub(crate) const RESERVED_NAMES: [&str; 15] = [
     "SSL_CERT_FILE",
     "CURL_CA_BUNDLE",
     "REQUESTS_CA_BUNDLE",
@@ -37,7 +37,7 @@ const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OP
 /// One `secrets:` entry as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSecret {
+pub(crate) struct RawSecret {
     pub name: Spanned<String>,
     pub from: Spanned<RawSource>,
     pub hosts: Spanned<Vec<Spanned<String>>>,
@@ -48,7 +48,7 @@ pub struct RawSecret {
 /// `from: {env: VAR}` or `from: {file: PATH}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSource {
+pub(crate) struct RawSource {
     #[serde(default)]
     pub env: Option<Spanned<String>>,
     #[serde(default)]
@@ -58,7 +58,7 @@ pub struct RawSource {
 /// `{methods: [GET], paths: ["/repos/*"]}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRule {
+pub(crate) struct RawRule {
     #[serde(default)]
     pub methods: Option<Vec<Spanned<String>>>,
     #[serde(default)]
@@ -229,7 +229,7 @@ fn position<T>(spanned: &Spanned<T>) -> Position {
 }
 
 /// A spell's whole `secrets:` list: each entry, and no name twice.
-pub fn validate_secrets(raw: Vec<RawSecret>) -> Result<Vec<SecretBinding>, Invalid> {
+pub(crate) fn validate_secrets(raw: Vec<RawSecret>) -> Result<Vec<SecretBinding>, Invalid> {
     let mut out: Vec<SecretBinding> = Vec::new();
     for entry in raw {
         let binding = validate_secret(entry)?;
@@ -243,7 +243,7 @@ pub fn validate_secrets(raw: Vec<RawSecret>) -> Result<Vec<SecretBinding>, Inval
 
 /// One `secrets:` entry, checked: a variable name, exactly one source, at
 /// least one valid host, and rules of known methods and `/`-paths.
-pub fn validate_secret(raw: RawSecret) -> Result<SecretBinding, Invalid> {
+pub(crate) fn validate_secret(raw: RawSecret) -> Result<SecretBinding, Invalid> {
     let at = position(&raw.name);
     let name = raw.name.value;
     if !is_variable_name(&name) || RESERVED_NAMES.contains(&name.as_str()) {
@@ -385,8 +385,8 @@ fn validate_path(raw: &Spanned<String>) -> Result<PathRule, Invalid> {
 
 /// A binding for unit tests elsewhere: `name` from `env: name`, bound to
 /// `host`, no rules.
-#[cfg(test)]
-pub fn tests_binding(name: &str, host: &str) -> SecretBinding {
+#[cfg(all(test, kernel_layer))]
+pub(crate) fn tests_binding(name: &str, host: &str) -> SecretBinding {
     SecretBinding {
         name: name.to_string(),
         source: SecretSource::Env(name.to_string()),

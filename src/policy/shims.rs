@@ -69,7 +69,7 @@ const MANAGERS: [Manager; 9] = [
 
 /// What was found for one manager.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShimFinding {
+pub(crate) struct ShimFinding {
     pub manager: &'static str,
     /// The `PATH` entry that belongs to it.
     pub path_entry: PathBuf,
@@ -83,7 +83,7 @@ pub struct ShimFinding {
 
 /// The managers on `path_var` whose variables were stripped or whose
 /// directory is not granted; one finding per manager.
-pub fn find_shims(
+pub(crate) fn find_shims(
     path_var: &std::ffi::OsStr,
     stripped: &[String],
     is_granted: impl Fn(&Path) -> bool,
@@ -127,7 +127,7 @@ fn classify(entry: &Path) -> Option<(&'static Manager, PathBuf)> {
 
 impl ShimFinding {
     /// The MGS2006 warning, with the lines that fix it.
-    pub fn to_diagnostic(&self, home: Option<&Path>) -> Diagnostic {
+    pub(crate) fn to_diagnostic(&self, home: Option<&Path>) -> Diagnostic {
         let mut d = Diagnostic::warning(format!(
             "`{}` on PATH is a {} shim directory, and {} will likely fail in the sandbox",
             self.path_entry.display(),

@@ -8,7 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// The variable that overrides `sandbox.enabled` for one invocation.
-pub const ENABLED_VAR: &str = "MAGUS_SANDBOX_ENABLED";
+pub(crate) const ENABLED_VAR: &str = "MAGUS_SANDBOX_ENABLED";
 
 /// How the workspace root is chosen.
 #[derive(Debug, Clone, Copy)]
@@ -22,7 +22,7 @@ pub enum WorkspaceArg<'a> {
 
 /// A workspace root and its configuration file, if it has one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     /// The real (canonical) root.
     pub root: PathBuf,
     pub config: Option<PathBuf>,
@@ -54,7 +54,7 @@ pub enum WorkspaceError {
 }
 
 /// Finds the workspace root as `arg` says.
-pub fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError> {
+pub(crate) fn find_workspace(arg: WorkspaceArg<'_>) -> Result<Workspace, WorkspaceError> {
     match arg {
         WorkspaceArg::Discover { start } => discover(start),
         WorkspaceArg::Explicit(dir) => {
@@ -116,7 +116,7 @@ fn real_dir(dir: &Path) -> Result<PathBuf, WorkspaceError> {
 
 /// The value of `name` in `env` (the first occurrence, as `getenv` does).
 /// Windows' variable names are case-insensitive (`Path` is `PATH`).
-pub fn lookup<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsStr> {
+pub(crate) fn lookup<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsStr> {
     let same = |n: &[u8]| match cfg!(windows) {
         true => n.eq_ignore_ascii_case(name.as_bytes()),
         false => n == name.as_bytes(),
@@ -136,7 +136,7 @@ pub struct BadOverride {
 
 /// What `MAGUS_SANDBOX_ENABLED` says: `Some(true)` for `1`, `Some(false)`
 /// for `0`, `None` when unset; any other value is an error.
-pub fn enabled_override(env: &[(OsString, OsString)]) -> Result<Option<bool>, BadOverride> {
+pub(crate) fn enabled_override(env: &[(OsString, OsString)]) -> Result<Option<bool>, BadOverride> {
     match lookup(env, ENABLED_VAR).map(OsStr::as_encoded_bytes) {
         None => Ok(None),
         Some(b"1") => Ok(Some(true)),
@@ -148,11 +148,11 @@ pub fn enabled_override(env: &[(OsString, OsString)]) -> Result<Option<bool>, Ba
 }
 
 /// The directory of a workspace's spells, relative to its root.
-pub const SPELLS_DIR: &str = "spells";
+pub(crate) const SPELLS_DIR: &str = "spells";
 
 /// The names of the workspace's spells (`spells/NAME.buzz`), sorted: what
 /// a key under `spells:` in `magus.yaml` may name.
-pub fn spell_names(root: &Path) -> Vec<String> {
+pub(crate) fn spell_names(root: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(root.join(SPELLS_DIR)) else {
         return Vec::new();
     };
@@ -173,7 +173,7 @@ pub fn spell_names(root: &Path) -> Vec<String> {
 /// run`) names: `NAME` or `NAME.buzz`, or a path (anything with a `/`) to
 /// a file directly in the workspace's `spells/`. `None` for a spell file
 /// elsewhere, which runs under the workspace's policy alone.
-pub fn spell_name(root: &Path, arg: &str) -> Option<String> {
+pub(crate) fn spell_name(root: &Path, arg: &str) -> Option<String> {
     if !arg.contains('/') {
         let name = arg.strip_suffix(".buzz").unwrap_or(arg);
         return (!name.is_empty()).then(|| name.to_string());

@@ -31,7 +31,7 @@ static OWN: OnceLock<Vec<IpAddr>> = OnceLock::new();
 /// before it confines itself (the list comes from a netlink socket), when
 /// the first client has connected. An address added later is not seen;
 /// the run is short.
-pub fn note_own_addresses() {
+pub(super) fn note_own_addresses() {
     let own = nix::ifaddrs::getifaddrs()
         .map(|all| {
             all.filter_map(|i| i.address)
@@ -49,7 +49,7 @@ pub fn note_own_addresses() {
 
 /// Why a listed name may not lead to an address: the rule it broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Barred {
+pub(super) enum Barred {
     /// The address is in a block that is not globally routable.
     Block(&'static Block),
     /// The address is one of this machine's own.
@@ -68,7 +68,7 @@ impl std::fmt::Display for Barred {
 
 /// A block of addresses that are not globally routable, and what it is.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Block {
+pub(super) struct Block {
     net: IpAddr,
     len: u8,
     what: &'static str,
@@ -171,7 +171,7 @@ fn same_prefix(a: u128, b: u128, len: u8) -> bool {
 
 /// Why the proxy may not connect to `addr:port` for the listed name
 /// `host` (normalised); `None` if it may.
-pub fn barred(hosts: &HostList, host: &str, addr: IpAddr, port: u16) -> Option<Barred> {
+pub(super) fn barred(hosts: &HostList, host: &str, addr: IpAddr, port: u16) -> Option<Barred> {
     let own = OWN.get().map_or(&[][..], Vec::as_slice);
     barred_beside(hosts, host, addr, port, own)
 }

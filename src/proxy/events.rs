@@ -22,7 +22,7 @@ pub enum RefusalReason {
 }
 
 /// The rule a listed name broke, said after where it led.
-pub const REBINDING_RULE: &str =
+pub(crate) const REBINDING_RULE: &str =
     "a listed name may not lead to a private or reserved address, by the DNS-rebinding rule";
 
 impl RefusalReason {
@@ -53,7 +53,7 @@ const ADDRESSES_SAID: usize = 4;
 
 /// `` `reg.example` resolved to 198.18.0.5, in 198.18.0.0/15
 /// (benchmarking, reserved): a listed name may not lead to ... ``.
-pub fn rebinding_text(host: &str, resolved: &[Resolved]) -> String {
+pub(crate) fn rebinding_text(host: &str, resolved: &[Resolved]) -> String {
     if resolved.is_empty() {
         return RefusalReason::PrivateAddress.text().to_string();
     }

@@ -22,7 +22,7 @@ const MAX_HEADERS: usize = 100;
 
 /// The proxy's TLS side for a run's secrets, set up before the proxy
 /// confines itself (the roots file may lie anywhere).
-pub struct Interceptor {
+pub(crate) struct Interceptor {
     pub vault: Arc<Vault>,
     client: Arc<ClientConfig>,
     servers: Mutex<HashMap<String, Arc<ServerConfig>>>,
@@ -30,7 +30,7 @@ pub struct Interceptor {
 
 /// Why a request to a bound host was refused, said as MGS2013.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The placeholder was going where its value may not.
     Exfiltration { secret: String, why: String },
     /// The request broke the secret's rules.
@@ -45,7 +45,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The event for magus (none for a malformed request).
-    pub fn event(&self, target: &Target) -> Option<Event> {
+    pub(crate) fn event(&self, target: &Target) -> Option<Event> {
         let (secret, why, rules) = match self {
             Refusal::Exfiltration { secret, why } => (secret, why.clone(), None),
             Refusal::Rule {
@@ -69,7 +69,7 @@ impl Refusal {
     }
 
     /// The line the client is told.
-    pub fn line(&self, target: &Target) -> String {
+    pub(crate) fn line(&self, target: &Target) -> String {
         match self {
             Refusal::Exfiltration { secret, why } => format!(
                 "magus: request to {}:{} refused: the secret `{secret}` {why} (MGS2013)",
@@ -90,7 +90,7 @@ impl Refusal {
 
 /// Why the TLS side could not be set up.
 #[derive(Debug, thiserror::Error)]
-pub enum InterceptError {
+pub(crate) enum InterceptError {
     #[error("TLS: {0}")]
     Tls(#[from] rustls::Error),
     #[error("no trusted root certificate could be loaded")]
@@ -109,7 +109,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 impl Interceptor {
     /// Loads the roots (magus's `SSL_CERT_FILE`, else the system's).
-    pub fn new(vault: Arc<Vault>) -> Result<Interceptor, InterceptError> {
+    pub(crate) fn new(vault: Arc<Vault>) -> Result<Interceptor, InterceptError> {
         let mut roots = RootCertStore::empty();
         let certs = match &vault.roots_file {
             Some(file) => read_pem_certs(file),
@@ -157,7 +157,7 @@ impl Interceptor {
     /// tunnel is open (`early`: what it sent past the `CONNECT` head);
     /// `upstream` is connected to the real host. Returns the bytes sent
     /// and received, and the refusal to report, if any.
-    pub fn serve(
+    pub(crate) fn serve(
         &self,
         client: TcpStream,
         early: Vec<u8>,
@@ -244,9 +244,11 @@ impl Interceptor {
 
 /// What one intercepted tunnel did (a refusal was told as it happened).
 #[derive(Debug)]
-pub struct Served {
+pub(crate) struct Served {
     pub sent: u64,
     pub received: u64,
+    // Told as it happened; kept for the tests' look at what a tunnel did.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub refusal: Option<Refusal>,
 }
 
@@ -320,7 +322,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// The request to send upstream.
 #[derive(Debug)]
-pub struct Rewritten {
+pub(crate) struct Rewritten {
     pub head: Vec<u8>,
     pub framing: BodyFraming,
     pub expect_continue: bool,
@@ -344,7 +346,7 @@ fn dropped(name: &str) -> bool {
 }
 
 /// Checks and rewrites one request head for the bound host `target`.
-pub fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rewritten, Refusal> {
+pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rewritten, Refusal> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(head) {
@@ -610,7 +612,7 @@ fn respond(down: &mut impl Write, status: &str, line: &str) {
 
 /// `%XX` decoded (anything else as is), to find a placeholder written
 /// with escapes.
-pub fn percent_decoded(text: &[u8]) -> Vec<u8> {
+pub(crate) fn percent_decoded(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len());
     let mut i = 0;
     while i < text.len() {

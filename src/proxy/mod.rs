@@ -22,16 +22,17 @@
 
 mod address;
 mod confine;
-pub mod events;
-pub mod intercept;
+pub(crate) mod events;
+pub(crate) mod intercept;
 mod placement;
 mod reports;
-pub mod request;
+pub(crate) mod request;
 mod serve;
-pub mod vault;
+pub(crate) mod vault;
 
-pub use events::{rebinding_text, EgressSummary, Event, RefusalReason, Resolved};
-pub use serve::MAX_CLIENTS;
+pub(crate) use events::rebinding_text;
+pub(crate) use events::{EgressSummary, Event, RefusalReason, Resolved};
+pub(crate) use serve::MAX_CLIENTS;
 
 use crate::enforce::jail::Outside;
 use crate::policy::{HostList, Network};
@@ -50,15 +51,15 @@ use vault::Vault;
 
 /// How the host list is enforced where magus can make a network
 /// namespace.
-pub const MECHANISM: &str = "proxy outside the children's loopback-only network namespace, \
+pub(crate) const MECHANISM: &str = "proxy outside the children's loopback-only network namespace, \
 listening on 127.0.0.1 inside it; seccomp refuses the socket families no namespace isolates, setns and io_uring";
 
 /// How it is enforced without one (no user namespaces): partial.
-pub const MECHANISM_PARTIAL: &str = "proxy on 127.0.0.1; children's TCP connect limited to the proxy's ports by Landlock (ABI 4+), other socket families, UDP, MPTCP, TCP Fast Open and io_uring refused by seccomp; partial: no network namespace";
+pub(crate) const MECHANISM_PARTIAL: &str = "proxy on 127.0.0.1; children's TCP connect limited to the proxy's ports by Landlock (ABI 4+), other socket families, UDP, MPTCP, TCP Fast Open and io_uring refused by seccomp; partial: no network namespace";
 
 /// Why the mode without a namespace is partial, said at every run that
 /// uses it.
-pub const PARTIAL_REASON: &str = "no network namespace: children share the host's network, \
+pub(crate) const PARTIAL_REASON: &str = "no network namespace: children share the host's network, \
 Landlock limits TCP connect by port only (any address on the proxy's two port numbers stays reachable), \
 and abstract/unix sockets to local services are not filtered by host";
 
@@ -67,7 +68,7 @@ const FINISH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The environment variables that point children at (or around) a proxy;
 /// inherited ones never reach children of a host-filtered run.
-pub const PROXY_VARS: [&str; 8] = [
+pub(crate) const PROXY_VARS: [&str; 8] = [
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "ALL_PROXY",
@@ -89,14 +90,10 @@ pub enum ProxyError {
     Handover(#[source] nix::Error),
     #[error("cannot fork the proxy process: {0}")]
     Fork(#[source] nix::Error),
-    #[error("cannot build the socket filter: {0}")]
-    Filter(String),
-    #[error("cannot install the socket filter: {0}")]
-    Install(#[source] io::Error),
 }
 
 /// `["crates.io", "*.crates.io"]` as one line for `sandbox check`.
-pub fn hosts_text(list: &HostList) -> String {
+pub(crate) fn hosts_text(list: &HostList) -> String {
     let items: Vec<String> = list.rules.iter().map(|r| r.to_string()).collect();
     format!("[{}]", items.join(", "))
 }
@@ -178,6 +175,7 @@ impl Proxy {
     /// magus's handle. Must be called while magus is single-threaded and
     /// before Landlock and seccomp are installed (and before the jail's
     /// namespaces, so the proxy keeps the host's network).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn start(hosts: &HostList) -> Result<Proxy, ProxyError> {
         Proxy::start_guarding(hosts, None)
     }
@@ -197,6 +195,7 @@ impl Proxy {
     /// magus proper's handle on a proxy the original process forks at the
     /// first launch (the module doc), and the original's [`Launcher`],
     /// for `crate::enforce::jail::enter_with`.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn deferred(hosts: &HostList) -> Result<(Proxy, Launcher), ProxyError> {
         Proxy::deferred_guarding(hosts, None)
     }
@@ -227,6 +226,7 @@ impl Proxy {
     /// namespace (the children's, when magus has entered it) and hands them
     /// to the proxy. Call once, before seccomp (which may refuse `listen`)
     /// and Landlock (which may refuse `bind`).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn listen(&mut self) -> Result<(), ProxyError> {
         self.bind()?;
         self.hand_over()

@@ -10,7 +10,7 @@ use crate::policy::hosts::normalize_host;
 use std::io::{self, Read};
 
 /// The largest request head (or SOCKS request) the proxy reads.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Most headers a request may have.
 const MAX_HEADERS: usize = 100;
 /// The largest chunk a chunked request body may announce (2^31 - 1): a
@@ -68,7 +68,10 @@ pub fn read_http_head(client: &mut impl Read) -> io::Result<Result<Head, &'stati
 }
 
 /// The [`Head`] of a parsed request.
-pub fn head_of(request: &httparse::Request<'_, '_>, rest: Vec<u8>) -> Result<Head, &'static str> {
+pub(crate) fn head_of(
+    request: &httparse::Request<'_, '_>,
+    rest: Vec<u8>,
+) -> Result<Head, &'static str> {
     let (Some(method), Some(path)) = (request.method, request.path) else {
         return Err("not an HTTP request");
     };
@@ -193,7 +196,9 @@ pub enum BodyFraming {
 /// read two ways is refused: both `Content-Length` and
 /// `Transfer-Encoding`, a coding other than `chunked` alone, differing or
 /// non-decimal lengths, chunked in an HTTP/1.0 request.
-pub fn body_framing(request: &httparse::Request<'_, '_>) -> Result<BodyFraming, &'static str> {
+pub(crate) fn body_framing(
+    request: &httparse::Request<'_, '_>,
+) -> Result<BodyFraming, &'static str> {
     let mut length: Option<u64> = None;
     let mut chunked = false;
     for header in request.headers.iter() {
@@ -380,9 +385,9 @@ impl State {
 
 // ---- SOCKS5 (RFC 1928) ----------------------------------------------------
 
-pub const SOCKS_VERSION: u8 = 5;
-pub const NO_AUTH: u8 = 0;
-pub const CMD_CONNECT: u8 = 1;
+pub(crate) const SOCKS_VERSION: u8 = 5;
+pub(crate) const NO_AUTH: u8 = 0;
+pub(crate) const CMD_CONNECT: u8 = 1;
 
 /// Reads the greeting; whether it is SOCKS5 offering "no authentication".
 pub fn read_socks_greeting(client: &mut impl Read) -> io::Result<bool> {

@@ -36,7 +36,7 @@ const SHORT_PATH_CONGESTION: &str = "reno";
 /// it start a thread for each, against the user's (and the machine's)
 /// thread limits. Beyond it a new client is answered "busy" and closed
 /// at once ([`turn_away`]).
-pub const MAX_CLIENTS: usize = 256;
+pub(crate) const MAX_CLIENTS: usize = 256;
 /// How long a connect to a listed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the proxy waits, when magus finishes, for open connections to
@@ -82,7 +82,7 @@ impl Writer {
 }
 
 impl Shared {
-    pub fn new(hosts: HostList, secrets: Option<Interceptor>, report: UnixStream) -> Shared {
+    pub(super) fn new(hosts: HostList, secrets: Option<Interceptor>, report: UnixStream) -> Shared {
         Shared {
             hosts,
             secrets,
@@ -136,7 +136,7 @@ impl Shared {
 
     /// Waits (bounded) until no connection is open, lets the writer write
     /// what is queued, then says `End`.
-    pub fn finish(&self) {
+    pub(super) fn finish(&self) {
         if let Ok(n) = self.active.lock() {
             let _ = self.idle.wait_timeout_while(n, DRAIN_TIMEOUT, |n| *n > 0);
         }

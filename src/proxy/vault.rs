@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// What every placeholder starts with.
-pub const PLACEHOLDER_PREFIX: &str = "magus-secret-";
+pub(crate) const PLACEHOLDER_PREFIX: &str = "magus-secret-";
 /// Random characters after the prefix: 40 of a 32-letter alphabet, 200 bits.
 const PLACEHOLDER_RANDOM: usize = 40;
 /// The alphabet (RFC 4648 base32, lower case): a power of two, so every
@@ -180,6 +180,7 @@ impl Vault {
 
     /// Forgets the values (magus proper's copy, once the proxy has its
     /// own): placeholders and the CA certificate stay.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn forget_values(&mut self) {
         for s in &mut self.secrets {
             wipe(&mut s.value);
@@ -189,7 +190,7 @@ impl Vault {
 }
 
 /// `magus-secret-` and 40 random characters.
-pub fn placeholder() -> Result<String, VaultError> {
+pub(crate) fn placeholder() -> Result<String, VaultError> {
     let mut random = [0u8; PLACEHOLDER_RANDOM];
     fill_random(&mut random).map_err(VaultError::Random)?;
     let tail: String = random
@@ -219,7 +220,7 @@ fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
 }
 
 /// Whether `needle` occurs in `haystack`.
-pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 

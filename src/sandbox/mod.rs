@@ -7,7 +7,7 @@
 //! embedder start a spell the same way, through these types.
 
 mod error;
-pub mod exit;
+pub(crate) mod exit;
 pub(crate) mod spell_checker;
 pub(crate) mod spell_reader;
 pub(crate) mod startup;

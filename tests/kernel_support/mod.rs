@@ -15,21 +15,21 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use magus_sandbox::__private::enforce::{
+use magus_sandbox::testing::enforce::{
     self, ChildStdio, ConfinedCommand, Domain, LandlockRequest, SyscallGuard,
 };
-use magus_sandbox::__private::policy::{
+use magus_sandbox::testing::policy::{
     new_policy, Access, Grant, GrantSource, Mode, Network, SandboxState,
 };
 use serde::{Deserialize, Serialize};
 
-pub const ROLE_VAR: &str = "KTEST_ROLE";
-pub const SPEC_VAR: &str = "KTEST_SPEC";
+pub(crate) const ROLE_VAR: &str = "KTEST_ROLE";
+pub(crate) const SPEC_VAR: &str = "KTEST_SPEC";
 
 /// The result of one case: passed, or skipped with the reason printed.
 /// A skip is counted as a skip, never as a pass; where the environment
 /// allows every case (CI, which runs as root), a skip is a failure.
-pub enum Outcome {
+pub(crate) enum Outcome {
     Pass,
     Skip(String),
 }
@@ -41,12 +41,12 @@ fn skips_fail() -> bool {
     ci && nix::unistd::geteuid().is_root()
 }
 
-pub type CaseResult = Result<Outcome, String>;
-pub type Case = (&'static str, fn() -> CaseResult);
+pub(crate) type CaseResult = Result<Outcome, String>;
+pub(crate) type Case = (&'static str, fn() -> CaseResult);
 
 /// Runs the role when asked to, else every case whose name matches one of
 /// the non-flag arguments (all cases when there are none).
-pub fn main_with(file: &str, cases: &[Case]) {
+pub(crate) fn main_with(file: &str, cases: &[Case]) {
     if std::env::var_os(ROLE_VAR).is_some() {
         role_main();
     }
@@ -90,7 +90,7 @@ pub fn main_with(file: &str, cases: &[Case]) {
 }
 
 /// Fails the case with a message when `cond` is false.
-pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+pub(crate) fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
     if cond {
         Ok(())
     } else {
@@ -102,7 +102,7 @@ pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
 
 /// What the fake magus does. Serialized into `KTEST_SPEC`.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub reexec: bool,
     pub pidns: bool,
     /// Enter the PID namespace as `MAGUS_SANDBOX_USERNS=0` would: not at
@@ -130,7 +130,7 @@ pub struct Spec {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
-pub enum NetSpec {
+pub(crate) enum NetSpec {
     #[default]
     Allow,
     Deny,
@@ -138,7 +138,7 @@ pub enum NetSpec {
 
 /// One access to try on a real path; `is_dir` picks the operation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Probe {
+pub(crate) struct Probe {
     pub path: PathBuf,
     pub is_dir: bool,
     pub access: String,
@@ -321,7 +321,7 @@ fn die(msg: &str) -> ! {
 /// What the probes found: whether each access was allowed, and whether
 /// its path exists at all (in the jail's view, when there is one).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct ProbeAnswers {
+pub(crate) struct ProbeAnswers {
     pub allowed: Vec<bool>,
     pub exists: Vec<bool>,
 }
@@ -387,18 +387,18 @@ fn exec_allowed(path: &Path) -> bool {
 
 /// What the gate decides: the policy's own trie, built from the same
 /// grants the kernel got, so the test compares the two enforcement layers.
-pub fn expected(grants: &[(PathBuf, Mode)], path: &Path, access: Access) -> bool {
-    let grants: Vec<magus_sandbox::__private::policy::Grant> = grants
+pub(crate) fn expected(grants: &[(PathBuf, Mode)], path: &Path, access: Access) -> bool {
+    let grants: Vec<magus_sandbox::testing::policy::Grant> = grants
         .iter()
-        .map(|(path, mode)| magus_sandbox::__private::policy::Grant {
+        .map(|(path, mode)| magus_sandbox::testing::policy::Grant {
             path: path.clone(),
             mode: *mode,
-            source: magus_sandbox::__private::policy::GrantSource::Builtin("differential test"),
+            source: magus_sandbox::testing::policy::GrantSource::Builtin("differential test"),
         })
         .collect();
-    let path = magus_sandbox::__private::policy::NormalPath::new(path)
+    let path = magus_sandbox::testing::policy::NormalPath::new(path)
         .expect("differential paths are normal");
-    magus_sandbox::__private::policy::PathTrie::new(&grants)
+    magus_sandbox::testing::policy::PathTrie::new(&grants)
         .check(&path, access)
         .is_allowed()
 }
@@ -407,7 +407,7 @@ pub fn expected(grants: &[(PathBuf, Mode)], path: &Path, access: Access) -> bool
 
 /// Runs the fake magus with `spec`, optionally as another user, with extra
 /// environment variables (to plant secrets) and a stdin.
-pub struct Launch<'a> {
+pub(crate) struct Launch<'a> {
     pub spec: &'a Spec,
     pub as_nobody: bool,
     pub extra_env: Vec<(String, String)>,
@@ -415,7 +415,7 @@ pub struct Launch<'a> {
 }
 
 impl<'a> Launch<'a> {
-    pub fn new(spec: &'a Spec) -> Self {
+    pub(crate) fn new(spec: &'a Spec) -> Self {
         Launch {
             spec,
             as_nobody: false,
@@ -424,7 +424,7 @@ impl<'a> Launch<'a> {
         }
     }
 
-    pub fn run(self) -> Result<Output, String> {
+    pub(crate) fn run(self) -> Result<Output, String> {
         let out = self
             .command()?
             .output()
@@ -436,7 +436,7 @@ impl<'a> Launch<'a> {
     }
 
     /// The command that starts the role, for callers that drive it.
-    pub fn command(self) -> Result<Command, String> {
+    pub(crate) fn command(self) -> Result<Command, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = if self.as_nobody {
             let mut c = Command::new("setpriv");
@@ -456,7 +456,7 @@ impl<'a> Launch<'a> {
 }
 
 /// Stdout and stderr as text, for messages and searches.
-pub fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
         out.status,
@@ -467,7 +467,7 @@ pub fn text(out: &Output) -> String {
 
 /// A directory outside `/tmp` (which policies grant by default), readable
 /// by everyone so an unprivileged run can reach it.
-pub fn scratch_dir(tag: &str) -> tempfile::TempDir {
+pub(crate) fn scratch_dir(tag: &str) -> tempfile::TempDir {
     let base = scratch::base();
     let dir = tempfile::Builder::new()
         .prefix(&format!("ktest-{tag}-"))
@@ -478,13 +478,13 @@ pub fn scratch_dir(tag: &str) -> tempfile::TempDir {
 }
 
 /// `chmod 0777` so uid 65534 can use a directory the tests create.
-pub fn open_up(path: &Path) {
+pub(crate) fn open_up(path: &Path) {
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777));
 }
 
 /// The read-only system grants a confined child needs to run ordinary
 /// programs, plus `/dev/null` read-write.
-pub fn system_grants() -> Vec<(PathBuf, String)> {
+pub(crate) fn system_grants() -> Vec<(PathBuf, String)> {
     let ro = [
         "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/proc",
     ];
@@ -500,14 +500,14 @@ pub fn system_grants() -> Vec<(PathBuf, String)> {
 }
 
 /// A small random generator with a fixed seed, for reproducible cases.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed.max(1))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -516,13 +516,13 @@ impl Rng {
         x
     }
 
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 }
 
 /// Whether this machine can switch to uid 65534 (root with `setpriv`).
-pub fn can_switch_user() -> Result<(), String> {
+pub(crate) fn can_switch_user() -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("not running as root".into());
     }

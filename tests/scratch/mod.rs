@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// have planted it), and fixtures are such workspaces. (Unit tests in
 /// `src/` include this file too: Cargo gives them no `CARGO_TARGET_TMPDIR`,
 /// so they use the package's `target/tmp`.)
-pub fn base() -> PathBuf {
+pub(super) fn base() -> PathBuf {
     let target = option_env!("CARGO_TARGET_TMPDIR").map_or_else(
         || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/tmp")),
         PathBuf::from,

@@ -9,8 +9,8 @@
 #[path = "../scratch/mod.rs"]
 mod scratch;
 
-pub mod counting_server;
-pub mod runas;
+pub(crate) mod counting_server;
+pub(crate) mod runas;
 
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Files planted in the fake `HOME`, relative to it: the targets of the
 /// overview's threat model.
-pub const SECRET_FILES: [&str; 7] = [
+pub(crate) const SECRET_FILES: [&str; 7] = [
     ".aws/credentials",
     ".ssh/id_rsa",
     ".vault-token",
@@ -33,7 +33,7 @@ pub const SECRET_FILES: [&str; 7] = [
 ];
 
 /// Secret-bearing variables set in magus's environment.
-pub const SECRET_VARS: [&str; 7] = [
+pub(crate) const SECRET_VARS: [&str; 7] = [
     "GITHUB_TOKEN",
     "AWS_SECRET_ACCESS_KEY",
     "VAULT_TOKEN",
@@ -44,14 +44,14 @@ pub const SECRET_VARS: [&str; 7] = [
 ];
 
 /// The `PATH` magus runs with unless a test changes it.
-pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The default `magus.yaml`: the sandbox on, nothing else granted.
-pub const SANDBOX_ON: &str = "sandbox:\n  enabled: true\n";
+pub(crate) const SANDBOX_ON: &str = "sandbox:\n  enabled: true\n";
 
 /// One planted secret: where it lives and its unique value.
 #[derive(Debug, Clone)]
-pub struct Secret {
+pub(crate) struct Secret {
     /// A file path (`~/.ssh/id_rsa`), a variable name, or `/etc/shadow`.
     pub origin: String,
     /// The whole value.
@@ -74,7 +74,7 @@ impl Secret {
 
 /// What one `magus` run produced.
 #[derive(Debug)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     /// The exit status; `None` when killed by a signal.
     pub status: Option<i32>,
     pub stdout: String,
@@ -85,7 +85,7 @@ pub struct RunOutput {
 
 impl RunOutput {
     /// Both streams, for assertion messages.
-    pub fn dump(&self) -> String {
+    pub(crate) fn dump(&self) -> String {
         format!(
             "status: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.status, self.stdout, self.stderr
@@ -93,7 +93,7 @@ impl RunOutput {
     }
 
     /// Lines of stdout that start with `prefix`.
-    pub fn lines_starting(&self, prefix: &str) -> Vec<&str> {
+    pub(crate) fn lines_starting(&self, prefix: &str) -> Vec<&str> {
         self.stdout
             .lines()
             .filter(|l| l.starts_with(prefix))
@@ -101,14 +101,14 @@ impl RunOutput {
     }
 
     /// How many times `needle` occurs in stderr.
-    pub fn stderr_count(&self, needle: &str) -> usize {
+    pub(crate) fn stderr_count(&self, needle: &str) -> usize {
         self.stderr.matches(needle).count()
     }
 }
 
 /// A workspace and a fake home with planted secrets, and the environment
 /// `magus` runs with. Everything is removed when the harness is dropped.
-pub struct Harness {
+pub(crate) struct Harness {
     _dir: tempfile::TempDir,
     /// The real (canonical) directory holding `home/` and `ws/`.
     pub root: PathBuf,
@@ -128,18 +128,18 @@ impl Default for Harness {
 
 impl Harness {
     /// A harness whose `magus.yaml` turns the sandbox on and grants nothing.
-    pub fn new() -> Harness {
+    pub(crate) fn new() -> Harness {
         Harness::with_config(SANDBOX_ON)
     }
 
     /// A harness with `config` as the workspace's `magus.yaml`.
-    pub fn with_config(config: &str) -> Harness {
+    pub(crate) fn with_config(config: &str) -> Harness {
         Harness::with_config_in(&scratch::base(), config)
     }
 
     /// [`Harness::with_config`], made in `base` (a test's own mount, say;
     /// never under `/tmp`).
-    pub fn with_config_in(base: &Path, config: &str) -> Harness {
+    pub(crate) fn with_config_in(base: &Path, config: &str) -> Harness {
         let dir = tempfile::Builder::new()
             .prefix("magus-test-")
             .tempdir_in(base)
@@ -211,28 +211,28 @@ impl Harness {
     }
 
     /// Replaces the workspace's `magus.yaml`.
-    pub fn write_config(&self, config: &str) {
+    pub(crate) fn write_config(&self, config: &str) {
         std::fs::write(self.ws.join("magus.yaml"), config).expect("write magus.yaml");
     }
 
     /// `$HOME/rel`.
-    pub fn home_path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn home_path(&self, rel: &str) -> PathBuf {
         self.home.join(rel)
     }
 
     /// `<workspace>/rel`.
-    pub fn ws_path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn ws_path(&self, rel: &str) -> PathBuf {
         self.ws.join(rel)
     }
 
     /// Every planted secret.
-    pub fn secrets(&self) -> &[Secret] {
+    pub(crate) fn secrets(&self) -> &[Secret] {
         &self.secrets
     }
 
     /// The value of the secret planted at `origin` (`~/.ssh/id_rsa`,
     /// `$GITHUB_TOKEN`).
-    pub fn secret(&self, origin: &str) -> &str {
+    pub(crate) fn secret(&self, origin: &str) -> &str {
         self.secrets
             .iter()
             .find(|s| s.origin == origin)
@@ -241,18 +241,18 @@ impl Harness {
     }
 
     /// Sets a variable of magus's environment.
-    pub fn set_env(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) {
+    pub(crate) fn set_env(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) {
         self.env
             .insert(name.as_ref().to_owned(), value.as_ref().to_owned());
     }
 
     /// Removes a variable from magus's environment.
-    pub fn remove_env(&mut self, name: impl AsRef<OsStr>) {
+    pub(crate) fn remove_env(&mut self, name: impl AsRef<OsStr>) {
         self.env.remove(name.as_ref());
     }
 
     /// Writes `spells/NAME.buzz` and returns its path.
-    pub fn write_spell(&self, name: &str, source: &str) -> PathBuf {
+    pub(crate) fn write_spell(&self, name: &str, source: &str) -> PathBuf {
         let path = self.ws.join("spells").join(format!("{name}.buzz"));
         std::fs::write(&path, source).expect("write a spell");
         path
@@ -260,7 +260,7 @@ impl Harness {
 
     /// `magus` with exactly the harness's environment, run from the
     /// harness root (outside the workspace).
-    pub fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_magus"));
         cmd.env_clear().envs(&self.env).current_dir(&self.root);
         cmd
@@ -269,7 +269,7 @@ impl Harness {
     /// [`Harness::command`] started through `wrapper` (e.g. `setpriv
     /// --reuid=65534 ...` or `unshare --net --`), which gets the same
     /// environment and passes it on.
-    pub fn wrapped_command(&self, wrapper: &[&str]) -> Command {
+    pub(crate) fn wrapped_command(&self, wrapper: &[&str]) -> Command {
         let Some((program, args)) = wrapper.split_first() else {
             return self.command();
         };
@@ -281,7 +281,7 @@ impl Harness {
 
     /// [`Harness::command`] run as uid/gid 65534 (through `setpriv`, so
     /// the test must run as root).
-    pub fn command_as_nobody(&self) -> Command {
+    pub(crate) fn command_as_nobody(&self) -> Command {
         self.wrapped_command(&[
             "setpriv",
             "--reuid=65534",
@@ -291,13 +291,13 @@ impl Harness {
     }
 
     /// `magus --workspace WS run NAME ARGS...`.
-    pub fn run(&self, name: &str, args: &[&str]) -> RunOutput {
+    pub(crate) fn run(&self, name: &str, args: &[&str]) -> RunOutput {
         self.run_with(name, args, &[])
     }
 
     /// Like [`Harness::run`], with `extra` flags placed before `run`
     /// (e.g. `["--message-format", "json"]`).
-    pub fn run_with(&self, name: &str, args: &[&str], extra: &[&str]) -> RunOutput {
+    pub(crate) fn run_with(&self, name: &str, args: &[&str], extra: &[&str]) -> RunOutput {
         let mut cmd = self.command();
         cmd.arg("--workspace").arg(&self.ws).args(extra);
         cmd.arg("run").arg(name).args(args);
@@ -305,17 +305,17 @@ impl Harness {
     }
 
     /// The first secret found in `bytes`, if any.
-    pub fn find_secret(&self, bytes: &[u8]) -> Option<&Secret> {
+    pub(crate) fn find_secret(&self, bytes: &[u8]) -> Option<&Secret> {
         find_secret(&self.secrets, bytes)
     }
 
     /// Panics if any byte sequence of a planted secret occurs in `bytes`.
-    pub fn assert_no_secret(&self, bytes: &[u8], what: &str) {
+    pub(crate) fn assert_no_secret(&self, bytes: &[u8], what: &str) {
         assert_no_secret(&self.secrets, bytes, what);
     }
 
     /// No secret in the run's stdout, stderr, or any file of the workspace.
-    pub fn assert_no_leak(&self, out: &RunOutput) {
+    pub(crate) fn assert_no_leak(&self, out: &RunOutput) {
         self.assert_no_secret(&out.stdout_raw, &format!("stdout\n{}", out.dump()));
         self.assert_no_secret(&out.stderr_raw, &format!("stderr\n{}", out.dump()));
         for file in regular_files(&self.ws) {
@@ -326,7 +326,7 @@ impl Harness {
 
     /// Panics unless every planted file still holds its secret: nothing was
     /// moved, truncated or deleted.
-    pub fn assert_secrets_intact(&self) {
+    pub(crate) fn assert_secrets_intact(&self) {
         for rel in SECRET_FILES {
             let text = std::fs::read_to_string(self.home.join(rel)).unwrap_or_default();
             assert_eq!(text.trim_end(), self.secret(&format!("~/{rel}")), "{rel}");
@@ -337,7 +337,7 @@ impl Harness {
 /// Runs `cmd` to completion and captures its output.
 /// With `MAGUS_TEST_SHOW=1` in the test's environment, every run's output
 /// is printed (see it with `cargo test -- --nocapture`).
-pub fn capture(cmd: &mut Command) -> RunOutput {
+pub(crate) fn capture(cmd: &mut Command) -> RunOutput {
     let out = cmd.output().expect("spawn magus");
     let run = RunOutput {
         status: out.status.code(),
@@ -353,14 +353,14 @@ pub fn capture(cmd: &mut Command) -> RunOutput {
 }
 
 /// The first of `secrets` whose value (or random core) occurs in `bytes`.
-pub fn find_secret<'a>(secrets: &'a [Secret], bytes: &[u8]) -> Option<&'a Secret> {
+pub(crate) fn find_secret<'a>(secrets: &'a [Secret], bytes: &[u8]) -> Option<&'a Secret> {
     secrets
         .iter()
         .find(|s| contains(bytes, s.needle.as_bytes()))
 }
 
 /// Panics, naming the secret and `what`, if one of `secrets` is in `bytes`.
-pub fn assert_no_secret(secrets: &[Secret], bytes: &[u8], what: &str) {
+pub(crate) fn assert_no_secret(secrets: &[Secret], bytes: &[u8], what: &str) {
     if let Some(secret) = find_secret(secrets, bytes) {
         panic!("the secret of {} leaked into {what}", secret.origin);
     }
@@ -371,7 +371,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Every regular file under `dir`, without following symlinks.
-pub fn regular_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn regular_files(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(next) = pending.pop() {
@@ -406,7 +406,7 @@ fn random_core() -> String {
 }
 
 /// A Buzz string literal for `path` (quotes, backslashes and braces escaped).
-pub fn buzz_str(text: impl AsRef<str>) -> String {
+pub(crate) fn buzz_str(text: impl AsRef<str>) -> String {
     let mut out = String::from("\"");
     for c in text.as_ref().chars() {
         match c {
@@ -422,7 +422,7 @@ pub fn buzz_str(text: impl AsRef<str>) -> String {
 }
 
 /// A Buzz list literal of string literals.
-pub fn buzz_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+pub(crate) fn buzz_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
     let items: Vec<String> = items.into_iter().map(buzz_str).collect();
     format!("[{}]", items.join(", "))
 }
@@ -430,7 +430,7 @@ pub fn buzz_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
 /// A git repository ready to be cloned over dumb HTTP from `site`:
 /// `site/src` with one commit of a `README` holding `readme`, and its bare
 /// clone `site/repo.git` with `git update-server-info` run.
-pub fn dumb_http_repository(site: &Path, readme: &str) {
+pub(crate) fn dumb_http_repository(site: &Path, readme: &str) {
     let git = |args: &[&str], cwd: &Path| {
         let out = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
@@ -456,7 +456,7 @@ pub fn dumb_http_repository(site: &Path, readme: &str) {
 }
 
 /// `chmod -R a+rwX`, so uid 65534 can use what the harness made.
-pub fn open_to_everyone(dir: &Path) {
+pub(crate) fn open_to_everyone(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let mode = if dir.is_dir() { 0o777 } else { 0o666 };
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
@@ -472,12 +472,12 @@ pub fn open_to_everyone(dir: &Path) {
 
 /// Where tests put their own directories (never under `/tmp`, see
 /// `tests/scratch`).
-pub fn scratch_base() -> PathBuf {
+pub(crate) fn scratch_base() -> PathBuf {
     scratch::base()
 }
 
 /// Whether this run can switch to uid 65534 (root, with `setpriv`).
-pub fn can_switch_user() -> bool {
+pub(crate) fn can_switch_user() -> bool {
     nix::unistd::geteuid().is_root()
         && Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
@@ -489,7 +489,7 @@ pub fn can_switch_user() -> bool {
 /// `target/tmp/<name>`, built under a per-process name and renamed in
 /// place, so concurrent test binaries never run a half-written file and
 /// nothing is left in `/tmp`.
-pub fn compile_c(rel: &str, name: &str) -> PathBuf {
+pub(crate) fn compile_c(rel: &str, name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let building = dir.join(format!("{name}.{}", std::process::id()));
     let out = dir.join(name);

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 /// Who runs magus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum User {
+pub(crate) enum User {
     Root,
     /// uid and gid 65534, no supplementary groups.
     Nobody,
@@ -17,7 +17,7 @@ pub enum User {
 
 /// How the kernel answers the run's namespace requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
+pub(crate) enum Kernel {
     AsIs,
     /// `CLONE_NEWUSER` refused (Ubuntu's default for ordinary users).
     NoUserNamespaces,
@@ -26,7 +26,7 @@ pub enum Kernel {
 }
 
 /// `setpriv` to uid/gid 65534.
-pub const AS_NOBODY: [&str; 4] = [
+pub(crate) const AS_NOBODY: [&str; 4] = [
     "setpriv",
     "--reuid=65534",
     "--regid=65534",
@@ -35,17 +35,17 @@ pub const AS_NOBODY: [&str; 4] = [
 
 /// A spell that runs its first argument with `sh.shell` and prints
 /// `STATUS <code>`.
-pub const SHELL_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.shell(args[0])}\");\n    return 0;\n}\n";
+pub(crate) const SHELL_SPELL: &str = "import \"std\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"STATUS {sh.shell(args[0])}\");\n    return 0;\n}\n";
 
 /// `tests/jail/nouserns.c`, compiled once per test binary.
-pub fn nouserns_binary() -> &'static Path {
+pub(crate) fn nouserns_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| super::compile_c("jail/nouserns.c", "nouserns"))
 }
 
 /// The programs to start magus through (`Harness::wrapped_command`) for
 /// `user` under `kernel`.
-pub fn wrapper(user: User, kernel: Kernel) -> Vec<&'static str> {
+pub(crate) fn wrapper(user: User, kernel: Kernel) -> Vec<&'static str> {
     let nouserns = nouserns_binary().to_str().expect("a UTF-8 path");
     let mut wrapper = match kernel {
         Kernel::AsIs => vec![],
@@ -59,7 +59,7 @@ pub fn wrapper(user: User, kernel: Kernel) -> Vec<&'static str> {
 }
 
 /// Gives `dir` (recursively) to `user`.
-pub fn hand_over(dir: &Path, user: User) {
+pub(crate) fn hand_over(dir: &Path, user: User) {
     if user == User::Nobody {
         let status = Command::new("chown")
             .args(["-R", "65534:65534"])
@@ -72,7 +72,11 @@ pub fn hand_over(dir: &Path, user: User) {
 
 /// The one warning of a run whose kernel refused namespaces (for real, not
 /// by `MAGUS_SANDBOX_USERNS`), said once, naming each of `names`.
-pub fn assert_one_warning(who: impl std::fmt::Debug, out: &super::RunOutput, names: &[&str]) {
+pub(crate) fn assert_one_warning(
+    who: impl std::fmt::Debug,
+    out: &super::RunOutput,
+    names: &[&str],
+) {
     assert_eq!(
         out.stderr.matches("only partly in force").count(),
         1,

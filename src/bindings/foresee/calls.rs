@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 /// One gated call and what the source settles of it.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     /// What the call asks the gate, in the order the binding asks, each
     /// with where the run places its refusal; only the steps no run-time
     /// state can stop before the gate is asked.
@@ -30,7 +30,7 @@ pub struct Call {
 /// Where the run places a refusal in the spell: a line, a column, and
 /// how many characters it underlines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
+pub(crate) struct Span {
     pub line: u32,
     pub column: u32,
     pub width: u32,
@@ -101,14 +101,14 @@ struct Walker {
 }
 
 /// The gated calls of the spell `program` (not of the files it imports).
-pub fn calls(program: &Program) -> Vec<Call> {
+pub(crate) fn calls(program: &Program) -> Vec<Call> {
     calls_in(program, true)
 }
 
 /// The gated calls of `program`, the spell itself (whose `main` the run
 /// calls) or a file it imports (whose top level runs at the import, and
 /// whose functions are counted as called from anywhere).
-pub fn calls_in(program: &Program, spell: bool) -> Vec<Call> {
+pub(super) fn calls_in(program: &Program, spell: bool) -> Vec<Call> {
     let mut w = Walker {
         scopes: vec![HashMap::new()],
         guarded: false,

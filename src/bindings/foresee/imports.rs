@@ -33,7 +33,7 @@ const MODULES: [&str; 15] = [
 /// The files `program` imports, and theirs, each parsed once; a file the
 /// gate refuses or that does not parse is left to the checker, which
 /// reports it.
-pub fn imported(program: &Program, session: &Session) -> Vec<Program> {
+pub(super) fn imported(program: &Program, session: &Session) -> Vec<Program> {
     let mut seen: Vec<PathBuf> = vec![program.file.clone()];
     let mut found: Vec<Program> = Vec::new();
     let mut queue: Vec<PathBuf> = files_of(program);

@@ -11,9 +11,9 @@ mod imports;
 mod suggest;
 mod table;
 
-pub use calls::{calls, Call, Span};
-pub use suggest::{suggest, Suggestion};
-pub use table::Gated;
+pub(crate) use calls::{calls, Call, Span};
+pub(crate) use suggest::{suggest, Suggestion};
+pub(crate) use table::Gated;
 
 use super::Session;
 use crate::buzz::Program;
@@ -24,7 +24,7 @@ use crate::enforce::gate::{Denial, GateError};
 /// `session`'s gate, as diagnostics at the calls: errors where nothing
 /// would catch them, warnings where the spell may. None with the sandbox
 /// off.
-pub fn denials(program: &Program, session: &Session) -> Vec<Diagnostic> {
+pub(crate) fn denials(program: &Program, session: &Session) -> Vec<Diagnostic> {
     if !session.gate().is_on() {
         return Vec::new();
     }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// What a spell's literal calls need beyond its policy.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Suggestion {
+pub(crate) struct Suggestion {
     /// Grants to add, each path with the narrowest mode that serves.
     pub allow: Vec<(PathBuf, Mode)>,
     /// Variables to pass through.
@@ -27,13 +27,13 @@ pub struct Suggestion {
 
 impl Suggestion {
     /// Whether the spell needs nothing added.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.passthrough.is_empty()
     }
 
     /// The `spells: NAME:` section, YAML to paste into magus.yaml, and a
     /// comment line for each need no entry can meet.
-    pub fn to_yaml(&self, spell: &str, home: Option<&Path>) -> String {
+    pub(crate) fn to_yaml(&self, spell: &str, home: Option<&Path>) -> String {
         let mut out = format!(
             "# add to magus.yaml (into the spell's section, if it has one already):\n\
              spells:\n  {}:\n",
@@ -86,7 +86,7 @@ fn is_too_wide(path: &Path, home: Option<&Path>) -> bool {
 
 /// What the literal calls of `program` and the files it imports need that
 /// `session`'s policy refuses.
-pub fn suggest(program: &Program, session: &Session) -> Suggestion {
+pub(crate) fn suggest(program: &Program, session: &Session) -> Suggestion {
     let mut found = Suggestion::default();
     let imported = super::imports::imported(program, session);
     let files = std::iter::once(program).chain(&imported);

@@ -6,7 +6,7 @@ use crate::enforce::gate::{FsOp, PathUse};
 
 /// One question a call puts to the gate, or one thing it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Gated {
+pub(crate) enum Gated {
     /// A path used by `op` as `usage`.
     Path {
         op: FsOp,
@@ -21,7 +21,7 @@ pub enum Gated {
 
 /// One argument of a call, as far as the source settles it.
 #[derive(Debug)]
-pub struct Arg<'a> {
+pub(super) struct Arg<'a> {
     /// `name:` when the argument is named.
     pub name: Option<&'a str>,
     /// The string it always is.
@@ -152,7 +152,7 @@ const SHELL: &str = "/bin/sh";
 
 /// The gated module an import names (`magus:fs` is `fs`), by the key
 /// the bindings register it under.
-pub fn module_key(spec: &str) -> Option<&'static str> {
+pub(super) fn module_key(spec: &str) -> Option<&'static str> {
     let spec = spec.strip_prefix("magus:").unwrap_or(spec);
     ["fs", "sh", "env", "buzz:fs", "buzz:os", "buzz:io"]
         .into_iter()
@@ -160,7 +160,7 @@ pub fn module_key(spec: &str) -> Option<&'static str> {
 }
 
 /// The members of gated module `key` this table knows.
-pub fn members(key: &str) -> Vec<&'static str> {
+pub(super) fn members(key: &str) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = ROWS
         .iter()
         .filter(|(m, _, _)| *m == key)
@@ -174,17 +174,17 @@ pub fn members(key: &str) -> Vec<&'static str> {
 
 /// Where the run places a refusal: on the argument (by its place in the
 /// call) that holds the refused path or program, else on the callee.
-pub type Place = Option<usize>;
+pub(super) type Place = Option<usize>;
 
 /// A call's gate questions, each with its [`Place`], and its needs.
-pub type Questions = (Vec<(Gated, Place)>, Vec<Gated>);
+pub(super) type Questions = (Vec<(Gated, Place)>, Vec<Gated>);
 
 /// What a call of `key`'s `member` with `args` asks the gate: the
 /// questions no run-time state can keep it from asking (the first one:
 /// a later one waits on what the first finds, a file that exists, say),
 /// each with where the run places its refusal, and everything it needs
 /// granted. `None` for a call that is not gated.
-pub fn gated(key: &str, member: &str, args: &[Arg]) -> Option<Questions> {
+pub(super) fn gated(key: &str, member: &str, args: &[Arg]) -> Option<Questions> {
     if (key, member) == ("sh", "shell") {
         let launch = Gated::Program(SHELL.to_string());
         return Some((vec![(launch.clone(), None)], vec![launch]));

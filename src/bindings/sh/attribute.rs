@@ -41,7 +41,7 @@ const MAX_NOTES: usize = 3;
 
 /// Notes for the ungranted paths named on denial lines of `stderr`; the
 /// fix goes in `spell`'s own section when the run names one.
-pub fn denials_in(
+pub(super) fn denials_in(
     gate: &Gate,
     stderr: &[u8],
     home: Option<&Path>,

@@ -10,7 +10,7 @@
 mod attribute;
 mod stream;
 
-pub use stream::prepare_terminal;
+pub(crate) use stream::prepare_terminal;
 
 use super::errors::raise_exec;
 use super::fs::bind;
@@ -23,7 +23,7 @@ use std::process::ExitStatus;
 use std::rc::Rc;
 
 /// The `sh` module bound to `session`.
-pub fn module(session: &Rc<Session>) -> NativeModule {
+pub(super) fn module(session: &Rc<Session>) -> NativeModule {
     let m = NativeModule::new("sh");
     let m = bind(m, session, "run", |s, call| {
         let argv = call.arg_str_list(0)?;

@@ -70,7 +70,7 @@ static TERMINAL: OnceLock<Option<Terminal>> = OnceLock::new();
 /// Opens the pseudo-terminal for children, when magus's stderr is a
 /// terminal and diagnostics are human. Call it before Landlock is in force.
 #[cfg(unix)]
-pub fn prepare_terminal(format: MessageFormat) {
+pub(crate) fn prepare_terminal(format: MessageFormat) {
     TERMINAL.get_or_init(|| match format {
         MessageFormat::Json => None,
         MessageFormat::Human => open_terminal(),
@@ -80,7 +80,7 @@ pub fn prepare_terminal(format: MessageFormat) {
 /// Windows has no pseudo-terminal to relay through: a child on a terminal
 /// writes to it directly (nothing there needs a denial explained).
 #[cfg(windows)]
-pub fn prepare_terminal(_format: MessageFormat) {}
+pub(crate) fn prepare_terminal(_format: MessageFormat) {}
 
 #[cfg(unix)]
 fn open_terminal() -> Option<Terminal> {
@@ -182,7 +182,7 @@ enum Kind {
 /// The output plan of one launch: what the child gets, and what magus
 /// keeps to relay it.
 #[derive(Debug)]
-pub struct Launch {
+pub(super) struct Launch {
     kind: Kind,
     stdout: ChildStdio,
     stderr: ChildStdio,
@@ -194,7 +194,7 @@ pub struct Launch {
 impl Launch {
     /// The plan for a launch now, for a run whose diagnostics are
     /// printed in `format`.
-    pub fn plan(format: MessageFormat) -> std::io::Result<Launch> {
+    pub(super) fn plan(format: MessageFormat) -> std::io::Result<Launch> {
         if format == MessageFormat::Json {
             return Launch::piped(Kind::Json, false);
         }
@@ -250,13 +250,13 @@ impl Launch {
     }
 
     /// The child's stdout and stderr.
-    pub fn stdio(&self) -> (ChildStdio, ChildStdio) {
+    pub(super) fn stdio(&self) -> (ChildStdio, ChildStdio) {
         (self.stdout, self.stderr)
     }
 
     /// Starts relaying, once the child runs (the child's end of a pipe is
     /// closed here, so the relay sees the end of its output).
-    pub fn relay(self, program: &str) -> Relay {
+    pub(super) fn relay(self, program: &str) -> Relay {
         let read = self.pipe.map(|(read, write)| {
             drop(write);
             read
@@ -285,7 +285,7 @@ type WakeEnd = std::convert::Infallible;
 
 /// A running relay of one child's output.
 #[derive(Debug, Default)]
-pub struct Relay {
+pub(super) struct Relay {
     thread: Option<JoinHandle<Vec<u8>>>,
     /// Written to once the child has exited, for a terminal relay (whose
     /// pseudo-terminal magus keeps open, so it never sees an end).
@@ -322,7 +322,7 @@ impl Relay {
 
     /// Waits for the relay to pass on all the child wrote; returns the last
     /// [`TAIL`] bytes of it, for attribution.
-    pub fn finish(self) -> Vec<u8> {
+    pub(super) fn finish(self) -> Vec<u8> {
         #[cfg(unix)]
         if let Some(wake) = &self.wake {
             let _ = nix::unistd::write(wake, b"x");

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 /// How a statement ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ends {
+pub(super) enum Ends {
     /// Control may go on to the next statement.
     FallsThrough,
     /// Control never reaches the next statement.
@@ -15,11 +15,11 @@ pub enum Ends {
 }
 
 impl Ends {
-    pub fn jumps(self) -> bool {
+    pub(super) fn jumps(self) -> bool {
         self == Ends::Jumps
     }
 
-    pub fn both(a: Ends, b: Ends) -> Ends {
+    pub(super) fn both(a: Ends, b: Ends) -> Ends {
         if a.jumps() && b.jumps() {
             Ends::Jumps
         } else {
@@ -29,7 +29,12 @@ impl Ends {
 }
 
 /// How a loop ends, from its condition and whether anything leaves it.
-pub fn loop_ends(forever: bool, body_jumps: bool, body: &[Stmt], label: &Option<Rc<str>>) -> Ends {
+pub(super) fn loop_ends(
+    forever: bool,
+    body_jumps: bool,
+    body: &[Stmt],
+    label: &Option<Rc<str>>,
+) -> Ends {
     let leaves = body.iter().any(|s| leaves_loop(s, label, 0, true));
     let continues = body.iter().any(|s| leaves_loop(s, label, 0, false));
     if forever && !leaves {
@@ -41,7 +46,7 @@ pub fn loop_ends(forever: bool, body_jumps: bool, body: &[Stmt], label: &Option<
     Ends::FallsThrough
 }
 
-pub fn is_true(e: &Expr) -> bool {
+pub(super) fn is_true(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Bool(true))
 }
 

@@ -21,7 +21,7 @@ pub(crate) struct Env {
 
 impl Env {
     /// Whether `name` is a module that an `import` would bring.
-    pub fn is_module(&self, name: &str) -> bool {
+    pub(super) fn is_module(&self, name: &str) -> bool {
         self.natives.contains_key(name)
     }
 }

@@ -23,8 +23,9 @@ mod spell_tests;
 mod stmt;
 mod ty;
 
-pub use natives::listed as listed_natives;
-pub use problem::{CheckError, Problem};
+#[cfg(all(test, unix))]
+pub(crate) use natives::listed as listed_natives;
+pub(crate) use problem::{CheckError, Problem};
 
 use super::ast::Program;
 use super::lexer::Pos;

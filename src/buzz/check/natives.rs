@@ -98,7 +98,7 @@ fn ty(t: T) -> Ty {
 
 /// The signature of `module.name`: from the table, or open (any
 /// arguments, unknown result) for a native the table does not list.
-pub fn signature(module: &str, name: &str) -> Sig {
+pub(super) fn signature(module: &str, name: &str) -> Sig {
     let found = TABLE.iter().find(|(m, n, _, _)| *m == module && *n == name);
     let Some((_, _, params, ret)) = found else {
         return Sig {
@@ -127,6 +127,7 @@ pub fn signature(module: &str, name: &str) -> Sig {
 
 /// Every `(module, function)` the table lists, for the test that keeps
 /// it in step with the real modules.
-pub fn listed() -> impl Iterator<Item = (&'static str, &'static str)> {
+#[cfg(all(test, unix))]
+pub(crate) fn listed() -> impl Iterator<Item = (&'static str, &'static str)> {
     TABLE.iter().map(|(m, n, _, _)| (*m, *n))
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 /// One declared name.
 #[derive(Debug, Clone)]
-pub struct Binding {
+pub(super) struct Binding {
     pub ty: Ty,
     pub kind: BindingKind,
     /// Read somewhere (for the unused-local and unused-import warnings).
@@ -31,7 +31,7 @@ impl Binding {
 
 /// A local that its block never read, or a `var` it never assigned.
 #[derive(Debug)]
-pub struct Idle {
+pub(super) struct Idle {
     pub name: Rc<str>,
     pub line: u32,
     pub ty: Ty,
@@ -41,7 +41,7 @@ pub struct Idle {
 
 /// What declared a name, which decides whether it may be reassigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BindingKind {
+pub(super) enum BindingKind {
     Var,
     Final,
     Param,
@@ -51,7 +51,7 @@ pub enum BindingKind {
 
 /// What a frame is, for `return`, `break`, `continue` and `out`.
 #[derive(Debug, Clone)]
-pub enum FrameKind {
+pub(super) enum FrameKind {
     /// A function body, with its declared result (`Unknown` when free).
     Function {
         ret: Ty,
@@ -68,7 +68,7 @@ pub enum FrameKind {
 
 /// What a function may `yield` when it runs as a fiber.
 #[derive(Debug, Clone)]
-pub enum Yields {
+pub(super) enum Yields {
     /// No `*>`: it yields nothing (nor may the functions it calls).
     Not,
     /// `*> T`.
@@ -87,16 +87,16 @@ struct Frame {
 
 /// The frames set aside while a method's body is typed on its own.
 #[derive(Debug)]
-pub struct Saved(Vec<Frame>);
+pub(super) struct Saved(Vec<Frame>);
 
 #[derive(Debug, Default)]
-pub struct Scopes {
+pub(super) struct Scopes {
     globals: HashMap<Rc<str>, Binding>,
     frames: Vec<Frame>,
 }
 
 impl Scopes {
-    pub fn push(&mut self, kind: FrameKind) {
+    pub(super) fn push(&mut self, kind: FrameKind) {
         self.frames.push(Frame {
             kind,
             names: Vec::new(),
@@ -105,7 +105,7 @@ impl Scopes {
     }
 
     /// Leaves the innermost frame; returns its idle locals.
-    pub fn pop(&mut self) -> Vec<Idle> {
+    pub(super) fn pop(&mut self) -> Vec<Idle> {
         let Some(frame) = self.frames.pop() else {
             return Vec::new();
         };
@@ -129,16 +129,16 @@ impl Scopes {
 
     /// Leaves only the globals visible (a method's own scope), until
     /// [`Scopes::restore`].
-    pub fn isolate(&mut self) -> Saved {
+    pub(super) fn isolate(&mut self) -> Saved {
         Saved(std::mem::take(&mut self.frames))
     }
 
-    pub fn restore(&mut self, saved: Saved) {
+    pub(super) fn restore(&mut self, saved: Saved) {
         self.frames = saved.0;
     }
 
     /// Declares `name` in the innermost frame (a global at the top level).
-    pub fn declare(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
+    pub(super) fn declare(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
         let binding = Binding::new(ty, kind);
         match self.frames.last_mut() {
             Some(frame) => {
@@ -152,7 +152,7 @@ impl Scopes {
     }
 
     /// Declares a local written at `line`.
-    pub fn declare_local(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind, line: u32) {
+    pub(super) fn declare_local(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind, line: u32) {
         self.declare(name, ty, kind);
         if let Some(last) = self.frames.last_mut().and_then(|f| f.lines.last_mut()) {
             *last = line;
@@ -161,7 +161,7 @@ impl Scopes {
 
     /// The line of a local of the same function that `name` would hide,
     /// if any (names from `declare` without a line are left alone).
-    pub fn shadowed(&self, name: &str) -> Option<u32> {
+    pub(super) fn shadowed(&self, name: &str) -> Option<u32> {
         for frame in self.frames.iter().rev() {
             let found = frame
                 .names
@@ -178,11 +178,11 @@ impl Scopes {
         None
     }
 
-    pub fn declare_global(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
+    pub(super) fn declare_global(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
         self.globals.insert(name, Binding::new(ty, kind));
     }
 
-    pub fn lookup(&self, name: &str) -> Option<&Binding> {
+    pub(super) fn lookup(&self, name: &str) -> Option<&Binding> {
         self.frames
             .iter()
             .rev()
@@ -193,19 +193,19 @@ impl Scopes {
     }
 
     /// Looks `name` up for reading it: the binding is marked used.
-    pub fn lookup_use(&self, name: &str) -> Option<&Binding> {
+    pub(super) fn lookup_use(&self, name: &str) -> Option<&Binding> {
         let b = self.lookup(name)?;
         b.used.set(true);
         Some(b)
     }
 
     /// Whether the global `name` was read.
-    pub fn global_used(&self, name: &str) -> bool {
+    pub(super) fn global_used(&self, name: &str) -> bool {
         self.globals.get(name).is_some_and(|b| b.used.get())
     }
 
     /// Every name in scope, for "did you mean".
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
         self.frames
             .iter()
             .flat_map(|f| f.names.iter().map(|(n, _)| &**n))
@@ -213,7 +213,7 @@ impl Scopes {
     }
 
     /// The innermost function's declared result, if inside one.
-    pub fn function(&self) -> Option<(&Ty, &str)> {
+    pub(super) fn function(&self) -> Option<(&Ty, &str)> {
         self.frames.iter().rev().find_map(|f| match &f.kind {
             FrameKind::Function { ret, name, .. } => Some((ret, name.as_str())),
             _ => None,
@@ -222,7 +222,7 @@ impl Scopes {
 
     /// What the innermost function may yield, and its name; `None` at
     /// the top level.
-    pub fn yields(&self) -> Option<(&Yields, &str)> {
+    pub(super) fn yields(&self) -> Option<(&Yields, &str)> {
         self.frames.iter().rev().find_map(|f| match &f.kind {
             FrameKind::Function { yields, name, .. } => Some((yields, name.as_str())),
             _ => None,
@@ -230,7 +230,7 @@ impl Scopes {
     }
 
     /// The frames a jump may leave, innermost first, up to the function.
-    pub fn jump_targets(&self) -> impl Iterator<Item = &FrameKind> {
+    pub(super) fn jump_targets(&self) -> impl Iterator<Item = &FrameKind> {
         self.frames
             .iter()
             .rev()
@@ -238,7 +238,7 @@ impl Scopes {
             .take_while(|k| !matches!(k, FrameKind::Function { .. }))
     }
 
-    pub fn at_top_level(&self) -> bool {
+    pub(super) fn at_top_level(&self) -> bool {
         self.frames.is_empty()
     }
 }

@@ -10,13 +10,13 @@ use std::rc::Rc;
 
 /// Whether a list or map may be changed in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mutable {
+pub(super) enum Mutable {
     Yes,
     No,
 }
 
 #[derive(Debug, Clone)]
-pub enum Ty {
+pub(super) enum Ty {
     Unknown,
     Void,
     Null,
@@ -50,7 +50,7 @@ pub enum Ty {
 /// An object declaration and the types its file declares, to resolve the
 /// types of its fields.
 #[derive(Debug, Clone)]
-pub struct Obj {
+pub(super) struct Obj {
     pub decl: Rc<ObjectDecl>,
     pub types: Rc<Types>,
     /// An instance made `mut Name{ … }` or typed `mut Name`: its fields
@@ -60,7 +60,7 @@ pub struct Obj {
 
 /// The object, enum and protocol names one file knows.
 #[derive(Debug, Default)]
-pub struct Types {
+pub(super) struct Types {
     pub objects: HashMap<Rc<str>, Rc<ObjectDecl>>,
     pub enums: HashMap<Rc<str>, Rc<EnumDecl>>,
     /// The file's protocols, with the methods they require.
@@ -73,7 +73,7 @@ pub struct Types {
 
 /// A function's signature, as far as it is known.
 #[derive(Debug, Clone)]
-pub struct Sig {
+pub(super) struct Sig {
     pub name: String,
     pub params: Vec<ParamSig>,
     pub ret: Ty,
@@ -84,7 +84,7 @@ pub struct Sig {
 }
 
 #[derive(Debug, Clone)]
-pub struct ParamSig {
+pub(super) struct ParamSig {
     pub name: String,
     pub ty: Ty,
     /// Has a default value or an optional type: may be left out.
@@ -93,7 +93,7 @@ pub struct ParamSig {
 
 /// An imported module: its members' names and types.
 #[derive(Debug)]
-pub struct ModuleInfo {
+pub(super) struct ModuleInfo {
     pub name: String,
     pub members: HashMap<String, Ty>,
     /// `namespace a\b;` of a spell's file: how importers reach it.
@@ -106,7 +106,7 @@ const PRIMITIVES: [&str; 9] = [
 
 impl Types {
     /// The type an annotation names; `Unknown` for what cannot be settled.
-    pub fn resolve(self: &Rc<Self>, ty: &Type) -> Ty {
+    pub(super) fn resolve(self: &Rc<Self>, ty: &Type) -> Ty {
         match ty {
             Type::Any | Type::Function | Type::AnonObject => Ty::Unknown,
             Type::Void => Ty::Void,
@@ -162,7 +162,7 @@ impl Types {
     }
 
     /// The signature of a function declared in this file.
-    pub fn sig(self: &Rc<Self>, decl: &FunDecl) -> Sig {
+    pub(super) fn sig(self: &Rc<Self>, decl: &FunDecl) -> Sig {
         let arrow = is_arrow(decl);
         let ret = match self.resolve(&decl.ret) {
             // `fun f() => expr` without `>`: the type is inferred upstream.
@@ -189,13 +189,13 @@ impl Types {
 
 /// `fun f() => expr` (the parser makes the body one `return`): without
 /// `>`, upstream infers the type, so a lone `return value` is taken as one.
-pub fn is_arrow(decl: &FunDecl) -> bool {
+pub(super) fn is_arrow(decl: &FunDecl) -> bool {
     use super::super::ast::StmtKind;
     matches!(decl.body.as_slice(), [s] if matches!(s.kind, StmtKind::Return(Some(_))))
 }
 
 impl Ty {
-    pub fn with_mutable(self, m: Mutable) -> Ty {
+    pub(super) fn with_mutable(self, m: Mutable) -> Ty {
         match self {
             Ty::List(item, _) => Ty::List(item, m),
             Ty::Map(k, v, _) => Ty::Map(k, v, m),
@@ -204,17 +204,17 @@ impl Ty {
         }
     }
 
-    pub fn is_unknown(&self) -> bool {
+    pub(super) fn is_unknown(&self) -> bool {
         matches!(self, Ty::Unknown)
     }
 
-    pub fn is_number(&self) -> bool {
+    pub(super) fn is_number(&self) -> bool {
         matches!(self, Ty::Int | Ty::Double)
     }
 
     /// Whether a value of type `found` may be stored where `self` is
     /// expected. True whenever either side is not fully known.
-    pub fn accepts(&self, found: &Ty) -> bool {
+    pub(super) fn accepts(&self, found: &Ty) -> bool {
         match (self, found) {
             (Ty::Unknown, _) | (_, Ty::Unknown) => true,
             // Which objects implement a protocol is left to the run.
@@ -243,7 +243,7 @@ impl Ty {
     }
 
     /// The type without its `?`.
-    pub fn unwrapped(&self) -> Ty {
+    pub(super) fn unwrapped(&self) -> Ty {
         match self {
             Ty::Optional(inner) => (**inner).clone(),
             other => other.clone(),

@@ -39,7 +39,7 @@ use std::rc::Rc;
 
 /// Set (to anything) to run every function in the tree walker: for tests
 /// and `benches/compare.py`, which compare the two paths.
-pub const DISABLE_ENV: &str = "MAGUS_BUZZ_NO_COMPILE";
+pub(super) const DISABLE_ENV: &str = "MAGUS_BUZZ_NO_COMPILE";
 
 /// Whether compilation is on by default in this process.
 pub(crate) fn enabled_by_default() -> bool {

@@ -18,7 +18,7 @@ mod windows;
 #[cfg(unix)]
 use nix::fcntl;
 #[cfg(unix)]
-pub use nix::fcntl::OFlag;
+pub(crate) use nix::fcntl::OFlag;
 #[cfg(unix)]
 use nix::sys::stat::Mode;
 #[cfg(unix)]
@@ -29,23 +29,25 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 #[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 #[cfg(windows)]
-pub use windows::{Handle, OFlag, Root, HANDLE};
+pub use windows::Root;
+#[cfg(windows)]
+pub(crate) use windows::{Handle, OFlag, HANDLE};
 
 /// What an open beneath a root hands back.
 #[cfg(unix)]
-pub type Handle = OwnedFd;
+pub(crate) type Handle = OwnedFd;
 
 /// The flag that opens a handle to walk from without reading it: `O_PATH`
 /// where the OS has it, else a plain read-only open.
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-pub const HANDLE: OFlag = OFlag::O_PATH;
+pub(crate) const HANDLE: OFlag = OFlag::O_PATH;
 #[cfg(all(
     unix,
     not(any(target_os = "linux", target_os = "android", target_os = "freebsd"))
 ))]
-pub const HANDLE: OFlag = OFlag::O_RDONLY;
+pub(crate) const HANDLE: OFlag = OFlag::O_RDONLY;
 
 /// Whether symlinks beneath the root may be followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,7 +208,7 @@ fn classify(e: io::Error) -> BeneathError {
 ///
 /// On Windows `path` may be a policy key (`/c:/x`); the answer is the
 /// OS's path (`\\?\C:\x`), for `policy::native::from_os`.
-pub fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
+pub(crate) fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
     resolve_within(&crate::policy::native::to_os(path), MAX_LINKS)
 }
 
@@ -254,15 +256,6 @@ fn follow_dangling(
         .into_path_buf();
     next.extend(missing.iter().rev());
     resolve_within(&next, next_left).ok()
-}
-
-/// Splits a relative path into its parent and final name, for operations
-/// that act on a name inside a directory (`unlinkat`, `mkdirat`, `renameat`).
-pub fn split_last(rel: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
-    match rel.components().next_back()? {
-        Component::Normal(name) => Some((rel.parent().unwrap_or(Path::new("")), name)),
-        _ => None,
-    }
 }
 
 #[cfg(all(test, unix))]

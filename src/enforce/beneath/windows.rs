@@ -15,19 +15,19 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 /// What an open beneath a root hands back.
-pub type Handle = std::os::windows::io::OwnedHandle;
+pub(crate) type Handle = std::os::windows::io::OwnedHandle;
 
 /// The open flags the gate uses, by their POSIX names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OFlag(u32);
+pub(crate) struct OFlag(u32);
 
 impl OFlag {
-    pub const O_RDONLY: OFlag = OFlag(0);
-    pub const O_WRONLY: OFlag = OFlag(1);
-    pub const O_CREAT: OFlag = OFlag(1 << 1);
-    pub const O_TRUNC: OFlag = OFlag(1 << 2);
-    pub const O_APPEND: OFlag = OFlag(1 << 3);
-    pub const O_DIRECTORY: OFlag = OFlag(1 << 4);
+    pub(crate) const O_RDONLY: OFlag = OFlag(0);
+    pub(crate) const O_WRONLY: OFlag = OFlag(1);
+    pub(crate) const O_CREAT: OFlag = OFlag(1 << 1);
+    pub(crate) const O_TRUNC: OFlag = OFlag(1 << 2);
+    pub(crate) const O_APPEND: OFlag = OFlag(1 << 3);
+    pub(crate) const O_DIRECTORY: OFlag = OFlag(1 << 4);
 
     fn has(self, flag: OFlag) -> bool {
         self.0 & flag.0 == flag.0
@@ -58,7 +58,7 @@ impl std::ops::BitOr for OFlag {
 }
 
 /// A handle to walk from: a read-only open (Windows has no `O_PATH`).
-pub const HANDLE: OFlag = OFlag::O_RDONLY;
+pub(crate) const HANDLE: OFlag = OFlag::O_RDONLY;
 
 /// `ERROR_STOPPED_ON_SYMLINK`: a no-follow open met a symlink.
 const STOPPED_ON_SYMLINK: i32 = windows_sys::Win32::Foundation::ERROR_STOPPED_ON_SYMLINK as i32;
@@ -80,7 +80,7 @@ pub struct Root {
 impl Root {
     /// Opens `path` (a real, absolute path: a directory, or a granted file)
     /// as a root.
-    pub fn open(path: &Path) -> io::Result<Root> {
+    pub(crate) fn open(path: &Path) -> io::Result<Root> {
         let os = native::to_os(path).into_owned();
         let is_dir = std::fs::symlink_metadata(&os)?.is_dir();
         let dir = match is_dir {
@@ -95,13 +95,13 @@ impl Root {
     }
 
     /// The root's real path, as the policy spells it.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Opens `rel` (relative, lexically normal; empty means the root itself)
     /// beneath this root.
-    pub fn open_beneath(
+    pub(crate) fn open_beneath(
         &self,
         rel: &Path,
         flags: OFlag,
@@ -125,7 +125,7 @@ impl Root {
     }
 
     /// [`Root::open_beneath`] for a NUL-terminated relative path.
-    pub fn open_beneath_c(
+    pub(crate) fn open_beneath_c(
         &self,
         rel: &CStr,
         flags: OFlag,

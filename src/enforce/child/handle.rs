@@ -64,6 +64,7 @@ impl ConfinedChild {
 
     /// The child's process id.
     #[cfg(windows)]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -82,6 +83,7 @@ impl ConfinedChild {
 
     /// The exit status if the child has exited, without blocking.
     #[cfg(windows)]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if self.status.is_none() {
             self.status = self.child.try_wait()?;
@@ -91,6 +93,7 @@ impl ConfinedChild {
 
     /// Terminates the child; does nothing once it has been waited for.
     #[cfg(windows)]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn kill(&mut self) -> io::Result<()> {
         match self.status {
             Some(_) => Ok(()),
@@ -100,6 +103,7 @@ impl ConfinedChild {
 
     /// The child's process id (in magus's PID namespace).
     #[cfg(unix)]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn id(&self) -> u32 {
         self.pid.unsigned_abs()
     }
@@ -122,6 +126,7 @@ impl ConfinedChild {
 
     /// The exit status if the child has exited, without blocking.
     #[cfg(unix)]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if self.status.is_none() {
             self.status = waitpid(self.pid, libc::WNOHANG)?;
@@ -131,6 +136,7 @@ impl ConfinedChild {
 
     /// Sends SIGKILL; does nothing once the child has been reaped.
     #[cfg(unix)]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn kill(&mut self) -> io::Result<()> {
         if self.status.is_some() {
             return Ok(());

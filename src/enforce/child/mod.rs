@@ -27,7 +27,7 @@ pub(crate) use vfork::{with_signals_blocked, Stack};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-pub use self::handle::ConfinedChild;
+pub(crate) use self::handle::ConfinedChild;
 #[cfg(kernel_layer)]
 use self::prepare::Prepared;
 use super::error::EnforceError;
@@ -42,6 +42,7 @@ pub enum ChildStdio {
     /// A pipe magus reads or writes.
     Piped,
     /// `/dev/null`.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     Null,
     /// A copy of this descriptor of magus (a pseudo-terminal's slave, say;
     /// a handle on Windows). It must stay open until `spawn` returns.
@@ -50,10 +51,10 @@ pub enum ChildStdio {
 
 /// A stream of magus as the OS names it: a descriptor, or a Windows handle.
 #[cfg(unix)]
-pub type RawStream = std::os::fd::RawFd;
+pub(crate) type RawStream = std::os::fd::RawFd;
 /// A stream of magus as the OS names it: a descriptor, or a Windows handle.
 #[cfg(windows)]
-pub type RawStream = std::os::windows::io::RawHandle;
+pub(crate) type RawStream = std::os::windows::io::RawHandle;
 
 /// A child process to start inside a nested Landlock domain.
 ///

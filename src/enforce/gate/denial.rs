@@ -151,18 +151,29 @@ pub enum GateError {
     /// The path cannot name a file at all (NUL byte, too long, empty).
     #[error("invalid path `{}` in {op}: {source}", spelled.escape_debug())]
     InvalidPath {
+        /// The operation the spell called.
         op: FsOp,
+        /// The path as the spell spelled it.
         spelled: String,
+        /// Why it names no file.
         source: PathError,
     },
     /// A symlink changed between two checks of the same call.
     #[error("`{spelled}` changed while {op} was opening it; nothing was done")]
-    Raced { op: FsOp, spelled: String },
+    Raced {
+        /// The operation the spell called.
+        op: FsOp,
+        /// The path as the spell spelled it.
+        spelled: String,
+    },
     /// The operating system refused or failed.
     #[error("{op} `{spelled}`: {source}")]
     Io {
+        /// The operation the spell called.
         op: FsOp,
+        /// The path as the spell spelled it.
         spelled: String,
+        /// The operating system's error.
         source: io::Error,
     },
 }

@@ -108,14 +108,15 @@ fn names_of(names: &[&str]) -> String {
 }
 
 /// The `magus.yaml` lines that would grant `path` with `mode` to every
-/// spell; for a credential store, why no such lines are offered instead.
-pub fn allow_entry(path: &Path, mode: Mode, home: Option<&Path>) -> String {
-    allow_entry_in(path, mode, home, None)
-}
-
-/// [`allow_entry`] for the spell `spell`: the lines go in its own
-/// `spells:` section, so no other spell gets the grant.
-pub fn allow_entry_in(path: &Path, mode: Mode, home: Option<&Path>, spell: Option<&str>) -> String {
+/// spell (`spell` is `None`), or to the spell `spell` only (in its own
+/// `spells:` section, so no other spell gets the grant); for a credential
+/// store, why no such lines are offered instead.
+pub(crate) fn allow_entry_in(
+    path: &Path,
+    mode: Mode,
+    home: Option<&Path>,
+    spell: Option<&str>,
+) -> String {
     // Windows compares paths without regard to case (a no-op elsewhere).
     let (path, home) = (folded(path), home.map(folded));
     let home = home.as_deref();
@@ -138,7 +139,7 @@ pub fn allow_entry_in(path: &Path, mode: Mode, home: Option<&Path>, spell: Optio
 
 /// A spell's name as a YAML mapping key: as it is when plain, else
 /// double-quoted (a JSON string is a YAML one).
-pub fn yaml_key(name: &str) -> String {
+pub(crate) fn yaml_key(name: &str) -> String {
     let plain = !name.is_empty()
         && name
             .chars()
@@ -150,7 +151,7 @@ pub fn yaml_key(name: &str) -> String {
 }
 
 /// `path` as a user writes it in `magus.yaml`: `~/...` under `home`.
-pub fn shown_path(path: &Path, home: Option<&Path>) -> String {
+pub(crate) fn shown_path(path: &Path, home: Option<&Path>) -> String {
     match home.and_then(|h| path.strip_prefix(h).ok()) {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),

@@ -30,10 +30,11 @@ mod repository;
 #[cfg(all(test, windows))]
 mod windows_tests;
 
-pub use denial::{Denial, DenialReason, FsOp, GateError, Protection};
-pub use denial_diagnostic::{allow_entry, allow_entry_in, shown_path, yaml_key};
-pub use foresee::PathUse;
-pub use program::{HiddenPrograms, ProgramLookup};
+pub use denial::GateError;
+pub(crate) use denial::{Denial, DenialReason, FsOp, Protection};
+pub(crate) use denial_diagnostic::{allow_entry_in, shown_path, yaml_key};
+pub(crate) use foresee::PathUse;
+pub(crate) use program::HiddenPrograms;
 
 use crate::policy::Policy;
 use crate::policy::SandboxState;

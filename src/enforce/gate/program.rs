@@ -38,7 +38,7 @@ pub struct ProgramLookup {
 /// What the ungranted directories of the child's `PATH` held when the run
 /// started: each executable's name and real path.
 #[derive(Debug, Clone, Default)]
-pub struct HiddenPrograms {
+pub(crate) struct HiddenPrograms {
     dirs: BTreeMap<PathBuf, BTreeMap<OsString, PathBuf>>,
 }
 
@@ -71,7 +71,10 @@ fn programs_in(dir: &Path) -> Option<BTreeMap<OsString, PathBuf>> {
 impl HiddenPrograms {
     /// Reads the directories of `path_var` that `policy` does not let run,
     /// as they are now (call it before entering the jail).
-    pub fn snapshot(policy: &crate::policy::Policy, path_var: Option<&OsStr>) -> HiddenPrograms {
+    pub(crate) fn snapshot(
+        policy: &crate::policy::Policy,
+        path_var: Option<&OsStr>,
+    ) -> HiddenPrograms {
         let mut dirs = BTreeMap::new();
         let Some(path_var) = path_var else {
             return HiddenPrograms { dirs };

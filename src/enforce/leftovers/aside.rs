@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use super::{Findings, Outcome};
 
 /// The quarantine, relative to the workspace root.
-pub const QUARANTINE: &str = ".magus/quarantine";
+pub(crate) const QUARANTINE: &str = ".magus/quarantine";
 
 pub(super) struct Quarantine {
     workspace: PathBuf,

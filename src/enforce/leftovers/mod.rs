@@ -19,7 +19,7 @@ mod aside;
 mod inert;
 mod names;
 mod noted;
-pub mod report;
+pub(crate) mod report;
 mod scan;
 #[cfg(test)]
 mod tests;
@@ -27,8 +27,7 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-pub use aside::QUARANTINE;
-pub use names::is_run_later;
+pub(crate) use names::is_run_later;
 use noted::Noted;
 
 /// Where the sweep looks, decided from the policy when the run starts.
@@ -66,7 +65,7 @@ pub struct Inputs {
 
 /// A point in time as file timestamps count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     secs: i64,
     nanos: i64,
 }

@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 /// agents `.mcp.json` and `.claude.json` (servers started as programs),
 /// ripgrep `.ripgreprc` (flags such as `--pre COMMAND`), magus its own
 /// policy.
-pub const RUN_LATER_FILES: [&str; 9] = [
+pub(super) const RUN_LATER_FILES: [&str; 9] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -28,46 +28,46 @@ pub const RUN_LATER_FILES: [&str; 9] = [
 /// and launch configurations there when a folder opens
 /// (`.vscode/tasks.json` with `runOn: folderOpen`), a coding agent the
 /// hooks its settings name (`.claude/settings.json`).
-pub const EDITOR_DIRS: [&str; 3] = [".vscode", ".idea", ".claude"];
+pub(super) const EDITOR_DIRS: [&str; 3] = [".vscode", ".idea", ".claude"];
 
 /// Where cargo looks for its configuration, in every directory above the
 /// one it runs in, and in `CARGO_HOME`.
-pub const CARGO_DIR: &str = ".cargo";
+pub(super) const CARGO_DIR: &str = ".cargo";
 
 /// In a `.cargo` directory, only what cargo reads as configuration.
-pub const CARGO_CONFIGS: [&str; 2] = ["config", "config.toml"];
+pub(super) const CARGO_CONFIGS: [&str; 2] = ["config", "config.toml"];
 
 /// What git looks for in a directory before it takes it for a repository:
 /// `HEAD`, `objects` and `refs` (it checks the last two with `access`, so
 /// any kind of entry counts).
-pub const BARE_REPOSITORY: [&str; 3] = ["HEAD", "objects", "refs"];
+pub(super) const BARE_REPOSITORY: [&str; 3] = ["HEAD", "objects", "refs"];
 
 /// Beside `HEAD`, `objects` and `refs`, what names the commands git runs
 /// (`config`: `core.fsmonitor`, `core.hooksPath`...) or another directory
 /// whose config and hooks git then uses (`commondir`).
-pub const BARE_REPOSITORY_CODE: [&str; 2] = ["config", "commondir"];
+pub(super) const BARE_REPOSITORY_CODE: [&str; 2] = ["config", "commondir"];
 
 /// Whether an entry named `name` is, or holds, run-later files.
-pub fn is_run_later(name: &OsStr) -> bool {
+pub(crate) fn is_run_later(name: &OsStr) -> bool {
     is_any(name, &RUN_LATER_FILES) || is_any(name, &EDITOR_DIRS) || is(name, CARGO_DIR)
 }
 
 /// Whether `name` is `wanted`, compared as a case-insensitive file system
 /// would (ASCII case only: every name above is ASCII).
-pub fn is(name: &OsStr, wanted: &str) -> bool {
+pub(super) fn is(name: &OsStr, wanted: &str) -> bool {
     name.as_encoded_bytes()
         .eq_ignore_ascii_case(wanted.as_bytes())
 }
 
 /// Whether `name` is one of `wanted`.
-pub fn is_any(name: &OsStr, wanted: &[&str]) -> bool {
+pub(super) fn is_any(name: &OsStr, wanted: &[&str]) -> bool {
     wanted.iter().any(|w| is(name, w))
 }
 
 /// Whether `text` is a `HEAD` git accepts: a symbolic ref into `refs/`, or
 /// an object name (SHA-1 or SHA-256). Anything else makes git refuse the
 /// repository and look further up for another.
-pub fn is_valid_head(text: &[u8]) -> bool {
+pub(super) fn is_valid_head(text: &[u8]) -> bool {
     let text = text.strip_suffix(b"\n").unwrap_or(text);
     if let Some(target) = text.strip_prefix(b"ref: refs/") {
         return !target.is_empty() && !target.contains(&b'\n');

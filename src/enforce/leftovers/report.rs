@@ -18,13 +18,13 @@ const MAX_SAID: usize = 50;
 /// Sweeps what the run left ([`Watch::after`]) and says what it did on
 /// stderr, as the run's output options ask. Call once no process of the
 /// run is left.
-pub fn sweep_and_say(watch: &Watch, output: OutputOptions) {
+pub(crate) fn sweep_and_say(watch: &Watch, output: OutputOptions) {
     emit(&watch.after(executables_wanted(output)), output);
 }
 
 /// Whether the run's output shows the executables it wrote: under `-v`,
 /// and always in JSON.
-pub fn executables_wanted(options: OutputOptions) -> Executables {
+pub(crate) fn executables_wanted(options: OutputOptions) -> Executables {
     match options.verbosity == Verbosity::Verbose || options.format == MessageFormat::Json {
         true => Executables::List,
         false => Executables::Skip,
@@ -32,7 +32,7 @@ pub fn executables_wanted(options: OutputOptions) -> Executables {
 }
 
 /// Says what `found` holds on stderr, as the run's output options ask.
-pub fn emit(found: &Findings, output: OutputOptions) {
+pub(crate) fn emit(found: &Findings, output: OutputOptions) {
     let renderer = Renderer::for_output(output);
     for diagnostic in diagnostics(found) {
         renderer.emit(&diagnostic);
@@ -43,7 +43,7 @@ pub fn emit(found: &Findings, output: OutputOptions) {
 }
 
 /// The warnings for what was set aside or put back.
-pub fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
+pub(crate) fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
     let mut said: Vec<Diagnostic> = found.items.iter().take(MAX_SAID).map(item).collect();
     if let Some(more) = found.items.len().checked_sub(MAX_SAID).filter(|n| *n > 0) {
         let listed = found.manifest.as_ref().map_or_else(

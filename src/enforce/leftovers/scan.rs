@@ -17,7 +17,7 @@ use super::{Executables, Findings, Identity, Left, Seen, Stamp, Watch};
 
 /// How many entries one sweep looks at, at most: beyond it the sweep
 /// says so (`Findings::truncated`) instead of making the run's end slow.
-pub const MAX_ENTRIES: usize = 500_000;
+pub(super) const MAX_ENTRIES: usize = 500_000;
 
 /// How deep a grant other than the workspace is walked: its entries and
 /// theirs (a `.git` or `HEAD` one level down is a repository rooted at a

@@ -23,7 +23,7 @@ const LOCKED_SECUREBITS: libc::c_int = libc::SECBIT_NOROOT
 
 /// How far the drop went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CapabilityDrop {
+pub(crate) enum CapabilityDrop {
     /// Every set empty, bounding included, securebits locked.
     Complete,
     /// The process held no `CAP_SETPCAP` (an ordinary user outside a user
@@ -37,7 +37,7 @@ pub enum CapabilityDrop {
 /// Empties every capability set of the calling thread. Call it while the
 /// process has one thread (capabilities are per thread), after the jail is
 /// built and before the syscall guard and Landlock.
-pub fn drop_all_capabilities() -> Result<CapabilityDrop, EnforceError> {
+pub(crate) fn drop_all_capabilities() -> Result<CapabilityDrop, EnforceError> {
     let complete = has_setpcap()?;
     if complete {
         lock_securebits()?;

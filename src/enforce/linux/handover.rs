@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 
 /// Sends `fds` with the one byte `tag`. The receiver gets its own copies;
 /// the caller's stay open until it drops them.
-pub fn send(channel: &UnixStream, tag: u8, fds: &[RawFd]) -> nix::Result<()> {
+pub(crate) fn send(channel: &UnixStream, tag: u8, fds: &[RawFd]) -> nix::Result<()> {
     let rights = [ControlMessage::ScmRights(fds)];
     let tag = [tag];
     let iov = [IoSlice::new(&tag)];
@@ -21,7 +21,7 @@ pub fn send(channel: &UnixStream, tag: u8, fds: &[RawFd]) -> nix::Result<()> {
 /// Waits for one message and returns its descriptors (close-on-exec, in
 /// the order sent) when it is `tag` with exactly `N` of them; `None` when
 /// the other end closed or sent anything else.
-pub fn receive<const N: usize>(channel: &UnixStream, tag: u8) -> Option<[OwnedFd; N]> {
+pub(crate) fn receive<const N: usize>(channel: &UnixStream, tag: u8) -> Option<[OwnedFd; N]> {
     let mut byte = [0u8; 1];
     // Room for more than expected, so that a surplus is seen (and closed)
     // rather than truncated away.

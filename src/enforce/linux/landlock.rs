@@ -139,6 +139,7 @@ pub enum LandlockStatus {
 
 impl LandlockStatus {
     /// Full, partial, or none.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn enforcement(&self) -> Enforcement {
         match self {
             LandlockStatus::Enforced { unenforced, .. } if unenforced.is_empty() => {
@@ -160,7 +161,7 @@ impl LandlockStatus {
 
 /// What the running kernel supports, and what of this policy it could not
 /// enforce, without restricting anything (for `magus sandbox check`).
-pub fn probe(network: &Network, request: LandlockRequest) -> LandlockStatus {
+pub(crate) fn probe(network: &Network, request: LandlockRequest) -> LandlockStatus {
     if request == LandlockRequest::ForcedOff {
         return LandlockStatus::Unavailable {
             reason: Unavailable::ForcedOff,
@@ -349,7 +350,10 @@ fn port_rules(network: &Network) -> Vec<NetPort> {
 /// Builds (but does not install) the ruleset of a policy: every
 /// filesystem right handled, `ro` = read + execute, `rw` = everything,
 /// TCP handled unless the network is allowed, both scopes handled.
-pub fn build_ruleset(grants: &[Grant], network: &Network) -> Result<RulesetCreated, EnforceError> {
+pub(crate) fn build_ruleset(
+    grants: &[Grant],
+    network: &Network,
+) -> Result<RulesetCreated, EnforceError> {
     let mut created = empty_ruleset(network)?;
     for grant in grants {
         created = created.add_rule(path_rule(grant)?)?;
@@ -414,6 +418,7 @@ impl Domain {
 /// restricts only the calling thread and what it later creates) and after
 /// [`super::jail::enter`], because a restricted
 /// process can no longer mount the private `/proc`.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn install_on_self(
     grants: &[Grant],
     network: &Network,
@@ -428,7 +433,7 @@ pub fn install_on_self(
 /// follows the inode through every mount of it), and the rest, with the
 /// restriction itself, by [`Building::finish`] once the view is there.
 /// A grant `open` gives nothing for waits for `finish` too.
-pub fn begin(
+pub(crate) fn begin(
     ahead: &[Grant],
     network: &Network,
     request: LandlockRequest,
@@ -458,7 +463,7 @@ pub fn begin(
 
 /// A domain [`begin`] has started: its ruleset, not yet in force.
 #[derive(Debug)]
-pub enum Building {
+pub(crate) enum Building {
     /// Landlock is not there (or forced off): nothing to put in force.
     Unavailable(Unavailable),
     Started {
@@ -473,7 +478,7 @@ impl Building {
     /// Adds the rules of `grants` (opened by path, here and now) and of
     /// those `begin` could not open, and puts the domain in force on the
     /// calling process (see [`install_on_self`]).
-    pub fn finish(self, grants: &[Grant]) -> Result<Domain, EnforceError> {
+    pub(crate) fn finish(self, grants: &[Grant]) -> Result<Domain, EnforceError> {
         let (status, mut created, left) = match self {
             Building::Unavailable(reason) => return Ok(Domain::unconfined(reason)),
             Building::Started {

@@ -26,17 +26,17 @@ use crate::policy::limits::{Bytes, Seconds};
 use crate::policy::Limits;
 
 /// Exit status of a run stopped by `sandbox.limits.wall_time`.
-pub const EXIT_OVER_TIME: i32 = 123;
+pub(crate) const EXIT_OVER_TIME: i32 = 123;
 
 /// Exit status of a run the supervisor stopped for holding more processes
 /// than its bound (where no `pids` cgroup makes the fork itself fail).
-pub const EXIT_OVER_PROCESSES: i32 = 122;
+pub(crate) const EXIT_OVER_PROCESSES: i32 = 122;
 
 /// The bound on a run's processes and threads without a PID namespace
 /// when `processes` is not declared (docs/survivors.md): at most this, and
 /// at most a quarter of the machine's `pid_max`, so that a run filling
 /// its share leaves the rest of the machine able to fork.
-pub const DEFAULT_PROCESSES: u32 = 8192;
+pub(crate) const DEFAULT_PROCESSES: u32 = 8192;
 
 /// The kernel never hands out PIDs below this one again after wrapping
 /// (`RESERVED_PIDS` in kernel/pid.c), so the namespace's PIDs are moved
@@ -47,7 +47,7 @@ const RESERVED_PIDS: u32 = 300;
 /// Tasks of magus proper's own that the declared count leaves out: the
 /// interpreter's thread (a large stack for deep recursion) and the thread
 /// relaying a running child's output.
-pub const MAGUS_OWN_TASKS: u32 = 2;
+pub(crate) const MAGUS_OWN_TASKS: u32 = 2;
 
 /// The first kernel where `/proc/sys/kernel/pid_max` belongs to the PID
 /// namespace; before it, writing it would change the whole machine's.
@@ -90,7 +90,7 @@ static OVER_TIME: AtomicBool = AtomicBool::new(false);
 
 /// How the `processes` bound is enforced in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcessBound {
+pub(crate) enum ProcessBound {
     /// Not declared, or not applied (yet).
     None,
     /// The private PID namespace's `pid_max`: exact, root included.
@@ -139,7 +139,7 @@ impl ProcessBound {
 
 /// Hook 1 (`cli::run::confine`, before the PID namespace): remembers the
 /// declared bounds and the wall-time message, rendered by the caller.
-pub fn prepare(limits: Limits, over_time_message: String) {
+pub(crate) fn prepare(limits: Limits, over_time_message: String) {
     let _ = PLAN.set(Plan {
         limits,
         over_time_message,
@@ -152,13 +152,13 @@ fn limits() -> Limits {
 
 /// Before the supervisor is forked: what it says when the run holds more
 /// processes than [`supervised_processes`] (rendered by the caller).
-pub fn prepare_supervised(over_processes_message: String) {
+pub(crate) fn prepare_supervised(over_processes_message: String) {
     let _ = OVER_PROCESSES_MESSAGE.set(over_processes_message);
 }
 
 /// Where a supervised run's process bound comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BoundSource {
+pub(crate) enum BoundSource {
     /// `sandbox.limits.processes`.
     Declared,
     /// [`DEFAULT_PROCESSES`], at most a quarter of `pid_max`.
@@ -167,7 +167,7 @@ pub enum BoundSource {
 
 /// How many processes (threads included, magus proper among them) a run
 /// without a PID namespace may hold, and where that number comes from.
-pub fn supervised_processes() -> (u32, BoundSource) {
+pub(crate) fn supervised_processes() -> (u32, BoundSource) {
     match limits().processes {
         Some(count) => (count, BoundSource::Declared),
         None => (default_processes(), BoundSource::Default),
@@ -185,7 +185,7 @@ fn default_processes() -> u32 {
 /// In magus proper, forked by the supervisor: how the supervisor holds
 /// the bound, [`ProcessBound::Supervisor`] (it counts) until it says
 /// [`ProcessBound::PidsCgroup`] once magus is moved into the cgroup.
-pub fn held_by_supervisor(bound: ProcessBound) {
+pub(crate) fn held_by_supervisor(bound: ProcessBound) {
     let (count, source) = supervised_processes();
     match source {
         BoundSource::Declared => bound.store(),
@@ -198,7 +198,7 @@ pub fn held_by_supervisor(bound: ProcessBound) {
 
 /// What to add to the error of a launch that failed with `errno`: where
 /// `EAGAIN` comes from the run's own process bound, the setting's name.
-pub fn launch_refused(errno: i32) -> Option<String> {
+pub(crate) fn launch_refused(errno: i32) -> Option<String> {
     if errno != libc::EAGAIN {
         return None;
     }
@@ -222,7 +222,7 @@ pub fn launch_refused(errno: i32) -> Option<String> {
 
 /// Says the run held more processes than its bound, then exits
 /// [`EXIT_OVER_PROCESSES`]. The caller kills what is left first.
-pub fn exit_over_processes() -> ! {
+pub(crate) fn exit_over_processes() -> ! {
     if let Some(text) = OVER_PROCESSES_MESSAGE.get() {
         let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
     }
@@ -236,7 +236,7 @@ pub fn exit_over_processes() -> ! {
 /// keeps `pid_max` per namespace and this process may write it (root;
 /// an unprivileged user's namespace-`root` is not mapped, so its sysctl
 /// is not writable).
-pub fn in_new_pid_namespace() {
+pub(crate) fn in_new_pid_namespace() {
     let Some(count) = limits().processes else {
         return;
     };
@@ -265,7 +265,7 @@ fn kernel_at_least(want: (u32, u32)) -> bool {
 
 /// Whether magus proper lives in a user namespace of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OwnUserNamespace {
+pub(crate) enum OwnUserNamespace {
     Yes,
     No,
 }
@@ -277,7 +277,7 @@ pub enum OwnUserNamespace {
 /// uid in that namespace: magus's waiting parent and the namespace's init
 /// are two of them, so two are added to the declared count (and, either
 /// way, [`MAGUS_OWN_TASKS`]).
-pub fn apply_to_self(user_namespace: OwnUserNamespace) {
+pub(crate) fn apply_to_self(user_namespace: OwnUserNamespace) {
     let limits = limits();
     if let Some(bytes) = limits.memory {
         CHILD_DATA.store(bytes, Ordering::Relaxed);
@@ -319,14 +319,14 @@ pub fn apply_to_self(user_namespace: OwnUserNamespace) {
 /// in the view and under Landlock, so only where the child could write
 /// anyway; with 0 it is not written at all. magus's own processes are
 /// not dumpable (`untraceable`) and dump nothing either way.
-pub fn refuse_core_dumps() -> nix::Result<()> {
+pub(crate) fn refuse_core_dumps() -> nix::Result<()> {
     setrlimit(Resource::RLIMIT_CORE, 0, 0)
 }
 
 /// Hook 4 (a child, between clone and exec; must not allocate): the
 /// `memory` bound. `RLIMIT_DATA` counts private writable mappings (heap,
 /// anonymous `mmap`) since Linux 4.7, not address space merely reserved.
-pub fn apply_to_child() {
+pub(crate) fn apply_to_child() {
     let bytes = CHILD_DATA.load(Ordering::Relaxed);
     if bytes > 0 {
         let _ = setrlimit(Resource::RLIMIT_DATA, bytes, bytes);
@@ -335,7 +335,7 @@ pub fn apply_to_child() {
 
 /// How `processes` would be enforced by a run, for `magus sandbox check`
 /// (which may not enter namespaces itself).
-pub fn predict_process_bound(
+pub(crate) fn predict_process_bound(
     limits: &Limits,
     pid_namespace: bool,
     own_user_ns: OwnUserNamespace,
@@ -354,7 +354,7 @@ pub fn predict_process_bound(
 }
 
 /// How `processes` is enforced, once [`apply_to_self`] has run.
-pub fn process_bound() -> ProcessBound {
+pub(crate) fn process_bound() -> ProcessBound {
     ProcessBound::from_byte(PROCESS_BOUND.load(Ordering::Relaxed))
 }
 
@@ -370,7 +370,7 @@ extern "C" fn on_alarm(_: libc::c_int) {
 /// Hook 5 (the process that waits for magus, right before it waits):
 /// starts the wall-time alarm. Without `SA_RESTART`, so the wait returns
 /// `EINTR` when it rings and the waiter asks [`over_time`].
-pub fn arm_deadline() {
+pub(crate) fn arm_deadline() {
     let Some(wall) = limits().wall_time else {
         return;
     };
@@ -387,13 +387,13 @@ pub fn arm_deadline() {
 }
 
 /// Whether the wall-time alarm has rung.
-pub fn over_time() -> bool {
+pub(crate) fn over_time() -> bool {
     OVER_TIME.load(Ordering::Relaxed)
 }
 
 /// Says why the run is ending, then exits [`EXIT_OVER_TIME`]. The caller
 /// kills what is left first (or, as a namespace's init, by exiting).
-pub fn exit_over_time() -> ! {
+pub(crate) fn exit_over_time() -> ! {
     if let Some(plan) = PLAN.get() {
         let text = plan.over_time_message.as_bytes();
         let _ = nix::unistd::write(std::io::stderr(), text);
@@ -404,7 +404,7 @@ pub fn exit_over_time() -> ! {
 
 /// One line per declared bound and how it is held, for `magus sandbox
 /// check` and the run's warnings.
-pub fn describe(limits: &Limits, bound: ProcessBound) -> Vec<String> {
+pub(crate) fn describe(limits: &Limits, bound: ProcessBound) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(wall) = limits.wall_time {
         lines.push(format!(

@@ -8,27 +8,31 @@
 // stays outside the kernel layer.
 use super::error;
 
-pub mod capabilities;
-pub mod handover;
-pub mod jail;
-pub mod landlock;
-pub mod limits;
-pub mod network;
-pub mod openat2_beneath;
-pub mod process;
-pub mod reexec;
-pub mod seccomp;
-pub mod survivors;
-pub mod terminal;
-pub mod unix_sockets;
-pub mod untraceable;
+pub(crate) mod capabilities;
+pub(crate) mod handover;
+pub(crate) mod jail;
+pub(crate) mod landlock;
+pub(crate) mod limits;
+pub(crate) mod network;
+pub(crate) mod openat2_beneath;
+pub(crate) mod process;
+pub(crate) mod reexec;
+pub(crate) mod seccomp;
+pub(crate) mod survivors;
+pub(crate) mod terminal;
+pub(crate) mod unix_sockets;
+pub(crate) mod untraceable;
 
 // The kernel layer's API, re-exported by `crate::enforce`.
-pub use ::landlock::RulesetError;
-pub use jail::{JailPlan, JailStatus, JailUnavailable, UsernsRequest, ViewInputs};
-pub use landlock::{
-    install_on_self, probe as probe_landlock, ChildRestriction, Domain, Enforcement,
-    LandlockRequest, LandlockStatus, Unavailable, Unenforced,
-};
-pub use reexec::{reexec_scrubbed, take_reexec_state, ReexecState};
-pub use seccomp::{SyscallGuard, SyscallGuardStatus};
+pub(crate) use ::landlock::RulesetError;
+pub use jail::{JailPlan, UsernsRequest, ViewInputs};
+pub(crate) use jail::{JailStatus, JailUnavailable};
+pub(crate) use landlock::probe as probe_landlock;
+pub use landlock::{Domain, LandlockRequest, Unavailable};
+// Only the benches and the kernel harness install a bare domain.
+#[cfg(feature = "internals")]
+pub use landlock::install_on_self;
+pub(crate) use landlock::{ChildRestriction, LandlockStatus, Unenforced};
+pub(crate) use reexec::ReexecState;
+pub use reexec::{reexec_scrubbed, take_reexec_state};
+pub use seccomp::SyscallGuard;

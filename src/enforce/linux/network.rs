@@ -193,7 +193,7 @@ pub fn enter(network: &Network, request: UsernsRequest) -> NetworkPlan {
 }
 
 /// Whether `network` puts children in a loopback-only namespace.
-pub fn needs_namespace(network: &Network) -> bool {
+pub(crate) fn needs_namespace(network: &Network) -> bool {
     matches!(network, Network::Deny | Network::Hosts(_))
 }
 
@@ -265,7 +265,7 @@ fn bring_loopback_up() -> Result<(), Errno> {
 
 /// What [`enter`] would choose here, asked in a throw-away child so this
 /// process changes nothing (for `magus sandbox check`).
-pub fn probe(network: &Network, request: UsernsRequest) -> NetworkPlan {
+pub(crate) fn probe(network: &Network, request: UsernsRequest) -> NetworkPlan {
     plan_with(network, request, probe_loopback_namespace)
 }
 
@@ -321,7 +321,7 @@ type Rules = BTreeMap<i64, Vec<SeccompRule>>;
 /// The rules [`super::seccomp::SyscallGuard`] adds for `network`: each
 /// matching call fails with `EPERM`. An empty rule list refuses every call
 /// of that number.
-pub fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
+pub(crate) fn seccomp_rules(network: NetworkSeccomp) -> Result<Rules, EnforceError> {
     let mut rules = Rules::new();
     match network {
         NetworkSeccomp::None => return Ok(rules),

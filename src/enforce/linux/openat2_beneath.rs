@@ -20,7 +20,7 @@ use crate::enforce::beneath::Follow;
 static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
 /// Opens `rel` beneath `dir`; `None` when the kernel has no `openat2`.
-pub fn open_beneath<P: ?Sized + nix::NixPath>(
+pub(crate) fn open_beneath<P: ?Sized + nix::NixPath>(
     dir: BorrowedFd<'_>,
     rel: &P,
     flags: OFlag,
@@ -47,7 +47,7 @@ pub fn open_beneath<P: ?Sized + nix::NixPath>(
 
 /// Opens the absolute `path` following no symlink anywhere in it (a granted
 /// file root); `None` when the kernel has no `openat2`.
-pub fn open_no_symlinks(path: &Path, flags: OFlag) -> Option<nix::Result<OwnedFd>> {
+pub(crate) fn open_no_symlinks(path: &Path, flags: OFlag) -> Option<nix::Result<OwnedFd>> {
     let how = OpenHow::new()
         .flags(flags | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);

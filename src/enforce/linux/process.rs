@@ -11,7 +11,7 @@ use std::os::fd::BorrowedFd;
 
 /// The number of threads of the calling process, from `/proc/self/status`
 /// (`None` when it cannot be read).
-pub fn thread_count() -> Option<usize> {
+pub(crate) fn thread_count() -> Option<usize> {
     // One read of a page: `read_to_string` starts at 32 bytes and doubles,
     // eight reads of a file the kernel formats ~1.5 KiB of.
     let mut status = Vec::with_capacity(4096);
@@ -26,7 +26,7 @@ pub fn thread_count() -> Option<usize> {
 }
 
 /// Whether the caller is (as far as can be told) the only thread.
-pub fn is_single_threaded() -> bool {
+pub(crate) fn is_single_threaded() -> bool {
     thread_count().is_none_or(|n| n <= 1)
 }
 
@@ -37,7 +37,7 @@ pub fn is_single_threaded() -> bool {
 /// opens, not reads of what is already open, so a child that inherited it
 /// could read it. magus keeps its own copies (its gate never reads by
 /// descriptor number); only stdin, stdout and stderr reach a child.
-pub fn close_inherited_on_exec() -> io::Result<()> {
+pub(crate) fn close_inherited_on_exec() -> io::Result<()> {
     // SAFETY: close_range only changes descriptor flags; no memory is involved.
     let done = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
     if done == 0 {

@@ -14,9 +14,9 @@ use std::sync::OnceLock;
 use super::error::EnforceError;
 
 /// Carries the stripped names across the re-exec.
-pub const STRIPPED_VAR: &str = "MAGUS_SANDBOX_STRIPPED";
+pub(crate) const STRIPPED_VAR: &str = "MAGUS_SANDBOX_STRIPPED";
 /// Set in the re-executed process; its presence means "do not re-exec".
-pub const MARKER_VAR: &str = "MAGUS_SANDBOX_REEXECUTED";
+pub(crate) const MARKER_VAR: &str = "MAGUS_SANDBOX_REEXECUTED";
 
 const SELF_EXE: &str = "/proc/self/exe";
 

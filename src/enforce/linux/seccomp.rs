@@ -70,6 +70,7 @@ pub enum SyscallGuardStatus {
     /// descendant.
     Installed,
     /// Not installed (the caller chose not to, or it failed).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     Absent,
 }
 

@@ -26,14 +26,14 @@ struct Noted {
 
 /// The modes of the terminals on descriptors 0 to 2 when the run started.
 #[derive(Debug, Default)]
-pub struct TerminalModes {
+pub(crate) struct TerminalModes {
     noted: Vec<Noted>,
 }
 
 impl TerminalModes {
     /// Notes each terminal among descriptors 0 to 2 (one entry per device).
     /// Call before any child of the run exists.
-    pub fn note() -> TerminalModes {
+    pub(crate) fn note() -> TerminalModes {
         let mut noted: Vec<Noted> = Vec::new();
         for fd in 0..=2 {
             if let Some(now) = terminal_on(fd) {
@@ -48,7 +48,7 @@ impl TerminalModes {
     /// Once every process of the run has ended: puts back each noted mode
     /// that changed (the descriptor must still be the same terminal), and
     /// says so on stderr.
-    pub fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.restore_saying(&say);
     }
 

@@ -17,7 +17,7 @@ use crate::policy::{Grant, GrantSource};
 
 /// What children may do with unix sockets in this run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UnixSockets {
+pub(crate) enum UnixSockets {
     /// Nothing to add: the jail's view holds only the granted sockets, or
     /// Landlock refuses every pathname socket outside the grants
     /// (`resolve_unix`, ABI 9) and every abstract one made outside
@@ -35,7 +35,7 @@ pub enum UnixSockets {
 
 /// The rule for a run: `jailed` when this run or an enclosing one has the
 /// jail; `landlock` as installed; `grants` the resolved policy's.
-pub fn decide(jailed: bool, landlock: &LandlockStatus, grants: &[Grant]) -> UnixSockets {
+pub(crate) fn decide(jailed: bool, landlock: &LandlockStatus, grants: &[Grant]) -> UnixSockets {
     if jailed || landlock_confines(landlock) {
         return UnixSockets::Confined;
     }
@@ -88,7 +88,7 @@ static FOR_CHILDREN: OnceLock<BpfProgram> = OnceLock::new();
 impl UnixSockets {
     /// Makes every child started from now on refuse unix sockets, where
     /// the rule says so. Call before the spell's first launch.
-    pub fn install_for_children(&self) -> Result<(), EnforceError> {
+    pub(crate) fn install_for_children(&self) -> Result<(), EnforceError> {
         if *self != UnixSockets::Refused {
             return Ok(());
         }

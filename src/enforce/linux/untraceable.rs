@@ -22,6 +22,6 @@
 
 /// Marks the calling process not dumpable. Call it after the last write
 /// to its own `/proc/self` (the user namespace's maps need it dumpable).
-pub fn refuse_tracing() -> nix::Result<()> {
+pub(crate) fn refuse_tracing() -> nix::Result<()> {
     nix::sys::prctl::set_dumpable(false)
 }

@@ -274,6 +274,7 @@ impl ConfigError {
             .with_help(self.kind.hint())
     }
 
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn hint(&self) -> String {
         self.kind.hint()
     }

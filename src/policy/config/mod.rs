@@ -13,7 +13,7 @@ mod corpus_tests;
 mod error;
 mod schema;
 
-pub use error::{ConfigError, ConfigErrorKind};
+pub(crate) use error::{ConfigError, ConfigErrorKind};
 
 use super::env::EnvPattern;
 use super::grant::{Mode, Network};
@@ -27,10 +27,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The name of the workspace's configuration file.
-pub const CONFIG_FILE_NAME: &str = "magus.yaml";
+pub(crate) const CONFIG_FILE_NAME: &str = "magus.yaml";
 
 /// The largest `magus.yaml` the loader reads.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// A 1-based line and column in `magus.yaml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -165,7 +165,7 @@ pub(crate) fn merged_network(workspace: &Network, spell: &Network) -> Network {
 }
 
 /// Reads and validates `file`.
-pub fn load_config(file: &Path) -> Result<ConfigFile, ConfigError> {
+pub(crate) fn load_config(file: &Path) -> Result<ConfigFile, ConfigError> {
     let bytes = read_bounded(file).map_err(|kind| whole_file(file, kind))?;
     parse_config(file, &bytes)
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 
 impl LockError {
     /// An error diagnostic pointing at the offending line where there is one.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    pub(crate) fn to_diagnostic(&self) -> Diagnostic {
         let d = Diagnostic::error(self.to_string());
         let located = |file: &Path, line: u32| Location {
             kind: SourceKind::Config,
@@ -62,7 +62,7 @@ fn short(fingerprint: &str) -> String {
 
 impl Mismatch {
     /// The MGS2010 error.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    pub(crate) fn to_diagnostic(&self) -> Diagnostic {
         match self {
             Mismatch::Fingerprint {
                 spell,

@@ -9,7 +9,7 @@ use std::fmt;
 
 /// Whether a change gives spells more or less than the lock did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// Spells may reach more: a reviewer must look.
     Widened,
     /// Spells may reach less.
@@ -17,7 +17,7 @@ pub enum Direction {
 }
 
 impl Direction {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Direction::Widened => "widened",
             Direction::Narrowed => "narrowed",
@@ -27,7 +27,7 @@ impl Direction {
 
 /// One declared fact that differs, e.g. `+ allow ~/.ssh (rw)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     pub direction: Direction,
     /// A diff-like line: `+ ...` added, `- ...` removed, `~ ...` changed.
     pub text: String,
@@ -42,7 +42,7 @@ impl fmt::Display for Change {
 
 /// Every change from `locked` to `declared`: widening changes first, then
 /// narrowing ones, each group in the canonical order of the facts.
-pub fn diff(locked: &CanonicalPolicy, declared: &CanonicalPolicy) -> Vec<Change> {
+pub(crate) fn diff(locked: &CanonicalPolicy, declared: &CanonicalPolicy) -> Vec<Change> {
     let mut changes = Vec::new();
     enabled_changes(locked.enabled, declared.enabled, &mut changes);
     allow_changes(&locked.allow, &declared.allow, &mut changes);

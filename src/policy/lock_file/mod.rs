@@ -8,7 +8,7 @@
 mod diagnostic;
 mod diff;
 
-pub use diff::{diff, Change, Direction};
+pub(crate) use diff::{diff, Change};
 
 use super::fingerprint::{CanonicalPolicy, CanonicalSection, Fingerprint, CANONICAL_HEADER};
 use super::{lookup, HostList, HostRule, Limits, Mode, Network, Policy, SandboxState, StateSource};
@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The lock's file name, in the workspace root beside `magus.yaml`.
-pub const LOCK_FILE_NAME: &str = "magus.lock";
+pub(crate) const LOCK_FILE_NAME: &str = "magus.lock";
 
 /// Exported to a sandboxed spell and its children: the fingerprint of the
 /// policy in force, so a nested `magus` can tell whether it matches.
-pub const FINGERPRINT_VAR: &str = "MAGUS_SANDBOX_FINGERPRINT";
+pub(crate) const FINGERPRINT_VAR: &str = "MAGUS_SANDBOX_FINGERPRINT";
 
 /// A lock is a few hundred bytes; anything this large was not written by us.
 const MAX_LOCK_BYTES: u64 = 1 << 20;
@@ -41,7 +41,7 @@ const LOCK_COMMENT: &str = "\
 
 /// A parsed (or about to be written) `magus.lock`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lock {
+pub(crate) struct Lock {
     /// `sha256:<hex>` as recorded; always the fingerprint of `policy`.
     pub fingerprint: String,
     /// The workspace's `sandbox:` section.
@@ -53,7 +53,7 @@ pub struct Lock {
 /// One spell's section in the lock, with the fingerprint of the spell's
 /// effective policy (the workspace's plus the section).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockedSpell {
+pub(crate) struct LockedSpell {
     /// `sha256:<hex>` of `policy.with_section(&section)`.
     pub fingerprint: String,
     pub section: CanonicalSection,
@@ -62,7 +62,7 @@ pub struct LockedSpell {
 /// What a line of `magus.lock` got wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum LockSyntax {
+pub(crate) enum LockSyntax {
     #[error("the file is not valid UTF-8")]
     NotUtf8,
     #[error("unknown line `{0}`")]
@@ -86,7 +86,7 @@ pub enum LockSyntax {
 /// Why `magus.lock` could not be read, trusted or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum LockError {
+pub(crate) enum LockError {
     #[error("cannot read {}: {source}", file.display())]
     Read { file: PathBuf, source: io::Error },
     /// A link, FIFO or device where the lock should be: a child of an
@@ -122,7 +122,7 @@ pub enum LockError {
 
 impl Lock {
     /// The lock of a declared policy and its spells' sections.
-    pub fn new(policy: CanonicalPolicy, mut sections: Vec<CanonicalSection>) -> Lock {
+    pub(crate) fn new(policy: CanonicalPolicy, mut sections: Vec<CanonicalSection>) -> Lock {
         sections.sort_by(|a, b| a.name.cmp(&b.name));
         let spells = sections
             .into_iter()
@@ -140,7 +140,7 @@ impl Lock {
 
     /// The file's text: the comment, the fingerprint, the canonical
     /// policy, then each spell's section with its effective fingerprint.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut text = format!(
             "{LOCK_COMMENT}fingerprint {}\n\n{}",
             self.fingerprint, self.policy
@@ -156,7 +156,7 @@ impl Lock {
 
     /// The locked effective policy of `spell` (the workspace's alone for
     /// `None` or a spell the lock has no section for).
-    pub fn effective(&self, spell: Option<&str>) -> CanonicalPolicy {
+    pub(crate) fn effective(&self, spell: Option<&str>) -> CanonicalPolicy {
         match spell.and_then(|name| self.spells.iter().find(|s| s.section.name == name)) {
             Some(locked) => self.policy.with_section(&locked.section),
             None => self.policy.clone(),
@@ -164,7 +164,7 @@ impl Lock {
     }
 
     /// Parses a lock's text; `file` is only used in errors.
-    pub fn parse(file: &Path, text: &str) -> Result<Lock, LockError> {
+    pub(crate) fn parse(file: &Path, text: &str) -> Result<Lock, LockError> {
         let mut parser = LockParser::default();
         let mut last = 0;
         for (index, raw) in text.lines().enumerate() {
@@ -185,7 +185,7 @@ impl Lock {
     }
 
     /// Reads `file`; `Ok(None)` when there is none.
-    pub fn read(file: &Path) -> Result<Option<Lock>, LockError> {
+    pub(crate) fn read(file: &Path) -> Result<Option<Lock>, LockError> {
         let read_error = |source| LockError::Read {
             file: file.to_path_buf(),
             source,
@@ -223,7 +223,7 @@ impl Lock {
     /// (`O_EXCL`, which follows no link): a spell's child may have left a
     /// symbolic link under its name in the workspace, through which a
     /// plain write would overwrite the file it points at (`~/.bashrc`).
-    pub fn write(&self, file: &Path) -> Result<(), LockError> {
+    pub(crate) fn write(&self, file: &Path) -> Result<(), LockError> {
         let write_error = |source| LockError::Write {
             file: file.to_path_buf(),
             source,
@@ -584,7 +584,7 @@ fn canonicalise(policy: &mut CanonicalPolicy) {
 
 /// Why a lock's policy counts as no longer declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Undeclared {
+pub(crate) enum Undeclared {
     /// `magus.yaml` has no `sandbox:` section (or there is no `magus.yaml`).
     SectionRemoved,
     /// `sandbox.enabled: false`.
@@ -597,7 +597,7 @@ pub enum Undeclared {
 
 /// A policy that is not the one it must be: every form of MGS2010.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mismatch {
+pub(crate) enum Mismatch {
     /// The declared policy changed since `magus sandbox lock`.
     Fingerprint {
         /// The spell run, when it has a `spells:` section (in `magus.yaml`
@@ -621,7 +621,7 @@ pub enum Mismatch {
 
 /// Whether the workspace's `magus.lock` holds for `policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockState {
+pub(crate) enum LockState {
     /// The workspace has no `magus.lock`.
     Absent,
     /// The declared policy is the locked one.
@@ -632,12 +632,12 @@ pub enum LockState {
 }
 
 /// The lock file of `workspace`.
-pub fn lock_file(workspace: &Path) -> PathBuf {
+pub(crate) fn lock_file(workspace: &Path) -> PathBuf {
     workspace.join(LOCK_FILE_NAME)
 }
 
 /// Reads the workspace's `magus.lock` and compares it with `policy`.
-pub fn check_lock(policy: &Policy) -> Result<LockState, LockError> {
+pub(crate) fn check_lock(policy: &Policy) -> Result<LockState, LockError> {
     match Lock::read(&lock_file(&policy.workspace))? {
         None => Ok(LockState::Absent),
         Some(lock) => Ok(verify(&lock, policy)),
@@ -645,7 +645,7 @@ pub fn check_lock(policy: &Policy) -> Result<LockState, LockError> {
 }
 
 /// Compares a lock with the policy declared for this run.
-pub fn verify(lock: &Lock, policy: &Policy) -> LockState {
+pub(crate) fn verify(lock: &Lock, policy: &Policy) -> LockState {
     if let Some(why) = undeclared(policy) {
         return LockState::Mismatch(Mismatch::Undeclared(why));
     }
@@ -690,7 +690,7 @@ fn undeclared(policy: &Policy) -> Option<Undeclared> {
 /// [`FINGERPRINT_VAR`]: `None` when the sandbox is off. A sandbox turned on
 /// by `MAGUS_SANDBOX_ENABLED=1` counts as declared `enabled: true`, so two
 /// runs with the same effective policy agree.
-pub fn effective_fingerprint(policy: &Policy) -> Option<Fingerprint> {
+pub(crate) fn effective_fingerprint(policy: &Policy) -> Option<Fingerprint> {
     if policy.state == SandboxState::Off {
         return None;
     }
@@ -708,7 +708,7 @@ pub fn effective_fingerprint(policy: &Policy) -> Option<Fingerprint> {
 
 /// A nested magus (one started with [`FINGERPRINT_VAR`] set) must resolve
 /// the policy it already runs inside.
-pub fn check_nested(env: &[(OsString, OsString)], policy: &Policy) -> Result<(), Mismatch> {
+pub(crate) fn check_nested(env: &[(OsString, OsString)], policy: &Policy) -> Result<(), Mismatch> {
     let Some(outer) = lookup(env, FINGERPRINT_VAR) else {
         return Ok(());
     };

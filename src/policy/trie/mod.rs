@@ -31,6 +31,7 @@ pub enum Verdict {
 /// The answer to "may `access` happen at this path?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {
+    /// Allowed, or why not.
     pub verdict: Verdict,
     /// The rights of the path: the greatest mode over all granted ancestors
     /// (itself included), or `None` when nothing grants it.
@@ -49,6 +50,7 @@ impl Decision {
         grant: None,
     };
 
+    /// Whether the access may happen.
     pub fn is_allowed(&self) -> bool {
         self.verdict == Verdict::Allowed
     }
@@ -311,6 +313,7 @@ impl PathTrie {
     }
 
     /// Number of nodes, `/` included (for tests and benches).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }

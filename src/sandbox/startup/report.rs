@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// Everything a run says at start-up, grouped by when it is said.
 #[derive(Debug, Default)]
-pub struct StartupReport {
+pub(crate) struct StartupReport {
     /// Before the spell starts.
     pub now: Vec<Diagnostic>,
     /// At the first child launch.
@@ -35,7 +35,7 @@ pub struct StartupReport {
 impl StartupReport {
     /// Every diagnostic, in the order a run would say them
     /// (`magus sandbox check` shows them all at once).
-    pub fn all(self) -> Vec<Diagnostic> {
+    pub(crate) fn all(self) -> Vec<Diagnostic> {
         let mut all = self.now;
         all.extend(self.at_first_launch);
         all.extend(self.at_shim.into_iter().map(|s| s.diagnostic));
@@ -44,7 +44,7 @@ impl StartupReport {
 }
 
 /// The inputs of [`startup_report`].
-pub struct ReportInput<'a> {
+pub(crate) struct ReportInput<'a> {
     pub policy: &'a Policy,
     pub config: Option<&'a ConfigFile>,
     pub env: &'a [(OsString, OsString)],
@@ -57,7 +57,7 @@ pub struct ReportInput<'a> {
 }
 
 /// Decides what the run says, and when.
-pub fn startup_report(input: ReportInput<'_>) -> StartupReport {
+pub(crate) fn startup_report(input: ReportInput<'_>) -> StartupReport {
     let mut report = StartupReport::default();
     report.now.extend(sandbox_off(input.policy, input.config));
     report.now.extend(input.resolution);
@@ -116,7 +116,7 @@ fn withheld_line(count: usize) -> Diagnostic {
 /// One MGS2006 note per version manager found on `PATH` that lost its
 /// variables or is not granted, with the directories whose programs
 /// trigger it.
-pub fn shim_notes(
+pub(super) fn shim_notes(
     policy: &Policy,
     env: &[(OsString, OsString)],
     stripped: &[String],

@@ -43,7 +43,7 @@ use rustix::thread::UnshareFlags;
 use crate::enforce::child::{with_signals_blocked, Stack};
 
 /// The helper at work; [`Ahead::take`] collects what it made.
-pub struct Ahead {
+pub(crate) struct Ahead {
     helper: Pid,
     /// Read and written by the helper until it has exited (boxed, so it
     /// stays put when `Ahead` moves).
@@ -69,7 +69,7 @@ struct Shared {
 /// What the helper made, as descriptors of the namespaces (none at all
 /// without a helper: [`Made::default`]).
 #[derive(Default)]
-pub struct Made {
+pub(crate) struct Made {
     pub(super) user: Option<OwnedFd>,
     pub(super) network: Option<OwnedFd>,
 }
@@ -94,7 +94,7 @@ unsafe impl Send for Ahead {}
 /// returns to the jail ([`Ahead::take`]). Dropped untaken, the helper is
 /// reaped. `None` when no helper could start: the jail makes the
 /// namespaces itself.
-pub fn start() -> Option<Ahead> {
+pub(crate) fn start() -> Option<Ahead> {
     spawn()
 }
 
@@ -145,7 +145,7 @@ impl Ahead {
     /// forked meanwhile gets a copy of the descriptor table the helper
     /// shares, with whatever it opened so far: it must close what it does
     /// not know (the proxy does).
-    pub fn take(mut self) -> Made {
+    pub(crate) fn take(mut self) -> Made {
         self.reap();
         Made {
             user: own(&self.shared.user),
@@ -213,7 +213,7 @@ pub(super) fn join_network(network: Option<OwnedFd>) {
 
 /// Whether this process lives in the network namespace made ahead (the
 /// caller then need not make one).
-pub fn joined_network() -> bool {
+pub(crate) fn joined_network() -> bool {
     JOINED_NETWORK.load(Ordering::Relaxed)
 }
 

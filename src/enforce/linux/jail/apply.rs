@@ -27,7 +27,7 @@ const OLD_ROOT: &str = "/oldroot";
 
 /// The step that failed, by index into the plan, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepFailure {
+pub(super) struct StepFailure {
     pub index: usize,
     pub errno: Errno,
 }
@@ -40,7 +40,7 @@ enum Place {
 }
 
 /// Applies every step of `plan`, in order.
-pub fn apply(plan: &JailPlan) -> Result<(), StepFailure> {
+pub(super) fn apply(plan: &JailPlan) -> Result<(), StepFailure> {
     let mut builder = Builder {
         place: Place::Host,
         made: Dirs::default(),
@@ -311,7 +311,7 @@ fn set_read_only(target: &Path) -> Result<(), Errno> {
 /// Whether this kernel has `mount_setattr` (Linux 5.12), asked with a
 /// call that can only fail: without it the plan makes each read-only
 /// grant's submounts read-only one by one (`plan::read_only_submounts`).
-pub fn mount_setattr_available() -> bool {
+pub(super) fn mount_setattr_available() -> bool {
     // SAFETY: no pointer is passed; the kernel checks the descriptor first.
     let rc = unsafe { libc::syscall(libc::SYS_mount_setattr, -1, 0usize, 0, 0usize, 0usize) };
     !(rc == -1 && Errno::last() == Errno::ENOSYS)
@@ -428,7 +428,7 @@ fn final_pivot() -> Result<(), Errno> {
 /// an RCU grace period (milliseconds on a busy machine), so PID 1 does it
 /// while magus proper sets itself up, which waits for it before any spell
 /// code or child runs.
-pub fn detach_host_root() -> Result<(), Errno> {
+pub(super) fn detach_host_root() -> Result<(), Errno> {
     umount2(".", MntFlags::MNT_DETACH)?;
     chdir("/")
 }

@@ -23,7 +23,7 @@ const MAX_INCLUDE_DEPTH: usize = 4;
 
 /// What a config names.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Named {
+pub(crate) struct Named {
     /// `core.hooksPath` directories.
     pub hook_dirs: Vec<PathBuf>,
     /// Included config files (`include.path`, `includeIf.*.path`), and
@@ -33,7 +33,7 @@ pub struct Named {
 
 /// Where relative paths of one config lead.
 #[derive(Debug, Clone, Copy)]
-pub struct Bases<'a> {
+pub(crate) struct Bases<'a> {
     /// `~/` in a value.
     pub home: Option<&'a Path>,
     /// Where git runs hooks and commands: the work tree (for a bare
@@ -44,7 +44,7 @@ pub struct Bases<'a> {
 
 /// The paths named by the config file `config` and, recursively, by the
 /// files it includes.
-pub fn named_paths(config: &Path, bases: Bases<'_>) -> Named {
+pub(crate) fn named_paths(config: &Path, bases: Bases<'_>) -> Named {
     let mut named = Named::default();
     collect(config, bases, 0, &mut named);
     named
@@ -54,7 +54,7 @@ pub fn named_paths(config: &Path, bases: Bases<'_>) -> Named {
 /// key lower-cased, subsections dropped), or `None` when it cannot be
 /// read whole (missing, not a file, over 1 MiB). Includes are entries
 /// like any other: not followed.
-pub fn entries(config: &Path) -> Option<Vec<(String, String, String)>> {
+pub(crate) fn entries(config: &Path) -> Option<Vec<(String, String, String)>> {
     const MAX_LEN: u64 = 1 << 20;
     let meta = std::fs::symlink_metadata(config).ok()?;
     if !meta.is_file() || meta.len() > MAX_LEN {
@@ -72,7 +72,7 @@ pub fn entries(config: &Path) -> Option<Vec<(String, String, String)>> {
 
 /// Whether the config file `config` mentions `word` (lower case)
 /// anywhere, in any case; a missing or unreadable file mentions nothing.
-pub fn mentions(config: &Path, word: &str) -> bool {
+pub(crate) fn mentions(config: &Path, word: &str) -> bool {
     const MAX_LEN: u64 = 1 << 20;
     match std::fs::metadata(config) {
         Ok(meta) if meta.is_file() && meta.len() <= MAX_LEN => std::fs::read(config)

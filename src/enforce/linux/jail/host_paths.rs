@@ -21,7 +21,7 @@ use std::sync::Mutex;
 /// Far more than a run asks (a launch asks once per `PATH` directory the
 /// view lacks, a failing child at most a few times); past it the original
 /// stops answering and magus proper looks in its view alone.
-pub const MAX_QUESTIONS: usize = 16_384;
+pub(crate) const MAX_QUESTIONS: usize = 16_384;
 
 /// The longest path asked about (`PATH_MAX`).
 const MAX_PATH: usize = 4096;
@@ -33,7 +33,7 @@ static ASKING: Mutex<Option<UnixStream>> = Mutex::new(None);
 
 /// The original's end, served while it waits (see `reaper`).
 #[derive(Debug)]
-pub struct Answering {
+pub(crate) struct Answering {
     socket: UnixStream,
     answered: usize,
 }
@@ -62,7 +62,7 @@ pub(super) fn forget() {
 /// What the host holds at `path` (absolute), as the original process sees
 /// it; `None` without a jail of this run's own (the caller's own view is
 /// the host's then), or once the original no longer answers.
-pub fn ask(path: &Path) -> Option<HostEntry> {
+pub(crate) fn ask(path: &Path) -> Option<HostEntry> {
     let mut slot = ASKING.lock().ok()?;
     let socket = slot.as_mut()?;
     let answer = exchange(socket, path);

@@ -8,14 +8,14 @@
 //! Why at startup and not per child: Landlock refuses every `mount(2)` to a
 //! restricted process, and one jail for the run keeps spawning cheap.
 
-pub mod ahead;
+pub(crate) mod ahead;
 mod apply;
 mod by_descriptor;
 mod cores;
 pub(crate) mod gitconfig;
-pub mod host_paths;
-pub mod plan;
-pub mod protect;
+pub(crate) mod host_paths;
+pub(crate) mod plan;
+pub(crate) mod protect;
 mod reaper;
 mod sweep;
 mod userns;
@@ -29,12 +29,12 @@ use nix::sched::{unshare, CloneFlags};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, ForkResult};
 
-pub use plan::{BindAccess, BindWhy, IfMissing, JailPlan, Step, ViewInputs};
-pub use protect::CarveReason;
+pub use plan::{JailPlan, ViewInputs};
 pub(crate) use reaper::{
     asked_to_end, forget_forward_target, forward_signals_to, stop_forwarding_signals,
 };
-pub use userns::{UsernsRequest, USERNS_VAR};
+pub use userns::UsernsRequest;
+pub(crate) use userns::USERNS_VAR;
 
 use super::process::is_single_threaded;
 use crate::diag::OutputOptions;
@@ -109,14 +109,14 @@ impl JailUnavailable {
 /// [`Building::open_on_host`]; then [`Building::wait_until_built`], then
 /// [`Built::wait_until_sealed`] before any spell code or child runs.
 #[must_use = "magus proper must wait until PID 1 has built and sealed the view"]
-pub struct Building {
+pub(crate) struct Building {
     user_namespace: UserNamespace,
     reports: reaper::Reports,
 }
 
 impl Building {
     /// Whether a user namespace holds the jail.
-    pub fn user_namespace(&self) -> UserNamespace {
+    pub(crate) fn user_namespace(&self) -> UserNamespace {
         self.user_namespace
     }
 
@@ -127,7 +127,7 @@ impl Building {
     /// and a rule follows the inode). `None` where the root could not be
     /// opened, or the path does not open that way (a link on it): the
     /// caller then opens it in the view.
-    pub fn open_on_host(&self, path: &Path) -> Option<OwnedFd> {
+    pub(crate) fn open_on_host(&self, path: &Path) -> Option<OwnedFd> {
         let root = self.reports.host_root.as_ref()?;
         let relative = path.strip_prefix("/").ok()?;
         let how = OpenHow::new()
@@ -140,7 +140,7 @@ impl Building {
     }
 
     /// Whether [`Building::open_on_host`] can open anything.
-    pub fn host_root_held(&self) -> bool {
+    pub(crate) fn host_root_held(&self) -> bool {
         self.reports.host_root.is_some()
     }
 
@@ -151,7 +151,7 @@ impl Building {
     /// proper holds nothing of the host's tree (PID 1 detaches it from the
     /// view). Where PID 1 failed, this process ends at once and says
     /// nothing: the original process names the failing step.
-    pub fn wait_until_built(self) -> Built {
+    pub(crate) fn wait_until_built(self) -> Built {
         let reaper::Reports {
             built,
             sealed,
@@ -172,7 +172,7 @@ impl Building {
 
 /// Magus proper in the built view; PID 1 is detaching the host's root.
 #[must_use = "no spell code or child may run before the view is sealed"]
-pub struct Built {
+pub(crate) struct Built {
     sealed: OwnedFd,
 }
 
@@ -181,7 +181,7 @@ impl Built {
     /// last step of the plan, done while this process drops its
     /// capabilities and installs the syscall guard and Landlock). Call
     /// before any spell code or child runs.
-    pub fn wait_until_sealed(self) -> Result<(), JailUnavailable> {
+    pub(crate) fn wait_until_sealed(self) -> Result<(), JailUnavailable> {
         let mut buf = [0u8; 4];
         if reaper::read_full(&self.sealed, &mut buf) < buf.len() {
             return Err(JailUnavailable::ReaperLost);
@@ -213,6 +213,7 @@ fn open_host_root() -> Option<OwnedFd> {
 /// the view; the original process only waits and exits with magus's
 /// status. When it cannot, it returns `Unavailable` in the original
 /// process, which goes on with the host's view.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
     let made = ahead::Made::default();
     let entered = enter_with(plan, request, made, None, OutputOptions::default());
@@ -239,7 +240,7 @@ pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
 /// namespace, drop capabilities, install the syscall guard), and must
 /// wait on it before anything that does. Where it fails, `outside` has
 /// been dropped unserved.
-pub fn enter_with(
+pub(crate) fn enter_with(
     plan: &JailPlan,
     request: UsernsRequest,
     made: ahead::Made,
@@ -275,7 +276,7 @@ pub fn enter_with(
 /// process of the jail can reach: forking the host-filtering proxy when
 /// the spell starts its first program (`crate::proxy::Launcher`),
 /// and saying what the host holds at a path ([`host_paths`]).
-pub trait Outside {
+pub(crate) trait Outside {
     /// Readable when magus proper asks for something.
     fn requests(&self) -> BorrowedFd<'_>;
     /// Answers what was asked; `false` once nothing more will be.
@@ -285,7 +286,7 @@ pub trait Outside {
 /// Whether [`enter`] could make the namespaces here, asked in a throw-away
 /// child so this process changes nothing (for `magus sandbox check`). The
 /// view itself is not tried: a failing step shows only at `magus run`.
-pub fn probe(request: UsernsRequest) -> JailStatus {
+pub(crate) fn probe(request: UsernsRequest) -> JailStatus {
     if !is_single_threaded() {
         let reason = JailUnavailable::ThreadsRunning;
         return JailStatus::Unavailable { reason };

@@ -230,6 +230,7 @@ pub struct JailPlan {
 impl JailPlan {
     /// Only a PID namespace with its own `/proc` over the host's view (for
     /// the kernel tests, which build their own Landlock policies).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn pid_only() -> JailPlan {
         JailPlan {
             steps: vec![
@@ -306,6 +307,7 @@ impl JailPlan {
 
     /// Whether `path` exists in the view (ignoring what lies inside bound
     /// grants, which is the host's): the deepest step at or above it.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn covering_step(&self, path: &Path) -> Option<&Step> {
         self.steps
             .iter()
@@ -435,7 +437,7 @@ fn is_private_tmp(grant: &crate::policy::Grant) -> bool {
 /// Whether the view shows `grant` as a mount of its own (a private tmpfs,
 /// `/proc`, the devpts), not the host's inode bound: what names it there
 /// is not the host's file (for Landlock's rule, see `landlock::begin`).
-pub fn fresh_in_view(grant: &crate::policy::Grant) -> bool {
+pub(crate) fn fresh_in_view(grant: &crate::policy::Grant) -> bool {
     is_private_tmp(grant) || matches!(grant.path.to_str(), Some("/proc" | "/dev/pts"))
 }
 

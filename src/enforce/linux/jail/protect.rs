@@ -68,7 +68,7 @@ impl fmt::Display for CarveReason {
 
 /// One path to re-bind read-only.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Carve {
+pub(crate) struct Carve {
     pub path: PathBuf,
     pub reason: CarveReason,
     /// What to create when the path does not exist yet (a bind needs an
@@ -150,7 +150,7 @@ fn push_one_link(
 
 /// What the search found.
 #[derive(Debug, Default)]
-pub struct Found {
+pub(crate) struct Found {
     pub carves: Vec<Carve>,
     pub links: Vec<KeptLink>,
     /// Every git directory, and `.git` file or link, the search met: what
@@ -169,7 +169,7 @@ pub struct Found {
 
 /// How many directories the repository search reads at most, so a huge
 /// writable grant cannot make every run slow; beyond it, `truncated`.
-pub const MAX_DIRS: usize = 50_000;
+pub(crate) const MAX_DIRS: usize = 50_000;
 
 /// Start-up files, relative to `$HOME`: the shells', git's, Mercurial's
 /// and ssh's, and
@@ -182,7 +182,7 @@ pub const MAX_DIRS: usize = 50_000;
 /// (either place) and `environment.d` (whose `LD_PRELOAD=` reaches every
 /// user service), the X session scripts, and the files Debian's and
 /// Fedora's default `~/.bashrc` sources.
-pub const STARTUP_FILES: [&str; 42] = [
+pub(crate) const STARTUP_FILES: [&str; 42] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -282,7 +282,7 @@ fn push_startup_dir(
 /// the run, see `super::sweep`).
 const GIT_CODE: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
 
-pub fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
+pub(crate) fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     let writable = |p: &Path| is_writable_bind(policy, p);
     let mut found = Found::default();
     for name in ["magus.yaml", "magus.lock"] {
@@ -333,7 +333,11 @@ const HOME_RUN_LATER: [&str; 2] = [".npmrc", ".mcp.json"];
 /// the workspace, the other writable grants of the user's, the home
 /// directory's start-up files under a writable grant, and what the search
 /// found when the run started.
-pub fn leftover_inputs(policy: &Policy, inputs: &ViewInputs, found: &Found) -> leftovers::Inputs {
+pub(crate) fn leftover_inputs(
+    policy: &Policy,
+    inputs: &ViewInputs,
+    found: &Found,
+) -> leftovers::Inputs {
     let writable = |p: &Path| is_writable_bind(policy, p);
     let grants = policy
         .grants()

@@ -32,7 +32,7 @@ use super::protect::{CarveReason, KeptLink};
 
 /// The `commondir` files that did not exist when the run started.
 #[derive(Debug, Default)]
-pub struct Sweep {
+pub(super) struct Sweep {
     absent: Vec<PathBuf>,
     links: Vec<NotedLink>,
 }
@@ -49,7 +49,7 @@ struct NotedLink {
 impl Sweep {
     /// Notes, before any child exists, each protected git directory (one
     /// per carved `hooks`) that has no `commondir`.
-    pub fn before(plan: &JailPlan) -> Sweep {
+    pub(super) fn before(plan: &JailPlan) -> Sweep {
         let absent = plan
             .carve_outs()
             .filter(|(path, reason)| **reason == CarveReason::GitCode && path.ends_with("hooks"))
@@ -78,7 +78,7 @@ impl Sweep {
     /// Once the run's PID namespace is gone: removes every noted
     /// `commondir` that now exists (a file or a symlink; a directory makes
     /// git stop, which runs nothing) and says so on stderr.
-    pub fn after(&self) {
+    pub(super) fn after(&self) {
         for file in &self.absent {
             let Ok(meta) = file.symlink_metadata() else {
                 continue;

@@ -16,7 +16,7 @@ use super::{JailUnavailable, UserNamespace};
 
 /// The testing override: `MAGUS_SANDBOX_USERNS=0` behaves as a machine
 /// that refuses user namespaces (the jail's and the network's).
-pub const USERNS_VAR: &str = "MAGUS_SANDBOX_USERNS";
+pub(crate) const USERNS_VAR: &str = "MAGUS_SANDBOX_USERNS";
 
 /// Whether magus may try a user namespace at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ const PREFIX: &str = "magus-run-";
 
 /// The run's cgroup directories, where they could be made.
 #[derive(Debug, Default)]
-pub struct RunCgroup {
+pub(super) struct RunCgroup {
     /// In the cgroup v2 hierarchy: `cgroup.kill`, and `pids.max` where the
     /// parent delegates the `pids` controller.
     v2: Option<PathBuf>,
@@ -28,7 +28,7 @@ pub struct RunCgroup {
 impl RunCgroup {
     /// Makes the directories (none where this user may not) and writes
     /// `bound` tasks as their `pids.max`.
-    pub fn make(bound: u32) -> RunCgroup {
+    pub(super) fn make(bound: u32) -> RunCgroup {
         let (v2_parent, pids_parent) = own_cgroups();
         let mut run = RunCgroup::default();
         if let Some(dir) = v2_parent.and_then(|p| make_in(&p)) {
@@ -48,14 +48,14 @@ impl RunCgroup {
     }
 
     /// Whether a `pids.max` will bound the run once magus is moved in.
-    pub fn bounds(&self) -> bool {
+    pub(super) fn bounds(&self) -> bool {
         (self.v2.is_some() && self.v2_pids) || self.pids_v1.is_some()
     }
 
     /// Moves `child` (magus proper, before its first child) into each
     /// directory; one that refuses it is given up. Returns whether a
     /// `pids.max` now bounds the child and all it will start.
-    pub fn adopt(&mut self, child: Pid) -> bool {
+    pub(super) fn adopt(&mut self, child: Pid) -> bool {
         let pid = child.as_raw().to_string();
         for slot in [&mut self.v2, &mut self.pids_v1] {
             if let Some(dir) = slot.take_if(|dir| !write(dir, "cgroup.procs", &pid)) {
@@ -66,7 +66,7 @@ impl RunCgroup {
     }
 
     /// Whether it can kill the whole run at once (cgroup v2, Linux 5.14+).
-    pub fn can_kill(&self) -> bool {
+    pub(super) fn can_kill(&self) -> bool {
         self.v2
             .as_ref()
             .is_some_and(|d| d.join("cgroup.kill").exists())
@@ -74,14 +74,14 @@ impl RunCgroup {
 
     /// `cgroup.kill`: `SIGKILL` to every process in the cgroup, new ones
     /// included (a fork racing it fails).
-    pub fn kill(&self) {
+    pub(super) fn kill(&self) {
         if let Some(dir) = &self.v2 {
             write(dir, "cgroup.kill", "1");
         }
     }
 
     /// Removes the directories, once every process of the run is reaped.
-    pub fn remove(&self) {
+    pub(super) fn remove(&self) {
         for dir in [&self.v2, &self.pids_v1].into_iter().flatten() {
             // A v1 cgroup empties as its last tasks are released.
             for _ in 0..50 {

@@ -32,7 +32,7 @@ use crate::enforce::leftovers::{self, Watch as Leftovers};
 /// Why the supervisor could not be set up (the run goes on without it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum SupervisorError {
+pub(crate) enum SupervisorError {
     #[error("another thread was already running")]
     ThreadsRunning,
     #[error("cannot become a child subreaper: {}", .0.desc())]
@@ -49,7 +49,7 @@ pub enum SupervisorError {
 /// (~10 ms): it does so while magus sets up, and magus waits for it only
 /// before its first child ([`wait_until_placed`]): threads move with the
 /// process, a child started before would not.
-pub fn supervise_without_pid_namespace(
+pub(crate) fn supervise_without_pid_namespace(
     left: Leftovers,
     output: OutputOptions,
 ) -> Result<(), SupervisorError> {
@@ -95,7 +95,7 @@ static PLACED: AtomicI32 = AtomicI32::new(-1);
 /// has moved it into the run's cgroup (at once after the first time, and
 /// where there is no supervisor), and notes whether a `pids` cgroup now
 /// holds the process bound.
-pub fn wait_until_placed() {
+pub(crate) fn wait_until_placed() {
     let fd = PLACED.swap(-1, Ordering::Relaxed);
     if fd < 0 {
         return;

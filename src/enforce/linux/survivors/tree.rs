@@ -16,7 +16,7 @@ use nix::unistd::Pid;
 
 /// One process, from `/proc/<pid>/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Proc {
+pub(super) struct Proc {
     pub pid: i32,
     pub ppid: i32,
     /// The state letter (`R`, `S`, `D`, `T`, `t`, `Z`, ...).
@@ -29,7 +29,7 @@ pub struct Proc {
 
 impl Proc {
     /// Dead, not yet reaped: it can neither run nor fork.
-    pub fn is_zombie(&self) -> bool {
+    pub(super) fn is_zombie(&self) -> bool {
         matches!(self.state, b'Z' | b'X' | b'x')
     }
 
@@ -44,7 +44,7 @@ impl Proc {
 
 /// Reads `/proc/<pid>/stat`. The command name (field 2) may hold spaces
 /// and parentheses, so the fields are read after the last `)`.
-pub fn stat(pid: i32) -> Option<Proc> {
+pub(super) fn stat(pid: i32) -> Option<Proc> {
     stat_at(&format!("/proc/{pid}/stat"), pid)
 }
 
@@ -91,7 +91,7 @@ fn pids() -> Vec<i32> {
 /// `found` is called on each as soon as it is known to be one: a parent
 /// usually has a lower PID than its child, so most are acted on while the
 /// pass reads on (a process that lives a millisecond is caught alive).
-pub fn descendants(root: i32, mut found: impl FnMut(&Proc)) -> Vec<Proc> {
+pub(super) fn descendants(root: i32, mut found: impl FnMut(&Proc)) -> Vec<Proc> {
     let mut ours: HashSet<i32> = HashSet::from([root]);
     let mut out = Vec::new();
     let mut undecided = Vec::new();
@@ -124,7 +124,7 @@ pub fn descendants(root: i32, mut found: impl FnMut(&Proc)) -> Vec<Proc> {
 /// Sends `sig` to the process `seen` names, if it is still that process:
 /// a pidfd pins it, then its start time is read again. Without pidfds
 /// (Linux < 5.3), plain `kill`.
-pub fn signal(seen: &Proc, sig: Signal) {
+pub(super) fn signal(seen: &Proc, sig: Signal) {
     // SAFETY: pidfd_open takes a PID and flags and touches no memory.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, seen.pid, 0) };
     if fd < 0 {
@@ -160,7 +160,7 @@ const STOP_BUDGET: Duration = Duration::from_secs(2);
 /// that the previous pass did not: then none can fork any more. Reaps
 /// `root`'s own zombies each pass. Returns whether it got there within
 /// [`STOP_BUDGET`].
-pub fn stop_all(root: i32) -> bool {
+pub(super) fn stop_all(root: i32) -> bool {
     let start = Instant::now();
     let mut last: Option<HashSet<i32>> = None;
     loop {
@@ -192,7 +192,7 @@ pub fn stop_all(root: i32) -> bool {
 /// Kills every descendant of `root` and reaps until it has no child left:
 /// a killed process's children (and zombies) come to `root`, a child
 /// subreaper, and are killed and reaped in the next round.
-pub fn kill_all(root: i32) {
+pub(super) fn kill_all(root: i32) {
     loop {
         descendants(root, |p| {
             if !p.is_zombie() {
@@ -214,7 +214,7 @@ pub fn kill_all(root: i32) {
 
 /// What [`reap_pending`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reaped {
+pub(super) enum Reaped {
     /// `main` ended with this status (`128 + n` for signal `n`).
     Main(i32),
     /// Children remain, none of them waiting to be reaped.
@@ -225,7 +225,7 @@ pub enum Reaped {
 /// Reaps every zombie child waiting now, not one: thousands may be. When
 /// `main` is among them, says so with its status (the others are reaped
 /// all the same).
-pub fn reap_pending(main: Option<Pid>) -> Reaped {
+pub(super) fn reap_pending(main: Option<Pid>) -> Reaped {
     let mut seen = Reaped::Running;
     loop {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {

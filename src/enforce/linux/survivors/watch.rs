@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use super::tree;
 
 /// How often the supervisor wakes to look, and how often it may count.
-pub const TICK: Duration = Duration::from_millis(100);
+pub(super) const TICK: Duration = Duration::from_millis(100);
 const COUNT_EVERY: Duration = Duration::from_secs(1);
 
 /// The bound and when the run's tasks were last counted.
 #[derive(Debug)]
-pub struct Watch {
+pub(super) struct Watch {
     bound: u64,
     counted: Option<Instant>,
     /// The supervisor's children born before magus proper: the `hosts`
@@ -29,7 +29,7 @@ impl Watch {
     /// Watches for more than `bound` tasks among the descendants of
     /// `root` (the supervisor), but for those of its children that exist
     /// already and are not `magus`.
-    pub fn new(bound: u32, root: i32, magus: i32) -> Watch {
+    pub(super) fn new(bound: u32, root: i32, magus: i32) -> Watch {
         let outside = tree::descendants(root, |_| {})
             .into_iter()
             .filter(|p| p.ppid == root && p.pid != magus)
@@ -44,7 +44,7 @@ impl Watch {
 
     /// Whether the run's tasks (the descendants of `root`, a zombie
     /// counting one) exceed the bound.
-    pub fn over(&mut self, root: i32) -> bool {
+    pub(super) fn over(&mut self, root: i32) -> bool {
         if machine_tasks().is_some_and(|n| n <= self.bound) {
             return false;
         }
