@@ -65,6 +65,15 @@ pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
     (!l.outer).then_some((body, l.next as usize))
 }
 
+/// Lowers an expression of the file's top level (a global's initial
+/// value, a static field's, an enum case's), run once in a frame of its
+/// own under the globals. `None` as [`block`] declines.
+pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
+    let mut l = Lower::new(Frame::default());
+    let e = l.expr(e)?;
+    (!l.outer).then_some((e, l.next as usize))
+}
+
 struct Lower {
     /// Each nested level's map from the resolver's slot to a frame index;
     /// the function's own level (first) maps each slot to itself.

@@ -46,6 +46,26 @@ pub(crate) fn enabled_by_default() -> bool {
     std::env::var_os(DISABLE_ENV).is_none()
 }
 
+thread_local! {
+    /// Counts, on this thread, the times compilation was on and the
+    /// walker still ran something: a declined function's call (a call may
+    /// count at more than one of its steps), a declined top-level
+    /// statement, expression or `test` block. Zero means none.
+    static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one run of the walker while compilation is on.
+pub(crate) fn note_walked() {
+    WALKED.with(|w| w.set(w.get().saturating_add(1)));
+}
+
+/// How many runs [`note_walked`] has counted on this thread (read by the
+/// differential test).
+#[cfg(test)]
+pub(crate) fn walked() -> u64 {
+    WALKED.with(std::cell::Cell::get)
+}
+
 /// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
 /// call; `None` inside when the function was declined.
 #[derive(Default)]
@@ -82,9 +102,33 @@ impl Interpreter {
         if !self.compiles() {
             return None;
         }
-        let (body, size) = lower::block(body)?;
+        let Some((body, size)) = lower::block(body) else {
+            note_walked();
+            return None;
+        };
         let mut frame = vec![Value::Null; size];
         Some(self.c_all(&body, &mut frame, globals))
+    }
+}
+
+impl Interpreter {
+    /// The value of an expression of the top level, compiled, in a frame
+    /// of its own under `globals`; `None` when compilation is off or the
+    /// expression is declined (the walker then evaluates it).
+    pub(crate) fn eval_top_compiled(
+        &mut self,
+        e: &super::ast::Expr,
+        globals: &Rc<super::value::Scope>,
+    ) -> Option<super::interp::Eval<Value>> {
+        if !self.compiles() {
+            return None;
+        }
+        let Some((e, size)) = lower::top_expr(e) else {
+            note_walked();
+            return None;
+        };
+        let mut frame = vec![Value::Null; size];
+        Some(self.c_eval(&e, &mut frame, globals))
     }
 }
 

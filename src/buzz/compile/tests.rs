@@ -17,8 +17,20 @@ pub(super) struct Ending {
 /// Runs `source` (from `file`) on the interpreter's stack, compiled or
 /// not; also gives which top-level functions compiled.
 fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, Vec<String>) {
+    let (ending, names, _) = run_counted(file, source, args, compile);
+    (ending, names)
+}
+
+/// [`run`], also giving how often the walker ran (see `super::walked`).
+fn run_counted(
+    file: &Path,
+    source: &str,
+    args: Vec<String>,
+    compile: bool,
+) -> (Ending, Vec<String>, u64) {
     let (file, source) = (file.to_path_buf(), source.to_string());
     buzz::stack::run_on_interpreter_stack(move || {
+        let before = super::walked();
         let out = Captured::default();
         let mut names = Vec::new();
         let result = buzz::parse(&file, &source).and_then(|program| {
@@ -41,7 +53,7 @@ fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, 
             output,
             result: result.map_err(|e| e.to_string()),
         };
-        (ending, names)
+        (ending, names, super::walked() - before)
     })
     .expect("interpreter thread starts")
 }
@@ -81,7 +93,7 @@ fn corpus(dir: &str) -> Vec<PathBuf> {
 /// run both ways through the binary: `scripts/differential.sh`.)
 #[test]
 fn every_buzz_test_program_and_fuzz_input_ends_the_same_compiled_and_walked() {
-    let mut checked = 0;
+    let (mut checked, mut still_walked) = (0, Vec::new());
     for dir in ["tests/buzz/pass", "tests/buzz/fail", "fuzz/corpus/parse"] {
         for file in corpus(dir) {
             let source = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
@@ -94,13 +106,26 @@ fn every_buzz_test_program_and_fuzz_input_ends_the_same_compiled_and_walked() {
                 .map(|a| a.lines().map(str::to_string).collect())
                 .unwrap_or_default();
             let (walked, _) = run(&file, &source, args.clone(), false);
-            let (fast, _) = run(&file, &source, args, true);
+            let (fast, _, by_walker) = run_counted(&file, &source, args, true);
             assert_eq!(fast, walked, "{}", file.display());
+            if by_walker > 0 {
+                let name = file.file_name().unwrap().to_string_lossy();
+                still_walked.push(format!("{dir}/{name}"));
+            }
             checked += 1;
         }
     }
     assert!(checked > 200, "only {checked} programs found");
+    assert_eq!(
+        still_walked, STILL_WALKED,
+        "the programs the walker still runs part of"
+    );
 }
+
+/// The programs of the differential run the walker still runs part of
+/// (see the module doc of `compile` for what it declines): any other
+/// program, or one of these no longer reaching it, fails the run.
+const STILL_WALKED: &[&str] = &[];
 
 /// A program whose functions use every construct the compiled path
 /// covers, each printing what it computed.
@@ -793,4 +818,23 @@ test "catches" {
         "{:?}",
         fast.0
     );
+}
+
+/// The count the differential run reads is not vacuous: a function that
+/// declares a local object (declined) is counted, and a spell whose top
+/// level computes its globals is not.
+#[test]
+fn the_walker_count_sees_what_is_declined_and_only_that() {
+    let file = PathBuf::from("count.buzz");
+    let declined = "fun f() > int { object P { x: int } return P{ x = 2 }.x; }\n\
+                    fun main() > void { _ = f(); }\n";
+    let (_, _, by_walker) = run_counted(&file, declined, Vec::new(), true);
+    assert!(by_walker > 0, "a local object is declined");
+    let top = "final xs = [1, 2, 3];\nfinal n = from { var t = 0; foreach (x in xs) { t += x; } out t; };\n\
+               object P { static k: int = from { var a = 6; out a * 2; } }\n\
+               fun main() > void { std.print(\"{n} {P.k}\"); }\nimport \"std\";\n";
+    let (ending, _, by_walker) = run_counted(&file, top, Vec::new(), true);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(String::from_utf8_lossy(&ending.output), "6 12\n");
+    assert_eq!(by_walker, 0, "the top level compiles");
 }
