@@ -467,6 +467,12 @@ impl Interpreter {
                 self.c_var_in_scope(var, stmt.pos, fr, env)
             }
             StmtKind::Try(t) => self.c_try(t, fr, env),
+            StmtKind::Scoped(body) => {
+                let scope = self.block_scope(env);
+                let result = self.c_all(body, fr, &scope);
+                self.end_block_scope(scope);
+                result
+            }
             StmtKind::Break(label) => Err(Flow::Break(label.clone())),
             StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
             StmtKind::Throw(e) => {

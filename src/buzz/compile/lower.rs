@@ -4,11 +4,14 @@
 //! that captures (the resolver marks it: `Frame::captures`) copies what it
 //! captures when nothing of it can change after it is made, else shares
 //! it: the function is then lowered again with its own level's shared
-//! locals in a scope made at each call. Declined whole (run by the
-//! walker): a closure sharing a local of a nested block, and local
-//! objects, enums, protocols and imports (their methods and defaults
-//! close over the scope). A name the resolver left to a run-time search (a generic
-//! parameter) is read by name from the environment, as the walker does.
+//! locals in a scope made at each call. When a closure shares a local of
+//! a nested level (a block's, a loop step's, a clause's), every level of
+//! the function lives in scopes laid out as the walker's (`all_scoped`).
+//! Declined whole (run by the walker): local objects, enums, protocols
+//! and imports (their methods and defaults close over the scope), and, in
+//! an all-scoped function, a `do … until` whose body declares. A name the
+//! resolver left to a run-time search (a generic parameter) is read by
+//! name from the environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the
 //! function's own level keeps its slot numbers, each nested level gets
@@ -34,11 +37,15 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         // A closure shares a local of this function's own level: those
         // locals move to a scope made at each call, the rest stay flat.
         let caps = decl.captured.get()?;
-        if caps.nested_shared {
-            return None;
-        }
         l = Lower::new(frame);
-        l.own_slots = Some(caps.own.clone());
+        if caps.nested_shared {
+            // A closure shares a local of a nested level: every level
+            // lives in scopes, laid out as the walker's.
+            l.all_scoped = true;
+            l.own_slots = Some((0..frame.size).collect());
+        } else {
+            l.own_slots = Some(caps.own.clone());
+        }
         body = l.stmts(&decl.body);
     }
     let body = body?;
@@ -91,6 +98,11 @@ struct Lower {
     /// The slots of this function's own level kept in a scope made at
     /// each call (the environment inside the body), for closures to share.
     own_slots: Option<Box<[u32]>>,
+    /// Every local of every level lives in a scope: the own level's in
+    /// the call's, each nested level's in one made where the walker makes
+    /// it ([`StmtKind::Scoped`]), so the environment is the walker's scope
+    /// at each point and a closure simply closes over it.
+    all_scoped: bool,
 }
 
 impl Lower {
@@ -103,6 +115,7 @@ impl Lower {
             outer: false,
             wants_scope: false,
             own_slots: None,
+            all_scoped: false,
         }
     }
 
@@ -118,6 +131,9 @@ impl Lower {
     /// The frame index of the resolver's `(depth, slot)`; `None` for a
     /// local outside this function.
     fn local(&mut self, depth: u32, slot: u32) -> Option<u32> {
+        if self.all_scoped {
+            return None;
+        }
         let at = self.levels.len().checked_sub(1 + depth as usize)?;
         if at == 0 {
             return (slot < self.own && !self.in_scope(depth, slot)).then_some(slot);
@@ -135,8 +151,28 @@ impl Lower {
     /// Whether the resolver's `(depth, slot)` is one of the own level's
     /// locals kept in the call's scope.
     fn in_scope(&self, depth: u32, slot: u32) -> bool {
+        if self.all_scoped {
+            return true;
+        }
         let own_level = depth as usize + 1 == self.levels.len();
         own_level && self.own_slots.as_ref().is_some_and(|o| o.contains(&slot))
+    }
+
+    /// Levels out from the environment of a local kept in a scope (the
+    /// call's, a nested level's when all are scoped, or an enclosing
+    /// function's); `None` for one in the flat frame. Notes a read of an
+    /// enclosing function's local.
+    fn scoped_at(&mut self, depth: u32, slot: u32) -> Option<u32> {
+        if self.outside(depth).is_some() {
+            self.outer = true;
+        }
+        if self.all_scoped {
+            return Some(depth);
+        }
+        if self.in_scope(depth, slot) {
+            return Some(0);
+        }
+        self.outside(depth)
     }
 
     /// Levels out from the environment of a local `depth` levels out from
@@ -176,6 +212,49 @@ impl Lower {
         }
     }
 
+    /// The frame index a binding (of a `foreach`, an `if (…) -> x`, a
+    /// `catch`) is written to: its slot, or when all are scoped a fresh
+    /// index its level's scope takes it from (see [`Lower::level`]).
+    fn binding(&mut self, res: &Resolved) -> Option<u32> {
+        if !self.all_scoped {
+            return self.declared(res);
+        }
+        let index = self.next;
+        self.next = self.next.checked_add(1)?;
+        Some(index)
+    }
+
+    /// A nested level's statements: as they are, or when all are scoped
+    /// in a scope made each time they run, which first takes each of
+    /// `bound` (a binding's resolution, its frame index) from the frame.
+    fn level(&self, bound: &[(&Resolved, u32)], body: Vec<Stmt>) -> Option<Vec<Stmt>> {
+        if !self.all_scoped {
+            return Some(body);
+        }
+        let mut stmts = Vec::with_capacity(bound.len() + body.len());
+        for (res, index) in bound {
+            let Res::Local { depth: 0, slot, .. } = res.get() else {
+                return None;
+            };
+            let kind = StmtKind::VarInScope {
+                slot,
+                init: Some(Expr::Local(*index)),
+                ty: None,
+                name: Rc::from(""),
+            };
+            stmts.push(Stmt {
+                kind,
+                pos: Pos::default(),
+            });
+        }
+        let pos = body.first().map_or(Pos::default(), |s| s.pos);
+        stmts.extend(body);
+        Some(vec![Stmt {
+            kind: StmtKind::Scoped(stmts),
+            pos,
+        }])
+    }
+
     // ----- statements -----
 
     fn stmts(&mut self, body: &[ast::Stmt]) -> Option<Vec<Stmt>> {
@@ -185,7 +264,10 @@ impl Lower {
     /// A block: a level of its own when it declares a name.
     fn block(&mut self, body: &[ast::Stmt]) -> Option<Vec<Stmt>> {
         if declares(body) {
-            self.with_level(|l| l.stmts(body))
+            self.with_level(|l| {
+                let body = l.stmts(body)?;
+                l.level(&[], body)
+            })
         } else {
             self.stmts(body)
         }
@@ -215,13 +297,19 @@ impl Lower {
                 body,
                 label,
             } => self.with_level(|l| {
-                Some(StmtKind::For {
+                let each = StmtKind::For {
                     init: l.stmts(init)?,
                     cond: maybe(cond.as_ref(), |c| l.cond(c))?,
                     body: l.block(body)?,
                     step: step.iter().map(|e| l.expr(e)).collect::<Option<_>>()?,
                     label: label.clone(),
-                })
+                };
+                if !l.all_scoped {
+                    return Some(each);
+                }
+                // The walker's one scope for the initializers.
+                let pos = stmt.pos;
+                Some(StmtKind::Scoped(vec![Stmt { kind: each, pos }]))
             })?,
             S::ForEach {
                 key,
@@ -249,7 +337,9 @@ impl Lower {
     /// An expression statement; `local = v` and `local op= v` store
     /// without making the assignment's value (as the walker's does).
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
-        let flat = |l: &Self, depth, slot| !l.in_scope(depth, slot) && l.outside(depth).is_none();
+        let flat = |l: &Self, depth, slot| {
+            !l.all_scoped && !l.in_scope(depth, slot) && l.outside(depth).is_none()
+        };
         if let Some(store) = e.as_local_store().filter(|s| flat(self, s.depth, s.slot)) {
             return Some(StmtKind::StoreLocal {
                 slot: self.local(store.depth, store.slot)?,
@@ -280,6 +370,7 @@ impl Lower {
             return None;
         };
         if assigns(value) || self.in_scope(depth, slot) || self.outside(depth).is_some() {
+            // (`in_scope` holds for every local when all are scoped.)
             return None;
         }
         let lowered = (|| {
@@ -347,7 +438,11 @@ impl Lower {
             });
         };
         let value = self.expr(cond)?;
-        let (slot, then) = self.with_level(|l| Some((l.declared(&b.slot)?, l.stmts(then)?)))?;
+        let (slot, then) = self.with_level(|l| {
+            let slot = l.binding(&b.slot)?;
+            let then = l.stmts(then)?;
+            Some((slot, l.level(&[(&b.slot, slot)], then)?))
+        })?;
         Some(StmtKind::IfBind {
             value,
             slot,
@@ -377,7 +472,10 @@ impl Lower {
                 label: label.clone(),
             })
         };
-        if declares(body) {
+        if declares(body) && self.all_scoped {
+            // Its condition reads the step's scope: not laid out here.
+            None
+        } else if declares(body) {
             self.with_level(lower)
         } else {
             lower(self)
@@ -395,17 +493,22 @@ impl Lower {
         let subject = self.expr(iterable)?;
         self.with_level(|l| {
             let key = if has_key {
-                Some(l.declared(&slots.0)?)
+                Some(l.binding(&slots.0)?)
             } else {
                 None
             };
-            let value = l.declared(&slots.1)?;
+            let value = l.binding(&slots.1)?;
+            let body = l.stmts(body)?;
+            let mut bound = vec![(&slots.1, value)];
+            if let Some(key) = key {
+                bound.insert(0, (&slots.0, key));
+            }
             Some(StmtKind::ForEach(Box::new(ForEach {
                 key,
                 value,
                 iterable: subject,
                 at: iterable.pos,
-                body: l.stmts(body)?,
+                body: l.level(&bound, body)?,
                 label: label.clone(),
             })))
         })
@@ -664,7 +767,9 @@ impl Lower {
     /// when none of them can change after it is made; else declined.
     fn closure(&mut self, decl: &Rc<FunDecl>) -> Option<Extra> {
         let frame = decl.frame.get();
-        if !frame.captures {
+        if !frame.captures || self.all_scoped {
+            // (When all are scoped the environment is the walker's scope
+            // here: the closure holds it, as the walker's does.)
             return Some(Extra::Lambda(decl.clone()));
         }
         if frame.shares && self.own_slots.is_none() {
@@ -751,12 +856,14 @@ impl Lower {
             .map(|c| {
                 self.with_level(|l| {
                     let binding = match &c.binding {
-                        Some((_, ty)) => Some((l.declared(&c.slot)?, ty.clone())),
+                        Some((_, ty)) => Some((l.binding(&c.slot)?, ty.clone())),
                         None => None,
                     };
+                    let bound: Vec<_> = binding.iter().map(|(i, _)| (&c.slot, *i)).collect();
+                    let body = l.stmts(&c.body)?;
                     Some(Clause {
                         binding,
-                        body: l.stmts(&c.body)?,
+                        body: l.level(&bound, body)?,
                     })
                 })
             })
@@ -773,15 +880,10 @@ impl Lower {
 
     fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
         Some(match res.get() {
-            Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
-                Expr::Extra(Box::new(Extra::Outer(0, slot, name.clone(), pos)))
-            }
-            Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
-                self.outer = true;
-                let out = self.outside(depth)?;
-                Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos)))
-            }
-            Res::Local { depth, slot, .. } => Expr::Local(self.local(depth, slot)?),
+            Res::Local { depth, slot, .. } => match self.scoped_at(depth, slot) {
+                Some(out) => Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos))),
+                None => Expr::Local(self.local(depth, slot)?),
+            },
             Res::Global { hint } => Expr::Global {
                 name: name.clone(),
                 res: global_res(hint),
@@ -811,19 +913,14 @@ impl Lower {
                 Res::Local { fixed: true, .. } => {
                     Expr::AssignFinal(self.boxed(value)?, name.clone(), at)
                 }
-                Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
-                    self.store_scope((0, slot), (name, at), op, value, pos)?
-                }
-                Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
-                    self.outer = true;
-                    let out = self.outside(depth)?;
-                    self.store_scope((out, slot), (name, at), op, value, pos)?
-                }
-                Res::Local { depth, slot, .. } => Expr::AssignLocal {
-                    slot: self.local(depth, slot)?,
-                    op,
-                    value: self.boxed(value)?,
-                    pos,
+                Res::Local { depth, slot, .. } => match self.scoped_at(depth, slot) {
+                    Some(out) => self.store_scope((out, slot), (name, at), op, value, pos)?,
+                    None => Expr::AssignLocal {
+                        slot: self.local(depth, slot)?,
+                        op,
+                        value: self.boxed(value)?,
+                        pos,
+                    },
                 },
                 Res::Global { .. } => Expr::AssignGlobal(Box::new(AssignGlobal {
                     name: name.clone(),

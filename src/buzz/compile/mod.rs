@@ -15,10 +15,12 @@
 //! `from`, casts, fibers, generics: [`extra`]) took new nodes, not a new
 //! engine. Closures take the walker's scope chain: locals fixed before a
 //! closure is made are copied into it ([`Copying`]); locals it shares live
-//! in a scope made at each call (`Function::own`). What it still declines,
-//! and the walker runs, is a function whose closure shares a local of one
-//! of its blocks (that needs a scope per block), and local objects,
-//! enums, protocols and imports.
+//! in a scope made at each call (`Function::own`); when a closure shares
+//! a local of one of its blocks or loops, every level of the function is
+//! a scope, made where the walker makes it ([`StmtKind::Scoped`]). The
+//! file's top level runs compiled too. What it still declines, and the
+//! walker runs, is a function declaring a local object, enum, protocol or
+//! import, and a `test` block making a closure that copies its locals.
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own
@@ -235,6 +237,10 @@ enum StmtKind {
         name: Rc<str>,
     },
     Try(Box<Try>),
+    /// A level of a function whose every local lives in scopes (see
+    /// `lower`'s `all_scoped`): its statements in a scope made each time
+    /// it runs, as the walker makes one per block, loop step and clause.
+    Scoped(Vec<Stmt>),
 }
 
 /// `try { … } catch (e: T) { … } catch { … }`.

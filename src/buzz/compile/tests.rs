@@ -415,12 +415,11 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
         ),
         "{text}"
     );
-    // `nested` shares a block's `var` with a lambda: declined.
     assert_eq!(
         names,
         [
             "attempts", "shapes", "first", "counter", "fibers", "lambdas", "captures", "steps",
-            "siblings", "shared", "holds", "main"
+            "siblings", "shared", "holds", "nested", "main"
         ],
         "{text}"
     );
@@ -837,4 +836,95 @@ fn the_walker_count_sees_what_is_declined_and_only_that() {
     assert_eq!(ending.result, Ok(0));
     assert_eq!(String::from_utf8_lossy(&ending.output), "6 12\n");
     assert_eq!(by_walker, 0, "the top level compiles");
+}
+
+/// Functions whose closures share locals of their blocks, loops, `for`
+/// initializers, `if (…) -> x` branches and `catch` clauses: each level in
+/// a scope of its own, each loop step a fresh one, as the walker's.
+const BLOCK_SHARED: &str = r#"
+import "std";
+
+fun counters() > [fun () > int] {
+    var out: [fun () > int] = [];
+    foreach (i in 0..3) {
+        var n = i * 10;
+        out.append(fun () > int {
+            n = n + 1;
+            return n + i;
+        });
+    }
+    return out;
+}
+
+fun blocks(seed: int) > int {
+    var total = seed;
+    {
+        var x = 1;
+        final bump = fun () > void {
+            x = x + total;
+        };
+        bump();
+        bump();
+        total = x;
+    }
+    for (var i = 0; i < 3; i = i + 1) {
+        var j = i;
+        final twice = fun () > int {
+            j = j * 2;
+            i = i + 0;
+            return j;
+        };
+        total = total + twice();
+    }
+    var k = 0;
+    while (k < 2) {
+        var w = k;
+        fun more() > int {
+            w = w + total;
+            return w;
+        }
+        total = more();
+        k = k + 1;
+    }
+    return total;
+}
+
+fun branches(v: str?) > str {
+    var said = "";
+    if (v -> s) {
+        var t = s;
+        final loud = fun () > void {
+            t = t + "!";
+            said = t;
+        };
+        loud();
+    }
+    try {
+        throw "e{said}";
+    } catch (e: str) {
+        var m = e;
+        final f = fun () > str {
+            m = m + "?";
+            return m;
+        };
+        said = f() + f();
+    }
+    return said;
+}
+
+fun main() > void {
+    foreach (c in counters()) {
+        std.print("{c()} {c()}");
+    }
+    std.print("{blocks(1)} {branches("a")} {branches(null)}");
+}
+"#;
+
+#[test]
+fn closures_sharing_block_locals_compile_and_print_what_the_walker_prints() {
+    let (ending, names) = both("block_shared", BLOCK_SHARED);
+    let text = String::from_utf8_lossy(&ending.output).into_owned();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(text, "1 2\n12 13\n23 24\n10 ea!?ea!?? e?e??\n");
+    assert_eq!(names, ["counters", "blocks", "branches", "main"], "{text}");
 }
