@@ -61,24 +61,34 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
 }
 
 /// Lowers a top-level block (a `test` body), run in a scope of its own
-/// under the globals: its level is the only one, laid out as a nested
-/// level is. `None` when it uses anything outside the compiled form.
+/// under the globals. `None` when it uses anything outside the compiled
+/// form.
 pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
-    // No function level: nothing resolves to the first (empty) level.
-    let mut l = Lower::new(Frame::default());
-    let body = l.block(body)?;
-    // A closure copying its locals would count that empty first level as
-    // a scope of the chain, which the walker does not make.
-    (!l.outer).then_some((body, l.next as usize))
+    top(|l| l.block(body))
 }
 
 /// Lowers an expression of the file's top level (a global's initial
 /// value, a static field's, an enum case's), run once in a frame of its
 /// own under the globals. `None` as [`block`] declines.
 pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
+    top(|l| l.expr(e))
+}
+
+/// Lowers a part of the top level with `f`, and the frame size it needs.
+/// There is no function level: nothing resolves to the first (empty)
+/// level and no scope stands for it. When a closure shares a local, it is
+/// lowered again with every level in scopes.
+fn top<T>(f: impl Fn(&mut Lower) -> Option<T>) -> Option<(T, usize)> {
     let mut l = Lower::new(Frame::default());
-    let e = l.expr(e)?;
-    (!l.outer).then_some((e, l.next as usize))
+    l.no_own_level = true;
+    let mut lowered = f(&mut l);
+    if lowered.is_none() && l.wants_scope {
+        l = Lower::new(Frame::default());
+        l.no_own_level = true;
+        l.all_scoped = true;
+        lowered = f(&mut l);
+    }
+    Some((lowered?, l.next as usize))
 }
 
 struct Lower {
@@ -103,6 +113,9 @@ struct Lower {
     /// it ([`StmtKind::Scoped`]), so the environment is the walker's scope
     /// at each point and a closure simply closes over it.
     all_scoped: bool,
+    /// Lowering the top level: the first level stands for no scope (a
+    /// closure's chain of copies does not count it).
+    no_own_level: bool,
 }
 
 impl Lower {
@@ -116,6 +129,7 @@ impl Lower {
             wants_scope: false,
             own_slots: None,
             all_scoped: false,
+            no_own_level: false,
         }
     }
 
@@ -776,8 +790,9 @@ impl Lower {
             self.wants_scope = true;
             return None;
         }
-        // The own level, when kept in a scope, is the environment itself.
-        let levels = self.levels.len() - usize::from(self.own_slots.is_some());
+        // The own level, when kept in a scope, is the environment itself;
+        // the top level has none.
+        let levels = self.levels.len() - usize::from(self.own_slots.is_some() || self.no_own_level);
         let mut copies = Vec::new();
         for &(out, slot) in decl.captured.get()?.outer.iter() {
             // A local of a function outside this one is already in the

@@ -20,7 +20,8 @@
 //! a scope, made where the walker makes it ([`StmtKind::Scoped`]). The
 //! file's top level runs compiled too. What it still declines, and the
 //! walker runs, is a function declaring a local object, enum, protocol or
-//! import, and a `test` block making a closure that copies its locals.
+//! import (and, where every level is a scope, a `do … until` whose body
+//! declares).
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own

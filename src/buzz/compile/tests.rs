@@ -784,9 +784,39 @@ test "catches" {
     final double = fun (x: int) > int => x * 2;
     std.print("{double(21)}");
 }
+
+test "closures copy its locals" {
+    final base = 40;
+    final add = fun (x: int) > int => x + base;
+    foreach (i in 0..2) {
+        final k = i;
+        final f = fun () > int => k + base;
+        std.print("{f()}");
+    }
+    std.print("{add(2)}");
+}
+
+test "closures share its locals" {
+    var count = 0;
+    final bump = fun () > void {
+        count = count + 1;
+    };
+    bump();
+    foreach (i in 0..2) {
+        var seen = i;
+        final look = fun () > int {
+            seen = seen + count;
+            return seen;
+        };
+        bump();
+        std.print("{look()}");
+    }
+    std.print("{count}");
+}
 "#;
     let run_tests = |compile: bool| {
         buzz::stack::run_on_interpreter_stack(move || {
+            let before = super::walked();
             let file = Path::new("tests.buzz");
             let program = buzz::parse(file, source).unwrap();
             let out = Captured::default();
@@ -800,20 +830,21 @@ test "catches" {
                 .map(|o| (o.name, o.failure.map(|e| e.to_string())))
                 .collect();
             let printed = String::from_utf8_lossy(&out.0.borrow()).into_owned();
-            (ends, printed)
+            (ends, printed, super::walked() - before)
         })
         .unwrap()
     };
     let (walked, fast) = (run_tests(false), run_tests(true));
     assert_eq!(fast, walked);
-    assert_eq!(fast.1, "total 6\ncaught no\n42\n");
+    assert_eq!(fast.1, "total 6\ncaught no\n42\n40\n41\n42\n2\n4\n3\n");
+    assert_eq!(fast.2, 0, "every test block ran compiled");
     let failure = fast.0[1].1.as_deref().unwrap_or_default();
     assert!(
         failure.contains("20:20") && failure.contains("division by zero"),
         "{failure}"
     );
     assert!(
-        fast.0[0].1.is_none() && fast.0[2].1.is_none(),
+        [0, 2, 3, 4].iter().all(|&i| fast.0[i].1.is_none()),
         "{:?}",
         fast.0
     );
