@@ -338,11 +338,20 @@ impl Interpreter {
             self.declare(stmt, globals)?;
         }
         for stmt in &program.statements {
-            if !matches!(
-                stmt.kind,
-                StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_) | StmtKind::Test { .. }
-            ) {
-                self.exec(stmt, globals)?;
+            match stmt.kind {
+                StmtKind::Fun(_)
+                | StmtKind::Object(_)
+                | StmtKind::Enum(_)
+                | StmtKind::Test { .. } => {}
+                // Declarations (a `var`'s value is compiled by `top_value`).
+                StmtKind::Var(_)
+                | StmtKind::Import { .. }
+                | StmtKind::Protocol(_)
+                | StmtKind::Namespace => self.exec(stmt, globals)?,
+                _ => match self.run_block_compiled(std::slice::from_ref(stmt), globals) {
+                    Some(ran) => ran?,
+                    None => self.exec(stmt, globals)?,
+                },
             }
         }
         Ok(())
@@ -682,7 +691,7 @@ impl Interpreter {
         });
         for field in decl.fields.iter().filter(|f| f.is_static) {
             let value = match &field.default {
-                Some(e) => self.eval(e, scope)?,
+                Some(e) => self.top_value(e, scope)?,
                 None => Value::Null,
             };
             class.statics.borrow_mut().push((field.name.clone(), value));
@@ -714,7 +723,7 @@ impl Interpreter {
 
     fn var(&mut self, decl: &VarDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
         let value = match &decl.init {
-            Some(e) => self.eval(e, scope)?,
+            Some(e) => self.top_value(e, scope)?,
             None => Value::Null,
         };
         let value = match &decl.ty {
@@ -723,6 +732,17 @@ impl Interpreter {
         };
         bind(scope, &decl.slot, &decl.name, value, decl.mutability);
         Ok(())
+    }
+
+    /// `e`'s value; compiled when `scope` is a file's globals (the top
+    /// level runs once: lowered there and then) and it lowers.
+    fn top_value(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        if scope.parent.is_none() {
+            if let Some(value) = self.eval_top_compiled(e, scope) {
+                return value;
+            }
+        }
+        self.eval(e, scope)
     }
 
     /// Checks `value` against a declared type (loosely), widening an `int`
@@ -767,7 +787,7 @@ impl Interpreter {
         let str_values = matches!(&decl.value_type, Some(Type::Named(t)) if &**t == "str");
         for (i, (name, value)) in decl.cases.iter().enumerate() {
             let v = match value {
-                Some(e) => self.eval(e, scope)?,
+                Some(e) => self.top_value(e, scope)?,
                 // `enum<str>` cases default to their own name, as upstream.
                 None if str_values => Value::Str(name.clone()),
                 None => Value::Int(i as i64),
@@ -2046,7 +2066,11 @@ impl Interpreter {
         decl: &'d FunDecl,
     ) -> Option<&'d super::compile::Function> {
         if self.compile {
-            super::compile::compiled(decl)
+            let compiled = super::compile::compiled(decl);
+            if compiled.is_none() {
+                super::compile::note_walked();
+            }
+            compiled
         } else {
             None
         }

@@ -367,7 +367,11 @@ impl Interpreter {
         env: &Rc<Scope>,
     ) -> Eval<Option<Value>> {
         self.enter(at)?;
-        let result = match self.c_cond(cond, fr, env) {
+        let truth = match int_condition(cond, fr) {
+            Some(b) => Ok(b),
+            None => self.c_cond(cond, fr, env),
+        };
+        let result = match truth {
             Ok(true) => self.enter(ret).and_then(|()| {
                 let v = match value {
                     Some(e) => self.c_eval(e, fr, env),
@@ -467,6 +471,12 @@ impl Interpreter {
                 self.c_var_in_scope(var, stmt.pos, fr, env)
             }
             StmtKind::Try(t) => self.c_try(t, fr, env),
+            StmtKind::Scoped(body) => {
+                let scope = self.block_scope(env);
+                let result = self.c_all(body, fr, &scope);
+                self.end_block_scope(scope);
+                result
+            }
             StmtKind::Break(label) => Err(Flow::Break(label.clone())),
             StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
             StmtKind::Throw(e) => {
@@ -595,7 +605,11 @@ impl Interpreter {
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<()> {
-        if self.c_cond(cond, fr, env)? {
+        let truth = match int_condition(cond, fr) {
+            Some(b) => b,
+            None => self.c_cond(cond, fr, env)?,
+        };
+        if truth {
             self.c_all(then, fr, env)
         } else if let Some(other) = otherwise {
             self.c_exec(other, fr, env)
@@ -696,16 +710,8 @@ impl Interpreter {
     /// A condition's truth (the walker's `condition`).
     #[inline]
     fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
-        let general = match &cond.expr {
-            Expr::Arith(arith) => &arith.1,
-            other => other,
-        };
-        if let Expr::Binary(op, operands, _) = general {
-            if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
-                if let Some(b) = int_compare(*op, x, y) {
-                    return Ok(b);
-                }
-            }
+        if let Some(b) = int_condition(cond, fr) {
+            return Ok(b);
         }
         if let Expr::Arith(arith) = &cond.expr {
             if let Some(N::B(b)) = operand(&arith.0, fr, env) {
@@ -747,12 +753,8 @@ impl Interpreter {
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<Value> {
-        if let Expr::Binary(op, operands, _) = &arith.1 {
-            if let (Some(x), Some(y)) = (peek_int(&operands.0, fr), peek_int(&operands.1, fr)) {
-                if let Some(v) = int_fast(*op, x, y) {
-                    return Ok(v);
-                }
-            }
+        if let Some(v) = int_pair(arith, fr) {
+            return Ok(v);
         }
         self.c_arith_tree(arith, fr, env)
     }
@@ -1804,6 +1806,29 @@ fn scalar_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
 
 /// The `int` an operand is when reading it cannot fail: a literal, or a
 /// local holding one.
+/// An operation on two `int`s at hand (a local, a literal).
+#[inline(always)]
+fn int_pair(arith: &(Num, Expr, std::cell::Cell<bool>), fr: &[Value]) -> Option<Value> {
+    let Expr::Binary(op, operands, _) = &arith.1 else {
+        return None;
+    };
+    int_fast(*op, peek_int(&operands.0, fr)?, peek_int(&operands.1, fr)?)
+}
+
+/// A condition comparing two `int`s at hand (a local, a literal), decided
+/// where it is tested: no call, no frame (fib's `n < 2`).
+#[inline(always)]
+fn int_condition(cond: &Cond, fr: &[Value]) -> Option<bool> {
+    let general = match &cond.expr {
+        Expr::Arith(arith) => &arith.1,
+        other => other,
+    };
+    let Expr::Binary(op, operands, _) = general else {
+        return None;
+    };
+    int_compare(*op, peek_int(&operands.0, fr)?, peek_int(&operands.1, fr)?)
+}
+
 #[inline]
 fn peek_int(e: &Expr, fr: &[Value]) -> Option<i64> {
     match e {

@@ -4,11 +4,14 @@
 //! that captures (the resolver marks it: `Frame::captures`) copies what it
 //! captures when nothing of it can change after it is made, else shares
 //! it: the function is then lowered again with its own level's shared
-//! locals in a scope made at each call. Declined whole (run by the
-//! walker): a closure sharing a local of a nested block, and local
-//! objects, enums, protocols and imports (their methods and defaults
-//! close over the scope). A name the resolver left to a run-time search (a generic
-//! parameter) is read by name from the environment, as the walker does.
+//! locals in a scope made at each call. When a closure shares a local of
+//! a nested level (a block's, a loop step's, a clause's), every level of
+//! the function lives in scopes laid out as the walker's (`all_scoped`).
+//! Declined whole (run by the walker): local objects, enums, protocols
+//! and imports (their methods and defaults close over the scope), and, in
+//! an all-scoped function, a `do … until` whose body declares. A name the
+//! resolver left to a run-time search (a generic parameter) is read by
+//! name from the environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the
 //! function's own level keeps its slot numbers, each nested level gets
@@ -34,11 +37,15 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         // A closure shares a local of this function's own level: those
         // locals move to a scope made at each call, the rest stay flat.
         let caps = decl.captured.get()?;
-        if caps.nested_shared {
-            return None;
-        }
         l = Lower::new(frame);
-        l.own_slots = Some(caps.own.clone());
+        if caps.nested_shared {
+            // A closure shares a local of a nested level: every level
+            // lives in scopes, laid out as the walker's.
+            l.all_scoped = true;
+            l.own_slots = Some((0..frame.size).collect());
+        } else {
+            l.own_slots = Some(caps.own.clone());
+        }
         body = l.stmts(&decl.body);
     }
     let body = body?;
@@ -54,15 +61,34 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
 }
 
 /// Lowers a top-level block (a `test` body), run in a scope of its own
-/// under the globals: its level is the only one, laid out as a nested
-/// level is. `None` when it uses anything outside the compiled form.
+/// under the globals. `None` when it uses anything outside the compiled
+/// form.
 pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
-    // No function level: nothing resolves to the first (empty) level.
+    top(|l| l.block(body))
+}
+
+/// Lowers an expression of the file's top level (a global's initial
+/// value, a static field's, an enum case's), run once in a frame of its
+/// own under the globals. `None` as [`block`] declines.
+pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
+    top(|l| l.expr(e))
+}
+
+/// Lowers a part of the top level with `f`, and the frame size it needs.
+/// There is no function level: nothing resolves to the first (empty)
+/// level and no scope stands for it. When a closure shares a local, it is
+/// lowered again with every level in scopes.
+fn top<T>(f: impl Fn(&mut Lower) -> Option<T>) -> Option<(T, usize)> {
     let mut l = Lower::new(Frame::default());
-    let body = l.block(body)?;
-    // A closure copying its locals would count that empty first level as
-    // a scope of the chain, which the walker does not make.
-    (!l.outer).then_some((body, l.next as usize))
+    l.no_own_level = true;
+    let mut lowered = f(&mut l);
+    if lowered.is_none() && l.wants_scope {
+        l = Lower::new(Frame::default());
+        l.no_own_level = true;
+        l.all_scoped = true;
+        lowered = f(&mut l);
+    }
+    Some((lowered?, l.next as usize))
 }
 
 struct Lower {
@@ -82,6 +108,14 @@ struct Lower {
     /// The slots of this function's own level kept in a scope made at
     /// each call (the environment inside the body), for closures to share.
     own_slots: Option<Box<[u32]>>,
+    /// Every local of every level lives in a scope: the own level's in
+    /// the call's, each nested level's in one made where the walker makes
+    /// it ([`StmtKind::Scoped`]), so the environment is the walker's scope
+    /// at each point and a closure simply closes over it.
+    all_scoped: bool,
+    /// Lowering the top level: the first level stands for no scope (a
+    /// closure's chain of copies does not count it).
+    no_own_level: bool,
 }
 
 impl Lower {
@@ -94,6 +128,8 @@ impl Lower {
             outer: false,
             wants_scope: false,
             own_slots: None,
+            all_scoped: false,
+            no_own_level: false,
         }
     }
 
@@ -109,6 +145,9 @@ impl Lower {
     /// The frame index of the resolver's `(depth, slot)`; `None` for a
     /// local outside this function.
     fn local(&mut self, depth: u32, slot: u32) -> Option<u32> {
+        if self.all_scoped {
+            return None;
+        }
         let at = self.levels.len().checked_sub(1 + depth as usize)?;
         if at == 0 {
             return (slot < self.own && !self.in_scope(depth, slot)).then_some(slot);
@@ -126,8 +165,28 @@ impl Lower {
     /// Whether the resolver's `(depth, slot)` is one of the own level's
     /// locals kept in the call's scope.
     fn in_scope(&self, depth: u32, slot: u32) -> bool {
+        if self.all_scoped {
+            return true;
+        }
         let own_level = depth as usize + 1 == self.levels.len();
         own_level && self.own_slots.as_ref().is_some_and(|o| o.contains(&slot))
+    }
+
+    /// Levels out from the environment of a local kept in a scope (the
+    /// call's, a nested level's when all are scoped, or an enclosing
+    /// function's); `None` for one in the flat frame. Notes a read of an
+    /// enclosing function's local.
+    fn scoped_at(&mut self, depth: u32, slot: u32) -> Option<u32> {
+        if self.outside(depth).is_some() {
+            self.outer = true;
+        }
+        if self.all_scoped {
+            return Some(depth);
+        }
+        if self.in_scope(depth, slot) {
+            return Some(0);
+        }
+        self.outside(depth)
     }
 
     /// Levels out from the environment of a local `depth` levels out from
@@ -167,6 +226,49 @@ impl Lower {
         }
     }
 
+    /// The frame index a binding (of a `foreach`, an `if (…) -> x`, a
+    /// `catch`) is written to: its slot, or when all are scoped a fresh
+    /// index its level's scope takes it from (see [`Lower::level`]).
+    fn binding(&mut self, res: &Resolved) -> Option<u32> {
+        if !self.all_scoped {
+            return self.declared(res);
+        }
+        let index = self.next;
+        self.next = self.next.checked_add(1)?;
+        Some(index)
+    }
+
+    /// A nested level's statements: as they are, or when all are scoped
+    /// in a scope made each time they run, which first takes each of
+    /// `bound` (a binding's resolution, its frame index) from the frame.
+    fn level(&self, bound: &[(&Resolved, u32)], body: Vec<Stmt>) -> Option<Vec<Stmt>> {
+        if !self.all_scoped {
+            return Some(body);
+        }
+        let mut stmts = Vec::with_capacity(bound.len() + body.len());
+        for (res, index) in bound {
+            let Res::Local { depth: 0, slot, .. } = res.get() else {
+                return None;
+            };
+            let kind = StmtKind::VarInScope {
+                slot,
+                init: Some(Expr::Local(*index)),
+                ty: None,
+                name: Rc::from(""),
+            };
+            stmts.push(Stmt {
+                kind,
+                pos: Pos::default(),
+            });
+        }
+        let pos = body.first().map_or(Pos::default(), |s| s.pos);
+        stmts.extend(body);
+        Some(vec![Stmt {
+            kind: StmtKind::Scoped(stmts),
+            pos,
+        }])
+    }
+
     // ----- statements -----
 
     fn stmts(&mut self, body: &[ast::Stmt]) -> Option<Vec<Stmt>> {
@@ -176,7 +278,10 @@ impl Lower {
     /// A block: a level of its own when it declares a name.
     fn block(&mut self, body: &[ast::Stmt]) -> Option<Vec<Stmt>> {
         if declares(body) {
-            self.with_level(|l| l.stmts(body))
+            self.with_level(|l| {
+                let body = l.stmts(body)?;
+                l.level(&[], body)
+            })
         } else {
             self.stmts(body)
         }
@@ -206,13 +311,19 @@ impl Lower {
                 body,
                 label,
             } => self.with_level(|l| {
-                Some(StmtKind::For {
+                let each = StmtKind::For {
                     init: l.stmts(init)?,
                     cond: maybe(cond.as_ref(), |c| l.cond(c))?,
                     body: l.block(body)?,
                     step: step.iter().map(|e| l.expr(e)).collect::<Option<_>>()?,
                     label: label.clone(),
-                })
+                };
+                if !l.all_scoped {
+                    return Some(each);
+                }
+                // The walker's one scope for the initializers.
+                let pos = stmt.pos;
+                Some(StmtKind::Scoped(vec![Stmt { kind: each, pos }]))
             })?,
             S::ForEach {
                 key,
@@ -240,7 +351,9 @@ impl Lower {
     /// An expression statement; `local = v` and `local op= v` store
     /// without making the assignment's value (as the walker's does).
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
-        let flat = |l: &Self, depth, slot| !l.in_scope(depth, slot) && l.outside(depth).is_none();
+        let flat = |l: &Self, depth, slot| {
+            !l.all_scoped && !l.in_scope(depth, slot) && l.outside(depth).is_none()
+        };
         if let Some(store) = e.as_local_store().filter(|s| flat(self, s.depth, s.slot)) {
             return Some(StmtKind::StoreLocal {
                 slot: self.local(store.depth, store.slot)?,
@@ -271,6 +384,7 @@ impl Lower {
             return None;
         };
         if assigns(value) || self.in_scope(depth, slot) || self.outside(depth).is_some() {
+            // (`in_scope` holds for every local when all are scoped.)
             return None;
         }
         let lowered = (|| {
@@ -338,7 +452,11 @@ impl Lower {
             });
         };
         let value = self.expr(cond)?;
-        let (slot, then) = self.with_level(|l| Some((l.declared(&b.slot)?, l.stmts(then)?)))?;
+        let (slot, then) = self.with_level(|l| {
+            let slot = l.binding(&b.slot)?;
+            let then = l.stmts(then)?;
+            Some((slot, l.level(&[(&b.slot, slot)], then)?))
+        })?;
         Some(StmtKind::IfBind {
             value,
             slot,
@@ -368,7 +486,10 @@ impl Lower {
                 label: label.clone(),
             })
         };
-        if declares(body) {
+        if declares(body) && self.all_scoped {
+            // Its condition reads the step's scope: not laid out here.
+            None
+        } else if declares(body) {
             self.with_level(lower)
         } else {
             lower(self)
@@ -386,17 +507,22 @@ impl Lower {
         let subject = self.expr(iterable)?;
         self.with_level(|l| {
             let key = if has_key {
-                Some(l.declared(&slots.0)?)
+                Some(l.binding(&slots.0)?)
             } else {
                 None
             };
-            let value = l.declared(&slots.1)?;
+            let value = l.binding(&slots.1)?;
+            let body = l.stmts(body)?;
+            let mut bound = vec![(&slots.1, value)];
+            if let Some(key) = key {
+                bound.insert(0, (&slots.0, key));
+            }
             Some(StmtKind::ForEach(Box::new(ForEach {
                 key,
                 value,
                 iterable: subject,
                 at: iterable.pos,
-                body: l.stmts(body)?,
+                body: l.level(&bound, body)?,
                 label: label.clone(),
             })))
         })
@@ -655,15 +781,18 @@ impl Lower {
     /// when none of them can change after it is made; else declined.
     fn closure(&mut self, decl: &Rc<FunDecl>) -> Option<Extra> {
         let frame = decl.frame.get();
-        if !frame.captures {
+        if !frame.captures || self.all_scoped {
+            // (When all are scoped the environment is the walker's scope
+            // here: the closure holds it, as the walker's does.)
             return Some(Extra::Lambda(decl.clone()));
         }
         if frame.shares && self.own_slots.is_none() {
             self.wants_scope = true;
             return None;
         }
-        // The own level, when kept in a scope, is the environment itself.
-        let levels = self.levels.len() - usize::from(self.own_slots.is_some());
+        // The own level, when kept in a scope, is the environment itself;
+        // the top level has none.
+        let levels = self.levels.len() - usize::from(self.own_slots.is_some() || self.no_own_level);
         let mut copies = Vec::new();
         for &(out, slot) in decl.captured.get()?.outer.iter() {
             // A local of a function outside this one is already in the
@@ -742,12 +871,14 @@ impl Lower {
             .map(|c| {
                 self.with_level(|l| {
                     let binding = match &c.binding {
-                        Some((_, ty)) => Some((l.declared(&c.slot)?, ty.clone())),
+                        Some((_, ty)) => Some((l.binding(&c.slot)?, ty.clone())),
                         None => None,
                     };
+                    let bound: Vec<_> = binding.iter().map(|(i, _)| (&c.slot, *i)).collect();
+                    let body = l.stmts(&c.body)?;
                     Some(Clause {
                         binding,
-                        body: l.stmts(&c.body)?,
+                        body: l.level(&bound, body)?,
                     })
                 })
             })
@@ -764,15 +895,10 @@ impl Lower {
 
     fn var_read(&mut self, name: &Rc<str>, res: &Resolved, pos: Pos) -> Option<Expr> {
         Some(match res.get() {
-            Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
-                Expr::Extra(Box::new(Extra::Outer(0, slot, name.clone(), pos)))
-            }
-            Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
-                self.outer = true;
-                let out = self.outside(depth)?;
-                Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos)))
-            }
-            Res::Local { depth, slot, .. } => Expr::Local(self.local(depth, slot)?),
+            Res::Local { depth, slot, .. } => match self.scoped_at(depth, slot) {
+                Some(out) => Expr::Extra(Box::new(Extra::Outer(out, slot, name.clone(), pos))),
+                None => Expr::Local(self.local(depth, slot)?),
+            },
             Res::Global { hint } => Expr::Global {
                 name: name.clone(),
                 res: global_res(hint),
@@ -802,19 +928,14 @@ impl Lower {
                 Res::Local { fixed: true, .. } => {
                     Expr::AssignFinal(self.boxed(value)?, name.clone(), at)
                 }
-                Res::Local { depth, slot, .. } if self.in_scope(depth, slot) => {
-                    self.store_scope((0, slot), (name, at), op, value, pos)?
-                }
-                Res::Local { depth, slot, .. } if self.outside(depth).is_some() => {
-                    self.outer = true;
-                    let out = self.outside(depth)?;
-                    self.store_scope((out, slot), (name, at), op, value, pos)?
-                }
-                Res::Local { depth, slot, .. } => Expr::AssignLocal {
-                    slot: self.local(depth, slot)?,
-                    op,
-                    value: self.boxed(value)?,
-                    pos,
+                Res::Local { depth, slot, .. } => match self.scoped_at(depth, slot) {
+                    Some(out) => self.store_scope((out, slot), (name, at), op, value, pos)?,
+                    None => Expr::AssignLocal {
+                        slot: self.local(depth, slot)?,
+                        op,
+                        value: self.boxed(value)?,
+                        pos,
+                    },
                 },
                 Res::Global { .. } => Expr::AssignGlobal(Box::new(AssignGlobal {
                     name: name.clone(),

@@ -15,10 +15,13 @@
 //! `from`, casts, fibers, generics: [`extra`]) took new nodes, not a new
 //! engine. Closures take the walker's scope chain: locals fixed before a
 //! closure is made are copied into it ([`Copying`]); locals it shares live
-//! in a scope made at each call (`Function::own`). What it still declines,
-//! and the walker runs, is a function whose closure shares a local of one
-//! of its blocks (that needs a scope per block), and local objects,
-//! enums, protocols and imports.
+//! in a scope made at each call (`Function::own`); when a closure shares
+//! a local of one of its blocks or loops, every level of the function is
+//! a scope, made where the walker makes it ([`StmtKind::Scoped`]). The
+//! file's top level runs compiled too. What it still declines, and the
+//! walker runs, is a function declaring a local object, enum, protocol or
+//! import (and, where every level is a scope, a `do … until` whose body
+//! declares).
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own
@@ -44,6 +47,26 @@ pub(super) const DISABLE_ENV: &str = "MAGUS_BUZZ_NO_COMPILE";
 /// Whether compilation is on by default in this process.
 pub(crate) fn enabled_by_default() -> bool {
     std::env::var_os(DISABLE_ENV).is_none()
+}
+
+thread_local! {
+    /// Counts, on this thread, the times compilation was on and the
+    /// walker still ran something: a declined function's call (a call may
+    /// count at more than one of its steps), a declined top-level
+    /// statement, expression or `test` block. Zero means none.
+    static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one run of the walker while compilation is on.
+pub(crate) fn note_walked() {
+    WALKED.with(|w| w.set(w.get().saturating_add(1)));
+}
+
+/// How many runs [`note_walked`] has counted on this thread (read by the
+/// differential test).
+#[cfg(test)]
+pub(crate) fn walked() -> u64 {
+    WALKED.with(std::cell::Cell::get)
 }
 
 /// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
@@ -82,9 +105,33 @@ impl Interpreter {
         if !self.compiles() {
             return None;
         }
-        let (body, size) = lower::block(body)?;
+        let Some((body, size)) = lower::block(body) else {
+            note_walked();
+            return None;
+        };
         let mut frame = vec![Value::Null; size];
         Some(self.c_all(&body, &mut frame, globals))
+    }
+}
+
+impl Interpreter {
+    /// The value of an expression of the top level, compiled, in a frame
+    /// of its own under `globals`; `None` when compilation is off or the
+    /// expression is declined (the walker then evaluates it).
+    pub(crate) fn eval_top_compiled(
+        &mut self,
+        e: &super::ast::Expr,
+        globals: &Rc<super::value::Scope>,
+    ) -> Option<super::interp::Eval<Value>> {
+        if !self.compiles() {
+            return None;
+        }
+        let Some((e, size)) = lower::top_expr(e) else {
+            note_walked();
+            return None;
+        };
+        let mut frame = vec![Value::Null; size];
+        Some(self.c_eval(&e, &mut frame, globals))
     }
 }
 
@@ -191,6 +238,10 @@ enum StmtKind {
         name: Rc<str>,
     },
     Try(Box<Try>),
+    /// A level of a function whose every local lives in scopes (see
+    /// `lower`'s `all_scoped`): its statements in a scope made each time
+    /// it runs, as the walker makes one per block, loop step and clause.
+    Scoped(Vec<Stmt>),
 }
 
 /// `try { … } catch (e: T) { … } catch { … }`.

@@ -17,8 +17,20 @@ pub(super) struct Ending {
 /// Runs `source` (from `file`) on the interpreter's stack, compiled or
 /// not; also gives which top-level functions compiled.
 fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, Vec<String>) {
+    let (ending, names, _) = run_counted(file, source, args, compile);
+    (ending, names)
+}
+
+/// [`run`], also giving how often the walker ran (see `super::walked`).
+fn run_counted(
+    file: &Path,
+    source: &str,
+    args: Vec<String>,
+    compile: bool,
+) -> (Ending, Vec<String>, u64) {
     let (file, source) = (file.to_path_buf(), source.to_string());
     buzz::stack::run_on_interpreter_stack(move || {
+        let before = super::walked();
         let out = Captured::default();
         let mut names = Vec::new();
         let result = buzz::parse(&file, &source).and_then(|program| {
@@ -41,7 +53,7 @@ fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, 
             output,
             result: result.map_err(|e| e.to_string()),
         };
-        (ending, names)
+        (ending, names, super::walked() - before)
     })
     .expect("interpreter thread starts")
 }
@@ -81,7 +93,7 @@ fn corpus(dir: &str) -> Vec<PathBuf> {
 /// run both ways through the binary: `scripts/differential.sh`.)
 #[test]
 fn every_buzz_test_program_and_fuzz_input_ends_the_same_compiled_and_walked() {
-    let mut checked = 0;
+    let (mut checked, mut still_walked) = (0, Vec::new());
     for dir in ["tests/buzz/pass", "tests/buzz/fail", "fuzz/corpus/parse"] {
         for file in corpus(dir) {
             let source = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
@@ -94,13 +106,26 @@ fn every_buzz_test_program_and_fuzz_input_ends_the_same_compiled_and_walked() {
                 .map(|a| a.lines().map(str::to_string).collect())
                 .unwrap_or_default();
             let (walked, _) = run(&file, &source, args.clone(), false);
-            let (fast, _) = run(&file, &source, args, true);
+            let (fast, _, by_walker) = run_counted(&file, &source, args, true);
             assert_eq!(fast, walked, "{}", file.display());
+            if by_walker > 0 {
+                let name = file.file_name().unwrap().to_string_lossy();
+                still_walked.push(format!("{dir}/{name}"));
+            }
             checked += 1;
         }
     }
     assert!(checked > 200, "only {checked} programs found");
+    assert_eq!(
+        still_walked, STILL_WALKED,
+        "the programs the walker still runs part of"
+    );
 }
+
+/// The programs of the differential run the walker still runs part of
+/// (see the module doc of `compile` for what it declines): any other
+/// program, or one of these no longer reaching it, fails the run.
+const STILL_WALKED: &[&str] = &[];
 
 /// A program whose functions use every construct the compiled path
 /// covers, each printing what it computed.
@@ -390,12 +415,11 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
         ),
         "{text}"
     );
-    // `nested` shares a block's `var` with a lambda: declined.
     assert_eq!(
         names,
         [
             "attempts", "shapes", "first", "counter", "fibers", "lambdas", "captures", "steps",
-            "siblings", "shared", "holds", "main"
+            "siblings", "shared", "holds", "nested", "main"
         ],
         "{text}"
     );
@@ -760,9 +784,39 @@ test "catches" {
     final double = fun (x: int) > int => x * 2;
     std.print("{double(21)}");
 }
+
+test "closures copy its locals" {
+    final base = 40;
+    final add = fun (x: int) > int => x + base;
+    foreach (i in 0..2) {
+        final k = i;
+        final f = fun () > int => k + base;
+        std.print("{f()}");
+    }
+    std.print("{add(2)}");
+}
+
+test "closures share its locals" {
+    var count = 0;
+    final bump = fun () > void {
+        count = count + 1;
+    };
+    bump();
+    foreach (i in 0..2) {
+        var seen = i;
+        final look = fun () > int {
+            seen = seen + count;
+            return seen;
+        };
+        bump();
+        std.print("{look()}");
+    }
+    std.print("{count}");
+}
 "#;
     let run_tests = |compile: bool| {
         buzz::stack::run_on_interpreter_stack(move || {
+            let before = super::walked();
             let file = Path::new("tests.buzz");
             let program = buzz::parse(file, source).unwrap();
             let out = Captured::default();
@@ -776,21 +830,132 @@ test "catches" {
                 .map(|o| (o.name, o.failure.map(|e| e.to_string())))
                 .collect();
             let printed = String::from_utf8_lossy(&out.0.borrow()).into_owned();
-            (ends, printed)
+            (ends, printed, super::walked() - before)
         })
         .unwrap()
     };
     let (walked, fast) = (run_tests(false), run_tests(true));
     assert_eq!(fast, walked);
-    assert_eq!(fast.1, "total 6\ncaught no\n42\n");
+    assert_eq!(fast.1, "total 6\ncaught no\n42\n40\n41\n42\n2\n4\n3\n");
+    assert_eq!(fast.2, 0, "every test block ran compiled");
     let failure = fast.0[1].1.as_deref().unwrap_or_default();
     assert!(
         failure.contains("20:20") && failure.contains("division by zero"),
         "{failure}"
     );
     assert!(
-        fast.0[0].1.is_none() && fast.0[2].1.is_none(),
+        [0, 2, 3, 4].iter().all(|&i| fast.0[i].1.is_none()),
         "{:?}",
         fast.0
     );
+}
+
+/// The count the differential run reads is not vacuous: a function that
+/// declares a local object (declined) is counted, and a spell whose top
+/// level computes its globals is not.
+#[test]
+fn the_walker_count_sees_what_is_declined_and_only_that() {
+    let file = PathBuf::from("count.buzz");
+    let declined = "fun f() > int { object P { x: int } return P{ x = 2 }.x; }\n\
+                    fun main() > void { _ = f(); }\n";
+    let (_, _, by_walker) = run_counted(&file, declined, Vec::new(), true);
+    assert!(by_walker > 0, "a local object is declined");
+    let top = "final xs = [1, 2, 3];\nfinal n = from { var t = 0; foreach (x in xs) { t += x; } out t; };\n\
+               object P { static k: int = from { var a = 6; out a * 2; } }\n\
+               fun main() > void { std.print(\"{n} {P.k}\"); }\nimport \"std\";\n";
+    let (ending, _, by_walker) = run_counted(&file, top, Vec::new(), true);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(String::from_utf8_lossy(&ending.output), "6 12\n");
+    assert_eq!(by_walker, 0, "the top level compiles");
+}
+
+/// Functions whose closures share locals of their blocks, loops, `for`
+/// initializers, `if (…) -> x` branches and `catch` clauses: each level in
+/// a scope of its own, each loop step a fresh one, as the walker's.
+const BLOCK_SHARED: &str = r#"
+import "std";
+
+fun counters() > [fun () > int] {
+    var out: [fun () > int] = [];
+    foreach (i in 0..3) {
+        var n = i * 10;
+        out.append(fun () > int {
+            n = n + 1;
+            return n + i;
+        });
+    }
+    return out;
+}
+
+fun blocks(seed: int) > int {
+    var total = seed;
+    {
+        var x = 1;
+        final bump = fun () > void {
+            x = x + total;
+        };
+        bump();
+        bump();
+        total = x;
+    }
+    for (var i = 0; i < 3; i = i + 1) {
+        var j = i;
+        final twice = fun () > int {
+            j = j * 2;
+            i = i + 0;
+            return j;
+        };
+        total = total + twice();
+    }
+    var k = 0;
+    while (k < 2) {
+        var w = k;
+        fun more() > int {
+            w = w + total;
+            return w;
+        }
+        total = more();
+        k = k + 1;
+    }
+    return total;
+}
+
+fun branches(v: str?) > str {
+    var said = "";
+    if (v -> s) {
+        var t = s;
+        final loud = fun () > void {
+            t = t + "!";
+            said = t;
+        };
+        loud();
+    }
+    try {
+        throw "e{said}";
+    } catch (e: str) {
+        var m = e;
+        final f = fun () > str {
+            m = m + "?";
+            return m;
+        };
+        said = f() + f();
+    }
+    return said;
+}
+
+fun main() > void {
+    foreach (c in counters()) {
+        std.print("{c()} {c()}");
+    }
+    std.print("{blocks(1)} {branches("a")} {branches(null)}");
+}
+"#;
+
+#[test]
+fn closures_sharing_block_locals_compile_and_print_what_the_walker_prints() {
+    let (ending, names) = both("block_shared", BLOCK_SHARED);
+    let text = String::from_utf8_lossy(&ending.output).into_owned();
+    assert_eq!(ending.result, Ok(0), "{text}");
+    assert_eq!(text, "1 2\n12 13\n23 24\n10 ea!?ea!?? e?e??\n");
+    assert_eq!(names, ["counters", "blocks", "branches", "main"], "{text}");
 }
