@@ -63,8 +63,8 @@ pub(crate) fn note_walked() {
 }
 
 /// How many runs [`note_walked`] has counted on this thread (read by the
-/// differential test).
-#[cfg(test)]
+/// differential test, Unix only as the tests module is).
+#[cfg(all(test, unix))]
 pub(crate) fn walked() -> u64 {
     WALKED.with(std::cell::Cell::get)
 }
