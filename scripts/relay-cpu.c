@@ -9,7 +9,7 @@
  *                        of its legs on Reno, unpaced, chosen before the
  *                        connection exists);
  *   splice, host CC      the same relay on the host's default congestion
- *                        control (BBR here: the proxy before session 8);
+ *                        control (BBR here: the proxy before its Reno legs);
  *   copy                 a read/write relay with a 1 MiB buffer, Reno legs;
  *   direct / splice, Reno client
  *                        the first two with the client on Reno as well, as
