@@ -218,6 +218,15 @@ fn assert_value_nowhere(h: &Harness, out: &RunOutput, who: User) {
     }
 }
 
+/// `out`'s stdout holds `text`.
+fn assert_printed(out: &RunOutput, who: User, text: &str) {
+    assert!(
+        out.stdout.contains(text),
+        "{who:?}: no `{text}` in stdout: {}",
+        out.dump()
+    );
+}
+
 fn codes(stderr: &str) -> Vec<String> {
     stderr
         .lines()
@@ -249,21 +258,9 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
         let h = harness(&config(bound.port, attacker.port), &script);
         let out = run(&h, user, &ca.pem);
         assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
-        assert!(
-            out.stdout.contains("ENV.GET magus-secret-"),
-            "{user:?}: env.get: {}",
-            out.dump()
-        );
-        assert!(
-            out.stdout.contains("SEEN=magus-secret-"),
-            "{user:?}: {}",
-            out.dump()
-        );
-        assert!(
-            out.stdout.contains("\n0\n"),
-            "{user:?}: environ: {}",
-            out.dump()
-        );
+        assert_printed(&out, user, "ENV.GET magus-secret-");
+        assert_printed(&out, user, "SEEN=magus-secret-");
+        assert_printed(&out, user, "\n0\n");
         assert!(
             out.stdout
                 .contains("SSL_CERT_FILE=/tmp/magus-secrets-ca.pem"),
@@ -276,20 +273,12 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
             "{user:?}: {}",
             out.dump()
         );
-        assert!(
-            out.stdout.contains("AUTH-OK py"),
-            "{user:?}: {}",
-            out.dump()
-        );
+        assert_printed(&out, user, "AUTH-OK py");
         let log = bound.log();
         // Bearer three times (curl, Python, git) as is; Basic as base64,
         // checked by the server (its third AUTH-OK).
         assert!(log.contains("User-Agent: git/"), "{user:?}: {log}");
-        assert!(
-            out.stdout.contains("ENVIRONS 0\n"),
-            "{user:?}: {}",
-            out.dump()
-        );
+        assert_printed(&out, user, "ENVIRONS 0\n");
         assert_eq!(
             log.matches(VALUE).count(),
             3,
@@ -461,16 +450,8 @@ fn cargo_downloads_from_a_registry_that_needs_the_token() {
             .unwrap();
         let out = run_as_is(&h, user, &ca.pem);
         assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
-        assert!(
-            out.stdout.contains("CARGO-FETCHED"),
-            "{user:?}: {}",
-            out.dump()
-        );
-        assert!(
-            out.stdout.contains("CRATE-THERE"),
-            "{user:?}: {}",
-            out.dump()
-        );
+        assert_printed(&out, user, "CARGO-FETCHED");
+        assert_printed(&out, user, "CRATE-THERE");
         let log = bound.log();
         assert!(log.contains("User-Agent: cargo"), "{user:?}: {log}");
         assert!(
@@ -698,16 +679,8 @@ fn memory_reads_and_raw_sockets_get_nothing_of_the_value() {
             "{user:?}: the value in a readable process: {}",
             out.dump()
         );
-        assert!(
-            out.stdout.contains("TCP-FAILED"),
-            "{user:?}: {}",
-            out.dump()
-        );
-        assert!(
-            out.stdout.contains("RAW-FAILED"),
-            "{user:?}: {}",
-            out.dump()
-        );
+        assert_printed(&out, user, "TCP-FAILED");
+        assert_printed(&out, user, "RAW-FAILED");
         assert!(
             got.lock().unwrap().is_empty(),
             "{user:?}: the attacker got bytes"
@@ -888,11 +861,7 @@ fn a_spell_without_secrets_gets_no_ca_and_no_termination() {
         let out = capture(&mut cmd);
         assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
         assert!(!out.stdout.contains("CA-FILE"), "{user:?}: {}", out.dump());
-        assert!(
-            out.stdout.contains("NO-CA-VARS"),
-            "{user:?}: {}",
-            out.dump()
-        );
+        assert_printed(&out, user, "NO-CA-VARS");
         // Only the server's own certificate (under the test CA) could
         // have answered: no terminating proxy in between.
         assert!(out.stdout.contains("NO-AUTH"), "{user:?}: {}", out.dump());
