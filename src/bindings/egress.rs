@@ -115,23 +115,13 @@ impl Refusals {
             RefusalReason::PrivateAddress => rebinding_text(host, &self.resolved),
             other => other.text().to_string(),
         };
-        let mut d = Diagnostic::warning(format!(
+        let d = Diagnostic::warning(format!(
             "connection to `{host}:{port}` refused{times} by the sandbox's network proxy"
         ))
         .with_code(Code::Mgs2011)
         .with_note(format!("{why} (asked through {})", self.via_text()))
         .with_help(self.fix());
-        if let Some(site) = site {
-            d = d
-                .with_location(Location {
-                    kind: SourceKind::Spell,
-                    file: site.file.clone(),
-                    line: site.line,
-                    column: site.column,
-                })
-                .with_label("the program started here asked for it");
-        }
-        d
+        at_site(d, site, "the program started here asked for it")
     }
 
     /// `the HTTP proxy`, `the HTTP and SOCKS5 proxies`.
@@ -201,21 +191,11 @@ fn secret_refused(
         Some(_) => why.to_string(),
         None => format!("the placeholder {why}"),
     };
-    let mut d = Diagnostic::warning(message)
+    let d = Diagnostic::warning(message)
         .with_code(Code::Mgs2013)
         .with_note(note)
         .with_help(help);
-    if let Some(site) = site {
-        d = d
-            .with_location(Location {
-                kind: SourceKind::Spell,
-                file: site.file.clone(),
-                line: site.line,
-                column: site.column,
-            })
-            .with_label("the program started here sent it");
-    }
-    d
+    at_site(d, site, "the program started here sent it")
 }
 
 /// The lines of `magus.yaml` above a `hosts:` entry.
@@ -252,6 +232,20 @@ pub(crate) fn turned_away_diagnostic(summary: &EgressSummary) -> Option<Diagnost
         .with_note("each was answered \"503 Service Unavailable\" (HTTP) or \"no acceptable method\" (SOCKS5) and closed")
         .with_help("a program that holds many idle connections open (a crawler, a leak) keeps others out; let it close them")
     })
+}
+
+/// `d` pointed at the spell line that started the program, when known.
+fn at_site(d: Diagnostic, site: Option<&CallSite>, label: &str) -> Diagnostic {
+    let Some(site) = site else {
+        return d;
+    };
+    d.with_location(Location {
+        kind: SourceKind::Spell,
+        file: site.file.clone(),
+        line: site.line,
+        column: site.column,
+    })
+    .with_label(label)
 }
 
 #[cfg(test)]
