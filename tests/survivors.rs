@@ -201,7 +201,7 @@ fn is_pid(name: &str) -> bool {
 fn kill_named(name: &str) -> usize {
     let start = Instant::now();
     let (mut quiet, mut busy) = (0, 0);
-    while quiet < 5 && start.elapsed() < Duration::from_secs(10) {
+    while quiet < 5 && start.elapsed() < Duration::from_secs(30) {
         let found = named(name);
         if found.is_empty() {
             quiet += 1;
