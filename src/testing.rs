@@ -7,6 +7,16 @@
 
 pub mod buzz {
     pub use crate::buzz::{parse, Interpreter, Program};
+
+    /// Runs `f` on the interpreter's own large-stack thread, as `magus run`
+    /// runs spells, with the stack budget that thread allows: `f` is given
+    /// the budget to pass to `Interpreter::with_stack_budget`. `None` when
+    /// the thread cannot be made; a panic in `f` is resumed here.
+    pub fn on_interpreter_stack<T: Send>(f: impl FnOnce(usize) -> T + Send) -> Option<T> {
+        use crate::buzz::stack;
+        let budget = stack::stack_budget(stack::interpreter_stack());
+        stack::run_on_interpreter_stack(move || f(budget)).ok()
+    }
 }
 
 pub mod bindings {

@@ -4,7 +4,8 @@
 //! It reaches the outside world only through the native modules it is given.
 //! Recursion (Buzz calls and nested evaluation) is counted and bounded by
 //! [`MAX_CALL_DEPTH`] and [`MAX_EVAL_DEPTH`], so runaway spells end in an
-//! error instead of overflowing the stack.
+//! error instead of overflowing the stack; an optional step budget
+//! ([`Interpreter::with_step_budget`]) bounds how long one may run.
 
 use super::ast::*;
 use super::error::BuzzError;
@@ -116,6 +117,11 @@ pub struct Interpreter {
     pub(super) flat_frames: Vec<Vec<Value>>,
     /// Whether functions run compiled when they can (else all in the walker).
     compile: bool,
+    /// Steps (calls and loop turns) left before the spell is stopped,
+    /// shared with the spell's fibers so that they draw on one budget.
+    steps: Rc<std::cell::Cell<u64>>,
+    /// The step budget the spell started with, for the error.
+    step_budget: u64,
 }
 
 /// What native calls and built-in methods are given, kept from one call
@@ -209,6 +215,8 @@ impl Interpreter {
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
             compile: super::compile::enabled_by_default(),
+            steps: Rc::new(std::cell::Cell::new(u64::MAX)),
+            step_budget: u64::MAX,
         }
     }
 
@@ -216,6 +224,15 @@ impl Interpreter {
     /// than `bytes` of heap (`sandbox.limits.memory`).
     pub fn with_heap_budget(mut self, bytes: usize) -> Interpreter {
         self.heap_budget = bytes;
+        self
+    }
+
+    /// Stops the spell with a "step limit" error once it has made `steps`
+    /// calls and loop turns, all its fibers together. Unbounded unless
+    /// set: for runs that must end however the spell loops (the fuzzer's).
+    pub fn with_step_budget(mut self, steps: u64) -> Interpreter {
+        self.steps.set(steps);
+        self.step_budget = steps;
         self
     }
 
@@ -301,6 +318,8 @@ impl Interpreter {
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
             compile: self.compile,
+            steps: self.steps.clone(),
+            step_budget: self.step_budget,
         }
     }
 
@@ -438,8 +457,9 @@ impl Interpreter {
         Ok(())
     }
 
-    /// Entering a Buzz call: depth, memory and stack.
+    /// Entering a Buzz call: steps, depth, memory and stack.
     pub(super) fn enter_call(&mut self, pos: Pos) -> Eval<()> {
+        self.take_step(pos)?;
         if self.stack_base.abs_diff(stack_address()) > self.stack_budget {
             return Err(self.enter_refused(pos));
         }
@@ -452,6 +472,30 @@ impl Interpreter {
     pub(super) fn within_budgets(&self) -> bool {
         self.stack_base.abs_diff(stack_address()) <= self.stack_budget
             && super::heap::in_use() <= self.heap_budget
+    }
+
+    /// One step of the step budget: a call, or a turn of a loop (which may
+    /// make no call and run no statement, as `while (true) {}`).
+    #[inline]
+    pub(super) fn take_step(&mut self, pos: Pos) -> Eval<()> {
+        let left = self.steps.get();
+        if left == 0 {
+            return Err(self.out_of_steps(pos));
+        }
+        self.steps.set(left - 1);
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn out_of_steps(&self, pos: Pos) -> Flow {
+        self.fail(
+            pos,
+            format!(
+                "step limit: the spell made more than {} calls and loop turns (an endless loop?)",
+                self.step_budget
+            ),
+        )
     }
 
     /// Why [`Interpreter::enter`] refused: depth, stack or memory.
@@ -646,10 +690,10 @@ impl Interpreter {
                 otherwise,
             } => self.if_binding(cond, binding, then, otherwise.as_deref(), scope),
             StmtKind::While { cond, body, label } => {
-                self.while_loop(cond, body, label.as_ref(), scope)
+                self.while_loop(cond, body, (label.as_ref(), pos), scope)
             }
             StmtKind::DoUntil { body, cond, label } => {
-                self.do_until(body, cond, label.as_ref(), scope)
+                self.do_until(body, cond, (label.as_ref(), pos), scope)
             }
             StmtKind::For {
                 init,
@@ -657,7 +701,14 @@ impl Interpreter {
                 step,
                 body,
                 label,
-            } => self.for_loop(init, cond.as_ref(), step, body, label.as_ref(), scope),
+            } => self.for_loop(
+                init,
+                cond.as_ref(),
+                step,
+                body,
+                (label.as_ref(), pos),
+                scope,
+            ),
             StmtKind::ForEach {
                 key,
                 value,
@@ -667,7 +718,7 @@ impl Interpreter {
                 slots,
             } => {
                 let names = (key.as_ref(), value, slots);
-                self.foreach(names, iterable, body, label.as_ref(), scope)
+                self.foreach(names, iterable, body, (label.as_ref(), pos), scope)
             }
             StmtKind::Break(label) => Err(Flow::Break(label.clone())),
             StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
@@ -844,9 +895,16 @@ impl Interpreter {
         }
     }
 
-    /// Runs a loop body; `Ok(false)` means `break`. A labelled `break` or
+    /// Runs a loop body, one step (see [`Interpreter::take_step`]) of the loop
+    /// at `pos`; `Ok(false)` means `break`. A labelled `break` or
     /// `continue` is this loop's when it names `label`, else it goes on out.
-    fn body(&mut self, body: &[Stmt], label: Option<&Rc<str>>, scope: &Rc<Scope>) -> Eval<bool> {
+    fn body(
+        &mut self,
+        body: &[Stmt],
+        (label, pos): (Option<&Rc<str>>, Pos),
+        scope: &Rc<Scope>,
+    ) -> Eval<bool> {
+        self.take_step(pos)?;
         match self.exec_all(body, scope) {
             Ok(()) | Err(Flow::Continue(None)) => Ok(true),
             Err(Flow::Break(None)) => Ok(false),
@@ -860,14 +918,14 @@ impl Interpreter {
         &mut self,
         cond: &Expr,
         body: &[Stmt],
-        label: Option<&Rc<str>>,
+        (label, pos): (Option<&Rc<str>>, Pos),
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         let declares = declares(body);
         let mut last = None;
         while self.condition(cond, scope)? {
             let inner = Self::body_scope(declares, &mut last, scope);
-            if !self.body(body, label, &inner)? {
+            if !self.body(body, (label, pos), &inner)? {
                 break;
             }
             last = Some(inner);
@@ -879,14 +937,14 @@ impl Interpreter {
         &mut self,
         body: &[Stmt],
         cond: &Expr,
-        label: Option<&Rc<str>>,
+        (label, pos): (Option<&Rc<str>>, Pos),
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         let declares = declares(body);
         let mut last = None;
         loop {
             let inner = Self::body_scope(declares, &mut last, scope);
-            if !self.body(body, label, &inner)? || self.condition(cond, &inner)? {
+            if !self.body(body, (label, pos), &inner)? || self.condition(cond, &inner)? {
                 return Ok(());
             }
             last = Some(inner);
@@ -899,7 +957,7 @@ impl Interpreter {
         cond: Option<&Expr>,
         step: &[Expr],
         body: &[Stmt],
-        label: Option<&Rc<str>>,
+        (label, pos): (Option<&Rc<str>>, Pos),
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         let outer = Scope::new(Some(scope.clone()));
@@ -913,7 +971,7 @@ impl Interpreter {
                 }
             }
             let inner = Self::body_scope(declares, &mut last, &outer);
-            if !self.body(body, label, &inner)? {
+            if !self.body(body, (label, pos), &inner)? {
                 return Ok(());
             }
             last = Some(inner);
@@ -928,7 +986,7 @@ impl Interpreter {
         (key, value, slots): (Option<&Rc<str>>, &Rc<str>, &(Resolved, Resolved)),
         iterable: &Expr,
         body: &[Stmt],
-        label: Option<&Rc<str>>,
+        (label, pos): (Option<&Rc<str>>, Pos),
         scope: &Rc<Scope>,
     ) -> Eval<()> {
         let subject = self.eval(iterable, scope)?;
@@ -945,7 +1003,7 @@ impl Interpreter {
                 bind(&inner, &slots.0, key, k, Mutability::Final);
             }
             bind(&inner, &slots.1, value, v, Mutability::Final);
-            if !self.body(body, label, &inner)? {
+            if !self.body(body, (label, pos), &inner)? {
                 return Ok(());
             }
             last = Some(inner);

@@ -34,6 +34,8 @@ mod resolve;
 mod serialize;
 pub(crate) mod stack;
 mod std_module;
+#[cfg(test)]
+mod step_budget_tests;
 mod testing;
 mod value;
 

@@ -441,14 +441,16 @@ impl Interpreter {
             }
             StmtKind::While { cond, body, label } => {
                 while self.c_cond(cond, fr, env)? {
-                    if !self.c_loop_body(body, label, fr, env)? {
+                    if !self.c_loop_body(body, (label, stmt.pos), fr, env)? {
                         break;
                     }
                 }
                 Ok(())
             }
             StmtKind::DoUntil { body, cond, label } => loop {
-                if !self.c_loop_body(body, label, fr, env)? || self.c_cond(cond, fr, env)? {
+                if !self.c_loop_body(body, (label, stmt.pos), fr, env)?
+                    || self.c_cond(cond, fr, env)?
+                {
                     return Ok(());
                 }
             },
@@ -458,8 +460,8 @@ impl Interpreter {
                 step,
                 body,
                 label,
-            } => self.c_for(init, cond.as_ref(), step, (body, label), fr, env),
-            StmtKind::ForEach(each) => self.c_foreach(each, fr, env),
+            } => self.c_for(init, cond.as_ref(), step, (body, label, stmt.pos), fr, env),
+            StmtKind::ForEach(each) => self.c_foreach(each, stmt.pos, fr, env),
             StmtKind::Out(e) => Err(Flow::Out(self.c_eval(e, fr, env)?)),
             StmtKind::VarInScope {
                 slot,
@@ -642,14 +644,16 @@ impl Interpreter {
         }
     }
 
-    /// Runs a loop body; `Ok(false)` means `break` (the walker's `body`).
+    /// Runs a loop body, one step of the loop at `pos`; `Ok(false)` means
+    /// `break` (the walker's `body`).
     fn c_loop_body(
         &mut self,
         body: &[Stmt],
-        label: &Label,
+        (label, pos): (&Label, Pos),
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<bool> {
+        self.take_step(pos)?;
         match self.c_all(body, fr, env) {
             Ok(()) | Err(Flow::Continue(None)) => Ok(true),
             Err(Flow::Break(None)) => Ok(false),
@@ -664,7 +668,7 @@ impl Interpreter {
         init: &[Stmt],
         cond: Option<&Cond>,
         step: &[Expr],
-        (body, label): (&[Stmt], &Label),
+        (body, label, pos): (&[Stmt], &Label, Pos),
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<()> {
@@ -675,7 +679,7 @@ impl Interpreter {
                     return Ok(());
                 }
             }
-            if !self.c_loop_body(body, label, fr, env)? {
+            if !self.c_loop_body(body, (label, pos), fr, env)? {
                 return Ok(());
             }
             for e in step {
@@ -684,7 +688,13 @@ impl Interpreter {
         }
     }
 
-    fn c_foreach(&mut self, each: &ForEach, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+    fn c_foreach(
+        &mut self,
+        each: &ForEach,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
         let subject = self.c_eval(&each.iterable, fr, env)?;
         let mut index = 0usize;
         loop {
@@ -701,7 +711,7 @@ impl Interpreter {
                 put(&mut fr[key as usize], k);
             }
             put(&mut fr[each.value as usize], v);
-            if !self.c_loop_body(&each.body, &each.label, fr, env)? {
+            if !self.c_loop_body(&each.body, (&each.label, pos), fr, env)? {
                 return Ok(());
             }
         }
