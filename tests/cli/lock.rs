@@ -2,9 +2,7 @@
 //! explain`, the help texts, the exit codes, and colour (escape codes only
 //! on a terminal without `NO_COLOR`).
 
-#[path = "scratch/mod.rs"]
-mod scratch;
-
+use crate::support;
 use assert_cmd::Command;
 use magus_sandbox::exit::{
     CANNOT_RUN as EXIT_CANNOT_RUN, CONFIG as EXIT_CONFIG, DENIED as EXIT_DENIED,
@@ -23,7 +21,7 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::Builder::new()
             .prefix("cli-")
-            .tempdir_in(scratch::base())
+            .tempdir_in(support::scratch_base())
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         for sub in ["home/.ssh", "ws/spells"] {

@@ -3,7 +3,7 @@
 //! request readers must give a target or a refusal, never panic, and
 //! forward a head that names the checked host.
 
-#[path = "../fuzz/cases/proxy_case.rs"]
+#[path = "../../fuzz/cases/proxy_case.rs"]
 mod proxy_case;
 
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! check the `config` fuzz target runs: `parse_config` must load or give a
 //! positioned `ConfigError`, never panic.
 
-#[path = "../fuzz/cases/config_case.rs"]
+#[path = "../../fuzz/cases/config_case.rs"]
 mod config_case;
 
 use std::path::Path;

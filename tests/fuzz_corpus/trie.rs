@@ -2,7 +2,7 @@
 //! differential check the `trie` fuzz target runs: the trie and the naive
 //! reference must agree on every decoded path, without panicking.
 
-#[path = "../fuzz/cases/trie_case.rs"]
+#[path = "../../fuzz/cases/trie_case.rs"]
 mod trie_case;
 
 use std::path::Path;

@@ -4,11 +4,9 @@
 //! cargo, just and deno task (arguments, listing, completions, colour,
 //! exit statuses).
 
-mod support;
-
+use crate::support::{self, can_switch_user, capture, open_to_everyone, Harness};
 use std::path::Path;
 use std::process::Command;
-use support::{can_switch_user, capture, open_to_everyone, Harness};
 
 /// A spell that reads a planted credential and prints what it got.
 const READS_AWS: &str = r#"import "std";

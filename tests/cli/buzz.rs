@@ -6,9 +6,7 @@
 //! generic assertions, and the call depth upstream's
 //! `ackermann 3 9` needs.
 
-mod support;
-
-use support::{capture, Harness, RunOutput};
+use crate::support::{capture, Harness, RunOutput};
 
 fn magus_test(h: &Harness, spells: &[&str]) -> RunOutput {
     let mut cmd = h.command();

@@ -4,10 +4,8 @@
 //! exit statuses 0 and 2, JSON lines with codes and locations, and the
 //! explain pages of the checker's codes.
 
-mod support;
-
+use crate::support::{capture, Harness, RunOutput};
 use serde_json::Value;
-use support::{capture, Harness, RunOutput};
 
 /// Line 3 writes `out.txt`; line 9 is `bad` (a type error unless fixed).
 fn writer(bad: &str) -> String {

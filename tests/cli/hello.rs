@@ -1,16 +1,14 @@
 //! The repository's own first spell, `spells/hello.buzz`, run by the real
 //! `magus` binary.
 
-#[path = "scratch/mod.rs"]
-mod scratch;
-
+use crate::support;
 use std::path::Path;
 
 /// A scratch workspace holding the repository's own `magus.yaml` and
 /// `spells/hello.buzz`.
 fn workspace() -> tempfile::TempDir {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = tempfile::tempdir_in(scratch::base()).unwrap();
+    let root = tempfile::tempdir_in(support::scratch_base()).unwrap();
     std::fs::create_dir_all(root.path().join("spells")).unwrap();
     for file in ["magus.yaml", "spells/hello.buzz"] {
         std::fs::copy(repo.join(file), root.path().join(file)).unwrap();
@@ -41,7 +39,7 @@ fn run_ok(root: &Path, home: &Path, args: &[&str]) -> (String, String) {
 fn hello_spell_runs_and_its_secret_read_is_refused() {
     let root = workspace();
     let root = root.path();
-    let home = tempfile::tempdir_in(scratch::base()).unwrap();
+    let home = tempfile::tempdir_in(support::scratch_base()).unwrap();
     std::fs::create_dir_all(home.path().join(".aws")).unwrap();
     let secret = "aws_secret_access_key = PLANTED_HELLO_SECRET";
     std::fs::write(home.path().join(".aws/credentials"), secret).unwrap();
@@ -60,7 +58,7 @@ fn hello_spell_runs_and_its_secret_read_is_refused() {
 fn first_run_in_a_fresh_cargo_home_prints_no_warning() {
     let root = workspace();
     let root = root.path();
-    let home = tempfile::tempdir_in(scratch::base()).unwrap();
+    let home = tempfile::tempdir_in(support::scratch_base()).unwrap();
     for dir in [".cargo/bin", ".cargo/registry", ".rustup"] {
         std::fs::create_dir_all(home.path().join(dir)).unwrap();
     }

@@ -4,12 +4,10 @@
 //! credential store gets no grant in either, and a code whose page says
 //! there is nothing to fix prints no fix.
 
-mod support;
-
+use crate::support::{self, capture, Harness};
 use magus_sandbox::Code;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use support::{capture, Harness};
 
 /// (code, help) of every diagnostic of a JSON-mode run.
 fn helps(stderr: &str) -> Vec<(String, Option<String>)> {

@@ -1,8 +1,6 @@
 //! Reading the spell file itself: bounded, with one clear error.
 
-mod support;
-
-use support::Harness;
+use crate::support::{self, Harness};
 
 /// A spell "file" without end (`/dev/zero`) or over the size limit is
 /// refused with one error, not read until memory runs out.
