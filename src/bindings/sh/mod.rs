@@ -75,7 +75,7 @@ impl Session {
             .current_dir(self.gate().current_directory())
             .stdio(ChildStdio::Inherit, stdout, stderr)
             .spawn(self.domain())
-            .map_err(|e| raise_exec(program, &launch_error(&e)))
+            .map_err(|e| raise_exec(program, &launch_error(&e, self.gate().policy().limits())))
     }
 
     /// A refused launch, said as [`Session::denial_diagnostic`] says it.
@@ -141,12 +141,13 @@ impl Session {
 
 /// Why a launch failed; where the run's own process bound refused the
 /// fork (`EAGAIN`), the setting that holds it is named.
-fn launch_error(error: &EnforceError) -> String {
+#[cfg_attr(not(kernel_layer), allow(unused_variables))]
+fn launch_error(error: &EnforceError, limits: &crate::policy::Limits) -> String {
     let text = error.to_string();
     #[cfg(kernel_layer)]
     if let EnforceError::Spawn { source, .. } = error {
-        let why = source.raw_os_error();
-        if let Some(note) = why.and_then(crate::enforce::limits::launch_refused) {
+        let refused = |errno| crate::enforce::limits::launch_refused(errno, limits);
+        if let Some(note) = source.raw_os_error().and_then(refused) {
             return format!("{text}: {note}");
         }
     }

@@ -17,7 +17,6 @@
 //!   when it rings, everything is killed and the run exits [`EXIT_OVER_TIME`].
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::OnceLock;
 
 use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -53,30 +52,57 @@ pub(crate) const MAGUS_OWN_TASKS: u32 = 2;
 /// namespace; before it, writing it would change the whole machine's.
 const PER_NAMESPACE_PID_MAX: (u32, u32) = (6, 14);
 
-/// What was declared, and the message said when the wall time runs out.
-struct Plan {
+/// The run's `sandbox.limits` as the processes that hold them need them:
+/// the declared bounds and what is said when one ends the run. Made once
+/// at start-up ([`LimitsPlan::new`]) and handed to the process that waits
+/// for magus (the jail's PID 1, or the supervisor), which gets its own
+/// copy at the fork, and to [`LimitsPlan::apply_to_self`] in magus proper.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LimitsPlan {
     limits: Limits,
     over_time_message: String,
+    over_processes_message: String,
 }
 
-/// Set by [`prepare`] before the jail's PID 1 or the supervisor is forked;
-/// global because those forked processes read it (and a refused launch,
-/// through [`launch_refused`], which holds no run value). A value handed
-/// to them instead is possible (see the start-up's notes).
-static PLAN: OnceLock<Plan> = OnceLock::new();
+impl LimitsPlan {
+    /// The declared bounds, with what is said when the wall time runs out
+    /// (rendered by the caller; empty where none is declared).
+    pub(crate) fn new(limits: Limits, over_time_message: String) -> LimitsPlan {
+        LimitsPlan {
+            limits,
+            over_time_message,
+            over_processes_message: String::new(),
+        }
+    }
 
-/// Said by the supervisor when the run holds more processes than its bound;
-/// set before it is forked, read in it.
-static OVER_PROCESSES_MESSAGE: OnceLock<String> = OnceLock::new();
+    /// What the supervisor says when the run holds more processes than
+    /// its bound (rendered by the caller, only where it supervises).
+    pub(crate) fn supervised(self, over_processes_message: String) -> LimitsPlan {
+        LimitsPlan {
+            over_processes_message,
+            ..self
+        }
+    }
+
+    /// The declared bounds.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+// The statics below are the ones a signal handler, a forked child or a
+// launch (`crate::enforce::child`, which holds no run value and may not
+// allocate between clone and exec) must reach; each says which.
 
 /// The default bound a `pids` cgroup holds for this run, when
-/// `processes` is not declared; 0 otherwise (for [`launch_refused`], on
-/// the spawn path, which holds no run value).
+/// `processes` is not declared; 0 otherwise. Written in magus proper when
+/// the supervisor (a forked process) says the cgroup holds it, read at a
+/// refused launch ([`launch_refused`]), which holds no run value.
 static DEFAULT_HELD: AtomicU32 = AtomicU32::new(0);
 
-/// How the `processes` bound is held (an [`ProcessBound`] as a byte, so it
-/// survives the fork from the namespace's init to magus proper, and is
-/// read at a refused launch).
+/// How the `processes` bound is held, a [`ProcessBound`] as a byte:
+/// written in the namespace's init before it forks magus proper (which
+/// inherits it), and read at a refused launch ([`launch_refused`]).
 static PROCESS_BOUND: AtomicU8 = AtomicU8::new(0);
 
 /// `RLIMIT_DATA` for children, in bytes; 0 for none. Global: each child
@@ -137,25 +163,6 @@ impl ProcessBound {
     }
 }
 
-/// Hook 1 (`cli::run::confine`, before the PID namespace): remembers the
-/// declared bounds and the wall-time message, rendered by the caller.
-pub(crate) fn prepare(limits: Limits, over_time_message: String) {
-    let _ = PLAN.set(Plan {
-        limits,
-        over_time_message,
-    });
-}
-
-fn limits() -> Limits {
-    PLAN.get().map(|p| p.limits).unwrap_or_default()
-}
-
-/// Before the supervisor is forked: what it says when the run holds more
-/// processes than [`supervised_processes`] (rendered by the caller).
-pub(crate) fn prepare_supervised(over_processes_message: String) {
-    let _ = OVER_PROCESSES_MESSAGE.set(over_processes_message);
-}
-
 /// Where a supervised run's process bound comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BoundSource {
@@ -167,8 +174,8 @@ pub(crate) enum BoundSource {
 
 /// How many processes (threads included, magus proper among them) a run
 /// without a PID namespace may hold, and where that number comes from.
-pub(crate) fn supervised_processes() -> (u32, BoundSource) {
-    match limits().processes {
+pub(crate) fn supervised_processes(limits: &Limits) -> (u32, BoundSource) {
+    match limits.processes {
         Some(count) => (count, BoundSource::Declared),
         None => (default_processes(), BoundSource::Default),
     }
@@ -182,23 +189,28 @@ fn default_processes() -> u32 {
     DEFAULT_PROCESSES.min(pid_max / 4).max(1)
 }
 
-/// In magus proper, forked by the supervisor: how the supervisor holds
-/// the bound, [`ProcessBound::Supervisor`] (it counts) until it says
-/// [`ProcessBound::PidsCgroup`] once magus is moved into the cgroup.
-pub(crate) fn held_by_supervisor(bound: ProcessBound) {
-    let (count, source) = supervised_processes();
-    match source {
-        BoundSource::Declared => bound.store(),
-        BoundSource::Default if bound == ProcessBound::PidsCgroup => {
-            DEFAULT_HELD.store(count, Ordering::Relaxed);
-        }
-        BoundSource::Default => {}
+/// In magus proper, forked by the supervisor: a declared bound is held by
+/// the supervisor, which counts, until it says a cgroup holds it
+/// ([`placed_in_pids_cgroup`]).
+pub(crate) fn held_by_supervisor(limits: &Limits) {
+    if limits.processes.is_some() {
+        ProcessBound::Supervisor.store();
+    }
+}
+
+/// In magus proper, once the supervisor has moved it into a `pids` cgroup
+/// of the run's own: the cgroup holds the declared bound, or, where
+/// none was declared, the `default` it says.
+pub(crate) fn placed_in_pids_cgroup(default: Option<u32>) {
+    match default {
+        None => ProcessBound::PidsCgroup.store(),
+        Some(count) => DEFAULT_HELD.store(count, Ordering::Relaxed),
     }
 }
 
 /// What to add to the error of a launch that failed with `errno`: where
 /// `EAGAIN` comes from the run's own process bound, the setting's name.
-pub(crate) fn launch_refused(errno: i32) -> Option<String> {
+pub(crate) fn launch_refused(errno: i32, limits: &Limits) -> Option<String> {
     if errno != libc::EAGAIN {
         return None;
     }
@@ -207,7 +219,7 @@ pub(crate) fn launch_refused(errno: i32) -> Option<String> {
         bound,
         ProcessBound::None | ProcessBound::Unenforced | ProcessBound::Supervisor
     );
-    if let (Some(count), true) = (limits().processes, held) {
+    if let (Some(count), true) = (limits.processes, held) {
         return Some(format!(
             "the run holds as many processes as `sandbox.limits.processes: {count}` allows (threads count)"
         ));
@@ -222,10 +234,9 @@ pub(crate) fn launch_refused(errno: i32) -> Option<String> {
 
 /// Says the run held more processes than its bound, then exits
 /// [`EXIT_OVER_PROCESSES`]. The caller kills what is left first.
-pub(crate) fn exit_over_processes() -> ! {
-    if let Some(text) = OVER_PROCESSES_MESSAGE.get() {
-        let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
-    }
+pub(crate) fn exit_over_processes(plan: &LimitsPlan) -> ! {
+    let text = plan.over_processes_message.as_bytes();
+    let _ = nix::unistd::write(std::io::stderr(), text);
     // SAFETY: _exit skips atexit handlers, which belong to magus proper.
     unsafe { libc::_exit(EXIT_OVER_PROCESSES) }
 }
@@ -236,8 +247,8 @@ pub(crate) fn exit_over_processes() -> ! {
 /// keeps `pid_max` per namespace and this process may write it (root;
 /// an unprivileged user's namespace-`root` is not mapped, so its sysctl
 /// is not writable).
-pub(crate) fn in_new_pid_namespace() {
-    let Some(count) = limits().processes else {
+pub(crate) fn in_new_pid_namespace(plan: &LimitsPlan) {
+    let Some(count) = plan.limits.processes else {
         return;
     };
     if !kernel_at_least(PER_NAMESPACE_PID_MAX) {
@@ -276,9 +287,13 @@ pub(crate) enum OwnUserNamespace {
 /// In its own user namespace `RLIMIT_NPROC` counts the processes of this
 /// uid in that namespace: magus's waiting parent and the namespace's init
 /// are two of them, so two are added to the declared count (and, either
-/// way, [`MAGUS_OWN_TASKS`]).
-pub(crate) fn apply_to_self(user_namespace: OwnUserNamespace) {
-    let limits = limits();
+/// way, [`MAGUS_OWN_TASKS`]). Returns how `processes` is held.
+pub(crate) fn apply_to_self(plan: &LimitsPlan, user_namespace: OwnUserNamespace) -> ProcessBound {
+    set_bounds(&plan.limits, user_namespace);
+    process_bound()
+}
+
+fn set_bounds(limits: &Limits, user_namespace: OwnUserNamespace) {
     if let Some(bytes) = limits.memory {
         CHILD_DATA.store(bytes, Ordering::Relaxed);
     }
@@ -353,8 +368,8 @@ pub(crate) fn predict_process_bound(
     }
 }
 
-/// How `processes` is enforced, once [`apply_to_self`] has run.
-pub(crate) fn process_bound() -> ProcessBound {
+/// How `processes` is enforced, as noted so far.
+fn process_bound() -> ProcessBound {
     ProcessBound::from_byte(PROCESS_BOUND.load(Ordering::Relaxed))
 }
 
@@ -370,8 +385,8 @@ extern "C" fn on_alarm(_: libc::c_int) {
 /// Hook 5 (the process that waits for magus, right before it waits):
 /// starts the wall-time alarm. Without `SA_RESTART`, so the wait returns
 /// `EINTR` when it rings and the waiter asks [`over_time`].
-pub(crate) fn arm_deadline() {
-    let Some(wall) = limits().wall_time else {
+pub(crate) fn arm_deadline(plan: &LimitsPlan) {
+    let Some(wall) = plan.limits.wall_time else {
         return;
     };
     let action = SigAction::new(
@@ -393,11 +408,9 @@ pub(crate) fn over_time() -> bool {
 
 /// Says why the run is ending, then exits [`EXIT_OVER_TIME`]. The caller
 /// kills what is left first (or, as a namespace's init, by exiting).
-pub(crate) fn exit_over_time() -> ! {
-    if let Some(plan) = PLAN.get() {
-        let text = plan.over_time_message.as_bytes();
-        let _ = nix::unistd::write(std::io::stderr(), text);
-    }
+pub(crate) fn exit_over_time(plan: &LimitsPlan) -> ! {
+    let text = plan.over_time_message.as_bytes();
+    let _ = nix::unistd::write(std::io::stderr(), text);
     // SAFETY: _exit skips atexit handlers, which belong to magus proper.
     unsafe { libc::_exit(EXIT_OVER_TIME) }
 }

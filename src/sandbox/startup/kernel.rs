@@ -20,7 +20,7 @@ use crate::diag::{render, Diagnostic, OutputOptions};
 use crate::enforce::jail::ahead::{self, Ahead};
 use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
-use crate::enforce::limits::{OwnUserNamespace, ProcessBound};
+use crate::enforce::limits::{LimitsPlan, OwnUserNamespace, ProcessBound};
 use crate::enforce::network::NetworkPlan;
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::unix_sockets::UnixSockets;
@@ -406,9 +406,11 @@ fn split_grants(policy: &Policy, building: Option<&Building>) -> (Vec<Grant>, Ve
 /// Step 3, first part: the jail (or, where namespaces are refused, the
 /// subreaper that kills survivors), with `sandbox.limits` hooked in.
 ///
-/// `enforce::limits` hooks: `prepare` here; `in_new_pid_namespace` and
-/// `arm_deadline` in the jail's PID 1 (`jail::reaper`); `apply_to_self`
-/// here, in magus proper; `apply_to_child` in `child::vfork`.
+/// The limits plan made here goes to the process that waits for magus:
+/// the jail's PID 1 (`in_new_pid_namespace`, `arm_deadline`, in
+/// `jail::reaper`) or the supervisor; `apply_to_self` here, in magus
+/// proper, returns how `processes` is held; `apply_to_child` runs in
+/// `child::vfork`.
 fn isolate(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -417,19 +419,25 @@ fn isolate(
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
 ) -> Result<(Jail, Option<Building>), Box<Diagnostic>> {
-    if !policy.limits().is_empty() {
-        let over_time = over_time_diagnostic(policy.limits());
-        enforce::limits::prepare(*policy.limits(), render(&over_time, output.format));
-    }
-    let (jail, building, watch) = enter_jail(policy, env, diagnostics, ahead, proxy, output)?;
+    let limits = policy.limits();
+    // Rendered only where a wall time can run out.
+    let over_time = match limits.wall_time {
+        Some(_) => render(&over_time_diagnostic(limits), output.format),
+        None => String::new(),
+    };
+    let plan = LimitsPlan::new(*limits, over_time);
+    let (jail, building, watch) =
+        enter_jail(policy, env, diagnostics, ahead, proxy, output, &plan)?;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
         Jail::Missing(_) => {
-            let over = over_processes_diagnostic();
-            enforce::limits::prepare_supervised(render(&over, output.format));
+            let over = over_processes_diagnostic(limits);
+            let plan = plan.clone().supervised(render(&over, output.format));
             let watch = watch.unwrap_or_else(|| Watch::before(Default::default()));
-            if let Err(e) = enforce::survivors::supervise_without_pid_namespace(watch, output) {
+            let supervised =
+                enforce::survivors::supervise_without_pid_namespace(watch, output, &plan);
+            if let Err(e) = supervised {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
                 )));
@@ -437,8 +445,7 @@ fn isolate(
             OwnUserNamespace::No
         }
     };
-    enforce::limits::apply_to_self(own_user_namespace);
-    if enforce::limits::process_bound() == ProcessBound::Unenforced {
+    if enforce::limits::apply_to_self(&plan, own_user_namespace) == ProcessBound::Unenforced {
         diagnostics.push(unenforced_processes());
     }
     Ok((jail, building))
@@ -463,6 +470,7 @@ fn enter_jail(
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
     output: OutputOptions,
+    limits: &LimitsPlan,
 ) -> Result<(Jail, Option<Building>, Option<Watch>), Box<Diagnostic>> {
     let plan = JailPlan::compile(policy, &ViewInputs::from_env(env));
     if plan.search_truncated {
@@ -475,7 +483,7 @@ fn enter_jail(
         .defer()?
         .map(|launcher| Box::new(launcher) as Box<dyn enforce::jail::Outside>);
     let request = userns_request(env);
-    match enforce::jail::enter_with(&plan, request, made, outside, output) {
+    match enforce::jail::enter_with(&plan, request, made, outside, output, limits) {
         Ok(building) => Ok((
             Jail::Entered(building.user_namespace()),
             Some(building),

@@ -34,8 +34,8 @@ mod kernel {
 
     /// Said by the supervisor (no PID namespace) when the run holds more
     /// processes than its bound and no `pids` cgroup made the forks fail.
-    pub(crate) fn over_processes_diagnostic() -> Diagnostic {
-        let (count, source) = enforce::limits::supervised_processes();
+    pub(crate) fn over_processes_diagnostic(limits: &Limits) -> Diagnostic {
+        let (count, source) = enforce::limits::supervised_processes(limits);
         let bound = match source {
             BoundSource::Declared => format!("sandbox.limits.processes ({count})"),
             BoundSource::Default => {

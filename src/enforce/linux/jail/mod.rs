@@ -38,6 +38,7 @@ pub(crate) use userns::USERNS_VAR;
 
 use super::process::is_single_threaded;
 use crate::diag::OutputOptions;
+use crate::enforce::limits::LimitsPlan;
 
 /// Whether magus and its children live in the jail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +217,8 @@ fn open_host_root() -> Option<OwnedFd> {
 #[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn enter(plan: &JailPlan, request: UsernsRequest) -> JailStatus {
     let made = ahead::Made::default();
-    let entered = enter_with(plan, request, made, None, OutputOptions::default());
+    let limits = LimitsPlan::default();
+    let entered = enter_with(plan, request, made, None, OutputOptions::default(), &limits);
     let entered = entered.map(|building| {
         let user_namespace = building.user_namespace();
         // Returns once the view is built, as it always has: PID 1 seals it
@@ -246,6 +248,7 @@ pub(crate) fn enter_with(
     made: ahead::Made,
     outside: Option<Box<dyn Outside>>,
     output: OutputOptions,
+    limits: &LimitsPlan,
 ) -> Result<Building, JailUnavailable> {
     if !is_single_threaded() {
         return Err(JailUnavailable::ThreadsRunning);
@@ -260,8 +263,8 @@ pub(crate) fn enter_with(
         .collect();
     // PID 1 joins the network namespace before it forks magus proper, so
     // magus proper and every child are born in it; the original stays in
-    // the host's.
-    let started = reaper::start(plan, made.network, services, output);
+    // the host's. PID 1 holds `limits` (the PID bound, the wall time).
+    let started = reaper::start(plan, made.network, services, output, limits);
     if started.is_err() {
         host_paths::forget();
     }

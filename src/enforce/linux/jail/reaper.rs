@@ -30,6 +30,7 @@ use super::sweep::Sweep;
 use super::{JailUnavailable, Outside};
 use crate::diag::OutputOptions;
 use crate::enforce::leftovers::{self, Watch};
+use crate::enforce::limits::{self, LimitsPlan};
 use crate::enforce::linux::terminal::TerminalModes;
 
 /// What PID 1 reports through the pipe: a stage byte, a step index and an
@@ -46,11 +47,13 @@ const IPC_NAMESPACE: u8 = 4;
 /// proper (PID 2) before the view is built, with the pipes PID 1 reports
 /// on (see `super::Building`); the original process never returns on
 /// success: it serves `outside` (see `super::Outside`), waits and exits.
+/// PID 1 holds `limits` (the namespace's PID bound, the wall time).
 pub(super) fn start(
     plan: &JailPlan,
     network: Option<OwnedFd>,
     outside: Vec<Box<dyn Outside>>,
     output: OutputOptions,
+    limits: &LimitsPlan,
 ) -> Result<Reports, JailUnavailable> {
     let (report_rx, report_tx) = pipe2(OFlag::O_CLOEXEC).map_err(JailUnavailable::Fork)?;
     // Before any child can write in a git directory, or change the
@@ -85,7 +88,7 @@ pub(super) fn start(
             restore_mask(&unblocked);
             drop(report_rx);
             drop(outside);
-            Ok(become_init(report_tx, plan, network))
+            Ok(become_init(report_tx, plan, network, limits))
         }
         // Out of processes or memory; anything else is the PID namespace
         // refused (as `unshare` would have been).
@@ -262,7 +265,7 @@ fn poll_services(report: &OwnedFd, outside: &[Box<dyn Outside>]) -> Option<(bool
 fn wait_for_end(init: Pid, report: &OwnedFd) -> i32 {
     let mut code = [0u8; 4];
     let reported = read_full(report, &mut code) == code.len();
-    let exited = wait_for(init, init);
+    let exited = wait_for(init, init, None);
     if reported {
         i32::from_le_bytes(code)
     } else {
@@ -295,7 +298,12 @@ pub(super) fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
 /// path (`super::wait_until_built`). Each `pivot_root` of the plan moves
 /// its root with PID 1's; it holds nothing of the host's but its working
 /// directory, which it leaves for the view's root once built.
-fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) -> Reports {
+fn become_init(
+    report: OwnedFd,
+    plan: &JailPlan,
+    network: Option<OwnedFd>,
+    limits: &LimitsPlan,
+) -> Reports {
     super::ahead::join_network(network);
     if let Err(errno) = unshare(CloneFlags::CLONE_NEWIPC) {
         fail(&report, IPC_NAMESPACE, 0, errno);
@@ -307,7 +315,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) -> Re
     // proper is forked (a no-op unless declared), and before the view
     // makes `/proc` read-only. The sysctls act on the writer's own PID
     // namespace whichever `/proc` they are reached through.
-    crate::enforce::limits::in_new_pid_namespace();
+    limits::in_new_pid_namespace(limits);
     // If the waiting original is killed, take the whole namespace down.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let pipes = pipe2(OFlag::O_CLOEXEC).and_then(|built| Ok((built, pipe2(OFlag::O_CLOEXEC)?)));
@@ -352,7 +360,7 @@ fn become_init(report: OwnedFd, plan: &JailPlan, network: Option<OwnedFd>) -> Re
             let sealed = detach_host_root().err().map_or(0, |errno| errno as i32);
             let _ = write(&sealed_tx, &sealed.to_le_bytes());
             drop(sealed_tx);
-            reap_and_exit(child, report);
+            reap_and_exit(child, report, limits);
         }
         Err(errno) => fail(&report, FORK, 0, errno),
     }
@@ -441,13 +449,13 @@ fn install_forwarding(target: Pid) {
 /// PID 1: reap every orphan; when magus ends, end every other process of
 /// the namespace, tell the original, and exit with magus's status (the
 /// kernel would kill whatever is left at this exit all the same).
-fn reap_and_exit(magus: Pid, report: OwnedFd) -> ! {
+fn reap_and_exit(magus: Pid, report: OwnedFd, limits: &LimitsPlan) -> ! {
     install_forwarding(magus);
     // It keeps its capabilities, so never let a child trace it (`crate::enforce::untraceable`).
     let _ = crate::enforce::untraceable::refuse_tracing();
     // `sandbox.limits.wall_time`: the alarm interrupts the wait below.
-    crate::enforce::limits::arm_deadline();
-    let code = wait_for(Pid::from_raw(-1), magus);
+    limits::arm_deadline(limits);
+    let code = wait_for(Pid::from_raw(-1), magus, Some(limits));
     end_namespace();
     let _ = write(&report, &code.to_le_bytes());
     exit_now(code)
@@ -472,16 +480,19 @@ fn end_namespace() {
     }
 }
 
-/// Waits on `which` until `main` ends; returns its status.
-fn wait_for(which: Pid, main: Pid) -> i32 {
+/// Waits on `which` until `main` ends; returns its status. `armed` where
+/// this process armed the wall-time alarm (only PID 1 does: its exit
+/// kills the whole namespace).
+fn wait_for(which: Pid, main: Pid, armed: Option<&LimitsPlan>) -> i32 {
     if which == main {
         install_forwarding(main);
     }
     loop {
-        // A ring between two waits is seen here (and rings again, see
-        // `limits::on_alarm`, in case it came just after this check).
-        if crate::enforce::limits::over_time() {
-            crate::enforce::limits::exit_over_time()
+        // A ring interrupts the wait (`EINTR`), and one between two waits
+        // is seen here too (it rings again, see `limits::on_alarm`, in
+        // case it came just after this check).
+        if let Some(plan) = armed.filter(|_| limits::over_time()) {
+            limits::exit_over_time(plan)
         }
         match waitpid(which, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == main => {
@@ -491,10 +502,6 @@ fn wait_for(which: Pid, main: Pid) -> i32 {
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
                 forget_forward_target();
                 return 128 + sig as i32;
-            }
-            // Only PID 1 arms the alarm; its exit kills the whole namespace.
-            Err(Errno::EINTR) if crate::enforce::limits::over_time() => {
-                crate::enforce::limits::exit_over_time()
             }
             Err(Errno::EINTR) | Ok(_) => continue,
             Err(_) => return 1,

@@ -23,7 +23,7 @@ use nix::unistd::{fork, getpid, pipe2, read, write, ForkResult, Pid};
 use self::cgroup::RunCgroup;
 use self::tree::Reaped;
 use self::watch::Watch;
-use super::limits::{self, ProcessBound};
+use super::limits::{self, BoundSource, LimitsPlan};
 use super::process::is_single_threaded;
 use super::terminal::TerminalModes;
 use crate::diag::OutputOptions;
@@ -52,6 +52,7 @@ pub(crate) enum SupervisorError {
 pub(crate) fn supervise_without_pid_namespace(
     left: Leftovers,
     output: OutputOptions,
+    plan: &LimitsPlan,
 ) -> Result<(), SupervisorError> {
     if !is_single_threaded() {
         return Err(SupervisorError::ThreadsRunning);
@@ -68,21 +69,36 @@ pub(crate) fn supervise_without_pid_namespace(
             let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
             PLACED.store(placed_rx.into_raw_fd(), Ordering::Relaxed);
             // Counted by the supervisor until it says a cgroup holds it.
-            limits::held_by_supervisor(ProcessBound::Supervisor);
+            limits::held_by_supervisor(plan.limits());
             Ok(())
         }
         ForkResult::Parent { child } => {
             drop(placed_rx);
-            supervise(child, &terminal, placed_tx, &left, output)
+            supervise(child, &terminal, placed_tx, &left, output, plan)
         }
     }
 }
 
 /// The run's bound in tasks: the declared or default count, and magus
 /// proper's own threads.
-fn bound() -> u32 {
-    let (count, _) = limits::supervised_processes();
+fn bound(plan: &LimitsPlan) -> u32 {
+    let (count, _) = limits::supervised_processes(plan.limits());
     count.saturating_add(limits::MAGUS_OWN_TASKS)
+}
+
+/// The length of what the supervisor writes on the `placed` pipe.
+const PLACED_LEN: usize = 5;
+
+/// What the supervisor tells magus proper once it is placed: whether a
+/// `pids` cgroup holds the run (1 or 0), then the default bound it holds,
+/// little-endian, or 0 where `processes` is declared.
+fn placed_message(bounded: bool, plan: &LimitsPlan) -> [u8; PLACED_LEN] {
+    let default = match limits::supervised_processes(plan.limits()) {
+        (count, BoundSource::Default) => count,
+        (_, BoundSource::Declared) => 0,
+    };
+    let [a, b, c, d] = default.to_le_bytes();
+    [u8::from(bounded), a, b, c, d]
 }
 
 /// In magus proper: the read end of the pipe the supervisor writes once it
@@ -102,16 +118,24 @@ pub(crate) fn wait_until_placed() {
     }
     // SAFETY: the descriptor was stored by this process and taken once.
     let placed = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut byte = [0u8];
+    let mut said = [0u8; PLACED_LEN];
     let got = loop {
-        match read(&placed, &mut byte) {
+        match read(&placed, &mut said) {
             Err(Errno::EINTR) => continue,
             other => break other,
         }
     };
-    if got == Ok(1) && byte[0] == 1 {
-        limits::held_by_supervisor(ProcessBound::PidsCgroup);
+    if let (Ok(PLACED_LEN), Some(default)) = (got, in_pids_cgroup(said)) {
+        limits::placed_in_pids_cgroup(default);
     }
+}
+
+/// Reads [`placed_message`]: `None` where no `pids` cgroup holds the run,
+/// else the default bound it holds (`None` inside where declared).
+fn in_pids_cgroup(said: [u8; PLACED_LEN]) -> Option<Option<u32>> {
+    let [bounded, a, b, c, d] = said;
+    let default = u32::from_le_bytes([a, b, c, d]);
+    (bounded == 1).then_some((default > 0).then_some(default))
 }
 
 /// How the wait for magus ended.
@@ -141,6 +165,7 @@ fn supervise(
     placed: OwnedFd,
     left: &Leftovers,
     output: OutputOptions,
+    plan: &LimitsPlan,
 ) -> ! {
     // Outside the syscall guard and any network namespace: a child that
     // traced it would connect out for it (`super::untraceable`).
@@ -149,12 +174,13 @@ fn supervise(
     }
     super::jail::forward_signals_to(magus);
     // Where no pids cgroup holds the bound, the supervisor counts.
-    let mut cgroup = RunCgroup::make(bound());
+    let tasks = bound(plan);
+    let mut cgroup = RunCgroup::make(tasks);
     let bounded = cgroup.adopt(magus);
-    let _ = write(&placed, &[u8::from(bounded)]);
+    let _ = write(&placed, &placed_message(bounded, plan));
     drop(placed);
     let me = getpid().as_raw();
-    let mut watch = (!bounded).then(|| Watch::new(bound(), me, magus.as_raw()));
+    let mut watch = (!bounded).then(|| Watch::new(tasks, me, magus.as_raw()));
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
@@ -162,13 +188,13 @@ fn supervise(
         terminal.restore();
     };
     let mask = block_wakeups();
-    limits::arm_deadline();
+    limits::arm_deadline(plan);
     let ending = wait_for_magus(magus, &mask, watch.as_mut());
     end();
     match ending {
         Ending::Magus(code) => exit_now(code),
-        Ending::OverTime => limits::exit_over_time(),
-        Ending::OverProcesses => limits::exit_over_processes(),
+        Ending::OverTime => limits::exit_over_time(plan),
+        Ending::OverProcesses => limits::exit_over_processes(plan),
         Ending::AskedToEnd(sig) => exit_now(128 + sig as i32),
         Ending::Lost => exit_now(1),
     }
@@ -249,4 +275,28 @@ fn end_run(cgroup: &RunCgroup) {
 fn exit_now(code: i32) -> ! {
     // SAFETY: _exit skips atexit handlers, which belong to magus proper.
     unsafe { libc::_exit(code) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Limits;
+
+    #[test]
+    fn the_placed_message_carries_the_default_bound_only_where_none_is_declared() {
+        let declared = LimitsPlan::new(
+            Limits {
+                processes: Some(64),
+                ..Limits::default()
+            },
+            String::new(),
+        );
+        assert_eq!(in_pids_cgroup(placed_message(true, &declared)), Some(None));
+        assert_eq!(in_pids_cgroup(placed_message(false, &declared)), None);
+        let default = LimitsPlan::default();
+        let (count, _) = limits::supervised_processes(default.limits());
+        let said = in_pids_cgroup(placed_message(true, &default));
+        assert_eq!(said, Some(Some(count)));
+        assert!(count > 0);
+    }
 }
