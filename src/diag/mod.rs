@@ -9,8 +9,6 @@ mod code;
 mod explain;
 mod output;
 mod render;
-#[cfg(all(test, kernel_layer))]
-mod snapshot_tests;
 mod suggest;
 
 pub use code::Code;
