@@ -102,6 +102,11 @@ fn item(item: &Item) -> Diagnostic {
         Left::BrokenHead => format!(
             "a child made `{path}` invalid, so git would look above it for another repository"
         ),
+        Left::Submodule => format!(
+            "the run created `{path}`: `git submodule update` would use it as the submodule's \
+             repository instead of cloning, and run the commands its config and hooks name, \
+             outside the sandbox"
+        ),
     };
     let diagnostic = Diagnostic::warning(what)
         .with_code(Code::Mgs2014)
