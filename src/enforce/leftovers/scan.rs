@@ -290,24 +290,32 @@ impl<'a> Scan<'a> {
 
     /// New git directories in a repository's `modules/` (a submodule's,
     /// at any depth: a name may hold `/`, a nested submodule's is in its
-    /// parent's `modules/`), and links there. `git submodule update`
-    /// uses one it finds at `modules/NAME` instead of cloning, and runs
-    /// what its config and hooks name; the jail protects only those there
-    /// at the start, and the workspace walk does not enter `.git`. Each
-    /// is set aside whole, inert or not: its `remote.origin.url` alone
-    /// would choose what `git submodule update --remote` checks out, and
-    /// no spell can make one for real (`git submodule init` writes the
-    /// read-only `config`).
+    /// parent's `modules/`), and links there or for `modules/` itself.
+    /// `git submodule update` uses one it finds at `modules/NAME` instead
+    /// of cloning, and runs what its config and hooks name; the jail
+    /// protects only those there at the start, and the workspace walk
+    /// does not enter `.git`. Each is set aside whole, inert or not: its
+    /// `remote.origin.url` alone would choose what `git submodule update
+    /// --remote` checks out, and no spell can make one for real (`git
+    /// submodule init` writes the read-only `config`).
     pub(super) fn submodules(&mut self, gitdir: &Path) {
         let modules = gitdir.join("modules");
-        if !self.is_known(gitdir) || !is_real_dir(&modules) {
+        if !self.is_known(gitdir) {
+            return;
+        }
+        let linked = modules.symlink_metadata().is_ok_and(|m| m.is_symlink());
+        if linked && self.changed(&modules) {
+            let outcome = self.quarantine.set_aside(&modules);
+            self.found.push(&modules, Left::Submodule, outcome);
+        }
+        if !is_real_dir(&modules) {
             return;
         }
         let mut pending = vec![modules];
         while let Some(dir) = pending.pop() {
             for entry in self.read(&dir) {
                 let planted = match entry.kind.is_dir() {
-                    _ if self.known.contains_key(&entry.path) => false,
+                    _ if self.is_known(&entry.path) => false,
                     true if is_git_dir(&entry.path) => self.made_now(&entry.path),
                     true => {
                         pending.push(entry.path);

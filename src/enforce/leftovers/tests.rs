@@ -104,7 +104,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 8] = [
+    let cases: [Case; 9] = [
         (
             "a new .git",
             |r| {
@@ -171,6 +171,11 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::os::unix::fs::symlink(r.join("src"), r.join(".git/modules/dep")).unwrap();
             },
             &[("dep", Left::Submodule)],
+        ),
+        (
+            "a link for the submodules' directory",
+            |r| std::os::unix::fs::symlink(r.join("src"), r.join(".git/modules")).unwrap(),
+            &[("modules", Left::Submodule)],
         ),
     ];
     for ((what, plant, expected), walk) in cases
