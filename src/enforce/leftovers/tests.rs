@@ -104,7 +104,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 9] = [
+    let cases: [Case; 11] = [
         (
             "a new .git",
             |r| {
@@ -147,6 +147,22 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(r.join(".vscode/tasks.json"), "{}").unwrap();
             },
             &[("tasks.json", Left::RunLater)],
+        ),
+        (
+            "yarn 1's rc and a mise config",
+            |r| {
+                std::fs::write(r.join(".yarnrc"), "yarn-path \"./x.js\"\n").unwrap();
+                std::fs::write(r.join("src/mise.toml"), "[hooks]\nenter = \"x\"\n").unwrap();
+            },
+            &[(".yarnrc", Left::RunLater), ("mise.toml", Left::RunLater)],
+        ),
+        (
+            "an agent's settings",
+            |r| {
+                std::fs::create_dir_all(r.join(".gemini")).unwrap();
+                std::fs::write(r.join(".gemini/settings.json"), "{}").unwrap();
+            },
+            &[("settings.json", Left::RunLater)],
         ),
         (
             "an invalid HEAD",
