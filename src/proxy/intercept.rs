@@ -430,6 +430,18 @@ fn substitute_header<'v>(
     replace_bound(vault, target, name, value, used)
 }
 
+/// The decoded user and password of each `Authorization: Basic` header in
+/// a request head (a client encodes the placeholder there itself).
+pub(crate) fn basic_credentials(head: &[u8]) -> Vec<Vec<u8>> {
+    const NAME: &[u8] = b"authorization:";
+    head.split(|&b| b == b'\n')
+        .filter(|line| line.len() > NAME.len() && line[..NAME.len()].eq_ignore_ascii_case(NAME))
+        .map(|line| line[NAME.len()..].trim_ascii())
+        .filter(|value| value.len() > 6 && value[..6].eq_ignore_ascii_case(b"basic "))
+        .filter_map(|value| base64_decode(value[6..].trim_ascii()))
+        .collect()
+}
+
 fn replace_bound<'v>(
     vault: &'v Vault,
     target: &Target,
@@ -507,7 +519,7 @@ const BODY_HOLD: usize = 1024 * 1024;
 
 /// Reads the body after `rest` until it ends (by its framing) or
 /// [`BODY_HOLD`] bytes are held; returns what was read.
-fn hold_body(down: &mut impl Read, rest: Vec<u8>, framing: BodyFraming) -> io::Result<Vec<u8>> {
+pub(crate) fn hold_body(down: &mut impl Read, rest: Vec<u8>, framing: BodyFraming) -> io::Result<Vec<u8>> {
     let mut body = BodyEnd::new(framing);
     let mut held = rest;
     let mut seen = 0;
@@ -531,7 +543,7 @@ fn hold_body(down: &mut impl Read, rest: Vec<u8>, framing: BodyFraming) -> io::R
 /// Copies the request body (already read part `rest` first) to the host,
 /// refusing it at the first placeholder: bytes are held back until the
 /// next piece shows no placeholder straddles them.
-fn forward_body(
+pub(crate) fn forward_body(
     vault: &Vault,
     down: &mut impl Read,
     up: &mut impl Write,
