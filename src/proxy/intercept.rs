@@ -15,8 +15,8 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, Server
 use rustls::{ConnectionCommon, SideData};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::ops::{Deref, DerefMut};
 use std::net::TcpStream;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
 
 /// Most headers a request may have.
@@ -621,7 +621,11 @@ const BODY_HOLD: usize = 1024 * 1024;
 
 /// Reads the body after `rest` until it ends (by its framing) or
 /// [`BODY_HOLD`] bytes are held; returns what was read.
-pub(crate) fn hold_body(down: &mut impl Read, rest: Vec<u8>, framing: BodyFraming) -> io::Result<Vec<u8>> {
+pub(crate) fn hold_body(
+    down: &mut impl Read,
+    rest: Vec<u8>,
+    framing: BodyFraming,
+) -> io::Result<Vec<u8>> {
     let mut body = BodyEnd::new(framing);
     let mut held = rest;
     let mut seen = 0;
@@ -1034,7 +1038,9 @@ mod tests {
             .expect("server config");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let data: Vec<u8> = (0..3 * 1024 * 1024 + 123).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
+            .map(|i| (i % 251) as u8)
+            .collect();
         let sent = data.clone();
         let client = trusting(ca.cert_pem());
         let peer = std::thread::spawn(move || {

@@ -9,12 +9,12 @@
 use super::address::barred;
 use super::events::{rebinding_text, Event, RefusalReason, Resolved};
 use super::intercept::{self, basic_credentials, hold_body, percent_decoded, Interceptor, Refusal};
-use super::vault::Vault;
 use super::placement::{settle, Settled, BULK};
 use super::request::{
     read_http_head, read_socks_greeting, read_socks_request, tunneled_head, Advance, BodyEnd,
     BodyFraming, Head, Target, CMD_CONNECT, MAX_HEAD, NO_AUTH, SOCKS_VERSION,
 };
+use super::vault::Vault;
 use crate::policy::HostList;
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -614,7 +614,11 @@ fn tunneled_request(
 /// it must stop the request whole, not after its head reached the host.
 /// A client waiting on `Expect: 100-continue` is told to go on here (and
 /// the host is not asked).
-fn hold_plain_body(client: &mut TcpStream, head: &mut Head, framing: BodyFraming) -> io::Result<()> {
+fn hold_plain_body(
+    client: &mut TcpStream,
+    head: &mut Head,
+    framing: BodyFraming,
+) -> io::Result<()> {
     if take_expect_continue(&mut head.upstream_head) {
         client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
@@ -856,22 +860,30 @@ fn relay_checked(
     let (target, already_sent, rest) = (&head.target, head.upstream_head.len() as u64, head.rest);
     let refused: Arc<Mutex<Option<Refusal>>> = Arc::default();
     let found = Arc::clone(&refused);
-    let forward = move |mut from: TcpStream, mut to: TcpStream| {
-        match intercept::forward_body(&vault, &mut from, &mut to, rest, framing) {
-            Ok(Ok(sent)) => sent + forward_body(from, to, BodyEnd::new(BodyFraming::Length(0))),
-            Ok(Err(refusal)) => {
-                let _ = to.shutdown(Shutdown::Both);
-                *found.lock().unwrap_or_else(|e| e.into_inner()) = Some(refusal);
-                0
-            }
-            Err(_) => {
-                let _ = to.shutdown(Shutdown::Write);
-                0
-            }
+    let forward = move |mut from: TcpStream, mut to: TcpStream| match intercept::forward_body(
+        &vault, &mut from, &mut to, rest, framing,
+    ) {
+        Ok(Ok(sent)) => sent + forward_body(from, to, BodyEnd::new(BodyFraming::Length(0))),
+        Ok(Err(refusal)) => {
+            let _ = to.shutdown(Shutdown::Both);
+            *found.lock().unwrap_or_else(|e| e.into_inner()) = Some(refusal);
+            0
+        }
+        Err(_) => {
+            let _ = to.shutdown(Shutdown::Write);
+            0
         }
     };
     let half_close = HalfClose::EndsRequest;
-    relay_with(client, upstream, shared, target, already_sent, forward, half_close)?;
+    relay_with(
+        client,
+        upstream,
+        shared,
+        target,
+        already_sent,
+        forward,
+        half_close,
+    )?;
     let refusal = refused.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(refusal) = refusal {
         say_secret_refusal(shared, target, &refusal);
@@ -1045,7 +1057,8 @@ mod tests {
             b"POST / HTTP/1.1\r\nHost: h\r\nexpect:  100-Continue \r\nX-A: b\r\n\r\n".to_vec();
         assert!(take_expect_continue(&mut head));
         assert_eq!(head, b"POST / HTTP/1.1\r\nHost: h\r\nX-A: b\r\n\r\n");
-        let mut other = b"POST / HTTP/1.1\r\nExpect: other\r\nX-Expect: 100-continue\r\n\r\n".to_vec();
+        let mut other =
+            b"POST / HTTP/1.1\r\nExpect: other\r\nX-Expect: 100-continue\r\n\r\n".to_vec();
         let before = other.clone();
         assert!(!take_expect_continue(&mut other));
         assert_eq!(other, before);
@@ -1054,8 +1067,12 @@ mod tests {
     #[test]
     fn basic_credentials_are_decoded_from_a_head() {
         // `user:magus-secret-x`, as a client encodes it.
-        let head = b"GET / HTTP/1.1\r\nauthorization: basic dXNlcjptYWd1cy1zZWNyZXQteA==\r\nX: y\r\n\r\n";
-        assert_eq!(basic_credentials(head), vec![b"user:magus-secret-x".to_vec()]);
+        let head =
+            b"GET / HTTP/1.1\r\nauthorization: basic dXNlcjptYWd1cy1zZWNyZXQteA==\r\nX: y\r\n\r\n";
+        assert_eq!(
+            basic_credentials(head),
+            vec![b"user:magus-secret-x".to_vec()]
+        );
         assert!(basic_credentials(b"GET / HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n").is_empty());
     }
 
