@@ -82,6 +82,12 @@ mod proxy;
 mod regular_file;
 mod sandbox;
 
+// Every kind of diagnostic, rendered from the types that build it, pinned
+// as insta snapshots. At the root: it reaches every layer, and `diag`
+// itself imports nothing above it.
+#[cfg(all(test, kernel_layer))]
+mod diagnostic_snapshots;
+
 // Where unit tests put fake `HOME`s and workspaces: the same rule as the
 // integration tests' (never under `/tmp`).
 #[cfg(all(test, unix))]

@@ -201,6 +201,74 @@ fn the_workspace_root_made_a_bare_repository_runs_nothing_later() {
     }
 }
 
+/// A workspace cloned without its submodule (`git clone` without
+/// `--recurse-submodules`): `.gitmodules` names `sub`, `.git/modules`
+/// holds nothing. A child makes `.git/modules/sub` a repository whose
+/// config names a `core.sshCommand` for an `ssh://` remote. The user's
+/// next `git submodule update --init`, outside magus, used it instead of
+/// cloning and ran the command when it fetched. After the run it is set
+/// aside, and the update clones the submodule afresh.
+#[test]
+fn a_submodule_repository_planted_in_git_modules_runs_nothing_later() {
+    let setup = |h: &Harness| {
+        let lib = h.root.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        git_init(&lib);
+        std::fs::write(lib.join("f"), "lib\n").unwrap();
+        setup_git(&lib, &["add", "f"]);
+        setup_git(&lib, &["commit", "-qm", "lib"]);
+        git_init(&h.ws);
+        let lib = lib.to_str().unwrap();
+        setup_git(&h.ws, &["submodule", "add", "-q", lib, "sub"]);
+        setup_git(&h.ws, &["commit", "-qm", "super"]);
+        setup_git(&h.ws, &["submodule", "--quiet", "deinit", "-f", "sub"]);
+        std::fs::remove_dir_all(h.ws_path(".git/modules")).unwrap();
+    };
+    let script = "m=.git/modules/sub && git init -q --bare $m && \
+        git config -f $m/config remote.origin.url ssh://attacker.invalid/x && \
+        git config -f $m/config core.sshCommand 'echo PWNED-submodule >&2; false' && echo PLANTED";
+    let update = [
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "update",
+        "--init",
+    ];
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_git(&control.h.ws, &update);
+        assert!(seen.contains("PWNED-submodule"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        assert_set_aside(&case, &out, &[".git/modules/sub"]);
+        let seen = user_git(&case.h.ws, &update);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        // It clones (here refused only as the source's owner is another
+        // user's, which `safe.directory` cannot pass on to upload-pack).
+        assert!(
+            seen.contains("Cloning into"),
+            "{seen}\n{}",
+            case.context(&out)
+        );
+    }
+}
+
+/// `git ARGS` in `dir` while a test sets up, with a committer.
+fn setup_git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(["-c", "protocol.file.allow=always"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "git {args:?}");
+}
+
 /// With `~/.cargo` granted `rw` (a Rust build needs it) and its
 /// `config.toml` protected, a child creates the legacy `~/.cargo/config`
 /// (cargo reads it first) naming a `rustc-wrapper`: the user's next

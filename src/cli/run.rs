@@ -36,7 +36,7 @@ pub(super) fn run(
     reexec: Option<ReexecState>,
     job: Job,
 ) -> i32 {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     match start(global, env, reexec, job, &renderer) {
         Ok(status) | Err(status) => status,
     }

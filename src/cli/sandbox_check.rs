@@ -6,7 +6,7 @@
 
 use super::sandbox_lock::LockReport;
 use super::{declare, GlobalArgs, EXIT_CONFIG};
-use crate::diag::{Diagnostic, MessageFormat, Renderer, Verbosity};
+use crate::diag::{Diagnostic, MessageFormat, Verbosity};
 #[cfg(kernel_layer)]
 use crate::enforce::jail::{protect, UserNamespace};
 #[cfg(kernel_layer)]
@@ -31,7 +31,7 @@ pub(super) fn sandbox_check(
     env: &[(OsString, OsString)],
     spell: Option<&str>,
 ) -> i32 {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     let startup = match load_for(global, env, spell) {
         Ok(startup) => startup,
         Err(status) => return status,
@@ -78,7 +78,7 @@ fn load_for(
         Some(near) => d.with_help(format!("did you mean `{near}`?")),
         None => d.with_help("`magus list` shows the workspace's spells"),
     };
-    Renderer::new(global.message_format).emit(&d);
+    global.renderer().emit(&d);
     Err(EXIT_NO_SPELL)
 }
 

@@ -4,7 +4,7 @@
 //! person locking sees what they accept.
 
 use super::{load, GlobalArgs, EXIT_CONFIG};
-use crate::diag::{Diagnostic, Renderer};
+use crate::diag::Diagnostic;
 use crate::policy::lock_file::{diff, lock_file, Lock, LockState};
 use crate::policy::{check_lock, CanonicalPolicy, CanonicalSection, Policy};
 use std::ffi::OsString;
@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// `magus sandbox lock`.
 pub(super) fn sandbox_lock(global: &GlobalArgs, env: &[(OsString, OsString)]) -> i32 {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     let startup = match load(global, env) {
         Ok(startup) => startup,
         Err(status) => return status,

@@ -5,7 +5,7 @@
 
 use super::{declare, GlobalArgs};
 use crate::bindings::DiagnosticSink;
-use crate::diag::{Diagnostic, Renderer, Severity, Verbosity};
+use crate::diag::{Diagnostic, Severity, Verbosity};
 use crate::sandbox::spell_checker::{
     checking_interpreter, checking_session, spell_and_calls_are_clean,
 };
@@ -26,13 +26,13 @@ pub(super) fn check(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[
     let checked = crate::buzz::stack::run_on_interpreter_stack(|| check_all(global, env, names));
     checked.unwrap_or_else(|e| {
         let d = Diagnostic::error(format!("cannot start the checker thread: {e}"));
-        Renderer::new(global.message_format).emit(&d);
+        global.renderer().emit(&d);
         super::EXIT_CONFIG
     })
 }
 
 fn check_all(global: &GlobalArgs, env: &[(OsString, OsString)], names: &[String]) -> i32 {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     let declared = match declare(global, env, None) {
         Ok(declared) => declared,
         Err(status) => return status,

@@ -4,7 +4,7 @@
 
 use super::{declare, GlobalArgs, EXIT_CANNOT_RUN};
 use crate::bindings::{foresee, DiagnosticSink};
-use crate::diag::{Diagnostic, Renderer};
+use crate::diag::Diagnostic;
 use crate::policy::SandboxState;
 use crate::sandbox::exit::NO_SPELL as EXIT_NO_SPELL;
 use crate::sandbox::spell_checker::checking_session;
@@ -17,7 +17,7 @@ use std::rc::Rc;
 /// stdout; the status `magus check` would give when the spell cannot be
 /// read or parsed.
 pub(super) fn suggest(global: &GlobalArgs, env: &[(OsString, OsString)], spell: &str) -> i32 {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     let startup = match declare(global, env, Some(spell)) {
         Ok(declared) => declared.resolve(env),
         Err(status) => return status,

@@ -259,6 +259,6 @@ fn test_in_process(
 
 fn cannot_start(global: &super::GlobalArgs, e: &std::io::Error) -> i32 {
     let d = crate::diag::Diagnostic::error(format!("cannot start magus for a spell's tests: {e}"));
-    crate::diag::Renderer::new(global.message_format).emit(&d);
+    global.renderer().emit(&d);
     super::EXIT_CANNOT_RUN
 }

@@ -9,13 +9,11 @@ mod code;
 mod explain;
 mod output;
 mod render;
-#[cfg(all(test, kernel_layer))]
-mod snapshot_tests;
 mod suggest;
 
 pub use code::Code;
 pub(crate) use explain::explain_page;
-pub(crate) use output::{set_output_options, ColorChoice, OutputOptions, Verbosity};
+pub(crate) use output::{ColorChoice, OutputOptions, Verbosity};
 #[cfg(any(kernel_layer, test))]
 pub(crate) use render::render;
 pub use render::MessageFormat;

@@ -8,7 +8,6 @@
 
 use super::MessageFormat;
 use std::io::IsTerminal;
-use std::sync::OnceLock;
 
 /// `--color`: when to colour human output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -42,17 +41,15 @@ pub(crate) struct OutputOptions {
     pub verbosity: Verbosity,
 }
 
-static OPTIONS: OnceLock<OutputOptions> = OnceLock::new();
-
-/// Sets the options of this process; the first call wins (the CLI calls it
-/// once, right after parsing its arguments).
-pub(crate) fn set_output_options(options: OutputOptions) {
-    let _ = OPTIONS.set(options);
-}
-
-/// The options in force (the defaults when the CLI set none, as in tests).
-pub(crate) fn output_options() -> OutputOptions {
-    OPTIONS.get().copied().unwrap_or_default()
+impl OutputOptions {
+    /// JSON, for what is said before (or without) the command line's
+    /// options: a usage error, a crash.
+    pub(crate) fn json() -> OutputOptions {
+        OutputOptions {
+            format: MessageFormat::Json,
+            ..OutputOptions::default()
+        }
+    }
 }
 
 /// Whether human output on stderr is coloured, given the environment.

@@ -2,7 +2,7 @@
 //! tools. The source snippet is read from the file at render time, so the
 //! layers that build diagnostics never carry file contents around.
 
-use super::output::{output_options, stderr_colored, ColorChoice, OutputOptions, Verbosity};
+use super::output::{stderr_colored, ColorChoice, OutputOptions, Verbosity};
 use super::{Diagnostic, Severity, SourceKind};
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
@@ -46,16 +46,8 @@ pub(crate) struct Renderer {
 }
 
 impl Renderer {
-    /// The CLI's renderer: `format`, with the colour and verbosity the
-    /// command line set for this process (`set_output_options`).
-    pub(crate) fn new(format: MessageFormat) -> Self {
-        Renderer::for_output(OutputOptions {
-            format,
-            ..output_options()
-        })
-    }
-
-    /// A renderer for the output options a library caller passed in.
+    /// A renderer for the output options the caller (the CLI, an embedder)
+    /// passed in.
     pub(crate) fn for_output(options: OutputOptions) -> Self {
         Renderer {
             format: options.format,

@@ -79,7 +79,7 @@ mod tests {
     }
 
     /// The MGS2001 page (`magus explain`) names every store this module
-    /// knows. (Moved from `tests/diag_help_agrees.rs`.)
+    /// knows. (Moved from `tests/cli/help_agrees.rs`.)
     #[test]
     fn credential_stores_in_the_page_are_the_ones_the_code_knows() {
         let page = crate::diag::explain_page(crate::diag::Code::Mgs2001);

@@ -24,7 +24,9 @@ use crate::policy::HostList;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
-/// The machine's own addresses, noted once by [`note_own_addresses`].
+/// The machine's own addresses, noted once by [`note_own_addresses`] when
+/// the proxy process starts. Global: a fact of the machine, read by every
+/// connection thread's check of where a name led.
 static OWN: OnceLock<Vec<IpAddr>> = OnceLock::new();
 
 /// Notes the addresses of the machine's interfaces. Call in the proxy

@@ -108,6 +108,34 @@ pub(crate) fn head_of(
     })
 }
 
+/// The [`Head`] of a request sent in origin form (`GET /path`) inside a
+/// tunnel to `target`: read by the proxy only where it holds secrets, and
+/// then forwarded as a plain request to the proxy is (its own `Host`,
+/// `Connection: close`).
+pub(crate) fn tunneled_head(
+    request: &httparse::Request<'_, '_>,
+    target: &Target,
+    rest: Vec<u8>,
+) -> Result<Head, &'static str> {
+    let (Some(method), Some(path)) = (request.method, request.path) else {
+        return Err("not an HTTP request");
+    };
+    if !path.starts_with('/') {
+        return Err("not an origin-form request");
+    }
+    let body = body_framing(request)?;
+    let authority = match target.host.contains(':') {
+        true => format!("[{}]:{}", target.host, target.port),
+        false => format!("{}:{}", target.host, target.port),
+    };
+    Ok(Head {
+        target: target.clone(),
+        upstream_head: origin_form_head(method, path, &authority, request),
+        body: Some(body),
+        rest,
+    })
+}
+
 /// The headers the proxy does not pass on: its own, and connection
 /// management (hop-by-hop; `Upgrade` would turn the connection into
 /// another protocol that the proxy cannot follow).

@@ -8,12 +8,13 @@
 
 use super::address::barred;
 use super::events::{rebinding_text, Event, RefusalReason, Resolved};
-use super::intercept::{percent_decoded, Interceptor, Refusal};
+use super::intercept::{self, basic_credentials, hold_body, percent_decoded, Interceptor, Refusal};
 use super::placement::{settle, Settled, BULK};
 use super::request::{
-    read_http_head, read_socks_greeting, read_socks_request, Advance, BodyEnd, Target, CMD_CONNECT,
-    MAX_HEAD, NO_AUTH, SOCKS_VERSION,
+    read_http_head, read_socks_greeting, read_socks_request, tunneled_head, Advance, BodyEnd,
+    BodyFraming, Head, Target, CMD_CONNECT, MAX_HEAD, NO_AUTH, SOCKS_VERSION,
 };
+use super::vault::Vault;
 use crate::policy::HostList;
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -426,17 +427,11 @@ fn refuse(
 // ---- HTTP -----------------------------------------------------------------
 
 fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
-    let head = match read_http_head(&mut client)? {
+    let mut head = match read_http_head(&mut client)? {
         Ok(head) => head,
         Err(why) => return respond(&mut client, "400 Bad Request", why),
     };
-    let carried = [head.target.host.as_bytes(), &head.upstream_head, &head.rest];
-    let kind = match head.body {
-        None => "in the name of a `CONNECT` target",
-        Some(_) => "in a plain-HTTP request (never replaced: only TLS to a bound host is)",
-    };
-    if let Some(refusal) = placeholder_in(shared, &carried, kind) {
-        let line = say_secret_refusal(shared, &head.target, &refusal);
+    if let Some(line) = plain_refusal(shared, &mut client, &mut head)? {
         return respond(&mut client, "403 Forbidden", &line);
     }
     let upstream = match open(shared, &head.target) {
@@ -459,6 +454,16 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         if let Some(tls) = bound(shared, &head.target) {
             return intercept(tls, client, head.rest, upstream, shared, &head.target);
         }
+        if let Some(tls) = &shared.secrets {
+            let early = std::mem::take(&mut head.rest);
+            match cleartext_request(&mut client, &upstream, &head.target, early)? {
+                Cleartext::Request(inner) => {
+                    let vault = Arc::clone(&tls.vault);
+                    return tunneled_request(client, upstream, shared, inner, vault);
+                }
+                Cleartext::Other(early) => head.rest = early,
+            }
+        }
         upstream.write_all(&head.rest)?;
         return relay(
             client,
@@ -469,6 +474,10 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         );
     };
     upstream.write_all(&head.upstream_head)?;
+    if let Some(tls) = &shared.secrets {
+        let vault = Arc::clone(&tls.vault);
+        return relay_checked(client, upstream, shared, head, framing, vault);
+    }
     let mut body = BodyEnd::new(framing);
     let early = body_part(&mut body, &head.rest);
     upstream.write_all(early)?;
@@ -479,6 +488,164 @@ fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
     }
     let sent = (head.upstream_head.len() + early.len()) as u64;
     relay_one_request(client, upstream, shared, &head.target, sent, body)
+}
+
+/// Holds a plain request's body (where the proxy holds secrets) and looks
+/// for a placeholder in all it carries (for a `CONNECT`, its target's
+/// name); the line to refuse it with, once the refusal is reported.
+fn plain_refusal(
+    shared: &Shared,
+    client: &mut TcpStream,
+    head: &mut Head,
+) -> io::Result<Option<String>> {
+    if let (Some(_), Some(framing)) = (&shared.secrets, head.body) {
+        hold_plain_body(client, head, framing)?;
+    }
+    let credentials = basic_credentials(&head.upstream_head);
+    let mut carried = vec![head.target.host.as_bytes(), &head.upstream_head, &head.rest];
+    carried.extend(credentials.iter().map(Vec::as_slice));
+    let kind = match head.body {
+        None => "in the name of a `CONNECT` target",
+        Some(_) => "in a plain-HTTP request (never replaced: only TLS to a bound host is)",
+    };
+    let refusal = placeholder_in(shared, &carried, kind);
+    Ok(refusal.map(|r| say_secret_refusal(shared, &head.target, &r)))
+}
+
+/// What a client sends first through a tunnel to a host no secret is
+/// bound to, where the proxy holds secrets.
+enum Cleartext {
+    /// A plain HTTP request (Node's undici tunnels `http://` too): the
+    /// proxy can read it, so it is checked as one sent to the proxy.
+    Request(Head),
+    /// Anything else (TLS, a protocol whose server speaks first, no
+    /// request): relayed as is, these bytes first.
+    Other(Vec<u8>),
+}
+
+/// Reads what the client sends first in the tunnel to `target` (`early`:
+/// what came with its `CONNECT`) as far as it takes to tell a plain HTTP
+/// request from anything else.
+fn cleartext_request(
+    client: &mut TcpStream,
+    upstream: &TcpStream,
+    target: &Target,
+    mut early: Vec<u8>,
+) -> io::Result<Cleartext> {
+    let first = match early.first() {
+        Some(&b) => Some(b),
+        None => client_speaks_first(client, upstream)?,
+    };
+    // Every method is upper-case ASCII; TLS begins with 0x16.
+    if !first.is_some_and(|b| b.is_ascii_uppercase()) {
+        return Ok(Cleartext::Other(early));
+    }
+    let mut chunk = [0u8; 4096];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 100];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&early) {
+            Ok(httparse::Status::Complete(len)) => {
+                let rest = early[len..].to_vec();
+                return Ok(match tunneled_head(&request, target, rest) {
+                    Ok(head) => Cleartext::Request(head),
+                    Err(_) => Cleartext::Other(early),
+                });
+            }
+            Ok(httparse::Status::Partial) if early.len() < MAX_HEAD => {}
+            _ => return Ok(Cleartext::Other(early)),
+        }
+        let n = client.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(Cleartext::Other(early));
+        }
+        early.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Waits until the client or the upstream sends: the client's first byte
+/// (left unread), or `None` if the upstream spoke first or the client
+/// closed.
+fn client_speaks_first(client: &TcpStream, upstream: &TcpStream) -> io::Result<Option<u8>> {
+    let mut fds = [
+        PollFd::new(client.as_fd(), PollFlags::POLLIN),
+        PollFd::new(upstream.as_fd(), PollFlags::POLLIN),
+    ];
+    loop {
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => break,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+    if ready(&fds[1]) || !ready(&fds[0]) {
+        return Ok(None);
+    }
+    let mut first = [0u8; 1];
+    Ok(match client.peek(&mut first)? {
+        0 => None,
+        _ => Some(first[0]),
+    })
+}
+
+/// Serves a plain HTTP request read from a tunnel (see [`Cleartext`]):
+/// refused as one sent to the proxy would be (the upstream gets nothing),
+/// else forwarded as one request, its body checked as it streams.
+fn tunneled_request(
+    mut client: TcpStream,
+    mut upstream: TcpStream,
+    shared: &Shared,
+    mut head: Head,
+    vault: Arc<Vault>,
+) -> io::Result<()> {
+    if let Some(line) = plain_refusal(shared, &mut client, &mut head)? {
+        let _ = upstream.shutdown(Shutdown::Both);
+        return respond(&mut client, "403 Forbidden", &line);
+    }
+    let framing = head.body.unwrap_or(BodyFraming::Length(0));
+    upstream.write_all(&head.upstream_head)?;
+    relay_checked(client, upstream, shared, head, framing, vault)
+}
+
+/// Reads a plain request's body (up to the bound the TLS side holds) into
+/// `head.rest` before anything goes upstream: clients write a body after
+/// its head (Python's `requests`, Node's `fetch`), and a placeholder in
+/// it must stop the request whole, not after its head reached the host.
+/// A client waiting on `Expect: 100-continue` is told to go on here (and
+/// the host is not asked).
+fn hold_plain_body(
+    client: &mut TcpStream,
+    head: &mut Head,
+    framing: BodyFraming,
+) -> io::Result<()> {
+    if take_expect_continue(&mut head.upstream_head) {
+        client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    head.rest = hold_body(client, std::mem::take(&mut head.rest), framing)?;
+    Ok(())
+}
+
+/// Drops an `Expect: 100-continue` line from a request head; whether
+/// there was one.
+fn take_expect_continue(head: &mut Vec<u8>) -> bool {
+    const NAME: &[u8] = b"expect:";
+    let is_expect = |line: &[u8]| {
+        line.len() > NAME.len()
+            && line[..NAME.len()].eq_ignore_ascii_case(NAME)
+            && line[NAME.len()..]
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"100-continue")
+    };
+    let kept: Vec<u8> = head
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !is_expect(line))
+        .flatten()
+        .copied()
+        .collect();
+    let found = kept.len() != head.len();
+    *head = kept;
+    found
 }
 
 /// The part of `input` that belongs to the request body `body` follows.
@@ -537,6 +704,20 @@ fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
             socks_reply(&mut client, REPLY_OK)?;
             if let Some(tls) = bound(shared, &target) {
                 return intercept(tls, client, Vec::new(), upstream, shared, &target);
+            }
+            let mut upstream = upstream;
+            if let Some(tls) = &shared.secrets {
+                match cleartext_request(&mut client, &upstream, &target, Vec::new())? {
+                    Cleartext::Request(inner) => {
+                        let vault = Arc::clone(&tls.vault);
+                        return tunneled_request(client, upstream, shared, inner, vault);
+                    }
+                    Cleartext::Other(early) => {
+                        upstream.write_all(&early)?;
+                        let sent = early.len() as u64;
+                        return relay(client, upstream, shared, &target, sent);
+                    }
+                }
             }
             relay(client, upstream, shared, &target, 0)
         }
@@ -661,6 +842,53 @@ fn relay_one_request(
         forward,
         half_close,
     )
+}
+
+/// [`relay_one_request`] for a proxy holding secrets, `head` already
+/// sent: the body (`head.rest` first) streams through the same check as a
+/// bound host's ([`intercept::forward_body`]), so a placeholder past what
+/// was held before the head left cuts the request off there (the host
+/// gets an incomplete request, the run an MGS2013).
+fn relay_checked(
+    client: TcpStream,
+    upstream: TcpStream,
+    shared: &Shared,
+    head: Head,
+    framing: BodyFraming,
+    vault: Arc<Vault>,
+) -> io::Result<()> {
+    let (target, already_sent, rest) = (&head.target, head.upstream_head.len() as u64, head.rest);
+    let refused: Arc<Mutex<Option<Refusal>>> = Arc::default();
+    let found = Arc::clone(&refused);
+    let forward = move |mut from: TcpStream, mut to: TcpStream| match intercept::forward_body(
+        &vault, &mut from, &mut to, rest, framing,
+    ) {
+        Ok(Ok(sent)) => sent + forward_body(from, to, BodyEnd::new(BodyFraming::Length(0))),
+        Ok(Err(refusal)) => {
+            let _ = to.shutdown(Shutdown::Both);
+            *found.lock().unwrap_or_else(|e| e.into_inner()) = Some(refusal);
+            0
+        }
+        Err(_) => {
+            let _ = to.shutdown(Shutdown::Write);
+            0
+        }
+    };
+    let half_close = HalfClose::EndsRequest;
+    relay_with(
+        client,
+        upstream,
+        shared,
+        target,
+        already_sent,
+        forward,
+        half_close,
+    )?;
+    let refusal = refused.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(refusal) = refusal {
+        say_secret_refusal(shared, target, &refusal);
+    }
+    Ok(())
 }
 
 /// What the upstream's end of its response means for the client's side.
@@ -822,6 +1050,31 @@ fn buffered(mut from: &TcpStream, mut to: &TcpStream) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expect_continue_is_taken_out_of_a_head_and_nothing_else() {
+        let mut head =
+            b"POST / HTTP/1.1\r\nHost: h\r\nexpect:  100-Continue \r\nX-A: b\r\n\r\n".to_vec();
+        assert!(take_expect_continue(&mut head));
+        assert_eq!(head, b"POST / HTTP/1.1\r\nHost: h\r\nX-A: b\r\n\r\n");
+        let mut other =
+            b"POST / HTTP/1.1\r\nExpect: other\r\nX-Expect: 100-continue\r\n\r\n".to_vec();
+        let before = other.clone();
+        assert!(!take_expect_continue(&mut other));
+        assert_eq!(other, before);
+    }
+
+    #[test]
+    fn basic_credentials_are_decoded_from_a_head() {
+        // `user:magus-secret-x`, as a client encodes it.
+        let head =
+            b"GET / HTTP/1.1\r\nauthorization: basic dXNlcjptYWd1cy1zZWNyZXQteA==\r\nX: y\r\n\r\n";
+        assert_eq!(
+            basic_credentials(head),
+            vec![b"user:magus-secret-x".to_vec()]
+        );
+        assert!(basic_credentials(b"GET / HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n").is_empty());
+    }
 
     fn congestion(socket: &impl AsFd) -> String {
         use nix::sys::socket::{getsockopt, sockopt};

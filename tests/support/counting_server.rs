@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub struct CountingServer {
+pub(crate) struct CountingServer {
     pub port: u16,
     hits: Arc<AtomicUsize>,
 }
 
 impl CountingServer {
-    pub fn start(answer: impl Fn(TcpStream) + Send + Sync + 'static) -> CountingServer {
+    pub(crate) fn start(answer: impl Fn(TcpStream) + Send + Sync + 'static) -> CountingServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
@@ -30,7 +30,7 @@ impl CountingServer {
     }
 
     /// The connections accepted so far.
-    pub fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         // Let a connection that is on its way be counted.
         std::thread::sleep(Duration::from_millis(100));
         self.hits.load(Ordering::SeqCst)

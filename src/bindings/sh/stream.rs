@@ -64,6 +64,10 @@ struct Terminal {
     with_stdout: bool,
 }
 
+/// Opened once, at start-up, before Landlock (which refuses `/dev/ptmx`
+/// after), and shared by every launch of the run. Global: a fact of the
+/// process's start (whether its stderr is a terminal), as its standard
+/// streams are.
 #[cfg(unix)]
 static TERMINAL: OnceLock<Option<Terminal>> = OnceLock::new();
 

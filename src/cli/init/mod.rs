@@ -4,7 +4,7 @@
 //! It overwrites nothing: a file already there stops it before it writes.
 
 use super::{GlobalArgs, EXIT_CONFIG};
-use crate::diag::{Diagnostic, Renderer};
+use crate::diag::Diagnostic;
 use crate::policy::{find_workspace, WorkspaceArg};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ const FILES: [(&str, &str); 2] = [("magus.yaml", CONFIG), ("spells/hello.buzz", 
 /// `magus init`: exit status 0, or 125 when a file is in the way or
 /// cannot be written.
 pub(super) fn init(global: &GlobalArgs) -> i32 {
-    let renderer = Renderer::new(global.message_format);
+    let renderer = global.renderer();
     let dir = match &global.workspace {
         Some(dir) => dir.clone(),
         None => match super::current_dir(&renderer) {

@@ -167,6 +167,9 @@ impl Watch {
         let skip: HashSet<&Path> = self.inputs.protected.iter().map(PathBuf::as_path).collect();
         let mut scan = scan::Scan::new(self, &skip, &mut quarantine, &mut findings, executables);
         scan.workspace(&self.inputs.workspace, self.inputs.directories.as_deref());
+        for repository in &self.inputs.repositories {
+            scan.submodules(repository);
+        }
         for path in &self.inputs.existing {
             scan.existing_run_later(path);
         }
@@ -312,6 +315,9 @@ pub enum Left {
     Protected,
     /// A repository's `HEAD` made invalid.
     BrokenHead,
+    /// A git directory (or a link) new in a repository's `modules/`:
+    /// `git submodule update` would use it instead of cloning.
+    Submodule,
 }
 
 /// What became of it.

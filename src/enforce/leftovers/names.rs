@@ -8,17 +8,30 @@ use std::ffi::OsStr;
 /// asking: git reads `.gitmodules` at `git submodule update` (a
 /// `update = !command`), cargo every `.cargo/config*` above the directory it
 /// runs in, npm and yarn their rc files (scripts, registries, `node`
-/// paths), direnv `.envrc` (shell code, run at `cd` once allowed), editor
-/// agents `.mcp.json` and `.claude.json` (servers started as programs),
-/// ripgrep `.ripgreprc` (flags such as `--pre COMMAND`), magus its own
-/// policy.
-pub(super) const RUN_LATER_FILES: [&str; 9] = [
+/// paths; yarn 1's `.yarnrc` `yarn-path`, a script it runs instead of
+/// itself at every `yarn`), pnpm `.pnpmfile.cjs` (hooks run at `pnpm
+/// install`), bun `bunfig.toml` (`preload` scripts at `bun run` and `bun
+/// test`), direnv `.envrc` (shell code, run at `cd` once allowed), mise
+/// its configs (`[hooks]` and `env._.source` run at `cd`; mise trusts a
+/// config by its path, not its content, so a trusted one changed runs
+/// unasked), editor agents `.mcp.json`, `.claude.json` and
+/// `opencode.json` (servers started as programs), ripgrep `.ripgreprc`
+/// (flags such as `--pre COMMAND`), magus its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 17] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
+    ".yarnrc",
+    ".pnpmfile.cjs",
+    "bunfig.toml",
     ".envrc",
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
     ".mcp.json",
     ".claude.json",
+    "opencode.json",
     ".ripgreprc",
     "magus.yaml",
     "magus.lock",
@@ -26,9 +39,14 @@ pub(super) const RUN_LATER_FILES: [&str; 9] = [
 
 /// Directories whose every file is a run-later file: editors run the tasks
 /// and launch configurations there when a folder opens
-/// (`.vscode/tasks.json` with `runOn: folderOpen`), a coding agent the
-/// hooks its settings name (`.claude/settings.json`).
-pub(super) const EDITOR_DIRS: [&str; 3] = [".vscode", ".idea", ".claude"];
+/// (`.vscode/tasks.json` with `runOn: folderOpen`) and the language servers
+/// their settings name (`.zed/settings.json`, `.helix/languages.toml`), a
+/// coding agent the hooks and servers its settings name
+/// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`),
+/// mise the configs of `.mise/`.
+pub(super) const EDITOR_DIRS: [&str; 8] = [
+    ".vscode", ".idea", ".claude", ".cursor", ".gemini", ".zed", ".helix", ".mise",
+];
 
 /// Where cargo looks for its configuration, in every directory above the
 /// one it runs in, and in `CARGO_HOME`.

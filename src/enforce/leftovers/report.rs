@@ -102,6 +102,11 @@ fn item(item: &Item) -> Diagnostic {
         Left::BrokenHead => format!(
             "a child made `{path}` invalid, so git would look above it for another repository"
         ),
+        Left::Submodule => format!(
+            "the run created `{path}`: `git submodule update` would use it as the submodule's \
+             repository instead of cloning, and run the commands its config and hooks name, \
+             outside the sandbox"
+        ),
     };
     let diagnostic = Diagnostic::warning(what)
         .with_code(Code::Mgs2014)
@@ -145,13 +150,17 @@ fn tool(path: &Path) -> &'static str {
         .map(|n| n.to_string_lossy().to_ascii_lowercase());
     match (name.as_deref(), parent.as_deref()) {
         (Some(".gitmodules"), _) => "git",
-        (Some(".npmrc" | ".yarnrc.yml"), _) => "npm or yarn",
+        (Some(".npmrc" | ".yarnrc.yml" | ".yarnrc"), _) => "npm or yarn",
+        (Some(".pnpmfile.cjs"), _) => "pnpm",
+        (Some("bunfig.toml"), _) => "bun",
         (Some(".envrc"), _) => "direnv",
-        (Some(".mcp.json" | ".claude.json"), _) => "an editor's agent",
+        (Some("mise.toml" | ".mise.toml" | "mise.local.toml" | ".mise.local.toml"), _) => "mise",
+        (Some(".mcp.json" | ".claude.json" | "opencode.json"), _) => "an editor's agent",
         (Some(".ripgreprc"), _) => "ripgrep",
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
         (_, Some(".cargo")) => "cargo",
-        (_, Some(".claude")) => "a coding agent",
+        (_, Some(".claude" | ".cursor" | ".gemini")) => "a coding agent",
+        (_, Some(".mise")) => "mise",
         _ => "an editor",
     }
 }
@@ -205,6 +214,9 @@ mod tests {
             ("/w/.envrc", "direnv"),
             ("/w/.vscode/tasks.json", "an editor"),
             ("/w/MAGUS.YAML", "magus"),
+            ("/w/.yarnrc", "npm or yarn"),
+            ("/w/sub/Mise.Toml", "mise"),
+            ("/w/.gemini/settings.json", "a coding agent"),
         ];
         for (path, expected) in cases {
             assert_eq!(tool(Path::new(path)), expected, "{path}");

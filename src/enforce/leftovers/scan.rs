@@ -288,6 +288,58 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// New git directories in a repository's `modules/` (a submodule's,
+    /// at any depth: a name may hold `/`, a nested submodule's is in its
+    /// parent's `modules/`), and links there or for `modules/` itself.
+    /// `git submodule update` uses one it finds at `modules/NAME` instead
+    /// of cloning, and runs what its config and hooks name; the jail
+    /// protects only those there at the start, and the workspace walk
+    /// does not enter `.git`. Each is set aside whole, inert or not: its
+    /// `remote.origin.url` alone would choose what `git submodule update
+    /// --remote` checks out, and no spell can make one for real (`git
+    /// submodule init` writes the read-only `config`).
+    pub(super) fn submodules(&mut self, gitdir: &Path) {
+        let modules = gitdir.join("modules");
+        if !self.is_known(gitdir) {
+            return;
+        }
+        let linked = modules.symlink_metadata().is_ok_and(|m| m.is_symlink());
+        if linked && self.changed(&modules) {
+            let outcome = self.quarantine.set_aside(&modules);
+            self.found.push(&modules, Left::Submodule, outcome);
+        }
+        if !is_real_dir(&modules) {
+            return;
+        }
+        let mut pending = vec![modules];
+        while let Some(dir) = pending.pop() {
+            for entry in self.read(&dir) {
+                let planted = match entry.kind.is_dir() {
+                    _ if self.is_known(&entry.path) => false,
+                    true if is_git_dir(&entry.path) => self.made_now(&entry.path),
+                    true => {
+                        pending.push(entry.path);
+                        continue;
+                    }
+                    false => entry.kind.is_symlink() && self.changed(&entry.path),
+                };
+                if planted {
+                    let outcome = self.quarantine.set_aside(&entry.path);
+                    self.found.push(&entry.path, Left::Submodule, outcome);
+                }
+            }
+        }
+    }
+
+    /// Whether the git directory `dir`, or what names its code and
+    /// objects, was made or changed during the run.
+    fn made_now(&self, dir: &Path) -> bool {
+        self.changed(dir)
+            || SUBMODULE_PARTS
+                .iter()
+                .any(|part| self.changed(&dir.join(part)))
+    }
+
     /// A new `.git` git would only read (see [`inert`]): a directory, or a
     /// `.git` file naming one in the workspace. A link is never inert.
     fn is_inert_repository(&self, entry: &Entry) -> bool {
@@ -365,6 +417,16 @@ impl<'a> Scan<'a> {
         }
         read
     }
+}
+
+/// What a git directory holds that decides what git runs or finds there.
+const SUBMODULE_PARTS: [&str; 6] = ["HEAD", "config", "commondir", "hooks", "objects", "refs"];
+
+/// Whether git takes `dir` for a git directory: `HEAD` beside `objects`
+/// and `refs`, or beside `commondir`.
+fn is_git_dir(dir: &Path) -> bool {
+    let has = |name: &str| dir.join(name).symlink_metadata().is_ok();
+    has("HEAD") && (has("objects") && has("refs") || has("commondir"))
 }
 
 /// `path` is a directory, and no link stands on the way to it.

@@ -104,7 +104,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 6] = [
+    let cases: [Case; 11] = [
         (
             "a new .git",
             |r| {
@@ -149,9 +149,49 @@ fn planted_repositories_and_configs_are_set_aside() {
             &[("tasks.json", Left::RunLater)],
         ),
         (
+            "yarn 1's rc and a mise config",
+            |r| {
+                std::fs::write(r.join(".yarnrc"), "yarn-path \"./x.js\"\n").unwrap();
+                std::fs::write(r.join("src/mise.toml"), "[hooks]\nenter = \"x\"\n").unwrap();
+            },
+            &[(".yarnrc", Left::RunLater), ("mise.toml", Left::RunLater)],
+        ),
+        (
+            "an agent's settings",
+            |r| {
+                std::fs::create_dir_all(r.join(".gemini")).unwrap();
+                std::fs::write(r.join(".gemini/settings.json"), "{}").unwrap();
+            },
+            &[("settings.json", Left::RunLater)],
+        ),
+        (
             "an invalid HEAD",
             |r| std::fs::write(r.join(".git/HEAD"), "garbage\n").unwrap(),
             &[("HEAD", Left::BrokenHead)],
+        ),
+        (
+            "a submodule's git directory",
+            |r| {
+                for d in ["objects", "refs", "hooks"] {
+                    std::fs::create_dir_all(r.join(".git/modules/lib/sub").join(d)).unwrap();
+                }
+                std::fs::write(r.join(".git/modules/lib/sub/HEAD"), "ref: refs/heads/x\n").unwrap();
+                std::fs::write(r.join(".git/modules/lib/sub/hooks/post-checkout"), "x").unwrap();
+            },
+            &[("sub", Left::Submodule)],
+        ),
+        (
+            "a link for a submodule's git directory",
+            |r| {
+                std::fs::create_dir_all(r.join(".git/modules")).unwrap();
+                std::os::unix::fs::symlink(r.join("src"), r.join(".git/modules/dep")).unwrap();
+            },
+            &[("dep", Left::Submodule)],
+        ),
+        (
+            "a link for the submodules' directory",
+            |r| std::os::unix::fs::symlink(r.join("src"), r.join(".git/modules")).unwrap(),
+            &[("modules", Left::Submodule)],
         ),
     ];
     for ((what, plant, expected), walk) in cases
@@ -176,6 +216,27 @@ fn planted_repositories_and_configs_are_set_aside() {
         }
         drop(dir);
     }
+}
+
+/// A submodule's git directory there at the start is the repository's:
+/// a `git fetch` in it during the run sets nothing aside.
+#[test]
+fn a_submodule_there_at_the_start_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut inputs = workspace(&root);
+    let sub = root.join(".git/modules/sub");
+    for d in ["objects", "refs/heads", "hooks"] {
+        std::fs::create_dir_all(sub.join(d)).unwrap();
+    }
+    std::fs::write(sub.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    inputs.repositories.push(sub.clone());
+    std::thread::sleep(std::time::Duration::from_millis(25));
+    let watch = Watch::before(inputs);
+    std::fs::write(sub.join("refs/heads/main"), "0".repeat(40)).unwrap();
+    std::fs::write(sub.join("FETCH_HEAD"), "x").unwrap();
+    let found = watch.after(Executables::Skip);
+    assert!(found.items.is_empty(), "{:?}", found.items);
 }
 
 /// What `git init` and `git clone` make runs nothing: it stays.
