@@ -203,6 +203,7 @@ impl Interpreter {
         let caller = std::mem::replace(&mut self.file, Rc::from(path.as_path()));
         let caller_ns = std::mem::replace(&mut self.namespace, program.namespace.clone());
         let globals = Scope::new(None);
+        self.module_globals.push(globals.clone());
         let result = self.run_declarations(&program, &globals);
         self.file = caller;
         self.namespace = caller_ns;

@@ -98,6 +98,9 @@ pub struct Interpreter {
     pub(super) importing: Vec<PathBuf>,
     /// Files already imported, by path.
     pub(super) loaded: HashMap<PathBuf, Rc<ModuleObj>>,
+    /// The globals of the files imported so far, emptied when the run
+    /// ends (see [`Interpreter::clear_globals`]).
+    pub(super) module_globals: Vec<Rc<Scope>>,
     /// Libraries written in Buzz (such as `buzz:io`), by import name.
     pub(super) libraries: HashMap<String, &'static str>,
     /// Live heap bytes (`heap::in_use`) past which evaluation stops.
@@ -205,6 +208,7 @@ impl Interpreter {
             loader: None,
             importing: Vec::new(),
             loaded: HashMap::new(),
+            module_globals: Vec::new(),
             libraries: BUILTIN_LIBRARIES
                 .iter()
                 .map(|(name, source)| ((*name).to_string(), *source))
@@ -277,10 +281,20 @@ impl Interpreter {
         self.prepare(program, args);
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
-        drop(globals);
+        self.clear_globals(&globals);
         super::finalize::discard();
         let _ = self.out.flush();
         self.finish(outcome)
+    }
+
+    /// Breaks the cycles between the run's globals (the spell's own and
+    /// every imported file's) and their functions, once nothing will run.
+    pub(super) fn clear_globals(&mut self, globals: &Rc<Scope>) {
+        globals.clear();
+        for scope in std::mem::take(&mut self.module_globals) {
+            scope.clear();
+        }
+        self.loaded.clear();
     }
 
     /// Sets up a run of `program`: its arguments and the stack base.
@@ -311,6 +325,7 @@ impl Interpreter {
             loader: self.loader.clone(),
             importing: Vec::new(),
             loaded: HashMap::new(),
+            module_globals: Vec::new(),
             libraries: self.libraries.clone(),
             heap_budget: self.heap_budget,
             namespace: self.namespace.clone(),

@@ -7,6 +7,7 @@ use super::error::BuzzError;
 use super::interp::{Flow, Interpreter};
 use super::value::Scope;
 use std::io::Write;
+use std::rc::Rc;
 
 /// How one test ended.
 #[derive(Debug)]
@@ -50,7 +51,20 @@ impl Interpreter {
     ) -> Result<Vec<TestOutcome>, BuzzError> {
         self.prepare(program, Vec::new());
         let globals = Scope::new(None);
-        let top = self.run_declarations(program, &globals);
+        let outcomes = self.run_tests_in(program, &globals, keep);
+        self.clear_globals(&globals);
+        let _ = self.out.flush();
+        outcomes
+    }
+
+    /// The top level of `program` in `globals`, then its tests.
+    fn run_tests_in(
+        &mut self,
+        program: &Program,
+        globals: &Rc<Scope>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<TestOutcome>, BuzzError> {
+        let top = self.run_declarations(program, globals);
         self.finish(top.map(|()| 0))?;
         let mut outcomes = Vec::new();
         for stmt in &program.statements {
@@ -60,9 +74,9 @@ impl Interpreter {
             if !keep(name) {
                 continue;
             }
-            let ran = match self.run_block_compiled(body, &globals) {
+            let ran = match self.run_block_compiled(body, globals) {
                 Some(ran) => ran,
-                None => self.exec_block(body, &globals),
+                None => self.exec_block(body, globals),
             };
             let (result, exited) = match ran {
                 Ok(()) | Err(Flow::Return(_)) => (Ok(0), false),
@@ -88,7 +102,6 @@ impl Interpreter {
                 break;
             }
         }
-        let _ = self.out.flush();
         Ok(outcomes)
     }
 }

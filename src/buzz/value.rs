@@ -1059,6 +1059,19 @@ impl Scope {
         })
     }
 
+    /// Empties the scope when a run ends. A file's globals hold its
+    /// functions, and each function's closure holds the globals, so
+    /// without this the pair would keep each other (and all they reach)
+    /// alive after the run: a leak per run in a fuzzer or an embedder.
+    /// The values are dropped after the borrows end, since a drop may
+    /// reach this scope.
+    pub(crate) fn clear(&self) {
+        let slots = std::mem::take(&mut *self.slots.borrow_mut());
+        let vars = std::mem::take(&mut *self.vars.borrow_mut());
+        drop(slots);
+        drop(vars);
+    }
+
     /// The value in slot `slot` (null before its declaration ran).
     #[inline]
     pub(crate) fn get(&self, slot: u32) -> Value {

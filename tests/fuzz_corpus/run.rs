@@ -4,7 +4,7 @@
 //! with no natives and the memory and step budgets on, and must end in a
 //! status or a Buzz error, never a panic.
 
-#[path = "../fuzz/cases/run_case.rs"]
+#[path = "../../fuzz/cases/run_case.rs"]
 mod run_case;
 
 use run_case::Reached;
