@@ -14,6 +14,16 @@
 //! symbolic link, and it runs only once no process of the run is left, so
 //! nothing can race it. The user is told what moved, where, and how to
 //! take it back ([`report`]).
+//!
+//! Python's bytecode is set aside file by file: each `.pyc` in a
+//! `__pycache__` that the run created or changed, never the directory.
+//! A directory rule would still need the file rule, for a `__pycache__`
+//! there at the start where the user's own bytecode sits beside a planted
+//! file; a directory the run made holds only new files, which the file
+//! rule finds each; and that a directory was made by the run (not only
+//! given a new entry, which moves its `ctime` too) needs the start-up
+//! listing, which may have stopped at its budget. The empty `__pycache__`
+//! left runs nothing: Python compiles the sources into it again.
 
 mod aside;
 mod inert;

@@ -65,9 +65,39 @@ pub(super) const BARE_REPOSITORY: [&str; 3] = ["HEAD", "objects", "refs"];
 /// whose config and hooks git then uses (`commondir`).
 pub(super) const BARE_REPOSITORY_CODE: [&str; 2] = ["config", "commondir"];
 
-/// Whether an entry named `name` is, or holds, run-later files.
+/// Where Python keeps the bytecode it compiled from the sources beside
+/// it: at `import NAME` it runs `__pycache__/NAME.cpython-3XY.pyc` instead
+/// of `NAME.py` when the file's header carries the source's size and
+/// modification time, which a child can copy from the source. It does not
+/// compare the code with the source. A link of that name sends Python
+/// elsewhere, so one is a run-later entry too.
+pub(super) const PYCACHE: &str = "__pycache__";
+
+/// How Python names compiled bytecode (`NAME.cpython-312.pyc`,
+/// `NAME.cpython-312.opt-1.pyc`).
+const BYTECODE_SUFFIX: &str = ".pyc";
+
+/// Whether an entry named `name` is, or holds, run-later files. An
+/// existing `__pycache__` counts: a child may rewrite the bytecode in it
+/// in place, which changes no directory, so the sweep must look at its
+/// files one by one against what was noted.
 pub(crate) fn is_run_later(name: &OsStr) -> bool {
-    is_any(name, &RUN_LATER_FILES) || is_any(name, &EDITOR_DIRS) || is(name, CARGO_DIR)
+    is_any(name, &RUN_LATER_FILES)
+        || is_any(name, &EDITOR_DIRS)
+        || is(name, CARGO_DIR)
+        || is(name, PYCACHE)
+}
+
+/// Whether a file named `name` in the directory named `dir` is bytecode
+/// Python would run at an `import`: a `.pyc` in a `__pycache__`. (A bare
+/// `NAME.pyc` beside the sources runs only where no `NAME.py` is, and is
+/// then as plain to see as a source file.)
+pub(super) fn is_bytecode(dir: &OsStr, name: &OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    is(dir, PYCACHE)
+        && name.len() > BYTECODE_SUFFIX.len()
+        && name[name.len() - BYTECODE_SUFFIX.len()..]
+            .eq_ignore_ascii_case(BYTECODE_SUFFIX.as_bytes())
 }
 
 /// Whether `name` is `wanted`, compared as a case-insensitive file system

@@ -158,6 +158,7 @@ fn tool(path: &Path) -> &'static str {
         (Some(".mcp.json" | ".claude.json" | "opencode.json"), _) => "an editor's agent",
         (Some(".ripgreprc"), _) => "ripgrep",
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
+        (Some("__pycache__"), _) | (_, Some("__pycache__")) => "python",
         (_, Some(".cargo")) => "cargo",
         (_, Some(".claude" | ".cursor" | ".gemini")) => "a coding agent",
         (_, Some(".mise")) => "mise",
@@ -217,6 +218,8 @@ mod tests {
             ("/w/.yarnrc", "npm or yarn"),
             ("/w/sub/Mise.Toml", "mise"),
             ("/w/.gemini/settings.json", "a coding agent"),
+            ("/w/pkg/__pycache__/m.cpython-312.pyc", "python"),
+            ("/w/__PYCACHE__", "python"),
         ];
         for (path, expected) in cases {
             assert_eq!(tool(Path::new(path)), expected, "{path}");

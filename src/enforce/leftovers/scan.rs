@@ -151,8 +151,21 @@ impl<'a> Scan<'a> {
                     self.set_aside_path_if_changed(&path.join(config), Left::RunLater);
                 }
             }
+            true if is(name, names::PYCACHE) => self.bytecode_in(path),
             true => {}
             false => self.set_aside_if_changed(path, &meta, Left::RunLater),
+        }
+    }
+
+    /// The bytecode in a `__pycache__` there at the start: each file
+    /// the run wrote, in place or anew, is set aside; the user's own
+    /// (its `ctime` as noted) stays.
+    fn bytecode_in(&mut self, dir: &Path) {
+        let name = dir.file_name().unwrap_or_default();
+        for entry in self.read(dir) {
+            if !entry.kind.is_dir() && names::is_bytecode(name, &entry.name) {
+                self.set_aside_path_if_changed(&entry.path, Left::RunLater);
+            }
         }
     }
 
@@ -223,9 +236,13 @@ impl<'a> Scan<'a> {
         if kind.is_dir() {
             return self.subdir(&name, path, within);
         }
+        // A `__pycache__` reached here is not a directory: a link sends
+        // Python's `import` to the bytecode where it points.
         let run_later = within == Within::EditorConfig
             || is_any(&name, &names::RUN_LATER_FILES)
-            || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
+            || is(&name, names::PYCACHE)
+            || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS)
+            || dir.file_name().is_some_and(|d| names::is_bytecode(d, &name));
         if run_later && !self.skip.contains(path.as_path()) {
             self.set_aside_path_if_changed(&path, Left::RunLater);
         } else if !run_later

@@ -2,6 +2,7 @@
 //! changed as a child would, then swept. Table-driven where the cases
 //! share a shape.
 
+use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -104,7 +105,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 11] = [
+    let cases: [Case; 13] = [
         (
             "a new .git",
             |r| {
@@ -163,6 +164,20 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(r.join(".gemini/settings.json"), "{}").unwrap();
             },
             &[("settings.json", Left::RunLater)],
+        ),
+        (
+            "bytecode in a new __pycache__",
+            |r| {
+                std::fs::create_dir_all(r.join("src/__pycache__")).unwrap();
+                std::fs::write(r.join("src/__pycache__/m.cpython-312.pyc"), "x").unwrap();
+                std::fs::write(r.join("src/__pycache__/notes.txt"), "x").unwrap();
+            },
+            &[("m.cpython-312.pyc", Left::RunLater)],
+        ),
+        (
+            "a link for __pycache__",
+            |r| std::os::unix::fs::symlink(r.join(".git"), r.join("src/__pycache__")).unwrap(),
+            &[("__pycache__", Left::RunLater)],
         ),
         (
             "an invalid HEAD",
@@ -347,6 +362,68 @@ fn run_later_files_there_at_the_start_are_compared_with_what_they_were() {
             "{touch} {walk:?}: {:?}",
             found.items
         );
+    }
+}
+
+/// Bytecode is a `.pyc` in a `__pycache__`, in any ASCII case; nothing
+/// else there, and no `.pyc` elsewhere.
+#[test]
+fn bytecode_is_a_pyc_in_a_pycache() {
+    let cases = [
+        ("__pycache__", "m.cpython-312.pyc", true),
+        ("__pycache__", "m.cpython-312.opt-1.pyc", true),
+        ("__PYCACHE__", "M.CPYTHON-312.PYC", true),
+        ("__pycache__", ".pyc", false),
+        ("__pycache__", "m.py", false),
+        ("__pycache__", "m.pyc.txt", false),
+        ("src", "m.cpython-312.pyc", false),
+        ("pycache", "m.pyc", false),
+    ];
+    for (dir, name, expected) in cases {
+        let got = super::names::is_bytecode(OsStr::new(dir), OsStr::new(name));
+        assert_eq!(got, expected, "{dir}/{name}");
+    }
+    assert!(super::is_run_later(OsStr::new("__pycache__")));
+    assert!(!super::is_run_later(OsStr::new("m.cpython-312.pyc")));
+}
+
+/// In a `__pycache__` there at the start, the user's bytecode stays; what
+/// the run rewrote in place (the directory unchanged) or added is set
+/// aside.
+#[test]
+fn bytecode_the_run_wrote_beside_the_users_is_set_aside() {
+    for walk in [Walk::Whole, Walk::Changed] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut inputs = workspace(&root);
+        let cache = root.join("src/__pycache__");
+        std::fs::create_dir_all(&cache).unwrap();
+        for name in ["a.cpython-312.pyc", "b.cpython-312.pyc"] {
+            std::fs::write(cache.join(name), "user's").unwrap();
+        }
+        inputs.existing.push(cache.clone());
+        if walk == Walk::Changed {
+            inputs.directories = Some(directories(&root));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let watch = Watch::before(inputs);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(cache.join("a.cpython-312.pyc"))
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"planted").unwrap();
+        drop(file);
+        let found = watch.after(match walk {
+            Walk::Whole => Executables::List,
+            Walk::Changed => Executables::Skip,
+        });
+        assert_eq!(
+            lefts(&found),
+            [("a.cpython-312.pyc".to_string(), Left::RunLater)],
+            "{walk:?}"
+        );
+        assert!(cache.join("b.cpython-312.pyc").is_file(), "{walk:?}");
+        assert!(!cache.join("a.cpython-312.pyc").exists(), "{walk:?}");
     }
 }
 
