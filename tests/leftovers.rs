@@ -455,3 +455,105 @@ fn the_running_magus_in_the_workspace_is_not_replaced() {
 /// Replaces the file named by `args[0]` through `fs.*` alone: a new file
 /// moved over it.
 const FS_REPLACE_SPELL: &str = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    try {\n        fs.write(\"{args[0]}.new\", \"#!/bin/sh\\necho PWNED-exe\\n\");\n        fs.move(\"{args[0]}.new\", args[0]);\n        std.print(\"FS-REPLACED\");\n    } catch (e: SandboxError) {\n        std.print(\"FS-{e.code}\");\n    }\n    return 0;\n}\n";
+
+/// `python3 ARGS` in `dir`, outside magus, as the user would type it:
+/// what it printed on stderr (where both modules of the test print).
+fn user_python(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("python3")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .env_remove("PYTHONPYCACHEPREFIX")
+        .env_remove("SOURCE_DATE_EPOCH")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `text` with a comment line making it `len` bytes long.
+fn padded(text: &str, len: usize) -> String {
+    format!("{text}{}\n", "#".repeat(len - text.len() - 1))
+}
+
+/// A workspace holding a benign `mod.py`, and `.payload`: the bytecode of
+/// another module printing `PWNED-pyc`, compiled from a source of the same
+/// size and modification time, so that its header matches `mod.py`'s as
+/// Python checks it (`py_compile`, timestamp mode). With `imported`, the
+/// user has already imported `mod`: its true bytecode is in `__pycache__`.
+fn python_workspace(h: &Harness, imported: bool) {
+    let benign = "import sys\nsys.stderr.write('BENIGN-mod\\n')\n";
+    let evil = "import sys\nsys.stderr.write('PWNED-pyc\\n')\n";
+    let len = benign.len().max(evil.len()) + 8;
+    std::fs::write(h.ws_path("mod.py"), padded(benign, len)).unwrap();
+    let source = h.root.join("evil/mod.py");
+    std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+    std::fs::write(&source, padded(evil, len)).unwrap();
+    let mtime = std::fs::metadata(h.ws_path("mod.py"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let file = std::fs::File::options().write(true).open(&source).unwrap();
+    file.set_modified(mtime).unwrap();
+    drop(file);
+    let compile = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], \
+                   doraise=True, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)";
+    let payload = h.ws_path(".payload");
+    let (source, payload) = (source.to_str().unwrap(), payload.to_str().unwrap());
+    let seen = user_python(&h.ws, &["-c", compile, source, payload]);
+    assert!(seen.is_empty(), "py_compile: {seen}");
+    if imported {
+        let seen = user_python(&h.ws, &["-c", "import mod"]);
+        assert!(seen.contains("BENIGN-mod"), "{seen}");
+    }
+}
+
+/// A benign `mod.py` in the workspace; a child writes the bytecode of
+/// another module, with a header matching `mod.py`, as
+/// `__pycache__/mod.cpython-3XY.pyc`: where there was none, and over the
+/// user's own in place (its directory unchanged). The user's next `python3
+/// -c 'import mod'`, outside magus, ran the child's code instead of
+/// `mod.py`. After the run the planted bytecode is set aside, and the
+/// import runs `mod.py`.
+#[test]
+fn python_bytecode_planted_in_pycache_runs_nothing_later() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: no python3 on PATH");
+        return;
+    }
+    let cached = "import importlib.util, sys; \
+                  sys.stderr.write(importlib.util.cache_from_source('mod.py'))";
+    let pyc = user_python(Path::new("/"), &["-c", cached]);
+    assert!(
+        pyc.starts_with("__pycache__/mod.") && pyc.ends_with(".pyc"),
+        "{pyc}"
+    );
+    let plants = [
+        (
+            false,
+            format!("mkdir -p __pycache__ && cp .payload {pyc} && echo PLANTED"),
+        ),
+        (true, format!("cat .payload > {pyc} && echo PLANTED")),
+    ];
+    for ((imported, script), mode) in plants
+        .iter()
+        .flat_map(|plant| modes().into_iter().map(move |mode| (plant, mode)))
+    {
+        let setup = |h: &Harness| python_workspace(h, *imported);
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_python(&control.h.ws, &["-c", "import mod"]);
+        assert!(seen.contains("PWNED-pyc"), "control ({imported}): {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        assert_set_aside(&case, &out, &[&pyc]);
+        let seen = user_python(&case.h.ws, &["-c", "import mod"]);
+        assert!(
+            seen.contains("BENIGN-mod") && !seen.contains("PWNED"),
+            "{imported}: {seen}\n{}",
+            case.context(&out)
+        );
+    }
+}

@@ -242,7 +242,9 @@ impl<'a> Scan<'a> {
             || is_any(&name, &names::RUN_LATER_FILES)
             || is(&name, names::PYCACHE)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS)
-            || dir.file_name().is_some_and(|d| names::is_bytecode(d, &name));
+            || dir
+                .file_name()
+                .is_some_and(|d| names::is_bytecode(d, &name));
         if run_later && !self.skip.contains(path.as_path()) {
             self.set_aside_path_if_changed(&path, Left::RunLater);
         } else if !run_later
