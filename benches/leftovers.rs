@@ -2,7 +2,9 @@
 //! files in 500 directories with a repository: what noting the state
 //! costs at start-up, and what the walk costs once the run has ended
 //! (nothing changed, so nothing moves: the price every run pays), with
-//! and without the listing of executables that `-v` and JSON ask for.
+//! and without the listing of executables that `-v` and JSON ask for;
+//! then the same workspace with a `__pycache__` of bytecode in each
+//! directory, which the sweep compares file by file.
 //!
 //! Run: `cargo bench --bench leftovers -- --warm-up-time 1 --measurement-time 3`
 
@@ -73,6 +75,49 @@ fn sweep(c: &mut Criterion) {
             })
         });
     }
+    group.finish();
+    bytecode(c);
+}
+
+/// The same workspace after the user imported it in Python: each of its
+/// directories holds a `__pycache__` of `FILES_PER_DIR` bytecode files,
+/// which the sweep notes at start-up and compares one by one after the
+/// run (a child may rewrite one in place, which changes no directory).
+fn bytecode(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut inputs = workspace(dir.path());
+    for listed in inputs
+        .directories
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .skip(1)
+    {
+        if !listed
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('e'))
+        {
+            continue;
+        }
+        let cache = listed.join("__pycache__");
+        std::fs::create_dir_all(&cache).expect("a __pycache__");
+        for f in 0..FILES_PER_DIR {
+            std::fs::write(cache.join(format!("f{f}.cpython-312.pyc")), "x").expect("bytecode");
+        }
+        inputs.existing.push(cache);
+    }
+    let mut group = c.benchmark_group("leftovers with bytecode");
+    group.bench_function("note at start (10,000 files, 10,000 .pyc)", |b| {
+        b.iter(|| black_box(Watch::before(inputs.clone())))
+    });
+    let watch = Watch::before(inputs.clone());
+    group.bench_function("sweep after the run (10,000 files, 10,000 .pyc)", |b| {
+        b.iter(|| {
+            let found = watch.after(Executables::Skip);
+            assert!(found.items.is_empty());
+            black_box(found)
+        })
+    });
     group.finish();
 }
 
