@@ -17,6 +17,13 @@ pub mod buzz {
         let budget = stack::stack_budget(stack::interpreter_stack());
         stack::run_on_interpreter_stack(move || f(budget)).ok()
     }
+
+    /// The live heap bytes the memory budget counts, process-wide: a
+    /// harness running many programs in one process (the `run` fuzz
+    /// target) sets each run's budget above what earlier runs left.
+    pub fn heap_in_use() -> usize {
+        crate::buzz::heap::in_use()
+    }
 }
 
 pub mod bindings {

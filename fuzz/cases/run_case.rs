@@ -7,11 +7,14 @@
 //! overflow is a finding. Shared by the `run` fuzz target and the corpus
 //! replay test.
 
-use magus_sandbox::testing::buzz::{on_interpreter_stack, parse, Interpreter};
+use magus_sandbox::testing::buzz::{heap_in_use, on_interpreter_stack, parse, Interpreter};
 use std::path::Path;
 
-/// Heap the run may hold: small, so that a spell doubling a string stops
-/// long before the fuzzer's own memory limit.
+/// Heap the run may hold above what the process held when it started:
+/// small, so that a spell doubling a string stops long before the
+/// fuzzer's own memory limit. Counted from the start of each run, since
+/// a spell's own reference cycles (a closure stored in the variable it
+/// captures) outlive its run, as any reference-counted value would.
 pub(crate) const HEAP_BUDGET: usize = 64 << 20;
 
 /// Calls and loop turns the run may make: an endless loop ends in a
@@ -42,7 +45,7 @@ pub(crate) fn run(data: &[u8]) -> Reached {
         let interpreter = Interpreter::new(path, Vec::new())
             .with_output(Box::new(std::io::sink()))
             .with_stack_budget(stack_budget)
-            .with_heap_budget(HEAP_BUDGET)
+            .with_heap_budget(heap_in_use().saturating_add(HEAP_BUDGET))
             .with_step_budget(STEP_BUDGET);
         if !interpreter.check(&program, source).is_clean() {
             return Reached::Refused;
