@@ -548,7 +548,17 @@ fn python_bytecode_planted_in_pycache_runs_nothing_later() {
         let case = Case::new(mode, support::SANDBOX_ON, setup);
         let out = case.shell(true, script, &[]);
         assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
-        assert_set_aside(&case, &out, &[&pyc]);
+        let removed = case.h.ws_path(&pyc);
+        assert!(
+            out.stderr
+                .contains("warning[MGS2014]: the run wrote Python bytecode")
+                && out
+                    .stderr
+                    .contains(&format!("removed: {}", removed.display())),
+            "no notice for {pyc}: {}",
+            case.context(&out)
+        );
+        assert!(removed.symlink_metadata().is_err(), "{pyc} is still there");
         let seen = user_python(&case.h.ws, &["-c", "import mod"]);
         assert!(
             seen.contains("BENIGN-mod") && !seen.contains("PWNED"),

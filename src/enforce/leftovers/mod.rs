@@ -328,6 +328,9 @@ pub enum Left {
     /// A git directory (or a link) new in a repository's `modules/`:
     /// `git submodule update` would use it instead of cloning.
     Submodule,
+    /// Python bytecode (`__pycache__/*.pyc`) the run wrote: a cache
+    /// Python rebuilds from the sources, so it is removed, not kept.
+    Bytecode,
 }
 
 /// What became of it.
@@ -339,6 +342,8 @@ pub enum Outcome {
     Replaced(PathBuf),
     /// The noted version put back over what stood there.
     PutBack,
+    /// Deleted: a cache its tool makes again (Python's bytecode).
+    Removed,
     /// Could not be moved or put back: why.
     Failed(String),
 }

@@ -11,6 +11,9 @@ use crate::diag::{Code, Diagnostic, MessageFormat, OutputOptions, Renderer, Verb
 /// How many executables a run's note names, at most.
 const MAX_LISTED: usize = 50;
 
+/// How many removed bytecode files the one bytecode warning names.
+const BYTECODE_LISTED: usize = 5;
+
 /// How many entries set aside are said one by one; a run that left
 /// thousands (to drown the terminal) gets one line for the rest.
 const MAX_SAID: usize = 50;
@@ -42,10 +45,16 @@ pub(crate) fn emit(found: &Findings, output: OutputOptions) {
     }
 }
 
-/// The warnings for what was set aside or put back.
+/// The warnings for what was set aside or put back, and one for the
+/// bytecode removed.
 pub(crate) fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
-    let mut said: Vec<Diagnostic> = found.items.iter().take(MAX_SAID).map(item).collect();
-    if let Some(more) = found.items.len().checked_sub(MAX_SAID).filter(|n| *n > 0) {
+    let (removed, items): (Vec<&Item>, Vec<&Item>) = found
+        .items
+        .iter()
+        .partition(|i| i.left == Left::Bytecode && i.outcome == Outcome::Removed);
+    let mut said: Vec<Diagnostic> = items.iter().take(MAX_SAID).map(|i| item(i)).collect();
+    said.extend(bytecode(&removed));
+    if let Some(more) = items.len().checked_sub(MAX_SAID).filter(|n| *n > 0) {
         let listed = found.manifest.as_ref().map_or_else(
             || "see the quarantine's MANIFEST".to_string(),
             |m| format!("`{}` lists them all", m.display()),
@@ -72,6 +81,37 @@ pub(crate) fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
         );
     }
     said
+}
+
+/// One warning for every bytecode file removed: a spell that runs Python
+/// writes a whole cache each run, which would read as a wall of warnings
+/// one by one.
+fn bytecode(removed: &[&Item]) -> Option<Diagnostic> {
+    let first = removed.first()?;
+    let n = removed.len();
+    let (files, them) = match n {
+        1 => ("file".to_string(), "it"),
+        _ => (format!("{n} files"), "them"),
+    };
+    let mut d = Diagnostic::warning(format!(
+        "the run wrote Python bytecode ({files} in `__pycache__`), which python would run later, \
+         outside the sandbox, instead of the sources beside {them}"
+    ))
+    .with_code(Code::Mgs2014)
+    .with_path(first.path.display().to_string())
+    .with_note(format!(
+        "magus removed {them}: python compiles the sources again at the next import"
+    ));
+    for item in removed.iter().take(BYTECODE_LISTED) {
+        d = d.with_note(format!("removed: {}", item.path.display()));
+    }
+    if n > BYTECODE_LISTED {
+        d = d.with_note(format!("and {} more", n - BYTECODE_LISTED));
+    }
+    Some(d.with_help(
+        "a spell that runs Python can keep it from writing bytecode: \
+         env.set(\"PYTHONDONTWRITEBYTECODE\", \"1\") before it starts python",
+    ))
 }
 
 fn item(item: &Item) -> Diagnostic {
@@ -101,6 +141,10 @@ fn item(item: &Item) -> Diagnostic {
         ),
         Left::BrokenHead => format!(
             "a child made `{path}` invalid, so git would look above it for another repository"
+        ),
+        Left::Bytecode => format!(
+            "the run wrote `{path}`, Python bytecode that python would run later, outside the \
+             sandbox, instead of its source"
         ),
         Left::Submodule => format!(
             "the run created `{path}`: `git submodule update` would use it as the submodule's \
@@ -133,6 +177,7 @@ fn outcome(d: Diagnostic, path: &Path, outcome: &Outcome) -> Diagnostic {
             ))
             .with_help(back(to)),
         Outcome::PutBack => d.with_note("magus put back the version it noted when the run started"),
+        Outcome::Removed => d.with_note("magus removed it: its tool makes it again from the sources"),
         Outcome::Failed(why) => d
             .with_note(format!("magus could not set it aside: {why}"))
             .with_help("remove it before you run git, cargo, npm or a shell there"),
@@ -206,6 +251,42 @@ mod tests {
             text.contains("mv '/w/.magus/quarantine/r/src%2FHEAD' '/w/src/HEAD'"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn bytecode_removed_is_one_warning_naming_the_first_files() {
+        let pyc = |n: usize| Item {
+            path: PathBuf::from(format!("/w/pkg/__pycache__/m{n}.cpython-312.pyc")),
+            left: Left::Bytecode,
+            outcome: Outcome::Removed,
+        };
+        let hook = Item {
+            path: PathBuf::from("/w/.envrc"),
+            left: Left::RunLater,
+            outcome: Outcome::Moved(PathBuf::from("/w/.magus/quarantine/r/.envrc")),
+        };
+        let mut items: Vec<Item> = (0..7).map(pyc).collect();
+        items.push(hook);
+        let found = Findings {
+            items,
+            ..Findings::default()
+        };
+        let said = diagnostics(&found);
+        assert_eq!(said.len(), 2, "{said:?}");
+        let text = crate::diag::render(&said[1], MessageFormat::Human);
+        assert!(
+            text.contains("Python bytecode (7 files in `__pycache__`)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("removed: /w/pkg/__pycache__/m4.cpython-312.pyc"),
+            "{text}"
+        );
+        assert!(!text.contains("m5.cpython"), "{text}");
+        assert!(text.contains("and 2 more"), "{text}");
+        assert!(text.contains("PYTHONDONTWRITEBYTECODE"), "{text}");
+        let envrc = crate::diag::render(&said[0], MessageFormat::Human);
+        assert!(envrc.contains("`/w/.envrc`"), "{envrc}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::aside::{Quarantine, QUARANTINE};
 use super::inert;
 use super::names::{self, is, is_any};
-use super::{Executables, Findings, Identity, Left, Seen, Stamp, Watch};
+use super::{Executables, Findings, Identity, Left, Outcome, Seen, Stamp, Watch};
 
 /// How many entries one sweep looks at, at most: beyond it the sweep
 /// says so (`Findings::truncated`) instead of making the run's end slow.
@@ -158,13 +158,13 @@ impl<'a> Scan<'a> {
     }
 
     /// The bytecode in a `__pycache__` there at the start: each file
-    /// the run wrote, in place or anew, is set aside; the user's own
-    /// (its `ctime` as noted) stays.
+    /// the run wrote, in place or anew, is removed; the user's own (its
+    /// `ctime` as noted) stays.
     fn bytecode_in(&mut self, dir: &Path) {
         let name = dir.file_name().unwrap_or_default();
         for entry in self.read(dir) {
             if !entry.kind.is_dir() && names::is_bytecode(name, &entry.name) {
-                self.set_aside_path_if_changed(&entry.path, Left::RunLater);
+                self.remove_bytecode_if_changed(&entry.path);
             }
         }
     }
@@ -236,15 +236,19 @@ impl<'a> Scan<'a> {
         if kind.is_dir() {
             return self.subdir(&name, path, within);
         }
+        if dir
+            .file_name()
+            .is_some_and(|d| names::is_bytecode(d, &name))
+        {
+            self.remove_bytecode_if_changed(&path);
+            return None;
+        }
         // A `__pycache__` reached here is not a directory: a link sends
         // Python's `import` to the bytecode where it points.
         let run_later = within == Within::EditorConfig
             || is_any(&name, &names::RUN_LATER_FILES)
             || is(&name, names::PYCACHE)
-            || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS)
-            || dir
-                .file_name()
-                .is_some_and(|d| names::is_bytecode(d, &name));
+            || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
         if run_later && !self.skip.contains(path.as_path()) {
             self.set_aside_path_if_changed(&path, Left::RunLater);
         } else if !run_later
@@ -409,6 +413,26 @@ impl<'a> Scan<'a> {
         }
         let outcome = self.quarantine.set_aside(path);
         self.found.push(path, left, outcome);
+    }
+
+    /// Python's bytecode is a cache: Python compiles it again from the
+    /// sources at the next import, so what the run wrote is deleted
+    /// rather than kept in the quarantine, where every run of a spell
+    /// that runs Python would add a copy of its whole cache.
+    fn remove_bytecode_if_changed(&mut self, path: &Path) {
+        let Ok(meta) = path.symlink_metadata() else {
+            return;
+        };
+        if self.skip.contains(path)
+            || !Seen::changed(self.stamps.get(path), path, &meta, self.since)
+        {
+            return;
+        }
+        let outcome = match std::fs::remove_file(path) {
+            Ok(()) => Outcome::Removed,
+            Err(e) => Outcome::Failed(e.to_string()),
+        };
+        self.found.push(path, Left::Bytecode, outcome);
     }
 
     /// A directory's entries, within the budget.

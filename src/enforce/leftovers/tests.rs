@@ -172,7 +172,7 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(r.join("src/__pycache__/m.cpython-312.pyc"), "x").unwrap();
                 std::fs::write(r.join("src/__pycache__/notes.txt"), "x").unwrap();
             },
-            &[("m.cpython-312.pyc", Left::RunLater)],
+            &[("m.cpython-312.pyc", Left::Bytecode)],
         ),
         (
             "a link for __pycache__",
@@ -222,6 +222,10 @@ fn planted_repositories_and_configs_are_set_aside() {
         for item in &found.items {
             match &item.outcome {
                 Outcome::Moved(to) => assert!(to.exists() && !item.path.exists(), "{what}"),
+                Outcome::Removed => {
+                    assert_eq!(item.left, Left::Bytecode, "{what}");
+                    assert!(item.path.symlink_metadata().is_err(), "{what}");
+                }
                 Outcome::PutBack => {
                     let head = std::fs::read_to_string(&item.path).unwrap();
                     assert_eq!(head, "ref: refs/heads/main\n", "{what}");
@@ -419,7 +423,7 @@ fn bytecode_the_run_wrote_beside_the_users_is_set_aside() {
         });
         assert_eq!(
             lefts(&found),
-            [("a.cpython-312.pyc".to_string(), Left::RunLater)],
+            [("a.cpython-312.pyc".to_string(), Left::Bytecode)],
             "{walk:?}"
         );
         assert!(cache.join("b.cpython-312.pyc").is_file(), "{walk:?}");
