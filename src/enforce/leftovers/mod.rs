@@ -37,7 +37,7 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-pub(crate) use names::is_run_later;
+pub(crate) use names::is_run_later_in;
 use noted::Noted;
 
 /// Where the sweep looks, decided from the policy when the run starts.
@@ -61,7 +61,7 @@ pub struct Inputs {
     /// same file, and without a jail nothing holds them.
     pub protected: Vec<PathBuf>,
     /// Run-later files and directories there at the start
-    /// ([`is_run_later`]): each is noted by its `ctime`, so that one
+    /// ([`names::is_run_later`]): each is noted by its `ctime`, so that one
     /// changed just before the run (in the clock's last tick) is not taken
     /// for the run's.
     pub existing: Vec<PathBuf>,

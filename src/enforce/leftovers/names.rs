@@ -3,6 +3,7 @@
 //! on a case-insensitive disk is caught), never as raw bytes alone.
 
 use std::ffi::OsStr;
+use std::path::Path;
 
 /// Files anywhere under a writable grant that a tool later obeys without
 /// asking: git reads `.gitmodules` at `git submodule update` (a
@@ -86,6 +87,26 @@ pub(crate) fn is_run_later(name: &OsStr) -> bool {
         || is_any(name, &EDITOR_DIRS)
         || is(name, CARGO_DIR)
         || is(name, PYCACHE)
+}
+
+/// Where installers put Python packages. Bytecode there is left alone:
+/// the installed sources beside it are as writable to a run with the
+/// grant and run as unconfined at the next import, so setting the
+/// bytecode aside would protect nothing, while a virtualenv's tens of
+/// thousands of `.pyc` would be noted and compared at every run.
+const INSTALLED_PACKAGES: [&str; 2] = ["site-packages", "dist-packages"];
+
+/// Whether `dir` lies in an installed packages directory
+/// ([`INSTALLED_PACKAGES`]).
+pub(super) fn in_installed_packages(dir: &Path) -> bool {
+    dir.components()
+        .any(|c| is_any(c.as_os_str(), &INSTALLED_PACKAGES))
+}
+
+/// [`is_run_later`] for the entry `name` of the directory `dir`: a
+/// `__pycache__` among installed packages is not one.
+pub(crate) fn is_run_later_in(dir: &Path, name: &OsStr) -> bool {
+    is_run_later(name) && !(is(name, PYCACHE) && in_installed_packages(dir))
 }
 
 /// Whether a file named `name` in the directory named `dir` is bytecode

@@ -236,10 +236,10 @@ impl<'a> Scan<'a> {
         if kind.is_dir() {
             return self.subdir(&name, path, within);
         }
-        if dir
+        let bytecode = dir
             .file_name()
-            .is_some_and(|d| names::is_bytecode(d, &name))
-        {
+            .is_some_and(|d| names::is_bytecode(d, &name));
+        if bytecode && !names::in_installed_packages(dir) {
             self.remove_bytecode_if_changed(&path);
             return None;
         }
@@ -247,7 +247,7 @@ impl<'a> Scan<'a> {
         // Python's `import` to the bytecode where it points.
         let run_later = within == Within::EditorConfig
             || is_any(&name, &names::RUN_LATER_FILES)
-            || is(&name, names::PYCACHE)
+            || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
         if run_later && !self.skip.contains(path.as_path()) {
             self.set_aside_path_if_changed(&path, Left::RunLater);

@@ -105,7 +105,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 13] = [
+    let cases: [Case; 14] = [
         (
             "a new .git",
             |r| {
@@ -173,6 +173,15 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(r.join("src/__pycache__/notes.txt"), "x").unwrap();
             },
             &[("m.cpython-312.pyc", Left::Bytecode)],
+        ),
+        (
+            "bytecode among a virtualenv's installed packages",
+            |r| {
+                let pkg = r.join(".venv/lib/python3.12/site-packages/dep/__pycache__");
+                std::fs::create_dir_all(&pkg).unwrap();
+                std::fs::write(pkg.join("m.cpython-312.pyc"), "x").unwrap();
+            },
+            &[],
         ),
         (
             "a link for __pycache__",
@@ -387,8 +396,22 @@ fn bytecode_is_a_pyc_in_a_pycache() {
         let got = super::names::is_bytecode(OsStr::new(dir), OsStr::new(name));
         assert_eq!(got, expected, "{dir}/{name}");
     }
-    assert!(super::is_run_later(OsStr::new("__pycache__")));
-    assert!(!super::is_run_later(OsStr::new("m.cpython-312.pyc")));
+    assert!(super::names::is_run_later(OsStr::new("__pycache__")));
+    let venv = std::path::Path::new("/w/.venv/lib/python3.12/site-packages/dep");
+    assert!(!super::names::is_run_later_in(
+        venv,
+        OsStr::new("__pycache__")
+    ));
+    assert!(!super::names::is_run_later_in(
+        std::path::Path::new("/usr/lib/python3/dist-packages/x"),
+        OsStr::new("__PYCACHE__")
+    ));
+    assert!(super::names::is_run_later_in(
+        std::path::Path::new("/w/src"),
+        OsStr::new("__pycache__")
+    ));
+    assert!(super::names::is_run_later_in(venv, OsStr::new(".envrc")));
+    assert!(!super::names::is_run_later(OsStr::new("m.cpython-312.pyc")));
 }
 
 /// In a `__pycache__` there at the start, the user's bytecode stays; what

@@ -705,7 +705,7 @@ fn read_subdirs(dir: &Path) -> Option<Listing> {
         listing.git_file |= kind.is_file() && name == ".git";
         listing.git_link |= kind.is_symlink() && name == ".git";
         listing.hg_dir |= kind.is_dir() && name == ".hg";
-        if leftovers::is_run_later(&name) {
+        if leftovers::is_run_later_in(dir, &name) {
             listing.run_later.push(entry.path());
         }
         if kind.is_dir() {
