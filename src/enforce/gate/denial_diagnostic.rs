@@ -84,17 +84,40 @@ impl Denial {
                  hooks and config (`.git`, `.hg`); no magus.yaml entry can allow this"
                     .to_string()
             }
-            DenialReason::ForeignProcess => "reading another process's /proc entries is never \
-                 allowed; no magus.yaml entry can allow this"
+            DenialReason::ForeignProcess => "another process's /proc entries are never reachable \
+                 from a spell; no magus.yaml entry can allow this"
                 .to_string(),
             DenialReason::WindowsPath(_) => "the sandbox takes drive paths (`C:\\dir\\file`) and \
                  relative ones; no magus.yaml entry can allow this spelling"
                 .to_string(),
+            DenialReason::NotGranted if is_process_entry(real) => match self.access {
+                Access::Write => {
+                    format!("{PROCESS_ENTRY_HELP}; to write to the run's output, use `std\\print`")
+                }
+                _ => PROCESS_ENTRY_HELP.to_string(),
+            },
             DenialReason::NotGranted => {
                 allow_entry_in(real, self.access.needed_mode(), home, spell)
             }
         }
     }
+}
+
+/// Why no grant is offered for a process's own `/proc` entry.
+const PROCESS_ENTRY_HELP: &str = "`/proc/<pid>/...` names this run's process, whose number \
+     changes from run to run (and `fd/N` a handle it holds, not a file), so no magus.yaml \
+     entry can name it";
+
+/// Whether `path` is in a process's `/proc` directory (`/proc/2/fd/1`):
+/// a path no grant can usefully name.
+fn is_process_entry(path: &Path) -> bool {
+    let Ok(rest) = path.strip_prefix("/proc") else {
+        return false;
+    };
+    rest.components().next().is_some_and(|first| {
+        let first = first.as_os_str().to_string_lossy();
+        first == "self" || first == "thread-self" || first.parse::<u32>().is_ok()
+    })
 }
 
 /// `` `a` and `b` `` (each name quoted, the last two joined by "and").
@@ -156,5 +179,47 @@ pub(crate) fn shown_path(path: &Path, home: Option<&Path>) -> String {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),
         None => to_os(path).display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Denial, DenialReason, FsOp};
+    use crate::diag::{render, MessageFormat};
+    use crate::policy::Access;
+    use std::path::{Path, PathBuf};
+
+    fn help_for(access: Access, spelled: &str, real: &str) -> String {
+        let op = match access {
+            Access::Write => FsOp::Write,
+            _ => FsOp::Read,
+        };
+        let leads_to = (spelled != real).then(|| PathBuf::from(real));
+        let reason = DenialReason::NotGranted;
+        let d = Denial::new(op, access, spelled, Path::new(spelled), leads_to, reason);
+        render(&d.to_diagnostic(None), MessageFormat::Human)
+    }
+
+    /// A process's own `/proc` entry changes from run to run, and `fd/N`
+    /// resolves to no file: a grant naming it would be useless.
+    #[test]
+    fn a_process_entry_is_offered_no_grant() {
+        let text = help_for(Access::Write, "/proc/self/fd/1", "/proc/2/fd/pipe:[7132734]");
+        assert!(!text.contains("mode: rw"), "{text}");
+        assert!(text.contains("no magus.yaml entry can name it"), "{text}");
+        assert!(text.contains("std\\print"), "{text}");
+        let text = help_for(Access::Read, "/proc/self/environ", "/proc/7/environ");
+        assert!(!text.contains("mode: ro"), "{text}");
+        assert!(!text.contains("std\\print"), "{text}");
+    }
+
+    /// Elsewhere, and in `/proc` outside a process's directory, the grant
+    /// that would allow it is offered.
+    #[test]
+    fn other_paths_are_offered_their_grant() {
+        for path in ["/opt/data/x", "/proc/sys/kernel/hostname"] {
+            let text = help_for(Access::Read, path, path);
+            assert!(text.contains(&format!("- path: {path}")), "{text}");
+        }
     }
 }
