@@ -204,7 +204,11 @@ mod tests {
     /// resolves to no file: a grant naming it would be useless.
     #[test]
     fn a_process_entry_is_offered_no_grant() {
-        let text = help_for(Access::Write, "/proc/self/fd/1", "/proc/2/fd/pipe:[7132734]");
+        let text = help_for(
+            Access::Write,
+            "/proc/self/fd/1",
+            "/proc/2/fd/pipe:[7132734]",
+        );
         assert!(!text.contains("mode: rw"), "{text}");
         assert!(text.contains("no magus.yaml entry can name it"), "{text}");
         assert!(text.contains("std\\print"), "{text}");
