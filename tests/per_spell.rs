@@ -549,3 +549,48 @@ fn spell_b_cannot_plant_code_in_a_spell_that_runs_later_with_more() {
         }
     }
 }
+
+/// Spell `b`'s child rewrites, in place, `spells/lib/helper.buzz`, which
+/// `a` imports: the next run of `a` would run `b`'s code under `a`'s
+/// wider policy. Changing a file's contents changes no directory, so a
+/// sweep that compared only the entries directly in `spells/` missed it
+/// where nothing held `spells/` read-only (no jail).
+const LIB_PLANTER: &str = r#"import "sh";
+fun main(args: [str]) > void {
+    _ = sh.run(["sh", "-c", "printf '%s\n' \"$0\" >> spells/lib/helper.buzz", args[0]]);
+}
+"#;
+
+#[test]
+fn spell_b_cannot_plant_code_in_a_file_that_a_imports_from_spells() {
+    use support::runas::{wrapper, Kernel};
+    let planted = unique("// planted-by-b");
+    for user in users() {
+        let kernels = match user {
+            User::Root => [Kernel::AsIs, Kernel::NoNamespaces],
+            User::Nobody => [Kernel::AsIs, Kernel::NoUserNamespaces],
+        };
+        for kernel in kernels {
+            let w = World::new(user);
+            w.h.write_spell("b", LIB_PLANTER);
+            let helper = w.h.ws_path("spells/lib/helper.buzz");
+            let run_b = || {
+                hand_over(&w.h.root, user);
+                let mut cmd = w.h.wrapped_command(&wrapper(user, kernel));
+                cmd.arg("--workspace")
+                    .arg(&w.h.ws)
+                    .args(["run", "b", &planted]);
+                capture(&mut cmd)
+            };
+            let who = format!("{user:?} {kernel:?}");
+            let out = run_b();
+            let after = std::fs::read_to_string(&helper).unwrap_or_default();
+            assert_eq!(after, HELPER, "{who}: helper.buzz changed: {}", out.dump());
+            // Control: with the sandbox off, the child plants.
+            w.h.write_config("sandbox:\n  enabled: false\n");
+            let off = run_b();
+            let after = std::fs::read_to_string(&helper).unwrap();
+            assert!(after.contains(&planted), "{who} control: {after}\n{}", off.dump());
+        }
+    }
+}
