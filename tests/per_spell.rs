@@ -590,7 +590,11 @@ fn spell_b_cannot_plant_code_in_a_file_that_a_imports_from_spells() {
             w.h.write_config("sandbox:\n  enabled: false\n");
             let off = run_b();
             let after = std::fs::read_to_string(&helper).unwrap();
-            assert!(after.contains(&planted), "{who} control: {after}\n{}", off.dump());
+            assert!(
+                after.contains(&planted),
+                "{who} control: {after}\n{}",
+                off.dump()
+            );
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Protected paths noted when no bind holds them read-only (no jail): a
 //! small file by its contents, a large one (magus's own executable) by its
-//! identity, a directory (`hooks`, a `PATH` directory) by its entries.
+//! identity, a directory (`hooks`, a `PATH` directory, `spells/`) by its
+//! entries, at any depth up to [`MAX_DEPTH`] (a spell imports
+//! `spells/lib/x.buzz`; rewriting a file in place changes no directory).
 //! After the run, what a child changed is set aside and the noted version
 //! put back.
 
-use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -18,8 +19,13 @@ const MAX_NOTED: u64 = 1 << 20;
 /// A directory's entries up to this size are noted by content.
 const MAX_NOTED_ENTRY: u64 = 64 << 10;
 
-/// How many entries of one directory are noted by content.
+/// How many files below one directory are noted by content.
 const MAX_NOTED_ENTRIES: usize = 256;
+/// How many levels below a protected directory are noted and compared.
+const MAX_DEPTH: usize = 8;
+/// How many entries below one protected directory are compared after
+/// the run.
+const MAX_COMPARED: usize = 10_000;
 
 #[derive(Debug)]
 pub(super) enum Noted {
@@ -33,9 +39,10 @@ pub(super) enum Noted {
         path: PathBuf,
         identity: (u64, u64, u64, i64, i64),
     },
+    /// Its files, by their path relative to it.
     Dir {
         path: PathBuf,
-        entries: Vec<(OsString, Vec<u8>, u32)>,
+        entries: Vec<(PathBuf, Vec<u8>, u32)>,
     },
 }
 
@@ -135,7 +142,7 @@ fn put_back_file(
 
 fn put_back_dir(
     dir: &Path,
-    noted: &[(OsString, Vec<u8>, u32)],
+    noted: &[(PathBuf, Vec<u8>, u32)],
     since: Stamp,
     quarantine: &mut Quarantine,
     found: &mut Findings,
@@ -148,27 +155,61 @@ fn put_back_dir(
         }
         return;
     }
+    let mut budget = MAX_COMPARED;
+    set_aside_changed(dir, since, 0, &mut budget, quarantine, found);
+    for (rel, content, mode) in noted {
+        let path = dir.join(rel);
+        if path.symlink_metadata().is_err() {
+            let outcome =
+                recreate(&path, content, *mode).map_or_else(failed, |()| Outcome::PutBack);
+            found.push(&path, Left::Protected, outcome);
+        }
+    }
+}
+
+/// Sets aside each entry below `dir` that changed during the run; an
+/// unchanged directory is looked into (its files may have been rewritten
+/// in place, which changes no directory), never a link.
+fn set_aside_changed(
+    dir: &Path,
+    since: Stamp,
+    depth: usize,
+    budget: &mut usize,
+    quarantine: &mut Quarantine,
+    found: &mut Findings,
+) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
+        let Some(left) = budget.checked_sub(1) else {
+            return;
+        };
+        *budget = left;
         let Ok(meta) = entry.metadata() else {
             continue;
         };
-        if Stamp::changed(&meta) < since {
-            continue;
-        }
         let path = entry.path();
-        let outcome = quarantine.set_aside(&path);
-        found.push(&path, Left::Protected, outcome);
-    }
-    for (name, content, mode) in noted {
-        let path = dir.join(name);
-        if path.symlink_metadata().is_err() {
-            let outcome = rewrite(&path, content, *mode).map_or_else(failed, |()| Outcome::PutBack);
+        if Stamp::changed(&meta) >= since {
+            let outcome = quarantine.set_aside(&path);
             found.push(&path, Left::Protected, outcome);
+        } else if meta.is_dir() && depth < MAX_DEPTH {
+            set_aside_changed(&path, since, depth + 1, budget, quarantine, found);
         }
     }
+}
+
+/// Writes a noted file back, making the directories above it that were
+/// set aside; what the changed entries were is gone by now, so none of
+/// them is a link, which [`super::unmoved`] checks again.
+fn recreate(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    if !super::unmoved(path) {
+        return Err(std::io::Error::other("a link stands above it"));
+    }
+    rewrite(path, content, mode)
 }
 
 fn failed(e: std::io::Error) -> Outcome {
@@ -212,23 +253,37 @@ pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, 
     }
 }
 
-/// A directory's small regular files, by content.
-fn dir_entries(dir: &Path) -> Vec<(OsString, Vec<u8>, u32)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let meta = e.metadata().ok().filter(|m| m.is_file())?;
-            if meta.len() > MAX_NOTED_ENTRY {
-                return None;
+/// A directory's small regular files, by content, at any depth up to
+/// [`MAX_DEPTH`], never through a link.
+fn dir_entries(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
+    let mut out = Vec::new();
+    let mut pending = vec![(PathBuf::new(), 0)];
+    while let Some((rel, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            let name = rel.join(entry.file_name());
+            if meta.is_dir() && depth < MAX_DEPTH {
+                pending.push((name, depth + 1));
+                continue;
+            }
+            if !meta.is_file() || meta.len() > MAX_NOTED_ENTRY {
+                continue;
+            }
+            if out.len() == MAX_NOTED_ENTRIES {
+                return out;
             }
             let mode = meta.permissions().mode() & 0o7777;
-            Some((e.file_name(), small_file(&e.path())?, mode))
-        })
-        .take(MAX_NOTED_ENTRIES)
-        .collect()
+            if let Some(content) = small_file(&dir.join(&name)) {
+                out.push((name, content, mode));
+            }
+        }
+    }
+    out
 }
 
 /// A regular file's contents, up to [`MAX_NOTED`] bytes, never through a

@@ -327,6 +327,45 @@ fn protected_files_a_child_changed_are_put_back_never_through_a_link() {
     );
 }
 
+/// A file below a protected directory (`spells/lib/x.buzz`) rewritten in
+/// place changes no directory: it is still found and put back, and one
+/// whose directory was replaced is written back with the directory.
+#[test]
+fn files_deeper_in_a_protected_directory_are_compared_and_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut inputs = workspace(&root);
+    for sub in ["spells/lib", "spells/more/deep"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(root.join("spells/lib/helper.buzz"), "original\n").unwrap();
+    std::fs::write(root.join("spells/more/deep/x.buzz"), "deep\n").unwrap();
+    inputs.protected.push(root.join("spells"));
+    std::thread::sleep(std::time::Duration::from_millis(25));
+    let watch = Watch::before(inputs);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.join("spells/lib/helper.buzz"))
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"planted\n").unwrap();
+    std::fs::remove_dir_all(root.join("spells/more")).unwrap();
+    std::os::unix::fs::symlink("/", root.join("spells/more")).unwrap();
+    let found = watch.after(Executables::Skip);
+    assert_eq!(
+        std::fs::read_to_string(root.join("spells/lib/helper.buzz")).unwrap(),
+        "original\n",
+        "{:?}",
+        found.items
+    );
+    assert!(!root.join("spells/more").is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(root.join("spells/more/deep/x.buzz")).unwrap(),
+        "deep\n",
+        "{:?}",
+        found.items
+    );
+}
+
 #[test]
 fn executables_the_run_wrote_are_listed_and_left() {
     let (dir, found) = sweep(|root| {
