@@ -567,3 +567,50 @@ fn python_bytecode_planted_in_pycache_runs_nothing_later() {
         );
     }
 }
+
+/// The state of an interactive rebase, `.git/rebase-merge`, whose to-do
+/// list `git rebase --continue` follows: an `exec` line there is a
+/// command git runs, outside the sandbox. A child plants such a state in
+/// a repository with none (`git status` then says a rebase is in
+/// progress), or adds an `exec` line to the to-do list of the user's own
+/// rebase, stopped for a conflict when they ran magus. After the run the
+/// state is set aside, and `--continue` runs nothing.
+#[test]
+fn a_rebase_to_do_list_planted_or_changed_in_git_runs_nothing_later() {
+    const STATE: &str = "g=.git/rebase-merge && mkdir -p $g && h=$(git rev-parse HEAD) && \
+        git symbolic-ref HEAD > $g/head-name && echo $h > $g/onto && echo $h > $g/orig-head && \
+        touch $g/interactive $g/git-rebase-todo && echo 1 > $g/msgnum && echo 1 > $g/end";
+    const EXEC: &str = "echo 'exec echo PWNED-rebase >&2' >> .git/rebase-merge/git-rebase-todo";
+    let planted = format!("{STATE} && {EXEC} && echo PLANTED");
+    let appended = format!("{EXEC} && echo PLANTED");
+    let committed = |h: &Harness| {
+        git_init(&h.ws);
+        setup_git(&h.ws, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    };
+    let in_rebase = |h: &Harness| {
+        committed(h);
+        let state = Command::new("sh")
+            .args(["-c", STATE])
+            .current_dir(&h.ws)
+            .status()
+            .unwrap();
+        assert!(state.success());
+    };
+    let cases: [(&str, &dyn Fn(&Harness)); 2] = [(&planted, &committed), (&appended, &in_rebase)];
+    for mode in modes() {
+        for (script, setup) in cases {
+            let control = Case::new(mode, support::SANDBOX_ON, setup);
+            let out = control.shell(false, script, &[]);
+            assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+            let seen = user_git(&control.h.ws, &["rebase", "--continue"]);
+            assert!(seen.contains("PWNED-rebase"), "control: {seen}");
+
+            let case = Case::new(mode, support::SANDBOX_ON, setup);
+            let out = case.shell(true, script, &[]);
+            assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+            assert_set_aside(&case, &out, &[".git/rebase-merge"]);
+            let seen = user_git(&case.h.ws, &["rebase", "--continue"]);
+            assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        }
+    }
+}
