@@ -179,6 +179,7 @@ impl Watch {
         scan.workspace(&self.inputs.workspace, self.inputs.directories.as_deref());
         for repository in &self.inputs.repositories {
             scan.submodules(repository);
+            scan.rebase_state(repository);
         }
         for path in &self.inputs.existing {
             scan.existing_run_later(path);

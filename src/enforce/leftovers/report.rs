@@ -195,6 +195,7 @@ fn tool(path: &Path) -> &'static str {
         .map(|n| n.to_string_lossy().to_ascii_lowercase());
     match (name.as_deref(), parent.as_deref()) {
         (Some(".gitmodules"), _) => "git",
+        (Some("rebase-merge"), _) => "git (`git rebase --continue` runs its `exec` lines)",
         (Some(".npmrc" | ".yarnrc.yml" | ".yarnrc"), _) => "npm or yarn",
         (Some(".pnpmfile.cjs"), _) => "pnpm",
         (Some("bunfig.toml"), _) => "bun",

@@ -354,6 +354,39 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// The state of an interactive rebase (`rebase-merge/`) in a git
+    /// directory there at the start, or in one of its linked worktrees',
+    /// that the run created or whose to-do list it changed: `git rebase
+    /// --continue` runs each `exec` line of `git-rebase-todo`, outside the
+    /// sandbox. Set aside whole (git then sees no rebase in progress).
+    pub(super) fn rebase_state(&mut self, gitdir: &Path) {
+        if !self.is_known(gitdir) {
+            return;
+        }
+        let mut dirs = vec![gitdir.to_path_buf()];
+        if is_real_dir(&gitdir.join("worktrees")) {
+            let worktrees = self.read(&gitdir.join("worktrees"));
+            dirs.extend(
+                worktrees
+                    .into_iter()
+                    .filter(|e| e.kind.is_dir())
+                    .map(|e| e.path),
+            );
+        }
+        for dir in dirs {
+            let state = dir.join("rebase-merge");
+            let Ok(meta) = state.symlink_metadata() else {
+                continue;
+            };
+            let todo = state.join("git-rebase-todo");
+            let changed = self.changed(&state) || meta.is_dir() && self.changed(&todo);
+            if changed && super::unmoved(&state) {
+                let outcome = self.quarantine.set_aside(&state);
+                self.found.push(&state, Left::RunLater, outcome);
+            }
+        }
+    }
+
     /// Whether the git directory `dir`, or what names its code and
     /// objects, was made or changed during the run.
     fn made_now(&self, dir: &Path) -> bool {
