@@ -614,3 +614,30 @@ fn a_rebase_to_do_list_planted_or_changed_in_git_runs_nothing_later() {
         }
     }
 }
+
+/// The notice of what was set aside ends with the `mv` that puts it back,
+/// for the user to paste into a shell. Its paths are the run's to name: a
+/// directory called `a'$(echo PWNED-hint >&2)'` holding a planted `.envrc`
+/// broke out of the quotes, and the shell ran the child's command. The
+/// command is quoted for the shell, runs nothing, and moves the file back.
+#[test]
+fn the_command_that_puts_a_file_back_runs_nothing_the_run_named() {
+    let script = "d=\"a'\\$(echo PWNED-hint >&2)'\" && mkdir \"$d\" && \
+        echo 'echo hi' > \"$d/.envrc\" && echo PLANTED";
+    for mode in modes() {
+        let case = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let planted = case.h.ws_path("a'$(echo PWNED-hint >&2)'/.envrc");
+        assert!(!planted.exists(), "{}", case.context(&out));
+        let hint = out
+            .stderr
+            .lines()
+            .find_map(|l| l.split_once("move it back: ").map(|(_, mv)| mv.to_string()))
+            .unwrap_or_else(|| panic!("no mv: {}", case.context(&out)));
+        let pasted = Command::new("sh").args(["-c", &hint]).output().unwrap();
+        let said = String::from_utf8_lossy(&pasted.stderr);
+        assert!(!said.contains("PWNED"), "{hint}: {said}");
+        assert!(planted.exists(), "{hint}: {said}");
+    }
+}
