@@ -158,12 +158,18 @@ fn item(item: &Item) -> Diagnostic {
     outcome(diagnostic, &item.path, &item.outcome)
 }
 
+/// `path` as one shell word, for a command the user pastes: the run named
+/// the path, so a `'` in it must not end the quotes (`'\''` puts one in).
+fn shell_quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
 fn outcome(d: Diagnostic, path: &Path, outcome: &Outcome) -> Diagnostic {
     let back = |to: &Path| {
         format!(
-            "if it was intended, inspect it and move it back: mv '{}' '{}'",
-            to.display(),
-            path.display()
+            "if it was intended, inspect it and move it back: mv {} {}",
+            shell_quoted(to),
+            shell_quoted(path)
         )
     };
     match outcome {
