@@ -641,3 +641,28 @@ fn the_command_that_puts_a_file_back_runs_nothing_the_run_named() {
         assert!(planted.exists(), "{hint}: {said}");
     }
 }
+
+/// A child that plants a run-later file and then takes away the write
+/// permission of its directory (`chmod 555`, as the files' owner may)
+/// made the sweep's rename fail, as an ordinary user: the file stayed,
+/// with only a warning. The sweep gives the directory its write
+/// permission back for the move, and then takes it away again.
+#[test]
+fn a_planted_file_in_a_directory_made_read_only_is_still_set_aside() {
+    let script =
+        "mkdir sub && echo 'echo PWNED-envrc' > sub/.envrc && chmod 555 sub && echo PLANTED";
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        assert!(control.h.ws_path("sub/.envrc").exists());
+
+        let case = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        assert_set_aside(&case, &out, &["sub/.envrc"]);
+        let sub = case.h.ws_path("sub").symlink_metadata().unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(sub.permissions().mode() & 0o777, 0o555);
+    }
+}
