@@ -37,7 +37,7 @@ impl Quarantine {
     pub(super) fn set_aside(&mut self, path: &Path) -> Outcome {
         if let Some(dir) = self.dir() {
             let to = free_name(&dir, &flat_name(&self.workspace, path));
-            if std::fs::rename(path, &to).is_ok() {
+            if rename_writable(path, &to).is_ok() {
                 let name = to.file_name().unwrap_or_default().to_string_lossy();
                 self.manifest.push(format!("{name}\t{}", path.display()));
                 return Outcome::Moved(to);
@@ -49,7 +49,7 @@ impl Quarantine {
         let aside = (0..100)
             .map(|n| path.with_file_name(planted_name(name, n)))
             .find(|p| p.symlink_metadata().is_err());
-        match aside.map(|to| std::fs::rename(path, &to).map(|()| to)) {
+        match aside.map(|to| rename_writable(path, &to).map(|()| to)) {
             Some(Ok(to)) => Outcome::Moved(to),
             Some(Err(e)) => Outcome::Failed(e.to_string()),
             None => Outcome::Failed("no free name beside it".into()),
@@ -120,6 +120,46 @@ fn real_dir(dir: &Path) -> Option<bool> {
         Ok(_) => None,
         Err(_) => std::fs::create_dir(dir).ok().map(|()| true),
     }
+}
+
+/// Renames `from` to `to`; where that is refused for want of write
+/// permission (a child, as the files' owner, may `chmod 555` the directory
+/// that holds what it planted, or a planted directory itself, which a
+/// move to another directory rewrites), gives the owner write permission
+/// to those directories for the move and takes it away again after.
+fn rename_writable(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let refused = match std::fs::rename(from, to) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => e,
+        done => return done,
+    };
+    let dirs = [from.parent(), Some(from)];
+    let mut lent = Vec::new();
+    for dir in dirs.into_iter().flatten() {
+        let Ok(meta) = dir.symlink_metadata() else {
+            continue;
+        };
+        let mode = meta.permissions().mode();
+        if meta.is_dir() && mode & 0o200 == 0 {
+            let wider = std::fs::Permissions::from_mode(mode | 0o200);
+            if std::fs::set_permissions(dir, wider).is_ok() {
+                lent.push((dir.to_path_buf(), mode));
+            }
+        }
+    }
+    if lent.is_empty() {
+        return Err(refused);
+    }
+    let moved = std::fs::rename(from, to);
+    for (dir, mode) in lent {
+        // The moved directory is now at `to`.
+        let now = match moved.is_ok() && dir == from {
+            true => to.to_path_buf(),
+            false => dir,
+        };
+        let _ = std::fs::set_permissions(now, std::fs::Permissions::from_mode(mode));
+    }
+    moved
 }
 
 /// `path` relative to the workspace (absolute elsewhere), `/` written
