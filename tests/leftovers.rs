@@ -568,6 +568,9 @@ fn python_bytecode_planted_in_pycache_runs_nothing_later() {
     }
 }
 
+/// What a case does to the workspace before the run.
+type Setup<'a> = dyn Fn(&Harness) + 'a;
+
 /// The state of an interactive rebase, `.git/rebase-merge`, whose to-do
 /// list `git rebase --continue` follows: an `exec` line there is a
 /// command git runs, outside the sandbox. A child plants such a state in
@@ -596,7 +599,7 @@ fn a_rebase_to_do_list_planted_or_changed_in_git_runs_nothing_later() {
             .unwrap();
         assert!(state.success());
     };
-    let cases: [(&str, &dyn Fn(&Harness)); 2] = [(&planted, &committed), (&appended, &in_rebase)];
+    let cases: [(&str, &Setup<'_>); 2] = [(&planted, &committed), (&appended, &in_rebase)];
     for mode in modes() {
         for (script, setup) in cases {
             let control = Case::new(mode, support::SANDBOX_ON, setup);
