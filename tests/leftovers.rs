@@ -669,3 +669,39 @@ fn a_planted_file_in_a_directory_made_read_only_is_still_set_aside() {
         assert_eq!(sub.permissions().mode() & 0o777, 0o555);
     }
 }
+
+/// A Mercurial repository made by a child in a git workspace, its `hgrc`
+/// naming a hook: the user's next `hg status` there, outside magus, ran
+/// it (a shell prompt that shows the hg branch runs `hg` in every
+/// directory it enters). After the run the new `.hg` is set aside.
+#[test]
+fn a_mercurial_repository_planted_in_the_workspace_runs_nothing_later() {
+    if Command::new("hg").arg("--version").output().is_err() {
+        eprintln!("skipped: no hg on PATH");
+        return;
+    }
+    let setup = |h: &Harness| git_init(&h.ws);
+    let script = "hg init sub && printf '[hooks]\\npre-status = echo PWNED-hg >&2\\n' >> sub/.hg/hgrc && echo PLANTED";
+    let hg_status = |dir: &Path| {
+        let out = Command::new("hg")
+            .args(["--config", "trusted.users=*", "status"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = hg_status(&control.h.ws_path("sub"));
+        assert!(seen.contains("PWNED-hg"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        assert_set_aside(&case, &out, &["sub/.hg"]);
+        let seen = hg_status(&case.h.ws_path("sub"));
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+    }
+}
