@@ -57,6 +57,35 @@ pub(super) fn is_inert(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
     configs_inert && hooks_are_samples(&gitdir.join("hooks")) && common_is_known(gitdir, known)
 }
 
+/// Whether the Mercurial directory `hg_dir` runs nothing: what `hg init`
+/// (no `hgrc`) and `hg clone` (an `hgrc` of `[paths]` alone) write, and
+/// no `sharedpath` (a share reads the `hgrc` of the `.hg` it names).
+pub(super) fn hg_is_inert(hg_dir: &Path) -> bool {
+    if !absent(&hg_dir.join("sharedpath")) {
+        return false;
+    }
+    let hgrc = hg_dir.join("hgrc");
+    if absent(&hgrc) {
+        return true;
+    }
+    let Some(text) = super::noted::small_file(&hgrc) else {
+        return false;
+    };
+    let mut in_paths = false;
+    String::from_utf8_lossy(&text).lines().all(|line| {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            return true;
+        }
+        if line.starts_with('[') {
+            // A section alone sets nothing (`hg clone` writes an empty `[ui]`).
+            in_paths = line == "[paths]";
+            return true;
+        }
+        in_paths && !line.starts_with('%') && line.contains('=')
+    })
+}
+
 fn common_is_known(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
     let file = gitdir.join("commondir");
     if absent(&file) {
@@ -120,6 +149,33 @@ fn absent(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mercurial_directory_is_inert_with_paths_alone() {
+        let cases = [
+            (None, true),
+            (
+                Some("# x\n[paths]\ndefault = /a/b\n\n[ui]\n# username = x\n"),
+                true,
+            ),
+            (Some("[hooks]\npre-status = echo x\n"), false),
+            (
+                Some("[paths]\ndefault = /a\n[extensions]\nx = /tmp/x.py\n"),
+                false,
+            ),
+            (Some("%include /elsewhere/hgrc\n"), false),
+        ];
+        for (hgrc, inert) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            if let Some(text) = hgrc {
+                std::fs::write(dir.path().join("hgrc"), text).unwrap();
+            }
+            assert_eq!(hg_is_inert(dir.path()), inert, "{hgrc:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("sharedpath"), "/elsewhere/.hg").unwrap();
+        assert!(!hg_is_inert(dir.path()));
+    }
 
     #[test]
     fn only_what_init_and_clone_write_is_inert() {

@@ -117,6 +117,17 @@ fn bytecode(removed: &[&Item]) -> Option<Diagnostic> {
 fn item(item: &Item) -> Diagnostic {
     let path = item.path.display();
     let what = match item.left {
+        Left::Repository
+            if item
+                .path
+                .file_name()
+                .is_some_and(|n| n.eq_ignore_ascii_case(".hg")) =>
+        {
+            format!(
+                "the run created `{path}`: Mercurial would take it for a repository and run the \
+                 hooks and extensions its hgrc names, outside the sandbox"
+            )
+        }
         Left::Repository => format!(
             "the run created `{path}`: git would take it for a repository and run the commands \
              its config and hooks name, outside the sandbox"

@@ -287,6 +287,14 @@ impl<'a> Scan<'a> {
                 self.set_aside_path_if_changed(&entry.path, Left::Repository);
             }
         }
+        // Mercurial's: its `hgrc` runs `[hooks]` and loads `[extensions]`
+        // at any `hg` command there.
+        for entry in entries.iter().filter(|e| is(&e.name, ".hg")) {
+            let inert = entry.kind.is_dir() && inert::hg_is_inert(&entry.path);
+            if !self.is_known(&entry.path) && !inert {
+                self.set_aside_path_if_changed(&entry.path, Left::Repository);
+            }
+        }
         let has = |wanted: &str| names.iter().any(|n| is(n, wanted));
         let bare = names::BARE_REPOSITORY.iter().all(|w| has(w));
         if !bare || self.is_known(dir) || inert::is_inert(dir, &|p| self.is_known(p)) {

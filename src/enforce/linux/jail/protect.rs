@@ -609,6 +609,8 @@ fn find_repositories(
             found.directories.push(visit.path.clone());
         }
         if hg_dir {
+            // Known to the sweep after the run: a `.hg` not found here is new.
+            found.repositories.push(visit.path.join(".hg"));
             protect_hg(&visit.path.join(".hg"), found, writable);
         }
         if git_file || git_link {
