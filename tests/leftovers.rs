@@ -705,3 +705,152 @@ fn a_mercurial_repository_planted_in_the_workspace_runs_nothing_later() {
         assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
     }
 }
+
+/// `PROGRAM ARGS` in `dir`, outside magus, as the user would type it:
+/// what it printed on stdout and stderr; `None` where it is not installed.
+fn user_tool(dir: &Path, program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("BUNDLE_GEMFILE")
+        .env_remove("COMPOSE_FILE")
+        .env_remove("MAVEN_OPTS")
+        .output()
+        .ok()?;
+    let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
+    said.push_str(&String::from_utf8_lossy(&out.stderr));
+    Some(said)
+}
+
+/// Whether `program --version` runs here.
+fn installed(program: &str) -> bool {
+    user_tool(Path::new("/"), program, &["--version"]).is_some()
+}
+
+/// For each mode and each `(script, paths)`: a control run (the sandbox
+/// off) after which `later` (the user's ordinary command in the
+/// workspace, outside magus) printed `PWNED-<tag>`; then a sandboxed run
+/// after which `paths` are set aside and `later` prints nothing planted.
+fn plant_and_run_later(
+    setup: &Setup<'_>,
+    plants: &[(&str, &[&str])],
+    tag: &str,
+    later: &dyn Fn(&Path) -> String,
+) {
+    let pwned = format!("PWNED-{tag}");
+    for mode in modes() {
+        for (script, paths) in plants {
+            let control = Case::new(mode, support::SANDBOX_ON, setup);
+            let out = control.shell(false, script, &[]);
+            assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+            let seen = later(&control.h.ws);
+            assert!(seen.contains(&pwned), "control ({script}): {seen}");
+
+            let case = Case::new(mode, support::SANDBOX_ON, setup);
+            let out = case.shell(true, script, &[]);
+            assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+            assert_set_aside(&case, &out, paths);
+            let seen = later(&case.h.ws);
+            assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        }
+    }
+}
+
+/// Maven reads `.mvn/jvm.config` in the nearest directory above it that
+/// holds a `.mvn` and passes its lines to the JVM, at every `mvn` command
+/// (`mvn -v` too). A child writes one whose `-agentpath:` names a library
+/// printing `PWNED-mvn` when loaded: the user's next `mvn -v` in the
+/// workspace, outside magus, loaded it. After the run it is set aside.
+#[test]
+fn a_maven_jvm_option_planted_in_mvn_runs_nothing_later() {
+    if !installed("mvn") || !installed("cc") {
+        eprintln!("skipped: no mvn or no cc on PATH");
+        return;
+    }
+    let lib = tempfile::tempdir().unwrap();
+    let source = lib.path().join("agent.c");
+    std::fs::write(
+        &source,
+        "#include <stdio.h>\n__attribute__((constructor)) static void pwn(void) \
+         { fputs(\"PWNED-mvn\\n\", stderr); }\nint Agent_OnLoad(void *vm, char *o, void *r) \
+         { return 0; }\n",
+    )
+    .unwrap();
+    let agent = lib.path().join("agent.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&agent)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let script = format!(
+        "mkdir -p .mvn && echo '-agentpath:{}' > .mvn/jvm.config && echo PLANTED",
+        agent.display()
+    );
+    let mvn = |ws: &Path| user_tool(ws, "mvn", &["-v"]).unwrap();
+    let plants: [(&str, &[&str]); 1] = [(&script, &[".mvn/jvm.config"])];
+    plant_and_run_later(&|_| {}, &plants, "mvn", &mvn);
+}
+
+/// Bundler reads `.bundle/config` in the project (a directory projects
+/// keep out of git): its `BUNDLE_GEMFILE` names the Gemfile, Ruby code
+/// that `bundle install` and `bundle check` evaluate. A child points it at
+/// a hidden Gemfile printing `PWNED-bundle`: the user's next `bundle
+/// check`, outside magus, ran it. After the run the config is set aside,
+/// and bundler reads the project's own `Gemfile`.
+#[test]
+fn a_bundler_config_planted_in_bundle_runs_nothing_later() {
+    if !installed("bundle") {
+        eprintln!("skipped: no bundle on PATH");
+        return;
+    }
+    let setup = |h: &Harness| {
+        std::fs::write(h.ws_path("Gemfile"), "source \"https://rubygems.org\"\n").unwrap();
+    };
+    let script = "mkdir -p .bundle .hidden && \
+        echo '$stderr.puts \"PWNED-bundle\"' > .hidden/Gemfile && \
+        printf -- '---\\nBUNDLE_GEMFILE: \".hidden/Gemfile\"\\n' > .bundle/config && echo PLANTED";
+    let bundle = |ws: &Path| user_tool(ws, "bundle", &["check"]).unwrap();
+    let plants: [(&str, &[&str]); 1] = [(script, &[".bundle/config"])];
+    plant_and_run_later(&setup, &plants, "bundle", &bundle);
+}
+
+/// Docker Compose reads the project's `.env` (which git usually ignores)
+/// before the compose files: its `COMPOSE_FILE` chooses them, and with
+/// them what containers `docker compose up` starts, with which mounts
+/// and privileges; it also merges a `compose.override.yaml` unasked. A
+/// child plants either, naming a service command `PWNED-compose`: the
+/// user's next `docker compose config` (what `up` would run, shown
+/// without a daemon), outside magus, showed it. After the run they are
+/// set aside, and the project's own file is what compose reads.
+#[test]
+fn a_compose_env_or_override_planted_runs_nothing_later() {
+    let compose: &[&str] = if installed("docker-compose") {
+        &["docker-compose"]
+    } else if user_tool(Path::new("/"), "docker", &["compose", "version"])
+        .is_some_and(|v| v.contains("version"))
+    {
+        &["docker", "compose"]
+    } else {
+        eprintln!("skipped: no docker-compose or docker compose on PATH");
+        return;
+    };
+    let setup = |h: &Harness| {
+        let web = "services:\n  web:\n    image: nginx\n";
+        std::fs::write(h.ws_path("compose.yaml"), web).unwrap();
+    };
+    let service = "services:\\n  web:\\n    image: alpine\\n    command: [echo, PWNED-compose]\\n";
+    let env = format!(
+        "mkdir -p .hidden && printf '{service}' > .hidden/x.yaml && \
+         echo COMPOSE_FILE=.hidden/x.yaml > .env && echo PLANTED"
+    );
+    let over = format!("printf '{service}' > compose.override.yaml && echo PLANTED");
+    let config = |ws: &Path| {
+        let mut args = compose[1..].to_vec();
+        args.push("config");
+        user_tool(ws, compose[0], &args).unwrap()
+    };
+    let plants: [(&str, &[&str]); 2] = [(&env, &[".env"]), (&over, &["compose.override.yaml"])];
+    plant_and_run_later(&setup, &plants, "compose", &config);
+}

@@ -17,8 +17,12 @@ use std::path::Path;
 /// config by its path, not its content, so a trusted one changed runs
 /// unasked), editor agents `.mcp.json`, `.claude.json` and
 /// `opencode.json` (servers started as programs), ripgrep `.ripgreprc`
-/// (flags such as `--pre COMMAND`), magus its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 17] = [
+/// (flags such as `--pre COMMAND`), Docker Compose its `.env` (usually
+/// ignored by git: its `COMPOSE_FILE` chooses the compose files, hence what
+/// containers `docker compose up` starts, with which mounts and
+/// privileges; its variables fill in the compose file) and the override
+/// files it merges unasked, magus its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 22] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -34,6 +38,11 @@ pub(super) const RUN_LATER_FILES: [&str; 17] = [
     ".claude.json",
     "opencode.json",
     ".ripgreprc",
+    ".env",
+    "compose.override.yaml",
+    "compose.override.yml",
+    "docker-compose.override.yaml",
+    "docker-compose.override.yml",
     "magus.yaml",
     "magus.lock",
 ];
@@ -44,9 +53,14 @@ pub(super) const RUN_LATER_FILES: [&str; 17] = [
 /// their settings name (`.zed/settings.json`, `.helix/languages.toml`), a
 /// coding agent the hooks and servers its settings name
 /// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`),
-/// mise the configs of `.mise/`.
-pub(super) const EDITOR_DIRS: [&str; 8] = [
-    ".vscode", ".idea", ".claude", ".cursor", ".gemini", ".zed", ".helix", ".mise",
+/// mise the configs of `.mise/`, Maven the JVM options and extensions of
+/// `.mvn/` (`jvm.config` at any `mvn` command below it, even `mvn -v`:
+/// `-agentpath:` loads a library; `./mvnw` runs `.mvn/wrapper/`'s jar),
+/// bundler the settings of `.bundle/` (usually ignored by git: its
+/// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates).
+pub(super) const EDITOR_DIRS: [&str; 10] = [
+    ".vscode", ".idea", ".claude", ".cursor", ".gemini", ".zed", ".helix", ".mise", ".mvn",
+    ".bundle",
 ];
 
 /// Where cargo looks for its configuration, in every directory above the

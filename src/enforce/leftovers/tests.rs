@@ -105,7 +105,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 14] = [
+    let cases: [Case; 17] = [
         (
             "a new .git",
             |r| {
@@ -164,6 +164,36 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(r.join(".gemini/settings.json"), "{}").unwrap();
             },
             &[("settings.json", Left::RunLater)],
+        ),
+        (
+            "a maven JVM option and a bundler setting",
+            |r| {
+                std::fs::create_dir_all(r.join(".mvn")).unwrap();
+                std::fs::write(r.join(".mvn/jvm.config"), "-agentpath:/x.so\n").unwrap();
+                std::fs::create_dir_all(r.join("src/.bundle")).unwrap();
+                std::fs::write(r.join("src/.bundle/config"), "BUNDLE_GEMFILE: x\n").unwrap();
+            },
+            &[("config", Left::RunLater), ("jvm.config", Left::RunLater)],
+        ),
+        (
+            "compose's .env and override",
+            |r| {
+                std::fs::write(r.join(".env"), "COMPOSE_FILE=x.yaml\n").unwrap();
+                std::fs::write(r.join("src/compose.override.yaml"), "x").unwrap();
+            },
+            &[
+                (".env", Left::RunLater),
+                ("compose.override.yaml", Left::RunLater),
+            ],
+        ),
+        (
+            "maven's wrapper",
+            |r| {
+                let wrapper = r.join("src/.mvn/wrapper");
+                std::fs::create_dir_all(&wrapper).unwrap();
+                std::fs::write(wrapper.join("maven-wrapper.properties"), "x").unwrap();
+            },
+            &[("maven-wrapper.properties", Left::RunLater)],
         ),
         (
             "bytecode in a new __pycache__",
