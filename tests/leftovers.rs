@@ -854,3 +854,49 @@ fn a_compose_env_or_override_planted_runs_nothing_later() {
     let plants: [(&str, &[&str]); 2] = [(&env, &[".env"]), (&over, &["compose.override.yaml"])];
     plant_and_run_later(&setup, &plants, "compose", &config);
 }
+
+/// A dev container's configuration (`.devcontainer/devcontainer.json`,
+/// or `.devcontainer.json`) names an `initializeCommand` that runs on the
+/// host, before any container, when the editor reopens the folder in the
+/// container or at `devcontainer up`. A child plants one printing
+/// `PWNED-devcontainer`: the user's next `devcontainer up`, outside magus,
+/// ran it (a stub `docker` stands for the daemon, which the command runs
+/// before it needs). After the run it is set aside.
+#[test]
+fn a_dev_container_command_planted_runs_nothing_later() {
+    if !installed("devcontainer") {
+        eprintln!("skipped: no devcontainer on PATH");
+        return;
+    }
+    let stub = tempfile::tempdir().unwrap();
+    let docker = stub.path().join("docker");
+    std::fs::write(&docker, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        stub.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let config = "{\\\"image\\\": \\\"alpine\\\", \\\"initializeCommand\\\": \\\"echo PWNED-devcontainer\\\"}";
+    let dir = format!("mkdir -p .devcontainer && echo \"{config}\" > .devcontainer/devcontainer.json && echo PLANTED");
+    let file = format!("echo \"{config}\" > .devcontainer.json && echo PLANTED");
+    let up = |ws: &Path| {
+        let out = Command::new("devcontainer")
+            .args(["up", "--workspace-folder"])
+            .arg(ws)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
+        said.push_str(&String::from_utf8_lossy(&out.stderr));
+        // The command echoed back as a setting is not the command run.
+        said.replace("initializeCommand", "")
+            .replace("echo PWNED", "")
+    };
+    let plants: [(&str, &[&str]); 2] = [
+        (&dir, &[".devcontainer/devcontainer.json"]),
+        (&file, &[".devcontainer.json"]),
+    ];
+    plant_and_run_later(&|_| {}, &plants, "devcontainer", &up);
+}

@@ -21,8 +21,11 @@ use std::path::Path;
 /// ignored by git: its `COMPOSE_FILE` chooses the compose files, hence what
 /// containers `docker compose up` starts, with which mounts and
 /// privileges; its variables fill in the compose file) and the override
-/// files it merges unasked, magus its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 22] = [
+/// files it merges unasked, a dev container's `.devcontainer.json` (its
+/// `initializeCommand` runs on the host when the editor reopens the
+/// folder in the container, or at `devcontainer up`), magus its own
+/// policy.
+pub(super) const RUN_LATER_FILES: [&str; 23] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -43,6 +46,7 @@ pub(super) const RUN_LATER_FILES: [&str; 22] = [
     "compose.override.yml",
     "docker-compose.override.yaml",
     "docker-compose.override.yml",
+    ".devcontainer.json",
     "magus.yaml",
     "magus.lock",
 ];
@@ -57,10 +61,21 @@ pub(super) const RUN_LATER_FILES: [&str; 22] = [
 /// `.mvn/` (`jvm.config` at any `mvn` command below it, even `mvn -v`:
 /// `-agentpath:` loads a library; `./mvnw` runs `.mvn/wrapper/`'s jar),
 /// bundler the settings of `.bundle/` (usually ignored by git: its
-/// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates).
-pub(super) const EDITOR_DIRS: [&str; 10] = [
-    ".vscode", ".idea", ".claude", ".cursor", ".gemini", ".zed", ".helix", ".mise", ".mvn",
+/// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
+/// dev container the `initializeCommand` of `.devcontainer/`'s
+/// configurations (run on the host).
+pub(super) const EDITOR_DIRS: [&str; 11] = [
+    ".vscode",
+    ".idea",
+    ".claude",
+    ".cursor",
+    ".gemini",
+    ".zed",
+    ".helix",
+    ".mise",
+    ".mvn",
     ".bundle",
+    ".devcontainer",
 ];
 
 /// Where cargo looks for its configuration, in every directory above the

@@ -105,7 +105,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 17] = [
+    let cases: [Case; 18] = [
         (
             "a new .git",
             |r| {
@@ -194,6 +194,18 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(wrapper.join("maven-wrapper.properties"), "x").unwrap();
             },
             &[("maven-wrapper.properties", Left::RunLater)],
+        ),
+        (
+            "dev container configurations",
+            |r| {
+                std::fs::create_dir_all(r.join(".devcontainer/py")).unwrap();
+                std::fs::write(r.join(".devcontainer/py/devcontainer.json"), "{}").unwrap();
+                std::fs::write(r.join("src/.devcontainer.json"), "{}").unwrap();
+            },
+            &[
+                (".devcontainer.json", Left::RunLater),
+                ("devcontainer.json", Left::RunLater),
+            ],
         ),
         (
             "bytecode in a new __pycache__",
