@@ -900,3 +900,46 @@ fn a_dev_container_command_planted_runs_nothing_later() {
     ];
     plant_and_run_later(&|_| {}, &plants, "devcontainer", &up);
 }
+
+/// mise reads `.tool-versions` (asdf's file) and its configs under
+/// `mise/` and `.config/mise/` like `mise.toml`, and a version
+/// `path:DIR` there, never asked about (no `mise trust`), puts `DIR/bin`
+/// first in `PATH`. A child plants `node` in a hidden directory and
+/// names it so: the user's next `node --version` in the workspace, outside
+/// magus, through mise (`mise x`, as its shims and `mise activate` do),
+/// ran it. After the run the files naming it are set aside, and mise
+/// runs the machine's `node`.
+#[test]
+fn a_mise_tool_version_planted_as_a_path_runs_nothing_later() {
+    if !installed("mise") {
+        eprintln!("skipped: no mise on PATH");
+        return;
+    }
+    let node = "mkdir -p .cache/evil/bin && \
+        printf '#!/bin/sh\\necho PWNED-mise >&2\\n' > .cache/evil/bin/node && \
+        chmod 755 .cache/evil/bin/node";
+    let versions =
+        format!("{node} && echo 'node path:./.cache/evil' > .tool-versions && echo PLANTED");
+    let config = format!(
+        "{node} && mkdir -p .config/mise && \
+         printf '[tools]\\nnode = \"path:./.cache/evil\"\\n' > .config/mise/config.toml && echo PLANTED"
+    );
+    let later = |ws: &Path| {
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new("mise")
+            .args(["x", "--", "node", "--version"])
+            .current_dir(ws)
+            .env("HOME", home.path())
+            .env_remove("MISE_ENV")
+            .output()
+            .unwrap();
+        let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
+        said.push_str(&String::from_utf8_lossy(&out.stderr));
+        said
+    };
+    let plants: [(&str, &[&str]); 2] = [
+        (&versions, &[".tool-versions"]),
+        (&config, &[".config/mise/config.toml"]),
+    ];
+    plant_and_run_later(&|_| {}, &plants, "mise", &later);
+}

@@ -15,7 +15,10 @@ use std::path::Path;
 /// test`), direnv `.envrc` (shell code, run at `cd` once allowed), mise
 /// its configs (`[hooks]` and `env._.source` run at `cd`; mise trusts a
 /// config by its path, not its content, so a trusted one changed runs
-/// unasked), editor agents `.mcp.json`, `.claude.json` and
+/// unasked; a `[tools]` version `path:DIR` needs no trust at all and puts
+/// `DIR/bin` first in `PATH`), mise and asdf `.tool-versions` (the same
+/// `path:DIR` versions, never asked about: `node` in the workspace runs
+/// `DIR/bin/node`), editor agents `.mcp.json`, `.claude.json` and
 /// `opencode.json` (servers started as programs), ripgrep `.ripgreprc`
 /// (flags such as `--pre COMMAND`), Docker Compose its `.env` (usually
 /// ignored by git: its `COMPOSE_FILE` chooses the compose files, hence what
@@ -25,7 +28,7 @@ use std::path::Path;
 /// `initializeCommand` runs on the host when the editor reopens the
 /// folder in the container, or at `devcontainer up`), magus its own
 /// policy.
-pub(super) const RUN_LATER_FILES: [&str; 23] = [
+pub(super) const RUN_LATER_FILES: [&str; 24] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -37,6 +40,7 @@ pub(super) const RUN_LATER_FILES: [&str; 23] = [
     ".mise.toml",
     "mise.local.toml",
     ".mise.local.toml",
+    ".tool-versions",
     ".mcp.json",
     ".claude.json",
     "opencode.json",
@@ -57,14 +61,16 @@ pub(super) const RUN_LATER_FILES: [&str; 23] = [
 /// their settings name (`.zed/settings.json`, `.helix/languages.toml`), a
 /// coding agent the hooks and servers its settings name
 /// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`),
-/// mise the configs of `.mise/`, Maven the JVM options and extensions of
+/// mise the configs of `.mise/` and of `mise/` (`mise/config.toml`, and
+/// `.config/mise/config.toml` and `.config/mise/conf.d/*.toml`: read
+/// like `mise.toml`, their `[tools]` needing no trust), Maven the JVM options and extensions of
 /// `.mvn/` (`jvm.config` at any `mvn` command below it, even `mvn -v`:
 /// `-agentpath:` loads a library; `./mvnw` runs `.mvn/wrapper/`'s jar),
 /// bundler the settings of `.bundle/` (usually ignored by git: its
 /// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
 /// dev container the `initializeCommand` of `.devcontainer/`'s
 /// configurations (run on the host).
-pub(super) const EDITOR_DIRS: [&str; 11] = [
+pub(super) const EDITOR_DIRS: [&str; 12] = [
     ".vscode",
     ".idea",
     ".claude",
@@ -73,6 +79,7 @@ pub(super) const EDITOR_DIRS: [&str; 11] = [
     ".zed",
     ".helix",
     ".mise",
+    "mise",
     ".mvn",
     ".bundle",
     ".devcontainer",

@@ -105,7 +105,7 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 18] = [
+    let cases: [Case; 19] = [
         (
             "a new .git",
             |r| {
@@ -156,6 +156,18 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::write(r.join("src/mise.toml"), "[hooks]\nenter = \"x\"\n").unwrap();
             },
             &[(".yarnrc", Left::RunLater), ("mise.toml", Left::RunLater)],
+        ),
+        (
+            "mise's tool versions and its configs under .config/mise/",
+            |r| {
+                std::fs::write(r.join("src/.tool-versions"), "node path:./x\n").unwrap();
+                std::fs::create_dir_all(r.join(".config/mise/conf.d")).unwrap();
+                std::fs::write(r.join(".config/mise/conf.d/x.toml"), "[tools]\n").unwrap();
+            },
+            &[
+                (".tool-versions", Left::RunLater),
+                ("x.toml", Left::RunLater),
+            ],
         ),
         (
             "an agent's settings",
