@@ -943,3 +943,51 @@ fn a_mise_tool_version_planted_as_a_path_runs_nothing_later() {
     ];
     plant_and_run_later(&|_| {}, &plants, "mise", &later);
 }
+
+/// uv reads `uv.toml` in the project and the directories above it: its
+/// `python-downloads-json-url` names a list of Python builds to install,
+/// with their addresses and hashes, and `python-preference =
+/// "only-managed"` makes `uv run` install one. A child lists a hidden
+/// archive whose `python` is its own: the user's next `uv run` in the
+/// workspace, outside magus, installed and ran it (and kept it among the
+/// user's managed Pythons). After the run `uv.toml` is set aside.
+#[test]
+fn a_uv_python_download_list_planted_runs_nothing_later() {
+    if !installed("uv") || !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no uv on PATH, or no /usr/bin/python3");
+        return;
+    }
+    let setup = |h: &Harness| {
+        let project = "[project]\nname = \"x\"\nversion = \"0\"\nrequires-python = \">=3.8\"\n";
+        std::fs::write(h.ws_path("pyproject.toml"), project).unwrap();
+    };
+    let script = r#"d=.cache/d/python && mkdir -p $d/bin $d/lib/python3.13 &&
+        printf '#!/bin/sh\necho PWNED-uv >> "$PROOF"\nexec /usr/bin/python3 "$@"\n' > $d/bin/python3.13 &&
+        chmod 755 $d/bin/python3.13 && ln -s python3.13 $d/bin/python3 && ln -s python3.13 $d/bin/python &&
+        printf '# system configuration generated and used by the sysconfig module\nbuild_time_vars = {}\n' \
+            > $d/lib/python3.13/_sysconfigdata__linux_x86_64-linux-gnu.py &&
+        tar -C .cache/d -czf .cache/py.tar.gz python && sum=$(sha256sum .cache/py.tar.gz | cut -d' ' -f1) &&
+        printf '{"cpython-3.13.99-linux-x86_64-gnu": {"name": "cpython", "arch": {"family": "x86_64", "variant": null},
+            "os": "linux", "libc": "gnu", "major": 3, "minor": 13, "patch": 99, "prerelease": "",
+            "url": "file://%s/.cache/py.tar.gz", "sha256": "%s", "variant": null}}\n' "$PWD" "$sum" > .cache/d.json &&
+        printf 'python-preference = "only-managed"\npython-downloads-json-url = "./.cache/d.json"\n' > uv.toml &&
+        echo PLANTED"#;
+    let later = |ws: &Path| {
+        let home = tempfile::tempdir().unwrap();
+        let proof = home.path().join("proof");
+        let out = Command::new("uv")
+            .args(["run", "true"])
+            .current_dir(ws)
+            .env("HOME", home.path())
+            .env("PROOF", &proof)
+            .env("UV_PYTHON_INSTALL_DIR", home.path().join("python"))
+            .env("UV_CACHE_DIR", home.path().join("cache"))
+            .output()
+            .unwrap();
+        let mut said = String::from_utf8_lossy(&out.stderr).into_owned();
+        said.push_str(&std::fs::read_to_string(&proof).unwrap_or_default());
+        said
+    };
+    let plants: [(&str, &[&str]); 1] = [(script, &["uv.toml"])];
+    plant_and_run_later(&setup, &plants, "uv", &later);
+}

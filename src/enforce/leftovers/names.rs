@@ -18,7 +18,9 @@ use std::path::Path;
 /// unasked; a `[tools]` version `path:DIR` needs no trust at all and puts
 /// `DIR/bin` first in `PATH`), mise and asdf `.tool-versions` (the same
 /// `path:DIR` versions, never asked about: `node` in the workspace runs
-/// `DIR/bin/node`), editor agents `.mcp.json`, `.claude.json` and
+/// `DIR/bin/node`), uv `uv.toml` (read in the project and above it: its
+/// `python-downloads-json-url` lists Python builds, addresses and hashes
+/// its own, that `uv run` installs and runs), editor agents `.mcp.json`, `.claude.json` and
 /// `opencode.json` (servers started as programs), ripgrep `.ripgreprc`
 /// (flags such as `--pre COMMAND`), Docker Compose its `.env` (usually
 /// ignored by git: its `COMPOSE_FILE` chooses the compose files, hence what
@@ -28,7 +30,7 @@ use std::path::Path;
 /// `initializeCommand` runs on the host when the editor reopens the
 /// folder in the container, or at `devcontainer up`), magus its own
 /// policy.
-pub(super) const RUN_LATER_FILES: [&str; 24] = [
+pub(super) const RUN_LATER_FILES: [&str; 25] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -41,6 +43,7 @@ pub(super) const RUN_LATER_FILES: [&str; 24] = [
     "mise.local.toml",
     ".mise.local.toml",
     ".tool-versions",
+    "uv.toml",
     ".mcp.json",
     ".claude.json",
     "opencode.json",
@@ -61,11 +64,12 @@ pub(super) const RUN_LATER_FILES: [&str; 24] = [
 /// their settings name (`.zed/settings.json`, `.helix/languages.toml`), a
 /// coding agent the hooks and servers its settings name
 /// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`),
-/// mise the configs of `.mise/` and of `mise/` (`mise/config.toml`, and
-/// `.config/mise/config.toml` and `.config/mise/conf.d/*.toml`: read
-/// like `mise.toml`, their `[tools]` needing no trust), Maven the JVM options and extensions of
-/// `.mvn/` (`jvm.config` at any `mvn` command below it, even `mvn -v`:
-/// `-agentpath:` loads a library; `./mvnw` runs `.mvn/wrapper/`'s jar),
+/// mise the configs of `.mise/` and of `mise/` (`mise/config.toml`,
+/// `.config/mise/config.toml`, `.config/mise/conf.d/*.toml`: read like
+/// `mise.toml`, their `[tools]` needing no trust), Maven the JVM options
+/// and extensions of `.mvn/` (`jvm.config` at any `mvn` command below
+/// it, even `mvn -v`: `-agentpath:` loads a library; `./mvnw` runs
+/// `.mvn/wrapper/`'s jar),
 /// bundler the settings of `.bundle/` (usually ignored by git: its
 /// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
 /// dev container the `initializeCommand` of `.devcontainer/`'s

@@ -158,14 +158,16 @@ fn planted_repositories_and_configs_are_set_aside() {
             &[(".yarnrc", Left::RunLater), ("mise.toml", Left::RunLater)],
         ),
         (
-            "mise's tool versions and its configs under .config/mise/",
+            "mise's tool versions, its configs under .config/mise/, uv's config",
             |r| {
                 std::fs::write(r.join("src/.tool-versions"), "node path:./x\n").unwrap();
+                std::fs::write(r.join("uv.toml"), "python-downloads-json-url = \"x\"\n").unwrap();
                 std::fs::create_dir_all(r.join(".config/mise/conf.d")).unwrap();
                 std::fs::write(r.join(".config/mise/conf.d/x.toml"), "[tools]\n").unwrap();
             },
             &[
                 (".tool-versions", Left::RunLater),
+                ("uv.toml", Left::RunLater),
                 ("x.toml", Left::RunLater),
             ],
         ),
