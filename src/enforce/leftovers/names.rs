@@ -74,7 +74,7 @@ pub(super) const RUN_LATER_FILES: [&str; 25] = [
 /// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
 /// dev container the `initializeCommand` of `.devcontainer/`'s
 /// configurations (run on the host).
-pub(super) const EDITOR_DIRS: [&str; 12] = [
+pub(super) const RUN_LATER_DIRS: [&str; 12] = [
     ".vscode",
     ".idea",
     ".claude",
@@ -124,7 +124,7 @@ const BYTECODE_SUFFIX: &str = ".pyc";
 /// files one by one against what was noted.
 pub(crate) fn is_run_later(name: &OsStr) -> bool {
     is_any(name, &RUN_LATER_FILES)
-        || is_any(name, &EDITOR_DIRS)
+        || is_any(name, &RUN_LATER_DIRS)
         || is(name, CARGO_DIR)
         || is(name, PYCACHE)
 }

@@ -52,8 +52,9 @@ struct Entry {
 enum Within {
     Workspace,
     Grant,
-    /// Inside `.vscode` or `.idea`: every changed file is a run-later file.
-    EditorConfig,
+    /// Inside a run-later directory (`names::RUN_LATER_DIRS`: `.vscode`,
+    /// `.mvn`, `mise`...): every changed file is a run-later file.
+    RunLaterDir,
 }
 
 impl<'a> Scan<'a> {
@@ -125,8 +126,8 @@ impl<'a> Scan<'a> {
             if is(name, ".git") || self.known.contains_key(&at) || at == self.quarantine_dir {
                 return None;
             }
-            if is_any(name, &names::EDITOR_DIRS) {
-                within = Within::EditorConfig;
+            if is_any(name, &names::RUN_LATER_DIRS) {
+                within = Within::RunLaterDir;
             }
         }
         Some(within)
@@ -143,8 +144,8 @@ impl<'a> Scan<'a> {
         };
         let name = path.file_name().unwrap_or_default();
         match meta.is_dir() {
-            true if is_any(name, &names::EDITOR_DIRS) => {
-                self.walk(path, Within::EditorConfig, usize::MAX)
+            true if is_any(name, &names::RUN_LATER_DIRS) => {
+                self.walk(path, Within::RunLaterDir, usize::MAX)
             }
             true if is(name, names::CARGO_DIR) => {
                 for config in names::CARGO_CONFIGS {
@@ -245,7 +246,7 @@ impl<'a> Scan<'a> {
         }
         // A `__pycache__` reached here is not a directory: a link sends
         // Python's `import` to the bytecode where it points.
-        let run_later = within == Within::EditorConfig
+        let run_later = within == Within::RunLaterDir
             || is_any(&name, &names::RUN_LATER_FILES)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
@@ -272,8 +273,8 @@ impl<'a> Scan<'a> {
         if skipped {
             return None;
         }
-        let within = match is_any(name, &names::EDITOR_DIRS) {
-            true => Within::EditorConfig,
+        let within = match is_any(name, &names::RUN_LATER_DIRS) {
+            true => Within::RunLaterDir,
             false => within,
         };
         Some((path, within))
