@@ -462,12 +462,7 @@ impl<'a> Scan<'a> {
     /// rather than kept in the quarantine, where every run of a spell
     /// that runs Python would add a copy of its whole cache.
     fn remove_bytecode_if_changed(&mut self, path: &Path) {
-        let Ok(meta) = path.symlink_metadata() else {
-            return;
-        };
-        if self.skip.contains(path)
-            || !Seen::changed(self.stamps.get(path), path, &meta, self.since)
-        {
+        if self.skip.contains(path) || !self.changed(path) {
             return;
         }
         let outcome = match std::fs::remove_file(path) {
