@@ -740,20 +740,18 @@ fn rel_offset(path: &[u8], root: &Path) -> Option<usize> {
 /// `/proc/<pid>/...` of any process but our own. Children get their own
 /// PID namespace; this keeps `fs.*` from reading magus's parents.
 fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
+    proc_dir(path).is_some_and(|name| name.parse::<u32>().is_ok_and(|pid| pid != own_pid))
+}
+
+/// The entry of `/proc` that `path` lies in or is (`1234`, `self`,
+/// `sys`), if it lies in `/proc`; the byte test first, since every gated
+/// path passes here.
+pub(super) fn proc_dir(path: &Path) -> Option<std::borrow::Cow<'_, str>> {
     if !path.as_os_str().as_encoded_bytes().starts_with(b"/proc/") {
-        return false;
+        return None;
     }
-    let Ok(rest) = path.strip_prefix("/proc") else {
-        return false;
-    };
-    let Some(first) = rest.components().next() else {
-        return false;
-    };
-    let name = first.as_os_str().to_string_lossy();
-    match name.parse::<u32>() {
-        Ok(pid) => pid != own_pid,
-        Err(_) => false,
-    }
+    let first = path.strip_prefix("/proc").ok()?.components().next()?;
+    Some(first.as_os_str().to_string_lossy())
 }
 
 #[cfg(all(test, unix))]

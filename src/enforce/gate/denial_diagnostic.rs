@@ -111,11 +111,7 @@ const PROCESS_ENTRY_HELP: &str = "`/proc/<pid>/...` names this run's process, wh
 /// Whether `path` is in a process's `/proc` directory (`/proc/2/fd/1`):
 /// a path no grant can usefully name.
 fn is_process_entry(path: &Path) -> bool {
-    let Ok(rest) = path.strip_prefix("/proc") else {
-        return false;
-    };
-    rest.components().next().is_some_and(|first| {
-        let first = first.as_os_str().to_string_lossy();
+    super::confined::proc_dir(path).is_some_and(|first| {
         first == "self" || first == "thread-self" || first.parse::<u32>().is_ok()
     })
 }
