@@ -717,9 +717,14 @@ fn user_tool(dir: &Path, program: &str, args: &[&str]) -> Option<String> {
         .env_remove("MAVEN_OPTS")
         .output()
         .ok()?;
+    Some(said_by(&out))
+}
+
+/// What a program printed, stdout then stderr, as one text.
+fn said_by(out: &std::process::Output) -> String {
     let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
     said.push_str(&String::from_utf8_lossy(&out.stderr));
-    Some(said)
+    said
 }
 
 /// Whether `program --version` runs here.
@@ -888,10 +893,9 @@ fn a_dev_container_command_planted_runs_nothing_later() {
             .env("PATH", &path)
             .output()
             .unwrap();
-        let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
-        said.push_str(&String::from_utf8_lossy(&out.stderr));
         // The command echoed back as a setting is not the command run.
-        said.replace("initializeCommand", "")
+        said_by(&out)
+            .replace("initializeCommand", "")
             .replace("echo PWNED", "")
     };
     let plants: [(&str, &[&str]); 2] = [
@@ -933,9 +937,7 @@ fn a_mise_tool_version_planted_as_a_path_runs_nothing_later() {
             .env_remove("MISE_ENV")
             .output()
             .unwrap();
-        let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
-        said.push_str(&String::from_utf8_lossy(&out.stderr));
-        said
+        said_by(&out)
     };
     let plants: [(&str, &[&str]); 2] = [
         (&versions, &[".tool-versions"]),

@@ -196,6 +196,17 @@ impl World {
         out
     }
 
+    /// `magus --workspace WS ARGS...` as the world's user, the kernel
+    /// answering as `kernel` says.
+    fn run_under(&self, kernel: support::runas::Kernel, args: &[&str]) -> RunOutput {
+        hand_over(&self.h.root, self.user);
+        let mut cmd = self
+            .h
+            .wrapped_command(&support::runas::wrapper(self.user, kernel));
+        cmd.arg("--workspace").arg(&self.h.ws).args(args);
+        capture(&mut cmd)
+    }
+
     /// `magus run SPELL FILE URL`.
     fn run(&self, spell: &str, server: &Server) -> RunOutput {
         let file = self.file.display().to_string();
@@ -511,21 +522,14 @@ fun main(args: [str]) > void {
 
 #[test]
 fn spell_b_cannot_plant_code_in_a_spell_that_runs_later_with_more() {
-    use support::runas::{wrapper, Kernel};
+    use support::runas::Kernel;
     let planted = unique("// planted-by-b");
     for user in users() {
         for kernel in [Kernel::AsIs, Kernel::NoUserNamespaces] {
             let w = World::new(user);
             w.h.write_spell("b", PLANTER);
             let a_file = w.h.ws_path("spells/a.buzz");
-            let run_b = || {
-                hand_over(&w.h.root, user);
-                let mut cmd = w.h.wrapped_command(&wrapper(user, kernel));
-                cmd.arg("--workspace")
-                    .arg(&w.h.ws)
-                    .args(["run", "b", &planted]);
-                capture(&mut cmd)
-            };
+            let run_b = || w.run_under(kernel, &["run", "b", &planted]);
             let out = run_b();
             let who = format!("{user:?} {kernel:?}");
             assert!(
@@ -563,7 +567,7 @@ fun main(args: [str]) > void {
 
 #[test]
 fn spell_b_cannot_plant_code_in_a_file_that_a_imports_from_spells() {
-    use support::runas::{wrapper, Kernel};
+    use support::runas::Kernel;
     let planted = unique("// planted-by-b");
     for user in users() {
         let kernels = match user {
@@ -574,14 +578,7 @@ fn spell_b_cannot_plant_code_in_a_file_that_a_imports_from_spells() {
             let w = World::new(user);
             w.h.write_spell("b", LIB_PLANTER);
             let helper = w.h.ws_path("spells/lib/helper.buzz");
-            let run_b = || {
-                hand_over(&w.h.root, user);
-                let mut cmd = w.h.wrapped_command(&wrapper(user, kernel));
-                cmd.arg("--workspace")
-                    .arg(&w.h.ws)
-                    .args(["run", "b", &planted]);
-                capture(&mut cmd)
-            };
+            let run_b = || w.run_under(kernel, &["run", "b", &planted]);
             let who = format!("{user:?} {kernel:?}");
             let out = run_b();
             let after = std::fs::read_to_string(&helper).unwrap_or_default();
