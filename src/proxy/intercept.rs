@@ -431,8 +431,9 @@ pub(crate) struct Rewritten {
 }
 
 /// Headers not passed on: connection management (one request per
-/// tunnel), the proxy's own, `Host` (set to the tunnel's host) and
-/// `Expect` (the proxy answers `100 Continue` itself).
+/// tunnel), the proxy's own, `Host` (set to the tunnel's host), `Expect`
+/// (the proxy answers `100 Continue` itself), and the body's framing,
+/// which is sent as the proxy read it ([`framing_header`]).
 fn dropped(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     [
@@ -442,6 +443,8 @@ fn dropped(name: &str) -> bool {
         "upgrade",
         "expect",
         "te",
+        "content-length",
+        "transfer-encoding",
     ]
     .contains(&name.as_str())
         || name.starts_with("proxy-")
@@ -492,6 +495,7 @@ pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rew
         out.extend_from_slice(&value);
         out.extend_from_slice(b"\r\n");
     }
+    out.extend_from_slice(framing_header(&request, framing).as_bytes());
     out.extend_from_slice(b"Connection: close\r\n\r\n");
     for held in used {
         check_echoes(held, method, &request)?;
@@ -503,6 +507,24 @@ pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rew
         framing,
         expect_continue,
     })
+}
+
+/// The body's framing as one header in its plain spelling, in place of
+/// the client's (`Content-Length: 0005`, `transfer-encoding: Chunked`, a
+/// repeated length): a host, or the front end before it, that reads one
+/// of those otherwise than the proxy did would take the rest of the body
+/// for a request of its own, past the rules. A request that declared no
+/// length gets none.
+fn framing_header(request: &httparse::Request<'_, '_>, framing: BodyFraming) -> String {
+    let declared = request
+        .headers
+        .iter()
+        .any(|h| h.name.eq_ignore_ascii_case("content-length"));
+    match framing {
+        BodyFraming::Chunked => "Transfer-Encoding: chunked\r\n".to_string(),
+        BodyFraming::Length(n) if declared || n > 0 => format!("Content-Length: {n}\r\n"),
+        BodyFraming::Length(_) => String::new(),
+    }
 }
 
 fn exfiltration(held: &Held, why: &str) -> Refusal {
@@ -1019,6 +1041,40 @@ mod tests {
             .and_then(|t| t.split("\r\n").next());
         let decoded = base64_decode(sent.expect("basic").as_bytes()).expect("base64");
         assert_eq!(decoded, [b"user:".as_slice(), VALUE].concat());
+    }
+
+    /// The host gets the framing the proxy read, in one plain header,
+    /// whatever the client's spelling.
+    #[test]
+    fn the_body_framing_goes_upstream_as_the_proxy_read_it() {
+        let v = vault(Vec::new(), None);
+        let sent = |headers: &str| {
+            let h = format!("POST / HTTP/1.1\r\nAuthorization: Bearer PH\r\n{headers}\r\n");
+            let h = h.replace("PH", &v.secrets[0].placeholder);
+            let r = rewrite(&v, &target(), h.as_bytes()).expect(headers);
+            (String::from_utf8_lossy(&r.head).to_string(), r.framing)
+        };
+        let (text, framing) = sent("Content-Length: 0005\r\ncontent-length:  5 \r\n");
+        assert_eq!(framing, BodyFraming::Length(5));
+        assert_eq!(text.matches("ontent-").count(), 1, "{text}");
+        assert!(text.contains("\r\nContent-Length: 5\r\n"), "{text}");
+        let (text, framing) = sent("transfer-encoding: Chunked\r\n");
+        assert_eq!(framing, BodyFraming::Chunked);
+        assert!(
+            text.contains("\r\nTransfer-Encoding: chunked\r\n"),
+            "{text}"
+        );
+        assert_eq!(
+            text.to_ascii_lowercase()
+                .matches("transfer-encoding")
+                .count(),
+            1
+        );
+        let (text, _) = sent("");
+        assert!(
+            !text.to_ascii_lowercase().contains("content-length"),
+            "{text}"
+        );
     }
 
     #[test]
