@@ -666,15 +666,18 @@ fn ambiguous_path(path: &str) -> bool {
     dot_segment || odd_byte || escapes(path.as_bytes()).any(|b| !plain_escape(b))
 }
 
-/// The bytes `path`'s `%XX` escapes stand for.
+/// The bytes `path`'s escapes stand for; a `%` not followed by two hex
+/// digits (`%%32%65`, which decodes to `%2e` and then to `.`) stands
+/// for `%`, which [`plain_escape`] refuses.
 fn escapes(path: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    let hex = |b: u8| (b as char).to_digit(16);
-    path.windows(3)
-        .filter(|w| w[0] == b'%')
-        .filter_map(move |w| {
-            let (h, l) = (hex(w[1])?, hex(w[2])?);
-            u8::try_from(h * 16 + l).ok()
-        })
+    let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16));
+    let at = path.iter().enumerate().filter(|(_, &b)| b == b'%');
+    at.map(
+        move |(i, _)| match (hex(path.get(i + 1)), hex(path.get(i + 2))) {
+            (Some(h), Some(l)) => u8::try_from(h * 16 + l).unwrap_or(b'%'),
+            _ => b'%',
+        },
+    )
 }
 
 /// An escaped byte every server reads as that one character of a path
@@ -1140,6 +1143,8 @@ mod tests {
             "/api/\\..\\admin",
             "/api/x#/../../admin",
             "/api/%252e%252e/admin",
+            "/api/%%32%65%%32%65/admin",
+            "/api/x%",
             "/api/%c0%ae%c0%ae/admin",
             "/api/%3b/x",
             "/api/%00/x",
