@@ -1426,3 +1426,54 @@ fn case_text<'o>(stdout: &'o str, label: &str) -> &'o str {
     let end = rest[1..].find("CASE ").map_or(rest.len(), |e| e + 1);
     &rest[..end]
 }
+
+/// A `file:` source that the spell's own view shows (a `sandbox.allow`
+/// entry covering it) is refused before anything runs: the spell could
+/// read the value from the file, around the proxy. The control: the same
+/// grant without `secrets:` lets the spell print the file's contents.
+#[test]
+fn a_file_source_the_spell_can_read_is_refused() {
+    let h = harness("sandbox:\n  enabled: true\n", "cat \"$TOKEN_FILE\"\n");
+    let shared = h.root.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let token = shared.join("token");
+    std::fs::write(&token, format!("{VALUE}\n")).unwrap();
+    let granting = |secrets: &str| {
+        format!(
+            "sandbox:\n  enabled: true\n  network: deny\n  env:\n    passthrough: [TOKEN_FILE]\n  allow:\n    - path: {shared:?}\n      mode: ro\nspells:\n  probe:\n    network: {{hosts: [\"localhost:8443\"]}}\n{secrets}",
+            shared = shared.display().to_string()
+        )
+    };
+    h.write_config(&granting(&format!(
+        "    secrets:\n      - name: GITHUB_TOKEN\n        from: {{file: {:?}}}\n        hosts: [\"localhost:8443\"]\n",
+        token.display().to_string()
+    )));
+    for user in users() {
+        open_to_everyone(&h.root);
+        let mut cmd = match user {
+            User::Caller => h.command(),
+            User::Nobody => h.command_as_nobody(),
+        };
+        cmd.env("TOKEN_FILE", &token)
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["run", "probe"]);
+        let out = capture(&mut cmd);
+        assert_ne!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(
+            out.stderr.contains("the spell can read it"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert_value_nowhere(&h, &out, user);
+    }
+    // The control: the grant shows the file to the spell.
+    h.write_config(&granting(""));
+    let mut cmd = h.command();
+    cmd.env("TOKEN_FILE", &token)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert!(out.stdout.contains(VALUE), "control: {}", out.dump());
+}
