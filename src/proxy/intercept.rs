@@ -713,7 +713,10 @@ const OVERRIDING: [&str; 10] = [
     "forwarded",
 ];
 
+/// Whether `name` is one of [`OVERRIDING`], spelled with `-` or `_` (a
+/// CGI-style gateway gives both to the application as the same variable).
 fn overriding(name: &str) -> bool {
+    let name = name.replace('_', "-");
     OVERRIDING.iter().any(|o| name.eq_ignore_ascii_case(o))
 }
 
@@ -1167,6 +1170,7 @@ mod tests {
         for header in [
             "X-HTTP-Method-Override: DELETE",
             "x-original-url: /admin",
+            "X_HTTP_Method_Override: DELETE",
             "X-Forwarded-Host: other.example",
         ] {
             let h = format!("Authorization: Bearer PH\r\n{header}");
