@@ -651,19 +651,28 @@ fn rules_text(held: &Held) -> String {
 /// Jetty read `/api/..;/admin` as `/admin`), take `\` for `/` (IIS,
 /// some routers), keep a `#` that no client sends as part of the path
 /// (`/api/x#/../../admin`), or fold Unicode (a full-width `．`). So any
-/// of these is refused where rules exist: a `.`/`..` segment (after its
-/// params), `\`, `#`, a byte outside printable ASCII, and an escape
+/// of these is refused where rules exist: a segment of dots alone (after
+/// its params, decoded and trimmed: `..%20`, `...`), `\`, `#`, a byte outside printable ASCII, and an escape
 /// for `.`, `/`, `\`, `;`, `%` (double encoding), a control character
 /// or a non-ASCII byte.
 fn ambiguous_path(path: &str) -> bool {
     let dot_segment = path
         .split('/')
         .map(|s| s.split(';').next().unwrap_or(s))
-        .any(|s| s == "." || s == "..");
+        .any(dots_only);
     let odd_byte = path
         .bytes()
         .any(|b| b == b'\\' || b == b'#' || !(0x21..0x7f).contains(&b));
     dot_segment || odd_byte || escapes(path.as_bytes()).any(|b| !plain_escape(b))
+}
+
+/// Whether a path segment (its params dropped) is dots alone once
+/// decoded and trimmed: `.`, `..`, and what Windows servers trim to them
+/// (`..%20`, `...`).
+fn dots_only(segment: &str) -> bool {
+    let decoded = percent_decoded(segment.as_bytes());
+    let trimmed = decoded.trim_ascii();
+    !trimmed.is_empty() && trimmed.iter().all(|&b| b == b'.')
 }
 
 /// The bytes `path`'s escapes stand for; a `%` not followed by two hex
@@ -1148,6 +1157,8 @@ mod tests {
             "/api/%252e%252e/admin",
             "/api/%%32%65%%32%65/admin",
             "/api/x%",
+            "/api/..%20/admin",
+            "/api/x/.../admin",
             "/api/%c0%ae%c0%ae/admin",
             "/api/%3b/x",
             "/api/%00/x",
