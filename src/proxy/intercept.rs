@@ -649,12 +649,14 @@ fn rules_text(held: &Held) -> String {
 /// the rules see the bytes as sent, while servers decode escapes, drop
 /// `;params` from each segment and then remove dot segments (Tomcat and
 /// Jetty read `/api/..;/admin` as `/admin`), take `\` for `/` (IIS,
-/// some routers), keep a `#` that no client sends as part of the path
+/// some routers), trim trailing spaces and dots (Windows: `..%20`),
+/// keep a `#` that no client sends as part of the path
 /// (`/api/x#/../../admin`), or fold Unicode (a full-width `．`). So any
 /// of these is refused where rules exist: a segment of dots alone (after
-/// its params, decoded and trimmed: `..%20`, `...`), `\`, `#`, a byte outside printable ASCII, and an escape
-/// for `.`, `/`, `\`, `;`, `%` (double encoding), a control character
-/// or a non-ASCII byte.
+/// its params, decoded and trimmed), `\`, `#`, a byte outside printable
+/// ASCII, a `%` without two hex digits after it, and an escape for `.`,
+/// `/`, `\`, `;`, `%` (double encoding), a control character or a
+/// non-ASCII byte.
 fn ambiguous_path(path: &str) -> bool {
     let dot_segment = path
         .split('/')
