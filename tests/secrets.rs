@@ -1249,7 +1249,11 @@ if proxy:
     s.sendall(('CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n' % (host, port, host, port)).encode())
     got = b''
     while b'\r\n\r\n' not in got:
-        got += s.recv(1)
+        byte = s.recv(1)
+        if not byte:
+            print('CASE', label, 'CONNECT-CLOSED')
+            sys.exit(0)
+        got += byte
 else:
     s = socket.create_connection((host, port), timeout=10)
 ctx = ssl.create_default_context(cafile=os.environ.get('RAW_CA') or os.environ['SSL_CERT_FILE'])
