@@ -6,9 +6,9 @@
 //! declaration, parameter or field is what turns `.case` into an enum case
 //! and `.{ … }` into an instance of a named object.
 
-use super::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
 use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
-use super::lexer::Pos;
+use super::syntax::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
+use super::syntax::lexer::Pos;
 use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -27,8 +27,8 @@
 //! still works). A tree never resolved keeps [`Res::Dynamic`] everywhere
 //! and runs as before, by name.
 
-use super::ast::*;
 use super::interp::declares;
+use super::syntax::ast::*;
 use std::rc::Rc;
 
 /// Resolves `program` (once; later calls do nothing).

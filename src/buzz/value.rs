@@ -5,8 +5,8 @@
 //! bound: nested containers are dropped with an explicit work list, and
 //! printing and equality stop at [`MAX_VALUE_DEPTH`].
 
-use super::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use super::native::NativeFn;
+use super::syntax::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Cow;
 use std::cell::{Cell, Ref, RefCell};
@@ -991,7 +991,7 @@ impl Members {
     /// Adds `name`, or replaces its value. The name is the lexer's own, so
     /// that a site's check finds it by pointer.
     pub(crate) fn insert(&mut self, name: impl AsRef<str>, value: Value) {
-        let name = super::lexer::intern(name.as_ref());
+        let name = super::syntax::lexer::intern(name.as_ref());
         match self.index.get(&name) {
             Some(&at) => {
                 if let Some(slot) = self.entries.get_mut(at) {

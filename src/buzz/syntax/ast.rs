@@ -25,7 +25,8 @@ pub struct Program {
     /// Each `protocol` the file declares, with its method names (the
     /// checker holds conforming objects to them).
     pub protocols: Vec<Rc<ProtocolDecl>>,
-    /// Set once [`super::resolve`] has given its names their slots.
+    /// Set once the resolver (`buzz/resolve.rs`) has given its names their
+    /// slots.
     pub(crate) resolved: Cell<bool>,
 }
 
@@ -221,8 +222,10 @@ pub struct FunDecl {
     pub slot: Resolved,
     /// Its call frame's shape (filled by the resolver).
     pub frame: Cell<Frame>,
-    /// Its compiled form, made at its first call (see [`super::compile`]).
-    pub compiled: super::compile::Cache,
+    /// Its compiled form, made at its first call (`buzz/compile/`). The one
+    /// thing of a later stage the tree names: the cache must live on the
+    /// declaration for a call to find it without a lookup.
+    pub compiled: super::super::compile::Cache,
     /// What it captures and what is captured of it (filled by the
     /// resolver).
     pub captured: std::cell::OnceCell<Captures>,
@@ -590,7 +593,7 @@ pub enum ExprKind {
     },
 }
 
-/// Where a name lives at run time, as the resolver ([`super::resolve`])
+/// Where a name lives at run time, as the resolver (`buzz/resolve.rs`)
 /// found it before the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Res {
