@@ -2881,22 +2881,6 @@ pub(super) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
     }))
 }
 
-/// Whether `body` declares a name of its own (so needs a scope of its
-/// own). The resolver makes its levels by the same rule.
-pub(super) fn declares(body: &[Stmt]) -> bool {
-    body.iter().any(|s| {
-        matches!(
-            s.kind,
-            StmtKind::Var(_)
-                | StmtKind::Fun(_)
-                | StmtKind::Object(_)
-                | StmtKind::Enum(_)
-                | StmtKind::Protocol(_)
-                | StmtKind::Import { .. }
-        )
-    })
-}
-
 fn exit_status(v: &Value) -> i32 {
     match v {
         Value::Int(i) => i32::try_from(*i).unwrap_or(1),
@@ -3037,19 +3021,5 @@ fn named_matches(name: &str, v: &Value) -> bool {
             Value::EnumCase(e, _) => &*e.name == name,
             _ => false,
         },
-    }
-}
-
-pub(crate) fn type_label(ty: &Type) -> String {
-    match ty {
-        Type::Any => "any".into(),
-        Type::Void => "void".into(),
-        Type::Named(n) => n.to_string(),
-        Type::List(t) => format!("[{}]", type_label(t)),
-        Type::Map(k, v) => format!("{{{}: {}}}", type_label(k), type_label(v)),
-        Type::Optional(t) => format!("{}?", type_label(t)),
-        Type::Function => "function".into(),
-        Type::AnonObject => "obj".into(),
-        Type::Mut(t) => format!("mut {}", type_label(t)),
     }
 }

@@ -168,7 +168,7 @@ impl Interpreter {
         let message = format!(
             "cannot cast {} to {}",
             v.type_name(),
-            super::interp::type_label(&self.bound_type(ty, scope))
+            super::syntax::ast::type_label(&self.bound_type(ty, scope))
         );
         // Said as MGS1023 if nothing catches it; a `catch` sees the text.
         let diagnostic = crate::diag::Diagnostic::error(format!("uncaught error: {message}"))

@@ -672,3 +672,36 @@ pub struct Frame {
     /// function must share it, not copy it.
     pub shares: bool,
 }
+
+/// Whether `body` declares a name of its own (so needs a scope of its
+/// own). The resolver, the walker and the compiled form all make
+/// their levels by this one rule.
+pub(crate) fn declares(body: &[Stmt]) -> bool {
+    body.iter().any(|s| {
+        matches!(
+            s.kind,
+            StmtKind::Var(_)
+                | StmtKind::Fun(_)
+                | StmtKind::Object(_)
+                | StmtKind::Enum(_)
+                | StmtKind::Protocol(_)
+                | StmtKind::Import { .. }
+        )
+    })
+}
+
+/// How `ty` is written in Buzz (`[str]`, `{str: int}`, `int?`), for
+/// messages and for a type value printed.
+pub(crate) fn type_label(ty: &Type) -> String {
+    match ty {
+        Type::Any => "any".into(),
+        Type::Void => "void".into(),
+        Type::Named(n) => n.to_string(),
+        Type::List(t) => format!("[{}]", type_label(t)),
+        Type::Map(k, v) => format!("{{{}: {}}}", type_label(k), type_label(v)),
+        Type::Optional(t) => format!("{}?", type_label(t)),
+        Type::Function => "function".into(),
+        Type::AnonObject => "obj".into(),
+        Type::Mut(t) => format!("mut {}", type_label(t)),
+    }
+}
