@@ -222,9 +222,8 @@ pub struct FunDecl {
     pub slot: Resolved,
     /// Its call frame's shape (filled by the resolver).
     pub frame: Cell<Frame>,
-    /// Its compiled form, made at its first call (`buzz/compile/`). The one
-    /// thing of a later stage the tree names: the cache must live on the
-    /// declaration for a call to find it without a lookup.
+    /// Its compiled form, made at its first call (`buzz/compile/`): the one
+    /// type of a later stage the tree names (see `syntax/mod.rs`).
     pub compiled: super::super::compile::Cache,
     /// What it captures and what is captured of it (filled by the
     /// resolver).
