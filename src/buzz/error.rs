@@ -1,9 +1,17 @@
 //! Errors of the Buzz interpreter, each with the spell position it is about,
 //! and their conversion to rustc-style diagnostics.
 
-use super::native::CallSite;
 use crate::diag::{Code, Diagnostic, Location, SourceKind};
 use std::path::PathBuf;
+
+/// Where in the spell something happened: the start of a native function's
+/// call, or of a syntax or runtime error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallSite {
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: u32,
+}
 
 /// Why a spell could not be parsed or did not run to completion.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -7,12 +7,12 @@
 //! error instead of overflowing the stack; an optional step budget
 //! ([`Interpreter::with_step_budget`]) bounds how long one may run.
 
-use super::error::BuzzError;
+use super::error::{BuzzError, CallSite};
 use super::lang::type_of;
 use super::lib::methods;
 use super::lib::std_module::std_module;
 use super::lib::BUILTIN_LIBRARIES;
-use super::native::{CallSite, ExitRequest, NativeCall, NativeModule};
+use super::native::{ExitRequest, NativeCall, NativeModule};
 use super::syntax::ast::*;
 use super::syntax::lexer::Pos;
 use super::value::*;

@@ -38,11 +38,12 @@ mod testing;
 mod value;
 
 pub use error::BuzzError;
+pub(crate) use error::CallSite;
 pub(crate) use imports::SourceLoader;
 pub use interp::Interpreter;
 pub(crate) use interp::MAX_CALL_DEPTH;
 pub use native::NativeModule;
-pub(crate) use native::{CallSite, NativeCall, Raise};
+pub(crate) use native::{NativeCall, Raise};
 pub use syntax::ast::Program;
 pub(crate) use testing::test_names;
 pub(crate) use testing::TestOutcome;

@@ -4,20 +4,12 @@
 //!
 //! Native modules are the only way a spell reaches the outside world.
 
+use super::error::CallSite;
 use super::value::Value;
 use crate::diag::Diagnostic;
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::rc::Rc;
-
-/// Where in the spell a native function was called (the start of the call).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CallSite {
-    pub file: PathBuf,
-    pub line: u32,
-    pub column: u32,
-}
 
 /// A Buzz error raised by a native function. `value` is what a `catch`
 /// clause receives; `diagnostic`, if any, is what the user sees when the
