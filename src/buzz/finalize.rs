@@ -5,69 +5,18 @@
 //! where Buzz code cannot run. So the freed object of a type that has a
 //! `collect` method is queued (its fields moved to a new instance, which
 //! `collect` gets as `this`) and the queue runs at safe points: when the
-//! spell calls `gc\collect()`, when [`QUEUE_LIMIT`] objects wait and
+//! spell calls `gc\collect()`, when `QUEUE_LIMIT` objects wait and
 //! another such object is made, and when `main` returns. An object still
 //! referenced when the run ends (a global) is freed without its `collect`.
 //! Types without a `collect` method pay one flag test per drop.
+//!
+//! The queue itself is the value layer's (`value.rs`, beside the drop
+//! that fills it), so that freeing a value needs nothing of the run; this
+//! file only runs it, with the interpreter.
 
 use super::interp::{Eval, Interpreter};
 use super::syntax::lexer::Pos;
-use super::value::{Instance, Value};
-use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
-use std::rc::Rc;
-
-/// How many freed objects may wait for their `collect` before making
-/// another object of such a type runs them.
-pub(super) const QUEUE_LIMIT: usize = 4096;
-
-thread_local! {
-    /// Freed objects whose `collect` has not run yet.
-    static PENDING: RefCell<Vec<Rc<Instance>>> = const { RefCell::new(Vec::new()) };
-    /// The objects whose `collect` has run (by address): freed again,
-    /// they are freed for good.
-    static FINALIZED: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
-    /// Set while the queue is discarded at the end of a run.
-    static OFF: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Called as `doomed` (of a type with a `collect` method) is dropped:
-/// queues its fields in a new instance and returns true, unless its
-/// `collect` has already run (or the run is over).
-pub(super) fn queue(doomed: &mut Instance) -> bool {
-    let address = doomed as *const Instance as usize;
-    let done = FINALIZED
-        .try_with(|f| f.borrow_mut().remove(&address))
-        .unwrap_or(true);
-    if done || OFF.try_with(Cell::get).unwrap_or(true) {
-        return false;
-    }
-    // Built inside: once the thread's queue is gone, nothing is taken
-    // and the object is freed as it stands.
-    PENDING
-        .try_with(|p| {
-            let fields = std::mem::take(doomed.fields.get_mut());
-            p.borrow_mut().push(Rc::new(Instance {
-                class: doomed.class.clone(),
-                fields: RefCell::new(fields),
-            }));
-        })
-        .is_ok()
-}
-
-/// Whether enough freed objects wait that the next one made should run them.
-pub(super) fn queue_is_full() -> bool {
-    PENDING.with(|p| p.borrow().len() >= QUEUE_LIMIT)
-}
-
-/// Drops what waits without calling `collect`: the end of a run.
-pub(super) fn discard() {
-    OFF.with(|off| off.set(true));
-    let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    drop(pending);
-    FINALIZED.with(|f| f.borrow_mut().clear());
-    OFF.with(|off| off.set(false));
-}
+use super::value::{finalizers, Value};
 
 impl Interpreter {
     /// Calls `collect` on every queued object, and on those freed while
@@ -76,19 +25,19 @@ impl Interpreter {
     /// next safe point.
     pub(super) fn run_finalizers(&mut self, pos: Pos) -> Eval<()> {
         loop {
-            let batch = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+            let batch = finalizers::take();
             if batch.is_empty() {
                 return Ok(());
             }
             let mut batch = batch.into_iter();
             while let Some(object) = batch.next() {
-                FINALIZED.with(|f| f.borrow_mut().insert(Rc::as_ptr(&object) as usize));
+                finalizers::mark_run(&object);
                 let this = Value::Object(object);
                 let called = self
                     .field(&this, "collect", pos)
                     .and_then(|method| self.call_value(&method, Vec::new(), pos));
                 if let Err(flow) = called {
-                    PENDING.with(|p| p.borrow_mut().extend(batch));
+                    finalizers::put_back(batch);
                     return Err(flow);
                 }
             }

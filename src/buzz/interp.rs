@@ -274,7 +274,7 @@ impl Interpreter {
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
         self.clear_globals(&globals);
-        super::finalize::discard();
+        super::value::finalizers::discard();
         let _ = self.out.flush();
         self.finish(outcome)
     }
@@ -1971,7 +1971,7 @@ impl Interpreter {
             class,
             fields: std::cell::RefCell::new(fields),
         }));
-        if finalizes && super::finalize::queue_is_full() {
+        if finalizes && finalizers::is_full() {
             self.run_finalizers(pos)?;
         }
         Ok(made)

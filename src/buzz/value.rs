@@ -803,7 +803,7 @@ pub struct Class {
     /// Static fields, by name.
     pub(crate) statics: RefCell<Vec<(Rc<str>, Value)>>,
     /// It has a `collect` method, called after an instance is freed
-    /// (see `buzz::finalize`).
+    /// (see `finalize.rs`).
     pub(crate) finalizes: bool,
 }
 
@@ -1374,7 +1374,7 @@ impl Drop for MapObj {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        if self.class.finalizes && super::finalize::queue(self) {
+        if self.class.finalizes && finalizers::queue(self) {
             return;
         }
         let fields = self.fields.get_mut();
@@ -1419,6 +1419,87 @@ fn drops_flat(v: &Value) -> bool {
         Value::Object(rc) => Rc::strong_count(rc) > 1,
         Value::Function(rc) => Rc::strong_count(rc) > 1,
         _ => true,
+    }
+}
+
+/// The queue of freed objects that wait for their `collect` method
+/// (`finalize.rs` runs it, with the interpreter). It is kept here, beside
+/// [`Instance`]'s drop that fills it, so that freeing a value needs
+/// nothing of the run.
+pub(super) mod finalizers {
+    use super::Instance;
+    use std::cell::{Cell, RefCell};
+    use std::collections::HashSet;
+    use std::rc::Rc;
+
+    /// How many freed objects may wait for their `collect` before making
+    /// another object of such a type runs them.
+    pub(in crate::buzz) const QUEUE_LIMIT: usize = 4096;
+
+    thread_local! {
+        /// Freed objects whose `collect` has not run yet.
+        static PENDING: RefCell<Vec<Rc<Instance>>> = const { RefCell::new(Vec::new()) };
+        /// The objects whose `collect` has run (by address): freed again,
+        /// they are freed for good.
+        static FINALIZED: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
+        /// Set while the queue is discarded at the end of a run.
+        static OFF: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Called as `doomed` (of a type with a `collect` method) is dropped:
+    /// queues its fields in a new instance and returns true, unless its
+    /// `collect` has already run (or the run is over).
+    pub(super) fn queue(doomed: &mut Instance) -> bool {
+        let address = doomed as *const Instance as usize;
+        let done = FINALIZED
+            .try_with(|f| f.borrow_mut().remove(&address))
+            .unwrap_or(true);
+        if done || OFF.try_with(Cell::get).unwrap_or(true) {
+            return false;
+        }
+        // Built inside: once the thread's queue is gone, nothing is taken
+        // and the object is freed as it stands.
+        PENDING
+            .try_with(|p| {
+                let fields = std::mem::take(doomed.fields.get_mut());
+                p.borrow_mut().push(Rc::new(Instance {
+                    class: doomed.class.clone(),
+                    fields: RefCell::new(fields),
+                }));
+            })
+            .is_ok()
+    }
+
+    /// Whether enough freed objects wait that the next one made should
+    /// run them.
+    pub(in crate::buzz) fn is_full() -> bool {
+        PENDING.with(|p| p.borrow().len() >= QUEUE_LIMIT)
+    }
+
+    /// Drops what waits without calling `collect`: the end of a run.
+    pub(in crate::buzz) fn discard() {
+        OFF.with(|off| off.set(true));
+        let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        drop(pending);
+        FINALIZED.with(|f| f.borrow_mut().clear());
+        OFF.with(|off| off.set(false));
+    }
+
+    /// Takes every object that waits, for its `collect` to run.
+    pub(in crate::buzz) fn take() -> Vec<Rc<Instance>> {
+        PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+    }
+
+    /// Notes that `object`'s `collect` is running: freed again, it is
+    /// freed for good.
+    pub(in crate::buzz) fn mark_run(object: &Rc<Instance>) {
+        FINALIZED.with(|f| f.borrow_mut().insert(Rc::as_ptr(object) as usize));
+    }
+
+    /// Queues again the objects whose `collect` did not run (one before
+    /// them threw).
+    pub(in crate::buzz) fn put_back(rest: impl IntoIterator<Item = Rc<Instance>>) {
+        PENDING.with(|p| p.borrow_mut().extend(rest));
     }
 }
 

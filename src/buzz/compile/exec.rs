@@ -1210,7 +1210,7 @@ impl Interpreter {
             class,
             fields: std::cell::RefCell::new(fields),
         }));
-        if finalizes && crate::buzz::finalize::queue_is_full() {
+        if finalizes && crate::buzz::value::finalizers::is_full() {
             self.run_finalizers(i.pos)?;
         }
         Ok(made)
