@@ -5,6 +5,7 @@
 //!
 //! Upstream libraries magus deliberately lacks get an error naming them.
 
+use super::import_names::{default_name, library_key, INTERNAL, REFUSED};
 use super::interp::{Eval, Flow, Interpreter};
 use super::native::Raise;
 use super::syntax::ast::Mutability;
@@ -12,52 +13,6 @@ use super::syntax::lexer::Pos;
 use super::value::{Members, ModuleObj, Scope, Value};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-
-/// Reads a spell's own file for `import` (the host routes it through the
-/// gate, so a denial raises the same `SandboxError` as `fs.read`).
-pub(crate) type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
-
-/// Upstream libraries magus does not offer, and why.
-pub(super) const REFUSED: &[(&str, &str)] = &[
-    ("buzz:ffi", "FFI to native code is not available in magus"),
-    (
-        "buzz:http",
-        "`buzz:http` is not available in magus: spells have no network library",
-    ),
-];
-
-/// Native modules that only serve libraries written in Buzz; importable,
-/// but not advertised.
-pub(super) const INTERNAL: [&str; 4] = ["bufraw", "cryptoraw", "ioraw", "jsonraw"];
-
-/// The registry key of a library import, or `None` for a file path.
-pub(super) fn library_key(spec: &str) -> Option<&str> {
-    if let Some(name) = spec.strip_prefix("magus:") {
-        return Some(name);
-    }
-    match spec {
-        "buzz:std" => Some("std"),
-        "buzz:math" => Some("math"),
-        _ if spec.starts_with("buzz:") => Some(spec),
-        _ if !spec.contains('/') && !spec.contains('.') => Some(spec),
-        _ => None,
-    }
-}
-
-/// How a spell imports the module seen as `name`, as the spells magus
-/// ships write it: upstream's libraries by their `buzz:` name.
-pub(super) fn import_spec(name: &str) -> String {
-    match name {
-        "std" | "math" => format!("buzz:{name}"),
-        _ => name.to_string(),
-    }
-}
-
-/// The name a module is seen as without an alias: `buzz:fs` is `fs`.
-pub(super) fn default_name(spec: &str) -> &str {
-    let tail = spec.rsplit(['/', ':']).next().unwrap_or(spec);
-    tail.strip_suffix(".buzz").unwrap_or(tail)
-}
 
 impl Interpreter {
     pub(super) fn import(

@@ -85,7 +85,7 @@ pub struct Interpreter {
     /// objects given where a named type is expected.
     pub(super) types: HashMap<Rc<str>, Value>,
     /// How `import "path";` reads a spell's own files (through the gate).
-    pub(super) loader: Option<super::imports::SourceLoader>,
+    pub(super) loader: Option<super::native::SourceLoader>,
     /// Files being imported, outermost first, to report cycles.
     pub(super) importing: Vec<PathBuf>,
     /// Files already imported, by path.
@@ -248,7 +248,7 @@ impl Interpreter {
     }
 
     /// Lets `import "path";` read the spell's own `.buzz` files with `loader`.
-    pub fn with_loader(mut self, loader: super::imports::SourceLoader) -> Interpreter {
+    pub fn with_loader(mut self, loader: super::native::SourceLoader) -> Interpreter {
         self.loader = Some(loader);
         self
     }
@@ -1524,7 +1524,7 @@ impl Interpreter {
     #[inline(never)]
     fn unknown_name(&self, name: &str, pos: Pos) -> Flow {
         if self.modules.contains_key(name) {
-            let spec = super::imports::import_spec(name);
+            let spec = super::import_names::import_spec(name);
             return self.fail(pos, format!("module `{name}` is not imported: add `import \"{spec}\";` at the top of the spell"));
         }
         self.fail(pos, format!("unknown name `{name}`"))

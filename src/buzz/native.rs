@@ -9,6 +9,7 @@ use super::value::Value;
 use crate::diag::Diagnostic;
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::Path;
 use std::rc::Rc;
 
 /// A Buzz error raised by a native function. `value` is what a `catch`
@@ -48,6 +49,10 @@ impl Raise {
 
 /// A native function. It receives the call and returns a value or raises.
 pub(crate) type NativeFn = Rc<dyn Fn(&mut NativeCall<'_>) -> Result<Value, Raise>>;
+
+/// Reads a spell's own file for `import` (the host routes it through the
+/// gate, so a denial raises the same `SandboxError` as `fs.read`).
+pub(crate) type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 
 /// Whether a native asked the run to end (see [`NativeCall::exit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! in Buzz, and the loader that reads the spell's own files through the
 //! gate. Checking with the very table the run uses keeps the two in step.
 
-use super::super::imports::SourceLoader;
 use super::super::interp::Interpreter;
+use super::super::native::SourceLoader;
 use super::super::syntax::ast::Program;
 use super::super::value::{Members, Value};
 use super::ty::{ModuleInfo, Ty};

@@ -3,7 +3,8 @@
 //! taking the types of what it exports. Files are read through the host's
 //! loader (the gate), so a check reads nothing a run could not.
 
-use super::super::imports::{default_name, is_not_found, library_key, INTERNAL, REFUSED};
+use super::super::import_names::{default_name, library_key, INTERNAL, REFUSED};
+use super::super::imports::is_not_found;
 use super::super::syntax::lexer::Pos;
 use super::scope::BindingKind;
 use super::ty::{ModuleInfo, Ty};

@@ -555,7 +555,10 @@ impl Cx<'_, '_> {
             .filter_map(|n| Some((n.to_string(), self.scopes.lookup(n)?.ty.clone())))
             .collect();
         let name = program.namespace.last().map_or_else(
-            || super::super::imports::default_name(&program.file.to_string_lossy()).to_string(),
+            || {
+                super::super::import_names::default_name(&program.file.to_string_lossy())
+                    .to_string()
+            },
             |n| n.to_string(),
         );
         Rc::new(ModuleInfo {
