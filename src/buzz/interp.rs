@@ -8,7 +8,6 @@
 //! ([`Interpreter::with_step_budget`]) bounds how long one may run.
 
 use super::error::{BuzzError, CallSite};
-use super::lang::type_of;
 use super::lib::methods;
 use super::lib::std_module::std_module;
 use super::lib::BUILTIN_LIBRARIES;
@@ -439,7 +438,7 @@ impl Interpreter {
 
     pub(super) fn uncaught(&self, t: Thrown) -> BuzzError {
         BuzzError::Uncaught {
-            value: super::lang::thrown_text(&t.value),
+            value: thrown_text(&t.value),
             site: CallSite {
                 file: t.file.to_path_buf(),
                 line: t.pos.line,

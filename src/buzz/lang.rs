@@ -1,6 +1,9 @@
 //! Evaluation of the Buzz 0.6 constructs that go beyond plain statements and
 //! operators: anonymous objects and tuples, inferred enum cases, casts,
-//! `typeof`, block expressions, `match`, pattern literals and `if` bindings.
+//! block expressions, `match`, pattern literals and `if` bindings. What a
+//! value alone decides (its `typeof`, an uncaught error's text) is the
+//! value layer's (`value.rs`); this file only adds the interpreter's
+//! methods for those constructs.
 //!
 //! Types are checked loosely at run time, so the expected type of a
 //! declaration, parameter or field is what turns `.case` into an enum case
@@ -9,7 +12,7 @@
 use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
 use super::syntax::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
 use super::syntax::lexer::Pos;
-use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
+use super::value::{anon_object_of, Class, Instance, ListObj, Pattern, Scope, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -294,47 +297,6 @@ pub(super) fn is_builtin_type(name: &str) -> bool {
     )
 }
 
-/// `typeof` of a list or map: its recorded type, `mut` when it is.
-fn shaped(shape: &super::value::Shape, unknown: Type) -> Type {
-    let ty = shape.ty.borrow().clone().unwrap_or(unknown);
-    if shape.mutable.get() {
-        return Type::Mut(Box::new(ty));
-    }
-    ty
-}
-
-/// The type of a value, as `typeof` gives it.
-pub(super) fn type_of(v: &Value) -> Type {
-    let name = match v {
-        Value::Null => return Type::Void,
-        Value::List(l) => return shaped(&l.shape, Type::List(Box::new(Type::Any))),
-        Value::Map(m) => {
-            let any = Type::Map(Box::new(Type::Any), Box::new(Type::Any));
-            return shaped(&m.shape, any);
-        }
-        Value::Function(_) | Value::Native(_) => return Type::Function,
-        Value::Range(..) => "rg".to_string(),
-        Value::Pattern(_) => "pat".to_string(),
-        Value::Class(_) | Value::Enum(_) | Value::Type(_) => "type".to_string(),
-        other => other.type_name(),
-    };
-    Type::Named(Rc::from(name))
-}
-
-/// How an uncaught error is shown: the `message` of an object the spell
-/// threw (as upstream prints `throw .{ message = "…" }`), else the value
-/// as `toString` shows it (native error records, such as a sandbox
-/// denial, keep their whole text, code included).
-pub(super) fn thrown_text(value: &Value) -> String {
-    if let Value::Object(instance) = value {
-        let spells_own = instance.class.decl.is_some() || &*instance.class.name == "obj";
-        if let (true, Some(Value::Str(message))) = (spells_own, instance.get("message")) {
-            return message.to_string();
-        }
-    }
-    value.to_string()
-}
-
 /// The item type of `[Name]` (through `?` and `mut`), when it names one.
 fn named_items(ty: &Type) -> Option<&Type> {
     match ty {
@@ -346,12 +308,4 @@ fn named_items(ty: &Type) -> Option<&Type> {
         },
         _ => None,
     }
-}
-
-/// An anonymous object `.{ … }` of fields already evaluated.
-pub(super) fn anon_object_of(values: Vec<(Rc<str>, Value)>) -> Value {
-    Value::Object(Rc::new(Instance {
-        class: Rc::new(Class::native("obj")),
-        fields: RefCell::new(values),
-    }))
 }

@@ -1422,6 +1422,55 @@ fn drops_flat(v: &Value) -> bool {
     }
 }
 
+/// `typeof` of a list or map: its recorded type, `mut` when it is.
+fn shaped(shape: &Shape, unknown: Type) -> Type {
+    let ty = shape.ty.borrow().clone().unwrap_or(unknown);
+    if shape.mutable.get() {
+        return Type::Mut(Box::new(ty));
+    }
+    ty
+}
+
+/// The type of a value, as `typeof` gives it.
+pub(super) fn type_of(v: &Value) -> Type {
+    let name = match v {
+        Value::Null => return Type::Void,
+        Value::List(l) => return shaped(&l.shape, Type::List(Box::new(Type::Any))),
+        Value::Map(m) => {
+            let any = Type::Map(Box::new(Type::Any), Box::new(Type::Any));
+            return shaped(&m.shape, any);
+        }
+        Value::Function(_) | Value::Native(_) => return Type::Function,
+        Value::Range(..) => "rg".to_string(),
+        Value::Pattern(_) => "pat".to_string(),
+        Value::Class(_) | Value::Enum(_) | Value::Type(_) => "type".to_string(),
+        other => other.type_name(),
+    };
+    Type::Named(Rc::from(name))
+}
+
+/// How an uncaught error is shown: the `message` of an object the spell
+/// threw (as upstream prints `throw .{ message = "…" }`), else the value
+/// as `toString` shows it (native error records, such as a sandbox
+/// denial, keep their whole text, code included).
+pub(super) fn thrown_text(value: &Value) -> String {
+    if let Value::Object(instance) = value {
+        let spells_own = instance.class.decl.is_some() || &*instance.class.name == "obj";
+        if let (true, Some(Value::Str(message))) = (spells_own, instance.get("message")) {
+            return message.to_string();
+        }
+    }
+    value.to_string()
+}
+
+/// An anonymous object `.{ … }` of fields already evaluated.
+pub(super) fn anon_object_of(values: Vec<(Rc<str>, Value)>) -> Value {
+    Value::Object(Rc::new(Instance {
+        class: Rc::new(Class::native("obj")),
+        fields: RefCell::new(values),
+    }))
+}
+
 /// The queue of freed objects that wait for their `collect` method
 /// (`finalize.rs` runs it, with the interpreter). It is kept here, beside
 /// [`Instance`]'s drop that fills it, so that freeing a value needs

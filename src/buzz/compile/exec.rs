@@ -12,10 +12,9 @@ use crate::buzz::interp::{
     common_type, double_fast, global_function, int_compare, int_fast, method_of, plainly_conforms,
     shape_of, Args as Named, Callee, Eval, Flow, Interpreter, Thrown, MAX_STR_LEN,
 };
-use crate::buzz::lang::type_of;
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::{self, Res};
-use crate::buzz::value::{same_name, Closure, ListObj, MapObj, NativeFunction, Scope};
+use crate::buzz::value::{same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Scope};
 use std::borrow::Cow;
 
 /// How many emptied flat frames an interpreter keeps for the next calls.

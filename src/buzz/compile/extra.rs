@@ -6,8 +6,7 @@
 use super::*;
 use crate::buzz::fiber::Deferred;
 use crate::buzz::interp::{Eval, Flow, Interpreter};
-use crate::buzz::lang::anon_object_of;
-use crate::buzz::value::{Closure, ListObj, Scope};
+use crate::buzz::value::{anon_object_of, Closure, ListObj, Scope};
 
 impl Interpreter {
     /// `try { … } catch …`: the first clause whose type holds what was
