@@ -358,7 +358,7 @@ impl Interpreter {
     /// Hoists the declarations of `program`, then runs its other top-level
     /// statements (not its tests) in `globals`.
     pub(super) fn run_declarations(&mut self, program: &Program, globals: &Rc<Scope>) -> Eval<()> {
-        super::resolve::program(program);
+        program.resolve();
         for stmt in &program.statements {
             self.declare(stmt, globals)?;
         }

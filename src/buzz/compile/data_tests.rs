@@ -229,7 +229,7 @@ fn accessor_errors_are_the_walkers() {
 #[test]
 fn field_and_item_readers_and_item_stores_are_accessors() {
     let program = crate::buzz::parse(std::path::Path::new("accessors.buzz"), ACCESSORS).unwrap();
-    crate::buzz::resolve::program(&program);
+    program.resolve();
     let mut found = Vec::new();
     for stmt in &program.statements {
         if let crate::buzz::syntax::ast::StmtKind::Object(object) = &stmt.kind {
