@@ -13,6 +13,7 @@
 //! the chain of resumers, so fibers are bound by the same limits as calls.
 
 use super::interp::{Args, Eval, Flow, Interpreter, Thrown};
+use super::native::CurrentFiber;
 use super::syntax::ast::{Arg, Expr, ExprKind};
 use super::syntax::lexer::Pos;
 use super::value::{Scope, Value};
@@ -121,9 +122,8 @@ pub(crate) struct Link {
     resolving: bool,
 }
 
-impl FiberSelf {
-    /// The current fiber as a value.
-    pub(crate) fn value(&self) -> Value {
+impl CurrentFiber for FiberSelf {
+    fn value(&self) -> Value {
         match self {
             FiberSelf::Main(f) => Value::Fiber(f.clone()),
             FiberSelf::Child(link) => link.me.upgrade().map_or(Value::Null, Value::Fiber),

@@ -54,6 +54,14 @@ pub(crate) type NativeFn = Rc<dyn Fn(&mut NativeCall<'_>) -> Result<Value, Raise
 /// gate, so a denial raises the same `SandboxError` as `fs.read`).
 pub(crate) type SourceLoader = Rc<dyn Fn(&Path) -> Result<String, Raise>>;
 
+/// The fiber a native is called from, as `std\currentFiber()` gives it.
+/// The fiber machinery (`fiber.rs`) implements it, so that the interface
+/// to natives needs nothing of the machinery but this value.
+pub(crate) trait CurrentFiber {
+    /// The fiber as a value (`null` once it is gone).
+    fn value(&self) -> Value;
+}
+
 /// Whether a native asked the run to end (see [`NativeCall::exit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExitRequest {
@@ -75,7 +83,7 @@ pub struct NativeCall<'a> {
     pub(crate) out: &'a mut dyn Write,
     pub(crate) script_args: &'a [String],
     /// The fiber making the call, for `std\currentFiber()`.
-    pub(crate) fiber: &'a super::fiber::FiberSelf,
+    pub(crate) fiber: &'a dyn CurrentFiber,
     pub(crate) exit: ExitRequest,
 }
 
