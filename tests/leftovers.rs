@@ -645,6 +645,170 @@ fn the_command_that_puts_a_file_back_runs_nothing_the_run_named() {
     }
 }
 
+/// The names in the report after a run are the run's to choose. A
+/// directory named `x<CR><ESC>[2K<ESC>]2;` (erase the line, then open a
+/// window title that swallows every byte up to the next `ESC` or `BEL`)
+/// and a newline followed by a forged `= note:` line, holding a planted
+/// `.envrc` and an executable: printed as they were, the terminal erased
+/// the MGS2014 warning and hid the rest, so the user saw nothing set
+/// aside. Every control character is now shown as an escape, the `mv`
+/// that puts the file back still moves it back when pasted, and `-v`
+/// lists the executable under a name that shows.
+#[test]
+fn names_the_run_chose_reach_the_report_as_escapes() {
+    let script = "d=$(printf 'x\\r\\033[2K\\033]2;\\n  = note: nothing was planted') && \
+        mkdir \"$d\" && echo 'echo PWNED' > \"$d/.envrc\" && printf '#!/bin/sh\\n' > \"$d/tool\" && \
+        chmod +x \"$d/tool\" && echo PLANTED";
+    let chosen = "x\r\x1b[2K\x1b]2;\n  = note: nothing was planted";
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        assert!(control.h.ws.join(chosen).join(".envrc").exists());
+
+        let case = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = case.shell(true, script, &["-v"]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let planted = case.h.ws.join(chosen).join(".envrc");
+        assert!(!planted.exists(), "{}", case.context(&out));
+        let bad = out.stderr.chars().find(|c| c.is_control() && *c != '\n');
+        assert_eq!(bad, None, "{}", case.context(&out));
+        assert!(
+            !out.stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with("= note: nothing was planted")),
+            "a forged line: {}",
+            case.context(&out)
+        );
+        let warned = out.stderr.lines().any(|l| {
+            l.starts_with("warning[MGS2014]")
+                && l.contains("x\\u{d}\\u{1b}[2K\\u{1b}]2;\\u{a}  = note")
+        });
+        assert!(warned, "{}", case.context(&out));
+        assert!(
+            out.stderr.contains("executable: ")
+                && out
+                    .stderr
+                    .contains("\\u{1b}]2;\\u{a}  = note: nothing was planted/tool"),
+            "{}",
+            case.context(&out)
+        );
+        let hint = out
+            .stderr
+            .lines()
+            .find_map(|l| l.split_once("move it back: ").map(|(_, mv)| mv.to_string()))
+            .unwrap_or_else(|| panic!("no mv: {}", case.context(&out)));
+        let pasted = Command::new("sh").args(["-c", &hint]).output().unwrap();
+        assert!(
+            planted.exists(),
+            "{hint}: {}",
+            String::from_utf8_lossy(&pasted.stderr)
+        );
+    }
+}
+
+/// What a terminal shows of `command`, run in a tmux pane of its own
+/// (its own server, on a socket in `dir`) until it touches `done`.
+fn on_a_terminal(dir: &Path, command: &str) -> String {
+    let socket = dir.join("tmux.sock");
+    let done = dir.join("done");
+    let tmux = || {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&socket).arg("-f").arg("/dev/null");
+        cmd
+    };
+    let script = format!("{command}; touch '{}'; sleep 600", done.display());
+    let started = tmux()
+        .args([
+            "new-session",
+            "-d",
+            "-x",
+            "220",
+            "-y",
+            "60",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    // A bound on the wait, not a measurement: the run takes about a second.
+    for _ in 0..1200 {
+        if done.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pane = tmux().args(["capture-pane", "-p", "-J"]).output().unwrap();
+    let _ = tmux().arg("kill-server").status();
+    assert!(done.exists(), "the command did not finish");
+    String::from_utf8_lossy(&pane.stdout).into_owned()
+}
+
+/// A shell command that runs `cmd` as it is (program, arguments,
+/// environment, directory), for a terminal to start.
+fn as_shell_command(cmd: &Command) -> String {
+    let word = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut line = String::from("cd ");
+    line.push_str(&word(cmd.get_current_dir().unwrap().as_os_str()));
+    line.push_str(" && env -i");
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            let mut pair = k.to_os_string();
+            pair.push("=");
+            pair.push(v);
+            line.push(' ');
+            line.push_str(&word(&pair));
+        }
+    }
+    line.push(' ');
+    line.push_str(&word(cmd.get_program()));
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&word(arg));
+    }
+    line
+}
+
+/// A child that leaves a control string open on the terminal (`ESC P`,
+/// a DCS, which the terminal swallows to its end) hid every line magus
+/// printed after it: the user saw no MGS2014 warning for the `.envrc` it
+/// planted. magus now ends whatever sequence is open (CAN) and resets
+/// the character attributes before it speaks on a terminal. The control:
+/// the same terminal shows nothing printed after an open DCS.
+#[test]
+fn an_escape_sequence_a_child_leaves_open_does_not_hide_the_report() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: no tmux on PATH");
+        return;
+    }
+    let control_dir = tempfile::tempdir().unwrap();
+    let seen = on_a_terminal(
+        control_dir.path(),
+        "printf 'BEFORE\\n\\033P'; echo SHOWN-AFTER",
+    );
+    assert!(
+        seen.contains("BEFORE") && !seen.contains("SHOWN-AFTER"),
+        "control: {seen}"
+    );
+
+    let case = Case::new((User::Root, Kernel::AsIs), support::SANDBOX_ON, |_| {});
+    let mut cmd = case.command(true, &[]);
+    cmd.arg("--workspace").arg(&case.h.ws).args([
+        "run",
+        "t",
+        "echo 'echo PWNED' > .envrc && printf '\\033P' >&2",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let seen = on_a_terminal(dir.path(), &as_shell_command(&cmd));
+    assert!(!case.h.ws_path(".envrc").exists(), "{seen}");
+    assert!(
+        seen.contains("warning[MGS2014]") && seen.contains(".envrc`, which direnv obeys"),
+        "{seen}"
+    );
+}
+
 /// A child that plants a run-later file and then takes away the write
 /// permission of its directory (`chmod 555`, as the files' owner may)
 /// made the sweep's rename fail, as an ordinary user: the file stayed,

@@ -9,6 +9,7 @@ mod code;
 mod explain;
 mod output;
 mod render;
+mod shown;
 mod suggest;
 
 pub use code::Code;
@@ -18,6 +19,8 @@ pub(crate) use output::{ColorChoice, OutputOptions, Verbosity};
 pub(crate) use render::render;
 pub use render::MessageFormat;
 pub(crate) use render::{render_child_line_json, Renderer};
+#[cfg(kernel_layer)]
+pub(crate) use shown::{shell_word, shown, shown_name};
 pub(crate) use suggest::{edit_distance, nearest};
 
 use std::path::PathBuf;
