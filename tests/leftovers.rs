@@ -1157,3 +1157,51 @@ fn a_uv_python_download_list_planted_runs_nothing_later() {
     let plants: [(&str, &[&str]); 1] = [(script, &["uv.toml"])];
     plant_and_run_later(&setup, &plants, "uv", &later);
 }
+
+/// rustup reads `rust-toolchain.toml` (or the older `rust-toolchain`) in
+/// the directory it runs in and those above it, and a `path` toolchain
+/// there is a directory whose `bin/` it runs in place of `cargo` and
+/// `rustc`, never asked about: `cargo fmt --version` in the workspace, a
+/// prompt that shows the Rust version, an editor opening the folder. A
+/// child plants such a toolchain in a hidden directory and names it so;
+/// the user's next `cargo fmt --version` there, outside magus, ran it.
+/// After the run the file naming it is set aside, and rustup runs the
+/// user's toolchain.
+#[test]
+fn a_rust_toolchain_planted_as_a_path_runs_nothing_later() {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".cargo")));
+    let Some(bin) = cargo_home
+        .map(|c| c.join("bin"))
+        .filter(|b| b.join("rustup").exists() && b.join("cargo").exists())
+    else {
+        eprintln!("skipped: no rustup (and its cargo proxy) in CARGO_HOME");
+        return;
+    };
+    let toolchain = "mkdir -p .cache/tc/bin && \
+        printf '#!/bin/sh\\necho PWNED-rustup >&2\\n' > .cache/tc/bin/cargo && \
+        cp .cache/tc/bin/cargo .cache/tc/bin/rustc && chmod 755 .cache/tc/bin/*";
+    let toml = format!(
+        "{toolchain} && printf '[toolchain]\\npath = \"%s/.cache/tc\"\\n' \"$PWD\" > rust-toolchain.toml && \
+         echo PLANTED"
+    );
+    let legacy = format!("{toolchain} && echo \"$PWD/.cache/tc\" > rust-toolchain && echo PLANTED");
+    let later = |ws: &Path| {
+        // The test runs under cargo, whose rustup proxy names the
+        // toolchain in the environment; the user's shell does not.
+        let out = Command::new(bin.join("cargo"))
+            .args(["fmt", "--version"])
+            .current_dir(ws)
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    let plants: [(&str, &[&str]); 2] = [
+        (&toml, &["rust-toolchain.toml"]),
+        (&legacy, &["rust-toolchain"]),
+    ];
+    plant_and_run_later(&|_| {}, &plants, "rustup", &later);
+}

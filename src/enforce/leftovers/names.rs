@@ -28,9 +28,13 @@ use std::path::Path;
 /// privileges; its variables fill in the compose file) and the override
 /// files it merges unasked, a dev container's `.devcontainer.json` (its
 /// `initializeCommand` runs on the host when the editor reopens the
-/// folder in the container, or at `devcontainer up`), magus its own
-/// policy.
-pub(super) const RUN_LATER_FILES: [&str; 25] = [
+/// folder in the container, or at `devcontainer up`), rustup its
+/// `rust-toolchain.toml` and older `rust-toolchain` (read in the directory
+/// it runs in and above it: a `path` toolchain is a directory whose `bin/`
+/// runs in place of `cargo` and `rustc`, unasked, at `cargo fmt
+/// --version` as at a build, and when an editor or a prompt asks the
+/// version), magus its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 27] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -54,6 +58,8 @@ pub(super) const RUN_LATER_FILES: [&str; 25] = [
     "docker-compose.override.yaml",
     "docker-compose.override.yml",
     ".devcontainer.json",
+    "rust-toolchain.toml",
+    "rust-toolchain",
     "magus.yaml",
     "magus.lock",
 ];
