@@ -1205,3 +1205,44 @@ fn a_rust_toolchain_planted_as_a_path_runs_nothing_later() {
     ];
     plant_and_run_later(&|_| {}, &plants, "rustup", &later);
 }
+
+/// Python puts the current directory first on its module path for `python3
+/// -m MODULE`, `-c` and the interactive prompt, so a module there named as
+/// one of the standard library's is imported in its place: `python3 -m
+/// venv .venv` (in every project's set-up notes) ran a planted
+/// `venv/__init__.py`, and a bare `python3` a planted `readline.py`,
+/// though neither command runs any of the project's code. A child plants
+/// them at the workspace root; the user's next `python3 -m venv` and
+/// `python3 -i` there, outside magus, ran them. After the run they are set
+/// aside, and Python imports its own.
+#[test]
+fn a_python_module_planted_in_place_of_the_standard_librarys_runs_nothing_later() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let venv = "mkdir venv && echo 'print(\"PWNED-stdlib\")' > venv/__init__.py && \
+        cp venv/__init__.py venv/__main__.py && echo PLANTED";
+    let readline = "echo 'print(\"PWNED-stdlib\")' > readline.py && echo PLANTED";
+    let later = |ws: &Path| {
+        let scratch = tempfile::tempdir().unwrap();
+        let made = Command::new(python)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(scratch.path().join("v"))
+            .current_dir(ws)
+            .output()
+            .unwrap();
+        let prompt = Command::new(python)
+            .args(["-i", "-c", "pass"])
+            .current_dir(ws)
+            .stdin(std::process::Stdio::null())
+            .env("TERM", "dumb")
+            .output()
+            .unwrap();
+        format!("{}{}", said_by(&made), said_by(&prompt))
+    };
+    let plants: [(&str, &[&str]); 2] =
+        [(venv, &["venv/__init__.py"]), (readline, &["readline.py"])];
+    plant_and_run_later(&|_| {}, &plants, "stdlib", &later);
+}

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Executables, Findings, Item, Left, Outcome, Watch};
+use super::{names, Executables, Findings, Item, Left, Outcome, Watch};
 use crate::diag::{
     shell_word, shown, Code, Diagnostic, MessageFormat, OutputOptions, Renderer, Verbosity,
 };
@@ -222,8 +222,22 @@ fn tool(path: &Path) -> &'static str {
         (_, Some(".cargo")) => "cargo",
         (_, Some(".claude" | ".cursor" | ".gemini")) => "a coding agent",
         (_, Some(".mise")) => "mise",
+        _ if python_module(path) => {
+            "python (`python3 -m`, `-c` and its prompt, run there, import it in place of the \
+             standard library's module of that name)"
+        }
         _ => "an editor",
     }
+}
+
+/// Whether `path` is a module, a package's `__init__` or a link the sweep
+/// set aside as Python's (`names::PYTHON_MODULES`).
+fn python_module(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default();
+    let package = path.parent().and_then(Path::file_name);
+    names::is_python_module_file(name)
+        || names::is_python_module(name)
+        || names::is_package_init(name) && package.is_some_and(names::is_python_module)
 }
 
 /// The note listing the executables the run wrote in the workspace.
@@ -313,6 +327,7 @@ mod tests {
             ("/w/MAGUS.YAML", "magus"),
             ("/w/.yarnrc", "npm or yarn"),
             ("/w/crate/Rust-Toolchain.toml", "rustup"),
+            ("/w/venv/__init__.py", "python (`python3 -m`, `-c` and its prompt, run there, import it in place of the standard library's module of that name)"),
             ("/w/sub/Mise.Toml", "mise"),
             ("/w/.gemini/settings.json", "a coding agent"),
             ("/w/pkg/__pycache__/m.cpython-312.pyc", "python"),

@@ -247,6 +247,7 @@ impl<'a> Scan<'a> {
         // A `__pycache__` reached here is not a directory: a link sends
         // Python's `import` to the bytecode where it points.
         let run_later = within == Within::RunLaterDir
+            || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
             || is_any(&name, &names::RUN_LATER_FILES)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
@@ -260,6 +261,20 @@ impl<'a> Scan<'a> {
             self.list_if_executable(&path, &dirent);
         }
         None
+    }
+
+    /// Whether the entry `name` of `dir` is a module Python imports in
+    /// place of its own when it runs at the workspace root
+    /// ([`names::PYTHON_MODULES`]): a module file there, a link there that
+    /// names a package, or the `__init__` of a package there.
+    fn shadows_python(&self, dir: &Path, name: &OsString, kind: &FileType) -> bool {
+        if dir == self.workspace {
+            return names::is_python_module_file(name)
+                || kind.is_symlink() && names::is_python_module(name);
+        }
+        dir.parent() == Some(self.workspace.as_path())
+            && dir.file_name().is_some_and(names::is_python_module)
+            && names::is_package_init(name)
     }
 
     fn subdir(&self, name: &OsString, path: PathBuf, within: Within) -> Option<(PathBuf, Within)> {
