@@ -1246,3 +1246,43 @@ fn a_python_module_planted_in_place_of_the_standard_librarys_runs_nothing_later(
         [(venv, &["venv/__init__.py"]), (readline, &["readline.py"])];
     plant_and_run_later(&|_| {}, &plants, "stdlib", &later);
 }
+
+/// Without a jail (user namespaces refused, as Ubuntu does for ordinary
+/// users) nothing holds `.git/hooks` read-only: it is noted at the start
+/// and compared after the run, at most 10,000 entries of it. A child
+/// wrote a `pre-commit` and then 30,000 empty files beside it: the
+/// comparison stopped at its budget, saying nothing, and the hook it had
+/// not reached ran at the user's next `git commit`. A protected directory
+/// whose comparison cannot finish is now set aside whole and made again
+/// from what was noted.
+#[test]
+fn a_protected_directory_flooded_past_the_comparison_runs_nothing_later() {
+    let setup = |h: &Harness| git_init(&h.ws);
+    let script = "cd .git/hooks && printf '#!/bin/sh\\necho PWNED-flood >&2\\n' > pre-commit && \
+        chmod 755 pre-commit && \
+        python3 -c 'for i in range(30000): open(\"j%d\" % i, \"w\").close()' 2>/dev/null; \
+        echo PLANTED";
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_git(&control.h.ws, &["commit", "--allow-empty", "-m", "x"]);
+        assert!(seen.contains("PWNED-flood"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let hooks = case.h.ws_path(".git/hooks");
+        let before: Vec<_> = std::fs::read_dir(&hooks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let seen = user_git(&case.h.ws, &["commit", "--allow-empty", "-m", "x"]);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        let after = std::fs::read_dir(&hooks).unwrap().count();
+        assert_eq!(after, before.len(), "{}", case.context(&out));
+        for name in before {
+            assert!(hooks.join(&name).is_file(), "{name:?} not put back");
+        }
+    }
+}

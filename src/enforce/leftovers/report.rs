@@ -152,6 +152,11 @@ fn item(item: &Item) -> Diagnostic {
             "a child changed `{path}`, which children may not write (nothing held it read-only \
              during this run)"
         ),
+        Left::Flooded => format!(
+            "a child filled `{path}`, which children may not write, with more than {} entries, \
+             past what magus compares after a run: what it planted there could lie beyond them",
+            super::noted::MAX_COMPARED
+        ),
         Left::BrokenHead => format!(
             "a child made `{path}` invalid, so git would look above it for another repository"
         ),
