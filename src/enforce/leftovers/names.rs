@@ -69,7 +69,11 @@ pub(super) const RUN_LATER_FILES: [&str; 27] = [
 /// (`.vscode/tasks.json` with `runOn: folderOpen`) and the language servers
 /// their settings name (`.zed/settings.json`, `.helix/languages.toml`), a
 /// coding agent the hooks and servers its settings name
-/// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`),
+/// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`,
+/// Kiro's `.kiro/settings/mcp.json` and `.kiro/hooks/`, Roo Code's
+/// `.roo/mcp.json`, Kilo Code's `.kilocode/mcp.json`, Amazon Q's
+/// `.amazonq/mcp.json`, Continue's `.continue/mcpServers/`: servers are
+/// programs the agent starts when the folder opens),
 /// mise the configs of `.mise/` and of `mise/` (`mise/config.toml`,
 /// `.config/mise/config.toml`, `.config/mise/conf.d/*.toml`: read like
 /// `mise.toml`, their `[tools]` needing no trust), Maven the JVM options
@@ -80,12 +84,17 @@ pub(super) const RUN_LATER_FILES: [&str; 27] = [
 /// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
 /// dev container the `initializeCommand` of `.devcontainer/`'s
 /// configurations (run on the host).
-pub(super) const RUN_LATER_DIRS: [&str; 12] = [
+pub(super) const RUN_LATER_DIRS: [&str; 17] = [
     ".vscode",
     ".idea",
     ".claude",
     ".cursor",
     ".gemini",
+    ".kiro",
+    ".roo",
+    ".kilocode",
+    ".amazonq",
+    ".continue",
     ".zed",
     ".helix",
     ".mise",

@@ -225,7 +225,12 @@ fn tool(path: &Path) -> &'static str {
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
         (Some("__pycache__"), _) | (_, Some("__pycache__")) => "python",
         (_, Some(".cargo")) => "cargo",
-        (_, Some(".claude" | ".cursor" | ".gemini")) => "a coding agent",
+        (
+            _,
+            Some(
+                ".claude" | ".cursor" | ".gemini" | ".roo" | ".kilocode" | ".amazonq" | ".continue",
+            ),
+        ) => "a coding agent",
         (_, Some(".mise")) => "mise",
         _ if python_module(path) => {
             "python (`python3 -m`, `-c` and its prompt, run there, import it in place of the \

@@ -176,8 +176,16 @@ fn planted_repositories_and_configs_are_set_aside() {
             |r| {
                 std::fs::create_dir_all(r.join(".gemini")).unwrap();
                 std::fs::write(r.join(".gemini/settings.json"), "{}").unwrap();
+                std::fs::create_dir_all(r.join("src/.kiro/settings")).unwrap();
+                std::fs::write(r.join("src/.kiro/settings/mcp.json"), "{}").unwrap();
+                std::fs::create_dir_all(r.join(".roo")).unwrap();
+                std::fs::write(r.join(".roo/mcp.json"), "{}").unwrap();
             },
-            &[("settings.json", Left::RunLater)],
+            &[
+                ("mcp.json", Left::RunLater),
+                ("mcp.json", Left::RunLater),
+                ("settings.json", Left::RunLater),
+            ],
         ),
         (
             "a maven JVM option and a bundler setting",
