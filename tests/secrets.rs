@@ -1181,3 +1181,303 @@ fn sandbox_check_lists_the_secrets_without_values() {
         );
     }
 }
+
+/// A bound host as lenient as some real servers are: it reads its path
+/// as Tomcat, IIS or a literal-`#` router would (`\` as `/`, `;params`
+/// dropped from each segment, dot segments then removed), honours the
+/// method and URL override headers and Symfony's `_method` query
+/// parameter, answers `TRACE` with the request head, and reflects
+/// `Origin` and `X-Request-Id` in its response, as CORS and request-id
+/// middlewares do. It logs `EFFECTIVE method path` for each request the
+/// value authenticated.
+const LENIENT: &str = r#"
+import http.server, ssl, sys, posixpath, urllib.parse
+cert, key, log, value = sys.argv[1:5]
+def effective_path(raw):
+    path = raw.split('?')[0].replace('\\', '/')
+    path = '/'.join(s.split(';')[0] for s in path.split('/'))
+    return posixpath.normpath(path)
+class H(http.server.BaseHTTPRequestHandler):
+    def handle_any(self):
+        n = int(self.headers.get('Content-Length') or 0)
+        if n:
+            self.rfile.read(n)
+        ok = value in (self.headers.get('Authorization') or '')
+        method = (self.headers.get('X-HTTP-Method-Override') or self.headers.get('X-HTTP-Method')
+                  or self.headers.get('X-Method-Override'))
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        method = method or query.get('_method', [self.command])[0]
+        path = self.headers.get('X-Original-URL') or self.headers.get('X-Rewrite-URL') or self.path
+        path = effective_path(path)
+        if self.command == 'TRACE':
+            out = (self.requestline + '\r\n' + str(self.headers)).encode()
+        else:
+            out = ('%s %s %s\n' % ('AUTH-OK' if ok else 'NO-AUTH', method, path)).encode()
+        with open(log, 'a') as f:
+            f.write('%s %s\n' % ('EFFECTIVE' if ok else 'UNAUTHENTICATED', ' '.join([method, path])))
+        self.send_response(200 if ok else 401)
+        for name, echoed in [('Origin', 'Access-Control-Allow-Origin'), ('X-Request-Id', 'X-Request-Id')]:
+            if self.headers.get(name):
+                self.send_header(echoed, self.headers.get(name))
+        self.send_header('Content-Length', str(len(out)))
+        self.send_header('Connection', 'close')
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = do_DELETE = do_TRACE = handle_any
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+c.load_cert_chain(cert, key)
+s.socket = c.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// A raw HTTPS client: `raw.py LABEL HOST PORT 'LINE|LINE|...'` sends
+/// exactly those lines (Python escapes such as `\x5c` decoded) as one
+/// request, through `HTTPS_PROXY`'s `CONNECT` where it is set, trusting
+/// `SSL_CERT_FILE` (or `RAW_CA`); it prints `CASE LABEL STATUS` and the
+/// whole response. Unlike curl it keeps a fragment and any path as is.
+const RAW_CLIENT: &str = r#"
+import os, socket, ssl, sys
+label, host, port, lines = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+request = '\r\n'.join(lines.encode().decode('unicode_escape').split('|')) + '\r\n\r\n'
+proxy = os.environ.get('HTTPS_PROXY') or os.environ.get('https_proxy')
+if proxy:
+    p = proxy.split('://')[-1].rstrip('/')
+    s = socket.create_connection((p.rsplit(':', 1)[0], int(p.rsplit(':', 1)[1])), timeout=10)
+    s.sendall(('CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n' % (host, port, host, port)).encode())
+    got = b''
+    while b'\r\n\r\n' not in got:
+        byte = s.recv(1)
+        if not byte:
+            print('CASE', label, 'CONNECT-CLOSED')
+            sys.exit(0)
+        got += byte
+else:
+    s = socket.create_connection((host, port), timeout=10)
+ctx = ssl.create_default_context(cafile=os.environ.get('RAW_CA') or os.environ['SSL_CERT_FILE'])
+t = ctx.wrap_socket(s, server_hostname=host)
+t.sendall(request.encode('latin-1'))
+reply = b''
+try:
+    while True:
+        chunk = t.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+except (OSError, ssl.SSLError):
+    pass
+text = reply.decode('latin-1')
+status = text.split(' ')[1] if text.startswith('HTTP/') else 'NONE'
+print('CASE', label, status)
+print(text)
+"#;
+
+/// Requests that stay inside the rules as the proxy reads them, but not
+/// as a lenient host does (or that make the host echo the value): each
+/// `(label, request lines)`; `$GITHUB_TOKEN` has rules (GET and POST under
+/// `/api/`), `$OPEN_TOKEN` none.
+const SLIPS: [(&str, &str); 9] = [
+    ("semicolon-dots", "GET /api/..;/admin HTTP/1.1|Authorization: Bearer $GITHUB_TOKEN"),
+    ("backslash-dots", "GET /api/\\x5c..\\x5cadmin HTTP/1.1|Authorization: Bearer $GITHUB_TOKEN"),
+    ("fragment-dots", "GET /api/x#/../../admin HTTP/1.1|Authorization: Bearer $GITHUB_TOKEN"),
+    ("method-override", "POST /api/x HTTP/1.1|Content-Length: 0|X-HTTP-Method-Override: DELETE|Authorization: Bearer $GITHUB_TOKEN"),
+    ("url-override", "GET /api/x HTTP/1.1|X-Original-URL: /admin|Authorization: Bearer $GITHUB_TOKEN"),
+    ("method-parameter", "GET /api/x?_method=DELETE HTTP/1.1|Authorization: Bearer $GITHUB_TOKEN"),
+    ("origin-echo", "GET /api/x HTTP/1.1|Origin: https://$GITHUB_TOKEN|Authorization: Bearer $GITHUB_TOKEN"),
+    ("request-id-echo", "GET /api/x HTTP/1.1|X-Request-Id: $OPEN_TOKEN|Authorization: Bearer $OPEN_TOKEN"),
+    ("trace-echo", "TRACE /api/x HTTP/1.1|Authorization: Bearer $OPEN_TOKEN"),
+];
+
+fn slips_script(port: u16) -> String {
+    let mut script = format!(
+        "/usr/bin/python3 raw.py fits localhost {port} \"GET /api/fits HTTP/1.1|Authorization: Bearer $GITHUB_TOKEN\"\n"
+    );
+    for (label, lines) in SLIPS {
+        script.push_str(&format!(
+            "/usr/bin/python3 raw.py {label} localhost {port} \"{lines}\"\n"
+        ));
+    }
+    script + "echo END\n"
+}
+
+/// The status each case got, from `raw.py`'s `CASE` lines.
+fn case_statuses(stdout: &str) -> std::collections::HashMap<String, String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("CASE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(label, status)| (label.to_string(), status.to_string()))
+        .collect()
+}
+
+/// The proxy reads a request to a bound host as the host would: a path
+/// that a lenient server resolves outside the rules (`..;`, `\`, a
+/// fragment), a method or URL override, `TRACE`, and the placeholder in
+/// a header that hosts echo back are refused (MGS2013), and the host
+/// acts on none of them with the value. The control (the sandbox off, the
+/// value in the environment, the same requests straight to the host):
+/// each one reaches `/admin` or `DELETE` with the value, or has it echoed.
+#[test]
+fn requests_a_lenient_host_reads_otherwise_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let (cert, key) = ca.leaf(dir.path(), "lenient", "localhost");
+    let log = dir.path().join("lenient.log");
+    std::fs::write(&log, "").unwrap();
+    let mut child = Command::new("python3")
+        .args(["-c", LENIENT])
+        .args([&cert, &key, &log])
+        .arg(VALUE)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 for the lenient server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let server = Server {
+        child,
+        port: line.trim().parse().expect("the server's port"),
+        log,
+    };
+    let b = server.port;
+    let config = format!(
+        "sandbox:\n  enabled: true\n  network: deny\nspells:\n  probe:\n    network: {{hosts: [\"localhost:{b}\"]}}\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {{env: MAGUS_TEST_TOKEN}}\n        hosts: [\"localhost:{b}\"]\n        rules: [{{methods: [GET, POST], paths: [\"/api/*\"]}}]\n      - name: OPEN_TOKEN\n        from: {{env: MAGUS_TEST_TOKEN}}\n        hosts: [\"localhost:{b}\"]\n"
+    );
+    let script = slips_script(b);
+    for user in users() {
+        server.clear();
+        let h = harness(&config, &script);
+        std::fs::write(h.ws_path("raw.py"), RAW_CLIENT).unwrap();
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        let statuses = case_statuses(&out.stdout);
+        // The raw client works through the proxy: a request inside the
+        // rules gets the value to the host.
+        assert_eq!(
+            statuses.get("fits").map(String::as_str),
+            Some("200"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        for (label, _) in SLIPS {
+            assert_eq!(
+                statuses.get(label).map(String::as_str),
+                Some("403"),
+                "{user:?}: {label}: {}",
+                out.dump()
+            );
+        }
+        let log = server.log();
+        assert_eq!(log, "EFFECTIVE GET /api/fits\n", "{user:?}: {}", out.dump());
+        let said = codes(&out.stderr);
+        assert_eq!(
+            said.iter().filter(|c| *c == "MGS2013").count(),
+            SLIPS.len(),
+            "{user:?}: {said:?} {}",
+            out.dump()
+        );
+        assert_value_nowhere(&h, &out, user);
+    }
+    // The control: straight to the host with the value, each request
+    // does what the proxy must stop.
+    server.clear();
+    let h = harness("sandbox:\n  enabled: false\n", &script);
+    std::fs::write(h.ws_path("raw.py"), RAW_CLIENT).unwrap();
+    let mut cmd = h.command();
+    cmd.env("GITHUB_TOKEN", VALUE)
+        .env("OPEN_TOKEN", VALUE)
+        .env("RAW_CA", &ca.pem)
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_eq!(out.status, Some(0), "control: {}", out.dump());
+    let log = server.log();
+    for effective in ["EFFECTIVE GET /admin\n", "EFFECTIVE DELETE /api/x\n"] {
+        assert!(log.contains(effective), "control: {effective}: {log}");
+    }
+    assert_eq!(
+        log.matches("EFFECTIVE GET /admin\n").count(),
+        4,
+        "control: {log}"
+    );
+    assert_eq!(
+        log.matches("EFFECTIVE DELETE /api/x\n").count(),
+        2,
+        "control: {log}"
+    );
+    for echo in ["origin-echo", "request-id-echo", "trace-echo"] {
+        assert!(
+            case_text(&out.stdout, echo).contains(VALUE),
+            "control: {echo}: {}",
+            out.dump()
+        );
+    }
+}
+
+/// What `raw.py` printed for the case `label`.
+fn case_text<'o>(stdout: &'o str, label: &str) -> &'o str {
+    let start = stdout
+        .find(&format!("CASE {label} "))
+        .unwrap_or(stdout.len());
+    let rest = &stdout[start..];
+    let end = rest[1..].find("CASE ").map_or(rest.len(), |e| e + 1);
+    &rest[..end]
+}
+
+/// A `file:` source that the spell's own view shows (a `sandbox.allow`
+/// entry covering it) is refused before anything runs: the spell could
+/// read the value from the file, around the proxy. The control: the same
+/// grant without `secrets:` lets the spell print the file's contents.
+#[test]
+fn a_file_source_the_spell_can_read_is_refused() {
+    let h = harness("sandbox:\n  enabled: true\n", "cat \"$TOKEN_FILE\"\n");
+    let shared = h.root.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let token = shared.join("token");
+    std::fs::write(&token, format!("{VALUE}\n")).unwrap();
+    let granting = |secrets: &str| {
+        format!(
+            "sandbox:\n  enabled: true\n  network: deny\n  env:\n    passthrough: [TOKEN_FILE]\n  allow:\n    - path: {shared:?}\n      mode: ro\nspells:\n  probe:\n    network: {{hosts: [\"localhost:8443\"]}}\n{secrets}",
+            shared = shared.display().to_string()
+        )
+    };
+    h.write_config(&granting(&format!(
+        "    secrets:\n      - name: GITHUB_TOKEN\n        from: {{file: {:?}}}\n        hosts: [\"localhost:8443\"]\n",
+        token.display().to_string()
+    )));
+    for user in users() {
+        open_to_everyone(&h.root);
+        let mut cmd = match user {
+            User::Caller => h.command(),
+            User::Nobody => h.command_as_nobody(),
+        };
+        cmd.env("TOKEN_FILE", &token)
+            .arg("--workspace")
+            .arg(&h.ws)
+            .args(["run", "probe"]);
+        let out = capture(&mut cmd);
+        assert_ne!(out.status, Some(0), "{user:?}: {}", out.dump());
+        assert!(
+            out.stderr.contains("the spell can read it"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert_value_nowhere(&h, &out, user);
+    }
+    // The control: the grant shows the file to the spell.
+    h.write_config(&granting(""));
+    let mut cmd = h.command();
+    cmd.env("TOKEN_FILE", &token)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert!(out.stdout.contains(VALUE), "control: {}", out.dump());
+}

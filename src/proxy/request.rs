@@ -230,6 +230,9 @@ pub(crate) fn body_framing(
     let mut length: Option<u64> = None;
     let mut chunked = false;
     for header in request.headers.iter() {
+        if underscored_framing(header.name) {
+            return Err("a Content-Length or Transfer-Encoding spelled with `_`, which some servers read as `-`");
+        }
         if header.name.eq_ignore_ascii_case("content-length") {
             let value = decimal(header.value).ok_or("a Content-Length that is not a number")?;
             if length.is_some_and(|l| l != value) {
@@ -250,6 +253,18 @@ pub(crate) fn body_framing(
         (None, true) => Ok(BodyFraming::Chunked),
         (length, false) => Ok(BodyFraming::Length(length.unwrap_or(0))),
     }
+}
+
+/// `Content_Length` or `Transfer_Encoding` (any case, any mix of `_` and
+/// `-` with at least one `_`): the proxy reads no framing from it, while
+/// a server behind a CGI-style gateway (where both spellings become
+/// `HTTP_CONTENT_LENGTH`) does, and would take part of the body for a
+/// request of its own.
+fn underscored_framing(name: &str) -> bool {
+    let dashed = name.replace('_', "-");
+    name.contains('_')
+        && (dashed.eq_ignore_ascii_case("content-length")
+            || dashed.eq_ignore_ascii_case("transfer-encoding"))
 }
 
 /// 1 to 19 decimal digits, optionally surrounded by spaces or tabs.
@@ -552,6 +567,9 @@ mod tests {
             "Transfer-Encoding: gzip, chunked\r\n",
             "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
             "Transfer-Encoding: identity\r\n",
+            "Content_Length: 3\r\n",
+            "transfer_encoding: chunked\r\n",
+            "Content-Length: 3\r\nTransfer_Encoding: chunked\r\n",
         ] {
             assert!(framing(headers, "HTTP/1.1").is_err(), "{headers}");
         }

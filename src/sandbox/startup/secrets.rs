@@ -1,11 +1,11 @@
 //! `magus run`'s part of secrets by reference (docs/secrets.md): refuse a
 //! spell with `secrets:` where the kernel layer cannot force its traffic
 //! through the proxy, read each value before the jail (from magus's own
-//! environment or a file outside the workspace), give children the
+//! environment or a file outside the spell's view), give children the
 //! placeholders and the per-run CA, and hand the values to the proxy only.
 
 use crate::diag::Diagnostic;
-use crate::policy::{lookup, Network, Policy, SandboxState, SecretBinding, SecretSource};
+use crate::policy::{lookup, Grant, Network, Policy, SandboxState, SecretBinding, SecretSource};
 use crate::proxy::vault::Vault;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -160,6 +160,17 @@ fn from_file(
             ),
         ));
     }
+    if let Some(grant) = showing(policy, &real) {
+        return Err(missing(
+            binding,
+            format!(
+                "{} lies under `{}` ({}), which the spell's view shows: the spell can read it",
+                real.display(),
+                grant.path.display(),
+                grant.source
+            ),
+        ));
+    }
     let bytes =
         read_bounded(&real).map_err(|e| missing(binding, format!("{}: {e}", real.display())))?;
     let trimmed = bytes.trim_ascii_end().to_vec();
@@ -167,6 +178,22 @@ fn from_file(
         return Err(missing(binding, format!("{} is empty", real.display())));
     }
     Ok(trimmed)
+}
+
+/// The grant under which the spell's view shows `real`, if one does: a
+/// value in a file the spell can read would reach it around the proxy
+/// (a `sandbox.allow` entry over `~/.config/gh`, a built-in such as
+/// `/opt`). The run's private `/tmp` and `/dev/shm` show nothing of the
+/// host's, and a credential store the jail hides is not shown.
+fn showing<'p>(policy: &'p Policy, real: &Path) -> Option<&'p Grant> {
+    if policy.hidden().iter().any(|h| real.starts_with(h)) {
+        return None;
+    }
+    policy
+        .grants()
+        .iter()
+        .filter(|g| real.starts_with(&g.path) && !g.is_private_per_run())
+        .max_by_key(|g| g.path.components().count())
 }
 
 fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
