@@ -153,9 +153,9 @@ fn item(item: &Item) -> Diagnostic {
              during this run)"
         ),
         Left::Flooded => format!(
-            "a child filled `{path}`, which children may not write, with more than {} entries, \
-             past what magus compares after a run: what it planted there could lie beyond them",
-            super::noted::MAX_COMPARED
+            "a child wrote more than {} entries into `{path}`, which children may not write: \
+             filled so, what it planted there could lie past what magus looks through after a run",
+            super::noted::MAX_SET_ASIDE
         ),
         Left::BrokenHead => format!(
             "a child made `{path}` invalid, so git would look above it for another repository"
