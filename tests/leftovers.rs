@@ -1286,3 +1286,32 @@ fn a_protected_directory_flooded_past_the_comparison_runs_nothing_later() {
         }
     }
 }
+
+/// An interactive prompt started in the workspace reads a start-up file
+/// from the current directory, unasked: irb the first of `~/.irbrc` and
+/// `./.irbrc` (and `irb.rc`, `_irbrc`, `$irbrc`), pry `./.pryrc`, R
+/// `./.Rprofile`, GHCi `./.ghci`, Octave `./.octaverc`. A child plants a
+/// `.irbrc`; the user's next `irb` there (`rails console` is one), outside
+/// magus, ran it. After the run it is set aside.
+#[test]
+fn a_prompts_start_up_file_planted_in_the_workspace_runs_nothing_later() {
+    if !installed("irb") {
+        eprintln!("skipped: no irb on PATH");
+        return;
+    }
+    let irbrc = "mkdir -p app && echo 'warn \"PWNED-irb\"' > app/.irbrc && echo PLANTED";
+    let later = |ws: &Path| {
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new("irb")
+            .current_dir(ws.join("app"))
+            .env("HOME", home.path())
+            .env_remove("IRBRC")
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    let plants: [(&str, &[&str]); 1] = [(irbrc, &["app/.irbrc"])];
+    plant_and_run_later(&|_| {}, &plants, "irb", &later);
+}

@@ -33,8 +33,13 @@ use std::path::Path;
 /// it runs in and above it: a `path` toolchain is a directory whose `bin/`
 /// runs in place of `cargo` and `rustc`, unasked, at `cargo fmt
 /// --version` as at a build, and when an editor or a prompt asks the
-/// version), magus its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 27] = [
+/// version), the prompts that read a start-up file from the directory
+/// they start in (irb the first of `~/.irbrc` and `./.irbrc`, `irb.rc`,
+/// `_irbrc`, `$irbrc`; pry `./.pryrc`; R `./.Rprofile`, and `./.Renviron`,
+/// whose `R_PROFILE_USER` names another; GHCi `./.ghci`; Octave
+/// `./.octaverc`: `rails console` in a project runs its `.irbrc`), magus
+/// its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 36] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -60,6 +65,15 @@ pub(super) const RUN_LATER_FILES: [&str; 27] = [
     ".devcontainer.json",
     "rust-toolchain.toml",
     "rust-toolchain",
+    ".irbrc",
+    "irb.rc",
+    "_irbrc",
+    "$irbrc",
+    ".pryrc",
+    ".Rprofile",
+    ".Renviron",
+    ".ghci",
+    ".octaverc",
     "magus.yaml",
     "magus.lock",
 ];

@@ -222,6 +222,12 @@ fn tool(path: &Path) -> &'static str {
         (Some(".mcp.json" | ".claude.json" | "opencode.json"), _) => "an editor's agent",
         (Some(".ripgreprc"), _) => "ripgrep",
         (Some("rust-toolchain.toml" | "rust-toolchain"), _) => "rustup",
+        (Some(".irbrc" | "irb.rc" | "_irbrc" | "$irbrc" | ".pryrc"), _) => {
+            "Ruby's prompt (irb, pry, `rails console`) started there"
+        }
+        (Some(".rprofile" | ".renviron"), _) => "R started there",
+        (Some(".ghci"), _) => "GHCi started there",
+        (Some(".octaverc"), _) => "Octave started there",
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
         (Some("__pycache__"), _) | (_, Some("__pycache__")) => "python",
         (_, Some(".cargo")) => "cargo",
