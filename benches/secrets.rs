@@ -32,9 +32,15 @@ const VALUE: &str = "ghp_bench_real_value_0123456789";
 /// Forked before criterion (or any server) makes a thread.
 static PROXY: OnceLock<(Proxy, Arc<Vault>)> = OnceLock::new();
 
+/// The two ends' provider: `ring`, the reference the upload target was
+/// first measured against, or with `MAGUS_BENCH_ENDS=aws-lc-rs` the
+/// proxy's own (docs/benchmarks.md gives both).
 #[allow(deprecated)]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    match std::env::var("MAGUS_BENCH_ENDS").as_deref() {
+        Ok("aws-lc-rs") => Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+        _ => Arc::new(rustls::crypto::ring::default_provider()),
+    }
 }
 
 /// The server's own CA (its PEM file is the roots magus trusts) and the

@@ -12,9 +12,9 @@
 //! the memory budget while the fiber lives, and call depth counts across
 //! the chain of resumers, so fibers are bound by the same limits as calls.
 
-use super::ast::{Arg, Expr, ExprKind};
 use super::interp::{Args, Eval, Flow, Interpreter, Thrown};
-use super::lexer::Pos;
+use super::syntax::ast::{Arg, Expr, ExprKind};
+use super::syntax::lexer::Pos;
 use super::value::{Scope, Value};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -194,7 +194,7 @@ impl Interpreter {
         } = &callee.kind
         {
             let receiver = self.eval(object, scope)?;
-            if super::methods::is_builtin_receiver(&receiver) {
+            if super::lib::methods::is_builtin_receiver(&receiver) {
                 let values = self.arguments(args, scope)?;
                 return Ok(Deferred::Method(receiver, name.clone(), values));
             }

@@ -11,7 +11,7 @@
 //! Types without a `collect` method pay one flag test per drop.
 
 use super::interp::{Eval, Interpreter};
-use super::lexer::Pos;
+use super::syntax::lexer::Pos;
 use super::value::{Instance, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;

@@ -11,10 +11,10 @@
 //! then false), and natives and list, map and str methods (`map::<str>`)
 //! take theirs from their arguments.
 
-use super::ast::{Arg, Expr, ExprKind, FunDecl, Mutability, Type};
 use super::interp::{lookup, type_matches, Eval, Interpreter};
-use super::lexer::Pos;
-use super::methods;
+use super::lib::methods;
+use super::syntax::ast::{Arg, Expr, ExprKind, FunDecl, Mutability, Type};
+use super::syntax::lexer::Pos;
 use super::value::{Closure, Scope, Value};
 use std::borrow::Cow;
 use std::rc::Rc;

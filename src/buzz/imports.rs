@@ -5,10 +5,10 @@
 //!
 //! Upstream libraries magus deliberately lacks get an error naming them.
 
-use super::ast::Mutability;
 use super::interp::{Eval, Flow, Interpreter};
-use super::lexer::Pos;
 use super::native::Raise;
+use super::syntax::ast::Mutability;
+use super::syntax::lexer::Pos;
 use super::value::{Members, ModuleObj, Scope, Value};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -253,7 +253,7 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
 
 /// What an imported file shows: its `export`ed names, or every top-level
 /// declaration when it exports nothing.
-fn exported(program: &super::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
+fn exported(program: &super::syntax::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
     let names = program.visible_names();
     let mut functions = Members::default();
     for name in names {

@@ -7,13 +7,14 @@
 //! error instead of overflowing the stack; an optional step budget
 //! ([`Interpreter::with_step_budget`]) bounds how long one may run.
 
-use super::ast::*;
 use super::error::BuzzError;
 use super::lang::type_of;
-use super::lexer::Pos;
-use super::methods;
+use super::lib::methods;
+use super::lib::std_module::std_module;
+use super::lib::BUILTIN_LIBRARIES;
 use super::native::{CallSite, ExitRequest, NativeCall, NativeModule};
-use super::std_module::std_module;
+use super::syntax::ast::*;
+use super::syntax::lexer::Pos;
 use super::value::*;
 use crate::diag::Diagnostic;
 use std::collections::HashMap;
@@ -40,15 +41,6 @@ pub(crate) const STACK_BUDGET: usize = 4 << 20;
 /// Longest string and list a spell may build (bytes, items).
 pub(crate) const MAX_STR_LEN: usize = 256 << 20;
 pub(crate) const MAX_LIST_LEN: usize = 32 << 20;
-
-/// Upstream libraries magus writes in Buzz (no FFI) and every interpreter
-/// has.
-const BUILTIN_LIBRARIES: [(&str, &str); 4] = [
-    ("buzz:errors", include_str!("errors.buzz")),
-    ("buzz:crypto", include_str!("crypto.buzz")),
-    ("buzz:buffer", include_str!("buffer.buzz")),
-    ("buzz:serialize", include_str!("serialize.buzz")),
-];
 
 /// A thrown Buzz error travelling up to a `catch`.
 pub(crate) struct Thrown {
@@ -182,12 +174,12 @@ impl Interpreter {
         let mut table = HashMap::new();
         let builtin = [
             std_module(),
-            super::std_module::math_module(),
-            super::std_module::buffer_natives(),
-            super::std_module::gc_module(),
-            super::crypto::natives(),
-            super::std_module::debug_module(),
-            super::serialize::module(),
+            super::lib::std_module::math_module(),
+            super::lib::std_module::buffer_natives(),
+            super::lib::std_module::gc_module(),
+            super::lib::crypto::natives(),
+            super::lib::std_module::debug_module(),
+            super::lib::serialize::module(),
         ];
         for module in builtin.into_iter().chain(modules) {
             table.insert(module.name.clone(), Rc::new(module_object(module)));
@@ -2683,7 +2675,7 @@ pub(super) fn module_object(module: NativeModule) -> ModuleObj {
 /// string at every method call.
 fn this_name() -> Rc<str> {
     thread_local! {
-        static THIS: Rc<str> = super::lexer::intern("this");
+        static THIS: Rc<str> = super::syntax::lexer::intern("this");
     }
     THIS.with(Rc::clone)
 }
@@ -2889,22 +2881,6 @@ pub(super) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
     }))
 }
 
-/// Whether `body` declares a name of its own (so needs a scope of its
-/// own). The resolver makes its levels by the same rule.
-pub(super) fn declares(body: &[Stmt]) -> bool {
-    body.iter().any(|s| {
-        matches!(
-            s.kind,
-            StmtKind::Var(_)
-                | StmtKind::Fun(_)
-                | StmtKind::Object(_)
-                | StmtKind::Enum(_)
-                | StmtKind::Protocol(_)
-                | StmtKind::Import { .. }
-        )
-    })
-}
-
 fn exit_status(v: &Value) -> i32 {
     match v {
         Value::Int(i) => i32::try_from(*i).unwrap_or(1),
@@ -3045,19 +3021,5 @@ fn named_matches(name: &str, v: &Value) -> bool {
             Value::EnumCase(e, _) => &*e.name == name,
             _ => false,
         },
-    }
-}
-
-pub(crate) fn type_label(ty: &Type) -> String {
-    match ty {
-        Type::Any => "any".into(),
-        Type::Void => "void".into(),
-        Type::Named(n) => n.to_string(),
-        Type::List(t) => format!("[{}]", type_label(t)),
-        Type::Map(k, v) => format!("{{{}: {}}}", type_label(k), type_label(v)),
-        Type::Optional(t) => format!("{}?", type_label(t)),
-        Type::Function => "function".into(),
-        Type::AnonObject => "obj".into(),
-        Type::Mut(t) => format!("mut {}", type_label(t)),
     }
 }

@@ -6,9 +6,9 @@
 //! declaration, parameter or field is what turns `.case` into an enum case
 //! and `.{ … }` into an instance of a named object.
 
-use super::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
 use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
-use super::lexer::Pos;
+use super::syntax::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
+use super::syntax::lexer::Pos;
 use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -168,7 +168,7 @@ impl Interpreter {
         let message = format!(
             "cannot cast {} to {}",
             v.type_name(),
-            super::interp::type_label(&self.bound_type(ty, scope))
+            super::syntax::ast::type_label(&self.bound_type(ty, scope))
         );
         // Said as MGS1023 if nothing catches it; a `catch` sees the text.
         let diagnostic = crate::diag::Diagnostic::error(format!("uncaught error: {message}"))

@@ -2,14 +2,16 @@
 //! and a tree-walking evaluator. It has no FFI, no dynamic loading and no
 //! eval, so the native modules it is given are the only way out.
 //!
+//! The pipeline, bottom layer first: [`syntax`] (lexer, parser, tree),
+//! `resolve` (slots for names), [`check`] (the pass before the run), then
+//! the run: `interp` and its helpers, with `compile` for the functions it
+//! lowers; `lib` holds the `buzz:` modules and the built-in methods.
+//!
 //! Entry points: [`parse`] and [`Interpreter`]; native modules are built with
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].
 
-pub(crate) mod ast;
-mod callbacks;
 pub(crate) mod check;
 mod compile;
-mod crypto;
 mod error;
 mod fiber;
 mod finalize;
@@ -18,34 +20,30 @@ pub(crate) mod heap;
 mod imports;
 mod interp;
 mod lang;
-mod lexer;
-mod method_names;
-mod methods;
+mod lib;
 mod native;
 // Unix only, as the integration tests they were: on Windows the gate
 // refuses every path for now (README, "Platforms"), and under Wine the
 // corpus test stops making progress (not yet understood).
 #[cfg(all(test, unix))]
 mod parse_corpus_tests;
-mod parser;
 #[cfg(all(test, unix))]
 pub(crate) mod program_tests;
 mod resolve;
-mod serialize;
 pub(crate) mod stack;
-mod std_module;
 #[cfg(test)]
 mod step_budget_tests;
+pub(crate) mod syntax;
 mod testing;
 mod value;
 
-pub use ast::Program;
 pub use error::BuzzError;
 pub(crate) use imports::SourceLoader;
 pub use interp::Interpreter;
 pub(crate) use interp::MAX_CALL_DEPTH;
 pub use native::NativeModule;
 pub(crate) use native::{CallSite, NativeCall, Raise};
+pub use syntax::ast::Program;
 pub(crate) use testing::test_names;
 pub(crate) use testing::TestOutcome;
 pub(crate) use value::Value;
@@ -64,13 +62,13 @@ pub fn parse(file: &Path, source: &str) -> Result<Program, BuzzError> {
             limit: MAX_SOURCE_LEN,
         });
     }
-    parser::parse_program(file, source).map_err(|e| BuzzError::Syntax {
+    syntax::parser::parse_program(file, source).map_err(|e| BuzzError::Syntax {
         site: CallSite {
             file: file.to_path_buf(),
             line: e.pos.line,
             column: e.pos.column,
         },
-        help: parser::help_for(&e.message).map(str::to_string),
+        help: syntax::parser::help_for(&e.message).map(str::to_string),
         message: e.message,
     })
 }

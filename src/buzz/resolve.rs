@@ -9,7 +9,7 @@
 //! `(depth, slot)`, read at run time by index, or a top-level name, found
 //! in the file's globals by name once and then by a remembered index.
 //!
-//! The scopes ("levels") mirror [`super::interp`] exactly, or a depth would
+//! The scopes ("levels") mirror the walker's (`interp.rs`) exactly, or a depth would
 //! point at the wrong frame: one per call (`this`, the parameters and the
 //! body's own declarations), one per block that declares a name (see
 //! [`declares`]), one per `for` (its initializers), one per `foreach`
@@ -27,8 +27,8 @@
 //! still works). A tree never resolved keeps [`Res::Dynamic`] everywhere
 //! and runs as before, by name.
 
-use super::ast::*;
-use super::interp::declares;
+use super::syntax::ast::declares;
+use super::syntax::ast::*;
 use std::rc::Rc;
 
 /// Resolves `program` (once; later calls do nothing).

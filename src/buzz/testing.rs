@@ -2,9 +2,9 @@
 //! spell's declarations run first, then each test in order, each in its own
 //! scope; a test fails on the first uncaught error, located.
 
-use super::ast::{Program, StmtKind};
 use super::error::BuzzError;
 use super::interp::{Flow, Interpreter};
+use super::syntax::ast::{Program, StmtKind};
 use super::value::Scope;
 use std::io::Write;
 use std::rc::Rc;

@@ -7,16 +7,16 @@
 //! is. Every other host stays a plain tunnel (`serve.rs`).
 
 use super::events::Event;
+use super::leg::{Conn, Flow, Leg, READ_AT_ONCE};
 use super::request::{body_framing, Advance, BodyEnd, BodyFraming, Target, MAX_HEAD};
 use super::vault::{contains, Held, Vault};
+use rustls::client::UnbufferedClientConnection;
 use rustls::pki_types::ServerName;
-use rustls::StreamOwned;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
-use rustls::{ConnectionCommon, SideData};
+use rustls::server::UnbufferedServerConnection;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
 
 /// Most headers a request may have.
@@ -99,14 +99,12 @@ pub(crate) enum InterceptError {
     NoRoots,
 }
 
-/// rustls's `ring` provider. It is deprecated in favour of `aws-lc-rs`
-/// only for lacking post-quantum key exchange; `aws-lc-rs` needs cmake
-/// (and NASM or Go on some targets) to build, which the `+crt-static`
-/// build here does without. Both legs are to this machine's children or
-/// verified against the system roots, with classical ECDHE.
-#[allow(deprecated)]
+/// rustls's default provider, `aws-lc-rs`: every byte of a bound host's
+/// body is decrypted and encrypted again here, and its AES-GCM is the
+/// fastest rustls offers (about 1.5 times `ring`'s, docs/benchmarks.md);
+/// it also brings post-quantum key exchange to the leg to the real host.
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 impl Interceptor {
@@ -172,73 +170,44 @@ impl Interceptor {
         // (about 40 ms on the first request).
         let _ = client.set_nodelay(true);
         let _ = upstream.set_nodelay(true);
-        let conn = ServerConnection::new(self.server_config(&target.host)?).map_err(tls_err)?;
-        let mut down = Bulk::new(StreamOwned::new(
-            conn,
-            Prefixed {
-                early,
-                at: 0,
-                stream: client,
-            },
-        ));
+        let conn =
+            UnbufferedServerConnection::new(self.server_config(&target.host)?).map_err(tls_err)?;
+        let mut down = Leg::new(conn, client, early);
         let (head, rest) = read_head(&mut down)?;
         let rewritten = match rewrite(&self.vault, target, &head) {
             Ok(r) => r,
-            Err(refusal) => {
-                tell(&refusal);
-                respond(&mut down, "403 Forbidden", &refusal.line(target));
-                return Ok(Served {
-                    sent: 0,
-                    received: 0,
-                    refusal: Some(refusal),
-                });
-            }
+            Err(refusal) => return Ok(refused(&mut down, target, tell, refusal, 0)),
         };
         let name = ServerName::try_from(target.host.clone()).map_err(|e| other(&e.to_string()))?;
-        let mut conn = ClientConnection::new(Arc::clone(&self.client), name).map_err(tls_err)?;
-        // A whole piece of the body is encrypted in one go and leaves in
-        // one vectored write (the default 64 KiB would split it).
-        conn.set_buffer_limit(Some(2 * BODY_PIECE));
-        let mut up = Bulk::new(StreamOwned::new(conn, upstream));
+        let conn =
+            UnbufferedClientConnection::new(Arc::clone(&self.client), name).map_err(tls_err)?;
+        let mut up = Leg::new(conn, upstream, Vec::new());
         if rewritten.expect_continue {
             down.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-            down.flush()?;
         }
         // A body that fits in memory is read and checked whole before the
         // head (which carries the value) leaves: a refused request then
         // reaches the host not at all.
         let rest = hold_body(&mut down, rest, rewritten.framing)?;
         if let Some(held) = self.vault.found_in(&rest) {
-            let refusal = exfiltration(held, "was in a request body, where it is never replaced");
-            tell(&refusal);
-            respond(&mut down, "403 Forbidden", &refusal.line(target));
-            return Ok(Served {
-                sent: 0,
-                received: 0,
-                refusal: Some(refusal),
-            });
+            let refusal = exfiltration(held, IN_A_BODY);
+            return Ok(refused(&mut down, target, tell, refusal, 0));
         }
         up.write_all(&rewritten.head)?;
-        let mut sent = rewritten.head.len() as u64;
-        match forward_body(&self.vault, &mut down, &mut up, rest, rewritten.framing)? {
-            Ok(n) => sent += n,
-            Err(refusal) => {
+        let head_sent = rewritten.head.len() as u64;
+        let sent = match forward_records(&self.vault, &mut down, &mut up, rest, rewritten.framing)?
+        {
+            Ok(n) => head_sent + n,
+            Err((refusal, n)) => {
                 // The upstream gets no more (and no close_notify): the
                 // request stays incomplete, so the host acts on nothing.
-                let _ = up.tls.sock.shutdown(std::net::Shutdown::Both);
-                tell(&refusal);
-                respond(&mut down, "403 Forbidden", &refusal.line(target));
-                return Ok(Served {
-                    sent,
-                    received: 0,
-                    refusal: Some(refusal),
-                });
+                up.abandon();
+                return Ok(refused(&mut down, target, tell, refusal, head_sent + n));
             }
-        }
+        };
         up.flush()?;
         let received = relay_response(&mut up, &mut down);
-        down.tls.conn.send_close_notify();
-        let _ = down.flush();
+        let _ = down.close();
         Ok(Served {
             sent,
             received,
@@ -246,6 +215,26 @@ impl Interceptor {
         })
     }
 }
+
+/// Tells a refusal (to magus, and to the client as a `403`).
+fn refused<C: Conn>(
+    down: &mut Leg<C>,
+    target: &Target,
+    tell: &dyn Fn(&Refusal),
+    refusal: Refusal,
+    sent: u64,
+) -> Served {
+    tell(&refusal);
+    respond(down, "403 Forbidden", &refusal.line(target));
+    Served {
+        sent,
+        received: 0,
+        refusal: Some(refusal),
+    }
+}
+
+/// Why a placeholder in a body is refused.
+const IN_A_BODY: &str = "was in a request body, where it is never replaced";
 
 /// What one intercepted tunnel did (a refusal was told as it happened).
 #[derive(Debug)]
@@ -273,130 +262,8 @@ fn tls_err(e: rustls::Error) -> io::Error {
     io::Error::other(e)
 }
 
-/// The client's socket, read first from what the proxy already read.
-struct Prefixed {
-    early: Vec<u8>,
-    at: usize,
-    stream: TcpStream,
-}
-
-impl Read for Prefixed {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.at < self.early.len() {
-            let n = buf.len().min(self.early.len() - self.at);
-            buf[..n].copy_from_slice(&self.early[self.at..self.at + n]);
-            self.at += n;
-            return Ok(n);
-        }
-        self.stream.read(buf)
-    }
-}
-
-impl Write for Prefixed {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.stream.flush()
-    }
-}
-
-/// How much of a TLS peer's bytes one read of its socket takes, and the
-/// largest piece of a body moved at once. rustls reads a socket 4 KiB at
-/// a time (a quarter of a record); reading it here and handing rustls the
-/// bytes from memory moves a body in a sixty-fourth of the system calls.
-const BODY_PIECE: usize = 256 * 1024;
-
-/// A TLS stream whose socket is read [`BODY_PIECE`] bytes at a time; a
-/// read returns all the plaintext those bytes held that fits, so a body
-/// moves in large pieces. Writes go through the stream as they are.
-pub(crate) struct Bulk<C, T: Read + Write> {
-    tls: StreamOwned<C, T>,
-    raw: Vec<u8>,
-    /// `raw[at..len]`: read from the socket, not yet handed to rustls.
-    at: usize,
-    len: usize,
-}
-
-impl<C, T, S> Bulk<C, T>
-where
-    C: DerefMut + Deref<Target = ConnectionCommon<S>>,
-    T: Read + Write,
-    S: SideData,
-{
-    fn new(tls: StreamOwned<C, T>) -> Bulk<C, T> {
-        Bulk {
-            tls,
-            raw: vec![0; BODY_PIECE],
-            at: 0,
-            len: 0,
-        }
-    }
-
-    /// Hands rustls the next bytes of the socket (reading it when none
-    /// are left), and sends what that makes rustls answer (the handshake,
-    /// an alert).
-    fn feed(&mut self) -> io::Result<()> {
-        if self.at == self.len {
-            self.len = self.tls.sock.read(&mut self.raw)?;
-            self.at = 0;
-        }
-        let mut from = &self.raw[self.at..self.len];
-        // Of nothing (the socket's end), rustls learns that it ended.
-        self.at += self.tls.conn.read_tls(&mut from)?;
-        let processed = self.tls.conn.process_new_packets();
-        while self.tls.conn.wants_write() {
-            if self.tls.conn.write_tls(&mut self.tls.sock)? == 0 {
-                break;
-            }
-        }
-        processed.map(|_| ()).map_err(io::Error::other)
-    }
-}
-
-impl<C, T, S> Read for Bulk<C, T>
-where
-    C: DerefMut + Deref<Target = ConnectionCommon<S>>,
-    T: Read + Write,
-    S: SideData,
-{
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let mut filled = 0;
-        while filled < out.len() {
-            match self.tls.conn.reader().read(&mut out[filled..]) {
-                // The peer closed its side (close_notify).
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                // The socket is read again only for a read that has
-                // nothing yet: one that has some returns without waiting.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if filled > 0 && self.at == self.len {
-                        break;
-                    }
-                    self.feed()?;
-                }
-                // Said on the next read, once this one's bytes are out.
-                Err(_) if filled > 0 => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(filled)
-    }
-}
-
-impl<C, T, S> Write for Bulk<C, T>
-where
-    C: DerefMut + Deref<Target = ConnectionCommon<S>>,
-    T: Read + Write,
-    S: SideData,
-{
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.tls.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.tls.flush()
-    }
-}
+/// The largest piece of a plain request's body moved at once.
+const BODY_PIECE: usize = READ_AT_ONCE;
 
 /// Reads the decrypted request head; returns it and what followed it.
 fn read_head(down: &mut impl Read) -> io::Result<(Vec<u8>, Vec<u8>)> {
@@ -854,11 +721,65 @@ pub(crate) fn hold_body(
     }
 }
 
-/// Copies the request body (already read part `rest` first) to the host,
-/// refusing it at the first placeholder: the last bytes of each piece are
-/// held back until the next piece shows no placeholder straddles them.
-/// Pieces are read into one buffer, after the held bytes, and written
-/// from it: no copy per piece but the held tail's.
+/// The placeholder check of a body met a piece at a time: each piece is
+/// searched, and so is its join with the bytes before it, so a
+/// placeholder cut across pieces (records, reads) is found wherever it
+/// is cut.
+pub(crate) struct BodyCheck<'v> {
+    vault: &'v Vault,
+    body: BodyEnd,
+    /// One byte less than the longest placeholder: as much of one as can
+    /// end a piece without being whole in it.
+    keep: usize,
+    /// The last `keep` bytes seen.
+    tail: Vec<u8>,
+}
+
+impl<'v> BodyCheck<'v> {
+    pub(crate) fn new(vault: &'v Vault, framing: BodyFraming) -> BodyCheck<'v> {
+        let longest = vault.secrets.iter().map(|s| s.placeholder.len()).max();
+        let keep = longest.unwrap_or(1).saturating_sub(1);
+        BodyCheck {
+            vault,
+            body: BodyEnd::new(framing),
+            keep,
+            tail: Vec::with_capacity(2 * keep),
+        }
+    }
+
+    /// Checks the next bytes of the stream: returns how many of them
+    /// belong to the body and whether the body ends with them, or the
+    /// refusal of a placeholder found.
+    pub(crate) fn piece(&mut self, plain: &[u8]) -> Result<(usize, bool), Refusal> {
+        let (n, ended) = match self.body.advance(plain) {
+            Advance::More(n) => (n, false),
+            Advance::Ended(n) | Advance::Malformed(n) => (n, true),
+        };
+        let piece = &plain[..n];
+        self.tail.extend_from_slice(&piece[..n.min(self.keep)]);
+        let found = self
+            .vault
+            .found_in(&self.tail)
+            .or_else(|| self.vault.found_in(piece));
+        if let Some(held) = found {
+            return Err(exfiltration(held, IN_A_BODY));
+        }
+        if n >= self.keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&piece[n - self.keep..]);
+        } else {
+            let cut = self.tail.len().saturating_sub(self.keep);
+            self.tail.drain(..cut);
+        }
+        Ok((n, ended || self.body.finished()))
+    }
+}
+
+/// Copies a plain request's body (already read part `rest` first) to the
+/// host, refusing it at the first placeholder: the last bytes of each
+/// piece are held back until the next piece shows no placeholder
+/// straddles them. Pieces are read into one buffer, after the held bytes,
+/// and written from it: no copy per piece but the held tail's.
 pub(crate) fn forward_body(
     vault: &Vault,
     down: &mut impl Read,
@@ -866,14 +787,8 @@ pub(crate) fn forward_body(
     rest: Vec<u8>,
     framing: BodyFraming,
 ) -> io::Result<Result<u64, Refusal>> {
-    let keep = vault
-        .secrets
-        .iter()
-        .map(|s| s.placeholder.len())
-        .max()
-        .unwrap_or(1)
-        - 1;
-    let mut body = BodyEnd::new(framing);
+    let mut check = BodyCheck::new(vault, framing);
+    let keep = check.keep;
     let mut sent = 0u64;
     let mut buf = rest;
     let mut len = buf.len();
@@ -881,18 +796,11 @@ pub(crate) fn forward_body(
     // `buf[..held]` was checked and held back; `buf[held..len]` is new.
     let mut held = 0;
     loop {
-        let (n, ended) = match body.advance(&buf[held..len]) {
-            Advance::More(n) => (n, false),
-            Advance::Ended(n) | Advance::Malformed(n) => (n, true),
+        let (n, ended) = match check.piece(&buf[held..len]) {
+            Ok(piece) => piece,
+            Err(refusal) => return Ok(Err(refusal)),
         };
         len = held + n;
-        let ended = ended || body.finished();
-        if let Some(found) = vault.found_in(&buf[..len]) {
-            return Ok(Err(exfiltration(
-                found,
-                "was in a request body, where it is never replaced",
-            )));
-        }
         let flush = match ended {
             true => len,
             false => len.saturating_sub(keep),
@@ -909,6 +817,67 @@ pub(crate) fn forward_body(
             return Ok(Ok(sent));
         }
         len = held + read;
+    }
+}
+
+/// Moves a bound host's request body from the child's leg to the host's
+/// (`rest`, already read, first). Each record's plaintext is checked
+/// where rustls left it and encrypted for the host, staged; a staged
+/// record leaves once the bytes after it show no placeholder begins in
+/// it. Returns the body bytes sent, and on a refusal also those sent
+/// before it.
+pub(crate) fn forward_records<D: Conn, U: Conn>(
+    vault: &Vault,
+    down: &mut Leg<D>,
+    up: &mut Leg<U>,
+    rest: Vec<u8>,
+    framing: BodyFraming,
+) -> io::Result<Result<u64, (Refusal, u64)>> {
+    let mut check = BodyCheck::new(vault, framing);
+    let before = up.plain_released();
+    let mut outcome = None;
+    take_piece(&mut check, up, &rest, &mut outcome)?;
+    while outcome.is_none() {
+        let open =
+            down.read_records(&mut |plain| take_piece(&mut check, up, plain, &mut outcome))?;
+        // Before the child's leg waits on its socket again.
+        up.send_released()?;
+        if !open {
+            break;
+        }
+    }
+    match outcome {
+        Some(Err(refusal)) => Ok(Err((refusal, up.plain_released() - before))),
+        _ => {
+            up.release_all()?;
+            Ok(Ok(up.plain_released() - before))
+        }
+    }
+}
+
+/// One piece of a body, checked, then staged on the host's leg.
+fn take_piece<U: Conn>(
+    check: &mut BodyCheck<'_>,
+    up: &mut Leg<U>,
+    plain: &[u8],
+    outcome: &mut Option<Result<(), Refusal>>,
+) -> io::Result<Flow> {
+    match check.piece(plain) {
+        Err(refusal) => {
+            *outcome = Some(Err(refusal));
+            Ok(Flow::Enough)
+        }
+        Ok((n, ended)) => {
+            if n > 0 {
+                up.stage(&plain[..n])?;
+            }
+            if ended {
+                *outcome = Some(Ok(()));
+                return Ok(Flow::Enough);
+            }
+            up.release_keeping(check.keep)?;
+            Ok(Flow::More)
+        }
     }
 }
 
@@ -1006,6 +975,7 @@ fn base64_decode(input: &[u8]) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::policy::secrets::{tests_binding, PathRule, RequestRule};
+    use rustls::{ClientConnection, ServerConnection, StreamOwned};
     use std::net::TcpListener;
 
     const VALUE: &[u8] = b"ghp_REAL-value-never-in-the-jail";
@@ -1357,11 +1327,8 @@ mod tests {
         }
     }
 
-    /// [`Bulk`] gives back every byte the peer sent, in order, through the
-    /// handshake, many records per socket read, and the peer's close.
-    #[test]
-    fn a_bulk_read_returns_every_byte_the_peer_sent_in_order() {
-        let ca = Authority::new().expect("test CA");
+    /// The server side of a test connection, for `localhost` under `ca`.
+    fn serving(ca: &Authority) -> Arc<ServerConfig> {
         let (chain, key) = ca.leaf("localhost").expect("leaf");
         let config = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
@@ -1369,43 +1336,156 @@ mod tests {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .expect("server config");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
-            .map(|i| (i % 251) as u8)
-            .collect();
-        let sent = data.clone();
+        Arc::new(config)
+    }
+
+    /// A peer that connects to `port` trusting `ca`, writes `data` in
+    /// records of `record` bytes, closes, and reads until the other side
+    /// closes; returns what it read.
+    fn writing_peer(
+        ca: &Authority,
+        port: u16,
+        data: Vec<u8>,
+        record: usize,
+    ) -> std::thread::JoinHandle<Vec<u8>> {
         let client = trusting(ca.cert_pem());
-        let peer = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             let name = ServerName::try_from("localhost").expect("name");
             let conn = ClientConnection::new(client, name).expect("conn");
             let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
             let mut tls = StreamOwned::new(conn, sock);
-            for piece in sent.chunks(100_000) {
+            for piece in data.chunks(record) {
                 tls.write_all(piece).expect("write");
             }
             tls.conn.send_close_notify();
             tls.flush().expect("flush");
             // Until the other side closes: a socket closed with unread
             // bytes (the session tickets) would be reset.
-            let _ = tls.read_to_end(&mut Vec::new());
+            let mut got = Vec::new();
+            let _ = tls.read_to_end(&mut got);
+            got
+        })
+    }
+
+    /// A host that keeps every byte of plaintext it receives until its
+    /// peer goes (cleanly or not).
+    fn capturing_host(ca: &Authority) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+        let config = serving(ca);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let host = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().expect("accept");
+            let conn = ServerConnection::new(config).expect("conn");
+            let mut tls = StreamOwned::new(conn, sock);
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = tls.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            got
         });
+        (port, host)
+    }
+
+    /// A [`Leg`] gives back every byte the peer sent, in order, through
+    /// the handshake, many records per socket read, and the peer's close.
+    #[test]
+    fn a_leg_reads_every_byte_the_peer_sent_in_order() {
+        let ca = Authority::new().expect("test CA");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let peer = writing_peer(&ca, port, data.clone(), 100_000);
         let (sock, _) = listener.accept().expect("accept");
-        let conn = ServerConnection::new(Arc::new(config)).expect("conn");
-        let mut bulk = Bulk::new(StreamOwned::new(conn, sock));
+        let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
+        let mut leg = Leg::new(conn, sock, Vec::new());
         let mut got = Vec::new();
         let mut buf = vec![0u8; 200_000];
         loop {
-            let n = bulk.read(&mut buf).expect("read");
+            let n = leg.read(&mut buf).expect("read");
             if n == 0 {
                 break;
             }
             got.extend_from_slice(&buf[..n]);
         }
-        drop(bulk);
+        let _ = leg.close();
+        drop(leg);
         peer.join().expect("peer");
         assert_eq!(got.len(), data.len());
         assert!(got == data, "the bytes differ");
+    }
+
+    /// The child sends a body in records as small as it likes, to cut
+    /// the placeholder across many of them: the host gets only what came
+    /// before the placeholder, and a body with a mere prefix of one goes
+    /// through whole.
+    #[test]
+    fn a_placeholder_cut_across_tiny_records_never_reaches_the_host() {
+        let ca = Authority::new().expect("test CA");
+        let v = vault(Vec::new(), None);
+        let ph = v.secrets[0].placeholder.clone();
+        let dirty = format!("{}{ph}{}", "a".repeat(1000), "b".repeat(1000));
+        let clean = format!("{}magus-secret-{}", "c".repeat(1000), "x".repeat(3000));
+        for record in [1, 7, 53, 1000, 16 * 1024] {
+            for (body, refused) in [(&dirty, true), (&clean, false)] {
+                let head = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", body.len());
+                let (host_port, host) = capturing_host(&ca);
+                let front = TcpListener::bind("127.0.0.1:0").expect("front");
+                let front_port = front.local_addr().expect("addr").port();
+                let peer = writing_peer(&ca, front_port, body.as_bytes().to_vec(), record);
+                let (sock, _) = front.accept().expect("accept");
+                let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
+                let mut down = Leg::new(conn, sock, Vec::new());
+                let name = ServerName::try_from("localhost").expect("name");
+                let conn =
+                    UnbufferedClientConnection::new(trusting(ca.cert_pem()), name).expect("conn");
+                let upstream = TcpStream::connect(("127.0.0.1", host_port)).expect("host");
+                let mut up = Leg::new(conn, upstream, Vec::new());
+                up.write_all(head.as_bytes()).expect("head");
+                let framing = BodyFraming::Length(body.len() as u64);
+                let r = forward_records(&v, &mut down, &mut up, Vec::new(), framing).expect("io");
+                match r {
+                    Ok(_) => {
+                        let _ = up.close();
+                    }
+                    Err(_) => up.abandon(),
+                }
+                // The host reads to the end before this side's socket
+                // closes: a socket closed with unread bytes (the host's
+                // session tickets) is reset, and a reset loses what the
+                // host had not read yet.
+                let got = host.join().expect("host");
+                drop(up);
+                respond(&mut down, "200 OK", "done");
+                let _ = down.close();
+                drop(down);
+                peer.join().expect("peer");
+                let sent = &got[head.len()..];
+                if refused {
+                    assert!(
+                        matches!(r, Err((Refusal::Exfiltration { .. }, n)) if n as usize == sent.len()),
+                        "records of {record}: {r:?}"
+                    );
+                    assert!(
+                        sent.len() <= 1000 && sent.iter().all(|&b| b == b'a'),
+                        "records of {record}: sent {}",
+                        String::from_utf8_lossy(sent)
+                    );
+                } else {
+                    assert_eq!(r.expect("clean"), body.len() as u64, "records of {record}");
+                    assert!(
+                        sent == body.as_bytes(),
+                        "records of {record}: {} bytes",
+                        sent.len()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod address;
 mod confine;
 pub(crate) mod events;
 pub(crate) mod intercept;
+mod leg;
 mod placement;
 mod reports;
 pub(crate) mod request;

@@ -129,6 +129,10 @@ pub struct Vault {
     /// The roots file magus was started with (`SSL_CERT_FILE`), read by
     /// the proxy before it confines itself; `None`: the system's roots.
     pub roots_file: Option<PathBuf>,
+    /// The search for [`PLACEHOLDER_PREFIX`], built once: a body is
+    /// searched record by record, and building it costs a sixth of a
+    /// 16 KiB record's search.
+    prefix: memchr::memmem::Finder<'static>,
 }
 
 impl Vault {
@@ -150,6 +154,7 @@ impl Vault {
             secrets,
             authority: Authority::new()?,
             roots_file,
+            prefix: memchr::memmem::Finder::new(PLACEHOLDER_PREFIX),
         })
     }
 
@@ -163,7 +168,7 @@ impl Vault {
     /// search for it, then a comparison per secret where it occurs, keeps
     /// a body's scan at memory speed whatever the number of secrets.
     pub fn found_in(&self, bytes: &[u8]) -> Option<&Held> {
-        memchr::memmem::find_iter(bytes, PLACEHOLDER_PREFIX.as_bytes()).find_map(|at| {
+        self.prefix.find_iter(bytes).find_map(|at| {
             self.secrets
                 .iter()
                 .find(|s| bytes[at..].starts_with(s.placeholder.as_bytes()))

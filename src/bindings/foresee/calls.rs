@@ -5,7 +5,7 @@
 //! unguarded (see [`Call::fatal`]). Anything else is not guessed.
 
 use super::table::{self, Arg, Gated};
-use crate::buzz::ast::{
+use crate::buzz::syntax::ast::{
     CatchClause, Expr, ExprKind, FunDecl, MatchArm, ObjectDecl, Program, Stmt, StmtKind,
     TemplatePart, Type,
 };
@@ -243,10 +243,10 @@ impl Walker {
     /// `final name = <a string the source settles>`, else nothing known.
     fn constant_of(
         &self,
-        mutability: crate::buzz::ast::Mutability,
+        mutability: crate::buzz::syntax::ast::Mutability,
         init: Option<&Expr>,
     ) -> Binding {
-        let is_final = mutability == crate::buzz::ast::Mutability::Final;
+        let is_final = mutability == crate::buzz::syntax::ast::Mutability::Final;
         match init.filter(|_| is_final).and_then(|e| self.fold(e)) {
             Some(text) => Binding::Const(Rc::from(text)),
             None => Binding::Other,
@@ -272,7 +272,7 @@ impl Walker {
                 Some(text)
             }
             // `+` joins two strings (both sides fold to strings only).
-            ExprKind::Binary(crate::buzz::ast::BinOp::Add, l, r) => {
+            ExprKind::Binary(crate::buzz::syntax::ast::BinOp::Add, l, r) => {
                 Some(self.fold(l)? + &self.fold(r)?)
             }
             ExprKind::Var(name, _) => match self.lookup(name)? {
@@ -603,7 +603,7 @@ impl Walker {
         }
     }
 
-    fn call(&mut self, callee: &Expr, args: &[crate::buzz::ast::Arg]) {
+    fn call(&mut self, callee: &Expr, args: &[crate::buzz::syntax::ast::Arg]) {
         self.expr(callee);
         self.exprs(args.iter().map(|a| &a.value));
         if let ExprKind::Var(name, _) = &callee.kind {

@@ -3,7 +3,7 @@
 //! too: they run under the importing spell's policy.
 
 use super::Session;
-use crate::buzz::ast::StmtKind;
+use crate::buzz::syntax::ast::StmtKind;
 use crate::buzz::Program;
 use std::path::{Path, PathBuf};
 

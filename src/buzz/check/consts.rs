@@ -3,7 +3,7 @@
 //! and default values that are not constant (a mutable list, map or
 //! instance would be shared by every call or instance).
 
-use super::super::ast::{BinOp, Expr, ExprKind, MatchArm, Type, UnOp};
+use super::super::syntax::ast::{BinOp, Expr, ExprKind, MatchArm, Type, UnOp};
 use super::ty::{Mutable, Ty};
 use super::{CheckError, Cx};
 use std::rc::Rc;

@@ -1,7 +1,7 @@
 //! Expressions: the type of each, and the mistakes the types decide
 //! (operators, conditions, optionals used as values).
 
-use super::super::ast::{BinOp, Expr, ExprKind, Stmt, StmtKind, TemplatePart, UnOp};
+use super::super::syntax::ast::{BinOp, Expr, ExprKind, Stmt, StmtKind, TemplatePart, UnOp};
 use super::scope::FrameKind;
 use super::ty::{Mutable, Sig, Ty};
 use super::{CheckError, Cx};
@@ -142,7 +142,7 @@ impl Cx<'_, '_> {
                 optional,
             } => {
                 self.expr(value);
-                if let (false, super::super::ast::Type::Optional(_)) = (optional, ty) {
+                if let (false, super::super::syntax::ast::Type::Optional(_)) = (optional, ty) {
                     let error = CheckError::Mismatch {
                         context: "`as!`".to_string(),
                         expected: "a type that is not optional".to_string(),
@@ -154,7 +154,7 @@ impl Cx<'_, '_> {
                     };
                     self.report(error, e.pos, 1);
                 }
-                if let (true, super::super::ast::Type::Optional(_)) = (optional, ty) {
+                if let (true, super::super::syntax::ast::Type::Optional(_)) = (optional, ty) {
                     let error = CheckError::Mismatch {
                         context: "`as?`".to_string(),
                         expected: "a type that is not optional".to_string(),
@@ -332,7 +332,7 @@ impl Cx<'_, '_> {
 
     /// Where to place a finding about `e` and how many characters to
     /// underline: the whole expression when it fits on its line.
-    pub(super) fn span_of(&self, e: &Expr) -> (super::super::lexer::Pos, usize) {
+    pub(super) fn span_of(&self, e: &Expr) -> (super::super::syntax::lexer::Pos, usize) {
         match e.width() {
             Some(w) => (e.start(), w as usize),
             None => (e.pos, self.width_of(e)),
@@ -597,7 +597,7 @@ fn declared_in_stmt(stmt: &Stmt, out: &mut HashSet<Rc<str>>) {
     }
 }
 
-fn declared_in_fun(d: &super::super::ast::FunDecl, out: &mut HashSet<Rc<str>>) {
+fn declared_in_fun(d: &super::super::syntax::ast::FunDecl, out: &mut HashSet<Rc<str>>) {
     out.insert(d.name.clone());
     out.extend(d.params.iter().map(|p| p.name.clone()));
     declared_names(&d.body, out);
@@ -641,7 +641,7 @@ impl Cx<'_, '_> {
     fn match_expr(
         &mut self,
         subject: &Expr,
-        arms: &[super::super::ast::MatchArm],
+        arms: &[super::super::syntax::ast::MatchArm],
         otherwise: Option<&Expr>,
         expected: Option<&Ty>,
         e: &Expr,
@@ -687,7 +687,7 @@ impl Cx<'_, '_> {
         }
     }
 
-    fn exhaustive(&mut self, subject: &Ty, arms: &[super::super::ast::MatchArm], e: &Expr) {
+    fn exhaustive(&mut self, subject: &Ty, arms: &[super::super::syntax::ast::MatchArm], e: &Expr) {
         let error = match subject {
             Ty::Case(decl) => {
                 let covered: Vec<&str> = arms
@@ -733,7 +733,7 @@ impl Cx<'_, '_> {
 }
 
 /// `true -> …, false -> …` leaves nothing for an `else`.
-fn covers_both_bools(arms: &[super::super::ast::MatchArm]) -> bool {
+fn covers_both_bools(arms: &[super::super::syntax::ast::MatchArm]) -> bool {
     let has = |b: bool| {
         arms.iter()
             .flat_map(|a| &a.conditions)

@@ -3,7 +3,7 @@
 //! yielding function hands up to the caller's own fiber (upstream's
 //! "deep yield": the caller must declare a yield type that takes it).
 
-use super::super::ast::Expr;
+use super::super::syntax::ast::Expr;
 use super::scope::Yields;
 use super::ty::Sig;
 use super::{CheckError, Cx};

@@ -2,7 +2,7 @@
 //! `break` or `continue`, an `if` whose branches all jump, or a
 //! `while (true)` nothing breaks out of, the next statement never runs.
 
-use super::super::ast::{Expr, ExprKind, Stmt, StmtKind};
+use super::super::syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
 use std::rc::Rc;
 
 /// How a statement ends.

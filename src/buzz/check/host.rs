@@ -3,9 +3,9 @@
 //! in Buzz, and the loader that reads the spell's own files through the
 //! gate. Checking with the very table the run uses keeps the two in step.
 
-use super::super::ast::Program;
 use super::super::imports::SourceLoader;
 use super::super::interp::Interpreter;
+use super::super::syntax::ast::Program;
 use super::super::value::{Members, Value};
 use super::ty::{ModuleInfo, Ty};
 use super::{natives, Checker, Report};

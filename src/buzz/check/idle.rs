@@ -2,7 +2,7 @@
 //! local never read, a `var` never assigned (it could be `final`), an
 //! import nothing refers to. Warnings (MGS1026): they never stop a run.
 
-use super::super::lexer::Pos;
+use super::super::syntax::lexer::Pos;
 use super::{CheckError, Cx};
 use std::rc::Rc;
 

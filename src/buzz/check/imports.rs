@@ -4,7 +4,7 @@
 //! loader (the gate), so a check reads nothing a run could not.
 
 use super::super::imports::{default_name, is_not_found, library_key, INTERNAL, REFUSED};
-use super::super::lexer::Pos;
+use super::super::syntax::lexer::Pos;
 use super::scope::BindingKind;
 use super::ty::{ModuleInfo, Ty};
 use super::{nearest, CheckError, Cx};

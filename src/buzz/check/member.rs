@@ -1,13 +1,13 @@
 //! Calls, members, subscripts, assignments and object literals: arity and
 //! argument names, fields and methods that exist, `final` and `mut`.
 
-use super::super::ast::{Arg, BinOp, Expr, ExprKind, FunDecl, Stmt, StmtKind, Type};
+use super::super::syntax::ast::{Arg, BinOp, Expr, ExprKind, FunDecl, Stmt, StmtKind, Type};
 use super::expr::var_name;
 use super::scope::{BindingKind, FrameKind, Yields};
 use super::ty::is_arrow;
 use super::ty::{Mutable, Obj, Sig, Ty};
 use super::{nearest, CheckError, Cx};
-use crate::buzz::method_names::{Receiver, ENUM_CASE_FIELDS};
+use crate::buzz::lib::method_names::{Receiver, ENUM_CASE_FIELDS};
 use std::rc::Rc;
 
 /// List and map methods that change the receiver in place.
@@ -588,7 +588,7 @@ impl Cx<'_, '_> {
 
     pub(super) fn unknown_case(
         &mut self,
-        decl: &super::super::ast::EnumDecl,
+        decl: &super::super::syntax::ast::EnumDecl,
         name: &str,
         e: &Expr,
     ) {
@@ -680,14 +680,14 @@ trait PosExt {
     fn before(self, other: Self) -> Self;
 }
 
-impl PosExt for super::super::lexer::Pos {
+impl PosExt for super::super::syntax::lexer::Pos {
     /// The argument's name comes before its value on the value's line;
     /// search from the call's start when it is on the same line.
     fn min_line(self, other: Self) -> Self {
         if other.line == self.line {
             other
         } else {
-            super::super::lexer::Pos {
+            super::super::syntax::lexer::Pos {
                 line: self.line,
                 column: 1,
             }

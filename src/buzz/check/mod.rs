@@ -27,8 +27,8 @@ mod ty;
 pub(crate) use natives::listed as listed_natives;
 pub(crate) use problem::{CheckError, Problem};
 
-use super::ast::Program;
-use super::lexer::Pos;
+use super::syntax::ast::Program;
+use super::syntax::lexer::Pos;
 use crate::diag::Diagnostic;
 use scope::Scopes;
 use std::collections::{HashMap, HashSet};
@@ -93,8 +93,8 @@ pub(super) struct Cx<'c, 'e> {
     exposed: Vec<Vec<Rc<str>>>,
     /// Results inferred for arrow methods without a declared type (by
     /// the declaration's address), and those being inferred now.
-    arrows: HashMap<*const super::ast::FunDecl, Ty>,
-    inferring: Vec<*const super::ast::FunDecl>,
+    arrows: HashMap<*const super::syntax::ast::FunDecl, Ty>,
+    inferring: Vec<*const super::syntax::ast::FunDecl>,
     /// The names this file's imports bind, and where.
     imports_bound: Vec<(Rc<str>, Pos)>,
 }

@@ -373,7 +373,7 @@ fn runnable_programs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     // The libraries magus writes in Buzz (`buzz:io`, `buzz:test`, …) too.
-    for dir in ["tests/buzz/pass", "spells", "src/buzz", "src/bindings"] {
+    for dir in ["tests/buzz/pass", "spells", "src/buzz/lib", "src/bindings"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "buzz") {

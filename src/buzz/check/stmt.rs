@@ -2,8 +2,10 @@
 //! the statement ends ([`Ends`]), which finds unreachable code and
 //! functions that may end without their value.
 
-use super::super::ast::{FunDecl, Mutability, ObjectDecl, Program, Stmt, StmtKind, Type, VarDecl};
-use super::super::lexer::Pos;
+use super::super::syntax::ast::{
+    FunDecl, Mutability, ObjectDecl, Program, Stmt, StmtKind, Type, VarDecl,
+};
+use super::super::syntax::lexer::Pos;
 use super::flow::{is_true, loop_ends, Ends};
 use super::scope::{BindingKind, FrameKind, Yields};
 use super::ty::{ModuleInfo, Mutable, Obj, Ty, Types};
@@ -384,8 +386,8 @@ impl Cx<'_, '_> {
 
     fn if_stmt(
         &mut self,
-        cond: &super::super::ast::Expr,
-        binding: Option<&super::super::ast::IfBinding>,
+        cond: &super::super::syntax::ast::Expr,
+        binding: Option<&super::super::syntax::ast::IfBinding>,
         then: &[Stmt],
         otherwise: Option<&Stmt>,
     ) -> Ends {
@@ -416,8 +418,8 @@ impl Cx<'_, '_> {
     fn for_stmt(
         &mut self,
         init: &[Stmt],
-        cond: Option<&super::super::ast::Expr>,
-        step: &[super::super::ast::Expr],
+        cond: Option<&super::super::syntax::ast::Expr>,
+        step: &[super::super::syntax::ast::Expr],
         body: &[Stmt],
         label: &Option<Rc<str>>,
     ) -> Ends {
@@ -446,7 +448,7 @@ impl Cx<'_, '_> {
         &mut self,
         key: Option<&Rc<str>>,
         value: &Rc<str>,
-        iterable: &super::super::ast::Expr,
+        iterable: &super::super::syntax::ast::Expr,
         body: &[Stmt],
         label: &Option<Rc<str>>,
     ) {
@@ -510,7 +512,7 @@ impl Cx<'_, '_> {
         Ends::Jumps
     }
 
-    fn ret(&mut self, value: Option<&super::super::ast::Expr>, pos: Pos) -> Ends {
+    fn ret(&mut self, value: Option<&super::super::syntax::ast::Expr>, pos: Pos) -> Ends {
         let expected = self.scopes.function().map(|(t, _)| t.clone());
         let found = value.map(|v| self.expr_expecting(v, expected.as_ref()));
         if let (Some(expected), Some(found), Some(v)) = (expected, found, value) {

@@ -3,7 +3,7 @@
 //! objects) is [`Ty::Unknown`], which fits everywhere, so the checker only
 //! reports what the types really decide.
 
-use super::super::ast::{EnumDecl, FunDecl, ObjectDecl, ProtocolDecl, Type};
+use super::super::syntax::ast::{EnumDecl, FunDecl, ObjectDecl, ProtocolDecl, Type};
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
@@ -190,7 +190,7 @@ impl Types {
 /// `fun f() => expr` (the parser makes the body one `return`): without
 /// `>`, upstream infers the type, so a lone `return value` is taken as one.
 pub(super) fn is_arrow(decl: &FunDecl) -> bool {
-    use super::super::ast::StmtKind;
+    use super::super::syntax::ast::StmtKind;
     matches!(decl.body.as_slice(), [s] if matches!(s.kind, StmtKind::Return(Some(_))))
 }
 

@@ -232,7 +232,7 @@ fn field_and_item_readers_and_item_stores_are_accessors() {
     crate::buzz::resolve::program(&program);
     let mut found = Vec::new();
     for stmt in &program.statements {
-        if let crate::buzz::ast::StmtKind::Object(object) = &stmt.kind {
+        if let crate::buzz::syntax::ast::StmtKind::Object(object) = &stmt.kind {
             for method in &object.methods {
                 let f = super::compiled(method).expect("compiles");
                 let kind = match &f.accessor {

@@ -8,13 +8,13 @@
 //! reads them from a call's frame, whose own names are all slots here.
 
 use super::*;
-use crate::buzz::ast::{self, Res};
 use crate::buzz::interp::{
     common_type, double_fast, global_function, int_compare, int_fast, method_of, plainly_conforms,
     shape_of, Args as Named, Callee, Eval, Flow, Interpreter, Thrown, MAX_STR_LEN,
 };
 use crate::buzz::lang::type_of;
-use crate::buzz::methods;
+use crate::buzz::lib::methods;
+use crate::buzz::syntax::ast::{self, Res};
 use crate::buzz::value::{same_name, Closure, ListObj, MapObj, NativeFunction, Scope};
 use std::borrow::Cow;
 

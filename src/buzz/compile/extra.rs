@@ -59,7 +59,7 @@ impl Interpreter {
             }
             Extra::AsyncMethod(receiver, name, at, args, pos) => {
                 let receiver = self.c_eval(receiver, fr, env)?;
-                let deferred = if crate::buzz::methods::is_builtin_receiver(&receiver) {
+                let deferred = if crate::buzz::lib::methods::is_builtin_receiver(&receiver) {
                     let values = self.c_arguments(args, fr, env)?;
                     Deferred::Method(receiver, name.clone(), values)
                 } else {
@@ -114,7 +114,7 @@ impl Interpreter {
                 if *optional && target.is_null() {
                     return Ok(Value::Null);
                 }
-                if crate::buzz::methods::is_builtin_receiver(&target) {
+                if crate::buzz::lib::methods::is_builtin_receiver(&target) {
                     let values = self.c_arguments(&call.args, fr, env)?;
                     return self.builtin_method(&target, name, values, *at);
                 }
@@ -138,7 +138,8 @@ impl Interpreter {
             None => new,
             Some(op) => {
                 let old = scope.get(s.slot);
-                crate::buzz::methods::binary(op, &old, &new).map_err(|m| self.fail(s.pos, m))?
+                crate::buzz::lib::methods::binary(op, &old, &new)
+                    .map_err(|m| self.fail(s.pos, m))?
             }
         };
         drop(scope.set(s.slot, v.clone()));

@@ -18,9 +18,9 @@
 //! fresh indexes after it, so no two live locals share an index.
 
 use super::*;
-use crate::buzz::ast::{self, Arg, ExprKind, Frame, Res, StmtKind as S, TemplatePart};
-use crate::buzz::interp::declares;
-use crate::buzz::methods;
+use crate::buzz::lib::methods;
+use crate::buzz::syntax::ast::declares;
+use crate::buzz::syntax::ast::{self, Arg, ExprKind, Frame, Res, StmtKind as S, TemplatePart};
 
 /// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
 pub(super) fn function(decl: &FunDecl) -> Option<Function> {

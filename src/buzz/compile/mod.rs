@@ -33,9 +33,9 @@ mod exec;
 mod extra;
 mod lower;
 
-use super::ast::{BinOp, FunDecl, MemberCache, Resolved, Type, UnOp};
 use super::interp::Interpreter;
-use super::lexer::Pos;
+use super::syntax::ast::{BinOp, FunDecl, MemberCache, Resolved, Type, UnOp};
+use super::syntax::lexer::Pos;
 use super::value::Value;
 use std::cell::OnceCell;
 use std::rc::Rc;
@@ -99,7 +99,7 @@ impl Interpreter {
     /// declined (the walker then runs it).
     pub(crate) fn run_block_compiled(
         &mut self,
-        body: &[super::ast::Stmt],
+        body: &[super::syntax::ast::Stmt],
         globals: &Rc<super::value::Scope>,
     ) -> Option<super::interp::Eval<()>> {
         if !self.compiles() {
@@ -120,7 +120,7 @@ impl Interpreter {
     /// expression is declined (the walker then evaluates it).
     pub(crate) fn eval_top_compiled(
         &mut self,
-        e: &super::ast::Expr,
+        e: &super::syntax::ast::Expr,
         globals: &Rc<super::value::Scope>,
     ) -> Option<super::interp::Eval<Value>> {
         if !self.compiles() {
@@ -535,7 +535,7 @@ struct CallMethod {
     receiver: Expr,
     name: Rc<str>,
     /// `name` as a built-in method, resolved here once.
-    method: super::methods::Builtin,
+    method: super::lib::methods::Builtin,
     optional: bool,
     cache: MemberCache,
     args: Args,
@@ -566,7 +566,7 @@ struct Instance {
 /// that its address cannot be reused by another while kept here).
 #[derive(Clone)]
 struct Layout {
-    decl: std::rc::Weak<super::ast::ObjectDecl>,
+    decl: std::rc::Weak<super::syntax::ast::ObjectDecl>,
     given: Box<[Option<u32>]>,
     /// Each of those fields' type, for the inline check.
     checks: Box<[Check]>,

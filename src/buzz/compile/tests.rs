@@ -2,8 +2,8 @@
 //! must print the same bytes and end in the same status or error (message
 //! and location), and the functions meant to compile must have compiled.
 
-use crate::buzz::ast::StmtKind;
 use crate::buzz::program_tests::Captured;
+use crate::buzz::syntax::ast::StmtKind;
 use crate::buzz::{self, Interpreter};
 use std::path::{Path, PathBuf};
 

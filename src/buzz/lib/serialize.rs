@@ -4,12 +4,12 @@
 //! Decoded JSON becomes plain Buzz values (an object's keys come sorted);
 //! encoding refuses what JSON cannot hold.
 
-use super::native::{NativeCall, NativeModule, Raise};
-use super::value::{Value, MAX_VALUE_DEPTH};
+use super::super::native::{NativeCall, NativeModule, Raise};
+use super::super::value::{Value, MAX_VALUE_DEPTH};
 use serde_json::Value as Json;
 
 /// The `jsonraw` natives.
-pub(super) fn module() -> NativeModule {
+pub(crate) fn module() -> NativeModule {
     NativeModule::new("jsonraw")
         .function("encode", encode)
         .function("decode", decode)

@@ -2,9 +2,9 @@
 //! and `sort` on lists and maps, and the methods of patterns. Collections
 //! are copied before the first call, so a callback may change them.
 
-use super::interp::{Args, Eval, Interpreter, MAX_LIST_LEN};
-use super::lexer::Pos;
-use super::value::{ListObj, MapObj, Pattern, Value};
+use super::super::interp::{Args, Eval, Interpreter, MAX_LIST_LEN};
+use super::super::syntax::lexer::Pos;
+use super::super::value::{ListObj, MapObj, Pattern, Value};
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::rc::Rc;

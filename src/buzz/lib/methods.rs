@@ -2,12 +2,12 @@
 //! integer maths, subscripts, and the methods of `str`, lists, maps and
 //! ranges. Errors are plain messages; the evaluator adds the position.
 
-use super::ast::BinOp;
+use super::super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
+use super::super::syntax::ast::BinOp;
+use super::super::syntax::lexer::Pos;
+use super::super::value::{ListObj, MapObj, Shape, Value};
 use super::callbacks;
-use super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
-use super::lexer::Pos;
 use super::method_names::{no_such_method, Receiver};
-use super::value::{ListObj, MapObj, Shape, Value};
 use std::cmp::Ordering;
 use std::rc::Rc;
 
@@ -333,7 +333,7 @@ pub(crate) fn call_method(
 }
 
 /// `fiber.over()` and `fiber.isMain()`.
-fn fiber_method(f: &super::fiber::Fiber, name: &str, args: &[Value]) -> Plain {
+fn fiber_method(f: &super::super::fiber::Fiber, name: &str, args: &[Value]) -> Plain {
     let result = match name {
         "over" => f.is_over(),
         "isMain" => f.is_main(),

@@ -17,7 +17,7 @@ pub(crate) const MAX_NESTING: usize = 200;
 
 /// A syntax error with its position.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct ParseError {
+pub(crate) struct ParseError {
     pub pos: Pos,
     pub message: String,
 }
@@ -30,14 +30,14 @@ const LET_HELP: &str = "Buzz declares with `final` (bound once) or `var` (may be
 /// How to fix the syntax error `message`, when the parser can tell. Kept
 /// out of [`ParseError`]: every frame of the recursive descent holds a
 /// `PResult`, and a larger error costs stack at every level.
-pub(super) fn help_for(message: &str) -> Option<&'static str> {
+pub(crate) fn help_for(message: &str) -> Option<&'static str> {
     (message == LET_MESSAGE).then_some(LET_HELP)
 }
 
 type PResult<T> = Result<T, ParseError>;
 
 /// Parses `source` into statements; `file` is recorded in the program.
-pub(super) fn parse_program(file: &Path, source: &str) -> PResult<Program> {
+pub(crate) fn parse_program(file: &Path, source: &str) -> PResult<Program> {
     let tokens = lex(source);
     let mut parser = Parser {
         tokens: &tokens,

@@ -2,7 +2,7 @@
 //! patterns, and of an enum case's fields: one table, read by the checker
 //! (a name not in it is MGS1002 before the run) and by the run (its "has
 //! no method" message). The tests below hold the run's dispatch in
-//! `methods.rs`, `callbacks.rs` and `interp.rs` to the table both ways,
+//! `methods.rs`, `callbacks.rs` and `../interp.rs` to the table both ways,
 //! so the two cannot disagree.
 
 /// A kind of value whose methods are built in.
@@ -127,7 +127,7 @@ mod tests {
     };
     use crate::buzz::interp::Flow;
     use crate::buzz::interp::Interpreter;
-    use crate::buzz::lexer::Pos;
+    use crate::buzz::syntax::lexer::Pos;
     use crate::buzz::value::Value;
 
     /// One value of each kind, and names no kind has (typos, other
@@ -169,7 +169,7 @@ mod tests {
             Interpreter::new("probe.buzz", Vec::new()).with_output(Box::new(std::io::sink()));
         let args = [Value::str("a")];
         let pos = Pos { line: 1, column: 1 };
-        match crate::buzz::methods::call_method(&mut interp, value, name, &args, pos) {
+        match crate::buzz::lib::methods::call_method(&mut interp, value, name, &args, pos) {
             Err(Flow::Error(e)) => !e.message().contains(&no_such_method(receiver, name)),
             _ => true,
         }
@@ -197,10 +197,10 @@ mod tests {
     #[test]
     fn the_callback_methods_are_the_ones_the_run_calls_back_for() {
         for name in CALLBACK {
-            assert!(crate::buzz::callbacks::takes_callback(name), "{name}");
+            assert!(crate::buzz::lib::callbacks::takes_callback(name), "{name}");
         }
         for name in [STR, LIST, MAP, RANGE, PATTERN, CLONES].concat() {
-            assert!(!crate::buzz::callbacks::takes_callback(name), "{name}");
+            assert!(!crate::buzz::lib::callbacks::takes_callback(name), "{name}");
         }
     }
 

@@ -25,7 +25,8 @@ pub struct Program {
     /// Each `protocol` the file declares, with its method names (the
     /// checker holds conforming objects to them).
     pub protocols: Vec<Rc<ProtocolDecl>>,
-    /// Set once [`super::resolve`] has given its names their slots.
+    /// Set once the resolver (`buzz/resolve.rs`) has given its names their
+    /// slots.
     pub(crate) resolved: Cell<bool>,
 }
 
@@ -221,8 +222,9 @@ pub struct FunDecl {
     pub slot: Resolved,
     /// Its call frame's shape (filled by the resolver).
     pub frame: Cell<Frame>,
-    /// Its compiled form, made at its first call (see [`super::compile`]).
-    pub compiled: super::compile::Cache,
+    /// Its compiled form, made at its first call (`buzz/compile/`): the one
+    /// type of a later stage the tree names (see `syntax/mod.rs`).
+    pub compiled: super::super::compile::Cache,
     /// What it captures and what is captured of it (filled by the
     /// resolver).
     pub captured: std::cell::OnceCell<Captures>,
@@ -590,7 +592,7 @@ pub enum ExprKind {
     },
 }
 
-/// Where a name lives at run time, as the resolver ([`super::resolve`])
+/// Where a name lives at run time, as the resolver (`buzz/resolve.rs`)
 /// found it before the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Res {
@@ -668,4 +670,37 @@ pub struct Frame {
     /// `var`, a local `fun`, a name declared twice in one scope): the
     /// function must share it, not copy it.
     pub shares: bool,
+}
+
+/// Whether `body` declares a name of its own (so needs a scope of its
+/// own). The resolver, the walker and the compiled form all make
+/// their levels by this one rule.
+pub(crate) fn declares(body: &[Stmt]) -> bool {
+    body.iter().any(|s| {
+        matches!(
+            s.kind,
+            StmtKind::Var(_)
+                | StmtKind::Fun(_)
+                | StmtKind::Object(_)
+                | StmtKind::Enum(_)
+                | StmtKind::Protocol(_)
+                | StmtKind::Import { .. }
+        )
+    })
+}
+
+/// How `ty` is written in Buzz (`[str]`, `{str: int}`, `int?`), for
+/// messages and for a type value printed.
+pub(crate) fn type_label(ty: &Type) -> String {
+    match ty {
+        Type::Any => "any".into(),
+        Type::Void => "void".into(),
+        Type::Named(n) => n.to_string(),
+        Type::List(t) => format!("[{}]", type_label(t)),
+        Type::Map(k, v) => format!("{{{}: {}}}", type_label(k), type_label(v)),
+        Type::Optional(t) => format!("{}?", type_label(t)),
+        Type::Function => "function".into(),
+        Type::AnonObject => "obj".into(),
+        Type::Mut(t) => format!("mut {}", type_label(t)),
+    }
 }

@@ -2,10 +2,10 @@
 //! `parseDouble`, `toString`, `args` and `exit`. It touches nothing but the
 //! interpreter's output and the spell's own arguments.
 
-use super::native::{NativeCall, NativeModule, Raise};
-use super::value::Value;
+use super::super::native::{NativeCall, NativeModule, Raise};
+use super::super::value::Value;
 
-/// The `std` module, registered by every [`super::Interpreter`].
+/// The `std` module, registered by every [`super::super::Interpreter`].
 pub(crate) fn std_module() -> NativeModule {
     NativeModule::new("std")
         .function("print", print)
@@ -174,7 +174,7 @@ pub(crate) fn math_module() -> NativeModule {
 /// `buzz:debug`: `dump(value)` prints the value on the spell's output as
 /// `std\print` shows it (upstream's own layout quotes strings and spreads
 /// objects over lines; this is the same information on one line).
-pub(super) fn debug_module() -> NativeModule {
+pub(crate) fn debug_module() -> NativeModule {
     NativeModule::new("buzz:debug").function("dump", |c| {
         let text = c.arg(0)?.to_string();
         let out = c.out();
@@ -191,7 +191,7 @@ pub(super) fn debug_module() -> NativeModule {
 /// objects that wait for a safe point (see `buzz::finalize`) and lets go
 /// of the interpreter's spare frames; `allocated()` is the memory magus
 /// holds now, as the memory budget counts it.
-pub(super) fn gc_module() -> NativeModule {
+pub(crate) fn gc_module() -> NativeModule {
     NativeModule::new("buzz:gc")
         .function("collect", |c| {
             c.collect_garbage();
@@ -199,7 +199,7 @@ pub(super) fn gc_module() -> NativeModule {
         })
         .function("allocated", |_| {
             Ok(Value::Int(
-                i64::try_from(super::heap::in_use()).unwrap_or(i64::MAX),
+                i64::try_from(super::super::heap::in_use()).unwrap_or(i64::MAX),
             ))
         })
 }
@@ -215,11 +215,11 @@ fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
 }
 
 /// Natives under `buzz:buffer` (see `buffer.buzz`): bytes to and from text.
-pub(super) fn buffer_natives() -> NativeModule {
+pub(crate) fn buffer_natives() -> NativeModule {
     NativeModule::new("bufraw")
         .function("zeros", |c| {
             let n = usize::try_from(c.arg_int(0)?).unwrap_or(0);
-            if n > super::interp::MAX_LIST_LEN {
+            if n > super::super::interp::MAX_LIST_LEN {
                 return Err(Raise::type_error("Buffer.init: capacity too large"));
             }
             Ok(Value::list(vec![Value::Int(0); n]))

@@ -2,8 +2,8 @@
 //! string, computed by the RustCrypto crates. Pure functions of their
 //! arguments; they reach nothing outside the interpreter.
 
-use super::native::{NativeModule, Raise};
-use super::value::Value;
+use super::super::native::{NativeModule, Raise};
+use super::super::value::Value;
 use sha2::Digest;
 
 /// One algorithm: the digest of its input.
@@ -40,7 +40,7 @@ fn sha512_truncated_256(data: &[u8]) -> Vec<u8> {
 }
 
 /// `cryptoraw.digest(algorithm, data:)`.
-pub(super) fn natives() -> NativeModule {
+pub(crate) fn natives() -> NativeModule {
     NativeModule::new("cryptoraw").function("digest", |c| {
         let algorithm = c.arg_int(0)?;
         let hash = usize::try_from(algorithm)
