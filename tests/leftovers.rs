@@ -1315,3 +1315,45 @@ fn a_prompts_start_up_file_planted_in_the_workspace_runs_nothing_later() {
     let plants: [(&str, &[&str]); 1] = [(irbrc, &["app/.irbrc"])];
     plant_and_run_later(&|_| {}, &plants, "irb", &later);
 }
+
+/// The sweep walks without following links, and looked for run-later
+/// directories by name: a link named `.cargo` (or `.vscode`, `.mvn`, ...)
+/// was left, and cargo reads `.cargo/config.toml` through it. A child
+/// writes a config naming a `rustc-wrapper` in `build/c/`, an ordinary
+/// directory, and links `crate/.cargo` to it; the user's next `cargo
+/// build` in the crate, outside magus, ran the wrapper. After the run the
+/// link is set aside.
+#[test]
+fn a_link_named_as_a_run_later_directory_runs_nothing_later() {
+    if !installed("cargo") {
+        eprintln!("skipped: no cargo on PATH");
+        return;
+    }
+    let setup = |h: &Harness| {
+        let krate = h.ws_path("crate");
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::write(
+            krate.join("Cargo.toml"),
+            "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        std::fs::write(krate.join("src/lib.rs"), "").unwrap();
+    };
+    let script = "mkdir -p build/c && \
+        printf '[build]\\nrustc-wrapper = \"%s/build/w.sh\"\\n' \"$PWD\" > build/c/config.toml && \
+        printf '#!/bin/sh\\necho PWNED-link >&2\\nexec \"$@\"\\n' > build/w.sh && chmod 755 build/w.sh && \
+        ln -s ../build/c crate/.cargo && echo PLANTED";
+    let later = |ws: &Path| {
+        let scratch = tempfile::tempdir().unwrap();
+        let out = Command::new("cargo")
+            .args(["build", "--offline", "--quiet"])
+            .current_dir(ws.join("crate"))
+            .env("CARGO_HOME", scratch.path().join("home"))
+            .env("CARGO_TARGET_DIR", scratch.path().join("target"))
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    let plants: [(&str, &[&str]); 1] = [(script, &["crate/.cargo"])];
+    plant_and_run_later(&setup, &plants, "link", &later);
+}

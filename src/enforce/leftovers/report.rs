@@ -230,7 +230,7 @@ fn tool(path: &Path) -> &'static str {
         (Some(".octaverc"), _) => "Octave started there",
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
         (Some("__pycache__"), _) | (_, Some("__pycache__")) => "python",
-        (_, Some(".cargo")) => "cargo",
+        (_, Some(".cargo")) | (Some(".cargo"), _) => "cargo",
         (
             _,
             Some(

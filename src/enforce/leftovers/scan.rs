@@ -245,10 +245,16 @@ impl<'a> Scan<'a> {
             return None;
         }
         // A `__pycache__` reached here is not a directory: a link sends
-        // Python's `import` to the bytecode where it points.
+        // Python's `import` to the bytecode where it points. So does a link
+        // named as a run-later directory send its tool to the files where
+        // it points, which the walk (following no link) never sees there
+        // under that name: cargo reads `.cargo/config.toml` through a
+        // `.cargo` link to `build/c/`.
         let run_later = within == Within::RunLaterDir
             || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
             || is_any(&name, &names::RUN_LATER_FILES)
+            || kind.is_symlink() && is_any(&name, &names::RUN_LATER_DIRS)
+            || kind.is_symlink() && is(&name, names::CARGO_DIR)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
         if run_later && !self.skip.contains(path.as_path()) {
