@@ -17,6 +17,8 @@ pub(crate) use explain::explain_page;
 pub(crate) use output::{ColorChoice, OutputOptions, Verbosity};
 #[cfg(any(kernel_layer, test))]
 pub(crate) use render::render;
+#[cfg(kernel_layer)]
+pub(crate) use render::terminal_reset;
 pub use render::MessageFormat;
 pub(crate) use render::{render_child_line_json, Renderer};
 #[cfg(kernel_layer)]

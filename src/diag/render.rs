@@ -90,6 +90,18 @@ impl Renderer {
     }
 }
 
+/// [`TERMINAL_RESET`] where stderr is a terminal, else nothing: for the
+/// warnings written by hand after a run (the jail's sweep, the terminal's
+/// mode put back), which a child's open sequence would hide as well.
+#[cfg(kernel_layer)]
+pub(crate) fn terminal_reset() -> &'static str {
+    // SAFETY: isatty only reads the descriptor's state.
+    match unsafe { libc::isatty(libc::STDERR_FILENO) } {
+        1 => TERMINAL_RESET,
+        _ => "",
+    }
+}
+
 /// Whether stderr is a terminal that obeys escape sequences (`TERM=dumb`
 /// says it does not).
 fn stderr_is_a_terminal() -> bool {
