@@ -1357,3 +1357,54 @@ fn a_link_named_as_a_run_later_directory_runs_nothing_later() {
     let plants: [(&str, &[&str]); 1] = [(script, &["crate/.cargo"])];
     plant_and_run_later(&setup, &plants, "link", &later);
 }
+
+/// mise also reads each tool's own version file (`.node-version`,
+/// `.nvmrc`, `.python-version`, `.ruby-version`, ...) once the user
+/// enables them (`idiomatic_version_file_enable_tools`, which its
+/// documentation suggests to users coming from nvm), and takes a
+/// `path:DIR` version there as in `.tool-versions`, unasked: `node` in the
+/// workspace ran the child's `DIR/bin/node`. Such a file naming a `path:`
+/// version is set aside; one naming a version number stays (a spell may
+/// pin the version).
+#[test]
+fn a_tools_version_file_naming_a_path_runs_nothing_later() {
+    if !installed("mise") {
+        eprintln!("skipped: no mise on PATH");
+        return;
+    }
+    let node = "mkdir -p .cache/evil/bin && \
+        printf '#!/bin/sh\\necho PWNED-idiomatic >&2\\n' > .cache/evil/bin/node && \
+        chmod 755 .cache/evil/bin/node";
+    let node_version =
+        format!("{node} && echo 'path:./.cache/evil' > .node-version && echo PLANTED");
+    let nvmrc = format!(
+        "{node} && mkdir -p web && echo 'path:../.cache/evil' > web/.nvmrc && echo PLANTED"
+    );
+    let later = |ws: &Path| {
+        let home = tempfile::tempdir().unwrap();
+        let mut said = String::new();
+        for dir in [ws.to_path_buf(), ws.join("web")] {
+            let out = Command::new("mise")
+                .args(["x", "--", "node", "--version"])
+                .current_dir(&dir)
+                .env("HOME", home.path())
+                .env("MISE_IDIOMATIC_VERSION_FILE_ENABLE_TOOLS", "node")
+                .env_remove("MISE_ENV")
+                .output();
+            if let Ok(out) = out {
+                said.push_str(&said_by(&out));
+            }
+        }
+        said
+    };
+    let plants: [(&str, &[&str]); 2] = [
+        (&node_version, &[".node-version"]),
+        (&nvmrc, &["web/.nvmrc"]),
+    ];
+    plant_and_run_later(&|_| {}, &plants, "idiomatic", &later);
+    let case = Case::new(modes()[0], support::SANDBOX_ON, |_| {});
+    let out = case.shell(true, "echo 20 > .nvmrc && echo PLANTED", &[]);
+    assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+    assert!(case.h.ws_path(".nvmrc").is_file(), "{}", case.context(&out));
+    assert!(!out.stderr.contains("MGS2014"), "{}", case.context(&out));
+}

@@ -78,6 +78,31 @@ pub(super) const RUN_LATER_FILES: [&str; 36] = [
     "magus.lock",
 ];
 
+/// Each tool's own version file, which mise reads as well once the user
+/// enables it (`idiomatic_version_file_enable_tools`), taking a
+/// `path:DIR` version there as in `.tool-versions`: `DIR/bin` first in
+/// `PATH`, unasked. Only one that names such a version, or a link of that
+/// name, is a run-later file: a spell may pin a version number.
+pub(super) const VERSION_FILES: [&str; 17] = [
+    ".node-version",
+    ".nvmrc",
+    ".python-version",
+    ".python-versions",
+    ".ruby-version",
+    ".go-version",
+    ".java-version",
+    ".sdkmanrc",
+    ".bun-version",
+    ".deno-version",
+    ".terraform-version",
+    ".yvmrc",
+    ".swift-version",
+    ".zig-version",
+    ".crystal-version",
+    ".elixir-version",
+    ".erlang-version",
+];
+
 /// Directories whose every file is a run-later file: editors run the tasks
 /// and launch configurations there when a folder opens
 /// (`.vscode/tasks.json` with `runOn: folderOpen`) and the language servers
@@ -491,6 +516,7 @@ pub(super) const PYTHON_MODULES: [&str; 324] = [
 /// files one by one against what was noted.
 pub(crate) fn is_run_later(name: &OsStr) -> bool {
     is_any(name, &RUN_LATER_FILES)
+        || is_any(name, &VERSION_FILES)
         || is_any(name, &RUN_LATER_DIRS)
         || is(name, CARGO_DIR)
         || is(name, PYCACHE)

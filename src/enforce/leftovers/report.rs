@@ -219,6 +219,9 @@ fn tool(path: &Path) -> &'static str {
         (Some("bunfig.toml"), _) => "bun",
         (Some(".envrc"), _) => "direnv",
         (Some("mise.toml" | ".mise.toml" | "mise.local.toml" | ".mise.local.toml"), _) => "mise",
+        (Some(name), _) if names::is_any(std::ffi::OsStr::new(name), &names::VERSION_FILES) => {
+            "mise (a `path:` version puts a directory of the run's first in `PATH`)"
+        }
         (Some(".mcp.json" | ".claude.json" | "opencode.json"), _) => "an editor's agent",
         (Some(".ripgreprc"), _) => "ripgrep",
         (Some("rust-toolchain.toml" | "rust-toolchain"), _) => "rustup",

@@ -154,6 +154,7 @@ impl<'a> Scan<'a> {
             }
             true if is(name, names::PYCACHE) => self.bytecode_in(path),
             true => {}
+            false if is_any(name, &names::VERSION_FILES) && !inert::version_names_a_path(path) => {}
             false => self.set_aside_if_changed(path, &meta, Left::RunLater),
         }
     }
@@ -253,6 +254,7 @@ impl<'a> Scan<'a> {
         let run_later = within == Within::RunLaterDir
             || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
             || is_any(&name, &names::RUN_LATER_FILES)
+            || is_any(&name, &names::VERSION_FILES) && inert::version_names_a_path(&path)
             || kind.is_symlink() && is_any(&name, &names::RUN_LATER_DIRS)
             || kind.is_symlink() && is(&name, names::CARGO_DIR)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
