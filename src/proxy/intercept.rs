@@ -1329,9 +1329,17 @@ mod tests {
 
     /// The server side of a test connection, for `localhost` under `ca`.
     fn serving(ca: &Authority) -> Arc<ServerConfig> {
+        serving_only(ca, rustls::DEFAULT_VERSIONS)
+    }
+
+    /// The same, speaking only `versions`.
+    fn serving_only(
+        ca: &Authority,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> Arc<ServerConfig> {
         let (chain, key) = ca.leaf("localhost").expect("leaf");
         let config = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(versions)
             .expect("versions")
             .with_no_client_auth()
             .with_single_cert(chain, key)
@@ -1370,7 +1378,10 @@ mod tests {
     /// A host that keeps every byte of plaintext it receives until its
     /// peer goes (cleanly or not).
     fn capturing_host(ca: &Authority) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
-        let config = serving(ca);
+        capturing_host_with(serving(ca))
+    }
+
+    fn capturing_host_with(config: Arc<ServerConfig>) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let host = std::thread::spawn(move || {
@@ -1418,6 +1429,39 @@ mod tests {
         peer.join().expect("peer");
         assert_eq!(got.len(), data.len());
         assert!(got == data, "the bytes differ");
+    }
+
+    /// Real hosts and clients may speak only TLS 1.2: both legs carry
+    /// every byte with such a peer, the handshake and the close included.
+    #[test]
+    fn both_legs_carry_every_byte_with_a_peer_that_speaks_only_tls_1_2() {
+        let ca = Authority::new().expect("test CA");
+        let only_12 = [&rustls::version::TLS12];
+        let data: Vec<u8> = (0..300_000).map(|i| (i % 253) as u8).collect();
+        // The child's side: a server leg, the peer a client.
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let peer = writing_peer(&ca, port, data.clone(), 16 * 1024);
+        let (sock, _) = listener.accept().expect("accept");
+        let conn = UnbufferedServerConnection::new(serving_only(&ca, &only_12)).expect("conn");
+        let mut down = Leg::new(conn, sock, Vec::new());
+        let mut got = Vec::new();
+        down.read_to_end(&mut got).expect("read");
+        let _ = down.close();
+        drop(down);
+        peer.join().expect("peer");
+        assert!(got == data, "the child's leg read {} bytes", got.len());
+        // The host's side: a client leg, the peer a server.
+        let (host_port, host) = capturing_host_with(serving_only(&ca, &only_12));
+        let name = ServerName::try_from("localhost").expect("name");
+        let conn = UnbufferedClientConnection::new(trusting(ca.cert_pem()), name).expect("conn");
+        let upstream = TcpStream::connect(("127.0.0.1", host_port)).expect("host");
+        let mut up = Leg::new(conn, upstream, Vec::new());
+        up.write_all(&data).expect("write");
+        up.close().expect("close");
+        let sent = host.join().expect("host");
+        drop(up);
+        assert!(sent == data, "the host got {} bytes", sent.len());
     }
 
     /// The child sends a body in records as small as it likes, to cut
