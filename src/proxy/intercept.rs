@@ -1431,6 +1431,53 @@ mod tests {
         assert!(got == data, "the bytes differ");
     }
 
+    proptest::proptest! {
+        /// However a body is cut into pieces, the piece-by-piece check
+        /// refuses it exactly when a placeholder is in the whole body,
+        /// and otherwise counts every byte of it.
+        #[test]
+        fn the_check_by_pieces_agrees_with_a_search_of_the_whole(
+            parts in proptest::collection::vec((0usize..4, 0usize..60), 0..12),
+            cuts in proptest::collection::vec(1usize..80, 1..40),
+        ) {
+            let v = vault(Vec::new(), None);
+            let ph = v.secrets[0].placeholder.clone();
+            // Filler, the placeholder, a prefix of it, or its tail.
+            let body: Vec<u8> = parts
+                .iter()
+                .flat_map(|&(kind, n)| match kind {
+                    0 => vec![b'x'; n],
+                    1 => ph.as_bytes().to_vec(),
+                    2 => ph.as_bytes()[..n.min(ph.len())].to_vec(),
+                    _ => ph.as_bytes()[n.min(ph.len())..].to_vec(),
+                })
+                .collect();
+            let whole = v.found_in(&body).is_some();
+            let mut check = BodyCheck::new(&v, BodyFraming::Length(body.len() as u64));
+            let (mut at, mut refused, mut counted) = (0, false, 0);
+            for cut in cuts.iter().cycle() {
+                let piece = &body[at..(at + cut).min(body.len())];
+                match check.piece(piece) {
+                    Err(_) => {
+                        refused = true;
+                        break;
+                    }
+                    Ok((n, ended)) => {
+                        counted += n;
+                        at += piece.len();
+                        if ended || at == body.len() {
+                            break;
+                        }
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(refused, whole);
+            if !whole {
+                proptest::prop_assert_eq!(counted, body.len());
+            }
+        }
+    }
+
     /// Real hosts and clients may speak only TLS 1.2: both legs carry
     /// every byte with such a peer, the handshake and the close included.
     #[test]
