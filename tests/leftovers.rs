@@ -645,6 +645,170 @@ fn the_command_that_puts_a_file_back_runs_nothing_the_run_named() {
     }
 }
 
+/// The names in the report after a run are the run's to choose. A
+/// directory named `x<CR><ESC>[2K<ESC>]2;` (erase the line, then open a
+/// window title that swallows every byte up to the next `ESC` or `BEL`)
+/// and a newline followed by a forged `= note:` line, holding a planted
+/// `.envrc` and an executable: printed as they were, the terminal erased
+/// the MGS2014 warning and hid the rest, so the user saw nothing set
+/// aside. Every control character is now shown as an escape, the `mv`
+/// that puts the file back still moves it back when pasted, and `-v`
+/// lists the executable under a name that shows.
+#[test]
+fn names_the_run_chose_reach_the_report_as_escapes() {
+    let script = "d=$(printf 'x\\r\\033[2K\\033]2;\\n  = note: nothing was planted') && \
+        mkdir \"$d\" && echo 'echo PWNED' > \"$d/.envrc\" && printf '#!/bin/sh\\n' > \"$d/tool\" && \
+        chmod +x \"$d/tool\" && echo PLANTED";
+    let chosen = "x\r\x1b[2K\x1b]2;\n  = note: nothing was planted";
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        assert!(control.h.ws.join(chosen).join(".envrc").exists());
+
+        let case = Case::new(mode, support::SANDBOX_ON, |_| {});
+        let out = case.shell(true, script, &["-v"]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let planted = case.h.ws.join(chosen).join(".envrc");
+        assert!(!planted.exists(), "{}", case.context(&out));
+        let bad = out.stderr.chars().find(|c| c.is_control() && *c != '\n');
+        assert_eq!(bad, None, "{}", case.context(&out));
+        assert!(
+            !out.stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with("= note: nothing was planted")),
+            "a forged line: {}",
+            case.context(&out)
+        );
+        let warned = out.stderr.lines().any(|l| {
+            l.starts_with("warning[MGS2014]")
+                && l.contains("x\\u{d}\\u{1b}[2K\\u{1b}]2;\\u{a}  = note")
+        });
+        assert!(warned, "{}", case.context(&out));
+        assert!(
+            out.stderr.contains("executable: ")
+                && out
+                    .stderr
+                    .contains("\\u{1b}]2;\\u{a}  = note: nothing was planted/tool"),
+            "{}",
+            case.context(&out)
+        );
+        let hint = out
+            .stderr
+            .lines()
+            .find_map(|l| l.split_once("move it back: ").map(|(_, mv)| mv.to_string()))
+            .unwrap_or_else(|| panic!("no mv: {}", case.context(&out)));
+        let pasted = Command::new("sh").args(["-c", &hint]).output().unwrap();
+        assert!(
+            planted.exists(),
+            "{hint}: {}",
+            String::from_utf8_lossy(&pasted.stderr)
+        );
+    }
+}
+
+/// What a terminal shows of `command`, run in a tmux pane of its own
+/// (its own server, on a socket in `dir`) until it touches `done`.
+fn on_a_terminal(dir: &Path, command: &str) -> String {
+    let socket = dir.join("tmux.sock");
+    let done = dir.join("done");
+    let tmux = || {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&socket).arg("-f").arg("/dev/null");
+        cmd
+    };
+    let script = format!("{command}; touch '{}'; sleep 600", done.display());
+    let started = tmux()
+        .args([
+            "new-session",
+            "-d",
+            "-x",
+            "220",
+            "-y",
+            "60",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    // A bound on the wait, not a measurement: the run takes about a second.
+    for _ in 0..1200 {
+        if done.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pane = tmux().args(["capture-pane", "-p", "-J"]).output().unwrap();
+    let _ = tmux().arg("kill-server").status();
+    assert!(done.exists(), "the command did not finish");
+    String::from_utf8_lossy(&pane.stdout).into_owned()
+}
+
+/// A shell command that runs `cmd` as it is (program, arguments,
+/// environment, directory), for a terminal to start.
+fn as_shell_command(cmd: &Command) -> String {
+    let word = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut line = String::from("cd ");
+    line.push_str(&word(cmd.get_current_dir().unwrap().as_os_str()));
+    line.push_str(" && env -i");
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            let mut pair = k.to_os_string();
+            pair.push("=");
+            pair.push(v);
+            line.push(' ');
+            line.push_str(&word(&pair));
+        }
+    }
+    line.push(' ');
+    line.push_str(&word(cmd.get_program()));
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&word(arg));
+    }
+    line
+}
+
+/// A child that leaves a control string open on the terminal (`ESC P`,
+/// a DCS, which the terminal swallows to its end) hid every line magus
+/// printed after it: the user saw no MGS2014 warning for the `.envrc` it
+/// planted. magus now ends whatever sequence is open (CAN) and resets
+/// the character attributes before it speaks on a terminal. The control:
+/// the same terminal shows nothing printed after an open DCS.
+#[test]
+fn an_escape_sequence_a_child_leaves_open_does_not_hide_the_report() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: no tmux on PATH");
+        return;
+    }
+    let control_dir = tempfile::tempdir().unwrap();
+    let seen = on_a_terminal(
+        control_dir.path(),
+        "printf 'BEFORE\\n\\033P'; echo SHOWN-AFTER",
+    );
+    assert!(
+        seen.contains("BEFORE") && !seen.contains("SHOWN-AFTER"),
+        "control: {seen}"
+    );
+
+    let case = Case::new((User::Root, Kernel::AsIs), support::SANDBOX_ON, |_| {});
+    let mut cmd = case.command(true, &[]);
+    cmd.arg("--workspace").arg(&case.h.ws).args([
+        "run",
+        "t",
+        "echo 'echo PWNED' > .envrc && printf '\\033P' >&2",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let seen = on_a_terminal(dir.path(), &as_shell_command(&cmd));
+    assert!(!case.h.ws_path(".envrc").exists(), "{seen}");
+    assert!(
+        seen.contains("warning[MGS2014]") && seen.contains(".envrc`, which direnv obeys"),
+        "{seen}"
+    );
+}
+
 /// A child that plants a run-later file and then takes away the write
 /// permission of its directory (`chmod 555`, as the files' owner may)
 /// made the sweep's rename fail, as an ordinary user: the file stayed,
@@ -992,4 +1156,255 @@ fn a_uv_python_download_list_planted_runs_nothing_later() {
     };
     let plants: [(&str, &[&str]); 1] = [(script, &["uv.toml"])];
     plant_and_run_later(&setup, &plants, "uv", &later);
+}
+
+/// rustup reads `rust-toolchain.toml` (or the older `rust-toolchain`) in
+/// the directory it runs in and those above it, and a `path` toolchain
+/// there is a directory whose `bin/` it runs in place of `cargo` and
+/// `rustc`, never asked about: `cargo fmt --version` in the workspace, a
+/// prompt that shows the Rust version, an editor opening the folder. A
+/// child plants such a toolchain in a hidden directory and names it so;
+/// the user's next `cargo fmt --version` there, outside magus, ran it.
+/// After the run the file naming it is set aside, and rustup runs the
+/// user's toolchain.
+#[test]
+fn a_rust_toolchain_planted_as_a_path_runs_nothing_later() {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".cargo")));
+    let Some(bin) = cargo_home
+        .map(|c| c.join("bin"))
+        .filter(|b| b.join("rustup").exists() && b.join("cargo").exists())
+    else {
+        eprintln!("skipped: no rustup (and its cargo proxy) in CARGO_HOME");
+        return;
+    };
+    let toolchain = "mkdir -p .cache/tc/bin && \
+        printf '#!/bin/sh\\necho PWNED-rustup >&2\\n' > .cache/tc/bin/cargo && \
+        cp .cache/tc/bin/cargo .cache/tc/bin/rustc && chmod 755 .cache/tc/bin/*";
+    let toml = format!(
+        "{toolchain} && printf '[toolchain]\\npath = \"%s/.cache/tc\"\\n' \"$PWD\" > rust-toolchain.toml && \
+         echo PLANTED"
+    );
+    let legacy = format!("{toolchain} && echo \"$PWD/.cache/tc\" > rust-toolchain && echo PLANTED");
+    let later = |ws: &Path| {
+        // The test runs under cargo, whose rustup proxy names the
+        // toolchain in the environment; the user's shell does not.
+        let out = Command::new(bin.join("cargo"))
+            .args(["fmt", "--version"])
+            .current_dir(ws)
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    let plants: [(&str, &[&str]); 2] = [
+        (&toml, &["rust-toolchain.toml"]),
+        (&legacy, &["rust-toolchain"]),
+    ];
+    plant_and_run_later(&|_| {}, &plants, "rustup", &later);
+}
+
+/// Python puts the current directory first on its module path for `python3
+/// -m MODULE`, `-c` and the interactive prompt, so a module there named as
+/// one of the standard library's is imported in its place: `python3 -m
+/// venv .venv` (in every project's set-up notes) ran a planted
+/// `venv/__init__.py`, and a bare `python3` a planted `readline.py`,
+/// though neither command runs any of the project's code. A child plants
+/// them at the workspace root; the user's next `python3 -m venv` and
+/// `python3 -i` there, outside magus, ran them. After the run they are set
+/// aside, and Python imports its own.
+#[test]
+fn a_python_module_planted_in_place_of_the_standard_librarys_runs_nothing_later() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let venv = "mkdir venv && echo 'print(\"PWNED-stdlib\")' > venv/__init__.py && \
+        cp venv/__init__.py venv/__main__.py && echo PLANTED";
+    let readline = "echo 'print(\"PWNED-stdlib\")' > readline.py && echo PLANTED";
+    let later = |ws: &Path| {
+        let scratch = tempfile::tempdir().unwrap();
+        let made = Command::new(python)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(scratch.path().join("v"))
+            .current_dir(ws)
+            .output()
+            .unwrap();
+        let prompt = Command::new(python)
+            .args(["-i", "-c", "pass"])
+            .current_dir(ws)
+            .stdin(std::process::Stdio::null())
+            .env("TERM", "dumb")
+            .output()
+            .unwrap();
+        format!("{}{}", said_by(&made), said_by(&prompt))
+    };
+    let plants: [(&str, &[&str]); 2] =
+        [(venv, &["venv/__init__.py"]), (readline, &["readline.py"])];
+    plant_and_run_later(&|_| {}, &plants, "stdlib", &later);
+}
+
+/// Without a jail (user namespaces refused, as Ubuntu does for ordinary
+/// users) nothing holds `.git/hooks` read-only: it is noted at the start
+/// and compared after the run, at most 10,000 entries of it. A child
+/// wrote a `pre-commit` and then 30,000 empty files beside it: the
+/// comparison stopped at its budget, saying nothing, and the hook it had
+/// not reached ran at the user's next `git commit`. A protected directory
+/// whose comparison cannot finish is now set aside whole and made again
+/// from what was noted.
+#[test]
+fn a_protected_directory_flooded_past_the_comparison_runs_nothing_later() {
+    let setup = |h: &Harness| git_init(&h.ws);
+    let script = "cd .git/hooks && printf '#!/bin/sh\\necho PWNED-flood >&2\\n' > pre-commit && \
+        chmod 755 pre-commit && \
+        python3 -c 'for i in range(30000): open(\"j%d\" % i, \"w\").close()' 2>/dev/null; \
+        echo PLANTED";
+    for mode in modes() {
+        let control = Case::new(mode, support::SANDBOX_ON, setup);
+        let out = control.shell(false, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+        let seen = user_git(&control.h.ws, &["commit", "--allow-empty", "-m", "x"]);
+        assert!(seen.contains("PWNED-flood"), "control: {seen}");
+
+        let case = Case::new(mode, support::SANDBOX_ON, setup);
+        let hooks = case.h.ws_path(".git/hooks");
+        let before: Vec<_> = std::fs::read_dir(&hooks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let out = case.shell(true, script, &[]);
+        assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+        let seen = user_git(&case.h.ws, &["commit", "--allow-empty", "-m", "x"]);
+        assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        let after = std::fs::read_dir(&hooks).unwrap().count();
+        assert_eq!(after, before.len(), "{}", case.context(&out));
+        for name in before {
+            assert!(hooks.join(&name).is_file(), "{name:?} not put back");
+        }
+    }
+}
+
+/// An interactive prompt started in the workspace reads a start-up file
+/// from the current directory, unasked: irb the first of `~/.irbrc` and
+/// `./.irbrc` (and `irb.rc`, `_irbrc`, `$irbrc`), pry `./.pryrc`, R
+/// `./.Rprofile`, GHCi `./.ghci`, Octave `./.octaverc`. A child plants a
+/// `.irbrc`; the user's next `irb` there (`rails console` is one), outside
+/// magus, ran it. After the run it is set aside.
+#[test]
+fn a_prompts_start_up_file_planted_in_the_workspace_runs_nothing_later() {
+    if !installed("irb") {
+        eprintln!("skipped: no irb on PATH");
+        return;
+    }
+    let irbrc = "mkdir -p app && echo 'warn \"PWNED-irb\"' > app/.irbrc && echo PLANTED";
+    let later = |ws: &Path| {
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new("irb")
+            .current_dir(ws.join("app"))
+            .env("HOME", home.path())
+            .env_remove("IRBRC")
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    let plants: [(&str, &[&str]); 1] = [(irbrc, &["app/.irbrc"])];
+    plant_and_run_later(&|_| {}, &plants, "irb", &later);
+}
+
+/// The sweep walks without following links, and looked for run-later
+/// directories by name: a link named `.cargo` (or `.vscode`, `.mvn`, ...)
+/// was left, and cargo reads `.cargo/config.toml` through it. A child
+/// writes a config naming a `rustc-wrapper` in `build/c/`, an ordinary
+/// directory, and links `crate/.cargo` to it; the user's next `cargo
+/// build` in the crate, outside magus, ran the wrapper. After the run the
+/// link is set aside.
+#[test]
+fn a_link_named_as_a_run_later_directory_runs_nothing_later() {
+    if !installed("cargo") {
+        eprintln!("skipped: no cargo on PATH");
+        return;
+    }
+    let setup = |h: &Harness| {
+        let krate = h.ws_path("crate");
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::write(
+            krate.join("Cargo.toml"),
+            "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        std::fs::write(krate.join("src/lib.rs"), "").unwrap();
+    };
+    let script = "mkdir -p build/c && \
+        printf '[build]\\nrustc-wrapper = \"%s/build/w.sh\"\\n' \"$PWD\" > build/c/config.toml && \
+        printf '#!/bin/sh\\necho PWNED-link >&2\\nexec \"$@\"\\n' > build/w.sh && chmod 755 build/w.sh && \
+        ln -s ../build/c crate/.cargo && echo PLANTED";
+    let later = |ws: &Path| {
+        let scratch = tempfile::tempdir().unwrap();
+        let out = Command::new("cargo")
+            .args(["build", "--offline", "--quiet"])
+            .current_dir(ws.join("crate"))
+            .env("CARGO_HOME", scratch.path().join("home"))
+            .env("CARGO_TARGET_DIR", scratch.path().join("target"))
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    let plants: [(&str, &[&str]); 1] = [(script, &["crate/.cargo"])];
+    plant_and_run_later(&setup, &plants, "link", &later);
+}
+
+/// mise also reads each tool's own version file (`.node-version`,
+/// `.nvmrc`, `.python-version`, `.ruby-version`, ...) once the user
+/// enables them (`idiomatic_version_file_enable_tools`, which its
+/// documentation suggests to users coming from nvm), and takes a
+/// `path:DIR` version there as in `.tool-versions`, unasked: `node` in the
+/// workspace ran the child's `DIR/bin/node`. Such a file naming a `path:`
+/// version is set aside; one naming a version number stays (a spell may
+/// pin the version).
+#[test]
+fn a_tools_version_file_naming_a_path_runs_nothing_later() {
+    if !installed("mise") {
+        eprintln!("skipped: no mise on PATH");
+        return;
+    }
+    let node = "mkdir -p .cache/evil/bin && \
+        printf '#!/bin/sh\\necho PWNED-idiomatic >&2\\n' > .cache/evil/bin/node && \
+        chmod 755 .cache/evil/bin/node";
+    let node_version =
+        format!("{node} && echo 'path:./.cache/evil' > .node-version && echo PLANTED");
+    let nvmrc = format!(
+        "{node} && mkdir -p web && echo 'path:../.cache/evil' > web/.nvmrc && echo PLANTED"
+    );
+    let later = |ws: &Path| {
+        let home = tempfile::tempdir().unwrap();
+        let mut said = String::new();
+        for dir in [ws.to_path_buf(), ws.join("web")] {
+            let out = Command::new("mise")
+                .args(["x", "--", "node", "--version"])
+                .current_dir(&dir)
+                .env("HOME", home.path())
+                .env("MISE_IDIOMATIC_VERSION_FILE_ENABLE_TOOLS", "node")
+                .env_remove("MISE_ENV")
+                .output();
+            if let Ok(out) = out {
+                said.push_str(&said_by(&out));
+            }
+        }
+        said
+    };
+    let plants: [(&str, &[&str]); 2] = [
+        (&node_version, &[".node-version"]),
+        (&nvmrc, &["web/.nvmrc"]),
+    ];
+    plant_and_run_later(&|_| {}, &plants, "idiomatic", &later);
+    let case = Case::new(modes()[0], support::SANDBOX_ON, |_| {});
+    let out = case.shell(true, "echo 20 > .nvmrc && echo PLANTED", &[]);
+    assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+    assert!(case.h.ws_path(".nvmrc").is_file(), "{}", case.context(&out));
+    assert!(!out.stderr.contains("MGS2014"), "{}", case.context(&out));
 }

@@ -9,6 +9,7 @@ mod code;
 mod explain;
 mod output;
 mod render;
+mod shown;
 mod suggest;
 
 pub use code::Code;
@@ -16,8 +17,12 @@ pub(crate) use explain::explain_page;
 pub(crate) use output::{ColorChoice, OutputOptions, Verbosity};
 #[cfg(any(kernel_layer, test))]
 pub(crate) use render::render;
+#[cfg(kernel_layer)]
+pub(crate) use render::terminal_reset;
 pub use render::MessageFormat;
 pub(crate) use render::{render_child_line_json, Renderer};
+#[cfg(kernel_layer)]
+pub(crate) use shown::{shell_word, shown, shown_name};
 pub(crate) use suggest::{edit_distance, nearest};
 
 use std::path::PathBuf;

@@ -3,6 +3,7 @@
 //! layers that build diagnostics never carry file contents around.
 
 use super::output::{stderr_colored, ColorChoice, OutputOptions, Verbosity};
+use super::shown::{inert, shown};
 use super::{Diagnostic, Severity, SourceKind};
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
@@ -43,7 +44,21 @@ pub(crate) struct Renderer {
     pub color: Color,
     /// `-q`: only errors are said.
     quiet: bool,
+    /// Human text goes to a terminal, which may be in the middle of an
+    /// escape sequence a child left open ([`TERMINAL_RESET`]).
+    terminal: bool,
 }
+
+/// Said before each human diagnostic on a terminal: a child writes to
+/// the same terminal, and may leave a sequence open (`ESC P`, a control
+/// string the terminal swallows to its end; `ESC ]`, a window title) or
+/// an attribute set (concealed, or the background's colour), which would
+/// hide everything magus says after it, the warnings about what the run
+/// left behind included. CAN ends an escape or control sequence in
+/// progress, ST (`ESC \\`) a control string (tmux, for one, ends a DCS
+/// on ST alone), and `ESC [0m` resets the attributes; on a terminal in
+/// its ordinary state none of them shows anything.
+const TERMINAL_RESET: &str = "\x18\x1b\\\x1b[0m";
 
 impl Renderer {
     /// A renderer for the output options the caller (the CLI, an embedder)
@@ -53,6 +68,7 @@ impl Renderer {
             format: options.format,
             color: Color::for_stderr(options.color),
             quiet: options.verbosity == Verbosity::Quiet,
+            terminal: options.format == MessageFormat::Human && stderr_is_a_terminal(),
         }
     }
 
@@ -64,11 +80,33 @@ impl Renderer {
             return;
         }
         let text = match self.format {
+            MessageFormat::Human if self.terminal => {
+                format!("{TERMINAL_RESET}{}", render_human(diagnostic, self.color))
+            }
             MessageFormat::Human => render_human(diagnostic, self.color),
             MessageFormat::Json => render_json(diagnostic),
         };
         let _ = io::stderr().lock().write_all(text.as_bytes());
     }
+}
+
+/// [`TERMINAL_RESET`] where stderr is a terminal, else nothing: for the
+/// warnings written by hand after a run (the jail's sweep, the terminal's
+/// mode put back), which a child's open sequence would hide as well.
+#[cfg(kernel_layer)]
+pub(crate) fn terminal_reset() -> &'static str {
+    // SAFETY: isatty only reads the descriptor's state.
+    match unsafe { libc::isatty(libc::STDERR_FILENO) } {
+        1 => TERMINAL_RESET,
+        _ => "",
+    }
+}
+
+/// Whether stderr is a terminal that obeys escape sequences (`TERM=dumb`
+/// says it does not).
+fn stderr_is_a_terminal() -> bool {
+    use std::io::IsTerminal;
+    io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
 }
 
 /// Renders one diagnostic in `format`, without colour.
@@ -105,17 +143,17 @@ pub(crate) fn render_human(d: &Diagnostic, color: Color) -> String {
         None => d.severity.as_str().to_string(),
     };
     out.push_str(&paint.severity(d.severity, &head));
-    out.push_str(&paint.bold(&format!(": {}", d.message)));
+    out.push_str(&paint.bold(&format!(": {}", inert(&d.message))));
     out.push('\n');
     if d.location.is_none() && d.notes.is_empty() && d.help.is_none() {
         return out;
     }
     let gutter = snippet(d, &paint, &mut out);
     for note in &d.notes {
-        push_field(&mut out, &gutter, "note", note);
+        push_field(&mut out, &gutter, "note", &inert(note));
     }
     if let Some(help) = &d.help {
-        push_field(&mut out, &gutter, "help", help);
+        push_field(&mut out, &gutter, "help", &inert(help));
     }
     if let Some(code) = d.code {
         let pointer = format!("for more information, run `magus explain {code}`");
@@ -136,7 +174,7 @@ fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
     let arrow = paint.blue("-->");
     out.push_str(&format!(
         "{pad}{arrow} {}:{}:{}\n",
-        loc.file.display(),
+        shown(&loc.file),
         loc.line,
         loc.column
     ));
@@ -145,6 +183,7 @@ fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
     };
     let bar = paint.blue("|");
     let (source, caret_col) = window(&source, (loc.column.max(1) - 1) as usize);
+    let source = inert(&source);
     let lead: String = source
         .chars()
         .take(caret_col)
@@ -153,7 +192,7 @@ fn snippet(d: &Diagnostic, paint: &Paint, out: &mut String) -> String {
     let label = d
         .label
         .as_deref()
-        .map(|l| format!(" {l}"))
+        .map(|l| format!(" {}", inert(l)))
         .unwrap_or_default();
     out.push_str(&format!("{pad} {bar}\n"));
     out.push_str(&format!("{} {bar} {source}\n", paint.blue(&number)));

@@ -10,7 +10,7 @@
 //! two copies fewer per byte, and in a sixtieth of the system calls.
 //!
 //! A body's records can also be *staged*: encrypted, but not sent until
-//! the caller releases them (`intercept::forward_records` releases a
+//! the caller releases them (`intercept::body::forward_records` releases a
 //! record only once what follows it shows no placeholder straddling it).
 
 use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
@@ -453,4 +453,78 @@ fn encrypt<D>(
 
 fn unexpected<D>(state: &ConnectionState<'_, '_, D>) -> io::Error {
     io::Error::other(format!("unexpected TLS state {state:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::test_support::{
+        capturing_host_with, serving, serving_only, trusting, writing_peer,
+    };
+    use crate::proxy::vault::Authority;
+    use rustls::pki_types::ServerName;
+    use std::net::TcpListener;
+
+    /// A [`Leg`] gives back every byte the peer sent, in order, through
+    /// the handshake, many records per socket read, and the peer's close.
+    #[test]
+    fn a_leg_reads_every_byte_the_peer_sent_in_order() {
+        let ca = Authority::new().expect("test CA");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let peer = writing_peer(&ca, port, data.clone(), 100_000);
+        let (sock, _) = listener.accept().expect("accept");
+        let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
+        let mut leg = Leg::new(conn, sock, Vec::new());
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 200_000];
+        loop {
+            let n = leg.read(&mut buf).expect("read");
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = leg.close();
+        drop(leg);
+        peer.join().expect("peer");
+        assert_eq!(got.len(), data.len());
+        assert!(got == data, "the bytes differ");
+    }
+
+    /// Real hosts and clients may speak only TLS 1.2: both legs carry
+    /// every byte with such a peer, the handshake and the close included.
+    #[test]
+    fn both_legs_carry_every_byte_with_a_peer_that_speaks_only_tls_1_2() {
+        let ca = Authority::new().expect("test CA");
+        let only_12 = [&rustls::version::TLS12];
+        let data: Vec<u8> = (0..300_000).map(|i| (i % 253) as u8).collect();
+        // The child's side: a server leg, the peer a client.
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let peer = writing_peer(&ca, port, data.clone(), 16 * 1024);
+        let (sock, _) = listener.accept().expect("accept");
+        let conn = UnbufferedServerConnection::new(serving_only(&ca, &only_12)).expect("conn");
+        let mut down = Leg::new(conn, sock, Vec::new());
+        let mut got = Vec::new();
+        down.read_to_end(&mut got).expect("read");
+        let _ = down.close();
+        drop(down);
+        peer.join().expect("peer");
+        assert!(got == data, "the child's leg read {} bytes", got.len());
+        // The host's side: a client leg, the peer a server.
+        let (host_port, host) = capturing_host_with(serving_only(&ca, &only_12));
+        let name = ServerName::try_from("localhost").expect("name");
+        let conn = UnbufferedClientConnection::new(trusting(ca.cert_pem()), name).expect("conn");
+        let upstream = TcpStream::connect(("127.0.0.1", host_port)).expect("host");
+        let mut up = Leg::new(conn, upstream, Vec::new());
+        up.write_all(&data).expect("write");
+        up.close().expect("close");
+        let sent = host.join().expect("host");
+        drop(up);
+        assert!(sent == data, "the host got {} bytes", sent.len());
+    }
 }

@@ -29,6 +29,8 @@ mod placement;
 mod reports;
 pub(crate) mod request;
 mod serve;
+#[cfg(test)]
+mod test_support;
 pub(crate) mod vault;
 
 pub(crate) use events::rebinding_text;

@@ -38,8 +38,9 @@ impl Quarantine {
         if let Some(dir) = self.dir() {
             let to = free_name(&dir, &flat_name(&self.workspace, path));
             if rename_writable(path, &to).is_ok() {
-                let name = to.file_name().unwrap_or_default().to_string_lossy();
-                self.manifest.push(format!("{name}\t{}", path.display()));
+                let name = crate::diag::shown_name(to.file_name().unwrap_or_default());
+                self.manifest
+                    .push(format!("{name}\t{}", crate::diag::shown(path)));
                 return Outcome::Moved(to);
             }
         }
@@ -67,7 +68,8 @@ impl Quarantine {
         let path = dir.join("MANIFEST");
         let text = format!(
             "# What a magus run left behind, set aside: NAME<TAB>WHERE IT WAS.\n\
-             # To keep one, move it back: mv NAME 'WHERE IT WAS'\n{}\n",
+             # To keep one, move it back: mv NAME 'WHERE IT WAS'\n\
+             # (a control character in a name is written as an escape, \\u{{1b}})\n{}\n",
             self.manifest.join("\n")
         );
         let written = std::fs::OpenOptions::new()

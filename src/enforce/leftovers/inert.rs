@@ -101,6 +101,22 @@ fn common_is_known(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
         .is_ok_and(|common| known(&common))
 }
 
+/// Whether the version file at `path` ([`super::names::VERSION_FILES`])
+/// is one mise obeys as code: it names a `path:` version, or it is a link
+/// (mise reads through it what the sweep does not).
+pub(super) fn version_names_a_path(path: &Path) -> bool {
+    if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return true;
+    }
+    super::noted::small_file(path).is_none_or(|text| {
+        text.windows(b"path:".len())
+            .any(|w| w.eq_ignore_ascii_case(b"path:"))
+    })
+}
+
 /// The git directory a `.git` file (`gitdir: PATH`) names, resolved as
 /// git does (relative to the file's directory).
 pub(super) fn gitlink_target(file: &Path) -> Option<std::path::PathBuf> {

@@ -329,6 +329,9 @@ pub enum Left {
     /// A git directory (or a link) new in a repository's `modules/`:
     /// `git submodule update` would use it instead of cloning.
     Submodule,
+    /// A protected directory a child filled past what the sweep compares
+    /// ([`noted::MAX_COMPARED`] entries): set aside whole, made again.
+    Flooded,
     /// Python bytecode (`__pycache__/*.pyc`) the run wrote: a cache
     /// Python rebuilds from the sources, so it is removed, not kept.
     Bytecode,

@@ -28,9 +28,18 @@ use std::path::Path;
 /// privileges; its variables fill in the compose file) and the override
 /// files it merges unasked, a dev container's `.devcontainer.json` (its
 /// `initializeCommand` runs on the host when the editor reopens the
-/// folder in the container, or at `devcontainer up`), magus its own
-/// policy.
-pub(super) const RUN_LATER_FILES: [&str; 25] = [
+/// folder in the container, or at `devcontainer up`), rustup its
+/// `rust-toolchain.toml` and older `rust-toolchain` (read in the directory
+/// it runs in and above it: a `path` toolchain is a directory whose `bin/`
+/// runs in place of `cargo` and `rustc`, unasked, at `cargo fmt
+/// --version` as at a build, and when an editor or a prompt asks the
+/// version), the prompts that read a start-up file from the directory
+/// they start in (irb the first of `~/.irbrc` and `./.irbrc`, `irb.rc`,
+/// `_irbrc`, `$irbrc`; pry `./.pryrc`; R `./.Rprofile`, and `./.Renviron`,
+/// whose `R_PROFILE_USER` names another; GHCi `./.ghci`; Octave
+/// `./.octaverc`: `rails console` in a project runs its `.irbrc`), magus
+/// its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 36] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -54,8 +63,44 @@ pub(super) const RUN_LATER_FILES: [&str; 25] = [
     "docker-compose.override.yaml",
     "docker-compose.override.yml",
     ".devcontainer.json",
+    "rust-toolchain.toml",
+    "rust-toolchain",
+    ".irbrc",
+    "irb.rc",
+    "_irbrc",
+    "$irbrc",
+    ".pryrc",
+    ".Rprofile",
+    ".Renviron",
+    ".ghci",
+    ".octaverc",
     "magus.yaml",
     "magus.lock",
+];
+
+/// Each tool's own version file, which mise reads as well once the user
+/// enables it (`idiomatic_version_file_enable_tools`), taking a
+/// `path:DIR` version there as in `.tool-versions`: `DIR/bin` first in
+/// `PATH`, unasked. Only one that names such a version, or a link of that
+/// name, is a run-later file: a spell may pin a version number.
+pub(super) const VERSION_FILES: [&str; 17] = [
+    ".node-version",
+    ".nvmrc",
+    ".python-version",
+    ".python-versions",
+    ".ruby-version",
+    ".go-version",
+    ".java-version",
+    ".sdkmanrc",
+    ".bun-version",
+    ".deno-version",
+    ".terraform-version",
+    ".yvmrc",
+    ".swift-version",
+    ".zig-version",
+    ".crystal-version",
+    ".elixir-version",
+    ".erlang-version",
 ];
 
 /// Directories whose every file is a run-later file: editors run the tasks
@@ -63,7 +108,11 @@ pub(super) const RUN_LATER_FILES: [&str; 25] = [
 /// (`.vscode/tasks.json` with `runOn: folderOpen`) and the language servers
 /// their settings name (`.zed/settings.json`, `.helix/languages.toml`), a
 /// coding agent the hooks and servers its settings name
-/// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`),
+/// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`,
+/// Kiro's `.kiro/settings/mcp.json` and `.kiro/hooks/`, Roo Code's
+/// `.roo/mcp.json`, Kilo Code's `.kilocode/mcp.json`, Amazon Q's
+/// `.amazonq/mcp.json`, Continue's `.continue/mcpServers/`: servers are
+/// programs the agent starts when the folder opens),
 /// mise the configs of `.mise/` and of `mise/` (`mise/config.toml`,
 /// `.config/mise/config.toml`, `.config/mise/conf.d/*.toml`: read like
 /// `mise.toml`, their `[tools]` needing no trust), Maven the JVM options
@@ -74,12 +123,17 @@ pub(super) const RUN_LATER_FILES: [&str; 25] = [
 /// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
 /// dev container the `initializeCommand` of `.devcontainer/`'s
 /// configurations (run on the host).
-pub(super) const RUN_LATER_DIRS: [&str; 12] = [
+pub(super) const RUN_LATER_DIRS: [&str; 17] = [
     ".vscode",
     ".idea",
     ".claude",
     ".cursor",
     ".gemini",
+    ".kiro",
+    ".roo",
+    ".kilocode",
+    ".amazonq",
+    ".continue",
     ".zed",
     ".helix",
     ".mise",
@@ -118,12 +172,351 @@ pub(super) const PYCACHE: &str = "__pycache__";
 /// `NAME.cpython-312.opt-1.pyc`).
 const BYTECODE_SUFFIX: &str = ".pyc";
 
+/// The modules Python imports from the current directory, when one is
+/// there, in place of its own: `python3 -m MODULE`, `python3 -c` and the
+/// interactive prompt put that directory first on the module path, so a
+/// `venv/__init__.py` there runs at `python3 -m venv .venv`, a
+/// `readline.py` at a bare `python3`, a `json.py` at anything that imports
+/// `json`; none of these commands runs the project's own code. The names
+/// are `sys.stdlib_module_names` of Python 3.10 to 3.13 (less `test`, the
+/// interpreter's own test suite, which nothing ordinary imports and
+/// projects name their own tests after), and the installers and
+/// uploaders run as `python3 -m` (`pip`, `pipx`, `virtualenv`, `twine`).
+/// Compared as Python compares them: in their exact case.
+pub(super) const PYTHON_MODULES: [&str; 324] = [
+    "__future__",
+    "_abc",
+    "_aix_support",
+    "_android_support",
+    "_ast",
+    "_asyncio",
+    "_bisect",
+    "_blake2",
+    "_bootsubprocess",
+    "_bz2",
+    "_codecs",
+    "_codecs_cn",
+    "_codecs_hk",
+    "_codecs_iso2022",
+    "_codecs_jp",
+    "_codecs_kr",
+    "_codecs_tw",
+    "_collections",
+    "_collections_abc",
+    "_colorize",
+    "_compat_pickle",
+    "_compression",
+    "_contextvars",
+    "_crypt",
+    "_csv",
+    "_ctypes",
+    "_curses",
+    "_curses_panel",
+    "_datetime",
+    "_dbm",
+    "_decimal",
+    "_elementtree",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "_functools",
+    "_gdbm",
+    "_hashlib",
+    "_heapq",
+    "_imp",
+    "_interpchannels",
+    "_interpqueues",
+    "_interpreters",
+    "_io",
+    "_ios_support",
+    "_json",
+    "_locale",
+    "_lsprof",
+    "_lzma",
+    "_markupbase",
+    "_md5",
+    "_msi",
+    "_multibytecodec",
+    "_multiprocessing",
+    "_opcode",
+    "_opcode_metadata",
+    "_operator",
+    "_osx_support",
+    "_overlapped",
+    "_pickle",
+    "_posixshmem",
+    "_posixsubprocess",
+    "_py_abc",
+    "_pydatetime",
+    "_pydecimal",
+    "_pyio",
+    "_pylong",
+    "_pyrepl",
+    "_queue",
+    "_random",
+    "_scproxy",
+    "_sha1",
+    "_sha2",
+    "_sha256",
+    "_sha3",
+    "_sha512",
+    "_signal",
+    "_sitebuiltins",
+    "_socket",
+    "_sqlite3",
+    "_sre",
+    "_ssl",
+    "_stat",
+    "_statistics",
+    "_string",
+    "_strptime",
+    "_struct",
+    "_suggestions",
+    "_symtable",
+    "_sysconfig",
+    "_thread",
+    "_threading_local",
+    "_tkinter",
+    "_tokenize",
+    "_tracemalloc",
+    "_typing",
+    "_uuid",
+    "_warnings",
+    "_weakref",
+    "_weakrefset",
+    "_winapi",
+    "_wmi",
+    "_zoneinfo",
+    "abc",
+    "aifc",
+    "antigravity",
+    "argparse",
+    "array",
+    "ast",
+    "asynchat",
+    "asyncio",
+    "asyncore",
+    "atexit",
+    "audioop",
+    "base64",
+    "bdb",
+    "binascii",
+    "binhex",
+    "bisect",
+    "builtins",
+    "bz2",
+    "cProfile",
+    "calendar",
+    "cgi",
+    "cgitb",
+    "chunk",
+    "cmath",
+    "cmd",
+    "code",
+    "codecs",
+    "codeop",
+    "collections",
+    "colorsys",
+    "compileall",
+    "concurrent",
+    "configparser",
+    "contextlib",
+    "contextvars",
+    "copy",
+    "copyreg",
+    "crypt",
+    "csv",
+    "ctypes",
+    "curses",
+    "dataclasses",
+    "datetime",
+    "dbm",
+    "decimal",
+    "difflib",
+    "dis",
+    "distutils",
+    "doctest",
+    "email",
+    "encodings",
+    "ensurepip",
+    "enum",
+    "errno",
+    "faulthandler",
+    "fcntl",
+    "filecmp",
+    "fileinput",
+    "fnmatch",
+    "fractions",
+    "ftplib",
+    "functools",
+    "gc",
+    "genericpath",
+    "getopt",
+    "getpass",
+    "gettext",
+    "glob",
+    "graphlib",
+    "grp",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "http",
+    "idlelib",
+    "imaplib",
+    "imghdr",
+    "imp",
+    "importlib",
+    "inspect",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "keyword",
+    "lib2to3",
+    "linecache",
+    "locale",
+    "logging",
+    "lzma",
+    "mailbox",
+    "mailcap",
+    "marshal",
+    "math",
+    "mimetypes",
+    "mmap",
+    "modulefinder",
+    "msilib",
+    "msvcrt",
+    "multiprocessing",
+    "netrc",
+    "nis",
+    "nntplib",
+    "nt",
+    "ntpath",
+    "nturl2path",
+    "numbers",
+    "opcode",
+    "operator",
+    "optparse",
+    "os",
+    "ossaudiodev",
+    "pathlib",
+    "pdb",
+    "pickle",
+    "pickletools",
+    "pip",
+    "pipes",
+    "pipx",
+    "pkgutil",
+    "platform",
+    "plistlib",
+    "poplib",
+    "posix",
+    "posixpath",
+    "pprint",
+    "profile",
+    "pstats",
+    "pty",
+    "pwd",
+    "py_compile",
+    "pyclbr",
+    "pydoc",
+    "pydoc_data",
+    "pyexpat",
+    "queue",
+    "quopri",
+    "random",
+    "re",
+    "readline",
+    "reprlib",
+    "resource",
+    "rlcompleter",
+    "runpy",
+    "sched",
+    "secrets",
+    "select",
+    "selectors",
+    "shelve",
+    "shlex",
+    "shutil",
+    "signal",
+    "site",
+    "smtpd",
+    "smtplib",
+    "sndhdr",
+    "socket",
+    "socketserver",
+    "spwd",
+    "sqlite3",
+    "sre_compile",
+    "sre_constants",
+    "sre_parse",
+    "ssl",
+    "stat",
+    "statistics",
+    "string",
+    "stringprep",
+    "struct",
+    "subprocess",
+    "sunau",
+    "symtable",
+    "sys",
+    "sysconfig",
+    "syslog",
+    "tabnanny",
+    "tarfile",
+    "telnetlib",
+    "tempfile",
+    "termios",
+    "textwrap",
+    "this",
+    "threading",
+    "time",
+    "timeit",
+    "tkinter",
+    "token",
+    "tokenize",
+    "tomllib",
+    "trace",
+    "traceback",
+    "tracemalloc",
+    "tty",
+    "turtle",
+    "turtledemo",
+    "twine",
+    "types",
+    "typing",
+    "unicodedata",
+    "unittest",
+    "urllib",
+    "uu",
+    "uuid",
+    "venv",
+    "virtualenv",
+    "warnings",
+    "wave",
+    "weakref",
+    "webbrowser",
+    "winreg",
+    "winsound",
+    "wsgiref",
+    "xdrlib",
+    "xml",
+    "xmlrpc",
+    "zipapp",
+    "zipfile",
+    "zipimport",
+    "zlib",
+    "zoneinfo",
+];
+
 /// Whether an entry named `name` is, or holds, run-later files. An
 /// existing `__pycache__` counts: a child may rewrite the bytecode in it
 /// in place, which changes no directory, so the sweep must look at its
 /// files one by one against what was noted.
 pub(crate) fn is_run_later(name: &OsStr) -> bool {
     is_any(name, &RUN_LATER_FILES)
+        || is_any(name, &VERSION_FILES)
         || is_any(name, &RUN_LATER_DIRS)
         || is(name, CARGO_DIR)
         || is(name, PYCACHE)
@@ -159,6 +552,44 @@ pub(super) fn is_bytecode(dir: &OsStr, name: &OsStr) -> bool {
         && name.len() > BYTECODE_SUFFIX.len()
         && name[name.len() - BYTECODE_SUFFIX.len()..]
             .eq_ignore_ascii_case(BYTECODE_SUFFIX.as_bytes())
+}
+
+/// The name of a module file as Python imports it: `NAME` of `NAME.py`,
+/// of bytecode `NAME.pyc` (imported without a source beside it), and of
+/// an extension module `NAME.so` or `NAME.TAG.so`
+/// (`NAME.cpython-312-x86_64-linux-gnu.so`, `NAME.abi3.so`).
+fn module_stem(name: &OsStr) -> Option<&[u8]> {
+    let name = name.as_encoded_bytes();
+    let stem = match [".py", ".pyc"]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix.as_bytes()))
+    {
+        Some(stem) if stem.contains(&b'.') => return None,
+        Some(stem) => stem,
+        None => name.strip_suffix(b".so")?.split(|&b| b == b'.').next()?,
+    };
+    (!stem.is_empty()).then_some(stem)
+}
+
+/// Whether `name` is one of [`PYTHON_MODULES`] (a package directory, or
+/// a link Python would follow to one).
+pub(super) fn is_python_module(name: &OsStr) -> bool {
+    PYTHON_MODULES
+        .iter()
+        .any(|m| m.as_bytes() == name.as_encoded_bytes())
+}
+
+/// Whether a file named `name`, in the directory Python runs in, is
+/// imported in place of one of [`PYTHON_MODULES`].
+pub(super) fn is_python_module_file(name: &OsStr) -> bool {
+    module_stem(name).is_some_and(|stem| PYTHON_MODULES.iter().any(|m| m.as_bytes() == stem))
+}
+
+/// Whether `name` makes its directory a package Python imports: its
+/// `__init__` (a directory without one is a namespace package, which
+/// Python passes over for the standard library's module of that name).
+pub(super) fn is_package_init(name: &OsStr) -> bool {
+    module_stem(name).is_some_and(|stem| stem == b"__init__")
 }
 
 /// Whether `name` is `wanted`, compared as a case-insensitive file system
@@ -202,6 +633,28 @@ mod tests {
         for (name, wanted, expected) in cases {
             assert_eq!(is(OsStr::new(name), wanted), expected, "{name} vs {wanted}");
         }
+    }
+
+    #[test]
+    fn module_files_are_known_by_the_name_python_imports_them_as() {
+        let cases = [
+            ("json.py", true),
+            ("readline.pyc", true),
+            ("readline.cpython-312-x86_64-linux-gnu.so", true),
+            ("ssl.abi3.so", true),
+            ("json.tool.py", false),
+            ("Json.py", false),
+            ("test.py", false),
+            ("mymodule.py", false),
+            (".py", false),
+            ("json", false),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(is_python_module_file(OsStr::new(name)), expected, "{name}");
+        }
+        assert!(is_package_init(OsStr::new("__init__.py")));
+        assert!(!is_package_init(OsStr::new("__main__.py")));
+        assert!(is_python_module(OsStr::new("venv")) && is_python_module(OsStr::new("pip")));
     }
 
     #[test]

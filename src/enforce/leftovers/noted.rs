@@ -7,7 +7,7 @@
 //! put back.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::aside::Quarantine;
@@ -23,9 +23,23 @@ const MAX_NOTED_ENTRY: u64 = 64 << 10;
 const MAX_NOTED_ENTRIES: usize = 256;
 /// How many levels below a protected directory are noted and compared.
 const MAX_DEPTH: usize = 8;
-/// How many entries below one protected directory are compared after
-/// the run.
+/// How many unchanged entries below one protected directory are looked
+/// through after the run, for the changed ones.
 const MAX_COMPARED: usize = 10_000;
+/// How many entries a child changed in one protected directory are set
+/// aside one by one. Children may not write there at all (only where
+/// nothing holds the directory read-only can one); past this many, the
+/// child is filling it so that what it planted lies beyond what is looked
+/// at, and the whole directory goes aside ([`set_aside_whole`]).
+pub(super) const MAX_SET_ASIDE: usize = 1_000;
+
+/// What is left of the walk through one protected directory.
+struct Budget {
+    /// Unchanged entries still to look through.
+    unchanged: usize,
+    /// Changed entries still to set aside one by one.
+    changed: usize,
+}
 
 #[derive(Debug)]
 pub(super) enum Noted {
@@ -155,8 +169,15 @@ fn put_back_dir(
         }
         return;
     }
-    let mut budget = MAX_COMPARED;
+    let mut budget = Budget {
+        unchanged: MAX_COMPARED,
+        changed: MAX_SET_ASIDE,
+    };
     set_aside_changed(dir, since, 0, &mut budget, quarantine, found);
+    if budget.changed == 0 {
+        set_aside_whole(dir, noted, quarantine, found);
+        return;
+    }
     for (rel, content, mode) in noted {
         let path = dir.join(rel);
         if path.symlink_metadata().is_err() {
@@ -167,6 +188,38 @@ fn put_back_dir(
     }
 }
 
+/// A protected directory a child filled with more than [`MAX_SET_ASIDE`]
+/// entries: the comparison stopped at a budget of entries, and what the
+/// child planted there lay past it, unlooked at (a `pre-commit` among
+/// 30,000 empty files ran at the next `git commit`).
+/// The directory goes aside whole, and is made again holding what was
+/// noted of it at the start.
+fn set_aside_whole(
+    dir: &Path,
+    noted: &[(PathBuf, Vec<u8>, u32)],
+    quarantine: &mut Quarantine,
+    found: &mut Findings,
+) {
+    let mode = dir
+        .symlink_metadata()
+        .map_or(0o755, |m| m.permissions().mode() & 0o777);
+    let outcome = match quarantine.set_aside(dir) {
+        Outcome::Moved(to) => {
+            remake(dir, mode, noted).map_or_else(failed, |()| Outcome::Replaced(to))
+        }
+        other => other,
+    };
+    found.push(dir, Left::Flooded, outcome);
+}
+
+/// Makes `dir` again, with its noted files.
+fn remake(dir: &Path, mode: u32, noted: &[(PathBuf, Vec<u8>, u32)]) -> std::io::Result<()> {
+    std::fs::DirBuilder::new().mode(mode).create(dir)?;
+    noted
+        .iter()
+        .try_for_each(|(rel, content, mode)| recreate(&dir.join(rel), content, *mode))
+}
+
 /// Sets aside each entry below `dir` that changed during the run; an
 /// unchanged directory is looked into (its files may have been rewritten
 /// in place, which changes no directory), never a link.
@@ -174,7 +227,7 @@ fn set_aside_changed(
     dir: &Path,
     since: Stamp,
     depth: usize,
-    budget: &mut usize,
+    budget: &mut Budget,
     quarantine: &mut Quarantine,
     found: &mut Findings,
 ) {
@@ -182,15 +235,24 @@ fn set_aside_changed(
         return;
     };
     for entry in entries.flatten() {
-        let Some(left) = budget.checked_sub(1) else {
-            return;
-        };
-        *budget = left;
         let Ok(meta) = entry.metadata() else {
             continue;
         };
         let path = entry.path();
-        if Stamp::changed(&meta) >= since {
+        let changed = Stamp::changed(&meta) >= since;
+        let left = match changed {
+            true => &mut budget.changed,
+            false => &mut budget.unchanged,
+        };
+        let Some(now) = left.checked_sub(1) else {
+            return;
+        };
+        *left = now;
+        if changed && now == 0 {
+            // Flooded: the whole directory goes aside instead.
+            return;
+        }
+        if changed {
             let outcome = quarantine.set_aside(&path);
             found.push(&path, Left::Protected, outcome);
         } else if meta.is_dir() && depth < MAX_DEPTH {

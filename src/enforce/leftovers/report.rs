@@ -5,8 +5,10 @@
 
 use std::path::Path;
 
-use super::{Executables, Findings, Item, Left, Outcome, Watch};
-use crate::diag::{Code, Diagnostic, MessageFormat, OutputOptions, Renderer, Verbosity};
+use super::{names, Executables, Findings, Item, Left, Outcome, Watch};
+use crate::diag::{
+    shell_word, shown, Code, Diagnostic, MessageFormat, OutputOptions, Renderer, Verbosity,
+};
 
 /// How many executables a run's note names, at most.
 const MAX_LISTED: usize = 50;
@@ -57,7 +59,7 @@ pub(crate) fn diagnostics(found: &Findings) -> Vec<Diagnostic> {
     if let Some(more) = items.len().checked_sub(MAX_SAID).filter(|n| *n > 0) {
         let listed = found.manifest.as_ref().map_or_else(
             || "see the quarantine's MANIFEST".to_string(),
-            |m| format!("`{}` lists them all", m.display()),
+            |m| format!("`{}` lists them all", shown(m)),
         );
         said.push(
             Diagnostic::warning(format!(
@@ -98,12 +100,12 @@ fn bytecode(removed: &[&Item]) -> Option<Diagnostic> {
          outside the sandbox, instead of the sources beside {them}"
     ))
     .with_code(Code::Mgs2014)
-    .with_path(first.path.display().to_string())
+    .with_path(shown(&first.path))
     .with_note(format!(
         "magus removed {them}: python compiles the sources again at the next import"
     ));
     for item in removed.iter().take(BYTECODE_LISTED) {
-        d = d.with_note(format!("removed: {}", item.path.display()));
+        d = d.with_note(format!("removed: {}", shown(&item.path)));
     }
     if n > BYTECODE_LISTED {
         d = d.with_note(format!("and {} more", n - BYTECODE_LISTED));
@@ -115,7 +117,7 @@ fn bytecode(removed: &[&Item]) -> Option<Diagnostic> {
 }
 
 fn item(item: &Item) -> Diagnostic {
-    let path = item.path.display();
+    let path = shown(&item.path);
     let what = match item.left {
         Left::Repository
             if item
@@ -136,7 +138,7 @@ fn item(item: &Item) -> Diagnostic {
             "the run made `{}` a repository to git (`HEAD` beside `objects` and `refs`); git \
              would run the commands its config names there, outside the sandbox; `{path}` was \
              part of it",
-            item.path.parent().unwrap_or(Path::new("/")).display()
+            shown(item.path.parent().unwrap_or(Path::new("/")))
         ),
         Left::RunLater => format!(
             "the run created or changed `{path}`, which {} obeys later, outside the sandbox",
@@ -149,6 +151,11 @@ fn item(item: &Item) -> Diagnostic {
         Left::Protected => format!(
             "a child changed `{path}`, which children may not write (nothing held it read-only \
              during this run)"
+        ),
+        Left::Flooded => format!(
+            "a child wrote more than {} entries into `{path}`, which children may not write: \
+             filled so, what it planted there could lie past what magus looks through after a run",
+            super::noted::MAX_SET_ASIDE
         ),
         Left::BrokenHead => format!(
             "a child made `{path}` invalid, so git would look above it for another repository"
@@ -165,32 +172,26 @@ fn item(item: &Item) -> Diagnostic {
     };
     let diagnostic = Diagnostic::warning(what)
         .with_code(Code::Mgs2014)
-        .with_path(item.path.display().to_string());
+        .with_path(shown(&item.path));
     outcome(diagnostic, &item.path, &item.outcome)
-}
-
-/// `path` as one shell word, for a command the user pastes: the run named
-/// the path, so a `'` in it must not end the quotes (`'\''` puts one in).
-fn shell_quoted(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
 fn outcome(d: Diagnostic, path: &Path, outcome: &Outcome) -> Diagnostic {
     let back = |to: &Path| {
         format!(
             "if it was intended, inspect it and move it back: mv {} {}",
-            shell_quoted(to),
-            shell_quoted(path)
+            shell_word(to),
+            shell_word(path)
         )
     };
     match outcome {
         Outcome::Moved(to) => d
-            .with_note(format!("magus moved it to `{}`", to.display()))
+            .with_note(format!("magus moved it to `{}`", shown(to)))
             .with_help(back(to)),
         Outcome::Replaced(to) => d
             .with_note(format!(
                 "magus moved the run's version to `{}` and put back the one it noted when the run started",
-                to.display()
+                shown(to)
             ))
             .with_help(back(to)),
         Outcome::PutBack => d.with_note("magus put back the version it noted when the run started"),
@@ -218,15 +219,44 @@ fn tool(path: &Path) -> &'static str {
         (Some("bunfig.toml"), _) => "bun",
         (Some(".envrc"), _) => "direnv",
         (Some("mise.toml" | ".mise.toml" | "mise.local.toml" | ".mise.local.toml"), _) => "mise",
+        (Some(name), _) if names::is_any(std::ffi::OsStr::new(name), &names::VERSION_FILES) => {
+            "mise (a `path:` version puts a directory of the run's first in `PATH`)"
+        }
         (Some(".mcp.json" | ".claude.json" | "opencode.json"), _) => "an editor's agent",
         (Some(".ripgreprc"), _) => "ripgrep",
+        (Some("rust-toolchain.toml" | "rust-toolchain"), _) => "rustup",
+        (Some(".irbrc" | "irb.rc" | "_irbrc" | "$irbrc" | ".pryrc"), _) => {
+            "Ruby's prompt (irb, pry, `rails console`) started there"
+        }
+        (Some(".rprofile" | ".renviron"), _) => "R started there",
+        (Some(".ghci"), _) => "GHCi started there",
+        (Some(".octaverc"), _) => "Octave started there",
         (Some("magus.yaml" | "magus.lock"), _) => "magus",
         (Some("__pycache__"), _) | (_, Some("__pycache__")) => "python",
-        (_, Some(".cargo")) => "cargo",
-        (_, Some(".claude" | ".cursor" | ".gemini")) => "a coding agent",
+        (_, Some(".cargo")) | (Some(".cargo"), _) => "cargo",
+        (
+            _,
+            Some(
+                ".claude" | ".cursor" | ".gemini" | ".roo" | ".kilocode" | ".amazonq" | ".continue",
+            ),
+        ) => "a coding agent",
         (_, Some(".mise")) => "mise",
+        _ if python_module(path) => {
+            "python (`python3 -m`, `-c` and its prompt, run there, import it in place of the \
+             standard library's module of that name)"
+        }
         _ => "an editor",
     }
+}
+
+/// Whether `path` is a module, a package's `__init__` or a link the sweep
+/// set aside as Python's (`names::PYTHON_MODULES`).
+fn python_module(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default();
+    let package = path.parent().and_then(Path::file_name);
+    names::is_python_module_file(name)
+        || names::is_python_module(name)
+        || names::is_package_init(name) && package.is_some_and(names::is_python_module)
 }
 
 /// The note listing the executables the run wrote in the workspace.
@@ -242,7 +272,7 @@ fn executables(paths: &[std::path::PathBuf]) -> Option<Diagnostic> {
         if paths.len() == 1 { "it" } else { "them" },
     ));
     for path in paths.iter().take(MAX_LISTED) {
-        note = note.with_note(format!("executable: {}", path.display()));
+        note = note.with_note(format!("executable: {}", shown(path)));
     }
     if paths.len() > MAX_LISTED {
         note = note.with_note(format!("and {} more", paths.len() - MAX_LISTED));
@@ -315,6 +345,8 @@ mod tests {
             ("/w/.vscode/tasks.json", "an editor"),
             ("/w/MAGUS.YAML", "magus"),
             ("/w/.yarnrc", "npm or yarn"),
+            ("/w/crate/Rust-Toolchain.toml", "rustup"),
+            ("/w/venv/__init__.py", "python (`python3 -m`, `-c` and its prompt, run there, import it in place of the standard library's module of that name)"),
             ("/w/sub/Mise.Toml", "mise"),
             ("/w/.gemini/settings.json", "a coding agent"),
             ("/w/pkg/__pycache__/m.cpython-312.pyc", "python"),

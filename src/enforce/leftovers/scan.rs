@@ -154,6 +154,7 @@ impl<'a> Scan<'a> {
             }
             true if is(name, names::PYCACHE) => self.bytecode_in(path),
             true => {}
+            false if is_any(name, &names::VERSION_FILES) && !inert::version_names_a_path(path) => {}
             false => self.set_aside_if_changed(path, &meta, Left::RunLater),
         }
     }
@@ -245,9 +246,17 @@ impl<'a> Scan<'a> {
             return None;
         }
         // A `__pycache__` reached here is not a directory: a link sends
-        // Python's `import` to the bytecode where it points.
+        // Python's `import` to the bytecode where it points. So does a link
+        // named as a run-later directory send its tool to the files where
+        // it points, which the walk (following no link) never sees there
+        // under that name: cargo reads `.cargo/config.toml` through a
+        // `.cargo` link to `build/c/`.
         let run_later = within == Within::RunLaterDir
+            || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
             || is_any(&name, &names::RUN_LATER_FILES)
+            || is_any(&name, &names::VERSION_FILES) && inert::version_names_a_path(&path)
+            || kind.is_symlink() && is_any(&name, &names::RUN_LATER_DIRS)
+            || kind.is_symlink() && is(&name, names::CARGO_DIR)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
         if run_later && !self.skip.contains(path.as_path()) {
@@ -260,6 +269,20 @@ impl<'a> Scan<'a> {
             self.list_if_executable(&path, &dirent);
         }
         None
+    }
+
+    /// Whether the entry `name` of `dir` is a module Python imports in
+    /// place of its own when it runs at the workspace root
+    /// ([`names::PYTHON_MODULES`]): a module file there, a link there that
+    /// names a package, or the `__init__` of a package there.
+    fn shadows_python(&self, dir: &Path, name: &OsString, kind: &FileType) -> bool {
+        if dir == self.workspace {
+            return names::is_python_module_file(name)
+                || kind.is_symlink() && names::is_python_module(name);
+        }
+        dir.parent() == Some(self.workspace.as_path())
+            && dir.file_name().is_some_and(names::is_python_module)
+            && names::is_package_init(name)
     }
 
     fn subdir(&self, name: &OsString, path: PathBuf, within: Within) -> Option<(PathBuf, Within)> {

@@ -176,8 +176,16 @@ fn planted_repositories_and_configs_are_set_aside() {
             |r| {
                 std::fs::create_dir_all(r.join(".gemini")).unwrap();
                 std::fs::write(r.join(".gemini/settings.json"), "{}").unwrap();
+                std::fs::create_dir_all(r.join("src/.kiro/settings")).unwrap();
+                std::fs::write(r.join("src/.kiro/settings/mcp.json"), "{}").unwrap();
+                std::fs::create_dir_all(r.join(".roo")).unwrap();
+                std::fs::write(r.join(".roo/mcp.json"), "{}").unwrap();
             },
-            &[("settings.json", Left::RunLater)],
+            &[
+                ("mcp.json", Left::RunLater),
+                ("mcp.json", Left::RunLater),
+                ("settings.json", Left::RunLater),
+            ],
         ),
         (
             "a maven JVM option and a bundler setting",
@@ -420,6 +428,50 @@ fn files_deeper_in_a_protected_directory_are_compared_and_put_back() {
         "{:?}",
         found.items
     );
+}
+
+/// A protected directory larger than what the sweep looks through, left
+/// alone by the run, stays as it is; one a child filled is set aside
+/// whole and made again with what was noted of it.
+#[test]
+fn only_a_protected_directory_a_child_filled_is_set_aside_whole() {
+    for filled in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let inputs = workspace(&root);
+        let hooks = root.join(".git/hooks");
+        std::fs::write(hooks.join("pre-push.sample"), "sample\n").unwrap();
+        if !filled {
+            for n in 0..super::noted::MAX_SET_ASIDE * 11 {
+                std::fs::write(hooks.join(format!("old{n}")), "").unwrap();
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let watch = Watch::before(inputs);
+        if filled {
+            for n in 0..super::noted::MAX_SET_ASIDE * 2 {
+                std::fs::write(hooks.join(format!("j{n}")), "").unwrap();
+            }
+        }
+        let found = watch.after(Executables::Skip);
+        let whole = found.items.iter().any(|i| i.left == Left::Flooded);
+        assert_eq!(
+            whole,
+            filled,
+            "{:?}",
+            &found.items[..found.items.len().min(3)]
+        );
+        let left = std::fs::read_dir(&hooks).unwrap().count();
+        let expected = match filled {
+            true => 1,
+            false => 1 + super::noted::MAX_SET_ASIDE * 11,
+        };
+        assert_eq!(left, expected);
+        assert_eq!(
+            std::fs::read_to_string(hooks.join("pre-push.sample")).unwrap(),
+            "sample\n"
+        );
+    }
 }
 
 #[test]

@@ -91,8 +91,9 @@ fn terminal_on(fd: RawFd) -> Option<Noted> {
 
 fn say(changed_to: u32, outcome: &str) {
     let text = format!(
-        "warning[MGS2002]: a child changed the permissions of your terminal to {changed_to:o} \
-         (other users could read what you type, or write to it); {outcome}\n"
+        "{}warning[MGS2002]: a child changed the permissions of your terminal to {changed_to:o} \
+         (other users could read what you type, or write to it); {outcome}\n",
+        crate::diag::terminal_reset()
     );
     let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
 }

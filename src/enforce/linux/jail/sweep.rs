@@ -153,8 +153,9 @@ impl NotedLink {
             ),
         };
         let text = format!(
-            "warning[MGS2002]: a child changed `{}`, a symbolic link to a path children may \
+            "{}warning[MGS2002]: a child changed `{}`, a symbolic link to a path children may \
              not write ({reason}); {outcome}\n",
+            crate::diag::terminal_reset(),
             dir.join(name).display()
         );
         let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
@@ -163,8 +164,9 @@ impl NotedLink {
 
 fn say(file: &Path, outcome: &str) {
     let text = format!(
-        "warning[MGS2002]: a child created `{}`, which would make git take its config and \
+        "{}warning[MGS2002]: a child created `{}`, which would make git take its config and \
          hooks from another directory and run their commands outside the sandbox; {outcome}\n",
+        crate::diag::terminal_reset(),
         file.display()
     );
     let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
