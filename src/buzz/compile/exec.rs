@@ -1739,7 +1739,12 @@ fn number(v: &Value) -> Option<N> {
 
 /// `x op y` as [`methods::binary`] computes it on numbers (an `int`
 /// beside a `double` is read as a `double`), where it cannot fail.
-#[inline]
+///
+/// Inlined always, with [`int_arith`] never: left to the optimizer, the
+/// pair went one way or the other with unrelated changes elsewhere in the
+/// crate, and the other way costs `method_calls` 1% more instructions
+/// (`benches/compare.py --callgrind`).
+#[inline(always)]
 fn arith(op: BinOp, x: N, y: N) -> Option<N> {
     match (x, y) {
         (N::I(a), N::I(b)) => int_arith(op, a, b),
@@ -1750,6 +1755,7 @@ fn arith(op: BinOp, x: N, y: N) -> Option<N> {
     }
 }
 
+#[inline(never)]
 fn int_arith(op: BinOp, a: i64, b: i64) -> Option<N> {
     Some(match op {
         BinOp::Add => N::I(a.checked_add(b)?),
