@@ -36,21 +36,13 @@ impl Program {
     /// tree, so that the walker, which resolves each file it runs, needs
     /// nothing of this pass but its result.
     pub(crate) fn resolve(&self) {
-        program(self);
-    }
-}
-
-/// Resolves `program` (once; later calls do nothing). Kept a free
-/// function: as the method's own body it shifted the release build's code
-/// layout enough to cost about 1% more instructions on `method_calls`
-/// (`benches/compare.py --callgrind --only method_calls`).
-fn program(program: &Program) {
-    if program.resolved.replace(true) {
-        return;
-    }
-    let mut r = Resolver { levels: Vec::new() };
-    for stmt in &program.statements {
-        r.stmt(stmt);
+        if self.resolved.replace(true) {
+            return;
+        }
+        let mut r = Resolver { levels: Vec::new() };
+        for stmt in &self.statements {
+            r.stmt(stmt);
+        }
     }
 }
 
