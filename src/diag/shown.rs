@@ -60,7 +60,7 @@ pub(crate) fn inert(text: &str) -> Cow<'_, str> {
 /// a character [`shown`] escapes, or bytes that are not UTF-8, those
 /// written in octal through `"$(printf '...')"`, which `sh`, `bash` and
 /// `zsh` all understand.
-#[cfg(any(kernel_layer, test))]
+#[cfg(any(kernel_layer, all(test, unix)))]
 pub(crate) fn shell_word(path: &Path) -> String {
     let bytes = path.as_os_str().as_encoded_bytes();
     let plain = std::str::from_utf8(bytes).is_ok_and(|s| !s.chars().any(hidden));
@@ -99,16 +99,21 @@ pub(crate) fn shown_name(name: &std::ffi::OsStr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsStr;
-    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn control_and_bidirectional_characters_are_written_as_escapes() {
         let path = Path::new("/w/x\r\x1b[2K\n\u{202e}y/.envrc");
         assert_eq!(shown(path), "/w/x\\u{d}\\u{1b}[2K\\u{a}\\u{202e}y/.envrc");
-        let raw = Path::new(OsStr::from_bytes(b"/w/\xff/a"));
-        assert_eq!(shown(raw), "/w/\\x{ff}/a");
         assert_eq!(shown(Path::new("/w/caf\u{e9}")), "/w/caf\u{e9}");
+    }
+
+    // A path of bytes that are not UTF-8 exists only where paths are bytes.
+    #[cfg(unix)]
+    #[test]
+    fn bytes_that_are_not_utf8_are_written_as_escapes() {
+        use std::os::unix::ffi::OsStrExt;
+        let raw = Path::new(std::ffi::OsStr::from_bytes(b"/w/\xff/a"));
+        assert_eq!(shown(raw), "/w/\\x{ff}/a");
     }
 
     #[test]
@@ -117,8 +122,11 @@ mod tests {
         assert_eq!(inert("a\x1b]2;\x07b"), "a\\u{1b}]2;\\u{7}b");
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_shell_reads_the_word_back_as_the_same_bytes() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
         let names: [&[u8]; 5] = [
             b"/w/plain/.envrc",
             b"/w/it's/.envrc",
