@@ -135,12 +135,21 @@ impl<C: Conn> Leg<C> {
     /// Hands `each` the plaintext of the peer's records, as they come,
     /// until `each` has enough or no whole record is left in what the
     /// socket gave: the socket is read only while none was handed out.
+    /// What an earlier read left unread comes first, as one piece.
     /// Returns whether the peer is still open.
     pub(crate) fn read_records(
         &mut self,
         each: &mut dyn FnMut(&[u8]) -> io::Result<Flow>,
     ) -> io::Result<bool> {
         let mut handed = false;
+        if self.backlog_at < self.backlog.len() {
+            let held = std::mem::take(&mut self.backlog);
+            let at = std::mem::replace(&mut self.backlog_at, 0);
+            handed = true;
+            if each(&held[at..])? == Flow::Enough {
+                return Ok(true);
+            }
+        }
         loop {
             if self.peer_closed {
                 return Ok(false);
@@ -488,6 +497,36 @@ mod tests {
             }
             got.extend_from_slice(&buf[..n]);
         }
+        let _ = leg.close();
+        drop(leg);
+        peer.join().expect("peer");
+        assert_eq!(got.len(), data.len());
+        assert!(got == data, "the bytes differ");
+    }
+
+    /// A read that takes part of a record leaves the rest for the next:
+    /// the records handed out after it start with that rest (the request
+    /// head is read so, then the body record by record).
+    #[test]
+    fn records_after_a_short_read_start_with_what_it_left() {
+        let ca = Authority::new().expect("test CA");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let data: Vec<u8> = (0..200_000).map(|i| (i % 241) as u8).collect();
+        let peer = writing_peer(&ca, port, data.clone(), 16 * 1024);
+        let (sock, _) = listener.accept().expect("accept");
+        let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
+        let mut leg = Leg::new(conn, sock, Vec::new());
+        let mut got = vec![0u8; 1000];
+        let n = leg.read(&mut got).expect("read");
+        got.truncate(n);
+        while leg
+            .read_records(&mut |piece| {
+                got.extend_from_slice(piece);
+                Ok(Flow::More)
+            })
+            .expect("records")
+        {}
         let _ = leg.close();
         drop(leg);
         peer.join().expect("peer");
