@@ -410,4 +410,95 @@ mod tests {
             "{reply}"
         );
     }
+
+    /// A host that reads one request's `Content-Length` body and answers
+    /// whether it was `expected`, byte for byte.
+    fn checking_host(dir: &std::path::Path, expected: Vec<u8>) -> (u16, std::path::PathBuf) {
+        let ca = Authority::new().expect("test CA");
+        let roots = dir.join("test-roots.pem");
+        std::fs::write(&roots, ca.cert_pem()).expect("roots");
+        let config = crate::proxy::test_support::serving(&ca);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        std::thread::spawn(move || {
+            let (sock, _) = listener.accept().expect("accept");
+            // A body cut short must end in a wrong answer, not a hang.
+            let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(20)));
+            let conn = ServerConnection::new(config).expect("conn");
+            let mut tls = StreamOwned::new(conn, sock);
+            let (head, mut body) = read_head(&mut tls).expect("head");
+            let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+            let length: usize = text
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            let mut buf = vec![0u8; 64 * 1024];
+            while body.len() < length {
+                match tls.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => body.extend_from_slice(&buf[..n]),
+                }
+            }
+            let said = format!("GOT {} SAME {}", body.len(), body == expected);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{said}",
+                said.len()
+            );
+            tls.write_all(reply.as_bytes()).expect("reply");
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        });
+        (port, roots)
+    }
+
+    /// A body larger than the part held whole (1 MiB), written with its
+    /// head in odd-sized pieces, so that the held part ends inside a
+    /// record: the host gets every byte, in order.
+    #[test]
+    fn a_body_past_the_held_part_reaches_the_host_whole() {
+        let dir = tempfile::tempdir().expect("dir");
+        let body: Vec<u8> = (0..3 * 1024 * 1024 + 7).map(|i| (i % 239) as u8).collect();
+        let (port, roots) = checking_host(dir.path(), body.clone());
+        let v = Arc::new(vault(Vec::new(), Some(roots)));
+        let tls = Interceptor::new(Arc::clone(&v)).expect("interceptor");
+        let front = TcpListener::bind("127.0.0.1:0").expect("front");
+        let front_port = front.local_addr().expect("addr").port();
+        let ca_pem = v.authority.cert_pem().to_string();
+        let child = std::thread::spawn(move || {
+            let name = ServerName::try_from("localhost").expect("name");
+            let conn = ClientConnection::new(trusting(&ca_pem), name).expect("conn");
+            let sock = TcpStream::connect(("127.0.0.1", front_port)).expect("connect");
+            // A body cut short must end in a failure, not a hang.
+            let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(20)));
+            let mut tls = StreamOwned::new(conn, sock);
+            let mut request = format!(
+                "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            request.extend_from_slice(&body);
+            for piece in request.chunks(10_007) {
+                tls.write_all(piece).expect("request");
+            }
+            let mut reply = Vec::new();
+            let _ = tls.read_to_end(&mut reply);
+            String::from_utf8_lossy(&reply).to_string()
+        });
+        let (client, _) = front.accept().expect("accept");
+        let upstream = TcpStream::connect(("127.0.0.1", port)).expect("upstream");
+        let target = Target {
+            host: "localhost".into(),
+            port,
+        };
+        let served = tls
+            .serve(client, Vec::new(), upstream, &target, &|_| {})
+            .expect("served");
+        assert!(served.refusal.is_none());
+        let reply = child.join().expect("child");
+        assert!(
+            reply.ends_with(&format!("GOT {} SAME true", 3 * 1024 * 1024 + 7)),
+            "{reply}"
+        );
+    }
 }
