@@ -468,26 +468,19 @@ fn unexpected<D>(state: &ConnectionState<'_, '_, D>) -> io::Error {
 mod tests {
     use super::*;
     use crate::proxy::test_support::{
-        capturing_host_with, serving, serving_only, trusting, writing_peer,
+        capturing_host_with, leg_from_peer, leg_to_host, serving, serving_only,
     };
     use crate::proxy::vault::Authority;
-    use rustls::pki_types::ServerName;
-    use std::net::TcpListener;
 
     /// A [`Leg`] gives back every byte the peer sent, in order, through
     /// the handshake, many records per socket read, and the peer's close.
     #[test]
     fn a_leg_reads_every_byte_the_peer_sent_in_order() {
         let ca = Authority::new().expect("test CA");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
         let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
             .map(|i| (i % 251) as u8)
             .collect();
-        let peer = writing_peer(&ca, port, data.clone(), 100_000);
-        let (sock, _) = listener.accept().expect("accept");
-        let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
-        let mut leg = Leg::new(conn, sock, Vec::new());
+        let (mut leg, peer) = leg_from_peer(&ca, serving(&ca), data.clone(), 100_000);
         let mut got = Vec::new();
         let mut buf = vec![0u8; 200_000];
         loop {
@@ -510,13 +503,8 @@ mod tests {
     #[test]
     fn records_after_a_short_read_start_with_what_it_left() {
         let ca = Authority::new().expect("test CA");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
         let data: Vec<u8> = (0..200_000).map(|i| (i % 241) as u8).collect();
-        let peer = writing_peer(&ca, port, data.clone(), 16 * 1024);
-        let (sock, _) = listener.accept().expect("accept");
-        let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
-        let mut leg = Leg::new(conn, sock, Vec::new());
+        let (mut leg, peer) = leg_from_peer(&ca, serving(&ca), data.clone(), 16 * 1024);
         let mut got = vec![0u8; 1000];
         let n = leg.read(&mut got).expect("read");
         got.truncate(n);
@@ -542,12 +530,8 @@ mod tests {
         let only_12 = [&rustls::version::TLS12];
         let data: Vec<u8> = (0..300_000).map(|i| (i % 253) as u8).collect();
         // The child's side: a server leg, the peer a client.
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let peer = writing_peer(&ca, port, data.clone(), 16 * 1024);
-        let (sock, _) = listener.accept().expect("accept");
-        let conn = UnbufferedServerConnection::new(serving_only(&ca, &only_12)).expect("conn");
-        let mut down = Leg::new(conn, sock, Vec::new());
+        let config = serving_only(&ca, &only_12);
+        let (mut down, peer) = leg_from_peer(&ca, config, data.clone(), 16 * 1024);
         let mut got = Vec::new();
         down.read_to_end(&mut got).expect("read");
         let _ = down.close();
@@ -556,10 +540,7 @@ mod tests {
         assert!(got == data, "the child's leg read {} bytes", got.len());
         // The host's side: a client leg, the peer a server.
         let (host_port, host) = capturing_host_with(serving_only(&ca, &only_12));
-        let name = ServerName::try_from("localhost").expect("name");
-        let conn = UnbufferedClientConnection::new(trusting(ca.cert_pem()), name).expect("conn");
-        let upstream = TcpStream::connect(("127.0.0.1", host_port)).expect("host");
-        let mut up = Leg::new(conn, upstream, Vec::new());
+        let mut up = leg_to_host(&ca, host_port);
         up.write_all(&data).expect("write");
         up.close().expect("close");
         let sent = host.join().expect("host");

@@ -3,10 +3,13 @@
 //! CA of their own) to put on either side of a leg.
 
 use super::intercept::provider;
+use super::leg::Leg;
 use super::request::Target;
 use super::vault::{Authority, Vault};
 use crate::policy::secrets::{tests_binding, RequestRule};
+use rustls::client::UnbufferedClientConnection;
 use rustls::pki_types::ServerName;
+use rustls::server::UnbufferedServerConnection;
 use rustls::StreamOwned;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
 use std::io::{Read, Write};
@@ -128,4 +131,31 @@ pub(super) fn capturing_host_with(
         got
     });
     (port, host)
+}
+
+/// A leg to the child, under `config`: its peer (returned, to join)
+/// writes `data` in records of `record` bytes, as `writing_peer` does.
+pub(super) fn leg_from_peer(
+    ca: &Authority,
+    config: Arc<ServerConfig>,
+    data: Vec<u8>,
+    record: usize,
+) -> (
+    Leg<UnbufferedServerConnection>,
+    std::thread::JoinHandle<Vec<u8>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let peer = writing_peer(ca, port, data, record);
+    let (sock, _) = listener.accept().expect("accept");
+    let conn = UnbufferedServerConnection::new(config).expect("conn");
+    (Leg::new(conn, sock, Vec::new()), peer)
+}
+
+/// A leg to the host on `port` for `localhost`, trusting only `ca`.
+pub(super) fn leg_to_host(ca: &Authority, port: u16) -> Leg<UnbufferedClientConnection> {
+    let name = ServerName::try_from("localhost").expect("name");
+    let conn = UnbufferedClientConnection::new(trusting(ca.cert_pem()), name).expect("conn");
+    let upstream = TcpStream::connect(("127.0.0.1", port)).expect("host");
+    Leg::new(conn, upstream, Vec::new())
 }

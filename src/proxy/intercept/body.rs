@@ -209,12 +209,8 @@ fn take_piece<U: Conn>(
 mod tests {
     use super::*;
     use crate::proxy::intercept::respond;
-    use crate::proxy::test_support::{capturing_host, serving, trusting, vault, writing_peer};
+    use crate::proxy::test_support::{capturing_host, leg_from_peer, leg_to_host, serving, vault};
     use crate::proxy::vault::{contains, Authority};
-    use rustls::client::UnbufferedClientConnection;
-    use rustls::pki_types::ServerName;
-    use rustls::server::UnbufferedServerConnection;
-    use std::net::{TcpListener, TcpStream};
 
     #[test]
     fn a_placeholder_in_the_body_stops_the_body_before_it_leaves() {
@@ -361,17 +357,9 @@ mod tests {
             for (body, refused) in [(&dirty, true), (&clean, false)] {
                 let head = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", body.len());
                 let (host_port, host) = capturing_host(&ca);
-                let front = TcpListener::bind("127.0.0.1:0").expect("front");
-                let front_port = front.local_addr().expect("addr").port();
-                let peer = writing_peer(&ca, front_port, body.as_bytes().to_vec(), record);
-                let (sock, _) = front.accept().expect("accept");
-                let conn = UnbufferedServerConnection::new(serving(&ca)).expect("conn");
-                let mut down = Leg::new(conn, sock, Vec::new());
-                let name = ServerName::try_from("localhost").expect("name");
-                let conn =
-                    UnbufferedClientConnection::new(trusting(ca.cert_pem()), name).expect("conn");
-                let upstream = TcpStream::connect(("127.0.0.1", host_port)).expect("host");
-                let mut up = Leg::new(conn, upstream, Vec::new());
+                let bytes = body.as_bytes().to_vec();
+                let (mut down, peer) = leg_from_peer(&ca, serving(&ca), bytes, record);
+                let mut up = leg_to_host(&ca, host_port);
                 up.write_all(head.as_bytes()).expect("head");
                 let framing = BodyFraming::Length(body.len() as u64);
                 let r = forward_records(&v, &mut down, &mut up, Vec::new(), framing).expect("io");

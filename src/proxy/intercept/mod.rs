@@ -365,26 +365,30 @@ mod tests {
         (port, roots)
     }
 
-    #[test]
-    fn a_tunnel_to_a_bound_host_carries_the_value_to_it_and_not_to_the_client() {
-        let dir = tempfile::tempdir().expect("dir");
-        let (port, roots) = echo_server(dir.path());
-        let v = Arc::new(vault(Vec::new(), Some(roots)));
-        let tls = Interceptor::new(Arc::clone(&v)).expect("interceptor");
+    /// One tunnel to the bound host at `port`, served: a child that
+    /// trusts only the per-run CA writes `request` in pieces of `piece`
+    /// bytes and reads the reply. Returns what the tunnel did and the
+    /// reply the child read.
+    fn served_to_child(
+        v: &Arc<Vault>,
+        port: u16,
+        request: Vec<u8>,
+        piece: usize,
+    ) -> (Served, String) {
+        let tls = Interceptor::new(Arc::clone(v)).expect("interceptor");
         let front = TcpListener::bind("127.0.0.1:0").expect("front");
         let front_port = front.local_addr().expect("addr").port();
-        // The child's side: trusts the per-run CA only.
         let ca_pem = v.authority.cert_pem().to_string();
-        let placeholder = v.secrets[0].placeholder.clone();
         let child = std::thread::spawn(move || {
             let name = ServerName::try_from("localhost").expect("name");
             let conn = ClientConnection::new(trusting(&ca_pem), name).expect("conn");
             let sock = TcpStream::connect(("127.0.0.1", front_port)).expect("connect");
+            // A request cut short must end in a failure, not a hang.
+            let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(20)));
             let mut tls = StreamOwned::new(conn, sock);
-            let req = format!(
-                "GET /x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {placeholder}\r\n\r\n"
-            );
-            tls.write_all(req.as_bytes()).expect("request");
+            for part in request.chunks(piece) {
+                tls.write_all(part).expect("request");
+            }
             let mut reply = Vec::new();
             let _ = tls.read_to_end(&mut reply);
             String::from_utf8_lossy(&reply).to_string()
@@ -398,8 +402,20 @@ mod tests {
         let served = tls
             .serve(client, Vec::new(), upstream, &target, &|_| {})
             .expect("served");
+        (served, child.join().expect("child"))
+    }
+
+    #[test]
+    fn a_tunnel_to_a_bound_host_carries_the_value_to_it_and_not_to_the_client() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (port, roots) = echo_server(dir.path());
+        let v = Arc::new(vault(Vec::new(), Some(roots)));
+        let placeholder = v.secrets[0].placeholder.clone();
+        let req = format!(
+            "GET /x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {placeholder}\r\n\r\n"
+        );
+        let (served, reply) = served_to_child(&v, port, req.into_bytes(), usize::MAX);
         assert!(served.refusal.is_none());
-        let reply = child.join().expect("child");
         // The echo is the residue docs/secrets.md names: a host that
         // echoes headers shows the value. Here it proves the host got it.
         assert!(
@@ -461,41 +477,14 @@ mod tests {
         let body: Vec<u8> = (0..3 * 1024 * 1024 + 7).map(|i| (i % 239) as u8).collect();
         let (port, roots) = checking_host(dir.path(), body.clone());
         let v = Arc::new(vault(Vec::new(), Some(roots)));
-        let tls = Interceptor::new(Arc::clone(&v)).expect("interceptor");
-        let front = TcpListener::bind("127.0.0.1:0").expect("front");
-        let front_port = front.local_addr().expect("addr").port();
-        let ca_pem = v.authority.cert_pem().to_string();
-        let child = std::thread::spawn(move || {
-            let name = ServerName::try_from("localhost").expect("name");
-            let conn = ClientConnection::new(trusting(&ca_pem), name).expect("conn");
-            let sock = TcpStream::connect(("127.0.0.1", front_port)).expect("connect");
-            // A body cut short must end in a failure, not a hang.
-            let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(20)));
-            let mut tls = StreamOwned::new(conn, sock);
-            let mut request = format!(
-                "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
-                body.len()
-            )
-            .into_bytes();
-            request.extend_from_slice(&body);
-            for piece in request.chunks(10_007) {
-                tls.write_all(piece).expect("request");
-            }
-            let mut reply = Vec::new();
-            let _ = tls.read_to_end(&mut reply);
-            String::from_utf8_lossy(&reply).to_string()
-        });
-        let (client, _) = front.accept().expect("accept");
-        let upstream = TcpStream::connect(("127.0.0.1", port)).expect("upstream");
-        let target = Target {
-            host: "localhost".into(),
-            port,
-        };
-        let served = tls
-            .serve(client, Vec::new(), upstream, &target, &|_| {})
-            .expect("served");
+        let mut request = format!(
+            "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(&body);
+        let (served, reply) = served_to_child(&v, port, request, 10_007);
         assert!(served.refusal.is_none());
-        let reply = child.join().expect("child");
         assert!(
             reply.ends_with(&format!("GOT {} SAME true", 3 * 1024 * 1024 + 7)),
             "{reply}"
