@@ -667,9 +667,7 @@ impl Interpreter {
                 names,
             } => self.import(module, alias.as_ref(), names, scope, pos),
             StmtKind::Protocol(name) => {
-                let ty = Value::Type(Rc::new(Type::Named(name.clone())));
-                self.types.insert(name.clone(), ty.clone());
-                scope.define(name.clone(), ty, Mutability::Final);
+                self.bind_protocol(name, scope);
                 Ok(())
             }
             StmtKind::Out(e) => Err(Flow::Out(self.eval(e, scope)?)),
@@ -735,28 +733,52 @@ impl Interpreter {
     }
 
     fn object(&mut self, decl: &Rc<ObjectDecl>, scope: &Rc<Scope>) -> Eval<()> {
+        let mut statics = Vec::new();
+        for field in decl.fields.iter().filter(|f| f.is_static) {
+            statics.push(match &field.default {
+                Some(e) => self.top_value(e, scope)?,
+                None => Value::Null,
+            });
+        }
+        self.bind_object(decl, scope, statics);
+        Ok(())
+    }
+
+    /// Makes the object type `decl`, closing over `scope` (its methods
+    /// and field defaults read it), with `statics` the values of its
+    /// static fields in order, and binds its name there.
+    pub(super) fn bind_object(
+        &mut self,
+        decl: &Rc<ObjectDecl>,
+        scope: &Rc<Scope>,
+        statics: Vec<Value>,
+    ) {
+        let names = decl
+            .fields
+            .iter()
+            .filter(|f| f.is_static)
+            .map(|f| f.name.clone());
         let class = Rc::new(Class {
             id: Class::next_id(),
             name: decl.name.clone(),
             decl: Some(decl.clone()),
             scope: Some(scope.clone()),
-            statics: std::cell::RefCell::new(Vec::new()),
+            statics: std::cell::RefCell::new(names.zip(statics).collect()),
             finalizes: decl
                 .methods
                 .iter()
                 .any(|m| !m.is_static && &*m.name == "collect"),
         });
-        for field in decl.fields.iter().filter(|f| f.is_static) {
-            let value = match &field.default {
-                Some(e) => self.top_value(e, scope)?,
-                None => Value::Null,
-            };
-            class.statics.borrow_mut().push((field.name.clone(), value));
-        }
         let value = Value::Class(class);
         self.types.insert(decl.name.clone(), value.clone());
         bind(scope, &decl.slot, &decl.name, value, Mutability::Final);
-        Ok(())
+    }
+
+    /// Binds the protocol `name` in `scope`, by name, as a type value.
+    pub(super) fn bind_protocol(&mut self, name: &Rc<str>, scope: &Rc<Scope>) {
+        let ty = Value::Type(Rc::new(Type::Named(name.clone())));
+        self.types.insert(name.clone(), ty.clone());
+        scope.define(name.clone(), ty, Mutability::Final);
     }
 
     fn return_stmt(&mut self, value: Option<&Expr>, scope: &Rc<Scope>) -> Eval<()> {
@@ -840,17 +862,39 @@ impl Interpreter {
     }
 
     fn enumeration(&mut self, decl: &EnumDecl, scope: &Rc<Scope>) -> Eval<()> {
-        let mut cases = Vec::new();
-        let str_values = matches!(&decl.value_type, Some(Type::Named(t)) if &**t == "str");
-        for (i, (name, value)) in decl.cases.iter().enumerate() {
-            let v = match value {
-                Some(e) => self.top_value(e, scope)?,
-                // `enum<str>` cases default to their own name, as upstream.
-                None if str_values => Value::Str(name.clone()),
-                None => Value::Int(i as i64),
-            };
-            cases.push((name.clone(), v));
+        let mut given = Vec::with_capacity(decl.cases.len());
+        for (_, value) in &decl.cases {
+            given.push(match value {
+                Some(e) => Some(self.top_value(e, scope)?),
+                None => None,
+            });
         }
+        self.bind_enum(decl, scope, given);
+        Ok(())
+    }
+
+    /// Makes the enum `decl` with `given` the values its cases were
+    /// given (in order, `None` where a case has none) and binds its name
+    /// in `scope`.
+    pub(super) fn bind_enum(
+        &mut self,
+        decl: &EnumDecl,
+        scope: &Rc<Scope>,
+        given: Vec<Option<Value>>,
+    ) {
+        let str_values = matches!(&decl.value_type, Some(Type::Named(t)) if &**t == "str");
+        let cases = decl.cases.iter().zip(given).enumerate();
+        let cases = cases
+            .map(|(i, ((name, _), value))| {
+                let v = match value {
+                    Some(v) => v,
+                    // `enum<str>` cases default to their own name, as upstream.
+                    None if str_values => Value::Str(name.clone()),
+                    None => Value::Int(i as i64),
+                };
+                (name.clone(), v)
+            })
+            .collect();
         let ty = EnumType {
             name: decl.name.clone(),
             cases,
@@ -858,7 +902,6 @@ impl Interpreter {
         let value = Value::Enum(Rc::new(ty));
         self.types.insert(decl.name.clone(), value.clone());
         bind(scope, &decl.slot, &decl.name, value, Mutability::Final);
-        Ok(())
     }
 
     pub(super) fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {

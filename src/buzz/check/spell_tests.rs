@@ -385,6 +385,13 @@ fn runnable_programs() -> Vec<PathBuf> {
     files
 }
 
+/// Programs of `tests/buzz/pass` that run (the interpreter does not
+/// check) but that the check refuses, as upstream refuses them: objects,
+/// enums and protocols declared inside a function (upstream's parser:
+/// "Object must be defined at top-level."). Each must still be refused,
+/// so that the list cannot go stale.
+const RUN_NOT_CHECKED: &[&str] = &["local_declarations.buzz"];
+
 #[test]
 fn every_program_that_runs_checks_clean() {
     let ws = Workspace::new();
@@ -398,7 +405,12 @@ fn every_program_that_runs_checks_clean() {
             .filter(|d| d.is_error())
             .map(|d| render(d, MessageFormat::Human))
             .collect();
-        if !errors.is_empty() {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if RUN_NOT_CHECKED.contains(&&*name) {
+            if errors.is_empty() {
+                failures.push(format!("{}: checks clean now", path.display()));
+            }
+        } else if !errors.is_empty() {
             failures.push(format!("{}:\n{}", path.display(), errors.join("")));
         }
     }

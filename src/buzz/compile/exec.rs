@@ -472,6 +472,8 @@ impl Interpreter {
                 self.c_var_in_scope(var, stmt.pos, fr, env)
             }
             StmtKind::Try(t) => self.c_try(t, fr, env),
+            StmtKind::Declare(d) => self.c_declare(d, stmt.pos, fr, env),
+            StmtKind::DoUntilScoped(l) => self.c_do_until_scoped(l, stmt.pos, fr, env),
             StmtKind::Scoped(body) => {
                 let scope = self.block_scope(env);
                 let result = self.c_all(body, fr, &scope);
@@ -645,7 +647,7 @@ impl Interpreter {
 
     /// Runs a loop body, one step of the loop at `pos`; `Ok(false)` means
     /// `break` (the walker's `body`).
-    fn c_loop_body(
+    pub(super) fn c_loop_body(
         &mut self,
         body: &[Stmt],
         (label, pos): (&Label, Pos),
@@ -718,7 +720,7 @@ impl Interpreter {
 
     /// A condition's truth (the walker's `condition`).
     #[inline]
-    fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
+    pub(super) fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
         if let Some(b) = int_condition(cond, fr) {
             return Ok(b);
         }

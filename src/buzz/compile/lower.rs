@@ -1,17 +1,18 @@
-//! Lowering a function's syntax tree to the compiled form, or declining.
+//! Lowering a function's syntax tree to the compiled form. Nothing is
+//! declined: every statement and expression kind lowers.
 //!
-//! Every statement and expression kind lowers. A nested `fun` or lambda
-//! that captures (the resolver marks it: `Frame::captures`) copies what it
-//! captures when nothing of it can change after it is made, else shares
-//! it: the function is then lowered again with its own level's shared
-//! locals in a scope made at each call. When a closure shares a local of
-//! a nested level (a block's, a loop step's, a clause's), every level of
-//! the function lives in scopes laid out as the walker's (`all_scoped`).
-//! Declined whole (run by the walker): local objects, enums, protocols
-//! and imports (their methods and defaults close over the scope), and, in
-//! an all-scoped function, a `do … until` whose body declares. A name the
-//! resolver left to a run-time search (a generic parameter) is read by
-//! name from the environment, as the walker does.
+//! A nested `fun` or lambda that captures (the resolver marks it:
+//! `Frame::captures`) copies what it captures when nothing of it can
+//! change after it is made, else shares it: the function is then lowered
+//! again with its own level's shared locals in a scope made at each call.
+//! When a closure shares a local of a nested level (a block's, a loop
+//! step's, a clause's), or the function declares a local object, enum,
+//! protocol or import (their methods and defaults close over the scope),
+//! every level of the function lives in scopes laid out as the walker's
+//! (`all_scoped`), and a `do … until` whose body declares makes a scope
+//! per step. A name the resolver left to a run-time search (a generic
+//! parameter, a local protocol) is read and assigned by name from the
+//! environment, as the walker does.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the
 //! function's own level keeps its slot numbers, each nested level gets
@@ -22,54 +23,67 @@ use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::declares;
 use crate::buzz::syntax::ast::{self, Arg, ExprKind, Frame, Res, StmtKind as S, TemplatePart};
 
-/// Lowers `decl`'s body, or `None` when it uses anything outside the subset.
+/// Lowers `decl`'s body (`None` only for a tree the resolver never saw):
+/// flat first, again with more of its locals in scopes when lowering
+/// finds that a closure or a declaration needs them there.
 pub(super) fn function(decl: &FunDecl) -> Option<Function> {
     let frame = decl.frame.get();
     if !frame.resolved {
         return None;
     }
-    let mut l = Lower::new(frame);
-    let mut body = l.stmts(&decl.body);
-    // A generic function's closures hang from its walker frame, where its
-    // type parameters are bound: that frame is its own level's scope.
-    let generic_outer = body.is_some() && l.outer && !decl.generics.is_empty();
-    if (body.is_none() && l.wants_scope) || generic_outer {
-        // A closure shares a local of this function's own level: those
-        // locals move to a scope made at each call, the rest stay flat.
-        let caps = decl.captured.get()?;
-        l = Lower::new(frame);
-        if caps.nested_shared {
-            // A closure shares a local of a nested level: every level
-            // lives in scopes, laid out as the walker's.
-            l.all_scoped = true;
-            l.own_slots = Some((0..frame.size).collect());
-        } else {
-            l.own_slots = Some(caps.own.clone());
+    let caps = decl.captured.get()?;
+    let mut scoping = Scoping::Flat;
+    loop {
+        let mut l = Lower::new(frame);
+        match scoping {
+            Scoping::Flat => {}
+            // A closure shares a local of this function's own level:
+            // those locals move to a scope made at each call, the rest
+            // stay flat.
+            Scoping::Own => l.own_slots = Some(caps.own.clone()),
+            // Every level lives in scopes, laid out as the walker's.
+            Scoping::All => {
+                l.all_scoped = true;
+                l.own_slots = Some((0..frame.size).collect());
+            }
         }
-        body = l.stmts(&decl.body);
+        let body = l.stmts(&decl.body);
+        // A generic function's closures hang from its walker frame, where its
+        // type parameters are bound: that frame is its own level's scope.
+        if body.is_some() && l.outer && !decl.generics.is_empty() {
+            l.needs = l.needs.max(Scoping::Own);
+        }
+        let needs = match l.needs {
+            // The shared local is a nested level's.
+            Scoping::Own if caps.nested_shared => Scoping::All,
+            needs => needs,
+        };
+        if needs > scoping {
+            scoping = needs;
+            continue;
+        }
+        let body = body?;
+        let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
+        let accessor = accessor::Accessor::of(decl, &body);
+        return Some(Function {
+            body,
+            size: l.next as usize,
+            checks,
+            accessor,
+            own: l.own_slots,
+        });
     }
-    let body = body?;
-    let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
-    let accessor = accessor::Accessor::of(decl, &body);
-    Some(Function {
-        body,
-        size: l.next as usize,
-        checks,
-        accessor,
-        own: l.own_slots,
-    })
 }
 
 /// Lowers a top-level block (a `test` body), run in a scope of its own
-/// under the globals. `None` when it uses anything outside the compiled
-/// form.
+/// under the globals.
 pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
     top(|l| l.block(body))
 }
 
 /// Lowers an expression of the file's top level (a global's initial
 /// value, a static field's, an enum case's), run once in a frame of its
-/// own under the globals. `None` as [`block`] declines.
+/// own under the globals.
 pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
     top(|l| l.expr(e))
 }
@@ -82,13 +96,24 @@ fn top<T>(f: impl Fn(&mut Lower) -> Option<T>) -> Option<(T, usize)> {
     let mut l = Lower::new(Frame::default());
     l.no_own_level = true;
     let mut lowered = f(&mut l);
-    if lowered.is_none() && l.wants_scope {
+    if lowered.is_none() && l.needs > Scoping::Flat {
         l = Lower::new(Frame::default());
         l.no_own_level = true;
         l.all_scoped = true;
         lowered = f(&mut l);
     }
     Some((lowered?, l.next as usize))
+}
+
+/// Where a function's locals live, from the cheapest.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Scoping {
+    /// All in the flat frame.
+    Flat,
+    /// The own level's shared locals in a scope made at each call.
+    Own,
+    /// Every level in scopes laid out as the walker's (`all_scoped`).
+    All,
 }
 
 struct Lower {
@@ -102,9 +127,10 @@ struct Lower {
     /// Reads an enclosing function's local, or makes a closure that
     /// copies this one's: both count levels out from the environment.
     outer: bool,
-    /// A closure shares (not copies) a local: lowered again with
-    /// `own_slots`.
-    wants_scope: bool,
+    /// What lowering found the function needs beyond what it was lowered
+    /// with: a closure sharing (not copying) a local needs `own_slots`, a
+    /// local declaration every level in scopes.
+    needs: Scoping,
     /// The slots of this function's own level kept in a scope made at
     /// each call (the environment inside the body), for closures to share.
     own_slots: Option<Box<[u32]>>,
@@ -126,7 +152,7 @@ impl Lower {
             next: frame.size,
             in_arith: false,
             outer: false,
-            wants_scope: false,
+            needs: Scoping::Flat,
             own_slots: None,
             all_scoped: false,
             no_own_level: false,
@@ -340,7 +366,11 @@ impl Lower {
             S::Out(e) => StmtKind::Out(self.expr(e)?),
             S::Fun(decl) => self.local_fun(decl, stmt.pos)?,
             S::Try { body, clauses } => self.try_stmt(body, clauses)?,
-            _ => return None,
+            S::Object(_) | S::Enum(_) | S::Protocol(_) | S::Import { .. } => {
+                self.declaration(&stmt.kind)?
+            }
+            // Run by `magus test` only at the top level, as the walker.
+            S::Namespace | S::Test { .. } => StmtKind::Block(Vec::new()),
         };
         Some(Stmt {
             kind,
@@ -369,7 +399,8 @@ impl Lower {
     }
 
     /// `local.name op= value` as a statement, when `value` cannot rebind
-    /// the local (`None` when `e` is not one; `Some(None)` declines).
+    /// the local (`None` when `e` is not one; `Some(None)` when a part
+    /// asks for the function to be lowered again, see [`Scoping`]).
     fn store_field(&mut self, e: &ast::Expr) -> Option<Option<StoreField>> {
         let ExprKind::Assign { target, op, value } = &e.kind else {
             return None;
@@ -437,6 +468,43 @@ impl Lower {
         })
     }
 
+    /// A local `object`, `enum`, `protocol` or `import`: its methods and
+    /// defaults close over the scope it is made in, so it lowers only
+    /// where every level lives in scopes (else the function is lowered
+    /// again that way).
+    fn declaration(&mut self, kind: &S) -> Option<StmtKind> {
+        if !self.all_scoped {
+            self.needs = Scoping::All;
+            return None;
+        }
+        let declared = match kind {
+            S::Object(decl) => {
+                let statics = decl.fields.iter().filter(|f| f.is_static);
+                let defaults = statics.map(|f| maybe(f.default.as_ref(), |e| self.expr(e)));
+                declare::Declaration::Object(decl.clone(), defaults.collect::<Option<_>>()?)
+            }
+            S::Enum(decl) => {
+                let values = decl
+                    .cases
+                    .iter()
+                    .map(|(_, v)| maybe(v.as_ref(), |e| self.expr(e)));
+                declare::Declaration::Enum(decl.clone(), values.collect::<Option<_>>()?)
+            }
+            S::Protocol(name) => declare::Declaration::Protocol(name.clone()),
+            S::Import {
+                module,
+                alias,
+                names,
+            } => declare::Declaration::Import {
+                module: module.clone(),
+                alias: alias.clone(),
+                names: names.clone(),
+            },
+            _ => return None,
+        };
+        Some(StmtKind::Declare(Box::new(declared)))
+    }
+
     fn if_stmt(
         &mut self,
         cond: &ast::Expr,
@@ -487,8 +555,15 @@ impl Lower {
             })
         };
         if declares(body) && self.all_scoped {
-            // Its condition reads the step's scope: not laid out here.
-            None
+            // Its condition reads the step's scope.
+            self.with_level(|l| {
+                let step = declare::StepScoped {
+                    body: l.stmts(body)?,
+                    cond: l.cond(cond)?,
+                    label: label.clone(),
+                };
+                Some(StmtKind::DoUntilScoped(Box::new(step)))
+            })
         } else if declares(body) {
             self.with_level(lower)
         } else {
@@ -778,7 +853,8 @@ impl Lower {
 
     /// A lambda or local `fun`: over the environment when it captures
     /// nothing of this function; with a copy of each local it captures
-    /// when none of them can change after it is made; else declined.
+    /// when none of them can change after it is made; else `None`, the
+    /// function then lowered again with the shared locals in scopes.
     fn closure(&mut self, decl: &Rc<FunDecl>) -> Option<Extra> {
         let frame = decl.frame.get();
         if !frame.captures || self.all_scoped {
@@ -787,7 +863,7 @@ impl Lower {
             return Some(Extra::Lambda(decl.clone()));
         }
         if frame.shares && self.own_slots.is_none() {
-            self.wants_scope = true;
+            self.needs = self.needs.max(Scoping::Own);
             return None;
         }
         // The own level, when kept in a scope, is the environment itself;
@@ -944,7 +1020,15 @@ impl Lower {
                     at,
                     pos,
                 })),
-                Res::Dynamic => return None,
+                // A name bound at run time (a generic parameter, a local
+                // `protocol`): found by name, as a global's assignment is.
+                Res::Dynamic => Expr::AssignGlobal(Box::new(AssignGlobal {
+                    name: name.clone(),
+                    op,
+                    value: self.expr(value)?,
+                    at,
+                    pos,
+                })),
             },
             ExprKind::Field { object, name, .. } => Expr::AssignField(Box::new(AssignField {
                 object: self.expr(object)?,
@@ -1117,7 +1201,7 @@ fn global_res(hint: u32) -> Resolved {
     res
 }
 
-/// `f` of an optional part: `None` (declined) only when `f` declines.
+/// `f` of an optional part: `None` only when `f` gives none.
 fn maybe<T, U>(part: Option<T>, f: impl FnOnce(T) -> Option<U>) -> Option<Option<U>> {
     match part {
         Some(x) => f(x).map(Some),

@@ -17,11 +17,11 @@
 //! closure is made are copied into it ([`Copying`]); locals it shares live
 //! in a scope made at each call (`Function::own`); when a closure shares
 //! a local of one of its blocks or loops, every level of the function is
-//! a scope, made where the walker makes it ([`StmtKind::Scoped`]). The
-//! file's top level runs compiled too. What it still declines, and the
-//! walker runs, is a function declaring a local object, enum, protocol or
-//! import (and, where every level is a scope, a `do … until` whose body
-//! declares).
+//! a scope, made where the walker makes it ([`StmtKind::Scoped`]); so is a
+//! function declaring a local object, enum, protocol or import, whose
+//! declaration then runs on that scope ([`declare`]). The file's top
+//! level runs compiled too. Nothing is declined: every function of a
+//! resolved tree lowers.
 //!
 //! It owns only the lowering ([`lower`]) and the running ([`exec`],
 //! [`extra`]) of that form; every error path calls the walker's own
@@ -29,6 +29,7 @@
 //! differential test in `tests.rs` runs every program both ways).
 
 mod accessor;
+mod declare;
 mod exec;
 mod extra;
 mod lower;
@@ -51,9 +52,9 @@ pub(crate) fn enabled_by_default() -> bool {
 
 thread_local! {
     /// Counts, on this thread, the times compilation was on and the
-    /// walker still ran something: a declined function's call (a call may
-    /// count at more than one of its steps), a declined top-level
-    /// statement, expression or `test` block. Zero means none.
+    /// walker still ran something: a function that did not lower (a call
+    /// may count at more than one of its steps), a top-level statement,
+    /// expression or `test` block that did not. Zero means none.
     static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -70,7 +71,7 @@ pub(crate) fn walked() -> u64 {
 }
 
 /// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
-/// call; `None` inside when the function was declined.
+/// call; `None` inside only for a tree the resolver never saw.
 #[derive(Default)]
 pub struct Cache(OnceCell<Option<Box<Function>>>);
 
@@ -78,14 +79,15 @@ impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match self.0.get() {
             None => "not tried",
-            Some(None) => "declined",
+            Some(None) => "not lowered",
             Some(Some(_)) => "compiled",
         };
         f.write_str(state)
     }
 }
 
-/// `decl`'s compiled form, lowering it on first use; `None` when declined.
+/// `decl`'s compiled form, lowering it on first use; `None` only when its
+/// tree was never resolved.
 pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
     decl.compiled
         .0
@@ -95,8 +97,8 @@ pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
 
 impl Interpreter {
     /// Runs a top-level block (a `test` body) compiled, in a frame of its
-    /// own under `globals`; `None` when compilation is off or the block is
-    /// declined (the walker then runs it).
+    /// own under `globals`; `None` when compilation is off (the walker
+    /// then runs it).
     pub(crate) fn run_block_compiled(
         &mut self,
         body: &[super::syntax::ast::Stmt],
@@ -116,8 +118,8 @@ impl Interpreter {
 
 impl Interpreter {
     /// The value of an expression of the top level, compiled, in a frame
-    /// of its own under `globals`; `None` when compilation is off or the
-    /// expression is declined (the walker then evaluates it).
+    /// of its own under `globals`; `None` when compilation is off (the
+    /// walker then evaluates it).
     pub(crate) fn eval_top_compiled(
         &mut self,
         e: &super::syntax::ast::Expr,
@@ -242,6 +244,10 @@ enum StmtKind {
     /// `lower`'s `all_scoped`): its statements in a scope made each time
     /// it runs, as the walker makes one per block, loop step and clause.
     Scoped(Vec<Stmt>),
+    /// A local `object`, `enum`, `protocol` or `import` ([`declare`]).
+    Declare(Box<declare::Declaration>),
+    /// A `do … until` whose steps are scopes ([`declare::StepScoped`]).
+    DoUntilScoped(Box<declare::StepScoped>),
 }
 
 /// `try { … } catch (e: T) { … } catch { … }`.

@@ -123,8 +123,8 @@ fn every_buzz_test_program_and_fuzz_input_ends_the_same_compiled_and_walked() {
 }
 
 /// The programs of the differential run the walker still runs part of
-/// (see the module doc of `compile` for what it declines): any other
-/// program, or one of these no longer reaching it, fails the run.
+/// (none: nothing is declined): any other program, or one of these no
+/// longer reaching it, fails the run.
 const STILL_WALKED: &[&str] = &[];
 
 /// A program whose functions use every construct the compiled path
@@ -814,27 +814,7 @@ test "closures share its locals" {
     std.print("{count}");
 }
 "#;
-    let run_tests = |compile: bool| {
-        buzz::stack::run_on_interpreter_stack(move || {
-            let before = super::walked();
-            let file = Path::new("tests.buzz");
-            let program = buzz::parse(file, source).unwrap();
-            let out = Captured::default();
-            let outcomes = Interpreter::new(file, Vec::new())
-                .with_output(Box::new(out.clone()))
-                .with_compiled(compile)
-                .run_tests(&program)
-                .unwrap();
-            let ends: Vec<(String, Option<String>)> = outcomes
-                .into_iter()
-                .map(|o| (o.name, o.failure.map(|e| e.to_string())))
-                .collect();
-            let printed = String::from_utf8_lossy(&out.0.borrow()).into_owned();
-            (ends, printed, super::walked() - before)
-        })
-        .unwrap()
-    };
-    let (walked, fast) = (run_tests(false), run_tests(true));
+    let (walked, fast) = (run_tests(source, false), run_tests(source, true));
     assert_eq!(fast, walked);
     assert_eq!(fast.1, "total 6\ncaught no\n42\n40\n41\n42\n2\n4\n3\n");
     assert_eq!(fast.2, 0, "every test block ran compiled");
@@ -850,16 +830,124 @@ test "closures share its locals" {
     );
 }
 
-/// The count the differential run reads is not vacuous: a function that
-/// declares a local object (declined) is counted, and a spell whose top
-/// level computes its globals is not.
+/// How each `test` block of `source` ended, what they printed, and how
+/// often the walker ran, compiled or not.
+type TestsRun = (Vec<(String, Option<String>)>, String, u64);
+
+fn run_tests(source: &'static str, compile: bool) -> TestsRun {
+    buzz::stack::run_on_interpreter_stack(move || {
+        let before = super::walked();
+        let file = Path::new("tests.buzz");
+        let program = buzz::parse(file, source).unwrap();
+        let out = Captured::default();
+        let outcomes = Interpreter::new(file, Vec::new())
+            .with_output(Box::new(out.clone()))
+            .with_compiled(compile)
+            .run_tests(&program)
+            .unwrap();
+        let ends = outcomes
+            .into_iter()
+            .map(|o| (o.name, o.failure.map(|e| e.to_string())))
+            .collect();
+        let printed = String::from_utf8_lossy(&out.0.borrow()).into_owned();
+        (ends, printed, super::walked() - before)
+    })
+    .unwrap()
+}
+
+/// Local `object`s, `enum`s, `protocol`s and `import`s, in functions,
+/// methods, loop steps and closures, and the `do … until` whose body
+/// declares in a function whose every level is a scope, run compiled:
+/// the walker runs nothing of `tests/buzz/pass/local_declarations.buzz`,
+/// which prints what its `.out` says (the differential run compares it
+/// with the walker).
 #[test]
-fn the_walker_count_sees_what_is_declined_and_only_that() {
+fn local_declarations_run_compiled_and_the_walker_runs_nothing() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buzz/pass/local_declarations.buzz");
+    let source = std::fs::read_to_string(&file).unwrap();
+    let want = std::fs::read(file.with_extension("out")).unwrap();
+    let (ending, names, by_walker) = run_counted(&file, &source, Vec::new(), true);
+    assert_eq!(ending.result, Ok(0));
+    assert_eq!(
+        String::from_utf8_lossy(&ending.output),
+        String::from_utf8_lossy(&want)
+    );
+    assert_eq!(by_walker, 0, "the walker ran part of it");
+    for name in ["shapes", "per_step", "makers", "countdown", "tally", "main"] {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} did not compile: {names:?}"
+        );
+    }
+}
+
+/// The same in `test` blocks, and the assignment of a name bound at run
+/// time (a local `protocol`, a generic parameter): compiled, with the
+/// walker's error.
+#[test]
+fn local_declarations_in_test_blocks_and_assigned_protocols_run_compiled() {
+    let source = r#"
+import "std";
+
+fun retype::<T>() > void {
+    T = <int>;
+}
+
+test "declares" {
+    import "buzz:math" as m;
+    enum Dir { up, down }
+    object Move {
+        static moves: int = 0,
+        dir: Dir = Dir.up,
+        fun text() > str {
+            return "{this.dir}";
+        }
+    }
+    var log = "";
+    final note = fun (s: str) > void {
+        log = log + s;
+    };
+    var i = 0;
+    do {
+        final mv = Move{ dir = if (i == 1) Dir.down else Dir.up };
+        Move.moves = Move.moves + 1;
+        note(mv.text() + " ");
+        i = i + 1;
+    } until (mv.dir == Dir.down)
+    std.print("{log}{Move.moves} {m\abs(-3)}");
+}
+
+test "a protocol is final" {
+    protocol Shape {
+        fun area() > int;
+    }
+    Shape = <int>;
+}
+
+test "so is a type parameter" {
+    retype::<str>();
+}
+"#;
+    let (walked, fast) = (run_tests(source, false), run_tests(source, true));
+    assert_eq!(fast, walked);
+    assert_eq!(fast.1, "Dir.up Dir.down 2 3\n");
+    assert_eq!(fast.2, 0, "the walker ran part of them");
+    assert!(fast.0[0].1.is_none(), "{:?}", fast.0);
+    for (at, ended) in [("36:5", &fast.0[1]), ("5:5", &fast.0[2])] {
+        let failure = ended.1.as_deref().unwrap_or_default();
+        assert!(
+            failure.contains(at) && failure.contains("it is `final`"),
+            "{failure}"
+        );
+    }
+}
+
+/// A spell whose top level computes its globals and static fields runs
+/// it compiled: the count of the walker's runs stays at zero.
+#[test]
+fn the_top_level_runs_compiled() {
     let file = PathBuf::from("count.buzz");
-    let declined = "fun f() > int { object P { x: int } return P{ x = 2 }.x; }\n\
-                    fun main() > void { _ = f(); }\n";
-    let (_, _, by_walker) = run_counted(&file, declined, Vec::new(), true);
-    assert!(by_walker > 0, "a local object is declined");
     let top = "final xs = [1, 2, 3];\nfinal n = from { var t = 0; foreach (x in xs) { t += x; } out t; };\n\
                object P { static k: int = from { var a = 6; out a * 2; } }\n\
                fun main() > void { std.print(\"{n} {P.k}\"); }\nimport \"std\";\n";
