@@ -372,7 +372,7 @@ impl Interpreter {
                 StmtKind::Var(_)
                 | StmtKind::Import { .. }
                 | StmtKind::Protocol(_)
-                | StmtKind::Namespace => self.exec(stmt, globals)?,
+                | StmtKind::Namespace => self.declare_top(stmt, globals)?,
                 _ => match self.run_block_compiled(std::slice::from_ref(stmt), globals) {
                     Some(ran) => ran?,
                     None => self.exec(stmt, globals)?,
@@ -409,8 +409,46 @@ impl Interpreter {
     /// declaration, as in Buzz.
     fn declare(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         match &stmt.kind {
-            StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_) => self.exec(stmt, scope),
+            StmtKind::Fun(_) | StmtKind::Object(_) | StmtKind::Enum(_) => {
+                self.declare_top(stmt, scope)
+            }
             _ => Ok(()),
+        }
+    }
+
+    /// A declaration of a file's top level, checked on entry as any
+    /// statement is (depth and memory).
+    fn declare_top(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+        self.enter(stmt.pos)?;
+        let result = self.declaration(stmt, scope);
+        self.depth -= 1;
+        result
+    }
+
+    /// A statement that binds a name in `scope` (or, `namespace` and
+    /// `test`, nothing at run time).
+    fn declaration(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+        let pos = stmt.pos;
+        match &stmt.kind {
+            StmtKind::Namespace | StmtKind::Test { .. } => Ok(()),
+            StmtKind::Import {
+                module,
+                alias,
+                names,
+            } => self.import(module, alias.as_ref(), names, scope, pos),
+            StmtKind::Protocol(name) => {
+                self.bind_protocol(name, scope);
+                Ok(())
+            }
+            StmtKind::Var(decl) => self.var(decl, scope, pos),
+            StmtKind::Fun(decl) => {
+                let f = self.lambda(decl, scope);
+                bind(scope, &decl.slot, &decl.name, f, Mutability::Final);
+                Ok(())
+            }
+            StmtKind::Object(decl) => self.object(decl, scope),
+            StmtKind::Enum(decl) => self.enumeration(decl, scope),
+            _ => Err(self.fail(pos, "internal: not a declaration")),
         }
     }
 
@@ -589,6 +627,9 @@ impl Interpreter {
     }
 
     pub(super) fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
+        if self.compile {
+            super::compile::note_walked();
+        }
         self.enter(stmt.pos)?;
         // The commonest statements in this small frame, as in `eval`.
         let result = match &stmt.kind {
@@ -660,25 +701,15 @@ impl Interpreter {
     fn exec_inner(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
         let pos = stmt.pos;
         match &stmt.kind {
-            StmtKind::Namespace | StmtKind::Test { .. } => Ok(()),
-            StmtKind::Import {
-                module,
-                alias,
-                names,
-            } => self.import(module, alias.as_ref(), names, scope, pos),
-            StmtKind::Protocol(name) => {
-                self.bind_protocol(name, scope);
-                Ok(())
-            }
+            StmtKind::Namespace
+            | StmtKind::Test { .. }
+            | StmtKind::Import { .. }
+            | StmtKind::Protocol(_)
+            | StmtKind::Var(_)
+            | StmtKind::Fun(_)
+            | StmtKind::Object(_)
+            | StmtKind::Enum(_) => self.declaration(stmt, scope),
             StmtKind::Out(e) => Err(Flow::Out(self.eval(e, scope)?)),
-            StmtKind::Var(decl) => self.var(decl, scope, pos),
-            StmtKind::Fun(decl) => {
-                let f = self.lambda(decl, scope);
-                bind(scope, &decl.slot, &decl.name, f, Mutability::Final);
-                Ok(())
-            }
-            StmtKind::Object(decl) => self.object(decl, scope),
-            StmtKind::Enum(decl) => self.enumeration(decl, scope),
             StmtKind::Expr(e) => self.eval(e, scope).map(drop),
             StmtKind::Block(body) => self.exec_block(body, scope),
             StmtKind::If {
@@ -1143,6 +1174,9 @@ impl Interpreter {
     /// The commonest kinds are handled in this small frame; the rest in
     /// [`Interpreter::eval_rest`], whose frame is large.
     pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+        if self.compile {
+            super::compile::note_walked();
+        }
         match &expr.kind {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Var(name, res) => match res.get() {
@@ -2037,7 +2071,8 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         match (&f.default, &f.ty) {
-            (Some(e), _) => self.eval(e, scope),
+            (Some(e), _) if !self.compile => self.eval(e, scope),
+            (Some(e), _) => self.field_default_value(f, e, scope),
             (None, Type::Optional(_)) => Ok(Value::Null),
             (None, _) => Err(self.fail(
                 pos,
@@ -2435,10 +2470,14 @@ impl Interpreter {
         Ok(Value::Null)
     }
 
-    /// A parameter's default value, evaluated in the file it was written in.
-    fn default_value(&mut self, decl: &FunDecl, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
+    /// The default value of `decl`'s parameter `i`, read in the call's
+    /// frame `scope` and the file it was written in.
+    fn default_value(&mut self, decl: &FunDecl, i: usize, scope: &Rc<Scope>) -> Eval<Value> {
         let caller = std::mem::replace(&mut self.file, decl.file.clone());
-        let value = self.eval(e, scope);
+        let value = match decl.params.get(i).and_then(|p| p.default.as_ref()) {
+            Some(e) if !self.compile => self.eval(e, scope),
+            _ => self.param_default_value(decl, i, scope),
+        };
         self.file = caller;
         value
     }
@@ -2496,7 +2535,7 @@ impl Interpreter {
         for (i, (param, slot)) in decl.params.iter().zip(slots).enumerate() {
             let value = match (slot, &param.default, &param.ty) {
                 (Some(v), _, _) => v,
-                (None, Some(e), _) => self.default_value(decl, e, scope)?,
+                (None, Some(_), _) => self.default_value(decl, i, scope)?,
                 (None, None, Type::Optional(_)) => Value::Null,
                 (None, None, _) => {
                     return Err(self.fail(

@@ -63,6 +63,11 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
             continue;
         }
         let body = body?;
+        let defaults = decl
+            .params
+            .iter()
+            .map(|p| maybe(p.default.as_ref(), scoped_expr));
+        let defaults = defaults.collect::<Option<_>>()?;
         let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
         let accessor = accessor::Accessor::of(decl, &body);
         return Some(Function {
@@ -71,6 +76,7 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
             checks,
             accessor,
             own: l.own_slots,
+            defaults,
         });
     }
 }
@@ -86,6 +92,19 @@ pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
 /// own under the globals.
 pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
     top(|l| l.expr(e))
+}
+
+/// Lowers an expression read in a scope laid out as the walker's (a
+/// default value, see [`super::defaults`]): every local it names is read
+/// by levels out from that scope, its environment.
+pub(super) fn scoped_expr(e: &ast::Expr) -> Option<defaults::ScopedExpr> {
+    let mut l = Lower::new(Frame::default());
+    l.all_scoped = true;
+    let expr = l.expr(e)?;
+    Some(defaults::ScopedExpr {
+        expr,
+        size: l.next as usize,
+    })
 }
 
 /// Lowers a part of the top level with `f`, and the frame size it needs.

@@ -30,6 +30,7 @@
 
 mod accessor;
 mod declare;
+mod defaults;
 mod exec;
 mod extra;
 mod lower;
@@ -40,6 +41,8 @@ use super::syntax::lexer::Pos;
 use super::value::Value;
 use std::cell::OnceCell;
 use std::rc::Rc;
+
+pub(super) use defaults::Lowered;
 
 /// Set (to anything) to run every function in the tree walker: for tests
 /// and `benches/compare.py`, which compare the two paths.
@@ -52,9 +55,9 @@ pub(crate) fn enabled_by_default() -> bool {
 
 thread_local! {
     /// Counts, on this thread, the times compilation was on and the
-    /// walker still ran something: a function that did not lower (a call
-    /// may count at more than one of its steps), a top-level statement,
-    /// expression or `test` block that did not. Zero means none.
+    /// walker still ran something: a function that did not lower, a
+    /// top-level block or expression that did not, each statement and
+    /// expression the walker ran. Zero means none.
     static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -151,6 +154,8 @@ pub(crate) struct Function {
     /// The own level's slots that closures share: kept in a scope made at
     /// each call, which is the environment inside the body.
     own: Option<Box<[u32]>>,
+    /// Each parameter's default, read in the call's frame ([`defaults`]).
+    defaults: Box<[Option<defaults::ScopedExpr>]>,
 }
 
 /// A parameter (or field) type a value is checked against without the

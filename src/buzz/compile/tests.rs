@@ -1047,3 +1047,60 @@ fn closures_sharing_block_locals_compile_and_print_what_the_walker_prints() {
     assert_eq!(text, "1 2\n12 13\n23 24\n10 ea!?ea!?? e?e??\n");
     assert_eq!(names, ["counters", "blocks", "branches", "main"], "{text}");
 }
+
+/// Defaults of parameters (reading the earlier ones, of methods and
+/// lambdas) and of fields (reading the locals of the function declaring
+/// the object, building a value in a block, making a lambda), each
+/// lowered and run compiled: the walker runs none of them.
+const DEFAULTS: &str = r#"
+import "std";
+
+object Cell {
+    value: int = 7,
+    label: str = from { var s = "c"; foreach (i in 0..2) { s = s + "{i}"; } out s; },
+    twice: fun (x: int) > int = fun (x: int) > int => x * 2,
+
+    fun show(prefix: str = "<", suffix: str = prefix + ">") > str {
+        return "{prefix}{this.value}{suffix}";
+    }
+}
+
+fun scaled(n: int, by: int = n * 2, tag: str = "{n}x{by}") > str {
+    return tag;
+}
+
+fun outer(base: int) > str {
+    object Local {
+        n: int = base + 1,
+    }
+    final pick = fun (k: int = base * 10) > int => k + Local{}.n;
+    return "{pick()} {pick(1)}";
+}
+
+fun bad(n: int = 1 / 0) > int {
+    return n;
+}
+
+fun main() > void {
+    final c = Cell{};
+    std.print("{c.value} {c.label} {c.twice(4)} {c.show()} {c.show("[")} {c.show(suffix: "!")}");
+    std.print("{scaled(3)} {scaled(3, 5)} {scaled(n: 2, tag: "t")}");
+    std.print(outer(4));
+    std.print("{bad()}");
+}
+"#;
+
+#[test]
+fn defaults_of_parameters_and_fields_run_compiled() {
+    let (ending, _) = both("defaults", DEFAULTS);
+    let text = String::from_utf8_lossy(&ending.output).into_owned();
+    assert_eq!(text, "7 c01 8 <7<> [7[> <7!\n3x6 3x5 t\n45 6\n", "{text}");
+    let err = ending.result.unwrap_err();
+    assert!(
+        err.contains("26:20") && err.contains("division by zero"),
+        "{err}"
+    );
+    let file = PathBuf::from("defaults.buzz");
+    let (_, _, by_walker) = run_counted(&file, DEFAULTS, Vec::new(), true);
+    assert_eq!(by_walker, 0, "the walker evaluated a default");
+}

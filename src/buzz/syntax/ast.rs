@@ -252,6 +252,9 @@ pub struct FieldDecl {
     pub ty: Type,
     pub default: Option<Expr>,
     pub pos: Pos,
+    /// The default's compiled form, made at its first use (as
+    /// `FunDecl::compiled`, see `syntax/mod.rs`).
+    pub compiled: super::super::compile::Lowered,
 }
 
 #[derive(Debug)]

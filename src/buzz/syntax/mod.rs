@@ -8,9 +8,10 @@
 //! (the resolver's slots and frames, member caches, a function's compiled
 //! form); those are filled after parsing, never by the parser.
 //!
-//! It imports one thing of a later stage: the type of
+//! It imports two things of a later stage: the type of
 //! `FunDecl::compiled`, the compiled path's cache (`compile::Cache`), kept
-//! on the declaration so that a call finds it without a lookup. Holding it
+//! on the declaration so that a call finds it without a lookup, and the
+//! like cache of a field's default (`FieldDecl::compiled`). Holding it
 //! as `Box<dyn Any>` instead costs about 2% more instructions on
 //! call-heavy programs (`benches/compare.py --callgrind --only fib`), so it
 //! stays until lowering keeps its functions in a table of its own.

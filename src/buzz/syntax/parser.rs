@@ -894,6 +894,7 @@ impl<'t> Parser<'t> {
             ty,
             default,
             pos,
+            compiled: Default::default(),
         })
     }
 

@@ -1,0 +1,80 @@
+//! Default values: a parameter's, evaluated in its call's frame with the
+//! earlier parameters bound, and a field's, evaluated in the scope its
+//! object was declared in. Each is lowered as an expression of a scope
+//! laid out as the walker's (every local read by levels out from it,
+//! `lower::scoped_expr`) and runs on a frame of its own with that scope
+//! as its environment.
+
+use super::*;
+use crate::buzz::interp::{Eval, Interpreter};
+use crate::buzz::syntax::ast::{self, FieldDecl};
+use crate::buzz::value::Scope;
+
+/// Where a field's default keeps its compiled form, lowered at its first
+/// use; `None` inside only for a tree the resolver never saw.
+#[derive(Default)]
+pub struct Lowered(OnceCell<Option<Box<ScopedExpr>>>);
+
+impl std::fmt::Debug for Lowered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0.get() {
+            None => "not tried",
+            Some(None) => "not lowered",
+            Some(Some(_)) => "compiled",
+        })
+    }
+}
+
+/// An expression of a scope: its compiled form and the frame it needs.
+pub(super) struct ScopedExpr {
+    pub(super) expr: Expr,
+    pub(super) size: usize,
+}
+
+impl Interpreter {
+    /// The default `e` of the field `f`, read in `scope` (where its
+    /// object was declared).
+    pub(crate) fn field_default_value(
+        &mut self,
+        f: &FieldDecl,
+        e: &ast::Expr,
+        scope: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let lowered = f
+            .compiled
+            .0
+            .get_or_init(|| lower::scoped_expr(e).map(Box::new));
+        match lowered {
+            Some(lowered) => self.c_in_scope(lowered, scope),
+            None => Err(self.not_lowered(e.pos)),
+        }
+    }
+
+    /// The default of `decl`'s parameter `i` (which has one), read in the
+    /// call's frame `scope`.
+    pub(crate) fn param_default_value(
+        &mut self,
+        decl: &FunDecl,
+        i: usize,
+        scope: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let lowered = compiled(decl).and_then(|f| f.defaults.get(i)?.as_ref());
+        match lowered {
+            Some(lowered) => self.c_in_scope(lowered, scope),
+            None => Err(self.not_lowered(decl.pos)),
+        }
+    }
+
+    /// Runs `e` on a frame of its own, `scope` its environment.
+    fn c_in_scope(&mut self, e: &ScopedExpr, scope: &Rc<Scope>) -> Eval<Value> {
+        let mut frame = vec![Value::Null; e.size];
+        self.c_eval(&e.expr, &mut frame, scope)
+    }
+
+    /// A tree the resolver never saw cannot run compiled (the run
+    /// resolves every file it runs first).
+    #[cold]
+    pub(crate) fn not_lowered(&self, pos: Pos) -> crate::buzz::interp::Flow {
+        self.fail(pos, "internal: code of a tree that was never resolved")
+    }
+}
