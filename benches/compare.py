@@ -33,8 +33,7 @@ of the process and its waited-for children, steadier on a loaded machine).
 size of the run's largest process, read by GNU time; the largest of the
 runs), against
 the target that no program needs more than its port does under python3.
-`--no-compile` runs magus with its compiled fast path off (every function
-in the tree walker, as before it), to compare the two. `--callgrind` instead counts instructions under `valgrind --tool=callgrind`
+`--callgrind` instead counts instructions under `valgrind --tool=callgrind`
 (one run each, every process of the run summed; magus with the sandbox off:
 valgrind does not start inside it, its loader's fixed-address `mmap` is
 refused there), which the machine's load does not move. It is so much
@@ -172,11 +171,6 @@ def parse_options():
         "--rss", action="store_true", help="peak resident memory instead (MiB, the largest run)"
     )
     parser.add_argument(
-        "--no-compile",
-        action="store_true",
-        help="run every Buzz function in magus's tree walker (MAGUS_BUZZ_NO_COMPILE=1)",
-    )
-    parser.add_argument(
         "--only", default="", help="comma-separated names or sets (interp, upstream) to run"
     )
     options = parser.parse_args()
@@ -280,9 +274,8 @@ class Runner:
         outputs = {}
         try:
             for _ in range(rounds):
-                magus_env = dict(os.environ, MAGUS_BUZZ_NO_COMPILE="1") if self.options.no_compile else None
                 for side, command, env in (
-                    ("magus", magus, magus_env),
+                    ("magus", magus, None),
                     ("python", python, self.python_env),
                 ):
                     measure, output = self.run(command, program, env)
@@ -390,8 +383,7 @@ def print_header(options, magus, python, sandbox):
         what = f"peak resident memory, the largest of {options.runs} interleaved runs"
     else:
         what = f"{options.clock} time, median of {options.runs} interleaved runs"
-    walker = ", compiled path off" if options.no_compile else ""
-    print(f"magus:  {magus} (sandbox {sandbox}{walker})")
+    print(f"magus:  {magus} (sandbox {sandbox})")
     print(f"python: {python} ({version.strip()})")
     print(f"{what}; load average {load_average()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     unit = "M instr" if options.callgrind else "MiB" if options.rss else "ms"

@@ -2,7 +2,7 @@
 //! `resume` runs it to its next `yield`, `resolve` to its end, and `yield`
 //! (however deep in ordinary calls) hands a value back to the resumer.
 //!
-//! A tree-walker keeps a Buzz call's state on the Rust stack, so a fiber
+//! The compiled form keeps a Buzz call's state on the Rust stack, so a fiber
 //! is a stackful coroutine (`corosensei`) on the same OS thread: no value
 //! crosses a thread, and only one fiber runs at a time by construction.
 //! Each fiber has an interpreter of its own (its own stack budget, depth
@@ -14,9 +14,8 @@
 
 use super::interp::{Args, Eval, Flow, Interpreter, Thrown};
 use super::native::CurrentFiber;
-use super::syntax::ast::{Arg, Expr, ExprKind};
 use super::syntax::lexer::Pos;
-use super::value::{Scope, Value};
+use super::value::Value;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell};
@@ -145,15 +144,6 @@ enum Step {
 }
 
 impl Interpreter {
-    /// `&call`: evaluates the callee and arguments now, runs nothing.
-    pub(super) fn async_call(&mut self, call: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let ExprKind::Call { callee, args } = &call.kind else {
-            return Err(self.fail(pos, "expected a call after `&`"));
-        };
-        let deferred = self.deferred(callee, args, scope)?;
-        self.make_fiber(deferred, pos)
-    }
-
     /// A fiber of a call whose callee and arguments are evaluated.
     pub(super) fn make_fiber(&mut self, deferred: Deferred, pos: Pos) -> Eval<Value> {
         if self.live_fibers.get() >= MAX_FIBERS {
@@ -185,33 +175,6 @@ impl Interpreter {
         Ok(Value::Fiber(fiber))
     }
 
-    fn deferred(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>) -> Eval<Deferred> {
-        if let ExprKind::Field {
-            object,
-            name,
-            optional: false,
-            ..
-        } = &callee.kind
-        {
-            let receiver = self.eval(object, scope)?;
-            if super::lib::methods::is_builtin_receiver(&receiver) {
-                let values = self.arguments(args, scope)?;
-                return Ok(Deferred::Method(receiver, name.clone(), values));
-            }
-            let f = self.field(&receiver, name, callee.pos)?;
-            return Ok(Deferred::Value(f, self.arguments(args, scope)?));
-        }
-        let f = self.eval(callee, scope)?;
-        Ok(Deferred::Value(f, self.arguments(args, scope)?))
-    }
-
-    /// `resume fiber`: the yielded value, or `null` once the call returns;
-    /// resuming a fiber that is over throws "Fiber is over", as upstream.
-    pub(super) fn resume(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let v = self.eval(e, scope)?;
-        self.resume_value(v, e.pos, pos)
-    }
-
     /// `resume` of `v`, the operand written at `at`.
     pub(super) fn resume_value(&mut self, v: Value, at: Pos, pos: Pos) -> Eval<Value> {
         let fiber = self.fiber_operand(v, at, "resume")?;
@@ -226,12 +189,6 @@ impl Interpreter {
                 refused: None,
             }))),
         }
-    }
-
-    /// `resolve fiber`: runs it to its end and gives what its call returned.
-    pub(super) fn resolve(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let v = self.eval(e, scope)?;
-        self.resolve_value(v, e.pos, pos)
     }
 
     /// `resolve` of `v`, the operand written at `at`.

@@ -11,60 +11,13 @@
 //! then false), and natives and list, map and str methods (`map::<str>`)
 //! take theirs from their arguments.
 
-use super::interp::{lookup, type_matches, Eval, Interpreter};
-use super::lib::methods;
-use super::syntax::ast::{Arg, Expr, ExprKind, FunDecl, Mutability, Type};
-use super::syntax::lexer::Pos;
+use super::interp::{lookup, type_matches, Interpreter};
+use super::syntax::ast::{FunDecl, Mutability, Type};
 use super::value::{Closure, Scope, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
 
 impl Interpreter {
-    /// `f::<T, …>` as a value: the function `callee` gives, carrying `types`.
-    pub(super) fn instantiate(
-        &mut self,
-        callee: &Expr,
-        types: &[Type],
-        scope: &Rc<Scope>,
-    ) -> Eval<Value> {
-        let f = self.eval(callee, scope)?;
-        Ok(self.with_type_args(f, types, scope))
-    }
-
-    /// `f::<T>(args)` and `obj.method::<T>(args)`.
-    #[inline(never)]
-    pub(super) fn call_generic(
-        &mut self,
-        callee: &Expr,
-        types: &[Type],
-        args: &[Arg],
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let f = match &callee.kind {
-            ExprKind::Field {
-                object,
-                name,
-                optional,
-                ..
-            } => {
-                let receiver = self.eval(object, scope)?;
-                if *optional && receiver.is_null() {
-                    return Ok(Value::Null);
-                }
-                if methods::is_builtin_receiver(&receiver) {
-                    let values = self.arguments(args, scope)?;
-                    return self.builtin_method(&receiver, name, values, callee.pos);
-                }
-                self.field(&receiver, name, callee.pos)?
-            }
-            _ => self.eval(callee, scope)?,
-        };
-        let f = self.with_type_args(f, types, scope);
-        let values = self.arguments(args, scope)?;
-        self.call_value(&f, values, pos)
-    }
-
     /// `f` with `types` for its generic parameters, each read in `scope`
     /// (so `g::<T>` inside a generic function passes on its own `T`).
     pub(super) fn with_type_args(&self, f: Value, types: &[Type], scope: &Rc<Scope>) -> Value {

@@ -1,5 +1,7 @@
-//! The tree-walking evaluator: statements, expressions, calls, `throw` and
-//! `catch`, objects and enums.
+//! The interpreter: the run's state (modules, types, files, fibers), the
+//! file's top level and its declarations, and the helpers the compiled
+//! form ([`super::compile`], which runs every function, block and default)
+//! calls: errors, calls, fields, conformance to types.
 //!
 //! It reaches the outside world only through the native modules it is given.
 //! Recursion (Buzz calls and nested evaluation) is counted and bounded by
@@ -109,8 +111,6 @@ pub struct Interpreter {
     scratch: Scratch,
     /// Finished flat frames of compiled functions (see [`super::compile`]).
     pub(super) flat_frames: Vec<Vec<Value>>,
-    /// Whether functions run compiled when they can (else all in the walker).
-    compile: bool,
     /// Steps (calls and loop turns) left before the spell is stopped,
     /// shared with the spell's fibers so that they draw on one budget.
     steps: Rc<std::cell::Cell<u64>>,
@@ -209,7 +209,6 @@ impl Interpreter {
             spare: Spare::default(),
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
-            compile: super::compile::enabled_by_default(),
             steps: Rc::new(std::cell::Cell::new(u64::MAX)),
             step_budget: u64::MAX,
         }
@@ -249,14 +248,6 @@ impl Interpreter {
     /// Lets `import "path";` read the spell's own `.buzz` files with `loader`.
     pub fn with_loader(mut self, loader: super::native::SourceLoader) -> Interpreter {
         self.loader = Some(loader);
-        self
-    }
-
-    /// Runs every function in the tree walker (`false`), or compiled where
-    /// it can (`true`, the default unless `MAGUS_BUZZ_NO_COMPILE` is set):
-    /// for tests and benches that compare the two paths.
-    pub fn with_compiled(mut self, on: bool) -> Interpreter {
-        self.compile = on;
         self
     }
 
@@ -323,7 +314,6 @@ impl Interpreter {
             spare: Spare::default(),
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
-            compile: self.compile,
             steps: self.steps.clone(),
             step_budget: self.step_budget,
         }
@@ -368,15 +358,12 @@ impl Interpreter {
                 | StmtKind::Object(_)
                 | StmtKind::Enum(_)
                 | StmtKind::Test { .. } => {}
-                // Declarations (a `var`'s value is compiled by `top_value`).
+                // Declarations.
                 StmtKind::Var(_)
                 | StmtKind::Import { .. }
                 | StmtKind::Protocol(_)
                 | StmtKind::Namespace => self.declare_top(stmt, globals)?,
-                _ => match self.run_block_compiled(std::slice::from_ref(stmt), globals) {
-                    Some(ran) => ran?,
-                    None => self.exec(stmt, globals)?,
-                },
+                _ => self.run_block(std::slice::from_ref(stmt), globals)?,
             }
         }
         Ok(())
@@ -570,19 +557,6 @@ impl Interpreter {
 
     // ----- statements -----
 
-    pub(super) fn exec_block(&mut self, body: &[Stmt], parent: &Rc<Scope>) -> Eval<()> {
-        if !declares(body) {
-            return self.exec_all(body, parent);
-        }
-        // A finished frame serves as the block's scope: no allocation.
-        let scope = Scope::reuse(self.spare.frames.pop(), parent.clone(), 0);
-        let result = self.exec_all(body, &scope);
-        if self.spare.frames.len() < SPARE_FRAMES {
-            self.spare.frames.extend(Scope::recycle(scope));
-        }
-        result
-    }
-
     /// A block's scope under `parent`, made from a finished frame when
     /// there is one (see [`Interpreter::exec_block`]); give it back with
     /// [`Interpreter::end_block_scope`].
@@ -597,177 +571,11 @@ impl Interpreter {
         }
     }
 
-    /// The scope a loop body runs in: one per iteration when the body
-    /// declares names (a closure made in it keeps its own), else the
-    /// loop's own, which no name can tell apart. `last` is the previous
-    /// iteration's: emptied and used again when nothing kept it, so a
-    /// loop allocates no scope per step.
-    fn body_scope(declares: bool, last: &mut Option<Rc<Scope>>, parent: &Rc<Scope>) -> Rc<Scope> {
-        if declares {
-            Self::step_scope(last, parent)
-        } else {
-            parent.clone()
-        }
-    }
-
-    /// A scope under `parent` for one step of a loop, made from `last`
-    /// (the previous step's) when nothing else holds it.
-    fn step_scope(last: &mut Option<Rc<Scope>>, parent: &Rc<Scope>) -> Rc<Scope> {
-        match last.take().and_then(Scope::emptied) {
-            Some(scope) => scope,
-            None => Scope::new(Some(parent.clone())),
-        }
-    }
-
-    pub(super) fn exec_all(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<()> {
-        for stmt in body {
-            self.exec(stmt, scope)?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn exec(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
-        if self.compile {
-            super::compile::note_walked();
-        }
-        self.enter(stmt.pos)?;
-        // The commonest statements in this small frame, as in `eval`.
-        let result = match &stmt.kind {
-            StmtKind::Expr(e) => self.expr_stmt(e, scope),
-            StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
-            StmtKind::If {
-                cond,
-                binding: None,
-                then,
-                otherwise,
-            } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
-            _ => self.exec_inner(stmt, scope),
-        };
-        self.depth -= 1;
-        result
-    }
-
-    /// An expression statement. `local = value` and `local op= int`, the
-    /// commonest, store into this scope's slot without making the value
-    /// the expression would have.
-    #[inline]
-    fn expr_stmt(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<()> {
-        if let Some(store) = e.as_local_store() {
-            if let Some(frame) = scope.ancestor(store.depth) {
-                let assigned = (store.op, store.value);
-                return self.store_local(scope, frame, store.slot, assigned, e.pos);
-            }
-        }
-        self.eval(e, scope).map(drop)
-    }
-
-    /// `local = value` or `local op= value` (read in `scope`) in slot
-    /// `slot` of `frame`.
-    fn store_local(
-        &mut self,
-        scope: &Rc<Scope>,
-        frame: &Scope,
-        slot: u32,
-        (op, value): (Option<BinOp>, &Expr),
-        pos: Pos,
-    ) -> Eval<()> {
-        let Some(op) = op else {
-            let new = self.eval(value, scope)?;
-            drop(frame.set(slot, new));
-            return Ok(());
-        };
-        let old = frame.peek_int(slot);
-        if let (Some(x), Some(y)) = (old, peek_int(value, scope)) {
-            if let Some(v) = int_fast(op, x, y) {
-                frame.set_scalar(slot, v);
-                return Ok(());
-            }
-        }
-        let new = self.eval(value, scope)?;
-        let old = frame.get(slot);
-        let fast = match (&old, &new) {
-            (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
-            _ => None,
-        };
-        let result = match fast {
-            Some(v) => v,
-            None => methods::binary(op, &old, &new).map_err(|message| self.fail(pos, message))?,
-        };
-        drop(frame.set(slot, result));
-        Ok(())
-    }
-
-    #[inline(never)]
-    fn exec_inner(&mut self, stmt: &Stmt, scope: &Rc<Scope>) -> Eval<()> {
-        let pos = stmt.pos;
-        match &stmt.kind {
-            StmtKind::Namespace
-            | StmtKind::Test { .. }
-            | StmtKind::Import { .. }
-            | StmtKind::Protocol(_)
-            | StmtKind::Var(_)
-            | StmtKind::Fun(_)
-            | StmtKind::Object(_)
-            | StmtKind::Enum(_) => self.declaration(stmt, scope),
-            StmtKind::Out(e) => Err(Flow::Out(self.eval(e, scope)?)),
-            StmtKind::Expr(e) => self.eval(e, scope).map(drop),
-            StmtKind::Block(body) => self.exec_block(body, scope),
-            StmtKind::If {
-                cond,
-                binding: None,
-                then,
-                otherwise,
-            } => self.if_stmt(cond, then, otherwise.as_deref(), scope),
-            StmtKind::If {
-                cond,
-                binding: Some(binding),
-                then,
-                otherwise,
-            } => self.if_binding(cond, binding, then, otherwise.as_deref(), scope),
-            StmtKind::While { cond, body, label } => {
-                self.while_loop(cond, body, (label.as_ref(), pos), scope)
-            }
-            StmtKind::DoUntil { body, cond, label } => {
-                self.do_until(body, cond, (label.as_ref(), pos), scope)
-            }
-            StmtKind::For {
-                init,
-                cond,
-                step,
-                body,
-                label,
-            } => self.for_loop(
-                init,
-                cond.as_ref(),
-                step,
-                body,
-                (label.as_ref(), pos),
-                scope,
-            ),
-            StmtKind::ForEach {
-                key,
-                value,
-                iterable,
-                body,
-                label,
-                slots,
-            } => {
-                let names = (key.as_ref(), value, slots);
-                self.foreach(names, iterable, body, (label.as_ref(), pos), scope)
-            }
-            StmtKind::Break(label) => Err(Flow::Break(label.clone())),
-            StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
-            StmtKind::Return(value) => self.return_stmt(value.as_ref(), scope),
-            StmtKind::Throw(e) => self.throw(e, scope, pos),
-            StmtKind::Try { body, clauses } => self.try_stmt(body, clauses, scope),
-        }
-    }
-
     fn object(&mut self, decl: &Rc<ObjectDecl>, scope: &Rc<Scope>) -> Eval<()> {
         let mut statics = Vec::new();
         for field in decl.fields.iter().filter(|f| f.is_static) {
             statics.push(match &field.default {
-                Some(e) => self.top_value(e, scope)?,
+                Some(e) => self.eval_top(e, scope)?,
                 None => Value::Null,
             });
         }
@@ -812,28 +620,9 @@ impl Interpreter {
         scope.define(name.clone(), ty, Mutability::Final);
     }
 
-    fn return_stmt(&mut self, value: Option<&Expr>, scope: &Rc<Scope>) -> Eval<()> {
-        let v = match value {
-            Some(e) => self.eval(e, scope)?,
-            None => Value::Null,
-        };
-        Err(Flow::Return(v))
-    }
-
-    fn throw(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
-        let value = self.eval(e, scope)?;
-        Err(Flow::Throw(Box::new(Thrown {
-            value,
-            pos,
-            file: self.file.clone(),
-            diagnostic: None,
-            refused: None,
-        })))
-    }
-
     fn var(&mut self, decl: &VarDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<()> {
         let value = match &decl.init {
-            Some(e) => self.top_value(e, scope)?,
+            Some(e) => self.eval_top(e, scope)?,
             None => Value::Null,
         };
         let value = match &decl.ty {
@@ -842,17 +631,6 @@ impl Interpreter {
         };
         bind(scope, &decl.slot, &decl.name, value, decl.mutability);
         Ok(())
-    }
-
-    /// `e`'s value; compiled when `scope` is a file's globals (the top
-    /// level runs once: lowered there and then) and it lowers.
-    fn top_value(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        if scope.parent.is_none() {
-            if let Some(value) = self.eval_top_compiled(e, scope) {
-                return value;
-            }
-        }
-        self.eval(e, scope)
     }
 
     /// Checks `value` against a declared type (loosely), widening an `int`
@@ -896,7 +674,7 @@ impl Interpreter {
         let mut given = Vec::with_capacity(decl.cases.len());
         for (_, value) in &decl.cases {
             given.push(match value {
-                Some(e) => Some(self.top_value(e, scope)?),
+                Some(e) => Some(self.eval_top(e, scope)?),
                 None => None,
             });
         }
@@ -933,161 +711,6 @@ impl Interpreter {
         let value = Value::Enum(Rc::new(ty));
         self.types.insert(decl.name.clone(), value.clone());
         bind(scope, &decl.slot, &decl.name, value, Mutability::Final);
-    }
-
-    pub(super) fn condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
-        if let ExprKind::Binary(op, l, r) = &cond.kind {
-            if let (Some(x), Some(y)) = (peek_int(l, scope), peek_int(r, scope)) {
-                if let Some(b) = int_compare(*op, x, y) {
-                    return Ok(b);
-                }
-            }
-        }
-        self.evaluated_condition(cond, scope)
-    }
-
-    /// [`Interpreter::condition`] when it is not a comparison of two ints
-    /// at hand: out of line, so the comparison's path saves few registers.
-    #[inline(never)]
-    fn evaluated_condition(&mut self, cond: &Expr, scope: &Rc<Scope>) -> Eval<bool> {
-        let v = self.eval(cond, scope)?;
-        v.truthy().ok_or_else(|| {
-            self.fail(
-                cond.pos,
-                format!("condition must be a bool, got {}", v.type_name()),
-            )
-        })
-    }
-
-    fn if_stmt(
-        &mut self,
-        cond: &Expr,
-        then: &[Stmt],
-        otherwise: Option<&Stmt>,
-        scope: &Rc<Scope>,
-    ) -> Eval<()> {
-        if self.condition(cond, scope)? {
-            self.exec_block(then, scope)
-        } else if let Some(other) = otherwise {
-            self.exec(other, scope)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Runs a loop body, one step (see [`Interpreter::take_step`]) of the loop
-    /// at `pos`; `Ok(false)` means `break`. A labelled `break` or
-    /// `continue` is this loop's when it names `label`, else it goes on out.
-    fn body(
-        &mut self,
-        body: &[Stmt],
-        (label, pos): (Option<&Rc<str>>, Pos),
-        scope: &Rc<Scope>,
-    ) -> Eval<bool> {
-        self.take_step(pos)?;
-        match self.exec_all(body, scope) {
-            Ok(()) | Err(Flow::Continue(None)) => Ok(true),
-            Err(Flow::Break(None)) => Ok(false),
-            Err(Flow::Continue(Some(l))) if label == Some(&l) => Ok(true),
-            Err(Flow::Break(Some(l))) if label == Some(&l) => Ok(false),
-            Err(other) => Err(other),
-        }
-    }
-
-    fn while_loop(
-        &mut self,
-        cond: &Expr,
-        body: &[Stmt],
-        (label, pos): (Option<&Rc<str>>, Pos),
-        scope: &Rc<Scope>,
-    ) -> Eval<()> {
-        let declares = declares(body);
-        let mut last = None;
-        while self.condition(cond, scope)? {
-            let inner = Self::body_scope(declares, &mut last, scope);
-            if !self.body(body, (label, pos), &inner)? {
-                break;
-            }
-            last = Some(inner);
-        }
-        Ok(())
-    }
-
-    fn do_until(
-        &mut self,
-        body: &[Stmt],
-        cond: &Expr,
-        (label, pos): (Option<&Rc<str>>, Pos),
-        scope: &Rc<Scope>,
-    ) -> Eval<()> {
-        let declares = declares(body);
-        let mut last = None;
-        loop {
-            let inner = Self::body_scope(declares, &mut last, scope);
-            if !self.body(body, (label, pos), &inner)? || self.condition(cond, &inner)? {
-                return Ok(());
-            }
-            last = Some(inner);
-        }
-    }
-
-    fn for_loop(
-        &mut self,
-        init: &[Stmt],
-        cond: Option<&Expr>,
-        step: &[Expr],
-        body: &[Stmt],
-        (label, pos): (Option<&Rc<str>>, Pos),
-        scope: &Rc<Scope>,
-    ) -> Eval<()> {
-        let outer = Scope::new(Some(scope.clone()));
-        self.exec_all(init, &outer)?;
-        let declares = declares(body);
-        let mut last = None;
-        loop {
-            if let Some(c) = cond {
-                if !self.condition(c, &outer)? {
-                    return Ok(());
-                }
-            }
-            let inner = Self::body_scope(declares, &mut last, &outer);
-            if !self.body(body, (label, pos), &inner)? {
-                return Ok(());
-            }
-            last = Some(inner);
-            for e in step {
-                self.eval(e, &outer)?;
-            }
-        }
-    }
-
-    fn foreach(
-        &mut self,
-        (key, value, slots): (Option<&Rc<str>>, &Rc<str>, &(Resolved, Resolved)),
-        iterable: &Expr,
-        body: &[Stmt],
-        (label, pos): (Option<&Rc<str>>, Pos),
-        scope: &Rc<Scope>,
-    ) -> Eval<()> {
-        let subject = self.eval(iterable, scope)?;
-        let mut index = 0usize;
-        let mut last = None;
-        loop {
-            let item = self.next_item(&subject, index, iterable.pos)?;
-            let Some((k, v)) = item else {
-                return Ok(());
-            };
-            index += 1;
-            let inner = Self::step_scope(&mut last, scope);
-            if let Some(key) = key {
-                bind(&inner, &slots.0, key, k, Mutability::Final);
-            }
-            bind(&inner, &slots.1, value, v, Mutability::Final);
-            if !self.body(body, (label, pos), &inner)? {
-                return Ok(());
-            }
-            last = Some(inner);
-        }
     }
 
     /// The `index`-th (key, value) of a `foreach` subject, read afresh each
@@ -1141,374 +764,7 @@ impl Interpreter {
         })
     }
 
-    fn try_stmt(&mut self, body: &[Stmt], clauses: &[CatchClause], scope: &Rc<Scope>) -> Eval<()> {
-        let thrown = match self.exec_block(body, scope) {
-            Err(Flow::Throw(t)) => t,
-            other => return other,
-        };
-        for clause in clauses {
-            let inner = Scope::new(Some(scope.clone()));
-            match &clause.binding {
-                None => {}
-                Some((_, ty)) if !self.holds(ty, &thrown.value, scope) => continue,
-                Some((name, _)) => bind(
-                    &inner,
-                    &clause.slot,
-                    name,
-                    thrown.value.clone(),
-                    Mutability::Final,
-                ),
-            }
-            return self.exec_all(&clause.body, &inner);
-        }
-        Err(Flow::Throw(thrown))
-    }
-
     // ----- expressions -----
-
-    /// Evaluates `expr`. Depth, stack and memory are checked at each
-    /// statement and call ([`Interpreter::enter`]), not here: between two
-    /// such checks an expression nests at most [`super::MAX_NESTING`]
-    /// levels (the parser's bound), far inside the stack budget's margin.
-    ///
-    /// The commonest kinds are handled in this small frame; the rest in
-    /// [`Interpreter::eval_rest`], whose frame is large.
-    pub(crate) fn eval(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        if self.compile {
-            super::compile::note_walked();
-        }
-        match &expr.kind {
-            ExprKind::Int(i) => Ok(Value::Int(*i)),
-            ExprKind::Var(name, res) => match res.get() {
-                Res::Local { depth: 0, slot, .. } => Ok(scope.get(slot)),
-                Res::Local { depth, slot, .. } => match scope.ancestor(depth) {
-                    Some(frame) => Ok(frame.get(slot)),
-                    None => self.variable(name, res, scope, expr.pos),
-                },
-                _ => self.variable(name, res, scope, expr.pos),
-            },
-            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, expr.pos),
-            ExprKind::Assign { target, op, value } => {
-                self.assign(target, *op, value, scope, expr.pos)
-            }
-            ExprKind::Call { callee, args } => self.call(callee, args, scope, expr.pos),
-            ExprKind::Field {
-                object,
-                name,
-                optional,
-                cache,
-            } => self.eval_field(object, name, *optional, cache, scope, expr.pos),
-            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
-            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
-            ExprKind::Index {
-                object,
-                index,
-                checked,
-            } => self.eval_index(object, index, *checked, scope, expr.pos),
-            _ => self.eval_rest(expr, scope),
-        }
-    }
-
-    #[inline(never)]
-    fn eval_rest(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        let pos = expr.pos;
-        match &expr.kind {
-            ExprKind::Null | ExprKind::Void => Ok(Value::Null),
-            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
-            ExprKind::Int(i) => Ok(Value::Int(*i)),
-            ExprKind::Double(d) => Ok(Value::Double(*d)),
-            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
-            ExprKind::Template(parts) => self.template(parts, scope),
-            ExprKind::List(items) => self.list(items, scope),
-            ExprKind::Map(entries) => self.map(entries, scope),
-            ExprKind::Var(name, res) => self.variable(name, res, scope, pos),
-            ExprKind::Unary(op, e) => self.eval_unary(*op, e, scope, pos),
-            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, scope, pos),
-            ExprKind::And(l, r) => self.logic(l, r, false, scope),
-            ExprKind::Or(l, r) => self.logic(l, r, true, scope),
-            ExprKind::Coalesce(l, r) => self.coalesce(l, r, scope),
-            ExprKind::Range(l, r) => self.range(l, r, scope),
-            ExprKind::Is(e, ty) => self.is(e, ty, scope),
-            ExprKind::Assign { target, op, value } => self.assign(target, *op, value, scope, pos),
-            ExprKind::Call { callee, args } => self.call(callee, args, scope, pos),
-            ExprKind::Field {
-                object,
-                name,
-                optional,
-                cache,
-            } => self.eval_field(object, name, *optional, cache, scope, pos),
-            ExprKind::Index {
-                object,
-                index,
-                checked,
-            } => self.eval_index(object, index, *checked, scope, pos),
-            ExprKind::Mutable(e) => {
-                let v = self.eval(e, scope)?;
-                if let Some(shape) = shape_of(&v) {
-                    shape.mutable.set(true);
-                }
-                Ok(v)
-            }
-            ExprKind::OptionalIndex { object, index } => {
-                let v = self.eval(object, scope)?;
-                if v.is_null() {
-                    return Ok(Value::Null);
-                }
-                let i = self.eval(index, scope)?;
-                self.index(&v, &i, false, pos)
-            }
-            ExprKind::Force(e) => self.force(e, scope, pos),
-            ExprKind::If {
-                cond,
-                then,
-                otherwise,
-            } => self.inline_if(cond, then, otherwise, scope),
-            ExprKind::Catch { body, default } => self.inline_catch(body, default, scope),
-            ExprKind::Lambda(decl) => Ok(self.lambda(decl, scope)),
-            ExprKind::Instance {
-                object,
-                fields,
-                class,
-            } => {
-                let class = self.variable(object, class, scope, pos)?;
-                self.instance(object, class, fields, scope, pos)
-            }
-            ExprKind::InstanceOf { class, fields } => {
-                let value = self.eval(class, scope)?;
-                let name = match &value {
-                    Value::Class(c) => c.name.to_string(),
-                    other => other.type_name(),
-                };
-                self.instance(&name, value, fields, scope, pos)
-            }
-            ExprKind::AnonObject(fields) => self.anon_object(fields, scope),
-            ExprKind::InferredCase(name) => Ok(Value::InferredCase(name.clone())),
-            ExprKind::TypeOf(e) => {
-                let v = self.eval(e, scope)?;
-                Ok(Value::Type(Rc::new(type_of(&v))))
-            }
-            ExprKind::As {
-                value,
-                ty,
-                optional,
-            } => self.cast(value, ty, *optional, scope, pos),
-            ExprKind::Block(body) => self.block_value(body, scope),
-            ExprKind::Match {
-                subject,
-                arms,
-                otherwise,
-            } => self.match_value(subject, arms, otherwise.as_deref(), scope, pos),
-            ExprKind::Pattern(source) => self.pattern(source, pos),
-            ExprKind::Bytes(_)
-            | ExprKind::TypedList { .. }
-            | ExprKind::AsyncCall(_)
-            | ExprKind::Resume(_)
-            | ExprKind::Resolve(_)
-            | ExprKind::Yield(_)
-            | ExprKind::TypeValue(_)
-            | ExprKind::Generic { .. } => self.eval_extra(expr, scope),
-        }
-    }
-
-    /// Byte strings, typed lists, the fiber operators, `f::<T>` and `<T>`, in a frame of
-    /// their own so that the hot `eval_inner` frame stays as small as it
-    /// was (the `interp` bench's instruction counts).
-    #[inline(never)]
-    fn eval_extra(&mut self, expr: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        let pos = expr.pos;
-        match &expr.kind {
-            ExprKind::Bytes(b) => Ok(Value::Bytes(b.clone())),
-            ExprKind::TypedList { ty, items } => self.typed_list(ty, items, scope),
-            ExprKind::AsyncCall(call) => self.async_call(call, scope, pos),
-            ExprKind::Resume(e) => self.resume(e, scope, pos),
-            ExprKind::Resolve(e) => self.resolve(e, scope, pos),
-            ExprKind::Yield(e) => {
-                let value = self.eval(e, scope)?;
-                Ok(self.yield_value(value))
-            }
-            ExprKind::Generic { callee, types } => self.instantiate(callee, types, scope),
-            ExprKind::TypeValue(ty) => Ok(Value::Type(Rc::new(
-                self.bound_type(ty, scope).into_owned(),
-            ))),
-            _ => Err(self.fail(pos, "internal: not an extra expression")),
-        }
-    }
-
-    fn eval_unary(&mut self, op: UnOp, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let v = self.eval(e, scope)?;
-        self.unary(op, v, pos)
-    }
-
-    #[inline(never)]
-    fn eval_binary(
-        &mut self,
-        op: BinOp,
-        l: &Expr,
-        r: &Expr,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        if let (Some(x), Some(y)) = (peek_int(l, scope), peek_int(r, scope)) {
-            if let Some(v) = int_fast(op, x, y) {
-                return Ok(v);
-            }
-        }
-        let a = self.operand(l, scope)?;
-        let b = self.operand(r, scope)?;
-        let fast = match (&a, &b) {
-            (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
-            (Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
-            _ => None,
-        };
-        match fast {
-            Some(v) => {
-                // Both are scalars, which own nothing: forgetting them
-                // spares two calls of the drop glue on the hottest path.
-                std::mem::forget(a);
-                std::mem::forget(b);
-                Ok(v)
-            }
-            None => self.binary(op, a, b, pos),
-        }
-    }
-
-    /// An operand of a binary operator: a literal `int` or a local of this
-    /// scope (the commonest) read here, anything else evaluated.
-    #[inline]
-    fn operand(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        match &e.kind {
-            ExprKind::Int(i) => Ok(Value::Int(*i)),
-            ExprKind::Var(_, res) => match res.get() {
-                Res::Local { depth: 0, slot, .. } => Ok(scope.get(slot)),
-                _ => self.eval(e, scope),
-            },
-            _ => self.eval(e, scope),
-        }
-    }
-
-    fn coalesce(&mut self, l: &Expr, r: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        match self.eval(l, scope)? {
-            Value::Null => self.eval(r, scope),
-            v => Ok(v),
-        }
-    }
-
-    fn is(&mut self, e: &Expr, ty: &Type, scope: &Rc<Scope>) -> Eval<Value> {
-        let v = self.eval(e, scope)?;
-        Ok(Value::Bool(self.holds(ty, &v, scope)))
-    }
-
-    #[inline(never)]
-    fn eval_field(
-        &mut self,
-        object: &Expr,
-        name: &str,
-        optional: bool,
-        site: &MemberCache,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        // The field is copied straight into the result (`Value::copied`),
-        // not passed out as an `Option<Value>` built in memory and reloaded.
-        let local = peek_local_ref(object, scope);
-        if let Some(Value::Object(obj)) = local.as_deref() {
-            if let Some(found) = obj.field_at_site(name, site) {
-                return Ok(found.copied());
-            }
-        }
-        drop(local);
-        let v = self.eval(object, scope)?;
-        if let Value::Object(obj) = &v {
-            if let Some(found) = obj.field_at_site(name, site) {
-                return Ok(found.copied());
-            }
-        }
-        if optional && v.is_null() {
-            return Ok(Value::Null);
-        }
-        self.field(&v, name, pos)
-    }
-
-    #[inline(never)]
-    fn eval_index(
-        &mut self,
-        object: &Expr,
-        index: &Expr,
-        checked: bool,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        if object.is_local() && effect_free(index) {
-            // Reading the index cannot rebind the local, so the list can be
-            // read in place afterwards, as it would be read before.
-            // The index is read where `eval` left it, not moved out first:
-            // moving it reloaded the value as 16 bytes just written as two
-            // 8-byte stores, which stalled on store forwarding.
-            let evaluated = self.eval(index, scope);
-            let Ok(i) = &evaluated else {
-                return evaluated;
-            };
-            // The item is copied straight into the result, as in `eval_field`.
-            let local = peek_local_ref(object, scope);
-            if let (Some(Value::List(list)), Value::Int(n)) = (local.as_deref(), i) {
-                let items = list.items.borrow();
-                if let Some(item) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
-                    return Ok(item.copied());
-                }
-            }
-            drop(local);
-            let v = self.eval(object, scope)?;
-            return self.index(&v, i, checked, pos);
-        }
-        let v = self.subject(object, scope)?;
-        let i = self.eval(index, scope)?;
-        if let (Value::List(list), Value::Int(n)) = (&v, &i) {
-            let items = list.items.borrow();
-            if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
-                return Ok(found.clone());
-            }
-        }
-        self.index(&v, &i, checked, pos)
-    }
-
-    /// The list, map or object an access works on: a local read straight
-    /// from its frame (the commonest), anything else evaluated.
-    #[inline]
-    fn subject(&mut self, e: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        if let Some(v) = peek_local_ref(e, scope) {
-            return Ok(v.copied());
-        }
-        self.eval(e, scope)
-    }
-
-    fn force(&mut self, e: &Expr, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        match self.eval(e, scope)? {
-            Value::Null => Err(self.fail(pos, "force unwrap (`!`) of a null value")),
-            v => Ok(v),
-        }
-    }
-
-    fn inline_if(
-        &mut self,
-        cond: &Expr,
-        then: &Expr,
-        otherwise: &Expr,
-        scope: &Rc<Scope>,
-    ) -> Eval<Value> {
-        let branch = if self.condition(cond, scope)? {
-            then
-        } else {
-            otherwise
-        };
-        self.eval(branch, scope)
-    }
-
-    fn inline_catch(&mut self, body: &Expr, default: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        match self.eval(body, scope) {
-            Err(Flow::Throw(_)) => self.eval(default, scope),
-            other => other,
-        }
-    }
 
     fn lambda(&self, decl: &Rc<FunDecl>, scope: &Rc<Scope>) -> Value {
         Value::Function(Rc::new(Closure {
@@ -1516,63 +772,6 @@ impl Interpreter {
             scope: scope.clone(),
             type_args: Vec::new(),
         }))
-    }
-
-    fn template(&mut self, parts: &[TemplatePart], scope: &Rc<Scope>) -> Eval<Value> {
-        // Bytes, not text: a piece may be a `str` that is not UTF-8.
-        let mut out = Vec::new();
-        for part in parts {
-            match part {
-                TemplatePart::Text(t) => out.extend_from_slice(t.as_bytes()),
-                TemplatePart::Bytes(b) => out.extend_from_slice(b),
-                TemplatePart::Expr(e) => {
-                    match self.eval(e, scope)? {
-                        Value::Str(s) => out.extend_from_slice(s.as_bytes()),
-                        Value::Bytes(b) => out.extend_from_slice(&b),
-                        v => out.extend_from_slice(v.to_string().as_bytes()),
-                    }
-                    if out.len() > MAX_STR_LEN {
-                        return Err(self.fail(e.pos, "string too long"));
-                    }
-                }
-            }
-        }
-        Ok(Value::from_bytes(out))
-    }
-
-    fn list(&mut self, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
-        let mut out = Vec::with_capacity(items.len());
-        for item in items {
-            out.push(self.eval(item, scope)?);
-        }
-        let elem = common_type(out.iter());
-        let list = ListObj::new(out);
-        if let Some(t) = elem {
-            *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(t)));
-        }
-        Ok(Value::List(Rc::new(list)))
-    }
-
-    /// `[<T>, …]`: items read as `T` (so `.case` and `.{ }` infer it).
-    fn typed_list(&mut self, ty: &Type, items: &[Expr], scope: &Rc<Scope>) -> Eval<Value> {
-        let mut out = Vec::with_capacity(items.len());
-        for item in items {
-            let value = self.eval(item, scope)?;
-            out.push(self.conform(ty, value, "a list item", item.pos)?);
-        }
-        let list = ListObj::new(out);
-        *list.shape.ty.borrow_mut() = Some(Type::List(Box::new(ty.clone())));
-        Ok(Value::List(Rc::new(list)))
-    }
-
-    fn map(&mut self, entries: &[(Expr, Expr)], scope: &Rc<Scope>) -> Eval<Value> {
-        let map = MapObj::default();
-        for (k, v) in entries {
-            let key = self.eval(k, scope)?;
-            let value = self.eval(v, scope)?;
-            map.insert(key, value);
-        }
-        Ok(Value::Map(Rc::new(map)))
     }
 
     /// The value of the name `name`, found where the resolver said.
@@ -1606,30 +805,6 @@ impl Interpreter {
         self.fail(pos, format!("unknown name `{name}`"))
     }
 
-    fn logic(&mut self, l: &Expr, r: &Expr, is_or: bool, scope: &Rc<Scope>) -> Eval<Value> {
-        let left = self.condition(l, scope)?;
-        if left == is_or {
-            return Ok(Value::Bool(left));
-        }
-        Ok(Value::Bool(self.condition(r, scope)?))
-    }
-
-    fn range(&mut self, l: &Expr, r: &Expr, scope: &Rc<Scope>) -> Eval<Value> {
-        let low = self.eval(l, scope)?;
-        let high = self.eval(r, scope)?;
-        match (&low, &high) {
-            (Value::Int(a), Value::Int(b)) => Ok(Value::Range(*a, *b)),
-            _ => Err(self.fail(
-                l.pos,
-                format!(
-                    "range bounds must be int, got {} and {}",
-                    low.type_name(),
-                    high.type_name()
-                ),
-            )),
-        }
-    }
-
     pub(super) fn unary(&self, op: UnOp, v: Value, pos: Pos) -> Eval<Value> {
         match (op, &v) {
             (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
@@ -1656,116 +831,6 @@ impl Interpreter {
 
     // ----- assignment -----
 
-    #[inline(never)]
-    fn assign(
-        &mut self,
-        target: &Expr,
-        op: Option<BinOp>,
-        value: &Expr,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        match &target.kind {
-            ExprKind::Var(name, _) if &**name == "_" && op.is_none() => self.eval(value, scope),
-            ExprKind::Var(name, res) => {
-                let new = self.eval(value, scope)?;
-                match res.get() {
-                    Res::Local { fixed: true, .. } => Err(self.final_assigned(name, target.pos)),
-                    Res::Local { depth, slot, .. } => {
-                        self.assign_slot(scope, (depth, slot), op, new, target.pos, pos)
-                    }
-                    _ => self.assign_var(name, op, new, scope, target.pos, pos),
-                }
-            }
-            ExprKind::Field {
-                object,
-                name,
-                cache,
-                ..
-            } => self.assign_field((object, name, cache), op, value, scope, (target.pos, pos)),
-            ExprKind::Index { object, index, .. } => {
-                self.assign_index((object, index), op, value, scope, (target.pos, pos))
-            }
-            _ => Err(self.fail(target.pos, "invalid assignment target")),
-        }
-    }
-
-    /// `obj.name = value` or `obj.name op= value`: `obj` evaluated once,
-    /// the field found through the site's cache for both the read and the
-    /// write.
-    fn assign_field(
-        &mut self,
-        (object, name, cache): (&Expr, &str, &MemberCache),
-        op: Option<BinOp>,
-        value: &Expr,
-        scope: &Rc<Scope>,
-        (at, pos): (Pos, Pos),
-    ) -> Eval<Value> {
-        let obj = self.subject(object, scope)?;
-        let new = self.eval(value, scope)?;
-        let new = match op {
-            Some(op) => {
-                let old = match &obj {
-                    Value::Object(o) => o.get_at_site(name, cache),
-                    _ => None,
-                };
-                let old = match old {
-                    Some(old) => old,
-                    None => self.field(&obj, name, at)?,
-                };
-                self.binary(op, old, new, pos)?
-            }
-            None => new,
-        };
-        if let Value::Object(o) = &obj {
-            if o.set_at_site(name, new.clone(), cache) {
-                return Ok(new);
-            }
-        }
-        self.set_field(&obj, name, new.clone(), at)?;
-        Ok(new)
-    }
-
-    /// `obj[index] = value` or `obj[index] op= value`: `obj` and `index`
-    /// evaluated once; a list's item read and written in one borrow.
-    fn assign_index(
-        &mut self,
-        (object, index): (&Expr, &Expr),
-        op: Option<BinOp>,
-        value: &Expr,
-        scope: &Rc<Scope>,
-        (at, pos): (Pos, Pos),
-    ) -> Eval<Value> {
-        let obj = self.subject(object, scope)?;
-        let i = self.eval(index, scope)?;
-        let new = self.eval(value, scope)?;
-        if let (Value::List(list), Value::Int(n)) = (&obj, &i) {
-            let mut items = list.items.borrow_mut();
-            if let Some(slot) = usize::try_from(*n).ok().and_then(|n| items.get_mut(n)) {
-                let computed = match (op, &*slot, &new) {
-                    (Some(op), Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
-                    (Some(op), Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
-                    _ => None,
-                };
-                let stored = match (op, computed) {
-                    (None, _) => new,
-                    (Some(_), Some(v)) => v,
-                    (Some(_), None) => {
-                        drop(items);
-                        return self.assign_index_slow(&obj, &i, op, new, (at, pos));
-                    }
-                };
-                // The old item is dropped after the borrow ends (its drop
-                // may reach this very list).
-                let old = std::mem::replace(slot, stored.clone());
-                drop(items);
-                drop(old);
-                return Ok(stored);
-            }
-        }
-        self.assign_index_slow(&obj, &i, op, new, (at, pos))
-    }
-
     pub(super) fn assign_index_slow(
         &self,
         obj: &Value,
@@ -1779,36 +844,6 @@ impl Interpreter {
             None => new,
         };
         self.set_index(obj, i.clone(), new.clone(), at)?;
-        Ok(new)
-    }
-
-    /// `local = new` or `local op= new`, in the slot the resolver gave it.
-    fn assign_slot(
-        &self,
-        scope: &Rc<Scope>,
-        (depth, slot): (u32, u32),
-        op: Option<BinOp>,
-        new: Value,
-        at: Pos,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let Some(frame) = scope.ancestor(depth) else {
-            return Err(self.fail(at, "internal: a local outside every scope"));
-        };
-        let new = match op {
-            Some(op) => {
-                let old = frame.get(slot);
-                if let (Value::Int(x), Value::Int(y)) = (&old, &new) {
-                    if let Some(v) = int_fast(op, *x, *y) {
-                        frame.set(slot, v.clone());
-                        return Ok(v);
-                    }
-                }
-                methods::binary(op, &old, &new).map_err(|message| self.fail(pos, message))?
-            }
-            None => new,
-        };
-        frame.set(slot, new.clone());
         Ok(new)
     }
 
@@ -2007,52 +1042,6 @@ impl Interpreter {
         }))
     }
 
-    fn instance(
-        &mut self,
-        name: &str,
-        class: Value,
-        given: &[(Rc<str>, Expr)],
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let class = match class {
-            Value::Class(c) => c,
-            other => {
-                return Err(self.fail(
-                    pos,
-                    format!("`{name}` is {}, not an object type", other.type_name()),
-                ))
-            }
-        };
-        let Some(decl) = class.decl.clone() else {
-            return Err(self.fail(pos, format!("`{name}` cannot be built in Buzz")));
-        };
-        let class_scope = class.scope.clone().unwrap_or_else(|| scope.clone());
-        for (field, expr) in given {
-            if !decl.fields.iter().any(|f| same_name(&f.name, field)) {
-                return Err(self.fail(expr.pos, format!("object `{name}` has no field `{field}`")));
-            }
-        }
-        let mut fields = Vec::with_capacity(decl.fields.len());
-        for f in decl.fields.iter().filter(|f| !f.is_static) {
-            let value = match given.iter().find(|(n, _)| same_name(n, &f.name)) {
-                Some((_, e)) => self.eval(e, scope)?,
-                None => self.field_default(f, &class_scope, name, pos)?,
-            };
-            let value = self.conform_with(&f.ty, value, || format!("field `{}`", f.name), pos)?;
-            fields.push((f.name.clone(), value));
-        }
-        let finalizes = class.finalizes;
-        let made = Value::Object(Rc::new(Instance {
-            class,
-            fields: std::cell::RefCell::new(fields),
-        }));
-        if finalizes && finalizers::is_full() {
-            self.run_finalizers(pos)?;
-        }
-        Ok(made)
-    }
-
     /// `gc\collect()`: runs the queued `collect` methods, then lets go of
     /// the frames and argument lists kept for reuse, so `allocated()`
     /// after it counts what the spell holds.
@@ -2071,7 +1060,6 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         match (&f.default, &f.ty) {
-            (Some(e), _) if !self.compile => self.eval(e, scope),
             (Some(e), _) => self.field_default_value(f, e, scope),
             (None, Type::Optional(_)) => Ok(Value::Null),
             (None, _) => Err(self.fail(
@@ -2083,206 +1071,13 @@ impl Interpreter {
 
     // ----- calls -----
 
-    #[inline(never)]
-    fn call(&mut self, callee: &Expr, args: &[Arg], scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        if let ExprKind::Generic { callee, types } = &callee.kind {
-            return self.call_generic(callee, types, args, scope, pos);
-        }
-        if let ExprKind::Field {
-            object,
-            name,
-            optional,
-            cache,
-        } = &callee.kind
-        {
-            let receiver = self.subject(object, scope)?;
-            if *optional && receiver.is_null() {
-                return Ok(Value::Null);
-            }
-            if methods::is_builtin_receiver(&receiver) {
-                let values = self.positional_arguments(args, scope)?;
-                let result = methods::call_method(self, &receiver, name, &values, callee.pos);
-                self.give_back_positional(values);
-                return result;
-            }
-            if let Some((decl, class_scope)) = method_of(&receiver, name, cache) {
-                if takes_in_order(&decl, args) {
-                    let callee = Callee {
-                        decl: &decl,
-                        parent: &class_scope,
-                        this: Some(receiver),
-                    };
-                    return self.call_direct(callee, args, scope, pos);
-                }
-                let values = self.arguments(args, scope)?;
-                return self.call_function(&decl, &class_scope, Some(receiver), &[], values, pos);
-            }
-            let f = match &receiver {
-                Value::Module(m) => m.functions.get_at_site(name, cache),
-                _ => None,
-            };
-            let f = match f {
-                Some(f) => f,
-                None => self.field(&receiver, name, callee.pos)?,
-            };
-            let values = self.arguments(args, scope)?;
-            return self
-                .call_value(&f, values, pos)
-                .map_err(|flow| self.place_refused(flow, pos, &(callee, args)));
-        }
-        if let ExprKind::Var(name, res) = &callee.kind {
-            if let Res::Global { hint } = res.get() {
-                if let Some(closure) = global_function(scope, name, hint) {
-                    return self.call_closure(&closure, args, scope, pos);
-                }
-            }
-        }
-        let f = self.eval(callee, scope)?;
-        if let Value::Function(closure) = &f {
-            return self.call_closure(closure, args, scope, pos);
-        }
-        let values = self.arguments(args, scope)?;
-        self.call_value(&f, values, pos)
-            .map_err(|flow| self.place_refused(flow, pos, &(callee, args)))
-    }
-
-    /// A call of the Buzz function `closure`: by slot when the arguments
-    /// fill its parameters in order, else through the general path.
-    #[inline]
-    fn call_closure(
-        &mut self,
-        closure: &Rc<Closure>,
-        args: &[Arg],
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let decl = &closure.decl;
-        if !decl.frame.get().method && closure.type_args.is_empty() && takes_in_order(decl, args) {
-            let callee = Callee {
-                decl,
-                parent: &closure.scope,
-                this: None,
-            };
-            return self.call_direct(callee, args, scope, pos);
-        }
-        let values = self.arguments(args, scope)?;
-        let f = Value::Function(closure.clone());
-        self.call_value(&f, values, pos)
-    }
-
-    /// A call of a Buzz function whose arguments fill its parameters in
-    /// order (the common call): each argument is evaluated straight into
-    /// its slot of the new frame, with no list of arguments between. The
-    /// order of effects is the general path's: every argument, then the
-    /// parameters' types, then the depth checks.
-    fn call_direct(
-        &mut self,
-        callee: Callee<'_>,
-        args: &[Arg],
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        if let Some(f) = self.compiled_of(callee.decl) {
-            return self.walker_call_compiled(f, callee, args, scope, pos);
-        }
-        let (inner, first) = self.direct_frame(&callee, args.len());
-        if let Some(this) = callee.this {
-            inner.set_next(0, this);
-        }
-        for (i, arg) in args.iter().enumerate() {
-            let value = self.eval(&arg.value, scope)?;
-            inner.set_next(first + i as u32, value);
-        }
-        self.run_direct(callee.decl, inner, pos)
-    }
-
-    /// Whether functions run compiled (`MAGUS_BUZZ_NO_COMPILE` unset).
-    pub(super) fn compiles(&self) -> bool {
-        self.compile
-    }
-
-    /// `decl`'s compiled form, when compilation is on and it compiles.
+    /// `decl`'s compiled form; `None` only for a tree never resolved.
     #[inline]
     pub(super) fn compiled_of<'d>(
         &self,
         decl: &'d FunDecl,
     ) -> Option<&'d super::compile::Function> {
-        if self.compile {
-            let compiled = super::compile::compiled(decl);
-            if compiled.is_none() {
-                super::compile::note_walked();
-            }
-            compiled
-        } else {
-            None
-        }
-    }
-
-    /// A walker frame for a direct call, and the slot of its first argument.
-    fn direct_frame(&mut self, callee: &Callee<'_>, args: usize) -> (Rc<Scope>, u32) {
-        let frame = callee.decl.frame.get();
-        let capacity = (frame.size as usize).max(args + 1);
-        let spare = self.spare.frames.pop();
-        let inner = Scope::reuse(spare, callee.parent.clone(), capacity);
-        (inner, u32::from(frame.method))
-    }
-
-    /// [`Interpreter::call_direct`] of a function the walker runs, its
-    /// arguments already evaluated (a call from compiled code).
-    pub(super) fn call_direct_values(
-        &mut self,
-        callee: Callee<'_>,
-        values: Vec<Value>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let (inner, first) = self.direct_frame(&callee, values.len());
-        if let Some(this) = callee.this {
-            inner.set_next(0, this);
-        }
-        for (i, value) in values.into_iter().enumerate() {
-            inner.set_next(first + i as u32, value);
-        }
-        self.run_direct(callee.decl, inner, pos)
-    }
-
-    /// The rest of a direct call with its frame filled: the parameters'
-    /// types, the depth checks, the body.
-    fn run_direct(&mut self, decl: &FunDecl, inner: Rc<Scope>, pos: Pos) -> Eval<Value> {
-        let first = u32::from(decl.frame.get().method);
-        for (i, param) in decl.params.iter().enumerate() {
-            let slot = first + i as u32;
-            let plain = inner
-                .slots
-                .borrow()
-                .get(slot as usize)
-                .is_some_and(|v| plainly_conforms(&param.ty, v));
-            if !plain {
-                let value = inner.set(slot, Value::Null);
-                let value = self.conform_param(decl, param, value, pos)?;
-                inner.set(slot, value);
-            }
-        }
-        if self.calls >= MAX_CALL_DEPTH {
-            return Err(self.call_overflow(decl, pos));
-        }
-        self.enter_call(pos)?;
-        self.calls += 1;
-        let result = self.run_frame(decl, &inner, pos);
-        self.calls -= 1;
-        self.depth -= 1;
-        if self.spare.frames.len() < SPARE_FRAMES {
-            self.spare.frames.extend(Scope::recycle(inner));
-        }
-        result
-    }
-
-    pub(super) fn arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Args> {
-        let mut out = self.spare.args.pop().unwrap_or_default();
-        out.reserve(args.len());
-        for arg in args {
-            out.push((arg.name.clone(), self.eval(&arg.value, scope)?));
-        }
-        Ok(out)
+        super::compile::compiled(decl)
     }
 
     /// An empty list for the positional arguments of a built-in method.
@@ -2293,15 +1088,6 @@ impl Interpreter {
     /// An empty argument list for a call by the general path.
     pub(super) fn spare_args(&mut self) -> Args {
         self.spare.args.pop().unwrap_or_default()
-    }
-
-    /// Arguments of a method of a built-in value, which takes no names.
-    fn positional_arguments(&mut self, args: &[Arg], scope: &Rc<Scope>) -> Eval<Vec<Value>> {
-        let mut out = self.scratch.positional.pop().unwrap_or_default();
-        for arg in args {
-            out.push(self.eval(&arg.value, scope)?);
-        }
-        Ok(out)
     }
 
     /// Keeps an argument list of [`Interpreter::positional_arguments`],
@@ -2432,52 +1218,17 @@ impl Interpreter {
 
     /// Runs `decl`'s body in its bound frame `scope`: what it returns.
     fn run_frame(&mut self, decl: &FunDecl, scope: &Rc<Scope>, pos: Pos) -> Eval<Value> {
-        if let Some(f) = self.compiled_of(decl) {
-            return self.frame_call_compiled((decl, f), scope, pos);
+        match self.compiled_of(decl) {
+            Some(f) => self.frame_call_compiled((decl, f), scope, pos),
+            None => Err(self.not_lowered(pos)),
         }
-        // Positions inside the function are in the file it was written in.
-        let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
-            self.exec_body(&decl.body, scope)
-        } else {
-            let caller = std::mem::replace(&mut self.file, decl.file.clone());
-            let outcome = self.exec_body(&decl.body, scope);
-            self.file = caller;
-            outcome
-        };
-        match outcome {
-            Ok(v) => Ok(v),
-            Err(Flow::Return(v)) => Ok(v),
-            Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
-                Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
-            }
-            Err(other) => Err(other),
-        }
-    }
-
-    /// A function's body: what it returns. A `return` among the body's
-    /// own statements (not nested in a block) gives its value here, not
-    /// through [`Flow::Return`].
-    fn exec_body(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<Value> {
-        for stmt in body {
-            if let StmtKind::Return(value) = &stmt.kind {
-                return match value {
-                    Some(e) => self.eval(e, scope),
-                    None => Ok(Value::Null),
-                };
-            }
-            self.exec(stmt, scope)?;
-        }
-        Ok(Value::Null)
     }
 
     /// The default value of `decl`'s parameter `i`, read in the call's
     /// frame `scope` and the file it was written in.
     fn default_value(&mut self, decl: &FunDecl, i: usize, scope: &Rc<Scope>) -> Eval<Value> {
         let caller = std::mem::replace(&mut self.file, decl.file.clone());
-        let value = match decl.params.get(i).and_then(|p| p.default.as_ref()) {
-            Some(e) if !self.compile => self.eval(e, scope),
-            _ => self.param_default_value(decl, i, scope),
-        };
+        let value = self.param_default_value(decl, i, scope);
         self.file = caller;
         value
     }
@@ -2799,20 +1550,6 @@ pub(super) struct Callee<'a> {
     pub(super) this: Option<Value>,
 }
 
-/// Whether `args` give `decl`'s parameters exactly, in order (positionally,
-/// or each named after the parameter in its place), in a laid-out frame:
-/// then [`Interpreter::call_direct`] may bind them by slot.
-#[inline]
-fn takes_in_order(decl: &FunDecl, args: &[Arg]) -> bool {
-    decl.frame.get().resolved
-        && args.len() == decl.params.len()
-        && args.iter().zip(&decl.params).all(|(arg, param)| {
-            arg.name
-                .as_ref()
-                .is_none_or(|name| same_name(name, &param.name))
-        })
-}
-
 /// Stores a declaration's value where the resolver put it: its slot in
 /// `scope`, or by name (top-level names, and trees never resolved).
 pub(super) fn bind(
@@ -2875,45 +1612,6 @@ pub(super) fn lookup(scope: &Rc<Scope>, name: &str) -> Option<Value> {
         current = s.parent.as_ref();
     }
     None
-}
-
-/// The value of the resolved local `e`, read in its frame, if `e` is one.
-/// The frame's slots stay borrowed while the reference lives.
-#[inline]
-fn peek_local_ref<'a>(e: &Expr, scope: &'a Rc<Scope>) -> Option<std::cell::Ref<'a, Value>> {
-    let ExprKind::Var(_, res) = &e.kind else {
-        return None;
-    };
-    let Res::Local { depth, slot, .. } = res.get() else {
-        return None;
-    };
-    let slots = scope.ancestor(depth)?.slots.borrow();
-    std::cell::Ref::filter_map(slots, |slots| slots.get(slot as usize)).ok()
-}
-
-/// Whether evaluating `e` can neither run code nor assign: literals, names
-/// and operators over them (an index such as `j + 1`).
-fn effect_free(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Int(_) | ExprKind::Var(..) => true,
-        ExprKind::Binary(_, l, r) => effect_free(l) && effect_free(r),
-        _ => false,
-    }
-}
-
-/// The `int` an operand is, when reading it has no effect and cannot
-/// fail: an `int` literal, or a local of this scope holding an `int`.
-#[inline]
-fn peek_int(e: &Expr, scope: &Scope) -> Option<i64> {
-    match &e.kind {
-        ExprKind::Int(i) => Some(*i),
-        ExprKind::Var(_, res) => match res.get() {
-            Res::Local { depth: 0, slot, .. } => scope.peek_int(slot),
-            Res::Local { depth, slot, .. } => scope.ancestor_ref(depth)?.peek_int(slot),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// `x op y` for the comparison operators on two ints.

@@ -10,9 +10,9 @@
 //! and `.{ … }` into an instance of a named object.
 
 use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
-use super::syntax::ast::{Expr, IfBinding, MatchArm, Mutability, Stmt, Type};
+use super::syntax::ast::Type;
 use super::syntax::lexer::Pos;
-use super::value::{anon_object_of, Class, Instance, ListObj, Pattern, Scope, Value};
+use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -20,18 +20,6 @@ use std::rc::Rc;
 const MAX_PATTERN_LEN: usize = 64 << 10;
 
 impl Interpreter {
-    pub(super) fn anon_object(
-        &mut self,
-        fields: &[(Rc<str>, Expr)],
-        scope: &Rc<Scope>,
-    ) -> Eval<Value> {
-        let mut values = Vec::with_capacity(fields.len());
-        for (name, e) in fields {
-            values.push((name.clone(), self.eval(e, scope)?));
-        }
-        Ok(anon_object_of(values))
-    }
-
     /// Turns `.case` and `.{ … }` into what the declared type `ty` names.
     pub(super) fn infer(&mut self, ty: &Type, value: Value, pos: Pos) -> Eval<Value> {
         // Only `.case` and `.{ … }` change; everything else passes untouched
@@ -140,18 +128,6 @@ impl Interpreter {
         }
     }
 
-    pub(super) fn cast(
-        &mut self,
-        value: &Expr,
-        ty: &Type,
-        optional: bool,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let v = self.eval(value, scope)?;
-        self.cast_value(v, ty, optional, scope, pos)
-    }
-
     /// `v as ty` (`as?` when `optional`), `v` already evaluated.
     pub(super) fn cast_value(
         &mut self,
@@ -186,38 +162,6 @@ impl Interpreter {
         })))
     }
 
-    /// `from { … }`: the value given by `out`, or null.
-    pub(super) fn block_value(&mut self, body: &[Stmt], scope: &Rc<Scope>) -> Eval<Value> {
-        match self.exec_block(body, scope) {
-            Ok(()) => Ok(Value::Null),
-            Err(Flow::Out(v)) => Ok(v),
-            Err(other) => Err(other),
-        }
-    }
-
-    pub(super) fn match_value(
-        &mut self,
-        subject: &Expr,
-        arms: &[MatchArm],
-        otherwise: Option<&Expr>,
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let value = self.eval(subject, scope)?;
-        for arm in arms {
-            for condition in &arm.conditions {
-                let c = self.eval(condition, scope)?;
-                if self.matches(&value, &c) {
-                    return self.eval(&arm.body, scope);
-                }
-            }
-        }
-        match otherwise {
-            Some(e) => self.eval(e, scope),
-            None => Err(self.fail(pos, format!("no `match` arm matches {value}"))),
-        }
-    }
-
     /// Whether `value` meets the `match` condition `c`: ranges hold
     /// numbers, patterns match strings, types hold values, else equality.
     pub(super) fn matches(&self, value: &Value, c: &Value) -> bool {
@@ -248,35 +192,6 @@ impl Interpreter {
             source: source.clone(),
             regex,
         })))
-    }
-
-    /// `if (x) -> y { … }` runs when `x` is not null, and `if (x as y: T)`
-    /// when `x` is a `T`; either binds `y` in the `then` block.
-    pub(super) fn if_binding(
-        &mut self,
-        cond: &Expr,
-        binding: &IfBinding,
-        then: &[Stmt],
-        otherwise: Option<&Stmt>,
-        scope: &Rc<Scope>,
-    ) -> Eval<()> {
-        let value = self.eval(cond, scope)?;
-        let taken = match &binding.cast {
-            None => !value.is_null(),
-            Some(ty) => self.holds(ty, &value, scope),
-        };
-        if taken {
-            let inner = self.block_scope(scope);
-            let name = &binding.name;
-            super::interp::bind(&inner, &binding.slot, name, value, Mutability::Final);
-            let result = self.exec_all(then, &inner);
-            self.end_block_scope(inner);
-            return result;
-        }
-        match otherwise {
-            Some(other) => self.exec(other, scope),
-            None => Ok(()),
-        }
     }
 }
 

@@ -1,11 +1,12 @@
-//! The embedded interpreter of the Buzz subset (docs/buzz.md): lexer, parser
-//! and a tree-walking evaluator. It has no FFI, no dynamic loading and no
-//! eval, so the native modules it is given are the only way out.
+//! The embedded interpreter of the Buzz subset (docs/buzz.md): lexer, parser,
+//! checker and one executable form. It has no FFI, no dynamic loading and
+//! no eval, so the native modules it is given are the only way out.
 //!
 //! The pipeline, bottom layer first: [`syntax`] (lexer, parser, tree),
 //! `resolve` (slots for names), [`check`] (the pass before the run), then
-//! the run: `interp` and its helpers, with `compile` for the functions it
-//! lowers; `lib` holds the `buzz:` modules and the built-in methods.
+//! the run: `compile` (every function, block and default lowered to the
+//! compiled form, and run) on `interp` (the run's state and limits) and
+//! its helpers; `lib` holds the `buzz:` modules and the built-in methods.
 //!
 //! Entry points: [`parse`] and [`Interpreter`]; native modules are built with
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].

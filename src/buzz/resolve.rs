@@ -4,13 +4,14 @@
 //! write, comparing strings along a chain of scopes; most of a tight loop's
 //! time went there (issue 14, "Speed from the check"). Names are lexical,
 //! so where each one lives is known before the run. This pass walks the
-//! tree once, with the same scopes the evaluator will make, and writes into
+//! tree once, with the scopes the run will make, and writes into
 //! each [`ExprKind::Var`] (and each declaration) a [`Res`]: a local's
 //! `(depth, slot)`, read at run time by index, or a top-level name, found
 //! in the file's globals by name once and then by a remembered index.
 //!
-//! The scopes ("levels") mirror the walker's (`interp.rs`) exactly, or a depth would
-//! point at the wrong frame: one per call (`this`, the parameters and the
+//! The scopes ("levels") are the run's, exactly, or a depth would point at
+//! the wrong scope wherever the compiled form keeps scopes (closures,
+//! local declarations, default values): one per call (`this`, the parameters and the
 //! body's own declarations), one per block that declares a name (see
 //! [`declares`]), one per `for` (its initializers), one per `foreach`
 //! step, `catch` clause and `if (…) -> x` branch. The file's top level is
@@ -24,8 +25,8 @@
 //! Generic parameters and local `protocol` names stay bound by name in
 //! their call's frame ([`Res::Dynamic`]); a name found in no scope is a
 //! global, whose lookup falls back to that search (so a local `import`
-//! still works). A tree never resolved keeps [`Res::Dynamic`] everywhere
-//! and runs as before, by name.
+//! still works). The run resolves every file before it runs it; a tree
+//! never resolved does not lower.
 
 use super::syntax::ast::declares;
 use super::syntax::ast::*;
@@ -33,8 +34,8 @@ use std::rc::Rc;
 
 impl Program {
     /// Resolves the tree (once; later calls do nothing). A method of the
-    /// tree, so that the walker, which resolves each file it runs, needs
-    /// nothing of this pass but its result.
+    /// tree, so that the interpreter, which resolves each file it runs,
+    /// needs nothing of this pass but its result.
     pub(crate) fn resolve(&self) {
         if self.resolved.replace(true) {
             return;

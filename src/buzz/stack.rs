@@ -1,4 +1,4 @@
-//! The interpreter's own thread: a tree-walker recurses on the Rust stack
+//! The interpreter's own thread: the compiled form recurses on the Rust stack
 //! for every Buzz call, so spells run on a thread with a large stack
 //! (reserved, and committed by the kernel only as it is touched) and a
 //! stack budget to match. Deep recursion then ends in a located error at

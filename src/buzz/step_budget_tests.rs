@@ -1,13 +1,13 @@
 //! The step budget ([`super::Interpreter::with_step_budget`]): calls and
-//! loop turns are counted, compiled and walked alike, across fibers, and a
-//! spell that runs past the budget stops with a located error.
+//! loop turns are counted, across fibers, and a spell that runs past the
+//! budget stops with a located error.
 
 use super::{parse, stack, Interpreter};
 use std::path::Path;
 
-/// Runs `source` with a budget of `steps`, compiled or walked; the exit
-/// status or the error's text.
-fn run(source: &str, steps: u64, compiled: bool) -> Result<i32, String> {
+/// Runs `source` with a budget of `steps`: the exit status or the
+/// error's text.
+fn run(source: &str, steps: u64) -> Result<i32, String> {
     let source = source.to_string();
     stack::run_on_interpreter_stack(move || {
         let file = Path::new("steps.buzz");
@@ -15,19 +15,11 @@ fn run(source: &str, steps: u64, compiled: bool) -> Result<i32, String> {
         Interpreter::new(file, Vec::new())
             .with_output(Box::new(std::io::sink()))
             .with_stack_budget(stack::stack_budget(stack::interpreter_stack()))
-            .with_compiled(compiled)
             .with_step_budget(steps)
             .run(&program, Vec::new())
             .map_err(|e| e.to_string())
     })
     .expect("interpreter thread starts")
-}
-
-/// Runs `source` both ways, asserts they end the same, and gives how.
-fn both(source: &str, steps: u64) -> Result<i32, String> {
-    let walked = run(source, steps, false);
-    assert_eq!(run(source, steps, true), walked, "compiled / walked");
-    walked
 }
 
 fn assert_stopped_at(result: Result<i32, String>, line: u32) {
@@ -49,8 +41,8 @@ fun main() > void {
 
 #[test]
 fn a_run_within_its_budget_ends_normally_and_one_step_less_stops_it() {
-    assert_eq!(both(TEN_TURNS, 11), Ok(0));
-    assert_stopped_at(both(TEN_TURNS, 10), 4);
+    assert_eq!(run(TEN_TURNS, 11), Ok(0));
+    assert_stopped_at(run(TEN_TURNS, 10), 4);
 }
 
 #[test]
@@ -64,14 +56,14 @@ fn endless_loops_of_every_kind_stop_at_the_loop() {
     ];
     for (body, line) in loops {
         let source = format!("fun main() > void {{\n    var n = 0;\n    {body}\n}}\n");
-        assert_stopped_at(both(&source, 1_000), line);
+        assert_stopped_at(run(&source, 1_000), line);
     }
 }
 
 #[test]
 fn top_level_loops_count_too() {
     assert_stopped_at(
-        both("var n = 0;\nwhile (n >= 0) {\n    n = n + 1;\n}\n", 500),
+        run("var n = 0;\nwhile (n >= 0) {\n    n = n + 1;\n}\n", 500),
         2,
     );
 }
@@ -91,7 +83,7 @@ fun main() > void {
     _ = fib(40);
 }
 ";
-    let error = both(source, 10_000).unwrap_err();
+    let error = run(source, 10_000).unwrap_err();
     assert!(error.contains("step limit"), "{error}");
 }
 
@@ -111,7 +103,7 @@ fun main() > void {
     }
 }
 ";
-    assert_stopped_at(both(source, 1_000), 8);
+    assert_stopped_at(run(source, 1_000), 8);
 }
 
 /// A fiber loops 30 turns and main 30 (resuming it): 60 and more steps
@@ -132,7 +124,7 @@ fun main() > void {
     }
 }
 ";
-    assert_eq!(both(source, 1_000), Ok(0));
-    let error = both(source, 50).unwrap_err();
+    assert_eq!(run(source, 1_000), Ok(0));
+    let error = run(source, 50).unwrap_err();
     assert!(error.contains("step limit"), "{error}");
 }

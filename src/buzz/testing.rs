@@ -74,10 +74,7 @@ impl Interpreter {
             if !keep(name) {
                 continue;
             }
-            let ran = match self.run_block_compiled(body, globals) {
-                Some(ran) => ran,
-                None => self.exec_block(body, globals),
-            };
+            let ran = self.run_block(body, globals);
             let (result, exited) = match ran {
                 Ok(()) | Err(Flow::Return(_)) => (Ok(0), false),
                 // The spell asked to stop (as `buzz:test`'s `summary` does

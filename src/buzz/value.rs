@@ -85,27 +85,6 @@ impl Clone for Value {
 }
 
 impl Value {
-    /// [`Clone::clone`] with the scalars built here, in the caller, so that
-    /// the copy is written where it is used rather than returned through
-    /// memory and reloaded (a reload of a value just written as two words
-    /// stalls on store forwarding).
-    /// The commonest shared kinds (strings, lists, maps, objects) have
-    /// their count bumped here too.
-    #[inline(always)]
-    pub(crate) fn copied(&self) -> Value {
-        match self {
-            Value::Int(i) => Value::Int(*i),
-            Value::Double(d) => Value::Double(*d),
-            Value::Bool(b) => Value::Bool(*b),
-            Value::Null => Value::Null,
-            Value::Object(o) => Value::Object(Rc::clone(o)),
-            Value::List(l) => Value::List(Rc::clone(l)),
-            Value::Str(s) => Value::Str(Rc::clone(s)),
-            Value::Map(m) => Value::Map(Rc::clone(m)),
-            _ => self.clone_shared(),
-        }
-    }
-
     #[inline(never)]
     fn clone_shared(&self) -> Value {
         match self {
@@ -1085,24 +1064,6 @@ impl Scope {
         }
     }
 
-    /// The `int` in slot `slot`, if it holds one.
-    #[inline]
-    pub(crate) fn peek_int(&self, slot: u32) -> Option<i64> {
-        match self.slots.borrow().get(slot as usize) {
-            Some(Value::Int(i)) => Some(*i),
-            _ => None,
-        }
-    }
-
-    /// Stores the scalar `value` over the scalar in slot `slot` (one that
-    /// [`Scope::peek_int`] just read): nothing to drop.
-    #[inline]
-    pub(crate) fn set_scalar(&self, slot: u32, value: Value) {
-        if let Some(place) = self.slots.borrow_mut().get_mut(slot as usize) {
-            *place = value;
-        }
-    }
-
     /// Stores `value` in slot `slot`, growing the frame when the slot is
     /// new. The old value is dropped after the borrow ends (its drop may
     /// reach this scope).
@@ -1113,19 +1074,6 @@ impl Scope {
         }
         self.grow_to(slot, value);
         Value::Null
-    }
-
-    /// Binds slot `slot` of a frame being filled in order (a call's
-    /// `this` and arguments): usually the frame's next slot, pushed.
-    #[inline]
-    pub(crate) fn set_next(&self, slot: u32, value: Value) {
-        let mut slots = self.slots.borrow_mut();
-        if slots.len() == slot as usize {
-            slots.push(value);
-            return;
-        }
-        drop(slots);
-        drop(self.set(slot, value));
     }
 
     /// [`Scope::set`] of a slot the frame does not have yet. Out of line,
@@ -1147,16 +1095,6 @@ impl Scope {
         let mut s = self;
         for _ in 0..depth {
             s = s.parent.as_ref()?;
-        }
-        Some(s)
-    }
-
-    /// [`Scope::ancestor`] of a plain reference.
-    #[inline]
-    pub(crate) fn ancestor_ref(&self, depth: u32) -> Option<&Scope> {
-        let mut s = self;
-        for _ in 0..depth {
-            s = s.parent.as_deref()?;
         }
         Some(s)
     }
@@ -1207,36 +1145,6 @@ impl Scope {
         }
         scope.slots.get_mut().clear();
         scope.parent = None;
-        Some(frame)
-    }
-
-    /// A loop step's finished scope, emptied for the next step (its
-    /// parent kept), or `None` (and it is dropped as usual) when something
-    /// still holds it, such as a closure made in the step, or when
-    /// emptying it could start a chain of nested drops.
-    pub(crate) fn emptied(mut frame: Rc<Scope>) -> Option<Rc<Scope>> {
-        let scope = Rc::get_mut(&mut frame)?;
-        let vars = scope.vars.get_mut();
-        if !vars.is_empty() {
-            if !vars.iter().all(|s| drops_flat(&s.value)) {
-                return None;
-            }
-            vars.clear();
-        }
-        // Each slot set back to null in place (not the list emptied): the
-        // next step's bindings then replace a slot rather than grow the
-        // list again. A value that is not flat stops it; the frame is
-        // then dropped as usual, the slots already nulled included.
-        for v in scope.slots.get_mut().iter_mut() {
-            match v {
-                Value::Null | Value::Int(_) | Value::Double(_) | Value::Bool(_) => {
-                    // Nothing to drop: no out-of-line `drop_in_place`.
-                    std::mem::forget(std::mem::replace(v, Value::Null));
-                }
-                _ if drops_flat(v) => *v = Value::Null,
-                _ => return None,
-            }
-        }
         Some(frame)
     }
 

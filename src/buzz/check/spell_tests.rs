@@ -573,11 +573,10 @@ fn run_error(ws: &Workspace, source: &str) -> Diagnostic {
 }
 
 /// A sandbox denial, uncaught, is placed on the argument that holds the
-/// refused path and underlines all of it, whether the call runs in the
-/// walker or compiled (in `main`) and whatever the argument is: a
+/// refused path and underlines all of it, whatever the argument is: a
 /// literal, a variable, an interpolation, a later argument, a list.
 #[test]
-fn a_denial_underlines_the_refused_argument_walked_and_compiled() {
+fn a_denial_underlines_the_refused_argument() {
     let ws = Workspace::with_config("sandbox:\n  enabled: true\n");
     // A program outside the grants (the workspace is under `/tmp`): one
     // that exists, since a missing one is "not found", not a denial.
@@ -621,23 +620,20 @@ fn a_denial_underlines_the_refused_argument_walked_and_compiled() {
             "import \"fs\";\nimport \"sh\";\nimport \"buzz:io\";\nfun main(args: [str]) > void {{\n    _ = args;\n{body}\n}}\n"
         );
         let line = 6 + body.matches('\n').count() as u32;
-        for compiled in [true, false] {
-            let path = ws.write("spells/probe.buzz", &source);
-            let program = buzz::parse(&path, &source).unwrap();
-            let d = Interpreter::new(&path, bindings::modules(&ws.session))
-                .with_libraries(bindings::libraries())
-                .with_output(Box::new(std::io::sink()))
-                .with_compiled(compiled)
-                .run(&program, Vec::new())
-                .unwrap_err()
-                .to_diagnostic();
-            let loc = d.location.as_ref().unwrap();
-            assert_eq!(
-                (d.code.map(|c| c.to_string()), loc.line, loc.column, d.span),
-                (Some(code.to_string()), line, column, width),
-                "{body} (compiled: {compiled})"
-            );
-        }
+        let path = ws.write("spells/probe.buzz", &source);
+        let program = buzz::parse(&path, &source).unwrap();
+        let d = Interpreter::new(&path, bindings::modules(&ws.session))
+            .with_libraries(bindings::libraries())
+            .with_output(Box::new(std::io::sink()))
+            .run(&program, Vec::new())
+            .unwrap_err()
+            .to_diagnostic();
+        let loc = d.location.as_ref().unwrap();
+        assert_eq!(
+            (d.code.map(|c| c.to_string()), loc.line, loc.column, d.span),
+            (Some(code.to_string()), line, column, width),
+            "{body}"
+        );
     }
 }
 

@@ -5,7 +5,7 @@
 //! An object's methods and field defaults close over the scope it is made
 //! in, so a function declaring one is lowered with every level in scopes
 //! (`lower`'s `all_scoped`): the environment at the declaration is the
-//! scope the walker would have there. The node evaluates the static
+//! scope of the resolver's level there. The node evaluates the static
 //! fields' and cases' values on the flat frame, then hands them to the
 //! interpreter's own helpers (`bind_object`, `bind_enum`, `bind_protocol`,
 //! `import`), which make the type and bind it in that scope.
@@ -89,8 +89,8 @@ impl Interpreter {
         Ok(values)
     }
 
-    /// [`StepScoped`]: one step of the loop at `pos` per scope, as the
-    /// walker's `do_until` makes them.
+    /// [`StepScoped`]: one step of the loop at `pos` per scope; a scope
+    /// that nothing kept is used again for the next step.
     pub(super) fn c_do_until_scoped(
         &mut self,
         l: &StepScoped,

@@ -1,7 +1,7 @@
 //! Default values: a parameter's, evaluated in its call's frame with the
 //! earlier parameters bound, and a field's, evaluated in the scope its
 //! object was declared in. Each is lowered as an expression of a scope
-//! laid out as the walker's (every local read by levels out from it,
+//! laid out as the resolver's levels (every local read by levels out from it,
 //! `lower::scoped_expr`) and runs on a frame of its own with that scope
 //! as its environment.
 

@@ -1,11 +1,12 @@
 //! Running the compiled form on a flat frame.
 //!
-//! Each step mirrors the walker's (`super::super::interp`): the same
-//! checks at each statement and call, the same order of evaluation, and
-//! every slow or failing path handed to the walker's own helpers, so that
-//! results, messages and locations cannot differ. `env` is the scope the
-//! function closes over: globals are read from it exactly as the walker
-//! reads them from a call's frame, whose own names are all slots here.
+//! Each statement and call is checked on entry (depth, memory, stack,
+//! steps: `super::super::interp`'s limits), and every slow or failing
+//! path is handed to the interpreter's helpers (calls, fields,
+//! conformance, errors), so that messages and locations are the same
+//! wherever a value comes from. `env` is the scope the function closes
+//! over: globals are read from it by name (the file's root) and a
+//! closure's captured locals by levels out.
 
 use super::*;
 use crate::buzz::interp::{
@@ -36,33 +37,6 @@ impl Interpreter {
         if self.flat_frames.len() < SPARE_FRAMES {
             self.flat_frames.push(frame);
         }
-    }
-
-    /// The walker's direct call (`interp::call_direct`) of a compiled
-    /// function: arguments evaluated by the walker in `scope` straight
-    /// into the flat frame.
-    pub(in crate::buzz) fn walker_call_compiled(
-        &mut self,
-        f: &Function,
-        callee: Callee<'_>,
-        args: &[ast::Arg],
-        scope: &Rc<Scope>,
-        pos: Pos,
-    ) -> Eval<Value> {
-        let fill = |it: &mut Self, frame: &mut [Value]| {
-            let first = usize::from(callee.decl.frame.get().method);
-            for (i, arg) in args.iter().enumerate() {
-                frame[first + i] = it.eval(&arg.value, scope)?;
-            }
-            Ok(())
-        };
-        self.with_frame(
-            (callee.decl, f),
-            args.len(),
-            callee.this,
-            fill,
-            (callee.parent, pos),
-        )
     }
 
     /// Runs a direct call of compiled `f` in a frame that `fill` gives
@@ -128,9 +102,9 @@ impl Interpreter {
         self.checked_run(decl, f, frame, env, pos)
     }
 
-    /// The walker's general call (`interp::call_function_inner`, depth
-    /// already checked) of a compiled function given every argument in
-    /// order, unnamed: the parameters' types, then the body.
+    /// The general call (`interp::call_function_inner`, depth already
+    /// checked) of a compiled function given every argument in order,
+    /// unnamed: the parameters' types, then the body.
     pub(in crate::buzz) fn general_call_compiled(
         &mut self,
         (decl, f): (&FunDecl, &Function),
@@ -154,8 +128,8 @@ impl Interpreter {
         result
     }
 
-    /// A compiled function the walker bound in `scope` by its general
-    /// path (named arguments, defaults, type arguments): the bound slots
+    /// A compiled function bound in `scope` by the general call path
+    /// (named arguments, defaults, type arguments): the bound slots
     /// move to a flat frame, and `scope` stays the environment, where its
     /// generic parameters are found by name.
     pub(in crate::buzz) fn frame_call_compiled(
@@ -187,7 +161,7 @@ impl Interpreter {
     }
 
     /// A direct call with its frame filled: the parameters' types, then
-    /// the depth checks, then the body (the walker's `call_direct` order).
+    /// the depth checks, then the body (the general path's order).
     #[inline(always)]
     fn checked_run(
         &mut self,
@@ -209,8 +183,7 @@ impl Interpreter {
         result
     }
 
-    /// Checks each parameter's value against its type, as the walker's
-    /// `call_direct` does.
+    /// Checks each parameter's value against its type.
     #[inline(always)]
     fn conform_flat(
         &mut self,
@@ -231,7 +204,7 @@ impl Interpreter {
     }
 
     /// A parameter's value that is not plainly an `int` or a `double`:
-    /// checked (and widened or inferred) as the walker does.
+    /// checked (and widened or inferred) by `Interpreter::conform_param`.
     #[inline(never)]
     fn conform_slot(&mut self, decl: &FunDecl, i: usize, slot: &mut Value, pos: Pos) -> Eval<()> {
         let Some(param) = decl.params.get(i) else {
@@ -292,7 +265,7 @@ impl Interpreter {
     }
 
     /// The scope of a call whose own level's shared locals live there
-    /// (the walker's frame for them): its parameters among them moved in.
+    /// (the call's own level): its parameters among them moved in.
     #[cold]
     #[inline(never)]
     fn own_scope(&mut self, slots: &[u32], frame: &mut [Value], env: &Rc<Scope>) -> Rc<Scope> {
@@ -306,7 +279,7 @@ impl Interpreter {
     }
 
     /// A function's own statements; a `return` among them gives its value
-    /// here, unchecked, as the walker's `exec_body`.
+    /// here, unchecked (not unwound as `Flow::Return`).
     fn c_body(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         for stmt in body {
             match &stmt.kind {
@@ -544,9 +517,9 @@ impl Interpreter {
         Ok(())
     }
 
-    /// `local.name op= value` as a statement (the walker's
-    /// `assign_field`, whose order it keeps: reading the local has no
-    /// effect and the value cannot rebind it).
+    /// `local.name op= value` as a statement (`c_assign_field`'s order,
+    /// kept: reading the local has no effect and the value cannot rebind
+    /// it).
     fn c_store_field(&mut self, s: &StoreField, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         let new = self.c_eval(&s.value, fr, env)?;
         let obj = &fr[s.slot as usize];
@@ -646,7 +619,7 @@ impl Interpreter {
     }
 
     /// Runs a loop body, one step of the loop at `pos`; `Ok(false)` means
-    /// `break` (the walker's `body`).
+    /// `break`.
     pub(super) fn c_loop_body(
         &mut self,
         body: &[Stmt],
@@ -718,7 +691,7 @@ impl Interpreter {
         }
     }
 
-    /// A condition's truth (the walker's `condition`).
+    /// A condition's truth: a bool, else a located error.
     #[inline]
     pub(super) fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
         if let Some(b) = int_condition(cond, fr) {
@@ -1030,8 +1003,8 @@ impl Interpreter {
         }
     }
 
-    /// `obj.name = value` or `obj.name op= value` (the walker's
-    /// `assign_field`).
+    /// `obj.name = value` or `obj.name op= value`: `obj` evaluated once,
+    /// the field found through the site's cache for the read and the write.
     fn c_assign_field(
         &mut self,
         a: &AssignField,
@@ -1063,8 +1036,8 @@ impl Interpreter {
         Ok(new)
     }
 
-    /// `obj[index] = value` or `obj[index] op= value` (the walker's
-    /// `assign_index`).
+    /// `obj[index] = value` or `obj[index] op= value`: `obj` and `index`
+    /// evaluated once.
     fn c_assign_index(
         &mut self,
         a: &AssignIndex,
@@ -1147,7 +1120,7 @@ impl Interpreter {
         Ok(Value::List(Rc::new(list)))
     }
 
-    /// `Name{ field = value, … }` (the walker's `instance`): given fields
+    /// `Name{ field = value, … }`: given fields
     /// evaluated in the order the object declares them.
     fn c_instance(&mut self, i: &Instance, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         let class = self.c_eval(&i.class, fr, env)?;
@@ -1283,7 +1256,8 @@ impl Interpreter {
             .map_err(|flow| self.place_refused(flow, pos, args))
     }
 
-    /// A call of the Buzz function `closure` (the walker's `call_closure`).
+    /// A call of the Buzz function `closure`: by slot when the arguments
+    /// fill its parameters in order, else through the general path.
     #[inline(always)]
     fn c_call_closure(
         &mut self,
@@ -1306,8 +1280,8 @@ impl Interpreter {
         self.call_value(&Value::Function(closure.clone()), values, pos)
     }
 
-    /// A call whose arguments fill the parameters in order: into the
-    /// callee's flat frame when it compiles, else into the walker's frame.
+    /// A call whose arguments fill the parameters in order: each argument
+    /// evaluated straight into the callee's flat frame.
     #[inline(always)]
     fn c_call_direct(
         &mut self,
@@ -1319,11 +1293,7 @@ impl Interpreter {
     ) -> Eval<Value> {
         let decl = callee.decl;
         let Some(f) = self.compiled_of(decl) else {
-            let mut values = Vec::with_capacity(args.values.len());
-            for e in &args.values {
-                values.push(self.c_eval(e, fr, env)?);
-            }
-            return self.call_direct_values(callee, values, pos);
+            return Err(self.not_lowered(pos));
         };
         let fill = |it: &mut Self, frame: &mut [Value]| {
             let first = usize::from(decl.frame.get().method);
@@ -1336,7 +1306,8 @@ impl Interpreter {
         self.with_frame((decl, f), n, callee.this, fill, (callee.parent, pos))
     }
 
-    /// `receiver.name(…)` (the walker's `call` of a field).
+    /// `receiver.name(…)`: a built-in method, a method of an object, a
+    /// module's function, or a field holding a function.
     #[inline(never)]
     fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         if let Expr::Global { name, res, .. } = &c.receiver {
@@ -1485,8 +1456,8 @@ impl Interpreter {
 }
 
 /// The native function `module\member` names, when `module` is a
-/// top-level name found at its hint holding a module (as the walker's
-/// `global` finds it first): reading it there has no effect, so the call
+/// top-level name found at its hint holding a module (as `interp::global`
+/// finds it first): reading it there has no effect, so the call
 /// may skip making the module's value.
 #[inline]
 fn module_native(
@@ -1518,7 +1489,7 @@ fn module_native(
 }
 
 /// Whether `v` is what `check` asks for with nothing to infer, widen or
-/// record: only ever true where the walker's `plainly_conforms` is.
+/// record: only ever true where `interp::plainly_conforms` is.
 #[inline(always)]
 fn plainly(check: &Check, v: &Value) -> bool {
     match (check, v) {
@@ -1533,8 +1504,9 @@ fn plainly(check: &Check, v: &Value) -> bool {
     }
 }
 
-/// Whether `args` give `decl`'s parameters exactly, in order (the
-/// walker's `takes_in_order`).
+/// Whether `args` give `decl`'s parameters exactly, in order
+/// (positionally, or each named after the parameter in its place), in a
+/// laid-out frame: then the call may bind them by slot.
 #[inline(always)]
 fn in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
     decl.frame.get().resolved
@@ -1677,8 +1649,8 @@ fn leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
     }
 }
 
-/// A top-level name's value, when it is a number, found as the walker's
-/// `global` finds it (at the hint, else the first binding of that name,
+/// A top-level name's value, when it is a number, found as
+/// `interp::global` finds it (at the hint, else the first binding of that name,
 /// the hint then moved); anything else is left to the general path.
 #[inline(never)]
 fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {

@@ -1,7 +1,8 @@
 //! Running the rarer compiled constructs: `try`, `from` blocks, `match`,
 //! casts, fibers, generic instances and the literals that build a value
 //! at each read. Each evaluates its parts on the flat frame, then hands
-//! the values to the walker's own helper, so results and errors agree.
+//! the values to the interpreter's helper for that construct (`lang.rs`,
+//! `fiber.rs`, `generics.rs`).
 
 use super::*;
 use crate::buzz::fiber::Deferred;
@@ -99,7 +100,7 @@ impl Interpreter {
         }
     }
 
-    /// The walker's `call_generic`: the callee (a built-in method runs
+    /// `f::<T>(args)` and `obj.method::<T>(args)`: the callee (a built-in method runs
     /// at once), the type arguments bound, the arguments, the call.
     fn c_call_generic(
         &mut self,
@@ -127,7 +128,7 @@ impl Interpreter {
     }
 
     /// A store into a local kept in a scope: the value, then (for `op=`)
-    /// the operator on the old value, as the walker's assignment does.
+    /// the operator on the old value, as every assignment does.
     fn c_store_scope(&mut self, s: &ScopeStore, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         let new = self.c_eval(&s.value, fr, env)?;
         let Some(scope) = env.ancestor(s.out) else {
@@ -166,7 +167,7 @@ impl Interpreter {
     }
 
     /// A closure over copies of the locals it captures, in the chain of
-    /// scopes the walker's closure would hold.
+    /// scopes laid out as the resolver's levels.
     fn c_closure(&mut self, c: &Copying, fr: &mut [Value], env: &Rc<Scope>) -> Value {
         let mut scope = env.clone();
         for level in (0..c.levels).rev() {
@@ -184,7 +185,7 @@ impl Interpreter {
         }))
     }
 
-    /// The walker's `match_value`: the subject, then each arm's
+    /// `match`: the subject, then each arm's
     /// conditions in order until one matches.
     fn c_match(&mut self, m: &Match, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         let value = self.c_eval(&m.subject, fr, env)?;
@@ -202,7 +203,8 @@ impl Interpreter {
         }
     }
 
-    /// The walker's `typed_list`: each item conformed to `ty`.
+    /// `[<T>, …]`: each item conformed to `ty` (so `.case` and `.{ }`
+    /// infer it).
     fn c_typed_list(
         &mut self,
         ty: &Type,

@@ -8,11 +8,11 @@
 //! When a closure shares a local of a nested level (a block's, a loop
 //! step's, a clause's), or the function declares a local object, enum,
 //! protocol or import (their methods and defaults close over the scope),
-//! every level of the function lives in scopes laid out as the walker's
-//! (`all_scoped`), and a `do … until` whose body declares makes a scope
+//! every level of the function lives in scopes laid out as the
+//! resolver's levels (`all_scoped`), and a `do … until` whose body declares makes a scope
 //! per step. A name the resolver left to a run-time search (a generic
 //! parameter, a local protocol) is read and assigned by name from the
-//! environment, as the walker does.
+//! environment.
 //!
 //! Slots mirror the resolver's levels ([`super::super::resolve`]): the
 //! function's own level keeps its slot numbers, each nested level gets
@@ -41,15 +41,15 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
             // those locals move to a scope made at each call, the rest
             // stay flat.
             Scoping::Own => l.own_slots = Some(caps.own.clone()),
-            // Every level lives in scopes, laid out as the walker's.
+            // Every level lives in scopes, laid out as the resolver's.
             Scoping::All => {
                 l.all_scoped = true;
                 l.own_slots = Some((0..frame.size).collect());
             }
         }
         let body = l.stmts(&decl.body);
-        // A generic function's closures hang from its walker frame, where its
-        // type parameters are bound: that frame is its own level's scope.
+        // A generic function's closures hang from the scope of its call where
+        // its type parameters are bound: that scope is its own level's.
         if body.is_some() && l.outer && !decl.generics.is_empty() {
             l.needs = l.needs.max(Scoping::Own);
         }
@@ -94,7 +94,7 @@ pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
     top(|l| l.expr(e))
 }
 
-/// Lowers an expression read in a scope laid out as the walker's (a
+/// Lowers an expression read in a scope laid out as the resolver's (a
 /// default value, see [`super::defaults`]): every local it names is read
 /// by levels out from that scope, its environment.
 pub(super) fn scoped_expr(e: &ast::Expr) -> Option<defaults::ScopedExpr> {
@@ -131,7 +131,7 @@ enum Scoping {
     Flat,
     /// The own level's shared locals in a scope made at each call.
     Own,
-    /// Every level in scopes laid out as the walker's (`all_scoped`).
+    /// Every level in scopes laid out as the resolver's (`all_scoped`).
     All,
 }
 
@@ -154,9 +154,9 @@ struct Lower {
     /// each call (the environment inside the body), for closures to share.
     own_slots: Option<Box<[u32]>>,
     /// Every local of every level lives in a scope: the own level's in
-    /// the call's, each nested level's in one made where the walker makes
-    /// it ([`StmtKind::Scoped`]), so the environment is the walker's scope
-    /// at each point and a closure simply closes over it.
+    /// the call's, each nested level's in one made where the level starts
+    /// ([`StmtKind::Scoped`]), so the environment at each point is the
+    /// scope of the resolver's level there, and a closure closes over it.
     all_scoped: bool,
     /// Lowering the top level: the first level stands for no scope (a
     /// closure's chain of copies does not count it).
@@ -366,7 +366,7 @@ impl Lower {
                 if !l.all_scoped {
                     return Some(each);
                 }
-                // The walker's one scope for the initializers.
+                // One scope for the initializers.
                 let pos = stmt.pos;
                 Some(StmtKind::Scoped(vec![Stmt { kind: each, pos }]))
             })?,
@@ -388,7 +388,7 @@ impl Lower {
             S::Object(_) | S::Enum(_) | S::Protocol(_) | S::Import { .. } => {
                 self.declaration(&stmt.kind)?
             }
-            // Run by `magus test` only at the top level, as the walker.
+            // Run by `magus test` only at the top level: nothing here.
             S::Namespace | S::Test { .. } => StmtKind::Block(Vec::new()),
         };
         Some(Stmt {
@@ -398,7 +398,7 @@ impl Lower {
     }
 
     /// An expression statement; `local = v` and `local op= v` store
-    /// without making the assignment's value (as the walker's does).
+    /// without making the assignment's value.
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<StmtKind> {
         let flat = |l: &Self, depth, slot| {
             !l.all_scoped && !l.in_scope(depth, slot) && l.outside(depth).is_none()
@@ -877,8 +877,8 @@ impl Lower {
     fn closure(&mut self, decl: &Rc<FunDecl>) -> Option<Extra> {
         let frame = decl.frame.get();
         if !frame.captures || self.all_scoped {
-            // (When all are scoped the environment is the walker's scope
-            // here: the closure holds it, as the walker's does.)
+            // (When all are scoped the environment is the resolver's level
+            // here: the closure holds it.)
             return Some(Extra::Lambda(decl.clone()));
         }
         if frame.shares && self.own_slots.is_none() {
@@ -1213,7 +1213,7 @@ fn assigns(e: &ast::Expr) -> bool {
     }
 }
 
-/// A fresh global hint, starting where the walker's last found the name.
+/// A fresh global hint, starting where the resolver's says the name is.
 fn global_res(hint: u32) -> Resolved {
     let res = Resolved::default();
     res.set(Res::Global { hint });

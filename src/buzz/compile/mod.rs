@@ -1,32 +1,33 @@
-//! The compiled form: a function body lowered, at its first call, to
-//! a tree of [`Stmt`]/[`Expr`] nodes that run on one flat frame of values.
-//!
-//! Why: the tree walker ([`super::interp`]) keeps locals in `Rc<Scope>`
-//! frames behind a `RefCell`, one more frame per declaring block or loop
-//! step, and finds outer locals by walking parents (issue 14, "Speed from
-//! the check"). Here every local of every nested block of a function has
-//! its own index in one `Vec<Value>`, laid out once from the resolver's
-//! slots; no scope is made per block, step or call between compiled
-//! functions.
-//!
-//! Why this form and not a bytecode: it already runs arithmetic on unboxed
-//! numbers and calls without a scope, and each node keeps the position its
-//! errors name, so covering the rest of the language (`try`, `match`,
-//! `from`, casts, fibers, generics: [`extra`]) took new nodes, not a new
-//! engine. Closures take the walker's scope chain: locals fixed before a
-//! closure is made are copied into it ([`Copying`]); locals it shares live
-//! in a scope made at each call (`Function::own`); when a closure shares
-//! a local of one of its blocks or loops, every level of the function is
-//! a scope, made where the walker makes it ([`StmtKind::Scoped`]); so is a
-//! function declaring a local object, enum, protocol or import, whose
-//! declaration then runs on that scope ([`declare`]). The file's top
-//! level runs compiled too. Nothing is declined: every function of a
+//! The compiled form, the one form Buzz code runs in: a function body
+//! lowered, at its first call, to a tree of [`Stmt`]/[`Expr`] nodes that
+//! run on one flat frame of values; so are the file's top level, `test`
+//! blocks and default values. Nothing is declined: every function of a
 //! resolved tree lowers.
 //!
-//! It owns only the lowering ([`lower`]) and the running ([`exec`],
-//! [`extra`]) of that form; every error path calls the walker's own
-//! helpers so messages, codes and locations are the same (the
-//! differential test in `tests.rs` runs every program both ways).
+//! Why: the tree walker it replaced kept locals in `Rc<Scope>` frames
+//! behind a `RefCell`, one more frame per declaring block or loop step,
+//! and found outer locals by walking parents (issue 14, "Speed from the
+//! check"). Here every local of every nested block of a function has its
+//! own index in one `Vec<Value>`, laid out once from the resolver's slots;
+//! no scope is made per block, step or call between compiled functions.
+//!
+//! Why this form and not a bytecode: it runs arithmetic on unboxed numbers
+//! and calls without a scope, and each node keeps the position its errors
+//! name, so covering the rest of the language (`try`, `match`, `from`,
+//! casts, fibers, generics: [`extra`]) took new nodes, not a new engine.
+//! Closures hold a chain of scopes laid out as the resolver's levels:
+//! locals fixed before a closure is made are copied into it ([`Copying`]);
+//! locals it shares live in a scope made at each call (`Function::own`);
+//! when a closure shares a local of one of its blocks or loops, every
+//! level of the function is a scope, made where the level starts
+//! ([`StmtKind::Scoped`]); so is a function declaring a local object,
+//! enum, protocol or import, whose declaration then runs on that scope
+//! ([`declare`]).
+//!
+//! It owns the lowering ([`lower`]) and the running ([`exec`], [`extra`],
+//! [`declare`], [`defaults`]) of that form; errors, calls of natives and
+//! closures, fields and conformance to types are the interpreter's
+//! helpers, shared by every node that needs them.
 
 mod accessor;
 mod declare;
@@ -43,35 +44,6 @@ use std::cell::OnceCell;
 use std::rc::Rc;
 
 pub(super) use defaults::Lowered;
-
-/// Set (to anything) to run every function in the tree walker: for tests
-/// and `benches/compare.py`, which compare the two paths.
-pub(super) const DISABLE_ENV: &str = "MAGUS_BUZZ_NO_COMPILE";
-
-/// Whether compilation is on by default in this process.
-pub(crate) fn enabled_by_default() -> bool {
-    std::env::var_os(DISABLE_ENV).is_none()
-}
-
-thread_local! {
-    /// Counts, on this thread, the times compilation was on and the
-    /// walker still ran something: a function that did not lower, a
-    /// top-level block or expression that did not, each statement and
-    /// expression the walker ran. Zero means none.
-    static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Counts one run of the walker while compilation is on.
-pub(crate) fn note_walked() {
-    WALKED.with(|w| w.set(w.get().saturating_add(1)));
-}
-
-/// How many runs [`note_walked`] has counted on this thread (read by the
-/// differential test, Unix only as the tests module is).
-#[cfg(all(test, unix))]
-pub(crate) fn walked() -> u64 {
-    WALKED.with(std::cell::Cell::get)
-}
 
 /// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
 /// call; `None` inside only for a tree the resolver never saw.
@@ -99,44 +71,33 @@ pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
 }
 
 impl Interpreter {
-    /// Runs a top-level block (a `test` body) compiled, in a frame of its
-    /// own under `globals`; `None` when compilation is off (the walker
-    /// then runs it).
-    pub(crate) fn run_block_compiled(
+    /// Runs a top-level block (a `test` body, a statement of the file's
+    /// top level) compiled, in a frame of its own under `globals`.
+    pub(crate) fn run_block(
         &mut self,
         body: &[super::syntax::ast::Stmt],
         globals: &Rc<super::value::Scope>,
-    ) -> Option<super::interp::Eval<()>> {
-        if !self.compiles() {
-            return None;
-        }
+    ) -> super::interp::Eval<()> {
         let Some((body, size)) = lower::block(body) else {
-            note_walked();
-            return None;
+            return Err(self.not_lowered(body.first().map_or(Pos::default(), |s| s.pos)));
         };
         let mut frame = vec![Value::Null; size];
-        Some(self.c_all(&body, &mut frame, globals))
+        self.c_all(&body, &mut frame, globals)
     }
-}
 
-impl Interpreter {
-    /// The value of an expression of the top level, compiled, in a frame
-    /// of its own under `globals`; `None` when compilation is off (the
-    /// walker then evaluates it).
-    pub(crate) fn eval_top_compiled(
+    /// The value of an expression of the top level (a global's initial
+    /// value, a static field's, an enum case's), compiled, in a frame of
+    /// its own under `globals`.
+    pub(crate) fn eval_top(
         &mut self,
         e: &super::syntax::ast::Expr,
         globals: &Rc<super::value::Scope>,
-    ) -> Option<super::interp::Eval<Value>> {
-        if !self.compiles() {
-            return None;
-        }
-        let Some((e, size)) = lower::top_expr(e) else {
-            note_walked();
-            return None;
+    ) -> super::interp::Eval<Value> {
+        let Some((lowered, size)) = lower::top_expr(e) else {
+            return Err(self.not_lowered(e.pos));
         };
         let mut frame = vec![Value::Null; size];
-        Some(self.c_eval(&e, &mut frame, globals))
+        self.c_eval(&lowered, &mut frame, globals)
     }
 }
 
@@ -247,7 +208,7 @@ enum StmtKind {
     Try(Box<Try>),
     /// A level of a function whose every local lives in scopes (see
     /// `lower`'s `all_scoped`): its statements in a scope made each time
-    /// it runs, as the walker makes one per block, loop step and clause.
+    /// it runs: one per block, loop step and clause.
     Scoped(Vec<Stmt>),
     /// A local `object`, `enum`, `protocol` or `import` ([`declare`]).
     Declare(Box<declare::Declaration>),
@@ -314,8 +275,8 @@ enum Expr {
     Arith(Box<(Num, Expr, std::cell::Cell<bool>)>),
     Const(Value),
     Local(u32),
-    /// A top-level name (or one the walker finds by name from the closure's
-    /// scope); `res` keeps the walker's hint.
+    /// A top-level name (or one found by name from the closure's scope,
+    /// such as a local `import`'s); `res` keeps where it was found last.
     Global {
         name: Rc<str>,
         res: Resolved,
@@ -370,7 +331,7 @@ enum Extra {
     Match(Match),
     /// `value as T` (`as?` when the flag is set).
     As(Expr, Type, bool, Pos),
-    /// `$"regex"`, compiled at each read as the walker does.
+    /// `$"regex"`, compiled at each read.
     Pattern(Rc<str>, Pos),
     /// `<T>`.
     TypeValue(Type),
@@ -393,7 +354,7 @@ enum Extra {
     /// it is made: a closure over copies of them.
     Closure(Box<Copying>),
     /// A local in a scope: levels out from the environment, slot (the
-    /// name and place for the walker's fallback by name).
+    /// name and place for the search by name when no scope is there).
     Outer(u32, u32, Rc<str>, Pos),
     /// `name = value` or `name op= value` of a local in a scope.
     Store(Box<ScopeStore>),
@@ -402,12 +363,12 @@ enum Extra {
     /// `f::<T, …>(args)` and `receiver.name::<T, …>(args)`.
     CallGeneric(Box<CallGeneric>),
     /// A name bound at run time in the call's frame (a generic
-    /// parameter, a local `protocol`): found by name, as the walker does.
+    /// parameter, a local `protocol`): found by name.
     Named(Rc<str>, Resolved, Pos),
 }
 
 /// A closure that copies the locals it captures: the scope chain the
-/// walker would give it, one scope per level of this function between
+/// resolver's levels give it, one scope per level of this function between
 /// where it is made and the function's own, holding only those copies.
 struct Copying {
     decl: Rc<FunDecl>,
@@ -462,7 +423,7 @@ enum N {
 enum Num {
     Const(N),
     Local(u32),
-    /// A top-level name, read where the walker's lookup finds it first.
+    /// A top-level name, read where `Expr::Global`'s lookup finds it first.
     Global(Rc<str>, Resolved),
     /// `local.name`.
     Field(u32, Rc<str>, MemberCache),

@@ -1,6 +1,6 @@
-//! The compiled path against the walker: the same programs run both ways
-//! must print the same bytes and end in the same status or error (message
-//! and location), and the functions meant to compile must have compiled.
+//! The compiled form run on whole programs: what each prints and how it
+//! ends (status, or error message and location), and which of its
+//! functions compiled.
 
 use crate::buzz::program_tests::Captured;
 use crate::buzz::syntax::ast::StmtKind;
@@ -14,34 +14,21 @@ pub(super) struct Ending {
     pub(super) result: Result<i32, String>,
 }
 
-/// Runs `source` (from `file`) on the interpreter's stack, compiled or
-/// not; also gives which top-level functions compiled.
-fn run(file: &Path, source: &str, args: Vec<String>, compile: bool) -> (Ending, Vec<String>) {
-    let (ending, names, _) = run_counted(file, source, args, compile);
-    (ending, names)
-}
-
-/// [`run`], also giving how often the walker ran (see `super::walked`).
-fn run_counted(
-    file: &Path,
-    source: &str,
-    args: Vec<String>,
-    compile: bool,
-) -> (Ending, Vec<String>, u64) {
+/// Runs `source` (from `file`) on the interpreter's stack; also gives
+/// which top-level functions compiled.
+fn run(file: &Path, source: &str, args: Vec<String>) -> (Ending, Vec<String>) {
     let (file, source) = (file.to_path_buf(), source.to_string());
     buzz::stack::run_on_interpreter_stack(move || {
-        let before = super::walked();
         let out = Captured::default();
         let mut names = Vec::new();
         let result = buzz::parse(&file, &source).and_then(|program| {
             let result = Interpreter::new(&file, Vec::new())
                 .with_output(Box::new(out.clone()))
                 .with_stack_budget(buzz::stack::stack_budget(buzz::stack::interpreter_stack()))
-                .with_compiled(compile)
                 .run(&program, args);
             for stmt in &program.statements {
                 if let StmtKind::Fun(decl) = &stmt.kind {
-                    if compile && decl.compiled.0.get().is_some_and(Option::is_some) {
+                    if decl.compiled.0.get().is_some_and(Option::is_some) {
                         names.push(decl.name.to_string());
                     }
                 }
@@ -53,79 +40,16 @@ fn run_counted(
             output,
             result: result.map_err(|e| e.to_string()),
         };
-        (ending, names, super::walked() - before)
+        (ending, names)
     })
     .expect("interpreter thread starts")
 }
 
-/// Runs `source` both ways, asserts they agree, and gives the ending and
-/// the functions that compiled.
-pub(super) fn both(name: &str, source: &str) -> (Ending, Vec<String>) {
-    let file = PathBuf::from(format!("{name}.buzz"));
-    let (walked, _) = run(&file, source, Vec::new(), false);
-    let (fast, names) = run(&file, source, Vec::new(), true);
-    assert_eq!(
-        fast,
-        walked,
-        "{name}: compiled {:?} / walked {:?}",
-        String::from_utf8_lossy(&fast.output),
-        String::from_utf8_lossy(&walked.output)
-    );
-    (fast, names)
+/// Runs `source` as `NAME.buzz`: the ending and the functions that
+/// compiled.
+pub(super) fn run_named(name: &str, source: &str) -> (Ending, Vec<String>) {
+    run(&PathBuf::from(format!("{name}.buzz")), source, Vec::new())
 }
-
-/// The `.buzz` files of `dir` (relative to the repository), sorted.
-fn corpus(dir: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "buzz"))
-        .collect();
-    files.sort();
-    files
-}
-
-/// The differential run: every program of `tests/buzz` and every input of
-/// the parser's fuzz corpus (`fuzz/corpus/parse`), each run compiled and
-/// walked, must print the same bytes and end in the same status or error,
-/// message and location. (Upstream's behaviour files and bench programs
-/// run both ways through the binary: `scripts/differential.sh`.)
-#[test]
-fn every_buzz_test_program_and_fuzz_input_ends_the_same_compiled_and_walked() {
-    let (mut checked, mut still_walked) = (0, Vec::new());
-    for dir in ["tests/buzz/pass", "tests/buzz/fail", "fuzz/corpus/parse"] {
-        for file in corpus(dir) {
-            let source = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
-            if dir.starts_with("fuzz") && source.contains("random(") {
-                // Prints random numbers by design (its tests/buzz twin
-                // asks for ranges of one number, and runs above).
-                continue;
-            }
-            let args: Vec<String> = std::fs::read_to_string(file.with_extension("args"))
-                .map(|a| a.lines().map(str::to_string).collect())
-                .unwrap_or_default();
-            let (walked, _) = run(&file, &source, args.clone(), false);
-            let (fast, _, by_walker) = run_counted(&file, &source, args, true);
-            assert_eq!(fast, walked, "{}", file.display());
-            if by_walker > 0 {
-                let name = file.file_name().unwrap().to_string_lossy();
-                still_walked.push(format!("{dir}/{name}"));
-            }
-            checked += 1;
-        }
-    }
-    assert!(checked > 200, "only {checked} programs found");
-    assert_eq!(
-        still_walked, STILL_WALKED,
-        "the programs the walker still runs part of"
-    );
-}
-
-/// The programs of the differential run the walker still runs part of
-/// (none: nothing is declined): any other program, or one of these no
-/// longer reaching it, fails the run.
-const STILL_WALKED: &[&str] = &[];
 
 /// A program whose functions use every construct the compiled path
 /// covers, each printing what it computed.
@@ -222,11 +146,15 @@ fun main() > void {
 "#;
 
 #[test]
-fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
-    let (ending, names) = both("covered", COVERED);
+fn the_covered_constructs_compile_and_print_what_they_compute() {
+    let (ending, names) = run_named("covered", COVERED);
     assert_eq!(ending.result, Ok(0));
     let text = String::from_utf8(ending.output).unwrap();
-    assert!(text.starts_with("113 [31, 11, 21] 2 5 5\n"), "{text}");
+    assert_eq!(
+        text,
+        "113 [31, 11, 21] 2 5 5\n25 got 7 7 true yes 2 10 true <double> -7 1\n\
+         0 none -1 true yes 2 10 true <double> 1 1\n2 2\n"
+    );
     // `shapes` makes a lambda that captures nothing: compiled too.
     assert_eq!(names, ["bump", "loops", "shapes", "main"], "{text}");
 }
@@ -234,7 +162,7 @@ fn the_covered_constructs_compile_and_print_what_the_walker_prints() {
 /// The constructs the compiled form once declined: `try`, `from`
 /// blocks, `match`, casts, patterns, type values, typed lists, anonymous
 /// objects, generics (called with and without type arguments) and
-/// fibers; every function must compile and print what the walker prints.
+/// fibers; every function must compile and print what it computes.
 const COVERED_MORE: &str = r#"
 import "std";
 
@@ -405,15 +333,15 @@ fun main() > void {
 "#;
 
 #[test]
-fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
-    let (ending, names) = both("covered_more", COVERED_MORE);
+fn the_once_declined_constructs_compile_and_print_what_they_compute() {
+    let (ending, names) = run_named("covered_more", COVERED_MORE);
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
-    assert!(
-        text.starts_with(
-            "28 5 0 11 22 100 101  22 7 2\ntrue false false\nsmall bare / caught big 5 bare\n"
-        ),
-        "{text}"
+    assert_eq!(
+        text,
+        "28 5 0 11 22 100 101  22 7 2\ntrue false false\nsmall bare / caught big 5 bare\n\
+         int digit 3 <int> [1, 2.5] 1two\nother letter null <int> [1, 2.5] 1two\n4 y\n\
+         other b-word null <int> [1, 2.5] 1two\n0 1 2 null | done 2\n2\n"
     );
     assert_eq!(
         names,
@@ -426,7 +354,7 @@ fn the_once_declined_constructs_compile_and_print_what_the_walker_prints() {
 }
 
 /// Each error case: a function that compiles, failing inside; the
-/// message and location that both paths must report.
+/// message and location it must report.
 const ERRORS: [(&str, &str, &str); 19] = [
     (
         "index",
@@ -526,9 +454,9 @@ const ERRORS: [(&str, &str, &str); 19] = [
 ];
 
 #[test]
-fn errors_inside_compiled_functions_are_the_walkers() {
+fn errors_inside_compiled_functions_are_located() {
     for (name, source, expected) in ERRORS {
-        let (ending, names) = both(name, source);
+        let (ending, names) = run_named(name, source);
         let err = ending.result.expect_err(name);
         assert!(err.contains(expected), "{name}: {err}");
         assert!(names.contains(&"main".to_string()), "{name}: {names:?}");
@@ -536,7 +464,7 @@ fn errors_inside_compiled_functions_are_the_walkers() {
 }
 
 #[test]
-fn a_catch_in_the_walker_catches_what_a_compiled_function_throws() {
+fn a_catch_catches_what_a_called_function_throws() {
     let source = r#"
 import "std";
 fun pick(l: [int], i: int) > int {
@@ -551,14 +479,14 @@ fun main() > void {
     std.print("{pick([1, 2], i: 1)}");
 }
 "#;
-    let (ending, names) = both("catch", source);
+    let (ending, names) = run_named("catch", source);
     assert_eq!(ending.result, Ok(0));
     assert_eq!(ending.output, b"caught Out of bound list access.\n2\n");
     assert_eq!(names, ["pick", "main"]);
 }
 
 #[test]
-fn arithmetic_on_unboxed_numbers_gives_the_walkers_results() {
+fn arithmetic_on_unboxed_numbers_gives_the_general_results() {
     let source = r#"
 import "std";
 object Box {
@@ -582,8 +510,13 @@ fun main() > void {
     std.print(calc(-9, b: -0.5, l: [1, -2, 3], o: Box{ v = -2.0, n = 5 }));
 }
 "#;
-    let (ending, names) = both("arith", source);
+    let (ending, names) = run_named("arith", source);
     assert_eq!(ending.result, Ok(0));
+    assert_eq!(
+        String::from_utf8(ending.output).unwrap(),
+        "25.75 18 false false false true true true -5 3 3.5 30\n\
+         -1.5 -22 false false true false true false 0 -4 3.5 -42.5\n"
+    );
     assert_eq!(names, ["calc", "main"]);
 }
 
@@ -613,7 +546,7 @@ fun main() > void {
 "#;
 
 #[test]
-fn calls_of_natives_named_arguments_and_objects_give_the_walkers_results() {
+fn calls_of_natives_named_arguments_and_objects_give_their_results() {
     let source = r#"
 import "std";
 import "math";
@@ -656,8 +589,8 @@ fun main() > void {
     std\print("{total} {make(1).label} {make(2).left?.left?.value ?? -1}");
 }
 "#;
-    let (ending, names) = both("calls", source);
-    let (ending2, _) = both("fields", FIELDS);
+    let (ending, names) = run_named("calls", source);
+    let (ending2, _) = run_named("fields", FIELDS);
     assert_eq!(ending2.result, Ok(0));
     assert_eq!(
         String::from_utf8(ending2.output).unwrap(),
@@ -670,7 +603,7 @@ fun main() > void {
 }
 
 #[test]
-fn a_store_that_saw_doubles_then_sees_ints_gives_the_walkers_results() {
+fn a_store_that_saw_doubles_then_sees_ints_gives_the_general_results() {
     let source = r#"
 import "std";
 fun mix(a: any, b: any) > str {
@@ -684,7 +617,7 @@ fun main() > void {
     std\print(mix(9223372036854775807, b: 2));
 }
 "#;
-    let (ending, names) = both("mixed", source);
+    let (ending, names) = run_named("mixed", source);
     let err = ending.result.expect_err("overflow");
     assert!(err.contains("5:11"), "{err}");
     assert_eq!(
@@ -695,64 +628,54 @@ fun main() > void {
 }
 
 #[test]
-fn a_memory_limit_inside_a_compiled_function_stops_where_the_walker_stops() {
+fn a_memory_limit_inside_a_compiled_function_stops_where_it_is_crossed() {
     let source = "fun grow(n: int) > int {\n    final l: mut [str] = mut [];\n    var s = \"x\";\n    foreach (i in 0..n) {\n        s = s + s;\n        l.append(s);\n    }\n    return l.len();\n}\nfun main() > void {\n    grow(40);\n}\n";
     // The count is the whole test process's, which tests running beside
     // this one move by a few MiB. The live heap is about 32 MiB after the
     // 24th doubling and 64 MiB after the 25th, so a 48 MiB budget is
     // crossed at the same step whatever they do (64 MiB sat on the edge).
-    let run_with = |compile: bool| {
-        buzz::stack::run_on_interpreter_stack(move || {
-            let file = Path::new("memory.buzz");
-            let program = buzz::parse(file, source).unwrap();
-            Interpreter::new(file, Vec::new())
-                .with_output(Box::new(Captured::default()))
-                .with_heap_budget(48 << 20)
-                .with_compiled(compile)
-                .run(&program, Vec::new())
-                .map_err(|e| e.to_string())
-        })
-        .unwrap()
-    };
-    let (walked, fast) = (run_with(false), run_with(true));
-    assert_eq!(fast, walked);
-    let err = fast.unwrap_err();
+    let ended = buzz::stack::run_on_interpreter_stack(move || {
+        let file = Path::new("memory.buzz");
+        let program = buzz::parse(file, source).unwrap();
+        Interpreter::new(file, Vec::new())
+            .with_output(Box::new(Captured::default()))
+            .with_heap_budget(48 << 20)
+            .run(&program, Vec::new())
+            .map_err(|e| e.to_string())
+    })
+    .unwrap();
+    let err = ended.unwrap_err();
     assert!(err.contains("memory limit") && err.contains("6:9"), "{err}");
 }
 
 #[test]
-fn deep_recursion_on_an_ordinary_thread_ends_in_the_same_clean_error() {
+fn deep_recursion_on_an_ordinary_thread_ends_in_a_clean_error() {
     let source = "fun down(n: int) > int {\n    final m = n + 1;\n    return down(m) + 1;\n}\nfun main() > void {\n    down(0);\n}\n";
-    let run_with = move |compile: bool| {
-        std::thread::Builder::new()
-            .stack_size(8 << 20)
-            .spawn(move || {
-                let file = Path::new("deep.buzz");
-                let program = buzz::parse(file, source).unwrap();
-                Interpreter::new(file, Vec::new())
-                    .with_output(Box::new(Captured::default()))
-                    .with_compiled(compile)
-                    .run(&program, Vec::new())
-                    .map_err(|e| e.to_string())
-            })
-            .unwrap()
-            .join()
-            .unwrap()
-    };
-    let (walked, fast) = (run_with(false), run_with(true));
-    let err = fast.unwrap_err();
+    let ended = std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(move || {
+            let file = Path::new("deep.buzz");
+            let program = buzz::parse(file, source).unwrap();
+            Interpreter::new(file, Vec::new())
+                .with_output(Box::new(Captured::default()))
+                .run(&program, Vec::new())
+                .map_err(|e| e.to_string())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let err = ended.unwrap_err();
     assert!(
         err.contains("3:12")
             && (err.contains("stack budget") || err.contains("call stack overflow")),
         "{err}"
     );
-    assert_eq!(Err(err), walked);
 }
 
 /// `test` blocks run compiled (`magus test`): each outcome, and what they
-/// print, is the walker's.
+/// print.
 #[test]
-fn test_blocks_end_the_same_compiled_and_walked() {
+fn test_blocks_run_compiled() {
     let source = r#"
 import "std";
 
@@ -814,10 +737,8 @@ test "closures share its locals" {
     std.print("{count}");
 }
 "#;
-    let (walked, fast) = (run_tests(source, false), run_tests(source, true));
-    assert_eq!(fast, walked);
+    let fast = run_tests(source);
     assert_eq!(fast.1, "total 6\ncaught no\n42\n40\n41\n42\n2\n4\n3\n");
-    assert_eq!(fast.2, 0, "every test block ran compiled");
     let failure = fast.0[1].1.as_deref().unwrap_or_default();
     assert!(
         failure.contains("20:20") && failure.contains("division by zero"),
@@ -830,19 +751,16 @@ test "closures share its locals" {
     );
 }
 
-/// How each `test` block of `source` ended, what they printed, and how
-/// often the walker ran, compiled or not.
-type TestsRun = (Vec<(String, Option<String>)>, String, u64);
+/// How each `test` block of `source` ended, and what they printed.
+type TestsRun = (Vec<(String, Option<String>)>, String);
 
-fn run_tests(source: &'static str, compile: bool) -> TestsRun {
+fn run_tests(source: &'static str) -> TestsRun {
     buzz::stack::run_on_interpreter_stack(move || {
-        let before = super::walked();
         let file = Path::new("tests.buzz");
         let program = buzz::parse(file, source).unwrap();
         let out = Captured::default();
         let outcomes = Interpreter::new(file, Vec::new())
             .with_output(Box::new(out.clone()))
-            .with_compiled(compile)
             .run_tests(&program)
             .unwrap();
         let ends = outcomes
@@ -850,7 +768,7 @@ fn run_tests(source: &'static str, compile: bool) -> TestsRun {
             .map(|o| (o.name, o.failure.map(|e| e.to_string())))
             .collect();
         let printed = String::from_utf8_lossy(&out.0.borrow()).into_owned();
-        (ends, printed, super::walked() - before)
+        (ends, printed)
     })
     .unwrap()
 }
@@ -858,22 +776,20 @@ fn run_tests(source: &'static str, compile: bool) -> TestsRun {
 /// Local `object`s, `enum`s, `protocol`s and `import`s, in functions,
 /// methods, loop steps and closures, and the `do … until` whose body
 /// declares in a function whose every level is a scope, run compiled:
-/// the walker runs nothing of `tests/buzz/pass/local_declarations.buzz`,
-/// which prints what its `.out` says (the differential run compares it
-/// with the walker).
+/// `tests/buzz/pass/local_declarations.buzz` prints what its `.out`
+/// says, each of its functions compiled.
 #[test]
-fn local_declarations_run_compiled_and_the_walker_runs_nothing() {
+fn local_declarations_run_compiled() {
     let file =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buzz/pass/local_declarations.buzz");
     let source = std::fs::read_to_string(&file).unwrap();
     let want = std::fs::read(file.with_extension("out")).unwrap();
-    let (ending, names, by_walker) = run_counted(&file, &source, Vec::new(), true);
+    let (ending, names) = run(&file, &source, Vec::new());
     assert_eq!(ending.result, Ok(0));
     assert_eq!(
         String::from_utf8_lossy(&ending.output),
         String::from_utf8_lossy(&want)
     );
-    assert_eq!(by_walker, 0, "the walker ran part of it");
     for name in ["shapes", "per_step", "makers", "countdown", "tally", "main"] {
         assert!(
             names.iter().any(|n| n == name),
@@ -883,8 +799,8 @@ fn local_declarations_run_compiled_and_the_walker_runs_nothing() {
 }
 
 /// The same in `test` blocks, and the assignment of a name bound at run
-/// time (a local `protocol`, a generic parameter): compiled, with the
-/// walker's error.
+/// time (a local `protocol`, a generic parameter): the error that it is
+/// `final`.
 #[test]
 fn local_declarations_in_test_blocks_and_assigned_protocols_run_compiled() {
     let source = r#"
@@ -929,10 +845,8 @@ test "so is a type parameter" {
     retype::<str>();
 }
 "#;
-    let (walked, fast) = (run_tests(source, false), run_tests(source, true));
-    assert_eq!(fast, walked);
+    let fast = run_tests(source);
     assert_eq!(fast.1, "Dir.up Dir.down 2 3\n");
-    assert_eq!(fast.2, 0, "the walker ran part of them");
     assert!(fast.0[0].1.is_none(), "{:?}", fast.0);
     for (at, ended) in [("36:5", &fast.0[1]), ("5:5", &fast.0[2])] {
         let failure = ended.1.as_deref().unwrap_or_default();
@@ -943,23 +857,22 @@ test "so is a type parameter" {
     }
 }
 
-/// A spell whose top level computes its globals and static fields runs
-/// it compiled: the count of the walker's runs stays at zero.
+/// A spell whose top level computes its globals and static fields with
+/// blocks and loops.
 #[test]
 fn the_top_level_runs_compiled() {
     let file = PathBuf::from("count.buzz");
     let top = "final xs = [1, 2, 3];\nfinal n = from { var t = 0; foreach (x in xs) { t += x; } out t; };\n\
                object P { static k: int = from { var a = 6; out a * 2; } }\n\
                fun main() > void { std.print(\"{n} {P.k}\"); }\nimport \"std\";\n";
-    let (ending, _, by_walker) = run_counted(&file, top, Vec::new(), true);
+    let (ending, _) = run(&file, top, Vec::new());
     assert_eq!(ending.result, Ok(0));
     assert_eq!(String::from_utf8_lossy(&ending.output), "6 12\n");
-    assert_eq!(by_walker, 0, "the top level compiles");
 }
 
 /// Functions whose closures share locals of their blocks, loops, `for`
 /// initializers, `if (…) -> x` branches and `catch` clauses: each level in
-/// a scope of its own, each loop step a fresh one, as the walker's.
+/// a scope of its own, each loop step a fresh one.
 const BLOCK_SHARED: &str = r#"
 import "std";
 
@@ -1040,8 +953,8 @@ fun main() > void {
 "#;
 
 #[test]
-fn closures_sharing_block_locals_compile_and_print_what_the_walker_prints() {
-    let (ending, names) = both("block_shared", BLOCK_SHARED);
+fn closures_sharing_block_locals_compile_and_print_what_they_compute() {
+    let (ending, names) = run_named("block_shared", BLOCK_SHARED);
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(ending.result, Ok(0), "{text}");
     assert_eq!(text, "1 2\n12 13\n23 24\n10 ea!?ea!?? e?e??\n");
@@ -1051,7 +964,7 @@ fn closures_sharing_block_locals_compile_and_print_what_the_walker_prints() {
 /// Defaults of parameters (reading the earlier ones, of methods and
 /// lambdas) and of fields (reading the locals of the function declaring
 /// the object, building a value in a block, making a lambda), each
-/// lowered and run compiled: the walker runs none of them.
+/// lowered and run compiled, each in the scope it reads.
 const DEFAULTS: &str = r#"
 import "std";
 
@@ -1092,7 +1005,7 @@ fun main() > void {
 
 #[test]
 fn defaults_of_parameters_and_fields_run_compiled() {
-    let (ending, _) = both("defaults", DEFAULTS);
+    let (ending, _) = run_named("defaults", DEFAULTS);
     let text = String::from_utf8_lossy(&ending.output).into_owned();
     assert_eq!(text, "7 c01 8 <7<> [7[> <7!\n3x6 3x5 t\n45 6\n", "{text}");
     let err = ending.result.unwrap_err();
@@ -1100,7 +1013,4 @@ fn defaults_of_parameters_and_fields_run_compiled() {
         err.contains("26:20") && err.contains("division by zero"),
         "{err}"
     );
-    let file = PathBuf::from("defaults.buzz");
-    let (_, _, by_walker) = run_counted(&file, DEFAULTS, Vec::new(), true);
-    assert_eq!(by_walker, 0, "the walker evaluated a default");
 }

@@ -260,7 +260,7 @@ pub(crate) enum Builtin {
     Byte,
     StartsWith,
     Size,
-    /// Any other name: found by name, as the walker finds it.
+    /// Any other name: found by name at the call.
     Other,
 }
 

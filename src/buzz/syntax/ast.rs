@@ -676,8 +676,8 @@ pub struct Frame {
 }
 
 /// Whether `body` declares a name of its own (so needs a scope of its
-/// own). The resolver, the walker and the compiled form all make
-/// their levels by this one rule.
+/// own). The resolver and the compiled form both make their levels by
+/// this one rule.
 pub(crate) fn declares(body: &[Stmt]) -> bool {
     body.iter().any(|s| {
         matches!(
