@@ -11,7 +11,9 @@
 //! then false), and natives and list, map and str methods (`map::<str>`)
 //! take theirs from their arguments.
 
-use super::interp::{lookup, type_matches, Interpreter};
+use super::interp::conform::type_matches;
+use super::interp::names::lookup;
+use super::interp::Interpreter;
 use super::syntax::ast::{FunDecl, Mutability, Type};
 use super::value::{Closure, Scope, Value};
 use std::borrow::Cow;

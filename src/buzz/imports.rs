@@ -212,7 +212,7 @@ fn exported(program: &super::syntax::ast::Program, globals: &Rc<Scope>, path: &P
     let names = program.visible_names();
     let mut functions = Members::default();
     for name in names {
-        if let Some(v) = super::interp::lookup(globals, &name) {
+        if let Some(v) = super::interp::names::lookup(globals, &name) {
             functions.insert(name.clone(), v);
         }
     }

@@ -9,7 +9,8 @@
 //! declaration, parameter or field is what turns `.case` into an enum case
 //! and `.{ … }` into an instance of a named object.
 
-use super::interp::{type_matches, Eval, Flow, Interpreter, Thrown};
+use super::interp::conform::type_matches;
+use super::interp::{Eval, Flow, Interpreter, Thrown};
 use super::syntax::ast::Type;
 use super::syntax::lexer::Pos;
 use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};

@@ -41,8 +41,8 @@ mod value;
 
 pub use error::BuzzError;
 pub(crate) use error::CallSite;
+pub(crate) use interp::limits::MAX_CALL_DEPTH;
 pub use interp::Interpreter;
-pub(crate) use interp::MAX_CALL_DEPTH;
 pub use native::NativeModule;
 pub(crate) use native::{NativeCall, Raise, SourceLoader};
 pub use syntax::ast::Program;

@@ -229,7 +229,7 @@ impl Resolver {
         }
     }
 
-    /// A block run by `exec_block` (or a loop body): a level of its own
+    /// A block (or a loop body): a level of its own
     /// when it declares a name.
     fn block(&mut self, body: &[Stmt]) {
         if declares(body) {

@@ -11,7 +11,9 @@
 
 use super::exec::discard;
 use super::{Args, Check, Expr, Function, Stmt, StmtKind};
-use crate::buzz::interp::{plainly_conforms, Eval, Interpreter, MAX_CALL_DEPTH, MAX_EVAL_DEPTH};
+use crate::buzz::interp::conform::plainly_conforms;
+use crate::buzz::interp::limits::{MAX_CALL_DEPTH, MAX_EVAL_DEPTH};
+use crate::buzz::interp::{Eval, Interpreter};
 use crate::buzz::syntax::ast::{FunDecl, MemberCache};
 use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::value::{Scope, Value};

@@ -9,10 +9,13 @@
 //! closure's captured locals by levels out.
 
 use super::*;
-use crate::buzz::interp::{
-    common_type, double_fast, global_function, int_compare, int_fast, method_of, plainly_conforms,
-    shape_of, Args as Named, Callee, Eval, Flow, Interpreter, Thrown, MAX_STR_LEN,
-};
+use crate::buzz::interp::calls::Callee;
+use crate::buzz::interp::conform::{common_type, plainly_conforms, shape_of};
+use crate::buzz::interp::fields::method_of;
+use crate::buzz::interp::limits::MAX_STR_LEN;
+use crate::buzz::interp::names::global_function;
+use crate::buzz::interp::ops::{double_fast, int_compare, int_fast};
+use crate::buzz::interp::{Args as Named, Eval, Flow, Interpreter, Thrown};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::{self, Res};
 use crate::buzz::value::{same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Scope};
@@ -102,7 +105,7 @@ impl Interpreter {
         self.checked_run(decl, f, frame, env, pos)
     }
 
-    /// The general call (`interp::call_function_inner`, depth already
+    /// The general call (`interp::calls`' `call_function_inner`, depth already
     /// checked) of a compiled function given every argument in order,
     /// unnamed: the parameters' types, then the body.
     pub(in crate::buzz) fn general_call_compiled(
@@ -1456,7 +1459,7 @@ impl Interpreter {
 }
 
 /// The native function `module\member` names, when `module` is a
-/// top-level name found at its hint holding a module (as `interp::global`
+/// top-level name found at its hint holding a module (as `interp::names::global`
 /// finds it first): reading it there has no effect, so the call
 /// may skip making the module's value.
 #[inline]
@@ -1489,7 +1492,7 @@ fn module_native(
 }
 
 /// Whether `v` is what `check` asks for with nothing to infer, widen or
-/// record: only ever true where `interp::plainly_conforms` is.
+/// record: only ever true where `interp::conform::plainly_conforms` is.
 #[inline(always)]
 fn plainly(check: &Check, v: &Value) -> bool {
     match (check, v) {
@@ -1650,7 +1653,7 @@ fn leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
 }
 
 /// A top-level name's value, when it is a number, found as
-/// `interp::global` finds it (at the hint, else the first binding of that name,
+/// `interp::names::global` finds it (at the hint, else the first binding of that name,
 /// the hint then moved); anything else is left to the general path.
 #[inline(never)]
 fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {

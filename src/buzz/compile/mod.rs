@@ -258,7 +258,7 @@ struct Args {
     spans: Box<[(Pos, Pos)]>,
 }
 
-impl crate::buzz::interp::CallSpans for Args {
+impl crate::buzz::interp::calls::CallSpans for Args {
     fn slot(&self, i: usize) -> Option<(Pos, Pos)> {
         self.spans.get(i).copied()
     }

@@ -2,7 +2,8 @@
 //! and `sort` on lists and maps, and the methods of patterns. Collections
 //! are copied before the first call, so a callback may change them.
 
-use super::super::interp::{Args, Eval, Interpreter, MAX_LIST_LEN};
+use super::super::interp::limits::MAX_LIST_LEN;
+use super::super::interp::{Args, Eval, Interpreter};
 use super::super::syntax::lexer::Pos;
 use super::super::value::{ListObj, MapObj, Pattern, Value};
 use std::cell::RefCell;

@@ -2,7 +2,7 @@
 //! patterns, and of an enum case's fields: one table, read by the checker
 //! (a name not in it is MGS1002 before the run) and by the run (its "has
 //! no method" message). The tests below hold the run's dispatch in
-//! `methods.rs`, `callbacks.rs` and `../interp.rs` to the table both ways,
+//! `methods.rs`, `callbacks.rs` and `../interp/fields.rs` to the table both ways,
 //! so the two cannot disagree.
 
 /// A kind of value whose methods are built in.

@@ -2,7 +2,8 @@
 //! integer maths, subscripts, and the methods of `str`, lists, maps and
 //! ranges. Errors are plain messages; the evaluator adds the position.
 
-use super::super::interp::{Eval, Interpreter, MAX_LIST_LEN, MAX_STR_LEN};
+use super::super::interp::limits::{MAX_LIST_LEN, MAX_STR_LEN};
+use super::super::interp::{Eval, Interpreter};
 use super::super::syntax::ast::BinOp;
 use super::super::syntax::lexer::Pos;
 use super::super::value::{ListObj, MapObj, Shape, Value};

@@ -219,7 +219,7 @@ pub(crate) fn buffer_natives() -> NativeModule {
     NativeModule::new("bufraw")
         .function("zeros", |c| {
             let n = usize::try_from(c.arg_int(0)?).unwrap_or(0);
-            if n > super::super::interp::MAX_LIST_LEN {
+            if n > super::super::interp::limits::MAX_LIST_LEN {
                 return Err(Raise::type_error("Buffer.init: capacity too large"));
             }
             Ok(Value::list(vec![Value::Int(0); n]))
