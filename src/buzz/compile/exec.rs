@@ -251,10 +251,10 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
-            self.c_body(&f.body, frame, env)
+            self.c_function_body(f, frame, env)
         } else {
             let caller = std::mem::replace(&mut self.file, decl.file.clone());
-            let outcome = self.c_body(&f.body, frame, env);
+            let outcome = self.c_function_body(f, frame, env);
             self.file = caller;
             outcome
         };
@@ -264,6 +264,15 @@ impl Interpreter {
                 Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
             }
             Err(other) => Err(other),
+        }
+    }
+
+    /// A function's body, flattened or as a tree.
+    #[inline(always)]
+    fn c_function_body(&mut self, f: &Function, frame: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match &f.flat {
+            Some(code) => self.run_flat(code, frame, env),
+            None => self.c_body(&f.body, frame, env),
         }
     }
 
@@ -371,7 +380,7 @@ impl Interpreter {
         Ok(())
     }
 
-    fn c_exec(&mut self, stmt: &Stmt, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+    pub(super) fn c_exec(&mut self, stmt: &Stmt, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         self.enter(stmt.pos)?;
         let result = match &stmt.kind {
             StmtKind::Expr(e) => self.c_eval(e, fr, env).map(discard),
@@ -1494,7 +1503,7 @@ fn module_native(
 /// Whether `v` is what `check` asks for with nothing to infer, widen or
 /// record: only ever true where `interp::conform::plainly_conforms` is.
 #[inline(always)]
-fn plainly(check: &Check, v: &Value) -> bool {
+pub(super) fn plainly(check: &Check, v: &Value) -> bool {
     match (check, v) {
         (Check::Int, Value::Int(_)) | (Check::Double, Value::Double(_)) => true,
         (Check::Object(_, true), Value::Null) => true,
@@ -1511,7 +1520,7 @@ fn plainly(check: &Check, v: &Value) -> bool {
 /// (positionally, or each named after the parameter in its place), in a
 /// laid-out frame: then the call may bind them by slot.
 #[inline(always)]
-fn in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
+pub(super) fn in_order(decl: &Rc<FunDecl>, args: &Args) -> bool {
     decl.frame.get().resolved
         && args.names.len() == decl.params.len()
         && (args.positional || named_in_order(decl, args))
@@ -1762,7 +1771,7 @@ fn double_arith(op: BinOp, a: f64, b: f64) -> Option<N> {
 /// Stores `v` in `place`; the old value dropped only when it owns
 /// something (no drop glue called for a scalar).
 #[inline]
-fn put(place: &mut Value, v: Value) {
+pub(super) fn put(place: &mut Value, v: Value) {
     let old = std::mem::replace(place, v);
     discard(old);
 }
@@ -1788,7 +1797,7 @@ fn peek<'a>(e: &'a Expr, fr: &'a [Value]) -> Option<&'a Value> {
 
 /// `a op b` on two ints or two doubles where it cannot fail.
 #[inline]
-fn scalar_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
+pub(super) fn scalar_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
         (Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),

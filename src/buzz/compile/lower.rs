@@ -70,9 +70,11 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         let defaults = defaults.collect::<Option<_>>()?;
         let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
         let accessor = accessor::Accessor::of(decl, &body);
+        let code = flat::emit(body, l.next as usize);
         return Some(Function {
-            body,
-            size: l.next as usize,
+            body: Vec::new(),
+            size: code.size,
+            flat: Some(code),
             checks,
             accessor,
             own: l.own_slots,

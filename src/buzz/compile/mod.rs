@@ -34,6 +34,7 @@ mod declare;
 mod defaults;
 mod exec;
 mod extra;
+mod flat;
 mod lower;
 
 use super::interp::Interpreter;
@@ -103,7 +104,10 @@ impl Interpreter {
 
 /// A compiled function body.
 pub(crate) struct Function {
+    /// The body as a tree, when it is not flattened (see `flat`).
     body: Vec<Stmt>,
+    /// The body flattened: what runs when it is there.
+    flat: Option<flat::Code>,
     /// Slots of the flat frame: the function's own level (`this`, the
     /// parameters, its declarations) first, then every nested level's.
     size: usize,

@@ -1,0 +1,525 @@
+//! Flattening a lowered body: statements become jumps, the commonest
+//! expressions operations on slots, the rest stay tree nodes.
+
+use super::{Code, Each, Loop, Op, Reg, Tree, KONST};
+use crate::buzz::compile::{lower, CallGlobal, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
+use crate::buzz::syntax::ast::BinOp;
+use crate::buzz::value::Value;
+
+/// Flattens `body`, whose own slots are `size`.
+pub(in crate::buzz::compile) fn emit(body: Vec<Stmt>, size: usize) -> Code {
+    let temps = u32::try_from(size).unwrap_or(u32::MAX);
+    let mut e = Emit {
+        ops: Vec::new(),
+        consts: Vec::new(),
+        trees: Vec::new(),
+        loops: Vec::new(),
+        nests: Vec::new(),
+        checks: Vec::new(),
+        eaches: Vec::new(),
+        open: Vec::new(),
+        jumps: Vec::new(),
+        next: temps,
+        max: temps,
+    };
+    for s in body {
+        e.stmt(s);
+    }
+    Code {
+        ops: e.ops.into(),
+        consts: e.consts.into(),
+        trees: e.trees.into(),
+        loops: e.loops.into(),
+        nests: e.nests.into(),
+        checks: e.checks.into(),
+        eaches: e.eaches.into(),
+        size: e.max as usize,
+        temps,
+    }
+}
+
+struct Emit {
+    ops: Vec<Op>,
+    consts: Vec<Value>,
+    trees: Vec<Tree>,
+    loops: Vec<Loop>,
+    nests: Vec<Box<[u32]>>,
+    checks: Vec<Check>,
+    eaches: Vec<Each>,
+    /// The loops being emitted, innermost last.
+    open: Vec<u32>,
+    /// `break` (`true`) and `continue` jumps to set when their loop ends:
+    /// the jump's index, the loop's.
+    jumps: Vec<(usize, u32, bool)>,
+    next: u32,
+    max: u32,
+}
+
+impl Emit {
+    fn here(&self) -> u32 {
+        self.ops.len() as u32
+    }
+
+    fn tree(&mut self, t: Tree) -> u32 {
+        self.trees.push(t);
+        self.trees.len() as u32 - 1
+    }
+
+    fn konst(&mut self, v: Value) -> Reg {
+        self.consts.push(v);
+        (self.consts.len() as u32 - 1) | KONST
+    }
+
+    fn temp(&mut self) -> Reg {
+        let t = self.next;
+        self.next += 1;
+        self.max = self.max.max(self.next);
+        t
+    }
+
+    /// Sets the target of the jump at `at`.
+    fn land(&mut self, at: usize, to: u32) {
+        match &mut self.ops[at] {
+            Op::Test { to: t, .. }
+            | Op::Branch { to: t, .. }
+            | Op::Jump { to: t }
+            | Op::Next { to: t, .. } => *t = to,
+            _ => unreachable!("only jumps are landed"),
+        }
+    }
+
+    // ----- statements -----
+
+    fn stmt(&mut self, s: Stmt) {
+        let mark = self.next;
+        self.stmt_kind(s);
+        self.next = mark;
+    }
+
+    fn stmt_kind(&mut self, s: Stmt) {
+        let Stmt { kind, pos } = s;
+        match kind {
+            StmtKind::StoreLocal {
+                slot,
+                op: None,
+                value,
+                ..
+            } => self.into(value, slot),
+            StmtKind::Var {
+                slot,
+                init: Some(init),
+                ty: None,
+                ..
+            } => self.into(init, slot),
+            StmtKind::Var {
+                slot,
+                init: Some(init),
+                ty: Some(ty),
+                name,
+            } => {
+                let src = self.temp();
+                self.into(init, src);
+                self.checks.push(lower::check(&ty));
+                let check = self.checks.len() as u32 - 1;
+                let kind = StmtKind::Var {
+                    slot,
+                    init: None,
+                    ty: Some(ty),
+                    name,
+                };
+                let tree = self.tree(Tree::Stmt(Stmt { kind, pos }));
+                self.ops.push(Op::Declare {
+                    tree,
+                    src,
+                    dst: slot,
+                    check,
+                });
+            }
+            StmtKind::ForEach(each) => self.each(*each, pos),
+            StmtKind::Expr(Expr::CallGlobal(c)) => {
+                let t = self.temp();
+                self.call(c, t);
+                self.ops.push(Op::Drop { src: t });
+            }
+            StmtKind::Block(body) => body.into_iter().for_each(|s| self.stmt(s)),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let skip = self.unless(cond);
+                then.into_iter().for_each(|s| self.stmt(s));
+                match otherwise {
+                    None => self.land(skip, self.here()),
+                    Some(other) => {
+                        let end = self.jump();
+                        self.land(skip, self.here());
+                        self.stmt(*other);
+                        self.land(end, self.here());
+                    }
+                }
+            }
+            StmtKind::While { cond, body, label } => {
+                let top = self.here();
+                let id = self.open(label);
+                let exit = self.unless(cond);
+                self.turn(pos, &body);
+                body.into_iter().for_each(|s| self.stmt(s));
+                self.ops.push(Op::Jump { to: top });
+                self.land(exit, self.here());
+                self.close(id, top);
+            }
+            StmtKind::DoUntil { body, cond, label } => {
+                let top = self.here();
+                let id = self.open(label);
+                self.turn(pos, &body);
+                body.into_iter().for_each(|s| self.stmt(s));
+                let next = self.here();
+                let tree = self.tree(Tree::Cond(cond));
+                let done = self.ops.len();
+                self.ops.push(Op::Branch {
+                    tree,
+                    to: 0,
+                    when: true,
+                });
+                self.ops.push(Op::Jump { to: top });
+                self.land(done, self.here());
+                self.close(id, next);
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+                label,
+            } => {
+                init.into_iter().for_each(|s| self.stmt(s));
+                let top = self.here();
+                let id = self.open(label);
+                let exit = cond.map(|c| self.unless(c));
+                self.turn(pos, &body);
+                body.into_iter().for_each(|s| self.stmt(s));
+                let next = self.here();
+                for e in step {
+                    self.stmt(Stmt {
+                        kind: StmtKind::Expr(e),
+                        pos,
+                    });
+                }
+                self.ops.push(Op::Jump { to: top });
+                if let Some(exit) = exit {
+                    self.land(exit, self.here());
+                }
+                self.close(id, next);
+            }
+            StmtKind::Break(label) if self.target(&label).is_some() => {
+                self.leave(&label, true);
+            }
+            StmtKind::Continue(label) if self.target(&label).is_some() => {
+                self.leave(&label, false);
+            }
+            StmtKind::Return(Some(e)) if !self.flattens(&e) => {
+                let tree = self.tree(Tree::Expr(e));
+                self.ops.push(Op::ReturnEval { tree });
+            }
+            StmtKind::Return(value) => {
+                let src = match value {
+                    Some(e) => self.operand(e),
+                    None => self.konst(Value::Null),
+                };
+                self.ops.push(Op::Return { src });
+            }
+            kind => {
+                let tree = self.tree(Tree::Stmt(Stmt { kind, pos }));
+                let nest = self.nest();
+                self.ops.push(Op::Exec { tree, nest });
+            }
+        }
+    }
+
+    /// `foreach`: the iterated value and a count in temporaries, each
+    /// turn's item taken by [`Op::Next`].
+    fn each(&mut self, each: ForEach, pos: crate::buzz::syntax::lexer::Pos) {
+        let ForEach {
+            key,
+            value,
+            iterable,
+            at,
+            body,
+            label,
+        } = each;
+        let subject = self.temp();
+        self.into(iterable, subject);
+        let index = self.temp();
+        let zero = self.konst(Value::Int(0));
+        self.ops.push(Op::Copy {
+            dst: index,
+            src: zero,
+        });
+        self.eaches.push(Each {
+            subject,
+            index,
+            key: key.unwrap_or(u32::MAX),
+            value,
+            at,
+        });
+        let each = self.eaches.len() as u32 - 1;
+        let top = self.here();
+        let id = self.open(label);
+        let exit = self.ops.len();
+        self.ops.push(Op::Next { each, to: 0 });
+        self.turn(pos, &body);
+        body.into_iter().for_each(|s| self.stmt(s));
+        self.ops.push(Op::Jump { to: top });
+        self.land(exit, self.here());
+        self.close(id, top);
+        self.ops.push(Op::Drop { src: subject });
+    }
+
+    /// A loop turn: its step, and the memory check where the tree makes
+    /// it (at the body's first statement).
+    fn turn(&mut self, pos: crate::buzz::syntax::lexer::Pos, body: &[Stmt]) {
+        let at = body.first().map_or(pos, |s| s.pos);
+        self.ops.push(Op::Turn { pos, at });
+    }
+
+    /// A jump taken when `cond` is false; its index, to land.
+    fn unless(&mut self, cond: Cond) -> usize {
+        let at = self.ops.len();
+        match compared(&cond.expr) {
+            Some((op, a, b)) => {
+                let (a, b) = (self.at_hand(a), self.at_hand(b));
+                let tree = self.tree(Tree::Cond(cond));
+                self.ops.push(Op::Test {
+                    op,
+                    a,
+                    b,
+                    to: 0,
+                    tree,
+                });
+            }
+            None => {
+                let tree = self.tree(Tree::Cond(cond));
+                self.ops.push(Op::Branch {
+                    tree,
+                    to: 0,
+                    when: false,
+                });
+            }
+        }
+        at
+    }
+
+    fn jump(&mut self) -> usize {
+        self.ops.push(Op::Jump { to: 0 });
+        self.ops.len() - 1
+    }
+
+    // ----- loops -----
+
+    fn open(&mut self, label: Label) -> u32 {
+        self.loops.push(Loop {
+            label,
+            exit: 0,
+            next: 0,
+        });
+        let id = self.loops.len() as u32 - 1;
+        self.open.push(id);
+        id
+    }
+
+    /// Ends loop `id`: `break` goes here, `continue` to `next`.
+    fn close(&mut self, id: u32, next: u32) {
+        self.open.pop();
+        let exit = self.here();
+        self.loops[id as usize].exit = exit;
+        self.loops[id as usize].next = next;
+        let jumps = std::mem::take(&mut self.jumps);
+        for (at, of, brk) in jumps {
+            if of == id {
+                self.land(at, if brk { exit } else { next });
+            } else {
+                self.jumps.push((at, of, brk));
+            }
+        }
+    }
+
+    /// The open loop a `break` or `continue` with `label` leaves.
+    fn target(&self, label: &Label) -> Option<u32> {
+        let loops = &self.loops;
+        self.open.iter().rev().copied().find(|&id| match label {
+            None => true,
+            Some(l) => loops[id as usize].label.as_ref() == Some(l),
+        })
+    }
+
+    fn leave(&mut self, label: &Label, brk: bool) {
+        let Some(id) = self.target(label) else {
+            return;
+        };
+        let at = self.jump();
+        self.jumps.push((at, id, brk));
+    }
+
+    /// The loops open here, innermost first, for a tree statement's
+    /// `break` and `continue`.
+    fn nest(&mut self) -> u32 {
+        if self.open.is_empty() {
+            return u32::MAX;
+        }
+        self.nests.push(self.open.iter().rev().copied().collect());
+        self.nests.len() as u32 - 1
+    }
+
+    // ----- expressions -----
+
+    /// A slot or constant holding `e`'s value: a local or a literal as
+    /// it is, anything else evaluated into a temporary.
+    fn operand(&mut self, e: Expr) -> Reg {
+        match e {
+            Expr::Local(i) => i,
+            Expr::Const(v) => self.konst(v),
+            e => {
+                let t = self.temp();
+                self.into(e, t);
+                t
+            }
+        }
+    }
+
+    fn at_hand(&mut self, e: &Expr) -> Reg {
+        match e {
+            Expr::Local(i) => *i,
+            Expr::Const(v) => self.konst(v.clone()),
+            _ => unreachable!("`compared` and `arith_at_hand` give only locals and literals"),
+        }
+    }
+
+    /// Evaluates `e` into `dst`, written last (so a failing evaluation
+    /// leaves `dst` as it was, as the tree's store does).
+    fn into(&mut self, e: Expr, dst: Reg) {
+        match e {
+            Expr::Local(src) => {
+                if src != dst {
+                    self.ops.push(Op::Copy { dst, src });
+                }
+            }
+            Expr::Const(v) => {
+                let src = self.konst(v);
+                self.ops.push(Op::Copy { dst, src });
+            }
+            Expr::Arith(arith) => match arith_at_hand(&arith.1) {
+                Some((op, a, b)) => {
+                    let (a, b) = (self.at_hand(a), self.at_hand(b));
+                    let tree = self.tree(Tree::Expr(Expr::Arith(arith)));
+                    self.ops.push(Op::Arith {
+                        op,
+                        dst,
+                        a,
+                        b,
+                        tree,
+                    });
+                }
+                None => self.eval(Expr::Arith(arith), dst),
+            },
+            Expr::Binary(op, operands, pos) if FLATTEN_CALLS && calls_first(&operands) => {
+                let (x, y) = *operands;
+                let a = self.operand(x);
+                let b = self.operand(y);
+                self.ops.push(Op::Binary { op, dst, a, b, pos });
+            }
+            Expr::CallGlobal(c) if FLATTEN_CALLS => self.call(c, dst),
+            e => self.eval(e, dst),
+        }
+    }
+
+    /// Whether [`Emit::into`] gives `e` an operation of its own (else it
+    /// is evaluated by the tree, with nothing gained from a temporary).
+    fn flattens(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Local(_) | Expr::Const(_) => true,
+            Expr::Arith(arith) => arith_at_hand(&arith.1).is_some(),
+            Expr::Binary(_, operands, _) => FLATTEN_CALLS && calls_first(operands),
+            Expr::CallGlobal(_) => FLATTEN_CALLS,
+            _ => false,
+        }
+    }
+
+    fn eval(&mut self, e: Expr, dst: Reg) {
+        let tree = self.tree(Tree::Expr(e));
+        self.ops.push(Op::Eval { tree, dst });
+    }
+
+    /// A call of a top-level name: the function first, then each
+    /// argument into consecutive temporaries, then the call.
+    fn call(&mut self, mut c: Box<CallGlobal>, dst: Reg) {
+        let values = std::mem::take(&mut c.args.values);
+        let tree = self.tree(Tree::Expr(Expr::CallGlobal(c)));
+        let callee = self.temp();
+        self.ops.push(Op::Callee { tree, dst: callee });
+        let base = self.next;
+        let slots: Vec<Reg> = values.iter().map(|_| self.temp()).collect();
+        for (e, slot) in values.into_iter().zip(slots) {
+            self.into(e, slot);
+        }
+        self.ops.push(Op::Call {
+            tree,
+            callee,
+            base,
+            dst,
+        });
+        // The call moves the function and its arguments out.
+        self.next = callee;
+    }
+}
+
+/// `a op b` comparing two locals or literals, as a condition.
+fn compared(e: &Expr) -> Option<(BinOp, &Expr, &Expr)> {
+    // Only an arithmetic tree: its numbers compare as the fast path's do.
+    let Expr::Arith(arith) = e else {
+        return None;
+    };
+    let Expr::Binary(op, operands, _) = &arith.1 else {
+        return None;
+    };
+    let comparison = matches!(
+        op,
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+    );
+    (comparison && at_hand(&operands.0) && at_hand(&operands.1))
+        .then_some((*op, &operands.0, &operands.1))
+}
+
+/// The general form of an arithmetic tree that is one operation on two
+/// locals or literals.
+fn arith_at_hand(general: &Expr) -> Option<(BinOp, &Expr, &Expr)> {
+    let Expr::Binary(op, operands, _) = general else {
+        return None;
+    };
+    (at_hand(&operands.0) && at_hand(&operands.1)).then_some((*op, &operands.0, &operands.1))
+}
+
+fn at_hand(e: &Expr) -> bool {
+    matches!(e, Expr::Local(_) | Expr::Const(_))
+}
+
+/// A binary operation worth flattening: an operand is a call, and
+/// evaluating the right one cannot rebind a local the left one reads in
+/// place.
+fn calls_first(operands: &(Expr, Expr)) -> bool {
+    let call = |e: &Expr| matches!(e, Expr::CallGlobal(_));
+    (call(&operands.0) || call(&operands.1)) && (!matches!(operands.0, Expr::Local(_)) || plain(&operands.1))
+}
+
+/// Evaluating `e` cannot store into a local of this frame: only reads,
+/// arithmetic and calls (a call reaches no local of this frame: a
+/// closure's shared locals live in scopes, not in the flat frame).
+fn plain(e: &Expr) -> bool {
+    match e {
+        Expr::Local(_) | Expr::Const(_) | Expr::Arith(_) | Expr::Global { .. } => true,
+        Expr::Binary(_, operands, _) => plain(&operands.0) && plain(&operands.1),
+        Expr::CallGlobal(c) => c.args.values.iter().all(plain),
+        _ => false,
+    }
+}
+const FLATTEN_CALLS: bool = false;

@@ -1,0 +1,167 @@
+//! The flat form of a compiled function body: one array of operations
+//! run by one dispatch loop ([`run`]), jumps instead of nested statements.
+//!
+//! Why: the tree form ([`super::exec`]) runs each statement, condition and
+//! loop step through its own Rust frame and hands `break`, `continue` and
+//! `return` back up as `Err(Flow)`; a loop turn of `sum = sum + i; i = i +
+//! 1` costs about 550 instructions there, most of them frames and result
+//! moves. Here the body's control flow is flattened once, at lowering:
+//! a loop is a test and a jump back, a local's store writes its slot, a
+//! comparison of two numbers decides a jump where it stands.
+//!
+//! How it stays exact: every operation with a fast path keeps the tree
+//! node it came from, and anything the fast path cannot decide (a value
+//! that is not a number, an overflow, an error) evaluates that node
+//! through the tree's own code, which reads only what the fast path read
+//! and so cannot see a difference. A statement or expression this form
+//! does not flatten is kept as a tree node and run by the tree
+//! ([`Op::Exec`], [`Op::Eval`]); a `break` or `continue` leaving one is
+//! matched against the loops around it here. The checks stay where the
+//! tree makes them: one step of the step budget and the memory check at
+//! each loop turn, the call checks at each call.
+//!
+//! Temporaries live in the same frame after the function's own slots; an
+//! operation that consumes one moves it out, so no value outlives its use
+//! there (an object's `collect` runs when the tree would run it).
+
+mod emit;
+mod run;
+
+pub(super) use emit::emit;
+
+use super::{Check, Cond, Expr, Label, Stmt};
+use crate::buzz::syntax::ast::BinOp;
+use crate::buzz::syntax::lexer::Pos;
+use crate::buzz::value::Value;
+
+/// A slot of the frame, or (with [`KONST`] set) an index into the
+/// constants.
+type Reg = u32;
+
+/// Marks an operand that names a constant, not a slot.
+const KONST: u32 = 1 << 31;
+
+/// A flattened body.
+pub(crate) struct Code {
+    ops: Box<[Op]>,
+    consts: Box<[Value]>,
+    /// The tree nodes the operations fall back to, by index.
+    trees: Box<[Tree]>,
+    /// Loops, by index: where `break` and `continue` go.
+    loops: Box<[Loop]>,
+    /// For a tree statement run inside loops: those loops, innermost
+    /// first (indexes into `loops`).
+    nests: Box<[Box<[u32]>]>,
+    /// The types typed declarations check against (see [`Op::Declare`]).
+    checks: Box<[Check]>,
+    /// The `foreach` loops (see [`Op::Next`]).
+    eaches: Box<[Each]>,
+    /// Slots including the temporaries.
+    pub(super) size: usize,
+    /// The first temporary's slot.
+    temps: u32,
+}
+
+enum Tree {
+    Stmt(Stmt),
+    Expr(Expr),
+    Cond(Cond),
+}
+
+/// A `foreach` loop's slots: the value iterated (a temporary), the count
+/// of items taken so far (a temporary holding an `int`), where each key
+/// (`u32::MAX`: none) and item go, and where the iterated value is
+/// written (for the errors of a value that cannot be iterated).
+struct Each {
+    subject: Reg,
+    index: Reg,
+    key: Reg,
+    value: Reg,
+    at: Pos,
+}
+
+struct Loop {
+    label: Label,
+    exit: u32,
+    next: u32,
+}
+
+/// One operation. Jumps name the index of the operation they go to.
+enum Op {
+    /// Runs a tree statement; `nest` names the loops around it
+    /// (`u32::MAX`: none).
+    Exec { tree: u32, nest: u32 },
+    /// The value of a tree expression, into `dst`.
+    Eval { tree: u32, dst: Reg },
+    /// `dst = a op b` on two numbers at hand; else the tree `tree`.
+    Arith {
+        op: BinOp,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        tree: u32,
+    },
+    /// `dst = a op b` of two evaluated operands (temporaries are moved
+    /// out), errors at `pos`.
+    Binary {
+        op: BinOp,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        pos: Pos,
+    },
+    /// Copies `src` (a slot or a constant) into `dst`.
+    Copy { dst: Reg, src: Reg },
+    /// Jumps to `to` unless `a op b` (two numbers at hand); else decides
+    /// by the tree condition `tree`.
+    Test {
+        op: BinOp,
+        a: Reg,
+        b: Reg,
+        to: u32,
+        tree: u32,
+    },
+    /// Jumps to `to` when the tree condition `tree` is `when`.
+    Branch { tree: u32, to: u32, when: bool },
+    Jump { to: u32 },
+    /// One turn of the loop at `pos`: a step of the budget, and the
+    /// memory check the tree makes at the body's first statement (`at`).
+    Turn { pos: Pos, at: Pos },
+    /// The function named by a top-level call, into `dst` (the tree call
+    /// `tree`).
+    Callee { tree: u32, dst: Reg },
+    /// Calls `callee` (a slot holding the function) with the `n`
+    /// temporaries from `base`; the tree call `tree` gives names and
+    /// positions.
+    Call {
+        tree: u32,
+        callee: Reg,
+        base: Reg,
+        dst: Reg,
+    },
+    Return { src: Reg },
+    /// Returns the value of the tree expression `tree` (no temporary).
+    ReturnEval { tree: u32 },
+    /// A typed declaration (the tree statement `tree`, whose type is
+    /// `checks[check]`): `src` moved into `dst`, checked as the tree does.
+    Declare {
+        tree: u32,
+        src: Reg,
+        dst: Reg,
+        check: u32,
+    },
+    /// The next item of `eaches[each]` into its slots, or a jump to `to`
+    /// when there is none.
+    Next { each: u32, to: u32 },
+    /// Drops a temporary the statement's value was left in.
+    Drop { src: Reg },
+}
+
+// Small enough that the operations of a hot loop share cache lines.
+const _: () = assert!(std::mem::size_of::<Op>() <= 24);
+
+impl std::fmt::Debug for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flat code of {} operations", self.ops.len())
+    }
+}

@@ -1,0 +1,370 @@
+//! The dispatch loop over a [`Code`].
+
+use super::{Code, Each, Op, Reg, Tree, KONST};
+use crate::buzz::compile::exec::{discard, in_order, plainly, put};
+use crate::buzz::compile::{Args, CallGlobal, Expr, Stmt, StmtKind};
+use crate::buzz::lib::methods;
+use crate::buzz::interp::{
+    double_fast, global_function, int_compare, int_fast, Callee, Eval, Flow, Interpreter,
+};
+use crate::buzz::syntax::ast::{BinOp, Res};
+use crate::buzz::value::{Scope, Value};
+use std::rc::Rc;
+
+impl Interpreter {
+    /// Runs `code` in its frame `fr` under `env`: what it returns.
+    pub(in crate::buzz::compile) fn run_flat(
+        &mut self,
+        code: &Code,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let mut pc = 0usize;
+        while let Some(op) = code.ops.get(pc) {
+            pc += 1;
+            match op {
+                Op::Arith {
+                    op,
+                    dst,
+                    a,
+                    b,
+                    tree,
+                } => {
+                    let fast = match (code.read(fr, *a), code.read(fr, *b)) {
+                        (Value::Int(x), Value::Int(y)) => int_fast(*op, *x, *y),
+                        (Value::Double(x), Value::Double(y)) if *op != BinOp::Rem => {
+                            double_fast(*op, *x, *y)
+                        }
+                        _ => None,
+                    };
+                    let v = match fast {
+                        Some(v) => v,
+                        None => self.c_eval(code.expr(*tree), fr, env)?,
+                    };
+                    put(&mut fr[*dst as usize], v);
+                }
+                Op::Test {
+                    op,
+                    a,
+                    b,
+                    to,
+                    tree,
+                } => {
+                    let truth = match (code.read(fr, *a), code.read(fr, *b)) {
+                        (Value::Int(x), Value::Int(y)) => int_compare(*op, *x, *y),
+                        (Value::Double(x), Value::Double(y)) => ordered(*op, *x, *y),
+                        (Value::Int(x), Value::Double(y)) => ordered(*op, *x as f64, *y),
+                        (Value::Double(x), Value::Int(y)) => ordered(*op, *x, *y as f64),
+                        _ => None,
+                    };
+                    let truth = match truth {
+                        Some(t) => t,
+                        None => self.c_cond(code.cond(*tree), fr, env)?,
+                    };
+                    if !truth {
+                        pc = *to as usize;
+                    }
+                }
+                Op::Jump { to } => pc = *to as usize,
+                Op::Turn { pos, at } => {
+                    self.take_step(*pos)?;
+                    self.enter(*at)?;
+                    self.depth -= 1;
+                }
+                Op::Copy { dst, src } => {
+                    let v = code.read(fr, *src).clone();
+                    put(&mut fr[*dst as usize], v);
+                }
+                Op::Branch { tree, to, when } => {
+                    if self.c_cond(code.cond(*tree), fr, env)? == *when {
+                        pc = *to as usize;
+                    }
+                }
+                Op::Return { src } => return Ok(code.take(fr, *src)),
+                Op::ReturnEval { tree } => return self.c_eval(code.expr(*tree), fr, env),
+                Op::Next { each, to } => {
+                    if !self.flat_next(&code.eaches[*each as usize], fr)? {
+                        pc = *to as usize;
+                    }
+                }
+                Op::Declare {
+                    tree,
+                    src,
+                    dst,
+                    check,
+                } => {
+                    let v = std::mem::take(&mut fr[*src as usize]);
+                    let v = if plainly(&code.checks[*check as usize], &v) {
+                        v
+                    } else {
+                        self.flat_conform(code, *tree, v)?
+                    };
+                    put(&mut fr[*dst as usize], v);
+                }
+                Op::Callee { tree, dst } => {
+                    let f = self.callee(code.call(*tree), env)?;
+                    put(&mut fr[*dst as usize], f);
+                }
+                Op::Call {
+                    tree,
+                    callee,
+                    base,
+                    dst,
+                } => {
+                    let c = code.call(*tree);
+                    let f = std::mem::take(&mut fr[*callee as usize]);
+                    let v = self.flat_call(&f, c, *base, fr);
+                    discard(f);
+                    put(&mut fr[*dst as usize], v?);
+                }
+                Op::Exec { tree, nest } => {
+                    let Tree::Stmt(stmt) = &code.trees[*tree as usize] else {
+                        unreachable!("an Exec names a statement");
+                    };
+                    if let Err(flow) = self.c_exec(stmt, fr, env) {
+                        pc = code.caught(flow, *nest)? as usize;
+                    }
+                }
+                _ => self.flat_rest(code, op, fr, env)?,
+            }
+        }
+        Ok(Value::Null)
+    }
+
+    /// The operations that neither jump nor sit in hot loops alone.
+    #[inline(never)]
+    fn flat_rest(&mut self, code: &Code, op: &Op, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+        match op {
+            Op::Eval { tree, dst } => {
+                let v = self.c_eval(code.expr(*tree), fr, env)?;
+                put(&mut fr[*dst as usize], v);
+            }
+            Op::Binary { op, dst, a, b, pos } => {
+                let v = match crate::buzz::compile::exec::scalar_fast(
+                    *op,
+                    code.read(fr, *a),
+                    code.read(fr, *b),
+                ) {
+                    Some(v) => {
+                        code.clear(fr, *a);
+                        code.clear(fr, *b);
+                        v
+                    }
+                    None => {
+                        let (x, y) = (code.take(fr, *a), code.take(fr, *b));
+                        self.binary(*op, x, y, *pos)?
+                    }
+                };
+                put(&mut fr[*dst as usize], v);
+            }
+            Op::Drop { src } => discard(std::mem::take(&mut fr[*src as usize])),
+            Op::Arith { .. }
+            | Op::Test { .. }
+            | Op::Jump { .. }
+            | Op::Turn { .. }
+            | Op::Copy { .. }
+            | Op::Branch { .. }
+            | Op::Return { .. }
+            | Op::ReturnEval { .. }
+            | Op::Exec { .. }
+            | Op::Callee { .. }
+            | Op::Call { .. }
+            | Op::Next { .. }
+            | Op::Declare { .. } => unreachable!("run in the loop"),
+        }
+        Ok(())
+    }
+
+    /// Takes the next item of a `foreach` into its slots (the tree's
+    /// `c_foreach`, one turn); `false` when there is none.
+    #[inline]
+    fn flat_next(&mut self, each: &Each, fr: &mut [Value]) -> Eval<bool> {
+        let Value::Int(index) = fr[each.index as usize] else {
+            unreachable!("a foreach's count is an int");
+        };
+        let item = match &fr[each.subject as usize] {
+            Value::Range(low, high) => {
+                methods::range_nth(*low, *high, index).map(|n| (Value::Int(index), Value::Int(n)))
+            }
+            subject => {
+                let subject = subject.clone();
+                let item = self.next_item(&subject, index as usize, each.at);
+                discard(subject);
+                item?
+            }
+        };
+        let Some((k, v)) = item else {
+            return Ok(false);
+        };
+        fr[each.index as usize] = Value::Int(index + 1);
+        if each.key != u32::MAX {
+            put(&mut fr[each.key as usize], k);
+        }
+        put(&mut fr[each.value as usize], v);
+        Ok(true)
+    }
+
+    /// A typed declaration's value that is not plainly of its type:
+    /// checked (and widened or inferred) as the tree's `c_var` does.
+    #[cold]
+    #[inline(never)]
+    fn flat_conform(&mut self, code: &Code, tree: u32, v: Value) -> Eval<Value> {
+        let Tree::Stmt(Stmt {
+            kind:
+                StmtKind::Var {
+                    ty: Some(ty), name, ..
+                },
+            pos,
+        }) = &code.trees[tree as usize]
+        else {
+            unreachable!("a declaration names its statement");
+        };
+        self.conform_with(ty, v, || format!("`{name}`"), *pos)
+    }
+
+    /// The function a call of a top-level name calls (the tree's
+    /// `c_call_global`, first step).
+    fn callee(&self, c: &CallGlobal, env: &Rc<Scope>) -> Eval<Value> {
+        if let Res::Global { hint } = c.res.get() {
+            if let Some(closure) = global_function(env, &c.name, hint) {
+                return Ok(Value::Function(closure));
+            }
+        }
+        self.variable(&c.name, &c.res, env, c.at)
+    }
+
+    /// Calls `f` with the arguments in the temporaries from `base` (the
+    /// tree's `c_call_value` and `c_call_closure`, the arguments already
+    /// evaluated).
+    #[inline(never)]
+    fn flat_call(&mut self, f: &Value, c: &CallGlobal, base: Reg, fr: &mut [Value]) -> Eval<Value> {
+        let args = &c.args;
+        let n = args.names.len();
+        let base = base as usize;
+        let Value::Function(closure) = f else {
+            let values = self.flat_named(args, base, fr);
+            return self
+                .call_value(f, values, c.pos)
+                .map_err(|flow| self.place_refused(flow, c.pos, args));
+        };
+        let decl = &closure.decl;
+        if decl.frame.get().method || !closure.type_args.is_empty() || !in_order(decl, args) {
+            let values = self.flat_named(args, base, fr);
+            return self.call_value(f, values, c.pos);
+        }
+        let callee = Callee {
+            decl,
+            parent: &closure.scope,
+            this: None,
+        };
+        let Some(func) = self.compiled_of(decl) else {
+            let values = fr[base..base + n].iter_mut().map(std::mem::take).collect();
+            return self.call_direct_values(callee, values, c.pos);
+        };
+        let fill = |_: &mut Self, frame: &mut [Value]| {
+            for (slot, v) in frame.iter_mut().zip(&mut fr[base..base + n]) {
+                *slot = std::mem::take(v);
+            }
+            Ok(())
+        };
+        self.with_frame((decl, func), n, None, fill, (&closure.scope, c.pos))
+    }
+
+    /// The arguments from `base` with their names, for the general call.
+    fn flat_named(&mut self, args: &Args, base: usize, fr: &mut [Value]) -> crate::buzz::interp::Args {
+        let mut out = self.spare_args();
+        for (name, v) in args.names.iter().zip(&mut fr[base..]) {
+            out.push((name.clone(), std::mem::take(v)));
+        }
+        out
+    }
+}
+
+impl Code {
+    /// The value of a slot or a constant, in place.
+    #[inline(always)]
+    fn read<'a>(&'a self, fr: &'a [Value], r: Reg) -> &'a Value {
+        if r & KONST != 0 {
+            &self.consts[(r & !KONST) as usize]
+        } else {
+            &fr[r as usize]
+        }
+    }
+
+    /// The value of a slot or constant to keep: a temporary's moved out.
+    #[inline(always)]
+    fn take(&self, fr: &mut [Value], r: Reg) -> Value {
+        if r & KONST != 0 {
+            self.consts[(r & !KONST) as usize].clone()
+        } else if r >= self.temps {
+            std::mem::take(&mut fr[r as usize])
+        } else {
+            fr[r as usize].clone()
+        }
+    }
+
+    /// Empties a temporary that was read in place.
+    #[inline(always)]
+    fn clear(&self, fr: &mut [Value], r: Reg) {
+        if r & KONST == 0 && r >= self.temps {
+            discard(std::mem::take(&mut fr[r as usize]));
+        }
+    }
+
+    fn expr(&self, tree: u32) -> &Expr {
+        match &self.trees[tree as usize] {
+            Tree::Expr(e) => e,
+            _ => unreachable!("an expression's operation names an expression"),
+        }
+    }
+
+    fn cond(&self, tree: u32) -> &crate::buzz::compile::Cond {
+        match &self.trees[tree as usize] {
+            Tree::Cond(c) => c,
+            _ => unreachable!("a test names a condition"),
+        }
+    }
+
+    fn call(&self, tree: u32) -> &CallGlobal {
+        match self.expr(tree) {
+            Expr::CallGlobal(c) => c,
+            _ => unreachable!("a call names a call"),
+        }
+    }
+
+    /// Where a `break` or `continue` leaving a tree statement goes, among
+    /// the loops `nest` names; any other flow goes on out.
+    #[cold]
+    #[inline(never)]
+    fn caught(&self, flow: Flow, nest: u32) -> Eval<u32> {
+        let (label, brk) = match &flow {
+            Flow::Break(l) => (l, true),
+            Flow::Continue(l) => (l, false),
+            _ => return Err(flow),
+        };
+        let Some(loops) = self.nests.get(nest as usize) else {
+            return Err(flow);
+        };
+        for &id in loops.iter() {
+            let lp = &self.loops[id as usize];
+            if label.is_none() || lp.label == *label {
+                return Ok(if brk { lp.exit } else { lp.next });
+            }
+        }
+        Err(flow)
+    }
+}
+
+/// `x op y` for the ordering operators on numbers as doubles, as the
+/// tree's arithmetic computes a comparison of two numbers (an `int`
+/// beside a `double` widened); `None` for any other operator.
+#[inline(always)]
+fn ordered(op: BinOp, x: f64, y: f64) -> Option<bool> {
+    Some(match op {
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        _ => return None,
+    })
+}
