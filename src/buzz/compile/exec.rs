@@ -269,7 +269,12 @@ impl Interpreter {
 
     /// A function's body, flattened or as a tree.
     #[inline(always)]
-    fn c_function_body(&mut self, f: &Function, frame: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    fn c_function_body(
+        &mut self,
+        f: &Function,
+        frame: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
         match &f.flat {
             Some(code) => self.run_flat(code, frame, env),
             None => self.c_body(&f.body, frame, env),

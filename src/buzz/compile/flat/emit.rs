@@ -486,8 +486,11 @@ fn compared(e: &Expr) -> Option<(BinOp, &Expr, &Expr)> {
         op,
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
     );
-    (comparison && at_hand(&operands.0) && at_hand(&operands.1))
-        .then_some((*op, &operands.0, &operands.1))
+    (comparison && at_hand(&operands.0) && at_hand(&operands.1)).then_some((
+        *op,
+        &operands.0,
+        &operands.1,
+    ))
 }
 
 /// The general form of an arithmetic tree that is one operation on two
@@ -508,7 +511,8 @@ fn at_hand(e: &Expr) -> bool {
 /// place.
 fn calls_first(operands: &(Expr, Expr)) -> bool {
     let call = |e: &Expr| matches!(e, Expr::CallGlobal(_));
-    (call(&operands.0) || call(&operands.1)) && (!matches!(operands.0, Expr::Local(_)) || plain(&operands.1))
+    (call(&operands.0) || call(&operands.1))
+        && (!matches!(operands.0, Expr::Local(_)) || plain(&operands.1))
 }
 
 /// Evaluating `e` cannot store into a local of this frame: only reads,

@@ -90,9 +90,15 @@ struct Loop {
 enum Op {
     /// Runs a tree statement; `nest` names the loops around it
     /// (`u32::MAX`: none).
-    Exec { tree: u32, nest: u32 },
+    Exec {
+        tree: u32,
+        nest: u32,
+    },
     /// The value of a tree expression, into `dst`.
-    Eval { tree: u32, dst: Reg },
+    Eval {
+        tree: u32,
+        dst: Reg,
+    },
     /// `dst = a op b` on two numbers at hand; else the tree `tree`.
     Arith {
         op: BinOp,
@@ -111,7 +117,10 @@ enum Op {
         pos: Pos,
     },
     /// Copies `src` (a slot or a constant) into `dst`.
-    Copy { dst: Reg, src: Reg },
+    Copy {
+        dst: Reg,
+        src: Reg,
+    },
     /// Jumps to `to` unless `a op b` (two numbers at hand); else decides
     /// by the tree condition `tree`.
     Test {
@@ -122,14 +131,26 @@ enum Op {
         tree: u32,
     },
     /// Jumps to `to` when the tree condition `tree` is `when`.
-    Branch { tree: u32, to: u32, when: bool },
-    Jump { to: u32 },
+    Branch {
+        tree: u32,
+        to: u32,
+        when: bool,
+    },
+    Jump {
+        to: u32,
+    },
     /// One turn of the loop at `pos`: a step of the budget, and the
     /// memory check the tree makes at the body's first statement (`at`).
-    Turn { pos: Pos, at: Pos },
+    Turn {
+        pos: Pos,
+        at: Pos,
+    },
     /// The function named by a top-level call, into `dst` (the tree call
     /// `tree`).
-    Callee { tree: u32, dst: Reg },
+    Callee {
+        tree: u32,
+        dst: Reg,
+    },
     /// Calls `callee` (a slot holding the function) with the `n`
     /// temporaries from `base`; the tree call `tree` gives names and
     /// positions.
@@ -139,9 +160,13 @@ enum Op {
         base: Reg,
         dst: Reg,
     },
-    Return { src: Reg },
+    Return {
+        src: Reg,
+    },
     /// Returns the value of the tree expression `tree` (no temporary).
-    ReturnEval { tree: u32 },
+    ReturnEval {
+        tree: u32,
+    },
     /// A typed declaration (the tree statement `tree`, whose type is
     /// `checks[check]`): `src` moved into `dst`, checked as the tree does.
     Declare {
@@ -152,9 +177,14 @@ enum Op {
     },
     /// The next item of `eaches[each]` into its slots, or a jump to `to`
     /// when there is none.
-    Next { each: u32, to: u32 },
+    Next {
+        each: u32,
+        to: u32,
+    },
     /// Drops a temporary the statement's value was left in.
-    Drop { src: Reg },
+    Drop {
+        src: Reg,
+    },
 }
 
 // Small enough that the operations of a hot loop share cache lines.

@@ -3,10 +3,10 @@
 use super::{Code, Each, Op, Reg, Tree, KONST};
 use crate::buzz::compile::exec::{discard, in_order, plainly, put};
 use crate::buzz::compile::{Args, CallGlobal, Expr, Stmt, StmtKind};
-use crate::buzz::lib::methods;
 use crate::buzz::interp::{
     double_fast, global_function, int_compare, int_fast, Callee, Eval, Flow, Interpreter,
 };
+use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::{BinOp, Res};
 use crate::buzz::value::{Scope, Value};
 use std::rc::Rc;
@@ -43,13 +43,7 @@ impl Interpreter {
                     };
                     put(&mut fr[*dst as usize], v);
                 }
-                Op::Test {
-                    op,
-                    a,
-                    b,
-                    to,
-                    tree,
-                } => {
+                Op::Test { op, a, b, to, tree } => {
                     let truth = match (code.read(fr, *a), code.read(fr, *b)) {
                         (Value::Int(x), Value::Int(y)) => int_compare(*op, *x, *y),
                         (Value::Double(x), Value::Double(y)) => ordered(*op, *x, *y),
@@ -210,10 +204,9 @@ impl Interpreter {
     #[inline(never)]
     fn flat_conform(&mut self, code: &Code, tree: u32, v: Value) -> Eval<Value> {
         let Tree::Stmt(Stmt {
-            kind:
-                StmtKind::Var {
-                    ty: Some(ty), name, ..
-                },
+            kind: StmtKind::Var {
+                ty: Some(ty), name, ..
+            },
             pos,
         }) = &code.trees[tree as usize]
         else {
@@ -271,7 +264,12 @@ impl Interpreter {
     }
 
     /// The arguments from `base` with their names, for the general call.
-    fn flat_named(&mut self, args: &Args, base: usize, fr: &mut [Value]) -> crate::buzz::interp::Args {
+    fn flat_named(
+        &mut self,
+        args: &Args,
+        base: usize,
+        fr: &mut [Value],
+    ) -> crate::buzz::interp::Args {
         let mut out = self.spare_args();
         for (name, v) in args.names.iter().zip(&mut fr[base..]) {
             out.push((name.clone(), std::mem::take(v)));
