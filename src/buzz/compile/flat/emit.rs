@@ -2,7 +2,7 @@
 //! expressions operations on slots, the rest stay tree nodes.
 
 use super::{Code, Each, Loop, Op, Reg, Tree, KONST};
-use crate::buzz::compile::{lower, CallGlobal, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
+use crate::buzz::compile::{lower, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
 use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::value::Value;
 
@@ -136,11 +136,6 @@ impl Emit {
                 });
             }
             StmtKind::ForEach(each) => self.each(*each, pos),
-            StmtKind::Expr(Expr::CallGlobal(c)) => {
-                let t = self.temp();
-                self.call(c, t);
-                self.ops.push(Op::Drop { src: t });
-            }
             StmtKind::Block(body) => body.into_iter().for_each(|s| self.stmt(s)),
             StmtKind::If {
                 cond,
@@ -422,13 +417,6 @@ impl Emit {
                 }
                 None => self.eval(Expr::Arith(arith), dst),
             },
-            Expr::Binary(op, operands, pos) if FLATTEN_CALLS && calls_first(&operands) => {
-                let (x, y) = *operands;
-                let a = self.operand(x);
-                let b = self.operand(y);
-                self.ops.push(Op::Binary { op, dst, a, b, pos });
-            }
-            Expr::CallGlobal(c) if FLATTEN_CALLS => self.call(c, dst),
             e => self.eval(e, dst),
         }
     }
@@ -439,8 +427,6 @@ impl Emit {
         match e {
             Expr::Local(_) | Expr::Const(_) => true,
             Expr::Arith(arith) => arith_at_hand(&arith.1).is_some(),
-            Expr::Binary(_, operands, _) => FLATTEN_CALLS && calls_first(operands),
-            Expr::CallGlobal(_) => FLATTEN_CALLS,
             _ => false,
         }
     }
@@ -448,28 +434,6 @@ impl Emit {
     fn eval(&mut self, e: Expr, dst: Reg) {
         let tree = self.tree(Tree::Expr(e));
         self.ops.push(Op::Eval { tree, dst });
-    }
-
-    /// A call of a top-level name: the function first, then each
-    /// argument into consecutive temporaries, then the call.
-    fn call(&mut self, mut c: Box<CallGlobal>, dst: Reg) {
-        let values = std::mem::take(&mut c.args.values);
-        let tree = self.tree(Tree::Expr(Expr::CallGlobal(c)));
-        let callee = self.temp();
-        self.ops.push(Op::Callee { tree, dst: callee });
-        let base = self.next;
-        let slots: Vec<Reg> = values.iter().map(|_| self.temp()).collect();
-        for (e, slot) in values.into_iter().zip(slots) {
-            self.into(e, slot);
-        }
-        self.ops.push(Op::Call {
-            tree,
-            callee,
-            base,
-            dst,
-        });
-        // The call moves the function and its arguments out.
-        self.next = callee;
     }
 }
 
@@ -505,25 +469,3 @@ fn arith_at_hand(general: &Expr) -> Option<(BinOp, &Expr, &Expr)> {
 fn at_hand(e: &Expr) -> bool {
     matches!(e, Expr::Local(_) | Expr::Const(_))
 }
-
-/// A binary operation worth flattening: an operand is a call, and
-/// evaluating the right one cannot rebind a local the left one reads in
-/// place.
-fn calls_first(operands: &(Expr, Expr)) -> bool {
-    let call = |e: &Expr| matches!(e, Expr::CallGlobal(_));
-    (call(&operands.0) || call(&operands.1))
-        && (!matches!(operands.0, Expr::Local(_)) || plain(&operands.1))
-}
-
-/// Evaluating `e` cannot store into a local of this frame: only reads,
-/// arithmetic and calls (a call reaches no local of this frame: a
-/// closure's shared locals live in scopes, not in the flat frame).
-fn plain(e: &Expr) -> bool {
-    match e {
-        Expr::Local(_) | Expr::Const(_) | Expr::Arith(_) | Expr::Global { .. } => true,
-        Expr::Binary(_, operands, _) => plain(&operands.0) && plain(&operands.1),
-        Expr::CallGlobal(c) => c.args.values.iter().all(plain),
-        _ => false,
-    }
-}
-const FLATTEN_CALLS: bool = false;

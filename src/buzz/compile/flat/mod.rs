@@ -107,15 +107,6 @@ enum Op {
         b: Reg,
         tree: u32,
     },
-    /// `dst = a op b` of two evaluated operands (temporaries are moved
-    /// out), errors at `pos`.
-    Binary {
-        op: BinOp,
-        dst: Reg,
-        a: Reg,
-        b: Reg,
-        pos: Pos,
-    },
     /// Copies `src` (a slot or a constant) into `dst`.
     Copy {
         dst: Reg,
@@ -145,21 +136,6 @@ enum Op {
         pos: Pos,
         at: Pos,
     },
-    /// The function named by a top-level call, into `dst` (the tree call
-    /// `tree`).
-    Callee {
-        tree: u32,
-        dst: Reg,
-    },
-    /// Calls `callee` (a slot holding the function) with the `n`
-    /// temporaries from `base`; the tree call `tree` gives names and
-    /// positions.
-    Call {
-        tree: u32,
-        callee: Reg,
-        base: Reg,
-        dst: Reg,
-    },
     Return {
         src: Reg,
     },
@@ -181,7 +157,7 @@ enum Op {
         each: u32,
         to: u32,
     },
-    /// Drops a temporary the statement's value was left in.
+    /// Drops a temporary: a `foreach`'s iterated value, at the loop's end.
     Drop {
         src: Reg,
     },

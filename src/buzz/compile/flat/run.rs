@@ -1,13 +1,11 @@
 //! The dispatch loop over a [`Code`].
 
 use super::{Code, Each, Op, Reg, Tree, KONST};
-use crate::buzz::compile::exec::{discard, in_order, plainly, put};
-use crate::buzz::compile::{Args, CallGlobal, Expr, Stmt, StmtKind};
-use crate::buzz::interp::{
-    double_fast, global_function, int_compare, int_fast, Callee, Eval, Flow, Interpreter,
-};
+use crate::buzz::compile::exec::{discard, plainly, put};
+use crate::buzz::compile::{Expr, Stmt, StmtKind};
+use crate::buzz::interp::{double_fast, int_compare, int_fast, Eval, Flow, Interpreter};
 use crate::buzz::lib::methods;
-use crate::buzz::syntax::ast::{BinOp, Res};
+use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::value::{Scope, Value};
 use std::rc::Rc;
 
@@ -95,22 +93,6 @@ impl Interpreter {
                     };
                     put(&mut fr[*dst as usize], v);
                 }
-                Op::Callee { tree, dst } => {
-                    let f = self.callee(code.call(*tree), env)?;
-                    put(&mut fr[*dst as usize], f);
-                }
-                Op::Call {
-                    tree,
-                    callee,
-                    base,
-                    dst,
-                } => {
-                    let c = code.call(*tree);
-                    let f = std::mem::take(&mut fr[*callee as usize]);
-                    let v = self.flat_call(&f, c, *base, fr);
-                    discard(f);
-                    put(&mut fr[*dst as usize], v?);
-                }
                 Op::Exec { tree, nest } => {
                     let Tree::Stmt(stmt) = &code.trees[*tree as usize] else {
                         unreachable!("an Exec names a statement");
@@ -133,24 +115,6 @@ impl Interpreter {
                 let v = self.c_eval(code.expr(*tree), fr, env)?;
                 put(&mut fr[*dst as usize], v);
             }
-            Op::Binary { op, dst, a, b, pos } => {
-                let v = match crate::buzz::compile::exec::scalar_fast(
-                    *op,
-                    code.read(fr, *a),
-                    code.read(fr, *b),
-                ) {
-                    Some(v) => {
-                        code.clear(fr, *a);
-                        code.clear(fr, *b);
-                        v
-                    }
-                    None => {
-                        let (x, y) = (code.take(fr, *a), code.take(fr, *b));
-                        self.binary(*op, x, y, *pos)?
-                    }
-                };
-                put(&mut fr[*dst as usize], v);
-            }
             Op::Drop { src } => discard(std::mem::take(&mut fr[*src as usize])),
             Op::Arith { .. }
             | Op::Test { .. }
@@ -161,8 +125,6 @@ impl Interpreter {
             | Op::Return { .. }
             | Op::ReturnEval { .. }
             | Op::Exec { .. }
-            | Op::Callee { .. }
-            | Op::Call { .. }
             | Op::Next { .. }
             | Op::Declare { .. } => unreachable!("run in the loop"),
         }
@@ -214,68 +176,6 @@ impl Interpreter {
         };
         self.conform_with(ty, v, || format!("`{name}`"), *pos)
     }
-
-    /// The function a call of a top-level name calls (the tree's
-    /// `c_call_global`, first step).
-    fn callee(&self, c: &CallGlobal, env: &Rc<Scope>) -> Eval<Value> {
-        if let Res::Global { hint } = c.res.get() {
-            if let Some(closure) = global_function(env, &c.name, hint) {
-                return Ok(Value::Function(closure));
-            }
-        }
-        self.variable(&c.name, &c.res, env, c.at)
-    }
-
-    /// Calls `f` with the arguments in the temporaries from `base` (the
-    /// tree's `c_call_value` and `c_call_closure`, the arguments already
-    /// evaluated).
-    #[inline(never)]
-    fn flat_call(&mut self, f: &Value, c: &CallGlobal, base: Reg, fr: &mut [Value]) -> Eval<Value> {
-        let args = &c.args;
-        let n = args.names.len();
-        let base = base as usize;
-        let Value::Function(closure) = f else {
-            let values = self.flat_named(args, base, fr);
-            return self
-                .call_value(f, values, c.pos)
-                .map_err(|flow| self.place_refused(flow, c.pos, args));
-        };
-        let decl = &closure.decl;
-        if decl.frame.get().method || !closure.type_args.is_empty() || !in_order(decl, args) {
-            let values = self.flat_named(args, base, fr);
-            return self.call_value(f, values, c.pos);
-        }
-        let callee = Callee {
-            decl,
-            parent: &closure.scope,
-            this: None,
-        };
-        let Some(func) = self.compiled_of(decl) else {
-            let values = fr[base..base + n].iter_mut().map(std::mem::take).collect();
-            return self.call_direct_values(callee, values, c.pos);
-        };
-        let fill = |_: &mut Self, frame: &mut [Value]| {
-            for (slot, v) in frame.iter_mut().zip(&mut fr[base..base + n]) {
-                *slot = std::mem::take(v);
-            }
-            Ok(())
-        };
-        self.with_frame((decl, func), n, None, fill, (&closure.scope, c.pos))
-    }
-
-    /// The arguments from `base` with their names, for the general call.
-    fn flat_named(
-        &mut self,
-        args: &Args,
-        base: usize,
-        fr: &mut [Value],
-    ) -> crate::buzz::interp::Args {
-        let mut out = self.spare_args();
-        for (name, v) in args.names.iter().zip(&mut fr[base..]) {
-            out.push((name.clone(), std::mem::take(v)));
-        }
-        out
-    }
 }
 
 impl Code {
@@ -301,14 +201,6 @@ impl Code {
         }
     }
 
-    /// Empties a temporary that was read in place.
-    #[inline(always)]
-    fn clear(&self, fr: &mut [Value], r: Reg) {
-        if r & KONST == 0 && r >= self.temps {
-            discard(std::mem::take(&mut fr[r as usize]));
-        }
-    }
-
     fn expr(&self, tree: u32) -> &Expr {
         match &self.trees[tree as usize] {
             Tree::Expr(e) => e,
@@ -320,13 +212,6 @@ impl Code {
         match &self.trees[tree as usize] {
             Tree::Cond(c) => c,
             _ => unreachable!("a test names a condition"),
-        }
-    }
-
-    fn call(&self, tree: u32) -> &CallGlobal {
-        match self.expr(tree) {
-            Expr::CallGlobal(c) => c,
-            _ => unreachable!("a call names a call"),
         }
     }
 
