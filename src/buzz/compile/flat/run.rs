@@ -3,7 +3,8 @@
 use super::{Code, Each, Op, Reg, Tree, KONST};
 use crate::buzz::compile::exec::{discard, plainly, put};
 use crate::buzz::compile::{Expr, Stmt, StmtKind};
-use crate::buzz::interp::{double_fast, int_compare, int_fast, Eval, Flow, Interpreter};
+use crate::buzz::interp::ops::{double_fast, int_compare, int_fast};
+use crate::buzz::interp::{Eval, Flow, Interpreter};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::value::{Scope, Value};
