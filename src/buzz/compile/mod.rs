@@ -24,6 +24,14 @@
 //! enum, protocol or import, whose declaration then runs on that scope
 //! ([`declare`]).
 //!
+//! A function's own statements then go one step further ([`flat`]): its
+//! loops, conditions, stores, typed declarations, `foreach` and returns
+//! become jumps and operations on slots in one dispatch loop, every other
+//! statement and expression staying a node of the tree it runs. That is
+//! the first half of a bytecode: a loop turn of `sum = sum + i; i = i +
+//! 1` drops from about 550 instructions to about 240; calls, fields and
+//! methods are still the tree's (flattening calls alone measured slower).
+//!
 //! It owns the lowering ([`lower`]) and the running ([`exec`], [`extra`],
 //! [`declare`], [`defaults`]) of that form; errors, calls of natives and
 //! closures, fields and conformance to types are the interpreter's
