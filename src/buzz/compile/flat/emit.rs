@@ -81,6 +81,7 @@ impl Emit {
     fn land(&mut self, at: usize, to: u32) {
         match &mut self.ops[at] {
             Op::Test { to: t, .. }
+            | Op::TestK { to: t, .. }
             | Op::Branch { to: t, .. }
             | Op::Jump { to: t }
             | Op::Next { to: t, .. } => *t = to,
@@ -282,6 +283,17 @@ impl Emit {
     fn unless(&mut self, cond: Cond) -> usize {
         let at = self.ops.len();
         match compared(&cond.expr) {
+            Some((op, Expr::Local(a), Expr::Const(Value::Int(k)))) if i32::try_from(*k).is_ok() => {
+                let (a, k) = (*a, *k as i32);
+                let tree = self.tree(Tree::Cond(cond));
+                self.ops.push(Op::TestK {
+                    op,
+                    a,
+                    k,
+                    to: 0,
+                    tree,
+                });
+            }
             Some((op, a, b)) => {
                 let (a, b) = (self.at_hand(a), self.at_hand(b));
                 let tree = self.tree(Tree::Cond(cond));
@@ -404,6 +416,19 @@ impl Emit {
                 self.ops.push(Op::Copy { dst, src });
             }
             Expr::Arith(arith) => match arith_at_hand(&arith.1) {
+                Some((op, Expr::Local(a), Expr::Const(Value::Int(k))))
+                    if i32::try_from(*k).is_ok() =>
+                {
+                    let (a, k) = (*a, *k as i32);
+                    let tree = self.tree(Tree::Expr(Expr::Arith(arith)));
+                    self.ops.push(Op::ArithK {
+                        op,
+                        dst,
+                        a,
+                        k,
+                        tree,
+                    });
+                }
                 Some((op, a, b)) => {
                     let (a, b) = (self.at_hand(a), self.at_hand(b));
                     let tree = self.tree(Tree::Expr(Expr::Arith(arith)));

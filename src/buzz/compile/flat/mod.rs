@@ -112,6 +112,24 @@ enum Op {
         dst: Reg,
         src: Reg,
     },
+    /// `dst = a op k` on an `int` at hand and an `int` literal; else the
+    /// tree `tree`.
+    ArithK {
+        op: BinOp,
+        dst: Reg,
+        a: Reg,
+        k: i32,
+        tree: u32,
+    },
+    /// Jumps to `to` unless `a op k`, an `int` at hand and an `int`
+    /// literal; else decides by the tree condition `tree`.
+    TestK {
+        op: BinOp,
+        a: Reg,
+        k: i32,
+        to: u32,
+        tree: u32,
+    },
     /// Jumps to `to` unless `a op b` (two numbers at hand); else decides
     /// by the tree condition `tree`.
     Test {

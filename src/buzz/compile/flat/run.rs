@@ -42,6 +42,36 @@ impl Interpreter {
                     };
                     put(&mut fr[*dst as usize], v);
                 }
+                Op::ArithK {
+                    op,
+                    dst,
+                    a,
+                    k,
+                    tree,
+                } => {
+                    let fast = match fr[*a as usize] {
+                        Value::Int(x) => int_fast(*op, x, i64::from(*k)),
+                        _ => None,
+                    };
+                    let v = match fast {
+                        Some(v) => v,
+                        None => self.c_eval(code.expr(*tree), fr, env)?,
+                    };
+                    put(&mut fr[*dst as usize], v);
+                }
+                Op::TestK { op, a, k, to, tree } => {
+                    let truth = match fr[*a as usize] {
+                        Value::Int(x) => int_compare(*op, x, i64::from(*k)),
+                        _ => None,
+                    };
+                    let truth = match truth {
+                        Some(t) => t,
+                        None => self.c_cond(code.cond(*tree), fr, env)?,
+                    };
+                    if !truth {
+                        pc = *to as usize;
+                    }
+                }
                 Op::Test { op, a, b, to, tree } => {
                     let truth = match (code.read(fr, *a), code.read(fr, *b)) {
                         (Value::Int(x), Value::Int(y)) => int_compare(*op, *x, *y),
@@ -119,6 +149,8 @@ impl Interpreter {
             Op::Drop { src } => discard(std::mem::take(&mut fr[*src as usize])),
             Op::Arith { .. }
             | Op::Test { .. }
+            | Op::ArithK { .. }
+            | Op::TestK { .. }
             | Op::Jump { .. }
             | Op::Turn { .. }
             | Op::Copy { .. }
