@@ -648,6 +648,31 @@ fn a_memory_limit_inside_a_compiled_function_stops_where_it_is_crossed() {
     assert!(err.contains("memory limit") && err.contains("6:9"), "{err}");
 }
 
+/// Straight-line code, no loop and no call: the memory check still
+/// comes before each statement that can allocate (the flat form makes it
+/// in the operations that fall back to the tree), so the budget stops
+/// the doubling, not the list's length cap far past it.
+#[test]
+fn a_memory_limit_in_straight_line_code_stops_before_the_list_cap() {
+    let mut source = String::from("fun grow() > int {\n    var l = [1, 2, 3, 4, 5, 6, 7, 8];\n");
+    for _ in 0..30 {
+        source.push_str("    l = l + l;\n");
+    }
+    source.push_str("    return l.len();\n}\nfun main() > void {\n    grow();\n}\n");
+    let ended = buzz::stack::run_on_interpreter_stack(move || {
+        let file = Path::new("straight.buzz");
+        let program = buzz::parse(file, &source).unwrap();
+        Interpreter::new(file, Vec::new())
+            .with_output(Box::new(Captured::default()))
+            .with_heap_budget(48 << 20)
+            .run(&program, Vec::new())
+            .map_err(|e| e.to_string())
+    })
+    .unwrap();
+    let err = ended.unwrap_err();
+    assert!(err.contains("memory limit"), "{err}");
+}
+
 #[test]
 fn deep_recursion_on_an_ordinary_thread_ends_in_a_clean_error() {
     let source = "fun down(n: int) > int {\n    final m = n + 1;\n    return down(m) + 1;\n}\nfun main() > void {\n    down(0);\n}\n";

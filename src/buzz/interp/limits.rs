@@ -75,6 +75,13 @@ impl Interpreter {
             && crate::buzz::heap::in_use() <= self.heap_budget
     }
 
+    /// Whether the memory in use is within the budget (the part of
+    /// [`Interpreter::enter`]'s check that does not count depth).
+    #[inline(always)]
+    pub(in crate::buzz) fn within_memory(&self) -> bool {
+        crate::buzz::heap::in_use() <= self.heap_budget
+    }
+
     /// One step of the step budget: a call, or a turn of a loop (which may
     /// make no call and run no statement, as `while (true) {}`).
     #[inline]

@@ -4,6 +4,7 @@
 use super::{Code, Each, Loop, Op, Reg, Tree, KONST};
 use crate::buzz::compile::{lower, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
 use crate::buzz::syntax::ast::BinOp;
+use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::value::Value;
 
 /// Flattens `body`, whose own slots are `size`.
@@ -13,6 +14,8 @@ pub(in crate::buzz::compile) fn emit(body: Vec<Stmt>, size: usize) -> Code {
         ops: Vec::new(),
         consts: Vec::new(),
         trees: Vec::new(),
+        at: Vec::new(),
+        stmt: Pos::default(),
         loops: Vec::new(),
         nests: Vec::new(),
         checks: Vec::new(),
@@ -29,6 +32,7 @@ pub(in crate::buzz::compile) fn emit(body: Vec<Stmt>, size: usize) -> Code {
         ops: e.ops.into(),
         consts: e.consts.into(),
         trees: e.trees.into(),
+        at: e.at.into(),
         loops: e.loops.into(),
         nests: e.nests.into(),
         checks: e.checks.into(),
@@ -42,6 +46,9 @@ struct Emit {
     ops: Vec<Op>,
     consts: Vec<Value>,
     trees: Vec<Tree>,
+    at: Vec<Pos>,
+    /// Where the statement being emitted starts.
+    stmt: Pos,
     loops: Vec<Loop>,
     nests: Vec<Box<[u32]>>,
     checks: Vec<Check>,
@@ -62,6 +69,7 @@ impl Emit {
 
     fn tree(&mut self, t: Tree) -> u32 {
         self.trees.push(t);
+        self.at.push(self.stmt);
         self.trees.len() as u32 - 1
     }
 
@@ -99,6 +107,7 @@ impl Emit {
 
     fn stmt_kind(&mut self, s: Stmt) {
         let Stmt { kind, pos } = s;
+        self.stmt = pos;
         match kind {
             StmtKind::StoreLocal {
                 slot,
@@ -235,7 +244,7 @@ impl Emit {
 
     /// `foreach`: the iterated value and a count in temporaries, each
     /// turn's item taken by [`Op::Next`].
-    fn each(&mut self, each: ForEach, pos: crate::buzz::syntax::lexer::Pos) {
+    fn each(&mut self, each: ForEach, pos: Pos) {
         let ForEach {
             key,
             value,
@@ -274,7 +283,7 @@ impl Emit {
 
     /// A loop turn: its step, and the memory check where the tree makes
     /// it (at the body's first statement).
-    fn turn(&mut self, pos: crate::buzz::syntax::lexer::Pos, body: &[Stmt]) {
+    fn turn(&mut self, pos: Pos, body: &[Stmt]) {
         let at = body.first().map_or(pos, |s| s.pos);
         self.ops.push(Op::Turn { pos, at });
     }

@@ -58,6 +58,10 @@ pub(crate) struct Code {
     consts: Box<[Value]>,
     /// The tree nodes the operations fall back to, by index.
     trees: Box<[Tree]>,
+    /// Where the statement each tree node belongs to starts: the memory
+    /// check before a fallback is made there, as the tree makes it at the
+    /// statement.
+    at: Box<[Pos]>,
     /// Loops, by index: where `break` and `continue` go.
     loops: Box<[Loop]>,
     /// For a tree statement run inside loops: those loops, innermost

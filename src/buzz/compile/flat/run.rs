@@ -38,7 +38,7 @@ impl Interpreter {
                     };
                     let v = match fast {
                         Some(v) => v,
-                        None => self.c_eval(code.expr(*tree), fr, env)?,
+                        None => self.flat_eval(code, *tree, fr, env)?,
                     };
                     put(&mut fr[*dst as usize], v);
                 }
@@ -55,7 +55,7 @@ impl Interpreter {
                     };
                     let v = match fast {
                         Some(v) => v,
-                        None => self.c_eval(code.expr(*tree), fr, env)?,
+                        None => self.flat_eval(code, *tree, fr, env)?,
                     };
                     put(&mut fr[*dst as usize], v);
                 }
@@ -104,7 +104,7 @@ impl Interpreter {
                     }
                 }
                 Op::Return { src } => return Ok(code.take(fr, *src)),
-                Op::ReturnEval { tree } => return self.c_eval(code.expr(*tree), fr, env),
+                Op::ReturnEval { tree } => return self.flat_eval(code, *tree, fr, env),
                 Op::Next { each, to } => {
                     if !self.flat_next(&code.eaches[*each as usize], fr)? {
                         pc = *to as usize;
@@ -143,7 +143,7 @@ impl Interpreter {
     fn flat_rest(&mut self, code: &Code, op: &Op, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         match op {
             Op::Eval { tree, dst } => {
-                let v = self.c_eval(code.expr(*tree), fr, env)?;
+                let v = self.flat_eval(code, *tree, fr, env)?;
                 put(&mut fr[*dst as usize], v);
             }
             Op::Drop { src } => discard(std::mem::take(&mut fr[*src as usize])),
@@ -161,6 +161,35 @@ impl Interpreter {
             | Op::Next { .. }
             | Op::Declare { .. } => unreachable!("run in the loop"),
         }
+        Ok(())
+    }
+
+    /// The value of tree expression `tree`, after the memory check the
+    /// tree makes at its statement. (A condition needs none: what it
+    /// allocates is gone once it is decided; what can grow is stored, by
+    /// an operation that evaluates a tree expression, or by a tree
+    /// statement, which checks.)
+    #[inline(always)]
+    fn flat_eval(
+        &mut self,
+        code: &Code,
+        tree: u32,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        if !self.within_memory() {
+            self.flat_over(code, tree)?;
+        }
+        self.c_eval(code.expr(tree), fr, env)
+    }
+
+    /// The tree's own check at the statement of `tree`, made when the
+    /// memory looks over its budget: its error, located there.
+    #[cold]
+    #[inline(never)]
+    fn flat_over(&mut self, code: &Code, tree: u32) -> Eval<()> {
+        self.enter(code.at[tree as usize])?;
+        self.depth -= 1;
         Ok(())
     }
 
