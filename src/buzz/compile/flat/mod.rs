@@ -19,8 +19,10 @@
 //! matched against the loops around it here. The step budget is taken
 //! where the tree takes it (one step per loop turn, one per call); the
 //! memory check, which the tree makes at every statement, is made at each
-//! loop turn (where the tree makes it at the body's first statement) and
-//! by every tree node and call, which is where anything is allocated.
+//! loop turn (where the tree makes it at the body's first statement),
+//! before every operation that evaluates a tree expression (located at
+//! its statement), and by every tree statement and call: wherever
+//! anything that lasts can be allocated. A condition needs none.
 //!
 //! What stays the tree's, measured: calls. Two ways of flattening them
 //! were built and measured with callgrind on fib(22): the callee and its
