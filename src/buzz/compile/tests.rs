@@ -634,17 +634,7 @@ fn a_memory_limit_inside_a_compiled_function_stops_where_it_is_crossed() {
     // this one move by a few MiB. The live heap is about 32 MiB after the
     // 24th doubling and 64 MiB after the 25th, so a 48 MiB budget is
     // crossed at the same step whatever they do (64 MiB sat on the edge).
-    let ended = buzz::stack::run_on_interpreter_stack(move || {
-        let file = Path::new("memory.buzz");
-        let program = buzz::parse(file, source).unwrap();
-        Interpreter::new(file, Vec::new())
-            .with_output(Box::new(Captured::default()))
-            .with_heap_budget(48 << 20)
-            .run(&program, Vec::new())
-            .map_err(|e| e.to_string())
-    })
-    .unwrap();
-    let err = ended.unwrap_err();
+    let err = run_within(48 << 20, "memory.buzz", source.to_string()).unwrap_err();
     assert!(err.contains("memory limit") && err.contains("6:9"), "{err}");
 }
 
@@ -659,18 +649,23 @@ fn a_memory_limit_in_straight_line_code_stops_before_the_list_cap() {
         source.push_str("    l = l + l;\n");
     }
     source.push_str("    return l.len();\n}\nfun main() > void {\n    grow();\n}\n");
-    let ended = buzz::stack::run_on_interpreter_stack(move || {
-        let file = Path::new("straight.buzz");
+    let err = run_within(48 << 20, "straight.buzz", source).unwrap_err();
+    assert!(err.contains("memory limit"), "{err}");
+}
+
+/// Runs `source` (as `name`) on the interpreter's stack with a memory
+/// budget of `bytes`: its status, or its error's text.
+fn run_within(bytes: usize, name: &'static str, source: String) -> Result<i32, String> {
+    buzz::stack::run_on_interpreter_stack(move || {
+        let file = Path::new(name);
         let program = buzz::parse(file, &source).unwrap();
         Interpreter::new(file, Vec::new())
             .with_output(Box::new(Captured::default()))
-            .with_heap_budget(48 << 20)
+            .with_heap_budget(bytes)
             .run(&program, Vec::new())
             .map_err(|e| e.to_string())
     })
-    .unwrap();
-    let err = ended.unwrap_err();
-    assert!(err.contains("memory limit"), "{err}");
+    .unwrap()
 }
 
 #[test]

@@ -60,31 +60,23 @@ impl Interpreter {
                     put(&mut fr[*dst as usize], v);
                 }
                 Op::TestK { op, a, k, to, tree } => {
-                    let truth = match fr[*a as usize] {
+                    let fast = match fr[*a as usize] {
                         Value::Int(x) => int_compare(*op, x, i64::from(*k)),
                         _ => None,
                     };
-                    let truth = match truth {
-                        Some(t) => t,
-                        None => self.c_cond(code.cond(*tree), fr, env)?,
-                    };
-                    if !truth {
+                    if !self.flat_truth(fast, code, *tree, fr, env)? {
                         pc = *to as usize;
                     }
                 }
                 Op::Test { op, a, b, to, tree } => {
-                    let truth = match (code.read(fr, *a), code.read(fr, *b)) {
+                    let fast = match (code.read(fr, *a), code.read(fr, *b)) {
                         (Value::Int(x), Value::Int(y)) => int_compare(*op, *x, *y),
                         (Value::Double(x), Value::Double(y)) => ordered(*op, *x, *y),
                         (Value::Int(x), Value::Double(y)) => ordered(*op, *x as f64, *y),
                         (Value::Double(x), Value::Int(y)) => ordered(*op, *x, *y as f64),
                         _ => None,
                     };
-                    let truth = match truth {
-                        Some(t) => t,
-                        None => self.c_cond(code.cond(*tree), fr, env)?,
-                    };
-                    if !truth {
+                    if !self.flat_truth(fast, code, *tree, fr, env)? {
                         pc = *to as usize;
                     }
                 }
@@ -181,6 +173,22 @@ impl Interpreter {
             self.flat_over(code, tree)?;
         }
         self.c_eval(code.expr(tree), fr, env)
+    }
+
+    /// A test's answer: the fast path's, else the tree condition's.
+    #[inline(always)]
+    fn flat_truth(
+        &mut self,
+        fast: Option<bool>,
+        code: &Code,
+        tree: u32,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<bool> {
+        match fast {
+            Some(t) => Ok(t),
+            None => self.c_cond(code.cond(tree), fr, env),
+        }
     }
 
     /// The tree's own check at the statement of `tree`, made when the
