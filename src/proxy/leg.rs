@@ -472,6 +472,21 @@ mod tests {
     };
     use crate::proxy::vault::Authority;
 
+    /// Closes a leg the peer wrote `data` to, waits for the peer, and
+    /// checks the leg read exactly that.
+    fn closed_having_read(
+        mut leg: Leg<UnbufferedServerConnection>,
+        peer: std::thread::JoinHandle<Vec<u8>>,
+        got: &[u8],
+        data: &[u8],
+    ) {
+        let _ = leg.close();
+        drop(leg);
+        peer.join().expect("peer");
+        assert_eq!(got.len(), data.len(), "the leg read {} bytes", got.len());
+        assert!(got == data, "the bytes differ");
+    }
+
     /// A [`Leg`] gives back every byte the peer sent, in order, through
     /// the handshake, many records per socket read, and the peer's close.
     #[test]
@@ -490,11 +505,7 @@ mod tests {
             }
             got.extend_from_slice(&buf[..n]);
         }
-        let _ = leg.close();
-        drop(leg);
-        peer.join().expect("peer");
-        assert_eq!(got.len(), data.len());
-        assert!(got == data, "the bytes differ");
+        closed_having_read(leg, peer, &got, &data);
     }
 
     /// A read that takes part of a record leaves the rest for the next:
@@ -515,11 +526,7 @@ mod tests {
             })
             .expect("records")
         {}
-        let _ = leg.close();
-        drop(leg);
-        peer.join().expect("peer");
-        assert_eq!(got.len(), data.len());
-        assert!(got == data, "the bytes differ");
+        closed_having_read(leg, peer, &got, &data);
     }
 
     /// Real hosts and clients may speak only TLS 1.2: both legs carry
@@ -534,10 +541,7 @@ mod tests {
         let (mut down, peer) = leg_from_peer(&ca, config, data.clone(), 16 * 1024);
         let mut got = Vec::new();
         down.read_to_end(&mut got).expect("read");
-        let _ = down.close();
-        drop(down);
-        peer.join().expect("peer");
-        assert!(got == data, "the child's leg read {} bytes", got.len());
+        closed_having_read(down, peer, &got, &data);
         // The host's side: a client leg, the peer a server.
         let (host_port, host) = capturing_host_with(serving_only(&ca, &only_12));
         let mut up = leg_to_host(&ca, host_port);

@@ -133,11 +133,8 @@ fn substitute_header<'v>(
     value: &[u8],
     used: &mut Vec<&'v Held>,
 ) -> Result<Vec<u8>, Refusal> {
-    let basic = name.eq_ignore_ascii_case("authorization")
-        && value.len() > 6
-        && value[..6].eq_ignore_ascii_case(b"basic ");
-    if basic {
-        if let Some(decoded) = base64_decode(value[6..].trim_ascii()) {
+    if name.eq_ignore_ascii_case("authorization") {
+        if let Some(decoded) = basic_decoded(value) {
             if vault.found_in(&decoded).is_some() {
                 let replaced = replace_bound(vault, target, name, &decoded, used)?;
                 let mut out = b"Basic ".to_vec();
@@ -155,10 +152,18 @@ pub(crate) fn basic_credentials(head: &[u8]) -> Vec<Vec<u8>> {
     const NAME: &[u8] = b"authorization:";
     head.split(|&b| b == b'\n')
         .filter(|line| line.len() > NAME.len() && line[..NAME.len()].eq_ignore_ascii_case(NAME))
-        .map(|line| line[NAME.len()..].trim_ascii())
-        .filter(|value| value.len() > 6 && value[..6].eq_ignore_ascii_case(b"basic "))
-        .filter_map(|value| base64_decode(value[6..].trim_ascii()))
+        .filter_map(|line| basic_decoded(line[NAME.len()..].trim_ascii()))
         .collect()
+}
+
+/// The decoded `user:password` of an `Authorization` value in the
+/// `Basic` scheme; `None` for another scheme or text that is not base64.
+fn basic_decoded(value: &[u8]) -> Option<Vec<u8>> {
+    let scheme = value.get(..6)?;
+    if value.len() == 6 || !scheme.eq_ignore_ascii_case(b"basic ") {
+        return None;
+    }
+    base64_decode(value[6..].trim_ascii())
 }
 
 fn replace_bound<'v>(
