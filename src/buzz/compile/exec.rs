@@ -251,10 +251,10 @@ impl Interpreter {
         pos: Pos,
     ) -> Eval<Value> {
         let outcome = if Rc::ptr_eq(&self.file, &decl.file) {
-            self.c_function_body(f, frame, env)
+            self.run_flat(&f.flat, frame, env)
         } else {
             let caller = std::mem::replace(&mut self.file, decl.file.clone());
-            let outcome = self.c_function_body(f, frame, env);
+            let outcome = self.run_flat(&f.flat, frame, env);
             self.file = caller;
             outcome
         };
@@ -264,20 +264,6 @@ impl Interpreter {
                 Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
             }
             Err(other) => Err(other),
-        }
-    }
-
-    /// A function's body, flattened or as a tree.
-    #[inline(always)]
-    fn c_function_body(
-        &mut self,
-        f: &Function,
-        frame: &mut [Value],
-        env: &Rc<Scope>,
-    ) -> Eval<Value> {
-        match &f.flat {
-            Some(code) => self.run_flat(code, frame, env),
-            None => self.c_body(&f.body, frame, env),
         }
     }
 
@@ -294,89 +280,6 @@ impl Interpreter {
         }
         scope
     }
-
-    /// A function's own statements; a `return` among them gives its value
-    /// here, unchecked (not unwound as `Flow::Return`).
-    fn c_body(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
-        for stmt in body {
-            match &stmt.kind {
-                StmtKind::Return(value) => {
-                    return match value {
-                        Some(e) => self.c_value(e, fr, env),
-                        None => Ok(Value::Null),
-                    };
-                }
-                StmtKind::If {
-                    cond,
-                    then,
-                    otherwise: None,
-                } => {
-                    if let [ret @ Stmt {
-                        kind: StmtKind::Return(value),
-                        ..
-                    }] = then.as_slice()
-                    {
-                        let guard = (stmt.pos, cond);
-                        match self.c_if_return(guard, (ret.pos, value.as_ref()), fr, env)? {
-                            Some(v) => return Ok(v),
-                            None => continue,
-                        }
-                    }
-                }
-                _ => {}
-            }
-            self.c_exec(stmt, fr, env)?;
-        }
-        Ok(Value::Null)
-    }
-
-    /// [`Interpreter::c_eval`], trying first a tree that computed as
-    /// `double`s last time straight from here.
-    #[inline(always)]
-    fn c_value(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
-        if let Expr::Arith(arith) = e {
-            if arith.2.get() {
-                if let Some(d) = double_tree(&arith.0, fr, env) {
-                    return Ok(Value::Double(d));
-                }
-            }
-        }
-        self.c_eval(e, fr, env)
-    }
-
-    /// `if (cond) { return value; }` among a body's own statements: the
-    /// value given straight to the body instead of unwinding as
-    /// `Flow::Return`, with the same checks at the same two statements.
-    #[inline]
-    fn c_if_return(
-        &mut self,
-        (at, cond): (Pos, &Cond),
-        (ret, value): (Pos, Option<&Expr>),
-        fr: &mut [Value],
-        env: &Rc<Scope>,
-    ) -> Eval<Option<Value>> {
-        self.enter(at)?;
-        let truth = match int_condition(cond, fr) {
-            Some(b) => Ok(b),
-            None => self.c_cond(cond, fr, env),
-        };
-        let result = match truth {
-            Ok(true) => self.enter(ret).and_then(|()| {
-                let v = match value {
-                    Some(e) => self.c_eval(e, fr, env),
-                    None => Ok(Value::Null),
-                };
-                self.depth -= 1;
-                v.map(Some)
-            }),
-            Ok(false) => Ok(None),
-            Err(flow) => Err(flow),
-        };
-        self.depth -= 1;
-        result
-    }
-
-    // ----- statements -----
 
     pub(super) fn c_all(&mut self, body: &[Stmt], fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
         for stmt in body {

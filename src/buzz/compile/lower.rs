@@ -72,9 +72,8 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
         let accessor = accessor::Accessor::of(decl, &body);
         let code = flat::emit(body, l.next as usize);
         return Some(Function {
-            body: Vec::new(),
             size: code.size,
-            flat: Some(code),
+            flat: code,
             checks,
             accessor,
             own: l.own_slots,

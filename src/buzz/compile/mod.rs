@@ -112,10 +112,8 @@ impl Interpreter {
 
 /// A compiled function body.
 pub(crate) struct Function {
-    /// The body as a tree, when it is not flattened (see `flat`).
-    body: Vec<Stmt>,
-    /// The body flattened: what runs when it is there.
-    flat: Option<flat::Code>,
+    /// The body, flattened ([`flat`]).
+    flat: flat::Code,
     /// Slots of the flat frame: the function's own level (`this`, the
     /// parameters, its declarations) first, then every nested level's.
     size: usize,
