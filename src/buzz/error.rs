@@ -123,7 +123,7 @@ impl BuzzError {
     /// out of range (MGS1020), `!` of null (MGS1021), integer overflow or
     /// division by zero (MGS1022), an error the spell threw and nothing
     /// caught (MGS1024; a failed cast carries MGS1023 itself). Read from
-    /// the interpreter's own messages (`lib/methods.rs`, `interp/`), pinned
+    /// the interpreter's own messages (`lib/methods.rs`, `vm/`), pinned
     /// by the tests below.
     fn runtime_code(&self) -> Option<Code> {
         let message = match self {

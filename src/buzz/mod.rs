@@ -2,28 +2,23 @@
 //! checker and one executable form. It has no FFI, no dynamic loading and
 //! no eval, so the native modules it is given are the only way out.
 //!
-//! The pipeline, bottom layer first: [`syntax`] (lexer, parser, tree),
-//! `resolve` (slots for names), [`check`] (the pass before the run), then
-//! the run: `compile` (every function, block and default lowered to the
-//! compiled form, and run) on `interp` (the run's state and limits) and
-//! its helpers; `lib` holds the `buzz:` modules and the built-in methods.
+//! The pipeline, one folder per stage, in the order a spell meets them:
+//! [`syntax`] (lexer, parser, the syntax tree, and how an `import` names
+//! its module), `resolve` (a slot, an upvalue or a global for every name),
+//! [`check`] (the pass before the run), `lower` (the executable form, and
+//! the lowering of a function's tree to it), `vm` (the interpreter that
+//! runs that form: dispatch, frames, values, the heap budget, fibers,
+//! calls, natives, limits) and `lib` (the `std` module and the other
+//! `buzz:` modules, the built-in methods, crypto, serialize, and the
+//! `.buzz` sources). `error.rs` holds the errors every stage reports.
 //!
 //! Entry points: [`parse`] and [`Interpreter`]; native modules are built with
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].
 
 pub(crate) mod check;
-mod compile;
 mod error;
-mod fiber;
-mod finalize;
-mod generics;
-pub(crate) mod heap;
-mod import_names;
-mod imports;
-mod interp;
-mod lang;
 mod lib;
-mod native;
+mod lower;
 // Unix only, as the integration tests they were: on Windows the gate
 // refuses every path for now (README, "Platforms"), and under Wine the
 // corpus test stops making progress (not yet understood).
@@ -32,23 +27,22 @@ mod parse_corpus_tests;
 #[cfg(all(test, unix))]
 pub(crate) mod program_tests;
 mod resolve;
-pub(crate) mod stack;
 #[cfg(test)]
 mod step_budget_tests;
 pub(crate) mod syntax;
-mod testing;
-mod value;
+mod vm;
 
 pub use error::BuzzError;
 pub(crate) use error::CallSite;
-pub(crate) use interp::limits::MAX_CALL_DEPTH;
-pub use interp::Interpreter;
-pub use native::NativeModule;
-pub(crate) use native::{NativeCall, Raise, SourceLoader};
 pub use syntax::ast::Program;
-pub(crate) use testing::test_names;
-pub(crate) use testing::TestOutcome;
-pub(crate) use value::Value;
+pub(crate) use vm::limits::MAX_CALL_DEPTH;
+pub use vm::native::NativeModule;
+pub(crate) use vm::native::{NativeCall, Raise, SourceLoader};
+pub(crate) use vm::testing::test_names;
+pub(crate) use vm::testing::TestOutcome;
+pub(crate) use vm::value::Value;
+pub use vm::Interpreter;
+pub(crate) use vm::{heap, stack};
 
 use std::path::Path;
 

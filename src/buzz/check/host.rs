@@ -3,10 +3,10 @@
 //! in Buzz, and the loader that reads the spell's own files through the
 //! gate. Checking with the very table the run uses keeps the two in step.
 
-use super::super::interp::Interpreter;
-use super::super::native::SourceLoader;
 use super::super::syntax::ast::Program;
-use super::super::value::{Members, Value};
+use super::super::vm::native::SourceLoader;
+use super::super::vm::value::{Members, Value};
+use super::super::vm::Interpreter;
 use super::ty::{ModuleInfo, Ty};
 use super::{natives, Checker, Report};
 use std::collections::HashMap;

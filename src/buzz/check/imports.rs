@@ -1,11 +1,11 @@
 //! `import` in the checker: the same resolution as the interpreter's
-//! (`buzz/imports.rs`) but, instead of running a file, checking it and
+//! (`buzz/vm/imports.rs`) but, instead of running a file, checking it and
 //! taking the types of what it exports. Files are read through the host's
 //! loader (the gate), so a check reads nothing a run could not.
 
-use super::super::import_names::{default_name, library_key, INTERNAL, REFUSED};
-use super::super::imports::is_not_found;
+use super::super::syntax::import_names::{default_name, library_key, INTERNAL, REFUSED};
 use super::super::syntax::lexer::Pos;
+use super::super::vm::imports::is_not_found;
 use super::scope::BindingKind;
 use super::ty::{ModuleInfo, Ty};
 use super::{nearest, CheckError, Cx};

@@ -237,7 +237,7 @@ impl CheckError {
                 module,
             } => near(n).or_else(|| {
                 module.then(|| {
-                    let spec = crate::buzz::import_names::import_spec(name);
+                    let spec = crate::buzz::syntax::import_names::import_spec(name);
                     format!("add `import \"{spec}\";` at the top of the spell")
                 })
             }),

@@ -556,7 +556,7 @@ impl Cx<'_, '_> {
             .collect();
         let name = program.namespace.last().map_or_else(
             || {
-                super::super::import_names::default_name(&program.file.to_string_lossy())
+                super::super::syntax::import_names::default_name(&program.file.to_string_lossy())
                     .to_string()
             },
             |n| n.to_string(),

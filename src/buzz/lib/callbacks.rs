@@ -2,10 +2,10 @@
 //! and `sort` on lists and maps, and the methods of patterns. Collections
 //! are copied before the first call, so a callback may change them.
 
-use super::super::interp::limits::MAX_LIST_LEN;
-use super::super::interp::{Args, Eval, Interpreter};
 use super::super::syntax::lexer::Pos;
-use super::super::value::{ListObj, MapObj, Pattern, Value};
+use super::super::vm::limits::MAX_LIST_LEN;
+use super::super::vm::value::{ListObj, MapObj, Pattern, Value};
+use super::super::vm::{Args, Eval, Interpreter};
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::rc::Rc;

@@ -2,8 +2,8 @@
 //! string, computed by the RustCrypto crates. Pure functions of their
 //! arguments; they reach nothing outside the interpreter.
 
-use super::super::native::{NativeModule, Raise};
-use super::super::value::Value;
+use super::super::vm::native::{NativeModule, Raise};
+use super::super::vm::value::Value;
 use sha2::Digest;
 
 /// One algorithm: the digest of its input.

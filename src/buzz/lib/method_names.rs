@@ -2,7 +2,7 @@
 //! patterns, and of an enum case's fields: one table, read by the checker
 //! (a name not in it is MGS1002 before the run) and by the run (its "has
 //! no method" message). The tests below hold the run's dispatch in
-//! `methods.rs`, `callbacks.rs` and `../interp/fields.rs` to the table both ways,
+//! `methods.rs`, `callbacks.rs` and `../vm/fields.rs` to the table both ways,
 //! so the two cannot disagree.
 
 /// A kind of value whose methods are built in.
@@ -125,10 +125,10 @@ mod tests {
         no_such_method, Receiver, CALLBACK, CLONES, ENUM_CASE_FIELDS, LIST, MAP, PATTERN, RANGE,
         STR,
     };
-    use crate::buzz::interp::Flow;
-    use crate::buzz::interp::Interpreter;
     use crate::buzz::syntax::lexer::Pos;
-    use crate::buzz::value::Value;
+    use crate::buzz::vm::value::Value;
+    use crate::buzz::vm::Flow;
+    use crate::buzz::vm::Interpreter;
 
     /// One value of each kind, and names no kind has (typos, other
     /// languages' spellings, upstream names magus lacks).
@@ -136,7 +136,7 @@ mod tests {
         let regex = pcre2::bytes::RegexBuilder::new()
             .build("a")
             .expect("`a` compiles");
-        let pattern = crate::buzz::value::Pattern {
+        let pattern = crate::buzz::vm::value::Pattern {
             source: "a".into(),
             regex,
         };
@@ -207,7 +207,7 @@ mod tests {
     #[test]
     fn an_enum_case_has_exactly_the_fields_the_table_names() {
         let interp = Interpreter::new("probe.buzz", Vec::new());
-        let e = crate::buzz::value::EnumType {
+        let e = crate::buzz::vm::value::EnumType {
             name: "Color".into(),
             cases: vec![("red".into(), Value::Int(0))],
         };

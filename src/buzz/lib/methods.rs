@@ -2,11 +2,11 @@
 //! integer maths, subscripts, and the methods of `str`, lists, maps and
 //! ranges. Errors are plain messages; the evaluator adds the position.
 
-use super::super::interp::limits::{MAX_LIST_LEN, MAX_STR_LEN};
-use super::super::interp::{Eval, Interpreter};
 use super::super::syntax::ast::BinOp;
 use super::super::syntax::lexer::Pos;
-use super::super::value::{ListObj, MapObj, Shape, Value};
+use super::super::vm::limits::{MAX_LIST_LEN, MAX_STR_LEN};
+use super::super::vm::value::{ListObj, MapObj, Shape, Value};
+use super::super::vm::{Eval, Interpreter};
 use super::callbacks;
 use super::method_names::{no_such_method, Receiver};
 use std::cmp::Ordering;
@@ -334,7 +334,7 @@ pub(crate) fn call_method(
 }
 
 /// `fiber.over()` and `fiber.isMain()`.
-fn fiber_method(f: &super::super::fiber::Fiber, name: &str, args: &[Value]) -> Plain {
+fn fiber_method(f: &super::super::vm::fiber::Fiber, name: &str, args: &[Value]) -> Plain {
     let result = match name {
         "over" => f.is_over(),
         "isMain" => f.is_main(),

@@ -4,8 +4,8 @@
 //! Decoded JSON becomes plain Buzz values (an object's keys come sorted);
 //! encoding refuses what JSON cannot hold.
 
-use super::super::native::{NativeCall, NativeModule, Raise};
-use super::super::value::{Value, MAX_VALUE_DEPTH};
+use super::super::vm::native::{NativeCall, NativeModule, Raise};
+use super::super::vm::value::{Value, MAX_VALUE_DEPTH};
 use serde_json::Value as Json;
 
 /// The `jsonraw` natives.

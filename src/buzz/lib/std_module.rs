@@ -2,8 +2,8 @@
 //! `parseDouble`, `toString`, `args` and `exit`. It touches nothing but the
 //! interpreter's output and the spell's own arguments.
 
-use super::super::native::{NativeCall, NativeModule, Raise};
-use super::super::value::Value;
+use super::super::vm::native::{NativeCall, NativeModule, Raise};
+use super::super::vm::value::Value;
 
 /// The `std` module, registered by every [`super::super::Interpreter`].
 pub(crate) fn std_module() -> NativeModule {
@@ -199,7 +199,7 @@ pub(crate) fn gc_module() -> NativeModule {
         })
         .function("allocated", |_| {
             Ok(Value::Int(
-                i64::try_from(super::super::heap::in_use()).unwrap_or(i64::MAX),
+                i64::try_from(super::super::vm::heap::in_use()).unwrap_or(i64::MAX),
             ))
         })
 }
@@ -219,7 +219,7 @@ pub(crate) fn buffer_natives() -> NativeModule {
     NativeModule::new("bufraw")
         .function("zeros", |c| {
             let n = usize::try_from(c.arg_int(0)?).unwrap_or(0);
-            if n > super::super::interp::limits::MAX_LIST_LEN {
+            if n > super::super::vm::limits::MAX_LIST_LEN {
                 return Err(Raise::type_error("Buffer.init: capacity too large"));
             }
             Ok(Value::list(vec![Value::Int(0); n]))

@@ -25,7 +25,7 @@ pub struct Program {
     /// Each `protocol` the file declares, with its method names (the
     /// checker holds conforming objects to them).
     pub protocols: Vec<Rc<ProtocolDecl>>,
-    /// Set once the resolver (`buzz/resolve.rs`) has given its names their
+    /// Set once the resolver (`buzz/resolve/`) has given its names their
     /// slots.
     pub(crate) resolved: Cell<bool>,
 }
@@ -222,9 +222,9 @@ pub struct FunDecl {
     pub slot: Resolved,
     /// Its call frame's shape (filled by the resolver).
     pub frame: Cell<Frame>,
-    /// Its compiled form, made at its first call (`buzz/compile/`): the one
+    /// Its compiled form, made at its first call (`buzz/lower/`): the one
     /// type of a later stage the tree names (see `syntax/mod.rs`).
-    pub compiled: super::super::compile::Cache,
+    pub compiled: super::super::lower::Cache,
     /// What it captures and what is captured of it (filled by the
     /// resolver).
     pub captured: std::cell::OnceCell<Captures>,
@@ -254,7 +254,7 @@ pub struct FieldDecl {
     pub pos: Pos,
     /// The default's compiled form, made at its first use (as
     /// `FunDecl::compiled`, see `syntax/mod.rs`).
-    pub compiled: super::super::compile::Lowered,
+    pub compiled: super::super::vm::Lowered,
 }
 
 #[derive(Debug)]
@@ -595,7 +595,7 @@ pub enum ExprKind {
     },
 }
 
-/// Where a name lives at run time, as the resolver (`buzz/resolve.rs`)
+/// Where a name lives at run time, as the resolver (`buzz/resolve/`)
 /// found it before the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Res {

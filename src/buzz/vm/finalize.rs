@@ -14,9 +14,9 @@
 //! that fills it), so that freeing a value needs nothing of the run; this
 //! file only runs it, with the interpreter.
 
-use super::interp::{Eval, Interpreter};
-use super::syntax::lexer::Pos;
 use super::value::{finalizers, Value};
+use super::{Eval, Interpreter};
+use crate::buzz::syntax::lexer::Pos;
 
 impl Interpreter {
     /// Calls `collect` on every queued object, and on those freed while

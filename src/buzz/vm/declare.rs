@@ -10,13 +10,17 @@
 //! interpreter's own helpers (`bind_object`, `bind_enum`, `bind_protocol`,
 //! `import`), which make the type and bind it in that scope.
 
-use super::*;
-use crate::buzz::interp::{Eval, Interpreter};
+use crate::buzz::lower::*;
+use crate::buzz::syntax::lexer::Pos;
+use crate::buzz::vm::value::Value;
+
 use crate::buzz::syntax::ast::{EnumDecl, ObjectDecl};
-use crate::buzz::value::Scope;
+use crate::buzz::vm::value::Scope;
+use crate::buzz::vm::{Eval, Interpreter};
+use std::rc::Rc;
 
 /// A declaration statement of a function's body.
-pub(super) enum Declaration {
+pub(crate) enum Declaration {
     /// The object and its static fields' defaults, in order.
     Object(Rc<ObjectDecl>, Vec<Option<Expr>>),
     /// The enum and the values its cases are given, in order.
@@ -32,10 +36,10 @@ pub(super) enum Declaration {
 /// `do { … } until (cond)` whose body declares, where every level lives
 /// in scopes: each step runs in a scope of its own, and the condition is
 /// read in it (the body's names are visible there).
-pub(super) struct StepScoped {
-    pub(super) body: Vec<Stmt>,
-    pub(super) cond: Cond,
-    pub(super) label: Label,
+pub(crate) struct StepScoped {
+    pub(crate) body: Vec<Stmt>,
+    pub(crate) cond: Cond,
+    pub(crate) label: Label,
 }
 
 impl Interpreter {

@@ -4,10 +4,15 @@
 //! the values to the interpreter's helper for that construct (`lang.rs`,
 //! `fiber.rs`, `generics.rs`).
 
-use super::*;
-use crate::buzz::fiber::Deferred;
-use crate::buzz::interp::{Eval, Flow, Interpreter};
-use crate::buzz::value::{anon_object_of, Closure, ListObj, Scope};
+use crate::buzz::lower::*;
+use crate::buzz::syntax::ast::{Resolved, Type};
+use crate::buzz::syntax::lexer::Pos;
+use crate::buzz::vm::value::Value;
+
+use crate::buzz::vm::fiber::Deferred;
+use crate::buzz::vm::value::{anon_object_of, Closure, ListObj, Scope};
+use crate::buzz::vm::{Eval, Flow, Interpreter};
+use std::rc::Rc;
 
 impl Interpreter {
     /// `try { … } catch …`: the first clause whose type holds what was

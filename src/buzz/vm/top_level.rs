@@ -8,7 +8,7 @@ use super::names::lookup;
 use super::{Args, Eval, Interpreter};
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::value::*;
 use std::rc::Rc;
 
 fn exit_status(v: &Value) -> i32 {
@@ -243,5 +243,28 @@ impl Interpreter {
             scope: scope.clone(),
             type_args: Vec::new(),
         }))
+    }
+}
+
+impl Interpreter {
+    /// Runs a top-level block (a `test` body, a statement of the file's
+    /// top level) compiled, in a frame of its own under `globals`.
+    pub(crate) fn run_block(&mut self, body: &[Stmt], globals: &Rc<Scope>) -> Eval<()> {
+        let Some((body, size)) = crate::buzz::lower::tree::block(body) else {
+            return Err(self.not_lowered(body.first().map_or(Pos::default(), |s| s.pos)));
+        };
+        let mut frame = vec![Value::Null; size];
+        self.c_all(&body, &mut frame, globals)
+    }
+
+    /// The value of an expression of the top level (a global's initial
+    /// value, a static field's, an enum case's), compiled, in a frame of
+    /// its own under `globals`.
+    pub(crate) fn eval_top(&mut self, e: &Expr, globals: &Rc<Scope>) -> Eval<Value> {
+        let Some((lowered, size)) = crate::buzz::lower::tree::top_expr(e) else {
+            return Err(self.not_lowered(e.pos));
+        };
+        let mut frame = vec![Value::Null; size];
+        self.c_eval(&lowered, &mut frame, globals)
     }
 }

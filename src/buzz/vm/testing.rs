@@ -2,10 +2,10 @@
 //! spell's declarations run first, then each test in order, each in its own
 //! scope; a test fails on the first uncaught error, located.
 
-use super::error::BuzzError;
-use super::interp::{Flow, Interpreter};
-use super::syntax::ast::{Program, StmtKind};
 use super::value::Scope;
+use super::{Flow, Interpreter};
+use crate::buzz::error::BuzzError;
+use crate::buzz::syntax::ast::{Program, StmtKind};
 use std::io::Write;
 use std::rc::Rc;
 

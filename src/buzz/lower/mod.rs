@@ -32,32 +32,25 @@
 //! 1` drops from about 550 instructions to about 240; calls, fields and
 //! methods are still the tree's (flattening calls alone measured slower).
 //!
-//! It owns the lowering ([`lower`]) and the running ([`exec`], [`extra`],
-//! [`declare`], [`defaults`]) of that form; errors, calls of natives and
-//! closures, fields and conformance to types are the interpreter's
-//! helpers, shared by every node that needs them.
+//! This folder owns the form and the lowering ([`tree`], and [`flat`]'s
+//! flattening); `vm/` runs it (`exec.rs`, `extra.rs`, `declare.rs`,
+//! `defaults.rs`, `dispatch.rs`), with the interpreter's helpers for
+//! errors, calls of natives and closures, fields and conformance to
+//! types, shared by every node that needs them.
 
-mod accessor;
-mod declare;
-mod defaults;
-mod exec;
-mod extra;
-mod flat;
-mod lower;
+pub(crate) mod flat;
+pub(crate) mod tree;
 
-use super::interp::Interpreter;
 use super::syntax::ast::{BinOp, FunDecl, MemberCache, Resolved, Type, UnOp};
 use super::syntax::lexer::Pos;
-use super::value::Value;
+use super::vm::value::Value;
 use std::cell::OnceCell;
 use std::rc::Rc;
-
-pub(super) use defaults::Lowered;
 
 /// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
 /// call; `None` inside only for a tree the resolver never saw.
 #[derive(Default)]
-pub struct Cache(OnceCell<Option<Box<Function>>>);
+pub struct Cache(pub(crate) OnceCell<Option<Box<Function>>>);
 
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,64 +68,33 @@ impl std::fmt::Debug for Cache {
 pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
     decl.compiled
         .0
-        .get_or_init(|| lower::function(decl).map(Box::new))
+        .get_or_init(|| tree::function(decl).map(Box::new))
         .as_deref()
-}
-
-impl Interpreter {
-    /// Runs a top-level block (a `test` body, a statement of the file's
-    /// top level) compiled, in a frame of its own under `globals`.
-    pub(crate) fn run_block(
-        &mut self,
-        body: &[super::syntax::ast::Stmt],
-        globals: &Rc<super::value::Scope>,
-    ) -> super::interp::Eval<()> {
-        let Some((body, size)) = lower::block(body) else {
-            return Err(self.not_lowered(body.first().map_or(Pos::default(), |s| s.pos)));
-        };
-        let mut frame = vec![Value::Null; size];
-        self.c_all(&body, &mut frame, globals)
-    }
-
-    /// The value of an expression of the top level (a global's initial
-    /// value, a static field's, an enum case's), compiled, in a frame of
-    /// its own under `globals`.
-    pub(crate) fn eval_top(
-        &mut self,
-        e: &super::syntax::ast::Expr,
-        globals: &Rc<super::value::Scope>,
-    ) -> super::interp::Eval<Value> {
-        let Some((lowered, size)) = lower::top_expr(e) else {
-            return Err(self.not_lowered(e.pos));
-        };
-        let mut frame = vec![Value::Null; size];
-        self.c_eval(&lowered, &mut frame, globals)
-    }
 }
 
 /// A compiled function body.
 pub(crate) struct Function {
     /// The body, flattened ([`flat`]).
-    flat: flat::Code,
+    pub(crate) flat: flat::Code,
     /// Slots of the flat frame: the function's own level (`this`, the
     /// parameters, its declarations) first, then every nested level's.
-    size: usize,
+    pub(crate) size: usize,
     /// Each parameter's commonest type, checked inline at a call.
-    checks: Vec<Check>,
+    pub(crate) checks: Vec<Check>,
     /// A method whose body only reads or stores a field (or an item of
     /// one): run without a frame where it is plain.
-    accessor: Option<accessor::Accessor>,
+    pub(crate) accessor: Option<crate::buzz::vm::accessor::Accessor>,
     /// The own level's slots that closures share: kept in a scope made at
     /// each call, which is the environment inside the body.
-    own: Option<Box<[u32]>>,
+    pub(crate) own: Option<Box<[u32]>>,
     /// Each parameter's default, read in the call's frame ([`defaults`]).
-    defaults: Box<[Option<defaults::ScopedExpr>]>,
+    pub(crate) defaults: Box<[Option<crate::buzz::vm::defaults::ScopedExpr>]>,
 }
 
 /// A parameter (or field) type a value is checked against without the
 /// general conformance test when it plainly conforms.
 #[derive(Clone)]
-enum Check {
+pub(crate) enum Check {
     Int,
     Double,
     /// An object type by its (interned) name, `null` too when optional.
@@ -141,15 +103,15 @@ enum Check {
 }
 
 /// A statement, with where it starts (for the depth and memory checks).
-struct Stmt {
-    kind: StmtKind,
-    pos: Pos,
+pub(crate) struct Stmt {
+    pub(crate) kind: StmtKind,
+    pub(crate) pos: Pos,
 }
 
 /// A loop's label, for labelled `break` and `continue`.
-type Label = Option<Rc<str>>;
+pub(crate) type Label = Option<Rc<str>>;
 
-enum StmtKind {
+pub(crate) enum StmtKind {
     Expr(Expr),
     /// `local.name op= value` as a statement, `value` unable to rebind
     /// the local: the object is read in place after the value, and no
@@ -221,60 +183,60 @@ enum StmtKind {
     /// it runs: one per block, loop step and clause.
     Scoped(Vec<Stmt>),
     /// A local `object`, `enum`, `protocol` or `import` ([`declare`]).
-    Declare(Box<declare::Declaration>),
-    /// A `do … until` whose steps are scopes ([`declare::StepScoped`]).
-    DoUntilScoped(Box<declare::StepScoped>),
+    Declare(Box<crate::buzz::vm::declare::Declaration>),
+    /// A `do … until` whose steps are scopes ([`crate::buzz::vm::declare::StepScoped`]).
+    DoUntilScoped(Box<crate::buzz::vm::declare::StepScoped>),
 }
 
 /// `try { … } catch (e: T) { … } catch { … }`.
-struct Try {
-    body: Vec<Stmt>,
-    clauses: Vec<Clause>,
+pub(crate) struct Try {
+    pub(crate) body: Vec<Stmt>,
+    pub(crate) clauses: Vec<Clause>,
 }
 
 /// A `catch` clause: its binding's slot and type (none for a bare one).
-struct Clause {
-    binding: Option<(u32, Type)>,
-    body: Vec<Stmt>,
+pub(crate) struct Clause {
+    pub(crate) binding: Option<(u32, Type)>,
+    pub(crate) body: Vec<Stmt>,
 }
 
-struct ForEach {
-    key: Option<u32>,
-    value: u32,
-    iterable: Expr,
-    at: Pos,
-    body: Vec<Stmt>,
-    label: Label,
+pub(crate) struct ForEach {
+    pub(crate) key: Option<u32>,
+    pub(crate) value: u32,
+    pub(crate) iterable: Expr,
+    pub(crate) at: Pos,
+    pub(crate) body: Vec<Stmt>,
+    pub(crate) label: Label,
 }
 
 /// A condition: its expression and where a non-bool is reported.
-struct Cond {
-    expr: Expr,
-    pos: Pos,
+pub(crate) struct Cond {
+    pub(crate) expr: Expr,
+    pub(crate) pos: Pos,
 }
 
 /// A call's arguments: names as written (for the in-order test), values.
-struct Args {
-    names: Vec<Option<Rc<str>>>,
-    values: Vec<Expr>,
+pub(crate) struct Args {
+    pub(crate) names: Vec<Option<Rc<str>>>,
+    pub(crate) values: Vec<Expr>,
     /// No argument is named (the in-order test is then a length check).
-    positional: bool,
+    pub(crate) positional: bool,
     /// The function these named arguments were last found to give in
     /// order: the test is then a pointer check. Weak, so that its address
     /// cannot be reused by another declaration while it is kept here.
-    ordered: std::cell::RefCell<std::rc::Weak<FunDecl>>,
+    pub(crate) ordered: std::cell::RefCell<std::rc::Weak<FunDecl>>,
     /// Where the callee (slot 0) and each argument are written, read only
     /// to place a native's refusal (see `Interpreter::place_refused`).
-    spans: Box<[(Pos, Pos)]>,
+    pub(crate) spans: Box<[(Pos, Pos)]>,
 }
 
-impl crate::buzz::interp::calls::CallSpans for Args {
+impl crate::buzz::vm::calls::CallSpans for Args {
     fn slot(&self, i: usize) -> Option<(Pos, Pos)> {
         self.spans.get(i).copied()
     }
 }
 
-enum Expr {
+pub(crate) enum Expr {
     /// An arithmetic or comparison tree that reading cannot change: tried
     /// on unboxed numbers first ([`Num`]); the general form (evaluated
     /// when any operand is not a number or the fast form cannot say)
@@ -335,7 +297,7 @@ enum Expr {
 
 /// Block values, `match`, casts, fibers and the literals that build
 /// something each time they are read.
-enum Extra {
+pub(crate) enum Extra {
     /// `from { … }`: the value given by `out`, or null.
     Block(Vec<Stmt>),
     Match(Match),
@@ -380,49 +342,49 @@ enum Extra {
 /// A closure that copies the locals it captures: the scope chain the
 /// resolver's levels give it, one scope per level of this function between
 /// where it is made and the function's own, holding only those copies.
-struct Copying {
-    decl: Rc<FunDecl>,
+pub(crate) struct Copying {
+    pub(crate) decl: Rc<FunDecl>,
     /// Levels of this function open where the closure is made.
-    levels: u32,
+    pub(crate) levels: u32,
     /// Each copied local: levels out from where it is made, its slot
     /// there, its index in the flat frame.
-    copies: Vec<(u32, u32, u32)>,
+    pub(crate) copies: Vec<(u32, u32, u32)>,
 }
 
 /// A store into a local kept in a scope (as [`Extra::Outer`] reads it).
-struct ScopeStore {
-    out: u32,
-    slot: u32,
-    name: Rc<str>,
-    op: Option<BinOp>,
-    value: Expr,
+pub(crate) struct ScopeStore {
+    pub(crate) out: u32,
+    pub(crate) slot: u32,
+    pub(crate) name: Rc<str>,
+    pub(crate) op: Option<BinOp>,
+    pub(crate) value: Expr,
     /// Where the name is written, and the assignment's own position.
-    at: Pos,
-    pos: Pos,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
 }
 
 /// A generic call: the callee's parts, the type arguments, the arguments.
-struct CallGeneric {
+pub(crate) struct CallGeneric {
     /// A function value, or a method's receiver (with `method`).
-    callee: Expr,
+    pub(crate) callee: Expr,
     /// `receiver.name` (`?.` when the flag is set), where it is written.
-    method: Option<(Rc<str>, bool, Pos)>,
-    types: Vec<Type>,
-    args: Args,
-    pos: Pos,
+    pub(crate) method: Option<(Rc<str>, bool, Pos)>,
+    pub(crate) types: Vec<Type>,
+    pub(crate) args: Args,
+    pub(crate) pos: Pos,
 }
 
 /// `match (subject) { conditions => value, …, else => value }`.
-struct Match {
-    subject: Expr,
-    arms: Vec<(Vec<Expr>, Expr)>,
-    otherwise: Option<Expr>,
-    pos: Pos,
+pub(crate) struct Match {
+    pub(crate) subject: Expr,
+    pub(crate) arms: Vec<(Vec<Expr>, Expr)>,
+    pub(crate) otherwise: Option<Expr>,
+    pub(crate) pos: Pos,
 }
 
 /// A number as the arithmetic fast path carries it.
 #[derive(Clone, Copy)]
-enum N {
+pub(crate) enum N {
     I(i64),
     D(f64),
     B(bool),
@@ -430,7 +392,7 @@ enum N {
 
 /// The fast form of an [`Expr::Arith`]: only reads that cannot fail or
 /// run code (literals, locals, fields and items of locals).
-enum Num {
+pub(crate) enum Num {
     Const(N),
     Local(u32),
     /// A top-level name, read where `Expr::Global`'s lookup finds it first.
@@ -448,114 +410,108 @@ enum Num {
     Neg(Box<Num>),
 }
 
-struct Field {
-    object: Expr,
-    name: Rc<str>,
-    optional: bool,
-    cache: MemberCache,
-    pos: Pos,
+pub(crate) struct Field {
+    pub(crate) object: Expr,
+    pub(crate) name: Rc<str>,
+    pub(crate) optional: bool,
+    pub(crate) cache: MemberCache,
+    pub(crate) pos: Pos,
 }
 
-struct Index {
-    object: Expr,
-    index: Expr,
-    checked: bool,
-    pos: Pos,
+pub(crate) struct Index {
+    pub(crate) object: Expr,
+    pub(crate) index: Expr,
+    pub(crate) checked: bool,
+    pub(crate) pos: Pos,
     /// The object is a local that evaluating the index cannot rebind: it
     /// may be read in place after the index.
-    late: bool,
+    pub(crate) late: bool,
 }
 
-struct AssignGlobal {
-    name: Rc<str>,
-    op: Option<BinOp>,
-    value: Expr,
-    at: Pos,
-    pos: Pos,
+pub(crate) struct AssignGlobal {
+    pub(crate) name: Rc<str>,
+    pub(crate) op: Option<BinOp>,
+    pub(crate) value: Expr,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
 }
 
-struct AssignField {
-    object: Expr,
-    name: Rc<str>,
-    cache: MemberCache,
-    op: Option<BinOp>,
-    value: Expr,
-    at: Pos,
-    pos: Pos,
+pub(crate) struct AssignField {
+    pub(crate) object: Expr,
+    pub(crate) name: Rc<str>,
+    pub(crate) cache: MemberCache,
+    pub(crate) op: Option<BinOp>,
+    pub(crate) value: Expr,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
 }
 
-struct StoreField {
-    slot: u32,
-    name: Rc<str>,
-    cache: MemberCache,
-    op: Option<BinOp>,
-    value: Expr,
-    at: Pos,
-    pos: Pos,
+pub(crate) struct StoreField {
+    pub(crate) slot: u32,
+    pub(crate) name: Rc<str>,
+    pub(crate) cache: MemberCache,
+    pub(crate) op: Option<BinOp>,
+    pub(crate) value: Expr,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
 }
 
-struct AssignIndex {
-    object: Expr,
-    index: Expr,
-    op: Option<BinOp>,
-    value: Expr,
-    at: Pos,
-    pos: Pos,
+pub(crate) struct AssignIndex {
+    pub(crate) object: Expr,
+    pub(crate) index: Expr,
+    pub(crate) op: Option<BinOp>,
+    pub(crate) value: Expr,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
     /// As [`Index::late`], for the index and the value.
-    late: bool,
+    pub(crate) late: bool,
 }
 
-struct CallGlobal {
-    name: Rc<str>,
-    res: Resolved,
-    args: Args,
-    at: Pos,
-    pos: Pos,
+pub(crate) struct CallGlobal {
+    pub(crate) name: Rc<str>,
+    pub(crate) res: Resolved,
+    pub(crate) args: Args,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
 }
 
-struct CallMethod {
-    receiver: Expr,
-    name: Rc<str>,
+pub(crate) struct CallMethod {
+    pub(crate) receiver: Expr,
+    pub(crate) name: Rc<str>,
     /// `name` as a built-in method, resolved here once.
-    method: super::lib::methods::Builtin,
-    optional: bool,
-    cache: MemberCache,
-    args: Args,
-    at: Pos,
-    pos: Pos,
+    pub(crate) method: super::lib::methods::Builtin,
+    pub(crate) optional: bool,
+    pub(crate) cache: MemberCache,
+    pub(crate) args: Args,
+    pub(crate) at: Pos,
+    pub(crate) pos: Pos,
     /// The receiver is a local the arguments cannot rebind: a built-in
     /// method may read it in place after them.
-    late: bool,
+    pub(crate) late: bool,
 }
 
-enum Part {
+pub(crate) enum Part {
     Text(Rc<[u8]>),
     Expr(Expr, Pos),
 }
 
-struct Instance {
-    name: Rc<str>,
-    class: Expr,
-    fields: Vec<(Rc<str>, Expr, Pos)>,
-    pos: Pos,
+pub(crate) struct Instance {
+    pub(crate) name: Rc<str>,
+    pub(crate) class: Expr,
+    pub(crate) fields: Vec<(Rc<str>, Expr, Pos)>,
+    pub(crate) pos: Pos,
     /// For the first object type built here: which of `fields` gives each
     /// of its (non-static) fields in order, `None` for a default. Set
     /// once, after every given name was found among its fields.
-    layout: OnceCell<Layout>,
+    pub(crate) layout: OnceCell<Layout>,
 }
 
 /// An [`Instance`]'s fields laid out for one object type (held weakly, so
 /// that its address cannot be reused by another while kept here).
 #[derive(Clone)]
-struct Layout {
-    decl: std::rc::Weak<super::syntax::ast::ObjectDecl>,
-    given: Box<[Option<u32>]>,
+pub(crate) struct Layout {
+    pub(crate) decl: std::rc::Weak<super::syntax::ast::ObjectDecl>,
+    pub(crate) given: Box<[Option<u32>]>,
     /// Each of those fields' type, for the inline check.
-    checks: Box<[Check]>,
+    pub(crate) checks: Box<[Check]>,
 }
-
-#[cfg(all(test, unix))]
-mod tests;
-
-#[cfg(all(test, unix))]
-mod data_tests;

@@ -2,11 +2,11 @@
 //! (`buzz:std`, `buzz:math`, …), magus's own modules (`fs`, `magus:fs`,
 //! …), the spell's own `.buzz` files by relative path, and the libraries
 //! magus refuses. Plain rules on the import's text, shared by the run
-//! (`imports.rs`, which performs the import) and the check (`check/`),
+//! (`vm/imports.rs`, which performs the import) and the check (`check/`),
 //! needing nothing of either.
 
 /// Upstream libraries magus does not offer, and why.
-pub(super) const REFUSED: &[(&str, &str)] = &[
+pub(in crate::buzz) const REFUSED: &[(&str, &str)] = &[
     ("buzz:ffi", "FFI to native code is not available in magus"),
     (
         "buzz:http",
@@ -16,10 +16,10 @@ pub(super) const REFUSED: &[(&str, &str)] = &[
 
 /// Native modules that only serve libraries written in Buzz; importable,
 /// but not advertised.
-pub(super) const INTERNAL: [&str; 4] = ["bufraw", "cryptoraw", "ioraw", "jsonraw"];
+pub(in crate::buzz) const INTERNAL: [&str; 4] = ["bufraw", "cryptoraw", "ioraw", "jsonraw"];
 
 /// The registry key of a library import, or `None` for a file path.
-pub(super) fn library_key(spec: &str) -> Option<&str> {
+pub(in crate::buzz) fn library_key(spec: &str) -> Option<&str> {
     if let Some(name) = spec.strip_prefix("magus:") {
         return Some(name);
     }
@@ -34,7 +34,7 @@ pub(super) fn library_key(spec: &str) -> Option<&str> {
 
 /// How a spell imports the module seen as `name`, as the spells magus
 /// ships write it: upstream's libraries by their `buzz:` name.
-pub(super) fn import_spec(name: &str) -> String {
+pub(in crate::buzz) fn import_spec(name: &str) -> String {
     match name {
         "std" | "math" => format!("buzz:{name}"),
         _ => name.to_string(),
@@ -42,7 +42,7 @@ pub(super) fn import_spec(name: &str) -> String {
 }
 
 /// The name a module is seen as without an alias: `buzz:fs` is `fs`.
-pub(super) fn default_name(spec: &str) -> &str {
+pub(in crate::buzz) fn default_name(spec: &str) -> &str {
     let tail = spec.rsplit(['/', ':']).next().unwrap_or(spec);
     tail.strip_suffix(".buzz").unwrap_or(tail)
 }

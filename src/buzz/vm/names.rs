@@ -7,7 +7,7 @@ use super::{Eval, Flow, Interpreter};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::value::*;
 use std::rc::Rc;
 
 /// A top-level name of the file `scope` is in: at `hint` when it is still
@@ -89,7 +89,7 @@ impl Interpreter {
     #[inline(never)]
     fn unknown_name(&self, name: &str, pos: Pos) -> Flow {
         if self.modules.contains_key(name) {
-            let spec = crate::buzz::import_names::import_spec(name);
+            let spec = crate::buzz::syntax::import_names::import_spec(name);
             return self.fail(pos, format!("module `{name}` is not imported: add `import \"{spec}\";` at the top of the spell"));
         }
         self.fail(pos, format!("unknown name `{name}`"))

@@ -69,7 +69,7 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
             .map(|p| maybe(p.default.as_ref(), scoped_expr));
         let defaults = defaults.collect::<Option<_>>()?;
         let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
-        let accessor = accessor::Accessor::of(decl, &body);
+        let accessor = crate::buzz::vm::accessor::Accessor::of(decl, &body);
         let code = flat::emit(body, l.next as usize);
         return Some(Function {
             size: code.size,
@@ -84,25 +84,25 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
 
 /// Lowers a top-level block (a `test` body), run in a scope of its own
 /// under the globals.
-pub(super) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
+pub(in crate::buzz) fn block(body: &[ast::Stmt]) -> Option<(Vec<Stmt>, usize)> {
     top(|l| l.block(body))
 }
 
 /// Lowers an expression of the file's top level (a global's initial
 /// value, a static field's, an enum case's), run once in a frame of its
 /// own under the globals.
-pub(super) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
+pub(in crate::buzz) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
     top(|l| l.expr(e))
 }
 
 /// Lowers an expression read in a scope laid out as the resolver's (a
-/// default value, see [`super::defaults`]): every local it names is read
+/// default value, see `vm/defaults.rs`): every local it names is read
 /// by levels out from that scope, its environment.
-pub(super) fn scoped_expr(e: &ast::Expr) -> Option<defaults::ScopedExpr> {
+pub(in crate::buzz) fn scoped_expr(e: &ast::Expr) -> Option<crate::buzz::vm::defaults::ScopedExpr> {
     let mut l = Lower::new(Frame::default());
     l.all_scoped = true;
     let expr = l.expr(e)?;
-    Some(defaults::ScopedExpr {
+    Some(crate::buzz::vm::defaults::ScopedExpr {
         expr,
         size: l.next as usize,
     })
@@ -501,21 +501,27 @@ impl Lower {
             S::Object(decl) => {
                 let statics = decl.fields.iter().filter(|f| f.is_static);
                 let defaults = statics.map(|f| maybe(f.default.as_ref(), |e| self.expr(e)));
-                declare::Declaration::Object(decl.clone(), defaults.collect::<Option<_>>()?)
+                crate::buzz::vm::declare::Declaration::Object(
+                    decl.clone(),
+                    defaults.collect::<Option<_>>()?,
+                )
             }
             S::Enum(decl) => {
                 let values = decl
                     .cases
                     .iter()
                     .map(|(_, v)| maybe(v.as_ref(), |e| self.expr(e)));
-                declare::Declaration::Enum(decl.clone(), values.collect::<Option<_>>()?)
+                crate::buzz::vm::declare::Declaration::Enum(
+                    decl.clone(),
+                    values.collect::<Option<_>>()?,
+                )
             }
-            S::Protocol(name) => declare::Declaration::Protocol(name.clone()),
+            S::Protocol(name) => crate::buzz::vm::declare::Declaration::Protocol(name.clone()),
             S::Import {
                 module,
                 alias,
                 names,
-            } => declare::Declaration::Import {
+            } => crate::buzz::vm::declare::Declaration::Import {
                 module: module.clone(),
                 alias: alias.clone(),
                 names: names.clone(),
@@ -577,7 +583,7 @@ impl Lower {
         if declares(body) && self.all_scoped {
             // Its condition reads the step's scope.
             self.with_level(|l| {
-                let step = declare::StepScoped {
+                let step = crate::buzz::vm::declare::StepScoped {
                     body: l.stmts(body)?,
                     cond: l.cond(cond)?,
                     label: label.clone(),
@@ -1166,7 +1172,7 @@ impl Lower {
 }
 
 /// The inline check of a parameter (or field) of type `ty`.
-pub(super) fn check(ty: &Type) -> Check {
+pub(in crate::buzz) fn check(ty: &Type) -> Check {
     let (mut ty, mut optional) = (ty, false);
     loop {
         match ty {

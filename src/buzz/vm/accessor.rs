@@ -10,17 +10,17 @@
 //! exactly what it always did (the body has no effect before it fails).
 
 use super::exec::discard;
-use super::{Args, Check, Expr, Function, Stmt, StmtKind};
-use crate::buzz::interp::conform::plainly_conforms;
-use crate::buzz::interp::limits::{MAX_CALL_DEPTH, MAX_EVAL_DEPTH};
-use crate::buzz::interp::{Eval, Interpreter};
+use crate::buzz::lower::{Args, Check, Expr, Function, Stmt, StmtKind};
 use crate::buzz::syntax::ast::{FunDecl, MemberCache};
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::{Scope, Value};
+use crate::buzz::vm::conform::plainly_conforms;
+use crate::buzz::vm::limits::{MAX_CALL_DEPTH, MAX_EVAL_DEPTH};
+use crate::buzz::vm::value::{Scope, Value};
+use crate::buzz::vm::{Eval, Interpreter};
 use std::rc::Rc;
 
 /// The shape of an accessor's body.
-pub(super) enum Accessor {
+pub(crate) enum Accessor {
     /// `return this.field;`
     Get(Rc<str>, MemberCache),
     /// `return this.field[p0];`
@@ -31,7 +31,7 @@ pub(super) enum Accessor {
 
 impl Accessor {
     /// The accessor `decl`'s lowered `body` is, if it is one.
-    pub(super) fn of(decl: &FunDecl, body: &[Stmt]) -> Option<Accessor> {
+    pub(crate) fn of(decl: &FunDecl, body: &[Stmt]) -> Option<Accessor> {
         if !decl.frame.get().method || decl.is_static {
             return None;
         }

@@ -1,18 +1,18 @@
 //! The dispatch loop over a [`Code`].
 
-use super::{Code, Each, Op, Reg, Tree, KONST};
-use crate::buzz::compile::exec::{discard, plainly, put};
-use crate::buzz::compile::{Expr, Stmt, StmtKind};
-use crate::buzz::interp::ops::{double_fast, int_compare, int_fast};
-use crate::buzz::interp::{Eval, Flow, Interpreter};
 use crate::buzz::lib::methods;
+use crate::buzz::lower::flat::{Code, Each, Op, Reg, Tree, KONST};
+use crate::buzz::lower::{Expr, Stmt, StmtKind};
 use crate::buzz::syntax::ast::BinOp;
-use crate::buzz::value::{Scope, Value};
+use crate::buzz::vm::exec::{discard, plainly, put};
+use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
+use crate::buzz::vm::value::{Scope, Value};
+use crate::buzz::vm::{Eval, Flow, Interpreter};
 use std::rc::Rc;
 
 impl Interpreter {
     /// Runs `code` in its frame `fr` under `env`: what it returns.
-    pub(in crate::buzz::compile) fn run_flat(
+    pub(in crate::buzz) fn run_flat(
         &mut self,
         code: &Code,
         fr: &mut [Value],
@@ -278,7 +278,7 @@ impl Code {
         }
     }
 
-    fn cond(&self, tree: u32) -> &crate::buzz::compile::Cond {
+    fn cond(&self, tree: u32) -> &crate::buzz::lower::Cond {
         match &self.trees[tree as usize] {
             Tree::Cond(c) => c,
             _ => unreachable!("a test names a condition"),

@@ -2,13 +2,13 @@
 //! expressions operations on slots, the rest stay tree nodes.
 
 use super::{Code, Each, Loop, Op, Reg, Tree, KONST};
-use crate::buzz::compile::{lower, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
+use crate::buzz::lower::{tree, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
 use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::Value;
+use crate::buzz::vm::value::Value;
 
 /// Flattens `body`, whose own slots are `size`.
-pub(in crate::buzz::compile) fn emit(body: Vec<Stmt>, size: usize) -> Code {
+pub(in crate::buzz) fn emit(body: Vec<Stmt>, size: usize) -> Code {
     let temps = u32::try_from(size).unwrap_or(u32::MAX);
     let mut e = Emit {
         ops: Vec::new(),
@@ -129,7 +129,7 @@ impl Emit {
             } => {
                 let src = self.temp();
                 self.into(init, src);
-                self.checks.push(lower::check(&ty));
+                self.checks.push(tree::check(&ty));
                 let check = self.checks.len() as u32 - 1;
                 let kind = StmtKind::Var {
                     slot,

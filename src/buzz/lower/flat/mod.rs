@@ -1,7 +1,7 @@
 //! The flat form of a compiled function body: one array of operations
-//! run by one dispatch loop ([`run`]), jumps instead of nested statements.
+//! run by one dispatch loop (`vm/dispatch.rs`), jumps instead of nested statements.
 //!
-//! Why: the tree form ([`super::exec`]) runs each statement, condition and
+//! Why: the tree form (`vm/exec.rs`) runs each statement, condition and
 //! loop step through its own Rust frame and hands `break`, `continue` and
 //! `return` back up as `Err(Flow)`; a loop turn of `sum = sum + i; i = i +
 //! 1` costs about 550 instructions there, most of them frames and result
@@ -38,48 +38,47 @@
 //! there (an object's `collect` runs when the tree would run it).
 
 mod emit;
-mod run;
 
 pub(super) use emit::emit;
 
 use super::{Check, Cond, Expr, Label, Stmt};
 use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::Value;
+use crate::buzz::vm::value::Value;
 
 /// A slot of the frame, or (with [`KONST`] set) an index into the
 /// constants.
-type Reg = u32;
+pub(crate) type Reg = u32;
 
 /// Marks an operand that names a constant, not a slot.
-const KONST: u32 = 1 << 31;
+pub(crate) const KONST: u32 = 1 << 31;
 
 /// A flattened body.
 pub(crate) struct Code {
-    ops: Box<[Op]>,
-    consts: Box<[Value]>,
+    pub(crate) ops: Box<[Op]>,
+    pub(crate) consts: Box<[Value]>,
     /// The tree nodes the operations fall back to, by index.
-    trees: Box<[Tree]>,
+    pub(crate) trees: Box<[Tree]>,
     /// Where the statement each tree node belongs to starts: the memory
     /// check before a fallback is made there, as the tree makes it at the
     /// statement.
-    at: Box<[Pos]>,
+    pub(crate) at: Box<[Pos]>,
     /// Loops, by index: where `break` and `continue` go.
-    loops: Box<[Loop]>,
+    pub(crate) loops: Box<[Loop]>,
     /// For a tree statement run inside loops: those loops, innermost
     /// first (indexes into `loops`).
-    nests: Box<[Box<[u32]>]>,
+    pub(crate) nests: Box<[Box<[u32]>]>,
     /// The types typed declarations check against (see [`Op::Declare`]).
-    checks: Box<[Check]>,
+    pub(crate) checks: Box<[Check]>,
     /// The `foreach` loops (see [`Op::Next`]).
-    eaches: Box<[Each]>,
+    pub(crate) eaches: Box<[Each]>,
     /// Slots including the temporaries.
     pub(super) size: usize,
     /// The first temporary's slot.
-    temps: u32,
+    pub(crate) temps: u32,
 }
 
-enum Tree {
+pub(crate) enum Tree {
     Stmt(Stmt),
     Expr(Expr),
     Cond(Cond),
@@ -89,22 +88,22 @@ enum Tree {
 /// of items taken so far (a temporary holding an `int`), where each key
 /// (`u32::MAX`: none) and item go, and where the iterated value is
 /// written (for the errors of a value that cannot be iterated).
-struct Each {
-    subject: Reg,
-    index: Reg,
-    key: Reg,
-    value: Reg,
-    at: Pos,
+pub(crate) struct Each {
+    pub(crate) subject: Reg,
+    pub(crate) index: Reg,
+    pub(crate) key: Reg,
+    pub(crate) value: Reg,
+    pub(crate) at: Pos,
 }
 
-struct Loop {
-    label: Label,
-    exit: u32,
-    next: u32,
+pub(crate) struct Loop {
+    pub(crate) label: Label,
+    pub(crate) exit: u32,
+    pub(crate) next: u32,
 }
 
 /// One operation. Jumps name the index of the operation they go to.
-enum Op {
+pub(crate) enum Op {
     /// Runs a tree statement; `nest` names the loops around it
     /// (`u32::MAX`: none).
     Exec {

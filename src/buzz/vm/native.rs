@@ -4,8 +4,8 @@
 //!
 //! Native modules are the only way a spell reaches the outside world.
 
-use super::error::CallSite;
 use super::value::Value;
+use crate::buzz::error::CallSite;
 use crate::diag::Diagnostic;
 use std::collections::HashMap;
 use std::io::Write;

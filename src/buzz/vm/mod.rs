@@ -1,32 +1,59 @@
-//! The interpreter: the run's state (modules, types, files, fibers, the
-//! pools that spare a call its allocations) and its entry points. The
-//! compiled form ([`super::compile`]) runs every function, block and
-//! default on it, calling the helpers beside this file, each owning one
-//! part of the run: [`limits`] (depth, stack, memory, steps), [`errors`],
+//! The interpreter that runs the executable form (`super::lower`): the
+//! run's state (modules, types, files, fibers, the pools that spare a
+//! call its allocations) and its entry points, here; the running of the
+//! form ([`exec`], the dispatch loop of flat bodies [`dispatch`],
+//! [`extra`], [`declare`], [`defaults`], [`accessor`]); values
+//! ([`value`]), the memory budget ([`heap`]), the interpreter's thread
+//! ([`stack`]), fibers ([`fiber`]) and the interface to natives
+//! ([`native`]); and the helpers beside this file, each owning one part
+//! of the run: [`limits`] (depth, stack, memory, steps), [`errors`],
 //! [`top_level`] (a file's declarations and `main`), [`calls`],
-//! [`fields`], [`names`], [`conform`] (declared types) and [`ops`].
+//! [`fields`], [`names`], [`conform`] (declared types), [`ops`],
+//! [`imports`], [`lang`], [`generics`], [`finalize`] and [`testing`].
 //!
 //! It reaches the outside world only through the native modules it is given.
 
+pub(in crate::buzz) mod accessor;
 pub(in crate::buzz) mod calls;
 pub(in crate::buzz) mod conform;
+pub(in crate::buzz) mod declare;
+pub(in crate::buzz) mod defaults;
+pub(in crate::buzz) use defaults::Lowered;
+mod dispatch;
 mod errors;
+mod exec;
+mod extra;
+pub(in crate::buzz) mod fiber;
 pub(in crate::buzz) mod fields;
+mod finalize;
+mod generics;
+pub(crate) mod heap;
+pub(in crate::buzz) mod imports;
+mod lang;
 pub(in crate::buzz) mod limits;
 pub(in crate::buzz) mod names;
+pub(in crate::buzz) mod native;
 pub(in crate::buzz) mod ops;
+pub(crate) mod stack;
+pub(in crate::buzz) mod testing;
 mod top_level;
+pub(in crate::buzz) mod value;
+
+#[cfg(all(test, unix))]
+mod data_tests;
+#[cfg(all(test, unix))]
+mod tests;
 
 use calls::module_object;
 use limits::{stack_address, STACK_BUDGET};
 
-use super::error::{BuzzError, CallSite};
-use super::lib::std_module::std_module;
-use super::lib::BUILTIN_LIBRARIES;
-use super::native::NativeModule;
-use super::syntax::ast::*;
-use super::syntax::lexer::Pos;
-use super::value::*;
+use self::native::NativeModule;
+use self::value::*;
+use crate::buzz::error::{BuzzError, CallSite};
+use crate::buzz::lib::std_module::std_module;
+use crate::buzz::lib::BUILTIN_LIBRARIES;
+use crate::buzz::syntax::ast::*;
+use crate::buzz::syntax::lexer::Pos;
 use crate::diag::Diagnostic;
 use std::collections::HashMap;
 use std::io::Write;
@@ -76,7 +103,7 @@ pub struct Interpreter {
     /// objects given where a named type is expected.
     pub(super) types: HashMap<Rc<str>, Value>,
     /// How `import "path";` reads a spell's own files (through the gate).
-    pub(super) loader: Option<super::native::SourceLoader>,
+    pub(super) loader: Option<self::native::SourceLoader>,
     /// Files being imported, outermost first, to report cycles.
     pub(super) importing: Vec<PathBuf>,
     /// Files already imported, by path.
@@ -91,7 +118,7 @@ pub struct Interpreter {
     /// The `namespace` of the file whose top level is running.
     pub(super) namespace: Vec<Rc<str>>,
     /// The fiber this interpreter runs (see [`super::fiber`]).
-    pub(super) fiber: super::fiber::FiberSelf,
+    pub(super) fiber: self::fiber::FiberSelf,
     /// Fibers alive now, across every fiber's interpreter.
     pub(super) live_fibers: Rc<std::cell::Cell<usize>>,
     /// Finished call frames and argument lists kept for the next calls, so
@@ -99,7 +126,7 @@ pub struct Interpreter {
     spare: Spare,
     /// Room for the next calls' arguments.
     scratch: Scratch,
-    /// Finished flat frames of compiled functions (see [`super::compile`]).
+    /// Finished flat frames of compiled functions (see `super::lower`).
     pub(super) flat_frames: Vec<Vec<Value>>,
     /// Steps (calls and loop turns) left before the spell is stopped,
     /// shared with the spell's fibers so that they draw on one budget.
@@ -176,7 +203,7 @@ impl Interpreter {
             calls: 0,
             stack_base: 0,
             stack_budget: STACK_BUDGET,
-            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            fiber: self::fiber::FiberSelf::Main(self::fiber::Fiber::main()),
             live_fibers: Rc::default(),
             types: HashMap::new(),
             loader: None,
@@ -229,7 +256,7 @@ impl Interpreter {
     }
 
     /// Lets `import "path";` read the spell's own `.buzz` files with `loader`.
-    pub fn with_loader(mut self, loader: super::native::SourceLoader) -> Interpreter {
+    pub fn with_loader(mut self, loader: self::native::SourceLoader) -> Interpreter {
         self.loader = Some(loader);
         self
     }
@@ -247,7 +274,7 @@ impl Interpreter {
         let globals = Scope::new(None);
         let outcome = self.run_top(program, &globals);
         self.clear_globals(&globals);
-        super::value::finalizers::discard();
+        self::value::finalizers::discard();
         let _ = self.out.flush();
         self.finish(outcome)
     }
@@ -281,8 +308,8 @@ impl Interpreter {
             depth: 0,
             calls: 0,
             stack_base: 0,
-            stack_budget: super::stack::stack_budget(super::fiber::FIBER_STACK),
-            fiber: super::fiber::FiberSelf::Main(super::fiber::Fiber::main()),
+            stack_budget: super::stack::stack_budget(self::fiber::FIBER_STACK),
+            fiber: self::fiber::FiberSelf::Main(self::fiber::Fiber::main()),
             live_fibers: self.live_fibers.clone(),
             types: self.types.clone(),
             // The same gated loader: a fiber reads files exactly as the

@@ -12,10 +12,10 @@
 //! the memory budget while the fiber lives, and call depth counts across
 //! the chain of resumers, so fibers are bound by the same limits as calls.
 
-use super::interp::{Args, Eval, Flow, Interpreter, Thrown};
 use super::native::CurrentFiber;
-use super::syntax::lexer::Pos;
 use super::value::Value;
+use super::{Args, Eval, Flow, Interpreter, Thrown};
+use crate::buzz::syntax::lexer::Pos;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell};

@@ -6,7 +6,7 @@
 //! printing and equality stop at [`MAX_VALUE_DEPTH`].
 
 use super::native::NativeFn;
-use super::syntax::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
+use crate::buzz::syntax::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Cow;
 use std::cell::{Cell, Ref, RefCell};
@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// How deep printing and `==` look into nested containers.
-pub(super) const MAX_VALUE_DEPTH: usize = 64;
+pub(in crate::buzz) const MAX_VALUE_DEPTH: usize = 64;
 
 /// A Buzz value. Cloning is cheap: containers and objects are shared.
 ///
@@ -288,7 +288,9 @@ impl Value {
             Value::Module(m) => out.push_str(&format!("module {}", m.name)),
             Value::Class(c) => out.push_str(&format!("object {}", c.name)),
             Value::Enum(e) => out.push_str(&format!("enum {}", e.name)),
-            Value::Type(t) => out.push_str(&format!("<{}>", super::syntax::ast::type_label(t))),
+            Value::Type(t) => {
+                out.push_str(&format!("<{}>", crate::buzz::syntax::ast::type_label(t)))
+            }
             Value::Pattern(p) => out.push_str(&p.source),
             Value::InferredCase(name) => out.push_str(&format!(".{name}")),
             Value::Fiber(f) => out.push_str(if f.is_main() { "main fiber" } else { "fiber" }),
@@ -515,7 +517,7 @@ impl KeyView<'_> {
             Value::Module(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Class(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Enum(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
-            Value::Type(t) => KeyView::Str(Cow::Owned(super::syntax::ast::type_label(t))),
+            Value::Type(t) => KeyView::Str(Cow::Owned(crate::buzz::syntax::ast::type_label(t))),
             Value::Pattern(p) => KeyView::Str(Cow::Borrowed(&p.source)),
             Value::InferredCase(x) => KeyView::Str(Cow::Borrowed(x)),
             Value::Fiber(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
@@ -970,7 +972,7 @@ impl Members {
     /// Adds `name`, or replaces its value. The name is the lexer's own, so
     /// that a site's check finds it by pointer.
     pub(crate) fn insert(&mut self, name: impl AsRef<str>, value: Value) {
-        let name = super::syntax::lexer::intern(name.as_ref());
+        let name = crate::buzz::syntax::lexer::intern(name.as_ref());
         match self.index.get(&name) {
             Some(&at) => {
                 if let Some(slot) = self.entries.get_mut(at) {

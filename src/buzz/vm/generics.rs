@@ -11,11 +11,11 @@
 //! then false), and natives and list, map and str methods (`map::<str>`)
 //! take theirs from their arguments.
 
-use super::interp::conform::type_matches;
-use super::interp::names::lookup;
-use super::interp::Interpreter;
-use super::syntax::ast::{FunDecl, Mutability, Type};
+use super::conform::type_matches;
+use super::names::lookup;
 use super::value::{Closure, Scope, Value};
+use super::Interpreter;
+use crate::buzz::syntax::ast::{FunDecl, Mutability, Type};
 use std::borrow::Cow;
 use std::rc::Rc;
 

@@ -9,11 +9,11 @@
 //! declaration, parameter or field is what turns `.case` into an enum case
 //! and `.{ … }` into an instance of a named object.
 
-use super::interp::conform::type_matches;
-use super::interp::{Eval, Flow, Interpreter, Thrown};
-use super::syntax::ast::Type;
-use super::syntax::lexer::Pos;
+use super::conform::type_matches;
 use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
+use super::{Eval, Flow, Interpreter, Thrown};
+use crate::buzz::syntax::ast::Type;
+use crate::buzz::syntax::lexer::Pos;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -148,7 +148,7 @@ impl Interpreter {
         let message = format!(
             "cannot cast {} to {}",
             v.type_name(),
-            super::syntax::ast::type_label(&self.bound_type(ty, scope))
+            crate::buzz::syntax::ast::type_label(&self.bound_type(ty, scope))
         );
         // Said as MGS1023 if nothing catches it; a `catch` sees the text.
         let diagnostic = crate::diag::Diagnostic::error(format!("uncaught error: {message}"))

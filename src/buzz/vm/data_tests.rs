@@ -239,7 +239,7 @@ fn field_and_item_readers_and_item_stores_are_accessors() {
     for stmt in &program.statements {
         if let crate::buzz::syntax::ast::StmtKind::Object(object) = &stmt.kind {
             for method in &object.methods {
-                let f = super::compiled(method).expect("compiles");
+                let f = crate::buzz::lower::compiled(method).expect("compiles");
                 let kind = match &f.accessor {
                     Some(super::accessor::Accessor::Get(..)) => "get",
                     Some(super::accessor::Accessor::GetItem(..)) => "item",

@@ -8,7 +8,7 @@ use super::{Eval, Flow, Interpreter, Thrown};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::value::*;
 use std::rc::Rc;
 
 /// The name `this`, the lexer's own (so found by pointer), not a new

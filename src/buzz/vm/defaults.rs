@@ -5,10 +5,16 @@
 //! `lower::scoped_expr`) and runs on a frame of its own with that scope
 //! as its environment.
 
-use super::*;
-use crate::buzz::interp::{Eval, Interpreter};
+use crate::buzz::lower::*;
+use crate::buzz::syntax::ast::FunDecl;
+use crate::buzz::syntax::lexer::Pos;
+use crate::buzz::vm::value::Value;
+
 use crate::buzz::syntax::ast::{self, FieldDecl};
-use crate::buzz::value::Scope;
+use crate::buzz::vm::value::Scope;
+use crate::buzz::vm::{Eval, Interpreter};
+use std::cell::OnceCell;
+use std::rc::Rc;
 
 /// Where a field's default keeps its compiled form, lowered at its first
 /// use; `None` inside only for a tree the resolver never saw.
@@ -26,9 +32,9 @@ impl std::fmt::Debug for Lowered {
 }
 
 /// An expression of a scope: its compiled form and the frame it needs.
-pub(super) struct ScopedExpr {
-    pub(super) expr: Expr,
-    pub(super) size: usize,
+pub(crate) struct ScopedExpr {
+    pub(crate) expr: Expr,
+    pub(crate) size: usize,
 }
 
 impl Interpreter {
@@ -43,7 +49,7 @@ impl Interpreter {
         let lowered = f
             .compiled
             .0
-            .get_or_init(|| lower::scoped_expr(e).map(Box::new));
+            .get_or_init(|| crate::buzz::lower::tree::scoped_expr(e).map(Box::new));
         match lowered {
             Some(lowered) => self.c_in_scope(lowered, scope),
             None => Err(self.not_lowered(e.pos)),
@@ -74,7 +80,7 @@ impl Interpreter {
     /// A tree the resolver never saw cannot run compiled (the run
     /// resolves every file it runs first).
     #[cold]
-    pub(crate) fn not_lowered(&self, pos: Pos) -> crate::buzz::interp::Flow {
+    pub(crate) fn not_lowered(&self, pos: Pos) -> crate::buzz::vm::Flow {
         self.fail(pos, "internal: code of a tree that was never resolved")
     }
 }

@@ -5,7 +5,7 @@
 use super::{Flow, Interpreter, Thrown};
 use crate::buzz::error::{BuzzError, CallSite};
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::value::*;
 
 impl Interpreter {
     pub(in crate::buzz) fn site(&self, pos: Pos) -> CallSite {
@@ -46,7 +46,7 @@ impl Interpreter {
     }
 
     /// A native's raise, thrown at `pos`.
-    pub(in crate::buzz) fn raised(&self, raise: crate::buzz::native::Raise, pos: Pos) -> Flow {
+    pub(in crate::buzz) fn raised(&self, raise: crate::buzz::vm::native::Raise, pos: Pos) -> Flow {
         Flow::Throw(Box::new(Thrown {
             value: raise.value,
             pos,

@@ -1,25 +1,30 @@
 //! Running the compiled form on a flat frame.
 //!
 //! Each statement and call is checked on entry (depth, memory, stack,
-//! steps: `super::super::interp`'s limits), and every slow or failing
+//! steps: [`super::limits`]), and every slow or failing
 //! path is handed to the interpreter's helpers (calls, fields,
 //! conformance, errors), so that messages and locations are the same
 //! wherever a value comes from. `env` is the scope the function closes
 //! over: globals are read from it by name (the file's root) and a
 //! closure's captured locals by levels out.
 
-use super::*;
-use crate::buzz::interp::calls::Callee;
-use crate::buzz::interp::conform::{common_type, plainly_conforms, shape_of};
-use crate::buzz::interp::fields::method_of;
-use crate::buzz::interp::limits::MAX_STR_LEN;
-use crate::buzz::interp::names::global_function;
-use crate::buzz::interp::ops::{double_fast, int_compare, int_fast};
-use crate::buzz::interp::{Args as Named, Eval, Flow, Interpreter, Thrown};
+use crate::buzz::lower::*;
+use crate::buzz::syntax::ast::{BinOp, FunDecl, MemberCache, Resolved, Type};
+use crate::buzz::syntax::lexer::Pos;
+use crate::buzz::vm::value::Value;
+
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::{self, Res};
-use crate::buzz::value::{same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Scope};
+use crate::buzz::vm::calls::Callee;
+use crate::buzz::vm::conform::{common_type, plainly_conforms, shape_of};
+use crate::buzz::vm::fields::method_of;
+use crate::buzz::vm::limits::MAX_STR_LEN;
+use crate::buzz::vm::names::global_function;
+use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
+use crate::buzz::vm::value::{same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Scope};
+use crate::buzz::vm::{Args as Named, Eval, Flow, Interpreter, Thrown};
 use std::borrow::Cow;
+use std::rc::Rc;
 
 /// How many emptied flat frames an interpreter keeps for the next calls.
 const SPARE_FRAMES: usize = 2048;
@@ -105,7 +110,7 @@ impl Interpreter {
         self.checked_run(decl, f, frame, env, pos)
     }
 
-    /// The general call (`interp::calls`' `call_function_inner`, depth already
+    /// The general call (`vm::calls`' `call_function_inner`, depth already
     /// checked) of a compiled function given every argument in order,
     /// unnamed: the parameters' types, then the body.
     pub(in crate::buzz) fn general_call_compiled(
@@ -1100,11 +1105,11 @@ impl Interpreter {
             fields.push((f.name.clone(), value));
         }
         let finalizes = class.finalizes;
-        let made = Value::Object(Rc::new(crate::buzz::value::Instance {
+        let made = Value::Object(Rc::new(crate::buzz::vm::value::Instance {
             class,
             fields: std::cell::RefCell::new(fields),
         }));
-        if finalizes && crate::buzz::value::finalizers::is_full() {
+        if finalizes && crate::buzz::vm::value::finalizers::is_full() {
             self.run_finalizers(i.pos)?;
         }
         Ok(made)
@@ -1137,7 +1142,9 @@ impl Interpreter {
         let layout = Layout {
             decl: Rc::downgrade(decl),
             given,
-            checks: fields.map(|f| super::lower::check(&f.ty)).collect(),
+            checks: fields
+                .map(|f| crate::buzz::lower::tree::check(&f.ty))
+                .collect(),
         };
         if i.layout.get().is_some() {
             // Another object type than the first built here: laid out
@@ -1376,7 +1383,7 @@ impl Interpreter {
 }
 
 /// The native function `module\member` names, when `module` is a
-/// top-level name found at its hint holding a module (as `interp::names::global`
+/// top-level name found at its hint holding a module (as `vm::names::global`
 /// finds it first): reading it there has no effect, so the call
 /// may skip making the module's value.
 #[inline]
@@ -1409,7 +1416,7 @@ fn module_native(
 }
 
 /// Whether `v` is what `check` asks for with nothing to infer, widen or
-/// record: only ever true where `interp::conform::plainly_conforms` is.
+/// record: only ever true where `vm::conform::plainly_conforms` is.
 #[inline(always)]
 pub(super) fn plainly(check: &Check, v: &Value) -> bool {
     match (check, v) {
@@ -1570,7 +1577,7 @@ fn leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
 }
 
 /// A top-level name's value, when it is a number, found as
-/// `interp::names::global` finds it (at the hint, else the first binding of that name,
+/// `vm::names::global` finds it (at the hint, else the first binding of that name,
 /// the hint then moved); anything else is left to the general path.
 #[inline(never)]
 fn num_global(env: &Rc<Scope>, name: &str, res: &Resolved) -> Option<N> {

@@ -6,7 +6,7 @@ use super::{Eval, Interpreter};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::value::*;
 
 /// `x op y` for the comparison operators on two ints.
 #[inline]

@@ -7,7 +7,7 @@
 use super::{Eval, Interpreter};
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::value::*;
 use std::rc::Rc;
 
 /// Whether `value` is already what `ty` asks for with nothing to infer,

@@ -5,12 +5,12 @@
 //!
 //! Upstream libraries magus deliberately lacks get an error naming them.
 
-use super::import_names::{default_name, library_key, INTERNAL, REFUSED};
-use super::interp::{Eval, Flow, Interpreter};
 use super::native::Raise;
-use super::syntax::ast::Mutability;
-use super::syntax::lexer::Pos;
 use super::value::{Members, ModuleObj, Scope, Value};
+use super::{Eval, Flow, Interpreter};
+use crate::buzz::syntax::ast::Mutability;
+use crate::buzz::syntax::import_names::{default_name, library_key, INTERNAL, REFUSED};
+use crate::buzz::syntax::lexer::Pos;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -153,7 +153,7 @@ impl Interpreter {
         }
         let source = read().map_err(|raise| self.raised(raise, pos))?;
         let program =
-            super::parse(&path, &source).map_err(|e| super::interp::Flow::Error(Box::new(e)))?;
+            crate::buzz::parse(&path, &source).map_err(|e| super::Flow::Error(Box::new(e)))?;
         self.importing.push(path.clone());
         let caller = std::mem::replace(&mut self.file, Rc::from(path.as_path()));
         let caller_ns = std::mem::replace(&mut self.namespace, program.namespace.clone());
@@ -171,7 +171,7 @@ impl Interpreter {
 }
 
 /// Whether a loader's raise says the file does not exist.
-pub(super) fn is_not_found(v: &Value) -> bool {
+pub(in crate::buzz) fn is_not_found(v: &Value) -> bool {
     v.type_name() == "FileSystemError"
         && v.field("message")
             .is_some_and(|m| m.to_string().contains("No such file"))
@@ -208,11 +208,15 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
 
 /// What an imported file shows: its `export`ed names, or every top-level
 /// declaration when it exports nothing.
-fn exported(program: &super::syntax::ast::Program, globals: &Rc<Scope>, path: &Path) -> ModuleObj {
+fn exported(
+    program: &crate::buzz::syntax::ast::Program,
+    globals: &Rc<Scope>,
+    path: &Path,
+) -> ModuleObj {
     let names = program.visible_names();
     let mut functions = Members::default();
     for name in names {
-        if let Some(v) = super::interp::names::lookup(globals, &name) {
+        if let Some(v) = super::names::lookup(globals, &name) {
             functions.insert(name.clone(), v);
         }
     }

@@ -8,10 +8,10 @@ use super::fields::this_name;
 use super::limits::MAX_CALL_DEPTH;
 use super::{Args, Eval, Flow, Interpreter, Spare, SPARE_FRAMES, SPARE_LIMIT};
 use crate::buzz::lib::methods;
-use crate::buzz::native::{ExitRequest, NativeCall, NativeModule};
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::buzz::value::*;
+use crate::buzz::vm::native::{ExitRequest, NativeCall, NativeModule};
+use crate::buzz::vm::value::*;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -27,7 +27,7 @@ pub(in crate::buzz) struct Callee<'a> {
 /// slot: the argument that holds the path the diagnostic names (a `str`,
 /// or a list of them such as `sh.run`'s command), else the callee.
 #[cold]
-fn refused_slot(raise: &crate::buzz::native::Raise, values: &[Value]) -> Option<u32> {
+fn refused_slot(raise: &crate::buzz::vm::native::Raise, values: &[Value]) -> Option<u32> {
     let path = raise.diagnostic.as_ref()?.path.as_deref()?;
     let holds = |v: &Value| match v {
         Value::List(list) => list.items.borrow().iter().any(|i| i.as_str() == Some(path)),
@@ -89,8 +89,8 @@ impl Interpreter {
     pub(in crate::buzz) fn compiled_of<'d>(
         &self,
         decl: &'d FunDecl,
-    ) -> Option<&'d crate::buzz::compile::Function> {
-        crate::buzz::compile::compiled(decl)
+    ) -> Option<&'d crate::buzz::lower::Function> {
+        crate::buzz::lower::compiled(decl)
     }
 
     pub(in crate::buzz) fn builtin_method(
