@@ -32,16 +32,20 @@
 //! 1` drops from about 550 instructions to about 240; calls, fields and
 //! methods are still the tree's (flattening calls alone measured slower).
 //!
-//! This folder owns the form and the lowering ([`tree`], and [`flat`]'s
-//! flattening); `vm/` runs it (`exec.rs`, `extra.rs`, `declare.rs`,
-//! `defaults.rs`, `dispatch.rs`), with the interpreter's helpers for
-//! errors, calls of natives and closures, fields and conformance to
-//! types, shared by every node that needs them.
+//! This folder owns the form (every type of it, down to the accessor
+//! methods it recognises: [`accessor`]) and the lowering ([`tree`], and
+//! [`flat`]'s flattening); it never runs anything and imports nothing of
+//! the run but values (`vm/value.rs`, for constants) and the built-in
+//! methods' table (`lib/methods.rs`). `vm/` runs the form (`exec.rs`,
+//! `extra.rs`, `declare.rs`, `defaults.rs`, `accessor.rs`, `dispatch.rs`).
 
+pub(crate) mod accessor;
 pub(crate) mod flat;
 pub(crate) mod tree;
 
-use super::syntax::ast::{BinOp, FunDecl, MemberCache, Resolved, Type, UnOp};
+use super::syntax::ast::{
+    self, BinOp, EnumDecl, FunDecl, MemberCache, ObjectDecl, Resolved, Type, UnOp,
+};
 use super::syntax::lexer::Pos;
 use super::vm::value::Value;
 use std::cell::OnceCell;
@@ -72,6 +76,59 @@ pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
         .as_deref()
 }
 
+/// Where a field's default keeps its compiled form, lowered at its first
+/// use; `None` inside only for a tree the resolver never saw.
+#[derive(Default)]
+pub struct Lowered(OnceCell<Option<Box<ScopedExpr>>>);
+
+impl std::fmt::Debug for Lowered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0.get() {
+            None => "not tried",
+            Some(None) => "not lowered",
+            Some(Some(_)) => "compiled",
+        })
+    }
+}
+
+/// An expression of a scope: its compiled form and the frame it needs.
+pub(crate) struct ScopedExpr {
+    pub(crate) expr: Expr,
+    pub(crate) size: usize,
+}
+
+/// The compiled form of the default `e` of the field `f`, lowering it on
+/// first use; `None` only when its tree was never resolved.
+pub(crate) fn default_of<'f>(f: &'f ast::FieldDecl, e: &ast::Expr) -> Option<&'f ScopedExpr> {
+    f.compiled
+        .0
+        .get_or_init(|| tree::scoped_expr(e).map(Box::new))
+        .as_deref()
+}
+
+/// A declaration statement of a function's body.
+pub(crate) enum Declaration {
+    /// The object and its static fields' defaults, in order.
+    Object(Rc<ObjectDecl>, Vec<Option<Expr>>),
+    /// The enum and the values its cases are given, in order.
+    Enum(Rc<EnumDecl>, Vec<Option<Expr>>),
+    Protocol(Rc<str>),
+    Import {
+        module: Rc<str>,
+        alias: Option<Rc<str>>,
+        names: Vec<Rc<str>>,
+    },
+}
+
+/// `do { … } until (cond)` whose body declares, where every level lives
+/// in scopes: each step runs in a scope of its own, and the condition is
+/// read in it (the body's names are visible there).
+pub(crate) struct StepScoped {
+    pub(crate) body: Vec<Stmt>,
+    pub(crate) cond: Cond,
+    pub(crate) label: Label,
+}
+
 /// A compiled function body.
 pub(crate) struct Function {
     /// The body, flattened ([`flat`]).
@@ -83,12 +140,12 @@ pub(crate) struct Function {
     pub(crate) checks: Vec<Check>,
     /// A method whose body only reads or stores a field (or an item of
     /// one): run without a frame where it is plain.
-    pub(crate) accessor: Option<crate::buzz::vm::accessor::Accessor>,
+    pub(crate) accessor: Option<accessor::Accessor>,
     /// The own level's slots that closures share: kept in a scope made at
     /// each call, which is the environment inside the body.
     pub(crate) own: Option<Box<[u32]>>,
     /// Each parameter's default, read in the call's frame ([`defaults`]).
-    pub(crate) defaults: Box<[Option<crate::buzz::vm::defaults::ScopedExpr>]>,
+    pub(crate) defaults: Box<[Option<ScopedExpr>]>,
 }
 
 /// A parameter (or field) type a value is checked against without the
@@ -183,9 +240,9 @@ pub(crate) enum StmtKind {
     /// it runs: one per block, loop step and clause.
     Scoped(Vec<Stmt>),
     /// A local `object`, `enum`, `protocol` or `import` ([`declare`]).
-    Declare(Box<crate::buzz::vm::declare::Declaration>),
-    /// A `do … until` whose steps are scopes ([`crate::buzz::vm::declare::StepScoped`]).
-    DoUntilScoped(Box<crate::buzz::vm::declare::StepScoped>),
+    Declare(Box<Declaration>),
+    /// A `do … until` whose steps are scopes ([`StepScoped`]).
+    DoUntilScoped(Box<StepScoped>),
 }
 
 /// `try { … } catch (e: T) { … } catch { … }`.
@@ -228,12 +285,6 @@ pub(crate) struct Args {
     /// Where the callee (slot 0) and each argument are written, read only
     /// to place a native's refusal (see `Interpreter::place_refused`).
     pub(crate) spans: Box<[(Pos, Pos)]>,
-}
-
-impl crate::buzz::vm::calls::CallSpans for Args {
-    fn slot(&self, i: usize) -> Option<(Pos, Pos)> {
-        self.spans.get(i).copied()
-    }
 }
 
 pub(crate) enum Expr {

@@ -69,7 +69,7 @@ pub(super) fn function(decl: &FunDecl) -> Option<Function> {
             .map(|p| maybe(p.default.as_ref(), scoped_expr));
         let defaults = defaults.collect::<Option<_>>()?;
         let checks = decl.params.iter().map(|p| check(&p.ty)).collect();
-        let accessor = crate::buzz::vm::accessor::Accessor::of(decl, &body);
+        let accessor = super::accessor::Accessor::of(decl, &body);
         let code = flat::emit(body, l.next as usize);
         return Some(Function {
             size: code.size,
@@ -98,11 +98,11 @@ pub(in crate::buzz) fn top_expr(e: &ast::Expr) -> Option<(Expr, usize)> {
 /// Lowers an expression read in a scope laid out as the resolver's (a
 /// default value, see `vm/defaults.rs`): every local it names is read
 /// by levels out from that scope, its environment.
-pub(in crate::buzz) fn scoped_expr(e: &ast::Expr) -> Option<crate::buzz::vm::defaults::ScopedExpr> {
+pub(in crate::buzz) fn scoped_expr(e: &ast::Expr) -> Option<ScopedExpr> {
     let mut l = Lower::new(Frame::default());
     l.all_scoped = true;
     let expr = l.expr(e)?;
-    Some(crate::buzz::vm::defaults::ScopedExpr {
+    Some(ScopedExpr {
         expr,
         size: l.next as usize,
     })
@@ -501,27 +501,21 @@ impl Lower {
             S::Object(decl) => {
                 let statics = decl.fields.iter().filter(|f| f.is_static);
                 let defaults = statics.map(|f| maybe(f.default.as_ref(), |e| self.expr(e)));
-                crate::buzz::vm::declare::Declaration::Object(
-                    decl.clone(),
-                    defaults.collect::<Option<_>>()?,
-                )
+                Declaration::Object(decl.clone(), defaults.collect::<Option<_>>()?)
             }
             S::Enum(decl) => {
                 let values = decl
                     .cases
                     .iter()
                     .map(|(_, v)| maybe(v.as_ref(), |e| self.expr(e)));
-                crate::buzz::vm::declare::Declaration::Enum(
-                    decl.clone(),
-                    values.collect::<Option<_>>()?,
-                )
+                Declaration::Enum(decl.clone(), values.collect::<Option<_>>()?)
             }
-            S::Protocol(name) => crate::buzz::vm::declare::Declaration::Protocol(name.clone()),
+            S::Protocol(name) => Declaration::Protocol(name.clone()),
             S::Import {
                 module,
                 alias,
                 names,
-            } => crate::buzz::vm::declare::Declaration::Import {
+            } => Declaration::Import {
                 module: module.clone(),
                 alias: alias.clone(),
                 names: names.clone(),
@@ -583,7 +577,7 @@ impl Lower {
         if declares(body) && self.all_scoped {
             // Its condition reads the step's scope.
             self.with_level(|l| {
-                let step = crate::buzz::vm::declare::StepScoped {
+                let step = StepScoped {
                     body: l.stmts(body)?,
                     cond: l.cond(cond)?,
                     label: label.clone(),

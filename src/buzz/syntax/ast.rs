@@ -254,7 +254,7 @@ pub struct FieldDecl {
     pub pos: Pos,
     /// The default's compiled form, made at its first use (as
     /// `FunDecl::compiled`, see `syntax/mod.rs`).
-    pub compiled: super::super::vm::Lowered,
+    pub compiled: super::super::lower::Lowered,
 }
 
 #[derive(Debug)]

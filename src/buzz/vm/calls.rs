@@ -403,3 +403,9 @@ impl Interpreter {
         Flow::Throw(t)
     }
 }
+
+impl CallSpans for crate::buzz::lower::Args {
+    fn slot(&self, i: usize) -> Option<(Pos, Pos)> {
+        self.spans.get(i).copied()
+    }
+}

@@ -241,9 +241,9 @@ fn field_and_item_readers_and_item_stores_are_accessors() {
             for method in &object.methods {
                 let f = crate::buzz::lower::compiled(method).expect("compiles");
                 let kind = match &f.accessor {
-                    Some(super::accessor::Accessor::Get(..)) => "get",
-                    Some(super::accessor::Accessor::GetItem(..)) => "item",
-                    Some(super::accessor::Accessor::SetItem(..)) => "store",
+                    Some(crate::buzz::lower::accessor::Accessor::Get(..)) => "get",
+                    Some(crate::buzz::lower::accessor::Accessor::GetItem(..)) => "item",
+                    Some(crate::buzz::lower::accessor::Accessor::SetItem(..)) => "store",
                     None => "-",
                 };
                 found.push(format!("{}.{}: {kind}", object.name, method.name));

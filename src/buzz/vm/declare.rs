@@ -14,33 +14,9 @@ use crate::buzz::lower::*;
 use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::vm::value::Value;
 
-use crate::buzz::syntax::ast::{EnumDecl, ObjectDecl};
 use crate::buzz::vm::value::Scope;
 use crate::buzz::vm::{Eval, Interpreter};
 use std::rc::Rc;
-
-/// A declaration statement of a function's body.
-pub(crate) enum Declaration {
-    /// The object and its static fields' defaults, in order.
-    Object(Rc<ObjectDecl>, Vec<Option<Expr>>),
-    /// The enum and the values its cases are given, in order.
-    Enum(Rc<EnumDecl>, Vec<Option<Expr>>),
-    Protocol(Rc<str>),
-    Import {
-        module: Rc<str>,
-        alias: Option<Rc<str>>,
-        names: Vec<Rc<str>>,
-    },
-}
-
-/// `do { … } until (cond)` whose body declares, where every level lives
-/// in scopes: each step runs in a scope of its own, and the condition is
-/// read in it (the body's names are visible there).
-pub(crate) struct StepScoped {
-    pub(crate) body: Vec<Stmt>,
-    pub(crate) cond: Cond,
-    pub(crate) label: Label,
-}
 
 impl Interpreter {
     /// Runs a declaration in `env`, the scope it binds its name in; `pos`

@@ -13,29 +13,7 @@ use crate::buzz::vm::value::Value;
 use crate::buzz::syntax::ast::{self, FieldDecl};
 use crate::buzz::vm::value::Scope;
 use crate::buzz::vm::{Eval, Interpreter};
-use std::cell::OnceCell;
 use std::rc::Rc;
-
-/// Where a field's default keeps its compiled form, lowered at its first
-/// use; `None` inside only for a tree the resolver never saw.
-#[derive(Default)]
-pub struct Lowered(OnceCell<Option<Box<ScopedExpr>>>);
-
-impl std::fmt::Debug for Lowered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self.0.get() {
-            None => "not tried",
-            Some(None) => "not lowered",
-            Some(Some(_)) => "compiled",
-        })
-    }
-}
-
-/// An expression of a scope: its compiled form and the frame it needs.
-pub(crate) struct ScopedExpr {
-    pub(crate) expr: Expr,
-    pub(crate) size: usize,
-}
 
 impl Interpreter {
     /// The default `e` of the field `f`, read in `scope` (where its
@@ -46,11 +24,7 @@ impl Interpreter {
         e: &ast::Expr,
         scope: &Rc<Scope>,
     ) -> Eval<Value> {
-        let lowered = f
-            .compiled
-            .0
-            .get_or_init(|| crate::buzz::lower::tree::scoped_expr(e).map(Box::new));
-        match lowered {
+        match crate::buzz::lower::default_of(f, e) {
             Some(lowered) => self.c_in_scope(lowered, scope),
             None => Err(self.not_lowered(e.pos)),
         }

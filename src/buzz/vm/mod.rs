@@ -18,7 +18,6 @@ pub(in crate::buzz) mod calls;
 pub(in crate::buzz) mod conform;
 pub(in crate::buzz) mod declare;
 pub(in crate::buzz) mod defaults;
-pub(in crate::buzz) use defaults::Lowered;
 mod dispatch;
 mod errors;
 mod exec;
