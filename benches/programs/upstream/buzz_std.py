@@ -42,3 +42,10 @@ def show_double(d):
 def show_bool(b):
     """A bool as Buzz shows it."""
     return "true" if b else "false"
+
+
+def std_print(text):
+    """`std\\print(text)`: the text and a newline, except that an empty text
+    prints nothing at all (upstream's native returns before writing)."""
+    if text:
+        print(text)

@@ -5,6 +5,8 @@
 # `dict` does.
 import sys
 
+from buzz_std import std_print
+
 
 def readLine():
     """`io\\stdin.readLine()`: the next line without its newline, or None at
@@ -62,7 +64,7 @@ def frequency(sequence, k):
     sum = len(sequence) - k + 1
     for c, f in frequency.items():
         print(f"{c} {(f * 100) // sum}")
-    print("")
+    std_print("")
 
 
 def main():
