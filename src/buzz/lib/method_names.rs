@@ -147,7 +147,7 @@ mod tests {
                 Receiver::Map,
                 Value::map(vec![(Value::Int(1), Value::Int(2))]),
             ),
-            (Receiver::Range, Value::Range(0, 3)),
+            (Receiver::Range, Value::range(0, 3)),
             (Receiver::Pattern, Value::Pattern(pattern.into())),
         ]
     }
@@ -211,7 +211,7 @@ mod tests {
             name: "Color".into(),
             cases: vec![("red".into(), Value::Int(0))],
         };
-        let case = Value::EnumCase(std::rc::Rc::new(e), 0);
+        let case = Value::case(std::rc::Rc::new(e), 0);
         let pos = Pos { line: 1, column: 1 };
         for name in ENUM_CASE_FIELDS.iter().chain(STRANGERS) {
             assert_eq!(

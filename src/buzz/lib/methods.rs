@@ -5,7 +5,7 @@
 use super::super::syntax::ast::BinOp;
 use super::super::syntax::lexer::Pos;
 use super::super::vm::limits::{MAX_LIST_LEN, MAX_STR_LEN};
-use super::super::vm::value::{ListObj, MapObj, Shape, Value};
+use super::super::vm::value::{ArcStr, ListObj, MapObj, Shape, Value};
 use super::super::vm::{Eval, Interpreter};
 use super::callbacks;
 use super::method_names::{no_such_method, Receiver};
@@ -325,7 +325,7 @@ pub(crate) fn call_method(
         }
         Value::List(list) => list_method(list, name, args),
         Value::Map(map) => map_method(map, name, args),
-        Value::Range(low, high) => range_method(*low, *high, name, args),
+        Value::Range(r) => range_method(r.low, r.high, name, args),
         Value::Pattern(p) => callbacks::pattern_method(p, name, args),
         Value::Fiber(f) => fiber_method(f, name, args),
         other => Err(format!("{} has no methods", other.type_name())),
@@ -393,7 +393,7 @@ fn sub_range(args: &[Value], total: usize, method: &str) -> Result<(usize, usize
     Ok((start as usize, len as usize))
 }
 
-fn str_method(s: &Rc<str>, name: &str, args: &[Value]) -> Plain {
+fn str_method(s: &ArcStr, name: &str, args: &[Value]) -> Plain {
     match name {
         // Bytes, as upstream (`utf8Len` counts characters).
         "len" => Ok(Value::Int(s.len() as i64)),
@@ -777,19 +777,20 @@ fn range_method(low: i64, high: i64, name: &str, args: &[Value]) -> Plain {
             Ok(Value::Bool(n >= lo && n < hi))
         }
         "subsetOf" | "intersect" => {
-            let Some(Value::Range(a, b)) = args.first() else {
+            let Some(Value::Range(other)) = args.first() else {
                 return Err(format!("`{name}` expects a range"));
             };
-            let (olo, ohi) = (*a.min(b), *a.max(b));
+            let (a, b) = (other.low, other.high);
+            let (olo, ohi) = (a.min(b), a.max(b));
             if name == "subsetOf" {
                 return Ok(Value::Bool(lo >= olo && hi <= ohi));
             }
-            Ok(Value::Range(lo.max(olo), hi.min(ohi)))
+            Ok(Value::range(lo.max(olo), hi.min(ohi)))
         }
         "len" => Ok(Value::Int(range_len(low, high))),
         "low" => Ok(Value::Int(low)),
         "high" => Ok(Value::Int(high)),
-        "invert" => Ok(Value::Range(high, low)),
+        "invert" => Ok(Value::range(high, low)),
         "toList" => {
             let len = range_len(low, high);
             if len > MAX_LIST_LEN as i64 {

@@ -124,9 +124,7 @@ impl Interpreter {
             Value::Enum(e) => {
                 let wanted = args.first().map(|(_, v)| v.clone()).unwrap_or_default();
                 let found = e.cases.iter().position(|(_, v)| v.equals(&wanted, 0));
-                Ok(found
-                    .map(|i| Value::EnumCase(e.clone(), i))
-                    .unwrap_or_default())
+                Ok(found.map(|i| Value::case(e.clone(), i)).unwrap_or_default())
             }
             other => Err(self.fail(
                 pos,

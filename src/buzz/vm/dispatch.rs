@@ -209,8 +209,8 @@ impl Interpreter {
             unreachable!("a foreach's count is an int");
         };
         let item = match &fr[each.subject as usize] {
-            Value::Range(low, high) => {
-                methods::range_nth(*low, *high, index).map(|n| (Value::Int(index), Value::Int(n)))
+            Value::Range(r) => {
+                methods::range_nth(r.low, r.high, index).map(|n| (Value::Int(index), Value::Int(n)))
             }
             subject => {
                 let subject = subject.clone();

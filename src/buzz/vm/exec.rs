@@ -598,7 +598,7 @@ impl Interpreter {
         let mut index = 0usize;
         loop {
             let item = match &subject {
-                Value::Range(low, high) => methods::range_nth(*low, *high, index as i64)
+                Value::Range(r) => methods::range_nth(r.low, r.high, index as i64)
                     .map(|n| (Value::Int(index as i64), Value::Int(n))),
                 _ => self.next_item(&subject, index, each.at)?,
             };
@@ -854,7 +854,7 @@ impl Interpreter {
         let low = self.c_eval(&lr.0, fr, env)?;
         let high = self.c_eval(&lr.1, fr, env)?;
         match (&low, &high) {
-            (Value::Int(a), Value::Int(b)) => Ok(Value::Range(*a, *b)),
+            (Value::Int(a), Value::Int(b)) => Ok(Value::range(*a, *b)),
             _ => Err(self.fail(
                 pos,
                 format!(

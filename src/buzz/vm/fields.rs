@@ -64,16 +64,18 @@ impl Interpreter {
                 }
             }
             Value::Enum(e) => match e.cases.iter().position(|(n, _)| &**n == name) {
-                Some(i) => Ok(Value::EnumCase(e.clone(), i)),
+                Some(i) => Ok(Value::case(e.clone(), i)),
                 None => Err(self.fail(pos, format!("enum `{}` has no case `{name}`", e.name))),
             },
-            Value::EnumCase(e, i) if name == "value" => {
-                Ok(e.cases.get(*i).map(|(_, v)| v.clone()).unwrap_or_default())
-            }
-            Value::EnumCase(e, i) if name == "name" => Ok(e
+            Value::EnumCase(i, e) if name == "value" => Ok(e
                 .cases
-                .get(*i)
-                .map(|(n, _)| Value::Str(n.clone()))
+                .get(*i as usize)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()),
+            Value::EnumCase(i, e) if name == "name" => Ok(e
+                .cases
+                .get(*i as usize)
+                .map(|(n, _)| Value::str(&**n))
                 .unwrap_or_default()),
             other => Err(self.fail(pos, format!("{} has no field `{name}`", other.type_name()))),
         }
@@ -291,13 +293,13 @@ impl Interpreter {
                 .str_bytes()
                 .and_then(|b| b.get(index))
                 .map(|b| (Value::Int(i), Value::from_bytes(vec![*b]))),
-            Value::Range(low, high) => {
-                methods::range_nth(*low, *high, i).map(|n| (Value::Int(i), Value::Int(n)))
+            Value::Range(r) => {
+                methods::range_nth(r.low, r.high, i).map(|n| (Value::Int(i), Value::Int(n)))
             }
             Value::Enum(e) => e
                 .cases
                 .get(index)
-                .map(|_| (Value::Int(i), Value::EnumCase(e.clone(), index))),
+                .map(|_| (Value::Int(i), Value::case(e.clone(), index))),
             other => {
                 return Err(self.fail(pos, format!("cannot iterate over {}", other.type_name())))
             }

@@ -54,8 +54,8 @@ impl Interpreter {
         };
         match (&value, self.types.get(name).cloned()) {
             (Value::InferredCase(case), Some(Value::Enum(e))) => {
-                match e.cases.iter().position(|(n, _)| n == case) {
-                    Some(i) => Ok(Value::EnumCase(e, i)),
+                match e.cases.iter().position(|(n, _)| **n == **case) {
+                    Some(i) => Ok(Value::case(e, i)),
                     None => Err(self.fail(pos, format!("enum `{}` has no case `{case}`", e.name))),
                 }
             }
@@ -167,9 +167,9 @@ impl Interpreter {
     /// numbers, patterns match strings, types hold values, else equality.
     pub(super) fn matches(&self, value: &Value, c: &Value) -> bool {
         match (value, c) {
-            (Value::Int(_) | Value::Double(_), Value::Range(low, high)) => {
+            (Value::Int(_) | Value::Double(_), Value::Range(r)) => {
                 let x = value.as_double().unwrap_or_default();
-                x >= *low as f64 && x < *high as f64
+                x >= r.low as f64 && x < r.high as f64
             }
             (Value::Str(s), Value::Pattern(p)) | (Value::Pattern(p), Value::Str(s)) => {
                 p.regex.is_match(s.as_bytes()).unwrap_or(false)

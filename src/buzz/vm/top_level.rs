@@ -222,7 +222,7 @@ impl Interpreter {
                 let v = match value {
                     Some(v) => v,
                     // `enum<str>` cases default to their own name, as upstream.
-                    None if str_values => Value::Str(name.clone()),
+                    None if str_values => Value::str(&**name),
                     None => Value::Int(i as i64),
                 };
                 (name.clone(), v)

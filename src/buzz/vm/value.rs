@@ -15,34 +15,43 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
+pub(crate) use arcstr::ArcStr;
+
 /// How deep printing and `==` look into nested containers.
 pub(in crate::buzz) const MAX_VALUE_DEPTH: usize = 64;
 
 /// A Buzz value. Cloning is cheap: containers and objects are shared.
 ///
-/// The tag is a whole word (`repr(u64)`): with a one-byte tag, `Bool`'s
-/// payload sat at byte 1, and every move of a value (or of an `Eval`
-/// holding one) copied bytes 1..8 as two overlapping 4-byte loads and
-/// stores, whose reloads missed store forwarding and stalled: 15-30% of
-/// the CPU time of object-, list- and double-heavy programs.
+/// Two words: a 4-byte tag (`repr(u32)`), 4 bytes an enum case's index
+/// uses, and one word of payload. Every shared payload is one thin
+/// pointer: a `str` is an [`ArcStr`] (its length in its allocation, where
+/// `Rc<str>` carried it in the value), a range's bounds sit behind one
+/// `Rc`. Three words cost every move of a value, of an `Eval` holding one
+/// and of a frame's slots a third more, and lists a third more memory.
+///
+/// The tag is not one byte: with a one-byte tag, `Bool`'s payload sat at
+/// byte 1, and every move of a value (or of an `Eval` holding one) copied
+/// bytes 1..8 as two overlapping 4-byte loads and stores, whose reloads
+/// missed store forwarding and stalled: 15-30% of the CPU time of
+/// object-, list- and double-heavy programs.
 #[derive(Default)]
 #[non_exhaustive]
-#[repr(u64)]
+#[repr(u32)]
 pub enum Value {
     #[default]
     Null,
     Bool(bool),
     Int(i64),
     Double(f64),
-    Str(Rc<str>),
+    Str(ArcStr),
     List(Rc<ListObj>),
     Map(Rc<MapObj>),
     /// An instance of a Buzz `object`, or a native record (see [`Value::record`]).
     Object(Rc<Instance>),
     /// A case of a Buzz `enum`: the enum and the case's index.
-    EnumCase(Rc<EnumType>, usize),
+    EnumCase(u32, Rc<EnumType>),
     /// `low..high`, `high` excluded; counts down when `high < low`.
-    Range(i64, i64),
+    Range(Rc<Bounds>),
     Function(Rc<Closure>),
     Native(Rc<NativeFunction>),
     Module(Rc<ModuleObj>),
@@ -53,11 +62,11 @@ pub enum Value {
     /// `$"…"`: a compiled pattern.
     Pattern(Rc<Pattern>),
     /// `.case` before the expected type has made it an enum case.
-    InferredCase(Rc<str>),
+    InferredCase(ArcStr),
     /// A `str` whose bytes are not valid UTF-8 (upstream strings are
     /// bytes: `"\232"`, `hex.bin()`, a buffer's contents). Never holds
     /// valid UTF-8, which is always [`Value::Str`]: see [`Value::from_bytes`].
-    Bytes(Rc<[u8]>),
+    Bytes(Rc<Box<[u8]>>),
     /// A fiber (`fib<T, Y>`), made by `&f(…)` or `std\currentFiber()`.
     Fiber(Rc<super::fiber::Fiber>),
     /// `ud`: upstream's user data, an opaque 64-bit handle; spells make
@@ -65,9 +74,16 @@ pub enum Value {
     Ud(u64),
 }
 
-// Three words, and an absent value (`Option<Value>`) costs none more.
-const _: () = assert!(std::mem::size_of::<Value>() == 24);
-const _: () = assert!(std::mem::size_of::<Option<Value>>() == 24);
+// Two words, and an absent value (`Option<Value>`) costs none more.
+const _: () = assert!(std::mem::size_of::<Value>() == 16);
+const _: () = assert!(std::mem::size_of::<Option<Value>>() == 16);
+
+/// A range's bounds, `low..high` (`high` excluded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub low: i64,
+    pub high: i64,
+}
 
 /// Scalars are copied inline, where a value is read (a variable, a field,
 /// an item); only shared values take the call that bumps a count.
@@ -96,8 +112,8 @@ impl Value {
             Value::List(l) => Value::List(l.clone()),
             Value::Map(m) => Value::Map(m.clone()),
             Value::Object(o) => Value::Object(o.clone()),
-            Value::EnumCase(e, i) => Value::EnumCase(e.clone(), *i),
-            Value::Range(a, b) => Value::Range(*a, *b),
+            Value::EnumCase(i, e) => Value::EnumCase(*i, e.clone()),
+            Value::Range(r) => Value::Range(r.clone()),
             Value::Function(f) => Value::Function(f.clone()),
             Value::Native(f) => Value::Native(f.clone()),
             Value::Module(m) => Value::Module(m.clone()),
@@ -121,8 +137,20 @@ pub struct Pattern {
 
 impl Value {
     /// A `str` value.
-    pub fn str(s: impl Into<Rc<str>>) -> Value {
+    pub fn str(s: impl Into<ArcStr>) -> Value {
         Value::Str(s.into())
+    }
+
+    /// The range `low..high`.
+    pub fn range(low: i64, high: i64) -> Value {
+        Value::Range(Rc::new(Bounds { low, high }))
+    }
+
+    /// The case `index` of the enum `e`.
+    pub(crate) fn case(e: Rc<EnumType>, index: usize) -> Value {
+        // An enum's cases are counted in a `Vec` built from its source,
+        // far below 2^32 (the source itself is at most 16 MiB).
+        Value::EnumCase(index as u32, e)
     }
 
     /// A `[T]` value.
@@ -162,8 +190,8 @@ impl Value {
     /// else [`Value::Bytes`].
     pub fn from_bytes(bytes: Vec<u8>) -> Value {
         match String::from_utf8(bytes) {
-            Ok(text) => Value::Str(Rc::from(text)),
-            Err(e) => Value::Bytes(Rc::from(e.into_bytes())),
+            Ok(text) => Value::Str(ArcStr::from(text)),
+            Err(e) => Value::Bytes(Rc::new(e.into_bytes().into_boxed_slice())),
         }
     }
 
@@ -244,7 +272,7 @@ impl Value {
             Value::List(_) => "list".into(),
             Value::Map(_) => "map".into(),
             Value::Object(obj) => obj.class.name.to_string(),
-            Value::EnumCase(e, _) => e.name.to_string(),
+            Value::EnumCase(_, e) => e.name.to_string(),
             Value::Range(..) => "range".into(),
             Value::Function(_) | Value::Native(_) => "function".into(),
             Value::Module(_) => "module".into(),
@@ -278,11 +306,11 @@ impl Value {
             Value::List(list) => fmt_list(&list.items.borrow(), out, depth),
             Value::Map(map) => fmt_map(&map.data.borrow().entries, out, depth),
             Value::Object(obj) => fmt_object(obj, out, depth),
-            Value::EnumCase(e, i) => {
-                let case = e.cases.get(*i).map_or("?", |(n, _)| n);
+            Value::EnumCase(i, e) => {
+                let case = e.cases.get(*i as usize).map_or("?", |(n, _)| n);
                 out.push_str(&format!("{}.{}", e.name, case));
             }
-            Value::Range(a, b) => out.push_str(&format!("{a}..{b}")),
+            Value::Range(r) => out.push_str(&format!("{}..{}", r.low, r.high)),
             Value::Function(f) => out.push_str(&format!("fun {}", f.decl.name)),
             Value::Native(f) => out.push_str(&format!("fun {}.{}", f.module, f.name)),
             Value::Module(m) => out.push_str(&format!("module {}", m.name)),
@@ -312,12 +340,13 @@ impl Value {
                 (*a as f64) == *b
             }
             (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::Range(a, b), Value::Range(c, d)) => a == c && b == d,
-            (Value::EnumCase(a, i), Value::EnumCase(b, j)) => Rc::ptr_eq(a, b) && i == j,
-            (Value::EnumCase(e, i), Value::InferredCase(n))
-            | (Value::InferredCase(n), Value::EnumCase(e, i)) => {
-                e.cases.get(*i).is_some_and(|(name, _)| name == n)
-            }
+            (Value::Range(a), Value::Range(b)) => a == b,
+            (Value::EnumCase(i, a), Value::EnumCase(j, b)) => Rc::ptr_eq(a, b) && i == j,
+            (Value::EnumCase(i, e), Value::InferredCase(n))
+            | (Value::InferredCase(n), Value::EnumCase(i, e)) => e
+                .cases
+                .get(*i as usize)
+                .is_some_and(|(name, _)| **name == **n),
             (Value::InferredCase(a), Value::InferredCase(b)) => a == b,
             (Value::Type(a), Value::Type(b)) => a == b,
             (Value::Pattern(a), Value::Pattern(b)) => a.source == b.source,
@@ -507,8 +536,8 @@ impl KeyView<'_> {
             Value::Null => KeyView::Null,
             Value::Bool(b) => KeyView::Bool(*b),
             Value::Double(d) => KeyView::Double(d.to_bits()),
-            Value::Range(a, b) => KeyView::Range(*a, *b),
-            Value::EnumCase(e, i) => KeyView::Case(Rc::as_ptr(e) as usize, *i),
+            Value::Range(r) => KeyView::Range(r.low, r.high),
+            Value::EnumCase(i, e) => KeyView::Case(Rc::as_ptr(e) as usize, *i as usize),
             Value::List(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Map(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Object(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
