@@ -11,6 +11,9 @@
 //! calls, natives, limits) and `lib` (the `std` module and the other
 //! `buzz:` modules, the built-in methods, crypto, serialize, and the
 //! `.buzz` sources). `error.rs` holds the errors every stage reports.
+//! `lib` stands below `vm`, not above it: the lowering and the run both
+//! dispatch on its method table, so it names values and the natives'
+//! interface only, and reaches the run through the `lib::Run` trait.
 //!
 //! Entry points: [`parse`] and [`Interpreter`]; native modules are built with
 //! [`NativeModule`] and raise Buzz errors with [`Raise`].

@@ -3,9 +3,10 @@
 //! are copied before the first call, so a callback may change them.
 
 use super::super::syntax::lexer::Pos;
+use super::super::vm::flow::{Args, Eval};
 use super::super::vm::limits::MAX_LIST_LEN;
-use super::super::vm::value::{ListObj, MapObj, Pattern, Value};
-use super::super::vm::{Args, Eval, Interpreter};
+use super::super::vm::value::{ListObj, MapObj, Pattern, Shape, Value};
+use super::Run;
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::rc::Rc;
@@ -21,13 +22,13 @@ fn positional(values: &[Value]) -> Args {
     values.iter().map(|v| (None, v.clone())).collect()
 }
 
-fn callback<'a>(interp: &Interpreter, args: &'a [Value], name: &str, pos: Pos) -> Eval<&'a Value> {
+fn callback<'a>(interp: &impl Run, args: &'a [Value], name: &str, pos: Pos) -> Eval<&'a Value> {
     args.first()
         .ok_or_else(|| interp.fail(pos, format!("`{name}` needs a function argument")))
 }
 
 pub(crate) fn list_callback(
-    interp: &mut Interpreter,
+    interp: &mut impl Run,
     list: &ListObj,
     name: &str,
     args: &[Value],
@@ -58,7 +59,7 @@ pub(crate) fn list_callback(
 }
 
 pub(crate) fn map_callback(
-    interp: &mut Interpreter,
+    interp: &mut impl Run,
     map: &MapObj,
     name: &str,
     args: &[Value],
@@ -78,9 +79,7 @@ pub(crate) fn map_callback(
     let out = walk(interp, &entries, &f, name, args, pos)?;
     Ok(match out {
         Walked::Items(items) if name == "map" => map_from_pairs(items),
-        Walked::Items(items) if name == "filter" => {
-            super::methods::shaped_map(map, items, map.shape.mutable.get())
-        }
+        Walked::Items(items) if name == "filter" => shaped_map(map, items, map.shape.mutable.get()),
         Walked::Items(_) => Value::Null,
         Walked::Value(v) => v,
     })
@@ -106,7 +105,7 @@ enum Walked {
 }
 
 fn walk(
-    interp: &mut Interpreter,
+    interp: &mut impl Run,
     entries: &[(Value, Value)],
     f: &Value,
     name: &str,
@@ -134,7 +133,7 @@ fn walk(
 
 /// A stable sort with a Buzz `less than` callback; the first error wins.
 fn sort_by(
-    interp: &mut Interpreter,
+    interp: &mut impl Run,
     mut entries: Vec<(Value, Value)>,
     f: &Value,
     key: impl Fn(&(Value, Value)) -> Value,
@@ -259,4 +258,23 @@ fn replace(p: &Pattern, subject: &str, with: &str, all: bool) -> Result<Value, S
     }
     out.extend_from_slice(&bytes[last..]);
     Ok(Value::str(String::from_utf8_lossy(&out).into_owned()))
+}
+
+/// A new list of `items` typed like `like`, with the given mutability.
+pub(crate) fn shaped_list(like: &ListObj, items: Vec<Value>, mutable: bool) -> Value {
+    let mut list = ListObj::new(items);
+    list.shape = Shape::copy_of(&like.shape, mutable);
+    Value::List(Rc::new(list))
+}
+
+/// A new map of `entries` typed like `like`, with the given mutability.
+pub(crate) fn shaped_map(like: &MapObj, entries: Vec<(Value, Value)>, mutable: bool) -> Value {
+    let map = MapObj {
+        data: Default::default(),
+        shape: Shape::copy_of(&like.shape, mutable),
+    };
+    for (k, v) in entries {
+        map.insert(k, v);
+    }
+    Value::Map(Rc::new(map))
 }

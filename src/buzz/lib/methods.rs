@@ -4,11 +4,12 @@
 
 use super::super::syntax::ast::BinOp;
 use super::super::syntax::lexer::Pos;
+use super::super::vm::flow::Eval;
 use super::super::vm::limits::{MAX_LIST_LEN, MAX_STR_LEN};
-use super::super::vm::value::{ArcStr, ListObj, MapObj, Shape, Value};
-use super::super::vm::{Eval, Interpreter};
-use super::callbacks;
+use super::super::vm::value::{ArcStr, ListObj, MapObj, Value};
+use super::callbacks::{self, shaped_list, shaped_map};
 use super::method_names::{no_such_method, Receiver};
+use super::Run;
 use std::cmp::Ordering;
 use std::rc::Rc;
 
@@ -284,7 +285,7 @@ impl Builtin {
 /// to, every other by name.
 #[inline]
 pub(crate) fn call_builtin(
-    interp: &mut Interpreter,
+    interp: &mut impl Run,
     receiver: &Value,
     (id, name): (Builtin, &str),
     args: &[Value],
@@ -308,7 +309,7 @@ pub(crate) fn call_builtin(
 }
 
 pub(crate) fn call_method(
-    interp: &mut Interpreter,
+    interp: &mut impl Run,
     receiver: &Value,
     name: &str,
     args: &[Value],
@@ -673,25 +674,6 @@ fn list_fill(list: &ListObj, args: &[Value]) -> Plain {
     Ok(Value::List(Rc::new(ListObj::new(
         list.items.borrow().clone(),
     ))))
-}
-
-/// A new list of `items` typed like `like`, with the given mutability.
-pub(crate) fn shaped_list(like: &ListObj, items: Vec<Value>, mutable: bool) -> Value {
-    let mut list = ListObj::new(items);
-    list.shape = Shape::copy_of(&like.shape, mutable);
-    Value::List(Rc::new(list))
-}
-
-/// A new map of `entries` typed like `like`, with the given mutability.
-pub(crate) fn shaped_map(like: &MapObj, entries: Vec<(Value, Value)>, mutable: bool) -> Value {
-    let map = MapObj {
-        data: Default::default(),
-        shape: Shape::copy_of(&like.shape, mutable),
-    };
-    for (k, v) in entries {
-        map.insert(k, v);
-    }
-    Value::Map(Rc::new(map))
 }
 
 /// `join`: byte for byte, so pieces that are not UTF-8 stay exact.

@@ -5,7 +5,7 @@
 use super::super::vm::native::{NativeCall, NativeModule, Raise};
 use super::super::vm::value::Value;
 
-/// The `std` module, registered by every [`super::super::Interpreter`].
+/// The `std` module, registered by every interpreter.
 pub(crate) fn std_module() -> NativeModule {
     NativeModule::new("std")
         .function("print", print)

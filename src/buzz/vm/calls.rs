@@ -407,3 +407,15 @@ impl CallSpans for crate::buzz::lower::Args {
         self.spans.get(i).copied()
     }
 }
+
+impl crate::buzz::lib::Run for Interpreter {
+    #[inline]
+    fn call_value(&mut self, f: &Value, args: Args, pos: Pos) -> Eval<Value> {
+        Interpreter::call_value(self, f, args, pos)
+    }
+
+    #[inline]
+    fn fail(&self, pos: Pos, message: String) -> Flow {
+        Interpreter::fail(self, pos, message)
+    }
+}

@@ -2,7 +2,8 @@
 //! `resume` runs it to its next `yield`, `resolve` to its end, and `yield`
 //! (however deep in ordinary calls) hands a value back to the resumer.
 //!
-//! The compiled form keeps a Buzz call's state on the Rust stack, so a fiber
+//! This file holds a fiber's object, what a value of type `fib` is;
+//! `fiber_run.rs` runs it. The compiled form keeps a Buzz call's state on the Rust stack, so a fiber
 //! is a stackful coroutine (`corosensei`) on the same OS thread: no value
 //! crosses a thread, and only one fiber runs at a time by construction.
 //! Each fiber has an interpreter of its own (its own stack budget, depth
@@ -12,12 +13,11 @@
 //! the memory budget while the fiber lives, and call depth counts across
 //! the chain of resumers, so fibers are bound by the same limits as calls.
 
+use super::flow::{Args, Eval};
 use super::native::CurrentFiber;
 use super::value::Value;
-use super::{Args, Eval, Flow, Interpreter, Thrown};
-use crate::buzz::syntax::lexer::Pos;
 use corosensei::stack::DefaultStack;
-use corosensei::{Coroutine, CoroutineResult, Yielder};
+use corosensei::{Coroutine, Yielder};
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::rc::{Rc, Weak};
@@ -30,35 +30,35 @@ pub(super) const MAX_FIBERS: usize = 4096;
 
 /// What a resumer hands a fiber.
 pub(super) struct Resume {
-    out: Box<dyn Write>,
+    pub(super) out: Box<dyn Write>,
     /// Buzz calls already on the resumer's side of the chain.
-    calls: usize,
+    pub(super) calls: usize,
     /// `resolve`: yields are dismissed and the fiber runs to its end.
-    resolving: bool,
+    pub(super) resolving: bool,
 }
 
 /// What a fiber hands back on `yield`.
 pub(super) struct Suspend {
-    value: Value,
-    out: Box<dyn Write>,
+    pub(super) value: Value,
+    pub(super) out: Box<dyn Write>,
 }
 
 /// What a fiber hands back when its call ends.
 pub(super) struct End {
-    result: Eval<Value>,
-    out: Box<dyn Write>,
+    pub(super) result: Eval<Value>,
+    pub(super) out: Box<dyn Write>,
 }
 
-type Body = Coroutine<Resume, Suspend, End, DefaultStack>;
+pub(super) type Body = Coroutine<Resume, Suspend, End, DefaultStack>;
 
 /// A fiber value (`fib<T, Y>`).
 pub struct Fiber {
-    state: RefCell<State>,
+    pub(super) state: RefCell<State>,
     /// The live-fiber count this fiber is part of (`None` for the main one).
-    live: Option<Rc<Cell<usize>>>,
+    pub(super) live: Option<Rc<Cell<usize>>>,
 }
 
-enum State {
+pub(super) enum State {
     /// The spell's own, outermost fiber (`std\currentFiber().isMain()`).
     Main,
     /// Not started, or stopped at a `yield`.
@@ -113,12 +113,12 @@ pub(crate) enum FiberSelf {
 
 /// A fiber's interpreter's tie to its coroutine.
 pub(crate) struct Link {
-    me: Weak<Fiber>,
+    pub(super) me: Weak<Fiber>,
     /// The `Yielder` corosensei gave this fiber's body.
-    yielder: *const Yielder<Resume, Suspend>,
+    pub(super) yielder: *const Yielder<Resume, Suspend>,
     /// The resumer's call depth when it last resumed this fiber.
-    base_calls: usize,
-    resolving: bool,
+    pub(super) base_calls: usize,
+    pub(super) resolving: bool,
 }
 
 impl CurrentFiber for FiberSelf {
@@ -134,205 +134,4 @@ impl CurrentFiber for FiberSelf {
 pub(super) enum Deferred {
     Value(Value, Args),
     Method(Value, Rc<str>, Args),
-}
-
-/// How far one `resume` got.
-enum Step {
-    Yielded(Value),
-    Returned(Value),
-    AlreadyOver(Value),
-}
-
-impl Interpreter {
-    /// A fiber of a call whose callee and arguments are evaluated.
-    pub(super) fn make_fiber(&mut self, deferred: Deferred, pos: Pos) -> Eval<Value> {
-        if self.live_fibers.get() >= MAX_FIBERS {
-            return Err(self.fail(
-                pos,
-                format!("too many fibers: more than {MAX_FIBERS} alive at once"),
-            ));
-        }
-        if let Some(over) = self.over_heap_budget(FIBER_STACK) {
-            return Err(self.fail(pos, over));
-        }
-        let stack = DefaultStack::new(FIBER_STACK).map_err(|e| {
-            self.fail(
-                pos,
-                format!("cannot make a fiber: no memory for its stack ({e})"),
-            )
-        })?;
-        let child = self.fiber_child();
-        let live = self.live_fibers.clone();
-        live.set(live.get() + 1);
-        super::heap::charge_reserved(FIBER_STACK);
-        let fiber = Rc::new_cyclic(|me: &Weak<Fiber>| {
-            let body = fiber_body(child, me.clone(), deferred, pos);
-            Fiber {
-                state: RefCell::new(State::Ready(Box::new(Coroutine::with_stack(stack, body)))),
-                live: Some(live),
-            }
-        });
-        Ok(Value::Fiber(fiber))
-    }
-
-    /// `resume` of `v`, the operand written at `at`.
-    pub(super) fn resume_value(&mut self, v: Value, at: Pos, pos: Pos) -> Eval<Value> {
-        let fiber = self.fiber_operand(v, at, "resume")?;
-        match self.step(&fiber, false, pos)? {
-            Step::Yielded(v) => Ok(v),
-            Step::Returned(_) => Ok(Value::Null),
-            Step::AlreadyOver(_) => Err(Flow::Throw(Box::new(Thrown {
-                value: Value::str("Fiber is over"),
-                pos,
-                file: self.file.clone(),
-                diagnostic: None,
-                refused: None,
-            }))),
-        }
-    }
-
-    /// `resolve` of `v`, the operand written at `at`.
-    pub(super) fn resolve_value(&mut self, v: Value, at: Pos, pos: Pos) -> Eval<Value> {
-        let fiber = self.fiber_operand(v, at, "resolve")?;
-        loop {
-            match self.step(&fiber, true, pos)? {
-                Step::Yielded(_) => {}
-                Step::Returned(v) | Step::AlreadyOver(v) => return Ok(v),
-            }
-        }
-    }
-
-    /// `yield value`: suspends this fiber until it is resumed. In the main
-    /// fiber, or while the fiber is being resolved, the value is dismissed
-    /// and evaluation goes on (upstream does the same).
-    pub(super) fn yield_value(&mut self, value: Value) -> Value {
-        let FiberSelf::Child(link) = &self.fiber else {
-            return value;
-        };
-        if link.resolving {
-            return value;
-        }
-        let yielder = link.yielder;
-        let out = std::mem::replace(&mut self.out, Box::new(std::io::sink()));
-        // SAFETY: `yielder` is the `&Yielder` corosensei passed to this
-        // fiber's body (`fiber_body`), which owns this interpreter: the
-        // interpreter, and so this pointer, never outlives the body's call,
-        // during which the Yielder is valid. `yield_value` runs only on the
-        // fiber's own stack (only the body's interpreter has a `Child`
-        // link), which is where `suspend` must be called.
-        let resumed = unsafe { &*yielder }.suspend(Suspend {
-            value: value.clone(),
-            out,
-        });
-        self.take_resume(resumed);
-        value
-    }
-
-    /// Applies what the resumer handed over: its output, call depth and mode.
-    fn take_resume(&mut self, resumed: Resume) {
-        self.out = resumed.out;
-        if let FiberSelf::Child(link) = &mut self.fiber {
-            self.calls = self.calls - link.base_calls + resumed.calls;
-            link.base_calls = resumed.calls;
-            link.resolving = resumed.resolving;
-        }
-    }
-
-    pub(super) fn fiber_foreach_item(
-        &mut self,
-        fiber: &Rc<Fiber>,
-        pos: Pos,
-    ) -> Eval<Option<Value>> {
-        if fiber.is_over() {
-            return Ok(None);
-        }
-        match self.step(fiber, false, pos)? {
-            Step::Yielded(v) => Ok(Some(v)),
-            Step::Returned(_) | Step::AlreadyOver(_) => Ok(None),
-        }
-    }
-
-    fn fiber_operand(&mut self, v: Value, at: Pos, op: &str) -> Eval<Rc<Fiber>> {
-        match v {
-            Value::Fiber(f) => Ok(f),
-            other => Err(self.fail(
-                at,
-                format!(
-                    "`{op}` expects a fiber (made by `&f(…)`), got {}",
-                    other.type_name()
-                ),
-            )),
-        }
-    }
-
-    /// Runs `fiber` until it yields or ends.
-    fn step(&mut self, fiber: &Rc<Fiber>, resolving: bool, pos: Pos) -> Eval<Step> {
-        let state = fiber.state.replace(State::Running);
-        let mut body = match state {
-            State::Ready(body) => body,
-            State::Over(v) => {
-                fiber.state.replace(State::Over(v.clone()));
-                return Ok(Step::AlreadyOver(v));
-            }
-            State::Main | State::Running => {
-                fiber.state.replace(state);
-                return Err(self.fail(
-                    pos,
-                    "this fiber is running: a fiber cannot resume itself or the fibers resuming it",
-                ));
-            }
-        };
-        let resume = Resume {
-            out: std::mem::replace(&mut self.out, Box::new(std::io::sink())),
-            calls: self.calls + 1,
-            resolving,
-        };
-        match body.resume(resume) {
-            CoroutineResult::Yield(suspended) => {
-                self.out = suspended.out;
-                fiber.state.replace(State::Ready(body));
-                Ok(Step::Yielded(suspended.value))
-            }
-            CoroutineResult::Return(end) => {
-                self.out = end.out;
-                let value = end.result.as_ref().ok().cloned().unwrap_or_default();
-                fiber.state.replace(State::Over(value));
-                end.result.map(Step::Returned)
-            }
-        }
-    }
-}
-
-/// The coroutine body of a fiber: `child` makes the deferred call on the
-/// fiber's own stack.
-fn fiber_body(
-    mut child: Interpreter,
-    me: Weak<Fiber>,
-    call: Deferred,
-    pos: Pos,
-) -> impl FnOnce(&Yielder<Resume, Suspend>, Resume) -> End + 'static {
-    move |yielder, first| {
-        child.fiber = FiberSelf::Child(Link {
-            me,
-            yielder,
-            base_calls: 0,
-            resolving: false,
-        });
-        child.begin_on_this_stack();
-        child.take_resume(first);
-        let result = match call {
-            Deferred::Value(f, args) => child.call_value(&f, args, pos),
-            Deferred::Method(receiver, name, args) => {
-                child.builtin_method(&receiver, &name, args, pos)
-            }
-        };
-        let result = match result {
-            Err(Flow::Return(v)) => Ok(v),
-            other => other,
-        };
-        End {
-            result,
-            out: std::mem::replace(&mut child.out, Box::new(std::io::sink())),
-        }
-    }
 }

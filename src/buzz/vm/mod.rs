@@ -3,10 +3,12 @@
 //! call its allocations) and its entry points, here; the running of the
 //! form ([`exec`], the dispatch loop of flat bodies [`dispatch`],
 //! [`extra`], [`declare`], [`defaults`], [`accessor`]); values
-//! ([`value`]), the memory budget ([`heap`]), the interpreter's thread
-//! ([`stack`]), fibers ([`fiber`]) and the interface to natives
-//! ([`native`]); and the helpers beside this file, each owning one part
-//! of the run: [`limits`] (depth, stack, memory, steps), [`errors`],
+//! ([`value`]), how evaluation stops going forward ([`flow`]), the memory
+//! budget ([`heap`]), the interpreter's thread ([`stack`]), fibers'
+//! objects ([`fiber`]; [`fiber_run`] runs them) and the interface to
+//! natives ([`native`]); and the helpers beside this file, each owning one
+//! part of the run: [`limits`] and [`budgets`] (depth, stack, memory,
+//! steps), [`errors`],
 //! [`top_level`] (a file's declarations and `main`), [`calls`],
 //! [`fields`], [`names`], [`conform`] (declared types), [`ops`],
 //! [`imports`], [`lang`], [`generics`], [`finalize`] and [`testing`].
@@ -14,6 +16,7 @@
 //! It reaches the outside world only through the native modules it is given.
 
 pub(in crate::buzz) mod accessor;
+mod budgets;
 pub(in crate::buzz) mod calls;
 pub(in crate::buzz) mod conform;
 pub(in crate::buzz) mod declare;
@@ -23,8 +26,10 @@ mod errors;
 mod exec;
 mod extra;
 pub(in crate::buzz) mod fiber;
+mod fiber_run;
 pub(in crate::buzz) mod fields;
 mod finalize;
+pub(in crate::buzz) mod flow;
 mod generics;
 pub(crate) mod heap;
 pub(in crate::buzz) mod imports;
@@ -43,6 +48,8 @@ mod data_tests;
 #[cfg(all(test, unix))]
 mod tests;
 
+pub(crate) use flow::{Args, Eval, Flow, Thrown};
+
 use calls::module_object;
 use limits::{stack_address, STACK_BUDGET};
 
@@ -53,40 +60,10 @@ use crate::buzz::lib::std_module::std_module;
 use crate::buzz::lib::BUILTIN_LIBRARIES;
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
-use crate::diag::Diagnostic;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-
-/// A thrown Buzz error travelling up to a `catch`.
-pub(crate) struct Thrown {
-    pub(crate) value: Value,
-    pub(crate) pos: Pos,
-    /// The file `pos` is in (the throw may be in an imported file).
-    pub(crate) file: Rc<Path>,
-    pub(crate) diagnostic: Option<Box<Diagnostic>>,
-    /// A native's refusal not yet placed on what the spell wrote: which
-    /// part of the call to underline (see [`calls::CallSpans`]).
-    pub(crate) refused: Option<u32>,
-}
-
-/// Why evaluation stopped going forward.
-pub(crate) enum Flow {
-    Break(Option<Rc<str>>),
-    Continue(Option<Rc<str>>),
-    /// `out value;` leaving a `from { … }` block.
-    Out(Value),
-    Return(Value),
-    Throw(Box<Thrown>),
-    Exit(i32),
-    Error(Box<BuzzError>),
-}
-
-pub(crate) type Eval<T> = Result<T, Flow>;
-
-/// Arguments as written at a call: optional name, value.
-pub(crate) type Args = Vec<(Option<Rc<str>>, Value)>;
 
 /// Runs one parsed spell.
 pub struct Interpreter {
@@ -380,5 +357,27 @@ impl Interpreter {
             values.clear();
             self.scratch.positional.push(values);
         }
+    }
+}
+
+#[deny(missing_docs)] // re-exported by the crate: public API
+impl Interpreter {
+    /// Every native function a spell run by this interpreter could call,
+    /// as `(module, function)` sorted: its built-in modules' (`std`,
+    /// `math`, …) and those it was given. What an audit of its ways out
+    /// must cover (see `tests/bindings_gate_coverage.rs`).
+    pub fn native_functions(&self) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = self
+            .modules
+            .values()
+            .flat_map(|m| {
+                m.functions
+                    .iter()
+                    .filter(|(_, v)| matches!(v, Value::Native(_)))
+                    .map(|(f, _)| (m.name.to_string(), f.to_string()))
+            })
+            .collect();
+        all.sort_unstable();
+        all
     }
 }

@@ -256,25 +256,3 @@ impl std::fmt::Debug for NativeModule {
             .finish()
     }
 }
-
-#[deny(missing_docs)] // re-exported by the crate: public API
-impl super::Interpreter {
-    /// Every native function a spell run by this interpreter could call,
-    /// as `(module, function)` sorted: its built-in modules' (`std`,
-    /// `math`, …) and those it was given. What an audit of its ways out
-    /// must cover (see `tests/bindings_gate_coverage.rs`).
-    pub fn native_functions(&self) -> Vec<(String, String)> {
-        let mut all: Vec<(String, String)> = self
-            .modules
-            .values()
-            .flat_map(|m| {
-                m.functions
-                    .iter()
-                    .filter(|(_, v)| matches!(v, Value::Native(_)))
-                    .map(|(f, _)| (m.name.to_string(), f.to_string()))
-            })
-            .collect();
-        all.sort_unstable();
-        all
-    }
-}
