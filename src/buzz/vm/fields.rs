@@ -26,6 +26,7 @@ pub(super) fn this_name() -> Rc<str> {
 /// `site` holds the class id and method index this site found last: a
 /// declared class's instances all have the fields of its declaration, so
 /// what `name` means is the same for each of them.
+#[inline]
 pub(in crate::buzz) fn method_of(
     receiver: &Value,
     name: &str,
