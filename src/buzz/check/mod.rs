@@ -30,7 +30,7 @@ pub(crate) use problem::{CheckError, Problem};
 use super::syntax::ast::Program;
 use super::syntax::lexer::Pos;
 use crate::diag::Diagnostic;
-use scope::Scopes;
+use scope::Frames;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -79,7 +79,7 @@ pub(super) struct Cx<'c, 'e> {
     file: Rc<Path>,
     lines: Vec<&'c str>,
     types: Rc<Types>,
-    scopes: Scopes,
+    scopes: Frames,
     /// Every name the file declares anywhere: an unresolved name among
     /// them is left to the run rather than risk a false report.
     anywhere: HashSet<Rc<str>>,
@@ -120,7 +120,7 @@ impl<'e> Checker<'e> {
             file,
             lines,
             types: Rc::new(Types::default()),
-            scopes: Scopes::default(),
+            scopes: Frames::default(),
             anywhere: HashSet::new(),
             namespace: program.namespace.clone(),
             open_names: false,

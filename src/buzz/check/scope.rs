@@ -1,9 +1,14 @@
 //! The names the checker sees at each point: globals of the file, then
 //! nested frames (functions, blocks, loops, `from` blocks), innermost last.
+//! The levels, declaring, looking up and shadowing are the scope engine's
+//! ([`crate::buzz::resolve::scope`], shared with the resolver); what is the
+//! checker's own is kept here: a binding's type and flags, what each frame
+//! is (for `return`, `break`, `continue`, `out` and `yield`), and the
+//! idle locals a frame reports when it is left.
 
+use super::super::resolve::scope::{Isolated, LevelKind, Scopes};
 use super::ty::Ty;
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// One declared name.
@@ -16,15 +21,20 @@ pub(super) struct Binding {
     /// Assigned after its declaration (a `var` never assigned could be
     /// `final`).
     pub assigned: Cell<bool>,
+    /// The line a local was written at, for shadowing and the idle
+    /// report; 0 for a name declared without one (parameters, `this`,
+    /// loop and clause bindings, globals).
+    line: u32,
 }
 
 impl Binding {
-    fn new(ty: Ty, kind: BindingKind) -> Binding {
+    fn new(ty: Ty, kind: BindingKind, line: u32) -> Binding {
         Binding {
             ty,
             kind,
             used: Cell::new(false),
             assigned: Cell::new(false),
+            line,
         }
     }
 }
@@ -77,48 +87,42 @@ pub(super) enum Yields {
     Forbidden,
 }
 
-#[derive(Debug)]
-struct Frame {
-    kind: FrameKind,
-    names: Vec<(Rc<str>, Binding)>,
-    /// The line each local was declared at, for shadowing.
-    lines: Vec<u32>,
+impl LevelKind for FrameKind {
+    fn is_function(&self) -> bool {
+        matches!(self, FrameKind::Function { .. })
+    }
 }
 
 /// The frames set aside while a method's body is typed on its own.
 #[derive(Debug)]
-pub(super) struct Saved(Vec<Frame>);
+pub(super) struct Saved(Isolated<Binding, FrameKind>);
 
 #[derive(Debug, Default)]
-pub(super) struct Scopes {
-    globals: HashMap<Rc<str>, Binding>,
-    frames: Vec<Frame>,
+pub(super) struct Frames {
+    names: Scopes<Binding, FrameKind>,
 }
 
-impl Scopes {
+impl Frames {
     pub(super) fn push(&mut self, kind: FrameKind) {
-        self.frames.push(Frame {
-            kind,
-            names: Vec::new(),
-            lines: Vec::new(),
-        });
+        self.names.push(kind);
     }
 
     /// Leaves the innermost frame; returns its idle locals.
     pub(super) fn pop(&mut self) -> Vec<Idle> {
-        let Some(frame) = self.frames.pop() else {
+        let Some(frame) = self.names.pop() else {
             return Vec::new();
         };
         let mut idle = Vec::new();
-        for ((name, b), line) in frame.names.into_iter().zip(frame.lines) {
-            if line == 0 || name.starts_with('_') {
+        for entry in frame.into_entries() {
+            let (name, b) = entry.into_parts();
+            if b.line == 0 || name.starts_with('_') {
                 continue;
             }
             let unused = !b.used.get();
             if unused || (b.kind == BindingKind::Var && !b.assigned.get()) {
                 idle.push(Idle {
                     name,
-                    line,
+                    line: b.line,
                     ty: b.ty,
                     unused,
                 });
@@ -128,68 +132,37 @@ impl Scopes {
     }
 
     /// Leaves only the globals visible (a method's own scope), until
-    /// [`Scopes::restore`].
+    /// [`Frames::restore`].
     pub(super) fn isolate(&mut self) -> Saved {
-        Saved(std::mem::take(&mut self.frames))
+        Saved(self.names.isolate())
     }
 
     pub(super) fn restore(&mut self, saved: Saved) {
-        self.frames = saved.0;
+        self.names.restore(saved.0);
     }
 
     /// Declares `name` in the innermost frame (a global at the top level).
     pub(super) fn declare(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
-        let binding = Binding::new(ty, kind);
-        match self.frames.last_mut() {
-            Some(frame) => {
-                frame.names.push((name, binding));
-                frame.lines.push(0);
-            }
-            None => {
-                self.globals.insert(name, binding);
-            }
-        }
+        self.names.declare(name, Binding::new(ty, kind, 0));
     }
 
     /// Declares a local written at `line`.
     pub(super) fn declare_local(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind, line: u32) {
-        self.declare(name, ty, kind);
-        if let Some(last) = self.frames.last_mut().and_then(|f| f.lines.last_mut()) {
-            *last = line;
-        }
+        self.names.declare(name, Binding::new(ty, kind, line));
     }
 
     /// The line of a local of the same function that `name` would hide,
     /// if any (names from `declare` without a line are left alone).
     pub(super) fn shadowed(&self, name: &str) -> Option<u32> {
-        for frame in self.frames.iter().rev() {
-            let found = frame
-                .names
-                .iter()
-                .zip(&frame.lines)
-                .find(|((n, _), line)| &**n == name && **line > 0);
-            if let Some((_, line)) = found {
-                return Some(*line);
-            }
-            if matches!(frame.kind, FrameKind::Function { .. }) {
-                break;
-            }
-        }
-        None
+        self.names.shadowed(name, |b| b.line > 0).map(|b| b.line)
     }
 
     pub(super) fn declare_global(&mut self, name: Rc<str>, ty: Ty, kind: BindingKind) {
-        self.globals.insert(name, Binding::new(ty, kind));
+        self.names.declare_global(name, Binding::new(ty, kind, 0));
     }
 
     pub(super) fn lookup(&self, name: &str) -> Option<&Binding> {
-        self.frames
-            .iter()
-            .rev()
-            .flat_map(|f| f.names.iter().rev())
-            .find(|(n, _)| &**n == name)
-            .map(|(_, b)| b)
-            .or_else(|| self.globals.get(name))
+        self.names.lookup(name)
     }
 
     /// Looks `name` up for reading it: the binding is marked used.
@@ -201,20 +174,17 @@ impl Scopes {
 
     /// Whether the global `name` was read.
     pub(super) fn global_used(&self, name: &str) -> bool {
-        self.globals.get(name).is_some_and(|b| b.used.get())
+        self.names.global(name).is_some_and(|b| b.used.get())
     }
 
     /// Every name in scope, for "did you mean".
     pub(super) fn names(&self) -> impl Iterator<Item = &str> {
-        self.frames
-            .iter()
-            .flat_map(|f| f.names.iter().map(|(n, _)| &**n))
-            .chain(self.globals.keys().map(|n| &**n))
+        self.names.names()
     }
 
     /// The innermost function's declared result, if inside one.
     pub(super) fn function(&self) -> Option<(&Ty, &str)> {
-        self.frames.iter().rev().find_map(|f| match &f.kind {
+        self.names.kinds().find_map(|k| match k {
             FrameKind::Function { ret, name, .. } => Some((ret, name.as_str())),
             _ => None,
         })
@@ -223,7 +193,7 @@ impl Scopes {
     /// What the innermost function may yield, and its name; `None` at
     /// the top level.
     pub(super) fn yields(&self) -> Option<(&Yields, &str)> {
-        self.frames.iter().rev().find_map(|f| match &f.kind {
+        self.names.kinds().find_map(|k| match k {
             FrameKind::Function { yields, name, .. } => Some((yields, name.as_str())),
             _ => None,
         })
@@ -231,14 +201,12 @@ impl Scopes {
 
     /// The frames a jump may leave, innermost first, up to the function.
     pub(super) fn jump_targets(&self) -> impl Iterator<Item = &FrameKind> {
-        self.frames
-            .iter()
-            .rev()
-            .map(|f| &f.kind)
+        self.names
+            .kinds()
             .take_while(|k| !matches!(k, FrameKind::Function { .. }))
     }
 
     pub(super) fn at_top_level(&self) -> bool {
-        self.frames.is_empty()
+        self.names.at_top_level()
     }
 }

@@ -22,14 +22,20 @@
 //! enclosing function is marked as capturing ([`Frame::captures`]): the
 //! compiled form cannot keep such locals in its flat frame.
 //!
+//! The levels are kept by the scope engine ([`scope`]), which the checker
+//! walks too; its module doc says where the two passes' rules differ.
+//!
 //! Generic parameters and local `protocol` names stay bound by name in
 //! their call's frame ([`Res::Dynamic`]); a name found in no scope is a
 //! global, whose lookup falls back to that search (so a local `import`
 //! still works). The run resolves every file before it runs it; a tree
 //! never resolved does not lower.
 
+pub(crate) mod scope;
+
 use super::syntax::ast::declares;
 use super::syntax::ast::*;
+use scope::{Found, LevelKind, Scopes};
 use std::rc::Rc;
 
 impl Program {
@@ -40,32 +46,29 @@ impl Program {
         if self.resolved.replace(true) {
             return;
         }
-        let mut r = Resolver { levels: Vec::new() };
+        let mut r = Resolver {
+            scopes: Scopes::default(),
+        };
         for stmt in &self.statements {
             r.stmt(stmt);
         }
     }
 }
 
-/// What a level knows a name as.
-#[derive(Clone, Copy)]
-enum Entry {
-    Slot {
-        slot: u32,
-        fixed: bool,
-        /// Declared again in the same level (a local `fun` always is:
-        /// once ahead, once where it stands): a copy of it may go stale.
-        again: bool,
-    },
-    /// Bound by name at run time (generic parameters, local protocols).
-    Named,
+/// What the resolver keeps about a slotted name (a name bound by name at
+/// run time keeps the default, unread).
+#[derive(Clone, Copy, Default)]
+struct Fixity {
+    fixed: bool,
+    /// Declared again in the same level (a local `fun` always is:
+    /// once ahead, once where it stands): a copy of it may go stale.
+    again: bool,
 }
 
-/// One scope the evaluator will make (the top level has none here).
+/// What the resolver notes about one scope the evaluator will make (the
+/// top level has none here).
 #[derive(Default)]
-struct Level {
-    names: Vec<(Rc<str>, Entry)>,
-    next: u32,
+struct Notes {
     /// A function's own level (its frame).
     function: bool,
     /// A name of an enclosing function's level was found from inside this
@@ -82,18 +85,24 @@ struct Level {
     nested_shared: bool,
 }
 
+impl LevelKind for Notes {
+    fn is_function(&self) -> bool {
+        self.function
+    }
+}
+
 struct Resolver {
-    /// Innermost last; empty at the file's top level.
-    levels: Vec<Level>,
+    /// The run's scopes at this point; none at the file's top level.
+    scopes: Scopes<Fixity, Notes>,
 }
 
 impl Resolver {
     // ----- scopes -----
 
     fn with_level<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> (T, u32) {
-        self.levels.push(Level::default());
+        self.scopes.push(Notes::default());
         let out = f(self);
-        let size = self.levels.pop().map_or(0, |l| l.next);
+        let size = self.scopes.pop().map_or(0, |l| l.size());
         (out, size)
     }
 
@@ -101,36 +110,23 @@ impl Resolver {
     /// the top level (where the evaluator defines it by name). A name
     /// declared again in the same level keeps its slot, as `define` did.
     fn declare(&mut self, name: &Rc<str>, fixed: bool) -> Res {
-        let Some(level) = self.levels.last_mut() else {
+        if self.scopes.at_top_level() {
             return Res::Dynamic;
-        };
-        let found = level.names.iter_mut().rev().find(|(n, _)| n == name);
-        let slot = match found {
-            Some((
-                _,
-                Entry::Slot {
-                    slot,
-                    fixed: f,
-                    again,
+        }
+        let again = self.scopes.here_mut(name).and_then(|entry| {
+            let slot = entry.slot()?;
+            entry.value = Fixity { fixed, again: true };
+            Some(slot)
+        });
+        let slot = match again {
+            Some(slot) => slot,
+            None => self.scopes.declare(
+                name.clone(),
+                Fixity {
+                    fixed,
+                    again: false,
                 },
-            )) => {
-                *f = fixed;
-                *again = true;
-                *slot
-            }
-            _ => {
-                let slot = level.next;
-                level.next += 1;
-                level.names.push((
-                    name.clone(),
-                    Entry::Slot {
-                        slot,
-                        fixed,
-                        again: false,
-                    },
-                ));
-                slot
-            }
+            ),
         };
         Res::Local {
             depth: 0,
@@ -140,9 +136,8 @@ impl Resolver {
     }
 
     fn declare_named(&mut self, name: &Rc<str>) {
-        if let Some(level) = self.levels.last_mut() {
-            level.names.push((name.clone(), Entry::Named));
-        }
+        self.scopes
+            .declare_unslotted(name.clone(), Fixity::default());
     }
 
     fn bind(&mut self, slot: &Resolved, name: &Rc<str>, fixed: bool) {
@@ -151,36 +146,35 @@ impl Resolver {
     }
 
     fn lookup(&mut self, name: &str) -> Res {
-        for (depth, level) in self.levels.iter().rev().enumerate() {
-            let found = level.names.iter().rev().find(|(n, _)| &**n == name);
-            match found {
-                Some((_, Entry::Slot { slot, fixed, again })) => {
-                    let (slot, fixed, copyable) = (*slot, *fixed, *fixed && !*again);
-                    self.mark_captures(depth, slot, copyable);
-                    return Res::Local {
-                        depth: depth as u32,
-                        slot,
-                        fixed,
-                    };
-                }
-                Some((_, Entry::Named)) => return Res::Dynamic,
-                None => {}
-            }
+        let (depth, slot, fixity) = match self.scopes.find(name) {
+            Some(Found::Local { depth, entry }) => match entry.slot() {
+                Some(slot) => (depth, slot, entry.value),
+                None => return Res::Dynamic,
+            },
+            Some(Found::Global(_)) | None => return Res::Global { hint: 0 },
+        };
+        let Fixity { fixed, again } = fixity;
+        self.mark_captures(depth, slot, fixed && !again);
+        Res::Local {
+            depth: depth as u32,
+            slot,
+            fixed,
         }
-        Res::Global { hint: 0 }
     }
 
     /// A local found `depth` levels out: every function level crossed on
     /// the way captures it.
     fn mark_captures(&mut self, depth: usize, slot: u32, copyable: bool) {
-        let inner = self.levels.len().saturating_sub(depth);
+        let open = self.scopes.depth();
+        let inner = open.saturating_sub(depth);
         let Some(found) = inner.checked_sub(1) else {
             return;
         };
-        if (inner..self.levels.len()).any(|at| self.levels[at].function) {
+        if (inner..open).any(|at| self.scopes.kind(at).function) {
             self.mark_owner(found, slot, copyable);
         }
-        for (at, level) in self.levels.iter_mut().enumerate().skip(inner) {
+        for at in inner..open {
+            let level = self.scopes.kind_mut(at);
             if level.function {
                 level.captures = true;
                 level.shares |= !copyable;
@@ -196,10 +190,10 @@ impl Resolver {
     /// A local of level `found`, captured by an inner function: noted on
     /// the function whose level (or nested level) holds it.
     fn mark_owner(&mut self, found: usize, slot: u32, copyable: bool) {
-        let Some(owner) = (0..=found).rev().find(|&at| self.levels[at].function) else {
+        let Some(owner) = (0..=found).rev().find(|&at| self.scopes.kind(at).function) else {
             return;
         };
-        let level = &mut self.levels[owner];
+        let level = self.scopes.kind_mut(owner);
         if owner == found {
             if !level.own.contains(&slot) {
                 level.own.push(slot);
@@ -214,7 +208,7 @@ impl Resolver {
     /// A level's statements. Its `fun`s are known throughout it, so that
     /// two of them may call each other.
     fn stmts(&mut self, body: &[Stmt]) {
-        if !self.levels.is_empty() {
+        if !self.scopes.at_top_level() {
             for stmt in body {
                 if let StmtKind::Fun(decl) = &stmt.kind {
                     // Bound only where it stands: a function made before
@@ -373,9 +367,9 @@ impl Resolver {
     /// A function's frame: `this` (for a method), then the parameters, each
     /// default read with the earlier ones bound, then the body.
     fn function(&mut self, decl: &FunDecl, method: bool) {
-        self.levels.push(Level {
+        self.scopes.push(Notes {
             function: true,
-            ..Level::default()
+            ..Notes::default()
         });
         if method {
             self.declare(&this_name(), true);
@@ -390,19 +384,22 @@ impl Resolver {
             self.declare(&param.name, true);
         }
         self.stmts(&decl.body);
-        let level = self.levels.pop().unwrap_or_default();
+        let (size, notes) = self
+            .scopes
+            .pop()
+            .map_or((0, Notes::default()), |l| (l.size(), l.kind));
         decl.frame.set(Frame {
             resolved: true,
             method,
-            size: level.next,
-            captures: level.captures,
-            shares: level.shares,
+            size,
+            captures: notes.captures,
+            shares: notes.shares,
         });
         // Resolved once per program; a second time would find the same.
         let _ = decl.captured.set(Captures {
-            outer: level.captured.into(),
-            own: level.own.into(),
-            nested_shared: level.nested_shared,
+            outer: notes.captured.into(),
+            own: notes.own.into(),
+            nested_shared: notes.nested_shared,
         });
     }
 
