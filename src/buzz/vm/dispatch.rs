@@ -139,6 +139,12 @@ impl Interpreter {
                 put(&mut fr[*dst as usize], v);
             }
             Op::Drop { src } => discard(std::mem::take(&mut fr[*src as usize])),
+            Op::Bounds { low, high, pos } => {
+                let (low, high) = (&fr[*low as usize], &fr[*high as usize]);
+                if !matches!((low, high), (Value::Int(_), Value::Int(_))) {
+                    return Err(self.range_refused(low, high, *pos));
+                }
+            }
             Op::Arith { .. }
             | Op::Test { .. }
             | Op::ArithK { .. }
@@ -208,15 +214,23 @@ impl Interpreter {
         let Value::Int(index) = fr[each.index as usize] else {
             unreachable!("a foreach's count is an int");
         };
-        let item = match &fr[each.subject as usize] {
-            Value::Range(r) => {
-                methods::range_nth(r.low, r.high, index).map(|n| (Value::Int(index), Value::Int(n)))
-            }
-            subject => {
-                let subject = subject.clone();
-                let item = self.next_item(&subject, index as usize, each.at);
-                discard(subject);
-                item?
+        let item = if each.high != u32::MAX {
+            let (Value::Int(low), Value::Int(high)) =
+                (&fr[each.subject as usize], &fr[each.high as usize])
+            else {
+                unreachable!("`Op::Bounds` checked both bounds");
+            };
+            methods::range_nth(*low, *high, index).map(|n| (Value::Int(index), Value::Int(n)))
+        } else {
+            match &fr[each.subject as usize] {
+                Value::Range(r) => methods::range_nth(r.low, r.high, index)
+                    .map(|n| (Value::Int(index), Value::Int(n))),
+                subject => {
+                    let subject = subject.clone();
+                    let item = self.next_item(&subject, index as usize, each.at);
+                    discard(subject);
+                    item?
+                }
             }
         };
         let Some((k, v)) = item else {

@@ -855,15 +855,21 @@ impl Interpreter {
         let high = self.c_eval(&lr.1, fr, env)?;
         match (&low, &high) {
             (Value::Int(a), Value::Int(b)) => Ok(Value::range(*a, *b)),
-            _ => Err(self.fail(
-                pos,
-                format!(
-                    "range bounds must be int, got {} and {}",
-                    low.type_name(),
-                    high.type_name()
-                ),
-            )),
+            _ => Err(self.range_refused(&low, &high, pos)),
         }
+    }
+
+    /// `low..high` with a bound that is not an `int`.
+    #[cold]
+    pub(super) fn range_refused(&self, low: &Value, high: &Value, pos: Pos) -> Flow {
+        self.fail(
+            pos,
+            format!(
+                "range bounds must be int, got {} and {}",
+                low.type_name(),
+                high.type_name()
+            ),
+        )
     }
 
     #[inline(never)]

@@ -355,7 +355,19 @@ fn the_once_declined_constructs_compile_and_print_what_they_compute() {
 
 /// Each error case: a function that compiles, failing inside; the
 /// message and location it must report.
-const ERRORS: [(&str, &str, &str); 19] = [
+const ERRORS: [(&str, &str, &str); 21] = [
+    (
+        // The flat form keeps a `foreach`'s bounds as two ints (no
+        // range made): each is checked where the range is written.
+        "range_high",
+        "fun f(x: any) > int {\n    var t = 0;\n    foreach (i in 0..x) {\n        t = t + i;\n    }\n    return t;\n}\nfun main() > void {\n    f(2.5);\n}\n",
+        "3:19: runtime error: range bounds must be int, got int and double",
+    ),
+    (
+        "range_low",
+        "fun f(x: any) > int {\n    var t = 0;\n    foreach (i in x..3) {\n        t = t + i;\n    }\n    return t;\n}\nfun main() > void {\n    f(\"a\");\n}\n",
+        "3:19: runtime error: range bounds must be int, got str and int",
+    ),
     (
         "index",
         "fun f(l: [int]) > int {\n    return l[3];\n}\nfun main() > void {\n    f([1]);\n}\n",

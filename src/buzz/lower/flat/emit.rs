@@ -254,7 +254,24 @@ impl Emit {
             label,
         } = each;
         let subject = self.temp();
-        self.into(iterable, subject);
+        let high = match iterable {
+            Expr::Range(bounds, pos) => {
+                let (low, high_expr) = *bounds;
+                self.into(low, subject);
+                let high = self.temp();
+                self.into(high_expr, high);
+                self.ops.push(Op::Bounds {
+                    low: subject,
+                    high,
+                    pos,
+                });
+                high
+            }
+            iterable => {
+                self.into(iterable, subject);
+                u32::MAX
+            }
+        };
         let index = self.temp();
         let zero = self.konst(Value::Int(0));
         self.ops.push(Op::Copy {
@@ -263,6 +280,7 @@ impl Emit {
         });
         self.eaches.push(Each {
             subject,
+            high,
             index,
             key: key.unwrap_or(u32::MAX),
             value,

@@ -89,7 +89,13 @@ pub(crate) enum Tree {
 /// (`u32::MAX`: none) and item go, and where the iterated value is
 /// written (for the errors of a value that cannot be iterated).
 pub(crate) struct Each {
+    /// The iterated value; for `foreach (x in low..high)`, `low`.
     pub(crate) subject: Reg,
+    /// `high` of a `low..high` written in the `foreach` (`u32::MAX`:
+    /// none): the bounds stay two `int`s in the frame, and no range is
+    /// made (one allocation per loop, which a `foreach` over `0..n`
+    /// inside a hot function paid at every call).
+    pub(crate) high: Reg,
     pub(crate) index: Reg,
     pub(crate) key: Reg,
     pub(crate) value: Reg,
@@ -194,6 +200,12 @@ pub(crate) enum Op {
     /// Drops a temporary: a `foreach`'s iterated value, at the loop's end.
     Drop {
         src: Reg,
+    },
+    /// Fails, as `low..high` does, unless both bounds are `int`s.
+    Bounds {
+        low: Reg,
+        high: Reg,
+        pos: Pos,
     },
 }
 
