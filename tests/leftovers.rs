@@ -1408,3 +1408,77 @@ fn a_tools_version_file_naming_a_path_runs_nothing_later() {
     assert!(case.h.ws_path(".nvmrc").is_file(), "{}", case.context(&out));
     assert!(!out.stderr.contains("MGS2014"), "{}", case.context(&out));
 }
+
+/// A rename stamps the `ctime` of the entry moved, not of what it holds.
+/// One run writes a cargo config under a name nothing looks for
+/// (`cfg/config.toml`), or a whole crate with its `.cargo/config.toml`
+/// where the sweep does not walk (its own quarantine); a later run moves
+/// the directory into place (`mv cfg crate/.cargo`, or the crate over
+/// the user's). The user's next `cargo build` in the crate, outside
+/// magus, ran the config's `rustc-wrapper`: the sweep judged the file by
+/// its own `ctime`, the earlier run's. Now a file not noted at the start
+/// under a directory the run moved or made is the run's.
+#[test]
+fn files_an_earlier_run_stashed_and_a_later_one_moved_into_place_run_nothing_later() {
+    if !installed("cargo") {
+        eprintln!("skipped: no cargo on PATH");
+        return;
+    }
+    let setup = |h: &Harness| {
+        let krate = h.ws_path("crate");
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::write(
+            krate.join("Cargo.toml"),
+            "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        std::fs::write(krate.join("src/lib.rs"), "").unwrap();
+    };
+    let config = "printf '[build]\\nrustc-wrapper = \"%s/w.sh\"\\n' \"$PWD\"";
+    let wrapper =
+        "printf '#!/bin/sh\\necho PWNED-moved >&2\\nexec \"$@\"\\n' > w.sh && chmod 755 w.sh";
+    let stash_in_place =
+        format!("mkdir cfg && {config} > cfg/config.toml && {wrapper} && echo PLANTED");
+    let stash_in_quarantine = format!(
+        "q=.magus/quarantine/s && mkdir -p $q && cp -r crate $q/ && mkdir $q/crate/.cargo && \
+         {config} > $q/crate/.cargo/config.toml && {wrapper} && echo PLANTED"
+    );
+    let variants = [
+        (stash_in_place.as_str(), "mv cfg crate/.cargo && echo MOVED"),
+        (
+            stash_in_quarantine.as_str(),
+            "rm -rf crate && mv .magus/quarantine/s/crate crate && echo MOVED",
+        ),
+    ];
+    let later = |ws: &Path| {
+        let scratch = tempfile::tempdir().unwrap();
+        let out = Command::new("cargo")
+            .args(["build", "--offline", "--quiet"])
+            .current_dir(ws.join("crate"))
+            .env("CARGO_HOME", scratch.path().join("home"))
+            .env("CARGO_TARGET_DIR", scratch.path().join("target"))
+            .output()
+            .unwrap();
+        said_by(&out)
+    };
+    for mode in modes() {
+        for (stash, move_in) in variants {
+            let control = Case::new(mode, support::SANDBOX_ON, setup);
+            let out = control.shell(false, stash, &[]);
+            assert!(out.stdout.contains("PLANTED"), "{}", control.context(&out));
+            let out = control.shell(false, move_in, &[]);
+            assert!(out.stdout.contains("MOVED"), "{}", control.context(&out));
+            let seen = later(&control.h.ws);
+            assert!(seen.contains("PWNED-moved"), "control ({move_in}): {seen}");
+
+            let case = Case::new(mode, support::SANDBOX_ON, setup);
+            let out = case.shell(true, stash, &[]);
+            assert!(out.stdout.contains("PLANTED"), "{}", case.context(&out));
+            let out = case.shell(true, move_in, &[]);
+            assert!(out.stdout.contains("MOVED"), "{}", case.context(&out));
+            assert_set_aside(&case, &out, &["crate/.cargo/config.toml"]);
+            let seen = later(&case.h.ws);
+            assert!(!seen.contains("PWNED"), "{seen}\n{}", case.context(&out));
+        }
+    }
+}

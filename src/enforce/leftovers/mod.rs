@@ -149,6 +149,7 @@ impl Watch {
         for path in inputs.existing.iter().chain(&inputs.home_files) {
             noted::stamps(path, &mut stamps);
         }
+        noted::package_inits(&inputs.workspace, &mut stamps);
         Watch {
             since,
             inputs,

@@ -315,6 +315,37 @@ pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, 
     }
 }
 
+/// Notes the `ctime` of the `__init__` of each package at the top of
+/// the workspace named as a module of Python's standard library
+/// (`names::PYTHON_MODULES`), which the start-up search does not list:
+/// the sweep takes one not noted, in a directory the run changed, for
+/// one moved in with its directory (`scan::Scan::moved_in`), and a
+/// project's own `platform/__init__.py` must stay when the run writes
+/// `platform/__pycache__`.
+pub(super) fn package_inits(workspace: &Path, into: &mut std::collections::HashMap<PathBuf, Seen>) {
+    let Ok(entries) = std::fs::read_dir(workspace) else {
+        return;
+    };
+    let packages = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| super::names::is_python_module(&e.file_name()));
+    for package in packages {
+        let Ok(inner) = std::fs::read_dir(package.path()) else {
+            continue;
+        };
+        for entry in inner.flatten() {
+            if !super::names::is_package_init(&entry.file_name()) {
+                continue;
+            }
+            let path = entry.path();
+            if let Some(seen) = entry.metadata().ok().and_then(|m| Seen::of(&path, &m)) {
+                into.insert(path, seen);
+            }
+        }
+    }
+}
+
 /// A directory's small regular files, by content, at any depth up to
 /// [`MAX_DEPTH`], never through a link.
 fn dir_entries(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {

