@@ -9,7 +9,8 @@
 //! documentation, IANA's protocol assignments in 2001::/23 such as Teredo,
 //! one that embeds an IPv4 address: NAT64, 6to4...) is refused, except
 //! - `localhost` and `*.localhost` may reach loopback addresses (RFC 6761
-//!   reserves them for loopback: no DNS answer is involved);
+//!   reserves them for loopback: the proxy answers them itself, no DNS
+//!   answer is involved);
 //! - an address that is itself listed as an IP literal (`hosts: [10.0.0.5]`)
 //!   may be reached under any listed name, on a port that literal allows.
 //!
@@ -209,7 +210,7 @@ fn canonical(addr: IpAddr) -> IpAddr {
     }
 }
 
-fn is_localhost(host: &str) -> bool {
+pub(super) fn is_localhost(host: &str) -> bool {
     host == "localhost" || host.ends_with(".localhost")
 }
 

@@ -6,7 +6,7 @@
 //! accepts; one thread per connection and direction; each refusal and
 //! each finished connection is reported to magus.
 
-use super::address::barred;
+use super::address::{barred, is_localhost};
 use super::events::{rebinding_text, Event, RefusalReason, Resolved};
 use super::intercept::{self, basic_credentials, hold_body, percent_decoded, Interceptor, Refusal};
 use super::placement::{settle, Settled, BULK};
@@ -19,7 +19,7 @@ use crate::policy::HostList;
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -298,10 +298,7 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
         };
         return Err(Failure::Refused(reason, Vec::new()));
     }
-    let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
-        .to_socket_addrs()
-        .map_err(Failure::Unreachable)?
-        .collect();
+    let addrs = resolve(&target.host, target.port).map_err(Failure::Unreachable)?;
     let (allowed, refused) = sort_addresses(hosts, target, &addrs);
     if allowed.is_empty() && !addrs.is_empty() {
         return Err(Failure::Refused(RefusalReason::PrivateAddress, refused));
@@ -314,6 +311,20 @@ fn open(shared: &Shared, target: &Target) -> Result<TcpStream, Failure> {
         }
     }
     Err(Failure::Unreachable(last))
+}
+
+/// The addresses `host` names on `port`. `localhost` and its sub-domains
+/// are loopback (RFC 6761, 6.3), answered here: the system resolver sent
+/// `app.localhost` to the network's DNS server, so a label a child chose
+/// left the machine in a query (under `hosts: ["*.localhost"]`), and the
+/// server's answer, not the name, chose where the proxy connected.
+fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    let local = crate::policy::hosts::normalize_host(host).is_some_and(|h| is_localhost(&h));
+    if local {
+        let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        return Ok(vec![v4, SocketAddr::from((Ipv6Addr::LOCALHOST, port))]);
+    }
+    Ok((host, port).to_socket_addrs()?.collect())
 }
 
 /// The addresses the name resolved to that the DNS-rebinding rule lets
@@ -1050,6 +1061,31 @@ fn buffered(mut from: &TcpStream, mut to: &TcpStream) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `localhost` names are answered without the resolver: a name no
+    /// resolver knows (here it failed with "Name or service not known",
+    /// after a query to the network's DNS server) is loopback, in any
+    /// case and with a trailing dot; other names still go to it.
+    #[test]
+    fn localhost_names_are_loopback_without_a_lookup() {
+        let loopback: Vec<SocketAddr> = vec![
+            (Ipv4Addr::LOCALHOST, 8080).into(),
+            (Ipv6Addr::LOCALHOST, 8080).into(),
+        ];
+        for host in [
+            "localhost",
+            "magus-no-such-label-7f3a.localhost",
+            "A.B.LocalHost.",
+        ] {
+            assert_eq!(resolve(host, 8080).unwrap(), loopback, "{host}");
+        }
+        for host in ["localhost.example", "notlocalhost", "127.0.0.2"] {
+            assert!(
+                resolve(host, 8080).map_or(true, |a| a != loopback),
+                "{host}"
+            );
+        }
+    }
 
     #[test]
     fn expect_continue_is_taken_out_of_a_head_and_nothing_else() {
