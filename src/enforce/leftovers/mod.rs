@@ -73,6 +73,10 @@ pub struct Inputs {
     pub directories: Option<Vec<PathBuf>>,
 }
 
+/// The coarsest step a file system stores a timestamp in, in seconds
+/// (FAT's; [`Stamp::at_or_after`] floors to it).
+const COARSEST_STEP_SECS: i64 = 2;
+
 /// A point in time as file timestamps count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Stamp {
@@ -82,8 +86,10 @@ pub(crate) struct Stamp {
 
 impl Stamp {
     /// The clock the kernel stamps `ctime` with: a change made after this
-    /// call has a `ctime` at or after it. (A change in the same tick just
-    /// before it counts as the run's too, which errs on the safe side.)
+    /// call has a `ctime` at or after it, where the file system keeps
+    /// sub-second timestamps ([`Stamp::at_or_after`] for the others). (A
+    /// change in the same tick just before it counts as the run's too,
+    /// which errs on the safe side.)
     fn now() -> Stamp {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         let clock = nix::time::ClockId::CLOCK_REALTIME_COARSE;
@@ -97,6 +103,25 @@ impl Stamp {
             // No clock: everything counts as changed by the run, so the
             // sweep errs towards setting aside (never towards missing).
             Err(_) => Stamp { secs: 0, nanos: 0 },
+        }
+    }
+
+    /// Whether this `ctime` was stamped at or after `since`. A stamp of
+    /// whole seconds comes from a file system that keeps no more (ext4
+    /// with 128-byte inodes, which `mke2fs` makes for file systems under
+    /// 512 MiB; ext3; FAT, in steps of two): it is compared with `since`
+    /// floored to that step. Compared as is, a file planted in the run's
+    /// first second there was stamped before the start, and stayed (5
+    /// runs in 5). A change in the two seconds before the start counts as
+    /// the run's there, which errs on the safe side; a sub-second stamp
+    /// is whole seconds once in a billion, and is then judged the same.
+    fn at_or_after(self, since: Stamp) -> bool {
+        match self.nanos {
+            0 => {
+                let floored = since.secs - since.secs.rem_euclid(COARSEST_STEP_SECS);
+                self.secs >= floored
+            }
+            _ => self >= since,
         }
     }
 
@@ -263,7 +288,7 @@ impl Seen {
     fn changed(seen: Option<&Seen>, path: &Path, meta: &std::fs::Metadata, since: Stamp) -> bool {
         match seen {
             Some(seen) => Seen::of(path, meta).as_ref() != Some(seen),
-            None => Stamp::changed(meta) >= since,
+            None => Stamp::changed(meta).at_or_after(since),
         }
     }
 }

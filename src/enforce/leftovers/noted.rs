@@ -120,7 +120,7 @@ impl Noted {
                     meta.mtime(),
                     meta.mtime_nsec(),
                 );
-                if now != *identity || Stamp::changed(&meta) >= since {
+                if now != *identity || Stamp::changed(&meta).at_or_after(since) {
                     let outcome = quarantine.set_aside(path);
                     found.push(path, Left::Protected, outcome);
                 }
@@ -239,7 +239,7 @@ fn set_aside_changed(
             continue;
         };
         let path = entry.path();
-        let changed = Stamp::changed(&meta) >= since;
+        let changed = Stamp::changed(&meta).at_or_after(since);
         let left = match changed {
             true => &mut budget.changed,
             false => &mut budget.unchanged,

@@ -107,7 +107,7 @@ impl<'a> Scan<'a> {
         for dir in dirs {
             let changed = dir
                 .symlink_metadata()
-                .is_ok_and(|m| m.is_dir() && Stamp::changed(&m) >= self.since);
+                .is_ok_and(|m| m.is_dir() && Stamp::changed(&m).at_or_after(self.since));
             if !changed || !super::unmoved(dir) && dir != root {
                 continue;
             }
@@ -463,7 +463,7 @@ impl<'a> Scan<'a> {
         let Ok(meta) = dirent.metadata() else {
             return;
         };
-        if meta.permissions().mode() & 0o111 != 0 && Stamp::changed(&meta) >= self.since {
+        if meta.permissions().mode() & 0o111 != 0 && Stamp::changed(&meta).at_or_after(self.since) {
             self.found.executables.push(path.to_path_buf());
         }
     }

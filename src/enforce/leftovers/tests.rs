@@ -807,3 +807,30 @@ fn old_files_in_directories_the_run_changed_stay() {
         assert_eq!(got, want, "{walk:?}");
     }
 }
+
+/// A change made just after the start, stamped as file systems without
+/// sub-second timestamps store it (whole seconds; FAT: even seconds),
+/// counts as the run's: compared as is, a `.envrc` and a
+/// `.cargo/config.toml` planted in the run's first second on a small ext4
+/// (128-byte inodes) stayed, 5 runs in 5. A sub-second stamp before the
+/// start does not.
+#[test]
+fn a_change_stamped_in_whole_seconds_after_the_start_is_the_runs() {
+    for _ in 0..3 {
+        let since = super::Stamp::now();
+        let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME).unwrap();
+        for step in [1, 2] {
+            let stored = super::Stamp {
+                secs: t.tv_sec() - t.tv_sec().rem_euclid(step),
+                nanos: 0,
+            };
+            assert!(stored.at_or_after(since), "{stored:?} < {since:?}");
+        }
+        let before = super::Stamp {
+            secs: since.secs - 1,
+            nanos: 999_999_999,
+        };
+        assert!(!before.at_or_after(since));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
