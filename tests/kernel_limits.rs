@@ -384,6 +384,41 @@ fn processes_are_capped_and_a_fork_bomb_ends_with_the_workspace_intact() {
     }
 }
 
+/// Under `network: hosts` magus proper reads the proxy's reports on a
+/// thread of its own, from before the first child to the end of the run.
+/// The bound did not count it, so it took one of the tasks `processes`
+/// declares for the spell: the same probe under `processes: 8` started 5
+/// children without `hosts` and 4 with it. Both runs must start as many
+/// (fails without the count: 4 against 5).
+#[test]
+fn the_proxy_s_reader_takes_none_of_the_declared_processes() {
+    for user in users() {
+        if user == User::Root && !per_namespace_pid_max() {
+            eprintln!("skipped for root: `processes` is not enforced on this kernel");
+            continue;
+        }
+        let started_with = |network: &str| {
+            let config = format!(
+                "sandbox:\n  enabled: true\n{network}  limits: {{processes: 8, wall_time: 60s}}\n"
+            );
+            let h = Harness::with_config(&config);
+            h.write_spell("probe", &steps_spell(&[FORK_PROBE.to_string()]));
+            let out = run_as(&h, user, "probe");
+            started(&out).unwrap_or_else(|| panic!("{user:?} {network:?}: {}", out.dump()))
+        };
+        let plain = started_with("");
+        let hosts = started_with("  network:\n    hosts: [\"localhost:1\"]\n");
+        assert!(
+            plain > 0 && plain < 8,
+            "{user:?}: {plain} children under processes: 8"
+        );
+        assert_eq!(
+            hosts, plain,
+            "{user:?}: children with `hosts` against without"
+        );
+    }
+}
+
 /// Orphans by the thousand keep the namespace's init reaping: a wall-time
 /// alarm that rings while it is between two waits was lost, and the run
 /// went on for ever (seen with an uncapped fork bomb). The run must still

@@ -46,7 +46,14 @@ const RESERVED_PIDS: u32 = 300;
 /// Tasks of magus proper's own that the declared count leaves out: the
 /// interpreter's thread (a large stack for deep recursion) and the thread
 /// relaying a running child's output.
-pub(crate) const MAGUS_OWN_TASKS: u32 = 2;
+const MAGUS_OWN_TASKS: u32 = 2;
+
+/// One more under `network: hosts`: the thread reading the proxy's
+/// reports ([`crate::proxy`]), which lives in magus proper from before
+/// the first child to the end of the run. Uncounted, it took one of the
+/// tasks `processes` declares for the spell (measured: a fork probe under
+/// `processes: 8` started 5 children without `hosts`, 4 with it).
+const PROXY_REPORTS_TASK: u32 = 1;
 
 /// The first kernel where `/proc/sys/kernel/pid_max` belongs to the PID
 /// namespace; before it, writing it would change the whole machine's.
@@ -62,6 +69,8 @@ pub(crate) struct LimitsPlan {
     limits: Limits,
     over_time_message: String,
     over_processes_message: String,
+    /// magus proper's own tasks beyond the declared count.
+    own_tasks: u32,
 }
 
 impl LimitsPlan {
@@ -72,7 +81,22 @@ impl LimitsPlan {
             limits,
             over_time_message,
             over_processes_message: String::new(),
+            own_tasks: MAGUS_OWN_TASKS,
         }
+    }
+
+    /// The same plan for a run whose magus proper reads a network proxy's
+    /// reports (`network: hosts`): one more task of its own.
+    pub(crate) fn reading_proxy_reports(self) -> LimitsPlan {
+        LimitsPlan {
+            own_tasks: MAGUS_OWN_TASKS + PROXY_REPORTS_TASK,
+            ..self
+        }
+    }
+
+    /// The tasks magus proper runs beside the declared count (its threads).
+    pub(crate) fn own_tasks(&self) -> u32 {
+        self.own_tasks
     }
 
     /// What the supervisor says when the run holds more processes than
@@ -254,7 +278,7 @@ pub(crate) fn in_new_pid_namespace(plan: &LimitsPlan) {
     if !kernel_at_least(PER_NAMESPACE_PID_MAX) {
         return;
     }
-    let pid_max = (RESERVED_PIDS + count + MAGUS_OWN_TASKS).to_string();
+    let pid_max = (RESERVED_PIDS + count + plan.own_tasks).to_string();
     let written = std::fs::write("/proc/sys/kernel/pid_max", pid_max).is_ok()
         && std::fs::write("/proc/sys/kernel/ns_last_pid", RESERVED_PIDS.to_string()).is_ok();
     if written {
@@ -287,13 +311,14 @@ pub(crate) enum OwnUserNamespace {
 /// In its own user namespace `RLIMIT_NPROC` counts the processes of this
 /// uid in that namespace: magus's waiting parent and the namespace's init
 /// are two of them, so two are added to the declared count (and, either
-/// way, [`MAGUS_OWN_TASKS`]). Returns how `processes` is held.
+/// way, the plan's own tasks). Returns how `processes` is held.
 pub(crate) fn apply_to_self(plan: &LimitsPlan, user_namespace: OwnUserNamespace) -> ProcessBound {
-    set_bounds(&plan.limits, user_namespace);
+    set_bounds(plan, user_namespace);
     process_bound()
 }
 
-fn set_bounds(limits: &Limits, user_namespace: OwnUserNamespace) {
+fn set_bounds(plan: &LimitsPlan, user_namespace: OwnUserNamespace) {
+    let limits = &plan.limits;
     if let Some(bytes) = limits.memory {
         CHILD_DATA.store(bytes, Ordering::Relaxed);
     }
@@ -314,7 +339,7 @@ fn set_bounds(limits: &Limits, user_namespace: OwnUserNamespace) {
         OwnUserNamespace::Yes => (2, ProcessBound::RlimitInUserNamespace),
         OwnUserNamespace::No => (0, ProcessBound::RlimitForUser),
     };
-    let n = u64::from(count) + extra + u64::from(MAGUS_OWN_TASKS);
+    let n = u64::from(count) + extra + u64::from(plan.own_tasks);
     if setrlimit(Resource::RLIMIT_NPROC, n, n).is_ok() {
         bound.store();
     }

@@ -425,7 +425,10 @@ fn isolate(
         Some(_) => render(&over_time_diagnostic(limits), output.format),
         None => String::new(),
     };
-    let plan = LimitsPlan::new(*limits, over_time);
+    let plan = match proxy {
+        ProxySlot::Absent => LimitsPlan::new(*limits, over_time),
+        _ => LimitsPlan::new(*limits, over_time).reading_proxy_reports(),
+    };
     let (jail, building, watch) =
         enter_jail(policy, env, diagnostics, ahead, proxy, output, &plan)?;
     let own_user_namespace = match &jail {

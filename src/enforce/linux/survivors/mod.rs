@@ -83,7 +83,7 @@ pub(crate) fn supervise_without_pid_namespace(
 /// proper's own threads.
 fn bound(plan: &LimitsPlan) -> u32 {
     let (count, _) = limits::supervised_processes(plan.limits());
-    count.saturating_add(limits::MAGUS_OWN_TASKS)
+    count.saturating_add(plan.own_tasks())
 }
 
 /// The length of what the supervisor writes on the `placed` pipe.
