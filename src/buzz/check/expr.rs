@@ -1,7 +1,7 @@
 //! Expressions: the type of each, and the mistakes the types decide
 //! (operators, conditions, optionals used as values).
 
-use super::super::syntax::ast::{BinOp, Expr, ExprKind, Stmt, StmtKind, TemplatePart, UnOp};
+use super::super::syntax::ast::{BinOp, Expr, ExprKind, Res, Stmt, StmtKind, TemplatePart, UnOp};
 use super::scope::FrameKind;
 use super::ty::{Mutable, Sig, Ty};
 use super::{CheckError, Cx};
@@ -48,7 +48,7 @@ impl Cx<'_, '_> {
                     _ => Ty::Map(Box::new(Ty::Unknown), Box::new(Ty::Unknown), Mutable::No),
                 }
             }
-            ExprKind::Var(name, _) => self.variable(name, e),
+            ExprKind::Var(name, res) => self.variable(name, res.get(), e),
             ExprKind::Unary(op, x) => self.unary(*op, x),
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r),
             ExprKind::And(l, r) | ExprKind::Or(l, r) => {
@@ -259,8 +259,8 @@ impl Cx<'_, '_> {
         Ty::List(Box::new(item), Mutable::No)
     }
 
-    fn variable(&mut self, name: &Rc<str>, e: &Expr) -> Ty {
-        if let Some(b) = self.scopes.lookup_use(name) {
+    fn variable(&mut self, name: &Rc<str>, res: Res, e: &Expr) -> Ty {
+        if let Some(b) = self.scopes.lookup_use(name, res) {
             return b.ty.clone();
         }
         if &**name == "_" || self.open_names || self.anywhere.contains(name) {

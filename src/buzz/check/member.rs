@@ -1,7 +1,7 @@
 //! Calls, members, subscripts, assignments and object literals: arity and
 //! argument names, fields and methods that exist, `final` and `mut`.
 
-use super::super::syntax::ast::{Arg, BinOp, Expr, ExprKind, FunDecl, Stmt, StmtKind, Type};
+use super::super::syntax::ast::{Arg, BinOp, Expr, ExprKind, FunDecl, Res, Stmt, StmtKind, Type};
 use super::expr::var_name;
 use super::scope::{BindingKind, FrameKind, Yields};
 use super::ty::is_arrow;
@@ -373,11 +373,14 @@ impl Cx<'_, '_> {
         self.inferring.push(Rc::as_ptr(m));
         self.checker.quiet += 1;
         let saved = self.scopes.isolate();
-        self.scopes.push(FrameKind::Function {
-            ret: Ty::Unknown,
-            name: m.name.to_string(),
-            yields: Yields::Forbidden,
-        });
+        self.scopes.push(
+            FrameKind::Function {
+                ret: Ty::Unknown,
+                name: m.name.to_string(),
+                yields: Yields::Forbidden,
+            },
+            true,
+        );
         let mutable = if m.is_mut { Mutable::Yes } else { Mutable::No };
         let this = Ty::Instance(o.clone()).with_mutable(mutable);
         self.scopes
@@ -428,7 +431,7 @@ impl Cx<'_, '_> {
     pub(super) fn assign(&mut self, target: &Expr, op: Option<BinOp>, value: &Expr) -> Ty {
         let target_ty = match &target.kind {
             ExprKind::Var(name, _) if &**name == "_" => return self.expr(value),
-            ExprKind::Var(name, _) => self.assign_var(name, op, target),
+            ExprKind::Var(name, res) => self.assign_var(name, res.get(), op, target),
             ExprKind::Field { object, name, .. } => self.assign_field(object, name, target),
             ExprKind::Index { object, index, .. } => {
                 let t = self.expr(object);
@@ -460,8 +463,8 @@ impl Cx<'_, '_> {
         target_ty
     }
 
-    fn assign_var(&mut self, name: &Rc<str>, op: Option<BinOp>, target: &Expr) -> Ty {
-        let Some(found) = self.scopes.lookup(name) else {
+    fn assign_var(&mut self, name: &Rc<str>, res: Res, op: Option<BinOp>, target: &Expr) -> Ty {
+        let Some(found) = self.scopes.lookup_resolved(name, res) else {
             return self.expr(target);
         };
         found.assigned.set(true);

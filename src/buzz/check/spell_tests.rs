@@ -664,3 +664,55 @@ fn run_time_errors_upstream_lists_keep_their_place_and_code() {
     let loc = d.location.as_ref().unwrap();
     assert_eq!((loc.line, loc.column), (4, 13), "{d:?}");
 }
+
+/// Where the resolver's levels and the checker's walk part (a local
+/// `fun` used before its line, a `do … until` condition, a `test` inside
+/// a function, an arrow method typed at its use), the checker's findings
+/// are those of its own scopes (in a debug build, each use is also
+/// checked against a search by name).
+#[test]
+fn the_checker_reads_the_resolvers_answer_and_keeps_its_own_scopes_where_they_part() {
+    let ws = Workspace::new();
+    let source = r#"final later = "text";
+fun f() > int {
+    final early: int = later;
+    fun later() > int {
+        return 1;
+    }
+    return early + later();
+}
+fun g() > void {
+    final a = "outer";
+    do {
+        final a = 1;
+        _ = a;
+    } until (a > 0);
+    test "nested" {
+        if (true) {
+            final a = 2;
+            _ = a;
+        }
+    }
+}
+object Holder {
+    n: int = 1,
+    fun twice() => this.n * 2,
+}
+fun main() > void {
+    final h = Holder{};
+    final s: str = h.twice();
+    _ = f();
+    g();
+}
+"#;
+    let got = found(&ws.check(source));
+    let want = [
+        ("MGS1006", 3),
+        ("MGS1015", 12),
+        ("MGS1006", 14),
+        ("MGS1006", 28),
+        ("MGS1026", 28),
+    ];
+    let want: Vec<(String, u32)> = want.iter().map(|(c, l)| (c.to_string(), *l)).collect();
+    assert_eq!(got, want);
+}

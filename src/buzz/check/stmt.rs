@@ -3,7 +3,7 @@
 //! functions that may end without their value.
 
 use super::super::syntax::ast::{
-    FunDecl, Mutability, ObjectDecl, Program, Stmt, StmtKind, Type, VarDecl,
+    declares, FunDecl, Mutability, ObjectDecl, Program, Resolved, Stmt, StmtKind, Type, VarDecl,
 };
 use super::super::syntax::lexer::Pos;
 use super::flow::{is_true, loop_ends, Ends};
@@ -16,6 +16,8 @@ use std::rc::Rc;
 impl Cx<'_, '_> {
     /// Checks a whole file; returns what it exports.
     pub(super) fn program(&mut self, program: &Program, root: bool) -> Rc<ModuleInfo> {
+        // The checker reads the resolver's answer for each use of a name.
+        program.resolve();
         self.types = Rc::new(collect_types(program));
         super::expr::declared_names(&program.statements, &mut self.anywhere);
         self.hoist(&program.statements);
@@ -72,9 +74,10 @@ impl Cx<'_, '_> {
         }
     }
 
-    /// Walks `stmts` in a new frame.
+    /// Walks `stmts` in a new frame (with a level of names when they
+    /// declare one, as the resolver's).
     pub(super) fn block(&mut self, stmts: &[Stmt], kind: FrameKind) -> Ends {
-        self.scopes.push(kind);
+        self.scopes.push(kind, declares(stmts));
         let ends = self.stmts(stmts);
         self.leave();
         ends
@@ -152,7 +155,16 @@ impl Cx<'_, '_> {
                         label: label.clone(),
                     },
                 );
+                // The resolver reads the condition in the body's level;
+                // the checker after leaving it.
+                let apart = declares(body);
+                if apart {
+                    self.scopes.set_apart(true);
+                }
                 self.condition(cond);
+                if apart {
+                    self.scopes.set_apart(false);
+                }
                 return loop_ends(false, body_ends.jumps(), body, label);
             }
             StmtKind::For {
@@ -168,8 +180,8 @@ impl Cx<'_, '_> {
                 iterable,
                 body,
                 label,
-                ..
-            } => self.foreach(key.as_ref(), value, iterable, body, label),
+                slots,
+            } => self.foreach(key.as_ref(), value, iterable, body, label, slots),
             StmtKind::Break(label) => return self.jump(label.as_ref(), "break", pos),
             StmtKind::Continue(label) => return self.jump(label.as_ref(), "continue", pos),
             StmtKind::Out(e) => {
@@ -199,10 +211,12 @@ impl Cx<'_, '_> {
             StmtKind::Try { body, clauses } => {
                 self.block(body, FrameKind::Block);
                 for clause in clauses {
-                    self.scopes.push(FrameKind::Block);
+                    self.scopes.push(FrameKind::Block, true);
                     if let Some((name, ty)) = &clause.binding {
                         let ty = self.types.resolve(ty);
-                        self.scopes.declare(name.clone(), ty, BindingKind::Final);
+                        let res = clause.slot.get();
+                        self.scopes
+                            .declare_resolved(name.clone(), ty, BindingKind::Final, res);
                     }
                     self.stmts(&clause.body);
                     self.leave();
@@ -260,15 +274,17 @@ impl Cx<'_, '_> {
             };
             self.report(error, pos, 5);
         }
+        let (line, res) = (pos.line.max(1), decl.slot.get());
         self.scopes
-            .declare_local(decl.name.clone(), ty, kind, pos.line.max(1));
+            .declare_local(decl.name.clone(), ty, kind, line, res);
     }
 
     fn fun_stmt(&mut self, decl: &Rc<FunDecl>) {
         if !self.scopes.at_top_level() {
             let sig = Rc::new(self.types.sig(decl));
+            let (ty, res) = (Ty::Fun(sig), decl.slot.get());
             self.scopes
-                .declare(decl.name.clone(), Ty::Fun(sig), BindingKind::Declaration);
+                .declare_resolved(decl.name.clone(), ty, BindingKind::Declaration, res);
         }
         self.function(decl, None);
     }
@@ -278,11 +294,14 @@ impl Cx<'_, '_> {
     pub(super) fn function(&mut self, decl: &FunDecl, this: Option<Ty>) {
         let sig = self.types.sig(decl);
         let yields = sig.yields.clone().map_or(Yields::Not, Yields::Declared);
-        self.scopes.push(FrameKind::Function {
-            ret: sig.ret.clone(),
-            name: decl.name.to_string(),
-            yields,
-        });
+        self.scopes.push(
+            FrameKind::Function {
+                ret: sig.ret.clone(),
+                name: decl.name.to_string(),
+                yields,
+            },
+            true,
+        );
         if let Some(this) = this {
             // `this` may be changed only in a `mut fun`, as upstream says.
             let m = if decl.is_mut {
@@ -312,12 +331,17 @@ impl Cx<'_, '_> {
         }
     }
 
+    /// A `test` block: a function to `return` and `yield`, a block to the
+    /// resolver (a level of names only when it declares one).
     fn function_body(&mut self, body: &[Stmt], ret: Ty, name: &str) {
-        self.scopes.push(FrameKind::Function {
-            ret,
-            name: name.to_string(),
-            yields: Yields::Forbidden,
-        });
+        self.scopes.push(
+            FrameKind::Function {
+                ret,
+                name: name.to_string(),
+                yields: Yields::Forbidden,
+            },
+            declares(body),
+        );
         self.stmts(body);
         self.leave();
     }
@@ -398,13 +422,15 @@ impl Cx<'_, '_> {
                 Ty::Unknown
             }
         };
-        self.scopes.push(FrameKind::Block);
+        self.scopes
+            .push(FrameKind::Block, binding.is_some() || declares(then));
         if let Some(b) = binding {
             let ty = match &b.cast {
                 Some(t) => self.types.resolve(t),
                 None => cond_ty.unwrapped(),
             };
-            self.scopes.declare(b.name.clone(), ty, BindingKind::Final);
+            self.scopes
+                .declare_resolved(b.name.clone(), ty, BindingKind::Final, b.slot.get());
         }
         let then_ends = self.stmts(then);
         self.leave();
@@ -423,7 +449,7 @@ impl Cx<'_, '_> {
         body: &[Stmt],
         label: &Option<Rc<str>>,
     ) -> Ends {
-        self.scopes.push(FrameKind::Block);
+        self.scopes.push(FrameKind::Block, true);
         for s in init {
             self.stmt(s);
         }
@@ -451,6 +477,7 @@ impl Cx<'_, '_> {
         iterable: &super::super::syntax::ast::Expr,
         body: &[Stmt],
         label: &Option<Rc<str>>,
+        slots: &(Resolved, Resolved),
     ) {
         let (key_ty, value_ty) = match self.expr(iterable) {
             Ty::List(item, _) => (Ty::Int, *item),
@@ -471,14 +498,20 @@ impl Cx<'_, '_> {
             }
             _ => (Ty::Unknown, Ty::Unknown),
         };
-        self.scopes.push(FrameKind::Loop {
-            label: label.clone(),
-        });
+        self.scopes.push(
+            FrameKind::Loop {
+                label: label.clone(),
+            },
+            true,
+        );
         if let Some(k) = key {
-            self.scopes.declare(k.clone(), key_ty, BindingKind::Final);
+            let res = slots.0.get();
+            self.scopes
+                .declare_resolved(k.clone(), key_ty, BindingKind::Final, res);
         }
+        let res = slots.1.get();
         self.scopes
-            .declare(value.clone(), value_ty, BindingKind::Final);
+            .declare_resolved(value.clone(), value_ty, BindingKind::Final, res);
         self.stmts(body);
         self.leave();
     }

@@ -35,7 +35,7 @@ pub(crate) mod scope;
 
 use super::syntax::ast::declares;
 use super::syntax::ast::*;
-use scope::{Found, LevelKind, Scopes};
+use scope::{Found, Scopes};
 use std::rc::Rc;
 
 impl Program {
@@ -83,12 +83,6 @@ struct Notes {
     own: Vec<u32>,
     /// An inner function shares a local of a nested level of this one.
     nested_shared: bool,
-}
-
-impl LevelKind for Notes {
-    fn is_function(&self) -> bool {
-        self.function
-    }
 }
 
 struct Resolver {

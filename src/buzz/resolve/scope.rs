@@ -3,72 +3,71 @@
 //! the checker (`check/scope.rs`, which types each name and warns about
 //! idle ones) walk. It owns what the two passes share: the stack of levels
 //! (innermost last), declaring a name in the innermost one (which gives it
-//! the level's next slot), looking a name up (innermost level first, the
-//! latest declaration of a level first, then the globals), finding the
-//! local a new one would shadow, and the names in scope for "did you
-//! mean". What each pass keeps per name (`T`: the resolver's fixity, the
-//! checker's type and flags) and per level (`K`: the resolver's capture
-//! notes, the checker's frame kind) is its own.
+//! a slot), looking a name up (innermost level first, the latest
+//! declaration of a level first, then the globals), reading the
+//! declaration at a slot the resolver found, finding the local a new one
+//! would shadow, and the names in scope for "did you mean". What each
+//! pass keeps per name (`T`: the resolver's fixity, the checker's type
+//! and flags) and per level (`K`: the resolver's capture notes; nothing
+//! for the checker, whose frames are its own) is its own.
 //!
-//! Why one engine: which declaration a name means is decided by one piece
-//! of code, not by two kept in step by hand (issue 39, "one scope
-//! model"). Where the passes' rules still differ, the difference is said
-//! here, once, in terms of the engine; each pass keeps its observable
-//! behaviour (the resolver's slots and depths, the checker's diagnostics):
+//! Why one engine: which declaration a name means is decided once, not by
+//! two models kept in step by hand (issue 39, "one scope model"). The
+//! resolver runs first and searches by name; the checker, walking after
+//! it, opens its levels where the resolver does, declares each name at
+//! the slot the resolver gave it ([`Scopes::declare_at`]), and reads a
+//! use at the slot the resolver found ([`Scopes::at_slot`]) or among the
+//! globals, without a second search. Where the passes' rules differ, the
+//! difference is said here, in terms of the engine; each pass keeps its
+//! observable behaviour (the resolver's slots and depths, the checker's
+//! diagnostics):
 //!
-//! - **Which constructs make a level.** The engine makes one when asked.
-//!   The resolver's levels are the run's scopes, exactly (a depth counts
-//!   them), so it pushes one for a block only when the block declares a
-//!   name ([`crate::buzz::syntax::ast::declares`]); the checker pushes one
-//!   per block, loop and `from`, because its level kinds answer `break`,
-//!   `continue`, `out`, `return` and `yield`, and its idle-local report
-//!   runs when a level is left. A level that declares nothing finds the
-//!   same declarations either way.
+//! - **Which constructs make a level.** Both open one per function, `for`,
+//!   `foreach` step, `catch` clause and `if (…) ->` branch, and one for a
+//!   block only when it declares a name
+//!   ([`crate::buzz::syntax::ast::declares`]): the levels are the run's
+//!   (a depth counts them). The checker's frames (block, loop, `from`,
+//!   function, for `break`, `continue`, `out`, `return` and `yield`) are
+//!   kept beside the levels, not as levels: a frame that declares nothing
+//!   holds no names either way.
 //! - **Which declarations a pass makes.** The resolver declares a local
 //!   `fun` ahead of its level's statements (so two may call each other)
-//!   and again where it stands, and a local object or enum where it
-//!   stands; the checker declares a local `fun` only where it stands and
-//!   a local object, enum or protocol not at all (a use of one is left
-//!   to the run: the checker never reports a name the file declares
-//!   somewhere).
-//! - **A name declared twice in one level.** [`Scopes::declare`] always
-//!   adds a declaration with a new slot, which later lookups find (the
-//!   checker keeps both, for its idle report). The resolver first asks
-//!   [`Scopes::here_mut`] and keeps the slot it found, as the run's
-//!   `define` does (a local `fun` is declared twice: once ahead of its
-//!   level, once where it stands).
-//! - **Names bound by name at run time.** Generic parameters and local
-//!   `protocol`s are declared with [`Scopes::declare_unslotted`] by the
-//!   resolver: found without a slot, they resolve to a search by name.
-//!   The checker declares neither.
+//!   and again where it stands, a local object or enum where it stands,
+//!   and generic parameters and local `protocol`s without a slot
+//!   ([`Scopes::declare_unslotted`]: the run binds them by name). The
+//!   checker declares a local `fun` only where it stands, and none of the
+//!   rest. A use the resolver found at a declaration the checker has not
+//!   made (there is nothing of that name at the slot) is searched by
+//!   name, as the checker always did: it finds what the checker's own
+//!   declarations make visible (an outer one, a global, or nothing; the
+//!   checker never reports a name the file declares somewhere).
+//! - **A name declared twice in one level.** [`Scopes::declare`] adds a
+//!   declaration; the resolver first asks [`Scopes::here_mut`] and keeps
+//!   the slot it found, as the run's `define` does. The checker keeps both
+//!   declarations at that one slot (for its idle report); a use reads the
+//!   latest.
 //! - **The top level.** The checker declares globals
-//!   ([`Scopes::declare_global`], or [`Scopes::declare`] with no level
-//!   open), each replacing an earlier one of its name; the resolver
-//!   declares none (imports and hoisted declarations land in the run's
-//!   globals in an order known only at run time), so a name no level
-//!   holds is a global to it.
-//! - **What a method's body sees.** Both passes walk an object's methods
+//!   ([`Scopes::declare_global`]), each replacing an earlier one of its
+//!   name; the resolver declares none (imports and hoisted declarations
+//!   land in the run's globals in an order known only at run time), so a
+//!   name no level holds is a global to it, and the checker reads it among
+//!   its globals.
+//! - **Where the checker walks apart from the resolver's levels.** It
+//!   types an arrow method's body away from where it is written (at a use,
+//!   to infer its result), with every level set aside
+//!   ([`Scopes::isolate`], [`Scopes::restore`]) so that only the globals
+//!   are visible; and it reads a `do … until` condition after leaving the
+//!   body, where the resolver reads it in the body's level. There it
+//!   searches by name. (Both passes otherwise walk an object's methods
 //!   where the object is declared, so a local object's methods see the
-//!   enclosing function's locals. The checker also types an arrow
-//!   method's body away from where it is written (at a use, to infer its
-//!   result): there it sets every level aside ([`Scopes::isolate`]) so
-//!   that only the globals are visible, and puts them back after
-//!   ([`Scopes::restore`]).
-//! - **Shadowing.** Only the checker asks ([`Scopes::shadowed`]): it
-//!   stops at the innermost function's level ([`LevelKind::is_function`]),
-//!   so a local of an enclosing function is never "shadowed", and counts
-//!   only the locals written on a line of their own (not parameters,
-//!   `this`, loop or clause bindings).
+//!   enclosing function's locals.)
+//! - **Shadowing.** Only the checker asks ([`Scopes::shadowed`]), from the
+//!   innermost function's first level inward, so a local of an enclosing
+//!   function is never "shadowed"; it counts only the locals written on a
+//!   line of their own (not parameters, `this`, loop or clause bindings).
 
 use std::collections::HashMap;
 use std::rc::Rc;
-
-/// What the engine needs of a pass's per-level data.
-pub(crate) trait LevelKind {
-    /// The level of a function's frame: shadowing is not looked for
-    /// beyond it.
-    fn is_function(&self) -> bool;
-}
 
 /// One declaration of a name in a level.
 #[derive(Debug)]
@@ -148,7 +147,7 @@ impl<T, K> Default for Scopes<T, K> {
     }
 }
 
-impl<T, K: LevelKind> Scopes<T, K> {
+impl<T, K> Scopes<T, K> {
     /// Opens a level inside the others.
     pub(crate) fn push(&mut self, kind: K) {
         self.levels.push(Level {
@@ -181,11 +180,6 @@ impl<T, K: LevelKind> Scopes<T, K> {
         &mut self.levels[at].kind
     }
 
-    /// Every level's data, innermost first.
-    pub(crate) fn kinds(&self) -> impl Iterator<Item = &K> {
-        self.levels.iter().rev().map(|l| &l.kind)
-    }
-
     /// Declares `name` in the innermost level, with the level's next
     /// slot (which it returns), or as a global at the top level (slot 0).
     pub(crate) fn declare(&mut self, name: Rc<str>, value: T) -> u32 {
@@ -201,6 +195,20 @@ impl<T, K: LevelKind> Scopes<T, K> {
             value,
         });
         slot
+    }
+
+    /// Declares `name` in the innermost level at `slot`, the one the
+    /// resolver gave this declaration (a pass walking after it, whose
+    /// levels are the resolver's). Nothing at the top level.
+    pub(crate) fn declare_at(&mut self, name: Rc<str>, slot: u32, value: T) {
+        if let Some(level) = self.levels.last_mut() {
+            level.next = level.next.max(slot + 1);
+            level.entries.push(Entry {
+                name,
+                slot: Some(slot),
+                value,
+            });
+        }
     }
 
     /// Declares `name` in the innermost level without a slot: a name the
@@ -237,6 +245,16 @@ impl<T, K: LevelKind> Scopes<T, K> {
         self.globals.get(name).map(Found::Global)
     }
 
+    /// The latest declaration of `name` at `slot` of the level `depth`
+    /// levels out: the declaration the resolver found for a use of
+    /// `name`, read without a search by name.
+    pub(crate) fn at_slot(&self, depth: usize, slot: u32, name: &str) -> Option<&T> {
+        let at = self.levels.len().checked_sub(depth + 1)?;
+        let entries = &self.levels[at].entries;
+        let entry = entries.iter().rev().find(|e| e.slot == Some(slot))?;
+        (&*entry.name == name).then_some(&entry.value)
+    }
+
     /// What the pass keeps about the declaration `name` means here.
     pub(crate) fn lookup(&self, name: &str) -> Option<&T> {
         match self.find(name)? {
@@ -249,23 +267,22 @@ impl<T, K: LevelKind> Scopes<T, K> {
         self.globals.get(name)
     }
 
-    /// The declaration of the innermost function that a new local `name`
-    /// would hide: in each level from the innermost out to the function's
-    /// own, the earliest declaration of `name` that `counts`.
-    pub(crate) fn shadowed(&self, name: &str, counts: impl Fn(&T) -> bool) -> Option<&T> {
-        for level in self.levels.iter().rev() {
-            let found = level
-                .entries
-                .iter()
-                .find(|e| &*e.name == name && counts(&e.value));
-            if let Some(entry) = found {
-                return Some(&entry.value);
-            }
-            if level.kind.is_function() {
-                break;
-            }
-        }
-        None
+    /// The declaration that a new local `name` would hide among the
+    /// levels from `floor` (counted from the outermost, 0) inward: in each
+    /// level from the innermost out, the earliest declaration of `name`
+    /// that `counts`.
+    pub(crate) fn shadowed(
+        &self,
+        name: &str,
+        floor: usize,
+        counts: impl Fn(&T) -> bool,
+    ) -> Option<&T> {
+        let levels = self.levels.get(floor..).unwrap_or_default();
+        levels.iter().rev().find_map(|level| {
+            let mut found = level.entries.iter();
+            let entry = found.find(|e| &*e.name == name && counts(&e.value))?;
+            Some(&entry.value)
+        })
     }
 
     /// Every name in scope, outermost level first, then the globals: the
@@ -292,17 +309,8 @@ impl<T, K: LevelKind> Scopes<T, K> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Found, LevelKind, Scopes};
+    use super::{Found, Scopes};
     use std::rc::Rc;
-
-    /// A level is a function's when its kind says so.
-    struct Kind(bool);
-
-    impl LevelKind for Kind {
-        fn is_function(&self) -> bool {
-            self.0
-        }
-    }
 
     fn name(s: &str) -> Rc<str> {
         Rc::from(s)
@@ -310,12 +318,12 @@ mod tests {
 
     #[test]
     fn a_name_is_found_innermost_first_then_among_the_globals() {
-        let mut s: Scopes<u8, Kind> = Scopes::default();
+        let mut s: Scopes<u8, ()> = Scopes::default();
         s.declare(name("a"), 1);
-        s.push(Kind(true));
+        s.push(());
         assert_eq!(s.declare(name("a"), 2), 0);
         assert_eq!(s.declare(name("b"), 3), 1);
-        s.push(Kind(false));
+        s.push(());
         assert_eq!(s.declare(name("a"), 4), 0);
         match s.find("b") {
             Some(Found::Local { depth, entry }) => {
@@ -333,24 +341,38 @@ mod tests {
     }
 
     #[test]
-    fn shadowing_stops_at_the_innermost_function() {
-        let mut s: Scopes<u8, Kind> = Scopes::default();
-        s.push(Kind(true));
+    fn shadowing_looks_only_from_the_floor_inward() {
+        let mut s: Scopes<u8, ()> = Scopes::default();
+        s.push(());
         s.declare(name("outer"), 1);
-        s.push(Kind(true));
+        s.push(());
         s.declare(name("x"), 0);
         s.declare(name("x"), 2);
-        s.push(Kind(false));
-        assert_eq!(s.shadowed("outer", |_| true), None);
-        assert_eq!(s.shadowed("x", |v| *v > 0), Some(&2));
-        assert_eq!(s.shadowed("x", |_| true), Some(&0));
+        s.push(());
+        assert_eq!(s.shadowed("outer", 1, |_| true), None);
+        assert_eq!(s.shadowed("outer", 0, |_| true), Some(&1));
+        assert_eq!(s.shadowed("x", 1, |v| *v > 0), Some(&2));
+        assert_eq!(s.shadowed("x", 1, |_| true), Some(&0));
+    }
+
+    #[test]
+    fn a_use_is_read_at_the_slot_the_resolver_gave_it() {
+        let mut s: Scopes<u8, ()> = Scopes::default();
+        s.push(());
+        s.declare_at(name("f"), 2, 7);
+        assert_eq!(s.declare(name("v"), 1), 3);
+        s.push(());
+        assert_eq!(s.at_slot(1, 2, "f"), Some(&7));
+        assert_eq!(s.at_slot(1, 2, "g"), None);
+        assert_eq!(s.at_slot(1, 0, "f"), None);
+        assert_eq!(s.at_slot(2, 2, "f"), None);
     }
 
     #[test]
     fn a_name_declared_again_or_unslotted_and_isolation() {
-        let mut s: Scopes<u8, Kind> = Scopes::default();
+        let mut s: Scopes<u8, ()> = Scopes::default();
         s.declare_global(name("g"), 9);
-        s.push(Kind(true));
+        s.push(());
         s.declare_unslotted(name("T"), 0);
         assert_eq!(s.declare(name("v"), 1), 0);
         if let Some(entry) = s.here_mut("v") {
