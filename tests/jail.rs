@@ -381,20 +381,47 @@ fn the_view_alone_hides_what_is_not_granted() {
     }
 }
 
+/// Another terminal of the user's session (a pty made by the test, owned
+/// by the run's user, a line already typed into it): a child reads the
+/// typed line and writes to its screen by the terminal's name. In the jail
+/// `/dev/pts` is the run's own; without one (uid 65534 with user
+/// namespaces refused, Ubuntu's default; root with every namespace
+/// refused) it was the host's, granted whole, and both worked: now only
+/// the run's own terminals in it are granted. The control, the sandbox
+/// off, reads the line and writes.
 #[test]
 fn another_terminal_cannot_be_opened() {
-    for user in users() {
-        let jail = Jail::new(user);
+    let mut cases = vec![(User::Root, Kernel::AsIs), (User::Nobody, Kernel::AsIs)];
+    cases.push((User::Nobody, Kernel::NoUserNamespaces));
+    cases.push((User::Root, Kernel::NoNamespaces));
+    for (user, kernel) in cases.into_iter().filter(|(u, _)| users().contains(u)) {
+        let mut jail = Jail::new(user);
+        jail.kernel = kernel;
         let pty = nix::pty::openpty(None, None).unwrap();
         let slave = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
         let _ = Command::new("chown")
             .arg(jail.uid().to_string())
             .arg(&slave)
             .status();
-        let script = format!("echo injected > {} && echo PTS-OK", slave.display());
+        let typed = unique("typed-password");
+        let type_line = || {
+            let line = format!("{typed}\n");
+            assert_eq!(
+                nix::unistd::write(&pty.master, line.as_bytes()),
+                Ok(line.len())
+            );
+        };
+        let script = format!(
+            "timeout 5 head -n 1 {0}; echo injected > {0} && echo PTS-OK",
+            slave.display()
+        );
+        type_line();
         let control = jail.shell(Sandbox::Off, &script);
+        type_line();
         let jailed = jail.shell(Sandbox::On, &script);
-        assert_attack(user, &control, &jailed, &["PTS-OK"], "");
+        let who = format!("{user:?} {kernel:?}");
+        assert!(jailed.stdout.contains("STATUS"), "{who}: {}", jailed.dump());
+        assert_attack(user, &control, &jailed, &["PTS-OK"], &typed);
     }
 }
 

@@ -22,8 +22,8 @@ pub(crate) mod linux;
 pub(crate) use interpreter_only::{platform, Domain, ReexecState};
 #[cfg(kernel_layer)]
 pub(crate) use linux::{
-    capabilities, jail, landlock, limits, network, process, seccomp, survivors, unix_sockets,
-    untraceable,
+    capabilities, jail, landlock, limits, network, process, seccomp, survivors, terminal,
+    unix_sockets, untraceable,
 };
 
 pub(crate) use child::ConfinedChild;

@@ -37,6 +37,9 @@ const fn ro(path: &'static str, why: &'static str) -> Builtin {
 
 /// Why `$TMPDIR` is granted.
 pub(crate) const TMPDIR_WHY: &str = "$TMPDIR";
+/// Why `/dev/pts` is granted (a `devpts` of the run's own in the jail;
+/// without one, only the run's own terminals: `enforce::terminal`).
+pub(crate) const PSEUDO_TERMINALS_WHY: &str = "pseudo-terminals";
 /// Why magus's cache directory is granted.
 pub(crate) const CACHE_WHY: &str = "magus cache";
 
@@ -53,7 +56,7 @@ pub(super) const PRIVATE_PER_RUN: [&str; 4] = [
     PRIVATE_TMPFS[0],
     PRIVATE_TMPFS[1],
     PRIVATE_TMPFS[2],
-    "pseudo-terminals",
+    PSEUDO_TERMINALS_WHY,
 ];
 
 /// Fixed `rw` defaults (the workspace, `$TMPDIR` and the cache are added by
@@ -62,7 +65,7 @@ pub(crate) const BUILTIN_RW: [Builtin; 5] = [
     rw("/tmp", "temporary files"),
     rw("/dev/null", "null device"),
     rw("/dev/tty", "controlling terminal"),
-    rw("/dev/pts", "pseudo-terminals"),
+    rw("/dev/pts", PSEUDO_TERMINALS_WHY),
     rw("/dev/shm", "shared memory"),
 ];
 

@@ -37,7 +37,7 @@ mod workspace;
 
 pub(crate) use builtin::PRIVATE_TMPFS;
 #[cfg(kernel_layer)]
-pub(crate) use builtin::{BUILTIN_RO, BUILTIN_RW, CACHE_WHY};
+pub(crate) use builtin::{BUILTIN_RO, BUILTIN_RW, CACHE_WHY, PSEUDO_TERMINALS_WHY};
 pub(crate) use config::Position;
 pub use env::ChildEnv;
 #[cfg(kernel_layer)]

@@ -7,8 +7,15 @@
 //! screen). The process that waits outside every child notes the modes
 //! before any child exists and puts them back once the last one has ended.
 //! It must not act on anything but the descriptors it noted.
+//!
+//! Without a jail it also narrows the built-in `/dev/pts` grant to the
+//! run's own terminals ([`own_terminals_only`]): the host's `/dev/pts`
+//! holds every other terminal of the user's session.
 
 use std::os::fd::{BorrowedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use crate::policy::{Grant, GrantSource, PSEUDO_TERMINALS_WHY};
 
 use nix::sys::stat::{fchmod, fstat, Mode};
 
@@ -73,6 +80,60 @@ impl TerminalModes {
     }
 }
 
+/// `grants` with the built-in `/dev/pts` grant replaced by one grant per
+/// terminal under it that this process holds open (the user's terminal on
+/// stdin, stdout or stderr, the relay pseudo-terminal `sh` opened at
+/// start-up), for a run without a jail of its own.
+///
+/// In the jail `/dev/pts` is a `devpts` of the run's own. Without it, it
+/// is the host's, and a grant of the directory let a child of an ordinary
+/// user (user namespaces refused, Ubuntu's default) open every other
+/// terminal of the session: read what the user types in another tab (a
+/// password at a `sudo` prompt) and write to its screen. No new terminal
+/// can be made there anyway (`/dev/ptmx` is not granted), and a child
+/// inherits its own terminals as descriptors; only a terminal reopened by
+/// name (`$(tty)`) needs a path, and those stay granted.
+pub(crate) fn own_terminals_only(grants: Vec<Grant>) -> Vec<Grant> {
+    let held = held_paths();
+    let mut narrowed = Vec::with_capacity(grants.len());
+    for grant in grants {
+        if !matches!(grant.source, GrantSource::Builtin(PSEUDO_TERMINALS_WHY)) {
+            narrowed.push(grant);
+            continue;
+        }
+        for path in held.iter().filter(|p| p.parent() == Some(&grant.path)) {
+            narrowed.push(Grant {
+                path: path.clone(),
+                mode: grant.mode,
+                source: grant.source.clone(),
+            });
+        }
+    }
+    narrowed
+}
+
+/// The character devices this process has open, by the path the kernel
+/// gives them (`/proc/self/fd`), sorted and without repeats; none when
+/// `/proc` cannot be read, which grants no terminal at all.
+fn held_paths() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut held: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|p| is_char_device(p))
+        .collect();
+    held.sort();
+    held.dedup();
+    held
+}
+
+fn is_char_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+}
+
 /// The terminal on `fd`, if `fd` is one.
 fn terminal_on(fd: RawFd) -> Option<Noted> {
     // SAFETY: `isatty` and `fstat` only read the descriptor table.
@@ -124,5 +185,34 @@ mod tests {
         );
         let file = tempfile::tempfile().unwrap();
         assert_eq!(terminal_on(file.as_raw_fd()), None);
+    }
+
+    fn grant(path: &str, source: GrantSource) -> Grant {
+        Grant {
+            path: PathBuf::from(path),
+            mode: crate::policy::Mode::Rw,
+            source,
+        }
+    }
+
+    /// The built-in `/dev/pts` grant becomes the terminals held open (a
+    /// pty opened here, and no other); every other grant, and a `/dev/pts`
+    /// a `magus.yaml` grants itself, is kept as it was.
+    #[test]
+    fn only_the_held_terminals_stay_granted() {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+        let dir = slave.parent().unwrap().to_str().unwrap().to_string();
+        let builtin = grant(&dir, GrantSource::Builtin(PSEUDO_TERMINALS_WHY));
+        let tmp = grant("/tmp", GrantSource::Builtin("temporary files"));
+        let narrowed = own_terminals_only(vec![tmp.clone(), builtin.clone()]);
+        assert_eq!(narrowed[0], tmp);
+        let paths: Vec<&Path> = narrowed[1..].iter().map(|g| g.path.as_path()).collect();
+        assert!(paths.contains(&slave.as_path()), "{paths:?}");
+        assert!(!paths.contains(&Path::new(&dir)), "{paths:?}");
+        assert!(narrowed[1..].iter().all(|g| g.source == builtin.source));
+        let own = crate::policy::GrantSource::Workspace;
+        let declared = grant(&dir, own);
+        assert_eq!(own_terminals_only(vec![declared.clone()]), [declared]);
     }
 }

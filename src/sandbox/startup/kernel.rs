@@ -335,7 +335,7 @@ fn confine_kernel(
             "cannot install the Landlock sandbox: {e}"
         )))
     };
-    let (ahead, in_view) = split_grants(policy, building.as_ref());
+    let (ahead, in_view) = split_grants(policy, &jail, building.as_ref());
     let request = landlock_request(env);
     let open = |grant: &Grant| building.as_ref()?.open_on_host(&grant.path);
     let rules = enforce::landlock::begin(&ahead, &network, request, open);
@@ -391,8 +391,18 @@ pub(crate) fn unix_sockets(landlock: &LandlockStatus, jail: &Jail, policy: &Poli
 
 /// The grants whose Landlock rules can be made before the view is built
 /// (it binds their host inode), and those made in the view: its own
-/// mounts, and every grant where this run has no jail of its own.
-fn split_grants(policy: &Policy, building: Option<&Building>) -> (Vec<Grant>, Vec<Grant>) {
+/// mounts, and every grant where this run has no jail of its own. Without
+/// any jail, `/dev/pts` is the host's: only the run's own terminals in it
+/// are granted (`terminal::own_terminals_only`).
+fn split_grants(
+    policy: &Policy,
+    jail: &Jail,
+    building: Option<&Building>,
+) -> (Vec<Grant>, Vec<Grant>) {
+    if let Jail::Missing(_) = jail {
+        let grants = policy.grants().to_vec();
+        return (Vec::new(), enforce::terminal::own_terminals_only(grants));
+    }
     if !building.is_some_and(Building::host_root_held) {
         return (Vec::new(), policy.grants().to_vec());
     }

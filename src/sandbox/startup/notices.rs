@@ -89,8 +89,9 @@ mod kernel {
         if let Jail::Missing(reason) = jail {
             missing.push(format!(
                 "no jail ({reason}): children see the host's filesystem outside the grants \
-                 (unix sockets in /tmp and /run/user, other terminals in /dev/pts, other \
-                 sessions' /tmp and /dev/shm files, metadata of ungranted paths), \
+                 (unix sockets in /tmp and /run/user, metadata of ungranted paths), \
+                 other sessions' files in the host's /tmp and /dev/shm (readable and \
+                 writable: both are granted), \
                  every process in /proc with its command line (no PID namespace), \
                  and protected paths inside writable grants; {}",
                 unjailed_refusals(sockets)
