@@ -1481,3 +1481,59 @@ fn a_file_source_the_spell_can_read_is_refused() {
     let out = capture(&mut cmd);
     assert!(out.stdout.contains(VALUE), "control: {}", out.dump());
 }
+
+/// A spell that prints what `env.get` gives it and what its children see
+/// of two variables another spell's secrets are read from.
+const THIEF: &str = "import \"std\";\nimport \"env\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    std.print(\"ENV.GET {env.get(\"GH_TOKEN\") ?? \"null\"} {env.get(\"MAGUS_TEST_TOKEN\") ?? \"null\"}\");\n    return sh.run([\"/bin/sh\", \"-c\", \"env; echo CHILD-RAN\"]);\n}\n";
+
+/// Another spell's token, from the variable its secret is read from: the
+/// workspace passes `GH_*` through (a CI's `GH_REPO`, `GH_HOST`), and
+/// `MAGUS_*` reaches every child; `probe` reads its secrets from `GH_TOKEN`
+/// and `MAGUS_TEST_TOKEN`. Before the fix `magus run thief`, a spell with
+/// no secret, got both real values (its own `env.get` and its children):
+/// only `probe`'s own children had the source withheld. Now a secret's
+/// source reaches no child of any spell. The control, the sandbox off,
+/// hands `thief` the values.
+#[test]
+fn another_spells_secret_source_reaches_no_child() {
+    let config = "sandbox:\n  enabled: true\n  network: deny\n  env:\n    passthrough: [\"GH_*\"]\nspells:\n  probe:\n    network: {hosts: [\"localhost:9\"]}\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {env: GH_TOKEN}\n        hosts: [\"localhost:9\"]\n      - name: OTHER_TOKEN\n        from: {env: MAGUS_TEST_TOKEN}\n        hosts: [\"localhost:9\"]\n";
+    for user in users() {
+        let h = harness(config, "true\n");
+        h.write_spell("thief", THIEF);
+        open_to_everyone(&h.root);
+        let run = |sandbox: &str| {
+            let mut cmd = match user {
+                User::Caller => h.command(),
+                User::Nobody => h.command_as_nobody(),
+            };
+            cmd.env("GH_TOKEN", VALUE)
+                .env("MAGUS_TEST_TOKEN", VALUE)
+                .env("GH_REPO", "alice/tool")
+                .env("MAGUS_SANDBOX_ENABLED", sandbox)
+                .arg("--workspace")
+                .arg(&h.ws)
+                .args(["run", "thief"]);
+            capture(&mut cmd)
+        };
+        let control = run("0");
+        assert_eq!(
+            control.stdout.matches(VALUE).count(),
+            4,
+            "{user:?} control: {}",
+            control.dump()
+        );
+        let out = run("1");
+        assert!(out.stdout.contains("CHILD-RAN"), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("ENV.GET null null"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert!(
+            out.stdout.contains("GH_REPO=alice/tool"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert_value_nowhere(&h, &out, user);
+    }
+}

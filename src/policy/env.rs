@@ -147,6 +147,22 @@ impl ChildEnv {
         child
     }
 
+    /// Moves each variable named in `names` out of what the child gets,
+    /// whatever the allowlist or `passthrough` said: the secrets' source
+    /// variables ([`super::Policy::child_env`]).
+    pub(crate) fn withhold(&mut self, names: &[String]) {
+        let named = |n: &OsString| names.iter().any(|w| n.as_encoded_bytes() == w.as_bytes());
+        let before = self.vars.len();
+        for (name, _) in self.vars.iter().filter(|(n, _)| named(n)) {
+            self.stripped.push(name.to_string_lossy().into_owned());
+        }
+        self.vars.retain(|(n, _)| !named(n));
+        if self.vars.len() != before {
+            self.stripped.sort();
+            self.stripped.dedup();
+        }
+    }
+
     pub fn daemon_socket_withheld(&self) -> bool {
         self.daemon_socket == DaemonSocket::Withheld
     }

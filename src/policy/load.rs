@@ -240,6 +240,7 @@ impl Declared {
         policy.state_source = self.state_source;
         policy.spell = self.spell.clone();
         policy.secrets = sandbox.map(|s| s.secrets.clone()).unwrap_or_default();
+        policy.secret_sources = secret_sources(self.config.as_ref());
         policy
     }
 
@@ -272,6 +273,7 @@ impl Declared {
         policy.declared = sandbox.map(CanonicalPolicy::from_declared);
         policy.limits = sandbox.map(|s| s.limits).unwrap_or_default();
         policy.secrets = sandbox.map(|s| s.secrets.clone()).unwrap_or_default();
+        policy.secret_sources = secret_sources(config.as_ref());
         policy.hidden = resolution.hidden;
         policy.own_section = spell
             .as_deref()
@@ -283,6 +285,24 @@ impl Declared {
             diagnostics: resolution.diagnostics,
         }
     }
+}
+
+/// The variables every spell's secrets are read from (`from: {env: VAR}`),
+/// sorted and unique: [`Policy::child_env`] withholds them from the
+/// children of every spell.
+fn secret_sources(config: Option<&ConfigFile>) -> Vec<String> {
+    let mut names: Vec<String> = config
+        .iter()
+        .flat_map(|c| &c.spells)
+        .flat_map(|section| &section.secrets)
+        .filter_map(|secret| match &secret.source {
+            super::secrets::SecretSource::Env(var) => Some(var.clone()),
+            super::secrets::SecretSource::File(_) => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn state_of(on: bool) -> SandboxState {

@@ -121,6 +121,9 @@ pub struct Policy {
     own_section: bool,
     /// The spell's `secrets:` (docs/secrets.md); empty for most.
     secrets: Vec<SecretBinding>,
+    /// The variables any spell of the workspace reads a secret from
+    /// (`from: {env: VAR}`): no child of any spell gets them.
+    pub(crate) secret_sources: Vec<String>,
     /// Credential stores inside a grant that does not name them: hidden
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve_grants::hidden_stores`).
@@ -163,6 +166,7 @@ impl Policy {
             spell: None,
             own_section: false,
             secrets: Vec::new(),
+            secret_sources: Vec::new(),
             hidden: Vec::new(),
             trie,
         }
@@ -291,9 +295,15 @@ impl Policy {
         self.declared.as_ref().map(CanonicalPolicy::fingerprint)
     }
 
-    /// The environment a sandboxed child gets from `env`.
+    /// The environment a sandboxed child gets from `env`. A secret's
+    /// source variable is withheld from every spell's children, not only
+    /// from its own spell's: a `passthrough` such as `GITHUB_*`, or the
+    /// `MAGUS_*` every child gets, would otherwise hand another spell's
+    /// token, the real value, to a spell it was never granted to.
     pub(crate) fn child_env(&self, env: &[(OsString, OsString)]) -> ChildEnv {
-        ChildEnv::build(env, &self.passthrough)
+        let mut child = ChildEnv::build(env, &self.passthrough);
+        child.withhold(&self.secret_sources);
+        child
     }
 }
 
