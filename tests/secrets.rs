@@ -1537,3 +1537,56 @@ fn another_spells_secret_source_reaches_no_child() {
         assert_value_nowhere(&h, &out, user);
     }
 }
+
+/// Reads another spell's secret file: with the spell and through a child.
+const FILE_THIEF: &str = "import \"std\";\nimport \"fs\";\nimport \"env\";\nimport \"sh\";\nfun main(args: [str]) > int {\n    final path = \"{env.get(\"HOME\") ?? \"\"}/.config/tok/gh\";\n    try {\n        std.print(\"FS.READ {fs.read(path)}\");\n    } catch (e: SandboxError) {\n        std.print(\"REFUSED {e.code}\");\n    } catch (e: FileSystemError) {\n        std.print(\"FAILED {e.message}\");\n    }\n    return sh.run([\"/bin/sh\", \"-c\", \"cat ~/.config/tok/gh; echo CHILD-RAN\"]);\n}\n";
+
+/// Another spell's token, from the file its secret is read from: `probe`
+/// reads its secret from `~/.config/tok/gh`, and `thief`'s own section
+/// grants `~/.config` read-only (a tool's settings). Before the fix
+/// `magus run thief` read the token, with `fs.read` and with `cat`: only
+/// `probe`'s own view was checked for it. Now another spell's secret file
+/// inside a grant that does not name it is hidden, as a credential store
+/// is. The control, the sandbox off, reads it both ways.
+#[test]
+fn another_spells_secret_file_is_hidden() {
+    for user in users() {
+        let h = harness("sandbox: {enabled: true}\n", "true\n");
+        let file = h.home_path(".config/tok/gh");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, format!("{VALUE}\n")).unwrap();
+        let config = format!(
+            "sandbox:\n  enabled: true\n  network: deny\nspells:\n  probe:\n    network: {{hosts: [\"localhost:9\"]}}\n    secrets:\n      - name: GITHUB_TOKEN\n        from: {{file: {}}}\n        hosts: [\"localhost:9\"]\n  thief:\n    allow:\n      - path: ~/.config\n        mode: ro\n",
+            file.display()
+        );
+        std::fs::write(h.ws_path("magus.yaml"), config).unwrap();
+        h.write_spell("thief", FILE_THIEF);
+        open_to_everyone(&h.root);
+        let run = |sandbox: &str| {
+            let mut cmd = match user {
+                User::Caller => h.command(),
+                User::Nobody => h.command_as_nobody(),
+            };
+            cmd.env("MAGUS_SANDBOX_ENABLED", sandbox)
+                .arg("--workspace")
+                .arg(&h.ws)
+                .args(["run", "thief"]);
+            capture(&mut cmd)
+        };
+        let control = run("0");
+        assert_eq!(
+            control.stdout.matches(VALUE).count(),
+            2,
+            "{user:?} control: {}",
+            control.dump()
+        );
+        let out = run("1");
+        assert!(out.stdout.contains("CHILD-RAN"), "{user:?}: {}", out.dump());
+        assert!(
+            out.stdout.contains("REFUSED MGS2001"),
+            "{user:?}: {}",
+            out.dump()
+        );
+        assert_value_nowhere(&h, &out, user);
+    }
+}

@@ -5,7 +5,7 @@
 
 use super::config::{load_config, ConfigError, ConfigFile, SandboxConfig};
 use super::fingerprint::CanonicalPolicy;
-use super::resolve_grants::{resolve, Inputs};
+use super::resolve_grants::{hidden_secret_files, resolve, Inputs};
 use super::workspace::{
     enabled_override, find_workspace, spell_name, spell_names, BadOverride, WorkspaceArg,
     WorkspaceError, ENABLED_VAR,
@@ -275,6 +275,15 @@ impl Declared {
         policy.secrets = sandbox.map(|s| s.secrets.clone()).unwrap_or_default();
         policy.secret_sources = secret_sources(config.as_ref());
         policy.hidden = resolution.hidden;
+        let others = others_secret_files(config.as_ref(), spell.as_deref());
+        let home = super::workspace::lookup(env, "HOME").map(std::path::PathBuf::from);
+        policy.hidden.extend(hidden_secret_files(
+            &others,
+            home.as_deref(),
+            &policy.grants,
+        ));
+        policy.hidden.sort();
+        policy.hidden.dedup();
         policy.own_section = spell
             .as_deref()
             .is_some_and(|name| config.as_ref().is_some_and(|c| c.spell(name).is_some()));
@@ -303,6 +312,21 @@ fn secret_sources(config: Option<&ConfigFile>) -> Vec<String> {
     names.sort();
     names.dedup();
     names
+}
+
+/// The files the secrets of every spell but `spell` are read from, as
+/// written (`from: {file: PATH}`).
+fn others_secret_files<'c>(config: Option<&'c ConfigFile>, spell: Option<&str>) -> Vec<&'c str> {
+    config
+        .iter()
+        .flat_map(|c| &c.spells)
+        .filter(|section| Some(section.name.as_str()) != spell)
+        .flat_map(|section| &section.secrets)
+        .filter_map(|secret| match &secret.source {
+            super::secrets::SecretSource::File(file) => Some(file.as_str()),
+            super::secrets::SecretSource::Env(_) => None,
+        })
+        .collect()
 }
 
 fn state_of(on: bool) -> SandboxState {

@@ -129,6 +129,32 @@ fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The files other spells' secrets are read from (`from: {file: PATH}`,
+/// `~/` expanded with `home`) that lie strictly inside one of `grants`
+/// without a grant naming them: hidden like a credential store. A spell
+/// granted `~/.config` read the token file another spell's secret came
+/// from. The spell's own secret files are not here: its start-up refuses
+/// one its view shows (`sandbox::startup::secrets`).
+pub(crate) fn hidden_secret_files(
+    spelled: &[&str],
+    home: Option<&Path>,
+    grants: &[Grant],
+) -> Vec<PathBuf> {
+    spelled
+        .iter()
+        .filter_map(|file| match file.strip_prefix("~/") {
+            Some(rest) => home.map(|h| h.join(rest)),
+            None => Some(PathBuf::from(file)),
+        })
+        .filter_map(|path| real_path(&path).ok())
+        .filter(|path| {
+            let shown = grants.iter().any(|g| lies_within(path, &g.path));
+            let named = grants.iter().any(|g| lies_within(&g.path, path));
+            shown && !named
+        })
+        .collect()
+}
+
 /// Drops built-ins another grant already covers (`/bin` is `/usr/bin` on a
 /// merged-/usr system): they change no decision, only lengthen the list.
 fn prune_builtins(grants: Vec<Grant>) -> Vec<Grant> {
