@@ -9,17 +9,30 @@
 
 use std::ffi::OsStr;
 use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
+use nix::fcntl::{openat, renameat2, OFlag, RenameFlags};
+use nix::sys::stat::{fstat, fstatat, mkdirat, Mode};
+
+use super::nofollow;
 use super::{Findings, Outcome};
 
 /// The quarantine, relative to the workspace root.
 pub(crate) const QUARANTINE: &str = ".magus/quarantine";
 
+/// This run's directory in the quarantine: its path (for what is said)
+/// and a handle on it (for what is done).
+struct RunDir {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
 pub(super) struct Quarantine {
     workspace: PathBuf,
     /// Made at the first entry set aside; `Err` once making it failed.
-    dir: Option<Result<PathBuf, ()>>,
+    dir: Option<Result<RunDir, ()>>,
     manifest: Vec<String>,
 }
 
@@ -33,135 +46,209 @@ impl Quarantine {
     }
 
     /// Moves `path` (never what a link at `path` names) into the
-    /// quarantine, else beside itself under a name no tool reads.
+    /// quarantine, else beside itself under a name no tool reads. The
+    /// directory holding it is reached following no link
+    /// ([`nofollow`]): another run's child may have swapped one in on the
+    /// way since the walk saw it, and then nothing is moved.
     pub(super) fn set_aside(&mut self, path: &Path) -> Outcome {
-        if let Some(dir) = self.dir() {
-            let to = free_name(&dir, &flat_name(&self.workspace, path));
-            if rename_writable(path, &to).is_ok() {
-                let name = crate::diag::shown_name(to.file_name().unwrap_or_default());
-                self.manifest
-                    .push(format!("{name}\t{}", crate::diag::shown(path)));
-                return Outcome::Moved(to);
-            }
-        }
-        let Some(name) = path.file_name() else {
-            return Outcome::Failed("it has no name to rename".into());
+        let (parent, name) = match nofollow::parent_of(path) {
+            Ok(found) => found,
+            Err(e) => return Outcome::Failed(format!("{e} (a link on the way to it?)")),
         };
-        let aside = (0..100)
-            .map(|n| path.with_file_name(planted_name(name, n)))
-            .find(|p| p.symlink_metadata().is_err());
-        match aside.map(|to| rename_writable(path, &to).map(|()| to)) {
-            Some(Ok(to)) => Outcome::Moved(to),
-            Some(Err(e)) => Outcome::Failed(e.to_string()),
-            None => Outcome::Failed("no free name beside it".into()),
+        let flat = flat_name(&self.workspace, path);
+        let moved = self.dir().and_then(|run| {
+            let names = free_names(&flat);
+            let to = rename_writable(parent.as_fd(), name, run.fd.as_fd(), &names).ok()?;
+            Some((run.path.join(&to), to))
+        });
+        if let Some((moved_to, to)) = moved {
+            let name = crate::diag::shown_name(OsStr::new(&to));
+            self.manifest
+                .push(format!("{name}\t{}", crate::diag::shown(path)));
+            return Outcome::Moved(moved_to);
+        }
+        let planted: Vec<String> = (0..100).map(|n| planted_name(name, n)).collect();
+        match rename_writable(parent.as_fd(), name, parent.as_fd(), &planted) {
+            Ok(to) => Outcome::Moved(path.with_file_name(to)),
+            Err(e) => Outcome::Failed(e.to_string()),
         }
     }
 
     /// Writes the manifest of this run's quarantine, if it holds anything.
     pub(super) fn finish(&self, findings: &mut Findings) {
-        let Some(Ok(dir)) = &self.dir else {
+        let Some(Ok(run)) = &self.dir else {
             return;
         };
         if self.manifest.is_empty() {
             return;
         }
-        let path = dir.join("MANIFEST");
         let text = format!(
             "# What a magus run left behind, set aside: NAME<TAB>WHERE IT WAS.\n\
              # To keep one, move it back: mv NAME 'WHERE IT WAS'\n\
              # (a control character in a name is written as an escape, \\u{{1b}})\n{}\n",
             self.manifest.join("\n")
         );
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
-        if written.is_ok() {
-            findings.manifest = Some(path);
+        if create_new(run.fd.as_fd(), "MANIFEST", text.as_bytes()).is_ok() {
+            findings.manifest = Some(run.path.join("MANIFEST"));
         }
     }
 
     /// This run's directory in the quarantine, made on first use. Every
     /// step refuses a link where a directory should be (a child may have
-    /// planted `.magus -> /etc`; magus may be root here).
-    fn dir(&mut self) -> Option<PathBuf> {
+    /// planted `.magus -> /etc`; magus may be root here), and each is
+    /// made and opened beneath the handle of the one before.
+    fn dir(&mut self) -> Option<&RunDir> {
         if self.dir.is_none() {
             self.dir = Some(make_run_dir(&self.workspace).ok_or(()));
         }
-        self.dir.as_ref().and_then(|d| d.as_ref().ok()).cloned()
+        self.dir.as_ref().and_then(|d| d.as_ref().ok())
     }
 }
 
-fn make_run_dir(workspace: &Path) -> Option<PathBuf> {
-    let state = workspace.join(".magus");
-    let made = real_dir(&state)?;
+fn make_run_dir(workspace: &Path) -> Option<RunDir> {
+    let root = nofollow::open_dir(workspace).ok()?;
+    let (state, made) = real_dir(root.as_fd(), ".magus")?;
     if made {
         // The quarantine is not the project's: keep it out of commits.
-        let _ = std::fs::write(state.join(".gitignore"), "*\n");
+        let _ = create_new(state.as_fd(), ".gitignore", b"*\n");
     }
-    let quarantine = workspace.join(QUARANTINE);
-    real_dir(&quarantine)?;
+    let (quarantine, _) = real_dir(state.as_fd(), "quarantine")?;
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let base = format!("run-{secs}-{}", std::process::id());
     (0..100)
         .map(|n| match n {
-            0 => quarantine.join(&base),
-            n => quarantine.join(format!("{base}.{n}")),
+            0 => base.clone(),
+            n => format!("{base}.{n}"),
         })
-        .find(|dir| std::fs::create_dir(dir).is_ok())
+        .find_map(|name| {
+            mkdirat(
+                quarantine.as_fd(),
+                name.as_str(),
+                Mode::from_bits_truncate(0o755),
+            )
+            .ok()?;
+            let fd = open_beneath(quarantine.as_fd(), OsStr::new(&name))?;
+            Some(RunDir {
+                path: workspace.join(QUARANTINE).join(&name),
+                fd,
+            })
+        })
 }
 
-/// Makes `dir` unless it exists as a directory (not a link): `Some(true)`
-/// when made, `Some(false)` when it was there, `None` otherwise.
-fn real_dir(dir: &Path) -> Option<bool> {
-    match dir.symlink_metadata() {
-        Ok(meta) if meta.is_dir() => Some(false),
-        Ok(_) => None,
-        Err(_) => std::fs::create_dir(dir).ok().map(|()| true),
-    }
+/// Makes `name` in `dir` unless it is there as a directory (not a link),
+/// and opens it: `(handle, whether it was made)`, `None` otherwise.
+fn real_dir(dir: BorrowedFd<'_>, name: &str) -> Option<(OwnedFd, bool)> {
+    let made = match mkdirat(dir, name, Mode::from_bits_truncate(0o755)) {
+        Ok(()) => true,
+        Err(Errno::EEXIST) => false,
+        Err(_) => return None,
+    };
+    Some((open_beneath(dir, OsStr::new(name))?, made))
 }
 
-/// Renames `from` to `to`; where that is refused for want of write
-/// permission (a child, as the files' owner, may `chmod 555` the directory
-/// that holds what it planted, or a planted directory itself, which a
-/// move to another directory rewrites), gives the owner write permission
-/// to those directories for the move and takes it away again after.
-fn rename_writable(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let refused = match std::fs::rename(from, to) {
+/// The directory `name` in `dir`, never through a link.
+fn open_beneath(dir: BorrowedFd<'_>, name: &OsStr) -> Option<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    openat(dir, name, flags, Mode::empty()).ok()
+}
+
+/// Writes a new file `name` in `dir` (never through a link, never over
+/// what is there).
+fn create_new(dir: BorrowedFd<'_>, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW;
+    let fd = openat(
+        dir,
+        name,
+        flags | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o644),
+    )?;
+    std::fs::File::from(fd).write_all(bytes)
+}
+
+/// Renames `name` in `from` to the first free one of `names` in `into`
+/// (never over an entry there), and returns that name. Where
+/// the rename is refused for want of write permission (a child, as the
+/// files' owner, may `chmod 555` the directory that holds what it
+/// planted, or a planted directory itself, which a move to another
+/// directory rewrites), gives the owner write permission to those
+/// directories for the move and takes it away again after; both are
+/// reached by handle, so the modes go back to the same inodes.
+fn rename_writable(
+    from: BorrowedFd<'_>,
+    name: &OsStr,
+    into: BorrowedFd<'_>,
+    names: &[String],
+) -> std::io::Result<String> {
+    let refused = match rename_free(from, name, into, names) {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => e,
         done => return done,
     };
-    let dirs = [from.parent(), Some(from)];
+    let moved_dir = open_beneath(from, name);
+    let dirs = [Some(from), moved_dir.as_ref().map(AsFd::as_fd)];
     let mut lent = Vec::new();
     for dir in dirs.into_iter().flatten() {
-        let Ok(meta) = dir.symlink_metadata() else {
+        let Ok(st) = fstat(dir) else {
             continue;
         };
-        let mode = meta.permissions().mode();
-        if meta.is_dir() && mode & 0o200 == 0 {
-            let wider = std::fs::Permissions::from_mode(mode | 0o200);
-            if std::fs::set_permissions(dir, wider).is_ok() {
-                lent.push((dir.to_path_buf(), mode));
-            }
+        let mode = st.st_mode & 0o7777;
+        if mode & 0o200 == 0 && set_mode(dir, mode | 0o200).is_ok() {
+            lent.push((dir, mode));
         }
     }
     if lent.is_empty() {
         return Err(refused);
     }
-    let moved = std::fs::rename(from, to);
+    let moved = rename_free(from, name, into, names);
     for (dir, mode) in lent {
-        // The moved directory is now at `to`.
-        let now = match moved.is_ok() && dir == from {
-            true => to.to_path_buf(),
-            false => dir,
-        };
-        let _ = std::fs::set_permissions(now, std::fs::Permissions::from_mode(mode));
+        let _ = set_mode(dir, mode);
     }
     moved
+}
+
+/// `chmod` of the directory `dir` holds, through its handle.
+fn set_mode(dir: BorrowedFd<'_>, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dir));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// [`rename_writable`]'s rename, to the first of `names` that is free.
+fn rename_free(
+    from: BorrowedFd<'_>,
+    name: &OsStr,
+    into: BorrowedFd<'_>,
+    names: &[String],
+) -> std::io::Result<String> {
+    for candidate in names {
+        match rename_no_replace(from, name, into, candidate) {
+            Err(Errno::EEXIST) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(()) => return Ok(candidate.clone()),
+        }
+    }
+    Err(Errno::EEXIST.into())
+}
+
+/// Renames without replacing what `to` names; where the file system has
+/// no `RENAME_NOREPLACE`, after checking that nothing is there.
+fn rename_no_replace(
+    from: BorrowedFd<'_>,
+    name: &OsStr,
+    into: BorrowedFd<'_>,
+    to: &str,
+) -> Result<(), Errno> {
+    match renameat2(from, name, into, to, RenameFlags::RENAME_NOREPLACE) {
+        Err(Errno::EINVAL) => {
+            let flags = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW;
+            if fstatat(into, to, flags).is_ok() {
+                return Err(Errno::EEXIST);
+            }
+            nix::fcntl::renameat(from, name, into, to)
+        }
+        other => other,
+    }
 }
 
 /// `path` relative to the workspace (absolute elsewhere), `/` written
@@ -172,14 +259,12 @@ fn flat_name(workspace: &Path, path: &Path) -> String {
     text.trim_start_matches('/').replace('/', "%2F")
 }
 
-fn free_name(dir: &Path, name: &str) -> PathBuf {
-    (0..1000)
-        .map(|n| match n {
-            0 => dir.join(name),
-            n => dir.join(format!("{name}.{n}")),
-        })
-        .find(|p| p.symlink_metadata().is_err())
-        .unwrap_or_else(|| dir.join(format!("{name}.{}", std::process::id())))
+/// `name`, then `name.1` to `name.999`: where an entry goes in the
+/// quarantine, the first that is free.
+fn free_names(name: &str) -> Vec<String> {
+    std::iter::once(name.to_string())
+        .chain((1..1000).map(|n| format!("{name}.{n}")))
+        .collect()
 }
 
 fn planted_name(name: &OsStr, n: u32) -> String {
@@ -219,6 +304,55 @@ mod tests {
             Outcome::Moved(ws.join("HEAD.planted-during-magus-run.0"))
         );
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+
+    /// The last step of a race with a child of another run of the same
+    /// workspace: the walk listed `b/.vscode/id_rsa` in a directory, then
+    /// the child made `b/.vscode` a link to `~/.ssh`. The rename followed
+    /// the link and moved the user's key into the quarantine, where that
+    /// child read it (the sweep runs outside every sandbox). Now nothing
+    /// moves, and the key stays.
+    #[test]
+    fn a_link_swapped_in_on_the_way_moves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, ssh) = (root.join("ws"), root.join("home/.ssh"));
+        std::fs::create_dir_all(ws.join("b")).unwrap();
+        std::fs::create_dir_all(&ssh).unwrap();
+        std::fs::write(ssh.join("id_rsa"), "KEY").unwrap();
+        std::os::unix::fs::symlink(&ssh, ws.join("b/.vscode")).unwrap();
+        let mut q = Quarantine::new(&ws);
+        let outcome = q.set_aside(&ws.join("b/.vscode/id_rsa"));
+        assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+        assert_eq!(std::fs::read_to_string(ssh.join("id_rsa")).unwrap(), "KEY");
+        assert_eq!(std::fs::read_dir(&ssh).unwrap().count(), 1);
+        // The link itself, a run-later name, still goes aside.
+        let Outcome::Moved(to) = q.set_aside(&ws.join("b/.vscode")) else {
+            panic!("the link was not moved");
+        };
+        assert!(to.symlink_metadata().unwrap().is_symlink());
+        assert_eq!(std::fs::read_dir(&ssh).unwrap().count(), 1);
+    }
+
+    /// A planted directory the child made read-only, in a directory it
+    /// made read-only, still moves, and both get their modes back.
+    #[test]
+    fn read_only_directories_move_and_keep_their_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("sub/.git/hooks")).unwrap();
+        let ro = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o555));
+        ro(&ws.join("sub/.git")).unwrap();
+        ro(&ws.join("sub")).unwrap();
+        let mut q = Quarantine::new(&ws);
+        let Outcome::Moved(to) = q.set_aside(&ws.join("sub/.git")) else {
+            panic!("not moved");
+        };
+        let mode = |p: &Path| p.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&to), 0o555);
+        assert_eq!(mode(&ws.join("sub")), 0o555);
+        assert!(to.join("hooks").is_dir());
     }
 
     #[test]

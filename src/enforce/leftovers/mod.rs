@@ -11,8 +11,10 @@
 //! workspace's quarantine (`.magus/quarantine/`), what the run created or
 //! changed among those names ([`names`]), puts noted files back, and lists
 //! the executables the run wrote in the workspace. It never follows a
-//! symbolic link, and it runs only once no process of the run is left, so
-//! nothing can race it. The user is told what moved, where, and how to
+//! symbolic link, and it runs only once no process of the run is left;
+//! another run of the same workspace may still be going, so the
+//! directories it reads and moves things out of are opened following no
+//! link on the way either ([`nofollow`]). The user is told what moved, where, and how to
 //! take it back ([`report`]).
 //!
 //! Python's bytecode is set aside file by file: each `.pyc` in a
@@ -28,6 +30,7 @@
 mod aside;
 mod inert;
 mod names;
+mod nofollow;
 mod noted;
 pub(crate) mod report;
 mod scan;

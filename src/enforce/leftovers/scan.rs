@@ -529,16 +529,22 @@ impl<'a> Scan<'a> {
         if self.skip.contains(path) || !self.arrived(path) {
             return;
         }
-        let outcome = match std::fs::remove_file(path) {
+        let removed = super::nofollow::parent_of(path).and_then(|(dir, name)| {
+            let flags = nix::unistd::UnlinkatFlags::NoRemoveDir;
+            nix::unistd::unlinkat(&dir, name, flags).map_err(std::io::Error::from)
+        });
+        let outcome = match removed {
             Ok(()) => Outcome::Removed,
             Err(e) => Outcome::Failed(e.to_string()),
         };
         self.found.push(path, Left::Bytecode, outcome);
     }
 
-    /// A directory's entries, within the budget.
+    /// A directory's entries, within the budget; none where a link lies
+    /// on the way to it (another run's child may have swapped one in since
+    /// its parent was read: `super::nofollow`).
     fn read(&mut self, dir: &Path) -> Vec<Entry> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+        let Ok(entries) = super::nofollow::read_dir(dir) else {
             return Vec::new();
         };
         let mut read = Vec::new();
@@ -553,8 +559,8 @@ impl<'a> Scan<'a> {
                 continue;
             };
             read.push(Entry {
+                path: dir.join(entry.file_name()),
                 name: entry.file_name(),
-                path: entry.path(),
                 kind,
                 dirent: entry,
             });

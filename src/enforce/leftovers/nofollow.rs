@@ -1,0 +1,96 @@
+//! The sweep's directories, opened by a path that follows no link.
+//!
+//! The sweep runs outside every sandbox (as root where magus is), by the
+//! paths it walks. No process of *its* run is left, but another run of
+//! the same workspace may still be going, and its children write there:
+//! one swapped `b/.vscode` between a directory and a link to `~/.ssh`,
+//! the walk went through the link, and the sweep moved `~/.ssh/id_rsa`
+//! into the workspace's quarantine, where that child read it. So every
+//! directory the sweep reads or changes is opened here with
+//! `RESOLVE_NO_SYMLINKS` (no link anywhere on the way, the paths being
+//! real), and what it does there goes through the descriptor (`*at`
+//! calls), which a later swap of a name cannot redirect.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+
+/// The directory at `path` (absolute and real), as an `O_PATH` handle:
+/// refused (`ELOOP`, `ENOTDIR`) where a link lies anywhere on the way.
+/// On a kernel without `openat2` (before 5.6), the path is checked to be
+/// its own real path and its last part opened with `O_NOFOLLOW`: a race
+/// stays possible there.
+pub(super) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let how = OpenHow::new()
+        .flags(flags)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    loop {
+        match openat2(AT_FDCWD, path, how) {
+            Err(Errno::EAGAIN) => continue,
+            Err(Errno::ENOSYS) => return open_dir_checked(path, flags),
+            other => return other.map_err(io::Error::from),
+        }
+    }
+}
+
+fn open_dir_checked(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+    if path.canonicalize()? != path {
+        return Err(Errno::ELOOP.into());
+    }
+    let flags = flags | OFlag::O_NOFOLLOW;
+    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty()).map_err(io::Error::from)
+}
+
+/// The directory holding `path`, opened by [`open_dir`], and `path`'s
+/// last name.
+pub(super) fn parent_of(path: &Path) -> io::Result<(OwnedFd, &OsStr)> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no parent"));
+    };
+    Ok((open_dir(parent)?, name))
+}
+
+/// The path that reaches exactly what `fd` holds, whatever happens to
+/// the names on the way to it since (`/proc/self/fd/N`).
+pub(super) fn by_descriptor(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// The entries of the directory at `path`, read through a descriptor
+/// [`open_dir`] opened (each entry's `metadata` too).
+pub(super) fn read_dir(path: &Path) -> io::Result<std::fs::ReadDir> {
+    let fd = open_dir(path)?;
+    std::fs::read_dir(by_descriptor(&fd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link anywhere on the way is refused, not followed; a real path
+    /// opens, and its entries are the directory's.
+    #[test]
+    fn a_link_on_the_way_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/sub")).unwrap();
+        std::fs::write(root.join("real/sub/secret"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        assert!(open_dir(&root.join("real/sub")).is_ok());
+        for linked in ["link", "link/sub"] {
+            assert!(open_dir(&root.join(linked)).is_err(), "{linked}");
+            assert!(read_dir(&root.join(linked)).is_err(), "{linked}");
+        }
+        assert!(parent_of(&root.join("link/sub/secret")).is_err());
+        let names: Vec<_> = read_dir(&root.join("real/sub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["secret"]);
+    }
+}
