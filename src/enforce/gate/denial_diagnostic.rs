@@ -143,6 +143,12 @@ pub(crate) fn allow_entry_in(
         return credential_help(&store);
     }
     let shown = shown_path(&path, home);
+    if holds_home(&path, home) {
+        return whole_home_help(&shown);
+    }
+    if mode == Mode::Rw && is_system_path(&path) {
+        return system_write_help(&shown);
+    }
     match spell.map(yaml_key) {
         Some(name) => format!(
             "to allow it, add under `spells: {name}:` in magus.yaml (only if you trust \
@@ -154,6 +160,41 @@ pub(crate) fn allow_entry_in(
              sandbox:\n  allow:\n    - path: {shown}\n      mode: {mode}"
         ),
     }
+}
+
+/// Whether `path` is the home directory or a directory above it (`/`,
+/// `/home`): a grant of it would hand every spell every file a tool keeps
+/// there. Such a help is offered for no denial, since what is denied can
+/// be put there by a program the spell starts (a child printing
+/// `/home/you: Permission denied` made magus offer `- path: ~`).
+fn holds_home(path: &Path, home: Option<&Path>) -> bool {
+    path == Path::new("/") || home.is_some_and(|home| home.starts_with(path))
+}
+
+fn whole_home_help(shown: &str) -> String {
+    format!(
+        "`{shown}` holds your whole home directory: magus offers no grant for it, because a\n\
+         grant reaches every program the spell starts, and every file your tools keep\n\
+         there with it; grant only the directory inside it that the task needs"
+    )
+}
+
+/// Directories of system code and configuration, read-only to every
+/// spell ([`crate::policy::builtin`]); no task needs to change them.
+const SYSTEM_DIRS: [&str; 10] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/boot", "/opt", "/nix",
+];
+
+fn is_system_path(path: &Path) -> bool {
+    SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir))
+}
+
+fn system_write_help(shown: &str) -> String {
+    format!(
+        "`{shown}` is system code or configuration: magus offers no write grant for it (a\n\
+         spell that could change it could change what every later program runs); build\n\
+         or install into the workspace instead"
+    )
 }
 
 /// A spell's name as a YAML mapping key: as it is when plain, else
@@ -182,7 +223,7 @@ pub(crate) fn shown_path(path: &Path, home: Option<&Path>) -> String {
 mod tests {
     use super::super::{Denial, DenialReason, FsOp};
     use crate::diag::{render, MessageFormat};
-    use crate::policy::Access;
+    use crate::policy::{Access, Mode};
     use std::path::{Path, PathBuf};
 
     fn help_for(access: Access, spelled: &str, real: &str) -> String {
@@ -211,6 +252,38 @@ mod tests {
         let text = help_for(Access::Read, "/proc/self/environ", "/proc/7/environ");
         assert!(!text.contains("mode: ro"), "{text}");
         assert!(!text.contains("std\\print"), "{text}");
+    }
+
+    /// The home directory, or a directory above it, is offered no grant:
+    /// it would hand over every file tools keep there (and a child can
+    /// print the message that would make magus offer it).
+    #[test]
+    fn the_whole_home_is_offered_no_grant() {
+        let home = Some(Path::new("/home/u"));
+        for (path, shown) in [("/home/u", "~"), ("/home", "/home"), ("/", "/")] {
+            for mode in [Mode::Ro, Mode::Rw] {
+                let text = super::allow_entry_in(Path::new(path), mode, home, None);
+                assert!(!text.contains("- path:"), "{path}: {text}");
+                assert!(text.contains(&format!("`{shown}` holds your whole home")), "{text}");
+            }
+        }
+        let inside = super::allow_entry_in(Path::new("/home/u/src"), Mode::Ro, home, None);
+        assert!(inside.contains("- path: ~/src"), "{inside}");
+    }
+
+    /// System code is offered a read grant where it is not granted, never
+    /// a write grant.
+    #[test]
+    fn system_code_is_offered_no_write_grant() {
+        for path in ["/bin/sh", "/usr/lib/x", "/etc/profile", "/opt"] {
+            let text = super::allow_entry_in(Path::new(path), Mode::Rw, None, Some("s"));
+            assert!(!text.contains("- path:"), "{path}: {text}");
+            assert!(text.contains("offers no write grant"), "{text}");
+            let text = super::allow_entry_in(Path::new(path), Mode::Ro, None, Some("s"));
+            assert!(text.contains(&format!("- path: {path}")), "{text}");
+        }
+        let text = super::allow_entry_in(Path::new("/usrx/y"), Mode::Rw, None, None);
+        assert!(text.contains("- path: /usrx/y"), "{text}");
     }
 
     /// Elsewhere, and in `/proc` outside a process's directory, the grant
