@@ -264,7 +264,10 @@ mod tests {
             for mode in [Mode::Ro, Mode::Rw] {
                 let text = super::allow_entry_in(Path::new(path), mode, home, None);
                 assert!(!text.contains("- path:"), "{path}: {text}");
-                assert!(text.contains(&format!("`{shown}` holds your whole home")), "{text}");
+                assert!(
+                    text.contains(&format!("`{shown}` holds your whole home")),
+                    "{text}"
+                );
             }
         }
         let inside = super::allow_entry_in(Path::new("/home/u/src"), Mode::Ro, home, None);
