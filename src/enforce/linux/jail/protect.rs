@@ -644,8 +644,16 @@ fn find_repositories(
                 .filter(|d| d.ends_with("modules") || d.ends_with("worktrees"));
             pending.extend(inner.map(|path| visit.child(path, true)));
         } else if visit.in_git || depth == Depth::Any || visit.level == 0 {
+            // `.git` last, so that it is searched next: the search stops
+            // at its budget, and a child that made 100,000 directories in
+            // one run otherwise had it spent before the workspace's own
+            // `.git` was reached, whose `config` and `hooks` the next run
+            // then wrote (and the user's `git status` ran).
             let in_git = visit.in_git;
-            pending.extend(subdirs.into_iter().map(|path| visit.child(path, in_git)));
+            let (git, other): (Vec<_>, Vec<_>) =
+                subdirs.into_iter().partition(|d| d.ends_with(".git"));
+            pending.extend(other.into_iter().map(|path| visit.child(path, in_git)));
+            pending.extend(git.into_iter().map(|path| visit.child(path, in_git)));
         } else {
             // Below the top of a grant searched at its top only: a
             // repository rooted here still has its `.git` found.
@@ -942,6 +950,29 @@ mod tests {
                 hooks("bare.git"),
                 hooks("direct/.git"),
             ]
+        );
+    }
+
+    /// A flood of directories spends the budget, but never before the
+    /// `.git` of a directory the search read: before, the search went
+    /// into the last directory listed first, and a workspace a child had
+    /// filled with 100,000 directories got no bind of its own `.git`'s
+    /// `config` and `hooks`.
+    #[test]
+    fn a_flood_of_directories_does_not_hide_the_git_of_a_directory_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut dirs = vec![".git/hooks".to_string()];
+        dirs.extend((0..10).flat_map(|t| (0..5).map(move |i| format!("f{t}/d{i}"))));
+        let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        tree(dir.path(), &dirs);
+        let mut found = Found::default();
+        let mut budget = 20;
+        find_repositories(dir.path(), Depth::Any, &mut found, &mut budget, &|_| true);
+        assert_eq!(budget, 0);
+        let carved: Vec<_> = found.carves.iter().map(|c| c.path.clone()).collect();
+        assert!(
+            carved.contains(&dir.path().join(".git/hooks")),
+            "{carved:?}"
         );
     }
 
