@@ -108,7 +108,11 @@ impl Cx<'_, '_> {
                 self.function(decl, None);
                 Ty::Fun(Rc::new(self.types.sig(decl)))
             }
-            ExprKind::Instance { object, fields, .. } => self.instance(object, fields, e),
+            ExprKind::Instance {
+                object,
+                fields,
+                class,
+            } => self.instance(object, class.get(), fields, e),
             ExprKind::InstanceOf { class, fields } => {
                 let class_ty = self.expr(class);
                 self.instance_of(class_ty, fields, e)

@@ -528,13 +528,15 @@ impl Cx<'_, '_> {
         self.report(error, at, name.chars().count());
     }
 
+    /// `Name{ … }`: `res` is the resolver's answer for `Name`.
     pub(super) fn instance(
         &mut self,
         object: &Rc<str>,
+        res: Res,
         fields: &[(Rc<str>, Expr)],
         e: &Expr,
     ) -> Ty {
-        let class = match self.scopes.lookup(object) {
+        let class = match self.scopes.lookup_resolved(object, res) {
             Some(b) => b.ty.clone(),
             None => self.variable_type(object, e),
         };
