@@ -51,44 +51,13 @@ use super::vm::value::Value;
 use std::cell::OnceCell;
 use std::rc::Rc;
 
-/// Where a [`FunDecl`] keeps its compiled form: lowered once, at its first
-/// call; `None` inside only for a tree the resolver never saw.
-#[derive(Default)]
-pub struct Cache(pub(crate) OnceCell<Option<Box<Function>>>);
-
-impl std::fmt::Debug for Cache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.0.get() {
-            None => "not tried",
-            Some(None) => "not lowered",
-            Some(Some(_)) => "compiled",
-        };
-        f.write_str(state)
-    }
-}
-
 /// `decl`'s compiled form, lowering it on first use; `None` only when its
 /// tree was never resolved.
+#[inline]
 pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
-    decl.compiled
-        .0
-        .get_or_init(|| tree::function(decl).map(Box::new))
-        .as_deref()
-}
-
-/// Where a field's default keeps its compiled form, lowered at its first
-/// use; `None` inside only for a tree the resolver never saw.
-#[derive(Default)]
-pub struct Lowered(OnceCell<Option<Box<ScopedExpr>>>);
-
-impl std::fmt::Debug for Lowered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self.0.get() {
-            None => "not tried",
-            Some(None) => "not lowered",
-            Some(Some(_)) => "compiled",
-        })
-    }
+    // SAFETY: `FunDecl::compiled` is read and filled only here, always as
+    // a `Function`.
+    unsafe { decl.compiled.get_or_init(|| tree::function(decl)) }
 }
 
 /// An expression of a scope: its compiled form and the frame it needs.
@@ -100,10 +69,9 @@ pub(crate) struct ScopedExpr {
 /// The compiled form of the default `e` of the field `f`, lowering it on
 /// first use; `None` only when its tree was never resolved.
 pub(crate) fn default_of<'f>(f: &'f ast::FieldDecl, e: &ast::Expr) -> Option<&'f ScopedExpr> {
-    f.compiled
-        .0
-        .get_or_init(|| tree::scoped_expr(e).map(Box::new))
-        .as_deref()
+    // SAFETY: `FieldDecl::compiled` is read and filled only here, always
+    // as a `ScopedExpr`.
+    unsafe { f.compiled.get_or_init(|| tree::scoped_expr(e)) }
 }
 
 /// A declaration statement of a function's body.

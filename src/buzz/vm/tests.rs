@@ -28,7 +28,7 @@ fn run(file: &Path, source: &str, args: Vec<String>) -> (Ending, Vec<String>) {
                 .run(&program, args);
             for stmt in &program.statements {
                 if let StmtKind::Fun(decl) = &stmt.kind {
-                    if decl.compiled.0.get().is_some_and(Option::is_some) {
+                    if decl.compiled.is_made() {
                         names.push(decl.name.to_string());
                     }
                 }
