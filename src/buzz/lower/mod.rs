@@ -55,9 +55,9 @@ use std::rc::Rc;
 /// tree was never resolved.
 #[inline]
 pub(crate) fn compiled(decl: &FunDecl) -> Option<&Function> {
-    // SAFETY: `FunDecl::compiled` is read and filled only here, always as
-    // a `Function`.
-    unsafe { decl.compiled.get_or_init(|| tree::function(decl)) }
+    // `FunDecl::compiled` is read and filled only here, always as a
+    // `Function`.
+    decl.compiled.get_or_init(|| tree::function(decl))
 }
 
 /// An expression of a scope: its compiled form and the frame it needs.
@@ -69,9 +69,9 @@ pub(crate) struct ScopedExpr {
 /// The compiled form of the default `e` of the field `f`, lowering it on
 /// first use; `None` only when its tree was never resolved.
 pub(crate) fn default_of<'f>(f: &'f ast::FieldDecl, e: &ast::Expr) -> Option<&'f ScopedExpr> {
-    // SAFETY: `FieldDecl::compiled` is read and filled only here, always
-    // as a `ScopedExpr`.
-    unsafe { f.compiled.get_or_init(|| tree::scoped_expr(e)) }
+    // `FieldDecl::compiled` is read and filled only here, always as a
+    // `ScopedExpr`.
+    f.compiled.get_or_init(|| tree::scoped_expr(e))
 }
 
 /// A declaration statement of a function's body.
