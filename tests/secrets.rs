@@ -194,12 +194,17 @@ fn run(h: &Harness, user: User, ca: &Path) -> RunOutput {
     run_as_is(h, user, ca)
 }
 
-/// [`run`] with the harness's permissions as they are.
-fn run_as_is(h: &Harness, user: User, ca: &Path) -> RunOutput {
-    let mut cmd = match user {
+/// `magus` as `user`, with the harness's fake `HOME`.
+fn magus_as(h: &Harness, user: User) -> std::process::Command {
+    match user {
         User::Caller => h.command(),
         User::Nobody => h.command_as_nobody(),
-    };
+    }
+}
+
+/// [`run`] with the harness's permissions as they are.
+fn run_as_is(h: &Harness, user: User, ca: &Path) -> RunOutput {
+    let mut cmd = magus_as(h, user);
     cmd.env("MAGUS_TEST_TOKEN", VALUE)
         .env("SSL_CERT_FILE", ca)
         .arg("--workspace")
@@ -1135,10 +1140,7 @@ fn a_spell_without_secrets_gets_no_ca_and_no_termination() {
     for user in users() {
         let h = harness(&config, &script);
         open_to_everyone(&h.root);
-        let mut cmd = match user {
-            User::Caller => h.command(),
-            User::Nobody => h.command_as_nobody(),
-        };
+        let mut cmd = magus_as(&h, user);
         cmd.env("CA_PEM", std::fs::read_to_string(&ca.pem).unwrap())
             .arg("--workspace")
             .arg(&h.ws)
@@ -1454,10 +1456,7 @@ fn a_file_source_the_spell_can_read_is_refused() {
     )));
     for user in users() {
         open_to_everyone(&h.root);
-        let mut cmd = match user {
-            User::Caller => h.command(),
-            User::Nobody => h.command_as_nobody(),
-        };
+        let mut cmd = magus_as(&h, user);
         cmd.env("TOKEN_FILE", &token)
             .arg("--workspace")
             .arg(&h.ws)
@@ -1502,10 +1501,7 @@ fn another_spells_secret_source_reaches_no_child() {
         h.write_spell("thief", THIEF);
         open_to_everyone(&h.root);
         let run = |sandbox: &str| {
-            let mut cmd = match user {
-                User::Caller => h.command(),
-                User::Nobody => h.command_as_nobody(),
-            };
+            let mut cmd = magus_as(&h, user);
             cmd.env("GH_TOKEN", VALUE)
                 .env("MAGUS_TEST_TOKEN", VALUE)
                 .env("GH_REPO", "alice/tool")
@@ -1563,10 +1559,7 @@ fn another_spells_secret_file_is_hidden() {
         h.write_spell("thief", FILE_THIEF);
         open_to_everyone(&h.root);
         let run = |sandbox: &str| {
-            let mut cmd = match user {
-                User::Caller => h.command(),
-                User::Nobody => h.command_as_nobody(),
-            };
+            let mut cmd = magus_as(&h, user);
             cmd.env("MAGUS_SANDBOX_ENABLED", sandbox)
                 .arg("--workspace")
                 .arg(&h.ws)
