@@ -1316,6 +1316,19 @@ fn a_prompts_start_up_file_planted_in_the_workspace_runs_nothing_later() {
     plant_and_run_later(&|_| {}, &plants, "irb", &later);
 }
 
+/// An empty library crate at `crate/` in the workspace, for `cargo build`
+/// to run what a planted `.cargo/config.toml` names.
+fn empty_crate(h: &Harness) {
+    let krate = h.ws_path("crate");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(krate.join("src/lib.rs"), "").unwrap();
+}
+
 /// The sweep walks without following links, and looked for run-later
 /// directories by name: a link named `.cargo` (or `.vscode`, `.mvn`, ...)
 /// was left, and cargo reads `.cargo/config.toml` through it. A child
@@ -1329,16 +1342,7 @@ fn a_link_named_as_a_run_later_directory_runs_nothing_later() {
         eprintln!("skipped: no cargo on PATH");
         return;
     }
-    let setup = |h: &Harness| {
-        let krate = h.ws_path("crate");
-        std::fs::create_dir_all(krate.join("src")).unwrap();
-        std::fs::write(
-            krate.join("Cargo.toml"),
-            "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-        )
-        .unwrap();
-        std::fs::write(krate.join("src/lib.rs"), "").unwrap();
-    };
+    let setup = empty_crate;
     let script = "mkdir -p build/c && \
         printf '[build]\\nrustc-wrapper = \"%s/build/w.sh\"\\n' \"$PWD\" > build/c/config.toml && \
         printf '#!/bin/sh\\necho PWNED-link >&2\\nexec \"$@\"\\n' > build/w.sh && chmod 755 build/w.sh && \
@@ -1424,16 +1428,7 @@ fn files_an_earlier_run_stashed_and_a_later_one_moved_into_place_run_nothing_lat
         eprintln!("skipped: no cargo on PATH");
         return;
     }
-    let setup = |h: &Harness| {
-        let krate = h.ws_path("crate");
-        std::fs::create_dir_all(krate.join("src")).unwrap();
-        std::fs::write(
-            krate.join("Cargo.toml"),
-            "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-        )
-        .unwrap();
-        std::fs::write(krate.join("src/lib.rs"), "").unwrap();
-    };
+    let setup = empty_crate;
     let config = "printf '[build]\\nrustc-wrapper = \"%s/w.sh\"\\n' \"$PWD\"";
     let wrapper =
         "printf '#!/bin/sh\\necho PWNED-moved >&2\\nexec \"$@\"\\n' > w.sh && chmod 755 w.sh";
