@@ -1316,6 +1316,20 @@ fn a_prompts_start_up_file_planted_in_the_workspace_runs_nothing_later() {
     plant_and_run_later(&|_| {}, &plants, "irb", &later);
 }
 
+/// The user's next `cargo build` in `crate/`, outside magus (a scratch
+/// `CARGO_HOME` and target): what it printed.
+fn cargo_build_in_crate(ws: &Path) -> String {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = Command::new("cargo")
+        .args(["build", "--offline", "--quiet"])
+        .current_dir(ws.join("crate"))
+        .env("CARGO_HOME", scratch.path().join("home"))
+        .env("CARGO_TARGET_DIR", scratch.path().join("target"))
+        .output()
+        .unwrap();
+    said_by(&out)
+}
+
 /// An empty library crate at `crate/` in the workspace, for `cargo build`
 /// to run what a planted `.cargo/config.toml` names.
 fn empty_crate(h: &Harness) {
@@ -1347,17 +1361,7 @@ fn a_link_named_as_a_run_later_directory_runs_nothing_later() {
         printf '[build]\\nrustc-wrapper = \"%s/build/w.sh\"\\n' \"$PWD\" > build/c/config.toml && \
         printf '#!/bin/sh\\necho PWNED-link >&2\\nexec \"$@\"\\n' > build/w.sh && chmod 755 build/w.sh && \
         ln -s ../build/c crate/.cargo && echo PLANTED";
-    let later = |ws: &Path| {
-        let scratch = tempfile::tempdir().unwrap();
-        let out = Command::new("cargo")
-            .args(["build", "--offline", "--quiet"])
-            .current_dir(ws.join("crate"))
-            .env("CARGO_HOME", scratch.path().join("home"))
-            .env("CARGO_TARGET_DIR", scratch.path().join("target"))
-            .output()
-            .unwrap();
-        said_by(&out)
-    };
+    let later = cargo_build_in_crate;
     let plants: [(&str, &[&str]); 1] = [(script, &["crate/.cargo"])];
     plant_and_run_later(&setup, &plants, "link", &later);
 }
@@ -1445,17 +1449,7 @@ fn files_an_earlier_run_stashed_and_a_later_one_moved_into_place_run_nothing_lat
             "rm -rf crate && mv .magus/quarantine/s/crate crate && echo MOVED",
         ),
     ];
-    let later = |ws: &Path| {
-        let scratch = tempfile::tempdir().unwrap();
-        let out = Command::new("cargo")
-            .args(["build", "--offline", "--quiet"])
-            .current_dir(ws.join("crate"))
-            .env("CARGO_HOME", scratch.path().join("home"))
-            .env("CARGO_TARGET_DIR", scratch.path().join("target"))
-            .output()
-            .unwrap();
-        said_by(&out)
-    };
+    let later = cargo_build_in_crate;
     for mode in modes() {
         for (stash, move_in) in variants {
             let control = Case::new(mode, support::SANDBOX_ON, setup);
