@@ -401,9 +401,9 @@ fun main(args: [str]) > void {
 "#;
 
 /// Issue 35: a write under `/tmp` is discarded at the end of a jailed run;
-/// say so once per run when the spell makes one with `fs.*`. Without the
-/// jail `/tmp` is the host's (the control): nothing is said, and the file
-/// stays.
+/// say so once per run when the spell makes one with `fs.*`. With the
+/// sandbox off `/tmp` is the host's (the control): nothing is said, and
+/// the file stays.
 #[cfg(kernel_layer)]
 #[test]
 fn a_write_into_the_runs_own_tmp_is_said_once_to_be_discarded() {
@@ -425,12 +425,69 @@ fn a_write_into_the_runs_own_tmp_is_said_once_to_be_discarded() {
             );
         }
         let name = format!("magus-first-run-{}-host", std::process::id());
-        let out = case.run(Mode::NoJail, "w", &[&name]);
+        let out = case.run(Mode::Off, "w", &[&name]);
         let kept = Path::new("/tmp").join(&name);
+        let was_kept = kept.exists();
         let _ = std::fs::remove_file(&kept);
         let _ = std::fs::remove_dir(Path::new("/dev/shm").join(&name));
-        assert!(out.stdout.contains("WROTE"), "{}", out.dump());
+        assert!(out.stdout.contains("WROTE") && was_kept, "{}", out.dump());
         assert!(!out.stderr.contains(note), "{}", out.dump());
+    }
+}
+
+/// Writes into the run's `$TMPDIR` with `fs.*`, saying where.
+const TMPDIR_WRITES: &str = r#"import "std";
+import "fs";
+import "env";
+
+fun main(args: [str]) > void {
+    final dir = env.get("TMPDIR") ?? "none";
+    fs.write("{dir}/{args[0]}", "one");
+    fs.append("{dir}/{args[0]}", "two");
+    std.print("WROTE IN {dir}");
+}
+"#;
+
+/// Without the jail the host's `/tmp` and `/dev/shm` are not granted
+/// (other sessions' files are there): a write there is MGS2002, whose
+/// note says why and where the run's temporary files go; the run's own
+/// directory is `$TMPDIR`, said to be discarded, and removed at the end.
+#[cfg(kernel_layer)]
+#[test]
+fn without_the_jail_temporary_files_go_in_a_directory_of_the_runs_own() {
+    let note = "which is discarded when the run ends";
+    for user in users() {
+        let h = Harness::new();
+        h.write_spell("w", TEMP_WRITES);
+        h.write_spell("t", TMPDIR_WRITES);
+        let case = Case::new(h, user);
+        let name = format!("magus-first-run-{}-nojail", std::process::id());
+        let out = case.run(Mode::NoJail, "w", &[&name]);
+        let what = context(user, Mode::NoJail, &out);
+        let host = Path::new("/tmp").join(&name);
+        let written = host.exists();
+        let _ = std::fs::remove_file(&host);
+        assert!(!written && !out.stdout.contains("WROTE"), "{what}");
+        assert!(out.stderr.contains("MGS2002"), "{what}");
+        assert!(
+            out.stderr
+                .contains("this run is not given the host's `/tmp`")
+                && out
+                    .stderr
+                    .contains("this run's temporary files go in `$TMPDIR`"),
+            "{what}"
+        );
+
+        let out = case.run(Mode::NoJail, "t", &[&name]);
+        let what = context(user, Mode::NoJail, &out);
+        let dir = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("WROTE IN "))
+            .unwrap_or_else(|| panic!("no write: {what}"));
+        assert!(dir.contains("magus-run-"), "{what}");
+        assert_eq!(out.stderr.matches(note).count(), 1, "{what}");
+        assert!(!Path::new(dir).exists(), "it was kept: {what}");
     }
 }
 

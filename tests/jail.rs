@@ -1426,45 +1426,49 @@ fn a_planted_link_to_a_host_directory_under_tmp_does_not_widen_the_next_run() {
     std::fs::remove_dir_all(&host_dir).unwrap();
 }
 
-/// `$TMPDIR` is granted `rw` like a `sandbox.allow` entry. Without the
-/// jail (here: user namespaces refused, as on Ubuntu 24.04) children share
-/// the host's `/tmp`, so with `TMPDIR=/tmp/<me>` a child of one run
-/// replaced that directory with a link to `~/.ssh`, and the next run
-/// granted the keys `rw`, to its children and to `fs.*`. Now a machine
-/// directory reached through a link lying in a writable place is not
-/// granted, with a warning. Control: `TMPDIR` spelled as the real
-/// `~/.ssh` is granted, so the harness sees the grant when there is one.
+/// magus's cache (`$XDG_CACHE_HOME/magus`) is granted `rw` like a
+/// `sandbox.allow` entry, and so was `$TMPDIR`. Without the jail (here:
+/// user namespaces refused, as on Ubuntu 24.04) children shared the
+/// host's `/tmp`, so with `TMPDIR=/tmp/<me>` a child of one run replaced
+/// that directory with a link to `~/.ssh`, and the next run granted the
+/// keys `rw`, to its children and to `fs.*`. Now a machine directory
+/// reached through a link lying in a writable place is not granted, with a
+/// warning; and without the jail neither `$TMPDIR` nor `/tmp` is granted
+/// unless magus.yaml names it, as here (`/tmp`), so the attack is made on
+/// the cache. Control: the sandbox off reads the key through the link.
 #[test]
-fn a_planted_tmpdir_link_does_not_widen_the_next_runs_grants() {
+fn a_planted_machine_dir_link_does_not_widen_the_next_runs_grants() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: /tmp\n      mode: rw\n";
     for user in users() {
-        let mut jail = Jail::new(user);
+        let mut jail = Jail::with_config(user, config);
         // No jail: root builds one without a user namespace unless every
         // namespace is refused.
         jail.kernel = match user {
             User::Root => Kernel::NoNamespaces,
             User::Nobody => Kernel::NoUserNamespaces,
         };
-        let tmpdir = PathBuf::from("/tmp").join(unique("tmpdir"));
-        std::fs::create_dir(&tmpdir).unwrap();
+        let cache_home = PathBuf::from("/tmp").join(unique("cache"));
+        let cache = cache_home.join("magus");
+        std::fs::create_dir_all(&cache).unwrap();
         if user == User::Nobody {
             let nobody = Some(nix::unistd::Uid::from_raw(NOBODY));
-            nix::unistd::chown(&tmpdir, nobody, None).unwrap();
+            nix::unistd::chown(&cache_home, nobody, None).unwrap();
+            nix::unistd::chown(&cache, nobody, None).unwrap();
         }
+        jail.h.set_env("XDG_CACHE_HOME", &cache_home);
         let key = jail.h.secret("~/.ssh/id_rsa").to_string();
         let ssh = jail.h.home_path(".ssh");
-        let t = tmpdir.display();
-        let plant = format!("rmdir {t} && ln -s {} {t} && echo PLANTED", ssh.display());
-        let read = format!("cat {t}/id_rsa");
+        let c = cache.display();
+        let plant = format!("rm -r {c} && ln -s {} {c} && echo PLANTED", ssh.display());
+        let read = format!("cat {c}/id_rsa");
 
-        jail.h.set_env("TMPDIR", &ssh);
-        let control = jail.shell(Sandbox::On, &format!("cat {}/id_rsa", ssh.display()));
-        assert!(control.stdout.contains(&key), "{}", control.dump());
-
-        jail.h.set_env("TMPDIR", &tmpdir);
         let planted = jail.shell(Sandbox::On, &plant);
         assert!(planted.stdout.contains("PLANTED"), "{}", planted.dump());
+        let control = jail.shell(Sandbox::Off, &read);
         let next = jail.shell(Sandbox::On, &read);
-        let _ = std::fs::remove_file(&tmpdir);
+        let _ = std::fs::remove_file(&cache);
+        let _ = std::fs::remove_dir_all(&cache_home);
+        assert!(control.stdout.contains(&key), "{}", control.dump());
         assert!(
             !next.stdout.contains(&key),
             "{}",
@@ -1472,7 +1476,7 @@ fn a_planted_tmpdir_link_does_not_widen_the_next_runs_grants() {
         );
         jail.h.assert_no_leak(&next);
         assert!(
-            next.stderr.contains("$TMPDIR") && next.stderr.contains("could have planted it"),
+            next.stderr.contains("magus cache") && next.stderr.contains("could have planted it"),
             "{}",
             next.dump()
         );
@@ -1972,12 +1976,24 @@ ctypes.memmove(addr, sys.argv[2].encode(), len(sys.argv[2]))
 print(shm)
 "#;
 
+/// Another session's files in `/tmp` and `/dev/shm` (a Kerberos ticket
+/// cache, an application's shared memory), and its System V shared
+/// memory: the jail gives the run its own `/tmp` and `/dev/shm`. Without
+/// the jail (user namespaces refused, Ubuntu's default; root with every
+/// namespace refused) both were the host's and granted whole: a child of
+/// uid 65534 read a planted `/tmp/krb5cc_*` and appended to it. Now the
+/// host's are not granted there (the run gets a directory of its own as
+/// `$TMPDIR`), and a write leaves the file as it was.
 #[test]
 fn other_sessions_tmp_shm_and_sysv_ipc_are_unreachable() {
-    for user in users() {
-        let jail = Jail::new(user);
+    let mut cases = vec![(User::Root, Kernel::AsIs), (User::Nobody, Kernel::AsIs)];
+    cases.push((User::Nobody, Kernel::NoUserNamespaces));
+    cases.push((User::Root, Kernel::NoNamespaces));
+    for (user, kernel) in cases.into_iter().filter(|(u, _)| users().contains(u)) {
+        let mut jail = Jail::new(user);
+        jail.kernel = kernel;
         let secret = unique("session-secret");
-        let tmp = PathBuf::from("/tmp").join(unique("other"));
+        let tmp = PathBuf::from("/tmp").join(unique("krb5cc_other"));
         let shm = PathBuf::from("/dev/shm").join(unique("other"));
         for file in [&tmp, &shm] {
             std::fs::write(file, &secret).unwrap();
@@ -1986,13 +2002,18 @@ fn other_sessions_tmp_shm_and_sysv_ipc_are_unreachable() {
         let key = format!("0x4d4a{:04x}", std::process::id() & 0xffff);
         let id = python(SHM_CREATE, &[&key, &secret]);
         let script = format!(
-            "cat {} && echo TMP-OK; cat {} && echo SHM-FILE-OK",
+            "cat {0} && echo TMP-OK; cat {1} && echo SHM-FILE-OK; \
+             [ -s {0} ] && echo planted >> {0} && echo TMP-WRITE-OK",
             tmp.display(),
             shm.display()
         );
         let control = jail.shell(Sandbox::Off, &script);
+        std::fs::write(&tmp, &secret).unwrap();
         let jailed = jail.shell(Sandbox::On, &script);
-        assert_attack(user, &control, &jailed, &["TMP-OK", "SHM-FILE-OK"], &secret);
+        let after = std::fs::read_to_string(&tmp).unwrap();
+        let markers = ["TMP-OK", "SHM-FILE-OK", "TMP-WRITE-OK"];
+        assert_attack(user, &control, &jailed, &markers, &secret);
+        assert_eq!(after, secret, "{user:?} {kernel:?}: {}", jailed.dump());
         let control = jail.probe(Sandbox::Off, &["sysv", &key]);
         let jailed = jail.probe(Sandbox::On, &["sysv", &key]);
         let _ = Command::new("ipcrm").args(["-m", id.trim()]).status();

@@ -1,19 +1,20 @@
 //! Saying, once per run, that the spell wrote with `fs.*` into a directory
-//! the jail gives each run of its own (`/tmp`, `/dev/shm`, `$TMPDIR`): what
-//! lands there is gone when the run ends (docs/spells.md, "Temporary
-//! files"). Without a jail of the run's own those are the host's
-//! directories, and nothing is said.
+//! the jail gives each run of its own (`/tmp`, `/dev/shm`, `$TMPDIR`), or
+//! into the directory a run without a jail is given instead
+//! (`policy::unjailed`): what lands there is gone when the run ends
+//! (docs/spells.md, "Temporary files").
 
 use super::Session;
 use crate::diag::Diagnostic;
-use crate::policy::{lies_within, normalize, Grant, GrantSource, Policy, PRIVATE_TMPFS};
+use crate::policy::{lies_within, normalize, Grant, GrantSource, Policy, RUN_TEMP_WHY};
 use std::path::Path;
 
 /// Where the run's temporary directories live, and whether the note that
 /// they are discarded has been said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TempDirs {
-    /// The host's own (no jail of this run's own): they outlive the run.
+    /// The host's own (no jail and no directory of the run's own, or
+    /// nested in another run): they outlive the run.
     Host,
     /// The run's own, and nothing has been written there yet.
     PerRun,
@@ -51,7 +52,8 @@ fn per_run_grant<'p>(policy: &'p Policy, path: &Path) -> Option<&'p Grant> {
         .max_by_key(|g| g.path.as_os_str().len())?;
     // A fresh tmpfs of the run's own; not the run's own devpts, whose
     // entries are terminals, not files a spell keeps.
-    let fresh = matches!(&deepest.source, GrantSource::Builtin(why) if PRIVATE_TMPFS.contains(why));
+    let fresh = deepest.is_fresh_tmpfs()
+        || matches!(&deepest.source, GrantSource::Builtin(why) if *why == RUN_TEMP_WHY);
     fresh.then_some(deepest)
 }
 

@@ -195,7 +195,10 @@ impl Session {
     /// manager's shim points at the manager's fix (MGS2006's), since
     /// granting the shim alone does not make it work.
     pub fn denial_diagnostic(&self, denial: &Denial) -> Diagnostic {
-        let d = denial.to_diagnostic_in(self.home(), self.spell_name());
+        let mut d = denial.to_diagnostic_in(self.home(), self.spell_name());
+        if let Some(note) = self.withheld_temp_note(denial) {
+            d = d.with_note(note);
+        }
         let fix = (denial.op == FsOp::Exec)
             .then(|| self.shim_fix(&denial.checked))
             .flatten();
@@ -203,6 +206,27 @@ impl Session {
             Some(fix) => d.with_help(fix),
             None => d,
         }
+    }
+
+    /// Why a path in the host's `/tmp`, `/dev/shm` or `$TMPDIR` is refused
+    /// in a run with no jail of its own, and where the run's temporary
+    /// files go instead (`policy::unjailed`).
+    fn withheld_temp_note(&self, denial: &Denial) -> Option<String> {
+        let policy = self.gate.policy();
+        let real = denial.leads_to.as_deref().unwrap_or(&denial.checked);
+        let host = policy.withheld_temp(real)?;
+        let instead = match policy.run_temp() {
+            Some(dir) => format!(
+                "; this run's temporary files go in `$TMPDIR` (`{}`), removed when it ends",
+                dir.display()
+            ),
+            None => String::new(),
+        };
+        Some(format!(
+            "with no jail of its own (user namespaces are refused), this run is not given \
+             the host's `{}`, which holds other sessions' files{instead}",
+            host.display()
+        ))
     }
 
     pub(super) fn env_get(&self, name: &str) -> Option<String> {

@@ -233,7 +233,8 @@ impl KernelReport {
             }
             JailStatus::Unavailable { reason } => format!(
                 "none ({reason}): children see the host's filesystem and processes; \
-                 Landlock, seccomp and dropped capabilities still hold"
+                 Landlock, seccomp and dropped capabilities still hold; the host's /tmp, \
+                 /dev/shm and $TMPDIR are not granted (a run gets a directory of its own)"
             ),
         }
     }

@@ -22,7 +22,7 @@ pub(crate) mod linux;
 pub(crate) use interpreter_only::{platform, Domain, ReexecState};
 #[cfg(kernel_layer)]
 pub(crate) use linux::{
-    capabilities, jail, landlock, limits, network, process, seccomp, survivors, terminal,
+    capabilities, jail, landlock, limits, network, process, run_temp, seccomp, survivors, terminal,
     unix_sockets, untraceable,
 };
 

@@ -43,6 +43,11 @@ pub(crate) const PSEUDO_TERMINALS_WHY: &str = "pseudo-terminals";
 /// Why magus's cache directory is granted.
 pub(crate) const CACHE_WHY: &str = "magus cache";
 
+/// Why a run without a jail of its own is granted the directory made for
+/// it in place of the host's `/tmp`, `/dev/shm` and `$TMPDIR`
+/// (`Policy::without_jail`).
+pub(crate) const RUN_TEMP_WHY: &str = "this run's temporary directory";
+
 /// The built-in `rw` grants the jail gives a fresh tmpfs of the run's
 /// own, never the host's directory.
 pub(crate) const PRIVATE_TMPFS: [&str; 3] = ["temporary files", "shared memory", TMPDIR_WHY];

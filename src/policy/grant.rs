@@ -136,6 +136,13 @@ impl Grant {
     pub fn is_private_per_run(&self) -> bool {
         matches!(&self.source, GrantSource::Builtin(why) if super::builtin::PRIVATE_PER_RUN.contains(why))
     }
+
+    /// Whether the jail gives this grant a fresh, empty directory of the
+    /// run's own ([`super::builtin::PRIVATE_TMPFS`]: `/tmp`, `/dev/shm`,
+    /// `$TMPDIR`).
+    pub(crate) fn is_fresh_tmpfs(&self) -> bool {
+        matches!(&self.source, GrantSource::Builtin(why) if super::builtin::PRIVATE_TMPFS.contains(why))
+    }
 }
 
 /// The `network` setting (docs/network.md), enforced by Landlock ABI ≥ 4.

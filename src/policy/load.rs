@@ -275,6 +275,7 @@ impl Declared {
         policy.secrets = sandbox.map(|s| s.secrets.clone()).unwrap_or_default();
         policy.secret_sources = secret_sources(config.as_ref());
         policy.hidden = resolution.hidden;
+        policy.stood_in = resolution.stood_in;
         let others = others_secret_files(config.as_ref(), spell.as_deref());
         let home = super::workspace::lookup(env, "HOME").map(std::path::PathBuf::from);
         policy.hidden.extend(hidden_secret_files(

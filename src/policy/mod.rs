@@ -32,10 +32,11 @@ mod resolve_grants;
 pub(crate) mod secrets;
 pub(crate) mod shims;
 mod trie;
+mod unjailed;
 pub(crate) mod winpath;
 mod workspace;
 
-pub(crate) use builtin::PRIVATE_TMPFS;
+pub(crate) use builtin::RUN_TEMP_WHY;
 #[cfg(kernel_layer)]
 pub(crate) use builtin::{BUILTIN_RO, BUILTIN_RW, CACHE_WHY, PSEUDO_TERMINALS_WHY};
 pub(crate) use config::Position;
@@ -128,6 +129,13 @@ pub struct Policy {
     /// from children by the jail and refused to `fs.*` by the gate
     /// (`resolve_grants::hidden_stores`).
     pub(crate) hidden: Vec<PathBuf>,
+    /// The user's own entries for a path the jail makes the run's own
+    /// (`/tmp`, `/dev/shm`, `$TMPDIR`), which the built-in grant stands
+    /// for; granted as declared where there is no jail ([`unjailed`]).
+    pub(crate) stood_in: Vec<Grant>,
+    /// Without a jail of the run's own: the host's directories withheld,
+    /// and the run's own directory granted instead ([`unjailed`]).
+    withheld: Option<unjailed::Withheld>,
     trie: PathTrie,
 }
 
@@ -145,10 +153,7 @@ impl Policy {
         network: Network,
         passthrough: Vec<EnvPattern>,
     ) -> Policy {
-        let trie = match cfg!(windows) {
-            true => PathTrie::new(&folded_grants(&grants)),
-            false => PathTrie::new(&grants),
-        };
+        let trie = trie_of(&grants);
         let workspace_key = native::from_os(&workspace)
             .map(|key| native::folded(&key).into_owned())
             .unwrap_or_else(|_| workspace.clone());
@@ -168,6 +173,8 @@ impl Policy {
             secrets: Vec::new(),
             secret_sources: Vec::new(),
             hidden: Vec::new(),
+            stood_in: Vec::new(),
+            withheld: None,
             trie,
         }
     }
@@ -304,6 +311,14 @@ impl Policy {
         let mut child = ChildEnv::build(env, &self.passthrough);
         child.withhold(&self.secret_sources);
         child
+    }
+}
+
+/// The trie the gate checks, from exactly `grants`.
+fn trie_of(grants: &[Grant]) -> PathTrie {
+    match cfg!(windows) {
+        true => PathTrie::new(&folded_grants(grants)),
+        false => PathTrie::new(grants),
     }
 }
 

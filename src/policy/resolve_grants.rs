@@ -22,6 +22,8 @@ pub(crate) struct Resolution {
     pub diagnostics: Vec<Diagnostic>,
     /// See [`hidden_stores`].
     pub hidden: Vec<PathBuf>,
+    /// See [`dedupe`].
+    pub stood_in: Vec<Grant>,
 }
 
 /// The inputs of resolution.
@@ -88,12 +90,14 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
     if let Some(sandbox) = inputs.sandbox {
         diagnostics.extend(passthrough_warnings(inputs, sandbox));
     }
-    let grants = prune_builtins(dedupe(grants));
+    let (grants, stood_in) = dedupe(grants);
+    let grants = prune_builtins(grants);
     let hidden = hidden_stores(&grants, real_home.as_deref());
     Resolution {
         grants,
         diagnostics,
         hidden,
+        stood_in,
     }
 }
 
@@ -708,19 +712,24 @@ fn passthrough_warnings(inputs: &Inputs<'_>, sandbox: &SandboxConfig) -> Vec<Dia
 }
 
 /// One grant per path; the greater mode wins, and among equal modes the
-/// first declared (built-ins come before `magus.yaml` entries).
-fn dedupe(grants: Vec<Grant>) -> Vec<Grant> {
+/// first declared (built-ins come before `magus.yaml` entries). Also
+/// returned: the entries a built-in the jail makes the run's own (`/tmp`,
+/// `/dev/shm`, `$TMPDIR`) stood in for, which a run without the jail
+/// grants as declared (`Policy::without_jail`).
+fn dedupe(grants: Vec<Grant>) -> (Vec<Grant>, Vec<Grant>) {
     let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
+    let mut stood_in = Vec::new();
     for grant in grants {
         let same =
             |o: &Grant| lies_within(&o.path, &grant.path) && lies_within(&grant.path, &o.path);
         match out.iter_mut().find(|o| same(o)) {
             Some(existing) if grant.mode > existing.mode => *existing = grant,
+            Some(existing) if existing.is_fresh_tmpfs() => stood_in.push(grant),
             Some(_) => {}
             None => out.push(grant),
         }
     }
-    out
+    (out, stood_in)
 }
 
 #[cfg(all(test, unix))]

@@ -17,6 +17,7 @@ pub(crate) mod network;
 pub(crate) mod openat2_beneath;
 pub(crate) mod process;
 pub(crate) mod reexec;
+pub(crate) mod run_temp;
 pub(crate) mod seccomp;
 pub(crate) mod survivors;
 pub(crate) mod terminal;

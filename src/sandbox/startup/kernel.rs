@@ -22,6 +22,7 @@ use crate::enforce::jail::{Building, Built, UserNamespace, USERNS_VAR};
 use crate::enforce::leftovers::Watch;
 use crate::enforce::limits::{LimitsPlan, OwnUserNamespace, ProcessBound};
 use crate::enforce::network::NetworkPlan;
+use crate::enforce::run_temp::RunTemp;
 use crate::enforce::seccomp::GuardMode;
 use crate::enforce::unix_sockets::UnixSockets;
 use crate::enforce::{
@@ -42,12 +43,15 @@ pub(crate) type StartedAhead = Option<Ahead>;
 /// process (none without `network.hosts`, or in a nested run).
 pub(crate) type RunProxy = Option<Proxy>;
 
-/// What step 3 leaves: the kernel's domain, the run's proxy, and whose
-/// temporary directories children get.
+/// What step 3 leaves: the kernel's domain, the run's proxy, whose
+/// temporary directories children get, and the policy in force when it
+/// is not the one resolved (a run with no jail of its own:
+/// `Policy::without_jail`).
 pub(crate) struct Confined {
     pub domain: Domain,
     pub proxy: RunProxy,
     pub temp_dirs: TempDirs,
+    pub unjailed: Option<Policy>,
 }
 
 /// Step 1's re-exec, decided on the declared policy alone: when the
@@ -115,7 +119,7 @@ pub(crate) fn confine(
     let prepared = prepare_secrets(policy, env)?;
     let vault = prepared.as_ref().map(|p| std::sync::Arc::clone(&p.vault));
     let mut slot = proxy_slot::wanted(policy, env, child_env, vault);
-    let (domain, jail) = confine_kernel(policy, &mut slot, env, ahead, output, said)?;
+    let (domain, jail, unjailed) = confine_kernel(policy, &mut slot, env, ahead, output, said)?;
     let proxy = slot.into_running();
     proxy_slot::point_children(proxy.as_ref(), child_env);
     if let Some(prepared) = prepared {
@@ -129,15 +133,19 @@ pub(crate) fn confine(
         drop(vault);
         secrets::give_children(policy, &placeholders, &bundle, child_env)?;
     }
-    // In a jail of its own, `/tmp`, `/dev/shm` and `$TMPDIR` are the run's.
+    // In a jail of its own, `/tmp`, `/dev/shm` and `$TMPDIR` are the run's;
+    // without one, the directory made for it is.
+    let own_temp = unjailed.as_ref().is_some_and(|p| p.run_temp().is_some());
     let temp_dirs = match jail {
         Some(Jail::Entered(_)) => TempDirs::PerRun,
+        _ if own_temp => TempDirs::PerRun,
         _ => TempDirs::Host,
     };
     Ok(Confined {
         domain,
         proxy,
         temp_dirs,
+        unjailed,
     })
 }
 
@@ -279,6 +287,8 @@ fn restore_stripped(child_env: &mut ChildEnv, state: ReexecState) {
 
 /// Step 3 of the module doc: the jail, capabilities, syscall guard,
 /// Landlock. Whatever could not be put in force is said in one warning.
+/// Without a jail of its own, the run's policy withholds the host's
+/// temporary directories (returned: the gate checks the same).
 fn confine_kernel(
     policy: &Policy,
     proxy: &mut ProxySlot,
@@ -286,19 +296,20 @@ fn confine_kernel(
     ahead: StartedAhead,
     output: OutputOptions,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<(Domain, Option<Jail>), Box<Diagnostic>> {
+) -> Result<(Domain, Option<Jail>, Option<Policy>), Box<Diagnostic>> {
     if policy.state() == SandboxState::Off {
-        return Ok((Domain::unconfined(Unavailable::ForcedOff), None));
+        return Ok((Domain::unconfined(Unavailable::ForcedOff), None, None));
     }
     let setting = proxy_slot::network_setting(policy, proxy);
-    let (jail, building) = match nesting(env) {
+    let (jail, building, unjailed) = match nesting(env) {
         Nesting::Outermost => {
             // `deny` and `hosts`: the namespaces are being made ahead
             // (`start_ahead`), on the other core.
             isolate(policy, env, output, diagnostics, ahead, proxy)?
         }
-        Nesting::InsideMagus => (Jail::Inherited, None),
+        Nesting::InsideMagus => (Jail::Inherited, None, None),
     };
+    let policy = unjailed.as_ref().unwrap_or(policy);
     // The network step (issue #12): magus is in its user namespace and
     // still holds CAP_SYS_ADMIN and CAP_NET_ADMIN there (`lo` is brought
     // up), and the syscall guard does not yet refuse `unshare`; once per
@@ -379,7 +390,7 @@ fn confine_kernel(
         network_plan,
         domain.status().abi(),
     ));
-    Ok((domain, Some(jail)))
+    Ok((domain, Some(jail), unjailed))
 }
 
 /// What children may do with unix sockets: nothing to add in the jail,
@@ -414,7 +425,8 @@ fn split_grants(
 }
 
 /// Step 3, first part: the jail (or, where namespaces are refused, the
-/// subreaper that kills survivors), with `sandbox.limits` hooked in.
+/// subreaper that kills survivors, and the run's policy without the
+/// host's temporary directories), with `sandbox.limits` hooked in.
 ///
 /// The limits plan made here goes to the process that waits for magus:
 /// the jail's PID 1 (`in_new_pid_namespace`, `arm_deadline`, in
@@ -428,7 +440,7 @@ fn isolate(
     diagnostics: &mut Vec<Diagnostic>,
     ahead: Option<Ahead>,
     proxy: &mut ProxySlot,
-) -> Result<(Jail, Option<Building>), Box<Diagnostic>> {
+) -> Result<(Jail, Option<Building>, Option<Policy>), Box<Diagnostic>> {
     let limits = policy.limits();
     // Rendered only where a wall time can run out.
     let over_time = match limits.wall_time {
@@ -441,6 +453,7 @@ fn isolate(
     };
     let (jail, building, watch) =
         enter_jail(policy, env, diagnostics, ahead, proxy, output, &plan)?;
+    let mut unjailed = None;
     let own_user_namespace = match &jail {
         Jail::Entered(UserNamespace::Created) => OwnUserNamespace::Yes,
         Jail::Entered(UserNamespace::NotNeeded) | Jail::Inherited => OwnUserNamespace::No,
@@ -448,8 +461,14 @@ fn isolate(
             let over = over_processes_diagnostic(limits);
             let plan = plan.clone().supervised(render(&over, output.format));
             let watch = watch.unwrap_or_else(|| Watch::before(Default::default()));
-            let supervised =
-                enforce::survivors::supervise_without_pid_namespace(watch, output, &plan);
+            let run_temp = run_temp(env, diagnostics);
+            unjailed = Some(policy.without_jail(run_temp.as_ref().map(|t| t.path().to_owned())));
+            let supervised = enforce::survivors::supervise_without_pid_namespace(
+                watch,
+                run_temp.as_ref(),
+                output,
+                &plan,
+            );
             if let Err(e) = supervised {
                 diagnostics.push(Diagnostic::warning(format!(
                     "processes a spell starts may outlive the run: no PID namespace, and no supervisor ({e})"
@@ -461,7 +480,22 @@ fn isolate(
     if enforce::limits::apply_to_self(&plan, own_user_namespace) == ProcessBound::Unenforced {
         diagnostics.push(unenforced_processes());
     }
-    Ok((jail, building))
+    Ok((jail, building, unjailed))
+}
+
+/// The temporary directory of a run with no jail of its own, made under
+/// the host's `$TMPDIR` (else `/tmp`); none, with a warning, when it
+/// cannot be made (children then have no `$TMPDIR` they may write).
+fn run_temp(env: &[(OsString, OsString)], diagnostics: &mut Vec<Diagnostic>) -> Option<RunTemp> {
+    let parent = crate::policy::lookup(env, "TMPDIR").map(std::path::Path::new);
+    RunTemp::make(parent)
+        .map_err(|e| {
+            diagnostics.push(Diagnostic::warning(format!(
+                "cannot make a temporary directory for the run ({}): children have none they may write",
+                e.desc()
+            )));
+        })
+        .ok()
 }
 
 /// What became of the jail for this run.

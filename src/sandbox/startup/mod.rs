@@ -138,7 +138,6 @@ pub(crate) fn confine(
     platform::inherit_outer_proxy(&policy, env, &mut child_env);
     if policy.state() == SandboxState::On {
         platform::scrub_or_restore(env, &mut child_env, reexec)?;
-        give_temporary_directory(&policy, env, &mut child_env);
     }
     export_fingerprint(&policy, &mut child_env);
     // Before Landlock, which does not grant /dev/ptmx.
@@ -153,7 +152,12 @@ pub(crate) fn confine(
         domain,
         proxy,
         temp_dirs,
+        unjailed,
     } = platform::confine(&policy, env, &mut child_env, ahead, output, &mut said)?;
+    let policy = unjailed.unwrap_or(policy);
+    if policy.state() == SandboxState::On {
+        give_temporary_directory(&policy, env, &mut child_env);
+    }
     let report = startup_report(ReportInput {
         policy: &policy,
         config: startup.config.as_ref(),
@@ -182,8 +186,10 @@ fn child_path(child_env: &ChildEnv) -> Option<&OsStr> {
         .map(|(_, v)| v.as_os_str())
 }
 
-/// Children get a `TMPDIR` they may write to: magus's own when the policy
-/// grants it (it does by default), else `/tmp`.
+/// Children get a `TMPDIR` they may write to: the run's own directory
+/// where it has no jail, else magus's own when the policy grants it (it
+/// does by default), else `/tmp`. Said once the policy in force is known
+/// (`confine` may have withheld the host's).
 fn give_temporary_directory(
     policy: &Policy,
     env: &[(OsString, OsString)],
@@ -194,8 +200,10 @@ fn give_temporary_directory(
             .is_ok_and(|p| policy.check(&p, Access::Write).is_allowed())
     };
     let own = policy::lookup(env, "TMPDIR").map(PathBuf::from);
-    let dir = own
-        .filter(|d| d.is_absolute() && writable(d))
+    let dir = policy
+        .run_temp()
+        .map(Path::to_path_buf)
+        .or_else(|| own.filter(|d| d.is_absolute() && writable(d)))
         .or_else(|| Some(PathBuf::from("/tmp")).filter(|d| writable(d)));
     let Some(dir) = dir else {
         return;

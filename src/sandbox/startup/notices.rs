@@ -90,8 +90,8 @@ mod kernel {
             missing.push(format!(
                 "no jail ({reason}): children see the host's filesystem outside the grants \
                  (unix sockets in /tmp and /run/user, metadata of ungranted paths), \
-                 other sessions' files in the host's /tmp and /dev/shm (readable and \
-                 writable: both are granted), \
+                 no /tmp or /dev/shm (the host's are not granted: $TMPDIR is a directory \
+                 of the run's own), \
                  every process in /proc with its command line (no PID namespace), \
                  and protected paths inside writable grants; {}",
                 unjailed_refusals(sockets)

@@ -21,6 +21,9 @@ pub(crate) struct Confined {
     pub domain: Domain,
     pub proxy: RunProxy,
     pub temp_dirs: TempDirs,
+    /// Always `None`: children are not confined here, so withholding the
+    /// host's temporary directories from the gate alone protects nothing.
+    pub unjailed: Option<Policy>,
 }
 
 /// No re-exec here: the state of one cannot exist (`ReexecState` is
@@ -85,6 +88,7 @@ pub(crate) fn confine(
         proxy: (),
         // Without the kernel layer there is no jail: the host's directories.
         temp_dirs: TempDirs::Host,
+        unjailed: None,
     })
 }
 

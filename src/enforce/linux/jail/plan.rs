@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use super::protect::{carve_outs, leftover_inputs, Carve, CarveReason, KeptLink};
 use crate::enforce::leftovers;
 use crate::policy::real_paths::{look, Looked};
-use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy, PRIVATE_TMPFS};
+use crate::policy::{lies_within, Access, GrantSource, Mode, NormalPath, Policy};
 
 /// One setup operation, applied in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -398,7 +398,7 @@ fn stage_base() -> PathBuf {
 
 fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     let path = grant.path.clone();
-    if is_private_tmp(grant) {
+    if grant.is_fresh_tmpfs() {
         return vec![Step::Tmpfs {
             path,
             why: "private to this run",
@@ -426,19 +426,11 @@ fn grant_steps(policy: &Policy, grant: &crate::policy::Grant) -> Vec<Step> {
     }]
 }
 
-/// A grant the view shows as a tmpfs of this run's own.
-fn is_private_tmp(grant: &crate::policy::Grant) -> bool {
-    match &grant.source {
-        GrantSource::Builtin(why) => PRIVATE_TMPFS.contains(why),
-        _ => false,
-    }
-}
-
 /// Whether the view shows `grant` as a mount of its own (a private tmpfs,
 /// `/proc`, the devpts), not the host's inode bound: what names it there
 /// is not the host's file (for Landlock's rule, see `landlock::begin`).
 pub(crate) fn fresh_in_view(grant: &crate::policy::Grant) -> bool {
-    is_private_tmp(grant) || matches!(grant.path.to_str(), Some("/proc" | "/dev/pts"))
+    grant.is_fresh_tmpfs() || matches!(grant.path.to_str(), Some("/proc" | "/dev/pts"))
 }
 
 /// Whether `path` is a device node (`/dev/null`, `/dev/tty`, a user's

@@ -4,7 +4,8 @@
 //! orphan of the run is re-parented to it; it bounds the run's processes
 //! (`cgroup`, `watch`), and when magus ends, the wall time runs out or it
 //! is asked to end, it stops and kills them all (`tree`), then sweeps
-//! what the run left behind (`crate::enforce::leftovers`).
+//! what the run left behind (`crate::enforce::leftovers`) and removes the
+//! run's own temporary directory (`super::run_temp`).
 
 mod cgroup;
 mod tree;
@@ -25,8 +26,9 @@ use self::tree::Reaped;
 use self::watch::Watch;
 use super::limits::{self, BoundSource, LimitsPlan};
 use super::process::is_single_threaded;
+use super::run_temp::RunTemp;
 use super::terminal::TerminalModes;
-use crate::diag::OutputOptions;
+use crate::diag::{Diagnostic, OutputOptions, Renderer};
 use crate::enforce::leftovers::{self, Watch as Leftovers};
 
 /// Why the supervisor could not be set up (the run goes on without it).
@@ -51,6 +53,7 @@ pub(crate) enum SupervisorError {
 /// process, a child started before would not.
 pub(crate) fn supervise_without_pid_namespace(
     left: Leftovers,
+    run_temp: Option<&RunTemp>,
     output: OutputOptions,
     plan: &LimitsPlan,
 ) -> Result<(), SupervisorError> {
@@ -74,7 +77,35 @@ pub(crate) fn supervise_without_pid_namespace(
         }
         ForkResult::Parent { child } => {
             drop(placed_rx);
-            supervise(child, &terminal, placed_tx, &left, output, plan)
+            let left = Left {
+                leftovers: &left,
+                run_temp,
+            };
+            supervise(child, &terminal, placed_tx, left, output, plan)
+        }
+    }
+}
+
+/// What the supervisor cleans up once every process of the run is gone.
+struct Left<'a> {
+    leftovers: &'a Leftovers,
+    run_temp: Option<&'a RunTemp>,
+}
+
+impl Left<'_> {
+    /// Sweeps what the run left behind and removes its temporary
+    /// directory, saying what could not be removed.
+    fn clean(&self, output: OutputOptions) {
+        leftovers::report::sweep_and_say(self.leftovers, output);
+        let Some(run_temp) = self.run_temp else {
+            return;
+        };
+        if let Err(e) = run_temp.discard() {
+            let warning = Diagnostic::warning(format!(
+                "cannot remove the run's temporary directory `{}`: {e}",
+                run_temp.path().display()
+            ));
+            Renderer::for_output(output).emit(&warning);
         }
     }
 }
@@ -163,7 +194,7 @@ fn supervise(
     magus: Pid,
     terminal: &TerminalModes,
     placed: OwnedFd,
-    left: &Leftovers,
+    left: Left<'_>,
     output: OutputOptions,
     plan: &LimitsPlan,
 ) -> ! {
@@ -184,7 +215,7 @@ fn supervise(
     let end = || {
         super::jail::forget_forward_target();
         end_run(&cgroup);
-        leftovers::report::sweep_and_say(left, output);
+        left.clean(output);
         terminal.restore();
     };
     let mask = block_wakeups();
