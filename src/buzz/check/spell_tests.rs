@@ -189,6 +189,40 @@ const CASES: &[Case] = &[
     Case { name: "instance not mut (a `mut` parameter given a plain instance)", code: "MGS1006", line: 4, source: "object Counter { n: int, }\nfun bump(c: mut Counter) > void { c.n = c.n + 1; }\ntest \"t\" {\n    bump(Counter{ n = 0 });\n}\n" },
 ];
 
+/// Upstream's parser refuses an object, enum or protocol declared inside
+/// a function ("Object must be defined at top-level."). The check said
+/// "unknown name" at each use; it now says what is wrong once, at the
+/// declaration, and the uses add nothing.
+#[test]
+fn a_type_declared_in_a_function_is_one_finding_at_its_declaration() {
+    let ws = Workspace::new();
+    let cases = [
+        (
+            "object",
+            "object Local { x: int = 1, }",
+            "final l = Local{};\n    return l.x;",
+        ),
+        (
+            "enum",
+            "enum Local { a, b }",
+            "return if (Local.a == Local.b) 1 else 0;",
+        ),
+        (
+            "protocol",
+            "protocol Local { fun f() > void; }",
+            "return 0;",
+        ),
+    ];
+    for (keyword, declaration, body) in cases {
+        let source = format!("fun make() > int {{\n    {declaration}\n    {body}\n}}\n");
+        let ds = without_unused(ws.check(&source));
+        assert_eq!(found(&ds), [("MGS1019".to_string(), 2)], "{source}");
+        let shown = render(&ds[0], MessageFormat::Human);
+        let said = format!("{keyword} `Local` is declared inside a function");
+        assert!(shown.contains(&said), "{shown}");
+    }
+}
+
 fn workspace_with_libs() -> Workspace {
     let ws = Workspace::new();
     ws.write(

@@ -115,8 +115,16 @@ impl Cx<'_, '_> {
             }
             StmtKind::Var(decl) => self.var(decl, pos),
             StmtKind::Fun(decl) => self.fun_stmt(decl),
-            StmtKind::Object(decl) => self.object(decl),
+            StmtKind::Object(decl) => {
+                self.nested_type("object", &decl.name, pos);
+                let ty = Ty::Class(self.obj(decl));
+                self.local_declaration(&decl.name, ty, &decl.slot);
+                self.object(decl);
+            }
+            StmtKind::Protocol(name) => self.nested_type("protocol", name, pos),
             StmtKind::Enum(decl) => {
+                self.nested_type("enum", &decl.name, pos);
+                self.local_declaration(&decl.name, Ty::Enum(decl.clone()), &decl.slot);
                 for (_, value) in &decl.cases {
                     if let Some(v) = value {
                         self.expr(v);
@@ -280,13 +288,37 @@ impl Cx<'_, '_> {
     }
 
     fn fun_stmt(&mut self, decl: &Rc<FunDecl>) {
-        if !self.scopes.at_top_level() {
-            let sig = Rc::new(self.types.sig(decl));
-            let (ty, res) = (Ty::Fun(sig), decl.slot.get());
-            self.scopes
-                .declare_resolved(decl.name.clone(), ty, BindingKind::Declaration, res);
-        }
+        let sig = Rc::new(self.types.sig(decl));
+        self.local_declaration(&decl.name, Ty::Fun(sig), &decl.slot);
         self.function(decl, None);
+    }
+
+    /// An object, enum or protocol declared inside a function: upstream's
+    /// parser refuses it ("Object must be defined at top-level."), so
+    /// the checker does, at the declaration (the run would handle it).
+    fn nested_type(&mut self, keyword: &'static str, name: &str, pos: Pos) {
+        if self.scopes.at_top_level() {
+            return;
+        }
+        let error = CheckError::NotAllowed {
+            message: format!("{keyword} `{name}` is declared inside a function"),
+            help: Some(format!(
+                "move `{keyword} {name}` to the top level of the file: Buzz declares \
+                 objects, enums and protocols only there"
+            )),
+        };
+        self.report(error, pos, keyword.len());
+    }
+
+    /// A function, object or enum declared inside a function is a local
+    /// from its line on, in the slot the resolver gave it (at the top
+    /// level, `hoist` declared it a global); declared even where refused,
+    /// so its uses add no "unknown name" to the one finding.
+    fn local_declaration(&mut self, name: &Rc<str>, ty: Ty, slot: &Resolved) {
+        if !self.scopes.at_top_level() {
+            self.scopes
+                .declare_resolved(name.clone(), ty, BindingKind::Declaration, slot.get());
+        }
     }
 
     /// Checks a function's body with its parameters (and `this` in a
