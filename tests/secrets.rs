@@ -22,7 +22,10 @@ const VALUE: &str = "ghp_PLANTEDsecretVALUE0123456789abcdef";
 /// An HTTPS (or plain HTTP) server (python3) that logs every request
 /// (method, path, headers, Basic credentials decoded, body) to `log`, and
 /// answers `AUTH-OK` when its Authorization header is the real value
-/// (Bearer or Basic `user:VALUE`), else 401.
+/// (Bearer or Basic `user:VALUE`), else 401. Under `/api/echo` it sends
+/// request headers back in headers of its response: `Idempotency-Key`, as
+/// Stripe's API does, and `Authorization` as `X-Echo-Authorization` (and
+/// logs what it sent back).
 struct Server {
     child: Child,
     port: u16,
@@ -49,7 +52,16 @@ class H(http.server.BaseHTTPRequestHandler):
         path = os.path.join(files or '', self.path.split('?')[0].lstrip('/'))
         if ok and files and os.path.isfile(path):
             out = open(path, 'rb').read()
+        echo = []
+        if ok and self.path.startswith('/api/echo'):
+            echo = [('X-Echo-Authorization', auth)]
+            if self.headers.get('Idempotency-Key'):
+                echo.append(('Idempotency-Key', self.headers.get('Idempotency-Key')))
+            with open(log, 'ab') as f:
+                f.write(('SENT-BACK: %r\n----\n' % echo).encode())
         self.send_response(200 if ok else 401)
+        for name, v in echo:
+            self.send_header(name, v)
         self.send_header('Content-Length', str(len(out)))
         self.send_header('Connection', 'close')
         self.end_headers()
@@ -836,6 +848,61 @@ fn the_placeholder_goes_nowhere_else_and_rules_hold() {
             bound.log()
         );
         assert_value_nowhere(&h, &out, user);
+    }
+}
+
+/// A bound host that sends request headers back in its response's
+/// headers (Stripe's `Idempotency-Key`, Microsoft Graph's
+/// `client-request-id`, an echo endpoint) got the value in them, in place
+/// of the placeholder, and handed it to the spell before round 9. The
+/// proxy now masks every value in a bound host's response head: the spell
+/// reads `*`s where the host sent the value (the host's log, the control,
+/// shows it did), as `Bearer`, as the `Basic` credentials made with it,
+/// and in `Idempotency-Key`.
+#[test]
+fn a_bound_host_sending_the_value_back_shows_the_spell_only_a_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path());
+    let bound = Server::start(dir.path(), "bound", &ca, "localhost");
+    let attacker = Server::start(dir.path(), "attacker", &ca, "127.0.0.1");
+    let b = bound.port;
+    let c = "curl -sS -i --max-time 10";
+    let script = format!(
+        "{c} -H \"Authorization: Bearer $GITHUB_TOKEN\" -H \"Idempotency-Key: $GITHUB_TOKEN\" https://localhost:{b}/api/echo/bearer\n\
+         {c} -u \"user:$GITHUB_TOKEN\" https://localhost:{b}/api/echo/basic\n\
+         echo END\n"
+    );
+    let mask = "*".repeat(VALUE.len());
+    let basic = "dXNlcjpnaHBfUExBTlRFRHNlY3JldFZBTFVFMDEyMzQ1Njc4OWFiY2RlZg==";
+    for user in users() {
+        bound.clear();
+        let h = harness(&config(b, attacker.port), &script);
+        let out = run(&h, user, &ca.pem);
+        assert_eq!(out.status, Some(0), "{user:?}: {}", out.dump());
+        // The control: the host got the value and sent it back, three
+        // times (`Authorization` twice, `Idempotency-Key` once).
+        let log = bound.log();
+        let sent_back: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with("SENT-BACK: "))
+            .collect();
+        assert_eq!(sent_back.len(), 2, "{user:?}: {log}");
+        assert_eq!(sent_back[0].matches(VALUE).count(), 2, "{user:?}: {log}");
+        assert!(sent_back[1].contains(basic), "{user:?}: {log}");
+        // The spell: a mask in each place.
+        for echoed in [
+            format!("X-Echo-Authorization: Bearer {mask}\r\n"),
+            format!("Idempotency-Key: {mask}\r\n"),
+            format!(
+                "X-Echo-Authorization: Basic {}\r\n",
+                "*".repeat(basic.len())
+            ),
+        ] {
+            assert_printed(&out, user, &echoed);
+        }
+        assert_eq!(out.stdout.matches("AUTH-OK").count(), 2, "{}", out.dump());
+        assert_value_nowhere(&h, &out, user);
+        assert!(!out.stdout.contains(basic), "{user:?}: {}", out.dump());
     }
 }
 

@@ -17,6 +17,10 @@ pub(crate) struct Rewritten {
     pub head: Vec<u8>,
     pub framing: BodyFraming,
     pub expect_continue: bool,
+    /// The `Basic` credentials made with a value (base64), which a host
+    /// that echoes the header sends back as they are: masked in the
+    /// response with the values (`response.rs`).
+    pub encoded: Vec<Vec<u8>>,
 }
 
 /// Headers not passed on: connection management (one request per
@@ -68,6 +72,7 @@ pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rew
     let mut out = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
     let mut expect_continue = false;
     let mut overrides: Vec<&str> = Vec::new();
+    let mut encoded = Vec::new();
     for header in request.headers.iter() {
         if header.name.eq_ignore_ascii_case("expect") {
             expect_continue = header.value.eq_ignore_ascii_case(b"100-continue");
@@ -78,7 +83,7 @@ pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rew
         if overriding(header.name) {
             overrides.push(header.name);
         }
-        let value = substitute_header(vault, target, header.name, header.value, &mut used)?;
+        let value = substitute_header(vault, target, header, &mut used, &mut encoded)?;
         out.extend_from_slice(header.name.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(&value);
@@ -95,6 +100,7 @@ pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rew
         head: out,
         framing,
         expect_continue,
+        encoded,
     })
 }
 
@@ -124,21 +130,24 @@ pub(super) fn exfiltration(held: &Held, why: &str) -> Refusal {
 }
 
 /// One header's value with each bound placeholder replaced (inside Basic
-/// credentials too); a placeholder of a secret not bound to `target` is
-/// refused.
+/// credentials too, whose new base64 is added to `encoded`); a
+/// placeholder of a secret not bound to `target` is refused.
 fn substitute_header<'v>(
     vault: &'v Vault,
     target: &Target,
-    name: &str,
-    value: &[u8],
+    header: &httparse::Header<'_>,
     used: &mut Vec<&'v Held>,
+    encoded: &mut Vec<Vec<u8>>,
 ) -> Result<Vec<u8>, Refusal> {
+    let (name, value) = (header.name, header.value);
     if name.eq_ignore_ascii_case("authorization") {
         if let Some(decoded) = basic_decoded(value) {
             if vault.found_in(&decoded).is_some() {
                 let replaced = replace_bound(vault, target, name, &decoded, used)?;
+                let credentials = base64_encode(&replaced).into_bytes();
                 let mut out = b"Basic ".to_vec();
-                out.extend_from_slice(base64_encode(&replaced).as_bytes());
+                out.extend_from_slice(&credentials);
+                encoded.push(credentials);
                 return Ok(out);
             }
         }
