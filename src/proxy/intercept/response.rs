@@ -19,7 +19,7 @@
 //! first ones: byte by byte, the whole value (docs/secrets.md, "What is
 //! not covered").
 
-use memchr::memmem::{self, Finder};
+use memchr::memmem::Finder;
 use std::io::{Read, Write};
 
 /// What each masked byte becomes.
@@ -75,14 +75,14 @@ impl Masker {
             Part::Stopped => return false,
             Part::Head => {}
         }
-        let mut searched = self.head.len().saturating_sub(3);
+        let mut searched = self.head.len().saturating_sub(2);
         self.head.extend_from_slice(bytes);
         while self.part == Part::Head {
-            let Some(at) = memmem::find(&self.head[searched..], b"\r\n\r\n") else {
+            let Some(end) = head_end(&self.head, searched) else {
                 break;
             };
             // What follows this head: the next head, or the body.
-            let rest = self.head.split_off(searched + at + 4);
+            let rest = self.head.split_off(end);
             self.pass_head(out);
             if !interim(&self.head) {
                 self.part = Part::Body;
@@ -117,6 +117,18 @@ impl Masker {
             }
         }
     }
+}
+
+/// Where the head in `bytes` ends (after its empty line, `\r\n` or a
+/// bare `\n` as lenient servers send it), looking from `from` on.
+fn head_end(bytes: &[u8], from: usize) -> Option<usize> {
+    memchr::memchr_iter(b'\n', &bytes[from..])
+        .map(|i| from + i + 1)
+        .find_map(|after| match &bytes[after..] {
+            [b'\n', ..] => Some(after + 1),
+            [b'\r', b'\n', ..] => Some(after + 2),
+            _ => None,
+        })
 }
 
 /// Whether `head` is an interim response (`1xx` but `101`), after which
@@ -177,6 +189,17 @@ mod tests {
                 assert_eq!(masked(&["ghp_SECRET"], &pieces), want, "{cut} {second}");
             }
         }
+    }
+
+    /// A head ended by bare line feeds, as lenient servers send it, ends
+    /// there: the body after it is not held as part of it.
+    #[test]
+    fn a_head_with_bare_line_feeds_ends_at_its_empty_line() {
+        let text = "HTTP/1.1 200 OK\nA: ghp_SECRET\n\nghp_SECRET body";
+        let mut m = Masker::new(vec![b"ghp_SECRET".to_vec()]);
+        let mut out = Vec::new();
+        assert!(m.push(text.as_bytes(), false, &mut out));
+        assert_eq!(out, b"HTTP/1.1 200 OK\nA: **********\n\nghp_SECRET body");
     }
 
     /// Interim responses first: the final head is masked too, and a value
