@@ -486,4 +486,82 @@ mod tests {
             "{reply}"
         );
     }
+
+    /// A host that keeps every byte it is sent until none has come for
+    /// half a second, then answers; returns what it got.
+    fn recording_host(
+        dir: &std::path::Path,
+    ) -> (u16, std::path::PathBuf, std::thread::JoinHandle<Vec<u8>>) {
+        let ca = Authority::new().expect("test CA");
+        let roots = dir.join("test-roots.pem");
+        std::fs::write(&roots, ca.cert_pem()).expect("roots");
+        let config = crate::proxy::test_support::serving(&ca);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let host = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().expect("accept");
+            let _ = sock.set_read_timeout(Some(std::time::Duration::from_millis(500)));
+            let mut tls = StreamOwned::new(ServerConnection::new(config).expect("conn"), sock);
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = tls.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+            let _ = tls.write_all(reply.as_bytes());
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            got
+        });
+        (port, roots, host)
+    }
+
+    /// A second request after the first one's end, in the same TLS
+    /// stream (pipelined; after a chunked body's last chunk; after a
+    /// `Content-Length` body) never reaches the bound host: only the
+    /// first, checked against the rules, goes on. The control: each
+    /// stream holds a second request for `/admin` that a host reading it
+    /// as it came would serve.
+    #[test]
+    fn a_second_request_in_the_stream_to_a_bound_host_goes_nowhere() {
+        let second = "GET /admin HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer PH\r\n\r\n";
+        for first in [
+            "GET /x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer PH\r\n\r\n",
+            "POST /x HTTP/1.1\r\nAuthorization: Bearer PH\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "POST /x HTTP/1.1\r\nAuthorization: Bearer PH\r\nContent-Length: 5\r\n\r\nhello",
+        ] {
+            for with_value in [true, false] {
+                let dir = tempfile::tempdir().expect("dir");
+                let (port, roots, host) = recording_host(dir.path());
+                let v = Arc::new(vault(Vec::new(), Some(roots)));
+                let ph = &v.secrets[0].placeholder;
+                let tail = match with_value {
+                    true => second.replace("PH", ph),
+                    false => second.replace("Authorization: Bearer PH\r\n", ""),
+                };
+                let stream = format!("{}{tail}", first.replace("PH", ph));
+                // The control: the stream holds the second request.
+                let at = stream.find("GET /admin").expect("second");
+                let mut headers = [httparse::EMPTY_HEADER; 8];
+                let mut req = httparse::Request::new(&mut headers);
+                assert!(req.parse(&stream.as_bytes()[at..]).is_ok_and(|s| s.is_complete()));
+                let (served, _) = served_to_child(&v, port, stream.into_bytes(), 7);
+                let got = String::from_utf8_lossy(&host.join().expect("host")).to_string();
+                // With the placeholder in it, the second request is
+                // refused whole (it is read as part of what follows the
+                // first); without, it is dropped.
+                match with_value {
+                    true => assert!(served.refusal.is_some(), "{first}"),
+                    false => {
+                        assert!(served.refusal.is_none(), "{first}");
+                        assert_eq!(got.matches(" HTTP/1.1\r\n").count(), 1, "{first}: {got}");
+                    }
+                }
+                assert!(!got.contains("/admin"), "{first}: {got}");
+            }
+        }
+    }
 }
