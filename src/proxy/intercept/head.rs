@@ -65,9 +65,14 @@ pub(crate) fn rewrite(vault: &Vault, target: &Target, head: &[u8]) -> Result<Rew
     }
     let framing = body_framing(&request).map_err(Refusal::Malformed)?;
     let mut used: Vec<&Held> = Vec::new();
+    // An IPv6 literal in brackets: `::1:8443` is no authority a host reads.
+    let host = match target.host.contains(':') {
+        true => format!("[{}]", target.host),
+        false => target.host.clone(),
+    };
     let authority = match target.port {
-        443 => target.host.clone(),
-        port => format!("{}:{port}", target.host),
+        443 => host,
+        port => format!("{host}:{port}"),
     };
     let mut out = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
     let mut expect_continue = false;
@@ -305,6 +310,26 @@ mod tests {
             .and_then(|t| t.split("\r\n").next());
         let decoded = base64_decode(sent.expect("basic").as_bytes()).expect("base64");
         assert_eq!(decoded, [b"user:".as_slice(), VALUE].concat());
+    }
+
+    /// `Host` names the tunnel's host, an IPv6 literal in brackets.
+    #[test]
+    fn the_host_header_is_the_tunnels_authority() {
+        let v = vault(Vec::new(), None);
+        for (host, port, want) in [
+            ("localhost", 443, "localhost"),
+            ("::1", 8443, "[::1]:8443"),
+            ("::1", 443, "[::1]"),
+            ("127.0.0.1", 8443, "127.0.0.1:8443"),
+        ] {
+            let target = Target {
+                host: host.into(),
+                port,
+            };
+            let r = rewrite(&v, &target, &head(&v, "/", "X: y")).expect(host);
+            let text = String::from_utf8_lossy(&r.head).to_string();
+            assert!(text.contains(&format!("\r\nHost: {want}\r\n")), "{text}");
+        }
     }
 
     /// The host gets the framing the proxy read, in one plain header,
