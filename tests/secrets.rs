@@ -1183,6 +1183,22 @@ fn a_file_source_outside_the_workspace_works_and_one_inside_is_refused() {
         out.dump()
     );
     assert!(bound.log().is_empty(), "{}", bound.log());
+
+    // A value of two lines (a token and a note under it) is refused: in
+    // a header, its second line would reach the host as a line of its own.
+    std::fs::write(&token, format!("{VALUE}\nnote: rotate in June\n")).unwrap();
+    let h = harness(&with_file(&token), &script);
+    let mut cmd = h.command();
+    cmd.env("SSL_CERT_FILE", &ca.pem)
+        .arg("--workspace")
+        .arg(&h.ws)
+        .args(["run", "probe"]);
+    let out = capture(&mut cmd);
+    assert_ne!(out.status, Some(0), "{}", out.dump());
+    assert!(out.stderr.contains("holds a line break"), "{}", out.dump());
+    assert!(!out.stderr.contains("rotate"), "{}", out.dump());
+    assert!(bound.log().is_empty(), "{}", bound.log());
+    assert_value_nowhere(&h, &out, User::Caller);
 }
 
 /// A spell without `secrets:` is as before: no CA file, no CA variable,

@@ -103,6 +103,9 @@ pub(crate) fn read_values(
             SecretSource::Env(var) => from_env(binding, var, env)?,
             SecretSource::File(path) => from_file(binding, path, policy, env)?,
         };
+        if value.iter().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+            return Err(missing(binding, BROKEN_LINE.to_string()));
+        }
         out.push((binding.clone(), value));
     }
     for binding in policy.secrets() {
@@ -112,6 +115,13 @@ pub(crate) fn read_values(
     }
     Ok(out)
 }
+
+/// Why a value with a line break (or NUL) is refused: the proxy puts a
+/// value only in request headers, where a line break would end the header
+/// early and send the rest of the value as a line of its own (a header of
+/// another name, or the head's end), which a host can quote back in an
+/// error page, past the mask on whole values.
+const BROKEN_LINE: &str = "its value holds a line break or a NUL byte (a trailing newline is dropped), which no request header can carry: magus puts a secret only in headers";
 
 fn missing(binding: &SecretBinding, what: String) -> Box<Diagnostic> {
     Box::new(
