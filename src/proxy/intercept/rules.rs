@@ -104,17 +104,24 @@ fn method_parameter(query: &str) -> bool {
 /// Headers some servers act on instead of the request line's method or
 /// path (method override for clients that can only send GET and POST;
 /// the URL a front end rewrote from, trusted by IIS, Symfony and Zend),
-/// or instead of `Host` (the site a shared front end serves). Legitimate
-/// API clients do not send them with a token.
-const OVERRIDING: [&str; 10] = [
+/// or instead of `Host` (the site a shared front end serves), or that
+/// prefix the path (`X-Forwarded-Prefix`, trusted by Spring and
+/// Symfony). Legitimate API clients do not send them with a token.
+const OVERRIDING: [&str; 16] = [
     "x-http-method-override",
     "x-http-method",
     "x-method-override",
     "x-original-method",
     "x-original-url",
+    "x-original-uri",
     "x-rewrite-url",
+    "x-forwarded-uri",
+    "x-forwarded-prefix",
+    "x-forwarded-path",
     "x-forwarded-host",
     "x-forwarded-server",
+    "x-original-host",
+    "x-http-host-override",
     "x-host",
     "forwarded",
 ];
@@ -305,6 +312,9 @@ mod tests {
             "x-original-url: /admin",
             "X_HTTP_Method_Override: DELETE",
             "X-Forwarded-Host: other.example",
+            "X-Original-Host: other.example",
+            "X-HTTP-Host-Override: other.example",
+            "X-Forwarded-Prefix: /admin",
         ] {
             let h = format!("Authorization: Bearer PH\r\n{header}");
             let r = rewrite(&v, &target(), &head(&v, "/", &h));
