@@ -391,10 +391,7 @@ fn the_view_alone_hides_what_is_not_granted() {
 /// off, reads the line and writes.
 #[test]
 fn another_terminal_cannot_be_opened() {
-    let mut cases = vec![(User::Root, Kernel::AsIs), (User::Nobody, Kernel::AsIs)];
-    cases.push((User::Nobody, Kernel::NoUserNamespaces));
-    cases.push((User::Root, Kernel::NoNamespaces));
-    for (user, kernel) in cases.into_iter().filter(|(u, _)| users().contains(u)) {
+    for (user, kernel) in with_and_without_the_jail() {
         let mut jail = Jail::new(user);
         jail.kernel = kernel;
         let pty = nix::pty::openpty(None, None).unwrap();
@@ -423,6 +420,23 @@ fn another_terminal_cannot_be_opened() {
         assert!(jailed.stdout.contains("STATUS"), "{who}: {}", jailed.dump());
         assert_attack(user, &control, &jailed, &["PTS-OK"], &typed);
     }
+}
+
+/// Each user in the jail, and in the two ways a machine refuses it: uid
+/// 65534 with user namespaces refused (Ubuntu's default), root with every
+/// namespace refused (a container without `CAP_SYS_ADMIN`).
+fn with_and_without_the_jail() -> Vec<(User, Kernel)> {
+    let cases = [
+        (User::Root, Kernel::AsIs),
+        (User::Nobody, Kernel::AsIs),
+        (User::Nobody, Kernel::NoUserNamespaces),
+        (User::Root, Kernel::NoNamespaces),
+    ];
+    let users = users();
+    cases
+        .into_iter()
+        .filter(|(u, _)| users.contains(u))
+        .collect()
 }
 
 /// A file in the fake HOME (not granted) that only a capability reaches.
@@ -1986,10 +2000,7 @@ print(shm)
 /// `$TMPDIR`), and a write leaves the file as it was.
 #[test]
 fn other_sessions_tmp_shm_and_sysv_ipc_are_unreachable() {
-    let mut cases = vec![(User::Root, Kernel::AsIs), (User::Nobody, Kernel::AsIs)];
-    cases.push((User::Nobody, Kernel::NoUserNamespaces));
-    cases.push((User::Root, Kernel::NoNamespaces));
-    for (user, kernel) in cases.into_iter().filter(|(u, _)| users().contains(u)) {
+    for (user, kernel) in with_and_without_the_jail() {
         let mut jail = Jail::new(user);
         jail.kernel = kernel;
         let secret = unique("session-secret");
