@@ -93,20 +93,20 @@ struct Left<'a> {
 }
 
 impl Left<'_> {
-    /// Sweeps what the run left behind and removes its temporary
-    /// directory, saying what could not be removed.
+    /// Removes the run's temporary directory (first: with `$TMPDIR` in
+    /// the workspace, nothing in it is worth setting aside), saying if it
+    /// could not, then sweeps what the run left behind.
     fn clean(&self, output: OutputOptions) {
-        leftovers::report::sweep_and_say(self.leftovers, output);
-        let Some(run_temp) = self.run_temp else {
-            return;
-        };
-        if let Err(e) = run_temp.discard() {
-            let warning = Diagnostic::warning(format!(
-                "cannot remove the run's temporary directory `{}`: {e}",
-                run_temp.path().display()
-            ));
-            Renderer::for_output(output).emit(&warning);
+        if let Some(run_temp) = self.run_temp {
+            if let Err(e) = run_temp.discard() {
+                let warning = Diagnostic::warning(format!(
+                    "cannot remove the run's temporary directory `{}`: {e}",
+                    run_temp.path().display()
+                ));
+                Renderer::for_output(output).emit(&warning);
+            }
         }
+        leftovers::report::sweep_and_say(self.leftovers, output);
     }
 }
 
