@@ -75,7 +75,7 @@ fn write_json(v: &Value, depth: usize, out: &mut String) -> Result<(), String> {
             })
         }
         Value::Object(o) => {
-            let fields = o.fields.borrow().clone();
+            let fields = o.fields();
             write_seq(out, '{', '}', fields.iter(), |(k, x), out| {
                 write_entry(k, x, depth, out)
             })
@@ -165,8 +165,8 @@ fn to_json(v: &Value, depth: usize) -> Result<Json, String> {
         }
         Value::Object(o) => {
             let mut out = serde_json::Map::new();
-            for (k, x) in o.fields.borrow().iter() {
-                out.insert(k.to_string(), to_json(x, depth + 1)?);
+            for (k, x) in o.fields() {
+                out.insert(k.to_string(), to_json(&x, depth + 1)?);
             }
             Json::Object(out)
         }

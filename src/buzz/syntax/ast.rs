@@ -497,34 +497,41 @@ pub enum TemplatePart {
     Expr(Expr),
 }
 
-/// What one `obj.name` site learnt the last time it ran: the index of
-/// the field it read, or the object type whose method it called and the
-/// method's index. Only a hint, checked before use (the field's name by
-/// pointer, the type by its unique id), so a site that sees objects of
-/// several shapes stays right. One word, so that the syntax tree (and the
-/// parser's recursion) does not grow.
+/// What one `obj.name` site learnt the last time it ran: the object type
+/// it met (by its unique id) and the index of the field it read or of the
+/// method it called there, or, for a value without such an id (a module,
+/// a record, an anonymous object), only the index, checked by the name
+/// found there (by pointer). Only a hint, so a site that sees values of
+/// several shapes stays right. A site is either a field's or a method's,
+/// never both: the index means one kind of member. One word, so that the
+/// syntax tree (and the parser's recursion) does not grow.
 #[derive(Debug, Default)]
 pub struct MemberCache(std::cell::Cell<u64>);
 
 impl MemberCache {
-    /// The field index last found here.
-    pub(crate) fn field(&self) -> usize {
+    /// The index last found here, whatever the value it was found in.
+    pub(crate) fn hint(&self) -> usize {
         (self.0.get() & u64::from(u32::MAX)) as usize
     }
 
-    pub(crate) fn set_field(&self, at: usize) {
+    /// Remembers `at` without a type: a value without an id.
+    pub(crate) fn set_hint(&self, at: usize) {
         self.0
             .set(u64::try_from(at).unwrap_or(0) & u64::from(u32::MAX));
     }
 
-    /// The method index last found here for the class `class_id` (never 0).
-    pub(crate) fn method(&self, class_id: u32) -> Option<usize> {
+    /// The member index last found here for the object type `class_id`
+    /// (never 0).
+    #[inline(always)]
+    pub(crate) fn member(&self, class_id: u32) -> Option<usize> {
         let word = self.0.get();
         (class_id != 0 && (word >> 32) as u32 == class_id)
             .then_some((word & u64::from(u32::MAX)) as usize)
     }
 
-    pub(crate) fn set_method(&self, class_id: u32, at: usize) {
+    /// Remembers that `at` is the member's index for `class_id` (0: for
+    /// a value without an id, only a hint).
+    pub(crate) fn set_member(&self, class_id: u32, at: usize) {
         if let Ok(at) = u32::try_from(at) {
             self.0.set(u64::from(class_id) << 32 | u64::from(at));
         }

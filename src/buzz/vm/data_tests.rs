@@ -342,3 +342,56 @@ fun main() > void {
         "{err}"
     );
 }
+
+/// One field site meeting objects of two declared types, whose fields lie
+/// in other orders, and anonymous objects: each read and store finds the
+/// object's own field (an instance holds only values, in its type's
+/// order; a site remembers the type it met last).
+#[test]
+fn a_field_site_meeting_several_object_types_reads_and_stores_their_own_fields() {
+    let source = r#"
+import "std";
+object A {
+    x: int,
+    y: int = 2,
+}
+object B {
+    y: int = 20,
+    x: int,
+    z: str = "z",
+}
+fun read(v: any) > int {
+    return v.x * 100 + v.y;
+}
+fun bump(v: any) > void {
+    v.x = v.x + 1;
+    v.y += 1;
+}
+fun main() > void {
+    final items = [A{ x = 1 }, B{ x = 5 }, .{ y = 7, x = 9 }, A{ x = 3, y = 4 }, .{ x = 0, y = 0 }];
+    var sum = 0;
+    foreach (v in items) {
+        bump(v);
+        sum = sum + read(v);
+    }
+    std.print("{sum} {items}");
+    final b: any = B{ x = 0 };
+    std.print(b.z);
+    final a: any = A{ x = 0 };
+    std.print(a.z);
+}
+"#;
+    let (ending, names) = run_named("field_sites", source);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(names, ["read", "bump", "main"]);
+    assert_eq!(
+        text,
+        "2338 [A{x = 2, y = 3}, B{y = 21, x = 6, z = z}, obj{y = 8, x = 10}, \
+         A{x = 4, y = 5}, obj{x = 1, y = 1}]\nz\n"
+    );
+    let err = ending.result.expect_err("`A` has no `z`");
+    assert!(
+        err.contains("30:17: runtime error: `A` has no field or method `z`"),
+        "{err}"
+    );
+}

@@ -1108,13 +1108,12 @@ impl Interpreter {
             } else {
                 self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?
             };
-            fields.push((f.name.clone(), value));
+            fields.push(value);
         }
         let finalizes = class.finalizes;
-        let made = Value::Object(Rc::new(crate::buzz::vm::value::Instance {
-            class,
-            fields: std::cell::RefCell::new(fields),
-        }));
+        let made = Value::Object(Rc::new(crate::buzz::vm::value::Instance::new(
+            class, fields,
+        )));
         if finalizes && crate::buzz::vm::value::finalizers::is_full() {
             self.run_finalizers(i.pos)?;
         }

@@ -52,10 +52,11 @@ impl Interpreter {
             Extra::TypedList(ty, items) => self.c_typed_list(ty, items, fr, env),
             Extra::AnonObject(fields) => {
                 let mut values = Vec::with_capacity(fields.len());
-                for (name, e) in fields {
-                    values.push((name.clone(), self.c_eval(e, fr, env)?));
+                for (_, e) in fields {
+                    values.push(self.c_eval(e, fr, env)?);
                 }
-                Ok(anon_object_of(values))
+                let names = fields.iter().map(|(name, _)| name.clone()).collect();
+                Ok(anon_object_of(names, values))
             }
             Extra::Async(callee, args, pos) => {
                 let f = self.c_eval(callee, fr, env)?;

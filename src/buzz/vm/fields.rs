@@ -37,17 +37,17 @@ pub(in crate::buzz) fn method_of(
     };
     let class = &obj.class;
     let decl = class.decl.as_ref()?;
-    if let Some(at) = site.method(class.id) {
+    if let Some(at) = site.member(class.id) {
         return Some((decl.methods.get(at)?.clone(), class.scope.clone()?));
     }
-    if obj.fields.borrow().iter().any(|(n, _)| same_name(n, name)) {
+    if obj.has_field(name) {
         return None;
     }
     let at = decl
         .methods
         .iter()
         .position(|m| &*m.name == name && !m.is_static)?;
-    site.set_method(class.id, at);
+    site.set_member(class.id, at);
     Some((decl.methods.get(at)?.clone(), class.scope.clone()?))
 }
 

@@ -14,7 +14,6 @@ use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
 use super::{Eval, Flow, Interpreter, Thrown};
 use crate::buzz::syntax::ast::Type;
 use crate::buzz::syntax::lexer::Pos;
-use std::cell::RefCell;
 use std::rc::Rc;
 
 /// Longest pattern source compiled.
@@ -93,10 +92,12 @@ impl Interpreter {
     /// becomes an instance of it; absent fields take their defaults.
     fn promote(&mut self, anon: &Instance, class: Rc<Class>, pos: Pos) -> Eval<Value> {
         let Some(decl) = class.decl.clone() else {
-            return Ok(Value::Object(Rc::new(Instance {
-                class,
-                fields: RefCell::new(anon.fields.borrow().clone()),
-            })));
+            // A type without a declaration holds the fields it is given:
+            // its name, with the anonymous object's fields.
+            let names = anon.class.fields.to_vec();
+            let class = Rc::new(Class::native(&class.name, names));
+            let values = anon.values.borrow().to_vec();
+            return Ok(Value::Object(Rc::new(Instance::new(class, values))));
         };
         let scope = class.scope.clone().unwrap_or_else(|| Scope::new(None));
         let mut fields = Vec::new();
@@ -106,12 +107,9 @@ impl Interpreter {
                 None => self.field_default(f, &scope, &decl.name, pos)?,
             };
             let value = self.conform(&f.ty, value, &format!("field `{}`", f.name), pos)?;
-            fields.push((f.name.clone(), value));
+            fields.push(value);
         }
-        Ok(Value::Object(Rc::new(Instance {
-            class,
-            fields: RefCell::new(fields),
-        })))
+        Ok(Value::Object(Rc::new(Instance::new(class, fields))))
     }
 
     /// Types this interpreter cannot check: generic parameters, protocols

@@ -164,6 +164,12 @@ impl Interpreter {
             decl: Some(decl.clone()),
             scope: Some(scope.clone()),
             statics: std::cell::RefCell::new(names.zip(statics).collect()),
+            fields: decl
+                .fields
+                .iter()
+                .filter(|f| !f.is_static)
+                .map(|f| f.name.clone())
+                .collect(),
             finalizes: decl
                 .methods
                 .iter()

@@ -3,7 +3,9 @@
 //! Lists, maps and objects are shared by reference (`Rc` + `RefCell`), as in
 //! Buzz. Dropping, printing and comparing values never recurse without
 //! bound: nested containers are dropped with an explicit work list, and
-//! printing and equality stop at [`MAX_VALUE_DEPTH`].
+//! printing and equality stop at [`MAX_VALUE_DEPTH`]. An object instance
+//! holds only its fields' values; their names live once in its
+//! [`Class`], and a field site remembers the index it found per class.
 
 use super::native::NativeFn;
 use crate::buzz::syntax::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
@@ -175,15 +177,12 @@ impl Value {
     /// An instance of a native object type (e.g. `SandboxError`) with the
     /// given fields, readable as `e.code` and matched by `catch (e: SandboxError)`.
     pub fn record(type_name: &str, fields: Vec<(&str, Value)>) -> Value {
-        let class = Rc::new(Class::native(type_name));
-        let fields = fields
+        let (names, values): (Vec<Rc<str>>, Vec<Value>) = fields
             .into_iter()
             .map(|(name, value)| (Rc::from(name), value))
-            .collect();
-        Value::Object(Rc::new(Instance {
-            class,
-            fields: RefCell::new(fields),
-        }))
+            .unzip();
+        let class = Rc::new(Class::native(type_name, names));
+        Value::Object(Rc::new(Instance::new(class, values)))
     }
 
     /// A `str` of these bytes: [`Value::Str`] when they are UTF-8 text,
@@ -411,7 +410,8 @@ fn fmt_map(entries: &[(Value, Value)], out: &mut String, depth: usize) {
 fn fmt_object(obj: &Instance, out: &mut String, depth: usize) {
     out.push_str(&obj.class.name);
     out.push('{');
-    for (i, (k, v)) in obj.fields.borrow().iter().enumerate() {
+    let values = obj.values.borrow();
+    for (i, (k, v)) in obj.class.fields.iter().zip(values.iter()).enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
@@ -803,8 +803,8 @@ impl MapObj {
 /// A Buzz `object` type, or the type of a native record.
 pub struct Class {
     /// Unique among the classes a thread makes (0: none, for natives,
-    /// anonymous objects, and past the 4 billionth), so that a call site
-    /// can remember a class's method.
+    /// anonymous objects, and past the 4 billionth), so that a site can
+    /// remember a class's field or method.
     pub(crate) id: u32,
     pub(crate) name: Rc<str>,
     pub(crate) decl: Option<Rc<ObjectDecl>>,
@@ -812,20 +812,27 @@ pub struct Class {
     pub(crate) scope: Option<Rc<Scope>>,
     /// Static fields, by name.
     pub(crate) statics: RefCell<Vec<(Rc<str>, Value)>>,
+    /// The names of its instances' fields, in the order each instance
+    /// holds their values: a declared class's non-static fields as
+    /// declared; a record's or an anonymous object's as given (each of
+    /// those has a class of its own).
+    pub(crate) fields: Box<[Rc<str>]>,
     /// It has a `collect` method, called after an instance is freed
     /// (see `finalize.rs`).
     pub(crate) finalizes: bool,
 }
 
 impl Class {
-    /// A type with no Buzz declaration: native records and anonymous objects.
-    pub(crate) fn native(name: &str) -> Class {
+    /// A type with no Buzz declaration, its instances holding the fields
+    /// `fields`: native records and anonymous objects.
+    pub(crate) fn native(name: &str, fields: Vec<Rc<str>>) -> Class {
         Class {
             id: 0,
             name: Rc::from(name),
             decl: None,
             scope: None,
             statics: RefCell::new(Vec::new()),
+            fields: fields.into_boxed_slice(),
             finalizes: false,
         }
     }
@@ -851,6 +858,37 @@ impl Class {
     pub(crate) fn is_anonymous(&self) -> bool {
         self.decl.is_none() && &*self.name == "obj"
     }
+
+    /// The index of the field `name` in an instance's values (the first
+    /// of that name).
+    pub(crate) fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|n| same_name(n, name))
+    }
+
+    /// [`Class::field_index`] from a site that remembers what it found.
+    /// A declared class's instances all hold its fields in one order, so
+    /// its id is the whole check; a class without an id (a record, an
+    /// anonymous object) is checked by the name where the site found it
+    /// last, by pointer, since the lexer interns names.
+    #[inline(always)]
+    fn field_at_site(&self, name: &str, site: &MemberCache) -> Option<usize> {
+        match site.member(self.id) {
+            Some(at) => Some(at),
+            None => self.field_missed(name, site),
+        }
+    }
+
+    /// [`Class::field_at_site`] when the site remembers another class.
+    #[inline(never)]
+    fn field_missed(&self, name: &str, site: &MemberCache) -> Option<usize> {
+        let hint = site.hint();
+        let at = match self.fields.get(hint) {
+            Some(n) if n.as_ptr() == name.as_ptr() && n.len() == name.len() => hint,
+            _ => self.field_index(name)?,
+        };
+        site.set_member(self.id, at);
+        Some(at)
+    }
 }
 
 /// Whether a binding's (or field's) name is `name`: by pointer first (names are
@@ -860,81 +898,87 @@ pub(crate) fn same_name(binding: &str, name: &str) -> bool {
     binding.len() == name.len() && (binding.as_ptr() == name.as_ptr() || binding == name)
 }
 
-/// An instance of a [`Class`].
+/// An instance of a [`Class`]: only the values of its fields, in the
+/// order of [`Class::fields`]. The names live once in the class, so that
+/// building an instance copies no name (nor counts one up and down again
+/// when it is freed), and its values take half the memory.
 pub struct Instance {
     pub(crate) class: Rc<Class>,
-    pub(crate) fields: RefCell<Vec<(Rc<str>, Value)>>,
+    pub(crate) values: RefCell<Box<[Value]>>,
 }
 
 impl Instance {
-    pub(crate) fn get(&self, name: &str) -> Option<Value> {
-        let fields = self.fields.borrow();
-        fields
-            .iter()
-            .find(|(n, _)| same_name(n, name))
-            .map(|(_, v)| v.clone())
+    /// An instance of `class` holding `values`, one per name of
+    /// [`Class::fields`] in order.
+    pub(crate) fn new(class: Rc<Class>, values: Vec<Value>) -> Instance {
+        debug_assert_eq!(class.fields.len(), values.len());
+        Instance {
+            class,
+            values: RefCell::new(values.into_boxed_slice()),
+        }
     }
 
-    /// The index of the field `name`, trying where `site` last found it
-    /// first: by pointer, since the lexer interns names.
-    #[inline]
-    fn position(fields: &[(Rc<str>, Value)], name: &str, site: &MemberCache) -> Option<usize> {
-        let at = site.field();
-        if fields
-            .get(at)
-            .is_some_and(|(n, _)| n.as_ptr() == name.as_ptr() && n.len() == name.len())
-        {
-            return Some(at);
-        }
-        let at = fields.iter().position(|(n, _)| same_name(n, name))?;
-        site.set_field(at);
-        Some(at)
+    pub(crate) fn get(&self, name: &str) -> Option<Value> {
+        let at = self.class.field_index(name)?;
+        self.values.borrow().get(at).cloned()
+    }
+
+    /// The fields' names and values, in order.
+    pub(crate) fn fields(&self) -> Vec<(Rc<str>, Value)> {
+        let values = self.values.borrow();
+        let names = self.class.fields.iter().cloned();
+        names.zip(values.iter().cloned()).collect()
+    }
+
+    /// Whether it has a field `name`.
+    pub(crate) fn has_field(&self, name: &str) -> bool {
+        self.class.field_index(name).is_some()
     }
 
     /// [`Instance::get`] from a site that remembers where it found `name`.
     #[inline(always)]
     pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
-        let fields = self.fields.borrow();
-        let at = Self::position(&fields, name, site)?;
-        fields.get(at).map(|(_, v)| v.clone())
+        let at = self.class.field_at_site(name, site)?;
+        self.values.borrow().get(at).cloned()
     }
 
     /// The field `name`, borrowed in place, from a site that remembers
     /// where it found it: the caller copies it straight where it goes.
     #[inline(always)]
     pub(crate) fn field_at_site(&self, name: &str, site: &MemberCache) -> Option<Ref<'_, Value>> {
-        let fields = self.fields.borrow();
-        let at = Self::position(&fields, name, site)?;
-        Ref::filter_map(fields, |fields| fields.get(at).map(|(_, v)| v)).ok()
+        let at = self.class.field_at_site(name, site)?;
+        Ref::filter_map(self.values.borrow(), |values| values.get(at)).ok()
     }
 
     /// [`Instance::set`] from a site that remembers where it found `name`.
     #[inline]
     pub(crate) fn set_at_site(&self, name: &str, value: Value, site: &MemberCache) -> bool {
-        let mut fields = self.fields.borrow_mut();
-        let Some(at) = Self::position(&fields, name, site) else {
+        let Some(at) = self.class.field_at_site(name, site) else {
             return false;
         };
-        if let Some(slot) = fields.get_mut(at) {
-            // The old value is dropped after the borrow ends (its drop may
-            // reach this very object).
-            let old = std::mem::replace(&mut slot.1, value);
-            drop(fields);
-            drop(old);
-        }
-        true
+        self.replace(at, value)
     }
 
     /// Sets an existing field; false when there is no such field.
     pub(crate) fn set(&self, name: &str, value: Value) -> bool {
-        let mut fields = self.fields.borrow_mut();
-        match fields.iter_mut().find(|(n, _)| same_name(n, name)) {
-            Some(slot) => {
-                slot.1 = value;
-                true
-            }
+        match self.class.field_index(name) {
+            Some(at) => self.replace(at, value),
             None => false,
         }
+    }
+
+    /// Stores `value` at `at`. The old value is dropped after the borrow
+    /// ends (its drop may reach this very object).
+    #[inline]
+    fn replace(&self, at: usize, value: Value) -> bool {
+        let mut values = self.values.borrow_mut();
+        let Some(slot) = values.get_mut(at) else {
+            return false;
+        };
+        let old = std::mem::replace(slot, value);
+        drop(values);
+        drop(old);
+        true
     }
 }
 
@@ -988,13 +1032,13 @@ impl Members {
     /// [`Members::get`] from a site that remembers where it found `name`.
     #[inline]
     pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
-        if let Some((n, v)) = self.entries.get(site.field()) {
+        if let Some((n, v)) = self.entries.get(site.hint()) {
             if same_name(n, name) {
                 return Some(v.clone());
             }
         }
         let at = *self.index.get(name)?;
-        site.set_field(at);
+        site.set_hint(at);
         self.entries.get(at).map(|(_, v)| v.clone())
     }
 
@@ -1247,7 +1291,7 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
                     // Its drop queues it for `collect`, fields and all.
                     return drop(obj);
                 }
-                push_nested(work, obj.fields.take().into_iter().map(|(_, v)| v));
+                push_nested(work, obj.values.take().into_vec());
             }
         }
         Value::Function(rc) => {
@@ -1316,15 +1360,12 @@ impl Drop for Instance {
         if self.class.finalizes && finalizers::queue(self) {
             return;
         }
-        let fields = self.fields.get_mut();
-        if fields.iter().all(|(_, v)| drops_flat(v)) {
+        let values = self.values.get_mut();
+        if values.iter().all(drops_flat) {
             return;
         }
         let mut work = Vec::new();
-        push_nested(
-            &mut work,
-            std::mem::take(fields).into_iter().map(|(_, v)| v),
-        );
+        push_nested(&mut work, std::mem::take(values).into_vec());
         drain(work);
     }
 }
@@ -1402,12 +1443,11 @@ pub(super) fn thrown_text(value: &Value) -> String {
     value.to_string()
 }
 
-/// An anonymous object `.{ … }` of fields already evaluated.
-pub(super) fn anon_object_of(values: Vec<(Rc<str>, Value)>) -> Value {
-    Value::Object(Rc::new(Instance {
-        class: Rc::new(Class::native("obj")),
-        fields: RefCell::new(values),
-    }))
+/// An anonymous object `.{ … }` of fields already evaluated: `names`
+/// and their `values` in the order written.
+pub(super) fn anon_object_of(names: Vec<Rc<str>>, values: Vec<Value>) -> Value {
+    let class = Rc::new(Class::native("obj", names));
+    Value::Object(Rc::new(Instance::new(class, values)))
 }
 
 /// The queue of freed objects that wait for their `collect` method
@@ -1449,10 +1489,10 @@ pub(super) mod finalizers {
         // and the object is freed as it stands.
         PENDING
             .try_with(|p| {
-                let fields = std::mem::take(doomed.fields.get_mut());
+                let values = std::mem::take(doomed.values.get_mut());
                 p.borrow_mut().push(Rc::new(Instance {
                     class: doomed.class.clone(),
-                    fields: RefCell::new(fields),
+                    values: RefCell::new(values),
                 }));
             })
             .is_ok()
