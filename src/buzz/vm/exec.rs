@@ -21,7 +21,9 @@ use crate::buzz::vm::fields::method_of;
 use crate::buzz::vm::limits::MAX_STR_LEN;
 use crate::buzz::vm::names::global_function;
 use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
-use crate::buzz::vm::value::{same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Scope};
+use crate::buzz::vm::value::{
+    same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Obj, Scope,
+};
 use crate::buzz::vm::{Args as Named, Eval, Flow, Interpreter, Thrown};
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -1093,27 +1095,27 @@ impl Interpreter {
             Some(l) if std::ptr::eq(l.decl.as_ptr(), Rc::as_ptr(&decl)) => Cow::Borrowed(l),
             _ => self.instance_layout(i, name, &decl)?,
         };
-        let mut fields = Vec::with_capacity(layout.given.len());
-        let laid = layout.given.iter().zip(layout.checks.iter());
-        for (f, (at, check)) in decl.fields.iter().filter(|f| !f.is_static).zip(laid) {
-            let value = match at.and_then(|at| i.fields.get(at as usize)) {
-                Some((_, e, _)) => self.c_eval(e, fr, env)?,
-                None => {
-                    let class_scope = class.scope.as_ref().unwrap_or(env);
-                    self.field_default(f, class_scope, name, i.pos)?
-                }
-            };
-            let value = if plainly(check, &value) {
-                value
-            } else {
-                self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?
-            };
-            fields.push(value);
-        }
         let finalizes = class.finalizes;
-        let made = Value::Object(Rc::new(crate::buzz::vm::value::Instance::new(
-            class, fields,
-        )));
+        let made = Obj::build(class, layout.given.len(), |class, slots| {
+            let laid = layout.given.iter().zip(layout.checks.iter());
+            let fields = decl.fields.iter().filter(|f| !f.is_static).zip(laid);
+            for (slot, (f, (at, check))) in slots.iter_mut().zip(fields) {
+                let value = match at.and_then(|at| i.fields.get(at as usize)) {
+                    Some((_, e, _)) => self.c_eval(e, fr, env)?,
+                    None => {
+                        let class_scope = class.scope.as_ref().unwrap_or(env);
+                        self.field_default(f, class_scope, name, i.pos)?
+                    }
+                };
+                *slot = if plainly(check, &value) {
+                    value
+                } else {
+                    self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?
+                };
+            }
+            Ok(())
+        })?;
+        let made = Value::Object(made);
         if finalizes && crate::buzz::vm::value::finalizers::is_full() {
             self.run_finalizers(i.pos)?;
         }

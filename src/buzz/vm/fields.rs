@@ -82,7 +82,7 @@ impl Interpreter {
         }
     }
 
-    fn object_field(&self, obj: &Rc<Instance>, this: &Value, name: &str, pos: Pos) -> Eval<Value> {
+    fn object_field(&self, obj: &Obj, this: &Value, name: &str, pos: Pos) -> Eval<Value> {
         if let Some(v) = obj.get(name) {
             return Ok(v);
         }

@@ -3,8 +3,8 @@
 //! object. Values here are reference-counted, so an object is freed the
 //! moment its last reference goes, often in the middle of a statement,
 //! where Buzz code cannot run. So the freed object of a type that has a
-//! `collect` method is queued (its fields moved to a new instance, which
-//! `collect` gets as `this`) and the queue runs at safe points: when the
+//! `collect` method is queued (counted again, the queue holding it;
+//! `collect` gets it as `this`) and the queue runs at safe points: when the
 //! spell calls `gc\collect()`, when `QUEUE_LIMIT` objects wait and
 //! another such object is made, and when `main` returns. An object still
 //! referenced when the run ends (a global) is freed without its `collect`.

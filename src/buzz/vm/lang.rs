@@ -10,7 +10,7 @@
 //! and `.{ … }` into an instance of a named object.
 
 use super::conform::type_matches;
-use super::value::{Class, Instance, ListObj, Pattern, Scope, Value};
+use super::value::{Class, ListObj, Obj, Pattern, Scope, Value};
 use super::{Eval, Flow, Interpreter, Thrown};
 use crate::buzz::syntax::ast::Type;
 use crate::buzz::syntax::lexer::Pos;
@@ -90,14 +90,14 @@ impl Interpreter {
 
     /// An anonymous object given where the object `class` is expected
     /// becomes an instance of it; absent fields take their defaults.
-    fn promote(&mut self, anon: &Instance, class: Rc<Class>, pos: Pos) -> Eval<Value> {
+    fn promote(&mut self, anon: &Obj, class: Rc<Class>, pos: Pos) -> Eval<Value> {
         let Some(decl) = class.decl.clone() else {
             // A type without a declaration holds the fields it is given:
             // its name, with the anonymous object's fields.
             let names = anon.class.fields.to_vec();
             let class = Rc::new(Class::native(&class.name, names));
-            let values = anon.values.borrow().to_vec();
-            return Ok(Value::Object(Rc::new(Instance::new(class, values))));
+            let values = anon.values().to_vec();
+            return Ok(Value::Object(Obj::new(class, values)));
         };
         let scope = class.scope.clone().unwrap_or_else(|| Scope::new(None));
         let mut fields = Vec::new();
@@ -109,7 +109,7 @@ impl Interpreter {
             let value = self.conform(&f.ty, value, &format!("field `{}`", f.name), pos)?;
             fields.push(value);
         }
-        Ok(Value::Object(Rc::new(Instance::new(class, fields))))
+        Ok(Value::Object(Obj::new(class, fields)))
     }
 
     /// Types this interpreter cannot check: generic parameters, protocols

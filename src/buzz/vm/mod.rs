@@ -37,6 +37,7 @@ mod lang;
 pub(in crate::buzz) mod limits;
 pub(in crate::buzz) mod names;
 pub(in crate::buzz) mod native;
+pub(in crate::buzz) mod object;
 pub(in crate::buzz) mod ops;
 pub(crate) mod stack;
 pub(in crate::buzz) mod testing;

@@ -8,10 +8,11 @@
 //! [`Class`], and a field site remembers the index it found per class.
 
 use super::native::NativeFn;
+pub(crate) use super::object::Obj;
 use crate::buzz::syntax::ast::{FunDecl, MemberCache, Mutability, ObjectDecl, Type};
 use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Cow;
-use std::cell::{Cell, Ref, RefCell};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -49,7 +50,7 @@ pub enum Value {
     List(Rc<ListObj>),
     Map(Rc<MapObj>),
     /// An instance of a Buzz `object`, or a native record (see [`Value::record`]).
-    Object(Rc<Instance>),
+    Object(Obj),
     /// A case of a Buzz `enum`: the enum and the case's index.
     EnumCase(u32, Rc<EnumType>),
     /// `low..high`, `high` excluded; counts down when `high < low`.
@@ -182,7 +183,7 @@ impl Value {
             .map(|(name, value)| (Rc::from(name), value))
             .unzip();
         let class = Rc::new(Class::native(type_name, names));
-        Value::Object(Rc::new(Instance::new(class, values)))
+        Value::Object(Obj::new(class, values))
     }
 
     /// A `str` of these bytes: [`Value::Str`] when they are UTF-8 text,
@@ -355,7 +356,7 @@ impl Value {
             (Value::Map(a), Value::Map(b)) => {
                 Rc::ptr_eq(a, b) || (depth < MAX_VALUE_DEPTH && map_eq(a, b, depth))
             }
-            (Value::Object(a), Value::Object(b)) => Rc::ptr_eq(a, b),
+            (Value::Object(a), Value::Object(b)) => Obj::ptr_eq(a, b),
             (Value::Function(a), Value::Function(b)) => Rc::ptr_eq(a, b),
             (Value::Native(a), Value::Native(b)) => Rc::ptr_eq(a, b),
             (Value::Module(a), Value::Module(b)) => Rc::ptr_eq(a, b),
@@ -407,10 +408,10 @@ fn fmt_map(entries: &[(Value, Value)], out: &mut String, depth: usize) {
     out.push('}');
 }
 
-fn fmt_object(obj: &Instance, out: &mut String, depth: usize) {
+fn fmt_object(obj: &Obj, out: &mut String, depth: usize) {
     out.push_str(&obj.class.name);
     out.push('{');
-    let values = obj.values.borrow();
+    let values = obj.values();
     for (i, (k, v)) in obj.class.fields.iter().zip(values.iter()).enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -540,7 +541,7 @@ impl KeyView<'_> {
             Value::EnumCase(i, e) => KeyView::Case(Rc::as_ptr(e) as usize, *i as usize),
             Value::List(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Map(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
-            Value::Object(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
+            Value::Object(x) => KeyView::Ptr(x.addr()),
             Value::Function(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Native(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Module(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
@@ -871,7 +872,7 @@ impl Class {
     /// anonymous object) is checked by the name where the site found it
     /// last, by pointer, since the lexer interns names.
     #[inline(always)]
-    fn field_at_site(&self, name: &str, site: &MemberCache) -> Option<usize> {
+    pub(super) fn field_at_site(&self, name: &str, site: &MemberCache) -> Option<usize> {
         match site.member(self.id) {
             Some(at) => Some(at),
             None => self.field_missed(name, site),
@@ -896,90 +897,6 @@ impl Class {
 #[inline]
 pub(crate) fn same_name(binding: &str, name: &str) -> bool {
     binding.len() == name.len() && (binding.as_ptr() == name.as_ptr() || binding == name)
-}
-
-/// An instance of a [`Class`]: only the values of its fields, in the
-/// order of [`Class::fields`]. The names live once in the class, so that
-/// building an instance copies no name (nor counts one up and down again
-/// when it is freed), and its values take half the memory.
-pub struct Instance {
-    pub(crate) class: Rc<Class>,
-    pub(crate) values: RefCell<Box<[Value]>>,
-}
-
-impl Instance {
-    /// An instance of `class` holding `values`, one per name of
-    /// [`Class::fields`] in order.
-    pub(crate) fn new(class: Rc<Class>, values: Vec<Value>) -> Instance {
-        debug_assert_eq!(class.fields.len(), values.len());
-        Instance {
-            class,
-            values: RefCell::new(values.into_boxed_slice()),
-        }
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<Value> {
-        let at = self.class.field_index(name)?;
-        self.values.borrow().get(at).cloned()
-    }
-
-    /// The fields' names and values, in order.
-    pub(crate) fn fields(&self) -> Vec<(Rc<str>, Value)> {
-        let values = self.values.borrow();
-        let names = self.class.fields.iter().cloned();
-        names.zip(values.iter().cloned()).collect()
-    }
-
-    /// Whether it has a field `name`.
-    pub(crate) fn has_field(&self, name: &str) -> bool {
-        self.class.field_index(name).is_some()
-    }
-
-    /// [`Instance::get`] from a site that remembers where it found `name`.
-    #[inline(always)]
-    pub(crate) fn get_at_site(&self, name: &str, site: &MemberCache) -> Option<Value> {
-        let at = self.class.field_at_site(name, site)?;
-        self.values.borrow().get(at).cloned()
-    }
-
-    /// The field `name`, borrowed in place, from a site that remembers
-    /// where it found it: the caller copies it straight where it goes.
-    #[inline(always)]
-    pub(crate) fn field_at_site(&self, name: &str, site: &MemberCache) -> Option<Ref<'_, Value>> {
-        let at = self.class.field_at_site(name, site)?;
-        Ref::filter_map(self.values.borrow(), |values| values.get(at)).ok()
-    }
-
-    /// [`Instance::set`] from a site that remembers where it found `name`.
-    #[inline]
-    pub(crate) fn set_at_site(&self, name: &str, value: Value, site: &MemberCache) -> bool {
-        let Some(at) = self.class.field_at_site(name, site) else {
-            return false;
-        };
-        self.replace(at, value)
-    }
-
-    /// Sets an existing field; false when there is no such field.
-    pub(crate) fn set(&self, name: &str, value: Value) -> bool {
-        match self.class.field_index(name) {
-            Some(at) => self.replace(at, value),
-            None => false,
-        }
-    }
-
-    /// Stores `value` at `at`. The old value is dropped after the borrow
-    /// ends (its drop may reach this very object).
-    #[inline]
-    fn replace(&self, at: usize, value: Value) -> bool {
-        let mut values = self.values.borrow_mut();
-        let Some(slot) = values.get_mut(at) else {
-            return false;
-        };
-        let old = std::mem::replace(slot, value);
-        drop(values);
-        drop(old);
-        true
-    }
 }
 
 /// A Buzz `enum` and the values of its cases.
@@ -1252,14 +1169,14 @@ impl Scope {
 // ----- iterative drop -----
 
 /// Something whose last owner is going away.
-enum Doomed {
+pub(super) enum Doomed {
     Value(Value),
     Scope(Rc<Scope>),
 }
 
 /// Takes apart whatever in `work` is uniquely owned, pushing its children,
 /// so a chain of a million nested lists is dropped in a loop.
-fn drain(mut work: Vec<Doomed>) {
+pub(super) fn drain(mut work: Vec<Doomed>) {
     while let Some(item) = work.pop() {
         match item {
             Doomed::Value(v) => take_value(v, &mut work),
@@ -1285,13 +1202,11 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
                 push_nested(work, data.entries.into_iter().flat_map(|(k, v)| [k, v]));
             }
         }
-        Value::Object(rc) => {
-            if let Ok(obj) = Rc::try_unwrap(rc) {
-                if obj.class.finalizes {
-                    // Its drop queues it for `collect`, fields and all.
-                    return drop(obj);
-                }
-                push_nested(work, obj.values.take().into_vec());
+        // A type with `collect` is left to its drop, which queues it for
+        // `collect`, fields and all.
+        Value::Object(mut obj) if !obj.class.finalizes => {
+            if let Some(values) = obj.unique_values() {
+                push_nested(work, values.iter_mut().map(std::mem::take));
             }
         }
         Value::Function(rc) => {
@@ -1306,7 +1221,7 @@ fn take_value(v: Value, work: &mut Vec<Doomed>) {
 /// Queues what could start a chain of nested drops; the rest (scalars,
 /// values held elsewhere: most items of most lists) is dropped here, so a
 /// list of a million ints is not copied into the work list first.
-fn push_nested(work: &mut Vec<Doomed>, values: impl IntoIterator<Item = Value>) {
+pub(super) fn push_nested(work: &mut Vec<Doomed>, values: impl IntoIterator<Item = Value>) {
     for v in values {
         if !drops_flat(&v) {
             work.push(Doomed::Value(v));
@@ -1355,21 +1270,6 @@ impl Drop for MapObj {
     }
 }
 
-impl Drop for Instance {
-    fn drop(&mut self) {
-        if self.class.finalizes && finalizers::queue(self) {
-            return;
-        }
-        let values = self.values.get_mut();
-        if values.iter().all(drops_flat) {
-            return;
-        }
-        let mut work = Vec::new();
-        push_nested(&mut work, std::mem::take(values).into_vec());
-        drain(work);
-    }
-}
-
 impl Drop for Scope {
     fn drop(&mut self) {
         // Most frames hold only scalars and shared values, and their parent
@@ -1392,11 +1292,11 @@ impl Drop for Scope {
 
 /// Whether dropping `v` here cannot start a chain of nested drops: it is
 /// a scalar, or a container someone else still holds.
-fn drops_flat(v: &Value) -> bool {
+pub(super) fn drops_flat(v: &Value) -> bool {
     match v {
         Value::List(rc) => Rc::strong_count(rc) > 1,
         Value::Map(rc) => Rc::strong_count(rc) > 1,
-        Value::Object(rc) => Rc::strong_count(rc) > 1,
+        Value::Object(o) => o.is_shared(),
         Value::Function(rc) => Rc::strong_count(rc) > 1,
         _ => true,
     }
@@ -1447,7 +1347,7 @@ pub(super) fn thrown_text(value: &Value) -> String {
 /// and their `values` in the order written.
 pub(super) fn anon_object_of(names: Vec<Rc<str>>, values: Vec<Value>) -> Value {
     let class = Rc::new(Class::native("obj", names));
-    Value::Object(Rc::new(Instance::new(class, values)))
+    Value::Object(Obj::new(class, values))
 }
 
 /// The queue of freed objects that wait for their `collect` method
@@ -1455,10 +1355,9 @@ pub(super) fn anon_object_of(names: Vec<Rc<str>>, values: Vec<Value>) -> Value {
 /// [`Instance`]'s drop that fills it, so that freeing a value needs
 /// nothing of the run.
 pub(super) mod finalizers {
-    use super::Instance;
+    use super::Obj;
     use std::cell::{Cell, RefCell};
     use std::collections::HashSet;
-    use std::rc::Rc;
 
     /// How many freed objects may wait for their `collect` before making
     /// another object of such a type runs them.
@@ -1466,7 +1365,7 @@ pub(super) mod finalizers {
 
     thread_local! {
         /// Freed objects whose `collect` has not run yet.
-        static PENDING: RefCell<Vec<Rc<Instance>>> = const { RefCell::new(Vec::new()) };
+        static PENDING: RefCell<Vec<Obj>> = const { RefCell::new(Vec::new()) };
         /// The objects whose `collect` has run (by address): freed again,
         /// they are freed for good.
         static FINALIZED: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
@@ -1474,28 +1373,25 @@ pub(super) mod finalizers {
         static OFF: Cell<bool> = const { Cell::new(false) };
     }
 
-    /// Called as `doomed` (of a type with a `collect` method) is dropped:
-    /// queues its fields in a new instance and returns true, unless its
-    /// `collect` has already run (or the run is over).
-    pub(super) fn queue(doomed: &mut Instance) -> bool {
-        let address = doomed as *const Instance as usize;
+    /// Called as the last pointer to `doomed` (of a type with a `collect`
+    /// method) goes, with `doomed` counted again: queues it, or gives it
+    /// back to be freed when its `collect` has already run (or the run
+    /// is over, or the thread's queue is gone).
+    pub(in crate::buzz) fn queue(doomed: Obj) -> Result<(), Obj> {
+        let address = doomed.addr();
         let done = FINALIZED
             .try_with(|f| f.borrow_mut().remove(&address))
             .unwrap_or(true);
         if done || OFF.try_with(Cell::get).unwrap_or(true) {
-            return false;
+            return Err(doomed);
         }
-        // Built inside: once the thread's queue is gone, nothing is taken
-        // and the object is freed as it stands.
-        PENDING
-            .try_with(|p| {
-                let values = std::mem::take(doomed.values.get_mut());
-                p.borrow_mut().push(Rc::new(Instance {
-                    class: doomed.class.clone(),
-                    values: RefCell::new(values),
-                }));
-            })
-            .is_ok()
+        let mut doomed = Some(doomed);
+        // Taken inside: once the thread's queue is gone, it is given back.
+        let _gone = PENDING.try_with(|p| p.borrow_mut().extend(doomed.take()));
+        match doomed {
+            None => Ok(()),
+            Some(back) => Err(back),
+        }
     }
 
     /// Whether enough freed objects wait that the next one made should
@@ -1514,19 +1410,19 @@ pub(super) mod finalizers {
     }
 
     /// Takes every object that waits, for its `collect` to run.
-    pub(in crate::buzz) fn take() -> Vec<Rc<Instance>> {
+    pub(in crate::buzz) fn take() -> Vec<Obj> {
         PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
     }
 
     /// Notes that `object`'s `collect` is running: freed again, it is
     /// freed for good.
-    pub(in crate::buzz) fn mark_run(object: &Rc<Instance>) {
-        FINALIZED.with(|f| f.borrow_mut().insert(Rc::as_ptr(object) as usize));
+    pub(in crate::buzz) fn mark_run(object: &Obj) {
+        FINALIZED.with(|f| f.borrow_mut().insert(object.addr()));
     }
 
     /// Queues again the objects whose `collect` did not run (one before
     /// them threw).
-    pub(in crate::buzz) fn put_back(rest: impl IntoIterator<Item = Rc<Instance>>) {
+    pub(in crate::buzz) fn put_back(rest: impl IntoIterator<Item = Obj>) {
         PENDING.with(|p| p.borrow_mut().extend(rest));
     }
 }
