@@ -29,6 +29,9 @@ pub(crate) struct Withheld {
 impl Policy {
     /// This policy for a run with no jail of its own: the host's `/tmp`,
     /// `/dev/shm` and `$TMPDIR` withheld, `run_temp` granted `rw` instead.
+    /// (Only the kernel layer confines children, so only it calls this:
+    /// elsewhere withholding from the gate alone would protect nothing.)
+    #[cfg_attr(not(kernel_layer), allow(dead_code))]
     pub(crate) fn without_jail(&self, run_temp: Option<PathBuf>) -> Policy {
         let (host, mut grants): (Vec<Grant>, Vec<Grant>) =
             self.grants.iter().cloned().partition(Grant::is_fresh_tmpfs);
