@@ -519,9 +519,9 @@ pub(crate) struct Instance {
     pub(crate) class: Expr,
     pub(crate) fields: Vec<(Rc<str>, Expr, Pos)>,
     pub(crate) pos: Pos,
-    /// For the first object type built here: which of `fields` gives each
-    /// of its (non-static) fields in order, `None` for a default. Set
-    /// once, after every given name was found among its fields.
+    /// For the first object type built here: where each of its
+    /// (non-static) fields gets its value, in order. Set once, after
+    /// every given name was found among its fields.
     pub(crate) layout: OnceCell<Layout>,
 }
 
@@ -530,7 +530,28 @@ pub(crate) struct Instance {
 #[derive(Clone)]
 pub(crate) struct Layout {
     pub(crate) decl: std::rc::Weak<super::syntax::ast::ObjectDecl>,
-    pub(crate) given: Box<[Option<u32>]>,
-    /// Each of those fields' type, for the inline check.
-    pub(crate) checks: Box<[Check]>,
+    /// How each of the type's (non-static) fields gets its value, in the
+    /// order an instance holds them.
+    pub(crate) fields: Box<[Fill]>,
+}
+
+/// Where one field of an instance built at a site gets its value.
+#[derive(Clone)]
+pub(crate) struct Fill {
+    /// The field's index among the declaration's fields (statics too).
+    pub(crate) decl_at: u32,
+    pub(crate) from: FillFrom,
+    /// The field's type, for the inline check.
+    pub(crate) check: Check,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum FillFrom {
+    /// The site's field at this index.
+    Given(u32),
+    /// An optional field without a default, not given: null, which its
+    /// type takes as it is (nothing to evaluate or check).
+    Null,
+    /// The field's default, evaluated where its object was declared.
+    Default,
 }

@@ -395,3 +395,43 @@ fun main() > void {
         "{err}"
     );
 }
+
+/// An instance's fields laid out once per site: given ones in any order,
+/// optional ones without a default left null, defaults evaluated, a
+/// static one skipped, a missing required one the located error.
+#[test]
+fn instances_get_given_null_and_default_fields_in_their_types_order() {
+    let source = r#"
+import "std";
+object A {
+    a: int?,
+    b: mut [int]?,
+    c: str? = "c",
+    d: int = 4,
+    static s: int = 1,
+    e: [int]?,
+}
+object B {
+    n: int,
+}
+fun main() > void {
+    foreach (i in 0..2) {
+        final x = A{};
+        final y = A{ e = [i], a = 2, b = mut [3], c = null };
+        std.print("{x} {y}");
+    }
+    std.print("{B{ n = 1 }}");
+    std.print("{B{}}");
+}
+"#;
+    let (ending, _) = run_named("layouts", source);
+    let text = String::from_utf8_lossy(&ending.output).to_string();
+    assert_eq!(
+        text,
+        "A{a = null, b = null, c = c, d = 4, e = null} A{a = 2, b = [3], c = null, d = 4, e = [0]}\n\
+         A{a = null, b = null, c = c, d = 4, e = null} A{a = 2, b = [3], c = null, d = 4, e = [1]}\n\
+         B{n = 1}\n"
+    );
+    let err = ending.result.expect_err("`n` is missing");
+    assert!(err.contains("missing field `n`"), "{err}");
+}

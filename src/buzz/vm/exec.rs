@@ -1096,21 +1096,32 @@ impl Interpreter {
             _ => self.instance_layout(i, name, &decl)?,
         };
         let finalizes = class.finalizes;
-        let made = Obj::build(class, layout.given.len(), |class, slots| {
-            let laid = layout.given.iter().zip(layout.checks.iter());
-            let fields = decl.fields.iter().filter(|f| !f.is_static).zip(laid);
-            for (slot, (f, (at, check))) in slots.iter_mut().zip(fields) {
-                let value = match at.and_then(|at| i.fields.get(at as usize)) {
-                    Some((_, e, _)) => self.c_eval(e, fr, env)?,
-                    None => {
+        let made = Obj::build(class, layout.fields.len(), |class, slots| {
+            for (slot, fill) in slots.iter_mut().zip(layout.fields.iter()) {
+                // The declaration's field, read only off the plain path.
+                let field = || decl.fields.get(fill.decl_at as usize);
+                let value = match fill.from {
+                    FillFrom::Null => continue,
+                    FillFrom::Given(at) => match i.fields.get(at as usize) {
+                        Some((_, e, _)) => self.c_eval(e, fr, env)?,
+                        None => continue,
+                    },
+                    FillFrom::Default => {
+                        let Some(f) = field() else { continue };
                         let class_scope = class.scope.as_ref().unwrap_or(env);
                         self.field_default(f, class_scope, name, i.pos)?
                     }
                 };
-                *slot = if plainly(check, &value) {
+                *slot = if plainly(&fill.check, &value) {
                     value
                 } else {
-                    self.conform_with(&f.ty, value, || format!("field `{}`", f.name), i.pos)?
+                    match field() {
+                        Some(f) => {
+                            let what = || format!("field `{}`", f.name);
+                            self.conform_with(&f.ty, value, what, i.pos)?
+                        }
+                        None => value,
+                    }
                 };
             }
             Ok(())
@@ -1136,21 +1147,15 @@ impl Interpreter {
                 return Err(self.fail(*pos, format!("object `{name}` has no field `{field}`")));
             }
         }
-        let given = decl
-            .fields
-            .iter()
-            .filter(|f| !f.is_static)
-            .map(|f| {
-                let at = i.fields.iter().position(|(n, _, _)| same_name(n, &f.name));
-                at.and_then(|at| u32::try_from(at).ok())
-            })
-            .collect();
-        let fields = decl.fields.iter().filter(|f| !f.is_static);
+        let fields = decl.fields.iter().enumerate().filter(|(_, f)| !f.is_static);
         let layout = Layout {
             decl: Rc::downgrade(decl),
-            given,
-            checks: fields
-                .map(|f| crate::buzz::lower::tree::check(&f.ty))
+            fields: fields
+                .map(|(k, f)| Fill {
+                    decl_at: u32::try_from(k).unwrap_or(u32::MAX),
+                    from: fill_from(i, f),
+                    check: crate::buzz::lower::tree::check(&f.ty),
+                })
                 .collect(),
         };
         if i.layout.get().is_some() {
@@ -1435,6 +1440,19 @@ pub(super) fn plainly(check: &Check, v: &Value) -> bool {
                 && o.class.name.len() == name.len()
         }
         _ => false,
+    }
+}
+
+/// Where the field `f` of an instance built at `i` gets its value: the
+/// field `i` gives by that name, else null for an optional field without
+/// a default (as `field_default` gives it, and as its type takes it),
+/// else its default (or the error that it has none).
+fn fill_from(i: &Instance, f: &ast::FieldDecl) -> FillFrom {
+    let at = i.fields.iter().position(|(n, _, _)| same_name(n, &f.name));
+    match at.and_then(|at| u32::try_from(at).ok()) {
+        Some(at) => FillFrom::Given(at),
+        None if f.default.is_none() && matches!(f.ty, Type::Optional(_)) => FillFrom::Null,
+        None => FillFrom::Default,
     }
 }
 
