@@ -31,6 +31,7 @@ impl Interpreter {
     }
 
     /// Entering a Buzz call: steps, depth, memory and stack.
+    #[inline(always)]
     pub(in crate::buzz) fn enter_call(&mut self, pos: Pos) -> Eval<()> {
         self.take_step(pos)?;
         if self.stack_base.abs_diff(stack_address()) > self.stack_budget {

@@ -31,6 +31,9 @@ use std::rc::Rc;
 /// How many emptied flat frames an interpreter keeps for the next calls.
 const SPARE_FRAMES: usize = 2048;
 
+/// The largest frame [`Interpreter::call_small`] keeps on the stack.
+const SMALL_FRAME: usize = 6;
+
 impl Interpreter {
     // ----- entering a compiled function -----
 
@@ -75,6 +78,77 @@ impl Interpreter {
         let result = self.fill_run((decl, f), &mut frame, this, fill, (env, pos));
         self.give_back_frame(frame);
         result
+    }
+
+    /// The commonest call, in one Rust frame: a function of this file
+    /// that keeps no scope and is no method, its frame small enough for
+    /// the stack, each argument given in order. The same steps as
+    /// [`Interpreter::with_frame`] and [`Interpreter::checked_run`], in
+    /// the same order (arguments, parameter types, depth, budgets, body),
+    /// without handing the frame and the callee down four calls.
+    #[inline(never)]
+    fn call_small(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        args: &Args,
+        (parent, pos): (&Rc<Scope>, Pos),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; SMALL_FRAME]);
+        let result = self.run_small((decl, f), args, (parent, pos), fr, env, &mut frame[..]);
+        // Only the function's own slots can hold anything.
+        for v in &mut frame[..f.size] {
+            discard(std::mem::take(v));
+        }
+        result
+    }
+
+    /// [`Interpreter::call_small`] in its frame.
+    #[inline(always)]
+    fn run_small(
+        &mut self,
+        (decl, f): (&FunDecl, &Function),
+        args: &Args,
+        (parent, pos): (&Rc<Scope>, Pos),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+        frame: &mut [Value],
+    ) -> Eval<Value> {
+        for (slot, e) in frame.iter_mut().zip(&args.values) {
+            // The slot is a fresh null: nothing to drop.
+            std::mem::forget(std::mem::replace(slot, self.c_operand(e, fr, env)?));
+        }
+        for (i, (check, slot)) in f.checks.iter().zip(frame.iter_mut()).enumerate() {
+            if !plainly(check, slot) {
+                self.conform_slot(decl, i, slot, pos)?;
+            }
+        }
+        if self.calls >= crate::buzz::MAX_CALL_DEPTH {
+            return Err(self.call_overflow(decl, pos));
+        }
+        self.enter_call(pos)?;
+        self.calls += 1;
+        let outcome = self.run_flat(&f.flat, frame, parent);
+        self.calls -= 1;
+        self.depth -= 1;
+        match outcome {
+            Ok(v) | Err(Flow::Return(v)) => Ok(v),
+            Err(other) => Err(self.not_returned(other, pos)),
+        }
+    }
+
+    /// A flow that left a body other than by returning: an error or a
+    /// throw goes on, a stray `break`, `continue` or `out` is refused.
+    #[cold]
+    #[inline(never)]
+    fn not_returned(&self, flow: Flow, pos: Pos) -> Flow {
+        match flow {
+            Flow::Break(_) | Flow::Continue(_) | Flow::Out(_) => {
+                self.fail(pos, "`break`, `continue` or `out` outside a loop or block")
+            }
+            other => other,
+        }
     }
 
     /// [`Interpreter::with_frame`] in a frame of `K` slots on the stack.
@@ -655,6 +729,23 @@ impl Interpreter {
         }
     }
 
+    /// [`Interpreter::c_eval`] of an operand or an argument: a local, a
+    /// constant, two `int`s at hand or a call of a global function are
+    /// taken here, without one more Rust frame between the two calls.
+    #[inline(always)]
+    fn c_operand(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        match e {
+            Expr::Local(i) => Ok(fr[*i as usize].clone()),
+            Expr::Const(v) => Ok(v.clone()),
+            Expr::Arith(arith) => match int_pair(arith, fr) {
+                Some(v) => Ok(v),
+                None => self.c_arith_tree(arith, fr, env),
+            },
+            Expr::CallGlobal(c) => self.c_call_global(c, fr, env),
+            _ => self.c_eval(e, fr, env),
+        }
+    }
+
     /// An arithmetic tree: on unboxed numbers when it can, else in
     /// general.
     #[inline(never)]
@@ -833,8 +924,8 @@ impl Interpreter {
                 return Ok(v);
             }
         }
-        let a = self.c_eval(&operands.0, fr, env)?;
-        let b = self.c_eval(&operands.1, fr, env)?;
+        let a = self.c_operand(&operands.0, fr, env)?;
+        let b = self.c_operand(&operands.1, fr, env)?;
         match scalar_fast(op, &a, &b) {
             Some(v) => {
                 // Both are scalars, which own nothing: no drop glue.
@@ -1234,6 +1325,15 @@ impl Interpreter {
         let Some(f) = self.compiled_of(decl) else {
             return Err(self.not_lowered(pos));
         };
+        if callee.this.is_none()
+            && !decl.frame.get().method
+            && f.own.is_none()
+            && f.size <= SMALL_FRAME
+            && args.values.len() <= f.size
+            && Rc::ptr_eq(&self.file, &decl.file)
+        {
+            return self.call_small((decl, f), args, (callee.parent, pos), fr, env);
+        }
         let fill = |it: &mut Self, frame: &mut [Value]| {
             let first = usize::from(decl.frame.get().method);
             for (i, e) in args.values.iter().enumerate() {
