@@ -80,23 +80,31 @@ impl Interpreter {
         result
     }
 
-    /// The commonest call, in one Rust frame: a function of this file
-    /// that keeps no scope and is no method, its frame small enough for
+    /// The commonest call, in one Rust frame: a function or method of
+    /// this file that keeps no scope, its frame small enough for
     /// the stack, each argument given in order. The same steps as
     /// [`Interpreter::with_frame`] and [`Interpreter::checked_run`], in
     /// the same order (arguments, parameter types, depth, budgets, body),
     /// without handing the frame and the callee down four calls.
     #[inline(never)]
-    fn call_small(
+    #[allow(clippy::too_many_arguments)]
+    fn call_small<const FIRST: usize>(
         &mut self,
         (decl, f): (&FunDecl, &Function),
+        this: Option<Value>,
         args: &Args,
         (parent, pos): (&Rc<Scope>, Pos),
         fr: &mut [Value],
         env: &Rc<Scope>,
     ) -> Eval<Value> {
         let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; SMALL_FRAME]);
-        let result = self.run_small((decl, f), args, (parent, pos), fr, env, &mut frame[..]);
+        // `FIRST` is 1 for a method (`this` in slot 0), else 0: one copy
+        // of this function each, so that a plain call tests nothing more.
+        if let Some(this) = this {
+            frame[0] = this;
+        }
+        let own = (&mut frame[..], FIRST);
+        let result = self.run_small((decl, f), args, (parent, pos), fr, env, own);
         // Only the function's own slots can hold anything.
         for v in &mut frame[..f.size] {
             discard(std::mem::take(v));
@@ -113,13 +121,13 @@ impl Interpreter {
         (parent, pos): (&Rc<Scope>, Pos),
         fr: &mut [Value],
         env: &Rc<Scope>,
-        frame: &mut [Value],
+        (frame, first): (&mut [Value], usize),
     ) -> Eval<Value> {
-        for (slot, e) in frame.iter_mut().zip(&args.values) {
+        for (slot, e) in frame[first..].iter_mut().zip(&args.values) {
             // The slot is a fresh null: nothing to drop.
             std::mem::forget(std::mem::replace(slot, self.c_operand(e, fr, env)?));
         }
-        for (i, (check, slot)) in f.checks.iter().zip(frame.iter_mut()).enumerate() {
+        for (i, (check, slot)) in f.checks.iter().zip(frame[first..].iter_mut()).enumerate() {
             if !plainly(check, slot) {
                 self.conform_slot(decl, i, slot, pos)?;
             }
@@ -1310,6 +1318,31 @@ impl Interpreter {
         self.call_value(&Value::Function(closure.clone()), values, pos)
     }
 
+    /// [`Interpreter::c_call_direct`] of a method on its receiver: in
+    /// one Rust frame when it is small (see [`Interpreter::call_small`]).
+    #[inline(always)]
+    fn c_call_method_direct(
+        &mut self,
+        callee: Callee<'_>,
+        args: &Args,
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
+        let decl = callee.decl;
+        if let (Some(f), true) = (self.compiled_of(decl), decl.frame.get().method) {
+            if f.own.is_none()
+                && f.size <= SMALL_FRAME
+                && args.values.len() < f.size
+                && Rc::ptr_eq(&self.file, &decl.file)
+            {
+                let place = (callee.parent, pos);
+                return self.call_small::<1>((decl, f), callee.this, args, place, fr, env);
+            }
+        }
+        self.c_call_direct(callee, args, pos, fr, env)
+    }
+
     /// A call whose arguments fill the parameters in order: each argument
     /// evaluated straight into the callee's flat frame.
     #[inline(always)]
@@ -1332,7 +1365,8 @@ impl Interpreter {
             && args.values.len() <= f.size
             && Rc::ptr_eq(&self.file, &decl.file)
         {
-            return self.call_small((decl, f), args, (callee.parent, pos), fr, env);
+            let place = (callee.parent, pos);
+            return self.call_small::<0>((decl, f), None, args, place, fr, env);
         }
         let fill = |it: &mut Self, frame: &mut [Value]| {
             let first = usize::from(decl.frame.get().method);
@@ -1386,7 +1420,7 @@ impl Interpreter {
                     parent: &class_scope,
                     this: Some(receiver),
                 };
-                return self.c_call_direct(callee, &c.args, c.pos, fr, env);
+                return self.c_call_method_direct(callee, &c.args, c.pos, fr, env);
             }
             let values = self.c_arguments(&c.args, fr, env)?;
             return self.call_function(&decl, &class_scope, Some(receiver), &[], values, c.pos);
