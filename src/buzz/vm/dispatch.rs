@@ -42,6 +42,13 @@ impl Interpreter {
                     };
                     put(&mut fr[*dst as usize], v);
                 }
+                Op::EvalArith { tree, dst } => {
+                    if !self.within_memory() {
+                        self.flat_over(code, *tree)?;
+                    }
+                    let v = self.c_arith_tree(code.arith(*tree), fr, env)?;
+                    put(&mut fr[*dst as usize], v);
+                }
                 Op::ArithK {
                     op,
                     dst,
@@ -148,6 +155,7 @@ impl Interpreter {
             Op::Arith { .. }
             | Op::Test { .. }
             | Op::ArithK { .. }
+            | Op::EvalArith { .. }
             | Op::TestK { .. }
             | Op::Jump { .. }
             | Op::Turn { .. }
@@ -289,6 +297,13 @@ impl Code {
         match &self.trees[tree as usize] {
             Tree::Expr(e) => e,
             _ => unreachable!("an expression's operation names an expression"),
+        }
+    }
+
+    fn arith(&self, tree: u32) -> &(crate::buzz::lower::Num, Expr, std::cell::Cell<bool>) {
+        match &self.trees[tree as usize] {
+            Tree::Expr(Expr::Arith(arith)) => arith,
+            _ => unreachable!("an `EvalArith` names an arithmetic tree"),
         }
     }
 

@@ -772,7 +772,7 @@ impl Interpreter {
     /// [`Interpreter::c_arith`] past two `int`s at hand: a tree of
     /// `double`s, else any numbers, else the general form.
     #[inline(never)]
-    fn c_arith_tree(
+    pub(super) fn c_arith_tree(
         &mut self,
         arith: &(Num, Expr, std::cell::Cell<bool>),
         fr: &mut [Value],

@@ -467,7 +467,10 @@ impl Emit {
                         tree,
                     });
                 }
-                None => self.eval(Expr::Arith(arith), dst),
+                None => {
+                    let tree = self.tree(Tree::Expr(Expr::Arith(arith)));
+                    self.ops.push(Op::EvalArith { tree, dst });
+                }
             },
             e => self.eval(e, dst),
         }

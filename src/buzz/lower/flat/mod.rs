@@ -121,6 +121,14 @@ pub(crate) enum Op {
         tree: u32,
         dst: Reg,
     },
+    /// The value of the arithmetic tree expression `tree` (an
+    /// `Expr::Arith` whose operands are not both at hand), into `dst`:
+    /// straight to its unboxed evaluation, without `Eval`'s general
+    /// dispatch (nbody's and spectral's statements).
+    EvalArith {
+        tree: u32,
+        dst: Reg,
+    },
     /// `dst = a op b` on two numbers at hand; else the tree `tree`.
     Arith {
         op: BinOp,
