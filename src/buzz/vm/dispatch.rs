@@ -42,6 +42,10 @@ impl Interpreter {
                     };
                     put(&mut fr[*dst as usize], v);
                 }
+                Op::Eval { tree, dst } => {
+                    let v = self.flat_eval(code, *tree, fr, env)?;
+                    put(&mut fr[*dst as usize], v);
+                }
                 Op::EvalArith { tree, dst } => {
                     if !self.within_memory() {
                         self.flat_over(code, *tree)?;
@@ -131,7 +135,7 @@ impl Interpreter {
                         pc = code.caught(flow, *nest)? as usize;
                     }
                 }
-                _ => self.flat_rest(code, op, fr, env)?,
+                _ => self.flat_rest(op, fr)?,
             }
         }
         Ok(Value::Null)
@@ -139,12 +143,8 @@ impl Interpreter {
 
     /// The operations that neither jump nor sit in hot loops alone.
     #[inline(never)]
-    fn flat_rest(&mut self, code: &Code, op: &Op, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+    fn flat_rest(&mut self, op: &Op, fr: &mut [Value]) -> Eval<()> {
         match op {
-            Op::Eval { tree, dst } => {
-                let v = self.flat_eval(code, *tree, fr, env)?;
-                put(&mut fr[*dst as usize], v);
-            }
             Op::Drop { src } => discard(std::mem::take(&mut fr[*src as usize])),
             Op::Bounds { low, high, pos } => {
                 let (low, high) = (&fr[*low as usize], &fr[*high as usize]);
@@ -155,6 +155,7 @@ impl Interpreter {
             Op::Arith { .. }
             | Op::Test { .. }
             | Op::ArithK { .. }
+            | Op::Eval { .. }
             | Op::EvalArith { .. }
             | Op::TestK { .. }
             | Op::Jump { .. }
