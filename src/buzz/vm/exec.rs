@@ -530,7 +530,12 @@ impl Interpreter {
     /// kept: reading the local has no effect and the value cannot rebind
     /// it).
     fn c_store_field(&mut self, s: &StoreField, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
-        let new = self.c_eval(&s.value, fr, env)?;
+        let new = match &s.value {
+            // nbody's `bj.vx = bj.vx + dx * bm`: straight to the unboxed
+            // tree, as `c_store` does for a local.
+            Expr::Arith(arith) if arith.2.get() => self.c_arith_tree(arith, fr, env)?,
+            value => self.c_eval(value, fr, env)?,
+        };
         let obj = &fr[s.slot as usize];
         let new = match s.op {
             Some(op) => {
