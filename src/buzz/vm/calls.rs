@@ -6,7 +6,7 @@
 
 use super::fields::this_name;
 use super::limits::MAX_CALL_DEPTH;
-use super::{Args, Eval, Flow, Interpreter, Spare, SPARE_FRAMES, SPARE_LIMIT};
+use super::{Args, Eval, Flow, Interpreter, Spare, Stop, SPARE_FRAMES, SPARE_LIMIT};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
@@ -348,12 +348,12 @@ impl Interpreter {
         match exit {
             ExitRequest::Continue => result.map_err(|raise| {
                 let mut flow = self.raised(raise, pos);
-                if let Flow::Throw(t) = &mut flow {
+                if let Some(t) = flow.thrown_mut() {
                     t.refused = refused;
                 }
                 flow
             }),
-            ExitRequest::Exit(status) => Err(Flow::Exit(status)),
+            ExitRequest::Exit(status) => Err(Stop::Exit(status).into()),
             ExitRequest::Collect => self.collect_garbage(pos),
         }
     }
@@ -375,13 +375,13 @@ impl Interpreter {
     /// on the callee of the spell's call into it, not in the library's
     /// source. Anything else passes.
     #[cold]
-    pub(crate) fn place_refused(&self, flow: Flow, pos: Pos, spans: &dyn CallSpans) -> Flow {
-        let Flow::Throw(mut t) = flow else {
+    pub(crate) fn place_refused(&self, mut flow: Flow, pos: Pos, spans: &dyn CallSpans) -> Flow {
+        if is_library(&self.file) {
+            return flow;
+        }
+        let Some(t) = flow.thrown_mut() else {
             return flow;
         };
-        if is_library(&self.file) {
-            return Flow::Throw(t);
-        }
         let slot = match t.refused.take() {
             _ if is_library(&t.file) => Some(0),
             slot => slot.filter(|_| t.pos == pos),
@@ -398,7 +398,7 @@ impl Interpreter {
                 d.span = span_width(start, end);
             }
         }
-        Flow::Throw(t)
+        flow
     }
 }
 

@@ -7,7 +7,7 @@ use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::vm::exec::{discard, plainly, put};
 use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
 use crate::buzz::vm::value::{Scope, Value};
-use crate::buzz::vm::{Eval, Flow, Interpreter};
+use crate::buzz::vm::{Eval, Flow, Interpreter, Stop};
 use std::rc::Rc;
 
 impl Interpreter {
@@ -320,9 +320,9 @@ impl Code {
     #[cold]
     #[inline(never)]
     fn caught(&self, flow: Flow, nest: u32) -> Eval<u32> {
-        let (label, brk) = match &flow {
-            Flow::Break(l) => (l, true),
-            Flow::Continue(l) => (l, false),
+        let (label, brk) = match flow.stop() {
+            Stop::Break(l) => (l, true),
+            Stop::Continue(l) => (l, false),
             _ => return Err(flow),
         };
         let Some(loops) = self.nests.get(nest as usize) else {

@@ -2,7 +2,7 @@
 //! running, an uncaught throw turned into the error a spell ends in, and
 //! a native's raise thrown where it was called.
 
-use super::{Flow, Interpreter, Thrown};
+use super::{Flow, Interpreter, Stop, Thrown};
 use crate::buzz::error::{BuzzError, CallSite};
 use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::vm::value::*;
@@ -25,7 +25,7 @@ impl Interpreter {
 
     #[cold]
     pub(crate) fn fail(&self, pos: Pos, message: impl Into<String>) -> Flow {
-        Flow::Error(Box::new(self.runtime(pos, message)))
+        Stop::Error(Box::new(self.runtime(pos, message))).into()
     }
 
     pub(in crate::buzz) fn uncaught(&self, t: Thrown) -> BuzzError {
@@ -47,12 +47,13 @@ impl Interpreter {
 
     /// A native's raise, thrown at `pos`.
     pub(in crate::buzz) fn raised(&self, raise: crate::buzz::vm::native::Raise, pos: Pos) -> Flow {
-        Flow::Throw(Box::new(Thrown {
+        Stop::Throw(Box::new(Thrown {
             value: raise.value,
             pos,
             file: self.file.clone(),
             diagnostic: raise.diagnostic,
             refused: None,
         }))
+        .into()
     }
 }

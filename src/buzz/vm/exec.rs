@@ -24,7 +24,7 @@ use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
 use crate::buzz::vm::value::{
     same_name, type_of, Closure, ListObj, MapObj, NativeFunction, Obj, Scope,
 };
-use crate::buzz::vm::{Args as Named, Eval, Flow, Interpreter, Thrown};
+use crate::buzz::vm::{Args as Named, Eval, Flow, Interpreter, Stop, Thrown};
 use std::borrow::Cow;
 use std::rc::Rc;
 
@@ -141,9 +141,19 @@ impl Interpreter {
         self.calls -= 1;
         self.depth -= 1;
         match outcome {
-            Ok(v) | Err(Flow::Return(v)) => Ok(v),
-            Err(other) => Err(self.not_returned(other, pos)),
+            Ok(v) => Ok(v),
+            Err(flow) if flow.is_return() => Ok(std::mem::take(&mut self.returning)),
+            Err(flow) => Err(self.not_returned(flow, pos)),
         }
+    }
+
+    /// The value of the `return` `flow` is, else `flow` as it is.
+    #[inline]
+    pub(in crate::buzz) fn returned_value(&mut self, flow: Flow) -> Eval<Value> {
+        if flow.is_return() {
+            return Ok(std::mem::take(&mut self.returning));
+        }
+        Err(flow)
     }
 
     /// A flow that left a body other than by returning: an error or a
@@ -151,11 +161,11 @@ impl Interpreter {
     #[cold]
     #[inline(never)]
     fn not_returned(&self, flow: Flow, pos: Pos) -> Flow {
-        match flow {
-            Flow::Break(_) | Flow::Continue(_) | Flow::Out(_) => {
+        match flow.stop() {
+            Stop::Break(_) | Stop::Continue(_) | Stop::Out(_) => {
                 self.fail(pos, "`break`, `continue` or `out` outside a loop or block")
             }
-            other => other,
+            _ => flow,
         }
     }
 
@@ -348,11 +358,9 @@ impl Interpreter {
             outcome
         };
         match outcome {
-            Ok(v) | Err(Flow::Return(v)) => Ok(v),
-            Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => {
-                Err(self.fail(pos, "`break`, `continue` or `out` outside a loop or block"))
-            }
-            Err(other) => Err(other),
+            Ok(v) => Ok(v),
+            Err(flow) if flow.is_return() => Ok(std::mem::take(&mut self.returning)),
+            Err(flow) => Err(self.not_returned(flow, pos)),
         }
     }
 
@@ -443,7 +451,7 @@ impl Interpreter {
                 label,
             } => self.c_for(init, cond.as_ref(), step, (body, label, stmt.pos), fr, env),
             StmtKind::ForEach(each) => self.c_foreach(each, stmt.pos, fr, env),
-            StmtKind::Out(e) => Err(Flow::Out(self.c_eval(e, fr, env)?)),
+            StmtKind::Out(e) => Err(Stop::Out(self.c_eval(e, fr, env)?).into()),
             StmtKind::VarInScope {
                 slot,
                 init,
@@ -462,17 +470,18 @@ impl Interpreter {
                 self.end_block_scope(scope);
                 result
             }
-            StmtKind::Break(label) => Err(Flow::Break(label.clone())),
-            StmtKind::Continue(label) => Err(Flow::Continue(label.clone())),
+            StmtKind::Break(label) => Err(Stop::Break(label.clone()).into()),
+            StmtKind::Continue(label) => Err(Stop::Continue(label.clone()).into()),
             StmtKind::Throw(e) => {
                 let value = self.c_eval(e, fr, env)?;
-                Err(Flow::Throw(Box::new(Thrown {
+                Err(Stop::Throw(Box::new(Thrown {
                     value,
                     pos: stmt.pos,
                     file: self.file.clone(),
                     diagnostic: None,
                     refused: None,
-                })))
+                }))
+                .into())
             }
             StmtKind::Expr(_)
             | StmtKind::StoreField(_)
@@ -488,7 +497,8 @@ impl Interpreter {
             Some(e) => self.c_eval(e, fr, env)?,
             None => Value::Null,
         };
-        Err(Flow::Return(v))
+        self.returning = v;
+        Err(Flow::returning())
     }
 
     /// `local = value` or `local op= value` as a statement.
@@ -643,11 +653,14 @@ impl Interpreter {
     ) -> Eval<bool> {
         self.take_step(pos)?;
         match self.c_all(body, fr, env) {
-            Ok(()) | Err(Flow::Continue(None)) => Ok(true),
-            Err(Flow::Break(None)) => Ok(false),
-            Err(Flow::Continue(Some(l))) if label.as_ref() == Some(&l) => Ok(true),
-            Err(Flow::Break(Some(l))) if label.as_ref() == Some(&l) => Ok(false),
-            Err(other) => Err(other),
+            Ok(()) => Ok(true),
+            Err(flow) => match flow.stop() {
+                Stop::Continue(None) => Ok(true),
+                Stop::Break(None) => Ok(false),
+                Stop::Continue(Some(l)) if label.as_ref() == Some(l) => Ok(true),
+                Stop::Break(Some(l)) if label.as_ref() == Some(l) => Ok(false),
+                _ => Err(flow),
+            },
         }
     }
 
@@ -896,7 +909,7 @@ impl Interpreter {
                 self.c_eval(branch, fr, env)
             }
             Expr::Catch(pair) => match self.c_eval(&pair.0, fr, env) {
-                Err(Flow::Throw(_)) => self.c_eval(&pair.1, fr, env),
+                Err(flow) if flow.thrown().is_some() => self.c_eval(&pair.1, fr, env),
                 other => other,
             },
             Expr::Instance(i) => self.c_instance(i, fr, env),
@@ -1228,7 +1241,7 @@ impl Interpreter {
                     }
                 };
             }
-            Ok(())
+            Ok::<(), Flow>(())
         })?;
         let made = Value::Object(made);
         if finalizes && crate::buzz::vm::value::finalizers::is_full() {

@@ -11,16 +11,19 @@ use crate::buzz::vm::value::Value;
 
 use crate::buzz::vm::fiber::Deferred;
 use crate::buzz::vm::value::{anon_object_of, Closure, ListObj, Scope};
-use crate::buzz::vm::{Eval, Flow, Interpreter};
+use crate::buzz::vm::{Eval, Interpreter};
 use std::rc::Rc;
 
 impl Interpreter {
     /// `try { … } catch …`: the first clause whose type holds what was
     /// thrown runs with it bound; none rethrows it.
     pub(super) fn c_try(&mut self, t: &Try, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
-        let thrown = match self.c_all(&t.body, fr, env) {
-            Err(Flow::Throw(thrown)) => thrown,
+        let flow = match self.c_all(&t.body, fr, env) {
+            Err(flow) if flow.thrown().is_some() => flow,
             other => return other,
+        };
+        let Some(thrown) = flow.thrown() else {
+            unreachable!("matched as a throw");
         };
         for clause in &t.clauses {
             if let Some((slot, ty)) = &clause.binding {
@@ -31,7 +34,7 @@ impl Interpreter {
             }
             return self.c_all(&clause.body, fr, env);
         }
-        Err(Flow::Throw(thrown))
+        Err(flow)
     }
 
     #[inline(never)]
@@ -39,8 +42,7 @@ impl Interpreter {
         match x {
             Extra::Block(body) => match self.c_all(body, fr, env) {
                 Ok(()) => Ok(Value::Null),
-                Err(Flow::Out(v)) => Ok(v),
-                Err(other) => Err(other),
+                Err(flow) => flow.into_out(),
             },
             Extra::Match(m) => self.c_match(m, fr, env),
             Extra::As(value, ty, optional, pos) => {

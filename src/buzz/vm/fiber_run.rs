@@ -4,7 +4,7 @@
 
 use super::fiber::*;
 use super::value::Value;
-use super::{Eval, Flow, Interpreter, Thrown};
+use super::{Eval, Interpreter, Stop, Thrown};
 use crate::buzz::syntax::lexer::Pos;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -56,13 +56,14 @@ impl Interpreter {
         match self.step(&fiber, false, pos)? {
             Step::Yielded(v) => Ok(v),
             Step::Returned(_) => Ok(Value::Null),
-            Step::AlreadyOver(_) => Err(Flow::Throw(Box::new(Thrown {
+            Step::AlreadyOver(_) => Err(Stop::Throw(Box::new(Thrown {
                 value: Value::str("Fiber is over"),
                 pos,
                 file: self.file.clone(),
                 diagnostic: None,
                 refused: None,
-            }))),
+            }))
+            .into()),
         }
     }
 
@@ -201,10 +202,7 @@ fn fiber_body(
                 child.builtin_method(&receiver, &name, args, pos)
             }
         };
-        let result = match result {
-            Err(Flow::Return(v)) => Ok(v),
-            other => other,
-        };
+        let result = result.or_else(|flow| child.returned_value(flow));
         End {
             result,
             out: std::mem::replace(&mut child.out, Box::new(std::io::sink())),

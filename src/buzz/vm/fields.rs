@@ -4,7 +4,7 @@
 //! throws upstream's catchable error), field defaults, and the items a
 //! `foreach` takes.
 
-use super::{Eval, Flow, Interpreter, Thrown};
+use super::{Eval, Flow, Interpreter, Stop, Thrown};
 use crate::buzz::lib::methods;
 use crate::buzz::syntax::ast::*;
 use crate::buzz::syntax::lexer::Pos;
@@ -214,13 +214,14 @@ impl Interpreter {
             _ => "list",
         };
         let diagnostic = self.runtime(pos, detail).to_diagnostic();
-        Flow::Throw(Box::new(Thrown {
+        Stop::Throw(Box::new(Thrown {
             value: Value::str(format!("Out of bound {what} access.")),
             pos,
             file: self.file.clone(),
             diagnostic: Some(Box::new(diagnostic)),
             refused: None,
         }))
+        .into()
     }
 
     pub(in crate::buzz) fn assign_index_slow(

@@ -7,7 +7,7 @@
 
 use super::native::Raise;
 use super::value::{Members, ModuleObj, Scope, Value};
-use super::{Eval, Flow, Interpreter};
+use super::{Eval, Interpreter};
 use crate::buzz::syntax::ast::Mutability;
 use crate::buzz::syntax::import_names::{default_name, library_key, INTERNAL, REFUSED};
 use crate::buzz::syntax::lexer::Pos;
@@ -31,7 +31,7 @@ impl Interpreter {
             (None, Some(key)) if self.bare_file(spec, key) => {
                 match self.import_file(spec, pos) {
                     // No such file either: say what modules there are.
-                    Err(Flow::Throw(t)) if is_not_found(&t.value) => {
+                    Err(flow) if flow.thrown().is_some_and(|t| is_not_found(&t.value)) => {
                         self.library(spec, key, pos)?
                     }
                     other => other?,
@@ -152,8 +152,8 @@ impl Interpreter {
             return Err(self.fail(pos, format!("import cycle: {}", cycle.join(" -> "))));
         }
         let source = read().map_err(|raise| self.raised(raise, pos))?;
-        let program =
-            crate::buzz::parse(&path, &source).map_err(|e| super::Flow::Error(Box::new(e)))?;
+        let program = crate::buzz::parse(&path, &source)
+            .map_err(|e| super::Flow::from(super::Stop::Error(Box::new(e))))?;
         self.importing.push(path.clone());
         let caller = std::mem::replace(&mut self.file, Rc::from(path.as_path()));
         let caller_ns = std::mem::replace(&mut self.namespace, program.namespace.clone());

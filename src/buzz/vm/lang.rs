@@ -11,7 +11,7 @@
 
 use super::conform::type_matches;
 use super::value::{Class, ListObj, Obj, Pattern, Scope, Value};
-use super::{Eval, Flow, Interpreter, Thrown};
+use super::{Eval, Interpreter, Stop, Thrown};
 use crate::buzz::syntax::ast::Type;
 use crate::buzz::syntax::lexer::Pos;
 use std::rc::Rc;
@@ -152,13 +152,14 @@ impl Interpreter {
         let diagnostic = crate::diag::Diagnostic::error(format!("uncaught error: {message}"))
             .with_code(crate::diag::Code::Mgs1023)
             .with_label("thrown here");
-        Err(Flow::Throw(Box::new(Thrown {
+        Err(Stop::Throw(Box::new(Thrown {
             value: Value::str(message),
             pos,
             file: self.file.clone(),
             diagnostic: Some(Box::new(diagnostic)),
             refused: None,
-        })))
+        }))
+        .into())
     }
 
     /// Whether `value` meets the `match` condition `c`: ranges hold

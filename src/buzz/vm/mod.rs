@@ -49,7 +49,7 @@ mod data_tests;
 #[cfg(all(test, unix))]
 mod tests;
 
-pub(crate) use flow::{Args, Eval, Flow, Thrown};
+pub(crate) use flow::{Args, Eval, Flow, Stop, Thrown};
 
 use calls::module_object;
 use limits::{stack_address, STACK_BUDGET};
@@ -105,6 +105,10 @@ pub struct Interpreter {
     scratch: Scratch,
     /// Finished flat frames of compiled functions (see `super::lower`).
     pub(super) flat_frames: Vec<Vec<Value>>,
+    /// The value of a `return` on its way out of a tree statement, while
+    /// its [`Flow`] (which carries nothing, see [`Flow::returning`])
+    /// unwinds to the call it leaves.
+    pub(super) returning: Value,
     /// Steps (calls and loop turns) left before the spell is stopped,
     /// shared with the spell's fibers so that they draw on one budget.
     steps: Rc<std::cell::Cell<u64>>,
@@ -196,6 +200,7 @@ impl Interpreter {
             spare: Spare::default(),
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
+            returning: Value::Null,
             steps: Rc::new(std::cell::Cell::new(u64::MAX)),
             step_budget: u64::MAX,
         }
@@ -301,6 +306,7 @@ impl Interpreter {
             spare: Spare::default(),
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
+            returning: Value::Null,
             steps: self.steps.clone(),
             step_budget: self.step_budget,
         }
@@ -314,12 +320,12 @@ impl Interpreter {
 
     /// Turns how a run ended into its exit status or error.
     pub(super) fn finish(&self, outcome: Eval<i32>) -> Result<i32, BuzzError> {
-        match outcome {
-            Ok(status) | Err(Flow::Exit(status)) => Ok(status),
-            Err(Flow::Error(e)) => Err(*e),
-            Err(Flow::Throw(t)) => Err(self.uncaught(*t)),
-            Err(Flow::Return(_)) => Ok(0),
-            Err(Flow::Break(_) | Flow::Continue(_) | Flow::Out(_)) => Err(self.runtime(
+        match outcome.map_err(Flow::into_stop) {
+            Ok(status) | Err(Stop::Exit(status)) => Ok(status),
+            Err(Stop::Error(e)) => Err(*e),
+            Err(Stop::Throw(t)) => Err(self.uncaught(*t)),
+            Err(Stop::Return) => Ok(0),
+            Err(Stop::Break(_) | Stop::Continue(_) | Stop::Out(_)) => Err(self.runtime(
                 Pos::default(),
                 "`break`, `continue` or `out` outside a loop or block",
             )),

@@ -3,7 +3,7 @@
 //! scope; a test fails on the first uncaught error, located.
 
 use super::value::Scope;
-use super::{Flow, Interpreter};
+use super::{Flow, Interpreter, Stop};
 use crate::buzz::error::BuzzError;
 use crate::buzz::syntax::ast::{Program, StmtKind};
 use std::io::Write;
@@ -75,21 +75,26 @@ impl Interpreter {
                 continue;
             }
             let ran = self.run_block(body, globals);
+            if ran.as_ref().is_err_and(Flow::is_return) {
+                // A test's own `return`: its value is nobody's.
+                drop(std::mem::take(&mut self.returning));
+            }
+            let ran = ran.map_err(Flow::into_stop);
             let (result, exited) = match ran {
-                Ok(()) | Err(Flow::Return(_)) => (Ok(0), false),
+                Ok(()) | Err(Stop::Return) => (Ok(0), false),
                 // The spell asked to stop (as `buzz:test`'s `summary` does
                 // on a failed assertion): this test fails and none after
                 // it runs.
-                Err(Flow::Exit(status)) => {
+                Err(Stop::Exit(status)) => {
                     let message = format!(
                         "test `{name}` called exit({status}); the tests after it did not run"
                     );
                     (
-                        Err(Flow::Error(Box::new(self.runtime(stmt.pos, message)))),
+                        Err(Stop::Error(Box::new(self.runtime(stmt.pos, message))).into()),
                         true,
                     )
                 }
-                Err(other) => (Err(other), false),
+                Err(other) => (Err(other.into()), false),
             };
             outcomes.push(TestOutcome {
                 name: name.to_string(),
