@@ -108,6 +108,14 @@ impl Interpreter {
                 }
                 Op::Return { src } => return Ok(code.take(fr, *src)),
                 Op::ReturnEval { tree } => return self.flat_eval(code, *tree, fr, env),
+                Op::BindIf { src, dst, to } => {
+                    let v = std::mem::take(&mut fr[*src as usize]);
+                    if v.is_null() {
+                        pc = *to as usize;
+                    } else {
+                        put(&mut fr[*dst as usize], v);
+                    }
+                }
                 Op::Next { each, to } => {
                     if !self.flat_next(&code.eaches[*each as usize], fr)? {
                         pc = *to as usize;
@@ -166,6 +174,7 @@ impl Interpreter {
             | Op::ReturnEval { .. }
             | Op::Exec { .. }
             | Op::Next { .. }
+            | Op::BindIf { .. }
             | Op::Declare { .. } => unreachable!("run in the loop"),
         }
         Ok(())

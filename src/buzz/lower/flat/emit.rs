@@ -92,6 +92,7 @@ impl Emit {
             | Op::TestK { to: t, .. }
             | Op::Branch { to: t, .. }
             | Op::Jump { to: t }
+            | Op::BindIf { to: t, .. }
             | Op::Next { to: t, .. } => *t = to,
             _ => unreachable!("only jumps are landed"),
         }
@@ -146,6 +147,32 @@ impl Emit {
                 });
             }
             StmtKind::ForEach(each) => self.each(*each, pos),
+            StmtKind::IfBind {
+                value,
+                slot,
+                cast: None,
+                then,
+                otherwise,
+            } => {
+                let src = self.temp();
+                self.into(value, src);
+                let skip = self.ops.len();
+                self.ops.push(Op::BindIf {
+                    src,
+                    dst: slot,
+                    to: 0,
+                });
+                then.into_iter().for_each(|s| self.stmt(s));
+                match otherwise {
+                    None => self.land(skip, self.here()),
+                    Some(other) => {
+                        let end = self.jump();
+                        self.land(skip, self.here());
+                        self.stmt(*other);
+                        self.land(end, self.here());
+                    }
+                }
+            }
             StmtKind::Block(body) => body.into_iter().for_each(|s| self.stmt(s)),
             StmtKind::If {
                 cond,

@@ -205,6 +205,13 @@ pub(crate) enum Op {
         each: u32,
         to: u32,
     },
+    /// `if (x -> y)`: moves the value in `src` (a temporary) into `dst`,
+    /// or jumps to `to` when it is null.
+    BindIf {
+        src: Reg,
+        dst: Reg,
+        to: u32,
+    },
     /// Drops a temporary: a `foreach`'s iterated value, at the loop's end.
     Drop {
         src: Reg,
