@@ -162,16 +162,7 @@ impl Emit {
                     dst: slot,
                     to: 0,
                 });
-                then.into_iter().for_each(|s| self.stmt(s));
-                match otherwise {
-                    None => self.land(skip, self.here()),
-                    Some(other) => {
-                        let end = self.jump();
-                        self.land(skip, self.here());
-                        self.stmt(*other);
-                        self.land(end, self.here());
-                    }
-                }
+                self.branches(skip, then, otherwise);
             }
             StmtKind::Block(body) => body.into_iter().for_each(|s| self.stmt(s)),
             StmtKind::If {
@@ -180,16 +171,7 @@ impl Emit {
                 otherwise,
             } => {
                 let skip = self.unless(cond);
-                then.into_iter().for_each(|s| self.stmt(s));
-                match otherwise {
-                    None => self.land(skip, self.here()),
-                    Some(other) => {
-                        let end = self.jump();
-                        self.land(skip, self.here());
-                        self.stmt(*other);
-                        self.land(end, self.here());
-                    }
-                }
+                self.branches(skip, then, otherwise);
             }
             StmtKind::While { cond, body, label } => {
                 let top = self.here();
@@ -265,6 +247,21 @@ impl Emit {
                 let tree = self.tree(Tree::Stmt(Stmt { kind, pos }));
                 let nest = self.nest();
                 self.ops.push(Op::Exec { tree, nest });
+            }
+        }
+    }
+
+    /// An `if`'s two branches after its test at `skip`, which jumps past
+    /// `then` when the test fails.
+    fn branches(&mut self, skip: usize, then: Vec<Stmt>, otherwise: Option<Box<Stmt>>) {
+        then.into_iter().for_each(|s| self.stmt(s));
+        match otherwise {
+            None => self.land(skip, self.here()),
+            Some(other) => {
+                let end = self.jump();
+                self.land(skip, self.here());
+                self.stmt(*other);
+                self.land(end, self.here());
             }
         }
     }
