@@ -108,6 +108,12 @@ impl Interpreter {
                 }
                 Op::Return { src } => return Ok(code.take(fr, *src)),
                 Op::ReturnEval { tree } => return self.flat_eval(code, *tree, fr, env),
+                Op::StoreField { tree } => {
+                    if !self.within_memory() {
+                        self.flat_over(code, *tree)?;
+                    }
+                    self.c_store_field(code.store_field(*tree), fr, env)?;
+                }
                 Op::BindIf { src, dst, to } => {
                     let v = std::mem::take(&mut fr[*src as usize]);
                     if v.is_null() {
@@ -175,6 +181,7 @@ impl Interpreter {
             | Op::Exec { .. }
             | Op::Next { .. }
             | Op::BindIf { .. }
+            | Op::StoreField { .. }
             | Op::Declare { .. } => unreachable!("run in the loop"),
         }
         Ok(())
@@ -314,6 +321,16 @@ impl Code {
         match &self.trees[tree as usize] {
             Tree::Expr(Expr::Arith(arith)) => arith,
             _ => unreachable!("an `EvalArith` names an arithmetic tree"),
+        }
+    }
+
+    fn store_field(&self, tree: u32) -> &crate::buzz::lower::StoreField {
+        match &self.trees[tree as usize] {
+            Tree::Stmt(Stmt {
+                kind: StmtKind::StoreField(store),
+                ..
+            }) => store,
+            _ => unreachable!("a `StoreField` names a field's store"),
         }
     }
 

@@ -539,7 +539,12 @@ impl Interpreter {
     /// `local.name op= value` as a statement (`c_assign_field`'s order,
     /// kept: reading the local has no effect and the value cannot rebind
     /// it).
-    fn c_store_field(&mut self, s: &StoreField, fr: &mut [Value], env: &Rc<Scope>) -> Eval<()> {
+    pub(super) fn c_store_field(
+        &mut self,
+        s: &StoreField,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<()> {
         let new = match &s.value {
             // nbody's `bj.vx = bj.vx + dx * bm`: straight to the unboxed
             // tree, as `c_store` does for a local.

@@ -147,6 +147,11 @@ impl Emit {
                 });
             }
             StmtKind::ForEach(each) => self.each(*each, pos),
+            StmtKind::StoreField(store) => {
+                let kind = StmtKind::StoreField(store);
+                let tree = self.tree(Tree::Stmt(Stmt { kind, pos }));
+                self.ops.push(Op::StoreField { tree });
+            }
             StmtKind::IfBind {
                 value,
                 slot,

@@ -129,6 +129,12 @@ pub(crate) enum Op {
         tree: u32,
         dst: Reg,
     },
+    /// `local.name = value` or `local.name op= value`, the tree statement
+    /// `tree`: run here, not through `Exec`'s general statement dispatch
+    /// (nbody's `bj.vx = bj.vx + dx * bm`). It cannot break or continue.
+    StoreField {
+        tree: u32,
+    },
     /// `dst = a op b` on two numbers at hand; else the tree `tree`.
     Arith {
         op: BinOp,
