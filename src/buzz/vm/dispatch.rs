@@ -108,6 +108,10 @@ impl Interpreter {
                 }
                 Op::Return { src } => return Ok(code.take(fr, *src)),
                 Op::ReturnEval { tree } => return self.flat_eval(code, *tree, fr, env),
+                Op::Effect { tree, nest } => match self.flat_eval(code, *tree, fr, env) {
+                    Ok(v) => discard(v),
+                    Err(flow) => pc = code.caught(flow, *nest)? as usize,
+                },
                 Op::StoreField { tree } => {
                     if !self.within_memory() {
                         self.flat_over(code, *tree)?;
@@ -182,6 +186,7 @@ impl Interpreter {
             | Op::Next { .. }
             | Op::BindIf { .. }
             | Op::StoreField { .. }
+            | Op::Effect { .. }
             | Op::Declare { .. } => unreachable!("run in the loop"),
         }
         Ok(())

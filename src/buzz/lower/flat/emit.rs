@@ -147,6 +147,11 @@ impl Emit {
                 });
             }
             StmtKind::ForEach(each) => self.each(*each, pos),
+            StmtKind::Expr(e) => {
+                let tree = self.tree(Tree::Expr(e));
+                let nest = self.nest();
+                self.ops.push(Op::Effect { tree, nest });
+            }
             StmtKind::StoreField(store) => {
                 let kind = StmtKind::StoreField(store);
                 let tree = self.tree(Tree::Stmt(Stmt { kind, pos }));

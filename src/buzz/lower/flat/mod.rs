@@ -129,6 +129,14 @@ pub(crate) enum Op {
         tree: u32,
         dst: Reg,
     },
+    /// An expression evaluated for its effect (a call, an assignment),
+    /// the tree expression `tree`, its value dropped: `Exec` without the
+    /// general statement dispatch (fasta's `buffer.setAt(…)`). `nest`
+    /// names the loops a `break` in a `from` block inside it may leave.
+    Effect {
+        tree: u32,
+        nest: u32,
+    },
     /// `local.name = value` or `local.name op= value`, the tree statement
     /// `tree`: run here, not through `Exec`'s general statement dispatch
     /// (nbody's `bj.vx = bj.vx + dx * bm`). It cannot break or continue.
