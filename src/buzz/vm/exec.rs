@@ -1714,10 +1714,11 @@ fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
     }
 }
 
-/// [`double_tree`] with a literal, a local or a local's field read here,
-/// not in a call. Its first arms repeat `double_tree`'s on purpose: a
-/// shared `#[inline(always)]` reader of the three leaves cost nbody 4%
-/// and spectral 2.6% more instructions (callgrind, 2026-12-02).
+/// [`double_tree`] with a literal, a local, a local's field or a
+/// top-level name read here, not in a call. Its first arms repeat
+/// `double_tree`'s on purpose: a shared `#[inline(always)]` reader of the
+/// three leaves cost nbody 4% and spectral 2.6% more instructions
+/// (callgrind, 2026-12-02).
 #[inline(always)]
 fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
     match n {
@@ -1731,6 +1732,12 @@ fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
                 Value::Double(d) => Some(d),
                 _ => None,
             },
+            _ => None,
+        },
+        // fasta's `(this.last * IA + IC) % IM`: a top-level constant read
+        // here, not one call down.
+        Num::Global(name, res) => match num_global(env, name, res)? {
+            N::D(d) => Some(d),
             _ => None,
         },
         _ => double_tree(n, fr, env),

@@ -15,8 +15,10 @@
 //! through the tree's own code, which reads only what the fast path read
 //! and so cannot see a difference. A statement or expression this form
 //! does not flatten is kept as a tree node and run by the tree
-//! ([`Op::Exec`], [`Op::Eval`]); a `break` or `continue` leaving one is
-//! matched against the loops around it here. The step budget is taken
+//! ([`Op::Exec`], [`Op::Eval`]; [`Op::EvalArith`], [`Op::Effect`] and
+//! [`Op::StoreField`] are the commonest kinds of node, each run by its own
+//! operation without the tree's general dispatch); a `break` or
+//! `continue` leaving one is matched against the loops around it here. The step budget is taken
 //! where the tree takes it (one step per loop turn, one per call); the
 //! memory check, which the tree makes at every statement, is made at each
 //! loop turn (where the tree makes it at the body's first statement),
