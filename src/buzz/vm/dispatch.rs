@@ -4,7 +4,7 @@ use crate::buzz::lib::methods;
 use crate::buzz::lower::flat::{Code, Each, Op, Reg, Tree, KONST};
 use crate::buzz::lower::{Expr, Stmt, StmtKind};
 use crate::buzz::syntax::ast::BinOp;
-use crate::buzz::vm::exec::{discard, plainly, put};
+use crate::buzz::vm::exec::{discard, double_tree, plainly, put};
 use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
 use crate::buzz::vm::value::{Scope, Value};
 use crate::buzz::vm::{Eval, Flow, Interpreter, Stop};
@@ -50,7 +50,12 @@ impl Interpreter {
                     if !self.within_memory() {
                         self.flat_over(code, *tree)?;
                     }
-                    let v = self.c_arith_tree(code.arith(*tree), fr, env)?;
+                    let arith = code.arith(*tree);
+                    // A tree of doubles last time: straight to it.
+                    let v = match arith.2.get().then(|| double_tree(&arith.0, fr, env)) {
+                        Some(Some(d)) => Value::Double(d),
+                        _ => self.c_arith_tree(arith, fr, env)?,
+                    };
                     put(&mut fr[*dst as usize], v);
                 }
                 Op::ArithK {

@@ -548,7 +548,10 @@ impl Interpreter {
         let new = match &s.value {
             // nbody's `bj.vx = bj.vx + dx * bm`: straight to the unboxed
             // tree, as `c_store` does for a local.
-            Expr::Arith(arith) if arith.2.get() => self.c_arith_tree(arith, fr, env)?,
+            Expr::Arith(arith) if arith.2.get() => match double_tree(&arith.0, fr, env) {
+                Some(d) => Value::Double(d),
+                None => self.c_arith_tree(arith, fr, env)?,
+            },
             value => self.c_eval(value, fr, env)?,
         };
         let obj = &fr[s.slot as usize];
@@ -1679,7 +1682,7 @@ fn num(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
 /// `f64`s all the way, computed as [`double_arith`] computes them; `None`
 /// as soon as a leaf is anything else, for [`num`] to do it in general.
 #[inline(never)]
-fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
+pub(super) fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
     match n {
         Num::Const(N::D(d)) => Some(*d),
         Num::Local(i) => match fr.get(*i as usize)? {
