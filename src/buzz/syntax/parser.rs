@@ -815,7 +815,16 @@ impl<'t> Parser<'t> {
     fn params(&mut self) -> PResult<Vec<Param>> {
         let mut params = Vec::new();
         while !self.is(")") {
+            let at = self.pos();
             let name = self.ident("for a parameter")?;
+            if params.iter().any(|p: &Param| p.name == name) {
+                // Upstream rejects it too; a call could not say which one
+                // a named argument fills.
+                return Err(ParseError {
+                    pos: at,
+                    message: format!("duplicate parameter `{name}`"),
+                });
+            }
             self.expect(":", "after the parameter name")?;
             let ty = self.ty()?;
             let default = if self.eat("=") {
