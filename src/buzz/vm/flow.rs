@@ -32,9 +32,10 @@ pub(crate) struct Thrown {
 /// to memory and read back at every return (2–4% of most programs'
 /// instructions). The box is made only when evaluation does stop with an
 /// error, a throw, an `exit`, or a `break`, `continue` or `out` leaving a
-/// tree statement. A `return` leaving one (btree's, inside `if (x -> y)`)
-/// is common enough that it makes none: its value waits in
-/// `Interpreter::returning` until the call it leaves takes it.
+/// tree statement. A `return` leaving one (inside `try`, or `if (x as y:
+/// T)`) makes none, since a call ends that way as often as a loop turn
+/// does: its value waits in `Interpreter::returning` until the call it
+/// leaves takes it.
 pub(crate) struct Flow(Option<Box<Stop>>);
 
 /// The kinds of [`Flow`].
