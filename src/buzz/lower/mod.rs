@@ -183,7 +183,8 @@ pub(crate) enum StmtKind {
     For {
         init: Vec<Stmt>,
         cond: Option<Cond>,
-        step: Vec<Expr>,
+        /// Each step as a statement (see `tree::Lower::step`).
+        step: Vec<Stmt>,
         body: Vec<Stmt>,
         label: Label,
     },

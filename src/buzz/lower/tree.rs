@@ -361,7 +361,10 @@ impl Lower {
                     init: l.stmts(init)?,
                     cond: maybe(cond.as_ref(), |c| l.cond(c))?,
                     body: l.block(body)?,
-                    step: step.iter().map(|e| l.expr(e)).collect::<Option<_>>()?,
+                    step: step
+                        .iter()
+                        .map(|e| l.step(e, stmt.pos))
+                        .collect::<Option<_>>()?,
                     label: label.clone(),
                 };
                 if !l.all_scoped {
@@ -416,6 +419,14 @@ impl Lower {
             return Some(StmtKind::StoreField(Box::new(store?)));
         }
         Some(StmtKind::Expr(self.expr(e)?))
+    }
+
+    /// A `for` loop's step, lowered as the statement `e;` at the loop's
+    /// position: `i = i + 1` then stores as a body's `i = i + 1;` does,
+    /// without making the assignment's value.
+    fn step(&mut self, e: &ast::Expr, pos: Pos) -> Option<Stmt> {
+        let kind = self.expr_stmt(e)?;
+        Some(Stmt { kind, pos })
     }
 
     /// `local.name op= value` as a statement, when `value` cannot rebind

@@ -676,7 +676,7 @@ impl Interpreter {
         &mut self,
         init: &[Stmt],
         cond: Option<&Cond>,
-        step: &[Expr],
+        step: &[Stmt],
         (body, label, pos): (&[Stmt], &Label, Pos),
         fr: &mut [Value],
         env: &Rc<Scope>,
@@ -691,9 +691,7 @@ impl Interpreter {
             if !self.c_loop_body(body, (label, pos), fr, env)? {
                 return Ok(());
             }
-            for e in step {
-                self.c_eval(e, fr, env)?;
-            }
+            self.c_all(step, fr, env)?;
         }
     }
 

@@ -224,12 +224,7 @@ impl Emit {
                 self.turn(pos, &body);
                 body.into_iter().for_each(|s| self.stmt(s));
                 let next = self.here();
-                for e in step {
-                    self.stmt(Stmt {
-                        kind: StmtKind::Expr(e),
-                        pos,
-                    });
-                }
+                step.into_iter().for_each(|s| self.stmt(s));
                 self.ops.push(Op::Jump { to: top });
                 if let Some(exit) = exit {
                     self.land(exit, self.here());
