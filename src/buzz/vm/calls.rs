@@ -314,22 +314,24 @@ impl Interpreter {
         pos: Pos,
         fill: impl FnOnce(&mut Self, &mut Vec<Option<Rc<str>>>, &mut Vec<Value>) -> Eval<()>,
     ) -> Eval<Value> {
-        // The scratch space of the last call: no allocation per call in
+        // The argument lists of the last call: no allocation per call in
         // the common case (a native that somehow re-entered, or one called
-        // while the arguments are evaluated, finds it empty and works from
-        // fresh vectors).
-        let mut scratch = std::mem::take(&mut self.scratch);
-        if let Err(flow) = fill(self, &mut scratch.names, &mut scratch.values) {
-            scratch.names.clear();
-            scratch.values.clear();
-            self.scratch = scratch;
+        // while the arguments are evaluated, finds them empty and works
+        // from fresh vectors). Only the two lists are taken out: taking
+        // the whole scratch space made and dropped an empty one per call.
+        let mut names = std::mem::take(&mut self.scratch.names);
+        let mut values = std::mem::take(&mut self.scratch.values);
+        if let Err(flow) = fill(self, &mut names, &mut values) {
+            names.clear();
+            values.clear();
+            (self.scratch.names, self.scratch.values) = (names, values);
             return Err(flow);
         }
-        scratch.locate(&self.file, pos);
+        self.scratch.locate(&self.file, pos);
         let mut call = NativeCall {
-            args: &scratch.values,
-            names: &scratch.names,
-            site: &scratch.site,
+            args: &values,
+            names: &names,
+            site: &self.scratch.site,
             function: &native.label,
             out: &mut *self.out,
             script_args: &self.args,
@@ -340,11 +342,11 @@ impl Interpreter {
         let exit = call.exit;
         let refused = match &result {
             Ok(_) => None,
-            Err(raise) => refused_slot(raise, &scratch.values),
+            Err(raise) => refused_slot(raise, &values),
         };
-        scratch.names.clear();
-        scratch.values.clear();
-        self.scratch = scratch;
+        names.clear();
+        values.clear();
+        (self.scratch.names, self.scratch.values) = (names, values);
         match exit {
             ExitRequest::Continue => result.map_err(|raise| {
                 let mut flow = self.raised(raise, pos);
