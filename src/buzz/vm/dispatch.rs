@@ -2,9 +2,9 @@
 
 use crate::buzz::lib::methods;
 use crate::buzz::lower::flat::{Code, Each, Op, Reg, Tree, KONST};
-use crate::buzz::lower::{Expr, Stmt, StmtKind};
+use crate::buzz::lower::{Expr, Stmt, StmtKind, N};
 use crate::buzz::syntax::ast::BinOp;
-use crate::buzz::vm::exec::{discard, double_tree, plainly, put};
+use crate::buzz::vm::exec::{discard, double_tree, operand, plainly, put};
 use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
 use crate::buzz::vm::value::{Scope, Value};
 use crate::buzz::vm::{Eval, Flow, Interpreter, Stop};
@@ -107,7 +107,17 @@ impl Interpreter {
                     put(&mut fr[*dst as usize], v);
                 }
                 Op::Branch { tree, to, when } => {
-                    if self.c_cond(code.cond(*tree), fr, env)? == *when {
+                    let cond = code.cond(*tree);
+                    // A comparison of numbers decided here (fasta's
+                    // `r < this.probs[i]`), else by the tree.
+                    let fast = match &cond.expr {
+                        Expr::Arith(arith) => match operand(&arith.0, fr, env) {
+                            Some(N::B(b)) => Some(b),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    if self.flat_truth(fast, code, *tree, fr, env)? == *when {
                         pc = *to as usize;
                     }
                 }

@@ -727,13 +727,12 @@ impl Interpreter {
     /// A condition's truth: a bool, else a located error.
     #[inline]
     pub(super) fn c_cond(&mut self, cond: &Cond, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
-        if let Some(b) = int_condition(cond, fr) {
-            return Ok(b);
-        }
         if let Expr::Arith(arith) = &cond.expr {
             if let Some(N::B(b)) = operand(&arith.0, fr, env) {
                 return Ok(b);
             }
+        } else if let Some(b) = int_condition(cond, fr) {
+            return Ok(b);
         }
         let v = self.c_eval(&cond.expr, fr, env)?;
         v.truthy().ok_or_else(|| {
@@ -1747,7 +1746,7 @@ fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
 
 /// [`num`] with a literal or a local read here, not in a call.
 #[inline(always)]
-fn operand(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
+pub(super) fn operand(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<N> {
     match n {
         Num::Const(c) => Some(*c),
         Num::Local(i) => number(fr.get(*i as usize)?),
