@@ -827,6 +827,8 @@ impl Interpreter {
                 Ok(fr[*slot as usize].clone())
             }
             Expr::Global { name, res, pos } => self.variable(name, res, env, *pos),
+            // k-nucleoide's `frequency[c] = …`, bubble-sort's swaps.
+            Expr::AssignIndex(a) => self.c_assign_index(a, fr, env),
             Expr::Unary(op, x, pos) => {
                 let v = self.c_eval(x, fr, env)?;
                 self.unary(*op, v, *pos)
@@ -881,7 +883,6 @@ impl Interpreter {
                 self.assign_var(&a.name, a.op, new, env, a.at, a.pos)
             }
             Expr::AssignField(a) => self.c_assign_field(a, fr, env),
-            Expr::AssignIndex(a) => self.c_assign_index(a, fr, env),
             Expr::CallValue(call, pos) => {
                 let f = self.c_eval(&call.0, fr, env)?;
                 self.c_call_value(&f, &call.1, *pos, fr, env)
@@ -937,7 +938,8 @@ impl Interpreter {
             | Expr::Force(..)
             | Expr::Is(..)
             | Expr::TypeOf(_)
-            | Expr::OptionalIndex(..) => self.c_eval(e, fr, env),
+            | Expr::OptionalIndex(..)
+            | Expr::AssignIndex(_) => self.c_eval(e, fr, env),
         }
     }
 
