@@ -547,9 +547,15 @@ impl Interpreter {
     ) -> Eval<()> {
         let new = match &s.value {
             // nbody's `bj.vx = bj.vx + dx * bm`: straight to the unboxed
-            // tree, as `c_store` does for a local.
+            // tree, as `c_store` does for a local, and into the field in
+            // place when it holds a double too.
             Expr::Arith(arith) if arith.2.get() => match double_tree(&arith.0, fr, env) {
-                Some(d) => Value::Double(d),
+                Some(d) => match (&fr[s.slot as usize], s.op) {
+                    (Value::Object(o), None) if o.set_double_at_site(&s.name, d, &s.cache) => {
+                        return Ok(());
+                    }
+                    _ => Value::Double(d),
+                },
                 None => self.c_arith_tree(arith, fr, env)?,
             },
             value => self.c_eval(value, fr, env)?,

@@ -433,6 +433,24 @@ impl Obj {
         self.replace(at, value)
     }
 
+    /// Stores `d` in the field `name` when that field holds a `double`
+    /// now: written in place, with no old value to drop (nbody's
+    /// `bj.vx = …`). False otherwise, for [`Instance::set_at_site`].
+    #[inline]
+    pub(crate) fn set_double_at_site(&self, name: &str, d: f64, site: &MemberCache) -> bool {
+        let Some(at) = self.class.field_at_site(name, site) else {
+            return false;
+        };
+        let mut values = self.values_mut();
+        match values.get_mut(at) {
+            Some(Value::Double(slot)) => {
+                *slot = d;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Sets an existing field; false when there is no such field.
     pub(crate) fn set(&self, name: &str, value: Value) -> bool {
         match self.class.field_index(name) {
