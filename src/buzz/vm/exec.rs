@@ -1028,6 +1028,20 @@ impl Interpreter {
     #[inline(never)]
     fn c_index(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         if let (true, Expr::Local(at)) = (ix.late, &ix.object) {
+            // A local index read in place: no call to evaluate it, and no
+            // count of a `str` key going up and down.
+            if let Expr::Local(k) = &ix.index {
+                match (&fr[*at as usize], &fr[*k as usize]) {
+                    (Value::List(list), Value::Int(n)) => {
+                        let items = list.items.borrow();
+                        if let Some(found) = usize::try_from(*n).ok().and_then(|n| items.get(n)) {
+                            return Ok(found.clone());
+                        }
+                    }
+                    (Value::Map(map), key) => return Ok(map.get(key).unwrap_or_default()),
+                    _ => {}
+                }
+            }
             let i = self.c_eval(&ix.index, fr, env)?;
             match (&fr[*at as usize], &i) {
                 (Value::List(list), Value::Int(n)) => {
@@ -1108,6 +1122,18 @@ impl Interpreter {
         env: &Rc<Scope>,
     ) -> Eval<Value> {
         if let (true, Expr::Local(at)) = (a.late, &a.object) {
+            // A local key is read after the value, in place (the value
+            // cannot rebind it: `late`): stored into a map, it is copied
+            // only when it is new.
+            if let (Expr::Local(k), None) = (&a.index, a.op) {
+                let new = self.c_eval(&a.value, fr, env)?;
+                if let Value::Map(map) = &fr[*at as usize] {
+                    map.insert_ref(&fr[*k as usize], new.clone());
+                    return Ok(new);
+                }
+                let i = fr[*k as usize].clone();
+                return self.store_item(&fr[*at as usize], i, new, a);
+            }
             let i = self.c_eval(&a.index, fr, env)?;
             let new = self.c_eval(&a.value, fr, env)?;
             return self.store_item(&fr[*at as usize], i, new, a);

@@ -741,6 +741,18 @@ impl MapObj {
     /// Sets `key`'s value; a new key goes last, an existing one keeps its
     /// place (and its first key value).
     pub(crate) fn insert(&self, key: Value, value: Value) {
+        self.insert_key(Cow::Owned(key), value);
+    }
+
+    /// [`MapObj::insert`] of a key read in place: copied only when it is
+    /// new (k-nucleoide's `frequency[c] = …` of a `c` already counted
+    /// makes no count of `c` go up and down: a `str`'s is atomic).
+    pub(crate) fn insert_ref(&self, key: &Value, value: Value) {
+        self.insert_key(Cow::Borrowed(key), value);
+    }
+
+    #[inline(always)]
+    fn insert_key(&self, key: Cow<'_, Value>, value: Value) {
         let mut data = self.data.borrow_mut();
         let MapData {
             entries,
@@ -769,7 +781,7 @@ impl MapObj {
             hash_table::Entry::Vacant(slot) => {
                 slot.insert(entries.len());
                 drop(view);
-                entries.push((key, value));
+                entries.push((key.into_owned(), value));
             }
         }
     }
