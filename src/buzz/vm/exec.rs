@@ -1735,7 +1735,7 @@ pub(super) fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64>
                 BinOp::Sub => Some(x - y),
                 BinOp::Mul => Some(x * y),
                 BinOp::Div => Some(x / y),
-                BinOp::Rem => Some(methods::floored(x % y, y)),
+                BinOp::Rem => Some(methods::double_rem(x, y)),
                 _ => None,
             }
         }
