@@ -105,12 +105,14 @@ impl Clone for Value {
 
 impl Value {
     /// A shared value's clone: its one count raised, then its 16 bytes
-    /// copied whole. Why not a clone of each payload in its own variant:
-    /// that wrote the tag and the payload into the caller's value as two
-    /// stores, which the caller's move of the value (bytes 0–4, 4–12 and
-    /// 12–16) read back across both, a load that store forwarding cannot
-    /// serve: a stall of a dozen cycles at every clone of a string, list,
-    /// map or object (perf: a tenth of fasta's `c_call_method`).
+    /// copied as one value. Why not a clone of each payload in its own
+    /// variant: that wrote the tag and the payload as two stores, and the
+    /// caller's move of the value reads bytes 4–12 as one load across
+    /// both, which store forwarding cannot serve (perf put a tenth of
+    /// fasta's `c_call_method` there). Measured: 1–2% less CPU on fasta,
+    /// btree, merkle, nbody and k-nucleoide; perf still shows such a
+    /// reload after some calls, so the copy is not the whole story (see
+    /// docs/benchmarks.md, "Stalls and atomic counts").
     #[inline(never)]
     fn clone_shared(&self) -> Value {
         match self {
