@@ -210,11 +210,11 @@ mod tests {
     #[test]
     fn an_enum_case_has_exactly_the_fields_the_table_names() {
         let interp = Interpreter::new("probe.buzz", Vec::new());
-        let e = crate::buzz::vm::value::EnumType {
-            name: "Color".into(),
-            cases: vec![("red".into(), Value::Int(0))],
-        };
-        let case = Value::case(std::rc::Rc::new(e), 0);
+        let e = crate::buzz::vm::value::EnumType::new(
+            "Color".into(),
+            vec![("red".into(), Value::Int(0))],
+        );
+        let case = Value::case(&e.cases[0]);
         let pos = Pos { line: 1, column: 1 };
         for name in ENUM_CASE_FIELDS.iter().chain(STRANGERS) {
             assert_eq!(

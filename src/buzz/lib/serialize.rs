@@ -170,14 +170,7 @@ fn to_json(v: &Value, depth: usize) -> Result<Json, String> {
             }
             Json::Object(out)
         }
-        Value::EnumCase(i, e) => {
-            let value = e
-                .cases
-                .get(*i as usize)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default();
-            to_json(&value, depth + 1)?
-        }
+        Value::EnumCase(c) => to_json(&c.value, depth + 1)?,
         other => return Err(format!("{} is not serializable", other.type_name())),
     })
 }

@@ -123,8 +123,8 @@ impl Interpreter {
             Value::Native(native) => self.call_native(native, args, pos),
             Value::Enum(e) => {
                 let wanted = args.first().map(|(_, v)| v.clone()).unwrap_or_default();
-                let found = e.cases.iter().position(|(_, v)| v.equals(&wanted, 0));
-                Ok(found.map(|i| Value::case(e.clone(), i)).unwrap_or_default())
+                let found = e.cases.iter().find(|c| c.value.equals(&wanted, 0));
+                Ok(found.map(Value::case).unwrap_or_default())
             }
             other => Err(self.fail(
                 pos,

@@ -140,7 +140,7 @@ fn named_matches(name: &str, v: &Value) -> bool {
         "ud" => matches!(v, Value::Ud(_)),
         _ => match v {
             Value::Object(o) => &*o.class.name == name,
-            Value::EnumCase(_, e) => &*e.name == name,
+            Value::EnumCase(c) => &*c.of == name,
             _ => false,
         },
     }

@@ -64,20 +64,12 @@ impl Interpreter {
                     None => self.static_method(class, name, pos),
                 }
             }
-            Value::Enum(e) => match e.cases.iter().position(|(n, _)| &**n == name) {
-                Some(i) => Ok(Value::case(e.clone(), i)),
+            Value::Enum(e) => match e.cases.iter().find(|c| &*c.name == name) {
+                Some(c) => Ok(Value::case(c)),
                 None => Err(self.fail(pos, format!("enum `{}` has no case `{name}`", e.name))),
             },
-            Value::EnumCase(i, e) if name == "value" => Ok(e
-                .cases
-                .get(*i as usize)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()),
-            Value::EnumCase(i, e) if name == "name" => Ok(e
-                .cases
-                .get(*i as usize)
-                .map(|(n, _)| Value::str(&**n))
-                .unwrap_or_default()),
+            Value::EnumCase(c) if name == "value" => Ok(c.value.clone()),
+            Value::EnumCase(c) if name == "name" => Ok(Value::str(&*c.name)),
             other => Err(self.fail(pos, format!("{} has no field `{name}`", other.type_name()))),
         }
     }
@@ -298,10 +290,7 @@ impl Interpreter {
             Value::Range(r) => {
                 methods::range_nth(r.low, r.high, i).map(|n| (Value::Int(i), Value::Int(n)))
             }
-            Value::Enum(e) => e
-                .cases
-                .get(index)
-                .map(|_| (Value::Int(i), Value::case(e.clone(), index))),
+            Value::Enum(e) => e.cases.get(index).map(|c| (Value::Int(i), Value::case(c))),
             other => {
                 return Err(self.fail(pos, format!("cannot iterate over {}", other.type_name())))
             }

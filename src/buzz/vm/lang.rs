@@ -53,8 +53,8 @@ impl Interpreter {
         };
         match (&value, self.types.get(name).cloned()) {
             (Value::InferredCase(case), Some(Value::Enum(e))) => {
-                match e.cases.iter().position(|(n, _)| **n == **case) {
-                    Some(i) => Ok(Value::case(e, i)),
+                match e.cases.iter().find(|c| *c.name == **case) {
+                    Some(c) => Ok(Value::case(c)),
                     None => Err(self.fail(pos, format!("enum `{}` has no case `{case}`", e.name))),
                 }
             }

@@ -234,10 +234,7 @@ impl Interpreter {
                 (name.clone(), v)
             })
             .collect();
-        let ty = EnumType {
-            name: decl.name.clone(),
-            cases,
-        };
+        let ty = EnumType::new(decl.name.clone(), cases);
         let value = Value::Enum(Rc::new(ty));
         self.types.insert(decl.name.clone(), value.clone());
         bind(scope, &decl.slot, &decl.name, value, Mutability::Final);

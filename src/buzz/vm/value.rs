@@ -25,21 +25,27 @@ pub(in crate::buzz) const MAX_VALUE_DEPTH: usize = 64;
 
 /// A Buzz value. Cloning is cheap: containers and objects are shared.
 ///
-/// Two words: a 4-byte tag (`repr(u32)`), 4 bytes an enum case's index
-/// uses, and one word of payload. Every shared payload is one thin
-/// pointer: a `str` is an [`ArcStr`] (its length in its allocation, where
-/// `Rc<str>` carried it in the value), a range's bounds sit behind one
-/// `Rc`. Three words cost every move of a value, of an `Eval` holding one
-/// and of a frame's slots a third more, and lists a third more memory.
+/// Two words: a one-word tag (`repr(u64)`) and one word of payload, with
+/// nothing between them. Every shared payload is one thin pointer: a
+/// `str` is an [`ArcStr`] (its length in its allocation, where `Rc<str>`
+/// carried it in the value), a range's bounds and an enum case sit behind
+/// one `Rc`. Three words cost every move of a value, of an `Eval` holding
+/// one and of a frame's slots a third more, and lists a third more memory.
 ///
-/// The tag is not one byte: with a one-byte tag, `Bool`'s payload sat at
-/// byte 1, and every move of a value (or of an `Eval` holding one) copied
-/// bytes 1..8 as two overlapping 4-byte loads and stores, whose reloads
-/// missed store forwarding and stalled: 15-30% of the CPU time of
-/// object-, list- and double-heavy programs.
+/// Why a whole word of tag: every byte of the value belongs to the tag
+/// word or the payload word, so a move copies it as two 8-byte halves
+/// (or one 16-byte copy), the way it was written. With a one-byte tag,
+/// `Bool`'s payload sat at byte 1; with a 4-byte tag, `Bool` and an enum
+/// case's index sat at bytes 4..8, and moves copied bytes 0..4, 4..12
+/// and 12..16. The middle load spans both words a producer had stored
+/// separately, misses store forwarding and stalls. Each step measured:
+/// the one-byte tag cost 15-30% of the CPU time of object-, list- and
+/// double-heavy programs; the 4-byte tag cost 17% of the geometric mean
+/// of upstream's bench programs (docs/benchmarks.md, "Stalls and atomic
+/// counts").
 #[derive(Default)]
 #[non_exhaustive]
-#[repr(u32)]
+#[repr(u64)]
 pub enum Value {
     #[default]
     Null,
@@ -51,8 +57,8 @@ pub enum Value {
     Map(Rc<MapObj>),
     /// An instance of a Buzz `object`, or a native record (see [`Value::record`]).
     Object(Obj),
-    /// A case of a Buzz `enum`: the enum and the case's index.
-    EnumCase(u32, Rc<EnumType>),
+    /// A case of a Buzz `enum`, one shared object per case.
+    EnumCase(Rc<EnumCase>),
     /// `low..high`, `high` excluded; counts down when `high < low`.
     Range(Rc<Bounds>),
     Function(Rc<Closure>),
@@ -105,14 +111,11 @@ impl Clone for Value {
 
 impl Value {
     /// A shared value's clone: its one count raised, then its 16 bytes
-    /// copied as one value. Why not a clone of each payload in its own
-    /// variant: that wrote the tag and the payload as two stores, and the
-    /// caller's move of the value reads bytes 4–12 as one load across
-    /// both, which store forwarding cannot serve (perf put a tenth of
-    /// fasta's `c_call_method` there). Measured: 1–2% less CPU on fasta,
-    /// btree, merkle, nbody and k-nucleoide; perf still shows such a
-    /// reload after some calls, so the copy is not the whole story (see
-    /// docs/benchmarks.md, "Stalls and atomic counts").
+    /// copied as one value, one match instead of a clone per variant.
+    /// Written when the tag was 4 bytes and a clone per variant's stores
+    /// were reloaded across their seam (1–2% less CPU on fasta, btree,
+    /// merkle, nbody and k-nucleoide); the reload's full cause was the
+    /// layout, see [`Value`].
     #[inline(never)]
     fn clone_shared(&self) -> Value {
         match self {
@@ -121,7 +124,8 @@ impl Value {
             Value::List(l) => std::mem::forget(l.clone()),
             Value::Map(m) => std::mem::forget(m.clone()),
             Value::Object(o) => std::mem::forget(o.clone()),
-            Value::EnumCase(_, e) | Value::Enum(e) => std::mem::forget(e.clone()),
+            Value::EnumCase(c) => std::mem::forget(c.clone()),
+            Value::Enum(e) => std::mem::forget(e.clone()),
             Value::Range(r) => std::mem::forget(r.clone()),
             Value::Function(f) => std::mem::forget(f.clone()),
             Value::Native(f) => std::mem::forget(f.clone()),
@@ -158,11 +162,9 @@ impl Value {
         Value::Range(Rc::new(Bounds { low, high }))
     }
 
-    /// The case `index` of the enum `e`.
-    pub(crate) fn case(e: Rc<EnumType>, index: usize) -> Value {
-        // An enum's cases are counted in a `Vec` built from its source,
-        // far below 2^32 (the source itself is at most 16 MiB).
-        Value::EnumCase(index as u32, e)
+    /// The case `c`.
+    pub(crate) fn case(c: &Rc<EnumCase>) -> Value {
+        Value::EnumCase(c.clone())
     }
 
     /// A `[T]` value.
@@ -281,7 +283,7 @@ impl Value {
             Value::List(_) => "list".into(),
             Value::Map(_) => "map".into(),
             Value::Object(obj) => obj.class.name.to_string(),
-            Value::EnumCase(_, e) => e.name.to_string(),
+            Value::EnumCase(c) => c.of.to_string(),
             Value::Range(..) => "range".into(),
             Value::Function(_) | Value::Native(_) => "function".into(),
             Value::Module(_) => "module".into(),
@@ -315,10 +317,7 @@ impl Value {
             Value::List(list) => fmt_list(&list.items.borrow(), out, depth),
             Value::Map(map) => fmt_map(&map.data.borrow().entries, out, depth),
             Value::Object(obj) => fmt_object(obj, out, depth),
-            Value::EnumCase(i, e) => {
-                let case = e.cases.get(*i as usize).map_or("?", |(n, _)| n);
-                out.push_str(&format!("{}.{}", e.name, case));
-            }
+            Value::EnumCase(c) => out.push_str(&format!("{}.{}", c.of, c.name)),
             Value::Range(r) => out.push_str(&format!("{}..{}", r.low, r.high)),
             Value::Function(f) => out.push_str(&format!("fun {}", f.decl.name)),
             Value::Native(f) => out.push_str(&format!("fun {}.{}", f.module, f.name)),
@@ -350,12 +349,9 @@ impl Value {
             }
             (Value::Str(a), Value::Str(b)) => a == b,
             (Value::Range(a), Value::Range(b)) => a == b,
-            (Value::EnumCase(i, a), Value::EnumCase(j, b)) => Rc::ptr_eq(a, b) && i == j,
-            (Value::EnumCase(i, e), Value::InferredCase(n))
-            | (Value::InferredCase(n), Value::EnumCase(i, e)) => e
-                .cases
-                .get(*i as usize)
-                .is_some_and(|(name, _)| **name == **n),
+            (Value::EnumCase(a), Value::EnumCase(b)) => Rc::ptr_eq(a, b),
+            (Value::EnumCase(c), Value::InferredCase(n))
+            | (Value::InferredCase(n), Value::EnumCase(c)) => *c.name == **n,
             (Value::InferredCase(a), Value::InferredCase(b)) => a == b,
             (Value::Type(a), Value::Type(b)) => a == b,
             (Value::Pattern(a), Value::Pattern(b)) => a.source == b.source,
@@ -532,7 +528,6 @@ enum KeyView<'a> {
     Str(Cow<'a, str>),
     Bytes(&'a [u8]),
     Ptr(usize),
-    Case(usize, usize),
     Range(i64, i64),
     Ud(u64),
 }
@@ -547,7 +542,7 @@ impl KeyView<'_> {
             Value::Bool(b) => KeyView::Bool(*b),
             Value::Double(d) => KeyView::Double(d.to_bits()),
             Value::Range(r) => KeyView::Range(r.low, r.high),
-            Value::EnumCase(i, e) => KeyView::Case(Rc::as_ptr(e) as usize, *i as usize),
+            Value::EnumCase(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::List(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Map(x) => KeyView::Ptr(Rc::as_ptr(x) as usize),
             Value::Object(x) => KeyView::Ptr(x.addr()),
@@ -586,11 +581,6 @@ impl KeyView<'_> {
             KeyView::Ptr(p) => {
                 h.add(6);
                 h.add(*p as u64);
-            }
-            KeyView::Case(p, i) => {
-                h.add(7);
-                h.add(*p as u64);
-                h.add(*i as u64);
             }
             KeyView::Range(a, b) => {
                 h.add(8);
@@ -920,10 +910,38 @@ pub(crate) fn same_name(binding: &str, name: &str) -> bool {
     binding.len() == name.len() && (binding.as_ptr() == name.as_ptr() || binding == name)
 }
 
-/// A Buzz `enum` and the values of its cases.
+/// A Buzz `enum` and its cases.
 pub struct EnumType {
     pub(crate) name: Rc<str>,
-    pub(crate) cases: Vec<(Rc<str>, Value)>,
+    pub(crate) cases: Vec<Rc<EnumCase>>,
+}
+
+/// One case of an enum, made once with its enum: a case value is a
+/// handle to it, so that reading a case allocates nothing and two cases
+/// are the same case when they are the same object. It names its enum
+/// rather than holding it, so that the two do not hold each other.
+pub struct EnumCase {
+    /// The enum's name.
+    pub(crate) of: Rc<str>,
+    pub(crate) name: Rc<str>,
+    pub(crate) value: Value,
+}
+
+impl EnumType {
+    /// The enum `name` with `cases`, each a case's name and value.
+    pub(crate) fn new(name: Rc<str>, cases: Vec<(Rc<str>, Value)>) -> EnumType {
+        let cases = cases
+            .into_iter()
+            .map(|(case, value)| {
+                Rc::new(EnumCase {
+                    of: name.clone(),
+                    name: case,
+                    value,
+                })
+            })
+            .collect();
+        EnumType { name, cases }
+    }
 }
 
 /// A Buzz function with the scope it closes over.
