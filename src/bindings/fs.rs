@@ -32,7 +32,7 @@ pub(super) fn module(session: &Rc<Session>) -> NativeModule {
         Ok(Value::Null)
     });
     let m = bind(m, session, "exists", |s, call| {
-        Ok(Value::Bool(s.check(s.gate().exists(call.arg_str(0)?))?))
+        Ok(Value::bool(s.check(s.gate().exists(call.arg_str(0)?))?))
     });
     let m = bind(m, session, "list", |s, call| {
         let names = s.check(s.gate().list(call.arg_str(0)?))?;

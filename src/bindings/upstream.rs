@@ -62,7 +62,7 @@ pub(super) fn fs_module(session: &Rc<Session>) -> NativeModule {
         Ok(Value::list(names.into_iter().map(Value::str).collect()))
     });
     bind(m, session, "exists", |s, call| {
-        Ok(Value::Bool(s.check(s.gate().exists(call.arg_str(0)?))?))
+        Ok(Value::bool(s.check(s.gate().exists(call.arg_str(0)?))?))
     })
 }
 
@@ -113,7 +113,7 @@ pub(super) fn os_module(session: &Rc<Session>) -> NativeModule {
             s.env_get("TMPDIR").unwrap_or_else(|| "/tmp".into()),
         ))
     });
-    m.function("time", |_| Ok(Value::Double(now_ms())))
+    m.function("time", |_| Ok(Value::double(now_ms())))
         .function("sleep", |call| {
             let ms = call.arg_double(0)?.clamp(0.0, 86_400_000.0);
             std::thread::sleep(std::time::Duration::from_secs_f64(ms / 1000.0));
@@ -216,7 +216,7 @@ pub(super) fn io_natives(session: &Rc<Session>) -> NativeModule {
         })
         .function("isTTY", |call| {
             use std::io::IsTerminal;
-            Ok(Value::Bool(match call.arg_int(0)? {
+            Ok(Value::bool(match call.arg_int(0)? {
                 0 => std::io::stdin().is_terminal(),
                 1 => std::io::stdout().is_terminal(),
                 2 => std::io::stderr().is_terminal(),

@@ -33,8 +33,8 @@ pub(crate) fn is_builtin_receiver(v: &Value) -> bool {
 
 pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Plain {
     match op {
-        BinOp::Eq => return Ok(Value::Bool(a.equals(b, 0))),
-        BinOp::Ne => return Ok(Value::Bool(!a.equals(b, 0))),
+        BinOp::Eq => return Ok(Value::bool(a.equals(b, 0))),
+        BinOp::Ne => return Ok(Value::bool(!a.equals(b, 0))),
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => return compare(op, a, b),
         _ => {}
     }
@@ -83,7 +83,7 @@ fn int_op(op: BinOp, x: i64, y: i64) -> Plain {
 }
 
 fn double_op(op: BinOp, x: f64, y: f64) -> Plain {
-    Ok(Value::Double(match op {
+    Ok(Value::double(match op {
         BinOp::Add => x + y,
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
@@ -191,9 +191,9 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Plain {
         }
     };
     let Some(o) = ordering else {
-        return Ok(Value::Bool(false));
+        return Ok(Value::bool(false));
     };
-    Ok(Value::Bool(match op {
+    Ok(Value::bool(match op {
         BinOp::Lt => o == Ordering::Less,
         BinOp::Le => o != Ordering::Greater,
         BinOp::Gt => o == Ordering::Greater,
@@ -296,7 +296,7 @@ pub(crate) fn call_builtin(
         (Value::Str(s), Builtin::Sub) => str_sub(s, args, name),
         (Value::Str(s), Builtin::Byte) => str_byte(s.as_bytes(), args, name),
         (Value::Str(s), Builtin::StartsWith) => {
-            arg_str(args, 0, name).map(|p| Value::Bool(s.starts_with(p)))
+            arg_str(args, 0, name).map(|p| Value::bool(s.starts_with(p)))
         }
         (Value::List(list), Builtin::Len) => {
             return Ok(Value::Int(list.items.borrow().len() as i64))
@@ -344,7 +344,7 @@ fn fiber_method(f: &super::super::vm::fiber::Fiber, name: &str, args: &[Value]) 
     if !args.is_empty() {
         return Err(format!("fib.{name}() takes no arguments"));
     }
-    Ok(Value::Bool(result))
+    Ok(Value::bool(result))
 }
 
 fn arg<'a>(args: &'a [Value], i: usize, method: &str) -> Result<&'a Value, String> {
@@ -401,8 +401,8 @@ fn str_method(s: &ArcStr, name: &str, args: &[Value]) -> Plain {
         "trim" => Ok(Value::str(s.trim())),
         "upper" => Ok(Value::str(s.to_uppercase())),
         "lower" => Ok(Value::str(s.to_lowercase())),
-        "startsWith" => Ok(Value::Bool(s.starts_with(arg_str(args, 0, name)?))),
-        "endsWith" => Ok(Value::Bool(s.ends_with(arg_str(args, 0, name)?))),
+        "startsWith" => Ok(Value::bool(s.starts_with(arg_str(args, 0, name)?))),
+        "endsWith" => Ok(Value::bool(s.ends_with(arg_str(args, 0, name)?))),
         "split" => str_split(s, arg_str(args, 0, name)?),
         "replace" => str_replace(s, arg_str(args, 0, name)?, arg_str(args, 1, name)?),
         "indexOf" => Ok(str_index_of(s, arg_str(args, 0, name)?)),
@@ -418,7 +418,7 @@ fn str_method(s: &ArcStr, name: &str, args: &[Value]) -> Plain {
             .map(Value::from_bytes)
             .ok_or_else(|| "`decodeBase64`: not base64".to_string()),
         "utf8Len" => Ok(Value::Int(s.chars().count() as i64)),
-        "utf8Valid" => Ok(Value::Bool(true)),
+        "utf8Valid" => Ok(Value::bool(true)),
         "utf8Codepoints" => Ok(Value::list(
             s.chars().map(|c| Value::str(c.to_string())).collect(),
         )),
@@ -503,7 +503,7 @@ fn bytes_method(b: &[u8], name: &str, args: &[Value]) -> Plain {
             b.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         )),
         "encodeBase64" => Ok(Value::str(base64_encode(b))),
-        "utf8Valid" => Ok(Value::Bool(false)),
+        "utf8Valid" => Ok(Value::bool(false)),
         "repeat" => {
             let n = usize::try_from(arg_int(args, 0, name)?)
                 .map_err(|_| "`repeat` count must not be negative".to_string())?;
@@ -729,7 +729,7 @@ fn map_method(map: &MapObj, name: &str, args: &[Value]) -> Plain {
                 .collect(),
         )),
         "remove" => Ok(Value::optional(map.remove(arg(args, 0, name)?))),
-        "hasKey" => Ok(Value::Bool(map.get(arg(args, 0, name)?).is_some())),
+        "hasKey" => Ok(Value::bool(map.get(arg(args, 0, name)?).is_some())),
         "cloneMutable" | "cloneImmutable" | "copyMutable" | "copyImmutable" => {
             let mutable = name.ends_with("Mutable") && !name.ends_with("Immutable");
             Ok(shaped_map(map, map.data.borrow().entries.clone(), mutable))
@@ -756,7 +756,7 @@ fn range_method(low: i64, high: i64, name: &str, args: &[Value]) -> Plain {
     match name {
         "contains" => {
             let n = arg_int(args, 0, name)?;
-            Ok(Value::Bool(n >= lo && n < hi))
+            Ok(Value::bool(n >= lo && n < hi))
         }
         "subsetOf" | "intersect" => {
             let Some(Value::Range(other)) = args.first() else {
@@ -765,7 +765,7 @@ fn range_method(low: i64, high: i64, name: &str, args: &[Value]) -> Plain {
             let (a, b) = (other.low, other.high);
             let (olo, ohi) = (a.min(b), a.max(b));
             if name == "subsetOf" {
-                return Ok(Value::Bool(lo >= olo && hi <= ohi));
+                return Ok(Value::bool(lo >= olo && hi <= ohi));
             }
             Ok(Value::range(lo.max(olo), hi.min(ohi)))
         }
@@ -861,9 +861,9 @@ mod tests {
             (7.5, 2.0, 1.5),
             (-4.0, 2.0, 0.0),
         ] {
-            let got = binary(BinOp::Rem, &Value::Double(a), &Value::Double(b)).unwrap();
+            let got = binary(BinOp::Rem, &Value::double(a), &Value::double(b)).unwrap();
             assert!(
-                matches!(got, Value::Double(d) if d == want),
+                matches!(got, Value::Double(d) if d.get() == want),
                 "{a} % {b}: {got:?}"
             );
         }

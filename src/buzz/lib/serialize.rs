@@ -135,11 +135,11 @@ fn to_json(v: &Value, depth: usize) -> Result<Json, String> {
     }
     Ok(match v {
         Value::Null => Json::Null,
-        Value::Bool(b) => Json::Bool(*b),
+        Value::Bool(b) => Json::Bool(b.get()),
         Value::Int(i) => Json::from(*i),
-        Value::Double(d) => serde_json::Number::from_f64(*d)
+        Value::Double(d) => serde_json::Number::from_f64(d.get())
             .map(Json::Number)
-            .ok_or_else(|| format!("{d} has no JSON form"))?,
+            .ok_or_else(|| format!("{} has no JSON form", d.get()))?,
         Value::Str(s) => Json::String(s.to_string()),
         Value::List(l) => {
             let items = l.items.borrow();
@@ -178,10 +178,10 @@ fn to_json(v: &Value, depth: usize) -> Result<Json, String> {
 fn from_json(json: Json) -> Value {
     match json {
         Json::Null => Value::Null,
-        Json::Bool(b) => Value::Bool(b),
+        Json::Bool(b) => Value::bool(b),
         Json::Number(n) => match n.as_i64() {
             Some(i) => Value::Int(i),
-            None => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+            None => Value::double(n.as_f64().unwrap_or(f64::NAN)),
         },
         Json::String(s) => Value::str(s),
         Json::Array(items) => Value::list(items.into_iter().map(from_json).collect()),

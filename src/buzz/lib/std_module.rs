@@ -29,7 +29,7 @@ pub(crate) fn std_module() -> NativeModule {
         .function("exit", exit)
         .function("random", random)
         .function("toInt", |c| Ok(Value::Int(c.arg_double(0)? as i64)))
-        .function("toDouble", |c| Ok(Value::Double(c.arg_double(0)?)))
+        .function("toDouble", |c| Ok(Value::double(c.arg_double(0)?)))
         .function("toUd", to_ud)
         .function("parseUd", |c| {
             Ok(c.arg_str(0)?.parse::<u64>().map_or(Value::Null, Value::Ud))
@@ -53,7 +53,9 @@ fn to_ud(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
     let ud = match *n {
         Value::Int(i) => u64::try_from(i).ok(),
         // `as` saturates; the range test keeps out what it would clamp.
-        Value::Double(d) if (0.0..18_446_744_073_709_551_616.0).contains(&d) => Some(d as u64),
+        Value::Double(d) if (0.0..18_446_744_073_709_551_616.0).contains(&d.get()) => {
+            Some(d.get() as u64)
+        }
         Value::Double(_) => None,
         _ => Some(0),
     };
@@ -111,7 +113,7 @@ fn parse_double(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
         .parse::<f64>()
         .ok()
         .filter(|d| d.is_finite());
-    Ok(Value::optional(parsed.map(Value::Double)))
+    Ok(Value::optional(parsed.map(Value::double)))
 }
 
 fn exit(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
@@ -141,27 +143,27 @@ pub(crate) fn math_module() -> NativeModule {
         ("sqrt", f64::sqrt),
         ("tan", f64::tan),
     ];
-    let mut m = NativeModule::new("math").value("pi", Value::Double(UPSTREAM_PI));
+    let mut m = NativeModule::new("math").value("pi", Value::double(UPSTREAM_PI));
     for (name, f) in unary {
-        m = m.function(name, move |c| Ok(Value::Double(f(c.arg_double(0)?))));
+        m = m.function(name, move |c| Ok(Value::double(f(c.arg_double(0)?))));
     }
     m.function("ceil", |c| Ok(Value::Int(c.arg_double(0)?.ceil() as i64)))
         .function("floor", |c| Ok(Value::Int(c.arg_double(0)?.floor() as i64)))
         .function("log", |c| {
-            Ok(Value::Double(c.arg_double(1)?.log(c.arg_double(0)?)))
+            Ok(Value::double(c.arg_double(1)?.log(c.arg_double(0)?)))
         })
         .function("pow", pow)
         .function("deg", |c| {
-            Ok(Value::Double(c.arg_double(0)? * 180.0 / UPSTREAM_PI))
+            Ok(Value::double(c.arg_double(0)? * 180.0 / UPSTREAM_PI))
         })
         .function("rad", |c| {
-            Ok(Value::Double(c.arg_double(0)? * UPSTREAM_PI / 180.0))
+            Ok(Value::double(c.arg_double(0)? * UPSTREAM_PI / 180.0))
         })
         .function("maxDouble", |c| {
-            Ok(Value::Double(c.arg_double(0)?.max(c.arg_double(1)?)))
+            Ok(Value::double(c.arg_double(0)?.max(c.arg_double(1)?)))
         })
         .function("minDouble", |c| {
-            Ok(Value::Double(c.arg_double(0)?.min(c.arg_double(1)?)))
+            Ok(Value::double(c.arg_double(0)?.min(c.arg_double(1)?)))
         })
         .function("maxInt", |c| {
             Ok(Value::Int(c.arg_int(0)?.max(c.arg_int(1)?)))
@@ -211,7 +213,7 @@ fn pow(call: &mut NativeCall<'_>) -> Result<Value, Raise> {
             return Ok(Value::Int(v));
         }
     }
-    Ok(Value::Double(call.arg_double(0)?.powf(call.arg_double(1)?)))
+    Ok(Value::double(call.arg_double(0)?.powf(call.arg_double(1)?)))
 }
 
 /// Natives under `buzz:buffer` (see `buffer.buzz`): bytes to and from text.
@@ -255,7 +257,7 @@ pub(crate) fn buffer_natives() -> NativeModule {
             Ok(byte_list(&c.arg_double(0)?.to_le_bytes()))
         })
         .function("doubleFrom", |c| {
-            Ok(Value::Double(f64::from_le_bytes(int_bytes::<8>(c)?)))
+            Ok(Value::double(f64::from_le_bytes(int_bytes::<8>(c)?)))
         })
 }
 

@@ -729,9 +729,9 @@ impl Lower {
         let pos = e.pos;
         Some(match &e.kind {
             ExprKind::Null | ExprKind::Void => Expr::Const(Value::Null),
-            ExprKind::Bool(b) => Expr::Const(Value::Bool(*b)),
+            ExprKind::Bool(b) => Expr::Const(Value::bool(*b)),
             ExprKind::Int(i) => Expr::Const(Value::Int(*i)),
-            ExprKind::Double(d) => Expr::Const(Value::Double(*d)),
+            ExprKind::Double(d) => Expr::Const(Value::double(*d)),
             ExprKind::Str(s) => Expr::Const(Value::str(&**s)),
             ExprKind::Bytes(b) => Expr::Const(Value::Bytes(Rc::new(Box::from(&**b)))),
             ExprKind::InferredCase(n) => Expr::Const(Value::InferredCase((&**n).into())),

@@ -172,7 +172,7 @@ impl Interpreter {
             return Ok(value);
         }
         if let (Value::Int(i), true) = (&value, is_double(ty)) {
-            return Ok(Value::Double(*i as f64));
+            return Ok(Value::double(*i as f64));
         }
         let value = self.infer(ty, value, pos)?;
         if type_matches(ty, &value) || self.loosely_matches(ty, &value) {

@@ -32,7 +32,7 @@ impl Interpreter {
                     let fast = match (code.read(fr, *a), code.read(fr, *b)) {
                         (Value::Int(x), Value::Int(y)) => int_fast(*op, *x, *y),
                         (Value::Double(x), Value::Double(y)) if *op != BinOp::Rem => {
-                            double_fast(*op, *x, *y)
+                            double_fast(*op, x.get(), y.get())
                         }
                         _ => None,
                     };
@@ -53,7 +53,7 @@ impl Interpreter {
                     let arith = code.arith(*tree);
                     // A tree of doubles last time: straight to it.
                     let v = match arith.2.get().then(|| double_tree(&arith.0, fr, env)) {
-                        Some(Some(d)) => Value::Double(d),
+                        Some(Some(d)) => Value::double(d),
                         _ => self.c_arith_tree(arith, fr, env)?,
                     };
                     put(&mut fr[*dst as usize], v);
@@ -87,9 +87,9 @@ impl Interpreter {
                 Op::Test { op, a, b, to, tree } => {
                     let fast = match (code.read(fr, *a), code.read(fr, *b)) {
                         (Value::Int(x), Value::Int(y)) => int_compare(*op, *x, *y),
-                        (Value::Double(x), Value::Double(y)) => ordered(*op, *x, *y),
-                        (Value::Int(x), Value::Double(y)) => ordered(*op, *x as f64, *y),
-                        (Value::Double(x), Value::Int(y)) => ordered(*op, *x, *y as f64),
+                        (Value::Double(x), Value::Double(y)) => ordered(*op, x.get(), y.get()),
+                        (Value::Int(x), Value::Double(y)) => ordered(*op, *x as f64, y.get()),
+                        (Value::Double(x), Value::Int(y)) => ordered(*op, x.get(), *y as f64),
                         _ => None,
                     };
                     if !self.flat_truth(fast, code, *tree, fr, env)? {

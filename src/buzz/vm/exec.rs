@@ -515,7 +515,7 @@ impl Interpreter {
         if let (Expr::Arith(arith), None) = (value, op) {
             if arith.2.get() {
                 if let Some(d) = double_tree(&arith.0, fr, env) {
-                    put(&mut fr[slot as usize], Value::Double(d));
+                    put(&mut fr[slot as usize], Value::double(d));
                     return Ok(());
                 }
             }
@@ -554,7 +554,7 @@ impl Interpreter {
                     (Value::Object(o), None) if o.set_double_at_site(&s.name, d, &s.cache) => {
                         return Ok(());
                     }
-                    _ => Value::Double(d),
+                    _ => Value::double(d),
                 },
                 None => self.c_arith_tree(arith, fr, env)?,
             },
@@ -809,13 +809,13 @@ impl Interpreter {
     ) -> Eval<Value> {
         if let Some(d) = double_tree(&arith.0, fr, env) {
             arith.2.set(true);
-            return Ok(Value::Double(d));
+            return Ok(Value::double(d));
         }
         arith.2.set(false);
         match operand(&arith.0, fr, env) {
             Some(N::I(i)) => Ok(Value::Int(i)),
-            Some(N::D(d)) => Ok(Value::Double(d)),
-            Some(N::B(b)) => Ok(Value::Bool(b)),
+            Some(N::D(d)) => Ok(Value::double(d)),
+            Some(N::B(b)) => Ok(Value::bool(b)),
             None => self.c_eval(&arith.1, fr, env),
         }
     }
@@ -842,9 +842,9 @@ impl Interpreter {
             Expr::Logic(conds, is_or) => {
                 let left = self.c_cond(&conds.0, fr, env)?;
                 if left == *is_or {
-                    return Ok(Value::Bool(left));
+                    return Ok(Value::bool(left));
                 }
-                Ok(Value::Bool(self.c_cond(&conds.1, fr, env)?))
+                Ok(Value::bool(self.c_cond(&conds.1, fr, env)?))
             }
             Expr::Coalesce(lr) => match self.c_eval(&lr.0, fr, env)? {
                 Value::Null => self.c_eval(&lr.1, fr, env),
@@ -857,7 +857,7 @@ impl Interpreter {
             },
             Expr::Is(x, ty) => {
                 let v = self.c_eval(x, fr, env)?;
-                Ok(Value::Bool(self.holds(ty, &v, env)))
+                Ok(Value::bool(self.holds(ty, &v, env)))
             }
             Expr::TypeOf(x) => {
                 let v = self.c_eval(x, fr, env)?;
@@ -1160,7 +1160,9 @@ impl Interpreter {
             if let Some(slot) = usize::try_from(*n).ok().and_then(|n| items.get_mut(n)) {
                 let computed = match (a.op, &*slot, &new) {
                     (Some(op), Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
-                    (Some(op), Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
+                    (Some(op), Value::Double(x), Value::Double(y)) => {
+                        double_fast(op, x.get(), y.get())
+                    }
                     _ => None,
                 };
                 let stored = match (a.op, computed) {
@@ -1721,12 +1723,12 @@ pub(super) fn double_tree(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64>
     match n {
         Num::Const(N::D(d)) => Some(*d),
         Num::Local(i) => match fr.get(*i as usize)? {
-            Value::Double(d) => Some(*d),
+            Value::Double(d) => Some(d.get()),
             _ => None,
         },
         Num::Field(i, name, cache) => match fr.get(*i as usize)? {
             Value::Object(o) => match *o.field_at_site(name, cache)? {
-                Value::Double(d) => Some(d),
+                Value::Double(d) => Some(d.get()),
                 _ => None,
             },
             _ => None,
@@ -1762,12 +1764,12 @@ fn double_leaf(n: &Num, fr: &[Value], env: &Rc<Scope>) -> Option<f64> {
     match n {
         Num::Const(N::D(d)) => Some(*d),
         Num::Local(i) => match fr.get(*i as usize)? {
-            Value::Double(d) => Some(*d),
+            Value::Double(d) => Some(d.get()),
             _ => None,
         },
         Num::Field(i, name, cache) => match fr.get(*i as usize)? {
             Value::Object(o) => match *o.field_at_site(name, cache)? {
-                Value::Double(d) => Some(d),
+                Value::Double(d) => Some(d.get()),
                 _ => None,
             },
             _ => None,
@@ -1860,7 +1862,7 @@ fn num_item(list: &Value, k: i64) -> Option<N> {
 fn number(v: &Value) -> Option<N> {
     match v {
         Value::Int(i) => Some(N::I(*i)),
-        Value::Double(d) => Some(N::D(*d)),
+        Value::Double(d) => Some(N::D(d.get())),
         _ => None,
     }
 }
@@ -1942,7 +1944,7 @@ fn peek<'a>(e: &'a Expr, fr: &'a [Value]) -> Option<&'a Value> {
 pub(super) fn scalar_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => int_fast(op, *x, *y),
-        (Value::Double(x), Value::Double(y)) => double_fast(op, *x, *y),
+        (Value::Double(x), Value::Double(y)) => double_fast(op, x.get(), y.get()),
         _ => None,
     }
 }

@@ -15,7 +15,7 @@
 //! miri test --lib buzz::vm::object`: no undefined behaviour, no leak),
 //! and the `run` fuzz target builds objects under ASan (fuzz/README.md).
 
-use super::value::{drain, drops_flat, finalizers, push_nested, Class, Value};
+use super::value::{drain, drops_flat, finalizers, push_nested, Class, Value, F64};
 use crate::buzz::syntax::ast::MemberCache;
 use std::alloc::{self, Layout};
 use std::cell::Cell;
@@ -444,7 +444,7 @@ impl Obj {
         let mut values = self.values_mut();
         match values.get_mut(at) {
             Some(Value::Double(slot)) => {
-                *slot = d;
+                *slot = F64::new(d);
                 true
             }
             _ => false,

@@ -30,12 +30,12 @@ pub(in crate::buzz) fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
         BinOp::Add => Value::Int(x.checked_add(y)?),
         BinOp::Sub => Value::Int(x.checked_sub(y)?),
         BinOp::Mul => Value::Int(x.checked_mul(y)?),
-        BinOp::Lt => Value::Bool(x < y),
-        BinOp::Le => Value::Bool(x <= y),
-        BinOp::Gt => Value::Bool(x > y),
-        BinOp::Ge => Value::Bool(x >= y),
-        BinOp::Eq => Value::Bool(x == y),
-        BinOp::Ne => Value::Bool(x != y),
+        BinOp::Lt => Value::bool(x < y),
+        BinOp::Le => Value::bool(x <= y),
+        BinOp::Gt => Value::bool(x > y),
+        BinOp::Ge => Value::bool(x >= y),
+        BinOp::Eq => Value::bool(x == y),
+        BinOp::Ne => Value::bool(x != y),
         _ => return None,
     })
 }
@@ -44,7 +44,7 @@ pub(in crate::buzz) fn int_fast(op: BinOp, x: i64, y: i64) -> Option<Value> {
 /// [`methods::binary`] computes them.
 #[inline]
 pub(in crate::buzz) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
-    Some(Value::Double(match op {
+    Some(Value::double(match op {
         BinOp::Add => x + y,
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
@@ -57,12 +57,12 @@ pub(in crate::buzz) fn double_fast(op: BinOp, x: f64, y: f64) -> Option<Value> {
 impl Interpreter {
     pub(in crate::buzz) fn unary(&self, op: UnOp, v: Value, pos: Pos) -> Eval<Value> {
         match (op, &v) {
-            (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+            (UnOp::Not, Value::Bool(b)) => Ok(Value::bool(!b.get())),
             (UnOp::Neg, Value::Int(i)) => i
                 .checked_neg()
                 .map(Value::Int)
                 .ok_or_else(|| self.fail(pos, "integer overflow in negation")),
-            (UnOp::Neg, Value::Double(d)) => Ok(Value::Double(-d)),
+            (UnOp::Neg, Value::Double(d)) => Ok(Value::double(-d.get())),
             (UnOp::BitNot, Value::Int(i)) => Ok(Value::Int(!i)),
             _ => {
                 let sym = match op {
