@@ -34,6 +34,14 @@ const SPARE_FRAMES: usize = 2048;
 /// The largest frame [`Interpreter::call_small`] keeps on the stack.
 const SMALL_FRAME: usize = 6;
 
+/// What the hub of evaluation returns: a value, or `None` when evaluation
+/// stopped, the stop parked in `Interpreter::parked` by
+/// [`Interpreter::park`] and taken back by [`Interpreter::unpark`] as the
+/// call returns, before anything else runs. Why: an `Eval<Value>` is
+/// returned through memory (rustc passes a `Result` in registers only
+/// when its error carries nothing), an `Option<Value>` in two registers.
+pub(super) type Got = Option<Value>;
+
 impl Interpreter {
     // ----- entering a compiled function -----
 
@@ -751,18 +759,47 @@ impl Interpreter {
 
     // ----- expressions -----
 
-    /// Evaluates `e`; the commonest kinds in this small frame.
+    /// Evaluates `e`.
+    #[inline(always)]
     pub(super) fn c_eval(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let r = self.c_eval_got(e, fr, env);
+        self.unpark(r)
+    }
+
+    /// [`Interpreter::c_eval`] in two registers; the commonest kinds in
+    /// this small frame.
+    fn c_eval_got(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Got {
         match e {
-            Expr::Arith(arith) => self.c_arith(arith, fr, env),
-            Expr::Const(v) => Ok(v.clone()),
-            Expr::Local(i) => Ok(fr[*i as usize].clone()),
-            Expr::Binary(op, operands, pos) => self.c_binary(*op, operands, *pos, fr, env),
-            Expr::Field(f) => self.c_field(f, fr, env),
-            Expr::Index(i) => self.c_index(i, fr, env),
-            Expr::CallGlobal(c) => self.c_call_global(c, fr, env),
-            Expr::CallMethod(c) => self.c_call_method(c, fr, env),
-            _ => self.c_eval_rest(e, fr, env),
+            Expr::Arith(arith) => self.c_arith_got(arith, fr, env),
+            Expr::Const(v) => Some(v.clone()),
+            Expr::Local(i) => Some(fr[*i as usize].clone()),
+            Expr::Binary(op, operands, pos) => self.c_binary_got(*op, operands, *pos, fr, env),
+            Expr::Field(f) => self.c_field_got(f, fr, env),
+            Expr::Index(i) => self.c_index_got(i, fr, env),
+            Expr::CallGlobal(c) => self.c_call_global_got(c, fr, env),
+            Expr::CallMethod(c) => self.c_call_method_got(c, fr, env),
+            _ => self.c_eval_rest_got(e, fr, env),
+        }
+    }
+
+    /// An evaluation's outcome as a [`Got`]: a stop parked.
+    #[inline(always)]
+    pub(super) fn park(&mut self, r: Eval<Value>) -> Got {
+        match r {
+            Ok(v) => Some(v),
+            Err(flow) => {
+                self.parked = flow;
+                None
+            }
+        }
+    }
+
+    /// A [`Got`] as an evaluation's outcome: the parked stop taken back.
+    #[inline(always)]
+    pub(super) fn unpark(&mut self, r: Got) -> Eval<Value> {
+        match r {
+            Some(v) => Ok(v),
+            None => Err(std::mem::replace(&mut self.parked, Flow::returning())),
         }
     }
 
@@ -785,8 +822,8 @@ impl Interpreter {
 
     /// An arithmetic tree: on unboxed numbers when it can, else in
     /// general.
-    #[inline(never)]
-    fn c_arith(
+    #[inline(always)]
+    fn c_arith_in(
         &mut self,
         arith: &(Num, Expr, std::cell::Cell<bool>),
         fr: &mut [Value],
@@ -796,6 +833,18 @@ impl Interpreter {
             return Ok(v);
         }
         self.c_arith_tree(arith, fr, env)
+    }
+
+    /// [`Interpreter::c_arith_in`] answering in two registers (see [`Got`]).
+    #[inline(never)]
+    fn c_arith_got(
+        &mut self,
+        arith: &(Num, Expr, std::cell::Cell<bool>),
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Got {
+        let r = self.c_arith_in(arith, fr, env);
+        self.park(r)
     }
 
     /// [`Interpreter::c_arith`] past two `int`s at hand: a tree of
@@ -820,8 +869,8 @@ impl Interpreter {
         }
     }
 
-    #[inline(never)]
-    fn c_eval_rest(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    #[inline(always)]
+    fn c_eval_rest_in(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         match e {
             Expr::AssignLocal {
                 slot,
@@ -875,9 +924,16 @@ impl Interpreter {
         }
     }
 
-    /// Assignments, calls of values, literals and the inline forms.
+    /// [`Interpreter::c_eval_rest_in`] answering in two registers (see [`Got`]).
     #[inline(never)]
-    fn c_eval_more(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    fn c_eval_rest_got(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Got {
+        let r = self.c_eval_rest_in(e, fr, env);
+        self.park(r)
+    }
+
+    /// Assignments, calls of values, literals and the inline forms.
+    #[inline(always)]
+    fn c_eval_more_in(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         match e {
             Expr::Discard(x) => self.c_eval(x, fr, env),
             Expr::AssignFinal(x, name, at) => {
@@ -949,8 +1005,21 @@ impl Interpreter {
         }
     }
 
+    /// [`Interpreter::c_eval_more_in`] answering in two registers (see [`Got`]).
     #[inline(never)]
-    fn c_binary(
+    fn c_eval_more_got(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Got {
+        let r = self.c_eval_more_in(e, fr, env);
+        self.park(r)
+    }
+
+    #[inline(always)]
+    fn c_eval_more(&mut self, e: &Expr, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let r = self.c_eval_more_got(e, fr, env);
+        self.unpark(r)
+    }
+
+    #[inline(always)]
+    fn c_binary_in(
         &mut self,
         op: BinOp,
         operands: &(Expr, Expr),
@@ -974,6 +1043,20 @@ impl Interpreter {
             }
             None => self.binary(op, a, b, pos),
         }
+    }
+
+    /// [`Interpreter::c_binary_in`] answering in two registers (see [`Got`]).
+    #[inline(never)]
+    fn c_binary_got(
+        &mut self,
+        op: BinOp,
+        operands: &(Expr, Expr),
+        pos: Pos,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Got {
+        let r = self.c_binary_in(op, operands, pos, fr, env);
+        self.park(r)
     }
 
     fn c_range(
@@ -1004,8 +1087,8 @@ impl Interpreter {
         )
     }
 
-    #[inline(never)]
-    fn c_field(&mut self, f: &Field, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    #[inline(always)]
+    fn c_field_in(&mut self, f: &Field, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         if let Expr::Local(i) = &f.object {
             if let Value::Object(obj) = &fr[*i as usize] {
                 if let Some(found) = obj.get_at_site(&f.name, &f.cache) {
@@ -1025,8 +1108,15 @@ impl Interpreter {
         self.field(&v, &f.name, f.pos)
     }
 
+    /// [`Interpreter::c_field_in`] answering in two registers (see [`Got`]).
     #[inline(never)]
-    fn c_index(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    fn c_field_got(&mut self, f: &Field, fr: &mut [Value], env: &Rc<Scope>) -> Got {
+        let r = self.c_field_in(f, fr, env);
+        self.park(r)
+    }
+
+    #[inline(always)]
+    fn c_index_in(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
         if let (true, Expr::Local(at)) = (ix.late, &ix.object) {
             // A local index read in place: no call to evaluate it, and no
             // count of a `str` key going up and down. Its two arms repeat
@@ -1073,6 +1163,13 @@ impl Interpreter {
             }
         }
         self.index(&v, &i, ix.checked, ix.pos)
+    }
+
+    /// [`Interpreter::c_index_in`] answering in two registers (see [`Got`]).
+    #[inline(never)]
+    fn c_index_got(&mut self, ix: &Index, fr: &mut [Value], env: &Rc<Scope>) -> Got {
+        let r = self.c_index_in(ix, fr, env);
+        self.park(r)
     }
 
     /// The value an access works on.
@@ -1330,8 +1427,13 @@ impl Interpreter {
 
     // ----- calls -----
 
-    #[inline(never)]
-    fn c_call_global(&mut self, c: &CallGlobal, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    #[inline(always)]
+    fn c_call_global_in(
+        &mut self,
+        c: &CallGlobal,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
         if let Res::Global { hint } = c.res.get() {
             if let Some(closure) = global_function(env, &c.name, hint) {
                 return self.c_call_closure(&closure, &c.args, c.pos, fr, env);
@@ -1339,6 +1441,19 @@ impl Interpreter {
         }
         let f = self.variable(&c.name, &c.res, env, c.at)?;
         self.c_call_value(&f, &c.args, c.pos, fr, env)
+    }
+
+    /// [`Interpreter::c_call_global_in`] answering in two registers (see [`Got`]).
+    #[inline(never)]
+    fn c_call_global_got(&mut self, c: &CallGlobal, fr: &mut [Value], env: &Rc<Scope>) -> Got {
+        let r = self.c_call_global_in(c, fr, env);
+        self.park(r)
+    }
+
+    #[inline(always)]
+    fn c_call_global(&mut self, c: &CallGlobal, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+        let r = self.c_call_global_got(c, fr, env);
+        self.unpark(r)
     }
 
     fn c_call_value(
@@ -1444,8 +1559,13 @@ impl Interpreter {
 
     /// `receiver.name(…)`: a built-in method, a method of an object, a
     /// module's function, or a field holding a function.
-    #[inline(never)]
-    fn c_call_method(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Eval<Value> {
+    #[inline(always)]
+    fn c_call_method_in(
+        &mut self,
+        c: &CallMethod,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<Value> {
         if let Expr::Global { name, res, .. } = &c.receiver {
             if let Some(native) = module_native(env, name, res, &c.name, &c.cache) {
                 return self.c_call_native(&native, &c.args, c.pos, fr, env);
@@ -1499,6 +1619,13 @@ impl Interpreter {
         let values = self.c_arguments(&c.args, fr, env)?;
         self.call_value(&f, values, c.pos)
             .map_err(|flow| self.place_refused(flow, c.pos, &c.args))
+    }
+
+    /// [`Interpreter::c_call_method_in`] answering in two registers (see [`Got`]).
+    #[inline(never)]
+    fn c_call_method_got(&mut self, c: &CallMethod, fr: &mut [Value], env: &Rc<Scope>) -> Got {
+        let r = self.c_call_method_in(c, fr, env);
+        self.park(r)
     }
 
     /// Evaluates a built-in method's arguments (values only) and gives

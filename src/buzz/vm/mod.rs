@@ -109,6 +109,9 @@ pub struct Interpreter {
     /// its [`Flow`] (which carries nothing, see [`Flow::returning`])
     /// unwinds to the call it leaves.
     pub(super) returning: Value,
+    /// The stop of an evaluation that returned `None` (`exec::Got`),
+    /// between its return and its caller's taking it back.
+    pub(super) parked: Flow,
     /// Steps (calls and loop turns) left before the spell is stopped,
     /// shared with the spell's fibers so that they draw on one budget.
     steps: Rc<std::cell::Cell<u64>>,
@@ -201,6 +204,7 @@ impl Interpreter {
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
             returning: Value::Null,
+            parked: Flow::returning(),
             steps: Rc::new(std::cell::Cell::new(u64::MAX)),
             step_budget: u64::MAX,
         }
@@ -307,6 +311,7 @@ impl Interpreter {
             scratch: Scratch::default(),
             flat_frames: Vec::new(),
             returning: Value::Null,
+            parked: Flow::returning(),
             steps: self.steps.clone(),
             step_budget: self.step_budget,
         }
