@@ -10,7 +10,7 @@ use super::value::{Members, ModuleObj, Scope, Value};
 use super::{Eval, Interpreter};
 use crate::buzz::syntax::ast::Mutability;
 use crate::buzz::syntax::import_names::{default_name, library_key, INTERNAL, REFUSED};
-use crate::buzz::syntax::lexer::Pos;
+use crate::buzz::syntax::lexer::{intern, Pos};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -98,11 +98,7 @@ impl Interpreter {
                     scope.define(name.clone(), v.clone(), Mutability::Final);
                 }
             }
-            Some(a) => scope.define(
-                Rc::from(a),
-                Value::Module(module.clone()),
-                Mutability::Final,
-            ),
+            Some(a) => scope.define(intern(a), Value::Module(module.clone()), Mutability::Final),
             None => {
                 let (name, value) = namespaced(module, &self.namespace);
                 scope.define(name, value, Mutability::Final);
@@ -191,7 +187,7 @@ fn namespaced(module: &Rc<ModuleObj>, own: &[Rc<str>]) -> (Rc<str>, Value) {
         .count()
         .min(module.namespace.len().saturating_sub(1));
     let Some((first, inner)) = module.namespace[shared..].split_first() else {
-        return (Rc::from(default_name(&module.name)), value);
+        return (intern(default_name(&module.name)), value);
     };
     for (i, segment) in inner.iter().enumerate().rev() {
         let holder = if i == 0 { first } else { &inner[i - 1] };

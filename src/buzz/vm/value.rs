@@ -760,10 +760,44 @@ impl Hasher for FastHasher {
 #[derive(Default)]
 pub(crate) struct MapData {
     pub(crate) entries: Vec<(Value, Value)>,
-    index: HashTable<usize>,
+    index: HashTable<MapSlot>,
     /// The position the last lookup found: `m[k] = (m[k] ?? 0) + 1`
     /// stores where it has just read, after one comparison of the key.
     last: Cell<Option<usize>>,
+}
+
+/// A map's table slot: an entry's position and 32 bits of its key's hash,
+/// in one word. Why the hash: growing the table rehashes every slot, and
+/// with the hash at hand it reads no key (k-nucleoide's maps of thousands
+/// of `str` keys read each key's bytes at every growth, a tenth of its
+/// time); and a lookup compares keys only where the hashes agree. Why 32
+/// bits: a slot of two words made the table twice as large and lookups
+/// slower (measured, docs/benchmarks.md).
+#[derive(Clone, Copy)]
+struct MapSlot {
+    hash: u32,
+    at: u32,
+}
+
+impl MapSlot {
+    /// The table's hash of a key's 32 bits: the same bits high and low,
+    /// since the table picks a bucket by the low bits and tags it with
+    /// the top seven.
+    #[inline(always)]
+    fn spread(hash: u32) -> u64 {
+        u64::from(hash) << 32 | u64::from(hash)
+    }
+
+    #[inline(always)]
+    fn position(self) -> usize {
+        self.at as usize
+    }
+}
+
+/// 32 bits of a key's hash, both halves folded in.
+#[inline(always)]
+fn fold(hash: u64) -> u32 {
+    (hash >> 32) as u32 ^ hash as u32
 }
 
 impl MapData {
@@ -771,11 +805,14 @@ impl MapData {
     #[inline]
     fn find(&self, key: &Value) -> Option<usize> {
         let view = KeyView::of(key);
+        let hash = fold(view.hash());
         let entries = &self.entries;
         let found = self
             .index
-            .find(view.hash(), |&i| view.is(&entries[i].0))
-            .copied();
+            .find(MapSlot::spread(hash), |slot| {
+                slot.hash == hash && view.is(&entries[slot.position()].0)
+            })
+            .map(|slot| slot.position());
         self.last.set(found);
         found
     }
@@ -825,19 +862,23 @@ impl MapObj {
                 return;
             }
         }
+        let hash = fold(view.hash());
         let found = index.entry(
-            view.hash(),
-            |&i| view.is(&entries[i].0),
-            |&i| KeyView::of(&entries[i].0).hash(),
+            MapSlot::spread(hash),
+            |slot| slot.hash == hash && view.is(&entries[slot.position()].0),
+            |slot| MapSlot::spread(slot.hash),
         );
         match found {
             hash_table::Entry::Occupied(at) => {
-                let i = *at.get();
+                let i = at.get().position();
                 drop(view);
                 entries[i].1 = value;
             }
             hash_table::Entry::Vacant(slot) => {
-                slot.insert(entries.len());
+                // A map's entries fit in memory, far below 2^32 of them
+                // (each is 32 bytes; the memory budget stops it first).
+                let at = u32::try_from(entries.len()).unwrap_or(u32::MAX);
+                slot.insert(MapSlot { hash, at });
                 drop(view);
                 entries.push((key.into_owned(), value));
             }
@@ -853,14 +894,17 @@ impl MapObj {
         } = &mut *data;
         last.set(None);
         let view = KeyView::of(key);
+        let hash = fold(view.hash());
         let found = index
-            .find_entry(view.hash(), |&i| view.is(&entries[i].0))
+            .find_entry(MapSlot::spread(hash), |slot| {
+                slot.hash == hash && view.is(&entries[slot.position()].0)
+            })
             .ok()?;
-        let (i, _) = found.remove();
-        let (_, value) = entries.remove(i);
+        let (removed, _) = found.remove();
+        let (_, value) = entries.remove(removed.position());
         for slot in index.iter_mut() {
-            if *slot > i {
-                *slot -= 1;
+            if slot.at > removed.at {
+                slot.at -= 1;
             }
         }
         Some(value)
