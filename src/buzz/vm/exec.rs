@@ -104,7 +104,7 @@ impl Interpreter {
         (parent, pos): (&Rc<Scope>, Pos),
         fr: &mut [Value],
         env: &Rc<Scope>,
-    ) -> Eval<Value> {
+    ) -> Got {
         let mut frame = std::mem::ManuallyDrop::new([const { Value::Null }; SMALL_FRAME]);
         // `FIRST` is 1 for a method (`this` in slot 0), else 0: one copy
         // of this function each, so that a plain call tests nothing more.
@@ -113,6 +113,7 @@ impl Interpreter {
         }
         let own = (&mut frame[..], FIRST);
         let result = self.run_small((decl, f), args, (parent, pos), fr, env, own);
+        let result = self.park(result);
         // Only the function's own slots can hold anything.
         for v in &mut frame[..f.size] {
             discard(std::mem::take(v));
@@ -1515,7 +1516,8 @@ impl Interpreter {
                 && Rc::ptr_eq(&self.file, &decl.file)
             {
                 let place = (callee.parent, pos);
-                return self.call_small::<1>((decl, f), callee.this, args, place, fr, env);
+                let r = self.call_small::<1>((decl, f), callee.this, args, place, fr, env);
+                return self.unpark(r);
             }
         }
         self.c_call_direct(callee, args, pos, fr, env)
@@ -1544,7 +1546,8 @@ impl Interpreter {
             && Rc::ptr_eq(&self.file, &decl.file)
         {
             let place = (callee.parent, pos);
-            return self.call_small::<0>((decl, f), None, args, place, fr, env);
+            let r = self.call_small::<0>((decl, f), None, args, place, fr, env);
+            return self.unpark(r);
         }
         let fill = |it: &mut Self, frame: &mut [Value]| {
             let first = usize::from(decl.frame.get().method);
