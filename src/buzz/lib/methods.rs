@@ -287,7 +287,8 @@ impl Builtin {
 pub(crate) fn call_builtin(
     interp: &mut impl Run,
     receiver: &Value,
-    (id, name): (Builtin, &str),
+    id: Builtin,
+    name: &str,
     args: &[Value],
     pos: Pos,
 ) -> Eval<Value> {
