@@ -7,6 +7,15 @@
 //! wherever a value comes from. `env` is the scope the function closes
 //! over: globals are read from it by name (the file's root) and a
 //! closure's captured locals by levels out.
+//!
+//! The hottest producers of values (`c_eval` and what it dispatches to,
+//! `call_small`, the accessor and built-in calls) answer [`Got`], an
+//! `Option<Value>` that travels in two registers, rather than an
+//! `Eval<Value>`, which rustc returns through memory; the stop of a `None`
+//! waits on the interpreter for the caller to take back. Why: a value
+//! written as two words and read back as one 16-byte load stalls, and
+//! these returns were the commonest such loads (docs/benchmarks.md,
+//! "Values in registers").
 
 use crate::buzz::lower::*;
 use crate::buzz::syntax::ast::{BinOp, FunDecl, MemberCache, Resolved, Type};
