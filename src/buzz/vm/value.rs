@@ -766,38 +766,58 @@ pub(crate) struct MapData {
     last: Cell<Option<usize>>,
 }
 
-/// A map's table slot: an entry's position and 32 bits of its key's hash,
-/// in one word. Why the hash: growing the table rehashes every slot, and
-/// with the hash at hand it reads no key (k-nucleoide's maps of thousands
-/// of `str` keys read each key's bytes at every growth, a tenth of its
-/// time); and a lookup compares keys only where the hashes agree. Why 32
-/// bits: a slot of two words made the table twice as large and lookups
-/// slower (measured, docs/benchmarks.md).
+/// A map's table slot: an entry's position (the low [`POSITION_BITS`])
+/// and 24 bits of its key's hash (the rest), in one word. Why the hash:
+/// growing the table rehashes every slot, and with the hash at hand it
+/// reads no key (k-nucleoide's maps of thousands of `str` keys read each
+/// key's bytes at every growth, a tenth of its time); and a lookup
+/// compares keys only where the hashes agree. Why one word: a slot of two
+/// made the table twice as large and lookups slower (measured,
+/// docs/benchmarks.md). Why 40 bits of position: 2^40 entries are 32 TiB
+/// of entries alone; 32 bits would have been reachable (4 billion entries,
+/// 160 GB) under a large `memory` limit.
 #[derive(Clone, Copy)]
-struct MapSlot {
-    hash: u32,
-    at: u32,
-}
+struct MapSlot(u64);
+
+/// The bits of a [`MapSlot`] that hold the entry's position.
+const POSITION_BITS: u32 = 40;
 
 impl MapSlot {
-    /// The table's hash of a key's 32 bits: the same bits high and low,
-    /// since the table picks a bucket by the low bits and tags it with
-    /// the top seven.
+    /// The slot of the entry at `at` whose key has the hash `hash`
+    /// ([`fold`]).
     #[inline(always)]
-    fn spread(hash: u32) -> u64 {
-        u64::from(hash) << 32 | u64::from(hash)
+    fn new(hash: u32, at: usize) -> MapSlot {
+        // Unreachable in practice (see above); a wrong position would
+        // answer for another key, so it stops instead.
+        assert!(at < 1 << POSITION_BITS, "a map of 2^40 entries");
+        MapSlot(u64::from(hash) << POSITION_BITS | at as u64)
+    }
+
+    /// The folded hash of its key.
+    #[inline(always)]
+    fn hash(self) -> u32 {
+        (self.0 >> POSITION_BITS) as u32
     }
 
     #[inline(always)]
     fn position(self) -> usize {
-        self.at as usize
+        (self.0 & ((1 << POSITION_BITS) - 1)) as usize
+    }
+
+    /// The table's hash of a key's folded hash: its 24 bits at the
+    /// bottom, where the table picks a bucket, and again at the top,
+    /// where it takes the seven bits of a bucket's tag.
+    #[inline(always)]
+    fn spread(hash: u32) -> u64 {
+        u64::from(hash) << POSITION_BITS | u64::from(hash)
     }
 }
 
-/// 32 bits of a key's hash, both halves folded in.
+/// 24 bits of a key's hash, every bit of it folded in.
 #[inline(always)]
 fn fold(hash: u64) -> u32 {
-    (hash >> 32) as u32 ^ hash as u32
+    let h = hash ^ (hash >> 24) ^ (hash >> 48);
+    (h & 0xff_ffff) as u32
 }
 
 impl MapData {
@@ -810,7 +830,7 @@ impl MapData {
         let found = self
             .index
             .find(MapSlot::spread(hash), |slot| {
-                slot.hash == hash && view.is(&entries[slot.position()].0)
+                slot.hash() == hash && view.is(&entries[slot.position()].0)
             })
             .map(|slot| slot.position());
         self.last.set(found);
@@ -865,8 +885,8 @@ impl MapObj {
         let hash = fold(view.hash());
         let found = index.entry(
             MapSlot::spread(hash),
-            |slot| slot.hash == hash && view.is(&entries[slot.position()].0),
-            |slot| MapSlot::spread(slot.hash),
+            |slot| slot.hash() == hash && view.is(&entries[slot.position()].0),
+            |slot| MapSlot::spread(slot.hash()),
         );
         match found {
             hash_table::Entry::Occupied(at) => {
@@ -875,10 +895,7 @@ impl MapObj {
                 entries[i].1 = value;
             }
             hash_table::Entry::Vacant(slot) => {
-                // A map's entries fit in memory, far below 2^32 of them
-                // (each is 32 bytes; the memory budget stops it first).
-                let at = u32::try_from(entries.len()).unwrap_or(u32::MAX);
-                slot.insert(MapSlot { hash, at });
+                slot.insert(MapSlot::new(hash, entries.len()));
                 drop(view);
                 entries.push((key.into_owned(), value));
             }
@@ -897,14 +914,15 @@ impl MapObj {
         let hash = fold(view.hash());
         let found = index
             .find_entry(MapSlot::spread(hash), |slot| {
-                slot.hash == hash && view.is(&entries[slot.position()].0)
+                slot.hash() == hash && view.is(&entries[slot.position()].0)
             })
             .ok()?;
         let (removed, _) = found.remove();
         let (_, value) = entries.remove(removed.position());
         for slot in index.iter_mut() {
-            if slot.at > removed.at {
-                slot.at -= 1;
+            if slot.position() > removed.position() {
+                // The position is the low bits: one less, hash untouched.
+                slot.0 -= 1;
             }
         }
         Some(value)
@@ -1663,5 +1681,29 @@ mod tests {
         );
         assert_eq!(Value::bool(true).as_bool(), Some(true));
         assert_eq!(Value::bool(false).as_bool(), Some(false));
+    }
+
+    /// A map's slot gives back the position and hash it was made with,
+    /// at the edges of both fields, and a position one less after the
+    /// decrement a removal makes.
+    #[test]
+    fn a_map_slot_keeps_its_position_and_hash_apart() {
+        let last = (1usize << POSITION_BITS) - 1;
+        for (hash, at) in [
+            (0, 0),
+            (0xff_ffff, 0),
+            (0, last),
+            (0xff_ffff, last),
+            (0xabcdef, 12345),
+        ] {
+            let slot = MapSlot::new(hash, at);
+            assert_eq!((slot.hash(), slot.position()), (hash, at));
+        }
+        let mut slot = MapSlot::new(0xff_ffff, 1);
+        slot.0 -= 1;
+        assert_eq!((slot.hash(), slot.position()), (0xff_ffff, 0));
+        for h in [0u64, u64::MAX, 0x0123_4567_89ab_cdef] {
+            assert!(fold(h) <= 0xff_ffff);
+        }
     }
 }
