@@ -24,29 +24,14 @@ use std::rc::Rc;
 impl Interpreter {
     /// A call of the accessor method `decl` (compiled as `f`) on
     /// `receiver`, its arguments given in order by `args`.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    pub(super) fn c_accessor(
-        &mut self,
-        call: (&FunDecl, &Function, &Accessor),
-        receiver: Value,
-        args: &Args,
-        class_scope: &Rc<Scope>,
-        pos: Pos,
-        fr: &mut [Value],
-        env: &Rc<Scope>,
-    ) -> Eval<Value> {
-        let r = self.c_accessor_got(call, receiver, args, class_scope, pos, fr, env);
-        self.unpark(r)
-    }
-
-    /// [`Interpreter::c_accessor`] answering in two registers (its result
-    /// went through memory as two stores read back as one 16-byte load,
-    /// which store forwarding cannot serve: a third of this function's
-    /// time in fasta, by perf).
+    ///
+    /// Answers in two registers ([`super::exec::Got`]): as an `Eval`, its
+    /// result went through memory as two stores read back as one 16-byte
+    /// load, which store forwarding cannot serve (a third of this
+    /// function's time in fasta, by perf).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn c_accessor_got(
+    pub(super) fn c_accessor_got(
         &mut self,
         call: (&FunDecl, &Function, &Accessor),
         receiver: Value,

@@ -1612,7 +1612,9 @@ impl Interpreter {
                     if let Some(acc) = &f.accessor {
                         let callee = (&*decl, f, acc);
                         let (args, pos) = (&c.args, c.pos);
-                        return self.c_accessor(callee, receiver, args, &class_scope, pos, fr, env);
+                        let scope = &class_scope;
+                        let r = self.c_accessor_got(callee, receiver, args, scope, pos, fr, env);
+                        return self.unpark(r);
                     }
                 }
                 let callee = Callee {
