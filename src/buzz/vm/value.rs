@@ -804,6 +804,21 @@ impl MapSlot {
         (self.0 & ((1 << POSITION_BITS) - 1)) as usize
     }
 
+    /// Whether this slot is the entry of the key seen as `view`, whose
+    /// folded hash is `hash`: the hashes first, the keys only if they
+    /// agree.
+    #[inline(always)]
+    fn holds(self, hash: u32, view: &KeyView<'_>, entries: &[(Value, Value)]) -> bool {
+        self.hash() == hash && view.is(&entries[self.position()].0)
+    }
+
+    /// The slot of an entry that moved one place down (an earlier entry
+    /// was removed); its hash untouched.
+    #[inline(always)]
+    fn moved_down(&mut self) {
+        self.0 -= 1;
+    }
+
     /// The table's hash of a key's folded hash: its 24 bits at the
     /// bottom, where the table picks a bucket, and again at the top,
     /// where it takes the seven bits of a bucket's tag.
@@ -830,7 +845,7 @@ impl MapData {
         let found = self
             .index
             .find(MapSlot::spread(hash), |slot| {
-                slot.hash() == hash && view.is(&entries[slot.position()].0)
+                slot.holds(hash, &view, entries)
             })
             .map(|slot| slot.position());
         self.last.set(found);
@@ -885,7 +900,7 @@ impl MapObj {
         let hash = fold(view.hash());
         let found = index.entry(
             MapSlot::spread(hash),
-            |slot| slot.hash() == hash && view.is(&entries[slot.position()].0),
+            |slot| slot.holds(hash, &view, entries),
             |slot| MapSlot::spread(slot.hash()),
         );
         match found {
@@ -914,15 +929,14 @@ impl MapObj {
         let hash = fold(view.hash());
         let found = index
             .find_entry(MapSlot::spread(hash), |slot| {
-                slot.hash() == hash && view.is(&entries[slot.position()].0)
+                slot.holds(hash, &view, entries)
             })
             .ok()?;
         let (removed, _) = found.remove();
         let (_, value) = entries.remove(removed.position());
         for slot in index.iter_mut() {
             if slot.position() > removed.position() {
-                // The position is the low bits: one less, hash untouched.
-                slot.0 -= 1;
+                slot.moved_down();
             }
         }
         Some(value)
@@ -1700,7 +1714,7 @@ mod tests {
             assert_eq!((slot.hash(), slot.position()), (hash, at));
         }
         let mut slot = MapSlot::new(0xff_ffff, 1);
-        slot.0 -= 1;
+        slot.moved_down();
         assert_eq!((slot.hash(), slot.position()), (0xff_ffff, 0));
         for h in [0u64, u64::MAX, 0x0123_4567_89ab_cdef] {
             assert!(fold(h) <= 0xff_ffff);
