@@ -18,7 +18,7 @@ use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::vm::conform::plainly_conforms;
 use crate::buzz::vm::limits::{MAX_CALL_DEPTH, MAX_EVAL_DEPTH};
 use crate::buzz::vm::value::{Scope, Value};
-use crate::buzz::vm::{Eval, Interpreter};
+use crate::buzz::vm::Interpreter;
 use std::rc::Rc;
 
 impl Interpreter {
@@ -33,22 +33,6 @@ impl Interpreter {
     #[inline(never)]
     pub(super) fn c_accessor_got(
         &mut self,
-        call: (&FunDecl, &Function, &Accessor),
-        receiver: Value,
-        args: &Args,
-        class_scope: &Rc<Scope>,
-        pos: Pos,
-        fr: &mut [Value],
-        env: &Rc<Scope>,
-    ) -> Got {
-        let r = self.c_accessor_in(call, receiver, args, class_scope, pos, fr, env);
-        self.park(r)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn c_accessor_in(
-        &mut self,
         (decl, f, acc): (&FunDecl, &Function, &Accessor),
         receiver: Value,
         args: &Args,
@@ -56,10 +40,13 @@ impl Interpreter {
         pos: Pos,
         fr: &mut [Value],
         env: &Rc<Scope>,
-    ) -> Eval<Value> {
+    ) -> Got {
         let mut values = [const { Value::Null }; 2];
         for (slot, e) in values.iter_mut().zip(&args.values) {
-            *slot = self.c_eval(e, fr, env)?;
+            match self.c_eval(e, fr, env) {
+                Ok(v) => *slot = v,
+                Err(flow) => return self.park(Err(flow)),
+            }
         }
         let n = args.values.len();
         let done = if self.accessor_may_run(decl, f, &values[..n]) {
@@ -67,25 +54,21 @@ impl Interpreter {
         } else {
             None
         };
-        let result = match done {
-            Some(v) => {
-                discard(receiver);
-                Ok(v)
-            }
-            None => {
-                let fill = |_: &mut Self, frame: &mut [Value]| {
-                    for (i, v) in values.iter_mut().take(n).enumerate() {
-                        frame[1 + i] = std::mem::take(v);
-                    }
-                    Ok(())
-                };
-                return self.with_frame((decl, f), n, Some(receiver), fill, (class_scope, pos));
-            }
+        let Some(v) = done else {
+            let fill = |_: &mut Self, frame: &mut [Value]| {
+                for (i, v) in values.iter_mut().take(n).enumerate() {
+                    frame[1 + i] = std::mem::take(v);
+                }
+                Ok(())
+            };
+            let r = self.with_frame((decl, f), n, Some(receiver), fill, (class_scope, pos));
+            return self.park(r);
         };
+        discard(receiver);
         let [a, b] = values;
         discard(a);
         discard(b);
-        result
+        Some(v)
     }
 
     /// Whether every check the ordinary call makes before and inside the
