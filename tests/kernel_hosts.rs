@@ -1612,3 +1612,71 @@ fn many_connections_in_one_call_never_stall_the_proxy() {
         assert!(out.stderr.contains(&summary), "{case:?}: {}", out.dump());
     }
 }
+
+/// A listed host that accepts and then never sends and never closes
+/// (it holds each connection for two minutes, past any run here).
+fn stalling_server() -> CountingServer {
+    CountingServer::start(|mut stream| {
+        let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        std::thread::sleep(Duration::from_secs(120));
+    })
+}
+
+/// A background child (its stdio let go, so the call need not wait for
+/// it) holds a CONNECT tunnel and a SOCKS5 one to the stalling host,
+/// writes `held` in its temporary directory, and waits until the proxy goes.
+const HOLD_STALLED_TUNNELS: &str = r#"
+import os, socket
+A = {A}
+def proxy(var):
+    return socket.create_connection(("127.0.0.1", int(os.environ[var].rsplit(":", 1)[1])))
+http = proxy("HTTP_PROXY")
+http.sendall(f"CONNECT localhost:{A} HTTP/1.1\r\nHost: localhost:{A}\r\n\r\n".encode())
+assert http.recv(100).startswith(b"HTTP/1.1 200")
+socks = proxy("ALL_PROXY")
+socks.sendall(b"\x05\x01\x00")
+assert socks.recv(2) == b"\x05\x00"
+socks.sendall(b"\x05\x01\x00\x03\x09localhost" + A.to_bytes(2, "big"))
+assert socks.recv(10)[1] == 0
+open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "held"), "w").write("held\n")
+http.recv(1)
+"#;
+
+/// Tunnels to a listed host that stalls (accepts, never sends, never
+/// closes) do not hold the run: one a call's child gave up on (curl's
+/// `--max-time`), and two a background child still holds when the spell
+/// returns. The run ends once the spell is done (the proxy waits a
+/// bounded time for open connections, then the run's end ends them),
+/// long before `wall_time` would (its status would be 123, and its
+/// output cut short). Not a timing assertion: `wall_time` only turns a
+/// hang into a failure.
+#[test]
+fn a_stalled_tunnel_does_not_hold_the_run_until_wall_time() {
+    let server = stalling_server();
+    let py = HOLD_STALLED_TUNNELS.replace("{A}", &server.port.to_string());
+    let script = format!(
+        "/usr/bin/python3 -c {py} >/dev/null 2>&1 </dev/null &\n\
+         t=${{TMPDIR:-/tmp}}; i=0; while [ ! -s $t/held ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done\n\
+         cat $t/held\n\
+         curl -sS -p -x \"$HTTPS_PROXY\" --max-time 2 http://localhost:{p}/; echo curl=$?\n\
+         echo spell-done\n",
+        py = shell_quote(&py),
+        p = server.port
+    );
+    let config = format!(
+        "{}  limits:\n    wall_time: 60s\n",
+        hosts_config(&format!("[\"localhost:{}\"]", server.port))
+    );
+    for case in cases() {
+        let before = server.hits();
+        let out = run_script(&config, &script, case, &[]);
+        assert_eq!(out.status, Some(0), "{case:?}: {}", out.dump());
+        let said = ["held", "curl=28", "spell-done"];
+        assert!(
+            said.iter().all(|s| out.stdout.contains(s)),
+            "{case:?}: {}",
+            out.dump()
+        );
+        assert!(server.hits() - before >= 3, "{case:?}: {}", out.dump());
+    }
+}
