@@ -45,6 +45,24 @@ fn a_run_within_its_budget_ends_normally_and_one_step_less_stops_it() {
     assert_stopped_at(run(TEN_TURNS, 10), 4);
 }
 
+/// A `foreach` takes one step per item, whether its turn starts at the
+/// loop's entry, after its body or at a `continue`: over a range written
+/// in the loop and over a list, ten items are ten steps.
+#[test]
+fn a_foreach_takes_one_step_per_item() {
+    let bodies = [
+        "foreach (i in 0..10) {}",
+        "foreach (i in 0..10) { if (i > 4) { continue; } }",
+        "foreach (x in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {}",
+        "foreach (x in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) { if (x > 4) { continue; } }",
+    ];
+    for body in bodies {
+        let source = format!("fun main() > void {{\n    {body}\n}}\n");
+        assert_eq!(run(&source, 11), Ok(0), "{body}");
+        assert_stopped_at(run(&source, 10), 2);
+    }
+}
+
 #[test]
 fn endless_loops_of_every_kind_stop_at_the_loop() {
     let loops = [

@@ -4,6 +4,7 @@ use crate::buzz::lib::methods;
 use crate::buzz::lower::flat::{Code, Each, Op, Reg, Tree, KONST};
 use crate::buzz::lower::{Expr, Stmt, StmtKind, N};
 use crate::buzz::syntax::ast::BinOp;
+use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::vm::exec::{discard, double_tree, operand, plainly, put};
 use crate::buzz::vm::ops::{double_fast, int_compare, int_fast};
 use crate::buzz::vm::value::{Scope, Value};
@@ -97,11 +98,7 @@ impl Interpreter {
                     }
                 }
                 Op::Jump { to } => pc = *to as usize,
-                Op::Turn { pos, at } => {
-                    self.take_step(*pos)?;
-                    self.enter(*at)?;
-                    self.depth -= 1;
-                }
+                Op::Turn { pos, at } => self.flat_turn((*pos, *at))?,
                 Op::Copy { dst, src } => {
                     let v = code.read(fr, *src).clone();
                     put(&mut fr[*dst as usize], v);
@@ -142,7 +139,17 @@ impl Interpreter {
                     }
                 }
                 Op::Next { each, to } => {
-                    if !self.flat_next(&code.eaches[*each as usize], fr)? {
+                    let each = &code.eaches[*each as usize];
+                    if self.flat_next(each, fr)? {
+                        self.flat_turn(each.turn)?;
+                    } else {
+                        pc = *to as usize;
+                    }
+                }
+                Op::NextBack { each, to } => {
+                    let each = &code.eaches[*each as usize];
+                    if self.flat_next(each, fr)? {
+                        self.flat_turn(each.turn)?;
                         pc = *to as usize;
                     }
                 }
@@ -199,6 +206,7 @@ impl Interpreter {
             | Op::ReturnEval { .. }
             | Op::Exec { .. }
             | Op::Next { .. }
+            | Op::NextBack { .. }
             | Op::BindIf { .. }
             | Op::StoreField { .. }
             | Op::Effect { .. }
@@ -252,9 +260,20 @@ impl Interpreter {
         Ok(())
     }
 
+    /// One turn of a loop: a step of the budget at the loop (`pos`), and
+    /// the memory check the tree makes at the body's first statement
+    /// (`at`).
+    #[inline(always)]
+    fn flat_turn(&mut self, (pos, at): (Pos, Pos)) -> Eval<()> {
+        self.take_step(pos)?;
+        self.enter(at)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
     /// Takes the next item of a `foreach` into its slots (the tree's
     /// `c_foreach`, one turn); `false` when there is none.
-    #[inline]
+    #[inline(always)]
     fn flat_next(&mut self, each: &Each, fr: &mut [Value]) -> Eval<bool> {
         let Value::Int(index) = fr[each.index as usize] else {
             unreachable!("a foreach's count is an int");
@@ -279,6 +298,17 @@ impl Interpreter {
             put(&mut fr[each.value as usize], Value::Int(n));
             return Ok(true);
         }
+        self.flat_next_item(each, fr)
+    }
+
+    /// [`Interpreter::flat_next`] of anything but a range written in the
+    /// `foreach`: out of line, so that the two operations that take an
+    /// item each keep the range's path inline.
+    #[inline(never)]
+    fn flat_next_item(&mut self, each: &Each, fr: &mut [Value]) -> Eval<bool> {
+        let Value::Int(index) = fr[each.index as usize] else {
+            unreachable!("a foreach's count is an int");
+        };
         let item = match &fr[each.subject as usize] {
             Value::Range(r) => {
                 methods::range_nth(r.low, r.high, index).map(|n| (Value::Int(index), Value::Int(n)))

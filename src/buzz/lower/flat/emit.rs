@@ -93,7 +93,8 @@ impl Emit {
             | Op::Branch { to: t, .. }
             | Op::Jump { to: t }
             | Op::BindIf { to: t, .. }
-            | Op::Next { to: t, .. } => *t = to,
+            | Op::Next { to: t, .. }
+            | Op::NextBack { to: t, .. } => *t = to,
             _ => unreachable!("only jumps are landed"),
         }
     }
@@ -272,7 +273,8 @@ impl Emit {
     }
 
     /// `foreach`: the iterated value and a count in temporaries, each
-    /// turn's item taken by [`Op::Next`].
+    /// turn's item taken by [`Op::Next`] before the body, then by
+    /// [`Op::NextBack`] after it (where `continue` goes).
     fn each(&mut self, each: ForEach, pos: Pos) {
         let ForEach {
             key,
@@ -307,6 +309,7 @@ impl Emit {
             dst: index,
             src: zero,
         });
+        let turn = (pos, body.first().map_or(pos, |s| s.pos));
         self.eaches.push(Each {
             subject,
             high,
@@ -314,17 +317,18 @@ impl Emit {
             key: key.unwrap_or(u32::MAX),
             value,
             at,
+            turn,
         });
         let each = self.eaches.len() as u32 - 1;
-        let top = self.here();
         let id = self.open(label);
-        let exit = self.ops.len();
+        let entry = self.ops.len();
         self.ops.push(Op::Next { each, to: 0 });
-        self.turn(pos, &body);
+        let start = self.here();
         body.into_iter().for_each(|s| self.stmt(s));
-        self.ops.push(Op::Jump { to: top });
-        self.land(exit, self.here());
-        self.close(id, top);
+        let back = self.here();
+        self.ops.push(Op::NextBack { each, to: start });
+        self.land(entry, self.here());
+        self.close(id, back);
         self.ops.push(Op::Drop { src: subject });
     }
 

@@ -102,6 +102,10 @@ pub(crate) struct Each {
     pub(crate) key: Reg,
     pub(crate) value: Reg,
     pub(crate) at: Pos,
+    /// The loop's turn, taken with each item (see [`Op::Next`]): its
+    /// step, located at the loop, and the memory check, located at the
+    /// body's first statement (as [`Op::Turn`]'s `pos` and `at`).
+    pub(crate) turn: (Pos, Pos),
 }
 
 pub(crate) struct Loop {
@@ -215,9 +219,17 @@ pub(crate) enum Op {
         dst: Reg,
         check: u32,
     },
-    /// The next item of `eaches[each]` into its slots, or a jump to `to`
-    /// when there is none.
+    /// The next item of `eaches[each]` into its slots and the loop's
+    /// turn, or a jump to `to` when there is none: a `foreach`'s entry.
     Next {
+        each: u32,
+        to: u32,
+    },
+    /// The same at the end of the body, jumping back to `to` (the body's
+    /// start) when there is an item, falling through when there is none:
+    /// a turn of a `foreach` runs its body and this one operation, not
+    /// a jump, the test and a `Turn` (three dispatches).
+    NextBack {
         each: u32,
         to: u32,
     },
