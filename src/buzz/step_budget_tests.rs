@@ -45,16 +45,21 @@ fn a_run_within_its_budget_ends_normally_and_one_step_less_stops_it() {
     assert_stopped_at(run(TEN_TURNS, 10), 4);
 }
 
-/// A `foreach` takes one step per item, whether its turn starts at the
-/// loop's entry, after its body or at a `continue`: over a range written
-/// in the loop and over a list, ten items are ten steps.
+/// A loop takes one step per turn, whether the turn starts at the
+/// loop's entry, after its body or at a `continue`: ten turns are ten
+/// steps for a `foreach` over a range written in the loop and over a
+/// list, and for a `while` and a `for` whose test is one comparison or
+/// needs a call.
 #[test]
-fn a_foreach_takes_one_step_per_item() {
+fn every_loop_takes_one_step_per_turn() {
     let bodies = [
         "foreach (i in 0..10) {}",
         "foreach (i in 0..10) { if (i > 4) { continue; } }",
         "foreach (x in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {}",
         "foreach (x in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) { if (x > 4) { continue; } }",
+        "var i = 0; while (i < 10) { i = i + 1; if (i > 4) { continue; } }",
+        "final l = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]; var i = 0; while (i < l.len()) { i = i + 1; }",
+        "for (i: int = 0; i < 10; i = i + 1) { if (i > 4) { continue; } }",
     ];
     for body in bodies {
         let source = format!("fun main() > void {{\n    {body}\n}}\n");

@@ -77,23 +77,17 @@ impl Interpreter {
                     put(&mut fr[*dst as usize], v);
                 }
                 Op::TestK { op, a, k, to, tree } => {
-                    let fast = match fr[*a as usize] {
-                        Value::Int(x) => int_compare(*op, x, i64::from(*k)),
-                        _ => None,
-                    };
-                    if !self.flat_truth(fast, code, *tree, fr, env)? {
+                    if !self.test_k((*op, *a, *k, *tree), code, fr, env)? {
                         pc = *to as usize;
                     }
                 }
                 Op::Test { op, a, b, to, tree } => {
-                    let fast = match (code.read(fr, *a), code.read(fr, *b)) {
-                        (Value::Int(x), Value::Int(y)) => int_compare(*op, *x, *y),
-                        (Value::Double(x), Value::Double(y)) => ordered(*op, x.get(), y.get()),
-                        (Value::Int(x), Value::Double(y)) => ordered(*op, *x as f64, y.get()),
-                        (Value::Double(x), Value::Int(y)) => ordered(*op, x.get(), *y as f64),
-                        _ => None,
-                    };
-                    if !self.flat_truth(fast, code, *tree, fr, env)? {
+                    if !self.test((*op, *a, *b, *tree), code, fr, env)? {
+                        pc = *to as usize;
+                    }
+                }
+                Op::Again { test, to } => {
+                    if self.again(*test, code, fr, env)? {
                         pc = *to as usize;
                     }
                 }
@@ -104,17 +98,7 @@ impl Interpreter {
                     put(&mut fr[*dst as usize], v);
                 }
                 Op::Branch { tree, to, when } => {
-                    let cond = code.cond(*tree);
-                    // A comparison of numbers decided here (fasta's
-                    // `r < this.probs[i]`), else by the tree.
-                    let fast = match &cond.expr {
-                        Expr::Arith(arith) => match operand(&arith.0, fr, env) {
-                            Some(N::B(b)) => Some(b),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    if self.flat_truth(fast, code, *tree, fr, env)? == *when {
+                    if self.branch(*tree, code, fr, env)? == *when {
                         pc = *to as usize;
                     }
                 }
@@ -194,6 +178,7 @@ impl Interpreter {
             }
             Op::Arith { .. }
             | Op::Test { .. }
+            | Op::Again { .. }
             | Op::ArithK { .. }
             | Op::Eval { .. }
             | Op::EvalArith { .. }
@@ -232,6 +217,78 @@ impl Interpreter {
             self.flat_over(code, tree)?;
         }
         self.c_eval(code.expr(tree), fr, env)
+    }
+
+    /// `a op k` for an `int` at hand and an `int` literal, else the tree
+    /// condition `tree`.
+    #[inline(always)]
+    fn test_k(
+        &mut self,
+        (op, a, k, tree): (BinOp, Reg, i32, u32),
+        code: &Code,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<bool> {
+        let fast = match fr[a as usize] {
+            Value::Int(x) => int_compare(op, x, i64::from(k)),
+            _ => None,
+        };
+        self.flat_truth(fast, code, tree, fr, env)
+    }
+
+    /// `a op b` for two numbers at hand, else the tree condition `tree`.
+    #[inline(always)]
+    fn test(
+        &mut self,
+        (op, a, b, tree): (BinOp, Reg, Reg, u32),
+        code: &Code,
+        fr: &mut [Value],
+        env: &Rc<Scope>,
+    ) -> Eval<bool> {
+        let fast = match (code.read(fr, a), code.read(fr, b)) {
+            (Value::Int(x), Value::Int(y)) => int_compare(op, *x, *y),
+            (Value::Double(x), Value::Double(y)) => ordered(op, x.get(), y.get()),
+            (Value::Int(x), Value::Double(y)) => ordered(op, *x as f64, y.get()),
+            (Value::Double(x), Value::Int(y)) => ordered(op, x.get(), *y as f64),
+            _ => None,
+        };
+        self.flat_truth(fast, code, tree, fr, env)
+    }
+
+    /// The tree condition `tree`; a comparison of numbers decided here
+    /// (fasta's `r < this.probs[i]`), else by the tree.
+    #[inline(always)]
+    fn branch(&mut self, tree: u32, code: &Code, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
+        let fast = match &code.cond(tree).expr {
+            Expr::Arith(arith) => match operand(&arith.0, fr, env) {
+                Some(N::B(b)) => Some(b),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.flat_truth(fast, code, tree, fr, env)
+    }
+
+    /// [`Op::Again`]: whether the loop test at `test` holds, its turn
+    /// (the `Turn` after it) taken when it does.
+    #[inline(always)]
+    fn again(&mut self, test: u32, code: &Code, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
+        let at = test as usize;
+        let holds = match &code.ops[at] {
+            Op::TestK { op, a, k, tree, .. } => self.test_k((*op, *a, *k, *tree), code, fr, env)?,
+            Op::Test { op, a, b, tree, .. } => self.test((*op, *a, *b, *tree), code, fr, env)?,
+            Op::Branch {
+                tree, when: false, ..
+            } => self.branch(*tree, code, fr, env)?,
+            _ => unreachable!("`Again` names a loop's test"),
+        };
+        if holds {
+            let Op::Turn { pos, at } = code.ops[at + 1] else {
+                unreachable!("a loop's test is followed by its turn");
+            };
+            self.flat_turn((pos, at))?;
+        }
+        Ok(holds)
     }
 
     /// A test's answer: the fast path's, else the tree condition's.

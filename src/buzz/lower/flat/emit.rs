@@ -190,9 +190,9 @@ impl Emit {
                 let exit = self.unless(cond);
                 self.turn(pos, &body);
                 body.into_iter().for_each(|s| self.stmt(s));
-                self.ops.push(Op::Jump { to: top });
+                let next = self.back(top, Some(exit));
                 self.land(exit, self.here());
-                self.close(id, top);
+                self.close(id, next);
             }
             StmtKind::DoUntil { body, cond, label } => {
                 let top = self.here();
@@ -226,7 +226,7 @@ impl Emit {
                 body.into_iter().for_each(|s| self.stmt(s));
                 let next = self.here();
                 step.into_iter().for_each(|s| self.stmt(s));
-                self.ops.push(Op::Jump { to: top });
+                self.back(top, exit);
                 if let Some(exit) = exit {
                     self.land(exit, self.here());
                 }
@@ -330,6 +330,22 @@ impl Emit {
         self.land(entry, self.here());
         self.close(id, back);
         self.ops.push(Op::Drop { src: subject });
+    }
+
+    /// The end of a loop body whose test starts at `top` and jumps out
+    /// at `exit`: [`Op::Again`] when that test is one operation (its
+    /// operands at hand), else a jump back to `top`. Its index, where a
+    /// `while`'s `continue` goes.
+    fn back(&mut self, top: u32, exit: Option<usize>) -> u32 {
+        let at = self.here();
+        match exit {
+            Some(exit) if exit == top as usize => self.ops.push(Op::Again {
+                test: top,
+                to: top + 2,
+            }),
+            _ => self.ops.push(Op::Jump { to: top }),
+        }
+        at
     }
 
     /// A loop turn: its step, and the memory check where the tree makes

@@ -198,6 +198,16 @@ pub(crate) enum Op {
     Jump {
         to: u32,
     },
+    /// The end of a `while` or `for` body whose test is the one
+    /// operation at `test` (a `TestK`, `Test` or `Branch` jumping out
+    /// unless the condition holds, followed by the loop's `Turn`): the
+    /// test again, and when it holds, the turn and a jump back to `to`
+    /// (the body's start); else on to the loop's exit. One operation per
+    /// turn where there were three (a jump back, the test, the turn).
+    Again {
+        test: u32,
+        to: u32,
+    },
     /// One turn of the loop at `pos`: a step of the budget, and the
     /// memory check the tree makes at the body's first statement (`at`).
     Turn {
