@@ -6,8 +6,10 @@
 //! `return` back up as `Err(Flow)`; a loop turn of `sum = sum + i; i = i +
 //! 1` costs about 550 instructions there, most of them frames and result
 //! moves. Here the body's control flow is flattened once, at lowering:
-//! a loop is a test and a jump back, a local's store writes its slot, a
-//! comparison of two numbers decides a jump where it stands.
+//! a loop is a test at its entry and, at the end of its body, one
+//! operation that takes the next turn and jumps back ([`Op::NextBack`],
+//! [`Op::Again`]); a local's store writes its slot; a comparison of two
+//! numbers decides a jump where it stands.
 //!
 //! How it stays exact: every operation with a fast path keeps the tree
 //! node it came from, and anything the fast path cannot decide (a value
