@@ -273,8 +273,8 @@ impl Interpreter {
     /// (the `Turn` after it) taken when it does.
     #[inline(always)]
     fn again(&mut self, test: u32, code: &Code, fr: &mut [Value], env: &Rc<Scope>) -> Eval<bool> {
-        let at = test as usize;
-        let holds = match &code.ops[at] {
+        let test = test as usize;
+        let holds = match &code.ops[test] {
             Op::TestK { op, a, k, tree, .. } => self.test_k((*op, *a, *k, *tree), code, fr, env)?,
             Op::Test { op, a, b, tree, .. } => self.test((*op, *a, *b, *tree), code, fr, env)?,
             Op::Branch {
@@ -283,7 +283,7 @@ impl Interpreter {
             _ => unreachable!("`Again` names a loop's test"),
         };
         if holds {
-            let Op::Turn { pos, at } = code.ops[at + 1] else {
+            let Op::Turn { pos, at } = code.ops[test + 1] else {
                 unreachable!("a loop's test is followed by its turn");
             };
             self.flat_turn((pos, at))?;
