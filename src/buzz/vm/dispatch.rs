@@ -355,17 +355,14 @@ impl Interpreter {
             put(&mut fr[each.value as usize], Value::Int(n));
             return Ok(true);
         }
-        self.flat_next_item(each, fr)
+        self.flat_next_item(each, index, fr)
     }
 
     /// [`Interpreter::flat_next`] of anything but a range written in the
     /// `foreach`: out of line, so that the two operations that take an
     /// item each keep the range's path inline.
     #[inline(never)]
-    fn flat_next_item(&mut self, each: &Each, fr: &mut [Value]) -> Eval<bool> {
-        let Value::Int(index) = fr[each.index as usize] else {
-            unreachable!("a foreach's count is an int");
-        };
+    fn flat_next_item(&mut self, each: &Each, index: i64, fr: &mut [Value]) -> Eval<bool> {
         let item = match &fr[each.subject as usize] {
             Value::Range(r) => {
                 methods::range_nth(r.low, r.high, index).map(|n| (Value::Int(index), Value::Int(n)))

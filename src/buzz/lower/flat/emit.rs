@@ -309,7 +309,7 @@ impl Emit {
             dst: index,
             src: zero,
         });
-        let turn = (pos, body.first().map_or(pos, |s| s.pos));
+        let turn = turn_at(pos, &body);
         self.eaches.push(Each {
             subject,
             high,
@@ -351,7 +351,7 @@ impl Emit {
     /// A loop turn: its step, and the memory check where the tree makes
     /// it (at the body's first statement).
     fn turn(&mut self, pos: Pos, body: &[Stmt]) {
-        let at = body.first().map_or(pos, |s| s.pos);
+        let (pos, at) = turn_at(pos, body);
         self.ops.push(Op::Turn { pos, at });
     }
 
@@ -572,4 +572,10 @@ fn arith_at_hand(general: &Expr) -> Option<(BinOp, &Expr, &Expr)> {
 
 fn at_hand(e: &Expr) -> bool {
     matches!(e, Expr::Local(_) | Expr::Const(_))
+}
+
+/// Where a loop's turn is located: its step at the loop (`pos`), its
+/// memory check at the body's first statement, as the tree makes it.
+fn turn_at(pos: Pos, body: &[Stmt]) -> (Pos, Pos) {
+    (pos, body.first().map_or(pos, |s| s.pos))
 }
