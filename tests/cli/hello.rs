@@ -73,3 +73,67 @@ fn first_run_in_a_fresh_cargo_home_prints_no_warning() {
         .collect();
     assert!(said.is_empty(), "{stderr}");
 }
+
+/// The repository's own policy grants cargo's registry read-only: a spell
+/// run there cannot rewrite a crate cargo has extracted (whose `build.rs`
+/// the user's next `cargo build` would compile and run, unconfined),
+/// neither through `fs.*` nor, with the kernel layer, through a child.
+/// The control, the same spell with the sandbox off, rewrites it both ways.
+#[test]
+fn the_repository_policy_keeps_extracted_crates_from_being_rewritten() {
+    let plant = r#"import "buzz:std";
+import "fs";
+import "sh";
+
+fun main(args: [str]) > void {
+    final file = args[0];
+    try {
+        fs\write(file, "fn main() \{ /* PLANTED_BY_FS */ \}\n");
+    } catch (e: SandboxError) {
+        std\print("fs refused: {e.code}");
+    }
+    sh\run(["sh", "-c", "echo '// PLANTED_BY_CHILD' >> \"$0\"", file]);
+}
+"#;
+    for sandbox in ["1", "0"] {
+        let root = workspace();
+        let root = root.path();
+        std::fs::write(root.join("spells/plant.buzz"), plant).unwrap();
+        let home = tempfile::tempdir_in(support::scratch_base()).unwrap();
+        let krate = home
+            .path()
+            .join(".cargo/registry/src/index.crates.io-1949cf8c6b5b557f/foo-1.0.0");
+        std::fs::create_dir_all(&krate).unwrap();
+        for dir in [".cargo/bin", ".rustup"] {
+            std::fs::create_dir_all(home.path().join(dir)).unwrap();
+        }
+        let build = krate.join("build.rs");
+        std::fs::write(&build, "fn main() {}\n").unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_magus"))
+            .args(["run", "plant", build.to_str().unwrap()])
+            .current_dir(root)
+            .env("HOME", home.path())
+            .env("MAGUS_SANDBOX_ENABLED", sandbox)
+            .output()
+            .unwrap();
+        let after = std::fs::read_to_string(&build).unwrap();
+        let said = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if sandbox == "0" {
+            assert!(after.contains("PLANTED_BY_FS"), "control: {after}\n{said}");
+            assert!(
+                after.contains("PLANTED_BY_CHILD"),
+                "control: {after}\n{said}"
+            );
+            continue;
+        }
+        assert!(said.contains("fs refused"), "{said}");
+        assert!(!after.contains("PLANTED_BY_FS"), "{after}\n{said}");
+        if cfg!(feature = "kernel") {
+            assert!(!after.contains("PLANTED_BY_CHILD"), "{after}\n{said}");
+        }
+    }
+}
