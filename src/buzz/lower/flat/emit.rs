@@ -2,7 +2,8 @@
 //! expressions operations on slots, the rest stay tree nodes.
 
 use super::{Code, Each, Loop, Op, Reg, Tree, KONST};
-use crate::buzz::lower::{tree, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
+use crate::buzz::lib::methods::Builtin;
+use crate::buzz::lower::{tree, CallMethod, Check, Cond, Expr, ForEach, Label, Stmt, StmtKind};
 use crate::buzz::syntax::ast::BinOp;
 use crate::buzz::syntax::lexer::Pos;
 use crate::buzz::vm::value::Value;
@@ -148,6 +149,14 @@ impl Emit {
                 });
             }
             StmtKind::ForEach(each) => self.each(*each, pos),
+            StmtKind::Expr(Expr::CallMethod(c)) if appends(&c) => {
+                let (Expr::Local(list), [value]) = (&c.receiver, &c.args.values[..]) else {
+                    unreachable!("`appends` checked the receiver and the argument");
+                };
+                let (list, value) = (*list, self.at_hand(value));
+                let tree = self.tree(Tree::Expr(Expr::CallMethod(c)));
+                self.ops.push(Op::Append { list, value, tree });
+            }
             StmtKind::Expr(e) => {
                 let tree = self.tree(Tree::Expr(e));
                 let nest = self.nest();
@@ -568,6 +577,15 @@ fn arith_at_hand(general: &Expr) -> Option<(BinOp, &Expr, &Expr)> {
         return None;
     };
     (at_hand(&operands.0) && at_hand(&operands.1)).then_some((*op, &operands.0, &operands.1))
+}
+
+/// `local.append(x)`, `x` a local or a literal: [`Op::Append`].
+fn appends(c: &CallMethod) -> bool {
+    c.method == Builtin::Append
+        && !c.optional
+        && matches!(c.receiver, Expr::Local(_))
+        && c.args.positional
+        && matches!(&c.args.values[..], [x] if at_hand(x))
 }
 
 fn at_hand(e: &Expr) -> bool {
