@@ -1605,6 +1605,78 @@ fn credential_stores_inside_a_grant_are_hidden() {
     }
 }
 
+/// `stow`'s two layouts of a dotfiles repository (found by a red-team
+/// run): `~/.ssh` a link into a granted `~/dotfiles`, and `~/.aws` a real
+/// directory whose `credentials` is a link into it. The keys' real paths,
+/// inside the grant, were neither hidden nor refused: a child `cat`ted
+/// both, `fs.read` read both. Now both are hidden in the view and refused
+/// to `fs.*` (with the jail and without it), the rest of the grant still
+/// readable; the control, the sandbox off, reads the keys.
+#[test]
+fn credential_stores_linked_into_a_grant_are_hidden() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/dotfiles\n      mode: ro\n";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let key = jail.h.secret("~/.ssh/id_rsa").to_string();
+        let aws = jail.h.secret("~/.aws/credentials").to_string();
+        let dot = jail.h.home_path("dotfiles");
+        std::fs::create_dir_all(dot.join("ssh")).unwrap();
+        std::fs::create_dir_all(dot.join("aws")).unwrap();
+        std::fs::write(dot.join("README"), "DOTFILES-README\n").unwrap();
+        std::fs::rename(jail.h.home_path(".ssh"), dot.join("ssh/.ssh")).unwrap();
+        std::os::unix::fs::symlink("dotfiles/ssh/.ssh", jail.h.home_path(".ssh")).unwrap();
+        let credentials = jail.h.home_path(".aws/credentials");
+        std::fs::rename(&credentials, dot.join("aws/credentials")).unwrap();
+        std::os::unix::fs::symlink("../dotfiles/aws/credentials", &credentials).unwrap();
+        jail.hand_over();
+        let script = "cat ~/dotfiles/ssh/.ssh/id_rsa; cat ~/dotfiles/aws/credentials; \
+            cat ~/.ssh/id_rsa ~/.aws/credentials; cat ~/dotfiles/README";
+        let control = jail.shell(Sandbox::Off, script);
+        for secret in [&key, &aws] {
+            assert!(
+                control.stdout.contains(secret.as_str()),
+                "{}",
+                control.dump()
+            );
+        }
+        let jailed = jail.shell(Sandbox::On, script);
+        jail.h.assert_no_leak(&jailed);
+        assert!(
+            jailed.stdout.contains("DOTFILES-README"),
+            "{}",
+            context(user, Sandbox::On, &jailed)
+        );
+
+        let read = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    try {\n        std.print(\"READ {fs.read(args[0])}\");\n    } catch (e: SandboxError) {\n        std.print(\"CAUGHT {e.code}\");\n    }\n    return 0;\n}\n";
+        jail.h.write_spell("f", read);
+        jail.hand_over();
+        let paths = [dot.join("ssh/.ssh/id_rsa"), dot.join("aws/credentials")];
+        let control = capture(jail.command(Sandbox::Off).arg("f").arg(&paths[0]));
+        assert!(control.stdout.contains(&key), "{}", control.dump());
+        let mut unjailed = Jail {
+            h: jail.h,
+            user,
+            kernel: Kernel::NoUserNamespaces,
+        };
+        if user == User::Root {
+            unjailed.kernel = Kernel::NoNamespaces;
+        }
+        for kernel in [Kernel::AsIs, unjailed.kernel] {
+            unjailed.kernel = kernel;
+            for path in &paths {
+                let out = capture(unjailed.command(Sandbox::On).arg("f").arg(path));
+                assert!(
+                    out.stdout.contains("CAUGHT MGS2001"),
+                    "{kernel:?} {}: {}",
+                    path.display(),
+                    out.dump()
+                );
+                unjailed.h.assert_no_leak(&out);
+            }
+        }
+    }
+}
+
 /// A repository whose `.git/hooks` a child of an earlier run replaced
 /// with a relative link climbing out of the workspace (`../../../home`):
 /// the read-only bind of the hooks followed it at set-up and showed the

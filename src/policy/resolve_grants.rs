@@ -108,29 +108,68 @@ pub(crate) fn resolve(inputs: &Inputs<'_>) -> Resolution {
 /// `build.rs` could publish with; one of `~/.config` held `~/.config/op`
 /// and the GitHub CLI's token, with no word said. A store granted by name
 /// (the entry is the store or lies in it) is the user's explicit choice.
-/// A link is left alone: what it leads to is not granted by this grant.
+///
+/// A store is found where it really is, and so is everything a link
+/// inside it leads to: a dotfile manager makes `~/.ssh` a link into
+/// `~/dotfiles` (`stow ssh`), or links each file (`~/.ssh/id_rsa ->
+/// ../dotfiles/ssh/.ssh/id_rsa`), and a run in `~/dotfiles`, or with it
+/// granted, read the key at its real path (a red-team run, 2026-12-07).
+/// A link that leads nowhere, or outside every grant, hides nothing.
 fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
     use super::credentials::{HOME_DIRS, HOME_FILES};
     let Some(home) = real_home else {
         return Vec::new();
     };
-    HOME_DIRS
-        .iter()
-        .chain(HOME_FILES.iter())
-        .map(|rel| home.join(rel))
-        .filter(|path| {
-            path.symlink_metadata()
-                .is_ok_and(|m| !m.file_type().is_symlink())
-        })
-        // Where it really is: `~/.config` may be a link into a granted
-        // `~/dotfiles`.
-        .filter_map(|path| real_path(&path).ok())
-        .filter(|path| {
-            let shown = grants.iter().any(|g| lies_within(path, &g.path));
-            let named = grants.iter().any(|g| lies_within(&g.path, path));
-            shown && !named
-        })
-        .collect()
+    let mut found = Vec::new();
+    for rel in HOME_DIRS.iter().chain(HOME_FILES.iter()) {
+        let Ok(real) = real_path(&home.join(rel)) else {
+            continue;
+        };
+        link_targets(&real, LINK_DEPTH, &mut LINK_BUDGET.clone(), &mut found);
+        found.push(real);
+    }
+    found.retain(|path| {
+        let shown = grants.iter().any(|g| lies_within(path, &g.path));
+        let named = grants.iter().any(|g| lies_within(&g.path, path));
+        shown && !named
+    });
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// How deep [`link_targets`] looks below a store, and how many entries it
+/// reads in all: stores hold a few files each; a start-up must not walk a
+/// huge directory someone linked in.
+const LINK_DEPTH: u32 = 4;
+const LINK_BUDGET: std::ops::Range<u32> = 0..512;
+
+/// Where each link below the directory `dir` really leads (for a link to
+/// a directory, that directory, not what it holds).
+fn link_targets(
+    dir: &Path,
+    depth: u32,
+    budget: &mut std::ops::Range<u32>,
+    found: &mut Vec<PathBuf>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if budget.next().is_none() {
+            return;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            if let Ok(target) = real_path(&entry.path()) {
+                found.push(target);
+            }
+        } else if kind.is_dir() && depth > 1 {
+            link_targets(&entry.path(), depth - 1, budget, found);
+        }
+    }
 }
 
 /// The files other spells' secrets are read from (`from: {file: PATH}`,
@@ -747,6 +786,15 @@ mod tests {
         std::fs::write(home.join(".cargo/credentials.toml"), "t").unwrap();
         std::os::unix::fs::symlink("dotfiles/config", home.join(".config")).unwrap();
         std::os::unix::fs::symlink("/nowhere", home.join(".npmrc")).unwrap();
+        // `stow`'s two layouts: a store that is a link into `dotfiles`,
+        // and a store whose files are links into it.
+        std::fs::create_dir_all(home.join("dotfiles/aws/.aws")).unwrap();
+        std::os::unix::fs::symlink("dotfiles/aws/.aws", home.join(".aws")).unwrap();
+        std::fs::create_dir_all(home.join("dotfiles/kube")).unwrap();
+        std::fs::write(home.join("dotfiles/kube/config"), "k").unwrap();
+        std::fs::create_dir_all(home.join(".kube/sub")).unwrap();
+        std::os::unix::fs::symlink("../../dotfiles/kube/config", home.join(".kube/sub/config"))
+            .unwrap();
         let grant = |rel: &str| Grant {
             path: home.join(rel),
             mode: Mode::Rw,
@@ -761,18 +809,28 @@ mod tests {
         assert_eq!(hidden(&[grant(".ssh")]), Vec::<PathBuf>::new());
         assert_eq!(
             hidden(&[grant("dotfiles")]),
-            [home.join("dotfiles/config/op")]
+            [
+                home.join("dotfiles/aws/.aws"),
+                home.join("dotfiles/config/op"),
+                home.join("dotfiles/kube/config"),
+            ]
         );
-        let mut all = hidden(&[grant("")]);
-        all.sort();
+        // Named: the store's link, resolved as grants are.
+        assert_eq!(
+            hidden(&[grant("dotfiles"), grant("dotfiles/aws/.aws")]).len(),
+            2
+        );
         let mut want = vec![
             home.join(".ssh"),
-            home.join("dotfiles/config/op"),
             home.join(".cargo/credentials.toml"),
+            home.join(".kube"),
+            home.join("dotfiles/aws/.aws"),
+            home.join("dotfiles/config/op"),
+            home.join("dotfiles/kube/config"),
         ];
         want.sort();
-        assert_eq!(all, want);
-        assert_eq!(hidden(&[grant(""), grant(".ssh")]).len(), 2);
+        assert_eq!(hidden(&[grant("")]), want);
+        assert_eq!(hidden(&[grant(""), grant(".ssh")]).len(), 5);
     }
 
     /// Windows' built-ins sit below the environment's variables, and are
