@@ -327,14 +327,21 @@ impl<'a> Scan<'a> {
             }
         }
         let has = |wanted: &str| names.iter().any(|n| is(n, wanted));
-        let bare = names::BARE_REPOSITORY.iter().all(|w| has(w));
+        // Git takes a directory with `HEAD` for its git directory when it
+        // also holds `objects` and `refs`, or a `commondir` naming a
+        // directory that does (whose config and hooks git then obeys): a
+        // red-team run planted `src/HEAD` and `src/commondir` pointing
+        // into `.git`, which the walk does not enter, and `git log` in
+        // `src` ran the planted pager.
+        let bare =
+            names::BARE_REPOSITORY.iter().all(|w| has(w)) || (has("HEAD") && has("commondir"));
         if !bare || self.is_known(dir) || inert::is_inert(dir, &|p| self.is_known(p)) {
             return;
         }
         let parts = || {
             entries
                 .iter()
-                .filter(|e| is_any(&e.name, &names::BARE_REPOSITORY))
+                .filter(|e| is_any(&e.name, &names::BARE_REPOSITORY) || is(&e.name, "commondir"))
         };
         let made_now = self.arrived(dir) || parts().any(|e| self.changed(&e.path));
         if !made_now {

@@ -105,7 +105,25 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 19] = [
+    let cases: [Case; 20] = [
+        (
+            "a git directory by its commondir",
+            |r| {
+                // The common directory inside `.git`, which the walk does
+                // not enter; in the work tree, only `HEAD` and `commondir`.
+                for d in [".git/x/objects", ".git/x/refs/heads"] {
+                    std::fs::create_dir_all(r.join(d)).unwrap();
+                }
+                std::fs::write(r.join(".git/x/config"), "[core]\n\tpager = x\n").unwrap();
+                std::fs::write(r.join("src/HEAD"), "ref: refs/heads/master\n").unwrap();
+                let common = r.join(".git/x");
+                std::fs::write(r.join("src/commondir"), common.to_str().unwrap()).unwrap();
+            },
+            &[
+                ("HEAD", Left::BareRepository),
+                ("commondir", Left::BareRepository),
+            ],
+        ),
         (
             "a new .git",
             |r| {
