@@ -912,11 +912,14 @@ fn a_git_directory_planted_at_the_root_of_a_workspace_inside_a_repository_is_set
 /// `.hg/requires` makes hg read a config of its choosing; in a share
 /// (`hg share`: `shared` and `share-safe` in `requires`), one that
 /// re-points `.hg/sharedpath` at a `.hg` of its own makes hg read that
-/// directory's `hgrc` (red team round 6). hg itself need not be
-/// installed: what is tested is that the files stay as they were.
+/// directory's `hgrc` (red team round 6); `.hg/hgrc-not-shared`, read
+/// like `hgrc`, is written or planted the same way (red team, 2026-12-07).
+/// hg itself need not be installed: what is tested is that the files stay
+/// as they were.
 #[test]
 fn a_mercurial_repositorys_config_and_requirements_stay_read_only() {
     let script = "printf '[hooks]\\npre-status = echo PWNED-hg\\n' >> .hg/hgrc && echo HGRC-OK; \
+                  printf '[hooks]\\npre-status = echo PWNED-ns\\n' >> .hg/hgrc-not-shared && echo NOTSHARED-OK; \
                   echo share-safe >> .hg/requires && echo REQUIRES-OK; \
                   mkdir -p planted/.hg && printf '[hooks]\\npre-status = echo PWNED-share\\n' > planted/.hg/hgrc; \
                   echo \"$PWD/planted/.hg\" > .hg/sharedpath && echo SHAREDPATH-OK; \
@@ -943,7 +946,7 @@ fn a_mercurial_repositorys_config_and_requirements_stay_read_only() {
             let control = setup(user).shell(Sandbox::GateOnly, script);
             let jail = setup(user);
             let jailed = jail.shell(Sandbox::On, script);
-            let markers = ["HGRC-OK", "REQUIRES-OK", "SHAREDPATH-OK"];
+            let markers = ["HGRC-OK", "NOTSHARED-OK", "REQUIRES-OK", "SHAREDPATH-OK"];
             assert_attack(user, &control, &jailed, &markers, "");
             let now = std::fs::read_to_string(jail.h.ws_path(".hg/sharedpath")).unwrap();
             assert_eq!(now, sharedpath, "{user:?}");
@@ -955,6 +958,10 @@ fn a_mercurial_repositorys_config_and_requirements_stay_read_only() {
             );
             let hgrc = std::fs::read_to_string(jail.h.ws_path(".hg/hgrc")).unwrap();
             assert_eq!(hgrc, hgrc_at_start.unwrap_or(""), "{user:?}");
+            // Read like `hgrc` (hg 6.3, in a repository `hg init` made:
+            // a red-team run): made empty and kept so.
+            let ns = std::fs::read_to_string(jail.h.ws_path(".hg/hgrc-not-shared"));
+            assert_eq!(ns.unwrap_or_default(), "", "{user:?}");
             let now = std::fs::read_to_string(jail.h.ws_path(".hg/requires")).unwrap();
             assert_eq!(now, requires, "{user:?}");
         }

@@ -60,15 +60,21 @@ pub(super) fn is_inert(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
 /// Whether the Mercurial directory `hg_dir` runs nothing: what `hg init`
 /// (no `hgrc`) and `hg clone` (an `hgrc` of `[paths]` alone) write, and
 /// no `sharedpath` (a share reads the `hgrc` of the `.hg` it names).
+/// `hgrc-not-shared` is read like `hgrc` (hg 6.3 read its `[hooks]` in a
+/// repository `hg init` made: a red-team run, 2026-12-07).
 pub(super) fn hg_is_inert(hg_dir: &Path) -> bool {
-    if !absent(&hg_dir.join("sharedpath")) {
-        return false;
-    }
-    let hgrc = hg_dir.join("hgrc");
-    if absent(&hgrc) {
+    absent(&hg_dir.join("sharedpath"))
+        && ["hgrc", "hgrc-not-shared"]
+            .iter()
+            .all(|name| hgrc_is_inert(&hg_dir.join(name)))
+}
+
+/// Whether the Mercurial config `hgrc` is missing or sets only `[paths]`.
+fn hgrc_is_inert(hgrc: &Path) -> bool {
+    if absent(hgrc) {
         return true;
     }
-    let Some(text) = super::noted::small_file(&hgrc) else {
+    let Some(text) = super::noted::small_file(hgrc) else {
         return false;
     };
     let mut in_paths = false;
@@ -181,12 +187,14 @@ mod tests {
             ),
             (Some("%include /elsewhere/hgrc\n"), false),
         ];
-        for (hgrc, inert) in cases {
-            let dir = tempfile::tempdir().unwrap();
-            if let Some(text) = hgrc {
-                std::fs::write(dir.path().join("hgrc"), text).unwrap();
+        for name in ["hgrc", "hgrc-not-shared"] {
+            for (hgrc, inert) in cases {
+                let dir = tempfile::tempdir().unwrap();
+                if let Some(text) = hgrc {
+                    std::fs::write(dir.path().join(name), text).unwrap();
+                }
+                assert_eq!(hg_is_inert(dir.path()), inert, "{name}: {hgrc:?}");
             }
-            assert_eq!(hg_is_inert(dir.path()), inert, "{hgrc:?}");
         }
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("sharedpath"), "/elsewhere/.hg").unwrap();

@@ -758,7 +758,9 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
 
 /// What Mercurial reads from a repository's `.hg` and runs code from:
 /// `hgrc` (`[hooks]` run commands; `[extensions]` load Python from any
-/// path), `hgrc-not-shared` (read in a share), `requires`, which, with
+/// path), `hgrc-not-shared` (read like `hgrc`, in a share and, with
+/// `share-safe` in `requires` as `hg init` writes it, in any repository:
+/// hg 6.3 ran its `[hooks]`), `requires`, which, with
 /// `shared` or `share-safe` added, makes hg follow `sharedpath` to another
 /// directory and read the config there, and `sharedpath` itself: in a
 /// repository made by `hg share` (with `share-safe`, the default since hg
@@ -768,14 +770,14 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
 /// only when `requires` (read-only) says `shared`.
 const HG_CODE: [&str; 4] = ["hgrc", "hgrc-not-shared", "requires", "sharedpath"];
 
-/// Carves a Mercurial repository's code read-only. A missing `hgrc` is
-/// created empty (hg reads it once it exists; empty, it sets nothing), so
-/// a child cannot plant the first one; `.hg` itself stays writable, for
-/// `hg commit`.
+/// Carves a Mercurial repository's code read-only. A missing `hgrc` or
+/// `hgrc-not-shared` is created empty (hg reads it once it exists; empty,
+/// it sets nothing), so a child cannot plant the first one; `.hg` itself
+/// stays writable, for `hg commit`.
 fn protect_hg(hg: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> bool) {
     for name in HG_CODE {
         let make = match name {
-            "hgrc" => IfMissing::MakeFile,
+            "hgrc" | "hgrc-not-shared" => IfMissing::MakeFile,
             _ => IfMissing::Fail,
         };
         push_code(&hg.join(name), make, CarveReason::HgCode, found, writable);
