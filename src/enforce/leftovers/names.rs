@@ -37,9 +37,10 @@ use std::path::Path;
 /// they start in (irb the first of `~/.irbrc` and `./.irbrc`, `irb.rc`,
 /// `_irbrc`, `$irbrc`; pry `./.pryrc`; R `./.Rprofile`, and `./.Renviron`,
 /// whose `R_PROFILE_USER` names another; GHCi `./.ghci`; Octave
-/// `./.octaverc`: `rails console` in a project runs its `.irbrc`), magus
+/// `./.octaverc`; pdb `./.pdbrc`, run at `python3 -m pdb`: `rails
+/// console` in a project runs its `.irbrc`), magus
 /// its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 36] = [
+pub(super) const RUN_LATER_FILES: [&str; 37] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -74,6 +75,7 @@ pub(super) const RUN_LATER_FILES: [&str; 36] = [
     ".Renviron",
     ".ghci",
     ".octaverc",
+    ".pdbrc",
     "magus.yaml",
     "magus.lock",
 ];
@@ -569,6 +571,26 @@ fn module_stem(name: &OsStr) -> Option<&[u8]> {
         None => name.strip_suffix(b".so")?.split(|&b| b == b'.').next()?,
     };
     (!stem.is_empty()).then_some(stem)
+}
+
+/// Whether a file named `name` in `dir` is an extension module Python
+/// imports in place of the source module beside it: `NAME.so` or
+/// `NAME.TAG.so` where `dir` holds `NAME.py` (Python tries extension
+/// modules before sources; a red-team run compiled one with `cc` inside
+/// the sandbox, and the usual `*.so` in `.gitignore` hid it from `git
+/// status`). Installed packages are left alone, as their bytecode is.
+pub(super) fn shadows_source(dir: &Path, name: &OsStr) -> bool {
+    let bytes = name.as_encoded_bytes();
+    if !bytes.ends_with(b".so") || in_installed_packages(dir) {
+        return false;
+    }
+    let Some(stem) = module_stem(name) else {
+        return false;
+    };
+    let mut source = stem.to_vec();
+    source.extend_from_slice(b".py");
+    let source: &OsStr = std::os::unix::ffi::OsStrExt::from_bytes(&source);
+    dir.join(source).symlink_metadata().is_ok()
 }
 
 /// Whether `name` is one of [`PYTHON_MODULES`] (a package directory, or

@@ -260,6 +260,7 @@ impl<'a> Scan<'a> {
         // `.cargo` link to `build/c/`.
         let run_later = within == Within::RunLaterDir
             || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
+            || within == Within::Workspace && names::shadows_source(dir, &name)
             || is_any(&name, &names::RUN_LATER_FILES)
             || is_any(&name, &names::VERSION_FILES) && inert::version_names_a_path(&path)
             || kind.is_symlink() && is_any(&name, &names::RUN_LATER_DIRS)

@@ -99,13 +99,30 @@ fn ordinary_build(root: &Path) {
     std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
     std::fs::write(root.join("src/main.rs"), "x").unwrap();
     std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    // Extension modules with no source of their name beside them, and
+    // one among installed packages: built, not planted.
+    std::fs::write(root.join("target/debug/native.so"), "x").unwrap();
+    let site = root.join(".venv/lib/python3.11/site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("fast.py"), "x").unwrap();
+    std::fs::write(site.join("fast.cpython-311-x86_64-linux-gnu.so"), "x").unwrap();
 }
 
 #[test]
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 20] = [
+    let cases: [Case; 21] = [
+        (
+            "an extension module beside its source",
+            |r| {
+                std::fs::create_dir_all(r.join("src/pkg")).unwrap();
+                std::fs::write(r.join("src/pkg/helpers.py"), "x = 1\n").unwrap();
+                let so = "src/pkg/helpers.cpython-311-x86_64-linux-gnu.so";
+                std::fs::write(r.join(so), "\x7fELF").unwrap();
+            },
+            &[("helpers.cpython-311-x86_64-linux-gnu.so", Left::RunLater)],
+        ),
         (
             "a git directory by its commondir",
             |r| {

@@ -181,8 +181,15 @@ pub(crate) const MAX_DIRS: usize = 50_000;
 /// touching the workspace again: XDG autostart entries, systemd user units
 /// (either place) and `environment.d` (whose `LD_PRELOAD=` reaches every
 /// user service), the X session scripts, and the files Debian's and
-/// Fedora's default `~/.bashrc` sources.
-pub(crate) const STARTUP_FILES: [&str; 42] = [
+/// Fedora's default `~/.bashrc` sources. Found by a red-team run
+/// (2026-12-07): rustup's `~/.cargo/env`, which the `~/.profile` and
+/// `~/.bashrc` it edits source at every shell (under `~/.cargo` `rw`, what
+/// a Rust build needs); readline's `~/.inputrc` (a macro types commands
+/// into every interactive bash); tmux's `~/.config/tmux/tmux.conf`
+/// (`run-shell`); `~/.local/bin`, which Debian's `~/.profile` puts first
+/// on `PATH` once it exists; D-Bus session services, which the session
+/// bus starts on a first call to their name.
+pub(crate) const STARTUP_FILES: [&str; 49] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -225,14 +232,22 @@ pub(crate) const STARTUP_FILES: [&str; 42] = [
     ".config/plasma-workspace",
     ".local/share/systemd",
     ".kde/Autostart",
+    ".cargo/env",
+    ".cargo/env.fish",
+    ".cargo/env.nu",
+    ".inputrc",
+    ".config/tmux",
+    ".local/bin",
+    ".local/share/dbus-1",
 ];
 
 /// Start-up directories, relative to `$HOME`, that are created empty
 /// when missing (an empty one changes nothing for git or fish), so that a
 /// child cannot create `~/.config/git/config` (read by every later git),
-/// a first autostart entry or user unit (run at the next login), or a
-/// `~/.bashrc.d` (Fedora's `~/.bashrc` sources it once it exists).
-const STARTUP_DIRS: [&str; 7] = [
+/// a first autostart entry or user unit (run at the next login), a
+/// `~/.bashrc.d` (Fedora's `~/.bashrc` sources it once it exists), a
+/// first `tmux.conf`, D-Bus service, or program in `~/.local/bin`.
+const STARTUP_DIRS: [&str; 10] = [
     ".config/git",
     ".config/fish",
     ".config/autostart",
@@ -240,6 +255,9 @@ const STARTUP_DIRS: [&str; 7] = [
     ".config/environment.d",
     ".local/share/systemd",
     ".bashrc.d",
+    ".config/tmux",
+    ".local/bin",
+    ".local/share/dbus-1",
 ];
 
 /// A missing start-up directory under a writable grant: carved as a
