@@ -1935,6 +1935,61 @@ fn linked_startup_files_and_path_directories_are_put_back_after_the_run() {
     }
 }
 
+/// Start-up files of tools a red-team run found unlisted (2026-12-07),
+/// under an `rw` grant of `~`: rustup's `~/.cargo/env` (sourced by the
+/// `~/.profile` and `~/.bashrc` it edits), a first `~/.config/tmux/tmux.conf`
+/// (`run-shell`), a program in a new `~/.local/bin` (Debian's `~/.profile`
+/// puts it first on `PATH` once it exists), a D-Bus session service, and
+/// `~/.inputrc` (a readline macro types a command into every bash line).
+/// Each is refused or, made where nothing stood, set aside after the run;
+/// the control, the sandbox off, writes them all.
+#[test]
+fn tool_start_up_files_under_rw_grants_stay_read_only() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: \"~\"\n      mode: rw\n";
+    let script = "echo evil >> ~/.cargo/env && echo CARGOENV-OK; \
+                  mkdir -p ~/.config/tmux && echo 'run-shell evil' > ~/.config/tmux/tmux.conf && echo TMUX-OK; \
+                  mkdir -p ~/.local/bin && echo evil > ~/.local/bin/git && echo LOCALBIN-OK; \
+                  mkdir -p ~/.local/share/dbus-1/services && echo evil > ~/.local/share/dbus-1/services/evil.service && echo DBUS-OK; \
+                  echo evil > ~/.inputrc && echo INPUTRC-WRITTEN; \
+                  mkdir -p ~/.config/tool && echo fine > ~/.config/tool/settings && echo CONFIG-WORKS";
+    for user in users() {
+        let setup = || {
+            let jail = Jail::with_config(user, config);
+            std::fs::create_dir_all(jail.h.home_path(".cargo")).unwrap();
+            std::fs::write(jail.h.home_path(".cargo/env"), "#\n").unwrap();
+            std::fs::create_dir_all(jail.h.home_path(".config")).unwrap();
+            std::fs::create_dir_all(jail.h.home_path(".local/share")).unwrap();
+            jail.hand_over();
+            jail
+        };
+        let control = setup().shell(Sandbox::Off, script);
+        assert!(
+            control.stdout.contains("INPUTRC-WRITTEN"),
+            "{}",
+            control.dump()
+        );
+        let jail = setup();
+        let jailed = jail.shell(Sandbox::On, script);
+        let markers = ["CARGOENV-OK", "TMUX-OK", "LOCALBIN-OK", "DBUS-OK"];
+        assert_attack(user, &control, &jailed, &markers, "");
+        assert!(jailed.stdout.contains("CONFIG-WORKS"), "{}", jailed.dump());
+        let env = std::fs::read_to_string(jail.h.home_path(".cargo/env")).unwrap();
+        assert_eq!(env, "#\n", "{user:?}");
+        for file in [
+            ".config/tmux/tmux.conf",
+            ".local/bin/git",
+            ".local/share/dbus-1/services/evil.service",
+            ".inputrc",
+        ] {
+            assert!(
+                !jail.h.home_path(file).exists(),
+                "{file}: {}",
+                jailed.dump()
+            );
+        }
+    }
+}
+
 /// What the desktop session runs at the next login, under an `rw` grant
 /// of `~`: an XDG autostart entry, a systemd user unit (in either place)
 /// enabled by a link, an `environment.d` file setting `LD_PRELOAD`, and
