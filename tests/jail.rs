@@ -104,6 +104,20 @@ impl Jail {
         jail
     }
 
+    /// This harness where the kernel makes no jail: no user namespaces
+    /// for an ordinary user, no namespaces at all for root.
+    fn without_jail(self) -> Jail {
+        let kernel = match self.user {
+            User::Root => Kernel::NoNamespaces,
+            User::Nobody => Kernel::NoUserNamespaces,
+        };
+        Jail {
+            h: self.h,
+            user: self.user,
+            kernel,
+        }
+    }
+
     /// Gives the harness to the run's user (again, after planting).
     fn hand_over(&self) {
         if self.user == User::Nobody {
@@ -1572,14 +1586,7 @@ fn credential_stores_inside_a_grant_are_hidden() {
             "{}",
             control.dump()
         );
-        let mut unjailed = Jail {
-            h: jail.h,
-            user,
-            kernel: Kernel::NoUserNamespaces,
-        };
-        if user == User::Root {
-            unjailed.kernel = Kernel::NoNamespaces;
-        }
+        let mut unjailed = jail.without_jail();
         // Through a link a child made that stays beneath `~/.cargo`
         // (found by a red-team run): the gate opened it beneath the grant
         // without asking where it led.
@@ -1660,14 +1667,7 @@ fn credential_stores_linked_into_a_grant_are_hidden() {
         let paths = [dot.join("ssh/.ssh/id_rsa"), dot.join("aws/credentials")];
         let control = capture(jail.command(Sandbox::Off).arg("f").arg(&paths[0]));
         assert!(control.stdout.contains(&key), "{}", control.dump());
-        let mut unjailed = Jail {
-            h: jail.h,
-            user,
-            kernel: Kernel::NoUserNamespaces,
-        };
-        if user == User::Root {
-            unjailed.kernel = Kernel::NoNamespaces;
-        }
+        let mut unjailed = jail.without_jail();
         for kernel in [Kernel::AsIs, unjailed.kernel] {
             unjailed.kernel = kernel;
             for path in &paths {
