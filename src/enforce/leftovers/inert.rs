@@ -54,7 +54,32 @@ pub(super) fn is_inert(gitdir: &Path, known: &dyn Fn(&Path) -> bool) -> bool {
     let configs_inert = ["config", "config.worktree"]
         .iter()
         .all(|name| config_is_inert(&gitdir.join(name)));
-    configs_inert && hooks_are_samples(&gitdir.join("hooks")) && common_is_known(gitdir, known)
+    configs_inert
+        && hooks_are_samples(&gitdir.join("hooks"))
+        && common_is_known(gitdir, known)
+        && LEGACY_REMOTES
+            .iter()
+            .all(|d| empty_or_absent(&gitdir.join(d)))
+        && SEQUENCER_STATE.iter().all(|d| absent(&gitdir.join(d)))
+}
+
+/// Where git still reads remotes from besides the config (`remotes/NAME`
+/// with `URL:` and `Push:` lines, `branches/NAME` with a URL): a
+/// red-team run named a bare repository it planted inside `.git`, and the
+/// user's next `git push` ran that repository's hooks.
+const LEGACY_REMOTES: [&str; 2] = ["remotes", "branches"];
+
+/// An interrupted rebase, cherry-pick or revert: `git rebase --continue`
+/// runs the `exec` lines of its to-do list (a red-team run left one in a
+/// repository the spell made).
+const SEQUENCER_STATE: [&str; 3] = ["rebase-merge", "rebase-apply", "sequencer"];
+
+fn empty_or_absent(dir: &Path) -> bool {
+    match dir.symlink_metadata() {
+        Err(_) => true,
+        Ok(meta) if !meta.is_dir() => false,
+        Ok(_) => std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none()),
+    }
 }
 
 /// Whether the Mercurial directory `hg_dir` runs nothing: what `hg init`
@@ -218,6 +243,30 @@ mod tests {
             std::fs::write(dir.path().join("config"), config).unwrap();
             assert_eq!(is_inert(dir.path(), &|_| false), inert, "{config}");
         }
+    }
+
+    /// A remote named in `remotes/` or `branches/` (whose own hooks run at
+    /// a `git push` to it), and an interrupted rebase (whose `exec` lines
+    /// run at `--continue`), make a repository suspect; the empty
+    /// `branches/` that `git init` makes does not.
+    #[test]
+    fn legacy_remotes_and_an_interrupted_rebase_are_not_inert() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path();
+        std::fs::create_dir_all(git.join("branches")).unwrap();
+        std::fs::create_dir_all(git.join("remotes")).unwrap();
+        assert!(is_inert(git, &|_| false));
+        for file in ["remotes/origin", "branches/origin"] {
+            std::fs::write(git.join(file), "URL: /elsewhere/x.git\n").unwrap();
+            assert!(!is_inert(git, &|_| false), "{file}");
+            std::fs::remove_file(git.join(file)).unwrap();
+        }
+        for state in SEQUENCER_STATE {
+            std::fs::create_dir_all(git.join(state)).unwrap();
+            assert!(!is_inert(git, &|_| false), "{state}");
+            std::fs::remove_dir(git.join(state)).unwrap();
+        }
+        assert!(is_inert(git, &|_| false));
     }
 
     #[test]

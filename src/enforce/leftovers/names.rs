@@ -37,10 +37,12 @@ use std::path::Path;
 /// they start in (irb the first of `~/.irbrc` and `./.irbrc`, `irb.rc`,
 /// `_irbrc`, `$irbrc`; pry `./.pryrc`; R `./.Rprofile`, and `./.Renviron`,
 /// whose `R_PROFILE_USER` names another; GHCi `./.ghci`; Octave
-/// `./.octaverc`; pdb `./.pdbrc`, run at `python3 -m pdb`: `rails
-/// console` in a project runs its `.irbrc`), magus
+/// `./.octaverc`; pdb `./.pdbrc`, run at `python3 -m pdb`, and Perl's
+/// debugger `./.perldb`, at `perl -de0`: `rails console` in a project
+/// runs its `.irbrc`), mise's `.miserc.toml` (its `env` turns on a
+/// `mise.ENV.toml`, whose `path:` versions run unasked), magus
 /// its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 37] = [
+pub(super) const RUN_LATER_FILES: [&str; 41] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -76,6 +78,10 @@ pub(super) const RUN_LATER_FILES: [&str; 37] = [
     ".ghci",
     ".octaverc",
     ".pdbrc",
+    ".perldb",
+    ".miserc.toml",
+    "miserc.toml",
+    ".miserc.local.toml",
     "magus.yaml",
     "magus.lock",
 ];

@@ -297,8 +297,16 @@ fn push_startup_dir(
 /// What git reads from a git directory and runs code from; `commondir`
 /// names another directory whose `config` and `hooks` git then uses
 /// instead (a worktree's has one; one a child creates is removed after
-/// the run, see `super::sweep`).
-const GIT_CODE: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
+/// the run, see `super::sweep`); `remotes/` and `branches/` name remotes,
+/// and a remote's own hooks run at a `git push` to it.
+const GIT_CODE: [&str; 6] = [
+    "hooks",
+    "config",
+    "config.worktree",
+    "commondir",
+    "remotes",
+    "branches",
+];
 
 pub(crate) fn carve_outs(policy: &Policy, inputs: &ViewInputs) -> Found {
     let writable = |p: &Path| is_writable_bind(policy, p);
@@ -760,7 +768,10 @@ fn protect_gitdir(gitdir: &Path, found: &mut Found, writable: &dyn Fn(&Path) -> 
         // next `git status`), and is ignored by git elsewhere; a new
         // `commondir` is swept after the run.
         let make = match name {
-            "hooks" => IfMissing::MakeDir,
+            // `remotes/` and `branches/` name remotes as the config does
+            // (`git push` to a bare repository planted inside `.git` ran its
+            // hooks: a red-team run); git itself no longer writes them.
+            "hooks" | "remotes" | "branches" => IfMissing::MakeDir,
             "config.worktree" if worktree_config_enabled(gitdir) => IfMissing::MakeFile,
             _ => IfMissing::Fail,
         };
