@@ -670,8 +670,14 @@ fn policy_files_and_git_code_stay_read_only() {
         // A remote named outside the config, whose own hooks a `git push`
         // runs (a bare repository planted inside `.git`: red team,
         // 2026-12-07).
-        ("mkdir -p .git/remotes && echo 'URL: /x' > .git/remotes/origin", "REMOTES"),
-        ("mkdir -p .git/branches && echo /x > .git/branches/origin", "BRANCHES"),
+        (
+            "mkdir -p .git/remotes && echo 'URL: /x' > .git/remotes/origin",
+            "REMOTES",
+        ),
+        (
+            "mkdir -p .git/branches && echo /x > .git/branches/origin",
+            "BRANCHES",
+        ),
     ];
     let mut script: Vec<String> = attacks
         .iter()
