@@ -176,6 +176,13 @@ impl Watch {
         let mut stamps = HashMap::new();
         for path in inputs.existing.iter().chain(&inputs.home_files) {
             noted::stamps(path, &mut stamps);
+            // A run-later name that is a link (`crate/.cargo ->
+            // ../shared/cargo`): what it leads to, where the sweep looks
+            // after the run (`Scan::linked_run_later_dir`).
+            let linked = path.symlink_metadata().is_ok_and(|m| m.is_symlink());
+            if let (true, Ok(target)) = (linked, path.canonicalize()) {
+                noted::stamps(&target, &mut stamps);
+            }
         }
         noted::package_inits(&inputs.workspace, &mut stamps);
         Watch {

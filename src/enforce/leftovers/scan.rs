@@ -5,7 +5,7 @@
 //! (`ctime`, which no process can set back).
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{FileType, Metadata};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -49,6 +49,9 @@ struct Entry {
     /// costs half of one by the whole path on a deep tree.
     dirent: std::fs::DirEntry,
 }
+
+/// How deep [`Scan::linked_run_later_dir`] looks where a link leads.
+const LINKED_DEPTH: usize = 4;
 
 /// Where a directory lies, for what is looked for in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +165,12 @@ impl<'a> Scan<'a> {
             true if is(name, names::PYCACHE) => self.bytecode_in(path),
             true => {}
             false if is_any(name, &names::VERSION_FILES) && !inert::version_names_a_path(path) => {}
-            false => self.set_aside_if_changed(path, &meta, Left::RunLater),
+            false => {
+                if meta.is_symlink() {
+                    self.linked_run_later_dir(path, name);
+                }
+                self.set_aside_if_changed(path, &meta, Left::RunLater);
+            }
         }
     }
 
@@ -267,6 +275,9 @@ impl<'a> Scan<'a> {
             || kind.is_symlink() && is(&name, names::CARGO_DIR)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
+        if kind.is_symlink() {
+            self.linked_run_later_dir(&path, &name);
+        }
         if run_later && !self.skip.contains(path.as_path()) {
             self.set_aside_path_if_changed(&path, Left::RunLater);
         } else if !run_later
@@ -291,6 +302,36 @@ impl<'a> Scan<'a> {
         dir.parent() == Some(self.workspace.as_path())
             && dir.file_name().is_some_and(names::is_python_module)
             && names::is_package_init(name)
+    }
+
+    /// A link named as a run-later directory (`.vscode`, `.cargo`...),
+    /// made by the run or there before it: the tool reads the files where
+    /// it leads, which the walk, following no link, meets under other
+    /// names. A red-team run rewrote `shared/cargo/config.toml`, which the
+    /// user's own `crate/.cargo -> ../shared/cargo` gave the next `cargo
+    /// build`. Where the link leads inside the workspace or another
+    /// writable grant, that directory is looked at as the one it stands
+    /// for; elsewhere the run could not write (and the sweep moves
+    /// nothing outside them).
+    fn linked_run_later_dir(&mut self, link: &Path, name: &OsStr) {
+        if !is_any(name, &names::RUN_LATER_DIRS) && !is(name, names::CARGO_DIR) {
+            return;
+        }
+        let Ok(target) = link.canonicalize() else {
+            return;
+        };
+        let inside = self.roots.iter().any(|root| target.starts_with(root));
+        let is_dir = target.symlink_metadata().is_ok_and(|m| m.is_dir());
+        if !inside || !is_dir || target.starts_with(&self.quarantine_dir) {
+            return;
+        }
+        if is(name, names::CARGO_DIR) {
+            for config in names::CARGO_CONFIGS {
+                self.set_aside_path_if_changed(&target.join(config), Left::RunLater);
+            }
+            return;
+        }
+        self.walk(&target, Within::RunLaterDir, LINKED_DEPTH);
     }
 
     fn subdir(&self, name: &OsString, path: PathBuf, within: Within) -> Option<(PathBuf, Within)> {

@@ -869,3 +869,46 @@ fn a_change_stamped_in_whole_seconds_after_the_start_is_the_runs() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }
+
+/// The user's own links named as run-later directories, there before the
+/// run (a monorepo's `crate/.cargo -> ../shared/cargo`, a shared
+/// `.vscode`): what the run writes where they lead is set aside, in both
+/// ways of walking; what was there and stayed unchanged is not (found by a
+/// red-team run: cargo read a rewritten `shared/cargo/config.toml`).
+#[test]
+fn what_a_run_writes_where_a_run_later_link_leads_is_set_aside() {
+    for walk in [Walk::Whole, Walk::Changed] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut inputs = workspace(&root);
+        for d in ["shared/cargo", "shared/vscode", "crate/src", "app"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("shared/cargo/config.toml"), "[build]\n").unwrap();
+        std::fs::write(root.join("shared/vscode/settings.json"), "{}\n").unwrap();
+        std::os::unix::fs::symlink("../shared/cargo", root.join("crate/.cargo")).unwrap();
+        std::os::unix::fs::symlink("../shared/vscode", root.join("app/.vscode")).unwrap();
+        // As the start-up search lists them: by their run-later names.
+        inputs.existing = vec![root.join("crate/.cargo"), root.join("app/.vscode")];
+        if walk == Walk::Changed {
+            inputs.directories = Some(directories(&root));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let watch = Watch::before(inputs);
+        let wrapper = "[build]\nrustc-wrapper = \"/tmp/w.sh\"\n";
+        std::fs::write(root.join("shared/cargo/config.toml"), wrapper).unwrap();
+        std::fs::write(root.join("shared/vscode/tasks.json"), "{}\n").unwrap();
+        let found = watch.after(Executables::Skip);
+        let mut left = lefts(&found);
+        left.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            left,
+            [
+                ("config.toml".to_string(), Left::RunLater),
+                ("tasks.json".to_string(), Left::RunLater),
+            ],
+            "{walk:?}"
+        );
+        assert!(root.join("shared/vscode/settings.json").exists());
+    }
+}
