@@ -20,8 +20,10 @@ use std::path::Path;
 /// `path:DIR` versions, never asked about: `node` in the workspace runs
 /// `DIR/bin/node`), uv `uv.toml` (read in the project and above it: its
 /// `python-downloads-json-url` lists Python builds, addresses and hashes
-/// its own, that `uv run` installs and runs), editor agents `.mcp.json`, `.claude.json` and
-/// `opencode.json` (servers started as programs), ripgrep `.ripgreprc`
+/// its own, that `uv run` installs and runs), editor agents `.mcp.json`, `.claude.json`,
+/// `opencode.json` and `opencode.jsonc`, Crush's `crush.json` and
+/// `.crush.json` (servers started as programs), aider's `.aider.conf.yml`
+/// (its `lint-cmd` and `test-cmd` run), ripgrep `.ripgreprc`
 /// (flags such as `--pre COMMAND`), Docker Compose its `.env` (usually
 /// ignored by git: its `COMPOSE_FILE` chooses the compose files, hence what
 /// containers `docker compose up` starts, with which mounts and
@@ -42,7 +44,7 @@ use std::path::Path;
 /// runs its `.irbrc`), mise's `.miserc.toml` (its `env` turns on a
 /// `mise.ENV.toml`, whose `path:` versions run unasked), magus
 /// its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 41] = [
+pub(super) const RUN_LATER_FILES: [&str; 45] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -59,6 +61,10 @@ pub(super) const RUN_LATER_FILES: [&str; 41] = [
     ".mcp.json",
     ".claude.json",
     "opencode.json",
+    "opencode.jsonc",
+    ".aider.conf.yml",
+    "crush.json",
+    ".crush.json",
     ".ripgreprc",
     ".env",
     "compose.override.yaml",
@@ -119,8 +125,11 @@ pub(super) const VERSION_FILES: [&str; 17] = [
 /// (`.claude/settings.json`, `.cursor/mcp.json`, `.gemini/settings.json`,
 /// Kiro's `.kiro/settings/mcp.json` and `.kiro/hooks/`, Roo Code's
 /// `.roo/mcp.json`, Kilo Code's `.kilocode/mcp.json`, Amazon Q's
-/// `.amazonq/mcp.json`, Continue's `.continue/mcpServers/`: servers are
-/// programs the agent starts when the folder opens),
+/// `.amazonq/mcp.json`, Continue's `.continue/mcpServers/`, OpenCode's
+/// `.opencode/` (plugins it loads at start-up), Windsurf's
+/// `.windsurf/hooks.json`, Codex's `.codex/config.toml`: servers, hooks and
+/// plugins are programs the agent starts when the folder opens; added
+/// from their documentation, 2026-12-07, not run here),
 /// mise the configs of `.mise/` and of `mise/` (`mise/config.toml`,
 /// `.config/mise/config.toml`, `.config/mise/conf.d/*.toml`: read like
 /// `mise.toml`, their `[tools]` needing no trust), Maven the JVM options
@@ -131,12 +140,15 @@ pub(super) const VERSION_FILES: [&str; 17] = [
 /// `BUNDLE_GEMFILE` names the Ruby file `bundle install` evaluates), a
 /// dev container the `initializeCommand` of `.devcontainer/`'s
 /// configurations (run on the host).
-pub(super) const RUN_LATER_DIRS: [&str; 17] = [
+pub(super) const RUN_LATER_DIRS: [&str; 20] = [
     ".vscode",
     ".idea",
     ".claude",
     ".cursor",
     ".gemini",
+    ".opencode",
+    ".windsurf",
+    ".codex",
     ".kiro",
     ".roo",
     ".kilocode",
