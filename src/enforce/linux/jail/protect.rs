@@ -960,27 +960,31 @@ mod tests {
                 "bare.git!",
             ],
         );
-        let hooks = |p: &str| PathBuf::from(p).join("hooks");
+        // Each git directory's code that is made when missing: its hooks,
+        // and the remotes named outside its config.
+        let code = |dirs: &[&str]| {
+            let mut paths: Vec<PathBuf> = dirs
+                .iter()
+                .flat_map(|d| ["branches", "hooks", "remotes"].map(|n| PathBuf::from(d).join(n)))
+                .collect();
+            paths.sort();
+            paths
+        };
         let any = search(root, Depth::Any);
         assert_eq!(
             any,
-            [
-                hooks(".git"),
-                hooks(".git/modules/m"),
-                hooks("bare.git"),
-                hooks("deep/er/.git"),
-                hooks("direct/.git"),
-            ]
+            code(&[
+                ".git",
+                ".git/modules/m",
+                "bare.git",
+                "deep/er/.git",
+                "direct/.git",
+            ])
         );
         let top = search(root, Depth::Top);
         assert_eq!(
             top,
-            [
-                hooks(".git"),
-                hooks(".git/modules/m"),
-                hooks("bare.git"),
-                hooks("direct/.git"),
-            ]
+            code(&[".git", ".git/modules/m", "bare.git", "direct/.git"])
         );
     }
 
