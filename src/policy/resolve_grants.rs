@@ -121,18 +121,31 @@ fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
         return Vec::new();
     };
     let mut found = Vec::new();
+    let mut linked = Vec::new();
     for rel in HOME_DIRS.iter().chain(HOME_FILES.iter()) {
         let Ok(real) = real_path(&home.join(rel)) else {
             continue;
         };
-        link_targets(&real, LINK_DEPTH, &mut LINK_BUDGET.clone(), &mut found);
+        link_targets(&real, LINK_DEPTH, &mut LINK_BUDGET.clone(), &mut linked);
         found.push(real);
     }
-    found.retain(|path| {
-        let shown = grants.iter().any(|g| lies_within(path, &g.path));
+    // What a link inside a store leads to is hidden where a grant of the
+    // user's shows it, not where the system's do: Docker links
+    // `~/.docker/cli-plugins/docker-compose` to its binary in `/usr`, which
+    // is a program, not a credential, and spells run it.
+    let users: Vec<&Grant> = grants
+        .iter()
+        .filter(|g| !matches!(g.source, GrantSource::Builtin(_)))
+        .collect();
+    let hidden_by = |path: &PathBuf, shown_by: &[&Grant]| {
+        let shown = shown_by.iter().any(|g| lies_within(path, &g.path));
         let named = grants.iter().any(|g| lies_within(&g.path, path));
         shown && !named
-    });
+    };
+    let all: Vec<&Grant> = grants.iter().collect();
+    found.retain(|path| hidden_by(path, &all));
+    linked.retain(|path| hidden_by(path, &users));
+    found.extend(linked);
     found.sort();
     found.dedup();
     found
@@ -815,6 +828,22 @@ mod tests {
                 home.join("dotfiles/kube/config"),
             ]
         );
+        // A link inside a store into what only a built-in grant shows (a
+        // program in `/usr`) hides nothing.
+        std::fs::create_dir_all(home.join("usr/libexec")).unwrap();
+        std::fs::write(home.join("usr/libexec/docker-compose"), "elf").unwrap();
+        std::fs::create_dir_all(home.join(".docker/cli-plugins")).unwrap();
+        std::os::unix::fs::symlink(
+            home.join("usr/libexec/docker-compose"),
+            home.join(".docker/cli-plugins/docker-compose"),
+        )
+        .unwrap();
+        let system = Grant {
+            path: home.join("usr"),
+            mode: Mode::Ro,
+            source: GrantSource::Builtin("system programs"),
+        };
+        assert_eq!(hidden(&[system]), Vec::<PathBuf>::new());
         // Named: the store's link, resolved as grants are.
         assert_eq!(
             hidden(&[grant("dotfiles"), grant("dotfiles/aws/.aws")]).len(),
@@ -823,14 +852,17 @@ mod tests {
         let mut want = vec![
             home.join(".ssh"),
             home.join(".cargo/credentials.toml"),
+            home.join(".docker"),
             home.join(".kube"),
             home.join("dotfiles/aws/.aws"),
             home.join("dotfiles/config/op"),
             home.join("dotfiles/kube/config"),
+            // Shown by a grant of the user's, here all of home.
+            home.join("usr/libexec/docker-compose"),
         ];
         want.sort();
         assert_eq!(hidden(&[grant("")]), want);
-        assert_eq!(hidden(&[grant(""), grant(".ssh")]).len(), 5);
+        assert_eq!(hidden(&[grant(""), grant(".ssh")]).len(), 7);
     }
 
     /// Windows' built-ins sit below the environment's variables, and are
