@@ -322,7 +322,10 @@ impl<'a> Scan<'a> {
         };
         let inside = self.roots.iter().any(|root| target.starts_with(root));
         let is_dir = target.symlink_metadata().is_ok_and(|m| m.is_dir());
-        if !inside || !is_dir || target.starts_with(&self.quarantine_dir) {
+        // Never into a repository's git directory (a `.vscode -> .git`
+        // would have the run's own commits set aside) nor the quarantine.
+        let in_git = self.known.keys().any(|gitdir| target.starts_with(gitdir));
+        if !inside || !is_dir || in_git || target.starts_with(&self.quarantine_dir) {
             return;
         }
         if is(name, names::CARGO_DIR) {

@@ -888,8 +888,15 @@ fn what_a_run_writes_where_a_run_later_link_leads_is_set_aside() {
         std::fs::write(root.join("shared/vscode/settings.json"), "{}\n").unwrap();
         std::os::unix::fs::symlink("../shared/cargo", root.join("crate/.cargo")).unwrap();
         std::os::unix::fs::symlink("../shared/vscode", root.join("app/.vscode")).unwrap();
+        // One into the repository's git directory: never walked there.
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::os::unix::fs::symlink("../.git", root.join("tools/.vscode")).unwrap();
         // As the start-up search lists them: by their run-later names.
-        inputs.existing = vec![root.join("crate/.cargo"), root.join("app/.vscode")];
+        inputs.existing = vec![
+            root.join("crate/.cargo"),
+            root.join("app/.vscode"),
+            root.join("tools/.vscode"),
+        ];
         if walk == Walk::Changed {
             inputs.directories = Some(directories(&root));
         }
@@ -898,6 +905,7 @@ fn what_a_run_writes_where_a_run_later_link_leads_is_set_aside() {
         let wrapper = "[build]\nrustc-wrapper = \"/tmp/w.sh\"\n";
         std::fs::write(root.join("shared/cargo/config.toml"), wrapper).unwrap();
         std::fs::write(root.join("shared/vscode/tasks.json"), "{}\n").unwrap();
+        std::fs::write(root.join(".git/index"), "a commit's index").unwrap();
         let found = watch.after(Executables::Skip);
         let mut left = lefts(&found);
         left.sort_by(|a, b| a.0.cmp(&b.0));
@@ -910,5 +918,6 @@ fn what_a_run_writes_where_a_run_later_link_leads_is_set_aside() {
             "{walk:?}"
         );
         assert!(root.join("shared/vscode/settings.json").exists());
+        assert!(root.join(".git/index").exists());
     }
 }
