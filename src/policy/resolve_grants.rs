@@ -126,25 +126,24 @@ fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
         let Ok(real) = real_path(&home.join(rel)) else {
             continue;
         };
-        link_targets(&real, LINK_DEPTH, &mut LINK_BUDGET.clone(), &mut linked);
+        let mut budget = LINK_BUDGET;
+        link_targets(&real, LINK_DEPTH, &mut budget, &mut linked);
         found.push(real);
     }
     // What a link inside a store leads to is hidden where a grant of the
     // user's shows it, not where the system's do: Docker links
     // `~/.docker/cli-plugins/docker-compose` to its binary in `/usr`, which
     // is a program, not a credential, and spells run it.
-    let users: Vec<&Grant> = grants
-        .iter()
-        .filter(|g| !matches!(g.source, GrantSource::Builtin(_)))
-        .collect();
-    let hidden_by = |path: &PathBuf, shown_by: &[&Grant]| {
-        let shown = shown_by.iter().any(|g| lies_within(path, &g.path));
+    let hidden = |path: &PathBuf, by_system: bool| {
+        let shown = grants
+            .iter()
+            .filter(|g| by_system || !matches!(g.source, GrantSource::Builtin(_)))
+            .any(|g| lies_within(path, &g.path));
         let named = grants.iter().any(|g| lies_within(&g.path, path));
         shown && !named
     };
-    let all: Vec<&Grant> = grants.iter().collect();
-    found.retain(|path| hidden_by(path, &all));
-    linked.retain(|path| hidden_by(path, &users));
+    found.retain(|path| hidden(path, true));
+    linked.retain(|path| hidden(path, false));
     found.extend(linked);
     found.sort();
     found.dedup();
@@ -155,23 +154,19 @@ fn hidden_stores(grants: &[Grant], real_home: Option<&Path>) -> Vec<PathBuf> {
 /// reads in all: stores hold a few files each; a start-up must not walk a
 /// huge directory someone linked in.
 const LINK_DEPTH: u32 = 4;
-const LINK_BUDGET: std::ops::Range<u32> = 0..512;
+const LINK_BUDGET: u32 = 512;
 
 /// Where each link below the directory `dir` really leads (for a link to
 /// a directory, that directory, not what it holds).
-fn link_targets(
-    dir: &Path,
-    depth: u32,
-    budget: &mut std::ops::Range<u32>,
-    found: &mut Vec<PathBuf>,
-) {
+fn link_targets(dir: &Path, depth: u32, budget: &mut u32, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        if budget.next().is_none() {
+        if *budget == 0 {
             return;
         }
+        *budget -= 1;
         let Ok(kind) = entry.file_type() else {
             continue;
         };
