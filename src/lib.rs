@@ -88,6 +88,10 @@ mod sandbox;
 #[cfg(all(test, kernel_layer))]
 mod diagnostic_snapshots;
 
+// A lib test that must run in a process of its own.
+#[cfg(test)]
+mod alone;
+
 // Where unit tests put fake `HOME`s and workspaces: the same rule as the
 // integration tests' (never under `/tmp`).
 #[cfg(all(test, unix))]
