@@ -6,12 +6,30 @@
 
 use std::path::Path;
 
-/// Directories under `$HOME` whose whole contents are credentials.
-pub(crate) const HOME_DIRS: [&str; 6] =
-    [".ssh", ".aws", ".gnupg", ".config/op", ".kube", ".docker"];
+/// Directories under `$HOME` whose whole contents are credentials: the
+/// overview's, and the other clouds' counterparts of `~/.aws` (Google
+/// Cloud's `gcloud` keeps its refresh tokens and service-account keys
+/// there, Azure's CLI its token cache).
+pub(crate) const HOME_DIRS: [&str; 8] = [
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/op",
+    ".kube",
+    ".docker",
+    ".config/gcloud",
+    ".azure",
+];
 
-/// Single files under `$HOME` that hold credentials.
-pub(crate) const HOME_FILES: [&str; 8] = [
+/// Single files under `$HOME` that hold credentials. Beside the
+/// overview's: git's other credential file (`~/.config/git/credentials`,
+/// which `git credential-store` reads when `~/.git-credentials` is
+/// missing), podman's and skopeo's registry logins (the counterpart of
+/// `~/.docker`), Gradle's and Maven's user settings (repository passwords
+/// and signing keys, where `~/.gradle` or `~/.m2` is granted for a build),
+/// and the tokens of command-line tools a red-team run found readable
+/// under a grant of `~/.config` (2026-12-08).
+pub(crate) const HOME_FILES: [&str; 24] = [
     ".vault-token",
     ".npmrc",
     ".netrc",
@@ -20,6 +38,22 @@ pub(crate) const HOME_FILES: [&str; 8] = [
     ".cargo/credentials",
     ".config/gh/hosts.yml",
     ".pypirc",
+    ".config/git/credentials",
+    ".config/containers/auth.json",
+    ".gradle/gradle.properties",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/hub",
+    ".config/glab-cli/config.yml",
+    ".config/rclone/rclone.conf",
+    ".config/helm/registry/config.json",
+    ".config/doctl/config.yaml",
+    ".config/hcloud/cli.toml",
+    ".pulumi/credentials.json",
+    ".config/sops/age/keys.txt",
+    ".config/configstore/firebase-tools.json",
+    ".cache/huggingface/token",
 ];
 
 /// System files that hold credentials.

@@ -6,7 +6,7 @@
 
 use super::noted::{self, Noted};
 use super::repository::GitName;
-use super::{Denial, DenialReason, FsOp, GateError};
+use super::{Denial, DenialReason, FsOp, GateError, Protection};
 use crate::enforce::beneath::{resolve_existing_prefix, BeneathError, Follow, Handle, OFlag, Root};
 use crate::policy::names;
 use crate::policy::path::PATH_MAX;
@@ -622,7 +622,9 @@ impl Confined {
 
     /// A rename or removal may not take away a protected path, nor any
     /// directory holding one (moving `.git` aside, writing a hook, and
-    /// moving it back would plant the hook through `fs.*` alone).
+    /// moving it back would plant the hook through `fs.*` alone), nor a
+    /// directory holding a hidden credential store (the store is hidden
+    /// where it is: moved, it could be read and written at its new path).
     pub(super) fn refuse_protected_entry(
         &self,
         spelled: &str,
@@ -630,12 +632,30 @@ impl Confined {
         entry: &Path,
         op: FsOp,
     ) -> Result<(), GateError> {
+        let leads_to = (entry != abs).then(|| entry.to_path_buf());
+        let reason = DenialReason::Protected;
+        if let Some(store) = self.held_store(entry) {
+            let protection = Protection::HoldsStore {
+                store: store.to_path_buf(),
+            };
+            let denial = Denial::new(op, Access::Write, spelled, abs, leads_to, reason);
+            return Err(denial.protected_by(protection).into());
+        }
         if !self.holds_protected(entry) && !self.is_protected(entry) {
             return Ok(());
         }
-        let reason = DenialReason::Protected;
-        let leads_to = (entry != abs).then(|| entry.to_path_buf());
         Err(Denial::new(op, Access::Write, spelled, abs, leads_to, reason).into())
+    }
+
+    /// A hidden credential store (`Policy::hidden`) that is `dir` or lies
+    /// below it, names compared in any case.
+    fn held_store(&self, dir: &Path) -> Option<&Path> {
+        let dir = native::folded(dir);
+        self.policy
+            .hidden()
+            .iter()
+            .find(|store| names::lies_within(&native::folded(store), &dir))
+            .map(PathBuf::as_path)
     }
 
     /// `path` is a credential store the policy hides, or lies in one

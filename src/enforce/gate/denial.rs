@@ -103,6 +103,11 @@ pub enum Protection {
         dir: PathBuf,
         holds: Vec<&'static str>,
     },
+    /// The directory holds `store`, a credential store the sandbox hides:
+    /// moved, the store would stand where nothing hides it (a red-team
+    /// run moved `~/.config/gh` aside and read `hosts.yml`); removed, it
+    /// would be gone.
+    HoldsStore { store: PathBuf },
 }
 
 impl Denial {

@@ -27,6 +27,10 @@ impl Denial {
                     to_os(dir).display(),
                     names_of(holds)
                 ),
+                Some(Protection::HoldsStore { store }) => format!(
+                    "denied: it holds `{}`, a credential store the sandbox hides",
+                    to_os(store).display()
+                ),
                 None => "denied: it is a protected path".to_string(),
             },
             DenialReason::ForeignProcess => "denied: it belongs to another process".to_string(),
@@ -72,6 +76,17 @@ impl Denial {
 
     fn fix(&self, real: &Path, home: Option<&Path>, spell: Option<&str>) -> String {
         match self.reason {
+            DenialReason::Protected
+                if matches!(
+                    self.protection.as_deref(),
+                    Some(Protection::HoldsStore { .. })
+                ) =>
+            {
+                "a spell may not move or remove a directory that holds a credential \
+                 store: moved, the store would no longer be where the sandbox hides it; \
+                 no magus.yaml entry can allow this"
+                    .to_string()
+            }
             DenialReason::Protected if self.protection.is_some() => {
                 "a spell may not make a directory into a git repository (`HEAD` beside \
                  `objects` and `refs`, or beside `commondir`) nor write such a directory's \

@@ -46,12 +46,17 @@ impl Fixture {
     /// The gate of a run in `cwd`, with the store hidden as resolution
     /// hides it.
     fn gate(&self, cwd: &Path) -> Gate {
+        self.gate_granting(cwd, &self.cargo)
+    }
+
+    /// [`Fixture::gate`] with `also` granted `rw` in place of `.cargo`.
+    fn gate_granting(&self, cwd: &Path, also: &Path) -> Gate {
         let grant = |path: &Path| Grant {
             path: path.to_path_buf(),
             mode: Mode::Rw,
             source: GrantSource::Builtin("test"),
         };
-        let grants = vec![grant(&self.ws), grant(&self.cargo)];
+        let grants = vec![grant(&self.ws), grant(also)];
         let mut policy = Policy::new(
             SandboxState::On,
             self.ws.clone(),
@@ -181,6 +186,53 @@ fn a_hidden_store_is_refused_in_every_case() {
         assert_eq!(reason(got), Ok(DenialReason::NotGranted), "{spelled}");
     }
     assert_eq!(gate.read("config.toml").expect("control"), b"[build]\n");
+    let token = std::fs::read_to_string(f.cargo.join("credentials.toml")).expect("store");
+    assert_eq!(token, "TOKEN\n");
+}
+
+/// A directory holding a hidden store is neither moved nor removed: moved,
+/// the store would stand where nothing hides it (a red-team run, without
+/// the jail, moved `~/.config/gh` aside, read `hosts.yml` at its new path
+/// and moved it back). Refused in any case; the control moves the store's
+/// neighbour, and a link to the store's directory (the link, not what it
+/// leads to, is what moves).
+#[test]
+fn a_directory_holding_a_hidden_store_is_neither_moved_nor_removed() {
+    let f = Fixture::new();
+    let home = f.cargo.parent().expect("home").to_path_buf();
+    std::fs::create_dir_all(home.join("other")).expect("a directory");
+    std::os::unix::fs::symlink(&f.cargo, home.join("link")).expect("a link");
+    let gate = f.gate_granting(&home, &home);
+    for spelled in [".cargo", ".CARGO", "./.cargo/"] {
+        for got in [gate.rename(spelled, "moved"), gate.delete(spelled)] {
+            match got {
+                Err(GateError::Denied(d)) => {
+                    assert_eq!(d.reason, DenialReason::Protected, "{spelled}");
+                    let Some(Protection::HoldsStore { store }) = d.protection.as_deref() else {
+                        panic!("{spelled}: {:?}", d.protection);
+                    };
+                    assert!(store.ends_with(".cargo/credentials.toml"), "{store:?}");
+                    assert!(
+                        d.message().contains("a credential store"),
+                        "{}",
+                        d.message()
+                    );
+                }
+                other => panic!("{spelled}: {other:?}"),
+            }
+        }
+    }
+    assert!(
+        !home.join("moved").exists() && f.cargo.is_dir(),
+        "nothing moved"
+    );
+    gate.rename("other", "other2").expect("control");
+    gate.rename("link", "link2")
+        .expect("control: the link moves");
+    assert_eq!(
+        reason(gate.read("link2/credentials.toml")),
+        Ok(DenialReason::NotGranted)
+    );
     let token = std::fs::read_to_string(f.cargo.join("credentials.toml")).expect("store");
     assert_eq!(token, "TOKEN\n");
 }
