@@ -42,9 +42,17 @@ use std::path::Path;
 /// `./.octaverc`; pdb `./.pdbrc`, run at `python3 -m pdb`, and Perl's
 /// debugger `./.perldb`, at `perl -de0`: `rails console` in a project
 /// runs its `.irbrc`), mise's `.miserc.toml` (its `env` turns on a
-/// `mise.ENV.toml`, whose `path:` versions run unasked), magus
-/// its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 45] = [
+/// `mise.ENV.toml`, whose `path:` versions run unasked), pnpm's other
+/// hooks file `.pnpmfile.mjs` and `pnpm-workspace.yaml` (its `pnpmfile`
+/// names one: both ran at `pnpm ls`), the linters and formatters an
+/// editor runs when a file opens or is saved, whose own config files load
+/// code (pylint's `init-hook`, mypy's `plugins` and `python_executable`,
+/// flake8's `local-plugins`, prettier's `plugins`, rubocop's `require`,
+/// ESLint's and prettier's configs in JavaScript: each ran at the tool's
+/// plain run on a file, in a red-team run of 2026-12-08), GNU make's
+/// `GNUmakefile` (read before a tracked `Makefile`, at a plain `make`),
+/// magus its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 76] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -88,6 +96,37 @@ pub(super) const RUN_LATER_FILES: [&str; 45] = [
     ".miserc.toml",
     "miserc.toml",
     ".miserc.local.toml",
+    ".pnpmfile.mjs",
+    "pnpm-workspace.yaml",
+    ".pylintrc",
+    "pylintrc",
+    ".pylintrc.toml",
+    "pylintrc.toml",
+    "mypy.ini",
+    ".mypy.ini",
+    ".flake8",
+    ".prettierrc",
+    ".prettierrc.json",
+    ".prettierrc.json5",
+    ".prettierrc.yaml",
+    ".prettierrc.yml",
+    ".prettierrc.toml",
+    ".prettierrc.js",
+    ".prettierrc.cjs",
+    ".prettierrc.mjs",
+    ".prettierrc.ts",
+    "prettier.config.js",
+    "prettier.config.cjs",
+    "prettier.config.mjs",
+    "prettier.config.ts",
+    "eslint.config.js",
+    "eslint.config.cjs",
+    "eslint.config.mjs",
+    "eslint.config.ts",
+    ".eslintrc.js",
+    ".eslintrc.cjs",
+    ".rubocop.yml",
+    "GNUmakefile",
     "magus.yaml",
     "magus.lock",
 ];
@@ -162,6 +201,33 @@ pub(super) const RUN_LATER_DIRS: [&str; 20] = [
     ".bundle",
     ".devcontainer",
 ];
+
+/// In a `.yarn` directory, what Yarn 2 and later run themselves: the
+/// release a tracked `.yarnrc.yml`'s `yarnPath` names (the global `yarn`
+/// hands every command to it, `yarn --version` too: a red-team run
+/// rewrote `.yarn/releases/yarn-4.5.0.cjs`), the plugins it loads, and
+/// the editor SDKs an editor's TypeScript setting points at. Its
+/// `cache/` and `unplugged/` are the packages, as `node_modules/` is.
+const YARN_CODE: [&str; 3] = ["releases", "plugins", "sdks"];
+
+/// Where [`YARN_CODE`] lies.
+const YARN_DIR: &str = ".yarn";
+
+/// Whether the directory at `path` is one whose every file is a
+/// run-later file ([`RUN_LATER_DIRS`], [`YARN_CODE`]).
+pub(super) fn is_run_later_dir(path: &Path) -> bool {
+    let Some(name) = path.file_name() else {
+        return false;
+    };
+    is_any(name, &RUN_LATER_DIRS) || in_yarn_dir(path.parent(), name)
+}
+
+fn in_yarn_dir(dir: Option<&Path>, name: &OsStr) -> bool {
+    is_any(name, &YARN_CODE)
+        && dir
+            .and_then(Path::file_name)
+            .is_some_and(|d| is(d, YARN_DIR))
+}
 
 /// Where cargo looks for its configuration, in every directory above the
 /// one it runs in, and in `CARGO_HOME`.
@@ -560,6 +626,7 @@ pub(super) fn in_installed_packages(dir: &Path) -> bool {
 /// `__pycache__` among installed packages is not one.
 pub(crate) fn is_run_later_in(dir: &Path, name: &OsStr) -> bool {
     is_run_later(name) && !(is(name, PYCACHE) && in_installed_packages(dir))
+        || in_yarn_dir(Some(dir), name)
 }
 
 /// Whether a file named `name` in the directory named `dir` is bytecode

@@ -136,7 +136,7 @@ impl<'a> Scan<'a> {
             if is(name, ".git") || self.known.contains_key(&at) || at == self.quarantine_dir {
                 return None;
             }
-            if is_any(name, &names::RUN_LATER_DIRS) {
+            if names::is_run_later_dir(&at) {
                 within = Within::RunLaterDir;
             }
         }
@@ -154,7 +154,7 @@ impl<'a> Scan<'a> {
         };
         let name = path.file_name().unwrap_or_default();
         match meta.is_dir() {
-            true if is_any(name, &names::RUN_LATER_DIRS) => {
+            true if names::is_run_later_dir(path) => {
                 self.walk(path, Within::RunLaterDir, usize::MAX)
             }
             true if is(name, names::CARGO_DIR) => {
@@ -271,7 +271,7 @@ impl<'a> Scan<'a> {
             || within == Within::Workspace && names::shadows_source(dir, &name)
             || is_any(&name, &names::RUN_LATER_FILES)
             || is_any(&name, &names::VERSION_FILES) && inert::version_names_a_path(&path)
-            || kind.is_symlink() && is_any(&name, &names::RUN_LATER_DIRS)
+            || kind.is_symlink() && names::is_run_later_dir(&path)
             || kind.is_symlink() && is(&name, names::CARGO_DIR)
             || is(&name, names::PYCACHE) && !names::in_installed_packages(dir)
             || in_cargo_dir(dir) && is_any(&name, &names::CARGO_CONFIGS);
@@ -314,7 +314,7 @@ impl<'a> Scan<'a> {
     /// for; elsewhere the run could not write (and the sweep moves
     /// nothing outside them).
     fn linked_run_later_dir(&mut self, link: &Path, name: &OsStr) {
-        if !is_any(name, &names::RUN_LATER_DIRS) && !is(name, names::CARGO_DIR) {
+        if !names::is_run_later_dir(link) && !is(name, names::CARGO_DIR) {
             return;
         }
         let Ok(target) = link.canonicalize() else {
@@ -348,7 +348,7 @@ impl<'a> Scan<'a> {
         if skipped {
             return None;
         }
-        let within = match is_any(name, &names::RUN_LATER_DIRS) {
+        let within = match names::is_run_later_dir(&path) {
             true => Within::RunLaterDir,
             false => within,
         };

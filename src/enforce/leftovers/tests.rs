@@ -112,7 +112,59 @@ fn ordinary_build(root: &Path) {
 fn planted_repositories_and_configs_are_set_aside() {
     type Plant = fn(&Path);
     type Case<'a> = (&'a str, Plant, &'a [(&'a str, Left)]);
-    let cases: [Case; 21] = [
+    let cases: [Case; 23] = [
+        (
+            "linters' and pnpm's configs that load code",
+            |r| {
+                for f in [
+                    ".pnpmfile.mjs",
+                    "pnpm-workspace.yaml",
+                    ".pylintrc",
+                    "src/mypy.ini",
+                ] {
+                    std::fs::write(r.join(f), "x").unwrap();
+                }
+                for f in [
+                    ".prettierrc",
+                    "eslint.config.mjs",
+                    ".rubocop.yml",
+                    "GNUmakefile",
+                ] {
+                    std::fs::write(r.join(f), "x").unwrap();
+                }
+            },
+            &[
+                (".pnpmfile.mjs", Left::RunLater),
+                (".prettierrc", Left::RunLater),
+                (".pylintrc", Left::RunLater),
+                (".rubocop.yml", Left::RunLater),
+                ("GNUmakefile", Left::RunLater),
+                ("eslint.config.mjs", Left::RunLater),
+                ("mypy.ini", Left::RunLater),
+                ("pnpm-workspace.yaml", Left::RunLater),
+            ],
+        ),
+        (
+            "yarn's release and plugins, not a directory of the same name elsewhere",
+            |r| {
+                for d in [
+                    ".yarn/releases",
+                    ".yarn/plugins/@yarnpkg",
+                    ".yarn/cache",
+                    "releases",
+                ] {
+                    std::fs::create_dir_all(r.join(d)).unwrap();
+                }
+                std::fs::write(r.join(".yarn/releases/yarn-4.5.0.cjs"), "x").unwrap();
+                std::fs::write(r.join(".yarn/plugins/@yarnpkg/p.cjs"), "x").unwrap();
+                std::fs::write(r.join(".yarn/cache/left-pad.zip"), "x").unwrap();
+                std::fs::write(r.join("releases/notes.md"), "x").unwrap();
+            },
+            &[
+                ("p.cjs", Left::RunLater),
+                ("yarn-4.5.0.cjs", Left::RunLater),
+            ],
+        ),
         (
             "an extension module beside its source",
             |r| {
@@ -555,6 +607,41 @@ fn run_later_files_there_at_the_start_are_compared_with_what_they_were() {
             found.items.len(),
             usize::from(touch),
             "{touch} {walk:?}: {:?}",
+            found.items
+        );
+    }
+}
+
+/// A Yarn release there at the start, which a tracked `.yarnrc.yml`
+/// names: rewritten in place (a red-team run), it is set aside; the
+/// start-up search notes its directory as it notes a `.vscode`.
+#[test]
+fn a_yarn_release_rewritten_in_place_is_set_aside() {
+    for touch in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut inputs = workspace(&root);
+        let releases = root.join(".yarn/releases");
+        std::fs::create_dir_all(&releases).unwrap();
+        std::fs::write(releases.join("yarn-4.5.0.cjs"), "// yarn\n").unwrap();
+        assert!(super::names::is_run_later_in(
+            &root.join(".yarn"),
+            OsStr::new("releases")
+        ));
+        inputs.existing.push(releases.clone());
+        inputs.directories = Some(directories(&root));
+        // Past the file clock's tick, as in `sweep_by`: in the same tick,
+        // `releases/` would count as changed and be read for that alone.
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let watch = Watch::before(inputs);
+        if touch {
+            std::fs::write(releases.join("yarn-4.5.0.cjs"), "require('x')\n").unwrap();
+        }
+        let found = watch.after(Executables::Skip);
+        assert_eq!(
+            lefts(&found).len(),
+            usize::from(touch),
+            "{touch}: {:?}",
             found.items
         );
     }
