@@ -1542,12 +1542,19 @@ fn credential_stores_inside_a_grant_are_hidden() {
         let jail = Jail::with_config(user, config);
         let cargo = format!("[registry]\ntoken = \"cargo-{}\"\n", unique("token"));
         let gh = format!("github.com:\n    oauth_token: gh-{}\n", unique("token"));
+        // git's other credential file, inside `~/.config/git`, which the
+        // jail binds read-only as git's start-up directory (a red-team
+        // run read it, 2026-12-08).
+        let git = format!("https://u:git-{}@example.com\n", unique("token"));
         std::fs::create_dir_all(jail.h.home_path(".cargo/registry")).unwrap();
         std::fs::create_dir_all(jail.h.home_path(".config/gh")).unwrap();
+        std::fs::create_dir_all(jail.h.home_path(".config/git")).unwrap();
         std::fs::write(jail.h.home_path(".cargo/credentials.toml"), &cargo).unwrap();
         std::fs::write(jail.h.home_path(".config/gh/hosts.yml"), &gh).unwrap();
+        std::fs::write(jail.h.home_path(".config/git/credentials"), &git).unwrap();
         jail.hand_over();
-        let script = "cat ~/.cargo/credentials.toml ~/.config/gh/hosts.yml ~/.config/op/config; \
+        let script = "cat ~/.cargo/credentials.toml ~/.config/gh/hosts.yml ~/.config/op/config \
+            ~/.config/git/credentials; \
             echo x > ~/.cargo/credentials.toml; mv ~/.cargo/credentials.toml ~/.cargo/moved; \
             cat ~/.cargo/moved; echo ok > ~/.cargo/registry/f && echo RW-OK";
         let control = jail.shell(Sandbox::Off, script);
@@ -1556,6 +1563,7 @@ fn credential_stores_inside_a_grant_are_hidden() {
             cargo.lines().nth(1).unwrap(),
             gh.lines().nth(1).unwrap().trim(),
             &op,
+            git.trim(),
         ] {
             assert!(
                 control.stdout.contains(secret),
@@ -1572,6 +1580,7 @@ fn credential_stores_inside_a_grant_are_hidden() {
             cargo.lines().nth(1).unwrap(),
             gh.lines().nth(1).unwrap().trim(),
             &op,
+            git.trim(),
         ] {
             assert!(
                 !jailed.stdout.contains(secret) && !jailed.stderr.contains(secret),
@@ -1627,6 +1636,51 @@ fn credential_stores_inside_a_grant_are_hidden() {
                 );
             }
         }
+    }
+}
+
+/// A directory holding a hidden store, moved aside by `fs.move`, left the
+/// store where nothing hid it (found by a red-team run, 2026-12-08): with
+/// `~/.config` granted `rw`, the spell moved `~/.config/gh` aside, read
+/// `hosts.yml` at its new path, wrote a token there, and moved it back,
+/// in every mode but the jail's view. Now the move is refused (MGS2002),
+/// in the jail, without it, and with the gate alone; the control moves
+/// and reads.
+#[test]
+fn a_directory_holding_a_hidden_store_cannot_be_moved_aside() {
+    let config = "sandbox:\n  enabled: true\n  allow:\n    - path: ~/.config\n      mode: rw\n";
+    let spell = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    final h = args[0];\n    try {\n        fs.move(\"{h}/.config/gh\", \"{h}/.config/gh-moved\");\n        std.print(\"READ {fs.read(\"{h}/.config/gh-moved/hosts.yml\")}\");\n        fs.write(\"{h}/.config/gh-moved/hosts.yml\", \"PLANTED\");\n        fs.move(\"{h}/.config/gh-moved\", \"{h}/.config/gh\");\n    } catch (e: SandboxError) {\n        std.print(\"CAUGHT {e.code}\");\n    }\n    return 0;\n}\n";
+    for user in users() {
+        let jail = Jail::with_config(user, config);
+        let gh = format!("github.com:\n    oauth_token: gh-{}\n", unique("token"));
+        let hosts = jail.h.home_path(".config/gh/hosts.yml");
+        std::fs::create_dir_all(hosts.parent().unwrap()).unwrap();
+        std::fs::write(&hosts, &gh).unwrap();
+        jail.h.write_spell("m", spell);
+        jail.hand_over();
+        let home = jail.h.home_path("");
+        let home = home.to_str().unwrap().trim_end_matches('/').to_string();
+        let token = gh.lines().nth(1).unwrap().trim();
+        let control = capture(jail.command(Sandbox::Off).args(["m", &home]));
+        assert!(control.stdout.contains(token), "{}", control.dump());
+        std::fs::write(&hosts, &gh).unwrap();
+        jail.hand_over();
+        let refused = |jail: &Jail, sandbox: Sandbox| {
+            let out = capture(jail.command(sandbox).args(["m", &home]));
+            let what = format!("{:?} {sandbox:?}", jail.kernel);
+            assert!(
+                out.stdout.contains("CAUGHT MGS2002"),
+                "{what}: {}",
+                out.dump()
+            );
+            assert!(!out.stdout.contains(token), "{what}: {}", out.dump());
+            jail.h.assert_no_leak(&out);
+            assert_eq!(std::fs::read_to_string(&hosts).unwrap(), gh, "{what}");
+        };
+        refused(&jail, Sandbox::On);
+        let unjailed = jail.without_jail();
+        refused(&unjailed, Sandbox::On);
+        refused(&unjailed, Sandbox::GateOnly);
     }
 }
 
