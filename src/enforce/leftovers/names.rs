@@ -625,8 +625,8 @@ pub(super) fn in_installed_packages(dir: &Path) -> bool {
 /// [`is_run_later`] for the entry `name` of the directory `dir`: a
 /// `__pycache__` among installed packages is not one.
 pub(crate) fn is_run_later_in(dir: &Path, name: &OsStr) -> bool {
-    is_run_later(name) && !(is(name, PYCACHE) && in_installed_packages(dir))
-        || in_yarn_dir(Some(dir), name)
+    let installed_bytecode = is(name, PYCACHE) && in_installed_packages(dir);
+    (is_run_later(name) && !installed_bytecode) || in_yarn_dir(Some(dir), name)
 }
 
 /// Whether a file named `name` in the directory named `dir` is bytecode
