@@ -623,7 +623,8 @@ pub(super) fn in_installed_packages(dir: &Path) -> bool {
 }
 
 /// [`is_run_later`] for the entry `name` of the directory `dir`: a
-/// `__pycache__` among installed packages is not one.
+/// `__pycache__` among installed packages is not one, and [`YARN_CODE`]
+/// in a `.yarn` is.
 pub(crate) fn is_run_later_in(dir: &Path, name: &OsStr) -> bool {
     let installed_bytecode = is(name, PYCACHE) && in_installed_packages(dir);
     (is_run_later(name) && !installed_bytecode) || in_yarn_dir(Some(dir), name)
