@@ -611,7 +611,7 @@ impl Confined {
             DenialReason::Protected
         } else if is_foreign_proc(path, self.own_pid) {
             DenialReason::ForeignProcess
-        } else if self.is_hidden(path) {
+        } else if self.is_hidden(path) || is_own_memory(path, self.own_pid) {
             DenialReason::NotGranted
         } else {
             return Ok(());
@@ -763,6 +763,17 @@ fn is_foreign_proc(path: &Path, own_pid: u32) -> bool {
     proc_dir(path).is_some_and(|name| name.parse::<u32>().is_ok_and(|pid| pid != own_pid))
 }
 
+/// `/proc/<own pid>/mem` (or `self`, `thread-self`, a task's): magus's
+/// own memory, where the spell runs. No binding reads at an offset today,
+/// and a read from the start fails, but the process can hold what a spell
+/// must never see (a red-team run found the gate let it be opened).
+fn is_own_memory(path: &Path, own_pid: u32) -> bool {
+    let own = proc_dir(path).is_some_and(|name| {
+        name == "self" || name == "thread-self" || name.parse::<u32>() == Ok(own_pid)
+    });
+    own && path.file_name().is_some_and(|name| name == "mem")
+}
+
 /// The entry of `/proc` that `path` lies in or is (`1234`, `self`,
 /// `sys`), if it lies in `/proc`; the byte test first, since every gated
 /// path passes here.
@@ -776,7 +787,7 @@ pub(super) fn proc_dir(path: &Path) -> Option<std::borrow::Cow<'_, str>> {
 
 #[cfg(all(test, unix))]
 mod tests {
-    use super::{is_foreign_proc, rel_offset, Confined};
+    use super::{is_foreign_proc, is_own_memory, rel_offset, Confined};
     use crate::enforce::gate::FsOp;
     use crate::policy::{Access, Grant, GrantSource, Mode, Network, Policy, SandboxState};
     use std::os::fd::OwnedFd;
@@ -953,6 +964,59 @@ mod tests {
         ];
         for (path, foreign) in cases {
             assert_eq!(is_foreign_proc(Path::new(path), 77), foreign, "{path}");
+        }
+    }
+
+    /// Through the gate, with `/proc` granted: the memory is refused in
+    /// each spelling; the control reads the process's map beside it.
+    #[test]
+    fn the_processs_own_memory_is_refused_and_its_map_read() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let ws = dir.path().canonicalize().expect("canonical");
+        let proc = Grant {
+            path: PathBuf::from("/proc"),
+            mode: Mode::Ro,
+            source: GrantSource::Builtin("test"),
+        };
+        let policy = Policy::new(
+            SandboxState::On,
+            ws.clone(),
+            vec![proc],
+            Network::Allow,
+            Vec::new(),
+        );
+        let gate = crate::enforce::gate::Gate::new(Rc::new(policy), ws);
+        let own = format!("/proc/{}/mem", std::process::id());
+        for path in ["/proc/self/mem", "/proc/thread-self/mem", own.as_str()] {
+            match gate.read(path) {
+                Err(crate::enforce::gate::GateError::Denied(d)) => {
+                    assert_eq!(
+                        d.reason,
+                        crate::enforce::gate::DenialReason::NotGranted,
+                        "{path}"
+                    );
+                }
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+        let map = gate.read("/proc/self/maps").expect("control");
+        assert!(!map.is_empty());
+    }
+
+    #[test]
+    fn the_processs_own_memory_is_known_in_every_spelling() {
+        let cases = [
+            ("/proc/self/mem", true),
+            ("/proc/thread-self/mem", true),
+            ("/proc/77/mem", true),
+            ("/proc/77/task/78/mem", true),
+            ("/proc/self/maps", false),
+            ("/proc/self/environ", false),
+            ("/proc/1/mem", false),
+            ("/home/self/mem", false),
+        ];
+        for (path, own) in cases {
+            assert_eq!(is_own_memory(Path::new(path), 77), own, "{path}");
         }
     }
 }
