@@ -9,7 +9,13 @@
 //! directory the sweep reads or changes is opened here with
 //! `RESOLVE_NO_SYMLINKS` (no link anywhere on the way, the paths being
 //! real), and what it does there goes through the descriptor (`*at`
-//! calls), which a later swap of a name cannot redirect.
+//! calls), which a later swap of a name cannot redirect. The same holds
+//! for the files it notes at the start and writes back after the run: a
+//! child of another run swapped a directory of `spells/` for a link to
+//! `~/.ssh` between the listing and the read, and the sweep noted the key,
+//! then "put it back" into the workspace; another swapped the directory a
+//! put-back file was written to for a link to `~`, and the sweep wrote
+//! `~/.bashrc`.
 
 use std::ffi::OsStr;
 use std::io;
@@ -17,7 +23,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+use nix::fcntl::{openat, openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+use nix::sys::stat::{mkdirat, Mode};
+use nix::unistd::{unlinkat, UnlinkatFlags};
 
 /// The directory at `path` (absolute and real), as an `O_PATH` handle:
 /// refused (`ELOOP`, `ENOTDIR`) where a link lies anywhere on the way.
@@ -25,25 +33,77 @@ use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
 /// its own real path and its last part opened with `O_NOFOLLOW`: a race
 /// stays possible there.
 pub(super) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
-    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    open(path, OFlag::O_PATH | OFlag::O_DIRECTORY)
+}
+
+/// The regular file (or whatever stands) at `path`, opened with `flags`
+/// as [`open_dir`] opens a directory: never through a link, the last
+/// name included.
+pub(super) fn open_file(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+    open(path, flags)
+}
+
+fn open(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+    let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let how = OpenHow::new()
         .flags(flags)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
     loop {
         match openat2(AT_FDCWD, path, how) {
             Err(Errno::EAGAIN) => continue,
-            Err(Errno::ENOSYS) => return open_dir_checked(path, flags),
+            Err(Errno::ENOSYS) => return open_checked(path, flags),
             other => return other.map_err(io::Error::from),
         }
     }
 }
 
-fn open_dir_checked(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
-    if path.canonicalize()? != path {
+fn open_checked(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+    let parent = path.parent().unwrap_or(path);
+    if parent.canonicalize()? != parent {
         return Err(Errno::ELOOP.into());
     }
-    let flags = flags | OFlag::O_NOFOLLOW;
-    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty()).map_err(io::Error::from)
+    nix::fcntl::open(path, flags, Mode::empty()).map_err(io::Error::from)
+}
+
+/// The directory `rel` below the directory at `base` (opened by
+/// [`open_dir`]), each name on the way made where it is missing and
+/// opened through the one above it, never through a link: what a child
+/// swaps in on the way makes this fail, never lead elsewhere.
+pub(super) fn make_dirs(base: &Path, rel: &Path) -> io::Result<OwnedFd> {
+    let mut dir = open_dir(base)?;
+    for name in rel.components().map(|c| c.as_os_str()) {
+        match mkdirat(&dir, name, Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        dir = openat(&dir, name, flags, Mode::empty())?;
+    }
+    Ok(dir)
+}
+
+/// Makes the directory `name` in `dir`, with `mode`.
+pub(super) fn make_dir_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Result<()> {
+    mkdirat(dir, name, Mode::from_bits_truncate(mode & 0o777)).map_err(io::Error::from)
+}
+
+/// Writes `content` as a new file `name` in `dir`, after removing what
+/// stands there (a file or a link, never what a link names), with `mode`
+/// less any set-id bit: magus may be root here.
+pub(super) fn write_new_at(
+    dir: &OwnedFd,
+    name: &OsStr,
+    content: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    match unlinkat(dir, name, UnlinkatFlags::NoRemoveDir) {
+        Ok(()) | Err(Errno::ENOENT) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = openat(dir, name, flags, Mode::from_bits_truncate(mode & 0o777))?;
+    io::Write::write_all(&mut std::fs::File::from(fd), content)
 }
 
 /// The directory holding `path`, opened by [`open_dir`], and `path`'s

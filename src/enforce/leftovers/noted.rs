@@ -6,11 +6,12 @@
 //! After the run, what a child changed is set aside and the noted version
 //! put back.
 
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::aside::Quarantine;
+use super::nofollow;
 use super::{Findings, Item, Left, Outcome, Seen, Stamp};
 
 /// Files up to this size are noted by content; larger ones by identity.
@@ -182,7 +183,7 @@ fn put_back_dir(
         let path = dir.join(rel);
         if path.symlink_metadata().is_err() {
             let outcome =
-                recreate(&path, content, *mode).map_or_else(failed, |()| Outcome::PutBack);
+                recreate(dir, rel, content, *mode).map_or_else(failed, |()| Outcome::PutBack);
             found.push(&path, Left::Protected, outcome);
         }
     }
@@ -214,10 +215,11 @@ fn set_aside_whole(
 
 /// Makes `dir` again, with its noted files.
 fn remake(dir: &Path, mode: u32, noted: &[(PathBuf, Vec<u8>, u32)]) -> std::io::Result<()> {
-    std::fs::DirBuilder::new().mode(mode).create(dir)?;
+    let (parent, name) = nofollow::parent_of(dir)?;
+    nofollow::make_dir_at(&parent, name, mode)?;
     noted
         .iter()
-        .try_for_each(|(rel, content, mode)| recreate(&dir.join(rel), content, *mode))
+        .try_for_each(|(rel, content, mode)| recreate(dir, rel, content, *mode))
 }
 
 /// Sets aside each entry below `dir` that changed during the run; an
@@ -231,14 +233,14 @@ fn set_aside_changed(
     quarantine: &mut Quarantine,
     found: &mut Findings,
 ) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = nofollow::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let Ok(meta) = entry.metadata() else {
             continue;
         };
-        let path = entry.path();
+        let path = dir.join(entry.file_name());
         let changed = Stamp::changed(&meta).at_or_after(since);
         let left = match changed {
             true => &mut budget.changed,
@@ -261,17 +263,16 @@ fn set_aside_changed(
     }
 }
 
-/// Writes a noted file back, making the directories above it that were
-/// set aside; what the changed entries were is gone by now, so none of
-/// them is a link, which [`super::unmoved`] checks again.
-fn recreate(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    if !super::unmoved(path) {
-        return Err(std::io::Error::other("a link stands above it"));
-    }
-    rewrite(path, content, mode)
+/// Writes the noted file `rel` back below `dir`, making the directories
+/// above it that were set aside, each through the one above it (a link
+/// a child swapped in on the way makes this fail: checked by path first,
+/// then written by path, it once led the write to `~/.bashrc`).
+fn recreate(dir: &Path, rel: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
+    let (Some(above), Some(name)) = (rel.parent(), rel.file_name()) else {
+        return Err(std::io::Error::other("no file name"));
+    };
+    let parent = nofollow::make_dirs(dir, above)?;
+    nofollow::write_new_at(&parent, name, content, mode)
 }
 
 fn failed(e: std::io::Error) -> Outcome {
@@ -296,7 +297,7 @@ pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, 
     let mut pending = vec![path.to_path_buf()];
     let mut left = MAX_STAMPED;
     while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        for entry in nofollow::read_dir(&dir).into_iter().flatten().flatten() {
             let Ok(meta) = entry.metadata() else {
                 continue;
             };
@@ -304,7 +305,7 @@ pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, 
                 return;
             }
             left -= 1;
-            let path = entry.path();
+            let path = dir.join(entry.file_name());
             if meta.is_dir() {
                 pending.push(path.clone());
             }
@@ -323,7 +324,7 @@ pub(super) fn stamps(path: &Path, into: &mut std::collections::HashMap<PathBuf, 
 /// project's own `platform/__init__.py` must stay when the run writes
 /// `platform/__pycache__`.
 pub(super) fn package_inits(workspace: &Path, into: &mut std::collections::HashMap<PathBuf, Seen>) {
-    let Ok(entries) = std::fs::read_dir(workspace) else {
+    let Ok(entries) = nofollow::read_dir(workspace) else {
         return;
     };
     let packages = entries
@@ -331,14 +332,15 @@ pub(super) fn package_inits(workspace: &Path, into: &mut std::collections::HashM
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter(|e| super::names::is_python_module(&e.file_name()));
     for package in packages {
-        let Ok(inner) = std::fs::read_dir(package.path()) else {
+        let package = workspace.join(package.file_name());
+        let Ok(inner) = nofollow::read_dir(&package) else {
             continue;
         };
         for entry in inner.flatten() {
             if !super::names::is_package_init(&entry.file_name()) {
                 continue;
             }
-            let path = entry.path();
+            let path = package.join(entry.file_name());
             if let Some(seen) = entry.metadata().ok().and_then(|m| Seen::of(&path, &m)) {
                 into.insert(path, seen);
             }
@@ -347,12 +349,14 @@ pub(super) fn package_inits(workspace: &Path, into: &mut std::collections::HashM
 }
 
 /// A directory's small regular files, by content, at any depth up to
-/// [`MAX_DEPTH`], never through a link.
+/// [`MAX_DEPTH`], never through a link (anywhere on the way: a child of
+/// another run swaps a directory for a link between the listing and the
+/// read).
 fn dir_entries(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
     let mut out = Vec::new();
     let mut pending = vec![(PathBuf::new(), 0)];
     while let Some((rel, depth)) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else {
+        let Ok(entries) = nofollow::read_dir(&dir.join(&rel)) else {
             continue;
         };
         for entry in entries.flatten() {
@@ -380,13 +384,10 @@ fn dir_entries(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
 }
 
 /// A regular file's contents, up to [`MAX_NOTED`] bytes, never through a
-/// symbolic link.
+/// symbolic link (anywhere on the way).
 pub(super) fn small_file(path: &Path) -> Option<Vec<u8>> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
+    let mut file = std::fs::File::from(nofollow::open_file(path, flags).ok()?);
     if !file.metadata().ok()?.is_file() {
         return None;
     }
@@ -399,21 +400,12 @@ pub(super) fn small_file(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// Writes `content` as a new file at `path`, after removing what stands
-/// there (a file or a link, never what a link names): magus may be root
-/// here, and a child may have left a link to anywhere.
+/// there (a file or a link, never what a link names), through the
+/// directory holding it, opened following no link: magus may be root
+/// here, and a child may have left a link to anywhere, or swap one in.
 pub(super) fn rewrite(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    file.write_all(content)
+    let (dir, name) = nofollow::parent_of(path)?;
+    nofollow::write_new_at(&dir, name, content, mode)
 }
 
 impl Findings {
@@ -423,5 +415,78 @@ impl Findings {
             left,
             outcome,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory (real path) holding `d/sub/f` and, beside it,
+    /// `outside/f`, the "home" a child's link leads to.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["d/sub", "outside"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("d/sub/f"), "noted").unwrap();
+        std::fs::write(root.join("outside/f"), "KEY").unwrap();
+        (dir, root)
+    }
+
+    /// A red-team run: a child of another run swapped `sub` for a link to
+    /// `~/.ssh` between the listing and the read, and the sweep noted the
+    /// key. A link anywhere on the way is now refused, not only at the
+    /// last name; the control reads the real file.
+    #[test]
+    fn a_noted_file_is_never_read_through_a_link_on_the_way() {
+        let (_dir, root) = scratch();
+        assert_eq!(
+            small_file(&root.join("d/sub/f")).as_deref(),
+            Some(&b"noted"[..])
+        );
+        std::fs::rename(root.join("d/sub"), root.join("d/real")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), root.join("d/sub")).unwrap();
+        assert_eq!(small_file(&root.join("d/sub/f")), None);
+        let listed = dir_entries(&root.join("d"));
+        let names: Vec<_> = listed.iter().map(|(rel, ..)| rel.clone()).collect();
+        assert_eq!(names, [PathBuf::from("real/f")]);
+    }
+
+    /// A red-team run: the directory a put-back file was written to was
+    /// swapped for a link to `~` after the check, and the sweep wrote
+    /// `~/.bashrc`. Each write now goes through the directory's handle,
+    /// opened following no link: through a link it fails, and a swap after
+    /// the open leaves the write in the directory that was opened.
+    #[test]
+    fn a_put_back_file_is_never_written_through_a_link() {
+        let (_dir, root) = scratch();
+        std::fs::remove_dir_all(root.join("d/sub")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), root.join("d/sub")).unwrap();
+        assert!(rewrite(&root.join("d/sub/f"), b"PLANTED", 0o644).is_err());
+        let rel = Path::new("sub/f");
+        assert!(recreate(&root.join("d"), rel, b"PLANTED", 0o644).is_err());
+        assert_eq!(std::fs::read(root.join("outside/f")).unwrap(), b"KEY");
+
+        // Swapped after the directory was opened: the handle still holds
+        // the directory that was at the path.
+        std::fs::remove_file(root.join("d/sub")).unwrap();
+        std::fs::create_dir(root.join("d/sub")).unwrap();
+        let target = root.join("d/sub/f");
+        let (held, name) = nofollow::parent_of(&target).unwrap();
+        std::fs::rename(root.join("d/sub"), root.join("d/was")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), root.join("d/sub")).unwrap();
+        nofollow::write_new_at(&held, name, b"noted", 0o4755).unwrap();
+        assert_eq!(std::fs::read(root.join("outside/f")).unwrap(), b"KEY");
+        let written = root.join("d/was/f");
+        assert_eq!(std::fs::read(&written).unwrap(), b"noted");
+        let mode = written.symlink_metadata().unwrap().permissions().mode();
+        assert_eq!(mode & 0o7000, 0, "no set-id bit: {mode:o}");
+
+        // The control: a real directory on the way, made where missing.
+        std::fs::remove_file(root.join("d/sub")).unwrap();
+        recreate(&root.join("d"), Path::new("sub/deeper/g"), b"back", 0o644).unwrap();
+        assert_eq!(std::fs::read(root.join("d/sub/deeper/g")).unwrap(), b"back");
     }
 }

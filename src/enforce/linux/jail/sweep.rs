@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::{readlinkat, renameat, AtFlags};
 use nix::sys::stat::{fstat, fstatat};
-use nix::unistd::symlinkat;
+use nix::unistd::{symlinkat, unlinkat, UnlinkatFlags};
 
 use super::plan::JailPlan;
 use super::protect::{CarveReason, KeptLink};
@@ -33,9 +33,23 @@ use super::protect::{CarveReason, KeptLink};
 /// The `commondir` files that did not exist when the run started.
 #[derive(Debug, Default)]
 pub(super) struct Sweep {
-    absent: Vec<PathBuf>,
+    absent: Vec<NotedGitDir>,
     links: Vec<NotedLink>,
 }
+
+/// A git directory without a `commondir` when the run started, by
+/// identity: the file is removed only in that directory. By path, the
+/// sweep removed a `commondir` outside the workspace, where a child of
+/// another run had swapped `.git` for a link (a red-team run).
+#[derive(Debug)]
+struct NotedGitDir {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+/// The name of the file [`NotedGitDir`] is about.
+const COMMONDIR: &str = "commondir";
 
 /// A link git follows and the directory that holds it, by identity, so that a
 /// directory a child swapped in (or a link in its place) is never written.
@@ -57,8 +71,15 @@ impl Sweep {
             // A symlinked `hooks` is carved where it leads, which need not
             // be a git directory.
             .filter(|dir| dir.ends_with(".git") || dir.join("HEAD").is_file())
-            .map(|gitdir| gitdir.join("commondir"))
-            .filter(|file| file.symlink_metadata().is_err())
+            .filter(|gitdir| gitdir.join(COMMONDIR).symlink_metadata().is_err())
+            .filter_map(|gitdir| {
+                let meta = std::fs::symlink_metadata(gitdir).ok()?;
+                Some(NotedGitDir {
+                    path: gitdir.to_path_buf(),
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                })
+            })
             .collect();
         let links = plan
             .links
@@ -79,23 +100,49 @@ impl Sweep {
     /// `commondir` that now exists (a file or a symlink; a directory makes
     /// git stop, which runs nothing) and says so on stderr.
     pub(super) fn after(&self) {
-        for file in &self.absent {
-            let Ok(meta) = file.symlink_metadata() else {
-                continue;
-            };
-            if meta.is_dir() {
-                continue;
-            }
-            let outcome = match std::fs::remove_file(file) {
-                Ok(()) => "magus removed it".to_string(),
-                Err(e) => format!("magus could not remove it ({e}): remove it before running git"),
-            };
-            say(file, &outcome);
+        for gitdir in &self.absent {
+            gitdir.remove_commondir();
         }
         for noted in &self.links {
             noted.put_back();
         }
     }
+}
+
+impl NotedGitDir {
+    /// Removes a `commondir` that now exists in this very directory (a
+    /// file or a link; a directory makes git stop, which runs nothing).
+    fn remove_commondir(&self) {
+        let Some(handle) = open_noted_dir(&self.path, (self.dev, self.ino)) else {
+            return; // Gone, or another directory (or a link) in its place.
+        };
+        let fd = handle.as_fd();
+        let Ok(st) = fstatat(fd, COMMONDIR, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+            return;
+        };
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            return;
+        }
+        let outcome = match unlinkat(fd, COMMONDIR, UnlinkatFlags::NoRemoveDir) {
+            Ok(()) => "magus removed it".to_string(),
+            Err(e) => format!("magus could not remove it ({e}): remove it before running git"),
+        };
+        say(&self.path.join(COMMONDIR), &outcome);
+    }
+}
+
+/// The directory at `path`, if it is still the one noted as `identity`
+/// (device, inode): opened without following a link at its last name,
+/// and compared once open, so that whatever stands on the way to it,
+/// what is changed through the handle is that directory.
+fn open_noted_dir(path: &Path, identity: (u64, u64)) -> Option<std::fs::File> {
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let st = fstat(handle.as_fd()).ok()?;
+    (st.st_dev == identity.0 && st.st_ino == identity.1).then_some(handle)
 }
 
 /// The first of `NAME.planted-during-magus-run.0` to `.99` that is not
@@ -116,18 +163,10 @@ impl NotedLink {
             reason,
         } = &self.link;
         let name = name.as_str();
-        let Ok(handle) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-            .open(dir)
-        else {
-            return; // Gone or swapped for a link: nothing of ours to fix.
+        let Some(handle) = open_noted_dir(dir, (self.dev, self.ino)) else {
+            return; // Gone, swapped for a link or another directory.
         };
         let fd = handle.as_fd();
-        match fstat(fd) {
-            Ok(st) if st.st_dev == self.dev && st.st_ino == self.ino => {}
-            _ => return, // Another directory now stands at that path.
-        }
         if readlinkat(fd, name).is_ok_and(|now| Path::new(&now) == target) {
             return;
         }
@@ -170,4 +209,53 @@ fn say(file: &Path, outcome: &str) {
         file.display()
     );
     let _ = nix::unistd::write(std::io::stderr(), text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noted(gitdir: &Path) -> NotedGitDir {
+        let meta = std::fs::symlink_metadata(gitdir).unwrap();
+        NotedGitDir {
+            path: gitdir.to_path_buf(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// A red-team run: a child of another run swapped `.git` for a link
+    /// to a linked worktree's directory elsewhere, and the sweep removed
+    /// that directory's `commondir`. Only the noted directory's goes now;
+    /// the control removes a `commondir` planted in it.
+    #[test]
+    fn only_the_noted_git_directorys_commondir_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (gitdir, victim) = (root.join("r/.git"), root.join("victim/worktrees/wt"));
+        for d in [&gitdir, &victim] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(victim.join(COMMONDIR), "../..\n").unwrap();
+        let before = noted(&gitdir);
+        std::fs::rename(&gitdir, root.join("r/git.old")).unwrap();
+        std::os::unix::fs::symlink(&victim, &gitdir).unwrap();
+        before.remove_commondir();
+        assert!(victim.join(COMMONDIR).exists(), "removed through the link");
+        // Another real directory in its place: not the noted one either.
+        std::fs::remove_file(&gitdir).unwrap();
+        std::fs::create_dir(&gitdir).unwrap();
+        std::fs::write(gitdir.join(COMMONDIR), "x").unwrap();
+        before.remove_commondir();
+        assert!(
+            gitdir.join(COMMONDIR).exists(),
+            "removed in another directory"
+        );
+        // The control: the noted directory, back in place, with one planted.
+        std::fs::remove_dir_all(&gitdir).unwrap();
+        std::fs::rename(root.join("r/git.old"), &gitdir).unwrap();
+        std::fs::write(gitdir.join(COMMONDIR), "/elsewhere\n").unwrap();
+        before.remove_commondir();
+        assert!(gitdir.join(COMMONDIR).symlink_metadata().is_err(), "kept");
+    }
 }
