@@ -50,9 +50,18 @@ use std::path::Path;
 /// flake8's `local-plugins`, prettier's `plugins`, rubocop's `require`,
 /// ESLint's and prettier's configs in JavaScript: each ran at the tool's
 /// plain run on a file, in a red-team run of 2026-12-08), GNU make's
-/// `GNUmakefile` (read before a tracked `Makefile`, at a plain `make`),
-/// magus its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 76] = [
+/// `GNUmakefile` (read before a tracked `Makefile`, at a plain `make`);
+/// a second red-team run (2026-12-08) added more of the same kinds, each
+/// run by its real tool: Elixir's `.iex.exs` (at `iex`), byebug's
+/// `.byebugrc` (its `edit` command goes to a shell), the code-loading
+/// configs of SQLFluff, Ansible (`ansible.cfg`'s callback plugins, at
+/// `ansible localhost -m ping`), ESLint's legacy JSON and YAML configs,
+/// Stylelint, markdownlint-cli2, remark, cspell (VS Code's spell checker),
+/// PHP_CodeSniffer, luacheck and coverage.py, bazelisk's `.bazeliskrc`
+/// (its `BAZELISK_HOME` chooses the Bazel `bazel version` runs), and a
+/// module `ipykernel_launcher.py`, which every Jupyter kernel started in
+/// its directory imports in place of the real one; magus its own policy.
+pub(super) const RUN_LATER_FILES: [&str; 123] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -127,6 +136,53 @@ pub(super) const RUN_LATER_FILES: [&str; 76] = [
     ".eslintrc.cjs",
     ".rubocop.yml",
     "GNUmakefile",
+    ".iex.exs",
+    ".byebugrc",
+    ".sqlfluff",
+    "ansible.cfg",
+    ".eslintrc",
+    ".eslintrc.json",
+    ".eslintrc.yml",
+    ".eslintrc.yaml",
+    ".stylelintrc",
+    ".stylelintrc.json",
+    ".stylelintrc.yml",
+    ".stylelintrc.yaml",
+    ".stylelintrc.js",
+    ".stylelintrc.cjs",
+    ".stylelintrc.mjs",
+    "stylelint.config.js",
+    "stylelint.config.cjs",
+    "stylelint.config.mjs",
+    ".markdownlint-cli2.jsonc",
+    ".markdownlint-cli2.yaml",
+    ".markdownlint-cli2.cjs",
+    ".markdownlint-cli2.mjs",
+    ".remarkrc",
+    ".remarkrc.json",
+    ".remarkrc.yml",
+    ".remarkrc.yaml",
+    ".remarkrc.js",
+    ".remarkrc.cjs",
+    ".remarkrc.mjs",
+    "cspell.json",
+    ".cspell.json",
+    "cspell.config.json",
+    "cspell.config.js",
+    "cspell.config.cjs",
+    "cspell.config.mjs",
+    "cspell.config.yaml",
+    "cspell.config.yml",
+    "cspell.yaml",
+    "cspell.yml",
+    ".phpcs.xml",
+    "phpcs.xml",
+    ".phpcs.xml.dist",
+    "phpcs.xml.dist",
+    ".luacheckrc",
+    ".coveragerc",
+    ".bazeliskrc",
+    "ipykernel_launcher.py",
     "magus.yaml",
     "magus.lock",
 ];
@@ -227,6 +283,19 @@ fn in_yarn_dir(dir: Option<&Path>, name: &OsStr) -> bool {
         && dir
             .and_then(Path::file_name)
             .is_some_and(|d| is(d, YARN_DIR))
+}
+
+/// Files known by the directory they are in: Bazel's launcher and
+/// bazelisk run a workspace's `tools/bazel` in place of Bazel at every
+/// `bazel` command (a red-team run, 2026-12-08).
+const NESTED_FILES: [(&str, &str); 1] = [("tools", "bazel")];
+
+/// Whether `name` in `dir` is one of [`NESTED_FILES`].
+pub(super) fn is_nested_file(dir: &Path, name: &OsStr) -> bool {
+    let holder = dir.file_name();
+    NESTED_FILES
+        .iter()
+        .any(|(d, n)| is(name, n) && holder.is_some_and(|h| is(h, d)))
 }
 
 /// Where cargo looks for its configuration, in every directory above the
@@ -624,10 +693,12 @@ pub(super) fn in_installed_packages(dir: &Path) -> bool {
 
 /// [`is_run_later`] for the entry `name` of the directory `dir`: a
 /// `__pycache__` among installed packages is not one, and [`YARN_CODE`]
-/// in a `.yarn` is.
+/// in a `.yarn` and [`NESTED_FILES`] are.
 pub(crate) fn is_run_later_in(dir: &Path, name: &OsStr) -> bool {
     let installed_bytecode = is(name, PYCACHE) && in_installed_packages(dir);
-    (is_run_later(name) && !installed_bytecode) || in_yarn_dir(Some(dir), name)
+    (is_run_later(name) && !installed_bytecode)
+        || in_yarn_dir(Some(dir), name)
+        || is_nested_file(dir, name)
 }
 
 /// Whether a file named `name` in the directory named `dir` is bytecode

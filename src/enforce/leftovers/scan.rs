@@ -270,6 +270,7 @@ impl<'a> Scan<'a> {
             || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
             || within == Within::Workspace && names::shadows_source(dir, &name)
             || is_any(&name, &names::RUN_LATER_FILES)
+            || names::is_nested_file(dir, &name)
             || is_any(&name, &names::VERSION_FILES) && inert::version_names_a_path(&path)
             || kind.is_symlink() && names::is_run_later_dir(&path)
             || kind.is_symlink() && is(&name, names::CARGO_DIR)

@@ -129,17 +129,30 @@ fn planted_repositories_and_configs_are_set_aside() {
                     "eslint.config.mjs",
                     ".rubocop.yml",
                     "GNUmakefile",
+                    ".iex.exs",
+                    ".eslintrc.json",
+                    "ansible.cfg",
+                    "src/ipykernel_launcher.py",
                 ] {
                     std::fs::write(r.join(f), "x").unwrap();
                 }
+                // `tools/bazel` by its directory; a `bazel` elsewhere stays.
+                std::fs::create_dir_all(r.join("tools")).unwrap();
+                std::fs::write(r.join("tools/bazel"), "x").unwrap();
+                std::fs::write(r.join("src/bazel"), "x").unwrap();
             },
             &[
+                (".eslintrc.json", Left::RunLater),
+                (".iex.exs", Left::RunLater),
                 (".pnpmfile.mjs", Left::RunLater),
                 (".prettierrc", Left::RunLater),
                 (".pylintrc", Left::RunLater),
                 (".rubocop.yml", Left::RunLater),
                 ("GNUmakefile", Left::RunLater),
+                ("ansible.cfg", Left::RunLater),
+                ("bazel", Left::RunLater),
                 ("eslint.config.mjs", Left::RunLater),
+                ("ipykernel_launcher.py", Left::RunLater),
                 ("mypy.ini", Left::RunLater),
                 ("pnpm-workspace.yaml", Left::RunLater),
             ],
