@@ -2016,35 +2016,47 @@ fn tool_start_up_files_under_rw_grants_stay_read_only() {
                   mkdir -p ~/.local/bin && echo evil > ~/.local/bin/git && echo LOCALBIN-OK; \
                   mkdir -p ~/.local/share/dbus-1/services && echo evil > ~/.local/share/dbus-1/services/evil.service && echo DBUS-OK; \
                   echo evil > ~/.inputrc && echo INPUTRC-WRITTEN; \
+                  echo GOFLAGS=-toolexec=evil >> ~/.config/go/env && echo GOENV-OK; \
+                  mkdir -p ~/.local/share/jupyter/kernels/py && echo '{}' > ~/.local/share/jupyter/kernels/py/kernel.json && echo KERNEL-WRITTEN; \
                   mkdir -p ~/.config/tool && echo fine > ~/.config/tool/settings && echo CONFIG-WORKS";
     for user in users() {
         let setup = || {
             let jail = Jail::with_config(user, config);
             std::fs::create_dir_all(jail.h.home_path(".cargo")).unwrap();
             std::fs::write(jail.h.home_path(".cargo/env"), "#\n").unwrap();
-            std::fs::create_dir_all(jail.h.home_path(".config")).unwrap();
+            // Go's user settings, as `go env -w` leaves them (a red-team
+            // run, 2026-12-08: `GOFLAGS=-toolexec=` ran at `go build`).
+            std::fs::create_dir_all(jail.h.home_path(".config/go")).unwrap();
+            std::fs::write(jail.h.home_path(".config/go/env"), "#\n").unwrap();
             std::fs::create_dir_all(jail.h.home_path(".local/share")).unwrap();
             jail.hand_over();
             jail
         };
         let control = setup().shell(Sandbox::Off, script);
-        assert!(
-            control.stdout.contains("INPUTRC-WRITTEN"),
-            "{}",
-            control.dump()
-        );
+        for written in ["INPUTRC-WRITTEN", "KERNEL-WRITTEN"] {
+            assert!(control.stdout.contains(written), "{}", control.dump());
+        }
         let jail = setup();
         let jailed = jail.shell(Sandbox::On, script);
-        let markers = ["CARGOENV-OK", "TMUX-OK", "LOCALBIN-OK", "DBUS-OK"];
+        let markers = [
+            "CARGOENV-OK",
+            "TMUX-OK",
+            "LOCALBIN-OK",
+            "DBUS-OK",
+            "GOENV-OK",
+        ];
         assert_attack(user, &control, &jailed, &markers, "");
         assert!(jailed.stdout.contains("CONFIG-WORKS"), "{}", jailed.dump());
-        let env = std::fs::read_to_string(jail.h.home_path(".cargo/env")).unwrap();
-        assert_eq!(env, "#\n", "{user:?}");
+        for kept in [".cargo/env", ".config/go/env"] {
+            let now = std::fs::read_to_string(jail.h.home_path(kept)).unwrap();
+            assert_eq!(now, "#\n", "{user:?} {kept}");
+        }
         for file in [
             ".config/tmux/tmux.conf",
             ".local/bin/git",
             ".local/share/dbus-1/services/evil.service",
             ".inputrc",
+            ".local/share/jupyter/kernels/py/kernel.json",
         ] {
             assert!(
                 !jail.h.home_path(file).exists(),

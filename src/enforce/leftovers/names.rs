@@ -61,7 +61,7 @@ use std::path::Path;
 /// (its `BAZELISK_HOME` chooses the Bazel `bazel version` runs), and a
 /// module `ipykernel_launcher.py`, which every Jupyter kernel started in
 /// its directory imports in place of the real one; magus its own policy.
-pub(super) const RUN_LATER_FILES: [&str; 123] = [
+pub(super) const RUN_LATER_FILES: [&str; 69] = [
     ".gitmodules",
     ".npmrc",
     ".yarnrc.yml",
@@ -107,74 +107,15 @@ pub(super) const RUN_LATER_FILES: [&str; 123] = [
     ".miserc.local.toml",
     ".pnpmfile.mjs",
     "pnpm-workspace.yaml",
-    ".pylintrc",
-    "pylintrc",
-    ".pylintrc.toml",
-    "pylintrc.toml",
     "mypy.ini",
     ".mypy.ini",
     ".flake8",
-    ".prettierrc",
-    ".prettierrc.json",
-    ".prettierrc.json5",
-    ".prettierrc.yaml",
-    ".prettierrc.yml",
-    ".prettierrc.toml",
-    ".prettierrc.js",
-    ".prettierrc.cjs",
-    ".prettierrc.mjs",
-    ".prettierrc.ts",
-    "prettier.config.js",
-    "prettier.config.cjs",
-    "prettier.config.mjs",
-    "prettier.config.ts",
-    "eslint.config.js",
-    "eslint.config.cjs",
-    "eslint.config.mjs",
-    "eslint.config.ts",
-    ".eslintrc.js",
-    ".eslintrc.cjs",
     ".rubocop.yml",
     "GNUmakefile",
     ".iex.exs",
     ".byebugrc",
     ".sqlfluff",
     "ansible.cfg",
-    ".eslintrc",
-    ".eslintrc.json",
-    ".eslintrc.yml",
-    ".eslintrc.yaml",
-    ".stylelintrc",
-    ".stylelintrc.json",
-    ".stylelintrc.yml",
-    ".stylelintrc.yaml",
-    ".stylelintrc.js",
-    ".stylelintrc.cjs",
-    ".stylelintrc.mjs",
-    "stylelint.config.js",
-    "stylelint.config.cjs",
-    "stylelint.config.mjs",
-    ".markdownlint-cli2.jsonc",
-    ".markdownlint-cli2.yaml",
-    ".markdownlint-cli2.cjs",
-    ".markdownlint-cli2.mjs",
-    ".remarkrc",
-    ".remarkrc.json",
-    ".remarkrc.yml",
-    ".remarkrc.yaml",
-    ".remarkrc.js",
-    ".remarkrc.cjs",
-    ".remarkrc.mjs",
-    "cspell.json",
-    ".cspell.json",
-    "cspell.config.json",
-    "cspell.config.js",
-    "cspell.config.cjs",
-    "cspell.config.mjs",
-    "cspell.config.yaml",
-    "cspell.config.yml",
-    "cspell.yaml",
-    "cspell.yml",
     ".phpcs.xml",
     "phpcs.xml",
     ".phpcs.xml.dist",
@@ -183,9 +124,57 @@ pub(super) const RUN_LATER_FILES: [&str; 123] = [
     ".coveragerc",
     ".bazeliskrc",
     "ipykernel_launcher.py",
+    ".rubocop",
+    ".rubocop_todo.yml",
+    ".yardopts",
+    ".latexmkrc",
+    "latexmkrc",
     "magus.yaml",
     "magus.lock",
 ];
+
+/// Families of names, by how they begin: each tool reads its config under
+/// many names (a JavaScript, TypeScript, JSON or YAML form, with or
+/// without a leading dot), and any of them loads code: prettier's and
+/// Stylelint's plugins, ESLint's configs and parsers, cspell's imports,
+/// markdownlint's and remark's rules and plugins, pylint's `init-hook`
+/// (a third red-team run, 2026-12-08, found `cspell.jsonc`,
+/// `.cspell.yaml`, `.markdownlint.cjs` and `eslint.config.mts` past a
+/// list of whole names).
+const RUN_LATER_PREFIXES: [&str; 12] = [
+    ".prettierrc",
+    "prettier.config.",
+    ".eslintrc",
+    "eslint.config.",
+    ".stylelintrc",
+    "stylelint.config.",
+    "cspell.",
+    ".cspell.",
+    ".markdownlint",
+    ".remarkrc",
+    ".pylintrc",
+    "pylintrc",
+];
+
+/// The same tools' configs in a project's `.config/` directory, where
+/// the loader they share (cosmiconfig) also looks: `stylelintrc.json`,
+/// `prettierrc`, `cspell.json` and the like, without the leading dot.
+const DOT_CONFIG_PREFIXES: [&str; 5] =
+    ["prettier", "stylelint", "cspell", "markdownlint", "remark"];
+
+/// Whether a file named `name` is a run-later file wherever it is
+/// ([`RUN_LATER_FILES`], [`RUN_LATER_PREFIXES`]).
+pub(super) fn is_run_later_file(name: &OsStr) -> bool {
+    is_any(name, &RUN_LATER_FILES) || begins_with_any(name, &RUN_LATER_PREFIXES)
+}
+
+/// Whether `name` begins with one of `prefixes`, in any ASCII case.
+fn begins_with_any(name: &OsStr, prefixes: &[&str]) -> bool {
+    let name = name.as_encoded_bytes();
+    prefixes
+        .iter()
+        .any(|p| name.len() >= p.len() && name[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
+}
 
 /// Each tool's own version file, which mise reads as well once the user
 /// enables it (`idiomatic_version_file_enable_tools`), taking a
@@ -290,12 +279,17 @@ fn in_yarn_dir(dir: Option<&Path>, name: &OsStr) -> bool {
 /// `bazel` command (a red-team run, 2026-12-08).
 const NESTED_FILES: [(&str, &str); 1] = [("tools", "bazel")];
 
-/// Whether `name` in `dir` is one of [`NESTED_FILES`].
+/// Whether `name` in `dir` is a run-later file by the directory it is
+/// in: one of [`NESTED_FILES`], or a tool's config in a `.config/`
+/// ([`DOT_CONFIG_PREFIXES`]).
 pub(super) fn is_nested_file(dir: &Path, name: &OsStr) -> bool {
-    let holder = dir.file_name();
+    let Some(holder) = dir.file_name() else {
+        return false;
+    };
     NESTED_FILES
         .iter()
-        .any(|(d, n)| is(name, n) && holder.is_some_and(|h| is(h, d)))
+        .any(|(d, n)| is(name, n) && is(holder, d))
+        || is(holder, ".config") && begins_with_any(name, &DOT_CONFIG_PREFIXES)
 }
 
 /// Where cargo looks for its configuration, in every directory above the
@@ -670,7 +664,7 @@ pub(super) const PYTHON_MODULES: [&str; 324] = [
 /// in place, which changes no directory, so the sweep must look at its
 /// files one by one against what was noted.
 pub(crate) fn is_run_later(name: &OsStr) -> bool {
-    is_any(name, &RUN_LATER_FILES)
+    is_run_later_file(name)
         || is_any(name, &VERSION_FILES)
         || is_any(name, &RUN_LATER_DIRS)
         || is(name, CARGO_DIR)

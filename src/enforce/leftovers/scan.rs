@@ -269,7 +269,7 @@ impl<'a> Scan<'a> {
         let run_later = within == Within::RunLaterDir
             || within == Within::Workspace && self.shadows_python(dir, &name, &kind)
             || within == Within::Workspace && names::shadows_source(dir, &name)
-            || is_any(&name, &names::RUN_LATER_FILES)
+            || names::is_run_later_file(&name)
             || names::is_nested_file(dir, &name)
             || is_any(&name, &names::VERSION_FILES) && inert::version_names_a_path(&path)
             || kind.is_symlink() && names::is_run_later_dir(&path)

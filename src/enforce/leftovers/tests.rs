@@ -140,21 +140,39 @@ fn planted_repositories_and_configs_are_set_aside() {
                 std::fs::create_dir_all(r.join("tools")).unwrap();
                 std::fs::write(r.join("tools/bazel"), "x").unwrap();
                 std::fs::write(r.join("src/bazel"), "x").unwrap();
+                // Families by how their names begin, and a project's
+                // `.config/`; other files there stay.
+                for f in [
+                    "cspell.jsonc",
+                    ".markdownlint.cjs",
+                    "src/eslint.config.mts",
+                    ".yardopts",
+                ] {
+                    std::fs::write(r.join(f), "x").unwrap();
+                }
+                std::fs::create_dir_all(r.join(".config")).unwrap();
+                std::fs::write(r.join(".config/stylelintrc.json"), "x").unwrap();
+                std::fs::write(r.join(".config/tool.json"), "x").unwrap();
             },
             &[
                 (".eslintrc.json", Left::RunLater),
                 (".iex.exs", Left::RunLater),
+                (".markdownlint.cjs", Left::RunLater),
                 (".pnpmfile.mjs", Left::RunLater),
                 (".prettierrc", Left::RunLater),
                 (".pylintrc", Left::RunLater),
                 (".rubocop.yml", Left::RunLater),
+                (".yardopts", Left::RunLater),
                 ("GNUmakefile", Left::RunLater),
                 ("ansible.cfg", Left::RunLater),
                 ("bazel", Left::RunLater),
+                ("cspell.jsonc", Left::RunLater),
                 ("eslint.config.mjs", Left::RunLater),
+                ("eslint.config.mts", Left::RunLater),
                 ("ipykernel_launcher.py", Left::RunLater),
                 ("mypy.ini", Left::RunLater),
                 ("pnpm-workspace.yaml", Left::RunLater),
+                ("stylelintrc.json", Left::RunLater),
             ],
         ),
         (

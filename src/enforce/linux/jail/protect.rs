@@ -188,8 +188,20 @@ pub(crate) const MAX_DIRS: usize = 50_000;
 /// into every interactive bash); tmux's `~/.config/tmux/tmux.conf`
 /// (`run-shell`); `~/.local/bin`, which Debian's `~/.profile` puts first
 /// on `PATH` once it exists; D-Bus session services, which the session
-/// bus starts on a first call to their name.
-pub(crate) const STARTUP_FILES: [&str; 49] = [
+/// bus starts on a first call to their name. Found by another
+/// (2026-12-08), each run by its real tool: Go's `~/.config/go/env`
+/// (`GOFLAGS=-toolexec=` at every `go build`), mypy's and RuboCop's user
+/// configs (plugins), gdb's `~/.config/gdb/gdbinit`, direnv's
+/// `direnvrc` (sourced before every allowed `.envrc`), Jupyter's user
+/// kernels (their `argv` is the kernel's command), bash-completion's user
+/// completions, Neovim's and fish's `~/.local/share` plugins and
+/// snippets; beside them, by their documentation: `~/.gdbinit`, direnv's
+/// allow list, IPython's start-up scripts, Jupyter's user config, pip's
+/// user config (what `pip install` fetches), starship's prompt commands,
+/// Helix's and Zed's language-server commands, Emacs's init files, and
+/// the desktop's application entries and default applications
+/// (`xdg-open`).
+pub(crate) const STARTUP_FILES: [&str; 72] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -239,6 +251,29 @@ pub(crate) const STARTUP_FILES: [&str; 49] = [
     ".config/tmux",
     ".local/bin",
     ".local/share/dbus-1",
+    ".config/go",
+    ".config/mypy",
+    ".config/rubocop",
+    ".config/gdb",
+    ".gdbinit",
+    ".config/direnv",
+    ".local/share/direnv",
+    ".local/share/jupyter",
+    ".jupyter",
+    ".ipython",
+    ".local/share/bash-completion",
+    ".local/share/nvim",
+    ".local/share/fish",
+    ".config/pip",
+    ".pip",
+    ".config/starship.toml",
+    ".config/helix",
+    ".config/zed",
+    ".config/emacs",
+    ".emacs.d",
+    ".emacs",
+    ".config/mimeapps.list",
+    ".local/share/applications",
 ];
 
 /// Start-up directories, relative to `$HOME`, that are created empty
