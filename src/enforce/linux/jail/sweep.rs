@@ -18,17 +18,17 @@
 //! A new repository anywhere (the workspace root of a workspace inside the
 //! user's repository included) is `crate::enforce::leftovers`'s.
 
-use std::os::fd::AsFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{readlinkat, renameat, AtFlags};
-use nix::sys::stat::{fstat, fstatat};
+use nix::fcntl::{readlinkat, renameat, AtFlags, OFlag};
+use nix::sys::stat::{fstat, fstatat, Mode};
 use nix::unistd::{symlinkat, unlinkat, UnlinkatFlags};
 
 use super::plan::JailPlan;
 use super::protect::{CarveReason, KeptLink};
+use crate::enforce::linux::openat2_beneath::open_no_symlinks;
 
 /// The `commondir` files that did not exist when the run started.
 #[derive(Debug, Default)]
@@ -71,25 +71,17 @@ impl Sweep {
             // A symlinked `hooks` is carved where it leads, which need not
             // be a git directory.
             .filter(|dir| dir.ends_with(".git") || dir.join("HEAD").is_file())
-            .filter(|gitdir| gitdir.join(COMMONDIR).symlink_metadata().is_err())
-            .filter_map(|gitdir| {
-                let meta = std::fs::symlink_metadata(gitdir).ok()?;
-                Some(NotedGitDir {
-                    path: gitdir.to_path_buf(),
-                    dev: meta.dev(),
-                    ino: meta.ino(),
-                })
-            })
+            .filter_map(NotedGitDir::without_commondir)
             .collect();
         let links = plan
             .links
             .iter()
             .filter_map(|link| {
-                let meta = std::fs::symlink_metadata(&link.dir).ok()?;
+                let (dev, ino) = identity(&open_real_dir(&link.dir)?)?;
                 Some(NotedLink {
                     link: link.clone(),
-                    dev: meta.dev(),
-                    ino: meta.ino(),
+                    dev,
+                    ino,
                 })
             })
             .collect();
@@ -110,6 +102,20 @@ impl Sweep {
 }
 
 impl NotedGitDir {
+    /// `gitdir`, noted if it has no `commondir` now: asked through a
+    /// handle on it, opened following no link on the way, so that the
+    /// directory noted is the one the answer is about.
+    fn without_commondir(gitdir: &Path) -> Option<NotedGitDir> {
+        let handle = open_real_dir(gitdir)?;
+        let present = fstatat(handle.as_fd(), COMMONDIR, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok();
+        let (dev, ino) = identity(&handle)?;
+        (!present).then(|| NotedGitDir {
+            path: gitdir.to_path_buf(),
+            dev,
+            ino,
+        })
+    }
+
     /// Removes a `commondir` that now exists in this very directory (a
     /// file or a link; a directory makes git stop, which runs nothing).
     fn remove_commondir(&self) {
@@ -131,18 +137,36 @@ impl NotedGitDir {
     }
 }
 
-/// The directory at `path`, if it is still the one noted as `identity`
-/// (device, inode): opened without following a link at its last name,
-/// and compared once open, so that whatever stands on the way to it,
-/// what is changed through the handle is that directory.
-fn open_noted_dir(path: &Path, identity: (u64, u64)) -> Option<std::fs::File> {
-    let handle = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
-    let st = fstat(handle.as_fd()).ok()?;
-    (st.st_dev == identity.0 && st.st_ino == identity.1).then_some(handle)
+/// The directory at `path`, if it is still the one noted as `noted`
+/// (device, inode): opened following no link anywhere on the way, as it
+/// was when noted, and compared once open.
+fn open_noted_dir(path: &Path, noted: (u64, u64)) -> Option<OwnedFd> {
+    let handle = open_real_dir(path)?;
+    (identity(&handle)? == noted).then_some(handle)
+}
+
+/// The directory at `path` (real), opened following no link anywhere on
+/// the way: a child of another run swapped a directory above a kept link
+/// for a link to `~` between the search and the noting, the identity
+/// noted was the home's directory's, and the put-back renamed the user's
+/// `~/victim/.git` aside and linked a planted repository in its place (a
+/// red-team run). On a kernel without `openat2` (before 5.6) the path is
+/// checked to be its own real path first, and a race stays possible.
+fn open_real_dir(path: &Path) -> Option<OwnedFd> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW;
+    match open_no_symlinks(path, flags) {
+        Some(opened) => opened.ok(),
+        None if path.canonicalize().ok()? == path => {
+            nix::fcntl::open(path, flags | OFlag::O_CLOEXEC, Mode::empty()).ok()
+        }
+        None => None,
+    }
+}
+
+/// The device and inode of what `fd` holds.
+fn identity(fd: &OwnedFd) -> Option<(u64, u64)> {
+    let st = fstat(fd.as_fd()).ok()?;
+    Some((st.st_dev, st.st_ino))
 }
 
 /// The first of `NAME.planted-during-magus-run.0` to `.99` that is not
@@ -216,12 +240,28 @@ mod tests {
     use super::*;
 
     fn noted(gitdir: &Path) -> NotedGitDir {
-        let meta = std::fs::symlink_metadata(gitdir).unwrap();
-        NotedGitDir {
-            path: gitdir.to_path_buf(),
-            dev: meta.dev(),
-            ino: meta.ino(),
-        }
+        NotedGitDir::without_commondir(gitdir).expect("noted")
+    }
+
+    /// A red-team run: with a directory above the noted one swapped for a
+    /// link to `~` between the search and the noting, the home's
+    /// directory was noted, then changed after the run through the same
+    /// link. A link anywhere on the way is refused at both ends.
+    #[test]
+    fn nothing_is_noted_or_changed_through_a_link_above() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let victim = root.join("home/victim/.git");
+        std::fs::create_dir_all(&victim).unwrap();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        std::os::unix::fs::symlink(root.join("home"), root.join("ws/x")).unwrap();
+        let through = root.join("ws/x/victim/.git");
+        assert!(NotedGitDir::without_commondir(&through).is_none());
+        // Noted where it really is, then reached through the link: the
+        // identity agrees, the handle is still refused.
+        let real = noted(&victim);
+        assert!(open_noted_dir(&through, (real.dev, real.ino)).is_none());
+        assert!(open_noted_dir(&victim, (real.dev, real.ino)).is_some());
     }
 
     /// A red-team run: a child of another run swapped `.git` for a link
