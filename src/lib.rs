@@ -88,8 +88,9 @@ mod sandbox;
 #[cfg(all(test, kernel_layer))]
 mod diagnostic_snapshots;
 
-// A lib test that must run in a process of its own.
-#[cfg(test)]
+// A lib test that must run in a process of its own (its users are all
+// Unix's).
+#[cfg(all(test, unix))]
 mod alone;
 
 // Where unit tests put fake `HOME`s and workspaces: the same rule as the
