@@ -30,7 +30,7 @@
 mod aside;
 mod inert;
 mod names;
-mod nofollow;
+pub(crate) mod nofollow;
 mod noted;
 pub(crate) mod report;
 mod scan;

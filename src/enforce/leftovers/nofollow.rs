@@ -22,17 +22,20 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::enforce::linux::openat2_beneath::open_no_symlinks;
 use nix::errno::Errno;
-use nix::fcntl::{openat, openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{mkdirat, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
 /// The directory at `path` (absolute and real), as an `O_PATH` handle:
 /// refused (`ELOOP`, `ENOTDIR`) where a link lies anywhere on the way.
+/// Also the jail's sweep's (`jail::sweep`), for the directories it
+/// notes by identity and changes after the run.
 /// On a kernel without `openat2` (before 5.6), the path is checked to be
 /// its own real path and its last part opened with `O_NOFOLLOW`: a race
 /// stays possible there.
-pub(super) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
     open(path, OFlag::O_PATH | OFlag::O_DIRECTORY)
 }
 
@@ -44,16 +47,10 @@ pub(super) fn open_file(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
 }
 
 fn open(path: &Path, flags: OFlag) -> io::Result<OwnedFd> {
-    let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let how = OpenHow::new()
-        .flags(flags)
-        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
-    loop {
-        match openat2(AT_FDCWD, path, how) {
-            Err(Errno::EAGAIN) => continue,
-            Err(Errno::ENOSYS) => return open_checked(path, flags),
-            other => return other.map_err(io::Error::from),
-        }
+    let flags = flags | OFlag::O_NOFOLLOW;
+    match open_no_symlinks(path, flags) {
+        Some(opened) => opened.map_err(io::Error::from),
+        None => open_checked(path, flags | OFlag::O_CLOEXEC),
     }
 }
 

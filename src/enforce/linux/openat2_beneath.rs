@@ -46,12 +46,18 @@ pub(crate) fn open_beneath<P: ?Sized + nix::NixPath>(
 }
 
 /// Opens the absolute `path` following no symlink anywhere in it (a granted
-/// file root); `None` when the kernel has no `openat2`.
+/// file root; the sweep's directories and files, `leftovers::nofollow`);
+/// `None` when the kernel has no `openat2`.
 pub(crate) fn open_no_symlinks(path: &Path, flags: OFlag) -> Option<nix::Result<OwnedFd>> {
     let how = OpenHow::new()
         .flags(flags | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
-    call(fcntl::AT_FDCWD, path, how)
+    loop {
+        match call(fcntl::AT_FDCWD, path, how)? {
+            Err(Errno::EAGAIN) | Err(Errno::EINTR) => continue,
+            other => return Some(other),
+        }
+    }
 }
 
 fn call<P: ?Sized + nix::NixPath>(

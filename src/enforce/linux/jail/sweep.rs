@@ -22,13 +22,13 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{readlinkat, renameat, AtFlags, OFlag};
-use nix::sys::stat::{fstat, fstatat, Mode};
+use nix::fcntl::{readlinkat, renameat, AtFlags};
+use nix::sys::stat::{fstat, fstatat};
 use nix::unistd::{symlinkat, unlinkat, UnlinkatFlags};
 
 use super::plan::JailPlan;
 use super::protect::{CarveReason, KeptLink};
-use crate::enforce::linux::openat2_beneath::open_no_symlinks;
+use crate::enforce::leftovers::nofollow;
 
 /// The `commondir` files that did not exist when the run started.
 #[derive(Debug, Default)]
@@ -150,17 +150,9 @@ fn open_noted_dir(path: &Path, noted: (u64, u64)) -> Option<OwnedFd> {
 /// for a link to `~` between the search and the noting, the identity
 /// noted was the home's directory's, and the put-back renamed the user's
 /// `~/victim/.git` aside and linked a planted repository in its place (a
-/// red-team run). On a kernel without `openat2` (before 5.6) the path is
-/// checked to be its own real path first, and a race stays possible.
+/// red-team run).
 fn open_real_dir(path: &Path) -> Option<OwnedFd> {
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW;
-    match open_no_symlinks(path, flags) {
-        Some(opened) => opened.ok(),
-        None if path.canonicalize().ok()? == path => {
-            nix::fcntl::open(path, flags | OFlag::O_CLOEXEC, Mode::empty()).ok()
-        }
-        None => None,
-    }
+    nofollow::open_dir(path).ok()
 }
 
 /// The device and inode of what `fd` holds.
