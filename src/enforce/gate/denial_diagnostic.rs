@@ -76,29 +76,24 @@ impl Denial {
 
     fn fix(&self, real: &Path, home: Option<&Path>, spell: Option<&str>) -> String {
         match self.reason {
-            DenialReason::Protected
-                if matches!(
-                    self.protection.as_deref(),
-                    Some(Protection::HoldsStore { .. })
-                ) =>
-            {
-                "a spell may not move or remove a directory that holds a credential \
-                 store: moved, the store would no longer be where the sandbox hides it; \
-                 no magus.yaml entry can allow this"
-                    .to_string()
+            DenialReason::Protected => match self.protection.as_deref() {
+                Some(Protection::HoldsStore { .. }) => {
+                    "a spell may not move or remove a directory that holds a credential \
+                     store: moved, the store would no longer be where the sandbox hides it; \
+                     no magus.yaml entry can allow this"
+                }
+                Some(Protection::Repository { .. }) => {
+                    "a spell may not make a directory into a git repository (`HEAD` beside \
+                     `objects` and `refs`, or beside `commondir`) nor write such a \
+                     directory's `config`: the next git command there, outside the sandbox, \
+                     would run what that config names; no magus.yaml entry can allow this"
+                }
+                None => {
+                    "a spell may not change the sandbox policy or a repository's \
+                     hooks and config (`.git`, `.hg`); no magus.yaml entry can allow this"
+                }
             }
-            DenialReason::Protected if self.protection.is_some() => {
-                "a spell may not make a directory into a git repository (`HEAD` beside \
-                 `objects` and `refs`, or beside `commondir`) nor write such a directory's \
-                 `config`: the next git command there, outside the sandbox, would run what \
-                 that config names; no magus.yaml entry can allow this"
-                    .to_string()
-            }
-            DenialReason::Protected => {
-                "a spell may not change the sandbox policy or a repository's \
-                 hooks and config (`.git`, `.hg`); no magus.yaml entry can allow this"
-                    .to_string()
-            }
+            .to_string(),
             DenialReason::ForeignProcess => "another process's /proc entries are never reachable \
                  from a spell; no magus.yaml entry can allow this"
                 .to_string(),

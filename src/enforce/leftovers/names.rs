@@ -61,6 +61,8 @@ use std::path::Path;
 /// (its `BAZELISK_HOME` chooses the Bazel `bazel version` runs), and a
 /// module `ipykernel_launcher.py`, which every Jupyter kernel started in
 /// its directory imports in place of the real one; magus its own policy.
+/// The tools whose configs come in many forms are matched by how the
+/// names begin instead ([`RUN_LATER_PREFIXES`]).
 pub(super) const RUN_LATER_FILES: [&str; 69] = [
     ".gitmodules",
     ".npmrc",
