@@ -1639,6 +1639,41 @@ fn credential_stores_inside_a_grant_are_hidden() {
     }
 }
 
+/// `fs.read` of magus's own memory (`/proc/self/mem`, where the spell
+/// runs; found openable by a red-team run, 2026-12-08): refused, in the
+/// jail, without it and with the gate alone. The control, the sandbox
+/// off, opens it (the read then fails: nothing is mapped at offset 0).
+#[test]
+fn the_spells_own_memory_is_refused_to_fs() {
+    let spell = "import \"std\";\nimport \"fs\";\nfun main(args: [str]) > int {\n    foreach (p in [\"/proc/self/mem\", \"/proc/thread-self/mem\"]) {\n        try {\n            _ = fs.read(p);\n            std.print(\"READ {p}\");\n        } catch (e: SandboxError) {\n            std.print(\"CAUGHT {e.code}\");\n        } catch {\n            std.print(\"OPENED {p}\");\n        }\n    }\n    return 0;\n}\n";
+    for user in users() {
+        let jail = Jail::new(user);
+        jail.h.write_spell("mem", spell);
+        jail.hand_over();
+        let control = capture(jail.command(Sandbox::Off).arg("mem"));
+        assert_eq!(
+            control.stdout.matches("OPENED").count(),
+            2,
+            "{}",
+            control.dump()
+        );
+        let refused = |jail: &Jail, sandbox: Sandbox| {
+            let out = capture(jail.command(sandbox).arg("mem"));
+            let what = format!("{user:?} {:?} {sandbox:?}", jail.kernel);
+            assert_eq!(
+                out.stdout.matches("CAUGHT MGS2001").count(),
+                2,
+                "{what}: {}",
+                out.dump()
+            );
+        };
+        refused(&jail, Sandbox::On);
+        let unjailed = jail.without_jail();
+        refused(&unjailed, Sandbox::On);
+        refused(&unjailed, Sandbox::GateOnly);
+    }
+}
+
 /// A directory holding a hidden store, moved aside by `fs.move`, left the
 /// store where nothing hid it (found by a red-team run, 2026-12-08): with
 /// `~/.config` granted `rw`, the spell moved `~/.config/gh` aside, read
